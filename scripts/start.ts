@@ -1,0 +1,38 @@
+/**
+ * `npm start`: runs the registry locally with `wrangler dev` on the local
+ * KV/R2 state under .wrangler/ (the state `npm run publish-provider` writes
+ * by default). Extra arguments pass through to wrangler dev (--port, --ip,
+ * --var, --local-protocol …). On an empty state it says how to publish a
+ * first provider.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const wrangler = join(root, 'node_modules', '.bin', 'wrangler');
+const args = process.argv.slice(2);
+
+if (!hasLocalProviders()) {
+  process.stderr.write(
+    [
+      '',
+      'edge-registry: the local state is empty, so there is nothing to serve yet. To publish a first provider:',
+      '  npm run demo                                         # a generated sample provider, several versions and platforms',
+      '  npm run publish-provider -- ./dist --namespace acme  # your own goreleaser dist/',
+      'Then try http://localhost:8787/v1/providers/demo/example/versions',
+      '',
+    ].join('\n') + '\n',
+  );
+}
+
+const child = spawn(wrangler, ['dev', ...args], { cwd: root, stdio: 'inherit' });
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+
+function hasLocalProviders(): boolean {
+  // R2's local blobs live under .wrangler/state/v3/r2/<bucket>/blobs once anything was published.
+  const r2 = join(root, '.wrangler', 'state', 'v3', 'r2');
+  if (!existsSync(r2)) return false;
+  return readdirSync(r2, { recursive: true }).some((entry) => String(entry).includes('blobs'));
+}

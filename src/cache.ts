@@ -1,0 +1,50 @@
+/**
+ * A bounded in-isolate cache of stored documents, so repeated requests skip
+ * KV. Immutable documents may stay until evicted; mutable ones (version lists,
+ * "not found") expire after the configured seconds, which bounds how late a
+ * newly published version is listed. Least recently used entries are evicted
+ * once the total size passes the byte budget.
+ */
+export class DocumentCache {
+  private readonly entries = new Map<string, { body: string | null; expires: number; bytes: number }>();
+  private bytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** The cached body (null = known absent), or undefined when not cached or expired. */
+  get(key: string, now = Date.now()): string | null | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    if (entry.expires <= now) {
+      this.remove(key);
+      return undefined;
+    }
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    return entry.body;
+  }
+
+  set(key: string, body: string | null, ttlMs: number, now = Date.now()): void {
+    if (ttlMs <= 0) return;
+    const bytes = (body?.length ?? 0) * 2 + key.length * 2 + 64;
+    if (bytes > this.maxBytes / 4) return;
+    this.remove(key);
+    this.entries.set(key, { body, expires: now + ttlMs, bytes });
+    this.bytes += bytes;
+    for (const oldest of this.entries.keys()) {
+      if (this.bytes <= this.maxBytes) break;
+      this.remove(oldest);
+    }
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private remove(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.bytes -= entry.bytes;
+    this.entries.delete(key);
+  }
+}

@@ -1,0 +1,17 @@
+/** The Worker's bindings and variables, as declared in wrangler.toml. */
+export interface Env {
+  REGISTRY_KV: KVNamespace;
+  REGISTRY_R2: R2Bucket;
+  /** Hostname in the source addresses of the providers this registry is the origin of. */
+  REGISTRY_HOSTNAME: string;
+  /** "public" or "private". */
+  ACCESS: string;
+  /** Seconds an isolate may reuse a version list before reading KV again. */
+  INDEX_CACHE_SECONDS: string;
+  /** Absolute base URL for release-file URLs; empty for URLs relative to the response. */
+  ARCHIVE_BASE_URL: string;
+  /** HMAC key for signed release-file URLs (a secret; private mode only). */
+  URL_SIGNING_SECRET?: string;
+  /** Minutes a signed release-file URL stays valid (private mode). */
+  SIGNED_URL_MINUTES?: string;
+}

@@ -1,0 +1,24 @@
+import { Router, type IRequest } from 'itty-router';
+import type { Env } from './env';
+import { errorToResponse, notFound } from './http';
+import { discovery } from './routes/discovery';
+import { findPackage, listVersions } from './routes/registry';
+import { mirrorDocument } from './routes/mirror';
+import { releaseFile } from './routes/archives';
+import { onlyGetAndHead, withoutBodyForHead } from './routes/methods';
+
+const router = Router<IRequest, [Env, ExecutionContext]>({
+  before: [onlyGetAndHead],
+  catch: errorToResponse,
+  finally: [withoutBodyForHead],
+});
+
+router
+  .all('/.well-known/terraform.json', discovery)
+  .all('/v1/providers/:namespace/:type/versions', listVersions)
+  .all('/v1/providers/:namespace/:type/:version/download/:os/:arch', findPackage)
+  .all('/v1/mirror/:hostname/:namespace/:type/:file', mirrorDocument)
+  .all('/v1/archives/:hostname/:namespace/:type/:version/:file', releaseFile)
+  .all('*', () => notFound());
+
+export default { fetch: router.fetch } satisfies ExportedHandler<Env>;

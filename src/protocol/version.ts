@@ -1,0 +1,25 @@
+import semver from 'semver';
+import { InputError } from './errors';
+import { truncate } from './address';
+
+const MAX_VERSION_LENGTH = 128;
+
+/**
+ * Accepts only a strict semantic version exactly as written ("1.2.3",
+ * "1.2.3-beta.1", "1.2.3+build"): no leading "v", no "=", no missing parts.
+ * Returns it unchanged; throws InputError otherwise.
+ */
+export function parseVersion(raw: string): string {
+  if (raw.length > MAX_VERSION_LENGTH) throw new InputError(`version "${truncate(raw)}" is too long`);
+  const parsed = semver.parse(raw, { loose: false });
+  const canonical = parsed ? parsed.version + (parsed.build.length ? `+${parsed.build.join('.')}` : '') : null;
+  if (!parsed || canonical !== raw) {
+    throw new InputError(`version "${truncate(raw)}" is not a semantic version like 1.2.3 or 1.2.3-beta.1`);
+  }
+  return raw;
+}
+
+/** Sorts versions ascending by semantic-version precedence (a copy). */
+export function sortVersions(versions: readonly string[]): string[] {
+  return [...versions].sort(semver.compare);
+}

@@ -1,0 +1,15 @@
+import type { IRequest } from 'itty-router';
+import { errorResponse } from '../http';
+
+/** The registry is read-only: any method but GET and HEAD gets 405 with Allow. */
+export function onlyGetAndHead(request: IRequest): Response | undefined {
+  if (request.method === 'GET' || request.method === 'HEAD') return undefined;
+  return errorResponse(405, `method ${request.method} is not allowed; this registry is read-only`, { allow: 'GET, HEAD' });
+}
+
+/** HEAD answers like GET without a body (release files answer HEAD from R2 metadata alone). */
+export async function withoutBodyForHead(response: Response, request: IRequest): Promise<Response> {
+  if (request.method !== 'HEAD' || response.body === null) return response;
+  await response.body.cancel();
+  return new Response(null, { status: response.status, headers: response.headers });
+}

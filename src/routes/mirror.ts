@@ -1,0 +1,34 @@
+import type { IRequest } from 'itty-router';
+import type { Env } from '../env';
+import { listCacheControl, listTtlMs, withArchiveBase } from '../config';
+import { IMMUTABLE, jsonBody, notFound, pathSegment } from '../http';
+import { formatAddress, providerAddress } from '../protocol/address';
+import { parseVersion } from '../protocol/version';
+import { InputError } from '../protocol/errors';
+import { readMirrorIndex, readMirrorVersion } from '../store/read';
+
+/**
+ * GET /v1/mirror/:hostname/:namespace/:type/index.json — network mirror
+ * "list available versions"; GET …/:version.json — "list available
+ * installation packages". Serves any hostname whose providers are stored
+ * (our own and mirrored upstream ones). 404 when the provider or version is
+ * not stored or the file is neither; 400 for malformed parts.
+ */
+export async function mirrorDocument(request: IRequest, env: Env): Promise<Response> {
+  const address = providerAddress(
+    pathSegment(request.params.hostname, 'hostname'),
+    pathSegment(request.params.namespace, 'namespace'),
+    pathSegment(request.params.type, 'type'),
+  );
+  const file = pathSegment(request.params.file, 'file');
+  if (file === 'index.json') {
+    const body = await readMirrorIndex(env.REGISTRY_KV, address, listTtlMs(env));
+    if (body === null) return notFound(`provider ${formatAddress(address)} is not in this mirror`);
+    return jsonBody(body, listCacheControl(env));
+  }
+  if (!file.endsWith('.json')) throw new InputError(`"${file}" is neither index.json nor VERSION.json`, 404);
+  const version = parseVersion(file.slice(0, -'.json'.length));
+  const body = await readMirrorVersion(env.REGISTRY_KV, address, version, listTtlMs(env));
+  if (body === null) return notFound(`provider ${formatAddress(address)} ${version} is not in this mirror`);
+  return jsonBody(withArchiveBase(body, env), IMMUTABLE);
+}

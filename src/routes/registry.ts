@@ -1,0 +1,46 @@
+import type { IRequest } from 'itty-router';
+import type { Env } from '../env';
+import { listCacheControl, listTtlMs, withArchiveBase } from '../config';
+import { IMMUTABLE, jsonBody, notFound, pathSegment } from '../http';
+import { providerAddress, formatAddress } from '../protocol/address';
+import { parsePlatform } from '../protocol/platform';
+import { parseVersion } from '../protocol/version';
+import { readDownloadDocument, readVersionsDocument } from '../store/read';
+
+/**
+ * GET /v1/providers/:namespace/:type/versions — providers.v1 "list available
+ * versions" for a provider of this registry's hostname. 200 with the stored
+ * body; 404 {"errors":[…]} when no version is published; 400 for a malformed
+ * namespace or type.
+ */
+export async function listVersions(request: IRequest, env: Env): Promise<Response> {
+  const address = providerAddress(
+    env.REGISTRY_HOSTNAME,
+    pathSegment(request.params.namespace, 'namespace'),
+    pathSegment(request.params.type, 'type'),
+  );
+  const body = await readVersionsDocument(env.REGISTRY_KV, address, listTtlMs(env));
+  if (body === null) return notFound(`provider ${formatAddress(address)} not found`);
+  return jsonBody(body, listCacheControl(env));
+}
+
+/**
+ * GET /v1/providers/:namespace/:type/:version/download/:os/:arch —
+ * providers.v1 "find a provider package". 200 with the stored body (os and
+ * arch echo the request; OpenTofu's `packages` lists every platform); 404 when
+ * that version or platform is not published; 400 for malformed parts.
+ */
+export async function findPackage(request: IRequest, env: Env): Promise<Response> {
+  const address = providerAddress(
+    env.REGISTRY_HOSTNAME,
+    pathSegment(request.params.namespace, 'namespace'),
+    pathSegment(request.params.type, 'type'),
+  );
+  const version = parseVersion(pathSegment(request.params.version, 'version'));
+  const platform = parsePlatform(pathSegment(request.params.os, 'os'), pathSegment(request.params.arch, 'arch'));
+  const body = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, listTtlMs(env));
+  if (body === null) {
+    return notFound(`provider ${formatAddress(address)} ${version} has no package for ${platform.os}_${platform.arch}`);
+  }
+  return jsonBody(withArchiveBase(body, env), IMMUTABLE);
+}

@@ -1,0 +1,63 @@
+import type { ProviderAddress } from '../protocol/address';
+import type { Platform } from '../protocol/platform';
+
+/**
+ * The storage layout. This file alone knows KV key names and R2 object names;
+ * the Worker and the scripts both derive every key through it.
+ *
+ * KV (values that are already response bodies are served byte for byte):
+ *   v1/providers/HOST/NS/TYPE/versions                  registry "list versions" body
+ *   v1/providers/HOST/NS/TYPE/VERSION/download/OS_ARCH  registry "find a package" body (immutable)
+ *   v1/mirror/HOST/NS/TYPE/index.json                   mirror "list versions" body
+ *   v1/mirror/HOST/NS/TYPE/VERSION.json                 mirror "list packages" body (immutable)
+ *   records/HOST/NS/TYPE/VERSION                        version record (JSON): the source of truth the bodies derive from
+ *   signing-keys/HOST/NS                                namespace public keys (JSON)
+ *   tokens/SHA256                                       read-token record, by the SHA-256 of the token
+ *
+ * R2:
+ *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
+ *
+ * All names are lower case; HOST may carry a :port.
+ */
+
+function providerPath({ hostname, namespace, type }: ProviderAddress): string {
+  return `${hostname}/${namespace}/${type}`;
+}
+
+export const versionsDocumentKey = (address: ProviderAddress) => `v1/providers/${providerPath(address)}/versions`;
+
+export const downloadDocumentKey = (address: ProviderAddress, version: string, platform: Platform) =>
+  `v1/providers/${providerPath(address)}/${version}/download/${platform.os}_${platform.arch}`;
+
+export const mirrorIndexKey = (address: ProviderAddress) => `v1/mirror/${providerPath(address)}/index.json`;
+
+export const mirrorVersionKey = (address: ProviderAddress, version: string) =>
+  `v1/mirror/${providerPath(address)}/${version}.json`;
+
+export const versionRecordPrefix = (address: ProviderAddress) => `records/${providerPath(address)}/`;
+
+export const versionRecordKey = (address: ProviderAddress, version: string) =>
+  `${versionRecordPrefix(address)}${version}`;
+
+export const signingKeysKey = (hostname: string, namespace: string) => `signing-keys/${hostname}/${namespace}`;
+
+export const tokenKey = (tokenSha256Hex: string) => `tokens/${tokenSha256Hex}`;
+export const tokenPrefix = 'tokens/';
+
+/** R2 object name of a release file (archive, SHA256SUMS or its signature). */
+export const releaseObjectKey = (address: ProviderAddress, version: string, filename: string) =>
+  `${providerPath(address)}/${version}/${filename}`;
+
+/**
+ * URL path at which the Worker serves a release file. Path-absolute, so the
+ * client resolves it against whichever host answered the metadata request.
+ */
+export const releaseFilePath = (address: ProviderAddress, version: string, filename: string) =>
+  `/v1/archives/${providerPath(address)}/${version}/${filename}`;
+
+/** File names of a release, as goreleaser and Terraform's registry name them. */
+export const archiveFilename = (type: string, version: string, platform: Platform) =>
+  `terraform-provider-${type}_${version}_${platform.os}_${platform.arch}.zip`;
+export const shasumsFilename = (type: string, version: string) => `terraform-provider-${type}_${version}_SHA256SUMS`;
+export const shasumsSignatureFilename = (type: string, version: string) =>
+  `${shasumsFilename(type, version)}.sig`;
