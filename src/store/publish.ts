@@ -68,8 +68,10 @@ export async function publishVersion(
   record: VersionRecord,
   files: readonly ReleaseFile[],
   progress: PublishProgress = () => {},
+  options: { rebuildIndex?: boolean } = {},
 ): Promise<PublishOutcome> {
   const { address, version } = record;
+  const rebuild = options.rebuildIndex ?? true;
   const existing = await readVersionRecord(kv, address, version);
   if (existing) {
     if (!sameRelease(existing, record)) {
@@ -78,7 +80,7 @@ export async function publishVersion(
         409,
       );
     }
-    await rebuildProviderIndex(kv, address, progress);
+    if (rebuild) await rebuildProviderIndex(kv, address, progress);
     return 'unchanged';
   }
 
@@ -105,8 +107,28 @@ export async function publishVersion(
   progress({ step: 'record', detail: version });
   await kv.put(versionRecordKey(address, version), JSON.stringify(record));
 
-  await rebuildProviderIndex(kv, address, progress);
+  if (rebuild) await rebuildProviderIndex(kv, address, progress);
   return 'published';
+}
+
+/**
+ * Publishes several versions of one provider (an import, a backfill) and
+ * rebuilds its lists once at the end instead of after every version. Same
+ * guarantees per version as publishVersion.
+ */
+export async function publishVersions(
+  kv: KvStore,
+  blobs: BlobStore,
+  releases: readonly { record: VersionRecord; files: readonly ReleaseFile[] }[],
+  progress: PublishProgress = () => {},
+): Promise<PublishOutcome[]> {
+  const outcomes: PublishOutcome[] = [];
+  for (const { record, files } of releases) {
+    outcomes.push(await publishVersion(kv, blobs, record, files, progress, { rebuildIndex: false }));
+  }
+  const addresses = new Map(releases.map(({ record }) => [formatAddress(record.address), record.address]));
+  for (const address of addresses.values()) await rebuildProviderIndex(kv, address, progress);
+  return outcomes;
 }
 
 /**
