@@ -101,11 +101,12 @@ function parseRange(header: string | null): ByteRange | null | 'invalid' {
 }
 
 function resolvedRange(range: R2Range, size: number): { offset: number; length: number } {
-  if ('suffix' in range) {
+  // R2 reports every field, with undefined for the ones that do not apply.
+  if ('suffix' in range && range.suffix !== undefined) {
     const length = Math.min(range.suffix, size);
     return { offset: size - length, length };
   }
-  const offset = range.offset ?? 0;
-  const length = Math.min(range.length ?? size - offset, size - offset);
+  const { offset = 0, length: requested } = range as { offset?: number; length?: number };
+  const length = Math.min(requested ?? size - offset, size - offset);
   return { offset, length };
 }

@@ -1,0 +1,60 @@
+import { env, exports } from 'cloudflare:workers';
+import worker from '../../src/index';
+import type { Env } from '../../src/env';
+import { providerAddress, type ProviderAddress } from '../../src/protocol/address';
+import { publishVersions } from '../../src/store/publish';
+import { fakeRelease, type FakeRelease } from '../fixtures/release';
+
+export const ORIGIN = 'https://registry.example.com';
+
+/** A request to the Worker as deployed (bindings from wrangler.toml). */
+export function get(path: string, init?: RequestInit): Promise<Response> {
+  return exports.default.fetch(new Request(new URL(path, ORIGIN), init));
+}
+
+/** A request to the Worker with some variables or bindings replaced. */
+export function getWith(overrides: Partial<Env>, path: string, init?: RequestInit): Promise<Response> {
+  const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+  return worker.fetch(new Request(new URL(path, ORIGIN), init) as never, { ...env, ...overrides } as Env, ctx);
+}
+
+export function address(namespace: string, type: string, hostname = env.REGISTRY_HOSTNAME): ProviderAddress {
+  return providerAddress(hostname, namespace, type);
+}
+
+/** Publishes fake releases through the store's real write path. */
+export async function seed(releases: FakeRelease[]): Promise<FakeRelease[]> {
+  await publishVersions(env.REGISTRY_KV, env.REGISTRY_R2, releases);
+  return releases;
+}
+
+export { fakeRelease };
+
+/** Resolves a URL from a response body against the URL of that response, as Terraform's installer does. */
+export function resolve(url: string, responsePath: string): string {
+  return new URL(url, new URL(responsePath, ORIGIN)).href;
+}
+
+export async function sha256HexOf(response: Response): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', await response.arrayBuffer());
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** Wraps the real KV binding and counts its reads. */
+export function countingKv(): { kv: KVNamespace; reads: () => number } {
+  let reads = 0;
+  const real = env.REGISTRY_KV;
+  const kv = new Proxy(real, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (property === 'get' || property === 'getWithMetadata') {
+        return (...args: unknown[]) => {
+          reads++;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { kv, reads: () => reads };
+}
