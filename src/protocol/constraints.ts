@@ -1,6 +1,7 @@
 import semver from 'semver';
 import { InputError } from './errors';
 import { truncate } from './address';
+import { parseVersion } from './version';
 
 /**
  * Terraform version constraints for providers: a comma-separated conjunction
@@ -18,7 +19,8 @@ export interface VersionConstraint {
   parts: number;
 }
 
-const CLAUSE = /^(=|!=|>=|<=|>|<|~>)?\s*v?([0-9]+(?:\.[0-9]+){0,2}(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?)$/;
+// No "v" prefix: Terraform refuses "v1.2.3" in constraints.
+const CLAUSE = /^(=|!=|>=|<=|>|<|~>)?\s*([0-9]+(?:\.[0-9]+){0,2}(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?)$/;
 
 /** Parses a constraint string; throws InputError naming the clause that is wrong. An empty string allows every release. */
 export function parseConstraints(source: string): VersionConstraint[] {
@@ -44,13 +46,23 @@ function splitCore(written: string): [string, string] {
 
 /** True when `version` (strict semver) meets every constraint in the conjunction. */
 export function meetsConstraints(version: string, constraints: readonly VersionConstraint[]): boolean {
-  const candidate = semver.parse(version);
+  // semver.parse alone would accept "v1.2.3" or " 1.2.3", which no registry may list.
+  const candidate = isStrictVersion(version) ? semver.parse(version) : null;
   if (!candidate) return false;
   if (candidate.prerelease.length > 0) {
     const namedExactly = constraints.some((c) => c.operator === '=' && semver.eq(c.version, candidate));
     if (!namedExactly) return false;
   }
   return constraints.every((constraint) => meetsOne(candidate, constraint));
+}
+
+function isStrictVersion(version: string): boolean {
+  try {
+    parseVersion(version);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function meetsOne(candidate: semver.SemVer, { operator, version, parts }: VersionConstraint): boolean {
