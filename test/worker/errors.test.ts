@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { get } from './helpers';
+
+async function expectError(response: Response, status: number, contains?: string): Promise<void> {
+  expect(response.status).toBe(status);
+  expect(response.headers.get('content-type')).toBe('application/json');
+  const body = await response.json<{ errors: string[] }>();
+  expect(body.errors).toHaveLength(1);
+  if (contains) expect(body.errors[0]).toContain(contains);
+}
+
+describe('requests that match no route', () => {
+  it('answer 404 with a JSON error', async () => {
+    for (const path of ['/', '/v1/providers/', '/v1/providers/acme/thing', '/v1/modules/acme/x/aws/versions', '/favicon.ico', '/v1/mirror/registry.example.com/acme/thing']) {
+      await expectError(await get(path), 404);
+    }
+  });
+});
+
+describe('methods other than GET and HEAD', () => {
+  it('answer 405 with an Allow header, on every route', async () => {
+    for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) {
+      for (const path of ['/.well-known/terraform.json', '/v1/providers/acme/thing/versions', '/v1/archives/registry.example.com/acme/thing/1.0.0/terraform-provider-thing_1.0.0_linux_amd64.zip']) {
+        const response = await get(path, { method, body: method === 'DELETE' ? undefined : 'x' });
+        expect(response.headers.get('allow')).toBe('GET, HEAD');
+        await expectError(response, 405, method);
+      }
+    }
+  });
+});
+
+describe('malformed input', () => {
+  const cases: [string, string][] = [
+    ['/v1/providers/ac%zzme/thing/versions', 'malformed percent-encoding'],
+    ['/v1/providers/acme/th%00ing/versions', 'control character'],
+    ['/v1/providers/acme%2Fother/thing/versions', 'slash'],
+    ['/v1/providers/-acme/thing/versions', 'namespace "-acme" is invalid'],
+    ['/v1/providers/acme/thing_x/versions', 'type "thing_x" is invalid'],
+    ['/v1/providers/ac.me/thing/versions', 'namespace "ac.me" is invalid'],
+    [`/v1/providers/${'a'.repeat(65)}/thing/versions`, 'longer than 64'],
+    [`/v1/providers/${'a'.repeat(300)}/thing/versions`, 'longer than 256'],
+    ['/v1/providers/acme/%F0%9F%92%A5/versions', 'type'],
+    ['/v1/providers/acme/thing/1.0/download/linux/amd64', 'not a semantic version'],
+    ['/v1/providers/acme/thing/1.0.0/download/linux-gnu/amd64', 'os "linux-gnu"'],
+    ['/v1/providers/acme/thing/1.0.0/download/linux/x86%2064', 'arch'],
+    ['/v1/mirror/not_a_host/acme/thing/index.json', 'hostname'],
+    ['/v1/mirror/registry.example.com/acme/thing/1.0.0%00.json', 'control character'],
+    ['/v1/archives/registry.example.com/acme/thing/1.0/terraform-provider-thing_1.0_linux_amd64.zip', 'not a semantic version'],
+  ];
+  for (const [path, message] of cases) {
+    it(`${path.slice(0, 70)} → 400 saying "${message}"`, async () => {
+      await expectError(await get(path), 400, message);
+    });
+  }
+
+  it('never answers a 5xx to any of them, with any method', async () => {
+    for (const [path] of cases) {
+      for (const method of ['GET', 'HEAD', 'POST']) {
+        const response = await get(path, { method });
+        expect(response.status, `${method} ${path}`).toBeGreaterThanOrEqual(400);
+        expect(response.status, `${method} ${path}`).toBeLessThan(500);
+      }
+    }
+  });
+});
