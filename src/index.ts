@@ -6,6 +6,7 @@ import { findPackage, listVersions } from './routes/registry';
 import { mirrorDocument } from './routes/mirror';
 import { releaseFile } from './routes/archives';
 import { onlyGetAndHead, withoutBodyForHead } from './routes/methods';
+import { requireReadToken, requireSignedUrl } from './auth/access';
 
 const router = Router<IRequest, [Env, ExecutionContext]>({
   before: [onlyGetAndHead],
@@ -15,10 +16,10 @@ const router = Router<IRequest, [Env, ExecutionContext]>({
 
 router
   .all('/.well-known/terraform.json', discovery)
-  .all('/v1/providers/:namespace/:type/versions', listVersions)
-  .all('/v1/providers/:namespace/:type/:version/download/:os/:arch', findPackage)
-  .all('/v1/mirror/:hostname/:namespace/:type/:file', mirrorDocument)
-  .all('/v1/archives/:hostname/:namespace/:type/:version/:file', releaseFile)
+  .all('/v1/providers/:namespace/:type/versions', requireReadToken, listVersions)
+  .all('/v1/providers/:namespace/:type/:version/download/:os/:arch', requireReadToken, findPackage)
+  .all('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorDocument)
+  .all('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, releaseFile)
   .all('*', () => notFound());
 
 export default { fetch: router.fetch } satisfies ExportedHandler<Env>;

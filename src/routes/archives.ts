@@ -1,6 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
-import { IMMUTABLE, errorResponse, notFound, pathSegment } from '../http';
+import { releaseFileCacheControl } from '../config';
+import { errorResponse, notFound, pathSegment } from '../http';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { parseVersion } from '../protocol/version';
@@ -25,11 +26,12 @@ export async function releaseFile(request: IRequest, env: Env): Promise<Response
   const contentType = releaseFileContentType(address, version, filename);
   const key = releaseObject(address, version, filename);
   const missing = () => notFound(`${filename} not found`);
+  const cacheControl = releaseFileCacheControl(request, env);
 
   if (request.method === 'HEAD') {
     const object = await env.REGISTRY_R2.head(key);
     if (!object) return missing();
-    return new Response(null, { headers: fileHeaders(object, contentType, object.size) });
+    return new Response(null, { headers: fileHeaders(object, contentType, cacheControl, object.size) });
   }
 
   const range = parseRange(request.headers.get('range'));
@@ -46,16 +48,16 @@ export async function releaseFile(request: IRequest, env: Env): Promise<Response
   }
   if (!object) return missing();
   if (!('body' in object)) {
-    return new Response(null, { status: 304, headers: fileHeaders(object, contentType, undefined) });
+    return new Response(null, { status: 304, headers: fileHeaders(object, contentType, cacheControl, undefined) });
   }
   if (range && object.range) {
     const { offset, length } = resolvedRange(object.range, object.size);
     if (offset >= object.size) return unsatisfiable(object.size);
-    const headers = fileHeaders(object, contentType, length);
+    const headers = fileHeaders(object, contentType, cacheControl, length);
     headers.set('content-range', `bytes ${offset}-${offset + length - 1}/${object.size}`);
     return new Response(object.body, { status: 206, headers });
   }
-  return new Response(object.body, { headers: fileHeaders(object, contentType, object.size) });
+  return new Response(object.body, { headers: fileHeaders(object, contentType, cacheControl, object.size) });
 }
 
 /** Throws a 404 InputError unless `filename` is one of the names a release of this provider and version has. */
@@ -70,11 +72,11 @@ function releaseFileContentType(address: ProviderAddress, version: string, filen
   throw new InputError(`${filename} is not a release file of ${address.type} ${version}`, 404);
 }
 
-function fileHeaders(object: R2Object, contentType: string, length: number | undefined): Headers {
+function fileHeaders(object: R2Object, contentType: string, cacheControl: string, length: number | undefined): Headers {
   const headers = new Headers({
     'content-type': contentType,
     etag: object.httpEtag,
-    'cache-control': IMMUTABLE,
+    'cache-control': cacheControl,
     'accept-ranges': 'bytes',
   });
   if (length !== undefined) headers.set('content-length', String(length));

@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
-import { listCacheControl, listTtlMs, withArchiveBase } from '../config';
-import { IMMUTABLE, jsonBody, notFound, pathSegment } from '../http';
+import { listCacheControl, listTtlMs, releaseDocumentCacheControl, withReleaseUrls } from '../config';
+import { jsonBody, notFound, pathSegment } from '../http';
 import { formatAddress, providerAddress } from '../protocol/address';
 import { parseVersion } from '../protocol/version';
 import { InputError } from '../protocol/errors';
@@ -30,5 +30,5 @@ export async function mirrorDocument(request: IRequest, env: Env): Promise<Respo
   const version = parseVersion(file.slice(0, -'.json'.length));
   const body = await readMirrorVersion(env.REGISTRY_KV, address, version, listTtlMs(env));
   if (body === null) return notFound(`provider ${formatAddress(address)} ${version} is not in this mirror`);
-  return jsonBody(withArchiveBase(body, env), IMMUTABLE);
+  return jsonBody(await withReleaseUrls(body, env), releaseDocumentCacheControl(env));
 }

@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
-import { listCacheControl, listTtlMs, withArchiveBase } from '../config';
-import { IMMUTABLE, jsonBody, notFound, pathSegment } from '../http';
+import { listCacheControl, listTtlMs, releaseDocumentCacheControl, withReleaseUrls } from '../config';
+import { jsonBody, notFound, pathSegment } from '../http';
 import { providerAddress, formatAddress } from '../protocol/address';
 import { parsePlatform } from '../protocol/platform';
 import { parseVersion } from '../protocol/version';
@@ -42,5 +42,5 @@ export async function findPackage(request: IRequest, env: Env): Promise<Response
   if (body === null) {
     return notFound(`provider ${formatAddress(address)} ${version} has no package for ${platform.os}_${platform.arch}`);
   }
-  return jsonBody(withArchiveBase(body, env), IMMUTABLE);
+  return jsonBody(await withReleaseUrls(body, env), releaseDocumentCacheControl(env));
 }

@@ -1,0 +1,66 @@
+import type { IRequest } from 'itty-router';
+import { isPrivate } from '../config';
+import type { Env } from '../env';
+import { errorResponse, pathSegment } from '../http';
+import { parseHostname, parseProviderName } from '../protocol/address';
+import { verifySignedUrl } from './signed-urls';
+import { authenticate, scopeAllows } from './tokens';
+
+/**
+ * The route guards of private mode (see src/index.ts). In public mode both
+ * return undefined at once — no KV read, no crypto — and the route's handler
+ * answers as before. Discovery has no guard: it stays public.
+ */
+
+/**
+ * Guard of the registry and mirror metadata routes. In private mode:
+ * - 401 {"errors":[…]} with `WWW-Authenticate: Bearer realm="edge-registry"`
+ *   (plus error="invalid_token" when a token was sent) for a missing,
+ *   malformed, unknown, revoked or expired token;
+ * - 400 for a malformed hostname or namespace in the path (after the token
+ *   is accepted, so unauthenticated callers learn nothing about names);
+ * - 403 when the token is valid but none of its scopes covers the
+ *   requested namespace (see src/auth/tokens.ts for how scopes name
+ *   hostnames). 403 rather than 404: the scope is checked before the store
+ *   is read, so the answer is the same whether the provider exists or not —
+ *   it reveals nothing — and it tells the user their token, not the
+ *   provider address, is what to fix.
+ * Otherwise undefined, and the route's handler runs.
+ */
+export function requireReadToken(request: IRequest, env: Env): Promise<Response | undefined> | undefined {
+  return isPrivate(env) ? checkReadToken(request, env) : undefined;
+}
+
+async function checkReadToken(request: IRequest, env: Env): Promise<Response | undefined> {
+  const auth = await authenticate(request, env.REGISTRY_KV);
+  if (!auth.ok) {
+    const challenge = auth.error
+      ? `Bearer realm="edge-registry", error="${auth.error}"`
+      : 'Bearer realm="edge-registry"';
+    return errorResponse(401, auth.message, { 'www-authenticate': challenge });
+  }
+  const hostname = request.params.hostname === undefined
+    ? env.REGISTRY_HOSTNAME.toLowerCase()
+    : parseHostname(pathSegment(request.params.hostname, 'hostname'));
+  const namespace = parseProviderName(pathSegment(request.params.namespace, 'namespace'), 'namespace');
+  if (!scopeAllows(auth.record.scopes, hostname, namespace, env.REGISTRY_HOSTNAME)) {
+    return errorResponse(403, `this token has no access to namespace "${namespace}" at ${hostname}; its scopes: ${auth.record.scopes.join(', ')}`);
+  }
+  return undefined;
+}
+
+/**
+ * Guard of the release-file route. In private mode a request without a
+ * valid signature (missing, malformed, tampered, re-targeted to another
+ * file, or expired) gets 403 {"errors":[…]}; a bearer token is neither
+ * needed nor accepted instead, since Terraform never sends one to these
+ * URLs. Otherwise undefined.
+ */
+export function requireSignedUrl(request: IRequest, env: Env): Promise<Response | undefined> | undefined {
+  return isPrivate(env) ? checkSignedUrl(request, env) : undefined;
+}
+
+async function checkSignedUrl(request: IRequest, env: Env): Promise<Response | undefined> {
+  const verification = await verifySignedUrl(request, env);
+  return verification.ok ? undefined : errorResponse(403, verification.message);
+}

@@ -1,0 +1,38 @@
+/**
+ * Byte helpers shared by tokens and signed URLs: base64url (RFC 4648 §5,
+ * no padding) and a constant-time comparison.
+ */
+
+/** base64url without padding. */
+export function base64url(bytes: Uint8Array): string {
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/** Decodes unpadded base64url; null (never throws) when the text is not base64url. */
+export function fromBase64url(text: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1) return null;
+  const binary = atob(text.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (text.length % 4)) % 4));
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+/**
+ * True when both byte strings are equal. Takes the same time whatever the
+ * position of the first difference (the lengths compared are those of fixed
+ * size digests, so they are not secret).
+ */
+export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  let diff = 0;
+  for (let i = 0; i < a.byteLength; i++) diff |= a[i]! ^ b[i]!;
+  return diff === 0;
+}
+
+/** constantTimeEqual over the UTF-8 bytes of two strings (hex digests). */
+export function constantTimeEqualText(a: string, b: string): boolean {
+  const encoder = new TextEncoder();
+  return constantTimeEqual(encoder.encode(a), encoder.encode(b));
+}

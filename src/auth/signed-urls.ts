@@ -1,0 +1,108 @@
+import type { Env } from '../env';
+import { base64url, constantTimeEqual, fromBase64url } from './bytes';
+
+/**
+ * Time-limited signed release-file URLs for private mode. Terraform never
+ * sends credentials to archive, SHA256SUMS or signature URLs (network mirror
+ * protocol, "Authentication"), so each such URL in a private response
+ * carries `?expires=UNIX_SECONDS&signature=BASE64URL` where the signature is
+ * HMAC-SHA256, keyed with URL_SIGNING_SECRET, over
+ *
+ *     "GET\n" + PATH + "\n" + EXPIRES
+ *
+ * PATH is the URL's path exactly as sent (percent-encoding included), so a
+ * signature is valid for one file only. URLs are signed for GET; a HEAD on
+ * the same URL is verified as GET (it reads the same file). The host is not
+ * signed, so a URL stays valid when ARCHIVE_BASE_URL points at another host
+ * of the same Worker.
+ */
+
+export const DEFAULT_SIGNED_URL_MINUTES = 15;
+const MAX_SIGNED_URL_MINUTES = 7 * 24 * 60;
+
+/** Minutes a signed URL stays valid: SIGNED_URL_MINUTES when it is a number in (0, 10080], else 15. */
+export function signedUrlMinutes(env: Pick<Env, 'SIGNED_URL_MINUTES'>): number {
+  const minutes = Number(env.SIGNED_URL_MINUTES ?? '');
+  return env.SIGNED_URL_MINUTES && Number.isFinite(minutes) && minutes > 0 && minutes <= MAX_SIGNED_URL_MINUTES
+    ? minutes
+    : DEFAULT_SIGNED_URL_MINUTES;
+}
+
+let cachedKey: { secret: string; key: Promise<CryptoKey> } | undefined;
+
+/** The HMAC key; throws (a server misconfiguration, so a 500) when URL_SIGNING_SECRET is not set. */
+function signingKey(env: Pick<Env, 'URL_SIGNING_SECRET'>): Promise<CryptoKey> {
+  const secret = env.URL_SIGNING_SECRET ?? '';
+  if (secret === '') {
+    throw new Error('URL_SIGNING_SECRET is not set; private mode needs it (wrangler secret put URL_SIGNING_SECRET, locally .dev.vars)');
+  }
+  if (cachedKey?.secret !== secret) {
+    const key = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+    cachedKey = { secret, key };
+  }
+  return cachedKey.key;
+}
+
+async function mac(env: Pick<Env, 'URL_SIGNING_SECRET'>, method: string, path: string, expires: number): Promise<Uint8Array> {
+  const data = new TextEncoder().encode(`${method}\n${path}\n${expires}`);
+  return new Uint8Array(await crypto.subtle.sign('HMAC', await signingKey(env), data));
+}
+
+/**
+ * The query string ("expires=…&signature=…") that makes `path` fetchable
+ * with GET or HEAD until `expires` (Unix seconds). Throws when
+ * URL_SIGNING_SECRET is not set.
+ */
+export async function signatureQuery(env: Pick<Env, 'URL_SIGNING_SECRET'>, path: string, expires: number): Promise<string> {
+  return `expires=${expires}&signature=${base64url(await mac(env, 'GET', path, expires))}`;
+}
+
+// A stored release-file URL inside a JSON body: path-absolute, characters of names and semantic versions only.
+const RELEASE_URL = /"(\/v1\/archives\/[A-Za-z0-9._+\/-]+)"/g;
+
+/**
+ * Signs every path-absolute release-file URL ("/v1/archives/…") in a stored
+ * JSON body, valid for signedUrlMinutes from `now`. Other bytes are kept.
+ * Throws when URL_SIGNING_SECRET is not set.
+ */
+export async function signReleaseUrls(
+  body: string, env: Pick<Env, 'URL_SIGNING_SECRET' | 'SIGNED_URL_MINUTES'>, now = Date.now(),
+): Promise<string> {
+  const expires = Math.floor(now / 1000) + Math.round(signedUrlMinutes(env) * 60);
+  const paths = [...new Set([...body.matchAll(RELEASE_URL)].map((m) => m[1]!))];
+  const signed = new Map(await Promise.all(paths.map(async (p) => [p, await signatureQuery(env, p, expires)] as const)));
+  return body.replace(RELEASE_URL, (_, path: string) => `"${path}?${signed.get(path)}"`);
+}
+
+export type Verification = { ok: true; expires: number } | { ok: false; message: string };
+
+/**
+ * Checks a request for a release file against its signature. Fails — for a
+ * 403 — when `expires` or `signature` is missing, repeated or malformed,
+ * when the URL has expired, or when the signature does not match this
+ * method (HEAD counts as GET), path and expiry: tampered or re-targeted to
+ * another file. Throws only when URL_SIGNING_SECRET is not set.
+ */
+export async function verifySignedUrl(
+  request: Request, env: Pick<Env, 'URL_SIGNING_SECRET'>, now = Date.now(),
+): Promise<Verification> {
+  const url = new URL(request.url);
+  const expiresValues = url.searchParams.getAll('expires');
+  const signatureValues = url.searchParams.getAll('signature');
+  if (expiresValues.length === 0 || signatureValues.length === 0) {
+    return { ok: false, message: 'this download URL is not signed; get a fresh one from the registry or mirror' };
+  }
+  if (expiresValues.length !== 1 || signatureValues.length !== 1 || !/^\d{1,12}$/.test(expiresValues[0]!)) {
+    return { ok: false, message: 'this download URL has a malformed signature' };
+  }
+  const expires = Number(expiresValues[0]);
+  const given = fromBase64url(signatureValues[0]!);
+  if (given === null || given.byteLength !== 32) return { ok: false, message: 'this download URL has a malformed signature' };
+  const method = request.method === 'HEAD' ? 'GET' : request.method;
+  const expected = await mac(env, method, url.pathname, expires);
+  if (!constantTimeEqual(given, expected)) return { ok: false, message: 'this download URL\'s signature does not match it' };
+  if (expires * 1000 <= now) {
+    return { ok: false, message: 'this download URL has expired; get a fresh one from the registry or mirror' };
+  }
+  return { ok: true, expires };
+}

@@ -1,0 +1,125 @@
+import { parseHostname, parseProviderName } from '../protocol/address';
+import { InputError } from '../protocol/errors';
+import { sha256Hex } from '../protocol/hashes';
+import { readTokenRecord } from '../store/read';
+import { parseTokenRecord, type TokenRecord } from '../store/tokens';
+import { base64url, constantTimeEqualText } from './bytes';
+
+/**
+ * Read tokens: what Terraform and OpenTofu send as `Authorization: Bearer …`
+ * (from `credentials "HOST" { token = "…" }` or TF_TOKEN_HOST). A token is
+ * "ert_" followed by 32 random bytes in base64url; the prefix lets secret
+ * scanners recognise a leaked one. Only its SHA-256 is stored (see
+ * src/store/tokens.ts), so KV never holds a usable token.
+ *
+ * Scopes say which providers a token may read:
+ *   "*"               everything this Worker serves, any hostname
+ *   "NAMESPACE"       that namespace of this registry (REGISTRY_HOSTNAME), in
+ *                     the registry API and in the mirror
+ *   "HOST/NAMESPACE"  that namespace at HOST: how a scope names mirrored
+ *                     upstream providers, e.g. "registry.terraform.io/hashicorp"
+ *   "HOST/*"          every namespace at HOST, e.g. "registry.terraform.io/*"
+ * A bare namespace deliberately does not match other hostnames: "hashicorp"
+ * would otherwise also grant registry.example.com/hashicorp, which is not
+ * the upstream one.
+ */
+
+export const TOKEN_PREFIX = 'ert_';
+const TOKEN_PATTERN = /^ert_[A-Za-z0-9_-]{43}$/;
+
+/** A new random read token (32 bytes from the platform CSPRNG). Show it once; store only tokenSha256(token). */
+export function newToken(): string {
+  return TOKEN_PREFIX + base64url(crypto.getRandomValues(new Uint8Array(32)));
+}
+
+/** The lower-case hex SHA-256 of a token: its KV key and its record's `sha256`. */
+export function tokenSha256(token: string): string {
+  return sha256Hex(token);
+}
+
+/** The public id of a token: the first 12 hex digits of its hash. */
+export function tokenId(tokenSha256Hex: string): string {
+  return tokenSha256Hex.slice(0, 12);
+}
+
+/**
+ * The token in an `Authorization: Bearer TOKEN` header (scheme
+ * case-insensitive), 'missing' when there is no Authorization header, and
+ * 'malformed' when it is another scheme, has more than one credential, or
+ * the credential is not shaped like a token of this registry. Never throws.
+ */
+export function bearerToken(header: string | null): string | 'missing' | 'malformed' {
+  if (header === null || header.trim() === '') return 'missing';
+  const match = /^\s*bearer +(\S+)\s*$/i.exec(header);
+  if (!match || !TOKEN_PATTERN.test(match[1]!)) return 'malformed';
+  return match[1]!;
+}
+
+export type Authentication =
+  | { ok: true; record: TokenRecord }
+  /** `error` is the RFC 6750 error code for WWW-Authenticate, absent when no credentials were sent. */
+  | { ok: false; message: string; error?: 'invalid_token' };
+
+/**
+ * Authenticates a request by its bearer token: one uncached KV read (so a
+ * revocation takes effect on the next request). Fails — for a 401 — when
+ * the header is missing or malformed, the token is unknown or revoked (no
+ * record), its record is damaged, its hash does not match the record's
+ * (compared in constant time), or it has expired. Never throws for bad input.
+ */
+export async function authenticate(request: Request, kv: KVNamespace, now = Date.now()): Promise<Authentication> {
+  const token = bearerToken(request.headers.get('authorization'));
+  if (token === 'missing') {
+    return { ok: false, message: 'this registry is private: configure a token for this host (credentials block or TF_TOKEN_… variable)' };
+  }
+  if (token === 'malformed') {
+    return { ok: false, message: 'the Authorization header is not "Bearer <token>" with a token of this registry', error: 'invalid_token' };
+  }
+  const hash = tokenSha256(token);
+  const text = await readTokenRecord(kv, hash);
+  const record = text === null ? null : parseTokenRecord(text);
+  if (record === null || !constantTimeEqualText(record.sha256, hash)) {
+    if (text !== null) console.error(`token record ${tokenId(hash)} is damaged; the token is refused`);
+    return { ok: false, message: 'the token is not valid: unknown or revoked', error: 'invalid_token' };
+  }
+  if (record.expires !== null && Date.parse(record.expires) <= now) {
+    return { ok: false, message: `the token expired at ${record.expires}`, error: 'invalid_token' };
+  }
+  return { ok: true, record };
+}
+
+/**
+ * Validates and normalises one scope as given to `token create --namespace`:
+ * "*", "NAMESPACE", "HOST/NAMESPACE" or "HOST/*" (lower-cased). Throws
+ * InputError for anything else.
+ */
+export function parseScope(raw: string): string {
+  const scope = raw.trim();
+  if (scope === '*') return '*';
+  const parts = scope.split('/');
+  if (parts.length === 1) return parseProviderName(parts[0]!, 'namespace');
+  if (parts.length === 2) {
+    const host = parseHostname(parts[0]!);
+    return parts[1] === '*' ? `${host}/*` : `${host}/${parseProviderName(parts[1]!, 'namespace')}`;
+  }
+  throw new InputError(`scope "${raw}" must be "*", NAMESPACE, HOST/NAMESPACE or HOST/*`);
+}
+
+/**
+ * True when one of `scopes` grants reading providers of `namespace` at
+ * `hostname` (both already normalised to lower case); `registryHostname` is
+ * the host a bare NAMESPACE scope refers to.
+ */
+export function scopeAllows(
+  scopes: readonly string[], hostname: string, namespace: string, registryHostname: string,
+): boolean {
+  const ownHost = registryHostname.toLowerCase();
+  return scopes.some((scope) => {
+    if (scope === '*') return true;
+    const slash = scope.indexOf('/');
+    if (slash === -1) return hostname === ownHost && namespace === scope;
+    const host = scope.slice(0, slash);
+    const ns = scope.slice(slash + 1);
+    return hostname === host && (ns === '*' || ns === namespace);
+  });
+}

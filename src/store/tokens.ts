@@ -1,0 +1,76 @@
+import { tokenKey, tokenPrefix } from './layout';
+import type { KvStore } from './types';
+
+/**
+ * Read tokens as stored in KV, under tokens/<SHA-256 of the token> (see
+ * layout.ts). The token itself is never stored: only its hash, its scopes,
+ * a name, when it was created and when it expires. The token script writes,
+ * lists and deletes records; the Worker reads one by hash (read.ts,
+ * uncached) and parses it with parseTokenRecord.
+ */
+export interface TokenRecord {
+  /** Public short identifier: the first 12 hex digits of `sha256`; shown by `token list`, accepted by `token revoke`. */
+  id: string;
+  /** Free-form label ("ci", "alice"); may be empty. */
+  name: string;
+  /** Lower-case hex SHA-256 of the token (the same as in the KV key). */
+  sha256: string;
+  /** Normalised scopes: "*", "NAMESPACE", "HOST/NAMESPACE" or "HOST/*" (see src/auth/tokens.ts). */
+  scopes: string[];
+  /** ISO 8601 time of creation. */
+  created: string;
+  /** ISO 8601 time after which the token is refused; null = never expires. */
+  expires: string | null;
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/**
+ * Parses a stored record. Returns null (never throws) when the text is not
+ * JSON or lacks a field, so a damaged record makes its token invalid (401)
+ * rather than failing the request.
+ */
+export function parseTokenRecord(text: string): TokenRecord | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  const r = value as Record<string, unknown>;
+  if (typeof r.sha256 !== 'string' || !HEX64.test(r.sha256)) return null;
+  if (typeof r.id !== 'string' || typeof r.name !== 'string' || typeof r.created !== 'string') return null;
+  if (!Array.isArray(r.scopes) || !r.scopes.every((s) => typeof s === 'string')) return null;
+  if (r.expires !== null && (typeof r.expires !== 'string' || Number.isNaN(Date.parse(r.expires)))) return null;
+  return {
+    id: r.id, name: r.name, sha256: r.sha256, scopes: r.scopes as string[], created: r.created, expires: r.expires as string | null,
+  };
+}
+
+/** Stores (or replaces) a token record under its hash. */
+export async function writeTokenRecord(kv: KvStore, record: TokenRecord): Promise<void> {
+  if (!HEX64.test(record.sha256)) throw new Error('a token record needs the hex SHA-256 of its token');
+  await kv.put(tokenKey(record.sha256), JSON.stringify(record));
+}
+
+/** Every stored token record, oldest first (follows KV list cursors; skips damaged records). */
+export async function listTokenRecords(kv: KvStore): Promise<TokenRecord[]> {
+  const records: TokenRecord[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await kv.list({ prefix: tokenPrefix, cursor });
+    for (const { name } of page.keys) {
+      const text = await kv.get(name, 'text');
+      const record = text === null ? null : parseTokenRecord(text);
+      if (record) records.push(record);
+    }
+    cursor = page.list_complete ? undefined : page.cursor;
+  } while (cursor);
+  return records.sort((a, b) => a.created.localeCompare(b.created));
+}
+
+/** Deletes the record of the token with this hash: the token is refused from the next request on. */
+export async function deleteTokenRecord(kv: KvStore, tokenSha256Hex: string): Promise<void> {
+  await kv.delete(tokenKey(tokenSha256Hex));
+}
