@@ -7,9 +7,14 @@ export function onlyGetAndHead(request: IRequest): Response | undefined {
   return errorResponse(405, `method ${request.method} is not allowed; this registry is read-only`, { allow: 'GET, HEAD' });
 }
 
-/** HEAD answers like GET without a body (release files answer HEAD from R2 metadata alone). */
+/**
+ * HEAD answers like GET without a body, with the Content-Length GET would
+ * send (release files answer HEAD from R2 metadata alone and have no body here).
+ */
 export async function withoutBodyForHead(response: Response, request: IRequest): Promise<Response> {
   if (request.method !== 'HEAD' || response.body === null) return response;
-  await response.body.cancel();
-  return new Response(null, { status: response.status, headers: response.headers });
+  const headers = new Headers(response.headers);
+  if (!headers.has('content-length')) headers.set('content-length', String((await response.arrayBuffer()).byteLength));
+  else await response.body.cancel();
+  return new Response(null, { status: response.status, headers });
 }
