@@ -1,0 +1,126 @@
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { get } from './http';
+
+/**
+ * Runs the registry as a user would: `wrangler dev` (the binary in
+ * node_modules, not npx) on a temp state directory, a port chosen at run
+ * time, optionally over HTTPS with a certificate made here. The server gets
+ * its own process group, so stopping it also stops wrangler's workerd
+ * children; every server still running is stopped when the process exits.
+ */
+const root = join(import.meta.dirname, '..', '..');
+const wrangler = join(root, 'node_modules', '.bin', 'wrangler');
+const running = new Set<ChildProcess>();
+
+process.on('exit', () => {
+  for (const child of running) killGroup(child, 'SIGKILL');
+});
+
+export interface Certificate {
+  certPath: string;
+  keyPath: string;
+  /** PEM of the (self-signed) certificate, to trust it. */
+  pem: string;
+}
+
+/** A self-signed certificate for localhost and 127.0.0.1 (Go's TLS needs the subjectAltName). */
+export function makeCertificate(dir: string): Certificate {
+  const certPath = join(dir, 'cert.pem');
+  const keyPath = join(dir, 'key.pem');
+  execFileSync('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+    '-keyout', keyPath, '-out', certPath, '-days', '2', '-subj', '/CN=localhost',
+    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
+  ], { stdio: 'pipe' });
+  return { certPath, keyPath, pem: readFileSync(certPath, 'utf8') };
+}
+
+/** A TCP port that was free a moment ago (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export interface DevServer {
+  /** e.g. http://localhost:PORT or https://localhost:PORT (no trailing slash). */
+  origin: string;
+  port: number;
+  pid: number;
+  /** Everything wrangler printed, for failure messages. */
+  log(): string;
+  stop(): Promise<void>;
+}
+
+export async function startDevServer(options: {
+  stateDir: string;
+  port: number;
+  vars?: Record<string, string>;
+  certificate?: Certificate;
+}): Promise<DevServer> {
+  const args = ['dev', '--port', String(options.port), '--ip', '127.0.0.1', '--persist-to', options.stateDir,
+    '--show-interactive-dev-session=false', '--log-level', 'info'];
+  for (const [name, value] of Object.entries(options.vars ?? {})) args.push('--var', `${name}:${value}`);
+  if (options.certificate) {
+    args.push('--local-protocol', 'https', '--https-key-path', options.certificate.keyPath, '--https-cert-path', options.certificate.certPath);
+  }
+  const child = spawn(wrangler, args, {
+    cwd: root,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
+  });
+  running.add(child);
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.on('exit', () => { running.delete(child); resolve(); }));
+
+  const origin = `${options.certificate ? 'https' : 'http'}://localhost:${options.port}`;
+  const server: DevServer = {
+    origin,
+    port: options.port,
+    pid: child.pid!,
+    log: () => output,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      killGroup(child, 'SIGTERM');
+      const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}:\n${output}`);
+    try {
+      const response = await get(`${origin}/.well-known/terraform.json`, { ca: options.certificate?.pem, timeoutMs: 2000 });
+      if (response.status === 200) return server;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await server.stop();
+      throw new Error(`wrangler dev did not answer within 60 s:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // already gone
+  }
+}
