@@ -1,14 +1,25 @@
 import { defineConfig } from 'vitest/config';
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
 
-// Two projects: the Worker's tests run inside workerd against Miniflare's KV
-// and R2 (configured from wrangler.toml); the scripts' tests run in Node.
+// The Worker's tests run inside workerd against Miniflare's KV and R2
+// (configured from wrangler.toml), once as configured and once in private
+// mode; the scripts' tests run in Node.
 export default defineConfig({
   test: {
     projects: [
       {
         plugins: [cloudflareTest({ wrangler: { configPath: './wrangler.toml' } })],
         test: { name: 'worker', include: ['test/worker/**/*.test.ts', 'test/protocol/**/*.test.ts'] },
+      },
+      {
+        // The same Worker in private mode (tokens, signed URLs), as `wrangler dev --var ACCESS:private` with a .dev.vars secret.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: './wrangler.toml' },
+            miniflare: { bindings: { ACCESS: 'private', URL_SIGNING_SECRET: 'test-signing-secret-not-used-anywhere-else' } },
+          }),
+        ],
+        test: { name: 'worker-private', include: ['test/worker-private/**/*.test.ts'] },
       },
       {
         test: {

@@ -1,0 +1,35 @@
+import { env as workersEnv } from 'cloudflare:workers';
+import type { Env } from '../../src/env';
+import { newToken, parseScope, tokenId, tokenSha256 } from '../../src/auth/tokens';
+import { writeTokenRecord, type TokenRecord } from '../../src/store/tokens';
+
+export * from '../worker/helpers';
+
+/** The bindings, typed as the Worker's Env (importing miniflare anywhere in the program shadows Cloudflare.Env's typing). */
+export const env = workersEnv as unknown as Env;
+
+/** Issues a token the way `npm run token -- create` does: only its hash is stored. */
+export async function issueToken(
+  scopes: string[],
+  options: { expires?: string | null; name?: string } = {},
+): Promise<{ token: string; record: TokenRecord }> {
+  const token = newToken();
+  const sha256 = tokenSha256(token);
+  const record: TokenRecord = {
+    id: tokenId(sha256),
+    name: options.name ?? 'test',
+    sha256,
+    scopes: scopes.map(parseScope),
+    created: new Date().toISOString(),
+    expires: options.expires ?? null,
+  };
+  await writeTokenRecord(env.REGISTRY_KV, record);
+  return { token, record };
+}
+
+export const bearer = (token: string): RequestInit => ({ headers: { authorization: `Bearer ${token}` } });
+
+export async function errorsOf(response: Response): Promise<string[]> {
+  const body = await response.json<{ errors: string[] }>();
+  return body.errors;
+}
