@@ -1,0 +1,110 @@
+/**
+ * `npm run token -- …`: read tokens of a private registry.
+ *
+ *   create --namespace NS [--namespace NS2 …] [--expires 90d|2027-01-31|never] [--name ci]
+ *       Creates a token; prints it once, as the last line of stdout. NS is a
+ *       namespace of this registry, "*" (everything), HOST/NS or HOST/* (a
+ *       mirrored upstream namespace, e.g. registry.terraform.io/hashicorp).
+ *   list      Lists tokens: id, name, scopes, created, expires (never the token).
+ *   revoke <id or name>   Deletes the token's record; refused from the next request on.
+ *
+ * Options for every command:
+ *   --remote          the deployed KV namespace (CLOUDFLARE_API_TOKEN, CLOUDFLARE_ACCOUNT_ID)
+ *                     instead of the local state `npm start` serves
+ *   --env NAME        wrangler environment whose REGISTRY_KV to use (e.g. production)
+ *   --config PATH     wrangler.toml (default ./wrangler.toml)
+ *   --persist-to DIR  local state directory, like `wrangler dev --persist-to`
+ *
+ * Exit status: 0 on success, 1 for bad arguments or an unknown token, 2 for
+ * other failures. Tokens are never logged; only their SHA-256 is stored.
+ */
+import { parseArgs } from 'node:util';
+import { InputError } from '../src/protocol/errors';
+import type { KvStore } from '../src/store/types';
+import { openCloudflareKv } from './lib/cloudflare-kv';
+import { readRegistryConfig } from './lib/config';
+import { openLocalStore } from './lib/local-store';
+import { createToken, formatTokenTable, listTokens, parseExpiry, revokeToken } from './lib/tokens';
+
+const USAGE = `usage:
+  npm run token -- create --namespace NS [--namespace NS2 | '*'] [--expires 90d] [--name ci] [--remote] [--env NAME]
+  npm run token -- list [--remote] [--env NAME]
+  npm run token -- revoke <id or name> [--remote] [--env NAME]`;
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      namespace: { type: 'string', multiple: true, short: 'n' },
+      expires: { type: 'string' },
+      name: { type: 'string' },
+      remote: { type: 'boolean', default: false },
+      env: { type: 'string' },
+      config: { type: 'string' },
+      'persist-to': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command, ...rest] = positionals;
+  if (values.help || command === undefined) {
+    process.stdout.write(`${USAGE}\n`);
+    if (command === undefined && !values.help) process.exitCode = 1;
+    return;
+  }
+  if (!['create', 'list', 'revoke'].includes(command)) throw new InputError(`unknown command "${command}"\n${USAGE}`);
+  if (command !== 'revoke' && rest.length > 0) throw new InputError(`unexpected argument "${rest[0]}"\n${USAGE}`);
+  if (command === 'revoke' && rest.length !== 1) throw new InputError(`revoke takes one token id or name\n${USAGE}`);
+  if (command !== 'create' && (values.namespace || values.expires || values.name !== undefined)) {
+    throw new InputError(`--namespace, --expires and --name are options of create\n${USAGE}`);
+  }
+  const expires = command === 'create' ? parseExpiry(values.expires) : null;
+
+  const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
+  let kv: KvStore;
+  let where: string;
+  let close = async () => {};
+  if (values.remote) {
+    kv = openCloudflareKv(config.kvNamespaceId);
+    where = `remote KV namespace ${config.kvNamespaceId}`;
+  } else {
+    const store = await openLocalStore(config);
+    kv = store.kv;
+    where = store.description;
+    close = store.close;
+  }
+
+  try {
+    if (command === 'create') {
+      const { token, record } = await createToken(kv, { scopes: values.namespace ?? [], name: values.name, expires });
+      const lines = [
+        `created token ${record.id}${record.name ? ` (${record.name})` : ''} in ${where}`,
+        `  scopes:  ${record.scopes.join(', ')}`,
+        `  expires: ${record.expires ?? 'never'}`,
+        `Use it as credentials "${config.hostname}" { token = "…" } in the Terraform CLI configuration${
+          config.hostname.includes(':') ? '' : `,\nor as the variable TF_TOKEN_${config.hostname.replace(/-/g, '__').replace(/\./g, '_')}`
+        }. It is shown only this once:`,
+        token,
+      ];
+      process.stdout.write(`${lines.join('\n')}\n`);
+    } else if (command === 'list') {
+      process.stdout.write(`${formatTokenTable(await listTokens(kv))}\n`);
+    } else {
+      const record = await revokeToken(kv, rest[0]!);
+      process.stdout.write(`revoked token ${record.id}${record.name ? ` (${record.name})` : ''} in ${where}\n`);
+    }
+  } finally {
+    await close();
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof InputError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`token: ${(error as Error).message}\n`);
+    process.exitCode = 1;
+  } else {
+    process.stderr.write(`token: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 2;
+  }
+});
