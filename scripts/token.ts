@@ -9,7 +9,8 @@
  *   revoke <id or name>   Deletes the token's record; refused from the next request on.
  *
  * Options for every command:
- *   --remote          the deployed KV namespace (CLOUDFLARE_API_TOKEN, CLOUDFLARE_ACCOUNT_ID)
+ *   --remote          the deployed KV namespace (CLOUDFLARE_API_TOKEN, CLOUDFLARE_ACCOUNT_ID;
+ *                     no R2 credentials needed)
  *                     instead of the local state `npm start` serves
  *   --env NAME        wrangler environment whose REGISTRY_KV to use (e.g. production)
  *   --config PATH     wrangler.toml (default ./wrangler.toml)
@@ -21,9 +22,9 @@
 import { parseArgs } from 'node:util';
 import { InputError } from '../src/protocol/errors';
 import type { KvStore } from '../src/store/types';
-import { openCloudflareKv } from './lib/cloudflare-kv';
 import { readRegistryConfig } from './lib/config';
 import { openLocalStore } from './lib/local-store';
+import { KvRestStore, REMOTE_ENV } from './lib/remote-store';
 import { createToken, formatTokenTable, listTokens, parseExpiry, revokeToken } from './lib/tokens';
 
 const USAGE = `usage:
@@ -66,7 +67,7 @@ async function main(argv: string[]): Promise<void> {
   let where: string;
   let close = async () => {};
   if (values.remote) {
-    kv = openCloudflareKv(config.kvNamespaceId);
+    kv = openRemoteKv(config.kvNamespaceId);
     where = `remote KV namespace ${config.kvNamespaceId}`;
   } else {
     const store = await openLocalStore(config);
@@ -97,6 +98,20 @@ async function main(argv: string[]): Promise<void> {
   } finally {
     await close();
   }
+}
+
+/** The deployed REGISTRY_KV over the REST API; tokens need no R2, so no R2 credentials are asked for. */
+function openRemoteKv(namespaceId: string): KvStore {
+  const accountId = process.env[REMOTE_ENV.accountId];
+  const apiToken = process.env[REMOTE_ENV.apiToken];
+  if (!accountId || !apiToken) {
+    throw new InputError(`--remote needs ${REMOTE_ENV.apiToken} (Workers KV Storage: Edit) and ${REMOTE_ENV.accountId} in the environment`);
+  }
+  if (/^0+$/.test(namespaceId)) {
+    throw new InputError(`the REGISTRY_KV id in wrangler.toml is the placeholder ${namespaceId}; put your namespace's id there`);
+  }
+  const apiBaseUrl = process.env[REMOTE_ENV.apiBaseUrl];
+  return new KvRestStore({ accountId, namespaceId, apiToken, ...(apiBaseUrl ? { apiBaseUrl } : {}) });
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
