@@ -1,0 +1,63 @@
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { InputError, parseHostname } from '../../src/protocol/index';
+
+/**
+ * What the scripts need from wrangler.toml, read with wrangler's own config
+ * reader (so environments, inheritance and defaults behave as in
+ * `wrangler dev` / `wrangler deploy`).
+ */
+export interface RegistryConfig {
+  /** Absolute path of the wrangler.toml read. */
+  configPath: string;
+  /** Directory of wrangler.toml: where .wrangler/ and .keys/ live. */
+  projectRoot: string;
+  /** REGISTRY_HOSTNAME of the selected environment. */
+  hostname: string;
+  /** The REGISTRY_KV namespace id (`wrangler dev` also names its local namespace by it). */
+  kvNamespaceId: string;
+  /** The REGISTRY_R2 bucket name. */
+  bucketName: string;
+  /** Persist root `wrangler dev` uses for local state: <root>/.wrangler/state/v3 (or --persist-to DIR/v3). */
+  localPersistRoot: string;
+}
+
+export interface ConfigOptions {
+  /** Path to wrangler.toml; default ./wrangler.toml. */
+  configPath?: string;
+  /** wrangler environment (`--env production`); default the top level. */
+  env?: string;
+  /** Like `wrangler dev --persist-to DIR`: local state root (state goes to DIR/v3). */
+  persistTo?: string;
+}
+
+/**
+ * Reads the registry's bindings from wrangler.toml. Throws InputError when
+ * the file is missing or lacks the REGISTRY_KV / REGISTRY_R2 bindings or the
+ * REGISTRY_HOSTNAME variable.
+ */
+export async function readRegistryConfig(options: ConfigOptions = {}): Promise<RegistryConfig> {
+  const configPath = resolve(options.configPath ?? 'wrangler.toml');
+  if (!existsSync(configPath)) {
+    throw new InputError(`${configPath} not found: run from the project root or pass --config PATH/wrangler.toml`);
+  }
+  const { unstable_readConfig } = await import('wrangler');
+  const config = unstable_readConfig({ config: configPath, env: options.env }, { hideWarnings: true });
+  const where = `${configPath}${options.env ? ` (env ${options.env})` : ''}`;
+  const kv = config.kv_namespaces.find((ns: { binding: string; id?: string }) => ns.binding === 'REGISTRY_KV');
+  if (!kv?.id) throw new InputError(`${where}: no kv_namespaces entry with binding "REGISTRY_KV" and an id`);
+  const r2 = config.r2_buckets.find((bucket: { binding: string; bucket_name?: string }) => bucket.binding === 'REGISTRY_R2');
+  if (!r2?.bucket_name) throw new InputError(`${where}: no r2_buckets entry with binding "REGISTRY_R2" and a bucket_name`);
+  const vars = config.vars as Record<string, unknown>;
+  const hostname = vars.REGISTRY_HOSTNAME;
+  if (typeof hostname !== 'string') throw new InputError(`${where}: [vars] REGISTRY_HOSTNAME is not set`);
+  const projectRoot = dirname(configPath);
+  return {
+    configPath,
+    projectRoot,
+    hostname: parseHostname(hostname),
+    kvNamespaceId: kv.id,
+    bucketName: r2.bucket_name,
+    localPersistRoot: join(resolve(options.persistTo ?? join(projectRoot, '.wrangler', 'state')), 'v3'),
+  };
+}

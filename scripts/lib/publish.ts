@@ -1,0 +1,325 @@
+import { createReadStream, existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import {
+  formatAddress, formatShasums, InputError, parseHostname, parseProviderName, providerAddress, sha256Hex,
+  type ProviderAddress,
+} from '../../src/protocol/index';
+import { shasumsFilename, shasumsSignatureFilename } from '../../src/store/layout';
+import {
+  publishVersion, readSigningKeys, readVersionRecord, rebuildProviderIndex, sameRelease, writeSigningKeys,
+  type PublishProgress, type ReleaseFile,
+} from '../../src/store/publish';
+import type { SigningKey, VersionRecord } from '../../src/store/types';
+import { readRegistryConfig, type RegistryConfig } from './config';
+import {
+  explicitPrivateKey, generateSigningKey, loadPrivateKey, localKeyPath, PASSPHRASE_ENV, writePrivateKeyFile, KEY_ENV,
+  type LoadedKey,
+} from './keyring';
+import { openLocalStore, type StoreHandle } from './local-store';
+import { readRelease, type ReleasePlan } from './release';
+import { openRemoteStore, type R2S3Options } from './remote-store';
+import { signDetached, verifyDetached } from './sign';
+
+/**
+ * publishRelease: the function behind `npm run publish-provider`, for the
+ * CLI and for other scripts (demo, tests, benchmarks).
+ *
+ * Everything is validated before anything is written: the files (names,
+ * version, platforms, zips and their executables, SHA256SUMS lines, the
+ * manifest), the version's state in the store (identical → nothing to do;
+ * different → refused, versions are immutable), a supplied signature
+ * (verified against the namespace's public keys and published as is) or the
+ * private key that will sign. Then the store module writes release files,
+ * documents, the record and the lists in that order.
+ */
+
+export interface PublishOptions {
+  /** goreleaser dist/ directories and/or release files. */
+  paths?: string[];
+  /** "OS_ARCH=PATH" raw executables to zip. */
+  binaries?: string[];
+  namespace: string;
+  /** Override the type read from file names. */
+  type?: string;
+  /** Override the version read from file names. */
+  version?: string;
+  /** Write to Cloudflare (KV REST API + R2 S3 API) instead of the local state. */
+  remote?: boolean;
+  /** wrangler environment for --remote (e.g. "production"). */
+  env?: string;
+  /** Path of wrangler.toml (default ./wrangler.toml). */
+  configPath?: string;
+  /** Local state root like `wrangler dev --persist-to` (default <project>/.wrangler/state). */
+  persistTo?: string;
+  /** Override REGISTRY_HOSTNAME. */
+  hostname?: string;
+  /** Private signing key file (else EDGE_REGISTRY_SIGNING_KEY, else in local mode .keys/HOST/NS.asc). */
+  keyFile?: string;
+  /** Directory of local-mode keys (default <project>/.keys). */
+  keysDir?: string;
+  /** Validate and return the plan without writing anything. */
+  dryRun?: boolean;
+  /** Human-readable lines (the CLI writes them to stderr). */
+  log?: (line: string) => void;
+  /** Environment for keys and --remote credentials (default process.env). */
+  processEnv?: NodeJS.ProcessEnv;
+  /** An already-open store (callers publishing many releases); not closed here. */
+  store?: StoreHandle;
+  /** An already-read config (with `store`). */
+  config?: RegistryConfig;
+  /** Multipart tuning for --remote (tests). */
+  remoteTuning?: Pick<R2S3Options, 'multipartThreshold' | 'partSize' | 'region'>;
+}
+
+export interface PublishedPlatform {
+  os: string;
+  arch: string;
+  filename: string;
+  shasum: string;
+  h1: string;
+  size: number;
+}
+
+/** What `--json` prints. */
+export interface PublishResult {
+  /** hostname/namespace/type */
+  address: string;
+  version: string;
+  protocols: string[];
+  platforms: PublishedPlatform[];
+  key_id: string;
+  /** published: written now; unchanged: already published with these bytes; dry-run: nothing written. */
+  status: 'published' | 'unchanged' | 'dry-run';
+}
+
+/** Test hook: exit the process just before this publish step (upload, documents, record, index). */
+export const CRASH_ENV = 'EDGE_REGISTRY_TEST_CRASH_BEFORE';
+
+/**
+ * Validates and publishes one provider version. Resolves with the result
+ * (also for an identical re-run: status "unchanged"). Throws InputError for
+ * anything the caller can fix (exit code 1 in the CLI; status 409 when the
+ * version exists with different bytes), other errors for infrastructure
+ * failures; nothing is written when validation fails.
+ */
+export async function publishRelease(options: PublishOptions): Promise<PublishResult> {
+  const log = options.log ?? (() => {});
+  const env = options.processEnv ?? process.env;
+  const namespace = parseProviderName(options.namespace, 'namespace');
+  const config = options.config ?? (await readRegistryConfig({ configPath: options.configPath, env: options.env, persistTo: options.persistTo }));
+  const hostname = options.hostname ? parseHostname(options.hostname) : config.hostname;
+
+  const plan = await readRelease({
+    paths: options.paths ?? [],
+    binaries: options.binaries,
+    type: options.type,
+    version: options.version,
+    log,
+  });
+  try {
+    const address = providerAddress(hostname, namespace, plan.type);
+    for (const note of plan.notes) log(`note: ${note}`);
+    const store = options.store ?? (options.remote ? openRemoteStore(config, env, options.remoteTuning) : await openLocalStore(config));
+    try {
+      return await publishPlan(plan, address, store, config, options, log, env);
+    } finally {
+      if (!options.store) await store.close();
+    }
+  } finally {
+    plan.cleanup();
+  }
+}
+
+async function publishPlan(
+  plan: ReleasePlan,
+  address: ProviderAddress,
+  store: StoreHandle,
+  config: RegistryConfig,
+  options: PublishOptions,
+  log: (line: string) => void,
+  env: NodeJS.ProcessEnv,
+): Promise<PublishResult> {
+  const { kv, blobs } = store;
+  const name = `${formatAddress(address)} ${plan.version}`;
+  const packages = plan.archives.map((a) => ({
+    os: a.platform.os,
+    arch: a.platform.arch,
+    filename: a.filename,
+    shasum: a.digest.sha256Hex,
+    h1: a.digest.h1,
+    size: a.digest.size,
+  }));
+  const result = (keyId: string, status: PublishResult['status']): PublishResult => ({
+    address: formatAddress(address),
+    version: plan.version,
+    protocols: plan.protocols,
+    platforms: packages,
+    key_id: keyId,
+    status,
+  });
+
+  // The version's state: identical → only complete the lists; different → refuse.
+  const draft: VersionRecord = {
+    address,
+    version: plan.version,
+    protocols: plan.protocols,
+    packages,
+    shasumsFilename: shasumsFilename(plan.type, plan.version),
+    shasumsSignatureFilename: shasumsSignatureFilename(plan.type, plan.version),
+    signingKey: { key_id: '', ascii_armor: '' },
+    publishedAt: new Date().toISOString(),
+  };
+  const existing = await readVersionRecord(kv, address, plan.version);
+  if (existing && !sameRelease(existing, draft)) {
+    throw new InputError(`${name} is already published with different contents (${describeDifference(existing, draft)}); published versions are immutable — publish a new version instead`, 409);
+  }
+
+  // Signature: verify a supplied one, or find the key that will sign.
+  const namespaceKeys = await readSigningKeys(kv, address.hostname, address.namespace);
+  let supplied: SigningKey | null = null;
+  if (plan.signature && plan.shasums) {
+    supplied = await verifyDetached(plan.shasums.bytes, plan.signature.bytes, namespaceKeys, plan.signature.path);
+    log(`${plan.signature.path}: signature verified with key ${supplied.key_id}; publishing it as is`);
+  }
+
+  if (existing) {
+    if (!options.dryRun) await rebuildProviderIndex(kv, address, progressLog(log));
+    log(`${name} is already published with these bytes; nothing to write`);
+    return result(existing.signingKey.key_id, options.dryRun ? 'dry-run' : 'unchanged');
+  }
+
+  const signer = supplied ? null : await findSigner(address, config, namespaceKeys, options, env, log);
+  const keyId = supplied?.key_id ?? signer!.keyId;
+
+  if (options.dryRun) {
+    log(`dry run: would publish ${name} to ${store.description}:`);
+    for (const p of packages) log(`  ${p.filename}  ${(p.size / 1e6).toFixed(1)} MB  zh:${p.shasum}  ${p.h1}`);
+    log(`  ${draft.shasumsFilename}${plan.shasums ? ' (supplied)' : ''} and ${draft.shasumsSignatureFilename}${supplied ? ' (supplied)' : ` (signed with key ${keyId})`}`);
+    log(`  protocols ${JSON.stringify(plan.protocols)}`);
+    if (signer?.pending) log(`  ${signer.pending}`);
+    return result(keyId, 'dry-run');
+  }
+
+  // Writes from here on.
+  let signingKey: SigningKey;
+  let shasums: Uint8Array;
+  let signature: Uint8Array;
+  if (supplied) {
+    signingKey = supplied;
+    shasums = plan.shasums!.bytes;
+    signature = plan.signature!.bytes;
+  } else {
+    const key = await signer!.load();
+    signingKey = key.publicKey;
+    if (!namespaceKeys.some((k) => k.key_id === signingKey.key_id)) {
+      await writeSigningKeys(kv, address.hostname, address.namespace, [...namespaceKeys, signingKey]);
+      log(`registered signing key ${signingKey.key_id} for namespace ${address.namespace}`);
+    }
+    shasums = plan.shasums?.bytes ?? new TextEncoder().encode(
+      formatShasums(packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum }))),
+    );
+    signature = await signDetached(shasums, key.privateKey);
+  }
+
+  const record: VersionRecord = { ...draft, signingKey };
+  const files: ReleaseFile[] = [
+    ...plan.archives.map((a) => ({
+      filename: a.filename,
+      sha256Hex: a.digest.sha256Hex,
+      size: a.digest.size,
+      contentType: 'application/zip',
+      open: () => Readable.toWeb(createReadStream(a.path, { highWaterMark: 1 << 20 })) as ReadableStream,
+    })),
+    memoryFile(record.shasumsFilename, shasums, 'text/plain; charset=utf-8'),
+    memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature'),
+  ];
+  log(`publishing ${name} to ${store.description}`);
+  const outcome = await publishVersion(kv, blobs, record, files, progressLog(log, env[CRASH_ENV]));
+  log(outcome === 'published' ? `published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})` : `${name} was already published; nothing rewritten`);
+  return result(outcome === 'published' ? signingKey.key_id : ((await readVersionRecord(kv, address, plan.version))?.signingKey.key_id ?? signingKey.key_id), outcome);
+}
+
+interface Signer {
+  keyId: string;
+  /** Loads (or, in local mode, creates) the private key; may write the key file. */
+  load(): Promise<LoadedKey>;
+  /** What load() will do that a dry run does not. */
+  pending?: string;
+}
+
+/**
+ * The key that will sign SHA256SUMS: --key-file, EDGE_REGISTRY_SIGNING_KEY,
+ * or (local mode only) .keys/HOST/NS.asc, generated when missing. With
+ * --remote the key must already be one of the namespace's keys.
+ */
+async function findSigner(
+  address: ProviderAddress,
+  config: RegistryConfig,
+  namespaceKeys: SigningKey[],
+  options: PublishOptions,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): Promise<Signer> {
+  const explicit = await explicitPrivateKey({ keyFile: options.keyFile, env });
+  const registered = (id: string) => namespaceKeys.some((k) => k.key_id === id);
+  if (explicit) {
+    if (!registered(explicit.publicKey.key_id) && options.remote) {
+      throw new InputError(
+        `${explicit.source}: key ${explicit.publicKey.key_id} is not a signing key of namespace ${address.namespace}; ` +
+          `register it first: npm run keys -- import --remote --namespace ${address.namespace} --key-file PUBLIC_OR_PRIVATE_KEY_FILE`,
+      );
+    }
+    return { keyId: explicit.publicKey.key_id, load: async () => explicit };
+  }
+  if (options.remote) {
+    throw new InputError(`no signing key: pass --key-file PATH or set ${KEY_ENV} (and ${PASSPHRASE_ENV} if it is encrypted); create one with npm run keys -- generate --namespace ${address.namespace}`);
+  }
+  const keysDir = options.keysDir ?? join(config.projectRoot, '.keys');
+  const path = localKeyPath(keysDir, address.hostname, address.namespace);
+  if (existsSync(path)) {
+    const key = await loadPrivateKey(readFileSync(path, 'utf8'), path, env[PASSPHRASE_ENV] || undefined);
+    return { keyId: key.publicKey.key_id, load: async () => key };
+  }
+  return {
+    keyId: '(new key)',
+    pending: `would generate a local signing key into ${path}`,
+    load: async () => {
+      const generated = await generateSigningKey({ name: `edge-registry ${address.hostname}/${address.namespace} (local)` });
+      writePrivateKeyFile(path, generated.armoredPrivateKey);
+      log(`warning: no signing key for namespace ${address.namespace}: generated RSA-4096 key ${generated.publicKey.key_id} into ${path} (git-ignored; local mode only — use npm run keys for real keys)`);
+      return loadPrivateKey(generated.armoredPrivateKey, path);
+    },
+  };
+}
+
+function memoryFile(filename: string, bytes: Uint8Array, contentType: string): ReleaseFile {
+  return { filename, sha256Hex: sha256Hex(bytes), size: bytes.byteLength, contentType, open: () => bytes };
+}
+
+function describeDifference(existing: VersionRecord, draft: VersionRecord): string {
+  if (JSON.stringify(existing.protocols) !== JSON.stringify(draft.protocols)) {
+    return `protocols ${JSON.stringify(existing.protocols)} → ${JSON.stringify(draft.protocols)}`;
+  }
+  const before = new Map(existing.packages.map((p) => [p.filename, p]));
+  for (const p of draft.packages) {
+    const old = before.get(p.filename);
+    if (!old) return `${p.filename} is new`;
+    if (old.shasum !== p.shasum) return `${p.filename} has SHA-256 ${p.shasum}, published ${old.shasum}`;
+  }
+  const now = new Set(draft.packages.map((p) => p.filename));
+  const gone = existing.packages.find((p) => !now.has(p.filename));
+  return gone ? `${gone.filename} is missing` : 'different packages';
+}
+
+function progressLog(log: (line: string) => void, crashBefore?: string): PublishProgress {
+  return (event) => {
+    if (crashBefore && event.step === crashBefore) {
+      log(`${CRASH_ENV}=${crashBefore}: exiting before "${event.step}" (test hook)`);
+      process.exit(70);
+    }
+    if (event.step === 'upload') log(`  uploading ${event.detail}`);
+    else if (event.step === 'skip-upload') log(`  already stored: ${event.detail}`);
+    else log(`  ${event.step}: ${event.detail}`);
+  };
+}

@@ -1,0 +1,75 @@
+/**
+ * `npm run publish-provider -- DIST_OR_FILES… --namespace NS [options]`
+ *
+ * Publishes one provider version (a goreleaser dist/, release files, or
+ * --binary executables) into the local state `npm start` serves, or with
+ * --remote into the KV namespace and R2 bucket of wrangler.toml. See
+ * scripts/lib/publish.ts for the function API.
+ */
+import { parseArgs } from 'node:util';
+import { run, say, UsageError } from './lib/cli';
+import { publishRelease } from './lib/publish';
+
+const USAGE = `usage: npm run publish-provider -- [DIST_DIR|FILE…] --namespace NS [options]
+
+  DIST_DIR|FILE           goreleaser dist/ or files: terraform-provider-TYPE_VERSION_OS_ARCH.zip,
+                          …_manifest.json, …_SHA256SUMS, …_SHA256SUMS.sig
+  --namespace NS          namespace to publish under (required)
+  --binary OS_ARCH=PATH   zip a raw provider executable for that platform (repeatable)
+  --type TYPE             provider type (default: from the file names)
+  --version VERSION       version (default: from the file names)
+  --key-file PATH         armored private signing key (else $EDGE_REGISTRY_SIGNING_KEY,
+                          passphrase in $EDGE_REGISTRY_SIGNING_KEY_PASSPHRASE)
+  --remote                write to Cloudflare: $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN,
+                          $R2_ACCESS_KEY_ID, $R2_SECRET_ACCESS_KEY (optional $R2_ENDPOINT)
+  --env NAME              wrangler environment for --remote (e.g. production)
+  --config PATH           wrangler.toml (default ./wrangler.toml)
+  --persist-to DIR        local state root, as wrangler dev --persist-to (default .wrangler/state)
+  --hostname HOST         registry hostname (default REGISTRY_HOSTNAME of wrangler.toml)
+  --dry-run               validate and print the plan; write nothing
+  --json                  print the result as one JSON object on stdout`;
+
+run(async () => {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      namespace: { type: 'string' },
+      binary: { type: 'string', multiple: true },
+      type: { type: 'string' },
+      version: { type: 'string' },
+      'key-file': { type: 'string' },
+      remote: { type: 'boolean' },
+      env: { type: 'string' },
+      config: { type: 'string' },
+      'persist-to': { type: 'string' },
+      hostname: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    say(USAGE);
+    return;
+  }
+  if (!values.namespace) throw new UsageError('--namespace is required');
+  if (positionals.length === 0 && !values.binary?.length) throw new UsageError('give a dist/ directory, release files or --binary OS_ARCH=PATH');
+  if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
+
+  const result = await publishRelease({
+    paths: positionals,
+    binaries: values.binary,
+    namespace: values.namespace,
+    type: values.type,
+    version: values.version,
+    keyFile: values['key-file'],
+    remote: values.remote,
+    env: values.env,
+    configPath: values.config,
+    persistTo: values['persist-to'],
+    hostname: values.hostname,
+    dryRun: values['dry-run'],
+    log: say,
+  });
+  if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+}, USAGE);
