@@ -3,15 +3,19 @@
  * KV/R2 state under .wrangler/ (the state `npm run publish-provider` writes
  * by default). Extra arguments pass through to wrangler dev (--port, --ip,
  * --var, --local-protocol …). On an empty state it says how to publish a
- * first provider.
+ * first provider. Creates .dev.vars with a URL_SIGNING_SECRET when missing.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureDevVars } from './lib/dev-vars';
 
 const root = join(import.meta.dirname, '..');
 const wrangler = join(root, 'node_modules', '.bin', 'wrangler');
 const args = process.argv.slice(2);
+
+// Private mode (`npm start -- --var ACCESS:private`) signs download URLs with URL_SIGNING_SECRET from .dev.vars.
+if (ensureDevVars(root)) process.stderr.write('edge-registry: generated URL_SIGNING_SECRET in .dev.vars (git-ignored) for private mode\n');
 
 if (!hasLocalProviders()) {
   process.stderr.write(
