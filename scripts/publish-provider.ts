@@ -26,6 +26,7 @@ const USAGE = `usage: npm run publish-provider -- [DIST_DIR|FILE…] --namespace
   --config PATH           wrangler.toml (default ./wrangler.toml)
   --persist-to DIR        local state root, as wrangler dev --persist-to (default .wrangler/state)
   --hostname HOST         registry hostname (default REGISTRY_HOSTNAME of wrangler.toml)
+  --keys-dir DIR           where local mode keeps generated keys (default .keys)
   --dry-run               validate and print the plan; write nothing
   --json                  print the result as one JSON object on stdout`;
 
@@ -43,6 +44,7 @@ run(async () => {
       config: { type: 'string' },
       'persist-to': { type: 'string' },
       hostname: { type: 'string' },
+      'keys-dir': { type: 'string' },
       'dry-run': { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -68,6 +70,7 @@ run(async () => {
     configPath: values.config,
     persistTo: values['persist-to'],
     hostname: values.hostname,
+    keysDir: values['keys-dir'],
     dryRun: values['dry-run'],
     log: say,
   });

@@ -1,5 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { basename, dirname, join, resolve } from 'node:path';
 import * as openpgp from 'openpgp';
 import { InputError } from '../../src/protocol/index';
 import type { SigningKey } from '../../src/store/types';
@@ -117,6 +118,7 @@ export async function explicitPrivateKey(options: KeySourceOptions): Promise<Loa
   const env = options.env ?? process.env;
   const passphrase = env[PASSPHRASE_ENV] || undefined;
   if (options.keyFile) {
+    refuseTrackedFile(options.keyFile);
     let text: string;
     try {
       text = readFileSync(options.keyFile, 'utf8');
@@ -128,6 +130,17 @@ export async function explicitPrivateKey(options: KeySourceOptions): Promise<Loa
   const fromEnv = env[KEY_ENV];
   if (fromEnv && fromEnv.trim() !== '') return loadPrivateKey(fromEnv, KEY_ENV, passphrase);
   return null;
+}
+
+/**
+ * Throws InputError when `path` is a file tracked by git: private keys must
+ * never be committed. (No git, or not in a work tree: nothing to check.)
+ */
+export function refuseTrackedFile(path: string): void {
+  const check = spawnSync('git', ['ls-files', '--error-unmatch', '--', basename(path)], { cwd: dirname(resolve(path)), stdio: 'ignore' });
+  if (check.status === 0) {
+    throw new InputError(`${path} is tracked by git; a private key must never be in the repository — move it out, rotate the key (npm run keys -- generate, then remove the old one) and pass the new file`);
+  }
 }
 
 /** Describes a key for listings: algorithm and bits/curve, creation date, first user id. */

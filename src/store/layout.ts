@@ -39,6 +39,9 @@ export const versionRecordPrefix = (address: ProviderAddress) => `records/${prov
 export const versionRecordKey = (address: ProviderAddress, version: string) =>
   `${versionRecordPrefix(address)}${version}`;
 
+/** Prefix of every version record in a namespace (all its providers), for listing which keys signed what. */
+export const namespaceRecordPrefix = (hostname: string, namespace: string) => `records/${hostname}/${namespace}/`;
+
 export const signingKeysKey = (hostname: string, namespace: string) => `signing-keys/${hostname}/${namespace}`;
 
 export const tokenKey = (tokenSha256Hex: string) => `tokens/${tokenSha256Hex}`;

@@ -1,0 +1,161 @@
+/**
+ * `npm run keys -- generate|import|list|remove --namespace NS [options]`
+ *
+ * Manages a namespace's OpenPGP signing keys: the public keys are stored in
+ * the registry (local state, or --remote KV) and served in signing_keys;
+ * private keys stay in files or the environment and are never printed.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { InputError, parseHostname, parseProviderName } from '../src/protocol/index';
+import { run, say, UsageError } from './lib/cli';
+import { readRegistryConfig } from './lib/config';
+import {
+  explicitPrivateKey, generateSigningKey, KEY_ENV, localKeyPath, PASSPHRASE_ENV, readPublicKey, writePrivateKeyFile,
+  type KeyType,
+} from './lib/keyring';
+import { addNamespaceKey, listNamespaceKeys, removeNamespaceKey } from './lib/keys';
+import { openLocalStore, type StoreHandle } from './lib/local-store';
+import { KvRestStore, REMOTE_ENV } from './lib/remote-store';
+
+const USAGE = `usage: npm run keys -- COMMAND --namespace NS [options]
+
+  generate [--type rsa|ecc] [--key-file PATH]
+        create a key (RSA-4096 OpenPGP v4 by default; ecc = ed25519, v4), write the private key
+        to PATH (default .keys/HOST/NS.asc, git-ignored; encrypted with
+        $EDGE_REGISTRY_SIGNING_KEY_PASSPHRASE when set) and register its public key
+  import [--key-file PATH]
+        register a public key (or the public part of a private key) from PATH or
+        $EDGE_REGISTRY_SIGNING_KEY
+  list [--json]
+        the namespace's keys, and retired keys still served for the versions they signed
+  remove --key-id ID
+        stop signing with a key; versions it signed keep serving it
+
+  --remote, --env NAME     the KV namespace of wrangler.toml (needs $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN)
+  --config PATH            wrangler.toml (default ./wrangler.toml)
+  --persist-to DIR         local state root (default .wrangler/state)
+  --hostname HOST          registry hostname (default REGISTRY_HOSTNAME)`;
+
+run(async () => {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      namespace: { type: 'string' },
+      type: { type: 'string' },
+      'key-file': { type: 'string' },
+      'key-id': { type: 'string' },
+      name: { type: 'string' },
+      json: { type: 'boolean' },
+      remote: { type: 'boolean' },
+      env: { type: 'string' },
+      config: { type: 'string' },
+      'persist-to': { type: 'string' },
+      hostname: { type: 'string' },
+      'keys-dir': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    say(USAGE);
+    return;
+  }
+  const command = positionals[0];
+  if (!command || !['generate', 'import', 'list', 'remove'].includes(command) || positionals.length > 1) {
+    throw new UsageError(`expected one command: generate, import, list or remove`);
+  }
+  if (!values.namespace) throw new UsageError('--namespace is required');
+  const namespace = parseProviderName(values.namespace, 'namespace');
+  const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
+  const hostname = values.hostname ? parseHostname(values.hostname) : config.hostname;
+
+  // Validate what can be validated before opening the store.
+  let type: KeyType = 'rsa';
+  if (command === 'generate') {
+    if (values.type && values.type !== 'rsa' && values.type !== 'ecc') throw new UsageError(`--type must be rsa or ecc, not "${values.type}"`);
+    type = (values.type as KeyType | undefined) ?? 'rsa';
+    if (values.remote && !values['key-file']) {
+      throw new InputError('generate --remote: pass --key-file PATH for the private key (outside the repository), then keep it in your CI secrets');
+    }
+  }
+  if (command === 'remove' && !values['key-id']) throw new UsageError('remove needs --key-id ID');
+
+  const store: KvHandle = values.remote ? remoteKv(config.kvNamespaceId) : await openLocalStore(config);
+  try {
+    const where = store.description;
+    switch (command) {
+      case 'generate': {
+        const path = values['key-file'] ?? localKeyPath(values['keys-dir'] ?? join(config.projectRoot, '.keys'), hostname, namespace);
+        const passphrase = process.env[PASSPHRASE_ENV] || undefined;
+        const generated = await generateSigningKey({ type, name: values.name ?? `edge-registry ${hostname}/${namespace}`, ...(passphrase ? { passphrase } : {}) });
+        writePrivateKeyFile(path, generated.armoredPrivateKey);
+        await addNamespaceKey(store.kv, hostname, namespace, generated.publicKey);
+        say(`generated ${type === 'ecc' ? 'ed25519 (OpenPGP v4)' : 'RSA-4096 (OpenPGP v4)'} key ${generated.publicKey.key_id}`);
+        say(`  private key: ${path}${passphrase ? ' (encrypted with the passphrase)' : ' (unencrypted; keep it out of the repository)'}`);
+        say(`  public key registered for ${hostname}/${namespace} in ${where}`);
+        if (values.json) process.stdout.write(`${JSON.stringify({ key_id: generated.publicKey.key_id, key_file: path })}\n`);
+        break;
+      }
+      case 'import': {
+        let key;
+        if (values['key-file']) {
+          let text: string;
+          try {
+            text = readFileSync(values['key-file'], 'utf8');
+          } catch (error) {
+            throw new InputError(`--key-file ${values['key-file']}: cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+          }
+          key = await readPublicKey(text, `--key-file ${values['key-file']}`);
+        } else {
+          const fromEnv = await explicitPrivateKey({});
+          if (!fromEnv) throw new InputError(`import needs --key-file PATH (public or private key) or ${KEY_ENV}`);
+          key = fromEnv.publicKey;
+        }
+        const added = await addNamespaceKey(store.kv, hostname, namespace, key);
+        say(added ? `registered key ${key.key_id} for ${hostname}/${namespace} in ${where}` : `key ${key.key_id} is already registered for ${hostname}/${namespace}`);
+        if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, added })}\n`);
+        break;
+      }
+      case 'list': {
+        const keys = await listNamespaceKeys(store.kv, hostname, namespace);
+        if (values.json) {
+          process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, keys })}\n`);
+        } else if (keys.length === 0) {
+          say(`${hostname}/${namespace} has no signing keys (npm run keys -- generate --namespace ${namespace})`);
+        } else {
+          for (const key of keys) {
+            const signed = key.signed.length ? `; signed ${key.signed.join(', ')}` : '';
+            process.stdout.write(`${key.key_id}  ${key.status.padEnd(10)}  ${key.algorithm}  created ${key.created.slice(0, 10)}  ${key.user_id}${signed}\n`);
+          }
+        }
+        break;
+      }
+      case 'remove': {
+        const signed = await removeNamespaceKey(store.kv, hostname, namespace, values['key-id']!);
+        say(`removed key ${values['key-id']!.toUpperCase()} from ${hostname}/${namespace}: new releases can no longer be signed with it`);
+        if (signed.length) say(`  still served for the versions it signed: ${signed.join(', ')}`);
+        break;
+      }
+    }
+  } finally {
+    await store.close();
+  }
+}, USAGE);
+
+type KvHandle = Pick<StoreHandle, 'kv' | 'description' | 'close'>;
+
+function remoteKv(namespaceId: string): KvHandle {
+  const accountId = process.env[REMOTE_ENV.accountId];
+  const apiToken = process.env[REMOTE_ENV.apiToken];
+  if (!accountId || !apiToken) {
+    throw new InputError(`--remote needs ${REMOTE_ENV.accountId} and ${REMOTE_ENV.apiToken} (Workers KV Storage: Edit) in the environment`);
+  }
+  const apiBaseUrl = process.env[REMOTE_ENV.apiBaseUrl];
+  const kv = new KvRestStore({ accountId, namespaceId, apiToken, ...(apiBaseUrl ? { apiBaseUrl } : {}) });
+  return {
+    kv,
+    description: `remote KV namespace ${namespaceId}`,
+    close: async () => {},
+  };
+}
