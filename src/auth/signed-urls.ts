@@ -57,13 +57,15 @@ export async function signatureQuery(env: Pick<Env, 'URL_SIGNING_SECRET'>, path:
   return `expires=${expires}&signature=${base64url(await mac(env, 'GET', path, expires))}`;
 }
 
-// A stored release-file URL inside a JSON body: path-absolute, characters of names and semantic versions only.
-const RELEASE_URL = /"(\/v1\/archives\/[A-Za-z0-9._+\/-]+)"/g;
+// A stored release-file URL inside a JSON body: a path-absolute JSON string value. Any character but a
+// quote or escape may follow (hostnames carry ":port"), so no release URL can be left unsigned.
+const RELEASE_URL = /"(\/v1\/archives\/[^"\\?#]+)"/g;
 
 /**
  * Signs every path-absolute release-file URL ("/v1/archives/…") in a stored
  * JSON body, valid for signedUrlMinutes from `now`. Other bytes are kept.
- * Throws when URL_SIGNING_SECRET is not set.
+ * Throws when URL_SIGNING_SECRET is not set, or (never expected) when a
+ * release URL would be left unsigned.
  */
 export async function signReleaseUrls(
   body: string, env: Pick<Env, 'URL_SIGNING_SECRET' | 'SIGNED_URL_MINUTES'>, now = Date.now(),
@@ -71,7 +73,10 @@ export async function signReleaseUrls(
   const expires = Math.floor(now / 1000) + Math.round(signedUrlMinutes(env) * 60);
   const paths = [...new Set([...body.matchAll(RELEASE_URL)].map((m) => m[1]!))];
   const signed = new Map(await Promise.all(paths.map(async (p) => [p, await signatureQuery(env, p, expires)] as const)));
-  return body.replace(RELEASE_URL, (_, path: string) => `"${path}?${signed.get(path)}"`);
+  const result = body.replace(RELEASE_URL, (_, path: string) => `"${path}?${signed.get(path)}"`);
+  // Fail closed: a release URL the pattern missed would be served unsigned.
+  if (/"\/v1\/archives\/[^"?]*"/.test(result)) throw new Error('a release-file URL in a stored body could not be signed');
+  return result;
 }
 
 export type Verification = { ok: true; expires: number } | { ok: false; message: string };

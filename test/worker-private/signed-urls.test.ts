@@ -7,6 +7,7 @@ import { address, bearer, env, errorsOf, fakeRelease, get, getWith, issueToken, 
 
 const provider = address('signed', 'thing');
 const upstream = address('hashicorp', 'signedup', 'registry.terraform.io');
+const withPort = address('acme', 'ported', 'localhost:8443');
 const release = fakeRelease(provider, '1.2.0', ['linux_amd64', 'darwin_arm64']);
 const downloadPath = '/v1/providers/signed/thing/1.2.0/download/linux/amd64';
 const mirrorPath = '/v1/mirror/registry.example.com/signed/thing/1.2.0.json';
@@ -22,8 +23,8 @@ interface DownloadDocument {
 }
 
 beforeAll(async () => {
-  await seed([release, fakeRelease(upstream, '1.0.0', ['linux_amd64'])]);
-  ({ token } = await issueToken(['signed', 'registry.terraform.io/hashicorp']));
+  await seed([release, fakeRelease(upstream, '1.0.0', ['linux_amd64']), fakeRelease(withPort, '1.0.0', ['linux_amd64'])]);
+  ({ token } = await issueToken(['signed', 'registry.terraform.io/hashicorp', 'localhost:8443/acme']));
 });
 
 async function downloadDocument(): Promise<DownloadDocument> {
@@ -54,8 +55,8 @@ describe('signed URLs in private metadata', () => {
     expect(await sha256HexOf(archive)).toBe(doc.shasum);
   });
 
-  it('mirror VERSION.json signs every archive URL, for upstream hostnames too', async () => {
-    for (const path of [mirrorPath, '/v1/mirror/registry.terraform.io/hashicorp/signedup/1.0.0.json']) {
+  it('mirror VERSION.json signs every archive URL, for upstream hostnames and hostnames with a port too', async () => {
+    for (const path of [mirrorPath, '/v1/mirror/registry.terraform.io/hashicorp/signedup/1.0.0.json', '/v1/mirror/localhost:8443/acme/ported/1.0.0.json']) {
       const response = await get(path, bearer(token));
       expect(response.status).toBe(200);
       const body = await response.json<{ archives: Record<string, { url: string }> }>();
