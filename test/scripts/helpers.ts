@@ -1,0 +1,149 @@
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { generateSigningKey } from '../../scripts/lib/keyring';
+import { executableName, zipBuffers } from '../../scripts/lib/zip-binary';
+import { parsePlatformName } from '../../src/protocol/index';
+
+/** Helpers for the publish/keys tests: temp dirs, generated releases, CLI runs, `wrangler dev`. */
+
+export const root = join(import.meta.dirname, '..', '..');
+export const configPath = join(root, 'wrangler.toml');
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+const wrangler = join(root, 'node_modules', '.bin', 'wrangler');
+const execFileAsync = promisify(execFile);
+
+/** A temp directory removed by the returned cleanup. */
+export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), `edge-registry-${prefix}-`));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface DistOptions {
+  platforms?: string[];
+  /** Changes the executables' bytes (a "rebuilt" release). */
+  salt?: string;
+  /** Written as the manifest's protocol_versions; null = no manifest. */
+  protocols?: string[] | null;
+  /** Bytes of filler in each executable (for size/speed tests). */
+  padding?: number;
+}
+
+/** Writes a goreleaser-like dist/ (zips + optional manifest) into `dir` and returns `dir`. */
+export async function writeDist(dir: string, type: string, version: string, options: DistOptions = {}): Promise<string> {
+  mkdirSync(dir, { recursive: true });
+  for (const name of options.platforms ?? ['linux_amd64', 'darwin_arm64', 'windows_amd64']) {
+    const platform = parsePlatformName(name);
+    const body = `#!/bin/sh\necho ${type} ${version} ${name} ${options.salt ?? ''}\n` + (options.padding ? 'x'.repeat(options.padding) : '');
+    const zip = await zipBuffers({ [executableName(type, version, platform)]: body, 'CHANGELOG.md': `# ${version}\n` });
+    writeFileSync(join(dir, `terraform-provider-${type}_${version}_${name}.zip`), zip);
+  }
+  const protocols = options.protocols === undefined ? ['6.0'] : options.protocols;
+  if (protocols) {
+    writeFileSync(join(dir, `terraform-provider-${type}_${version}_manifest.json`), JSON.stringify({ version: 1, metadata: { protocol_versions: protocols } }));
+  }
+  return dir;
+}
+
+/** A fresh RSA key file (armored private key) in `dir`; returns its path and key id. */
+export async function writeKeyFile(dir: string, name = 'signer.asc', type: 'rsa' | 'ecc' = 'ecc'): Promise<{ path: string; keyId: string; publicArmor: string }> {
+  const key = await generateSigningKey({ name: 'test signer', type });
+  const path = join(dir, name);
+  writeFileSync(path, key.armoredPrivateKey, { mode: 0o600 });
+  return { path, keyId: key.publicKey.key_id, publicArmor: key.publicKey.ascii_armor };
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs scripts/NAME.ts with tsx; never throws for a non-zero exit. */
+export async function runScript(name: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  try {
+    const { stdout, stderr } = await execFileAsync(tsx, [join(root, 'scripts', `${name}.ts`), ...args], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+/** A TCP port that was free a moment ago (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export interface WranglerDev {
+  origin: string;
+  log(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `wrangler dev` (the binary in node_modules) on `persistTo` and a
+ * free port, in its own process group; resolves once it answers.
+ */
+export async function startWranglerDev(persistTo: string, vars: Record<string, string> = {}): Promise<WranglerDev> {
+  const port = await freePort();
+  const args = ['dev', '--config', configPath, '--persist-to', persistTo, '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(await freePort()), '--show-interactive-dev-session=false'];
+  for (const [name, value] of Object.entries(vars)) args.push('--var', `${name}:${value}`);
+  const child: ChildProcess = spawn(wrangler, args, { cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: '1' } });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const origin = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode !== null || child.pid === undefined) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      return;
+    }
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, 5000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${output}`);
+    try {
+      const response = await fetch(`${origin}/.well-known/terraform.json`);
+      if (response.ok) return { origin, log: () => output, stop };
+    } catch {
+      // not up yet
+    }
+    await sleep(250);
+  }
+  await stop();
+  throw new Error(`wrangler dev did not answer within 60 s:\n${output}`);
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** True when `command --version` runs. */
+export function have(command: string, args = ['--version']): boolean {
+  return spawnSync(command, args, { stdio: 'ignore' }).status === 0;
+}
