@@ -1,0 +1,60 @@
+/**
+ * Bench-only Worker (never deployed): the registry Worker with its KV
+ * binding wrapped in a proxy that counts reads, and one extra path,
+ * /__bench/kv-reads, that reports (and with ?reset, zeroes) the count. The
+ * production Worker has no such path.
+ */
+import worker from '../src/index';
+import type { Env } from '../src/env';
+
+let reads = 0;
+
+/**
+ * /__bench/loop?path=P&n=N: handles GET P N times inside this one request
+ * (body read to the end each time) and answers 204. The bench divides the
+ * process CPU time it took by N: the Worker's own JavaScript per request,
+ * without the HTTP stack (workerd's clock does not advance while JS runs, so
+ * only the process CPU time can measure this). path=- measures a constant
+ * Response for comparison.
+ */
+async function loop(url: URL, env: Env, ctx: ExecutionContext): Promise<Response> {
+  const path = url.searchParams.get('path') ?? '/';
+  const n = Number(url.searchParams.get('n') ?? '1000');
+  const target = new URL(path, url).href;
+  for (let i = 0; i < n; i++) {
+    const response = path === '-'
+      ? new Response('{"providers.v1":"/v1/providers/"}', { headers: { 'content-type': 'application/json' } })
+      : await worker.fetch(new Request(target), env, ctx);
+    await response.arrayBuffer();
+  }
+  return new Response(null, { status: 204 });
+}
+
+function counting(kv: KVNamespace): KVNamespace {
+  return new Proxy(kv, {
+    get(target, property) {
+      const value = Reflect.get(target, property) as unknown;
+      if (typeof value !== 'function') return value;
+      if (property === 'get' || property === 'getWithMetadata') {
+        return (...args: unknown[]) => {
+          reads++;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return (value as (...a: unknown[]) => unknown).bind(target);
+    },
+  });
+}
+
+export default {
+  fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> {
+    const url = new URL(request.url);
+    if (url.pathname === '/__bench/kv-reads') {
+      const body = JSON.stringify({ reads });
+      if (url.searchParams.has('reset')) reads = 0;
+      return new Response(body, { headers: { 'content-type': 'application/json' } });
+    }
+    if (url.pathname === '/__bench/loop') return loop(url, env, ctx);
+    return worker.fetch(request, { ...env, REGISTRY_KV: counting(env.REGISTRY_KV) }, ctx);
+  },
+} satisfies ExportedHandler<Env>;

@@ -1,0 +1,46 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Linux /proc readings for the workerd process under test (the bench runs on Linux only). */
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+
+/** PIDs of this process's children named `name`. */
+export function childPids(name: string, parent = process.pid): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(Number(entry));
+    if (stat && stat.ppid === parent && stat.comm === name) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/** Microseconds of CPU (user + system) the process has used. */
+export function cpuMicros(pid: number): number {
+  const stat = readStat(pid);
+  if (!stat) throw new Error(`process ${pid} is gone`);
+  return ((stat.utime + stat.stime) * 1_000_000) / CLOCK_TICKS;
+}
+
+/** Resident set size in bytes. */
+export function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+  if (!kb) throw new Error(`no VmRSS for ${pid}`);
+  return Number(kb) * 1024;
+}
+
+function readStat(pid: number): { comm: string; ppid: number; utime: number; stime: number } | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // comm is parenthesised and may contain spaces; fields after it are space-separated.
+  const close = text.lastIndexOf(')');
+  const comm = text.slice(text.indexOf('(') + 1, close);
+  const fields = text.slice(close + 2).split(' ');
+  // fields[0] is state (field 3); ppid is field 4, utime 14, stime 15.
+  return { comm, ppid: Number(fields[1]), utime: Number(fields[11]), stime: Number(fields[12]) };
+}

@@ -1,0 +1,341 @@
+/**
+ * `npm run bench` — the registry under load in its real runtime (workerd via
+ * Miniflare's API, the Worker as wrangler builds it), loopback only, bounded
+ * in time. Prints a table; `-- --json` prints one JSON object instead;
+ * `-- --quick` shortens every load run so the whole bench takes under a
+ * minute. Targets are reported as met or missed, never as failures.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
+import { cpuMicros, rssBytes } from './proc';
+import { startRuntime, type Runtime } from './runtime';
+import { HOSTNAME, archivePath, seedLarge, seedLargeArchive, seedSmall } from './seed';
+import { wrk, type LoadResult } from './wrk';
+import { benchPublish, type PublishFigures } from './publish';
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, '..');
+const args = new Set(process.argv.slice(2));
+const json = args.has('--json');
+const quick = args.has('--quick');
+const SECONDS = quick ? 2 : 5;
+const ROUNDS = quick ? 1 : 3;
+const CONNECTIONS = 50;
+const ARCHIVE_BYTES = 200 * 1024 * 1024;
+
+const log = (message: string) => process.stderr.write(`bench: ${message}\n`);
+
+interface RouteFigures extends LoadResult {
+  name: string;
+  path: string;
+  bytes: number;
+  cpuMicrosPerRequest: number;
+}
+
+interface Target {
+  name: string;
+  value: number | null;
+  target: string;
+  met: boolean | null;
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-'));
+  try {
+    log('building the Worker (wrangler deploy --dry-run)');
+    const bundle = await build(work, null);
+    const countingBundle = await build(work, 'bench/counting-worker.ts');
+    const bundleGzip = gzipSync(await readFile(bundle)).byteLength;
+
+    log('floor (a constant-JSON Worker) and the registry, in the same runtime');
+    const floorRuntime = await startRuntime({
+      script: `const body = JSON.stringify({ 'providers.v1': '/v1/providers/' });
+export default { fetch() { return new Response(body, { headers: { 'content-type': 'application/json' } }); } };`,
+    });
+    const small = { hostname: HOSTNAME, namespace: 'bench', type: 'small' };
+    const large = { hostname: HOSTNAME, namespace: 'bench', type: 'large' };
+    const routesOf = (type: string, version: string) => [
+      { name: 'versions', path: `/v1/providers/bench/${type}/versions` },
+      { name: 'download doc', path: `/v1/providers/bench/${type}/${version}/download/linux/amd64` },
+      { name: 'mirror index', path: `/v1/mirror/${HOSTNAME}/bench/${type}/index.json` },
+      { name: 'mirror version', path: `/v1/mirror/${HOSTNAME}/bench/${type}/${version}.json` },
+    ];
+
+    const registry = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
+    let floor: RouteFigures;
+    let smallRoutes: RouteFigures[];
+    let largeRoutes: RouteFigures[];
+    let archive: { seconds: number; mbPerSecond: number; rssGrowthMb: number; baselineRssMb: number };
+    try {
+      log('seeding 1 version × 12 platforms and 1,000 versions × 12 platforms');
+      const seedStart = Date.now();
+      await seedSmall(registry, small, '1.0.0');
+      const newest = await seedLarge(registry, large, 1000);
+      log(`seeded in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
+      const plan = [
+        { runtime: floorRuntime, group: 'floor', name: 'floor (constant JSON)', path: '/' },
+        { runtime: registry, group: 'small', name: 'discovery', path: '/.well-known/terraform.json' },
+        ...routesOf('small', '1.0.0').map((r) => ({ runtime: registry, group: 'small', ...r })),
+        ...routesOf('large', newest).map((r) => ({ runtime: registry, group: 'large', ...r })),
+      ];
+      // Interleaved rounds, medians: other work on a shared 2-core machine hits every route alike.
+      const rounds: RouteFigures[][] = plan.map(() => []);
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const [index, item] of plan.entries()) rounds[index]!.push(await load(item.runtime, item.name, item.path));
+      }
+      const figures = rounds.map(median);
+      floor = figures[0]!;
+      smallRoutes = figures.filter((_, i) => plan[i]!.group === 'small');
+      largeRoutes = figures.filter((_, i) => plan[i]!.group === 'large');
+
+      log('archive: storing 200 MB in R2');
+      await seedLargeArchive(registry, small, '9.0.0', ARCHIVE_BYTES);
+    } finally {
+      await registry.dispose();
+      await floorRuntime.dispose();
+    }
+    // A fresh workerd on the same on-disk state, so its RSS holds nothing of the upload.
+    log('archive: 200 MB through R2 → Worker → curl, on a fresh workerd');
+    const server = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
+    try {
+      archive = await download(server, archivePath(small, '9.0.0'));
+    } finally {
+      await server.dispose();
+    }
+
+    log('KV reads per request and Worker JS per request (counting wrapper around the same Worker)');
+    const isolate = await inIsolate(countingBundle, small, quick ? null : large, routesOf('small', '1.0.0'), (v) => routesOf('large', v));
+    const kvReads = isolate.kvReads;
+    const js = (group: string, name: string) => isolate.jsMicros.find((j) => j.group === group && j.name === name)?.micros ?? null;
+
+    log('publish: hashing and a local publish');
+    const publish = await benchPublish(work, quick);
+
+    const targets = evaluate(floor, smallRoutes, largeRoutes, kvReads, archive, publish, bundleGzip);
+    const result = {
+      machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
+      settings: { connections: CONNECTIONS, secondsPerRun: SECONDS, rounds: ROUNDS, quick },
+      floor: { ...strip(floor), workerJsMicrosPerRequest: round1(js('floor', floor.name)) },
+      routes: smallRoutes.map((r) => ({ ...strip(r), workerJsMicrosPerRequest: round1(js('small', r.name)), rpsRatioToFloor: r.rps / floor.rps, p99RatioToFloor: r.p99Ms / floor.p99Ms })),
+      routes1000Versions: largeRoutes.map((r) => {
+        const base = smallRoutes.find((s) => s.name === r.name)!;
+        return { ...strip(r), workerJsMicrosPerRequest: round1(js('large', r.name)), p50RatioTo1Version: r.p50Ms / base.p50Ms, p99RatioTo1Version: r.p99Ms / base.p99Ms, rpsRatioToFloor: r.rps / floor.rps };
+      }),
+      kvReads,
+      archive,
+      publish,
+      bundle: { gzipBytes: bundleGzip },
+      targets,
+      seconds: (Date.now() - started) / 1000,
+    };
+    if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else process.stdout.write(table(result));
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+/** Builds the Worker as `wrangler deploy` would ship it (entry: wrangler.toml's main, or `entry`). */
+async function build(work: string, entry: string | null): Promise<string> {
+  const outdir = join(work, entry ? 'counting' : 'worker');
+  await run(join(root, 'node_modules', '.bin', 'wrangler'), ['deploy', ...(entry ? [entry] : []), '--dry-run', '--outdir', outdir], {
+    cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
+  });
+  return join(outdir, entry ? 'counting-worker.js' : 'index.js');
+}
+
+async function load(runtime: Runtime, name: string, path: string): Promise<RouteFigures> {
+  const url = `${runtime.origin}${path}`;
+  const check = await fetch(url);
+  const body = await check.arrayBuffer();
+  if (check.status !== 200) throw new Error(`${name}: GET ${path} answered ${check.status}`);
+  if (!quick) await wrk(url, { connections: CONNECTIONS, seconds: 1 }); // warm up (JIT, isolate cache)
+  const cpuBefore = cpuMicros(runtime.pid);
+  const result = await wrk(url, { connections: CONNECTIONS, seconds: SECONDS });
+  const cpu = cpuMicros(runtime.pid) - cpuBefore;
+  if (result.non2xx > 0 || result.errors > 0) log(`${name}: ${result.non2xx} non-2xx responses, ${result.errors} socket errors`);
+  log(`${name} ${path}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, ${(cpu / result.requests).toFixed(0)} µs CPU/req`);
+  return { name, path, bytes: body.byteLength, ...result, cpuMicrosPerRequest: cpu / result.requests };
+}
+
+/** Downloads the archive with curl while sampling workerd's RSS. */
+async function download(runtime: Runtime, path: string) {
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const baseline = rssBytes(runtime.pid);
+  let peak = baseline;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(runtime.pid))), 20);
+  const started = process.hrtime.bigint();
+  const output = await new Promise<string>((resolve, reject) => {
+    const curl = spawn('curl', ['-s', '-S', '-o', '/dev/null', '-w', '%{http_code} %{size_download}', `${runtime.origin}${path}`]);
+    let out = '';
+    curl.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    curl.on('error', reject);
+    curl.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`curl exited with ${code}`))));
+  });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  clearInterval(sampler);
+  peak = Math.max(peak, rssBytes(runtime.pid));
+  const [status, size] = output.split(' ').map(Number);
+  if (status !== 200 || size !== ARCHIVE_BYTES) throw new Error(`archive download: HTTP ${status}, ${size} bytes`);
+  const archive = { seconds, mbPerSecond: ARCHIVE_BYTES / 1024 / 1024 / seconds, rssGrowthMb: (peak - baseline) / 1024 / 1024, baselineRssMb: baseline / 1024 / 1024 };
+  log(`archive: ${archive.mbPerSecond.toFixed(0)} MB/s, RSS +${archive.rssGrowthMb.toFixed(1)} MB`);
+  return archive;
+}
+
+/**
+ * With the counting wrapper around the same Worker: KV reads on a cold
+ * isolate (first request) and again at once (cached), per route; and the
+ * Worker's own JavaScript CPU per request (/__bench/loop: N requests handled
+ * inside one, so the HTTP stack is left out), against a constant Response.
+ */
+async function inIsolate(
+  bundle: string, small: { hostname: string; namespace: string; type: string }, large: { hostname: string; namespace: string; type: string } | null,
+  routes: { name: string; path: string }[], largeRoutes: (version: string) => { name: string; path: string }[],
+) {
+  const runtime = await startRuntime({ bundlePath: bundle });
+  try {
+    await seedSmall(runtime, small, '1.0.0');
+    const newest = large ? await seedLarge(runtime, large, 1000) : null;
+    const reads = async () => ((await (await fetch(`${runtime.origin}/__bench/kv-reads?reset`)).json()) as { reads: number }).reads;
+    const kvReads: { name: string; first: number; cached: number }[] = [];
+    const all = [{ name: 'discovery', path: '/.well-known/terraform.json' }, ...routes];
+    for (const route of all) {
+      await reads();
+      const first = await fetch(`${runtime.origin}${route.path}`);
+      await first.arrayBuffer();
+      const afterFirst = await reads();
+      const again = await fetch(`${runtime.origin}${route.path}`);
+      await again.arrayBuffer();
+      const afterSecond = await reads();
+      if (first.status !== 200 || again.status !== 200) throw new Error(`${route.name} answered ${first.status}/${again.status}`);
+      kvReads.push({ name: route.name, first: afterFirst, cached: afterSecond });
+    }
+    const loop = async (path: string, n: number) => {
+      const url = (count: number) => `${runtime.origin}/__bench/loop?n=${count}&path=${encodeURIComponent(path)}`;
+      await (await fetch(url(Math.ceil(n / 10)))).arrayBuffer(); // warm up
+      const before = cpuMicros(runtime.pid);
+      const response = await fetch(url(n));
+      await response.arrayBuffer();
+      if (response.status !== 204) throw new Error(`loop over ${path} answered ${response.status}`);
+      return (cpuMicros(runtime.pid) - before) / n;
+    };
+    const n = quick ? 5000 : 20000;
+    const jsMicros: { name: string; group: string; micros: number }[] = [{ name: 'floor (constant JSON)', group: 'floor', micros: await loop('-', n) }];
+    for (const route of all) jsMicros.push({ name: route.name, group: 'small', micros: await loop(route.path, n) });
+    if (newest) {
+      for (const route of largeRoutes(newest)) jsMicros.push({ name: route.name, group: 'large', micros: await loop(route.path, route.name === 'versions' ? n / 20 : n) });
+    }
+    return { kvReads, jsMicros };
+  } finally {
+    await runtime.dispose();
+  }
+}
+
+function evaluate(
+  floor: RouteFigures, small: RouteFigures[], large: RouteFigures[],
+  kvReads: { name: string; first: number; cached: number }[],
+  archive: { rssGrowthMb: number }, publish: PublishFigures, bundleGzip: number,
+): Target[] {
+  const targets: Target[] = [];
+  const round = (n: number, digits = 2) => Number(n.toFixed(digits));
+  for (const route of small) {
+    const rps = route.rps / floor.rps;
+    const p99 = route.p99Ms / floor.p99Ms;
+    targets.push({ name: `${route.name}: req/s ÷ floor`, value: round(rps), target: '≥ 0.8', met: rps >= 0.8 });
+    targets.push({ name: `${route.name}: p99 ÷ floor p99`, value: round(p99), target: '≤ 2', met: p99 <= 2 });
+  }
+  for (const route of large) {
+    const base = small.find((s) => s.name === route.name)!;
+    const ratio = route.p50Ms / base.p50Ms;
+    targets.push({ name: `${route.name}: p50 at 1,000 versions ÷ at 1`, value: round(ratio), target: '≤ 1.2', met: ratio <= 1.2 });
+  }
+  for (const { name, first, cached } of kvReads) {
+    const limit = name === 'discovery' ? 0 : 1;
+    targets.push({ name: `${name}: KV reads, first request`, value: first, target: `≤ ${limit}`, met: first <= limit });
+    targets.push({ name: `${name}: KV reads, cached`, value: cached, target: '0', met: cached === 0 });
+  }
+  targets.push({ name: 'archive 200 MB: workerd RSS growth (MB)', value: round(archive.rssGrowthMb, 1), target: '≤ 64', met: archive.rssGrowthMb <= 64 });
+  const hashing = publish.hashing ? publish.hashing.mbPerSecond / publish.hashing.sha256sumMbPerSecond : null;
+  targets.push({ name: 'publish hashing ÷ sha256sum', value: hashing === null ? null : round(hashing), target: '≥ 0.8', met: hashing === null ? null : hashing >= 0.8 });
+  targets.push({ name: 'bundle gzip (KiB)', value: round(bundleGzip / 1024, 1), target: '≤ 64', met: bundleGzip <= 64 * 1024 });
+  return targets;
+}
+
+function round1(n: number | null): number | null {
+  return n === null ? null : Math.round(n * 10) / 10;
+}
+
+/** Per-field median of repeated runs of one route. */
+function median(runs: RouteFigures[]): RouteFigures {
+  const mid = <K extends keyof RouteFigures>(key: K) => {
+    const values = runs.map((r) => r[key] as number).sort((a, b) => a - b);
+    return values[Math.floor(values.length / 2)]!;
+  };
+  return {
+    ...runs[0]!,
+    requests: runs.reduce((sum, r) => sum + r.requests, 0),
+    rps: mid('rps'), p50Ms: mid('p50Ms'), p99Ms: mid('p99Ms'), cpuMicrosPerRequest: mid('cpuMicrosPerRequest'),
+    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0), errors: runs.reduce((sum, r) => sum + r.errors, 0),
+  };
+}
+
+function strip(route: RouteFigures) {
+  return {
+    name: route.name, path: route.path, bytes: route.bytes, requests: route.requests, rps: Math.round(route.rps),
+    p50Ms: route.p50Ms, p99Ms: route.p99Ms, cpuMicrosPerRequest: Math.round(route.cpuMicrosPerRequest),
+    non2xx: route.non2xx, errors: route.errors,
+  };
+}
+
+type Row = ReturnType<typeof strip> & { workerJsMicrosPerRequest: number | null };
+
+type Result = {
+  settings: { connections: number; secondsPerRun: number; rounds: number; quick: boolean };
+  floor: Row;
+  routes: (Row & { rpsRatioToFloor: number; p99RatioToFloor: number })[];
+  routes1000Versions: (Row & { p50RatioTo1Version: number; p99RatioTo1Version: number; rpsRatioToFloor: number })[];
+  kvReads: { name: string; first: number; cached: number }[];
+  archive: { seconds: number; mbPerSecond: number; rssGrowthMb: number; baselineRssMb: number };
+  publish: PublishFigures;
+  bundle: { gzipBytes: number };
+  targets: Target[];
+  seconds: number;
+};
+
+function table(result: Result): string {
+  const lines: string[] = [];
+  const pad = (cells: (string | number)[], widths: number[]) => cells.map((c, i) => String(c)[i === 0 ? 'padEnd' : 'padStart'](widths[i]!)).join('  ');
+  const widths = [27, 8, 8, 8, 8, 11, 9, 9];
+  lines.push(`edge-registry bench — wrk, ${result.settings.connections} connections, ${result.settings.secondsPerRun} s per run, median of ${result.settings.rounds} interleaved round(s)${result.settings.quick ? ' (quick)' : ''}`);
+  lines.push('');
+  lines.push(pad(['route (1 version × 12)', 'bytes', 'req/s', 'p50 ms', 'p99 ms', 'workerd CPU', 'JS µs', '÷ floor'], widths));
+  const row = (r: Row, ratio: string) => pad([r.name, r.bytes, r.rps, r.p50Ms.toFixed(2), r.p99Ms.toFixed(2), `${r.cpuMicrosPerRequest} µs`, r.workerJsMicrosPerRequest ?? '—', ratio], widths);
+  lines.push(row(result.floor, '1.00'));
+  for (const r of result.routes) lines.push(row(r, r.rpsRatioToFloor.toFixed(2)));
+  lines.push('');
+  lines.push(pad(['route (1,000 versions × 12)', 'bytes', 'req/s', 'p50 ms', 'p99 ms', 'workerd CPU', 'JS µs', 'p50 ÷ 1v'], widths));
+  for (const r of result.routes1000Versions) lines.push(row(r, r.p50RatioTo1Version.toFixed(2)));
+  lines.push('workerd CPU: process CPU time ÷ requests under load; JS µs: the Worker\'s own JavaScript per request, in-isolate loop (— in --quick for 1,000 versions)');
+  lines.push('');
+  lines.push(`KV reads per request (first / cached): ${result.kvReads.map((k) => `${k.name} ${k.first}/${k.cached}`).join(', ')}`);
+  lines.push(`archive 200 MB: ${result.archive.mbPerSecond.toFixed(0)} MB/s (${result.archive.seconds.toFixed(2)} s), workerd RSS +${result.archive.rssGrowthMb.toFixed(1)} MB over ${result.archive.baselineRssMb.toFixed(0)} MB`);
+  const p = result.publish;
+  lines.push(p.hashing
+    ? `publish hashing (${p.hashing.fileMb} MB): ${p.hashing.function} ${p.hashing.mbPerSecond.toFixed(0)} MB/s, sha256sum ${p.hashing.sha256sumMbPerSecond.toFixed(0)} MB/s${p.hashing.inspectMbPerSecond ? `; zh+h1 (${p.hashing.inspectFunction}) ${p.hashing.inspectMbPerSecond.toFixed(0)} MB/s` : ''}`
+    : `publish hashing: pending (${p.pending})`);
+  lines.push(p.localPublishSeconds !== null ? `local publish of 3 × 50 MB archives: ${p.localPublishSeconds.toFixed(2)} s (${p.publishHow})` : `local publish of 3 × 50 MB archives: pending (${p.pending})`);
+  lines.push(`bundle: ${(result.bundle.gzipBytes / 1024).toFixed(1)} KiB gzip`);
+  lines.push('');
+  lines.push('targets');
+  for (const t of result.targets) lines.push(`  ${t.met === null ? 'pending' : t.met ? 'met    ' : 'MISSED '}  ${t.name}: ${t.value ?? '—'} (target ${t.target})`);
+  lines.push('');
+  lines.push(`total ${result.seconds.toFixed(0)} s`);
+  return `${lines.join('\n')}\n`;
+}
+
+await main();

@@ -1,0 +1,55 @@
+import { dirname } from 'node:path';
+import { Miniflare } from 'miniflare';
+import { childPids } from './proc';
+
+/**
+ * workerd through Miniflare's API, serving a built Worker directly on
+ * 127.0.0.1 (no wrangler dev proxy in front), with in-memory KV and R2
+ * bound as in wrangler.toml.
+ */
+export interface Runtime {
+  mf: Miniflare;
+  /** e.g. http://127.0.0.1:PORT (no trailing slash). */
+  origin: string;
+  /** The workerd process serving it. */
+  pid: number;
+  dispose(): Promise<void>;
+}
+
+export const VARS = {
+  REGISTRY_HOSTNAME: 'registry.example.com',
+  ACCESS: 'public',
+  INDEX_CACHE_SECONDS: '5',
+  ARCHIVE_BASE_URL: '',
+};
+const COMPATIBILITY_DATE = '2026-04-20'; // wrangler.toml's
+
+/**
+ * `persistDir` stores KV and R2 on disk as `wrangler dev` does (R2 blobs are
+ * files, so serving one streams from disk); without it they live in memory.
+ */
+export async function startRuntime(worker: { bundlePath: string } | { script: string }, persistDir?: string): Promise<Runtime> {
+  const before = new Set(childPids('workerd'));
+  const source = 'bundlePath' in worker
+    ? { modules: [{ type: 'ESModule' as const, path: worker.bundlePath }], modulesRoot: dirname(worker.bundlePath) }
+    : { modules: true, script: worker.script };
+  const mf = new Miniflare({
+    ...source,
+    compatibilityDate: COMPATIBILITY_DATE,
+    host: '127.0.0.1',
+    port: 0,
+    bindings: VARS,
+    kvNamespaces: { REGISTRY_KV: 'bench-kv' },
+    r2Buckets: { REGISTRY_R2: 'bench-r2' },
+    // workerd logs a broken pipe for every connection wrk drops at the end of a run; keep the table readable.
+    handleRuntimeStdio(stdout, stderr) {
+      stdout.resume();
+      stderr.resume();
+    },
+    ...(persistDir ? { defaultPersistRoot: persistDir, kvPersist: true, r2Persist: true } : {}),
+  });
+  const url = await mf.ready;
+  const pid = childPids('workerd').find((p) => !before.has(p));
+  if (pid === undefined) throw new Error('could not find the workerd process Miniflare started');
+  return { mf, origin: url.origin, pid, dispose: () => mf.dispose() };
+}

@@ -1,0 +1,53 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** One wrk run: throughput and latency percentiles. */
+export interface LoadResult {
+  requests: number;
+  seconds: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+}
+
+/**
+ * Loads `url` with wrk (one thread: on this 2-core machine the second core
+ * belongs to workerd) at `connections` for `seconds`, loopback only.
+ */
+export async function wrk(url: string, options: { connections: number; seconds: number }): Promise<LoadResult> {
+  if (!/^http:\/\/127\.0\.0\.1:\d+\//.test(url)) throw new Error(`wrk target ${url} is not on loopback`);
+  // Terraform's and OpenTofu's Go HTTP client always sends Accept-Encoding: gzip.
+  const { stdout } = await run('wrk', ['-t1', `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '5s', '--latency', '-H', 'Accept-Encoding: gzip', url], {
+    timeout: (options.seconds + 30) * 1000,
+  });
+  return parseWrk(stdout);
+}
+
+export function parseWrk(output: string): LoadResult {
+  const requests = /(\d+) requests in ([\d.]+)(m?s|m)\b/.exec(output);
+  if (!requests) throw new Error(`cannot read wrk output:\n${output}`);
+  const unit = requests[3]!;
+  const seconds = Number(requests[2]) * (unit === 'ms' ? 0.001 : unit === 'm' ? 60 : 1);
+  const percentile = (p: string) => {
+    const match = new RegExp(`^\\s+${p}%\\s+([\\d.]+)(us|ms|s)\\s*$`, 'm').exec(output);
+    if (!match) throw new Error(`no ${p}% latency in wrk output:\n${output}`);
+    const value = Number(match[1]);
+    return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
+  };
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1] ?? 0);
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output);
+  const errors = socket ? socket.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0;
+  return {
+    requests: Number(requests[1]),
+    seconds,
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? Number(requests[1]) / seconds),
+    p50Ms: percentile('50'),
+    p99Ms: percentile('99'),
+    non2xx,
+    errors,
+  };
+}
