@@ -4,12 +4,12 @@ import type { FakeRelease } from '../fixtures/release';
 
 const provider = address('acme', 'big');
 const SIZE = 3 * 1024 * 1024 + 17;
-let release: FakeRelease;
+let release!: FakeRelease;
 const filename = 'terraform-provider-big_1.0.0_linux_amd64.zip';
 const path = `/v1/archives/registry.example.com/acme/big/1.0.0/${filename}`;
 
 beforeAll(async () => {
-  [release] = await seed([fakeRelease(provider, '1.0.0', ['linux_amd64', 'darwin_amd64'], { archiveSize: SIZE })]);
+  release = (await seed([fakeRelease(provider, '1.0.0', ['linux_amd64', 'darwin_amd64'], { archiveSize: SIZE })]))[0]!;
 });
 
 const bytes = () => release.bytes.get(filename)!;
