@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as openpgp from 'openpgp';
+import yauzl from 'yauzl';
 import yazl from 'yazl';
-import { formatShasums } from '../../src/protocol/hashes';
+import { formatShasums, type ZipEntryDigest } from '../../src/protocol/hashes';
 import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../../src/store/layout';
 
 /**
@@ -93,5 +94,31 @@ function zipOf(entries: { name: string; data: Buffer; mode: number }[]): Promise
     zip.outputStream.on('data', (chunk: Buffer) => chunks.push(chunk));
     zip.outputStream.on('end', () => resolve(Buffer.concat(chunks)));
     zip.outputStream.on('error', reject);
+  });
+}
+
+/** The name and SHA-256 of every file entry in a zip (directories skipped, as dirhash does). */
+export function zipDigests(zip: Buffer): Promise<ZipEntryDigest[]> {
+  return new Promise((resolve, reject) => {
+    yauzl.fromBuffer(zip, { lazyEntries: true }, (error, archive) => {
+      if (error || !archive) return reject(error ?? new Error('unreadable zip'));
+      const digests: ZipEntryDigest[] = [];
+      archive.on('entry', (entry: yauzl.Entry) => {
+        if (entry.fileName.endsWith('/')) return archive.readEntry();
+        archive.openReadStream(entry, (streamError, stream) => {
+          if (streamError || !stream) return reject(streamError ?? new Error(`cannot read ${entry.fileName}`));
+          const hash = createHash('sha256');
+          stream.on('data', (chunk: Buffer) => hash.update(chunk));
+          stream.on('end', () => {
+            digests.push({ name: entry.fileName, sha256Hex: hash.digest('hex') });
+            archive.readEntry();
+          });
+          stream.on('error', reject);
+        });
+      });
+      archive.on('end', () => resolve(digests));
+      archive.on('error', reject);
+      archive.readEntry();
+    });
   });
 }
