@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Miniflare } from 'miniflare';
 import type { BlobHead, BlobStore, KvStore } from '../../src/store/types';
 import type { RegistryConfig } from './config';
@@ -33,9 +34,10 @@ export async function openLocalStore(config: Pick<RegistryConfig, 'localPersistR
   try {
     const kv = await mf.getKVNamespace('REGISTRY_KV');
     const r2 = await mf.getR2Bucket('REGISTRY_R2');
+    const lock = new StateLock(join(config.localPersistRoot, '.edge-registry-write.lock'));
     return {
-      kv: kv as unknown as KvStore,
-      blobs: new LocalBlobStore(r2 as unknown as R2Like),
+      kv: lockedKv(kv as unknown as KvStore, lock),
+      blobs: new LocalBlobStore(r2 as unknown as R2Like, lock),
       description: `local state ${config.localPersistRoot}`,
       close: () => mf.dispose(),
     };
@@ -62,25 +64,27 @@ interface R2Like {
 const LOCAL_PART_SIZE = 64 * 1024 * 1024;
 
 class LocalBlobStore implements BlobStore {
-  constructor(private readonly r2: R2Like) {}
+  constructor(private readonly r2: R2Like, private readonly lock: StateLock) {}
 
   head(key: string): Promise<BlobHead | null> {
-    return this.r2.head(key);
+    return retryBusy(() => this.r2.head(key));
   }
 
   async put(key: string, value: ReadableStream | ArrayBuffer | Uint8Array | string, options?: PutOptions): Promise<unknown> {
-    if (!(value instanceof ReadableStream)) return this.r2.put(key, value, options);
+    const write = <T>(call: () => Promise<T>) => this.lock.run(() => retryBusy(call));
+    if (!(value instanceof ReadableStream)) return write(() => this.r2.put(key, value, options));
     const parts = fixedParts(value, LOCAL_PART_SIZE);
     const first = await parts.next();
     const second = first.done ? first : await parts.next();
-    if (second.done) return this.r2.put(key, first.done ? new Uint8Array(0) : first.value, options);
-    const upload = await this.r2.createMultipartUpload(key, options);
+    if (second.done) return write(() => this.r2.put(key, first.done ? new Uint8Array(0) : first.value, options));
+    const upload = await write(() => this.r2.createMultipartUpload(key, options));
     try {
-      const uploaded = [await upload.uploadPart(1, first.value as Uint8Array), await upload.uploadPart(2, second.value)];
-      for await (const part of parts) uploaded.push(await upload.uploadPart(uploaded.length + 1, part));
-      return await upload.complete(uploaded);
+      const part = (n: number, bytes: Uint8Array) => write(() => upload.uploadPart(n, bytes));
+      const uploaded = [await part(1, first.value as Uint8Array), await part(2, second.value)];
+      for await (const bytes of parts) uploaded.push(await part(uploaded.length + 1, bytes));
+      return await write(() => upload.complete(uploaded));
     } catch (error) {
-      await upload.abort().catch(() => undefined);
+      await write(() => upload.abort()).catch(() => undefined);
       throw error;
     }
   }
@@ -111,5 +115,89 @@ async function* fixedParts(stream: ReadableStream<Uint8Array>, size: number): As
     if (filled > 0) yield buffer.subarray(0, filled);
   } finally {
     reader.releaseLock();
+  }
+}
+
+/**
+ * Several processes may write the local state at once (concurrent publishes,
+ * `wrangler dev` reading). Its SQLite then sometimes answers "busy", which
+ * reaches us as a 500 from the binding; every call made here is idempotent,
+ * so it is retried with jittered backoff.
+ */
+async function retryBusy<T>(call: () => Promise<T>, attempts = 12): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      const message = String((error as Error)?.message ?? error);
+      const transient = /\b5\d\d\b|busy|locked|SQLITE|Unspecified error/i.test(message);
+      if (!transient || attempt >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 25 * 2 ** attempt) * (0.5 + Math.random())));
+    }
+  }
+}
+
+function lockedKv(kv: KvStore, lock: StateLock): KvStore {
+  return {
+    get: (key, type) => retryBusy(() => kv.get(key, type)),
+    put: (key, value) => lock.run(() => retryBusy(() => kv.put(key, value))),
+    delete: (key) => lock.run(() => retryBusy(() => kv.delete(key))),
+    list: (options) => retryBusy(() => kv.list(options)),
+  };
+}
+
+/**
+ * A cross-process lock around each single write to the local state. The
+ * state's SQLite files are opened by every process's own workerd, which
+ * fails (rather than waits) when two write at once; taking turns per write
+ * keeps concurrent publishes working while leaving them interleaved, so the
+ * store's no-compare-and-swap logic is exercised as on Cloudflare. The lock
+ * is a file created with O_EXCL holding the owner's pid; a lock whose owner
+ * died (a killed publish) is taken over.
+ */
+class StateLock {
+  constructor(private readonly path: string) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    await this.acquire();
+    try {
+      return await fn();
+    } finally {
+      rmSync(this.path, { force: true });
+    }
+  }
+
+  private async acquire(): Promise<void> {
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      try {
+        writeFileSync(this.path, String(process.pid), { flag: 'wx' });
+        return;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      if (this.ownerIsGone()) {
+        rmSync(this.path, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`the local state is locked by another process (${this.path}); remove the file if no publish is running`);
+      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
+    }
+  }
+
+  private ownerIsGone(): boolean {
+    let pid: number;
+    try {
+      pid = Number(readFileSync(this.path, 'utf8'));
+    } catch {
+      return false; // just released, or being written: try again
+    }
+    if (!Number.isInteger(pid) || pid <= 0) return false;
+    try {
+      process.kill(pid, 0);
+      return false;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'ESRCH';
+    }
   }
 }

@@ -261,15 +261,20 @@ async function findSigner(
   env: NodeJS.ProcessEnv,
   log: (line: string) => void,
 ): Promise<Signer> {
+  // A key must be one of the namespace's keys, so a rotated-out key cannot
+  // come back through a stale CI secret. Only a local namespace without any
+  // key yet adopts the first key it is given.
+  const requireRegistered = (key: LoadedKey) => {
+    if (namespaceKeys.some((k) => k.key_id === key.publicKey.key_id)) return;
+    if (!options.remote && namespaceKeys.length === 0) return;
+    throw new InputError(
+      `${key.source}: key ${key.publicKey.key_id} is not a signing key of namespace ${address.namespace} (it has ${namespaceKeys.map((k) => k.key_id).join(', ') || 'none'}); ` +
+        `register it first with npm run keys -- import --namespace ${address.namespace}${options.remote ? ' --remote' : ''} --key-file PUBLIC_OR_PRIVATE_KEY_FILE, or sign with a registered key`,
+    );
+  };
   const explicit = await explicitPrivateKey({ keyFile: options.keyFile, env });
-  const registered = (id: string) => namespaceKeys.some((k) => k.key_id === id);
   if (explicit) {
-    if (!registered(explicit.publicKey.key_id) && options.remote) {
-      throw new InputError(
-        `${explicit.source}: key ${explicit.publicKey.key_id} is not a signing key of namespace ${address.namespace}; ` +
-          `register it first: npm run keys -- import --remote --namespace ${address.namespace} --key-file PUBLIC_OR_PRIVATE_KEY_FILE`,
-      );
-    }
+    requireRegistered(explicit);
     return { keyId: explicit.publicKey.key_id, load: async () => explicit };
   }
   if (options.remote) {
@@ -279,7 +284,14 @@ async function findSigner(
   const path = localKeyPath(keysDir, address.hostname, address.namespace);
   if (existsSync(path)) {
     const key = await loadPrivateKey(readFileSync(path, 'utf8'), path, env[PASSPHRASE_ENV] || undefined);
+    requireRegistered(key);
     return { keyId: key.publicKey.key_id, load: async () => key };
+  }
+  if (namespaceKeys.length > 0) {
+    throw new InputError(
+      `no private key for namespace ${address.namespace} (its keys: ${namespaceKeys.map((k) => k.key_id).join(', ')}): pass --key-file PATH or set ${KEY_ENV}; ` +
+        `${path} does not exist`,
+    );
   }
   return {
     keyId: '(new key)',
