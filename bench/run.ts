@@ -38,9 +38,9 @@ interface RouteFigures extends LoadResult {
 
 interface Target {
   name: string;
-  value: number | null;
+  value: number;
   target: string;
-  met: boolean | null;
+  met: boolean;
 }
 
 async function main(): Promise<void> {
@@ -114,7 +114,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
     const js = (group: string, name: string) => isolate.jsMicros.find((j) => j.group === group && j.name === name)?.micros ?? null;
 
     log('publish: hashing and a local publish');
-    const publish = await benchPublish(work, quick);
+    const publish = await benchPublish(work);
 
     const targets = evaluate(floor, smallRoutes, largeRoutes, kvReads, archive, publish, bundleGzip);
     const result = {
@@ -260,8 +260,10 @@ function evaluate(
     targets.push({ name: `${name}: KV reads, cached`, value: cached, target: '0', met: cached === 0 });
   }
   targets.push({ name: 'archive 200 MB: workerd RSS growth (MB)', value: round(archive.rssGrowthMb, 1), target: '≤ 64', met: archive.rssGrowthMb <= 64 });
-  const hashing = publish.hashing ? publish.hashing.mbPerSecond / publish.hashing.sha256sumMbPerSecond : null;
-  targets.push({ name: 'publish hashing ÷ sha256sum', value: hashing === null ? null : round(hashing), target: '≥ 0.8', met: hashing === null ? null : hashing >= 0.8 });
+  const hashing = publish.hashing.mbPerSecond / publish.hashing.sha256sumMbPerSecond;
+  targets.push({ name: 'publish hashing (zh + h1, inspectArchive) ÷ sha256sum', value: round(hashing), target: '≥ 0.8', met: hashing >= 0.8 });
+  const zh = publish.hashing.sha256FileMbPerSecond / publish.hashing.sha256sumMbPerSecond;
+  targets.push({ name: 'publish hashing (zh alone, sha256File) ÷ sha256sum', value: round(zh), target: '≥ 0.8', met: zh >= 0.8 });
   targets.push({ name: 'bundle gzip (KiB)', value: round(bundleGzip / 1024, 1), target: '≤ 64', met: bundleGzip <= 64 * 1024 });
   return targets;
 }
@@ -325,14 +327,12 @@ function table(result: Result): string {
   lines.push(`KV reads per request (first / cached): ${result.kvReads.map((k) => `${k.name} ${k.first}/${k.cached}`).join(', ')}`);
   lines.push(`archive 200 MB: ${result.archive.mbPerSecond.toFixed(0)} MB/s (${result.archive.seconds.toFixed(2)} s), workerd RSS +${result.archive.rssGrowthMb.toFixed(1)} MB over ${result.archive.baselineRssMb.toFixed(0)} MB`);
   const p = result.publish;
-  lines.push(p.hashing
-    ? `publish hashing (${p.hashing.fileMb} MB): ${p.hashing.function} ${p.hashing.mbPerSecond.toFixed(0)} MB/s, sha256sum ${p.hashing.sha256sumMbPerSecond.toFixed(0)} MB/s${p.hashing.inspectMbPerSecond ? `; zh+h1 (${p.hashing.inspectFunction}) ${p.hashing.inspectMbPerSecond.toFixed(0)} MB/s` : ''}`
-    : `publish hashing: pending (${p.pending})`);
-  lines.push(p.localPublishSeconds !== null ? `local publish of 3 × 50 MB archives: ${p.localPublishSeconds.toFixed(2)} s (${p.publishHow})` : `local publish of 3 × 50 MB archives: pending (${p.pending})`);
+  lines.push(`publish hashing (${p.hashing.fileMb} MB provider-like zip): ${p.hashing.function} ${p.hashing.mbPerSecond.toFixed(0)} MB/s, sha256sum ${p.hashing.sha256sumMbPerSecond.toFixed(0)} MB/s; zh alone (sha256File) ${p.hashing.sha256FileMbPerSecond.toFixed(0)} MB/s${p.hashing.unzipPipeMbPerSecond === null ? '' : `; unzip -p | sha256sum ${p.hashing.unzipPipeMbPerSecond.toFixed(0)} MB/s`}`);
+  lines.push(`local publish of 3 × 50 MB archives: ${p.localPublishSeconds.toFixed(2)} s (read + hash + sign ${p.readAndHashSeconds.toFixed(2)} s, writes to local R2/KV ${p.writeSeconds.toFixed(2)} s)`);
   lines.push(`bundle: ${(result.bundle.gzipBytes / 1024).toFixed(1)} KiB gzip`);
   lines.push('');
   lines.push('targets');
-  for (const t of result.targets) lines.push(`  ${t.met === null ? 'pending' : t.met ? 'met    ' : 'MISSED '}  ${t.name}: ${t.value ?? '—'} (target ${t.target})`);
+  for (const t of result.targets) lines.push(`  ${t.met ? 'met    ' : 'MISSED '}  ${t.name}: ${t.value} (target ${t.target})`);
   lines.push('');
   lines.push(`total ${result.seconds.toFixed(0)} s`);
   return `${lines.join('\n')}\n`;
