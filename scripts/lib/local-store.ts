@@ -72,7 +72,11 @@ class LocalBlobStore implements BlobStore {
 
   async put(key: string, value: ReadableStream | ArrayBuffer | Uint8Array | string, options?: PutOptions): Promise<unknown> {
     const write = <T>(call: () => Promise<T>) => this.lock.run(() => retryBusy(call));
-    if (!(value instanceof ReadableStream)) return write(() => this.r2.put(key, value, options));
+    if (!(value instanceof ReadableStream)) {
+      // A view on a larger buffer would be sent whole; give the binding exactly the bytes.
+      const exact = value instanceof Uint8Array && (value.byteOffset !== 0 || value.byteLength !== value.buffer.byteLength) ? value.slice() : value;
+      return write(() => this.r2.put(key, exact, options));
+    }
     const parts = fixedParts(value, LOCAL_PART_SIZE);
     const first = await parts.next();
     const second = first.done ? first : await parts.next();
@@ -90,32 +94,44 @@ class LocalBlobStore implements BlobStore {
   }
 }
 
-/** Splits a stream into chunks of exactly `size` bytes (the last may be shorter). */
+/** Splits a stream into chunks of exactly `size` bytes (the last may be shorter), each its own buffer. */
 async function* fixedParts(stream: ReadableStream<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
-  let buffer = new Uint8Array(size);
-  let filled = 0;
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
   const reader = stream.getReader();
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      let offset = 0;
-      while (offset < value.byteLength) {
-        const take = Math.min(size - filled, value.byteLength - offset);
-        buffer.set(value.subarray(offset, offset + take), filled);
-        filled += take;
-        offset += take;
-        if (filled === size) {
-          yield buffer;
-          buffer = new Uint8Array(size);
-          filled = 0;
-        }
+      let piece = value;
+      while (pendingBytes + piece.byteLength >= size) {
+        const take = size - pendingBytes;
+        pending.push(piece.subarray(0, take));
+        yield concat(pending, size);
+        pending = [];
+        pendingBytes = 0;
+        piece = piece.subarray(take);
+      }
+      if (piece.byteLength > 0) {
+        pending.push(piece);
+        pendingBytes += piece.byteLength;
       }
     }
-    if (filled > 0) yield buffer.subarray(0, filled);
+    if (pendingBytes > 0) yield concat(pending, pendingBytes);
   } finally {
     reader.releaseLock();
   }
+}
+
+/** A new buffer of exactly `length` bytes (never a view on a larger one: the binding would send all of it). */
+function concat(chunks: Uint8Array[], length: number): Uint8Array {
+  const out = new Uint8Array(length);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
 }
 
 /**
