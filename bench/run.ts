@@ -124,7 +124,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       routes: smallRoutes.map((r) => ({ ...strip(r), workerJsMicrosPerRequest: round1(js('small', r.name)), rpsRatioToFloor: r.rps / floor.rps, p99RatioToFloor: r.p99Ms / floor.p99Ms })),
       routes1000Versions: largeRoutes.map((r) => {
         const base = smallRoutes.find((s) => s.name === r.name)!;
-        return { ...strip(r), workerJsMicrosPerRequest: round1(js('large', r.name)), p50RatioTo1Version: r.p50Ms / base.p50Ms, p99RatioTo1Version: r.p99Ms / base.p99Ms, rpsRatioToFloor: r.rps / floor.rps };
+        return { ...strip(r), workerJsMicrosPerRequest: round1(js('large', r.name)), meanRatioTo1Version: r.meanMs / base.meanMs, p50RatioTo1Version: r.p50Ms / base.p50Ms, p99RatioTo1Version: r.p99Ms / base.p99Ms, rpsRatioToFloor: r.rps / floor.rps };
       }),
       kvReads,
       archive,
@@ -251,8 +251,10 @@ function evaluate(
   }
   for (const route of large) {
     const base = small.find((s) => s.name === route.name)!;
-    const ratio = route.p50Ms / base.p50Ms;
-    targets.push({ name: `${route.name}: p50 at 1,000 versions ÷ at 1`, value: round(ratio), target: '≤ 1.2', met: ratio <= 1.2 });
+    // Mean latency: the latency distribution under wrk here is skewed (a few starved connections), so
+    // p50 and p99 swing ±50% between identical runs, while the mean (connections ÷ throughput) is stable.
+    const ratio = route.meanMs / base.meanMs;
+    targets.push({ name: `${route.name}: mean latency at 1,000 versions ÷ at 1`, value: round(ratio), target: '≤ 1.2', met: ratio <= 1.2 });
   }
   for (const { name, first, cached } of kvReads) {
     const limit = name === 'discovery' ? 0 : 1;
@@ -281,7 +283,7 @@ function median(runs: RouteFigures[]): RouteFigures {
   return {
     ...runs[0]!,
     requests: runs.reduce((sum, r) => sum + r.requests, 0),
-    rps: mid('rps'), p50Ms: mid('p50Ms'), p99Ms: mid('p99Ms'), cpuMicrosPerRequest: mid('cpuMicrosPerRequest'),
+    rps: mid('rps'), meanMs: mid('meanMs'), p50Ms: mid('p50Ms'), p99Ms: mid('p99Ms'), cpuMicrosPerRequest: mid('cpuMicrosPerRequest'),
     non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0), errors: runs.reduce((sum, r) => sum + r.errors, 0),
   };
 }
@@ -289,7 +291,7 @@ function median(runs: RouteFigures[]): RouteFigures {
 function strip(route: RouteFigures) {
   return {
     name: route.name, path: route.path, bytes: route.bytes, requests: route.requests, rps: Math.round(route.rps),
-    p50Ms: route.p50Ms, p99Ms: route.p99Ms, cpuMicrosPerRequest: Math.round(route.cpuMicrosPerRequest),
+    meanMs: route.meanMs, p50Ms: route.p50Ms, p99Ms: route.p99Ms, cpuMicrosPerRequest: Math.round(route.cpuMicrosPerRequest),
     non2xx: route.non2xx, errors: route.errors,
   };
 }
@@ -300,7 +302,7 @@ type Result = {
   settings: { connections: number; secondsPerRun: number; rounds: number; quick: boolean };
   floor: Row;
   routes: (Row & { rpsRatioToFloor: number; p99RatioToFloor: number })[];
-  routes1000Versions: (Row & { p50RatioTo1Version: number; p99RatioTo1Version: number; rpsRatioToFloor: number })[];
+  routes1000Versions: (Row & { meanRatioTo1Version: number; p50RatioTo1Version: number; p99RatioTo1Version: number; rpsRatioToFloor: number })[];
   kvReads: { name: string; first: number; cached: number }[];
   archive: { seconds: number; mbPerSecond: number; rssGrowthMb: number; baselineRssMb: number };
   publish: PublishFigures;
@@ -312,16 +314,16 @@ type Result = {
 function table(result: Result): string {
   const lines: string[] = [];
   const pad = (cells: (string | number)[], widths: number[]) => cells.map((c, i) => String(c)[i === 0 ? 'padEnd' : 'padStart'](widths[i]!)).join('  ');
-  const widths = [27, 8, 8, 8, 8, 11, 9, 9];
+  const widths = [27, 7, 7, 8, 7, 8, 11, 7, 9];
   lines.push(`edge-registry bench — wrk, ${result.settings.connections} connections, ${result.settings.secondsPerRun} s per run, median of ${result.settings.rounds} interleaved round(s)${result.settings.quick ? ' (quick)' : ''}`);
   lines.push('');
-  lines.push(pad(['route (1 version × 12)', 'bytes', 'req/s', 'p50 ms', 'p99 ms', 'workerd CPU', 'JS µs', '÷ floor'], widths));
-  const row = (r: Row, ratio: string) => pad([r.name, r.bytes, r.rps, r.p50Ms.toFixed(2), r.p99Ms.toFixed(2), `${r.cpuMicrosPerRequest} µs`, r.workerJsMicrosPerRequest ?? '—', ratio], widths);
+  lines.push(pad(['route (1 version × 12)', 'bytes', 'req/s', 'mean ms', 'p50 ms', 'p99 ms', 'workerd CPU', 'JS µs', 'rps÷floor'], widths));
+  const row = (r: Row, ratio: string) => pad([r.name, r.bytes, r.rps, r.meanMs.toFixed(2), r.p50Ms.toFixed(2), r.p99Ms.toFixed(2), `${r.cpuMicrosPerRequest} µs`, r.workerJsMicrosPerRequest ?? '—', ratio], widths);
   lines.push(row(result.floor, '1.00'));
   for (const r of result.routes) lines.push(row(r, r.rpsRatioToFloor.toFixed(2)));
   lines.push('');
-  lines.push(pad(['route (1,000 versions × 12)', 'bytes', 'req/s', 'p50 ms', 'p99 ms', 'workerd CPU', 'JS µs', 'p50 ÷ 1v'], widths));
-  for (const r of result.routes1000Versions) lines.push(row(r, r.p50RatioTo1Version.toFixed(2)));
+  lines.push(pad(['route (1,000 versions × 12)', 'bytes', 'req/s', 'mean ms', 'p50 ms', 'p99 ms', 'workerd CPU', 'JS µs', 'mean÷1v'], widths));
+  for (const r of result.routes1000Versions) lines.push(row(r, r.meanRatioTo1Version.toFixed(2)));
   lines.push('workerd CPU: process CPU time ÷ requests under load; JS µs: the Worker\'s own JavaScript per request, in-isolate loop (— in --quick for 1,000 versions)');
   lines.push('');
   lines.push(`KV reads per request (first / cached): ${result.kvReads.map((k) => `${k.name} ${k.first}/${k.cached}`).join(', ')}`);

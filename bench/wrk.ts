@@ -8,6 +8,8 @@ export interface LoadResult {
   requests: number;
   seconds: number;
   rps: number;
+  /** Mean latency (wrk's Avg): with a fixed number of connections, connections ÷ throughput. */
+  meanMs: number;
   p50Ms: number;
   p99Ms: number;
   non2xx: number;
@@ -38,6 +40,9 @@ export function parseWrk(output: string): LoadResult {
     const value = Number(match[1]);
     return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
   };
+  const avg = /^\s+Latency\s+([\d.]+)(us|ms|s)\s/m.exec(output);
+  if (!avg) throw new Error(`no average latency in wrk output:\n${output}`);
+  const meanMs = Number(avg[1]) * (avg[2] === 'us' ? 0.001 : avg[2] === 's' ? 1000 : 1);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1] ?? 0);
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output);
   const errors = socket ? socket.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0;
@@ -45,6 +50,7 @@ export function parseWrk(output: string): LoadResult {
     requests: Number(requests[1]),
     seconds,
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? Number(requests[1]) / seconds),
+    meanMs,
     p50Ms: percentile('50'),
     p99Ms: percentile('99'),
     non2xx,
