@@ -69,7 +69,7 @@ export interface PublishOptions {
   /** An already-read config (with `store`). */
   config?: RegistryConfig;
   /** Multipart tuning for --remote (tests). */
-  remoteTuning?: Pick<R2S3Options, 'multipartThreshold' | 'partSize' | 'region'>;
+  remoteTuning?: Pick<R2S3Options, 'multipartThreshold' | 'partSize' | 'region' | 'onProgress'>;
 }
 
 export interface PublishedPlatform {
@@ -120,7 +120,14 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
   try {
     const address = providerAddress(hostname, namespace, plan.type);
     for (const note of plan.notes) log(`note: ${note}`);
-    const store = options.store ?? (options.remote ? openRemoteStore(config, env, options.remoteTuning) : await openLocalStore(config));
+    const uploadProgress = (key: string, sent: number) => {
+      if (sent >= 64 * 1024 * 1024 || plan.archives.some((a) => key.endsWith(`/${a.filename}`) && a.digest.size >= 64 * 1024 * 1024)) {
+        log(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`);
+      }
+    };
+    const store = options.store ?? (options.remote
+      ? openRemoteStore(config, env, { onProgress: uploadProgress, ...options.remoteTuning })
+      : await openLocalStore(config));
     try {
       return await publishPlan(plan, address, store, config, options, log, env);
     } finally {
