@@ -157,7 +157,7 @@ describe('zh and h1 of zips', () => {
   it('refuses a corrupted zip, naming the file', async () => {
     const path = join(dir, 'corrupt.zip');
     const zip = await zipBuffers({ 'terraform-provider-x_v1.0.0': randomBytes(5000) }, { compress: false });
-    zip[100] ^= 0xff; // inside the stored data: CRC-32 no longer matches
+    zip[100] = zip[100]! ^ 0xff; // inside the stored data: CRC-32 no longer matches
     writeFileSync(path, zip);
     await expect(inspectArchive(path)).rejects.toThrow(/corrupt\.zip.*(CRC-32|cannot be read)/);
     writeFileSync(path, 'not a zip at all');
