@@ -1,3 +1,5 @@
+import type { StoredDocument } from './document';
+
 /**
  * A bounded in-isolate cache of stored documents, so repeated requests skip
  * KV. Immutable documents may stay until evicted; mutable ones (version lists,
@@ -5,14 +7,14 @@
  * newly published version is listed. Least recently used entries are evicted
  * once the total size passes the byte budget.
  */
-export class DocumentCache {
-  private readonly entries = new Map<string, { body: string | null; expires: number; bytes: number }>();
+export class DocumentCache<Value extends { cacheBytes: number } = StoredDocument> {
+  private readonly entries = new Map<string, { body: Value | null; expires: number; bytes: number }>();
   private bytes = 0;
 
   constructor(private readonly maxBytes: number) {}
 
   /** The cached body (null = known absent), or undefined when not cached or expired. */
-  get(key: string, now = Date.now()): string | null | undefined {
+  get(key: string, now = Date.now()): Value | null | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
     if (entry.expires <= now) {
@@ -24,9 +26,9 @@ export class DocumentCache {
     return entry.body;
   }
 
-  set(key: string, body: string | null, ttlMs: number, now = Date.now()): void {
+  set(key: string, body: Value | null, ttlMs: number, now = Date.now()): void {
     if (ttlMs <= 0) return;
-    const bytes = (body?.length ?? 0) * 2 + key.length * 2 + 64;
+    const bytes = (body?.cacheBytes ?? 0) + key.length * 2 + 64;
     if (bytes > this.maxBytes / 4) return;
     this.remove(key);
     this.entries.set(key, { body, expires: now + ttlMs, bytes });

@@ -1,4 +1,5 @@
 import { InputError } from './protocol/errors';
+import type { StoredDocument } from './document';
 
 /** Cache-Control for things that never change once published (release files, a version's documents). */
 export const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -12,6 +13,38 @@ export function jsonBody(body: string, cacheControl: string, status = 200): Resp
   return new Response(body, {
     status,
     headers: { 'content-type': 'application/json', 'cache-control': cacheControl },
+  });
+}
+
+// Below this a body is sent as is: compression would save little and cost a copy.
+const COMPRESS_FROM_BYTES = 1024;
+
+/**
+ * A stored JSON document as a response. `served` is the text to send when a
+ * route rewrote it (signed or absolute URLs); otherwise the stored text is
+ * sent, gzip-compressed once per cached document when the client accepts
+ * gzip (Terraform's and OpenTofu's HTTP client always do), with
+ * `Vary: Accept-Encoding` either way.
+ */
+export async function documentResponse(
+  request: Request, document: StoredDocument, cacheControl: string, served: string = document.text,
+): Promise<Response> {
+  if (served !== document.text || document.text.length < COMPRESS_FROM_BYTES) return jsonBody(served, cacheControl);
+  const headers = { 'content-type': 'application/json', 'cache-control': cacheControl, vary: 'Accept-Encoding' };
+  if (!acceptsGzip(request.headers.get('accept-encoding'))) return new Response(document.text, { headers });
+  return new Response(await document.gzip(), {
+    headers: { ...headers, 'content-encoding': 'gzip' },
+    encodeBody: 'manual',
+  });
+}
+
+/** True when an Accept-Encoding header lists gzip (or *) without q=0. */
+export function acceptsGzip(header: string | null): boolean {
+  if (!header) return false;
+  return header.split(',').some((part) => {
+    const [coding, ...params] = part.trim().toLowerCase().split(';');
+    if (coding !== 'gzip' && coding !== '*') return false;
+    return !params.some((param) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(param));
   });
 }
 

@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { listCacheControl, listTtlMs, releaseDocumentCacheControl, withReleaseUrls } from '../config';
-import { jsonBody, notFound, pathSegment } from '../http';
+import { documentResponse, notFound, pathSegment } from '../http';
 import { formatAddress, providerAddress } from '../protocol/address';
 import { parseVersion } from '../protocol/version';
 import { InputError } from '../protocol/errors';
@@ -22,13 +22,13 @@ export async function mirrorDocument(request: IRequest, env: Env): Promise<Respo
   );
   const file = pathSegment(request.params.file, 'file');
   if (file === 'index.json') {
-    const body = await readMirrorIndex(env.REGISTRY_KV, address, listTtlMs(env));
-    if (body === null) return notFound(`provider ${formatAddress(address)} is not in this mirror`);
-    return jsonBody(body, listCacheControl(env));
+    const document = await readMirrorIndex(env.REGISTRY_KV, address, listTtlMs(env));
+    if (document === null) return notFound(`provider ${formatAddress(address)} is not in this mirror`);
+    return documentResponse(request, document, listCacheControl(env));
   }
   if (!file.endsWith('.json')) throw new InputError(`"${file}" is neither index.json nor VERSION.json`, 404);
   const version = parseVersion(file.slice(0, -'.json'.length));
-  const body = await readMirrorVersion(env.REGISTRY_KV, address, version, listTtlMs(env));
-  if (body === null) return notFound(`provider ${formatAddress(address)} ${version} is not in this mirror`);
-  return jsonBody(await withReleaseUrls(body, env), releaseDocumentCacheControl(env));
+  const document = await readMirrorVersion(env.REGISTRY_KV, address, version, listTtlMs(env));
+  if (document === null) return notFound(`provider ${formatAddress(address)} ${version} is not in this mirror`);
+  return documentResponse(request, document, releaseDocumentCacheControl(env), await withReleaseUrls(document.text, env));
 }

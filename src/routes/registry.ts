@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { listCacheControl, listTtlMs, releaseDocumentCacheControl, withReleaseUrls } from '../config';
-import { jsonBody, notFound, pathSegment } from '../http';
+import { documentResponse, notFound, pathSegment } from '../http';
 import { providerAddress, formatAddress } from '../protocol/address';
 import { parsePlatform } from '../protocol/platform';
 import { parseVersion } from '../protocol/version';
@@ -19,9 +19,9 @@ export async function listVersions(request: IRequest, env: Env): Promise<Respons
     pathSegment(request.params.namespace, 'namespace'),
     pathSegment(request.params.type, 'type'),
   );
-  const body = await readVersionsDocument(env.REGISTRY_KV, address, listTtlMs(env));
-  if (body === null) return notFound(`provider ${formatAddress(address)} not found`);
-  return jsonBody(body, listCacheControl(env));
+  const document = await readVersionsDocument(env.REGISTRY_KV, address, listTtlMs(env));
+  if (document === null) return notFound(`provider ${formatAddress(address)} not found`);
+  return documentResponse(request, document, listCacheControl(env));
 }
 
 /**
@@ -38,9 +38,9 @@ export async function findPackage(request: IRequest, env: Env): Promise<Response
   );
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const platform = parsePlatform(pathSegment(request.params.os, 'os'), pathSegment(request.params.arch, 'arch'));
-  const body = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, listTtlMs(env));
-  if (body === null) {
+  const document = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, listTtlMs(env));
+  if (document === null) {
     return notFound(`provider ${formatAddress(address)} ${version} has no package for ${platform.os}_${platform.arch}`);
   }
-  return jsonBody(await withReleaseUrls(body, env), releaseDocumentCacheControl(env));
+  return documentResponse(request, document, releaseDocumentCacheControl(env), await withReleaseUrls(document.text, env));
 }

@@ -1,4 +1,5 @@
 import { DocumentCache } from '../cache';
+import { StoredDocument } from '../document';
 import type { ProviderAddress } from '../protocol/address';
 import type { Platform } from '../protocol/platform';
 import {
@@ -14,12 +15,13 @@ import {
 
 const documents = new DocumentCache(32 * 1024 * 1024);
 
-async function readDocument(kv: KVNamespace, key: string, immutable: boolean, listTtlMs: number): Promise<string | null> {
+async function readDocument(kv: KVNamespace, key: string, immutable: boolean, listTtlMs: number): Promise<StoredDocument | null> {
   const cached = documents.get(key);
   if (cached !== undefined) return cached;
-  const body = await kv.get(key, 'text');
-  documents.set(key, body, body !== null && immutable ? Number.POSITIVE_INFINITY : listTtlMs);
-  return body;
+  const text = await kv.get(key, 'text');
+  const document = text === null ? null : new StoredDocument(text);
+  documents.set(key, document, document !== null && immutable ? Number.POSITIVE_INFINITY : listTtlMs);
+  return document;
 }
 
 /** providers.v1 list-versions body. */

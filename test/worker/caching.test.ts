@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { address, countingKv, fakeRelease, getWith, seed } from './helpers';
 import { publishVersion } from '../../src/store/publish';
 import { DocumentCache } from '../../src/cache';
+import { StoredDocument } from '../../src/document';
 
 const provider = address('acme', 'cached');
 
@@ -53,25 +54,25 @@ describe('freshness', () => {
 describe('DocumentCache', () => {
   it('expires mutable entries after their lifetime and keeps immutable ones', () => {
     const cache = new DocumentCache(1024 * 1024);
-    cache.set('list', 'a', 5000, 0);
-    cache.set('doc', 'b', Number.POSITIVE_INFINITY, 0);
+    cache.set('list', new StoredDocument('a'), 5000, 0);
+    cache.set('doc', new StoredDocument('b'), Number.POSITIVE_INFINITY, 0);
     cache.set('absent', null, 5000, 0);
-    expect(cache.get('list', 4999)).toBe('a');
+    expect(cache.get('list', 4999)?.text).toBe('a');
     expect(cache.get('absent', 4999)).toBeNull();
     expect(cache.get('list', 5000)).toBeUndefined();
     expect(cache.get('absent', 5000)).toBeUndefined();
-    expect(cache.get('doc', 10 ** 12)).toBe('b');
+    expect(cache.get('doc', 10 ** 12)?.text).toBe('b');
   });
 
   it('stays within its byte budget by evicting the least recently used', () => {
-    const cache = new DocumentCache(10_000);
+    const cache = new DocumentCache(20_000);
     for (let i = 0; i < 100; i++) {
-      cache.set(`k${i}`, 'x'.repeat(1000), Number.POSITIVE_INFINITY, 0);
+      cache.set(`k${i}`, new StoredDocument('x'.repeat(1000)), Number.POSITIVE_INFINITY, 0);
       if (i > 0) cache.get('k0', 0); // keep k0 recently used
     }
-    expect(cache.size).toBeLessThan(10);
-    expect(cache.get('k0', 0)).toBe('x'.repeat(1000));
+    expect(cache.size).toBeLessThanOrEqual(6); // 20,000 bytes ÷ ~3,070 per 1,000-character document
+    expect(cache.get('k0', 0)?.text).toBe('x'.repeat(1000));
     expect(cache.get('k1', 0)).toBeUndefined();
-    expect(cache.get('k99', 0)).toBe('x'.repeat(1000));
+    expect(cache.get('k99', 0)?.text).toBe('x'.repeat(1000));
   });
 });

@@ -1,0 +1,63 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { address, fakeRelease, get, getWith, seed } from './helpers';
+import { acceptsGzip } from '../../src/http';
+
+const provider = address('acme', 'squeezed');
+const PLATFORMS = ['linux_amd64', 'linux_arm64', 'darwin_amd64', 'darwin_arm64', 'windows_amd64', 'windows_386'];
+
+beforeAll(async () => {
+  await seed(['1.0.0', '1.1.0', '1.2.0', '1.3.0', '2.0.0'].map((v) => fakeRelease(provider, v, PLATFORMS)));
+});
+
+async function gunzip(response: Response): Promise<string> {
+  return new Response(response.body!.pipeThrough(new DecompressionStream('gzip'))).text();
+}
+
+describe('gzip for clients that accept it (Terraform and OpenTofu always do)', () => {
+  for (const path of [
+    '/v1/providers/acme/squeezed/versions',
+    '/v1/providers/acme/squeezed/1.2.0/download/linux/amd64',
+    '/v1/mirror/registry.example.com/acme/squeezed/1.2.0.json',
+  ]) {
+    it(`${path}: the same document, compressed, with Vary`, async () => {
+      const plain = await get(path);
+      expect(plain.headers.get('content-encoding')).toBeNull();
+      expect(plain.headers.get('vary')).toBe('Accept-Encoding');
+      const text = await plain.text();
+      expect(text.length).toBeGreaterThan(1024);
+
+      // Called directly, so the runtime's own fetch does not decompress it on the way.
+      const compressed = await getWith({}, path, { headers: { 'accept-encoding': 'br, gzip' } });
+      expect(compressed.status).toBe(200);
+      expect(compressed.headers.get('content-encoding')).toBe('gzip');
+      expect(compressed.headers.get('vary')).toBe('Accept-Encoding');
+      expect(compressed.headers.get('content-type')).toBe('application/json');
+      expect(await gunzip(compressed)).toBe(text);
+      // And through the runtime's fetch, as a client sees it: decoded to the same text.
+      expect(await (await get(path, { headers: { 'accept-encoding': 'gzip' } })).text()).toBe(text);
+    });
+  }
+
+  it('sends small documents as they are', async () => {
+    const response = await get('/v1/mirror/registry.example.com/acme/squeezed/index.json', { headers: { 'accept-encoding': 'gzip' } });
+    expect(response.headers.get('content-encoding')).toBeNull();
+    expect(Object.keys((await response.json<{ versions: object }>()).versions)).toHaveLength(5);
+  });
+
+  it('sends a rewritten document (absolute URLs) uncompressed, with the rewrite', async () => {
+    const response = await getWith({ ARCHIVE_BASE_URL: 'https://dl.example.com' }, '/v1/providers/acme/squeezed/1.2.0/download/linux/amd64', { headers: { 'accept-encoding': 'gzip' } });
+    expect(response.headers.get('content-encoding')).toBeNull();
+    expect((await response.json<{ download_url: string }>()).download_url).toMatch(/^https:\/\/dl\.example\.com\//);
+  });
+
+  it('reads Accept-Encoding as HTTP defines it', () => {
+    expect(acceptsGzip('gzip')).toBe(true);
+    expect(acceptsGzip('deflate, GZIP;q=0.5')).toBe(true);
+    expect(acceptsGzip('*')).toBe(true);
+    expect(acceptsGzip('gzip;q=0')).toBe(false);
+    expect(acceptsGzip('gzip; q=0.000')).toBe(false);
+    expect(acceptsGzip('br, deflate')).toBe(false);
+    expect(acceptsGzip('x-gzip2')).toBe(false);
+    expect(acceptsGzip(null)).toBe(false);
+  });
+});
