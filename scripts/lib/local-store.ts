@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Miniflare } from 'miniflare';
 import type { BlobHead, BlobStore, KvStore } from '../../src/store/types';
 import type { RegistryConfig } from './config';
+import { fixedParts } from './parts';
 
 /**
  * The local state `wrangler dev` (`npm start`) serves: Miniflare's KV and R2
@@ -92,46 +93,6 @@ class LocalBlobStore implements BlobStore {
       throw error;
     }
   }
-}
-
-/** Splits a stream into chunks of exactly `size` bytes (the last may be shorter), each its own buffer. */
-async function* fixedParts(stream: ReadableStream<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
-  let pending: Uint8Array[] = [];
-  let pendingBytes = 0;
-  const reader = stream.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      let piece = value;
-      while (pendingBytes + piece.byteLength >= size) {
-        const take = size - pendingBytes;
-        pending.push(piece.subarray(0, take));
-        yield concat(pending, size);
-        pending = [];
-        pendingBytes = 0;
-        piece = piece.subarray(take);
-      }
-      if (piece.byteLength > 0) {
-        pending.push(piece);
-        pendingBytes += piece.byteLength;
-      }
-    }
-    if (pendingBytes > 0) yield concat(pending, pendingBytes);
-  } finally {
-    reader.releaseLock();
-  }
-}
-
-/** A new buffer of exactly `length` bytes (never a view on a larger one: the binding would send all of it). */
-function concat(chunks: Uint8Array[], length: number): Uint8Array {
-  const out = new Uint8Array(length);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
 }
 
 /**

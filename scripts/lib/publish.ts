@@ -10,7 +10,7 @@ import {
   publishVersion, readSigningKeys, readVersionRecord, rebuildProviderIndex, sameRelease, writeSigningKeys,
   type PublishProgress, type ReleaseFile,
 } from '../../src/store/publish';
-import type { SigningKey, VersionRecord } from '../../src/store/types';
+import type { PackageRecord, SigningKey, VersionRecord } from '../../src/store/types';
 import { readRegistryConfig, type RegistryConfig } from './config';
 import {
   explicitPrivateKey, generateSigningKey, loadPrivateKey, localKeyPath, PASSPHRASE_ENV, writePrivateKeyFile, KEY_ENV,
@@ -72,14 +72,8 @@ export interface PublishOptions {
   remoteTuning?: Pick<R2S3Options, 'multipartThreshold' | 'partSize' | 'region' | 'onProgress'>;
 }
 
-export interface PublishedPlatform {
-  os: string;
-  arch: string;
-  filename: string;
-  shasum: string;
-  h1: string;
-  size: number;
-}
+/** One platform in the `--json` output: the stored package record, field for field. */
+export type PublishedPlatform = PackageRecord;
 
 /** What `--json` prints. */
 export interface PublishResult {

@@ -2,6 +2,7 @@ import { AwsClient } from 'aws4fetch';
 import { InputError } from '../../src/protocol/index';
 import type { BlobHead, BlobStore, KvStore } from '../../src/store/types';
 import type { RegistryConfig } from './config';
+import { concat, fixedParts } from './parts';
 import type { StoreHandle } from './local-store';
 
 /**
@@ -277,42 +278,7 @@ async function* partsOf(value: ReadableStream | ArrayBuffer | Uint8Array | strin
     for (let offset = 0; offset < value.byteLength; offset += size) yield value.subarray(offset, Math.min(offset + size, value.byteLength));
     return;
   }
-  let pending: Uint8Array[] = [];
-  let pendingBytes = 0;
-  const reader = (value as ReadableStream<Uint8Array>).getReader();
-  try {
-    for (;;) {
-      const { done, value: chunk } = await reader.read();
-      if (done) break;
-      let piece = chunk;
-      while (pendingBytes + piece.byteLength >= size) {
-        const take = size - pendingBytes;
-        pending.push(piece.subarray(0, take));
-        yield concat(pending, size);
-        pending = [];
-        pendingBytes = 0;
-        piece = piece.subarray(take);
-      }
-      if (piece.byteLength > 0) {
-        pending.push(piece);
-        pendingBytes += piece.byteLength;
-      }
-    }
-    if (pendingBytes > 0) yield concat(pending, pendingBytes);
-  } finally {
-    reader.releaseLock();
-  }
-}
-
-function concat(chunks: Uint8Array[], length: number): Uint8Array {
-  if (chunks.length === 1 && chunks[0]!.byteLength === length) return chunks[0]!;
-  const out = new Uint8Array(length);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
+  yield* fixedParts(value as ReadableStream<Uint8Array>, size);
 }
 
 function xmlValue(xml: string, tag: string): string | undefined {
