@@ -21,6 +21,8 @@ export const VARS = {
   ACCESS: 'public',
   INDEX_CACHE_SECONDS: '5',
   ARCHIVE_BASE_URL: '',
+  // As deployed (wrangler.toml's production environment).
+  GZIP_DOCUMENTS: 'true',
 };
 const COMPATIBILITY_DATE = '2026-04-20'; // wrangler.toml's
 

@@ -10,6 +10,11 @@ export function isPrivate(env: Env): boolean {
   return env.ACCESS !== 'public';
 }
 
+/** True when stored documents go out gzip-compressed to clients that accept it (GZIP_DOCUMENTS = "true"). */
+export function gzipDocuments(env: Env): boolean {
+  return env.GZIP_DOCUMENTS === 'true';
+}
+
 /** Milliseconds an isolate may reuse a version list (INDEX_CACHE_SECONDS, default 5). */
 export function listTtlMs(env: Env): number {
   const seconds = Number(env.INDEX_CACHE_SECONDS ?? '5');

@@ -10,6 +10,13 @@ export interface Env {
   INDEX_CACHE_SECONDS: string;
   /** Absolute base URL for release-file URLs; empty for URLs relative to the response. */
   ARCHIVE_BASE_URL: string;
+  /**
+   * "true": send stored documents gzip-compressed (compressed once per cached
+   * document) with Content-Encoding: gzip. On Cloudflare the edge decodes them
+   * for the rare client that does not accept gzip; Miniflare (wrangler dev)
+   * does not, so local dev leaves this off.
+   */
+  GZIP_DOCUMENTS?: string;
   /** HMAC key for signed release-file URLs (a secret; private mode only). */
   URL_SIGNING_SECRET?: string;
   /** Minutes a signed release-file URL stays valid (private mode). */

@@ -22,14 +22,18 @@ const COMPRESS_FROM_BYTES = 1024;
 /**
  * A stored JSON document as a response. `served` is the text to send when a
  * route rewrote it (signed or absolute URLs); otherwise the stored text is
- * sent, gzip-compressed once per cached document when the client accepts
- * gzip (Terraform's and OpenTofu's HTTP client always do), with
- * `Vary: Accept-Encoding` either way.
+ * sent — with `compress`, gzip-compressed once per cached document when the
+ * request accepts gzip (Terraform's and OpenTofu's HTTP client always do),
+ * with `Vary: Accept-Encoding` either way.
  */
 export async function documentResponse(
-  request: Request, document: StoredDocument, cacheControl: string, served: string = document.text,
+  request: Request, document: StoredDocument, cacheControl: string,
+  options: { compress: boolean; served?: string },
 ): Promise<Response> {
-  if (served !== document.text || document.text.length < COMPRESS_FROM_BYTES) return jsonBody(served, cacheControl);
+  const served = options.served ?? document.text;
+  if (!options.compress || served !== document.text || document.text.length < COMPRESS_FROM_BYTES) {
+    return jsonBody(served, cacheControl);
+  }
   const headers = { 'content-type': 'application/json', 'cache-control': cacheControl, vary: 'Accept-Encoding' };
   if (!acceptsGzip(request.headers.get('accept-encoding'))) return new Response(document.text, { headers });
   return new Response(await document.gzip(), {

@@ -1,6 +1,6 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
-import { listCacheControl, listTtlMs, releaseDocumentCacheControl, withReleaseUrls } from '../config';
+import { gzipDocuments, listCacheControl, listTtlMs, releaseDocumentCacheControl, withReleaseUrls } from '../config';
 import { documentResponse, notFound, pathSegment } from '../http';
 import { formatAddress, providerAddress } from '../protocol/address';
 import { parseVersion } from '../protocol/version';
@@ -24,11 +24,14 @@ export async function mirrorDocument(request: IRequest, env: Env): Promise<Respo
   if (file === 'index.json') {
     const document = await readMirrorIndex(env.REGISTRY_KV, address, listTtlMs(env));
     if (document === null) return notFound(`provider ${formatAddress(address)} is not in this mirror`);
-    return documentResponse(request, document, listCacheControl(env));
+    return documentResponse(request, document, listCacheControl(env), { compress: gzipDocuments(env) });
   }
   if (!file.endsWith('.json')) throw new InputError(`"${file}" is neither index.json nor VERSION.json`, 404);
   const version = parseVersion(file.slice(0, -'.json'.length));
   const document = await readMirrorVersion(env.REGISTRY_KV, address, version, listTtlMs(env));
   if (document === null) return notFound(`provider ${formatAddress(address)} ${version} is not in this mirror`);
-  return documentResponse(request, document, releaseDocumentCacheControl(env), await withReleaseUrls(document.text, env));
+  return documentResponse(request, document, releaseDocumentCacheControl(env), {
+    compress: gzipDocuments(env),
+    served: await withReleaseUrls(document.text, env),
+  });
 }

@@ -1,6 +1,6 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
-import { listCacheControl, listTtlMs, releaseDocumentCacheControl, withReleaseUrls } from '../config';
+import { gzipDocuments, listCacheControl, listTtlMs, releaseDocumentCacheControl, withReleaseUrls } from '../config';
 import { documentResponse, notFound, pathSegment } from '../http';
 import { providerAddress, formatAddress } from '../protocol/address';
 import { parsePlatform } from '../protocol/platform';
@@ -21,7 +21,7 @@ export async function listVersions(request: IRequest, env: Env): Promise<Respons
   );
   const document = await readVersionsDocument(env.REGISTRY_KV, address, listTtlMs(env));
   if (document === null) return notFound(`provider ${formatAddress(address)} not found`);
-  return documentResponse(request, document, listCacheControl(env));
+  return documentResponse(request, document, listCacheControl(env), { compress: gzipDocuments(env) });
 }
 
 /**
@@ -42,5 +42,8 @@ export async function findPackage(request: IRequest, env: Env): Promise<Response
   if (document === null) {
     return notFound(`provider ${formatAddress(address)} ${version} has no package for ${platform.os}_${platform.arch}`);
   }
-  return documentResponse(request, document, releaseDocumentCacheControl(env), await withReleaseUrls(document.text, env));
+  return documentResponse(request, document, releaseDocumentCacheControl(env), {
+    compress: gzipDocuments(env),
+    served: await withReleaseUrls(document.text, env),
+  });
 }

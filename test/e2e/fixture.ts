@@ -90,7 +90,8 @@ export function serve(state: PublishedState, options: { https: boolean }): Promi
     stateDir: state.stateDir,
     port: state.port,
     certificate: options.https ? state.certificate : undefined,
-    vars: { REGISTRY_HOSTNAME: state.hostname },
+    // GZIP_DOCUMENTS as in production, so our installer and terraform take the compressed path.
+    vars: { REGISTRY_HOSTNAME: state.hostname, GZIP_DOCUMENTS: 'true' },
   });
 }
 

@@ -1,11 +1,13 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { gunzipSync } from 'node:zlib';
 
 /**
  * A minimal HTTP(S) GET for the installer and the tests: Node's own client,
  * so HTTPS can trust exactly one certificate (the dev server's) through `ca`
  * without touching the process-wide trust store. Never follows redirects:
- * the registry answers every documented request directly.
+ * the registry answers every documented request directly. Like Go's client
+ * (Terraform, OpenTofu) it asks for gzip and decodes it transparently.
  */
 export interface HttpResponse {
   url: string;
@@ -29,7 +31,7 @@ export function get(url: string, options: HttpOptions = {}): Promise<HttpRespons
       target,
       {
         method: 'GET',
-        headers: options.headers,
+        headers: { 'accept-encoding': 'gzip', ...options.headers },
         // "localhost" may resolve to ::1 first; the dev server listens on 127.0.0.1.
         family: 4,
         ...(target.protocol === 'https:' ? { ca: options.ca } : {}),
@@ -38,7 +40,15 @@ export function get(url: string, options: HttpOptions = {}): Promise<HttpRespons
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ url, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks);
+          try {
+            const body = res.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
+            resolve({ url, status: res.statusCode ?? 0, headers: res.headers, body });
+          } catch (error) {
+            reject(new Error(`GET ${url}: body is not the gzip its Content-Encoding says: ${String(error)}`));
+          }
+        });
         res.on('error', reject);
       },
     );

@@ -10,6 +10,7 @@ import { installFromMirror, installFromRegistry, parseLockFile, type InstallRequ
 import { MIRRORED_HOSTNAME, NAMESPACE, PLATFORMS, TYPE, publishState, serve, type PublishedState } from './fixture';
 import { zipDigests } from './release';
 import type { DevServer } from './server';
+import { get as httpGet } from './http';
 
 /**
  * The registry as Terraform's installer sees it: a signed release published
@@ -64,6 +65,16 @@ describe.each([{ https: true }, { https: false }])('install from wrangler dev (h
 
   it('serves on the expected scheme', () => {
     expect(server.origin).toBe(`${https ? 'https' : 'http'}://localhost:${state.port}`);
+  });
+
+  it('sends documents gzip-compressed to a client that accepts gzip, and plain to one that does not', async () => {
+    const path = `${server.origin}/v1/providers/${NAMESPACE}/${TYPE}/1.3.0/download/linux/amd64`;
+    const ca = https ? state.certificate.pem : undefined;
+    const compressed = await httpGet(path, { ca });
+    expect(compressed.headers['content-encoding']).toBe('gzip');
+    const plain = await httpGet(path, { ca, headers: { 'accept-encoding': 'identity' } });
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(JSON.parse(compressed.body.toString('utf8'))).toEqual(JSON.parse(plain.body.toString('utf8')));
   });
 
   it('installs the newest version meeting "~> 1.2" from the origin registry, signature checked by gpg', async () => {
