@@ -4,9 +4,9 @@ import { copyFile, mkdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as openpgp from 'openpgp';
-import yazl from 'yazl';
 import { inspectArchive, sha256File } from '../scripts/lib/archive';
 import { publishRelease } from '../scripts/lib/publish';
+import { zipBuffers } from '../scripts/lib/zip-binary';
 
 const run = promisify(execFile);
 
@@ -109,13 +109,5 @@ async function best<T>(tries: number, fn: () => Promise<T>): Promise<{ value: T;
 function providerLikeZip(name: string, archiveBytes: number): Promise<Buffer> {
   const data = randomFillSync(Buffer.alloc(archiveBytes * 2));
   for (let i = 0; i < data.length; i++) data[i]! &= 0x0f;
-  const zip = new yazl.ZipFile();
-  zip.addBuffer(data, name, { compress: true, mtime: new Date('2026-01-01T00:00:00Z'), mode: 0o100755 });
-  zip.end();
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    zip.outputStream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    zip.outputStream.on('end', () => resolve(Buffer.concat(chunks)));
-    zip.outputStream.on('error', reject);
-  });
+  return zipBuffers({ [name]: data }, { compress: true });
 }

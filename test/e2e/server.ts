@@ -67,8 +67,9 @@ export async function startDevServer(options: {
   vars?: Record<string, string>;
   certificate?: Certificate;
 }): Promise<DevServer> {
+  // A free inspector port too: the default (9229) would clash with another dev server.
   const args = ['dev', '--port', String(options.port), '--ip', '127.0.0.1', '--persist-to', options.stateDir,
-    '--show-interactive-dev-session=false', '--log-level', 'info'];
+    '--inspector-port', String(await freePort()), '--show-interactive-dev-session=false', '--log-level', 'info'];
   for (const [name, value] of Object.entries(options.vars ?? {})) args.push('--var', `${name}:${value}`);
   if (options.certificate) {
     args.push('--local-protocol', 'https', '--https-key-path', options.certificate.keyPath, '--https-cert-path', options.certificate.certPath);

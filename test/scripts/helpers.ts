@@ -1,19 +1,18 @@
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { generateSigningKey } from '../../scripts/lib/keyring';
 import { executableName, zipBuffers } from '../../scripts/lib/zip-binary';
 import { parsePlatformName } from '../../src/protocol/index';
+import { freePort, startDevServer, type DevServer } from '../e2e/server';
 
 /** Helpers for the publish/keys tests: temp dirs, generated releases, CLI runs, `wrangler dev`. */
 
 export const root = join(import.meta.dirname, '..', '..');
 export const configPath = join(root, 'wrangler.toml');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
-const wrangler = join(root, 'node_modules', '.bin', 'wrangler');
 const execFileAsync = promisify(execFile);
 
 /** A temp directory removed by the returned cleanup. */
@@ -77,68 +76,15 @@ export async function runScript(name: string, args: string[], env: NodeJS.Proces
   }
 }
 
-/** A TCP port that was free a moment ago (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-export interface WranglerDev {
-  origin: string;
-  log(): string;
-  stop(): Promise<void>;
-}
+export { freePort };
+export type WranglerDev = DevServer;
 
 /**
- * Starts `wrangler dev` (the binary in node_modules) on `persistTo` and a
- * free port, in its own process group; resolves once it answers.
+ * Starts `wrangler dev` on `persistTo` and a free port (the e2e suite's
+ * starter: its own process group, resolves once it answers).
  */
 export async function startWranglerDev(persistTo: string, vars: Record<string, string> = {}): Promise<WranglerDev> {
-  const port = await freePort();
-  const args = ['dev', '--config', configPath, '--persist-to', persistTo, '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(await freePort()), '--show-interactive-dev-session=false'];
-  for (const [name, value] of Object.entries(vars)) args.push('--var', `${name}:${value}`);
-  const child: ChildProcess = spawn(wrangler, args, { cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: '1' } });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const origin = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    if (child.exitCode !== null || child.pid === undefined) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    try {
-      process.kill(-child.pid, 'SIGTERM');
-    } catch {
-      return;
-    }
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }, 5000);
-    await exited;
-    clearTimeout(timer);
-  };
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${output}`);
-    try {
-      const response = await fetch(`${origin}/.well-known/terraform.json`);
-      if (response.ok) return { origin, log: () => output, stop };
-    } catch {
-      // not up yet
-    }
-    await sleep(250);
-  }
-  await stop();
-  throw new Error(`wrangler dev did not answer within 60 s:\n${output}`);
+  return startDevServer({ stateDir: persistTo, port: await freePort(), vars });
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
