@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InputError, parseHostname, parseProviderName } from '../src/protocol/index';
-import { run, say, UsageError } from './lib/cli';
+import { run, say, SIGNING_STATE_OPTIONS, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
 import {
   explicitPrivateKey, generateSigningKey, KEY_ENV, localKeyPath, PASSPHRASE_ENV, readPublicKey, writePrivateKeyFile,
@@ -42,19 +42,11 @@ run(async () => {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {
+      ...SIGNING_STATE_OPTIONS,
       namespace: { type: 'string' },
       type: { type: 'string' },
-      'key-file': { type: 'string' },
       'key-id': { type: 'string' },
       name: { type: 'string' },
-      json: { type: 'boolean' },
-      remote: { type: 'boolean' },
-      env: { type: 'string' },
-      config: { type: 'string' },
-      'persist-to': { type: 'string' },
-      hostname: { type: 'string' },
-      'keys-dir': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {

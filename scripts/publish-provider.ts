@@ -7,7 +7,7 @@
  * scripts/lib/publish.ts for the function API.
  */
 import { parseArgs } from 'node:util';
-import { run, say, UsageError } from './lib/cli';
+import { run, say, SIGNING_STATE_OPTIONS, UsageError } from './lib/cli';
 import { publishRelease } from './lib/publish';
 
 const USAGE = `usage: npm run publish-provider -- [DIST_DIR|FILE…] --namespace NS [options]
@@ -34,20 +34,12 @@ run(async () => {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {
+      ...SIGNING_STATE_OPTIONS,
       namespace: { type: 'string' },
       binary: { type: 'string', multiple: true },
       type: { type: 'string' },
       version: { type: 'string' },
-      'key-file': { type: 'string' },
-      remote: { type: 'boolean' },
-      env: { type: 'string' },
-      config: { type: 'string' },
-      'persist-to': { type: 'string' },
-      hostname: { type: 'string' },
-      'keys-dir': { type: 'string' },
       'dry-run': { type: 'boolean' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {

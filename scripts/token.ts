@@ -22,6 +22,7 @@
 import { parseArgs } from 'node:util';
 import { InputError } from '../src/protocol/errors';
 import type { KvStore } from '../src/store/types';
+import { STATE_OPTIONS } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
 import { openLocalStore } from './lib/local-store';
 import { KvRestStore, REMOTE_ENV } from './lib/remote-store';
@@ -41,11 +42,7 @@ async function main(argv: string[]): Promise<void> {
       namespace: { type: 'string', multiple: true, short: 'n' },
       expires: { type: 'string' },
       name: { type: 'string' },
-      remote: { type: 'boolean', default: false },
-      env: { type: 'string' },
-      config: { type: 'string' },
-      'persist-to': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
+      ...STATE_OPTIONS,
     },
   });
   const [command, ...rest] = positionals;

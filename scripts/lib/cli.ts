@@ -35,3 +35,25 @@ export function run(main: () => Promise<void>, usage: string): void {
     },
   );
 }
+
+/**
+ * The options every command that reads or writes the registry's state takes
+ * (parseArgs shapes): where the state is (local, or --remote with --env),
+ * which wrangler.toml, and --help. Spread into each command's own options.
+ */
+export const STATE_OPTIONS = {
+  remote: { type: 'boolean' },
+  env: { type: 'string' },
+  config: { type: 'string' },
+  'persist-to': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** STATE_OPTIONS plus what the signing commands add: the registry hostname and the local keys folder. */
+export const SIGNING_STATE_OPTIONS = {
+  ...STATE_OPTIONS,
+  hostname: { type: 'string' },
+  'keys-dir': { type: 'string' },
+  'key-file': { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
