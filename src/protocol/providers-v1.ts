@@ -108,12 +108,11 @@ export function parseProviderVersionsResponse(json: unknown): ProviderVersionsRe
 
 /**
  * Parses a "find a provider package" response. Throws WireShapeError naming
- * the first required field that is missing or of the wrong type.
+ * the first (in protocol order) required field that is missing or of the wrong type.
  */
 export function parseProviderPackageResponse(json: unknown): ProviderPackageResponse {
   const body = asObject(json, 'download response');
   const str = (name: keyof ProviderPackageResponse) => asString(body[name], name);
-  const keys = asObject(body.signing_keys, 'signing_keys');
   return {
     protocols: asStringArray(body.protocols, 'protocols'),
     os: str('os'),
@@ -124,7 +123,7 @@ export function parseProviderPackageResponse(json: unknown): ProviderPackageResp
     shasums_signature_url: str('shasums_signature_url'),
     shasum: str('shasum'),
     signing_keys: {
-      gpg_public_keys: asArray(keys.gpg_public_keys, 'signing_keys.gpg_public_keys').map((value, index) => {
+      gpg_public_keys: asArray(asObject(body.signing_keys, 'signing_keys').gpg_public_keys, 'signing_keys.gpg_public_keys').map((value, index) => {
         const where = `signing_keys.gpg_public_keys[${index}]`;
         const key = asObject(value, where);
         return { key_id: asString(key.key_id, `${where}.key_id`), ascii_armor: asString(key.ascii_armor, `${where}.ascii_armor`) };
