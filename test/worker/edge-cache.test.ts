@@ -22,8 +22,8 @@ const file = (name: string) => `/v1/archives/registry.example.com/acme/edgy/1.0.
 const shasumOf = (r: FakeRelease, filename: string) => r.record.packages.find((p) => p.filename === filename)!.shasum;
 
 beforeAll(async () => {
-  [release] = await seed([fakeRelease(provider, '1.0.0', ['linux_amd64', 'darwin_arm64'])]);
-  [big] = await seed([fakeRelease(address('acme', 'edgybig'), '1.0.0', ['linux_amd64'], { archiveSize: BIG })]);
+  release = (await seed([fakeRelease(provider, '1.0.0', ['linux_amd64', 'darwin_arm64'])]))[0]!;
+  big = (await seed([fakeRelease(address('acme', 'edgybig'), '1.0.0', ['linux_amd64'], { archiveSize: BIG })]))[0]!;
 }, 120_000);
 
 describe('release files in the edge cache', () => {
