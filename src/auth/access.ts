@@ -3,6 +3,7 @@ import { isPrivate } from '../config';
 import type { Env } from '../env';
 import { errorResponse, pathSegment } from '../http';
 import { parseHostname, parseProviderName } from '../protocol/address';
+import { parseModuleName } from '../protocol/modules-v1';
 import { verifySignedUrl } from './signed-urls';
 import { authenticate, scopeAllows } from './tokens';
 
@@ -28,10 +29,19 @@ import { authenticate, scopeAllows } from './tokens';
  * Otherwise undefined, and the route's handler runs.
  */
 export function requireReadToken(request: IRequest, env: Env): Promise<Response | undefined> | undefined {
-  return isPrivate(env) ? checkReadToken(request, env) : undefined;
+  return isPrivate(env) ? checkReadToken(request, env, (raw) => parseProviderName(raw, 'namespace')) : undefined;
 }
 
-async function checkReadToken(request: IRequest, env: Env): Promise<Response | undefined> {
+/**
+ * Guard of the modules.v1 routes: requireReadToken with module naming rules
+ * for the namespace (underscores allowed). Tokens scope modules by namespace
+ * exactly as providers: a scope "acme" grants acme's providers and modules.
+ */
+export function requireModuleReadToken(request: IRequest, env: Env): Promise<Response | undefined> | undefined {
+  return isPrivate(env) ? checkReadToken(request, env, (raw) => parseModuleName(raw, 'namespace')) : undefined;
+}
+
+async function checkReadToken(request: IRequest, env: Env, parseNamespace: (raw: string) => string): Promise<Response | undefined> {
   const auth = await authenticate(request, env.REGISTRY_KV);
   if (!auth.ok) {
     const challenge = auth.error
@@ -42,7 +52,7 @@ async function checkReadToken(request: IRequest, env: Env): Promise<Response | u
   const hostname = request.params.hostname === undefined
     ? env.REGISTRY_HOSTNAME.toLowerCase()
     : parseHostname(pathSegment(request.params.hostname, 'hostname'));
-  const namespace = parseProviderName(pathSegment(request.params.namespace, 'namespace'), 'namespace');
+  const namespace = parseNamespace(pathSegment(request.params.namespace, 'namespace'));
   if (!scopeAllows(auth.record.scopes, hostname, namespace, env.REGISTRY_HOSTNAME)) {
     return errorResponse(403, `this token has no access to namespace "${namespace}" at ${hostname}; its scopes: ${auth.record.scopes.join(', ')}`);
   }
@@ -63,4 +73,22 @@ export function requireSignedUrl(request: IRequest, env: Env): Promise<Response 
 async function checkSignedUrl(request: IRequest, env: Env): Promise<Response | undefined> {
   const verification = await verifySignedUrl(request, env);
   return verification.ok ? undefined : errorResponse(403, verification.message);
+}
+
+/**
+ * Guard of pages that list several namespaces (/modules). In private mode:
+ * 401 as requireReadToken without a valid token; with one, its scopes are
+ * put on the request as `tokenScopes` and the page shows only what they
+ * cover. Public mode: undefined at once.
+ */
+export function requireAnyReadToken(request: IRequest, env: Env): Promise<Response | undefined> | undefined {
+  if (!isPrivate(env)) return undefined;
+  return authenticate(request, env.REGISTRY_KV).then((auth) => {
+    if (!auth.ok) {
+      const challenge = auth.error ? `Bearer realm="edge-registry", error="${auth.error}"` : 'Bearer realm="edge-registry"';
+      return errorResponse(401, auth.message, { 'www-authenticate': challenge });
+    }
+    request.tokenScopes = auth.record.scopes;
+    return undefined;
+  });
 }

@@ -24,7 +24,17 @@ export async function releaseFile(request: IRequest, env: Env): Promise<Response
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const filename = pathSegment(request.params.file, 'file');
   const contentType = releaseFileContentType(address, version, filename);
-  const key = releaseObject(address, version, filename);
+  return serveStoredFile(request, env, releaseObject(address, version, filename), contentType, filename);
+}
+
+/**
+ * Answers GET or HEAD for the R2 object `key` as releaseFile describes:
+ * streamed, Content-Length, ETag, Cache-Control (immutable, or private until
+ * a signed URL expires), one byte Range (206/416), If-None-Match (304); 404
+ * naming `filename` when the object is absent. Module packages are served
+ * through it too.
+ */
+export async function serveStoredFile(request: Request, env: Env, key: string, contentType: string, filename: string): Promise<Response> {
   const missing = () => notFound(`${filename} not found`);
   const cacheControl = releaseFileCacheControl(request, env);
 

@@ -1,11 +1,11 @@
 
 // Built once: discovery never reads KV.
-const DISCOVERY = JSON.stringify({ 'providers.v1': '/v1/providers/' });
+const DISCOVERY = JSON.stringify({ 'providers.v1': '/v1/providers/', 'modules.v1': '/v1/modules/' });
 
 /**
  * GET /.well-known/terraform.json — remote service discovery. Always 200 with
- * the providers.v1 base URL (path-absolute; the client resolves it against this
- * document's URL). Other services (modules.v1) can be added as keys here.
+ * the providers.v1 and modules.v1 base URLs (path-absolute; the client
+ * resolves them against this document's URL).
  */
 export function discovery(): Response {
   return new Response(DISCOVERY, {

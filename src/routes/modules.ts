@@ -1,0 +1,87 @@
+import type { IRequest } from 'itty-router';
+import type { Env } from '../env';
+import { isPrivate, listCacheControl, listTtlMs, gzipDocuments } from '../config';
+import { documentResponse, notFound, pathSegment } from '../http';
+import { signatureQuery, signedUrlMinutes } from '../auth/signed-urls';
+import { InputError } from '../protocol/errors';
+import {
+  formatModuleAddress, moduleAddress, TERRAFORM_GET_HEADER, type ModuleAddress, type ModuleDownloadBody,
+} from '../protocol/modules-v1';
+import { parseVersion } from '../protocol/version';
+import { moduleArchiveFilename } from '../store/layout';
+import { moduleObject, readModuleDownload, readModuleVersions } from '../store/modules-read';
+import { serveStoredFile } from './archives';
+
+/** The module address in a modules.v1 path (this registry's hostname); InputError (400) for a malformed part. */
+function addressOf(request: IRequest, hostname: string): ModuleAddress {
+  return moduleAddress(
+    hostname,
+    pathSegment(request.params.namespace, 'namespace'),
+    pathSegment(request.params.name, 'name'),
+    pathSegment(request.params.system, 'system'),
+  );
+}
+
+/**
+ * GET /v1/modules/:namespace/:name/:system/versions — modules.v1 "list
+ * available versions": 200 with the stored body
+ * {"modules":[{"versions":[{"version":"2.1.0"},…]}]} (newest first); 404
+ * {"errors":[…]} for an unknown module; 400 for a malformed part. One KV read
+ * at most (isolate-cached for INDEX_CACHE_SECONDS).
+ */
+export async function listModuleVersions(request: IRequest, env: Env): Promise<Response> {
+  const address = addressOf(request, env.REGISTRY_HOSTNAME);
+  const document = await readModuleVersions(env.REGISTRY_KV, address, listTtlMs(env));
+  if (document === null) return notFound(`module ${formatModuleAddress(address)} not found`);
+  return documentResponse(request, document, listCacheControl(env), { compress: gzipDocuments(env) });
+}
+
+/**
+ * GET /v1/modules/:namespace/:name/:system/:version/download — modules.v1
+ * "download a specific version": 204 No Content with X-Terraform-Get set to
+ * the package's path-absolute URL (on ARCHIVE_BASE_URL when set; signed and
+ * short-lived in private mode, since the client fetches it without
+ * credentials). 404 for an unknown module or version; 400 for malformed parts.
+ * One KV read at most (the version's immutable download document).
+ */
+export async function moduleDownload(request: IRequest, env: Env): Promise<Response> {
+  const address = addressOf(request, env.REGISTRY_HOSTNAME);
+  const version = parseVersion(pathSegment(request.params.version, 'version'));
+  const document = await readModuleDownload(env.REGISTRY_KV, address, version, listTtlMs(env));
+  if (document === null) return notFound(`module ${formatModuleAddress(address)} has no version ${version}`);
+  const { location } = JSON.parse(document.text) as ModuleDownloadBody;
+  let served = location;
+  if (isPrivate(env)) {
+    const expires = Math.floor(Date.now() / 1000) + Math.round(signedUrlMinutes(env) * 60);
+    served = `${location}?${await signatureQuery(env, location, expires)}`;
+  }
+  const base = (env.ARCHIVE_BASE_URL ?? '').replace(/\/+$/, '');
+  return new Response(null, {
+    status: 204,
+    headers: {
+      [TERRAFORM_GET_HEADER]: base + served,
+      'cache-control': isPrivate(env) ? 'private, no-store' : 'public, max-age=31536000, immutable',
+    },
+  });
+}
+
+/**
+ * GET|HEAD /v1/module-archives/:hostname/:namespace/:name/:system/:version/:file
+ * — a module package streamed from R2 with the release-file semantics of
+ * serveStoredFile (Range, ETag, If-None-Match, immutable caching; in private
+ * mode the URL must be signed, see src/index.ts). 404 unless `file` is
+ * NAME-SYSTEM-VERSION.tar.gz or .zip and stored; 400 for malformed parts.
+ */
+export async function moduleArchive(request: IRequest, env: Env): Promise<Response> {
+  const address = addressOf(request, pathSegment(request.params.hostname, 'hostname'));
+  const version = parseVersion(pathSegment(request.params.version, 'version'));
+  const filename = pathSegment(request.params.file, 'file');
+  const contentType = filename === moduleArchiveFilename(address, version, 'tar.gz')
+    ? 'application/gzip'
+    : filename === moduleArchiveFilename(address, version, 'zip') ? 'application/zip' : null;
+  if (contentType === null) {
+    throw new InputError(`${filename} is not a package of module ${address.namespace}/${address.name}/${address.system} ${version}`, 404);
+  }
+  return serveStoredFile(request, env, moduleObject(address, version, filename), contentType, filename);
+}
+
