@@ -1,6 +1,6 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
-import { isPrivate, listCacheControl, listTtlMs } from '../config';
+import { settings } from '../config';
 import { pathSegment } from '../http';
 import { scopeAllows } from '../auth/tokens';
 import { parseSourceAddress } from '../protocol/address';
@@ -21,11 +21,12 @@ import { escapeHtml, htmlResponse, pageHtml } from './modules-html';
 
 /** GET /modules — the catalog, one row per module with its newest version. */
 export async function modulesIndexPage(request: IRequest, env: Env): Promise<Response> {
-  const document = await readModuleCatalog(env.REGISTRY_KV, env.REGISTRY_HOSTNAME.toLowerCase(), listTtlMs(env));
+  const config = settings(env);
+  const document = await readModuleCatalog(env.REGISTRY_KV, config.hostname, config.listTtlMs);
   const catalog: ModuleCatalog = document === null ? { modules: [] } : (JSON.parse(document.text) as ModuleCatalog);
   // Private mode: only the namespaces the token's scopes cover (set by requireAnyReadToken).
   const scopes = request.tokenScopes as string[] | undefined;
-  const hostname = env.REGISTRY_HOSTNAME.toLowerCase();
+  const { hostname } = config;
   const visible = scopes === undefined ? catalog.modules : catalog.modules.filter((m) => scopeAllows(scopes, hostname, m.namespace, hostname));
   const rows = visible.map((m) => {
     const href = `/modules/${m.namespace}/${m.name}/${m.system}`;
@@ -35,7 +36,7 @@ export async function modulesIndexPage(request: IRequest, env: Env): Promise<Res
 ${rows.length === 0
     ? '<p>No module is published yet. Publish one with <code>npm run publish-module -- ./DIR --namespace NS --name NAME --system SYSTEM --version 1.0.0</code>.</p>'
     : `<table><thead><tr><th>module</th><th>newest</th><th>versions</th></tr></thead><tbody>${rows.join('')}</tbody></table>`}`;
-  return htmlResponse(pageHtml('Modules', body), isPrivate(env) ? 'private, no-store' : listCacheControl(env));
+  return htmlResponse(pageHtml('Modules', body), pageCacheControl(env));
 }
 
 /**
@@ -45,14 +46,15 @@ ${rows.length === 0
  * malformed parts.
  */
 export async function modulePage(request: IRequest, env: Env): Promise<Response> {
+  const config = settings(env);
   const address = moduleAddress(
-    env.REGISTRY_HOSTNAME,
+    config.hostname,
     pathSegment(request.params.namespace, 'namespace'),
     pathSegment(request.params.name, 'name'),
     pathSegment(request.params.system, 'system'),
   );
   const requested = request.params.version === undefined ? null : parseVersion(pathSegment(request.params.version, 'version'));
-  const ttl = listTtlMs(env);
+  const ttl = config.listTtlMs;
   const list = await readModuleVersions(env.REGISTRY_KV, address, ttl);
   const versions = list === null ? [] : (JSON.parse(list.text) as ModuleVersionsBody).modules[0].versions.map((v) => v.version);
   const version = requested ?? newestVersion(versions);
@@ -69,7 +71,13 @@ export async function modulePage(request: IRequest, env: Env): Promise<Response>
 <pre><code>${escapeHtml(moduleBlock(address, host, version))}</code></pre>
 ${versionsList(address, versions, version)}
 ${docs === null ? '' : docsHtml(docs, env, host, address, version)}`;
-  return htmlResponse(pageHtml(`${title} ${version}`, body), isPrivate(env) ? 'private, no-store' : listCacheControl(env));
+  return htmlResponse(pageHtml(`${title} ${version}`, body), pageCacheControl(env));
+}
+
+/** Pages list mutable things: reused like version lists in public mode; never stored in private mode. */
+function pageCacheControl(env: Env): string {
+  const config = settings(env);
+  return config.access === 'private' ? 'private, no-store' : config.listCacheControl;
 }
 
 /** The `module` block to copy: source on the host the page was served from, `~> MAJOR.MINOR` of that version. */
@@ -122,7 +130,7 @@ function providerSourceHtml(source: string | null, env: Env): string {
   if (source === null) return '';
   try {
     const address = parseSourceAddress(source, 'registry.terraform.io');
-    if (address.hostname === env.REGISTRY_HOSTNAME.toLowerCase()) {
+    if (address.hostname === settings(env).hostname) {
       return `<a href="${escapeHtml(`/providers/${address.namespace}/${address.type}`)}"><code>${escapeHtml(source)}</code></a>`;
     }
   } catch {

@@ -76,6 +76,9 @@ export function moduleVersionsBody(versions: readonly string[]): ModuleVersionsB
   return { modules: [{ versions: versions.map((version) => ({ version })) }] } satisfies ModuleVersionsBody;
 }
 
+/** Where this registry serves modules.v1 (path-absolute). */
+export const MODULES_V1_PATH = '/v1/modules/';
+
 /** Header carrying the download location in the 204 answer of "download a specific version". */
 export const TERRAFORM_GET_HEADER = 'X-Terraform-Get';
 

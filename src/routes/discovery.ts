@@ -1,6 +1,8 @@
+import { discoveryBody, PROVIDERS_V1_PATH } from '../protocol/discovery';
+import { MODULES_V1_PATH } from '../protocol/modules-v1';
 
 // Built once: discovery never reads KV.
-const DISCOVERY = JSON.stringify({ 'providers.v1': '/v1/providers/', 'modules.v1': '/v1/modules/' });
+const DISCOVERY = discoveryBody({ 'providers.v1': PROVIDERS_V1_PATH, 'modules.v1': MODULES_V1_PATH });
 
 /**
  * GET /.well-known/terraform.json — remote service discovery. Always 200 with

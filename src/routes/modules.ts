@@ -1,8 +1,8 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
-import { isPrivate, listCacheControl, listTtlMs, gzipDocuments } from '../config';
+import { settings } from '../config';
 import { documentResponse, notFound, pathSegment } from '../http';
-import { signatureQuery, signedUrlMinutes } from '../auth/signed-urls';
+import { signatureQuery } from '../auth/signed-urls';
 import { InputError } from '../protocol/errors';
 import {
   formatModuleAddress, moduleAddress, TERRAFORM_GET_HEADER, type ModuleAddress, type ModuleDownloadBody,
@@ -30,10 +30,11 @@ function addressOf(request: IRequest, hostname: string): ModuleAddress {
  * at most (isolate-cached for INDEX_CACHE_SECONDS).
  */
 export async function listModuleVersions(request: IRequest, env: Env): Promise<Response> {
-  const address = addressOf(request, env.REGISTRY_HOSTNAME);
-  const document = await readModuleVersions(env.REGISTRY_KV, address, listTtlMs(env));
+  const config = settings(env);
+  const address = addressOf(request, config.hostname);
+  const document = await readModuleVersions(env.REGISTRY_KV, address, config.listTtlMs);
   if (document === null) return notFound(`module ${formatModuleAddress(address)} not found`);
-  return documentResponse(request, document, listCacheControl(env), { compress: gzipDocuments(env) });
+  return documentResponse(request, document, config.listCacheControl, { compress: config.gzipDocuments });
 }
 
 /**
@@ -45,23 +46,20 @@ export async function listModuleVersions(request: IRequest, env: Env): Promise<R
  * One KV read at most (the version's immutable download document).
  */
 export async function moduleDownload(request: IRequest, env: Env): Promise<Response> {
-  const address = addressOf(request, env.REGISTRY_HOSTNAME);
+  const config = settings(env);
+  const address = addressOf(request, config.hostname);
   const version = parseVersion(pathSegment(request.params.version, 'version'));
-  const document = await readModuleDownload(env.REGISTRY_KV, address, version, listTtlMs(env));
+  const document = await readModuleDownload(env.REGISTRY_KV, address, version, config.listTtlMs);
   if (document === null) return notFound(`module ${formatModuleAddress(address)} has no version ${version}`);
   const { location } = JSON.parse(document.text) as ModuleDownloadBody;
   let served = location;
-  if (isPrivate(env)) {
-    const expires = Math.floor(Date.now() / 1000) + Math.round(signedUrlMinutes(env) * 60);
-    served = `${location}?${await signatureQuery(env, location, expires)}`;
+  if (config.access === 'private') {
+    const expires = Math.floor(Date.now() / 1000) + Math.round(config.signedUrlMinutes * 60);
+    served = `${location}?${await signatureQuery({ URL_SIGNING_SECRET: config.signingSecret }, location, expires)}`;
   }
-  const base = (env.ARCHIVE_BASE_URL ?? '').replace(/\/+$/, '');
   return new Response(null, {
     status: 204,
-    headers: {
-      [TERRAFORM_GET_HEADER]: base + served,
-      'cache-control': isPrivate(env) ? 'private, no-store' : 'public, max-age=31536000, immutable',
-    },
+    headers: { [TERRAFORM_GET_HEADER]: config.archiveBaseUrl + served, 'cache-control': config.releaseDocumentCacheControl },
   });
 }
 
