@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { readRegistryConfig } from './config';
 import { openLocalStore } from './local-store';
 import { publishRelease, type PublishOptions, type PublishResult } from './publish';
+import { publishDemoModule } from './module/demo';
 import { zipBuffers } from './zip-binary';
 import { archiveFilename, executableName, manifestFilename } from '../../src/protocol/release-files';
 import { parsePlatformName } from '../../src/protocol/index';
@@ -58,6 +59,8 @@ export async function publishDemo(
       await writeDemoDist(dist, version);
       results.push(await publishRelease({ ...options, paths: [dist], namespace: DEMO_NAMESPACE, config, store }));
     }
+    // The demo module (demo/vpc/aws, two versions with a submodule): see scripts/lib/module/demo.ts.
+    await publishDemoModule(store, config, options.log);
     return results;
   } finally {
     rmSync(work, { recursive: true, force: true });
