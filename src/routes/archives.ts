@@ -5,6 +5,7 @@ import { errorResponse, notFound, pathSegment } from '../http';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { parseVersion } from '../protocol/version';
+import { RELEASE_FILE_CONTENT_TYPE, servedReleaseFileKind } from '../protocol/release-files';
 import { releaseObject } from '../store/read';
 
 /**
@@ -62,13 +63,8 @@ export async function releaseFile(request: IRequest, env: Env): Promise<Response
 
 /** Throws a 404 InputError unless `filename` is one of the names a release of this provider and version has. */
 function releaseFileContentType(address: ProviderAddress, version: string, filename: string): string {
-  const prefix = `terraform-provider-${address.type}_${version}_`;
-  if (filename.startsWith(prefix)) {
-    const rest = filename.slice(prefix.length);
-    if (rest === 'SHA256SUMS') return 'text/plain; charset=utf-8';
-    if (rest === 'SHA256SUMS.sig') return 'application/pgp-signature';
-    if (/^[a-z0-9]+_[a-z0-9]+\.zip$/.test(rest)) return 'application/zip';
-  }
+  const kind = servedReleaseFileKind(address.type, version, filename);
+  if (kind) return RELEASE_FILE_CONTENT_TYPE[kind];
   throw new InputError(`${filename} is not a release file of ${address.type} ${version}`, 404);
 }
 

@@ -225,7 +225,16 @@ describe('cost and size', () => {
   it('renders a provider with 1,000 versions × 12 platforms within bounds', async () => {
     const big = address('acme', 'pages-huge');
     const platforms = ['linux', 'darwin', 'windows'].flatMap((os) => ['amd64', 'arm64', '386', 'arm'].map((arch) => `${os}_${arch}`));
-    const records = Array.from({ length: 1000 }, (_, i) => fakeRelease(big, `${Math.floor(i / 100)}.${Math.floor(i / 10) % 10}.${i % 10}`, platforms, { archiveSize: 1 }).record);
+    // Records as publish stores them (hashes are placeholders of the real lengths: the page only shows them).
+    const template = fakeRelease(big, '0.0.0', ['linux_amd64']).record;
+    const records = Array.from({ length: 1000 }, (_, i) => {
+      const version = `${Math.floor(i / 100)}.${Math.floor(i / 10) % 10}.${i % 10}`;
+      const packages = platforms.map((name) => {
+        const [os, arch] = name.split('_') as [string, string];
+        return { os, arch, filename: `terraform-provider-pages-huge_${version}_${name}.zip`, shasum: 'a'.repeat(64), h1: `h1:${'b'.repeat(43)}=`, size: 12_345_678 };
+      });
+      return { ...template, version, packages };
+    });
     await env.REGISTRY_KV.put(providerPageKey(big), JSON.stringify(providerPageData(records, new Set(), 'big')));
     const started = Date.now();
     const { response, body } = await page('/providers/acme/pages-huge/5.5.5');
