@@ -7,6 +7,7 @@ import { publishRelease, type PublishOptions, type PublishResult } from './publi
 import { publishDemoModule } from './module/demo';
 import { zipBuffers } from './zip-binary';
 import { archiveFilename, executableName, manifestFilename } from '../../src/protocol/release-files';
+import { demoCodeSpec } from './demo-docs';
 import { parsePlatformName } from '../../src/protocol/index';
 
 /**
@@ -57,7 +58,9 @@ export async function publishDemo(
       const dist = join(work, version);
       mkdirSync(dist);
       await writeDemoDist(dist, version);
-      results.push(await publishRelease({ ...options, paths: [dist], namespace: DEMO_NAMESPACE, config, store }));
+      const docs = join(work, `${version}-spec.json`);
+      writeFileSync(docs, JSON.stringify(demoCodeSpec(version)));
+      results.push(await publishRelease({ ...options, paths: [dist], namespace: DEMO_NAMESPACE, config, store, docs }));
     }
     // The demo module (demo/vpc/aws, two versions with a submodule): see scripts/lib/module/demo.ts.
     await publishDemoModule(store, config, options.log);

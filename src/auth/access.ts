@@ -76,20 +76,3 @@ async function checkSignedUrl(request: IRequest, env: Env): Promise<Response | u
   return verification.ok ? undefined : errorResponse(403, verification.message);
 }
 
-/**
- * Guard of pages that list several namespaces (/modules). In private mode:
- * 401 as requireReadToken without a valid token; with one, its scopes are
- * put on the request as `tokenScopes` and the page shows only what they
- * cover. Public mode: undefined at once.
- */
-export function requireAnyReadToken(request: IRequest, env: Env): Promise<Response | undefined> | undefined {
-  if (!isPrivate(env)) return undefined;
-  return authenticate(request, env.REGISTRY_KV).then((auth) => {
-    if (!auth.ok) {
-      const challenge = auth.error ? `Bearer realm="edge-registry", error="${auth.error}"` : 'Bearer realm="edge-registry"';
-      return errorResponse(401, auth.message, { 'www-authenticate': challenge });
-    }
-    request.tokenScopes = auth.record.scopes;
-    return undefined;
-  });
-}

@@ -1,86 +1,74 @@
-import type { IRequest } from 'itty-router';
-import type { Env } from '../env';
 import { settings } from '../config';
 import { pathSegment } from '../http';
-import { scopeAllows } from '../auth/tokens';
 import { parseSourceAddress } from '../protocol/address';
-import { formatModuleAddress, moduleAddress, type ModuleAddress, type ModuleVersionsBody } from '../protocol/modules-v1';
+import { InputError } from '../protocol/errors';
+import { moduleAddress, type ModuleAddress, type ModuleVersionsBody } from '../protocol/modules-v1';
 import { parseVersion } from '../protocol/version';
 import { compareVersionsDescending, newestVersion } from '../store/modules-order';
 import { readModuleCatalog, readModuleDocs, readModuleVersions } from '../store/modules-read';
 import type { ModuleCatalog, ModuleDocs, ModuleInterface } from '../store/modules-types';
-import { escapeHtml, htmlResponse, pageHtml } from './modules-html';
+import { canSee, page, type PageContext } from './context';
+import { sessionName } from './home';
+import { html, path, raw, type Html } from './html';
+import { layout, snippet } from './layout';
 
 /**
- * Module pages for people: /modules (every module of this registry) and
+ * Module pages, beside the provider pages and on the same frame (layout,
+ * escaping `html` template, private-mode sessions through `page`):
+ * /modules (every module the visitor may see) and
  * /modules/NS/NAME/SYSTEM[/VERSION] (the `module` block to copy, inputs,
- * outputs, required providers, submodules, README). Server-rendered, every
- * publisher-supplied text escaped; the README was sanitised at publish.
- * In private mode the routes are behind the read-token guard (src/index.ts).
+ * outputs, required providers linked to our provider pages, submodules, the
+ * README). Publisher text is escaped by `html`; the README was sanitised at
+ * publish time and is the one stored value inserted as markup. A module
+ * outside the session's scope is "not found", like one that does not exist.
+ * KV reads on a cache miss: the catalog (index), or the version list and that
+ * version's docs (module page).
  */
 
-/** GET /modules — the catalog, one row per module with its newest version. */
-export async function modulesIndexPage(request: IRequest, env: Env): Promise<Response> {
-  const config = settings(env);
-  const document = await readModuleCatalog(env.REGISTRY_KV, config.hostname, config.listTtlMs);
+/** GET /modules */
+export const modulesIndexPage = page(async (ctx) => {
+  const config = settings(ctx.env);
+  const document = await readModuleCatalog(ctx.env.REGISTRY_KV, config.hostname, config.listTtlMs);
   const catalog: ModuleCatalog = document === null ? { modules: [] } : (JSON.parse(document.text) as ModuleCatalog);
-  // Private mode: only the namespaces the token's scopes cover (set by requireAnyReadToken).
-  const scopes = request.tokenScopes as string[] | undefined;
-  const { hostname } = config;
-  const visible = scopes === undefined ? catalog.modules : catalog.modules.filter((m) => scopeAllows(scopes, hostname, m.namespace, hostname));
-  const rows = visible.map((m) => {
-    const href = `/modules/${m.namespace}/${m.name}/${m.system}`;
-    return `<tr><td><a href="${escapeHtml(href)}">${escapeHtml(`${m.namespace}/${m.name}/${m.system}`)}</a></td><td>${escapeHtml(newestVersion(m.versions) ?? '')}</td><td>${m.versions.length}</td></tr>`;
-  });
-  const body = `<h1>Modules</h1>
-${rows.length === 0
-    ? '<p>No module is published yet. Publish one with <code>npm run publish-module -- ./DIR --namespace NS --name NAME --system SYSTEM --version 1.0.0</code>.</p>'
-    : `<table><thead><tr><th>module</th><th>newest</th><th>versions</th></tr></thead><tbody>${rows.join('')}</tbody></table>`}`;
-  return htmlResponse(pageHtml('Modules', body), pageCacheControl(env));
-}
+  const visible = catalog.modules.filter((m) => canSee(ctx, config.hostname, m.namespace));
+  const body = html`<h1>Modules</h1>
+<p class="lead">Terraform and OpenTofu modules served by <strong>${ctx.host}</strong>.</p>
+${visible.length === 0
+    ? html`<div class="card empty"><p><strong>No modules yet.</strong></p><p>Publish one with <code>npm run publish-module -- ./DIR --namespace NS --name NAME --system SYSTEM --version 1.0.0</code>, or try <code>npm run demo</code>.</p></div>`
+    : html`<ul class="grid">${visible.map((m) => html`<li><a class="card" href="${path('modules', m.namespace, m.name, m.system)}">
+<div class="name">${m.namespace}/${m.name}/${m.system}</div>
+<div class="addr">${ctx.host}/${m.namespace}/${m.name}/${m.system}</div>
+<span class="badge accent">v${newestVersion(m.versions) ?? ''}</span> <span class="muted">${m.versions.length} ${m.versions.length === 1 ? 'version' : 'versions'}</span>
+</a></li>`)}</ul>`}`;
+  return { html: layout({ title: 'Modules', hostname: ctx.host, session: sessionName(ctx), body, crumbs: [['Providers', '/'], ['Modules', '/modules']] }) };
+});
 
-/**
- * GET /modules/:namespace/:name/:system[/:version] — one module version's
- * page (the newest stable version when none is named). 404 page for an
- * unknown module or version; 400 (JSON, as every malformed path) for
- * malformed parts.
- */
-export async function modulePage(request: IRequest, env: Env): Promise<Response> {
-  const config = settings(env);
-  const address = moduleAddress(
-    config.hostname,
-    pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.name, 'name'),
-    pathSegment(request.params.system, 'system'),
-  );
-  const requested = request.params.version === undefined ? null : parseVersion(pathSegment(request.params.version, 'version'));
-  const ttl = config.listTtlMs;
-  const list = await readModuleVersions(env.REGISTRY_KV, address, ttl);
-  const versions = list === null ? [] : (JSON.parse(list.text) as ModuleVersionsBody).modules[0].versions.map((v) => v.version);
-  const version = requested ?? newestVersion(versions);
+/** GET /modules/:namespace/:name/:system[/:version] — the named version, else the newest stable one. */
+export const modulePage = page(async (ctx, params) => {
+  const config = settings(ctx.env);
+  const address = moduleAddress(config.hostname, pathSegment(params.namespace, 'namespace'), pathSegment(params.name, 'name'), pathSegment(params.system, 'system'));
+  const requested = params.version === undefined ? null : parseVersion(pathSegment(params.version, 'version'));
   const title = `${address.namespace}/${address.name}/${address.system}`;
-  if (version === null || !versions.includes(version)) {
-    const what = version === null ? `Module ${title} is not published here.` : `Module ${title} has no version ${version}.`;
-    return htmlResponse(pageHtml('Not found', `<h1>Not found</h1><p>${escapeHtml(what)}</p>`), 'no-store', 404);
-  }
-  const docsDocument = await readModuleDocs(env.REGISTRY_KV, address, version, ttl);
+  const list = canSee(ctx, address.hostname, address.namespace) ? await readModuleVersions(ctx.env.REGISTRY_KV, address, config.listTtlMs) : null;
+  if (list === null) throw new InputError(`There is no module ${title} here${config.access === 'private' ? ' that your token can read' : ''}.`, 404);
+  const versions = (JSON.parse(list.text) as ModuleVersionsBody).modules[0].versions.map((v) => v.version);
+  const version = requested ?? newestVersion(versions);
+  if (version === null || !versions.includes(version)) throw new InputError(`Module ${title} has no version ${requested}.`, 404);
+  const docsDocument = await readModuleDocs(ctx.env.REGISTRY_KV, address, version, config.listTtlMs);
   const docs = docsDocument === null ? null : (JSON.parse(docsDocument.text) as ModuleDocs);
-  const host = new URL(request.url).host;
-  const body = `<h1>${escapeHtml(title)} <small>${escapeHtml(version)}</small></h1>
-<h2>Use it</h2>
-<pre><code>${escapeHtml(moduleBlock(address, host, version))}</code></pre>
+  const body = html`<h1>${title} <span class="badge accent">v${version}</span></h1>
+${snippet('module-block', 'Use it', moduleBlock(address, ctx.host, version))}
 ${versionsList(address, versions, version)}
-${docs === null ? '' : docsHtml(docs, env, host, address, version)}`;
-  return htmlResponse(pageHtml(`${title} ${version}`, body), pageCacheControl(env));
-}
+${docs === null ? '' : docsHtml(ctx, docs, address, version)}`;
+  return {
+    html: layout({
+      title: `${title} ${version}`, hostname: ctx.host, session: sessionName(ctx), body,
+      crumbs: [['Modules', '/modules'], [title, path('modules', address.namespace, address.name, address.system)]],
+    }),
+  };
+});
 
-/** Pages list mutable things: reused like version lists in public mode; never stored in private mode. */
-function pageCacheControl(env: Env): string {
-  const config = settings(env);
-  return config.access === 'private' ? 'private, no-store' : config.listCacheControl;
-}
-
-/** The `module` block to copy: source on the host the page was served from, `~> MAJOR.MINOR` of that version. */
+/** The `module` block to copy: source on the host the page was served from, `~> MAJOR.MINOR` of the version shown. */
 export function moduleBlock(address: ModuleAddress, host: string, version: string, subdirectory = ''): string {
   const [major, minor] = version.split(/[.+-]/);
   return `module "${address.name.replace(/[^a-z0-9_]/g, '_')}" {
@@ -89,52 +77,49 @@ export function moduleBlock(address: ModuleAddress, host: string, version: strin
 }`;
 }
 
-function versionsList(address: ModuleAddress, versions: string[], current: string): string {
-  const items = [...versions].sort(compareVersionsDescending).slice(0, 200).map((v) => v === current
-    ? `<li><strong>${escapeHtml(v)}</strong></li>`
-    : `<li><a href="${escapeHtml(`/modules/${address.namespace}/${address.name}/${address.system}/${v}`)}">${escapeHtml(v)}</a></li>`);
-  const more = versions.length > 200 ? `<p>and ${versions.length - 200} older versions</p>` : '';
-  return `<details><summary>Versions (${versions.length})</summary><ul>${items.join('')}</ul>${more}</details>`;
+const MAX_LISTED_VERSIONS = 200;
+
+function versionsList(address: ModuleAddress, versions: string[], current: string): Html {
+  const sorted = [...versions].sort(compareVersionsDescending);
+  return html`<details><summary>Versions (${versions.length})</summary><ul>${sorted.slice(0, MAX_LISTED_VERSIONS).map((v) => v === current
+    ? html`<li><strong>${v}</strong></li>`
+    : html`<li><a href="${path('modules', address.namespace, address.name, address.system, v)}">${v}</a></li>`)}</ul>
+${versions.length > MAX_LISTED_VERSIONS ? html`<p class="muted">and ${versions.length - MAX_LISTED_VERSIONS} older versions</p>` : ''}</details>`;
 }
 
-function docsHtml(docs: ModuleDocs, env: Env, host: string, address: ModuleAddress, version: string): string {
-  const sections = [interfaceHtml(docs, env, 2)];
-  for (const sub of docs.submodules) {
-    sections.push(`<h2>Submodule <code>${escapeHtml(sub.path)}</code></h2>
-<pre><code>${escapeHtml(moduleBlock(address, host, version, `//${sub.path}`))}</code></pre>
-${interfaceHtml(sub, env, 3)}`);
-  }
-  if (docs.readmeHtml) sections.push(`<section class="readme"><h2>README</h2>${docs.readmeHtml}</section>`);
-  return sections.join('\n');
+function docsHtml(ctx: PageContext, docs: ModuleDocs, address: ModuleAddress, version: string): Html {
+  return html`${interfaceHtml(ctx, docs, 'h2')}
+${docs.submodules.map((sub, i) => html`<section><h2>Submodule <code>${sub.path}</code></h2>
+${snippet(`submodule-${i}`, 'Use it', moduleBlock(address, ctx.host, version, `//${sub.path}`))}
+${interfaceHtml(ctx, sub, 'h3')}</section>`)}
+${docs.readmeHtml ? html`<section class="readme"><h2>README</h2>${raw(docs.readmeHtml)}</section>` : ''}`;
 }
 
-function interfaceHtml(m: ModuleInterface, env: Env, level: number): string {
-  const h = `h${level}`;
-  const cell = (text: string | null) => `<td>${text === null ? '' : escapeHtml(text)}</td>`;
-  const code = (text: string | null) => `<td>${text === null ? '' : `<code>${escapeHtml(text)}</code>`}</td>`;
-  const inputs = m.inputs.length === 0 ? '<p>No inputs.</p>' : `<table><thead><tr><th>name</th><th>type</th><th>default</th><th>required</th><th>description</th></tr></thead><tbody>${
-    m.inputs.map((i) => `<tr>${code(i.name)}${code(i.type)}${code(i.default)}${cell(i.required ? 'yes' : 'no')}${cell(`${i.description ?? ''}${i.sensitive ? ' (sensitive)' : ''}`)}</tr>`).join('')
-  }</tbody></table>`;
-  const outputs = m.outputs.length === 0 ? '<p>No outputs.</p>' : `<table><thead><tr><th>name</th><th>description</th></tr></thead><tbody>${
-    m.outputs.map((o) => `<tr>${code(o.name)}${cell(`${o.description ?? ''}${o.sensitive ? ' (sensitive)' : ''}`)}</tr>`).join('')
-  }</tbody></table>`;
-  const providers = m.providers.length === 0 ? '' : `<${h}>Required providers</${h}><table><thead><tr><th>name</th><th>source</th><th>version</th></tr></thead><tbody>${
-    m.providers.map((p) => `<tr>${code(p.name)}<td>${providerSourceHtml(p.source, env)}</td>${code(p.version)}</tr>`).join('')
-  }</tbody></table>`;
-  const terraform = m.requiredVersion === null ? '' : `<p>Terraform <code>${escapeHtml(m.requiredVersion)}</code></p>`;
-  return `<${h}>Inputs</${h}>${inputs}<${h}>Outputs</${h}>${outputs}${providers}${terraform}`;
+function interfaceHtml(ctx: PageContext, m: ModuleInterface, heading: 'h2' | 'h3'): Html {
+  const h = (text: string) => (heading === 'h2' ? html`<h2>${text}</h2>` : html`<h3>${text}</h3>`);
+  const note = (description: string | null, sensitive: boolean) => html`${description ?? ''}${sensitive ? html` <span class="badge">sensitive</span>` : ''}`;
+  return html`${h('Inputs')}
+${m.inputs.length === 0 ? html`<p class="muted">No inputs.</p>` : html`<table><thead><tr><th>name</th><th>type</th><th>default</th><th>required</th><th>description</th></tr></thead><tbody>
+${m.inputs.map((i) => html`<tr><td><code>${i.name}</code></td><td>${i.type === null ? '' : html`<code>${i.type}</code>`}</td><td>${i.default === null ? '' : html`<code>${i.default}</code>`}</td><td>${i.required ? 'yes' : 'no'}</td><td>${note(i.description, i.sensitive)}</td></tr>`)}
+</tbody></table>`}
+${h('Outputs')}
+${m.outputs.length === 0 ? html`<p class="muted">No outputs.</p>` : html`<table><thead><tr><th>name</th><th>description</th></tr></thead><tbody>
+${m.outputs.map((o) => html`<tr><td><code>${o.name}</code></td><td>${note(o.description, o.sensitive)}</td></tr>`)}
+</tbody></table>`}
+${m.providers.length === 0 ? '' : html`${h('Required providers')}<table><thead><tr><th>name</th><th>source</th><th>version</th></tr></thead><tbody>
+${m.providers.map((p) => html`<tr><td><code>${p.name}</code></td><td>${providerSource(ctx, p.source)}</td><td>${p.version === null ? '' : html`<code>${p.version}</code>`}</td></tr>`)}
+</tbody></table>`}
+${m.requiredVersion === null ? '' : html`<p>Terraform <code>${m.requiredVersion}</code></p>`}`;
 }
 
 /** A provider source, linked to our provider page when it is one of this registry's providers. */
-function providerSourceHtml(source: string | null, env: Env): string {
+function providerSource(ctx: PageContext, source: string | null): Html | string {
   if (source === null) return '';
   try {
     const address = parseSourceAddress(source, 'registry.terraform.io');
-    if (address.hostname === settings(env).hostname) {
-      return `<a href="${escapeHtml(`/providers/${address.namespace}/${address.type}`)}"><code>${escapeHtml(source)}</code></a>`;
-    }
+    if (address.hostname === settings(ctx.env).hostname) return html`<a href="${path('providers', address.namespace, address.type)}"><code>${source}</code></a>`;
   } catch {
-    // Not a valid provider address: shown as written.
+    // Not a provider address we can parse: shown as written.
   }
-  return `<code>${escapeHtml(source)}</code>`;
+  return html`<code>${source}</code>`;
 }

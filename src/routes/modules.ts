@@ -10,7 +10,9 @@ import {
 import { parseVersion } from '../protocol/version';
 import { moduleArchiveFilename } from '../store/layout';
 import { moduleObject, readModuleDownload, readModuleVersions } from '../store/modules-read';
-import { serveStoredFile } from './archives';
+import { releaseFileCacheControl } from '../config';
+import { edgeCacheFor } from '../http/edge-cache';
+import { serveR2Object } from '../http/r2-object';
 
 /** The module address in a modules.v1 path (this registry's hostname); InputError (400) for a malformed part. */
 function addressOf(request: IRequest, hostname: string): ModuleAddress {
@@ -65,12 +67,12 @@ export async function moduleDownload(request: IRequest, env: Env): Promise<Respo
 
 /**
  * GET|HEAD /v1/module-archives/:hostname/:namespace/:name/:system/:version/:file
- * — a module package streamed from R2 with the release-file semantics of
- * serveStoredFile (Range, ETag, If-None-Match, immutable caching; in private
+ * — a module package served exactly like release files (serveR2Object:
+ * RFC 9110 conditionals and ranges, edge cache, immutable caching; in private
  * mode the URL must be signed, see src/index.ts). 404 unless `file` is
  * NAME-SYSTEM-VERSION.tar.gz or .zip and stored; 400 for malformed parts.
  */
-export async function moduleArchive(request: IRequest, env: Env): Promise<Response> {
+export async function moduleArchive(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
   const address = addressOf(request, pathSegment(request.params.hostname, 'hostname'));
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const filename = pathSegment(request.params.file, 'file');
@@ -80,6 +82,11 @@ export async function moduleArchive(request: IRequest, env: Env): Promise<Respon
   if (contentType === null) {
     throw new InputError(`${filename} is not a package of module ${address.namespace}/${address.name}/${address.system} ${version}`, 404);
   }
-  return serveStoredFile(request, env, moduleObject(address, version, filename), contentType, filename);
+  return serveR2Object(request, env.REGISTRY_R2, moduleObject(address, version, filename), {
+    contentType,
+    cacheControl: releaseFileCacheControl(request, env),
+    missing: () => notFound(`${filename} not found`),
+    edgeCache: edgeCacheFor(request, ctx),
+  });
 }
 

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { moduleAddress } from '../../src/protocol/modules-v1';
 import { seedModule } from '../fixtures/modules';
+import { signIn } from '../../src/auth/session';
 import { bearer, env, errorsOf, get, issueToken } from './helpers';
 
 const vpc = moduleAddress(env.REGISTRY_HOSTNAME, 'acme', 'vpc', 'aws');
@@ -19,8 +20,8 @@ describe('modules.v1 in private mode', () => {
     expect((await get('/.well-known/terraform.json')).status).toBe(200);
   });
 
-  it('401 with WWW-Authenticate without a token, for lists, downloads and pages', async () => {
-    for (const path of ['/v1/modules/acme/vpc/aws/versions', '/v1/modules/acme/vpc/aws/2.1.0/download', '/modules', '/modules/acme/vpc/aws']) {
+  it('401 with WWW-Authenticate without a token, for lists and downloads', async () => {
+    for (const path of ['/v1/modules/acme/vpc/aws/versions', '/v1/modules/acme/vpc/aws/2.1.0/download']) {
       const response = await get(path);
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toContain('Bearer');
@@ -66,12 +67,20 @@ describe('modules.v1 in private mode', () => {
     expect((await errorsOf(expired))[0]).toContain('expired');
   });
 
-  it('pages: a module page needs a scoped token; /modules shows only the namespaces in scope', async () => {
-    expect((await get('/modules/acme/vpc/aws', bearer(acmeToken))).status).toBe(200);
-    expect((await get('/modules/other_ns/net/aws', bearer(acmeToken))).status).toBe(403);
-    const index = await get('/modules', bearer(acmeToken));
-    expect(index.headers.get('cache-control')).toBe('private, no-store');
-    const html = await index.text();
+  it('pages: redirect to /login without a session; a session sees only the namespaces in its scope', async () => {
+    for (const path of ['/modules', '/modules/acme/vpc/aws']) {
+      const response = await get(path, { redirect: 'manual' });
+      expect(response.status).toBe(303);
+      expect(response.headers.get('location')).toBe(`/login?next=${encodeURIComponent(path)}`);
+    }
+    const outcome = await signIn(acmeToken, env);
+    if ('error' in outcome) throw new Error(outcome.error);
+    const cookie = { headers: { cookie: outcome.cookie.split(';')[0]! } };
+    const page = await get('/modules/acme/vpc/aws', cookie);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('cache-control')).toBe('private, no-store');
+    expect((await get('/modules/other_ns/net/aws', cookie)).status).toBe(404);
+    const html = await (await get('/modules', cookie)).text();
     expect(html).toContain('acme/vpc/aws');
     expect(html).not.toContain('other_ns');
   });

