@@ -3,7 +3,8 @@ import type { Env } from '../env';
 import { settings } from '../config';
 import { withReleaseUrls } from '../release-urls';
 import { documentResponse, notFound, pathSegment } from '../http';
-import { formatAddress, providerAddress } from '../protocol/address';
+import { formatAddress } from '../protocol/address';
+import { requestAddress } from './params';
 import { parseVersion } from '../protocol/version';
 import { InputError } from '../protocol/errors';
 import { readMirrorIndex, readMirrorVersion } from '../store/read';
@@ -17,11 +18,7 @@ import { readMirrorIndex, readMirrorVersion } from '../store/read';
  */
 export async function mirrorDocument(request: IRequest, env: Env): Promise<Response> {
   const config = settings(env);
-  const address = providerAddress(
-    pathSegment(request.params.hostname, 'hostname'),
-    pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.type, 'type'),
-  );
+  const address = requestAddress(request);
   const file = pathSegment(request.params.file, 'file');
   if (file === 'index.json') {
     const document = await readMirrorIndex(env.REGISTRY_KV, address, config.listTtlMs);

@@ -15,6 +15,9 @@ import {
 
 const documents = new DocumentCache(32 * 1024 * 1024);
 
+/** The isolate's document cache figures (for the bench's soak: its byte bound under sustained load). */
+export const documentCacheStats = () => documents.stats();
+
 async function readDocument(kv: KVNamespace, key: string, immutable: boolean, listTtlMs: number): Promise<StoredDocument | null> {
   const cached = documents.get(key);
   if (cached !== undefined) return cached;
