@@ -6,6 +6,7 @@ import { openLocalStore } from './local-store';
 import { publishRelease, type PublishOptions, type PublishResult } from './publish';
 import { zipBuffers } from './zip-binary';
 import { archiveFilename, executableName, manifestFilename } from '../../src/protocol/release-files';
+import { demoCodeSpec } from './demo-docs';
 import { parsePlatformName } from '../../src/protocol/index';
 
 /**
@@ -56,7 +57,9 @@ export async function publishDemo(
       const dist = join(work, version);
       mkdirSync(dist);
       await writeDemoDist(dist, version);
-      results.push(await publishRelease({ ...options, paths: [dist], namespace: DEMO_NAMESPACE, config, store }));
+      const docs = join(work, `${version}-spec.json`);
+      writeFileSync(docs, JSON.stringify(demoCodeSpec(version)));
+      results.push(await publishRelease({ ...options, paths: [dist], namespace: DEMO_NAMESPACE, config, store, docs }));
     }
     return results;
   } finally {

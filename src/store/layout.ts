@@ -60,3 +60,15 @@ export const releaseFilePath = (address: ProviderAddress, version: string, filen
 
 // Release file names are protocol, defined in src/protocol/release-files.ts; re-exported for existing importers.
 export { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../protocol/release-files';
+
+// Pages for people (src/store/pages.ts): documents materialised at publish time, one KV read per page.
+//   pages/catalog                          the home page's list of every provider (JSON)
+//   pages/summaries/HOST/NS/TYPE           one provider's catalogue entry (the catalogue is rebuilt from these)
+//   pages/providers/HOST/NS/TYPE           a provider's page data: versions, platforms, hashes, keys
+//   pages/docs/HOST/NS/TYPE/VERSION        a version's docs (normalised schema, immutable)
+export const catalogKey = 'pages/catalog';
+export const summaryPrefix = 'pages/summaries/';
+export const summaryKey = (address: ProviderAddress) => `${summaryPrefix}${providerPath(address)}`;
+export const providerPageKey = (address: ProviderAddress) => `pages/providers/${providerPath(address)}`;
+export const docsPrefix = (address: ProviderAddress) => `pages/docs/${providerPath(address)}/`;
+export const docsKey = (address: ProviderAddress, version: string) => `${docsPrefix(address)}${version}`;
