@@ -22,6 +22,9 @@ import { openLocalStore, type StoreHandle } from './local-store';
 import { readRelease, type ReleasePlan } from './release';
 import { openRemoteStore, type R2S3Options } from './remote-store';
 import { signDetached, verifyDetached } from './sign';
+import { readDocsFile } from './docs/index';
+import { writeVersionDocs } from '../../src/store/pages-publish';
+import type { ProviderDocs } from '../../src/store/docs';
 
 /**
  * publishRelease: the function behind `npm run publish-provider`, for the
@@ -62,6 +65,8 @@ export interface PublishOptions {
   keysDir?: string;
   /** Validate and return the plan without writing anything. */
   dryRun?: boolean;
+  /** Docs for the version's pages: a Provider Code Specification or `terraform providers schema -json` output (scripts/lib/docs). */
+  docs?: string;
   /** Human-readable lines (the CLI writes them to stderr). */
   log?: (line: string) => void;
   /** Environment for keys and --remote credentials (default process.env). */
@@ -122,6 +127,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
   try {
     const address = providerAddress(hostname, namespace, plan.type);
     for (const note of plan.notes) log(`note: ${note}`);
+    const docs = options.docs ? readDocsFile(options.docs, namespace, plan.type) : null;
     const uploadProgress = (key: string, sent: number) => {
       if (sent >= 64 * 1024 * 1024 || plan.archives.some((a) => key.endsWith(`/${a.filename}`) && a.digest.size >= 64 * 1024 * 1024)) {
         log(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`);
@@ -131,7 +137,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
       ? openRemoteStore(config, env, { onProgress: uploadProgress, ...options.remoteTuning })
       : await openLocalStore(config));
     try {
-      return await publishPlan(plan, address, store, config, options, log, env);
+      return await publishPlan(plan, address, store, config, options, log, env, docs);
     } finally {
       if (!options.store) await store.close();
     }
@@ -148,6 +154,7 @@ async function publishPlan(
   options: PublishOptions,
   log: (line: string) => void,
   env: NodeJS.ProcessEnv,
+  docs: ProviderDocs | null = null,
 ): Promise<PublishResult> {
   const { kv, blobs } = store;
   const name = `${formatAddress(address)} ${plan.version}`;
@@ -199,6 +206,7 @@ async function publishPlan(
 
   if (options.dryRun) {
     if (existing) {
+      if (docs) log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs, true)}`);
       log(`dry run: ${name} is already published with these bytes; a run would verify it and complete anything missing`);
       return result(keyId, 'dry-run');
     }
@@ -227,6 +235,7 @@ async function publishPlan(
     if (current) {
       if (!sameRelease(current, draft)) throw differentContentsError(draft, current);
       const files = [archiveFiles, [sumsFile], supplied ? [memoryFile(draft.shasumsSignatureFilename, plan.signature!.bytes, 'application/pgp-signature')] : []].flat();
+      if (docs) log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)}`);
       const outcome = await publishVersion(kv, blobs, { ...current }, files, progress, { lease });
       log(outcome === 'repaired' ? `${name} was already published; repaired what was missing (see above)` : `${name} is already published with these bytes; verified, nothing to write`);
       return result(current.signingKey.key_id, outcome === 'repaired' ? 'repaired' : 'unchanged');
@@ -251,6 +260,10 @@ async function publishPlan(
     const record: VersionRecord = { ...draft, signingKey, signatureFile: { sha256: sha256Hex(signature), size: signature.byteLength } };
     const files = [...archiveFiles, sumsFile, memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature')];
     log(`publishing ${name} to ${store.description}`);
+    if (docs) {
+      lease.check();
+      log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)} (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`);
+    }
     const outcome = await publishVersion(kv, blobs, record, files, progress, { lease });
     if (outcome === 'published') {
       log(`published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})`);

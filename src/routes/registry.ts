@@ -1,7 +1,9 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
-import { gzipDocuments, listCacheControl, listTtlMs, releaseDocumentCacheControl, withReleaseUrls } from '../config';
+import { settings } from '../config';
+import { withReleaseUrls } from '../release-urls';
 import { documentResponse, notFound, pathSegment } from '../http';
+import { edgeCacheFor } from '../http/edge-cache';
 import { providerAddress, formatAddress } from '../protocol/address';
 import { parsePlatform } from '../protocol/platform';
 import { parseVersion } from '../protocol/version';
@@ -14,36 +16,40 @@ import { readDownloadDocument, readVersionsDocument } from '../store/read';
  * namespace or type.
  */
 export async function listVersions(request: IRequest, env: Env): Promise<Response> {
+  const config = settings(env);
   const address = providerAddress(
-    env.REGISTRY_HOSTNAME,
+    config.hostname,
     pathSegment(request.params.namespace, 'namespace'),
     pathSegment(request.params.type, 'type'),
   );
-  const document = await readVersionsDocument(env.REGISTRY_KV, address, listTtlMs(env));
+  const document = await readVersionsDocument(env.REGISTRY_KV, address, config.listTtlMs);
   if (document === null) return notFound(`provider ${formatAddress(address)} not found`);
-  return documentResponse(request, document, listCacheControl(env), { compress: gzipDocuments(env) });
+  return documentResponse(request, document, config.listCacheControl, { compress: config.gzipDocuments });
 }
 
 /**
  * GET /v1/providers/:namespace/:type/:version/download/:os/:arch —
  * providers.v1 "find a provider package". 200 with the stored body (os and
  * arch echo the request; OpenTofu's `packages` lists every platform); 404 when
- * that version or platform is not published; 400 for malformed parts.
+ * that version or platform is not published; 400 for malformed parts. The
+ * stored body comes from the isolate, else the location's edge cache, else KV
+ * (and then goes into the edge cache).
  */
-export async function findPackage(request: IRequest, env: Env): Promise<Response> {
+export async function findPackage(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
+  const config = settings(env);
   const address = providerAddress(
-    env.REGISTRY_HOSTNAME,
+    config.hostname,
     pathSegment(request.params.namespace, 'namespace'),
     pathSegment(request.params.type, 'type'),
   );
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const platform = parsePlatform(pathSegment(request.params.os, 'os'), pathSegment(request.params.arch, 'arch'));
-  const document = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, listTtlMs(env));
+  const document = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, config.listTtlMs, edgeCacheFor(request, ctx));
   if (document === null) {
     return notFound(`provider ${formatAddress(address)} ${version} has no package for ${platform.os}_${platform.arch}`);
   }
-  return documentResponse(request, document, releaseDocumentCacheControl(env), {
-    compress: gzipDocuments(env),
+  return documentResponse(request, document, config.releaseDocumentCacheControl, {
+    compress: config.gzipDocuments,
     served: await withReleaseUrls(document.text, env),
   });
 }

@@ -8,6 +8,7 @@ import {
   releaseObjectKey, signingKeysKey, versionRecordKey, versionRecordPrefix, versionsDocumentKey,
 } from './layout';
 import { listAllKeys, listAllObjectKeys, mapLimit } from './list';
+import { rebuildProviderPages } from './pages-publish';
 import type { BlobStore, KvStore, PackageRecord, SigningKey, VersionRecord } from './types';
 
 /**
@@ -365,7 +366,11 @@ export async function rebuildProviderIndex(
     // Done unless a version was committed meanwhile (only writers without the lease can do that).
     const before = new Set(records.map((r) => r.version));
     const now = await committedVersions(kv, address, blobs);
-    if ([...now].every((v) => before.has(v) || warnedVersion(warned, v))) return;
+    if ([...now].every((v) => before.has(v) || warnedVersion(warned, v))) {
+      check();
+      await rebuildProviderPages(kv, address, records);
+      return;
+    }
   }
   throw new Error(`the version lists of ${formatAddress(address)} kept changing while being rebuilt; run the publish again`);
 }
