@@ -7,7 +7,9 @@ import {
   committedRecordKey, committedRecordPrefix, downloadDocumentKey, mirrorIndexKey, mirrorVersionKey,
   releaseObjectKey, signingKeysKey, versionRecordKey, versionRecordPrefix, versionsDocumentKey,
 } from './layout';
-import { listAllKeys, listAllObjectKeys, mapLimit } from './list';
+import { mapLimit } from '../concurrency';
+import { listAllKeys } from './list-keys';
+import { listAllObjectKeys } from './list-objects';
 import { rebuildProviderPages } from './pages-publish';
 import type { BlobStore, KvStore, PackageRecord, SigningKey, VersionRecord } from './types';
 
