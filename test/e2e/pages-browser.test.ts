@@ -164,7 +164,7 @@ describe.skipIf(!haveChromium)('pages in chromium (public registry, demo provide
     const copy = async (id: string) => {
       await page.click(`button[data-copy="${id}"]`);
       await expect.poll(() => page.locator(`button[data-copy="${id}"]`).textContent()).toBe('Copied');
-      return page.evaluate(() => navigator.clipboard.readText());
+      return page.evaluate(() => (globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }).navigator.clipboard.readText());
     };
     const required = await copy('snippet-required');
     expect(required).toContain(`source  = "localhost:${server.port}/demo/example"`);
@@ -194,7 +194,7 @@ describe.skipIf(!haveChromium)('pages in chromium (public registry, demo provide
           await page.screenshot({ path: file });
           expect(existsSync(file)).toBe(true);
           // Nothing wider than the viewport on a phone: no sideways scrolling of the page itself.
-          if (phone) expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+          if (phone) expect(await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
         }
         if (dark && !phone) expect(await axe(page)).toEqual([]);
         await context.close();
