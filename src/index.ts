@@ -6,7 +6,9 @@ import { findPackage, listVersions } from './routes/registry';
 import { mirrorDocument } from './routes/mirror';
 import { releaseFile } from './routes/archives';
 import { onlyGetAndHead, withoutBodyForHead } from './routes/methods';
-import { requireReadToken, requireSignedUrl } from './auth/access';
+import { requireModuleReadToken, requireReadToken, requireSignedUrl } from './auth/access';
+import { listModuleVersions, moduleArchive, moduleDownload } from './routes/modules';
+import { modulePage, modulesIndexPage } from './pages/modules';
 import { homePage } from './pages/home';
 import { mirrorPage, providerPage, signingKeyFile, versionPage } from './pages/providers';
 import { docsIndexPage, entityPage } from './pages/docs';
@@ -25,6 +27,12 @@ router
   .all('/v1/providers/:namespace/:type/:version/download/:os/:arch', requireReadToken, findPackage)
   .all('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorDocument)
   .all('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, releaseFile)
+  // modules.v1 and module pages
+  .all('/v1/modules/:namespace/:name/:system/versions', requireModuleReadToken, listModuleVersions)
+  .all('/v1/modules/:namespace/:name/:system/:version/download', requireModuleReadToken, moduleDownload)
+  .all('/v1/module-archives/:hostname/:namespace/:name/:system/:version/:file', requireSignedUrl, moduleArchive)
+  .all('/modules', modulesIndexPage)
+  .all('/modules/:namespace/:name/:system/:version?', modulePage)
   // Pages for people (src/pages/); private mode: a session cookie, else a redirect to /login.
   .all('/', homePage)
   .all('/providers/:namespace/:type', providerPage)

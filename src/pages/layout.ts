@@ -45,7 +45,7 @@ ${frame.description ? html`<meta name="description" content="${frame.description
 <a class="skip" href="#main">Skip to content</a>
 <header class="site"><div class="wrap">
 <a class="brand" href="/">${LOGO}<span>${frame.hostname}</span> <small>provider registry</small></a>
-<nav aria-label="Site"><a href="/">Providers</a>${who}</nav>
+<nav aria-label="Site"><a href="/">Providers</a> <a href="/modules">Modules</a>${who}</nav>
 </div></header>
 <main id="main"><div class="wrap">
 ${crumbs}

@@ -8,6 +8,8 @@ import {
   versionRecordKey, versionRecordPrefix, versionsDocumentKey,
 } from './layout';
 import type { BlobStore, KvStore, SigningKey, VersionRecord } from './types';
+import { listAllKeys } from './list-keys';
+import { mapLimit } from '../concurrency';
 import { rebuildProviderPages } from './pages-publish';
 
 /**
@@ -42,7 +44,7 @@ export async function readVersionRecord(kv: KvStore, address: ProviderAddress, v
 
 /** Every stored version record of a provider (follows KV list cursors). */
 export async function listVersionRecords(kv: KvStore, address: ProviderAddress): Promise<VersionRecord[]> {
-  const names = await listKeys(kv, versionRecordPrefix(address));
+  const names = await listAllKeys(kv, versionRecordPrefix(address));
   const texts = await mapLimit(names, 16, (name) => kv.get(name, 'text'));
   return texts.filter((t): t is string => t !== null).map((t) => JSON.parse(t) as VersionRecord);
 }
@@ -169,26 +171,3 @@ export async function writeSigningKeys(kv: KvStore, hostname: string, namespace:
   await kv.put(signingKeysKey(hostname, namespace), JSON.stringify(keys));
 }
 
-async function listKeys(kv: KvStore, prefix: string): Promise<string[]> {
-  const names: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await kv.list({ prefix, cursor });
-    names.push(...page.keys.map((k) => k.name));
-    cursor = page.list_complete ? undefined : page.cursor;
-  } while (cursor);
-  return names;
-}
-
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index]!);
-    }
-  });
-  await Promise.all(workers);
-  return results;
-}

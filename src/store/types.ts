@@ -1,4 +1,5 @@
 import type { ProviderAddress } from '../protocol/address';
+import type { GpgPublicKey } from '../protocol/providers-v1';
 
 /**
  * The subset of the Workers KV and R2 binding APIs the store uses. The real
@@ -44,12 +45,8 @@ export interface PackageRecord {
   size: number;
 }
 
-/** A public signing key as served in `signing_keys.gpg_public_keys`. */
-export interface SigningKey {
-  /** 16 upper-case hex digits. */
-  key_id: string;
-  ascii_armor: string;
-}
+/** A public signing key as stored and served in `signing_keys.gpg_public_keys` (the protocol's type, its two fields we use). */
+export type SigningKey = Pick<GpgPublicKey, 'key_id' | 'ascii_armor'>;
 
 /**
  * Everything known about one published version; the stored response bodies
