@@ -18,6 +18,7 @@ import { wrk, type LoadResult } from './wrk';
 import { benchPublish, type PublishFigures } from './publish';
 import { build } from './build';
 import { soak } from './soak';
+import { benchCost, costTable, costTargets, type CostFigures } from './cost';
 
 const args = new Set(process.argv.slice(2));
 const json = args.has('--json');
@@ -138,7 +139,10 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
     log('publish: hashing and a local publish');
     const publish = await benchPublish(work, quick);
 
-    const targets = evaluate(floor, floorP99, smallRoutes, largeRoutes, kvReads, archive, publish, bundleGzip);
+    log('cost: requests, KV and R2 reads of a real terraform init, cold and with a warm edge cache');
+    const cost = await benchCost(work, { quick, log });
+
+    const targets = [...evaluate(floor, floorP99, smallRoutes, largeRoutes, kvReads, archive, publish, bundleGzip), ...costTargets(cost)];
     const result = {
       machine: { cpus: cpus().length, node: process.version, loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg()[0]! },
       settings: { connections: CONNECTIONS, secondsPerRun: SECONDS, rounds: ROUNDS, quick },
@@ -153,6 +157,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       archive,
       publish,
       bundle: { gzipBytes: bundleGzip },
+      cost,
       targets,
       seconds: (Date.now() - started) / 1000,
     };
@@ -334,6 +339,7 @@ type Result = {
   archive: { seconds: number; mbPerSecond: number; rssGrowthMb: number; baselineRssMb: number };
   publish: PublishFigures;
   bundle: { gzipBytes: number };
+  cost: CostFigures;
   targets: Target[];
   seconds: number;
 };
@@ -360,6 +366,7 @@ function table(result: Result): string {
   lines.push(`publish hashing (${p.hashing.fileMb} MB provider-like zip): ${p.hashing.function} ${p.hashing.mbPerSecond.toFixed(0)} MB/s, sha256sum ${p.hashing.sha256sumMbPerSecond.toFixed(0)} MB/s; zh alone (sha256File) ${p.hashing.sha256FileMbPerSecond.toFixed(0)} MB/s${p.hashing.unzipPipeMbPerSecond === null ? '' : `; unzip -p | sha256sum ${p.hashing.unzipPipeMbPerSecond.toFixed(0)} MB/s`}`);
   lines.push(`local publish of 3 × 50 MB archives: ${p.localPublishSeconds.toFixed(2)} s (read + hash + sign ${p.readAndHashSeconds.toFixed(2)} s, writes to local R2/KV ${p.writeSeconds.toFixed(2)} s)`);
   lines.push(`bundle: ${(result.bundle.gzipBytes / 1024).toFixed(1)} KiB gzip`);
+  lines.push('', ...costTable(result.cost));
   lines.push('');
   lines.push('targets');
   for (const t of result.targets) lines.push(`  ${t.met ? 'met    ' : 'MISSED '}  ${t.name}: ${t.value} (target ${t.target})${t.note ? ` — ${t.note}` : ''}`);
