@@ -80,6 +80,10 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       { name: 'download doc', path: `/v1/providers/bench/${type}/${version}/download/linux/amd64` },
       { name: 'mirror index', path: `/v1/mirror/${HOSTNAME}/bench/${type}/index.json` },
       { name: 'mirror version', path: `/v1/mirror/${HOSTNAME}/bench/${type}/${version}.json` },
+      // Pages for people (src/pages/), against the versions route above.
+      { name: 'page: home', path: '/' },
+      { name: 'page: provider', path: `/providers/bench/${type}` },
+      { name: 'page: version', path: `/providers/bench/${type}/${version}` },
     ];
 
     const registry = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
