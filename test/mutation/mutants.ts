@@ -187,8 +187,8 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'signed-url-expiry-rounded-up', file: 'src/auth/signed-urls.ts', tests: SIGNED,
     description: 'signed URLs live up to a second longer than configured',
-    from: 'const expires = Math.floor(now / 1000) + Math.round(signedUrlMinutes(env) * 60);',
-    to: 'const expires = Math.ceil(now / 1000) + Math.round(signedUrlMinutes(env) * 60);',
+    from: 'const expires = Math.floor(now / 1000) + Math.round(minutes * 60);',
+    to: 'const expires = Math.ceil(now / 1000) + Math.round(minutes * 60);',
   },
   {
     id: 'signed-url-repeated-params', file: 'src/auth/signed-urls.ts', tests: SIGNED,
