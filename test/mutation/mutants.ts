@@ -285,7 +285,7 @@ export const MUTANTS: Mutant[] = [
     to: 'if (false) {',
   },
   {
-    id: 'empty-protocols', file: 'scripts/lib/release.ts', tests: VALIDATION,
+    id: 'empty-protocols', file: 'scripts/lib/release.ts', tests: ['test/scripts/release.test.ts', ...VALIDATION],
     description: 'a manifest with protocol_versions [] is accepted',
     from: 'if (!Array.isArray(versions) || versions.length === 0 || ',
     to: 'if (!Array.isArray(versions) || ',
