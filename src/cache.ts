@@ -39,6 +39,12 @@ export class DocumentCache<Value extends { cacheBytes: number } = StoredDocument
     }
   }
 
+  /** Empties the cache. */
+  clear(): void {
+    this.entries.clear();
+    this.bytes = 0;
+  }
+
   get size(): number {
     return this.entries.size;
   }

@@ -20,6 +20,9 @@ import { openLocalStore, type StoreHandle } from './local-store';
 import { readRelease, type ReleasePlan } from './release';
 import { openRemoteStore, type R2S3Options } from './remote-store';
 import { signDetached, verifyDetached } from './sign';
+import { readDocsFile } from './docs/index';
+import { writeVersionDocs } from '../../src/store/pages-publish';
+import type { ProviderDocs } from '../../src/store/docs';
 
 /**
  * publishRelease: the function behind `npm run publish-provider`, for the
@@ -60,6 +63,8 @@ export interface PublishOptions {
   keysDir?: string;
   /** Validate and return the plan without writing anything. */
   dryRun?: boolean;
+  /** Docs for the version's pages: a Provider Code Specification or `terraform providers schema -json` output (scripts/lib/docs). */
+  docs?: string;
   /** Human-readable lines (the CLI writes them to stderr). */
   log?: (line: string) => void;
   /** Environment for keys and --remote credentials (default process.env). */
@@ -114,6 +119,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
   try {
     const address = providerAddress(hostname, namespace, plan.type);
     for (const note of plan.notes) log(`note: ${note}`);
+    const docs = options.docs ? readDocsFile(options.docs, namespace, plan.type) : null;
     const uploadProgress = (key: string, sent: number) => {
       if (sent >= 64 * 1024 * 1024 || plan.archives.some((a) => key.endsWith(`/${a.filename}`) && a.digest.size >= 64 * 1024 * 1024)) {
         log(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`);
@@ -123,7 +129,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
       ? openRemoteStore(config, env, { onProgress: uploadProgress, ...options.remoteTuning })
       : await openLocalStore(config));
     try {
-      return await publishPlan(plan, address, store, config, options, log, env);
+      return await publishPlan(plan, address, store, config, options, log, env, docs);
     } finally {
       if (!options.store) await store.close();
     }
@@ -140,6 +146,7 @@ async function publishPlan(
   options: PublishOptions,
   log: (line: string) => void,
   env: NodeJS.ProcessEnv,
+  docs: ProviderDocs | null = null,
 ): Promise<PublishResult> {
   const { kv, blobs } = store;
   const name = `${formatAddress(address)} ${plan.version}`;
@@ -185,6 +192,7 @@ async function publishPlan(
   }
 
   if (existing) {
+    if (docs) log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs, options.dryRun)}`);
     if (!options.dryRun) await rebuildProviderIndex(kv, address, progressLog(log));
     log(`${name} is already published with these bytes; nothing to write`);
     return result(existing.signingKey.key_id, options.dryRun ? 'dry-run' : 'unchanged');
@@ -236,6 +244,7 @@ async function publishPlan(
     memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature'),
   ];
   log(`publishing ${name} to ${store.description}`);
+  if (docs) log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)} (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`);
   const outcome = await publishVersion(kv, blobs, record, files, progressLog(log, env[CRASH_ENV]));
   log(outcome === 'published' ? `published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})` : `${name} was already published; nothing rewritten`);
   return result(outcome === 'published' ? signingKey.key_id : ((await readVersionRecord(kv, address, plan.version))?.signingKey.key_id ?? signingKey.key_id), outcome);

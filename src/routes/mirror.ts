@@ -3,6 +3,7 @@ import type { Env } from '../env';
 import { settings } from '../config';
 import { withReleaseUrls } from '../release-urls';
 import { documentResponse, notFound, pathSegment } from '../http';
+import { edgeCacheFor } from '../http/edge-cache';
 import { formatAddress, providerAddress } from '../protocol/address';
 import { parseVersion } from '../protocol/version';
 import { InputError } from '../protocol/errors';
@@ -13,9 +14,11 @@ import { readMirrorIndex, readMirrorVersion } from '../store/read';
  * "list available versions"; GET …/:version.json — "list available
  * installation packages". Serves any hostname whose providers are stored
  * (our own and mirrored upstream ones). 404 when the provider or version is
- * not stored or the file is neither; 400 for malformed parts.
+ * not stored or the file is neither; 400 for malformed parts. VERSION.json
+ * comes from the isolate, else the location's edge cache, else KV (and then
+ * goes into the edge cache); index.json never goes to the edge cache.
  */
-export async function mirrorDocument(request: IRequest, env: Env): Promise<Response> {
+export async function mirrorDocument(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
   const config = settings(env);
   const address = providerAddress(
     pathSegment(request.params.hostname, 'hostname'),
@@ -30,7 +33,7 @@ export async function mirrorDocument(request: IRequest, env: Env): Promise<Respo
   }
   if (!file.endsWith('.json')) throw new InputError(`"${file}" is neither index.json nor VERSION.json`, 404);
   const version = parseVersion(file.slice(0, -'.json'.length));
-  const document = await readMirrorVersion(env.REGISTRY_KV, address, version, config.listTtlMs);
+  const document = await readMirrorVersion(env.REGISTRY_KV, address, version, config.listTtlMs, edgeCacheFor(request, ctx));
   if (document === null) return notFound(`provider ${formatAddress(address)} ${version} is not in this mirror`);
   return documentResponse(request, document, config.releaseDocumentCacheControl, {
     compress: config.gzipDocuments,

@@ -3,6 +3,7 @@ import type { Env } from '../env';
 import { settings } from '../config';
 import { withReleaseUrls } from '../release-urls';
 import { documentResponse, notFound, pathSegment } from '../http';
+import { edgeCacheFor } from '../http/edge-cache';
 import { providerAddress, formatAddress } from '../protocol/address';
 import { parsePlatform } from '../protocol/platform';
 import { parseVersion } from '../protocol/version';
@@ -30,9 +31,11 @@ export async function listVersions(request: IRequest, env: Env): Promise<Respons
  * GET /v1/providers/:namespace/:type/:version/download/:os/:arch —
  * providers.v1 "find a provider package". 200 with the stored body (os and
  * arch echo the request; OpenTofu's `packages` lists every platform); 404 when
- * that version or platform is not published; 400 for malformed parts.
+ * that version or platform is not published; 400 for malformed parts. The
+ * stored body comes from the isolate, else the location's edge cache, else KV
+ * (and then goes into the edge cache).
  */
-export async function findPackage(request: IRequest, env: Env): Promise<Response> {
+export async function findPackage(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
   const config = settings(env);
   const address = providerAddress(
     config.hostname,
@@ -41,7 +44,7 @@ export async function findPackage(request: IRequest, env: Env): Promise<Response
   );
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const platform = parsePlatform(pathSegment(request.params.os, 'os'), pathSegment(request.params.arch, 'arch'));
-  const document = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, config.listTtlMs);
+  const document = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, config.listTtlMs, edgeCacheFor(request, ctx));
   if (document === null) {
     return notFound(`provider ${formatAddress(address)} ${version} has no package for ${platform.os}_${platform.arch}`);
   }

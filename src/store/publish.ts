@@ -8,6 +8,7 @@ import {
   versionRecordKey, versionRecordPrefix, versionsDocumentKey,
 } from './layout';
 import type { BlobStore, KvStore, SigningKey, VersionRecord } from './types';
+import { rebuildProviderPages } from './pages-publish';
 
 /**
  * The write side of the store, used by the publish and keys scripts (never by
@@ -147,7 +148,10 @@ export async function rebuildProviderIndex(kv: KvStore, address: ProviderAddress
       kv.get(versionsDocumentKey(address), 'text'),
       kv.get(mirrorIndexKey(address), 'text'),
     ]);
-    if (storedVersions === versions && storedMirror === mirror) return;
+    if (storedVersions === versions && storedMirror === mirror) {
+      await rebuildProviderPages(kv, address, records);
+      return;
+    }
     progress({ step: 'index', detail: `${records.length} versions of ${formatAddress(address)}` });
     await kv.put(mirrorIndexKey(address), mirror);
     await kv.put(versionsDocumentKey(address), versions);
