@@ -28,7 +28,7 @@ const SIGNED = ['test/worker-private/signed-url-binding.test.ts', 'test/worker-p
 const CACHE = ['test/worker/cache-lifetimes.test.ts', 'test/worker/caching.test.ts'];
 const STORE = ['test/worker/version-order.test.ts', 'test/worker/immutability.test.ts', 'test/worker/registry.test.ts', 'test/worker/mirror.test.ts'];
 const VALIDATION = ['test/scripts/publish-validation.test.ts', 'test/scripts/immutability.test.ts'];
-const ARCHIVE = ['test/scripts/hashes.test.ts', 'test/scripts/publish-validation.test.ts'];
+const ARCHIVE = ['test/scripts/archive.test.ts', 'test/scripts/hashes.test.ts', 'test/scripts/publish-validation.test.ts'];
 
 export const MUTANTS: Mutant[] = [
   // src/protocol
