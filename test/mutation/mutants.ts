@@ -291,7 +291,7 @@ export const MUTANTS: Mutant[] = [
     to: 'if (!Array.isArray(versions) || ',
   },
   {
-    id: 'empty-executable', file: 'scripts/lib/release.ts', tests: VALIDATION,
+    id: 'empty-executable', file: 'scripts/lib/release.ts', tests: ['test/scripts/release.test.ts', ...VALIDATION],
     description: 'an empty provider executable is accepted',
     from: 'if (found.size === 0) throw new InputError(`archive ${path}: executable',
     to: 'if (false) throw new InputError(`archive ${path}: executable',

@@ -49,6 +49,21 @@ describe('inspectArchive refuses', () => {
     });
   });
 
+  it('an entry name that climbs out of the install directory', async () => {
+    const zip = await zipOf([['terraform-provider-x_v1.0.0', 'x'], ['aa/evil', 'y']]);
+    // yazl refuses to write such a name, so write a harmless one of the same length and patch it everywhere.
+    let at = zip.indexOf('aa/evil');
+    let patched = 0;
+    while (at !== -1) {
+      zip.write('../evil', at);
+      patched++;
+      at = zip.indexOf('aa/evil', at + 1);
+    }
+    expect(patched).toBe(2); // local header and central directory
+    const path = write('climb.zip', zip);
+    await expect(inspectArchive(path)).rejects.toMatchObject({ name: 'InputError', message: expect.stringMatching(/^archive .*climb\.zip: unsafe entry name \(.+\); rebuild the zip$/) });
+  });
+
   it('but reads the same zip unpatched', async () => {
     const path = write('good.zip', await zipOf([['terraform-provider-x_v1.0.0', 'x'.repeat(1000)]]));
     expect((await inspectArchive(path)).entries.map((e) => [e.name, e.size])).toEqual([['terraform-provider-x_v1.0.0', 1000]]);

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readRelease } from '../../scripts/lib/release';
+import { zipBuffers } from '../../scripts/lib/zip-binary';
 import { tempDir, writeDist } from './helpers';
 
 // readRelease's manifest rules, checked without a store: the protocols a release declares are served to
@@ -31,5 +32,16 @@ describe('manifest protocol_versions', () => {
         message: expect.stringMatching(/_manifest\.json: metadata\.protocol_versions must be a non-empty list like \["5\.0"\] or \["6\.0"\]$/),
       });
     }
+  });
+});
+
+describe('archives', () => {
+  it('refuses an empty provider executable, naming the archive', async () => {
+    const d = await writeDist(join(dir, `dist-${++counter}`), 'x', '1.0.0', { platforms: ['linux_amd64'] });
+    const path = join(d, 'terraform-provider-x_1.0.0_linux_amd64.zip');
+    writeFileSync(path, await zipBuffers({ 'terraform-provider-x_v1.0.0': '' }));
+    await expect(readRelease({ paths: [d] })).rejects.toMatchObject({
+      name: 'InputError', message: `archive ${path}: executable terraform-provider-x_v1.0.0 is empty; rebuild the provider`,
+    });
   });
 });
