@@ -151,7 +151,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'scope-not-lowercased', file: 'src/auth/tokens.ts', tests: SCOPES,
     description: 'HOST/NAMESPACE scopes keep their case (never match the lower-cased request)',
-    from: "return parts[1] === '*' ? `${host}/*` : `${host}/${parseProviderName(parts[1]!, 'namespace')}`;",
+    from: "return parts[1] === '*' ? `${host}/*` : `${host}/${parseModuleName(parts[1]!, 'namespace')}`;",
     to: "return parts[1] === '*' ? `${host}/*` : `${host}/${parts[1]!}`;",
   },
   {

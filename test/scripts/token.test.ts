@@ -63,11 +63,12 @@ describe('token commands on the local state', () => {
     await expect(createToken(store.kv, { scopes: [], expires: null })).rejects.toThrow(/--namespace/);
     const before = (await store.kv.list({ prefix: '' })).keys.length;
     for (const [bad, message] of [
-      ['bad_ns', 'namespace "bad_ns" is invalid'],
+      ['bad.ns', 'namespace "bad.ns" is invalid'],
       ['-x', 'namespace "-x" is invalid'],
       ['a/b/c', 'scope "a/b/c" must be "*", NAMESPACE, HOST/NAMESPACE or HOST/*'],
       ['not a host/acme', 'hostname "not a host" is not a valid registry hostname'],
       ['', 'namespace is empty'],
+      ['acme*', 'namespace "acme*" is invalid'],
     ]) {
       await expect(createToken(store.kv, { scopes: [bad!], expires: null }), bad).rejects.toMatchObject({ name: 'InputError', message: expect.stringContaining(message!) });
     }
@@ -124,7 +125,7 @@ describe('npm run token (the CLI)', () => {
 
   it('exits 1 with a message for bad arguments', async () => {
     // Independent runs, so in parallel: each is a process start.
-    const cases = [['create'], ['create', '--namespace', 'Bad_NS'], ['revoke'], ['rotate'], ['list', '--namespace', 'x']];
+    const cases = [['create'], ['create', '--namespace', 'Bad.NS'], ['revoke'], ['rotate'], ['list', '--namespace', 'x']];
     const failures = await Promise.all(cases.map((args) => token(...args).then(() => null, (error: { code: number; stderr: string }) => error)));
     cases.forEach((args, i) => {
       expect(failures[i]?.code, args.join(' ')).toBe(1);
