@@ -1,11 +1,13 @@
 /**
  * Bench-only Worker (never deployed): the registry Worker with its KV
- * binding wrapped in a proxy that counts reads, and one extra path,
- * /__bench/kv-reads, that reports (and with ?reset, zeroes) the count. The
- * production Worker has no such path.
+ * binding wrapped in a proxy that counts reads, and extra paths:
+ * /__bench/kv-reads, that reports (and with ?reset, zeroes) the count, and
+ * /__bench/cache, the isolate document cache's figures. The production
+ * Worker has no such paths.
  */
 import worker from '../src/index';
 import type { Env } from '../src/env';
+import { documentCacheStats } from '../src/store/read';
 
 let reads = 0;
 
@@ -55,6 +57,8 @@ export default {
       return new Response(body, { headers: { 'content-type': 'application/json' } });
     }
     if (url.pathname === '/__bench/loop') return loop(url, env, ctx);
+    // The isolate's document cache: entries, counted bytes, its bound, evictions (the soak samples it).
+    if (url.pathname === '/__bench/cache') return Response.json(documentCacheStats());
     return worker.fetch(request, { ...env, REGISTRY_KV: counting(env.REGISTRY_KV) }, ctx);
   },
 } satisfies ExportedHandler<Env>;

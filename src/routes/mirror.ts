@@ -4,7 +4,8 @@ import { settings } from '../config';
 import { withReleaseUrls } from '../release-urls';
 import { documentResponse, notFound, pathSegment } from '../http';
 import { edgeCacheFor } from '../http/edge-cache';
-import { formatAddress, providerAddress } from '../protocol/address';
+import { formatAddress } from '../protocol/address';
+import { requestAddress } from './params';
 import { parseVersion } from '../protocol/version';
 import { InputError } from '../protocol/errors';
 import { readMirrorIndex, readMirrorVersion } from '../store/read';
@@ -20,11 +21,7 @@ import { readMirrorIndex, readMirrorVersion } from '../store/read';
  */
 export async function mirrorDocument(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
   const config = settings(env);
-  const address = providerAddress(
-    pathSegment(request.params.hostname, 'hostname'),
-    pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.type, 'type'),
-  );
+  const address = requestAddress(request);
   const file = pathSegment(request.params.file, 'file');
   if (file === 'index.json') {
     const document = await readMirrorIndex(env.REGISTRY_KV, address, config.listTtlMs);

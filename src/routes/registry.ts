@@ -4,7 +4,8 @@ import { settings } from '../config';
 import { withReleaseUrls } from '../release-urls';
 import { documentResponse, notFound, pathSegment } from '../http';
 import { edgeCacheFor } from '../http/edge-cache';
-import { providerAddress, formatAddress } from '../protocol/address';
+import { formatAddress } from '../protocol/address';
+import { requestAddress } from './params';
 import { parsePlatform } from '../protocol/platform';
 import { parseVersion } from '../protocol/version';
 import { readDownloadDocument, readVersionsDocument } from '../store/read';
@@ -17,11 +18,7 @@ import { readDownloadDocument, readVersionsDocument } from '../store/read';
  */
 export async function listVersions(request: IRequest, env: Env): Promise<Response> {
   const config = settings(env);
-  const address = providerAddress(
-    config.hostname,
-    pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.type, 'type'),
-  );
+  const address = requestAddress(request, config.hostname);
   const document = await readVersionsDocument(env.REGISTRY_KV, address, config.listTtlMs);
   if (document === null) return notFound(`provider ${formatAddress(address)} not found`);
   return documentResponse(request, document, config.listCacheControl, { compress: config.gzipDocuments });
@@ -37,11 +34,7 @@ export async function listVersions(request: IRequest, env: Env): Promise<Respons
  */
 export async function findPackage(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
   const config = settings(env);
-  const address = providerAddress(
-    config.hostname,
-    pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.type, 'type'),
-  );
+  const address = requestAddress(request, config.hostname);
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const platform = parsePlatform(pathSegment(request.params.os, 'os'), pathSegment(request.params.arch, 'arch'));
   const document = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, config.listTtlMs, edgeCacheFor(request, ctx));

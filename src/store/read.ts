@@ -19,6 +19,9 @@ import {
 
 const documents = new DocumentCache(32 * 1024 * 1024);
 
+/** The isolate's document cache figures (for the bench's soak: its byte bound under sustained load). */
+export const documentCacheStats = () => documents.stats();
+
 async function readDocument(
   kv: KVNamespace, key: string, immutable: boolean, listTtlMs: number, edgeCache: EdgeCache | null = null,
 ): Promise<StoredDocument | null> {

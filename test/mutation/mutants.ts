@@ -207,8 +207,8 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'same-release-ignores-protocols', file: 'src/store/publish.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
     description: 'immutability ignores the protocols',
-    from: 'return files(a) === files(b) && JSON.stringify(a.protocols) === JSON.stringify(b.protocols);',
-    to: 'return files(a) === files(b);',
+    from: 'return files(a) === files(b) && sums && JSON.stringify(a.protocols) === JSON.stringify(b.protocols);',
+    to: 'return files(a) === files(b) && sums;',
   },
   {
     id: 'skip-upload-by-size', file: 'src/store/publish.ts', tests: STORE,
@@ -257,8 +257,8 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'publish-no-immutability', file: 'scripts/lib/publish.ts', tests: VALIDATION,
     description: 'publish-provider does not compare with the published version',
-    from: 'if (existing && !sameRelease(existing, draft)) {',
-    to: 'if (false) {',
+    from: 'if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);',
+    to: 'if (false) throw differentContentsError(draft, existing);',
   },
   {
     id: 'sums-hash-unchecked', file: 'scripts/lib/release.ts', tests: VALIDATION,
