@@ -30,7 +30,9 @@ const COMPATIBILITY_DATE = '2026-04-20'; // wrangler.toml's
  * `persistDir` stores KV and R2 on disk as `wrangler dev` does (R2 blobs are
  * files, so serving one streams from disk); without it they live in memory.
  */
-export async function startRuntime(worker: { bundlePath: string } | { script: string }, persistDir?: string): Promise<Runtime> {
+export async function startRuntime(
+  worker: { bundlePath: string } | { script: string }, persistDir?: string, options: { inspectorPort?: number } = {},
+): Promise<Runtime> {
   const before = new Set(childPids('workerd'));
   const source = 'bundlePath' in worker
     ? { modules: [{ type: 'ESModule' as const, path: worker.bundlePath }], modulesRoot: dirname(worker.bundlePath) }
@@ -49,6 +51,7 @@ export async function startRuntime(worker: { bundlePath: string } | { script: st
       stderr.resume();
     },
     ...(persistDir ? { defaultPersistRoot: persistDir, kvPersist: true, r2Persist: true } : {}),
+    ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
   });
   const url = await mf.ready;
   const pid = childPids('workerd').find((p) => !before.has(p));
