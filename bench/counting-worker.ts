@@ -72,7 +72,7 @@ function counting(kv: KVNamespace): KVNamespace {
 const wrapped = new WeakMap<Env, Env>();
 function countingEnv(env: Env): Env {
   let result = wrapped.get(env);
-  if (!result) wrapped.set(env, (result = { ...env, REGISTRY_KV: counting(env.REGISTRY_KV) }));
+  if (!result) wrapped.set(env, (result = { ...env, REGISTRY_KV: counting(env.REGISTRY_KV), REGISTRY_R2: countingR2(env.REGISTRY_R2) }));
   return result;
 }
 
@@ -92,10 +92,6 @@ export default {
     if (url.pathname === '/__bench/loop') return loop(url, env, ctx);
     // The isolate's document cache: entries, counted bytes, its bound, evictions (the soak samples it).
     if (url.pathname === '/__bench/cache') return Response.json(documentCacheStats());
-<<<<<<< HEAD
     return worker.fetch(request, countingEnv(env), ctx);
-=======
-    return worker.fetch(request, { ...env, REGISTRY_KV: counting(env.REGISTRY_KV), REGISTRY_R2: countingR2(env.REGISTRY_R2) }, ctx);
->>>>>>> main
   },
 } satisfies ExportedHandler<Env>;
