@@ -55,7 +55,7 @@ async function servedState(type: string): Promise<Served> {
   const mf = new Miniflare({
     modules: true,
     script: 'export default { fetch() { return new Response(null); } }',
-    compatibilityDate: '2026-04-20',
+    compatibilityDate: config.compatibilityDate,
     defaultPersistRoot: config.localPersistRoot,
     kvNamespaces: { KV: config.kvNamespaceId },
     r2Buckets: { R2: config.bucketName },
@@ -191,7 +191,7 @@ async function servedShasums(type: string, version: string, filenames: string[])
   const mf = new Miniflare({
     modules: true,
     script: 'export default { fetch() { return new Response(null); } }',
-    compatibilityDate: '2026-04-20',
+    compatibilityDate: config.compatibilityDate,
     defaultPersistRoot: config.localPersistRoot,
     kvNamespaces: { KV: config.kvNamespaceId },
   });

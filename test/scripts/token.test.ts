@@ -114,11 +114,17 @@ describe('npm run token (the CLI)', () => {
     expect((await token('list')).stdout).not.toContain('cli-test');
   });
 
-  it('exits 1 with a message for bad arguments', async () => {
-    for (const args of [['create'], ['create', '--namespace', 'Bad_NS'], ['revoke'], ['rotate'], ['list', '--namespace', 'x']]) {
+  it('exits 1 for bad input and 2 with the usage for bad arguments, with one "error:" line and no stack trace', async () => {
+    const cases: [string[], number][] = [
+      [['create'], 1], [['create', '--namespace', 'Bad_NS'], 1],
+      [['revoke'], 2], [['rotate'], 2], [['list', '--namespace', 'x'], 2], [[], 2], [['list', '--bogus'], 2],
+    ];
+    for (const [args, code] of cases) {
       const failure = await token(...args).then(() => null, (error: { code: number; stderr: string }) => error);
-      expect(failure?.code, args.join(' ')).toBe(1);
-      expect(failure?.stderr).toMatch(/^token: /);
+      expect(failure?.code, args.join(' ')).toBe(code);
+      expect(failure?.stderr).toMatch(/^error: /);
+      expect(failure?.stderr).not.toMatch(/\n\s+at /);
+      if (code === 2) expect(failure?.stderr).toMatch(/usage:\n  npm run token/);
     }
   });
 });
