@@ -13,12 +13,15 @@ interface Counts {
   byRoute: Record<string, number>;
   /** KV reads by the key's first segment (v1, records, signing-keys, tokens). */
   kvReadsByKey: Record<string, number>;
+  /** KV reads and R2 class-B reads by "METHOD route" of the request that made them. */
+  kvReadsByRoute: Record<string, number>;
+  r2ClassBByRoute: Record<string, number>;
   kvReads: number;
   r2ClassB: number;
   r2ClassA: number;
 }
 
-const fresh = (): Counts => ({ requests: 0, byRoute: {}, kvReadsByKey: {}, kvReads: 0, r2ClassB: 0, r2ClassA: 0 });
+const fresh = (): Counts => ({ requests: 0, byRoute: {}, kvReadsByKey: {}, kvReadsByRoute: {}, r2ClassBByRoute: {}, kvReads: 0, r2ClassB: 0, r2ClassA: 0 });
 let counts = fresh();
 
 function route(pathname: string): string {
@@ -32,7 +35,8 @@ function route(pathname: string): string {
     if (pathname.endsWith('_SHA256SUMS.sig')) return 'SHA256SUMS.sig';
     return 'archive';
   }
-  if (pathname.startsWith('/v1/modules/')) return 'module';
+  if (pathname.startsWith('/v1/modules/')) return pathname.endsWith('/versions') ? 'module versions' : 'module download';
+  if (pathname.startsWith('/v1/module-archives/')) return 'module archive';
   return 'other';
 }
 
@@ -63,11 +67,15 @@ export default {
     const kv = wrap(env.REGISTRY_KV, (p, args) => {
       if (p !== 'get' && p !== 'getWithMetadata') return;
       counts.kvReads++;
+      counts.kvReadsByRoute[kind] = (counts.kvReadsByRoute[kind] ?? 0) + 1;
       const prefix = String(args[0]).split('/')[0]!;
       counts.kvReadsByKey[prefix] = (counts.kvReadsByKey[prefix] ?? 0) + 1;
     });
     const r2 = wrap(env.REGISTRY_R2, (p) => {
-      if (p === 'get' || p === 'head') counts.r2ClassB++;
+      if (p === 'get' || p === 'head') {
+        counts.r2ClassB++;
+        counts.r2ClassBByRoute[kind] = (counts.r2ClassBByRoute[kind] ?? 0) + 1;
+      }
       else if (p === 'put' || p === 'list' || p.startsWith('createMultipart')) counts.r2ClassA++;
     });
     return worker.fetch(request, { ...env, REGISTRY_KV: kv, REGISTRY_R2: r2 }, ctx);

@@ -13,7 +13,7 @@
  *
  * From those, the daily `terraform init` capacity that fits Cloudflare's free
  * plan, and the share of it a typical organisation (10 providers, 1,000
- * inits a day) uses. Providers only: this checkout has no module registry.
+ * inits a day, each installing its 10 providers and one module) uses.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -21,6 +21,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { Miniflare } from 'miniflare';
+import { publishModule } from '../scripts/lib/module/publish';
 import { createToken } from '../scripts/lib/tokens';
 import type { KvStore } from '../src/store/types';
 import { publishIntoState } from '../test/e2e/local-publish';
@@ -30,6 +31,7 @@ import { VARS } from './runtime';
 
 const run = promisify(execFile);
 const MIRRORED_HOSTNAME = 'registry.example.com';
+const MODULE_HOSTNAME = 'modules.host.example';
 const root = join(import.meta.dirname, '..');
 
 /** Cloudflare's Workers Free plan (developers.cloudflare.com: Workers, KV and R2 pricing). */
@@ -39,7 +41,7 @@ export const FREE_PLAN = {
   r2ClassBPerMonth: 10_000_000,
   r2StorageGb: 10,
 };
-/** The organisation the README's figure is for. */
+/** The organisation the README's figure is for: each init installs its 10 providers and one module. */
 export const TYPICAL = { providers: 10, initsPerDay: 1000 };
 /** Storage assumption (our fake archives are a few hundred bytes): a provider version = 6 platforms × 25 MB zips. */
 const STORAGE = { platformsPerVersion: 6, archiveMb: 25 };
@@ -51,6 +53,8 @@ export interface InitCounts {
   /** "METHOD route" → requests. */
   byRoute: Record<string, number>;
   kvReadsByKey: Record<string, number>;
+  kvReadsByRoute: Record<string, number>;
+  r2ClassBByRoute: Record<string, number>;
 }
 
 export interface CostScenario {
@@ -111,6 +115,12 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
   // Terraform cannot resolve a mirror URL for a source address with a port: the mirror run installs
   // the same releases under a plain hostname (as for mirrored upstream providers).
   await publishIntoState(stateDir, MIRRORED_HOSTNAME, 'acme', releases, key);
+  // One module (acme/vpc/aws), published with publish-module's own code into the same state.
+  const moduleDir = join(dir, 'module-vpc');
+  await mkdir(moduleDir, { recursive: true });
+  await writeFile(join(moduleDir, 'main.tf'), 'variable "cidr" {\n  type    = string\n  default = "10.0.0.0/16"\n}\n\noutput "cidr" {\n  value = var.cidr\n}\n');
+  await writeFile(join(moduleDir, 'README.md'), '# vpc\n\nA bench module.\n');
+  await publishModule({ path: moduleDir, namespace: 'acme', name: 'vpc', system: 'aws', version: '1.0.0', persistTo: stateDir, hostname, configPath: join(root, 'wrangler.toml') });
   const certificate = makeCertificate(dir);
 
   const start = (cacheDir: string) => new Miniflare({
@@ -189,13 +199,14 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
 
 /** Per-init figures scaled to the typical organisation's provider count, and the free plan's daily capacity at that cost. */
 export function scenario(path: CostScenario['path'], cache: CostScenario['cache'], measured: InitCounts, providers: number): CostScenario {
-  // Discovery is once per host and init; everything else is per provider.
-  const discovery = measured.byRoute['GET discovery'] ?? 0;
+  // Discovery and the module are once per init; everything else is per provider.
   const scale = TYPICAL.providers / providers;
+  const scaled = (byRoute: Record<string, number>) => Object.entries(byRoute)
+    .reduce((sum, [route, count]) => sum + (/discovery|module/.test(route) ? count : count * scale), 0);
   const perTypicalInit = {
-    requests: discovery + (measured.requests - discovery) * scale,
-    kvReads: measured.kvReads * scale,
-    r2ClassB: measured.r2ClassB * scale,
+    requests: scaled(measured.byRoute),
+    kvReads: scaled(measured.kvReadsByRoute),
+    r2ClassB: scaled(measured.r2ClassBByRoute),
   };
   const limits = [
     { name: 'Worker requests (100k/day)', perDay: FREE_PLAN.workerRequestsPerDay, per: perTypicalInit.requests },
@@ -214,9 +225,15 @@ async function terraformInit(
   const sourceHost = options.mirror ? MIRRORED_HOSTNAME : options.hostname;
   const required = Array.from({ length: options.providers }, (_, i) =>
     `    thing${i + 1} = { source = "${sourceHost}/acme/thing${i + 1}", version = "~> 1.0" }`).join('\n');
-  await writeFile(join(dir, 'main.tf'), `terraform {\n  required_providers {\n${required}\n  }\n}\n`);
+  // The module comes through the registry protocol either way (network mirrors are for providers only).
+  // Terraform wants a dot in a module registry hostname: the CLI configuration's host block points
+  // modules.host.example at this Worker's modules.v1 (as discovery would).
+  const module = `module "vpc" {\n  source  = "${MODULE_HOSTNAME}/acme/vpc/aws"\n  version = "~> 1.0"\n}\n`;
+  await writeFile(join(dir, 'main.tf'), `terraform {\n  required_providers {\n${required}\n  }\n}\n\n${module}`);
   const mirror = options.mirror ? `provider_installation {\n  network_mirror {\n    url = "https://${options.hostname}/v1/mirror/"\n  }\n}\n` : '';
-  await writeFile(join(dir, 'cli.tfrc'), `credentials "${options.hostname}" {\n  token = "${options.token}"\n}\n${mirror}`);
+  const moduleHost = `host "${MODULE_HOSTNAME}" {\n  services = {\n    "modules.v1" = "https://${options.hostname}/v1/modules/"\n  }\n}\n`;
+  const credentials = [options.hostname, MODULE_HOSTNAME].map((h) => `credentials "${h}" {\n  token = "${options.token}"\n}\n`).join('');
+  await writeFile(join(dir, 'cli.tfrc'), `${credentials}${moduleHost}${mirror}`);
   try {
     await run(terraform, ['init', '-input=false', '-no-color'], {
       cwd: dir,
@@ -234,7 +251,7 @@ export function costTable(figures: CostFigures): string[] {
   if ('skipped' in figures) return [`what it costs to run: skipped (${figures.skipped})`];
   const lines: string[] = [];
   const n = (value: number) => (Number.isInteger(value) ? String(value) : value.toFixed(1));
-  lines.push(`what it costs to run — real terraform init of ${figures.providers} providers (${figures.platforms.length} platforms each), private mode with a token, per init${figures.providers === TYPICAL.providers ? '' : ` (scaled to ${TYPICAL.providers} providers)`}:`);
+  lines.push(`what it costs to run — real terraform init of ${figures.providers} providers (${figures.platforms.length} platforms each) and 1 module, private mode with a token, per init${figures.providers === TYPICAL.providers ? '' : ` (provider part scaled to ${TYPICAL.providers} providers)`}:`);
   const widths = [16, 31, 9, 9, 9, 20];
   const pad = (cells: string[]) => cells.map((c, i) => c[i < 2 ? 'padEnd' : 'padStart'](widths[i]!)).join('  ');
   lines.push(pad(['install path', 'cache', 'requests', 'KV reads', 'R2 reads', 'free-plan inits/day']));
@@ -246,7 +263,7 @@ export function costTable(figures: CostFigures): string[] {
   }
   const t = figures.typical;
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-  lines.push(`typical organisation (${t.providers} providers, ${t.initsPerDay.toLocaleString('en-US')} inits/day, warm edge cache): ${pct(t.usage.requests)} of the free Worker requests, ${pct(t.usage.kvReads)} of the free KV reads, ${pct(t.usage.r2ClassBPerMonth)} of the free R2 class-B reads`);
+  lines.push(`typical organisation (${t.providers} providers + 1 module per init, ${t.initsPerDay.toLocaleString('en-US')} inits/day, warm edge cache, fresh isolates): ${pct(t.usage.requests)} of the free Worker requests, ${pct(t.usage.kvReads)} of the free KV reads, ${pct(t.usage.r2ClassBPerMonth)} of the free R2 class-B reads`);
   lines.push(`storage: 10 GB holds ${t.storage.versionsThatFit} provider versions of ${t.storage.versionMb} MB (${STORAGE.platformsPerVersion} platforms × ${STORAGE.archiveMb} MB zips), ${t.storage.perProvider} per provider for ${t.providers} providers`);
   return lines;
 }

@@ -18,6 +18,7 @@ import { MODULE_ROUTES, seedModules } from './seed-modules';
 import { benchModulePublish, type ModulePublishFigures } from './publish-module';
 import { wrk, type LoadResult } from './wrk';
 import { benchPublish, type PublishFigures } from './publish';
+import { benchEdgeCache, type EdgeCacheFigures } from './edge-cache';
 import { build } from './build';
 import { soak } from './soak';
 import { benchCost, costTable, costTargets, type CostFigures } from './cost';
@@ -82,6 +83,10 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       { name: 'download doc', path: `/v1/providers/bench/${type}/${version}/download/linux/amd64` },
       { name: 'mirror index', path: `/v1/mirror/${HOSTNAME}/bench/${type}/index.json` },
       { name: 'mirror version', path: `/v1/mirror/${HOSTNAME}/bench/${type}/${version}.json` },
+      // Pages for people (src/pages/), against the versions route above.
+      { name: 'page: home', path: '/' },
+      { name: 'page: provider', path: `/providers/bench/${type}` },
+      { name: 'page: version', path: `/providers/bench/${type}/${version}` },
     ];
 
     const registry = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
@@ -137,6 +142,9 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
     const kvReads = isolate.kvReads;
     const js = (group: string, name: string) => isolate.jsMicros.find((j) => j.group === group && j.name === name)?.micros ?? null;
 
+    log('edge cache: R2 and KV reads per request across fresh isolates; archive from R2 vs from the cache');
+    const edgeCache = await benchEdgeCache(countingBundle, work, quick, log);
+
     log('publish: hashing and a local publish');
     const publish = await benchPublish(work, quick);
     log('publish-module: a module with 1 MB and with 50 MB of data, local publish');
@@ -146,7 +154,10 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
     log('cost: requests, KV and R2 reads of a real terraform init, cold and with a warm edge cache');
     const cost = await benchCost(work, { quick, log });
 
-    const targets = [...evaluate(floor, floorP99, smallRoutes, largeRoutes, kvReads, archive, publish, bundleGzip), ...costTargets(cost)];
+    const targets = [
+      ...evaluate(floor, floorP99, smallRoutes, largeRoutes, kvReads, archive, publish, bundleGzip),
+      ...edgeCacheTargets(edgeCache), ...costTargets(cost),
+    ];
     const result = {
       machine: { cpus: cpus().length, node: process.version, loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg()[0]! },
       settings: { connections: CONNECTIONS, secondsPerRun: SECONDS, rounds: ROUNDS, quick },
@@ -159,6 +170,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       }),
       kvReads,
       archive,
+      edgeCache,
       publish,
       modulePublish,
       bundle: { gzipBytes: bundleGzip },
@@ -299,6 +311,14 @@ function evaluate(
   return targets;
 }
 
+/** Every release file and immutable document: no R2 or KV read in a fresh isolate once its location has it. */
+function edgeCacheTargets(figures: EdgeCacheFigures): Target[] {
+  return figures.reads.filter((r) => !r.name.endsWith('(list)')).map((r) => ({
+    name: `${r.name}: R2 + KV reads in a fresh isolate of a location that has it`,
+    value: r.freshIsolate.kv + r.freshIsolate.r2, target: '0', met: r.freshIsolate.kv + r.freshIsolate.r2 === 0,
+  }));
+}
+
 function round1(n: number | null): number | null {
   return n === null ? null : Math.round(n * 10) / 10;
 }
@@ -343,6 +363,7 @@ type Result = {
   routes1000Versions: (Row & { meanRatioTo1Version: number; p50RatioTo1Version: number; p99RatioTo1Version: number; rpsRatioToFloor: number })[];
   kvReads: { name: string; first: number; cached: number }[];
   archive: { seconds: number; mbPerSecond: number; rssGrowthMb: number; baselineRssMb: number };
+  edgeCache: EdgeCacheFigures;
   publish: PublishFigures;
   modulePublish: ModulePublishFigures;
   bundle: { gzipBytes: number };
@@ -370,6 +391,10 @@ function table(result: Result): string {
   lines.push(`KV reads per request (first / cached): ${result.kvReads.map((k) => `${k.name} ${k.first}/${k.cached}`).join(', ')}`);
   lines.push(`publish-module (local): ${result.modulePublish.sizes.map((m) => `${m.mb} MB module ${m.seconds.toFixed(2)} s`).join(', ')}`);
   lines.push(`archive 200 MB: ${result.archive.mbPerSecond.toFixed(0)} MB/s (${result.archive.seconds.toFixed(2)} s), workerd RSS +${result.archive.rssGrowthMb.toFixed(1)} MB over ${result.archive.baselineRssMb.toFixed(0)} MB`);
+  const e = result.edgeCache;
+  const fmt = (r: { kv: number; r2: number }) => `${r.r2}/${r.kv}`;
+  lines.push(`edge cache, R2/KV reads per request — first in the location; again, same isolate; fresh isolate: ${e.reads.map((r) => `${r.name} ${fmt(r.first)}; ${fmt(r.sameIsolate)}; ${fmt(r.freshIsolate)}`).join(' | ')}`);
+  lines.push(`edge cache, archive ${e.archive.mb} MB: from R2 ${e.archive.fromR2MbPerSecond.toFixed(0)} MB/s, from the cache ${e.archive.fromCacheMbPerSecond.toFixed(0)} MB/s (fresh isolate ${e.archive.fromCacheFreshIsolateMbPerSecond.toFixed(0)} MB/s)`);
   const p = result.publish;
   lines.push(`publish hashing (${p.hashing.fileMb} MB provider-like zip): ${p.hashing.function} ${p.hashing.mbPerSecond.toFixed(0)} MB/s, sha256sum ${p.hashing.sha256sumMbPerSecond.toFixed(0)} MB/s; zh alone (sha256File) ${p.hashing.sha256FileMbPerSecond.toFixed(0)} MB/s${p.hashing.unzipPipeMbPerSecond === null ? '' : `; unzip -p | sha256sum ${p.hashing.unzipPipeMbPerSecond.toFixed(0)} MB/s`}`);
   lines.push(`local publish of 3 × 50 MB archives: ${p.localPublishSeconds.toFixed(2)} s (read + hash + sign ${p.readAndHashSeconds.toFixed(2)} s, writes to local R2/KV ${p.writeSeconds.toFixed(2)} s)`);

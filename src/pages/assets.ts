@@ -64,6 +64,7 @@ th{font-weight:600;color:var(--muted);font-size:.8rem;text-transform:uppercase;l
 .error{color:var(--danger);font-weight:600}
 .login{max-width:26rem;margin:2rem auto}.login form{display:flex;flex-direction:column;gap:.75rem}.login label{font-weight:600}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+.meta{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem 1rem;margin:0 0 1rem}
 .inline{display:inline}.nojs-hide[hidden]{display:none}
 section+section{margin-top:.5rem}
 h1 code{background:none;padding:0;font-size:.95em}

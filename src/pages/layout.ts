@@ -37,6 +37,7 @@ export function layout(frame: PageFrame): string {
 <title>${frame.title} · ${frame.hostname}</title>
 ${frame.description ? html`<meta name="description" content="${frame.description}">` : ''}
 <meta name="color-scheme" content="light dark">
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/assets/app.css">
 <script src="/assets/app.js" defer></script>
 </head>

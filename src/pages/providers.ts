@@ -121,6 +121,8 @@ function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, 
 <div>
 <h1>${namespace}/${type} <span class="badge ${isPre ? 'pre' : 'accent'}">v${current.version}</span>${isPre ? html` <span class="badge pre">prerelease</span>` : ''}</h1>
 <p class="lead">${data.description || (mirror ? html`Mirrored from <code>${hostname}</code>.` : html`<span class="muted">No description.</span>`)}</p>
+<p class="meta">${!mirror && current.docs ? html`<a class="button" href="${base}/${encodeURIComponent(current.version)}/docs">Documentation</a>` : ''}
+<span class="muted">Published <time datetime="${current.publishedAt}">${current.publishedAt.slice(0, 10)}</time> · protocol ${current.protocols.join(', ')} · ${current.platforms.length} ${current.platforms.length === 1 ? 'platform' : 'platforms'}</span></p>
 ${http ? html`<p class="note">Terraform and OpenTofu talk to registries and mirrors over HTTPS only: to install from this instance, serve it with HTTPS (<code>npm start -- --local-protocol https …</code>, see the README).</p>` : ''}
 <section aria-labelledby="use"><h2 id="use">${mirror ? 'Install' : 'Use'}</h2>${snippets}</section>
 <section aria-labelledby="about"><h2 id="about">Version ${current.version}</h2>

@@ -17,6 +17,9 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *
  * R2:
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
+ *   .records/HOST/NS/TYPE/VERSION.json                  committed version record (strongly consistent: lists are rebuilt from these)
+ *   .leases/NAME                                        an exclusive writer lease (JSON owner + expiry), e.g. NAME = providers/HOST/NS/TYPE
+ * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *
  * All names are lower case; HOST may carry a :port.
  */
@@ -124,3 +127,13 @@ export const moduleArchivePath = (address: ModuleAddress, version: string, filen
 /** File name of a module package: NAME-SYSTEM-VERSION.tar.gz (or .zip for a supplied zip). */
 export const moduleArchiveFilename = (address: ModuleAddress, version: string, format: ModuleArchiveFormat) =>
   `${address.name}-${address.system}-${version}.${format}`;
+
+/** R2 object of a committed version record: the publish's commit point and the source of list rebuilds (R2 lists are strongly consistent, KV's are not). */
+export const committedRecordPrefix = (address: ProviderAddress) => `.records/${providerPath(address)}/`;
+export const committedRecordKey = (address: ProviderAddress, version: string) => `${committedRecordPrefix(address)}${version}.json`;
+
+/** R2 object holding the lease called `name` (see src/store/lease.ts). */
+export const leaseObjectKey = (name: string) => `.leases/${name}`;
+
+/** Lease name of one provider's writers: publish-provider and mirror sync take it (one writer per provider). */
+export const providerLeaseName = (address: ProviderAddress) => `providers/${providerPath(address)}`;

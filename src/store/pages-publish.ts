@@ -9,6 +9,7 @@ import type { ProviderDocs } from './docs';
 import { catalogKey, docsKey, docsPrefix, providerPageKey, summaryKey, summaryPrefix } from './layout';
 import type { Catalog, CatalogEntry, PageKey, ProviderPageData } from './pages';
 import type { KvStore, SigningKey, VersionRecord } from './types';
+import { listAllKeys } from './list-keys';
 
 /**
  * The write side of the page documents (scripts only, never the Worker):
@@ -84,7 +85,7 @@ export function providerPageData(records: readonly VersionRecord[], docsVersions
  */
 export async function rebuildProviderPages(kv: KvStore, address: ProviderAddress, records: readonly VersionRecord[]): Promise<void> {
   if (records.length === 0) return;
-  const docsVersions = new Set((await listKeys(kv, docsPrefix(address))).map((key) => key.slice(docsPrefix(address).length)));
+  const docsVersions = new Set((await listAllKeys(kv, docsPrefix(address))).map((key) => key.slice(docsPrefix(address).length)));
   const newestWithDocs = sortVersions(records.map((r) => r.version).filter((v) => docsVersions.has(v))).pop();
   const docs = newestWithDocs ? await readVersionDocs(kv, address, newestWithDocs) : null;
   const description = docs?.providerSchema.description ?? '';
@@ -105,7 +106,7 @@ export async function rebuildProviderPages(kv: KvStore, address: ProviderAddress
 /** Rebuilds pages/catalog from every provider's entry until what it wrote matches what is stored. */
 export async function rebuildCatalog(kv: KvStore): Promise<void> {
   for (let attempt = 0; attempt < 10; attempt++) {
-    const names = await listKeys(kv, summaryPrefix);
+    const names = await listAllKeys(kv, summaryPrefix);
     const entries: CatalogEntry[] = [];
     for (const name of names) {
       const text = await kv.get(name, 'text');
@@ -165,15 +166,4 @@ export function fingerprintOf(key: SigningKey): string {
 
 async function putIfChanged(kv: KvStore, key: string, text: string): Promise<void> {
   if ((await kv.get(key, 'text')) !== text) await kv.put(key, text);
-}
-
-async function listKeys(kv: KvStore, prefix: string): Promise<string[]> {
-  const names: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await kv.list({ prefix, cursor });
-    names.push(...page.keys.map((k) => k.name));
-    cursor = page.list_complete ? undefined : page.cursor;
-  } while (cursor);
-  return names;
 }
