@@ -414,6 +414,10 @@ function table(result: Result): string {
 const soakAt = process.argv.indexOf('--soak');
 if (soakAt === -1) {
   await main();
+} else if (typeof globalThis.WebSocket === 'undefined') {
+  // The soak reads workerd's heaps over its inspector (a WebSocket): Node 20 has one behind a flag.
+  const child = spawn(process.execPath, ['--experimental-websocket', '--no-warnings', ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
+  process.exitCode = await new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
 } else {
   const given = process.argv[soakAt + 1];
   const minutes = given !== undefined && /^\d+(\.\d+)?$/.test(given) ? Number(given) : 10;

@@ -34,7 +34,7 @@ const COMPATIBILITY_DATE = '2026-04-20'; // wrangler.toml's
  * listens on the same `port`.
  */
 export async function startRuntime(
-  worker: { bundlePath: string } | { script: string }, persistDir?: string, options: { persistCache?: boolean; port?: number } = {},
+  worker: { bundlePath: string } | { script: string }, persistDir?: string, options: { persistCache?: boolean; port?: number; inspectorPort?: number } = {},
 ): Promise<Runtime> {
   const before = new Set(childPids('workerd'));
   const source = 'bundlePath' in worker
@@ -56,6 +56,7 @@ export async function startRuntime(
     ...(persistDir ? { defaultPersistRoot: persistDir, kvPersist: true, r2Persist: true } : {}),
     // The Cache API's store on disk too: a later workerd on the same directory is another isolate of the same location.
     ...(persistDir && options.persistCache ? { cachePersist: true } : {}),
+    ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
   });
   const url = await mf.ready;
   const pid = childPids('workerd').find((p) => !before.has(p));
