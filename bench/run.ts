@@ -409,5 +409,5 @@ if (soakAt === -1) {
 } else {
   const given = process.argv[soakAt + 1];
   const minutes = given !== undefined && /^\d+(\.\d+)?$/.test(given) ? Number(given) : 10;
-  await soak(minutes, json);
+  await soak(minutes, json, args.has('--cached'));
 }

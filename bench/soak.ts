@@ -62,8 +62,12 @@ export interface SoakResult {
 
 const log = (message: string) => process.stderr.write(`bench soak: ${message}\n`);
 
-/** Runs the soak for `minutes` and prints its report (or, with `json`, one JSON object). */
-export async function soak(minutes: number, json: boolean): Promise<SoakResult> {
+/**
+ * Runs the soak for `minutes` and prints its report (or, with `json`, one JSON object).
+ * `cachedOnly`: load only the documents of the first 40 versions, which fit in the
+ * isolate cache — no KV read after the warm-up — to tell growth on the KV path apart.
+ */
+export async function soak(minutes: number, json: boolean, cachedOnly = false): Promise<SoakResult> {
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-soak-'));
   try {
     log('building the Worker with the bench wrapper (wrangler deploy --dry-run)');
@@ -74,7 +78,10 @@ export async function soak(minutes: number, json: boolean): Promise<SoakResult> 
     try {
       const address = { hostname: HOSTNAME, namespace: 'soak', type: 'churn' };
       log(`seeding ${VERSIONS} versions × ${PLATFORMS.length} platforms (documents) and ${PLATFORMS.length} × ${ARCHIVE_BYTES / 1024} KiB archives`);
-      const { paths, storedBytes } = await seed(runtime, address);
+      const seeded = await seed(runtime, address);
+      const paths = cachedOnly ? seeded.paths.filter((p) => !p.startsWith('/v1/archives/')).slice(0, 2 + 40 * 13) : seeded.paths;
+      const storedBytes = cachedOnly ? (seeded.storedBytes * 40) / VERSIONS : seeded.storedBytes;
+      if (cachedOnly) log('--cached: only documents that fit in the isolate cache');
       const script = join(work, 'paths.lua');
       await writeFile(script, luaRotation(paths));
       for (const path of [paths[0]!, paths[paths.length - 1]!]) {
