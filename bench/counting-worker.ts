@@ -1,15 +1,17 @@
 /**
  * Bench-only Worker (never deployed): the registry Worker with its KV
- * binding wrapped in a proxy that counts reads, and extra paths:
- * /__bench/kv-reads, that reports (and with ?reset, zeroes) the count, and
- * /__bench/cache, the isolate document cache's figures. The production
- * Worker has no such paths.
+ * and R2 bindings wrapped in proxies that count reads, and extra paths:
+ * /__bench/kv-reads, that reports (and with ?reset, zeroes) the KV count,
+ * /__bench/reads, KV and R2 (get, head) reads alike, and /__bench/cache,
+ * the isolate document cache's figures. The production Worker has no such
+ * paths.
  */
 import worker from '../src/index';
 import type { Env } from '../src/env';
 import { documentCacheStats } from '../src/store/read';
 
 let reads = 0;
+let r2Reads = 0;
 
 /**
  * /__bench/loop?path=P&n=N: handles GET P N times inside this one request
@@ -32,6 +34,23 @@ async function loop(url: URL, env: Env, ctx: ExecutionContext): Promise<Response
   return new Response(null, { status: 204 });
 }
 
+/** The R2 binding with get and head counted (/__bench/reads reports them with the KV reads). */
+function countingR2(r2: R2Bucket): R2Bucket {
+  return new Proxy(r2, {
+    get(target, property) {
+      const value = Reflect.get(target, property) as unknown;
+      if (typeof value !== 'function') return value;
+      if (property === 'get' || property === 'head') {
+        return (...args: unknown[]) => {
+          r2Reads++;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return (value as (...a: unknown[]) => unknown).bind(target);
+    },
+  });
+}
+
 function counting(kv: KVNamespace): KVNamespace {
   return new Proxy(kv, {
     get(target, property) {
@@ -48,6 +67,15 @@ function counting(kv: KVNamespace): KVNamespace {
   });
 }
 
+// One wrapped Env per Env the runtime passes (it passes the same one to every request), as the
+// Worker's settings are memoised per Env object: a fresh copy per request would re-parse them.
+const wrapped = new WeakMap<Env, Env>();
+function countingEnv(env: Env): Env {
+  let result = wrapped.get(env);
+  if (!result) wrapped.set(env, (result = { ...env, REGISTRY_KV: counting(env.REGISTRY_KV), REGISTRY_R2: countingR2(env.REGISTRY_R2) }));
+  return result;
+}
+
 export default {
   fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> {
     const url = new URL(request.url);
@@ -56,9 +84,14 @@ export default {
       if (url.searchParams.has('reset')) reads = 0;
       return new Response(body, { headers: { 'content-type': 'application/json' } });
     }
+    if (url.pathname === '/__bench/reads') {
+      const body = JSON.stringify({ kv: reads, r2: r2Reads });
+      if (url.searchParams.has('reset')) [reads, r2Reads] = [0, 0];
+      return new Response(body, { headers: { 'content-type': 'application/json' } });
+    }
     if (url.pathname === '/__bench/loop') return loop(url, env, ctx);
     // The isolate's document cache: entries, counted bytes, its bound, evictions (the soak samples it).
     if (url.pathname === '/__bench/cache') return Response.json(documentCacheStats());
-    return worker.fetch(request, { ...env, REGISTRY_KV: counting(env.REGISTRY_KV) }, ctx);
+    return worker.fetch(request, countingEnv(env), ctx);
   },
 } satisfies ExportedHandler<Env>;
