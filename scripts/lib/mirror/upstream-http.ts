@@ -138,7 +138,8 @@ export class UpstreamHttp {
         if (size > limit) throw new UpstreamError(`${what} ${finalUrl}: the body is over the ${limit}-byte limit for it`);
         chunks.push(chunk);
       }
-      return { bytes: Buffer.concat(chunks), url: finalUrl };
+      // A fresh, exact buffer: a Buffer may be a view on a shared pool, which stores would send whole.
+      return { bytes: new Uint8Array(Buffer.concat(chunks)), url: finalUrl };
     });
   }
 
