@@ -3,7 +3,8 @@ import { fakeRelease } from '../test/fixtures/release';
 import { h1Hash } from '../src/protocol/hashes';
 import type { ProviderAddress } from '../src/protocol/address';
 import { publishVersion } from '../src/store/publish';
-import { archiveFilename, releaseFilePath, shasumsFilename, shasumsSignatureFilename, versionRecordKey } from '../src/store/layout';
+import { releaseFilePath, versionRecordKey } from '../src/store/layout';
+import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../src/protocol/release-files';
 import type { BlobStore, KvStore, VersionRecord } from '../src/store/types';
 import type { Runtime } from './runtime';
 

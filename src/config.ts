@@ -1,41 +1,100 @@
 import type { Env } from './env';
 import { IMMUTABLE } from './http';
-import { signReleaseUrls } from './auth/signed-urls';
+import { parseHostname } from './protocol/address';
+import { signedUrlMinutes } from './auth/signed-urls';
 
 /**
- * True unless ACCESS is "public": private mode (bearer tokens for metadata,
- * signed release-file URLs). Any other value, a typo included, fails closed.
+ * The Worker's settings: wrangler.toml's variables parsed once per Env
+ * object (the runtime hands every request of an isolate the same one) into
+ * typed values, so no request re-parses strings.
  */
+export interface Settings {
+  /** REGISTRY_HOSTNAME, lower case: the hostname of the providers this registry is the origin of. */
+  hostname: string;
+  /** ACCESS: "public" only when it says exactly that; anything else, a typo included, fails closed. */
+  access: 'public' | 'private';
+  /** Milliseconds an isolate may reuse a version list or an absence (INDEX_CACHE_SECONDS, default 5). */
+  listTtlMs: number;
+  /** Cache-Control of version lists: `private` in private mode, max-age = the list TTL. */
+  listCacheControl: string;
+  /**
+   * Cache-Control of documents with release-file URLs (find a package, mirror
+   * VERSION.json): immutable in public mode; never stored in private mode,
+   * since they are per-token and their signed URLs expire.
+   */
+  releaseDocumentCacheControl: string;
+  /** ARCHIVE_BASE_URL without trailing slashes; '' keeps release-file URLs path-absolute. */
+  archiveBaseUrl: string;
+  /** Minutes a signed release-file URL stays valid (SIGNED_URL_MINUTES in (0, 10080], default 15). */
+  signedUrlMinutes: number;
+  /** URL_SIGNING_SECRET, '' when not set (private mode then answers 500 where it would sign or verify). */
+  signingSecret: string;
+  /** GZIP_DOCUMENTS = "true": stored documents go out gzip-compressed to clients that accept it. */
+  gzipDocuments: boolean;
+}
+
+const parsed = new WeakMap<Env, Settings>();
+
+/**
+ * The settings of `env`, parsed on first use and memoised per Env object.
+ * Throws (a server misconfiguration, so a 500) when REGISTRY_HOSTNAME is not
+ * a hostname; other malformed values fall back to their defaults.
+ */
+export function settings(env: Env): Settings {
+  let result = parsed.get(env);
+  if (result === undefined) {
+    result = parseSettings(env);
+    parsed.set(env, result);
+  }
+  return result;
+}
+
+function parseSettings(env: Env): Settings {
+  let hostname: string;
+  try {
+    hostname = parseHostname(env.REGISTRY_HOSTNAME ?? '');
+  } catch (error) {
+    throw new Error(`REGISTRY_HOSTNAME in wrangler.toml: ${(error as Error).message}`);
+  }
+  const access = env.ACCESS === 'public' ? 'public' : 'private';
+  const seconds = Number(env.INDEX_CACHE_SECONDS ?? '5');
+  const listTtlMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 5000;
+  return {
+    hostname,
+    access,
+    listTtlMs,
+    listCacheControl: `${access === 'private' ? 'private' : 'public'}, max-age=${Math.round(listTtlMs / 1000)}`,
+    releaseDocumentCacheControl: access === 'private' ? 'private, no-store' : IMMUTABLE,
+    archiveBaseUrl: (env.ARCHIVE_BASE_URL ?? '').replace(/\/+$/, ''),
+    signedUrlMinutes: signedUrlMinutes(env),
+    signingSecret: env.URL_SIGNING_SECRET ?? '',
+    gzipDocuments: env.GZIP_DOCUMENTS === 'true',
+  };
+}
+
+/** True unless ACCESS is "public": private mode (bearer tokens for metadata, signed release-file URLs). */
 export function isPrivate(env: Env): boolean {
-  return env.ACCESS !== 'public';
+  return settings(env).access === 'private';
 }
 
 /** True when stored documents go out gzip-compressed to clients that accept it (GZIP_DOCUMENTS = "true"). */
 export function gzipDocuments(env: Env): boolean {
-  return env.GZIP_DOCUMENTS === 'true';
+  return settings(env).gzipDocuments;
 }
 
 /** Milliseconds an isolate may reuse a version list (INDEX_CACHE_SECONDS, default 5). */
 export function listTtlMs(env: Env): number {
-  const seconds = Number(env.INDEX_CACHE_SECONDS ?? '5');
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 5000;
+  return settings(env).listTtlMs;
 }
 
-/**
- * Cache-Control for version lists: as long as an isolate may keep them;
- * `private` in private mode, so no shared cache serves them to another token.
- */
+/** See Settings.listCacheControl. */
 export function listCacheControl(env: Env): string {
-  return `${isPrivate(env) ? 'private' : 'public'}, max-age=${Math.round(listTtlMs(env) / 1000)}`;
+  return settings(env).listCacheControl;
 }
 
-/**
- * Cache-Control for documents with release-file URLs (find a package, mirror
- * VERSION.json): immutable in public mode; never stored in private mode,
- * since they are per-token and their signed URLs expire.
- */
+/** See Settings.releaseDocumentCacheControl. */
 export function releaseDocumentCacheControl(env: Env): string {
-  return isPrivate(env) ? 'private, no-store' : IMMUTABLE;
+  return settings(env).releaseDocumentCacheControl;
 }
 
 /**
@@ -48,26 +107,4 @@ export function releaseFileCacheControl(request: Request, env: Env, now = Date.n
   const expires = Number(new URL(request.url).searchParams.get('expires'));
   const seconds = Number.isFinite(expires) ? Math.floor(expires - now / 1000) : 0;
   return `private, max-age=${Math.max(0, seconds)}`;
-}
-
-/**
- * Stored bodies carry path-absolute release-file URLs ("/v1/archives/…").
- * With ARCHIVE_BASE_URL set they are made absolute on that base; a plain
- * string replacement suffices because only URL values start with that quote.
- */
-export function withArchiveBase(body: string, env: Env): string {
-  const base = (env.ARCHIVE_BASE_URL ?? '').replace(/\/+$/, '');
-  return base === '' ? body : body.replaceAll('"/v1/archives/', `"${base}/v1/archives/`);
-}
-
-/**
- * The release-file URLs of a stored body as served: in private mode each is
- * signed (signReleaseUrls: ?expires=…&signature=…, valid SIGNED_URL_MINUTES)
- * and then, like in public mode, made absolute on ARCHIVE_BASE_URL when set.
- * Public mode stays synchronous and returns withArchiveBase's result. Throws
- * (500) in private mode when URL_SIGNING_SECRET is not set.
- */
-export function withReleaseUrls(body: string, env: Env): string | Promise<string> {
-  if (!isPrivate(env)) return withArchiveBase(body, env);
-  return signReleaseUrls(body, env).then((signed) => withArchiveBase(signed, env));
 }

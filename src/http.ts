@@ -1,4 +1,4 @@
-import { InputError } from './protocol/errors';
+import { errorBody, InputError } from './protocol/errors';
 import type { StoredDocument } from './document';
 
 /** Cache-Control for things that never change once published (release files, a version's documents). */
@@ -54,8 +54,7 @@ export function acceptsGzip(header: string | null): boolean {
 
 /** The error shape Terraform's registry client reads: {"errors": ["…"]}. */
 export function errorResponse(status: number, message: string, headers: Record<string, string> = {}): Response {
-  const body = JSON.stringify({ errors: [message] });
-  return new Response(body, {
+  return new Response(errorBody(message), {
     status,
     headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
   });

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { readRegistryConfig } from './config';
 import { openLocalStore } from './local-store';
 import { publishRelease, type PublishOptions, type PublishResult } from './publish';
-import { executableName, zipBuffers } from './zip-binary';
+import { zipBuffers } from './zip-binary';
+import { archiveFilename, executableName, manifestFilename } from '../../src/protocol/release-files';
 import { parsePlatformName } from '../../src/protocol/index';
 
 /**
@@ -32,10 +33,10 @@ export async function writeDemoDist(dir: string, version: string, platforms: rea
       [executable]: `#!/bin/sh\n# demo provider: not a real Terraform plugin\necho "terraform-provider-${type} ${version} ${name}"\n`,
       'README.md': `Demo provider ${type} ${version} for ${name}; published by npm run demo.\n`,
     });
-    writeFileSync(join(dir, `terraform-provider-${type}_${version}_${name}.zip`), zip);
+    writeFileSync(join(dir, archiveFilename(type, version, platform)), zip);
   }
   const protocols = Number(version.split('.')[0]) >= 2 ? ['6.0'] : ['5.0'];
-  writeFileSync(join(dir, `terraform-provider-${type}_${version}_manifest.json`), `${JSON.stringify({ version: 1, metadata: { protocol_versions: protocols } }, null, 2)}\n`);
+  writeFileSync(join(dir, manifestFilename(type, version)), `${JSON.stringify({ version: 1, metadata: { protocol_versions: protocols } }, null, 2)}\n`);
 }
 
 /**

@@ -5,7 +5,9 @@ import { basename, join, resolve } from 'node:path';
 import {
   InputError, parsePlatformName, parseProviderName, parseShasums, parseVersion, platformName, type Platform,
 } from '../../src/protocol/index';
-import { archiveFilename, shasumsFilename } from '../../src/store/layout';
+import {
+  ANY_EXECUTABLE_NAME, RELEASE_FILE_PATTERNS, archiveFilename, executableName, executableNamePattern, shasumsFilename,
+} from '../../src/protocol/release-files';
 import { inspectArchive, sha256File, type ArchiveDigest, type ProgressSink } from './archive';
 import { zipBinary } from './zip-binary';
 
@@ -60,11 +62,8 @@ export interface ReleasePlan {
   cleanup(): void;
 }
 
-const ARCHIVE = /^terraform-provider-([^_]+)_([^_]+)_([^_]+_[^_]+)\.zip$/;
-const MANIFEST = /^terraform-provider-([^_]+)_([^_]+)_manifest\.json$/;
-const SUMS = /^terraform-provider-([^_]+)_([^_]+)_SHA256SUMS$/;
-const SIG = /^terraform-provider-([^_]+)_([^_]+)_SHA256SUMS\.sig$/;
-const EXECUTABLE = /^terraform-provider-([^_]+)_v([^_]+?)(?:\.exe)?$/;
+const { archive: ARCHIVE, manifest: MANIFEST, shasums: SUMS, signature: SIG } = RELEASE_FILE_PATTERNS;
+const EXECUTABLE = ANY_EXECUTABLE_NAME;
 const PROTOCOL = /^[0-9]+\.[0-9]+$/;
 
 interface Named { path: string; type: string; version: string }
@@ -239,9 +238,8 @@ function pickName(what: 'type' | 'version', override: string | undefined, files:
 
 /** Requires the provider executable at the zip's top level; returns its name. */
 function findExecutable(path: string, digest: ArchiveDigest, type: string, version: string, platform: Platform): string {
-  const suffix = platform.os === 'windows' ? '.exe' : '';
-  const exact = `terraform-provider-${type}_v${version}${suffix}`;
-  const accepted = new RegExp(`^${escape(`terraform-provider-${type}_v${version}`)}(?:_x[0-9]+)?${escape(suffix)}$`);
+  const exact = executableName(type, version, platform);
+  const accepted = executableNamePattern(type, version, platform);
   const found = digest.entries.find((entry) => !entry.isDirectory && accepted.test(entry.name));
   if (!found) {
     const names = digest.entries.map((e) => e.name);
@@ -311,10 +309,6 @@ async function checkShasums(
 
 function readBytes(path: string): Uint8Array {
   return new Uint8Array(readFileSync(path));
-}
-
-function escape(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /** A ProgressSink printing at most every 10% (files over 64 MB only). */

@@ -2,7 +2,7 @@ import { createWriteStream, statSync } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import yazl from 'yazl';
 import { InputError, type Platform } from '../../src/protocol/index';
-import { archiveFilename } from '../../src/store/layout';
+import { archiveFilename, executableName } from '../../src/protocol/release-files';
 
 /**
  * Packages a raw provider executable the way goreleaser does for Terraform
@@ -10,10 +10,6 @@ import { archiveFilename } from '../../src/store/layout';
  * (`.exe` on windows), mode 0755, deflated.
  */
 
-/** The executable's name inside the zip for a platform. */
-export function executableName(type: string, version: string, platform: Platform): string {
-  return `terraform-provider-${type}_v${version}${platform.os === 'windows' ? '.exe' : ''}`;
-}
 
 /**
  * Timestamp stored in generated zips. Fixed (SOURCE_DATE_EPOCH when set) so

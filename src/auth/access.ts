@@ -1,5 +1,5 @@
 import type { IRequest } from 'itty-router';
-import { isPrivate } from '../config';
+import { isPrivate, settings } from '../config';
 import type { Env } from '../env';
 import { errorResponse, pathSegment } from '../http';
 import { parseHostname, parseProviderName } from '../protocol/address';
@@ -39,11 +39,12 @@ async function checkReadToken(request: IRequest, env: Env): Promise<Response | u
       : 'Bearer realm="edge-registry"';
     return errorResponse(401, auth.message, { 'www-authenticate': challenge });
   }
+  const ownHostname = settings(env).hostname;
   const hostname = request.params.hostname === undefined
-    ? env.REGISTRY_HOSTNAME.toLowerCase()
+    ? ownHostname
     : parseHostname(pathSegment(request.params.hostname, 'hostname'));
   const namespace = parseProviderName(pathSegment(request.params.namespace, 'namespace'), 'namespace');
-  if (!scopeAllows(auth.record.scopes, hostname, namespace, env.REGISTRY_HOSTNAME)) {
+  if (!scopeAllows(auth.record.scopes, hostname, namespace, ownHostname)) {
     return errorResponse(403, `this token has no access to namespace "${namespace}" at ${hostname}; its scopes: ${auth.record.scopes.join(', ')}`);
   }
   return undefined;

@@ -63,14 +63,14 @@ const RELEASE_URL = /"(\/v1\/archives\/[^"\\?#]+)"/g;
 
 /**
  * Signs every path-absolute release-file URL ("/v1/archives/…") in a stored
- * JSON body, valid for signedUrlMinutes from `now`. Other bytes are kept.
+ * JSON body, valid for `minutes` (default signedUrlMinutes(env)) from `now`. Other bytes are kept.
  * Throws when URL_SIGNING_SECRET is not set, or (never expected) when a
  * release URL would be left unsigned.
  */
 export async function signReleaseUrls(
-  body: string, env: Pick<Env, 'URL_SIGNING_SECRET' | 'SIGNED_URL_MINUTES'>, now = Date.now(),
+  body: string, env: Pick<Env, 'URL_SIGNING_SECRET' | 'SIGNED_URL_MINUTES'>, now = Date.now(), minutes = signedUrlMinutes(env),
 ): Promise<string> {
-  const expires = Math.floor(now / 1000) + Math.round(signedUrlMinutes(env) * 60);
+  const expires = Math.floor(now / 1000) + Math.round(minutes * 60);
   const paths = [...new Set([...body.matchAll(RELEASE_URL)].map((m) => m[1]!))];
   const signed = new Map(await Promise.all(paths.map(async (p) => [p, await signatureQuery(env, p, expires)] as const)));
   const result = body.replace(RELEASE_URL, (_, path: string) => `"${path}?${signed.get(path)}"`);

@@ -12,3 +12,34 @@ export class InputError extends Error {
     this.status = status;
   }
 }
+
+/**
+ * A JSON value that does not have the shape a protocol defines (a response
+ * from a registry or mirror, a stored document). Says where and what was
+ * expected: `versions[2].version: expected a string, got 12`.
+ */
+export class WireShapeError extends Error {
+  constructor(readonly where: string, expected: string, got: unknown) {
+    super(`${where}: expected ${expected}, got ${describe(got)}`);
+    this.name = 'WireShapeError';
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
+  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
+}
+
+/**
+ * The error body of every registry API (Terraform's registry client reads
+ * `errors`): {"errors": ["…"]}.
+ */
+export interface ErrorResponse {
+  errors: string[];
+}
+
+/** The serialised error body for one message. */
+export function errorBody(message: string): string {
+  return JSON.stringify({ errors: [message] } satisfies ErrorResponse);
+}

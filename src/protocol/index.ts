@@ -4,3 +4,8 @@ export * from './platform';
 export * from './version';
 export * from './constraints';
 export * from './hashes';
+export * from './release-files';
+export * from './providers-v1';
+export * from './mirror';
+export * from './discovery';
+export * from './shape';

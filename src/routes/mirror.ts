@@ -1,6 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
-import { gzipDocuments, listCacheControl, listTtlMs, releaseDocumentCacheControl, withReleaseUrls } from '../config';
+import { settings } from '../config';
+import { withReleaseUrls } from '../release-urls';
 import { documentResponse, notFound, pathSegment } from '../http';
 import { formatAddress, providerAddress } from '../protocol/address';
 import { parseVersion } from '../protocol/version';
@@ -15,6 +16,7 @@ import { readMirrorIndex, readMirrorVersion } from '../store/read';
  * not stored or the file is neither; 400 for malformed parts.
  */
 export async function mirrorDocument(request: IRequest, env: Env): Promise<Response> {
+  const config = settings(env);
   const address = providerAddress(
     pathSegment(request.params.hostname, 'hostname'),
     pathSegment(request.params.namespace, 'namespace'),
@@ -22,16 +24,16 @@ export async function mirrorDocument(request: IRequest, env: Env): Promise<Respo
   );
   const file = pathSegment(request.params.file, 'file');
   if (file === 'index.json') {
-    const document = await readMirrorIndex(env.REGISTRY_KV, address, listTtlMs(env));
+    const document = await readMirrorIndex(env.REGISTRY_KV, address, config.listTtlMs);
     if (document === null) return notFound(`provider ${formatAddress(address)} is not in this mirror`);
-    return documentResponse(request, document, listCacheControl(env), { compress: gzipDocuments(env) });
+    return documentResponse(request, document, config.listCacheControl, { compress: config.gzipDocuments });
   }
   if (!file.endsWith('.json')) throw new InputError(`"${file}" is neither index.json nor VERSION.json`, 404);
   const version = parseVersion(file.slice(0, -'.json'.length));
-  const document = await readMirrorVersion(env.REGISTRY_KV, address, version, listTtlMs(env));
+  const document = await readMirrorVersion(env.REGISTRY_KV, address, version, config.listTtlMs);
   if (document === null) return notFound(`provider ${formatAddress(address)} ${version} is not in this mirror`);
-  return documentResponse(request, document, releaseDocumentCacheControl(env), {
-    compress: gzipDocuments(env),
+  return documentResponse(request, document, config.releaseDocumentCacheControl, {
+    compress: config.gzipDocuments,
     served: await withReleaseUrls(document.text, env),
   });
 }

@@ -1,6 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
-import { gzipDocuments, listCacheControl, listTtlMs, releaseDocumentCacheControl, withReleaseUrls } from '../config';
+import { settings } from '../config';
+import { withReleaseUrls } from '../release-urls';
 import { documentResponse, notFound, pathSegment } from '../http';
 import { providerAddress, formatAddress } from '../protocol/address';
 import { parsePlatform } from '../protocol/platform';
@@ -14,14 +15,15 @@ import { readDownloadDocument, readVersionsDocument } from '../store/read';
  * namespace or type.
  */
 export async function listVersions(request: IRequest, env: Env): Promise<Response> {
+  const config = settings(env);
   const address = providerAddress(
-    env.REGISTRY_HOSTNAME,
+    config.hostname,
     pathSegment(request.params.namespace, 'namespace'),
     pathSegment(request.params.type, 'type'),
   );
-  const document = await readVersionsDocument(env.REGISTRY_KV, address, listTtlMs(env));
+  const document = await readVersionsDocument(env.REGISTRY_KV, address, config.listTtlMs);
   if (document === null) return notFound(`provider ${formatAddress(address)} not found`);
-  return documentResponse(request, document, listCacheControl(env), { compress: gzipDocuments(env) });
+  return documentResponse(request, document, config.listCacheControl, { compress: config.gzipDocuments });
 }
 
 /**
@@ -31,19 +33,20 @@ export async function listVersions(request: IRequest, env: Env): Promise<Respons
  * that version or platform is not published; 400 for malformed parts.
  */
 export async function findPackage(request: IRequest, env: Env): Promise<Response> {
+  const config = settings(env);
   const address = providerAddress(
-    env.REGISTRY_HOSTNAME,
+    config.hostname,
     pathSegment(request.params.namespace, 'namespace'),
     pathSegment(request.params.type, 'type'),
   );
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const platform = parsePlatform(pathSegment(request.params.os, 'os'), pathSegment(request.params.arch, 'arch'));
-  const document = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, listTtlMs(env));
+  const document = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, config.listTtlMs);
   if (document === null) {
     return notFound(`provider ${formatAddress(address)} ${version} has no package for ${platform.os}_${platform.arch}`);
   }
-  return documentResponse(request, document, releaseDocumentCacheControl(env), {
-    compress: gzipDocuments(env),
+  return documentResponse(request, document, config.releaseDocumentCacheControl, {
+    compress: config.gzipDocuments,
     served: await withReleaseUrls(document.text, env),
   });
 }

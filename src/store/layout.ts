@@ -65,9 +65,5 @@ export const releaseObjectKey = (address: ProviderAddress, version: string, file
 export const releaseFilePath = (address: ProviderAddress, version: string, filename: string) =>
   `/v1/archives/${providerPath(address)}/${version}/${filename}`;
 
-/** File names of a release, as goreleaser and Terraform's registry name them. */
-export const archiveFilename = (type: string, version: string, platform: Platform) =>
-  `terraform-provider-${type}_${version}_${platform.os}_${platform.arch}.zip`;
-export const shasumsFilename = (type: string, version: string) => `terraform-provider-${type}_${version}_SHA256SUMS`;
-export const shasumsSignatureFilename = (type: string, version: string) =>
-  `${shasumsFilename(type, version)}.sig`;
+// Release file names are protocol, defined in src/protocol/release-files.ts; re-exported for existing importers.
+export { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../protocol/release-files';

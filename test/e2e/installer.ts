@@ -6,6 +6,10 @@ import { tmpdir } from 'node:os';
 import yauzl from 'yauzl';
 import { newestMatching, parseConstraints } from '../../src/protocol/constraints';
 import { h1Hash, parseShasums } from '../../src/protocol/hashes';
+import { parseServiceDiscovery } from '../../src/protocol/discovery';
+import { parseMirrorIndexResponse, parseMirrorVersionResponse } from '../../src/protocol/mirror';
+import { parseProviderPackageResponse, parseProviderVersionsResponse, type GpgPublicKey } from '../../src/protocol/providers-v1';
+import { RELEASE_FILE_PREFIX } from '../../src/protocol/release-files';
 import { getBytes, getJson, type HttpOptions } from './http';
 
 /**
@@ -55,35 +59,18 @@ export interface Installed {
   lockBlock: string;
 }
 
-interface VersionsResponse {
-  versions: { version: string; protocols?: string[]; platforms?: { os: string; arch: string }[] }[];
-}
-
-interface DownloadResponse {
-  protocols?: string[];
-  os: string;
-  arch: string;
-  filename: string;
-  download_url: string;
-  shasums_url: string;
-  shasums_signature_url: string;
-  shasum: string;
-  signing_keys: { gpg_public_keys: { key_id: string; ascii_armor: string }[] };
-  packages?: Record<string, { hashes: string[]; package_size?: number }>;
-}
-
 /** Installs from an origin registry found by service discovery at `origin` (scheme://host[:port]). */
 export async function installFromRegistry(origin: string, request: InstallRequest): Promise<Installed> {
   const { source, os, arch } = request;
   const discoveryUrl = new URL('/.well-known/terraform.json', origin).href;
-  const { json: services } = await getJson<Record<string, unknown>>(discoveryUrl, request.http);
+  const services = parseServiceDiscovery((await getJson<unknown>(discoveryUrl, request.http)).json);
   const advertised = services['providers.v1'];
-  if (typeof advertised !== 'string') throw new Error(`${discoveryUrl} does not advertise providers.v1`);
+  if (advertised === undefined) throw new Error(`${discoveryUrl} does not advertise providers.v1`);
   const base = new URL(advertised, discoveryUrl);
   if (!base.pathname.endsWith('/')) base.pathname += '/';
 
   const versionsUrl = new URL(`${source.namespace}/${source.type}/versions`, base).href;
-  const { json: listing } = await getJson<VersionsResponse>(versionsUrl, request.http);
+  const listing = parseProviderVersionsResponse((await getJson<unknown>(versionsUrl, request.http)).json);
   const version = newestMatching(listing.versions.map((v) => v.version), parseConstraints(request.constraints));
   if (version === null) throw new Error(`no version of ${address(source)} meets "${request.constraints}"`);
   const entry = listing.versions.find((v) => v.version === version)!;
@@ -91,7 +78,7 @@ export async function installFromRegistry(origin: string, request: InstallReques
   if (!(entry.platforms ?? []).some((p) => p.os === os && p.arch === arch)) throw new Error(`${version} lists no ${os}_${arch} package`);
 
   const downloadUrl = new URL(`${source.namespace}/${source.type}/${version}/download/${os}/${arch}`, base).href;
-  const { json: meta } = await getJson<DownloadResponse>(downloadUrl, request.http);
+  const meta = parseProviderPackageResponse((await getJson<unknown>(downloadUrl, request.http)).json);
   if (meta.os !== os || meta.arch !== arch) throw new Error(`download document answers for ${meta.os}_${meta.arch}, asked for ${os}_${arch}`);
   if (!/^[0-9a-f]{64}$/.test(meta.shasum)) throw new Error(`shasum ${JSON.stringify(meta.shasum)} is not 64 hex digits`);
   // Every URL in the document is resolved against the document's own URL.
@@ -136,25 +123,18 @@ export async function installFromRegistry(origin: string, request: InstallReques
   return { version, packageDir, executable, h1, hashes: sorted, signedBy, lockBlock: lockBlock(source, version, request.constraints, sorted) };
 }
 
-interface MirrorIndex {
-  versions: Record<string, object>;
-}
-interface MirrorVersion {
-  archives: Record<string, { url: string; hashes?: string[] }>;
-}
-
 /** Installs through a network mirror whose base URL is `mirrorBase` (ends with "/"). */
 export async function installFromMirror(mirrorBase: string, request: InstallRequest): Promise<Installed> {
   const { source, os, arch } = request;
   // "./" keeps a hostname with a port ("localhost:8443/…") from reading as a URL scheme.
   const providerBase = new URL(`./${source.hostname}/${source.namespace}/${source.type}/`, mirrorBase);
   const indexUrl = new URL('index.json', providerBase).href;
-  const { json: index } = await getJson<MirrorIndex>(indexUrl, request.http);
+  const index = parseMirrorIndexResponse((await getJson<unknown>(indexUrl, request.http)).json);
   const version = newestMatching(Object.keys(index.versions), parseConstraints(request.constraints));
   if (version === null) throw new Error(`no version of ${address(source)} in the mirror meets "${request.constraints}"`);
 
   const versionUrl = new URL(`${version}.json`, providerBase).href;
-  const { json: packages } = await getJson<MirrorVersion>(versionUrl, request.http);
+  const packages = parseMirrorVersionResponse((await getJson<unknown>(versionUrl, request.http)).json);
   const ours = packages.archives[`${os}_${arch}`];
   if (!ours) throw new Error(`the mirror has no ${os}_${arch} package of ${version}`);
   const archive = await getBytes(new URL(ours.url, versionUrl).href, request.http);
@@ -221,7 +201,7 @@ function sha256Hex(bytes: Buffer): string {
  * home holding only the served keys. Returns the long key id of the signer,
  * which must be one of the served key_ids.
  */
-async function gpgVerify(sums: Buffer, signature: Buffer, keys: { key_id: string; ascii_armor: string }[]): Promise<string> {
+async function gpgVerify(sums: Buffer, signature: Buffer, keys: readonly GpgPublicKey[]): Promise<string> {
   if (keys.length === 0) throw new Error('signing_keys.gpg_public_keys is empty');
   const home = await mkdtemp(join(tmpdir(), 'gnupg-'));
   await chmod(home, 0o700);
@@ -277,8 +257,8 @@ async function unpack(zip: Buffer, dir: string, type: string): Promise<string> {
     await mkdir(dirname(target), { recursive: true });
     await writeFile(target, entry.data, { mode: entry.mode & 0o777 || 0o644 });
   }
-  const executable = entries.find((e) => !e.name.includes('/') && e.name.startsWith(`terraform-provider-${type}`));
-  if (!executable) throw new Error(`the package has no terraform-provider-${type}* executable`);
+  const executable = entries.find((e) => !e.name.includes('/') && e.name.startsWith(`${RELEASE_FILE_PREFIX}${type}`));
+  if (!executable) throw new Error(`the package has no ${RELEASE_FILE_PREFIX}${type}* executable`);
   return join(dir, executable.name);
 }
 

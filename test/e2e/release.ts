@@ -5,7 +5,7 @@ import * as openpgp from 'openpgp';
 import yauzl from 'yauzl';
 import yazl from 'yazl';
 import { formatShasums, type ZipEntryDigest } from '../../src/protocol/hashes';
-import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../../src/store/layout';
+import { archiveFilename, executableName, shasumsFilename, shasumsSignatureFilename } from '../../src/protocol/release-files';
 
 /**
  * Generates a provider release on disk as goreleaser lays it out in dist/:
@@ -41,9 +41,6 @@ export async function generateSigningKey(): Promise<SigningKeyPair> {
   return { keyId: key.getKeyID().toHex().toUpperCase(), publicArmored: publicKey, privateArmored: privateKey };
 }
 
-export function executableName(type: string, version: string, os: string): string {
-  return `terraform-provider-${type}_v${version}${os === 'windows' ? '.exe' : ''}`;
-}
 
 export async function generateRelease(
   dir: string,
@@ -61,7 +58,7 @@ export async function generateRelease(
     // A shell script stands in for the provider binary; its text differs per platform and version.
     const executable = Buffer.from(`#!/bin/sh\necho "fake ${type} provider ${version} for ${platform}"\nexit 1\n`);
     const zip = await zipOf([
-      { name: executableName(type, version, os), data: executable, mode: 0o100755 },
+      { name: executableName(type, version, { os }), data: executable, mode: 0o100755 },
       { name: 'LICENSE', data: Buffer.from(`fake license for ${type} ${version}\n`), mode: 0o100644 },
     ]);
     const path = join(dir, filename);

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { generateSigningKey } from '../../scripts/lib/keyring';
-import { executableName, zipBuffers } from '../../scripts/lib/zip-binary';
+import { zipBuffers } from '../../scripts/lib/zip-binary';
+import { executableName } from '../../src/protocol/release-files';
 import { parsePlatformName } from '../../src/protocol/index';
 import { freePort, startDevServer, type DevServer } from '../e2e/server';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { get } from './helpers';
+import { address, fakeRelease, get, seed } from './helpers';
 
 async function expectError(response: Response, status: number, contains?: string): Promise<void> {
   expect(response.status).toBe(status);
@@ -62,4 +62,34 @@ describe('malformed input', () => {
       }
     }
   });
+});
+
+describe('hostile conditional and range headers on release files', () => {
+  const values = [
+    'garbage', 'W/garbage', ',', ', ,', '*, "a"', '"unterminated', 'W/"', '""', '"a" "b"', 'W/W/"a"',
+    'bytes=0-1', 'bytes=-', 'bytes=99999999999999999999-', 'bytes=-99999999999999999999', 'bytes=1-0', 'bytes=0-1,2-3',
+    'items=0-1', 'bytes=\t', '0', '-1', 'Mon, 31 Feb 2025 10:00:00 GMT', 'Thu, 01 Jan 1970 00:00:00 GMT',
+    'Sun, 06 Nov 1994 08:49:37 GMT, Sun, 06 Nov 1994 08:49:37 GMT', 'x'.repeat(8000),
+  ];
+  const fields = ['if-none-match', 'if-match', 'if-modified-since', 'if-unmodified-since', 'if-range', 'range'];
+
+  it('never answer a 5xx, on a stored file or a missing one, GET or HEAD', async () => {
+    await seed([fakeRelease(address('acme', 'hostile'), '1.0.0', ['linux_amd64'])]);
+    const paths = [
+      '/v1/archives/registry.example.com/acme/hostile/1.0.0/terraform-provider-hostile_1.0.0_linux_amd64.zip',
+      '/v1/archives/registry.example.com/acme/hostile/1.0.0/terraform-provider-hostile_1.0.0_SHA256SUMS',
+      '/v1/archives/registry.example.com/acme/hostile/1.0.0/terraform-provider-hostile_1.0.0_darwin_arm64.zip',
+    ];
+    for (const [f, field] of fields.entries()) {
+      for (const [v, value] of values.entries()) {
+        const path = paths[(f + v) % paths.length]!; // across the fields, each value meets every file
+        for (const method of ['GET', 'HEAD']) {
+          const headers = { [field]: value, ...(field === 'if-range' ? { range: 'bytes=0-1' } : {}) };
+          const response = await get(path, { method, headers });
+          await response.arrayBuffer();
+          expect(response.status, `${method} ${path} ${field}: ${value.slice(0, 40)}`).toBeLessThan(500);
+        }
+      }
+    }
+  }, 120_000);
 });

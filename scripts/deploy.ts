@@ -1,0 +1,90 @@
+/**
+ * `npm run deploy -- --hostname registry.acme.com [--dry-run]`
+ *
+ * From `wrangler login` to a working registry on your domain: checks the
+ * login, creates the KV namespace and R2 bucket when the account lacks them
+ * (found by name otherwise), writes their ids, the hostname and its custom
+ * domain route into wrangler.toml's [env.production], sets
+ * URL_SIGNING_SECRET when the Worker has none, deploys, checks service
+ * discovery on the deployed URL and prints the next steps. Safe to re-run:
+ * every decision is made from what the account holds now.
+ */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { run, say, UsageError } from './lib/cli';
+import { DeployStepError, executeDeploy } from './lib/deploy/execute';
+import { nextSteps } from './lib/deploy/next-steps';
+import { chooseHostname, PlanError } from './lib/deploy/plan';
+import { readProductionConfig } from './lib/deploy/production-config';
+import { InputError } from '../src/protocol/errors';
+
+const USAGE = `usage: npm run deploy -- --hostname registry.acme.com [options]
+
+  --hostname HOST     the hostname the registry answers on (a zone in your Cloudflare account);
+                      remembered in wrangler.toml, so later runs may leave it out
+  --dry-run           print every wrangler command and file change, change nothing
+  --env NAME          wrangler environment (default production)
+  --config PATH       wrangler.toml (default ./wrangler.toml)
+  --kv-namespace T    title of the KV namespace to use or create (default edge-registry)
+  --bucket NAME       R2 bucket to use or create (default: wrangler.toml's, edge-registry)
+  --url URL           check service discovery at URL instead of https://HOST (e.g. the workers.dev URL)
+  --verbose           stack traces on failure
+
+Needs \`npx wrangler login\` first, or CLOUDFLARE_API_TOKEN (+ CLOUDFLARE_ACCOUNT_ID) in the environment.`;
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      hostname: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      env: { type: 'string' },
+      config: { type: 'string' },
+      'kv-namespace': { type: 'string' },
+      bucket: { type: 'string' },
+      url: { type: 'string' },
+      'smoke-timeout': { type: 'string' },
+      verbose: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
+  const configPath = values.config ?? 'wrangler.toml';
+  const env = values.env ?? 'production';
+  const options = {
+    env,
+    configPath,
+    configFile: resolve(configPath),
+    hostname: values.hostname ?? null,
+    kvTitle: values['kv-namespace'] ?? 'edge-registry',
+    bucketName: values.bucket ?? null,
+    smokeUrl: values.url ?? null,
+    dryRun: values['dry-run'] ?? false,
+    smokeTimeoutMs: Number(values['smoke-timeout'] ?? 180) * 1000,
+    say,
+  };
+  try {
+    await executeDeploy(options);
+    if (options.dryRun) return;
+    const hostname = chooseHostname(options, await readProductionConfig(options.configFile, env));
+    process.stdout.write(nextSteps(hostname, env, configPath));
+  } catch (error) {
+    if (error instanceof PlanError) {
+      throw new InputError(`deploy stopped at "${error.step}": ${error.message}\nfix: ${error.fix}`);
+    }
+    if (error instanceof DeployStepError) {
+      const output = error.output ? `\n--- wrangler printed ---\n${error.output}\n---` : '';
+      if (values.verbose) say(error.stack ?? '');
+      throw new InputError(`deploy failed at "${error.step}": ${error.message}${output}\nfix: ${error.fix}`);
+    }
+    throw error;
+  }
+}
+
+run(() => main(process.argv.slice(2)), USAGE);

@@ -1,0 +1,182 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseKvNamespaces, parseR2Buckets, parseSecrets, parseWhoami, type WranglerResult } from '../../../scripts/lib/deploy/wrangler-output';
+import { PENDING_KV_ID, PlanError, checkAuth, planDeploy, type DeployOptions, type Observed } from '../../../scripts/lib/deploy/plan';
+import { editProductionConfig, type ProductionConfig } from '../../../scripts/lib/deploy/production-config';
+
+/** What wrangler 4.86 printed (see recorded/README.md). */
+function recorded(name: string): WranglerResult {
+  const file = (ext: string) => readFileSync(join(import.meta.dirname, 'recorded', `${name}.${ext}`), 'utf8');
+  return { stdout: file('stdout'), stderr: file('stderr'), status: Number(file('status').trim()) };
+}
+
+const root = join(import.meta.dirname, '..', '..', '..');
+const shippedToml = readFileSync(join(root, 'wrangler.toml'), 'utf8');
+
+describe('reading wrangler 4.86 output', () => {
+  it('whoami --json: logged in with its accounts, or logged out (exit 1)', () => {
+    expect(parseWhoami(recorded('whoami'))).toEqual({
+      loggedIn: true, authType: 'User API Token', email: 'ops@acme.com',
+      accounts: [{ id: '0123456789abcdef0123456789abcdef', name: "Acme Corp's Account" }],
+    });
+    const out = recorded('whoami-logged-out');
+    expect(out.status).toBe(1);
+    expect(parseWhoami(out)).toEqual({ loggedIn: false });
+  });
+
+  it('kv namespace list: ids and titles, also when empty', () => {
+    expect(parseKvNamespaces(recorded('kv-namespace-list'))).toEqual([
+      { id: '9f0c5a3e2b1d4c6e8a7f9b0d1c2e3f4a', title: 'edge-registry' },
+      { id: '1a2b3c4d5e6f708192a3b4c5d6e7f809', title: 'other-app-cache' },
+    ]);
+    expect(parseKvNamespaces(recorded('kv-namespace-list-empty'))).toEqual([]);
+  });
+
+  it('r2 bucket list: the names after the banner, also when empty', () => {
+    expect(parseR2Buckets(recorded('r2-bucket-list'))).toEqual(['edge-registry', 'logs-archive']);
+    expect(parseR2Buckets(recorded('r2-bucket-list-empty'))).toEqual([]);
+  });
+
+  it('secret list: names; a Worker never deployed is told apart from a failure', () => {
+    expect(parseSecrets(recorded('secret-list'))).toEqual({ workerExists: true, names: ['URL_SIGNING_SECRET'] });
+    expect(parseSecrets(recorded('secret-list-empty'))).toEqual({ workerExists: true, names: [] });
+    expect(parseSecrets(recorded('secret-list-no-worker'))).toEqual({ workerExists: false });
+    expect(() => parseSecrets({ status: 1, stdout: '', stderr: 'Authentication error [code: 10000]' })).toThrow(/exit status 1/);
+  });
+
+  it('refuses output it does not recognise instead of guessing', () => {
+    expect(() => parseKvNamespaces({ status: 0, stdout: 'Something else entirely', stderr: '' })).toThrow(/no JSON/);
+    expect(() => parseR2Buckets({ status: 0, stdout: '[]', stderr: '' })).toThrow(/unexpected output/);
+    expect(() => parseWhoami({ status: 0, stdout: '{"user":1}', stderr: '' })).toThrow(/unexpected object/);
+  });
+});
+
+const shippedConfig: ProductionConfig = {
+  workerName: 'edge-registry', kvNamespaceId: '00000000000000000000000000000000', bucketName: 'edge-registry',
+  hostname: 'registry.example.com', routes: [],
+};
+const options: DeployOptions = {
+  env: 'production', configPath: 'wrangler.toml', hostname: 'registry.acme.com', kvTitle: 'edge-registry', bucketName: null, smokeUrl: null,
+};
+const account = { loggedIn: true as const, authType: 'OAuth Token', email: 'ops@acme.com', accounts: [{ id: 'a1', name: 'Acme' }] };
+
+function observed(overrides: Partial<Observed> = {}): Observed {
+  return {
+    auth: account, accountIdFromEnv: null, kvNamespaces: [], buckets: [], secrets: { workerExists: false },
+    config: shippedConfig, configText: shippedToml, ...overrides,
+  };
+}
+
+describe('the deploy plan', () => {
+  it('on an empty account: create both, write the config, deploy with a new signing secret, smoke-test', () => {
+    const steps = planDeploy(options, observed());
+    expect(steps.map((s) => s.kind)).toEqual(['create-kv', 'create-bucket', 'write-config', 'deploy', 'smoke-test']);
+    expect(steps[0]).toMatchObject({ command: ['kv', 'namespace', 'create', 'edge-registry'] });
+    expect(steps[1]).toMatchObject({ command: ['r2', 'bucket', 'create', 'edge-registry'] });
+    const write = steps[2]!;
+    if (write.kind !== 'write-config') throw new Error('expected write-config');
+    expect(write.changes).toEqual(expect.arrayContaining([
+      { section: 'env.production', key: 'routes', from: null, to: '[{ pattern = "registry.acme.com", custom_domain = true }]' },
+      { section: 'env.production.vars', key: 'REGISTRY_HOSTNAME', from: '"registry.example.com"', to: '"registry.acme.com"' },
+      { section: 'env.production.kv_namespaces', key: 'id', from: '"00000000000000000000000000000000"', to: `"${PENDING_KV_ID}"` },
+    ]));
+    expect(steps[3]).toMatchObject({ kind: 'deploy', withNewSigningSecret: true, command: expect.arrayContaining(['deploy', '--env', 'production', '--secrets-file']) });
+    expect(steps[4]).toMatchObject({ url: 'https://registry.acme.com/.well-known/terraform.json' });
+  });
+
+  it('reuses a namespace and a bucket that exist by name, and writes their ids', () => {
+    const steps = planDeploy(options, observed({
+      kvNamespaces: [{ id: 'other', title: 'other-app' }, { id: 'kv123', title: 'edge-registry' }], buckets: ['edge-registry'],
+    }));
+    expect(steps.map((s) => s.kind)).toEqual(['write-config', 'deploy', 'smoke-test']);
+    const write = steps[0]!;
+    if (write.kind !== 'write-config') throw new Error('expected write-config');
+    expect(write.text).toContain('id = "kv123"');
+  });
+
+  it('keeps the configured namespace when the account has it, whatever its title', () => {
+    const config = { ...shippedConfig, kvNamespaceId: 'mine', hostname: 'registry.acme.com', routes: [{ pattern: 'registry.acme.com', custom_domain: true }] };
+    const steps = planDeploy({ ...options, hostname: null }, observed({
+      config, kvNamespaces: [{ id: 'mine', title: 'my-own-title' }], buckets: ['edge-registry'], secrets: { workerExists: true, names: ['URL_SIGNING_SECRET'] },
+    }));
+    expect(steps.map((s) => s.kind)).toEqual(['deploy', 'smoke-test']);
+    expect(steps[0]).toMatchObject({ withNewSigningSecret: false });
+    expect((steps[0] as { command: string[] }).command).not.toContain('--secrets-file');
+  });
+
+  it('a configured id the account does not have (another account, deleted) is replaced by the one found or created', () => {
+    const config = { ...shippedConfig, kvNamespaceId: 'gone' };
+    expect(planDeploy(options, observed({ config, buckets: ['edge-registry'] })).map((s) => s.kind)).toEqual(['create-kv', 'write-config', 'deploy', 'smoke-test']);
+  });
+
+  it('sets URL_SIGNING_SECRET with secret put on a deployed Worker that lacks it, and never replaces one', () => {
+    const ready = { kvNamespaces: [{ id: 'kv1', title: 'edge-registry' }], buckets: ['edge-registry'] };
+    const lacking = planDeploy(options, observed({ ...ready, secrets: { workerExists: true, names: ['OTHER'] } }));
+    expect(lacking.find((s) => s.kind === 'put-secret')).toMatchObject({ command: ['secret', 'put', 'URL_SIGNING_SECRET', '--config', 'wrangler.toml', '--env', 'production'] });
+    const having = planDeploy(options, observed({ ...ready, secrets: { workerExists: true, names: ['URL_SIGNING_SECRET'] } }));
+    expect(having.some((s) => s.kind === 'put-secret')).toBe(false);
+    expect(having.find((s) => s.kind === 'deploy')).toMatchObject({ withNewSigningSecret: false });
+  });
+
+  it('uses --bucket and --url when given', () => {
+    const steps = planDeploy({ ...options, bucketName: 'acme-providers', smokeUrl: 'https://edge-registry.acme.workers.dev/' }, observed({ buckets: ['edge-registry'] }));
+    expect(steps.find((s) => s.kind === 'create-bucket')).toMatchObject({ name: 'acme-providers' });
+    expect(steps.at(-1)).toMatchObject({ url: 'https://edge-registry.acme.workers.dev/.well-known/terraform.json' });
+  });
+
+  it('needs a hostname: --hostname, or one already configured (not the shipped placeholder); refuses a malformed one', () => {
+    expect(() => planDeploy({ ...options, hostname: null }, observed())).toThrow(PlanError);
+    expect(() => planDeploy({ ...options, hostname: null }, observed())).toThrow(/no hostname/);
+    for (const bad of ['https://registry.acme.com', 'registry.acme.com/x', 'localhost', 'registry.acme.com:443', 'reg istry.acme.com']) {
+      expect(() => planDeploy({ ...options, hostname: bad }, observed()), bad).toThrow(/is not a hostname/);
+    }
+    const steps = planDeploy({ ...options, hostname: null }, observed({ config: { ...shippedConfig, hostname: 'r.acme.dev' } }));
+    expect(steps.at(-1)).toMatchObject({ url: 'https://r.acme.dev/.well-known/terraform.json' });
+  });
+
+  it('refuses to go on logged out (pointing at wrangler login and the token permissions) or with an ambiguous account', () => {
+    const loggedOut = () => checkAuth({ auth: { loggedIn: false }, accountIdFromEnv: null });
+    expect(loggedOut).toThrow(PlanError);
+    try {
+      loggedOut();
+    } catch (error) {
+      expect((error as PlanError).fix).toContain('npx wrangler login');
+      expect((error as PlanError).fix).toContain('CLOUDFLARE_API_TOKEN');
+      expect((error as PlanError).fix).toContain('Workers KV Storage · Edit');
+      expect((error as PlanError).fix).toContain('Workers R2 Storage · Edit');
+    }
+    const two = { ...account, accounts: [{ id: 'a1', name: 'Acme' }, { id: 'a2', name: 'Other' }] };
+    expect(() => checkAuth({ auth: two, accountIdFromEnv: null })).toThrow(/2 accounts/);
+    expect(checkAuth({ auth: two, accountIdFromEnv: 'a2' })).toEqual({ id: 'a2', name: 'Other' });
+    expect(() => checkAuth({ auth: two, accountIdFromEnv: 'a3' })).toThrow(/not one of/);
+  });
+});
+
+describe('editing the production environment of wrangler.toml', () => {
+  const wanted = { kvNamespaceId: 'abc123', bucketName: 'acme-bucket', hostname: 'registry.acme.com' };
+
+  it('changes only [env.production]: comments and the local configuration stay as written', () => {
+    const { text } = editProductionConfig(shippedToml, 'production', wanted);
+    const [before, after] = [shippedToml, text].map((t) => t.slice(0, t.indexOf('[env.production]')));
+    expect(after).toBe(before);
+    for (const comment of shippedToml.split('\n').filter((l) => l.trim().startsWith('#'))) expect(text).toContain(comment);
+    expect(text).toContain('[env.production]\nname = "edge-registry"\nroutes = [{ pattern = "registry.acme.com", custom_domain = true }]\n');
+  });
+
+  it('is idempotent: a second edit changes nothing', () => {
+    const once = editProductionConfig(shippedToml, 'production', wanted);
+    const twice = editProductionConfig(once.text, 'production', wanted);
+    expect(twice.changes).toEqual([]);
+    expect(twice.text).toBe(once.text);
+  });
+
+  it('replaces a multi-line routes array and adds sections that are missing', () => {
+    const custom = 'name = "x"\nmain = "src/index.ts"\n\n[env.production]\nname = "x"\nroutes = [\n  "old.example.com/*",\n]\n';
+    const { text, changes } = editProductionConfig(custom, 'production', wanted);
+    expect(text).not.toContain('old.example.com');
+    expect(text).toContain('[[env.production.kv_namespaces]]\nbinding = "REGISTRY_KV"\nid = "abc123"');
+    expect(text).toContain('[[env.production.r2_buckets]]\nbinding = "REGISTRY_R2"\nbucket_name = "acme-bucket"');
+    expect(changes.find((c) => c.key === 'routes')?.from).toBe('[ "old.example.com/*", ]');
+  });
+});

@@ -1,0 +1,94 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseScope, scopeAllows } from '../../src/auth/tokens';
+import { address, bearer, fakeRelease, get, issueToken, seed } from './helpers';
+
+// Rules a token scope must hold exactly: whole namespaces and hostnames, never prefixes or look-alikes.
+
+const OWN = 'registry.example.com';
+
+beforeAll(async () => {
+  await seed([
+    fakeRelease(address('acme', 'thing'), '1.0.0', ['linux_amd64']),
+    fakeRelease(address('acme-internal', 'thing'), '1.0.0', ['linux_amd64']),
+    fakeRelease(address('acm', 'thing'), '1.0.0', ['linux_amd64']),
+    fakeRelease(address('hashicorp', 'random', 'registry.terraform.io'), '3.6.0', ['linux_amd64']),
+    fakeRelease(address('hashicorp', 'random', 'registry.terraform.io.evil.example'), '3.6.0', ['linux_amd64']),
+  ]);
+});
+
+describe('scopeAllows', () => {
+  const cases: [scopes: string[], host: string, namespace: string, allowed: boolean][] = [
+    [['acme'], OWN, 'acme', true],
+    [['acme'], OWN, 'acme-internal', false],
+    [['acme'], OWN, 'acm', false],
+    [['acme-internal'], OWN, 'acme', false],
+    [['acme'], 'registry.terraform.io', 'acme', false],
+    [[`${OWN}/acme`], OWN, 'acme', true],
+    [[`${OWN}/acme`], OWN, 'acme-internal', false],
+    [['registry.terraform.io/hashicorp'], 'registry.terraform.io', 'hashicorp', true],
+    [['registry.terraform.io/hashicorp'], 'registry.terraform.io', 'hashicorp2', false],
+    [['registry.terraform.io/hashicorp'], 'registry.terraform.io.evil.example', 'hashicorp', false],
+    [['registry.terraform.io/hashicorp'], 'terraform.io', 'hashicorp', false],
+    [['registry.terraform.io/hashicorp'], OWN, 'hashicorp', false],
+    [['registry.terraform.io/*'], 'registry.terraform.io', 'anything', true],
+    [['registry.terraform.io/*'], 'registry.terraform.io.evil.example', 'anything', false],
+    [['registry.terraform.io/*'], OWN, 'acme', false],
+    [['*'], 'registry.terraform.io', 'hashicorp', true],
+    [['*'], OWN, 'acme', true],
+    [['other', 'acme'], OWN, 'acme', true],
+    [[], OWN, 'acme', false],
+  ];
+  for (const [scopes, host, namespace, allowed] of cases) {
+    it(`${JSON.stringify(scopes)} ${allowed ? 'allows' : 'refuses'} ${host}/${namespace}`, () => {
+      expect(scopeAllows(scopes, host, namespace, OWN)).toBe(allowed);
+    });
+  }
+
+  it('compares the registry hostname case-insensitively (REGISTRY_HOSTNAME may be written in capitals)', () => {
+    expect(scopeAllows(['acme'], OWN, 'acme', 'Registry.Example.COM')).toBe(true);
+    expect(scopeAllows(['acme'], 'registry.terraform.io', 'acme', 'Registry.Example.COM')).toBe(false);
+  });
+});
+
+describe('parseScope', () => {
+  it('normalises to lower case and keeps *, NAMESPACE, HOST/NAMESPACE and HOST/*', () => {
+    expect(parseScope('*')).toBe('*');
+    expect(parseScope(' ACME ')).toBe('acme');
+    expect(parseScope('Registry.Terraform.IO/HashiCorp')).toBe('registry.terraform.io/hashicorp');
+    expect(parseScope('registry.terraform.io/*')).toBe('registry.terraform.io/*');
+  });
+
+  it('refuses anything else with an InputError', () => {
+    for (const bad of ['', 'acme/', '*/acme', 'a/b/c', 'acme*', 'ac me', 'registry.terraform.io/hashi*']) {
+      expect(() => parseScope(bad), bad).toThrow(expect.objectContaining({ name: 'InputError' }));
+    }
+  });
+});
+
+describe('scopes on requests', () => {
+  it('a token for acme cannot read the look-alike namespaces acme-internal or acm', async () => {
+    const { token } = await issueToken(['acme']);
+    expect((await get('/v1/providers/acme/thing/versions', bearer(token))).status).toBe(200);
+    expect((await get('/v1/providers/acme-internal/thing/versions', bearer(token))).status).toBe(403);
+    expect((await get('/v1/providers/acm/thing/versions', bearer(token))).status).toBe(403);
+    expect((await get('/v1/mirror/registry.example.com/acme-internal/thing/index.json', bearer(token))).status).toBe(403);
+  });
+
+  it('a token for acme-internal cannot read acme', async () => {
+    const { token } = await issueToken(['acme-internal']);
+    expect((await get('/v1/providers/acme-internal/thing/versions', bearer(token))).status).toBe(200);
+    expect((await get('/v1/providers/acme/thing/versions', bearer(token))).status).toBe(403);
+  });
+
+  it('a scope given in capitals matches requests in any case', async () => {
+    const { token } = await issueToken(['ACME', 'Registry.Terraform.IO/HashiCorp']);
+    expect((await get('/v1/providers/Acme/thing/versions', bearer(token))).status).toBe(200);
+    expect((await get('/v1/mirror/REGISTRY.terraform.io/hashicorp/random/index.json', bearer(token))).status).toBe(200);
+  });
+
+  it('HOST/* does not cover a hostname that merely starts with HOST', async () => {
+    const { token } = await issueToken(['registry.terraform.io/*']);
+    expect((await get('/v1/mirror/registry.terraform.io/hashicorp/random/index.json', bearer(token))).status).toBe(200);
+    expect((await get('/v1/mirror/registry.terraform.io.evil.example/hashicorp/random/index.json', bearer(token))).status).toBe(403);
+  });
+});

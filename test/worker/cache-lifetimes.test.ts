@@ -1,0 +1,102 @@
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { address, fakeRelease, getWith, seed } from './helpers';
+import { publishVersion } from '../../src/store/publish';
+
+// With INDEX_CACHE_SECONDS > 0 an isolate reuses version lists and "not found" answers for that long and
+// no longer: a version published meanwhile is listed (and its documents found) once the lifetime has passed.
+// Immutable documents are cached longer, which is only safe because they never change.
+
+const SECONDS = '1';
+const vars = { INDEX_CACHE_SECONDS: SECONDS };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const versionsOf = async (path: string) => (await (await getWith(vars, path)).json<{ versions: { version: string }[] }>()).versions.map((v) => v.version);
+
+describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
+  it('a version list is reused within the lifetime, sent with that max-age, and re-read after it', async () => {
+    const provider = address('acme', 'lifetime');
+    await seed([fakeRelease(provider, '1.0.0')]);
+    const path = '/v1/providers/acme/lifetime/versions';
+    const first = await getWith(vars, path);
+    expect(first.headers.get('cache-control')).toBe(`public, max-age=${SECONDS}`);
+    expect((await first.json<{ versions: unknown[] }>()).versions).toHaveLength(1);
+
+    const next = fakeRelease(provider, '1.1.0');
+    await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, next.record, next.files);
+    expect(await versionsOf(path)).toEqual(['1.0.0']); // cached
+    await sleep(1100);
+    expect(await versionsOf(path)).toEqual(['1.0.0', '1.1.0']);
+  });
+
+  it('the mirror index.json likewise', async () => {
+    const provider = address('acme', 'mirrorlife');
+    await seed([fakeRelease(provider, '1.0.0')]);
+    const path = '/v1/mirror/registry.example.com/acme/mirrorlife/index.json';
+    const keys = async () => Object.keys((await (await getWith(vars, path)).json<{ versions: object }>()).versions);
+    expect(await keys()).toEqual(['1.0.0']);
+    const next = fakeRelease(provider, '2.0.0');
+    await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, next.record, next.files);
+    expect(await keys()).toEqual(['1.0.0']);
+    await sleep(1100);
+    expect(await keys()).toEqual(['1.0.0', '2.0.0']);
+  });
+
+  it('"not found" for a provider, a version document and a mirror version is reused only for the lifetime', async () => {
+    const provider = address('acme', 'absent');
+    const paths = [
+      '/v1/providers/acme/absent/versions',
+      '/v1/providers/acme/absent/1.0.0/download/linux/amd64',
+      '/v1/mirror/registry.example.com/acme/absent/index.json',
+      '/v1/mirror/registry.example.com/acme/absent/1.0.0.json',
+    ];
+    for (const path of paths) {
+      const response = await getWith(vars, path);
+      expect(response.status, path).toBe(404);
+    }
+    await seed([fakeRelease(provider, '1.0.0', ['linux_amd64'])]);
+    for (const path of paths) expect((await getWith(vars, path)).status, `${path} (cached)`).toBe(404);
+    await sleep(1100);
+    for (const path of paths) expect((await getWith(vars, path)).status, `${path} after the lifetime`).toBe(200);
+  });
+
+  it('a published version document is immutable: served with a one-year immutable lifetime', async () => {
+    await seed([fakeRelease(address('acme', 'forever'), '1.0.0', ['linux_amd64'])]);
+    for (const path of ['/v1/providers/acme/forever/1.0.0/download/linux/amd64', '/v1/mirror/registry.example.com/acme/forever/1.0.0.json']) {
+      expect((await getWith(vars, path)).headers.get('cache-control'), path).toBe('public, max-age=31536000, immutable');
+    }
+  });
+});
+
+describe('404 is "not found", 400 is "malformed"', () => {
+  it('a well-formed but unknown OS, arch or version is 404, for the registry, the mirror and release files', async () => {
+    await seed([fakeRelease(address('acme', 'known'), '1.0.0', ['linux_amd64'])]);
+    for (const path of [
+      '/v1/providers/acme/known/1.0.0/download/haiku/amd64',
+      '/v1/providers/acme/known/1.0.0/download/linux/riscv128',
+      '/v1/providers/acme/known/1.0.0/download/plan9/amd64',
+      '/v1/providers/acme/known/9.9.9/download/linux/amd64',
+      '/v1/providers/acme/known/1.0.0-beta.1/download/linux/amd64',
+      '/v1/mirror/registry.example.com/acme/known/9.9.9.json',
+      '/v1/archives/registry.example.com/acme/known/9.9.9/terraform-provider-known_9.9.9_linux_amd64.zip',
+      '/v1/archives/registry.example.com/acme/known/1.0.0/terraform-provider-known_1.0.0_haiku_amd64.zip',
+    ]) {
+      const response = await getWith(vars, path);
+      expect(response.status, path).toBe(404);
+      expect((await response.json<{ errors: string[] }>()).errors, path).toHaveLength(1);
+    }
+  });
+
+  it('a platform or version that is not well-formed is 400', async () => {
+    for (const path of [
+      '/v1/providers/acme/known/1.0.0/download/linux_/amd64',
+      '/v1/providers/acme/known/1.0.0/download/linux/amd-64',
+      '/v1/providers/acme/known/1.0/download/linux/amd64',
+    ]) {
+      expect((await getWith(vars, path)).status, path).toBe(400);
+    }
+  });
+
+  it('matches a platform case-insensitively', async () => {
+    expect((await getWith(vars, '/v1/providers/acme/known/1.0.0/download/Linux/AMD64')).status).toBe(200);
+  });
+});
