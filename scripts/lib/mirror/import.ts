@@ -2,8 +2,8 @@ import { createReadStream, existsSync, lstatSync, readdirSync, readFileSync } fr
 import { join, relative, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import {
-  formatAddress, formatShasums, InputError, parsePlatformName, parseVersion, providerAddress, sha256Hex,
-  sortVersions, zhHash, type ProviderAddress,
+  formatAddress, formatShasums, InputError, parseJson, parseMirrorIndexResponse, parseMirrorVersionResponse, parsePlatformName,
+  parseVersion, providerAddress, sha256Hex, sortVersions, zhHash, type MirrorVersionResponse, type ProviderAddress,
 } from '../../../src/protocol/index';
 import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/store/layout';
 import { storeMirroredVersion } from '../../../src/store/mirror';
@@ -89,8 +89,7 @@ async function importProvider({ address, dir }: FoundProvider, options: ImportOp
   }
   let versions: string[];
   try {
-    const index = JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8')) as { versions?: Record<string, unknown> };
-    if (!index?.versions || typeof index.versions !== 'object') throw new Error('no "versions" object');
+    const index = parseMirrorIndexResponse(parseJson(readFileSync(join(dir, 'index.json'), 'utf8'), 'index.json'));
     versions = sortVersions(Object.keys(index.versions).map((v) => parseVersion(v)));
   } catch (error) {
     const reason = `${join(dir, 'index.json')}: ${(error as Error).message}`;
@@ -111,11 +110,9 @@ async function importVersion(address: ProviderAddress, dir: string, version: str
     log(`${label}: NOT imported: ${reason}`);
     return { version, status: 'failed', reason, platforms };
   };
-  let archives: Record<string, { url?: unknown; hashes?: unknown }>;
+  let archives: MirrorVersionResponse['archives'];
   try {
-    const parsed = JSON.parse(readFileSync(documentPath, 'utf8')) as { archives?: unknown };
-    if (!parsed?.archives || typeof parsed.archives !== 'object') throw new Error('no "archives" object');
-    archives = parsed.archives as typeof archives;
+    archives = parseMirrorVersionResponse(parseJson(readFileSync(documentPath, 'utf8'), `${version}.json`)).archives;
   } catch (error) {
     return fail(`${documentPath}: ${(error as Error).message}`);
   }
@@ -125,15 +122,14 @@ async function importVersion(address: ProviderAddress, dir: string, version: str
     const failed = (reason: string) => platforms.push({ platform: key, status: 'failed', reason });
     try {
       const platform = parsePlatformName(key);
-      if (typeof entry?.url !== 'string') throw new InputError(`${documentPath}: archives.${key}.url is missing`);
       const path = resolve(dir, entry.url);
       if (!path.startsWith(dir + sep)) throw new InputError(`${documentPath}: archives.${key}.url ${JSON.stringify(entry.url)} points outside ${dir}`);
       if (!existsSync(path)) throw new InputError(`${documentPath}: archives.${key}.url names ${entry.url}, which is missing`);
-      const hashes = Array.isArray(entry.hashes) ? entry.hashes.filter((h): h is string => typeof h === 'string') : [];
+      const hashes = entry.hashes ?? [];
       const h1s = hashes.filter((h) => h.startsWith('h1:'));
       const zhs = hashes.filter((h) => h.startsWith('zh:'));
       if (h1s.length === 0) throw new InputError(`hash check failed: ${documentPath} gives no h1: hash for ${key}, so ${entry.url} cannot be verified`);
-      const digest = await verifyArchive(path, { type: address.type, platform, source: path });
+      const digest = await verifyArchive(path, { type: address.type, version, platform, source: path });
       if (!h1s.includes(digest.h1)) throw new InputError(`hash check failed: ${path} has ${digest.h1}, ${documentPath} says ${h1s.join(', ')}`);
       if (zhs.length > 0 && !zhs.includes(zhHash(digest.sha256Hex))) {
         throw new InputError(`hash check failed: ${path} has ${zhHash(digest.sha256Hex)}, ${documentPath} says ${zhs.join(', ')}`);

@@ -224,7 +224,7 @@ async function syncVersion(
         throw new Error(`checksum check failed: ${doc.downloadUrl} has SHA-256 ${downloaded.sha256Hex}, ${doc.documentUrl} says shasum ${doc.shasum}`);
       }
       checkSumsLine(sumLines, doc.filename, doc.shasum, doc.shasumsUrl);
-      const digest = await verifyArchive(path, { type: address.type, platform: doc.platform, sha256Hex: doc.shasum, source: doc.downloadUrl });
+      const digest = await verifyArchive(path, { type: address.type, version, platform: doc.platform, sha256Hex: doc.shasum, source: doc.downloadUrl });
       const pkg: PackageRecord = {
         os: doc.platform.os, arch: doc.platform.arch, filename: archiveFilename(address.type, version, doc.platform),
         shasum: digest.sha256Hex, h1: digest.h1, size: digest.size,

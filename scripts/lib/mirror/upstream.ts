@@ -1,5 +1,6 @@
 import {
-  formatAddress, parsePlatform, platformName, type Platform, type ProviderAddress,
+  formatAddress, parsePlatform, parseProviderPackageResponse, parseProviderVersionsResponse, parseServiceDiscovery,
+  platformName, WireShapeError, type Platform, type ProviderAddress,
 } from '../../../src/protocol/index';
 import type { SigningKey } from '../../../src/store/types';
 import { UpstreamError, type UpstreamHttp } from './upstream-http';
@@ -34,8 +35,8 @@ export interface UpstreamPackage {
 export async function discoverProviders(http: UpstreamHttp, hostname: string): Promise<string> {
   const url = `https://${hostname}/.well-known/terraform.json`;
   const { json, url: finalUrl } = await http.getJson(url, 'service discovery');
-  const base = (json as Record<string, unknown> | null)?.['providers.v1'];
-  if (typeof base !== 'string') {
+  const base = shaped(() => parseServiceDiscovery(json), 'service discovery', finalUrl)['providers.v1'];
+  if (base === undefined) {
     throw new UpstreamError(`service discovery ${finalUrl}: no "providers.v1" string; ${hostname} is not a provider registry`);
   }
   const resolved = new URL(base, finalUrl);
@@ -55,26 +56,18 @@ export async function listVersions(http: UpstreamHttp, base: string, address: Pr
     }
     throw error;
   }
-  const list = (json as { versions?: unknown } | null)?.versions;
-  if (!Array.isArray(list)) throw new UpstreamError(`list versions ${url}: no "versions" array`);
-  return list.map((entry, index) => {
-    const e = entry as { version?: unknown; protocols?: unknown; platforms?: unknown };
-    if (typeof e?.version !== 'string') throw new UpstreamError(`list versions ${url}: versions[${index}] has no "version" string`);
-    const platforms = Array.isArray(e.platforms) ? e.platforms : [];
-    return {
-      version: e.version,
-      protocols: stringArray(e.protocols),
-      platforms: platforms.flatMap((p) => {
-        const { os, arch } = (p ?? {}) as { os?: unknown; arch?: unknown };
-        if (typeof os !== 'string' || typeof arch !== 'string') return [];
-        try {
-          return [parsePlatform(os, arch)];
-        } catch {
-          return [];
-        }
-      }),
-    };
-  });
+  return shaped(() => parseProviderVersionsResponse(json), 'list versions', url).versions.map((entry) => ({
+    version: entry.version,
+    protocols: entry.protocols ?? [],
+    // Platforms this client cannot name are left out (never mirrored).
+    platforms: (entry.platforms ?? []).flatMap(({ os, arch }) => {
+      try {
+        return [parsePlatform(os, arch)];
+      } catch {
+        return [];
+      }
+    }),
+  }));
 }
 
 /** Fetches and checks the download document of one version and platform. */
@@ -87,37 +80,29 @@ export async function findPackage(
 ): Promise<UpstreamPackage> {
   const url = new URL(`${address.namespace}/${address.type}/${version}/download/${platform.os}/${platform.arch}`, base).toString();
   const { json, url: finalUrl } = await http.getJson(url, `download document (${platformName(platform)})`);
-  const doc = (json ?? {}) as Record<string, unknown>;
-  const field = (name: string): string => {
-    const value = doc[name];
-    if (typeof value !== 'string' || value === '') throw new UpstreamError(`download document ${finalUrl}: "${name}" is missing or not a string`);
-    return value;
-  };
-  const shasum = field('shasum').toLowerCase();
+  const doc = shaped(() => parseProviderPackageResponse(json), 'download document', finalUrl);
+  const shasum = doc.shasum.toLowerCase();
   if (!/^[0-9a-f]{64}$/.test(shasum)) throw new UpstreamError(`download document ${finalUrl}: "shasum" is not a hex SHA-256`);
-  const filename = field('filename');
-  if (!/^[A-Za-z0-9._+-]+$/.test(filename)) throw new UpstreamError(`download document ${finalUrl}: "filename" ${JSON.stringify(filename.slice(0, 80))} is not a plain file name`);
-  const keys = ((doc.signing_keys as { gpg_public_keys?: unknown } | undefined)?.gpg_public_keys);
-  if (!Array.isArray(keys) || keys.length === 0) throw new UpstreamError(`download document ${finalUrl}: no signing_keys.gpg_public_keys`);
-  const signingKeys = keys.flatMap((k) => {
-    const { key_id, ascii_armor } = (k ?? {}) as { key_id?: unknown; ascii_armor?: unknown };
-    return typeof ascii_armor === 'string' ? [{ key_id: typeof key_id === 'string' ? key_id.toUpperCase() : '', ascii_armor }] : [];
-  });
-  const resolve = (name: string) => {
+  if (!/^[A-Za-z0-9._+-]+$/.test(doc.filename)) {
+    throw new UpstreamError(`download document ${finalUrl}: "filename" ${JSON.stringify(doc.filename.slice(0, 80))} is not a plain file name`);
+  }
+  const signingKeys = doc.signing_keys.gpg_public_keys.map((k) => ({ key_id: k.key_id.toUpperCase(), ascii_armor: k.ascii_armor }));
+  if (signingKeys.length === 0) throw new UpstreamError(`download document ${finalUrl}: no signing_keys.gpg_public_keys`);
+  const resolve = (name: 'download_url' | 'shasums_url' | 'shasums_signature_url') => {
     try {
-      return new URL(field(name), finalUrl).toString();
+      return new URL(doc[name], finalUrl).toString();
     } catch {
       throw new UpstreamError(`download document ${finalUrl}: "${name}" is not a URL`);
     }
   };
   if (doc.os !== platform.os || doc.arch !== platform.arch) {
-    throw new UpstreamError(`download document ${finalUrl}: it is for ${String(doc.os)}_${String(doc.arch)}, not ${platformName(platform)}`);
+    throw new UpstreamError(`download document ${finalUrl}: it is for ${doc.os}_${doc.arch}, not ${platformName(platform)}`);
   }
   return {
     documentUrl: finalUrl,
-    protocols: stringArray(doc.protocols),
+    protocols: doc.protocols,
     platform,
-    filename,
+    filename: doc.filename,
     downloadUrl: resolve('download_url'),
     shasumsUrl: resolve('shasums_url'),
     shasumsSignatureUrl: resolve('shasums_signature_url'),
@@ -126,6 +111,12 @@ export async function findPackage(
   };
 }
 
-function stringArray(value: unknown): string[] {
-  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+/** Runs a wire-shape parser; a WireShapeError becomes an UpstreamError naming the URL. */
+function shaped<T>(parse: () => T, what: string, url: string): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (error instanceof WireShapeError) throw new UpstreamError(`${what} ${url}: ${error.message}`);
+    throw error;
+  }
 }

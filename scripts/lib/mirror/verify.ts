@@ -1,5 +1,5 @@
 import {
-  InputError, parseShasums, platformName, type Platform, type ShasumEntry,
+  executableNamePattern, InputError, parseShasums, platformName, type Platform, type ShasumEntry,
 } from '../../../src/protocol/index';
 import type { SigningKey } from '../../../src/store/types';
 import { inspectArchive, type ArchiveDigest } from '../archive';
@@ -48,13 +48,13 @@ export function checkSumsLine(sums: readonly ShasumEntry[], filename: string, sh
 
 /**
  * Opens the downloaded zip: it must be a readable zip holding the provider
- * executable (an entry at the top named terraform-provider-TYPE…, as
- * Terraform looks for it; .exe on windows), and its SHA-256 must still be
+ * executable at its top (terraform-provider-TYPE_vVERSION, optionally with
+ * goreleaser's _xN suffix; .exe on windows), and its SHA-256 must still be
  * `sha256Hex` when given. Returns the digest (h1 included).
  */
 export async function verifyArchive(
   path: string,
-  expected: { type: string; platform: Platform; sha256Hex?: string; source: string },
+  expected: { type: string; version: string; platform: Platform; sha256Hex?: string; source: string },
 ): Promise<ArchiveDigest> {
   let digest: ArchiveDigest;
   try {
@@ -65,13 +65,11 @@ export async function verifyArchive(
   if (expected.sha256Hex !== undefined && digest.sha256Hex !== expected.sha256Hex) {
     throw new InputError(`archive check failed: ${expected.source} changed while being read (SHA-256 ${digest.sha256Hex}, expected ${expected.sha256Hex})`);
   }
-  const prefix = `terraform-provider-${expected.type}`;
-  const executable = digest.entries.find((entry) =>
-    !entry.isDirectory && !entry.name.includes('/') && entry.name.startsWith(prefix) &&
-    (expected.platform.os !== 'windows' || entry.name.endsWith('.exe')));
+  const pattern = executableNamePattern(expected.type, expected.version, expected.platform);
+  const executable = digest.entries.find((entry) => !entry.isDirectory && pattern.test(entry.name));
   if (!executable) {
     throw new InputError(
-      `archive check failed: ${expected.source} (${platformName(expected.platform)}) holds no provider executable ${prefix}_v…${expected.platform.os === 'windows' ? '.exe' : ''} ` +
+      `archive check failed: ${expected.source} (${platformName(expected.platform)}) holds no provider executable terraform-provider-${expected.type}_v${expected.version}${expected.platform.os === 'windows' ? '.exe' : ''} ` +
         `(found ${digest.entries.map((e) => e.name).slice(0, 5).join(', ') || 'no entries'})`,
     );
   }

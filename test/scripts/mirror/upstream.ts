@@ -6,8 +6,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as openpgp from 'openpgp';
-import { formatShasums, parsePlatformName } from '../../../src/protocol/index';
-import { executableName, zipBuffers } from '../../../scripts/lib/zip-binary';
+import { executableName, formatShasums, parsePlatformName } from '../../../src/protocol/index';
+import { zipBuffers } from '../../../scripts/lib/zip-binary';
 
 /**
  * A second, independent provider registry for the mirror tests: static
