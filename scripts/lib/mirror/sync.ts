@@ -11,6 +11,7 @@ import { storeMirroredVersion } from '../../../src/store/mirror';
 import { readVersionRecord, rebuildProviderIndex, type ReleaseFile } from '../../../src/store/publish';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
 import type { StoreHandle } from '../local-store';
+import { CRASH_ENV } from '../publish';
 import { combinedStatus, type MirrorSummary, type PlatformSummary, type ProviderSummary, type VersionSummary } from './summary';
 import { discoverProviders, findPackage, listVersions, type UpstreamPackage } from './upstream';
 import type { UpstreamHttp } from './upstream-http';
@@ -260,6 +261,10 @@ async function syncVersion(
     ];
     try {
       await storeMirroredVersion(options.store.kv, options.store.blobs, record, files, (event) => {
+        if (process.env[CRASH_ENV] === event.step) {
+          log(`${CRASH_ENV}=${event.step}: exiting before "${event.step}" of ${label} (test hook)`);
+          process.exit(70);
+        }
         if (event.step === 'upload') log(`  ${label}: storing ${event.detail}`);
       });
     } catch (error) {
