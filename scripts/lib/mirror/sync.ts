@@ -266,6 +266,7 @@ async function syncVersion(
           process.exit(70);
         }
         if (event.step === 'upload') log(`  ${label}: storing ${event.detail}`);
+        if (event.step === 'skip-upload') log(`  ${label}: already stored: ${event.detail}`);
       });
     } catch (error) {
       return fail((error as Error).message);
