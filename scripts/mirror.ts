@@ -11,7 +11,7 @@ import { run, say, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
 import { openLocalStore, type StoreHandle } from './lib/local-store';
 import { DEFAULT_UPSTREAM, readAllowList } from './lib/mirror/allow-list';
-import { terraformCredentials } from './lib/mirror/credentials';
+import { terraformCredentials } from './lib/mirror/cli-config';
 import { importDirectory } from './lib/mirror/import';
 import type { MirrorSummary } from './lib/mirror/summary';
 import { syncProviders, type SyncRequest } from './lib/mirror/sync';
@@ -38,7 +38,8 @@ const USAGE = `usage:
   --verbose               stack traces for unexpected errors
 
 Upstream credentials as Terraform finds them: TF_TOKEN_<host>, credentials "HOST" { token = "…" } in
-$TF_CLI_CONFIG_FILE or ~/.terraformrc. A private CA: NODE_EXTRA_CA_CERTS=/path/ca.pem.
+$TF_CLI_CONFIG_FILE or ~/.terraformrc; host "NAME" { services = { "providers.v1" = "URL" } } blocks there
+replace discovery for NAME. A private CA: NODE_EXTRA_CA_CERTS=/path/ca.pem.
 Exit status: 0 when everything verified (or was up to date), 1 when anything failed, 2 for usage.`;
 
 run(async () => {
@@ -125,7 +126,7 @@ run(async () => {
       const credentials = terraformCredentials(process.env);
       const http = new UpstreamHttp({ timeoutMs, retries, tokenFor: credentials.tokenFor, log: say });
       say(`${values['dry-run'] ? 'dry run: ' : ''}syncing ${requests.length} provider${requests.length === 1 ? '' : 's'} into ${store.description}`);
-      summary = await syncProviders(requests, { store, ownHostname: config.hostname, http, dryRun: values['dry-run'], concurrency, log: say });
+      summary = await syncProviders(requests, { store, ownHostname: config.hostname, http, providersServiceFor: credentials.providersServiceFor, dryRun: values['dry-run'], concurrency, log: say });
       const r = summary.upstream_requests!;
       say(`upstream requests: ${r.json} metadata, ${r.small} SHA256SUMS/signatures, ${r.archive} archives`);
     } else {

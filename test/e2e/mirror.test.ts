@@ -25,6 +25,7 @@ const goPlatform = `${process.platform}_${process.arch === 'x64' ? 'amd64' : pro
 const PLATFORMS = [...new Set([goPlatform, 'darwin_arm64', 'windows_amd64'])];
 const NS = 'acme';
 const TYPE = 'thing';
+const UPSTREAM_NAME = 'upstream.test';
 
 if (!terraform) console.warn('e2e mirror: skipping the terraform tests: no terraform binary in /usr/local/bin or /usr/bin');
 
@@ -34,6 +35,7 @@ describe.skipIf(!terraform)('terraform init through a mirror filled by npm run m
   let certificate: Certificate;
   let bundle: string;
   let source: string;
+  let hostBlock: string;
   const servers: DevServer[] = [];
 
   beforeAll(async () => {
@@ -46,7 +48,11 @@ describe.skipIf(!terraform)('terraform init through a mirror filled by npm run m
     // Terraform (Go) trusts SSL_CERT_FILE: both the upstream's CA and the dev server's certificate.
     bundle = join(root, 'bundle.pem');
     await writeFile(bundle, `${await readFile(upstream.caPath, 'utf8')}\n${certificate.pem}`);
-    source = `${upstream.host}/${NS}/${TYPE}`;
+    // Terraform's network-mirror client cannot name a provider whose hostname has a port (it reads
+    // "localhost:PORT/…" as a URL scheme), so the upstream is reached as upstream.test through a CLI
+    // configuration `host` block — which `npm run mirror` honours as Terraform does.
+    source = `${UPSTREAM_NAME}/${NS}/${TYPE}`;
+    hostBlock = `host "${UPSTREAM_NAME}" {\n  services = {\n    "providers.v1" = "${upstream.origin}/v1/providers/"\n  }\n}\n`;
   });
   afterAll(async () => {
     for (const server of servers) await server.stop();
@@ -81,17 +87,18 @@ describe.skipIf(!terraform)('terraform init through a mirror filled by npm run m
   }
 
   it('sync and import each give a mirror that terraform init installs from, locking the same hashes as the upstream', async () => {
-    const direct = await terraformIn('direct', ['init', '-input=false'], '# straight from the upstream registry\n');
+    const direct = await terraformIn('direct', ['init', '-input=false'], hostBlock);
     expect(direct.output).toContain(`Installed ${source} v1.1.0 (self-signed, key ID ${(await upstreamGpgKey()).keyId})`);
     const reference = await lockOf(direct.dir);
 
     // The air-gapped directory, made by terraform itself.
     const platformFlags = PLATFORMS.map((p) => `-platform=${p}`);
-    await terraformIn('direct', ['providers', 'mirror', ...platformFlags, join(root, 'carried')], '# straight from the upstream\n');
+    await terraformIn('direct', ['providers', 'mirror', ...platformFlags, join(root, 'carried')], hostBlock);
 
     const syncState = join(root, 'state-sync');
+    await writeFile(join(root, 'sync.tfrc'), hostBlock);
     const synced = await runScript('mirror', ['sync', source, '--version', '~> 1.0', ...PLATFORMS.flatMap((p) => ['--platform', p]), '--persist-to', syncState, '--wrangler-config', configPath],
-      { NODE_EXTRA_CA_CERTS: upstream.caPath, TF_CLI_CONFIG_FILE: join(root, 'none.tfrc') });
+      { NODE_EXTRA_CA_CERTS: upstream.caPath, TF_CLI_CONFIG_FILE: join(root, 'sync.tfrc') });
     expect(synced.code, synced.stderr).toBe(0);
 
     const importState = join(root, 'state-import');

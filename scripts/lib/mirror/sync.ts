@@ -44,6 +44,8 @@ export interface MirrorRunOptions {
   store: StoreHandle;
   /** This registry's own hostname: refused as a source. */
   ownHostname: string;
+  /** providers.v1 overrides from the CLI configuration's `host` blocks. */
+  providersServiceFor?: (host: string) => string | undefined;
   http: UpstreamHttp;
   dryRun?: boolean;
   /** Archives downloaded at once (default 4). */
@@ -86,7 +88,7 @@ async function syncProvider(
   let base: string;
   try {
     const constraints = parseConstraints(request.constraints);
-    base = await discoverProviders(options.http, address.hostname);
+    base = await discoverProviders(options.http, address.hostname, options.providersServiceFor?.(address.hostname));
     const versions = await listVersions(options.http, base, address);
     const matching = versions.filter((v) => meetsConstraints(v.version, constraints));
     const order = sortVersions(matching.map((v) => v.version));

@@ -31,8 +31,21 @@ export interface UpstreamPackage {
   signingKeys: SigningKey[];
 }
 
-/** Discovers the providers.v1 base URL of `hostname` (absolute, ends with "/"). 404 or no providers.v1 → UpstreamError. */
-export async function discoverProviders(http: UpstreamHttp, hostname: string): Promise<string> {
+/**
+ * Discovers the providers.v1 base URL of `hostname` (absolute, ends with "/"),
+ * or takes `override` (a CLI configuration `host` block) without asking.
+ * 404 or no providers.v1 → UpstreamError.
+ */
+export async function discoverProviders(http: UpstreamHttp, hostname: string, override?: string): Promise<string> {
+  if (override !== undefined) {
+    try {
+      const url = new URL(override);
+      if (!url.pathname.endsWith('/')) url.pathname += '/';
+      return url.toString();
+    } catch {
+      throw new UpstreamError(`host "${hostname}" in the Terraform CLI configuration: "providers.v1" = ${JSON.stringify(override)} is not an absolute URL`);
+    }
+  }
   const url = `https://${hostname}/.well-known/terraform.json`;
   const { json, url: finalUrl } = await http.getJson(url, 'service discovery');
   const base = shaped(() => parseServiceDiscovery(json), 'service discovery', finalUrl)['providers.v1'];

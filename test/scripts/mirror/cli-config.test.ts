@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllowList } from '../../../scripts/lib/mirror/allow-list';
-import { hostEnvName, terraformCredentials } from '../../../scripts/lib/mirror/credentials';
+import { hostEnvName, parseCliConfigHosts, terraformCredentials } from '../../../scripts/lib/mirror/cli-config';
 import { parseRetryAfter } from '../../../scripts/lib/mirror/upstream-http';
 import { tempDir } from '../helpers';
 
@@ -42,6 +42,16 @@ describe('upstream credentials', () => {
   it('reads ~/.terraformrc when TF_CLI_CONFIG_FILE is not set', () => {
     writeFileSync(join(dir, '.terraformrc'), 'credentials "rc.example.com" {\n  token = "from-rc"\n}\n');
     expect(terraformCredentials({ HOME: dir }).tokenFor('rc.example.com')).toBe('from-rc');
+  });
+});
+
+describe('host blocks', () => {
+  it('reads providers.v1 of host blocks, which replace discovery for that name', () => {
+    const text = '# alias\nhost "Upstream.Test" {\n  services = {\n    "providers.v1" = "https://localhost:8443/v1/providers/",\n    "modules.v1" = "/m/"\n  }\n}\n';
+    expect(parseCliConfigHosts(text).get('upstream.test')).toEqual({ 'providers.v1': 'https://localhost:8443/v1/providers/', 'modules.v1': '/m/' });
+    const config = join(dir, 'hosts.tfrc');
+    writeFileSync(config, text);
+    expect(terraformCredentials({ HOME: dir, TF_CLI_CONFIG_FILE: config }).providersServiceFor('upstream.test')).toBe('https://localhost:8443/v1/providers/');
   });
 });
 

@@ -3,6 +3,8 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 
 /**
+ * What the mirror reads from Terraform's CLI configuration, as Terraform does.
+ *
  * Credentials for upstream registries, found where Terraform finds them:
  * 1. TF_TOKEN_<host> (dots as `_`, dashes as `__`; hosts with a port cannot
  *    be named this way, as in Terraform), which wins over
@@ -12,6 +14,8 @@ import { join } from 'node:path';
  * Tokens are returned to the HTTP client only; never logged.
  */
 export interface CredentialsSource {
+  /** providers.v1 of a `host "NAME" { services = { "providers.v1" = "URL" } }` block, which replaces discovery for NAME. */
+  providersServiceFor(host: string): string | undefined;
   tokenFor(host: string): string | undefined;
   /** Where the token for `host` comes from (for messages), or undefined. */
   describe(host: string): string | undefined;
@@ -21,7 +25,9 @@ export interface CredentialsSource {
 export function terraformCredentials(env: NodeJS.ProcessEnv = process.env): CredentialsSource {
   const home = env.HOME ?? homedir();
   const configPath = env.TF_CLI_CONFIG_FILE || join(home, '.terraformrc');
-  const fromConfig = parseCliConfigCredentials(readOrEmpty(configPath));
+  const configText = readOrEmpty(configPath);
+  const fromConfig = parseCliConfigCredentials(configText);
+  const hosts = parseCliConfigHosts(configText);
   const fromLogin = parseCredentialsJson(readOrEmpty(join(home, '.terraform.d', 'credentials.tfrc.json')));
   const lookup = (host: string): { token: string; from: string } | undefined => {
     const name = hostEnvName(host.toLowerCase());
@@ -33,7 +39,11 @@ export function terraformCredentials(env: NodeJS.ProcessEnv = process.env): Cred
     if (login) return { token: login, from: 'credentials.tfrc.json' };
     return undefined;
   };
-  return { tokenFor: (host) => lookup(host)?.token, describe: (host) => lookup(host)?.from };
+  return {
+    tokenFor: (host) => lookup(host)?.token,
+    describe: (host) => lookup(host)?.from,
+    providersServiceFor: (host) => hosts.get(host.toLowerCase())?.['providers.v1'],
+  };
 }
 
 /** TF_TOKEN_ variable name for a hostname, or null when the host has a port (no variable can name it). */
@@ -47,7 +57,7 @@ export function hostEnvName(host: string): string | null {
  * (the only part read here). Comments (#, //, /* *\/) are ignored.
  */
 export function parseCliConfigCredentials(text: string): Map<string, string> {
-  const withoutComments = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*(#|\/\/).*$/gm, '');
+  const withoutComments = stripComments(text);
   const tokens = new Map<string, string>();
   const block = /credentials\s+"([^"]+)"\s*\{([^}]*)\}/g;
   for (let match = block.exec(withoutComments); match; match = block.exec(withoutComments)) {
@@ -55,6 +65,28 @@ export function parseCliConfigCredentials(text: string): Map<string, string> {
     if (token) tokens.set(match[1]!.toLowerCase(), token[1]!);
   }
   return tokens;
+}
+
+/**
+ * The `host "NAME" { services = { "ID" = "URL", … } }` blocks: Terraform uses
+ * them instead of NAME's /.well-known/terraform.json (a registry reached under
+ * another name, or on a port).
+ */
+export function parseCliConfigHosts(text: string): Map<string, Record<string, string>> {
+  const hosts = new Map<string, Record<string, string>>();
+  const block = /host\s+"([^"]+)"\s*\{\s*services\s*=\s*\{([^}]*)\}\s*\}/g;
+  const clean = stripComments(text);
+  for (let match = block.exec(clean); match; match = block.exec(clean)) {
+    const services: Record<string, string> = {};
+    const entry = /"([^"]+)"\s*=\s*"([^"]*)"/g;
+    for (let e = entry.exec(match[2]!); e; e = entry.exec(match[2]!)) services[e[1]!] = e[2]!;
+    hosts.set(match[1]!.toLowerCase(), services);
+  }
+  return hosts;
+}
+
+function stripComments(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*(#|\/\/).*$/gm, '');
 }
 
 function parseCredentialsJson(text: string): Map<string, string> {
