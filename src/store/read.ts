@@ -37,9 +37,13 @@ export const readDownloadDocument = (
 export const readMirrorIndex = (kv: KVNamespace, address: ProviderAddress, listTtlMs: number) =>
   readDocument(kv, mirrorIndexKey(address), false, listTtlMs);
 
-/** Mirror VERSION.json body (immutable once published). */
-export const readMirrorVersion = (kv: KVNamespace, address: ProviderAddress, version: string, listTtlMs: number) =>
-  readDocument(kv, mirrorVersionKey(address, version), true, listTtlMs);
+/**
+ * Mirror VERSION.json body: immutable once published for our own providers;
+ * `immutable: false` for a mirrored upstream version, which may gain platforms
+ * (then cached for `listTtlMs` like a list).
+ */
+export const readMirrorVersion = (kv: KVNamespace, address: ProviderAddress, version: string, listTtlMs: number, immutable = true) =>
+  readDocument(kv, mirrorVersionKey(address, version), immutable, listTtlMs);
 
 /** A read-token record by the token's SHA-256 (never cached, so revocation takes effect at once). */
 export const readTokenRecord = (kv: KVNamespace, tokenSha256Hex: string) => kv.get(tokenKey(tokenSha256Hex), 'text');

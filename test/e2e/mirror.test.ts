@@ -107,17 +107,22 @@ describe.skipIf(!terraform)('terraform init through a mirror filled by npm run m
     expect(imported.stderr).toMatch(new RegExp(`${source.replace(/\./g, '\\.')} 1\\.1\\.0: imported`));
 
     for (const [name, stateDir] of [['via-sync', syncState], ['via-import', importState]] as const) {
-      const { lock, output } = await initThroughMirror(name, stateDir);
+      const { lock, output, server } = await initThroughMirror(name, stateDir);
       console.log(`terraform init through the mirror (${name}):\n${output}\nlock: ${JSON.stringify(lock)}\nreference: ${JSON.stringify(reference)}`);
       expect(output).toContain(`Installed ${source} v1.1.0 (verified checksum)`);
       expect(lock.version).toBe(reference.version);
-      // Terraform locks the h1 it computed and the hashes the source vouches for: from the upstream, the
-      // zh of every SHA256SUMS line; from a mirror, h1 and zh of the installed platform. Every hash the
-      // mirror gave must be one the upstream gave (same h1, same zh), and none may be missing from the
-      // upstream's for the installed platform.
+      // Terraform 1.11 locks what it can vouch for: from the upstream, the h1 it computed plus the zh of every
+      // SHA256SUMS line (signed); from a network mirror, only the h1 it computed ("incomplete lock file
+      // information" — it does not take a mirror's word for other platforms). So: the mirror's lock holds the
+      // upstream's h1, nothing the upstream's lacks, and the mirror's VERSION.json vouches for exactly the
+      // upstream's zh of every platform (and the installed platform's h1).
       for (const hash of lock.hashes) expect(reference.hashes).toContain(hash);
-      expect(lock.hashes.find((h) => h.startsWith('h1:'))).toBe(reference.hashes.find((h) => h.startsWith('h1:')));
-      expect(lock.hashes.filter((h) => h.startsWith('zh:'))).toHaveLength(1);
+      const h1 = reference.hashes.find((h) => h.startsWith('h1:'))!;
+      expect(lock.hashes).toContain(h1);
+      const served = JSON.parse((await get(`${server.origin}/v1/mirror/${source}/1.1.0.json`, { ca: certificate.pem })).body.toString('utf8')) as { archives: Record<string, { hashes: string[] }> };
+      expect(Object.keys(served.archives).sort()).toEqual([...PLATFORMS].sort());
+      expect(Object.values(served.archives).flatMap((a) => a.hashes.filter((h) => h.startsWith('zh:'))).sort()).toEqual(reference.hashes.filter((h) => h.startsWith('zh:')).sort());
+      expect(served.archives[goPlatform]!.hashes).toContain(h1);
     }
   });
 
