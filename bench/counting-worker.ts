@@ -1,13 +1,17 @@
 /**
  * Bench-only Worker (never deployed): the registry Worker with its KV
- * binding wrapped in a proxy that counts reads, and one extra path,
- * /__bench/kv-reads, that reports (and with ?reset, zeroes) the count. The
- * production Worker has no such path.
+ * and R2 bindings wrapped in proxies that count reads, and extra paths:
+ * /__bench/kv-reads, that reports (and with ?reset, zeroes) the KV count,
+ * /__bench/reads, KV and R2 (get, head) reads alike, and /__bench/cache,
+ * the isolate document cache's figures. The production Worker has no such
+ * paths.
  */
 import worker from '../src/index';
 import type { Env } from '../src/env';
+import { documentCacheStats } from '../src/store/read';
 
 let reads = 0;
+let r2Reads = 0;
 
 /**
  * /__bench/loop?path=P&n=N: handles GET P N times inside this one request
@@ -28,6 +32,23 @@ async function loop(url: URL, env: Env, ctx: ExecutionContext): Promise<Response
     await response.arrayBuffer();
   }
   return new Response(null, { status: 204 });
+}
+
+/** The R2 binding with get and head counted (/__bench/reads reports them with the KV reads). */
+function countingR2(r2: R2Bucket): R2Bucket {
+  return new Proxy(r2, {
+    get(target, property) {
+      const value = Reflect.get(target, property) as unknown;
+      if (typeof value !== 'function') return value;
+      if (property === 'get' || property === 'head') {
+        return (...args: unknown[]) => {
+          r2Reads++;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return (value as (...a: unknown[]) => unknown).bind(target);
+    },
+  });
 }
 
 function counting(kv: KVNamespace): KVNamespace {
@@ -54,7 +75,14 @@ export default {
       if (url.searchParams.has('reset')) reads = 0;
       return new Response(body, { headers: { 'content-type': 'application/json' } });
     }
+    if (url.pathname === '/__bench/reads') {
+      const body = JSON.stringify({ kv: reads, r2: r2Reads });
+      if (url.searchParams.has('reset')) [reads, r2Reads] = [0, 0];
+      return new Response(body, { headers: { 'content-type': 'application/json' } });
+    }
     if (url.pathname === '/__bench/loop') return loop(url, env, ctx);
-    return worker.fetch(request, { ...env, REGISTRY_KV: counting(env.REGISTRY_KV) }, ctx);
+    // The isolate's document cache: entries, counted bytes, its bound, evictions (the soak samples it).
+    if (url.pathname === '/__bench/cache') return Response.json(documentCacheStats());
+    return worker.fetch(request, { ...env, REGISTRY_KV: counting(env.REGISTRY_KV), REGISTRY_R2: countingR2(env.REGISTRY_R2) }, ctx);
   },
 } satisfies ExportedHandler<Env>;

@@ -29,8 +29,13 @@ const COMPATIBILITY_DATE = '2026-04-20'; // wrangler.toml's
 /**
  * `persistDir` stores KV and R2 on disk as `wrangler dev` does (R2 blobs are
  * files, so serving one streams from disk); without it they live in memory.
+ * `persistCache` keeps the edge cache (Cache API) there as well; its entries
+ * are keyed on the request's origin, so a later runtime that should find them
+ * listens on the same `port`.
  */
-export async function startRuntime(worker: { bundlePath: string } | { script: string }, persistDir?: string): Promise<Runtime> {
+export async function startRuntime(
+  worker: { bundlePath: string } | { script: string }, persistDir?: string, options: { persistCache?: boolean; port?: number } = {},
+): Promise<Runtime> {
   const before = new Set(childPids('workerd'));
   const source = 'bundlePath' in worker
     ? { modules: [{ type: 'ESModule' as const, path: worker.bundlePath }], modulesRoot: dirname(worker.bundlePath) }
@@ -39,7 +44,7 @@ export async function startRuntime(worker: { bundlePath: string } | { script: st
     ...source,
     compatibilityDate: COMPATIBILITY_DATE,
     host: '127.0.0.1',
-    port: 0,
+    port: options.port ?? 0,
     bindings: VARS,
     kvNamespaces: { REGISTRY_KV: 'bench-kv' },
     r2Buckets: { REGISTRY_R2: 'bench-r2' },
@@ -49,6 +54,8 @@ export async function startRuntime(worker: { bundlePath: string } | { script: st
       stderr.resume();
     },
     ...(persistDir ? { defaultPersistRoot: persistDir, kvPersist: true, r2Persist: true } : {}),
+    // The Cache API's store on disk too: a later workerd on the same directory is another isolate of the same location.
+    ...(persistDir && options.persistCache ? { cachePersist: true } : {}),
   });
   const url = await mf.ready;
   const pid = childPids('workerd').find((p) => !before.has(p));

@@ -18,16 +18,19 @@ export interface LoadResult {
   p99Ms: number;
   non2xx: number;
   errors: number;
+  /** Lines a script printed as "non-200: STATUS BODY…" (the soak's script reports every such response). */
+  non200?: string[];
 }
 
 /**
  * Loads `url` with wrk (one thread: on this 2-core machine the second core
  * belongs to workerd) at `connections` for `seconds`, loopback only.
+ * `script`: a wrk Lua script (e.g. one that rotates request paths).
  */
-export async function wrk(url: string, options: { connections: number; seconds: number }): Promise<LoadResult> {
+export async function wrk(url: string, options: { connections: number; seconds: number; script?: string }): Promise<LoadResult> {
   if (!/^http:\/\/127\.0\.0\.1:\d+\//.test(url)) throw new Error(`wrk target ${url} is not on loopback`);
   // Terraform's and OpenTofu's Go HTTP client always sends Accept-Encoding: gzip.
-  const { stdout } = await run('wrk', ['-t1', `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '5s', '--latency', '-H', 'Accept-Encoding: gzip', url], {
+  const { stdout } = await run('wrk', ['-t1', `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '5s', '--latency', '-H', 'Accept-Encoding: gzip', ...(options.script ? ['-s', options.script] : []), url], {
     timeout: (options.seconds + 30) * 1000,
   });
   return parseWrk(stdout, options.connections);
@@ -48,7 +51,9 @@ export function parseWrk(output: string, connections: number): LoadResult {
   const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output);
   const errors = socket ? socket.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0;
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? Number(requests[1]) / seconds);
+  const non200 = [...output.matchAll(/^non-200: (.*)$/gm)].map((m) => m[1]!);
   return {
+    ...(non200.length > 0 ? { non200 } : {}),
     requests: Number(requests[1]),
     seconds,
     rps,

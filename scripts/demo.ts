@@ -30,4 +30,5 @@ run(async () => {
   say('Serve it with `npm start`, then try:');
   say(`  curl http://localhost:8787/v1/providers/${DEMO_NAMESPACE}/${DEMO_TYPE}/versions`);
   say(`  curl http://localhost:8787/v1/providers/${DEMO_NAMESPACE}/${DEMO_TYPE}/1.2.0/download/linux/amd64`);
+  say('  curl http://localhost:8787/v1/modules/demo/vpc/aws/versions      (and the page: http://localhost:8787/modules/demo/vpc/aws)');
 }, USAGE);

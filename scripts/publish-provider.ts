@@ -27,6 +27,8 @@ const USAGE = `usage: npm run publish-provider -- [DIST_DIR|FILE…] --namespace
   --persist-to DIR        local state root, as wrangler dev --persist-to (default .wrangler/state)
   --hostname HOST         registry hostname (default REGISTRY_HOSTNAME of wrangler.toml)
   --keys-dir DIR           where local mode keeps generated keys (default .keys)
+  --docs FILE             docs for the version's pages: a Provider Code Specification JSON or
+                          the output of terraform providers schema -json (validated first)
   --dry-run               validate and print the plan; write nothing
   --json                  print the result as one JSON object on stdout`;
 
@@ -40,6 +42,7 @@ run(async () => {
       type: { type: 'string' },
       version: { type: 'string' },
       'dry-run': { type: 'boolean' },
+      docs: { type: 'string' },
     },
   });
   if (values.help) {
@@ -64,6 +67,7 @@ run(async () => {
     hostname: values.hostname,
     keysDir: values['keys-dir'],
     dryRun: values['dry-run'],
+    docs: values.docs,
     log: say,
   });
   if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -10,6 +10,7 @@ import type { StoredDocument } from './document';
 export class DocumentCache<Value extends { cacheBytes: number } = StoredDocument> {
   private readonly entries = new Map<string, { body: Value | null; expires: number; bytes: number }>();
   private bytes = 0;
+  private evicted = 0;
 
   constructor(private readonly maxBytes: number) {}
 
@@ -36,11 +37,23 @@ export class DocumentCache<Value extends { cacheBytes: number } = StoredDocument
     for (const oldest of this.entries.keys()) {
       if (this.bytes <= this.maxBytes) break;
       this.remove(oldest);
+      this.evicted++;
     }
+  }
+
+  /** Empties the cache. */
+  clear(): void {
+    this.entries.clear();
+    this.bytes = 0;
   }
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Entries, the bytes they are counted at (never above maxBytes after a set), and how many were evicted for room. */
+  stats(): { entries: number; bytes: number; maxBytes: number; evictions: number } {
+    return { entries: this.entries.size, bytes: this.bytes, maxBytes: this.maxBytes, evictions: this.evicted };
   }
 
   private remove(key: string): void {

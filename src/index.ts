@@ -1,12 +1,19 @@
 import { Router, type IRequest } from 'itty-router';
 import type { Env } from './env';
-import { errorToResponse, notFound } from './http';
+import { errorToResponse } from './http';
 import { discovery } from './routes/discovery';
 import { findPackage, listVersions } from './routes/registry';
 import { mirrorDocument } from './routes/mirror';
 import { releaseFile } from './routes/archives';
 import { onlyGetAndHead, withoutBodyForHead } from './routes/methods';
-import { requireReadToken, requireSignedUrl } from './auth/access';
+import { requireModuleReadToken, requireReadToken, requireSignedUrl } from './auth/access';
+import { listModuleVersions, moduleArchive, moduleDownload } from './routes/modules';
+import { modulePage, modulesIndexPage } from './pages/modules';
+import { homePage } from './pages/home';
+import { mirrorPage, providerPage, signingKeyFile, versionPage } from './pages/providers';
+import { docsIndexPage, entityPage } from './pages/docs';
+import { loginPage, loginSubmit, logout } from './pages/login';
+import { asset, notFoundFor } from './pages/static';
 
 const router = Router<IRequest, [Env, ExecutionContext]>({
   before: [onlyGetAndHead],
@@ -20,6 +27,24 @@ router
   .all('/v1/providers/:namespace/:type/:version/download/:os/:arch', requireReadToken, findPackage)
   .all('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorDocument)
   .all('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, releaseFile)
-  .all('*', () => notFound());
+  // modules.v1 and module pages
+  .all('/v1/modules/:namespace/:name/:system/versions', requireModuleReadToken, listModuleVersions)
+  .all('/v1/modules/:namespace/:name/:system/:version/download', requireModuleReadToken, moduleDownload)
+  .all('/v1/module-archives/:hostname/:namespace/:name/:system/:version/:file', requireSignedUrl, moduleArchive)
+  .all('/modules', modulesIndexPage)
+  .all('/modules/:namespace/:name/:system/:version?', modulePage)
+  // Pages for people (src/pages/); private mode: a session cookie, else a redirect to /login.
+  .all('/', homePage)
+  .all('/providers/:namespace/:type', providerPage)
+  .all('/providers/:namespace/:type/:version', versionPage)
+  .all('/providers/:namespace/:type/:version/signing-key.asc', signingKeyFile)
+  .all('/providers/:namespace/:type/:version/docs', docsIndexPage)
+  .all('/providers/:namespace/:type/:version/docs/resources/:name', entityPage('resources'))
+  .all('/providers/:namespace/:type/:version/docs/data-sources/:name', entityPage('data-sources'))
+  .all('/mirror/:hostname/:namespace/:type', mirrorPage)
+  .all('/assets/:file', asset)
+  .all('/login', (request, env) => (request.method === 'POST' ? loginSubmit(request, env) : loginPage(request, env)))
+  .all('/logout', logout)
+  .all('*', notFoundFor);
 
 export default { fetch: router.fetch } satisfies ExportedHandler<Env>;

@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { readRegistryConfig } from './config';
 import { openLocalStore } from './local-store';
 import { publishRelease, type PublishOptions, type PublishResult } from './publish';
+import { publishDemoModule } from './module/demo';
 import { zipBuffers } from './zip-binary';
 import { archiveFilename, executableName, manifestFilename } from '../../src/protocol/release-files';
+import { demoCodeSpec } from './demo-docs';
 import { parsePlatformName } from '../../src/protocol/index';
 
 /**
@@ -56,8 +58,12 @@ export async function publishDemo(
       const dist = join(work, version);
       mkdirSync(dist);
       await writeDemoDist(dist, version);
-      results.push(await publishRelease({ ...options, paths: [dist], namespace: DEMO_NAMESPACE, config, store }));
+      const docs = join(work, `${version}-spec.json`);
+      writeFileSync(docs, JSON.stringify(demoCodeSpec(version)));
+      results.push(await publishRelease({ ...options, paths: [dist], namespace: DEMO_NAMESPACE, config, store, docs }));
     }
+    // The demo module (demo/vpc/aws, two versions with a submodule): see scripts/lib/module/demo.ts.
+    await publishDemoModule(store, config, options.log);
     return results;
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -1,5 +1,6 @@
 import { InputError } from '../../src/protocol/index';
 import { namespaceRecordPrefix } from '../../src/store/layout';
+import { listAllKeys } from '../../src/store/list-keys';
 import { readSigningKeys, writeSigningKeys } from '../../src/store/publish';
 import type { KvStore, SigningKey, VersionRecord } from '../../src/store/types';
 import { describeKey } from './keyring';
@@ -81,13 +82,7 @@ export function normaliseKeyId(raw: string): string {
 }
 
 async function namespaceRecords(kv: KvStore, hostname: string, namespace: string): Promise<VersionRecord[]> {
-  const names: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await kv.list({ prefix: namespaceRecordPrefix(hostname, namespace), ...(cursor ? { cursor } : {}) });
-    names.push(...page.keys.map((k) => k.name));
-    cursor = page.list_complete ? undefined : page.cursor;
-  } while (cursor);
+  const names = await listAllKeys(kv, namespaceRecordPrefix(hostname, namespace));
   const records: VersionRecord[] = [];
   for (const name of names) {
     const text = await kv.get(name, 'text');

@@ -1,7 +1,8 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Miniflare } from 'miniflare';
-import type { BlobHead, BlobStore, KvStore } from '../../src/store/types';
+import type { BlobHead, BlobStore, BlobWriteCondition, KvStore } from '../../src/store/types';
 import type { RegistryConfig } from './config';
 import { fixedParts } from './parts';
 
@@ -48,15 +49,18 @@ export async function openLocalStore(config: Pick<RegistryConfig, 'localPersistR
   }
 }
 
-type PutOptions = { httpMetadata?: { contentType?: string }; customMetadata?: Record<string, string> };
+type PutOptions = { httpMetadata?: { contentType?: string }; customMetadata?: Record<string, string>; onlyIf?: BlobWriteCondition };
 
 /** The parts of Miniflare's R2 binding used here. */
 interface R2Like {
   head(key: string): Promise<BlobHead | null>;
-  put(key: string, value: Uint8Array | string | ArrayBuffer, options?: PutOptions): Promise<unknown>;
+  get(key: string): Promise<(BlobHead & { text(): Promise<string> }) | null>;
+  put(key: string, value: Uint8Array | string | ArrayBuffer, options?: PutOptions): Promise<{ etag: string } | null>;
+  list(options: { prefix: string; cursor?: string; limit?: number }): Promise<{ objects: { key: string }[]; truncated: boolean; cursor?: string }>;
+  delete(key: string): Promise<void>;
   createMultipartUpload(key: string, options?: PutOptions): Promise<{
     uploadPart(partNumber: number, value: Uint8Array): Promise<{ partNumber: number; etag: string }>;
-    complete(parts: { partNumber: number; etag: string }[]): Promise<unknown>;
+    complete(parts: { partNumber: number; etag: string }[]): Promise<{ etag: string }>;
     abort(): Promise<void>;
   }>;
 }
@@ -71,7 +75,30 @@ class LocalBlobStore implements BlobStore {
     return retryBusy(() => this.r2.head(key));
   }
 
-  async put(key: string, value: ReadableStream | ArrayBuffer | Uint8Array | string, options?: PutOptions): Promise<unknown> {
+  async get(key: string): Promise<(BlobHead & { text(): Promise<string> }) | null> {
+    // Read the body inside the retry: a busy error can surface while reading it.
+    return retryBusy(async () => {
+      const object = await this.r2.get(key);
+      if (!object) return null;
+      const text = await object.text();
+      return { size: object.size, etag: object.etag, customMetadata: object.customMetadata ?? {}, text: async () => text };
+    });
+  }
+
+  list(options: { prefix: string; cursor?: string; limit?: number }) {
+    return retryBusy(() => this.r2.list(options));
+  }
+
+  delete(key: string): Promise<void> {
+    return this.lock.run(() => retryBusy(() => this.r2.delete(key)));
+  }
+
+  /**
+   * A conditional put (onlyIf) is evaluated and written in one SQLite
+   * transaction by Miniflare's R2, so it stays atomic across processes; a
+   * retry after a busy error re-evaluates the condition.
+   */
+  async put(key: string, value: ReadableStream | ArrayBuffer | Uint8Array | string, options?: PutOptions): Promise<{ etag: string } | null> {
     const write = <T>(call: () => Promise<T>) => this.lock.run(() => retryBusy(call));
     if (!(value instanceof ReadableStream)) {
       // A view on a larger buffer would be sent whole; give the binding exactly the bytes.
@@ -101,13 +128,16 @@ class LocalBlobStore implements BlobStore {
  * reaches us as a 500 from the binding; every call made here is idempotent,
  * so it is retried with jittered backoff.
  */
+/** Errors of the local runtime that go away on a retry (SQLite busy, a Miniflare loopback hiccup). */
+const TRANSIENT_LOCAL_ERROR = /\b5\d\d\b|busy|locked|SQLITE|Unspecified error|ECONNRESET|ECONNREFUSED|socket hang up|other side closed|fetch failed|Network connection lost/i;
+
 async function retryBusy<T>(call: () => Promise<T>, attempts = 12): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
     } catch (error) {
       const message = String((error as Error)?.message ?? error);
-      const transient = /\b5\d\d\b|busy|locked|SQLITE|Unspecified error/i.test(message);
+      const transient = TRANSIENT_LOCAL_ERROR.test(message) || (error as Error)?.name === 'AssertionError';
       if (!transient || attempt >= attempts) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 25 * 2 ** attempt) * (0.5 + Math.random())));
     }
@@ -127,54 +157,110 @@ function lockedKv(kv: KvStore, lock: StateLock): KvStore {
  * A cross-process lock around each single write to the local state. The
  * state's SQLite files are opened by every process's own workerd, which
  * fails (rather than waits) when two write at once; taking turns per write
- * keeps concurrent publishes working while leaving them interleaved, so the
- * store's no-compare-and-swap logic is exercised as on Cloudflare. The lock
- * is a file created with O_EXCL holding the owner's pid; a lock whose owner
- * died (a killed publish) is taken over.
+ * keeps concurrent publishes working. (Exclusion of whole publishes is the
+ * provider lease's job, src/store/lease.ts; this only spaces out writes.)
+ *
+ * The lock file is written complete under a temporary name and then linked
+ * into place, which is atomic and fails when the lock exists, so no reader
+ * ever sees an empty or partial owner. A lock is stale when its owner's pid
+ * on this host is gone, when it is older than STALE_LOCK_MS (no single write
+ * takes that long), or when it is unreadable and older than 2 s (an empty
+ * file left by an older version). A stale lock is renamed away — atomic, so
+ * of two processes judging it stale only one removes it — and the remover
+ * checks it removed exactly the lock it judged, putting back one it did not.
  */
+const STALE_LOCK_MS = 60_000;
+
 class StateLock {
   constructor(private readonly path: string) {}
 
   async run<T>(fn: () => Promise<T>): Promise<T> {
-    await this.acquire();
+    const token = await this.acquire();
     try {
       return await fn();
     } finally {
-      rmSync(this.path, { force: true });
+      // Remove only our own lock (a stale-lock taker may have replaced it).
+      if (this.read()?.token === token) rmSync(this.path, { force: true });
     }
   }
 
-  private async acquire(): Promise<void> {
+  private async acquire(): Promise<string> {
     const deadline = Date.now() + 120_000;
-    for (;;) {
-      try {
-        writeFileSync(this.path, String(process.pid), { flag: 'wx' });
-        return;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    const token = `${process.pid}-${Math.random().toString(36).slice(2)}`;
+    const temp = `${this.path}.${token}`;
+    writeFileSync(temp, JSON.stringify({ pid: process.pid, host: hostname(), token, at: Date.now() }));
+    try {
+      for (;;) {
+        try {
+          linkSync(temp, this.path);
+          return token;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        }
+        this.removeIfStale();
+        if (Date.now() > deadline) {
+          const owner = this.read();
+          throw new Error(`the local state stayed locked for 120 s by ${owner ? `pid ${owner.pid}` : 'an unknown process'} (${this.path}); remove that file if no publish is running, then run again`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
       }
-      if (this.ownerIsGone()) {
-        rmSync(this.path, { force: true });
-        continue;
-      }
-      if (Date.now() > deadline) throw new Error(`the local state is locked by another process (${this.path}); remove the file if no publish is running`);
-      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
+    } finally {
+      rmSync(temp, { force: true });
     }
   }
 
-  private ownerIsGone(): boolean {
-    let pid: number;
+  private read(): { pid: number; host: string; token: string; at: number } | null {
     try {
-      pid = Number(readFileSync(this.path, 'utf8'));
+      const value = JSON.parse(readFileSync(this.path, 'utf8')) as { pid: number; host: string; token: string; at: number };
+      return typeof value?.token === 'string' ? value : null;
     } catch {
-      return false; // just released, or being written: try again
+      return null;
     }
-    if (!Number.isInteger(pid) || pid <= 0) return false;
+  }
+
+  private removeIfStale(): void {
+    const owner = this.read();
+    let stale: boolean;
+    if (owner) {
+      stale = Date.now() - owner.at > STALE_LOCK_MS || (owner.host === hostname() && !processExists(owner.pid));
+    } else {
+      try {
+        stale = Date.now() - statSync(this.path).mtimeMs > 2000;
+      } catch {
+        return; // released meanwhile
+      }
+    }
+    if (!stale) return;
+    const tomb = `${this.path}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
     try {
-      process.kill(pid, 0);
-      return false;
-    } catch (error) {
-      return (error as NodeJS.ErrnoException).code === 'ESRCH';
+      renameSync(this.path, tomb);
+    } catch {
+      return; // someone else removed it first
     }
+    let moved: { token: string } | null = null;
+    try {
+      moved = JSON.parse(readFileSync(tomb, 'utf8')) as { token: string };
+    } catch {
+      moved = null;
+    }
+    if ((moved?.token ?? null) !== (owner?.token ?? null)) {
+      // We moved a fresh lock taken after our check: put it back (unless the path is taken again).
+      try {
+        linkSync(tomb, this.path);
+      } catch {
+        /* the path was taken again; its owner proceeds */
+      }
+    }
+    rmSync(tomb, { force: true });
+  }
+}
+
+function processExists(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }

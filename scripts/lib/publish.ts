@@ -5,9 +5,10 @@ import {
   formatAddress, formatShasums, InputError, parseHostname, parseProviderName, providerAddress, sha256Hex,
   type ProviderAddress,
 } from '../../src/protocol/index';
-import { shasumsFilename, shasumsSignatureFilename } from '../../src/store/layout';
+import { providerLeaseName, shasumsFilename, shasumsSignatureFilename } from '../../src/store/layout';
+import { withLease } from '../../src/store/lease';
 import {
-  publishVersion, readSigningKeys, readVersionRecord, rebuildProviderIndex, sameRelease, writeSigningKeys,
+  differentContentsError, publishVersion, readSigningKeys, readVersionRecord, sameRelease, writeSigningKeys,
   type PublishProgress, type ReleaseFile,
 } from '../../src/store/publish';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../src/store/types';
@@ -16,10 +17,14 @@ import {
   explicitPrivateKey, generateSigningKey, loadPrivateKey, localKeyPath, PASSPHRASE_ENV, writePrivateKeyFile, KEY_ENV,
   type LoadedKey,
 } from './keyring';
+import { processLeaseOptions } from './lease';
 import { openLocalStore, type StoreHandle } from './local-store';
 import { readRelease, type ReleasePlan } from './release';
 import { openRemoteStore, type R2S3Options } from './remote-store';
 import { signDetached, verifyDetached } from './sign';
+import { readDocsFile } from './docs/index';
+import { writeVersionDocs } from '../../src/store/pages-publish';
+import type { ProviderDocs } from '../../src/store/docs';
 
 /**
  * publishRelease: the function behind `npm run publish-provider`, for the
@@ -60,6 +65,8 @@ export interface PublishOptions {
   keysDir?: string;
   /** Validate and return the plan without writing anything. */
   dryRun?: boolean;
+  /** Docs for the version's pages: a Provider Code Specification or `terraform providers schema -json` output (scripts/lib/docs). */
+  docs?: string;
   /** Human-readable lines (the CLI writes them to stderr). */
   log?: (line: string) => void;
   /** Environment for keys and --remote credentials (default process.env). */
@@ -83,12 +90,18 @@ export interface PublishResult {
   protocols: string[];
   platforms: PublishedPlatform[];
   key_id: string;
-  /** published: written now; unchanged: already published with these bytes; dry-run: nothing written. */
-  status: 'published' | 'unchanged' | 'dry-run';
+  /**
+   * published: written now; unchanged: already published with these bytes and
+   * verified whole; repaired: already published, missing or damaged parts
+   * rewritten; dry-run: nothing written.
+   */
+  status: 'published' | 'unchanged' | 'repaired' | 'dry-run';
 }
 
 /** Test hook: exit the process just before this publish step (upload, documents, record, index). */
 export const CRASH_ENV = 'EDGE_REGISTRY_TEST_CRASH_BEFORE';
+/** Test hook: SIGKILL the process at the Nth (default first) report of a step: "upload", "upload#3", "index". */
+export const KILL_ENV = 'EDGE_REGISTRY_TEST_KILL_AT';
 
 /**
  * Validates and publishes one provider version. Resolves with the result
@@ -114,6 +127,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
   try {
     const address = providerAddress(hostname, namespace, plan.type);
     for (const note of plan.notes) log(`note: ${note}`);
+    const docs = options.docs ? readDocsFile(options.docs, namespace, plan.type) : null;
     const uploadProgress = (key: string, sent: number) => {
       if (sent >= 64 * 1024 * 1024 || plan.archives.some((a) => key.endsWith(`/${a.filename}`) && a.digest.size >= 64 * 1024 * 1024)) {
         log(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`);
@@ -123,7 +137,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
       ? openRemoteStore(config, env, { onProgress: uploadProgress, ...options.remoteTuning })
       : await openLocalStore(config));
     try {
-      return await publishPlan(plan, address, store, config, options, log, env);
+      return await publishPlan(plan, address, store, config, options, log, env, docs);
     } finally {
       if (!options.store) await store.close();
     }
@@ -140,6 +154,7 @@ async function publishPlan(
   options: PublishOptions,
   log: (line: string) => void,
   env: NodeJS.ProcessEnv,
+  docs: ProviderDocs | null = null,
 ): Promise<PublishResult> {
   const { kv, blobs } = store;
   const name = `${formatAddress(address)} ${plan.version}`;
@@ -160,7 +175,10 @@ async function publishPlan(
     status,
   });
 
-  // The version's state: identical → only complete the lists; different → refuse.
+  // SHA256SUMS: supplied, or one sorted line per zip (deterministic, so a re-run makes the same bytes).
+  const shasums = plan.shasums?.bytes ?? new TextEncoder().encode(
+    formatShasums(packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum }))),
+  );
   const draft: VersionRecord = {
     address,
     version: plan.version,
@@ -170,11 +188,11 @@ async function publishPlan(
     shasumsSignatureFilename: shasumsSignatureFilename(plan.type, plan.version),
     signingKey: { key_id: '', ascii_armor: '' },
     publishedAt: new Date().toISOString(),
+    shasumsFile: { sha256: sha256Hex(shasums), size: shasums.byteLength },
   };
-  const existing = await readVersionRecord(kv, address, plan.version);
-  if (existing && !sameRelease(existing, draft)) {
-    throw new InputError(`${name} is already published with different contents (${describeDifference(existing, draft)}); published versions are immutable — publish a new version instead`, 409);
-  }
+  // Refuse early (before waiting for the lease); checked again under the lease.
+  const existing = await readVersionRecord(kv, address, plan.version, blobs);
+  if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);
 
   // Signature: verify a supplied one, or find the key that will sign.
   const namespaceKeys = await readSigningKeys(kv, address.hostname, address.namespace);
@@ -183,17 +201,15 @@ async function publishPlan(
     supplied = await verifyDetached(plan.shasums.bytes, plan.signature.bytes, namespaceKeys, plan.signature.path);
     log(`${plan.signature.path}: signature verified with key ${supplied.key_id}; publishing it as is`);
   }
-
-  if (existing) {
-    if (!options.dryRun) await rebuildProviderIndex(kv, address, progressLog(log));
-    log(`${name} is already published with these bytes; nothing to write`);
-    return result(existing.signingKey.key_id, options.dryRun ? 'dry-run' : 'unchanged');
-  }
-
-  const signer = supplied ? null : await findSigner(address, config, namespaceKeys, options, env, log);
-  const keyId = supplied?.key_id ?? signer!.keyId;
+  const signer = existing || supplied ? null : await findSigner(address, config, namespaceKeys, options, env, log);
+  const keyId = existing?.signingKey.key_id ?? supplied?.key_id ?? signer!.keyId;
 
   if (options.dryRun) {
+    if (existing) {
+      if (docs) log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs, true)}`);
+      log(`dry run: ${name} is already published with these bytes; a run would verify it and complete anything missing`);
+      return result(keyId, 'dry-run');
+    }
     log(`dry run: would publish ${name} to ${store.description}:`);
     for (const p of packages) log(`  ${p.filename}  ${(p.size / 1e6).toFixed(1)} MB  zh:${p.shasum}  ${p.h1}`);
     log(`  ${draft.shasumsFilename}${plan.shasums ? ' (supplied)' : ''} and ${draft.shasumsSignatureFilename}${supplied ? ' (supplied)' : ` (signed with key ${keyId})`}`);
@@ -202,43 +218,61 @@ async function publishPlan(
     return result(keyId, 'dry-run');
   }
 
-  // Writes from here on.
-  let signingKey: SigningKey;
-  let shasums: Uint8Array;
-  let signature: Uint8Array;
-  if (supplied) {
-    signingKey = supplied;
-    shasums = plan.shasums!.bytes;
-    signature = plan.signature!.bytes;
-  } else {
-    const key = await signer!.load();
-    signingKey = key.publicKey;
-    if (!namespaceKeys.some((k) => k.key_id === signingKey.key_id)) {
-      await writeSigningKeys(kv, address.hostname, address.namespace, [...namespaceKeys, signingKey]);
-      log(`registered signing key ${signingKey.key_id} for namespace ${address.namespace}`);
-    }
-    shasums = plan.shasums?.bytes ?? new TextEncoder().encode(
-      formatShasums(packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum }))),
-    );
-    signature = await signDetached(shasums, key.privateKey);
-  }
+  const archiveFiles: ReleaseFile[] = plan.archives.map((a) => ({
+    filename: a.filename,
+    sha256Hex: a.digest.sha256Hex,
+    size: a.digest.size,
+    contentType: 'application/zip',
+    open: () => Readable.toWeb(createReadStream(a.path, { highWaterMark: 1 << 20 })) as ReadableStream,
+  }));
+  const sumsFile = memoryFile(draft.shasumsFilename, shasums, 'text/plain; charset=utf-8');
+  const progress = progressLog(log, env[CRASH_ENV], env[KILL_ENV]);
 
-  const record: VersionRecord = { ...draft, signingKey };
-  const files: ReleaseFile[] = [
-    ...plan.archives.map((a) => ({
-      filename: a.filename,
-      sha256Hex: a.digest.sha256Hex,
-      size: a.digest.size,
-      contentType: 'application/zip',
-      open: () => Readable.toWeb(createReadStream(a.path, { highWaterMark: 1 << 20 })) as ReadableStream,
-    })),
-    memoryFile(record.shasumsFilename, shasums, 'text/plain; charset=utf-8'),
-    memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature'),
-  ];
-  log(`publishing ${name} to ${store.description}`);
-  const outcome = await publishVersion(kv, blobs, record, files, progressLog(log, env[CRASH_ENV]));
-  log(outcome === 'published' ? `published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})` : `${name} was already published; nothing rewritten`);
-  return result(outcome === 'published' ? signingKey.key_id : ((await readVersionRecord(kv, address, plan.version))?.signingKey.key_id ?? signingKey.key_id), outcome);
+  // One writer per provider: everything from here on holds the provider's lease.
+  return withLease(blobs, providerLeaseName(address), processLeaseOptions(`publish-provider ${name}`, log), async (lease) => {
+    progress({ step: 'lease', detail: `holding ${providerLeaseName(address)}` });
+    const current = await readVersionRecord(kv, address, plan.version, blobs);
+    if (current) {
+      if (!sameRelease(current, draft)) throw differentContentsError(draft, current);
+      const files = [archiveFiles, [sumsFile], supplied ? [memoryFile(draft.shasumsSignatureFilename, plan.signature!.bytes, 'application/pgp-signature')] : []].flat();
+      if (docs) log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)}`);
+      const outcome = await publishVersion(kv, blobs, { ...current }, files, progress, { lease });
+      log(outcome === 'repaired' ? `${name} was already published; repaired what was missing (see above)` : `${name} is already published with these bytes; verified, nothing to write`);
+      return result(current.signingKey.key_id, outcome === 'repaired' ? 'repaired' : 'unchanged');
+    }
+
+    let signingKey: SigningKey;
+    let signature: Uint8Array;
+    if (supplied) {
+      signingKey = supplied;
+      signature = plan.signature!.bytes;
+    } else {
+      const key = await (signer ?? (await findSigner(address, config, namespaceKeys, options, env, log))).load();
+      signingKey = key.publicKey;
+      const keys = await readSigningKeys(kv, address.hostname, address.namespace);
+      if (!keys.some((k) => k.key_id === signingKey.key_id)) {
+        lease.check();
+        await writeSigningKeys(kv, address.hostname, address.namespace, [...keys, signingKey]);
+        log(`registered signing key ${signingKey.key_id} for namespace ${address.namespace}`);
+      }
+      signature = await signDetached(shasums, key.privateKey);
+    }
+    const record: VersionRecord = { ...draft, signingKey, signatureFile: { sha256: sha256Hex(signature), size: signature.byteLength } };
+    const files = [...archiveFiles, sumsFile, memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature')];
+    log(`publishing ${name} to ${store.description}`);
+    if (docs) {
+      lease.check();
+      log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)} (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`);
+    }
+    const outcome = await publishVersion(kv, blobs, record, files, progress, { lease });
+    if (outcome === 'published') {
+      log(`published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})`);
+      return result(signingKey.key_id, 'published');
+    }
+    const stored = await readVersionRecord(kv, address, plan.version, blobs);
+    log(`${name} was already published; nothing rewritten`);
+    return result(stored?.signingKey.key_id ?? signingKey.key_id, 'unchanged');
+  });
 }
 
 interface Signer {
@@ -310,29 +344,21 @@ function memoryFile(filename: string, bytes: Uint8Array, contentType: string): R
   return { filename, sha256Hex: sha256Hex(bytes), size: bytes.byteLength, contentType, open: () => bytes };
 }
 
-function describeDifference(existing: VersionRecord, draft: VersionRecord): string {
-  if (JSON.stringify(existing.protocols) !== JSON.stringify(draft.protocols)) {
-    return `protocols ${JSON.stringify(existing.protocols)} → ${JSON.stringify(draft.protocols)}`;
-  }
-  const before = new Map(existing.packages.map((p) => [p.filename, p]));
-  for (const p of draft.packages) {
-    const old = before.get(p.filename);
-    if (!old) return `${p.filename} is new`;
-    if (old.shasum !== p.shasum) return `${p.filename} has SHA-256 ${p.shasum}, published ${old.shasum}`;
-  }
-  const now = new Set(draft.packages.map((p) => p.filename));
-  const gone = existing.packages.find((p) => !now.has(p.filename));
-  return gone ? `${gone.filename} is missing` : 'different packages';
-}
-
-function progressLog(log: (line: string) => void, crashBefore?: string): PublishProgress {
+function progressLog(log: (line: string) => void, crashBefore?: string, killAt?: string): PublishProgress {
+  const seen = new Map<string, number>();
+  const [killStep, killNth] = (killAt ?? '').split('#');
   return (event) => {
+    const count = (seen.get(event.step) ?? 0) + 1;
+    seen.set(event.step, count);
     if (crashBefore && event.step === crashBefore) {
       log(`${CRASH_ENV}=${crashBefore}: exiting before "${event.step}" (test hook)`);
       process.exit(70);
     }
+    if (killStep && event.step === killStep && count === Number(killNth ?? '1')) process.kill(process.pid, 'SIGKILL');
     if (event.step === 'upload') log(`  uploading ${event.detail}`);
     else if (event.step === 'skip-upload') log(`  already stored: ${event.detail}`);
+    else if (event.step === 'repair') log(`  REPAIR ${event.detail}`);
+    else if (event.step === 'warning') log(`warning: ${event.detail}`);
     else log(`  ${event.step}: ${event.detail}`);
   };
 }

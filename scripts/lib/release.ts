@@ -8,6 +8,7 @@ import {
 import {
   ANY_EXECUTABLE_NAME, RELEASE_FILE_PATTERNS, archiveFilename, executableName, executableNamePattern, shasumsFilename,
 } from '../../src/protocol/release-files';
+import { mapLimit } from '../../src/concurrency';
 import { inspectArchive, sha256File, type ArchiveDigest, type ProgressSink } from './archive';
 import { zipBinary } from './zip-binary';
 
@@ -323,16 +324,4 @@ export function progressLogger(log: (line: string) => void, label: string): Prog
   };
 }
 
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const workers = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index]!);
-    }
-  });
-  await Promise.all(workers);
-  return results;
-}
 

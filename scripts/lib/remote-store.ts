@@ -1,6 +1,6 @@
 import { AwsClient } from 'aws4fetch';
 import { InputError } from '../../src/protocol/index';
-import type { BlobHead, BlobStore, KvStore } from '../../src/store/types';
+import type { BlobHead, BlobStore, BlobWriteCondition, KvStore } from '../../src/store/types';
 import type { RegistryConfig } from './config';
 import { concat, fixedParts } from './parts';
 import type { StoreHandle } from './local-store';
@@ -140,23 +140,51 @@ export class R2S3Store implements BlobStore {
     const response = await this.client.fetch(this.url(key), { method: 'HEAD' });
     if (response.status === 404) return null;
     if (!response.ok) throw new Error(`R2 HEAD ${key}: HTTP ${response.status}`);
-    const customMetadata: Record<string, string> = {};
-    response.headers.forEach((value, name) => {
-      if (name.toLowerCase().startsWith('x-amz-meta-')) customMetadata[name.slice('x-amz-meta-'.length).toLowerCase()] = value;
-    });
-    return {
-      size: Number(response.headers.get('content-length') ?? '0'),
-      etag: response.headers.get('etag') ?? '',
-      customMetadata,
-    };
+    return objectHead(response);
   }
 
+  async get(key: string): Promise<(BlobHead & { text(): Promise<string> }) | null> {
+    const response = await this.client.fetch(this.url(key), { method: 'GET' });
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return null;
+    }
+    if (!response.ok) throw new Error(`R2 GET ${key}: HTTP ${response.status} ${await s3Error(response)}`);
+    const text = await response.text();
+    return { ...objectHead(response), size: new TextEncoder().encode(text).byteLength, text: async () => text };
+  }
+
+  /** ListObjectsV2 (strongly consistent on R2), one page of up to `limit` keys. */
+  async list(options: { prefix: string; cursor?: string; limit?: number }): Promise<{ objects: { key: string }[]; truncated: boolean; cursor?: string }> {
+    const query = new URLSearchParams({ 'list-type': '2', prefix: options.prefix, 'max-keys': String(options.limit ?? 1000) });
+    if (options.cursor) query.set('continuation-token', options.cursor);
+    const endpoint = this.options.endpoint.replace(/\/+$/, '');
+    const response = await this.client.fetch(`${endpoint}/${encodeURIComponent(this.options.bucket)}?${query}`, { method: 'GET' });
+    if (!response.ok) throw new Error(`R2 list ${options.prefix}*: HTTP ${response.status} ${await s3Error(response)}`);
+    const xml = await response.text();
+    const objects = [...xml.matchAll(/<Contents>[\s\S]*?<Key>([^<]*)<\/Key>[\s\S]*?<\/Contents>/g)].map((m) => ({ key: unescapeXml(m[1]!) }));
+    const truncated = xmlValue(xml, 'IsTruncated') === 'true';
+    const cursor = xmlValue(xml, 'NextContinuationToken');
+    return { objects, truncated, ...(truncated && cursor ? { cursor } : {}) };
+  }
+
+  async delete(key: string): Promise<void> {
+    const response = await this.client.fetch(this.url(key), { method: 'DELETE' });
+    if (!response.ok && response.status !== 404) throw new Error(`R2 DELETE ${key}: HTTP ${response.status} ${await s3Error(response)}`);
+    await response.body?.cancel();
+  }
+
+  /**
+   * Uploads `value`. With `onlyIf` (small objects only: leases, records) it
+   * sends If-None-Match: * / If-Match: "etag", which R2 evaluates atomically
+   * with the write, and resolves null on 412 Precondition Failed.
+   */
   async put(
     key: string,
     value: ReadableStream | ArrayBuffer | Uint8Array | string,
-    options: { httpMetadata?: { contentType?: string }; customMetadata?: Record<string, string> } = {},
-  ): Promise<{ key: string; etag: string }> {
-    const headers = this.objectHeaders(options);
+    options: { httpMetadata?: { contentType?: string }; customMetadata?: Record<string, string>; onlyIf?: BlobWriteCondition } = {},
+  ): Promise<{ key: string; etag: string } | null> {
+    const headers = { ...this.objectHeaders(options), ...conditionHeaders(options.onlyIf) };
     const parts = partsOf(value, this.partSize);
     // Read up to the threshold before deciding between one PUT and a multipart upload.
     const head: Uint8Array[] = [];
@@ -170,10 +198,15 @@ export class R2S3Store implements BlobStore {
     if (next.done) {
       const body = concat(head, buffered);
       const response = await this.client.fetch(this.url(key), { method: 'PUT', headers: { ...headers, 'content-length': String(body.byteLength) }, body });
+      if (response.status === 412 && options.onlyIf) {
+        await response.body?.cancel();
+        return null;
+      }
       if (!response.ok) throw new Error(`R2 PUT ${key}: HTTP ${response.status} ${await s3Error(response)}`);
       this.options.onProgress?.(key, body.byteLength);
-      return { key, etag: response.headers.get('etag') ?? '' };
+      return { key, etag: unquote(response.headers.get('etag') ?? '') };
     }
+    if (options.onlyIf) throw new Error(`R2 PUT ${key}: conditional writes are for small objects only`);
     return this.multipart(key, headers, head, next.value, parts);
   }
 
@@ -214,7 +247,7 @@ export class R2S3Store implements BlobStore {
       const text = await done.text();
       // S3 may answer 200 with an <Error> body for CompleteMultipartUpload.
       if (!done.ok || text.includes('<Error>')) throw new Error(`R2 complete multipart upload ${key}: HTTP ${done.status} ${xmlValue(text, 'Message') ?? ''}`);
-      return { key, etag: xmlValue(text, 'ETag') ?? '' };
+      return { key, etag: unquote(xmlValue(text, 'ETag') ?? '') };
     } catch (error) {
       await this.client.fetch(`${this.url(key)}?uploadId=${encodeURIComponent(uploadId)}`, { method: 'DELETE' }).catch(() => undefined);
       throw error;
@@ -284,6 +317,30 @@ async function* partsOf(value: ReadableStream | ArrayBuffer | Uint8Array | strin
 function xmlValue(xml: string, tag: string): string | undefined {
   const match = new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml);
   return match ? match[1]!.replace(/&quot;/g, '"').replace(/&amp;/g, '&') : undefined;
+}
+
+function unescapeXml(text: string): string {
+  return text.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+}
+
+/** S3 sends etags quoted; the R2 binding reports them bare, and the store compares bare etags. */
+function unquote(etag: string): string {
+  return etag.replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
+}
+
+function conditionHeaders(onlyIf: BlobWriteCondition | undefined): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (onlyIf?.etagDoesNotMatch !== undefined) headers['if-none-match'] = onlyIf.etagDoesNotMatch === '*' ? '*' : `"${onlyIf.etagDoesNotMatch}"`;
+  if (onlyIf?.etagMatches !== undefined) headers['if-match'] = onlyIf.etagMatches === '*' ? '*' : `"${onlyIf.etagMatches}"`;
+  return headers;
+}
+
+function objectHead(response: Response): BlobHead {
+  const customMetadata: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (name.toLowerCase().startsWith('x-amz-meta-')) customMetadata[name.slice('x-amz-meta-'.length).toLowerCase()] = value;
+  });
+  return { size: Number(response.headers.get('content-length') ?? '0'), etag: unquote(response.headers.get('etag') ?? ''), customMetadata };
 }
 
 function escapeXml(text: string): string {

@@ -3,6 +3,7 @@ import { isPrivate, settings } from '../config';
 import type { Env } from '../env';
 import { errorResponse, pathSegment } from '../http';
 import { parseHostname, parseProviderName } from '../protocol/address';
+import { parseModuleName } from '../protocol/modules-v1';
 import { verifySignedUrl } from './signed-urls';
 import { authenticate, scopeAllows } from './tokens';
 
@@ -28,10 +29,19 @@ import { authenticate, scopeAllows } from './tokens';
  * Otherwise undefined, and the route's handler runs.
  */
 export function requireReadToken(request: IRequest, env: Env): Promise<Response | undefined> | undefined {
-  return isPrivate(env) ? checkReadToken(request, env) : undefined;
+  return isPrivate(env) ? checkReadToken(request, env, (raw) => parseProviderName(raw, 'namespace')) : undefined;
 }
 
-async function checkReadToken(request: IRequest, env: Env): Promise<Response | undefined> {
+/**
+ * Guard of the modules.v1 routes: requireReadToken with module naming rules
+ * for the namespace (underscores allowed). Tokens scope modules by namespace
+ * exactly as providers: a scope "acme" grants acme's providers and modules.
+ */
+export function requireModuleReadToken(request: IRequest, env: Env): Promise<Response | undefined> | undefined {
+  return isPrivate(env) ? checkReadToken(request, env, (raw) => parseModuleName(raw, 'namespace')) : undefined;
+}
+
+async function checkReadToken(request: IRequest, env: Env, parseNamespace: (raw: string) => string): Promise<Response | undefined> {
   const auth = await authenticate(request, env.REGISTRY_KV);
   if (!auth.ok) {
     const challenge = auth.error
@@ -43,7 +53,7 @@ async function checkReadToken(request: IRequest, env: Env): Promise<Response | u
   const hostname = request.params.hostname === undefined
     ? ownHostname
     : parseHostname(pathSegment(request.params.hostname, 'hostname'));
-  const namespace = parseProviderName(pathSegment(request.params.namespace, 'namespace'), 'namespace');
+  const namespace = parseNamespace(pathSegment(request.params.namespace, 'namespace'));
   if (!scopeAllows(auth.record.scopes, hostname, namespace, ownHostname)) {
     return errorResponse(403, `this token has no access to namespace "${namespace}" at ${hostname}; its scopes: ${auth.record.scopes.join(', ')}`);
   }
@@ -65,3 +75,4 @@ async function checkSignedUrl(request: IRequest, env: Env): Promise<Response | u
   const verification = await verifySignedUrl(request, env);
   return verification.ok ? undefined : errorResponse(403, verification.message);
 }
+

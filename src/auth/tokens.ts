@@ -1,4 +1,5 @@
-import { parseHostname, parseProviderName } from '../protocol/address';
+import { parseHostname } from '../protocol/address';
+import { parseModuleName } from '../protocol/modules-v1';
 import { InputError } from '../protocol/errors';
 import { sha256Hex } from '../protocol/hashes';
 import { readTokenRecord } from '../store/read';
@@ -97,10 +98,11 @@ export function parseScope(raw: string): string {
   const scope = raw.trim();
   if (scope === '*') return '*';
   const parts = scope.split('/');
-  if (parts.length === 1) return parseProviderName(parts[0]!, 'namespace');
+  // Module namespaces may also hold underscores (a superset of provider namespaces); one scope grants both.
+  if (parts.length === 1) return parseModuleName(parts[0]!, 'namespace');
   if (parts.length === 2) {
     const host = parseHostname(parts[0]!);
-    return parts[1] === '*' ? `${host}/*` : `${host}/${parseProviderName(parts[1]!, 'namespace')}`;
+    return parts[1] === '*' ? `${host}/*` : `${host}/${parseModuleName(parts[1]!, 'namespace')}`;
   }
   throw new InputError(`scope "${raw}" must be "*", NAMESPACE, HOST/NAMESPACE or HOST/*`);
 }

@@ -18,6 +18,8 @@ export interface ObjectServeOptions {
   missing: () => Response;
   /** The location's cache (edgeCacheFor), or null to read R2 every time. */
   edgeCache: EdgeCache | null;
+  /** Objects larger than this are never put into the edge cache (default EDGE_CACHE_MAX_BYTES). */
+  edgeCacheMaxBytes?: number;
 }
 
 // Below this size a miss tees R2's stream into the cache; above, the cache is filled by a second R2 read
@@ -51,7 +53,7 @@ export async function serveR2Object(request: Request, bucket: R2Bucket, key: str
     if (!object) return options.missing();
     const validators = r2Validators(object);
     const outcome = evaluateConditions(request.method, request.headers, validators);
-    if (!head) fillEdgeCache(bucket, key, validators, edgeCache, options.contentType);
+    if (!head) fillEdgeCache(bucket, key, validators, options);
     if (head || outcome.status !== 206) {
       // The whole object only when a GET's Range turned out to be ignored (another unit, If-Range failed…).
       const body = !head && outcome.status === 200 ? (await bucket.get(key))?.body ?? null : null;
@@ -68,16 +70,16 @@ export async function serveR2Object(request: Request, bucket: R2Bucket, key: str
   const outcome = evaluateConditions(request.method, request.headers, validators);
   if (outcome.status !== 200) {
     await object.body.cancel();
-    fillEdgeCache(bucket, key, validators, edgeCache, options.contentType);
+    fillEdgeCache(bucket, key, validators, options);
     return answer(outcome, validators, options, null);
   }
   let body = object.body;
-  if (edgeCache && validators.size <= TEE_MAX_BYTES) {
+  if (edgeCache && validators.size <= Math.min(TEE_MAX_BYTES, options.edgeCacheMaxBytes ?? EDGE_CACHE_MAX_BYTES)) {
     const [client, cache] = body.tee();
     body = client;
     edgeCache.put('r2', key, storedResponse(cache, storedHeaders(validators, options.contentType)));
   } else {
-    fillEdgeCache(bucket, key, validators, edgeCache, options.contentType);
+    fillEdgeCache(bucket, key, validators, options);
   }
   return answer(outcome, validators, options, body);
 }
@@ -99,21 +101,23 @@ async function fromEdgeCache(
     return answer(outcome, validators, options, null);
   }
   if (outcome.status === 200) return answer(outcome, validators, options, hit.body);
-  return answer(outcome, validators, options, await cachedRange(key, edgeCache, outcome, validators));
+  const range = await cachedRange(key, edgeCache, outcome, validators);
+  return range ? answer(outcome, validators, options, range) : undefined; // evicted meanwhile: R2 answers
 }
 
 /**
  * A byte range of a cached object. The cache is asked for exactly that
  * range; when it answers 206 with that Content-Range (Cloudflare's cache
  * does) its body is used, otherwise (a 200 with the whole object) the range
- * is cut out of the stream as it passes — never buffered.
+ * is cut out of the stream as it passes — never buffered. Null when the
+ * entry was evicted since the first lookup.
  */
 async function cachedRange(
   key: string, edgeCache: EdgeCache, range: { offset: number; length: number }, validators: Validators,
-): Promise<ReadableStream> {
+): Promise<ReadableStream | null> {
   const last = range.offset + range.length - 1;
   const response = await edgeCache.match('r2', key, { range: `bytes=${range.offset}-${last}` });
-  if (!response?.body) throw new Error(`edge cache: ${key} vanished between two reads`);
+  if (!response?.body) return null;
   if (response.status === 206 && response.headers.get('content-range') === `bytes ${range.offset}-${last}/${validators.size}`) {
     return response.body;
   }
@@ -161,8 +165,9 @@ export function sliceStream(body: ReadableStream<Uint8Array>, offset: number, le
 }
 
 /** Fills the cache with a second, background read of the whole object (when it fits the cache). */
-function fillEdgeCache(bucket: R2Bucket, key: string, validators: Validators, edgeCache: EdgeCache | null, contentType: string): void {
-  if (!edgeCache || validators.size > EDGE_CACHE_MAX_BYTES) return;
+function fillEdgeCache(bucket: R2Bucket, key: string, validators: Validators, options: ObjectServeOptions): void {
+  const { edgeCache, contentType } = options;
+  if (!edgeCache || validators.size > (options.edgeCacheMaxBytes ?? EDGE_CACHE_MAX_BYTES)) return;
   edgeCache.put('r2', key, bucket.get(key).then((object) =>
     object ? storedResponse(object.body, storedHeaders(r2Validators(object), contentType)) : undefined));
 }

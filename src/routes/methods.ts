@@ -1,9 +1,13 @@
 import type { IRequest } from 'itty-router';
 import { errorResponse } from '../http';
 
-/** The registry is read-only: any method but GET and HEAD gets 405 with Allow. */
+/**
+ * The registry is read-only: any method but GET and HEAD gets 405 with Allow.
+ * The one exception: POST to the pages' /login and /logout forms.
+ */
 export function onlyGetAndHead(request: IRequest): Response | undefined {
   if (request.method === 'GET' || request.method === 'HEAD') return undefined;
+  if (request.method === 'POST' && /^\/log(in|out)$/.test(new URL(request.url).pathname)) return undefined;
   return errorResponse(405, `method ${request.method} is not allowed; this registry is read-only`, { allow: 'GET, HEAD' });
 }
 

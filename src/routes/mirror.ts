@@ -3,7 +3,9 @@ import type { Env } from '../env';
 import { settings } from '../config';
 import { withReleaseUrls } from '../release-urls';
 import { documentResponse, notFound, pathSegment } from '../http';
-import { formatAddress, providerAddress } from '../protocol/address';
+import { edgeCacheFor } from '../http/edge-cache';
+import { formatAddress } from '../protocol/address';
+import { requestAddress } from './params';
 import { parseVersion } from '../protocol/version';
 import { InputError } from '../protocol/errors';
 import { readMirrorIndex, readMirrorVersion } from '../store/read';
@@ -14,15 +16,13 @@ import { readMirrorIndex, readMirrorVersion } from '../store/read';
  * installation packages". Serves any hostname whose providers are stored
  * (our own and mirrored upstream ones; an upstream version's document is
  * cached like a list, since a mirror sync may add platforms). 404 when the provider or version is
- * not stored or the file is neither; 400 for malformed parts.
+ * not stored or the file is neither; 400 for malformed parts. VERSION.json
+ * comes from the isolate, else the location's edge cache, else KV (and then
+ * goes into the edge cache); index.json never goes to the edge cache.
  */
-export async function mirrorDocument(request: IRequest, env: Env): Promise<Response> {
+export async function mirrorDocument(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
   const config = settings(env);
-  const address = providerAddress(
-    pathSegment(request.params.hostname, 'hostname'),
-    pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.type, 'type'),
-  );
+  const address = requestAddress(request);
   const file = pathSegment(request.params.file, 'file');
   if (file === 'index.json') {
     const document = await readMirrorIndex(env.REGISTRY_KV, address, config.listTtlMs);
@@ -34,7 +34,7 @@ export async function mirrorDocument(request: IRequest, env: Env): Promise<Respo
   // A version mirrored from another registry gains platforms when the allow-list grows (npm run mirror),
   // so only our own providers' version documents are immutable.
   const own = address.hostname === config.hostname;
-  const document = await readMirrorVersion(env.REGISTRY_KV, address, version, config.listTtlMs, own);
+  const document = await readMirrorVersion(env.REGISTRY_KV, address, version, config.listTtlMs, own ? edgeCacheFor(request, ctx) : null, own);
   if (document === null) return notFound(`provider ${formatAddress(address)} ${version} is not in this mirror`);
   return documentResponse(request, document, own ? config.releaseDocumentCacheControl : config.listCacheControl, {
     compress: config.gzipDocuments,

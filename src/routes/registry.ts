@@ -3,7 +3,9 @@ import type { Env } from '../env';
 import { settings } from '../config';
 import { withReleaseUrls } from '../release-urls';
 import { documentResponse, notFound, pathSegment } from '../http';
-import { providerAddress, formatAddress } from '../protocol/address';
+import { edgeCacheFor } from '../http/edge-cache';
+import { formatAddress } from '../protocol/address';
+import { requestAddress } from './params';
 import { parsePlatform } from '../protocol/platform';
 import { parseVersion } from '../protocol/version';
 import { readDownloadDocument, readVersionsDocument } from '../store/read';
@@ -16,11 +18,7 @@ import { readDownloadDocument, readVersionsDocument } from '../store/read';
  */
 export async function listVersions(request: IRequest, env: Env): Promise<Response> {
   const config = settings(env);
-  const address = providerAddress(
-    config.hostname,
-    pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.type, 'type'),
-  );
+  const address = requestAddress(request, config.hostname);
   const document = await readVersionsDocument(env.REGISTRY_KV, address, config.listTtlMs);
   if (document === null) return notFound(`provider ${formatAddress(address)} not found`);
   return documentResponse(request, document, config.listCacheControl, { compress: config.gzipDocuments });
@@ -30,18 +28,16 @@ export async function listVersions(request: IRequest, env: Env): Promise<Respons
  * GET /v1/providers/:namespace/:type/:version/download/:os/:arch —
  * providers.v1 "find a provider package". 200 with the stored body (os and
  * arch echo the request; OpenTofu's `packages` lists every platform); 404 when
- * that version or platform is not published; 400 for malformed parts.
+ * that version or platform is not published; 400 for malformed parts. The
+ * stored body comes from the isolate, else the location's edge cache, else KV
+ * (and then goes into the edge cache).
  */
-export async function findPackage(request: IRequest, env: Env): Promise<Response> {
+export async function findPackage(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
   const config = settings(env);
-  const address = providerAddress(
-    config.hostname,
-    pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.type, 'type'),
-  );
+  const address = requestAddress(request, config.hostname);
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const platform = parsePlatform(pathSegment(request.params.os, 'os'), pathSegment(request.params.arch, 'arch'));
-  const document = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, config.listTtlMs);
+  const document = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, config.listTtlMs, edgeCacheFor(request, ctx));
   if (document === null) {
     return notFound(`provider ${formatAddress(address)} ${version} has no package for ${platform.os}_${platform.arch}`);
   }

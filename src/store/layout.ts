@@ -1,5 +1,6 @@
 import type { ProviderAddress } from '../protocol/address';
 import type { Platform } from '../protocol/platform';
+import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1';
 
 /**
  * The storage layout. This file alone knows KV key names and R2 object names;
@@ -16,6 +17,9 @@ import type { Platform } from '../protocol/platform';
  *
  * R2:
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
+ *   .records/HOST/NS/TYPE/VERSION.json                  committed version record (strongly consistent: lists are rebuilt from these)
+ *   .leases/NAME                                        an exclusive writer lease (JSON owner + expiry), e.g. NAME = providers/HOST/NS/TYPE
+ * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *
  * All names are lower case; HOST may carry a :port.
  */
@@ -67,3 +71,76 @@ export const releaseFilePath = (address: ProviderAddress, version: string, filen
 
 // Release file names are protocol, defined in src/protocol/release-files.ts; re-exported for existing importers.
 export { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../protocol/release-files';
+
+// Pages for people (src/store/pages.ts): documents materialised at publish time, one KV read per page.
+//   pages/catalog                          the home page's list of every provider (JSON)
+//   pages/summaries/HOST/NS/TYPE           one provider's catalogue entry (the catalogue is rebuilt from these)
+//   pages/providers/HOST/NS/TYPE           a provider's page data: versions, platforms, hashes, keys
+//   pages/docs/HOST/NS/TYPE/VERSION        a version's docs (normalised schema, immutable)
+export const catalogKey = 'pages/catalog';
+export const summaryPrefix = 'pages/summaries/';
+export const summaryKey = (address: ProviderAddress) => `${summaryPrefix}${providerPath(address)}`;
+export const providerPageKey = (address: ProviderAddress) => `pages/providers/${providerPath(address)}`;
+export const docsPrefix = (address: ProviderAddress) => `pages/docs/${providerPath(address)}/`;
+export const docsKey = (address: ProviderAddress, version: string) => `${docsPrefix(address)}${version}`;
+
+// ---- Modules (modules.v1) ----
+//
+// KV:
+//   v1/modules/HOST/NS/NAME/SYSTEM/versions             modules.v1 "list versions" body
+//   v1/modules/HOST/NS/NAME/SYSTEM/VERSION/download     {"location": …} of the version's package (immutable)
+//   module-docs/HOST/NS/NAME/SYSTEM/VERSION             docs extracted at publish (inputs, outputs, README HTML; immutable)
+//   module-records/HOST/NS/NAME/SYSTEM/VERSION          version record (JSON: filename, sha256, size): the source of truth
+//   module-catalog/HOST                                 every module of HOST with its versions (for the /modules page)
+// R2:
+//   modules/HOST/NS/NAME/SYSTEM/VERSION/FILENAME        the package (NAME-SYSTEM-VERSION.tar.gz or .zip)
+
+function modulePath({ hostname, namespace, name, system }: ModuleAddress): string {
+  return `${hostname}/${namespace}/${name}/${system}`;
+}
+
+export const moduleVersionsKey = (address: ModuleAddress) => `v1/modules/${modulePath(address)}/versions`;
+
+export const moduleDownloadKey = (address: ModuleAddress, version: string) =>
+  `v1/modules/${modulePath(address)}/${version}/download`;
+
+export const moduleDocsKey = (address: ModuleAddress, version: string) => `module-docs/${modulePath(address)}/${version}`;
+
+export const moduleRecordPrefix = (address: ModuleAddress) => `module-records/${modulePath(address)}/`;
+
+export const moduleRecordKey = (address: ModuleAddress, version: string) => `${moduleRecordPrefix(address)}${version}`;
+
+/** Prefix of every module version record of a hostname (for the catalog rebuild). */
+export const moduleRecordsOfHostPrefix = (hostname: string) => `module-records/${hostname}/`;
+
+/** Parses a key under moduleRecordsOfHostPrefix back into its parts; null for anything else. */
+export function parseModuleRecordKey(key: string): { address: ModuleAddress; version: string } | null {
+  const parts = key.split('/');
+  if (parts.length !== 6 || parts[0] !== 'module-records') return null;
+  const [, hostname, namespace, name, system, version] = parts as [string, string, string, string, string, string];
+  return { address: { hostname, namespace, name, system }, version };
+}
+
+export const moduleCatalogKey = (hostname: string) => `module-catalog/${hostname}`;
+
+/** R2 object name of a module package. */
+export const moduleObjectKey = (address: ModuleAddress, version: string, filename: string) =>
+  `modules/${modulePath(address)}/${version}/${filename}`;
+
+/** URL path at which the Worker serves a module package (path-absolute, like releaseFilePath). */
+export const moduleArchivePath = (address: ModuleAddress, version: string, filename: string) =>
+  `/v1/module-archives/${modulePath(address)}/${version}/${filename}`;
+
+/** File name of a module package: NAME-SYSTEM-VERSION.tar.gz (or .zip for a supplied zip). */
+export const moduleArchiveFilename = (address: ModuleAddress, version: string, format: ModuleArchiveFormat) =>
+  `${address.name}-${address.system}-${version}.${format}`;
+
+/** R2 object of a committed version record: the publish's commit point and the source of list rebuilds (R2 lists are strongly consistent, KV's are not). */
+export const committedRecordPrefix = (address: ProviderAddress) => `.records/${providerPath(address)}/`;
+export const committedRecordKey = (address: ProviderAddress, version: string) => `${committedRecordPrefix(address)}${version}.json`;
+
+/** R2 object holding the lease called `name` (see src/store/lease.ts). */
+export const leaseObjectKey = (name: string) => `.leases/${name}`;
+
+/** Lease name of one provider's writers: publish-provider and mirror sync take it (one writer per provider). */
+export const providerLeaseName = (address: ProviderAddress) => `providers/${providerPath(address)}`;

@@ -1,5 +1,6 @@
 import { tokenKey, tokenPrefix } from './layout';
 import type { KvStore } from './types';
+import { listAllKeys } from './list-keys';
 
 /**
  * Read tokens as stored in KV, under tokens/<SHA-256 of the token> (see
@@ -57,16 +58,11 @@ export async function writeTokenRecord(kv: KvStore, record: TokenRecord): Promis
 /** Every stored token record, oldest first (follows KV list cursors; skips damaged records). */
 export async function listTokenRecords(kv: KvStore): Promise<TokenRecord[]> {
   const records: TokenRecord[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await kv.list({ prefix: tokenPrefix, cursor });
-    for (const { name } of page.keys) {
-      const text = await kv.get(name, 'text');
-      const record = text === null ? null : parseTokenRecord(text);
-      if (record) records.push(record);
-    }
-    cursor = page.list_complete ? undefined : page.cursor;
-  } while (cursor);
+  for (const name of await listAllKeys(kv, tokenPrefix)) {
+    const text = await kv.get(name, 'text');
+    const record = text === null ? null : parseTokenRecord(text);
+    if (record) records.push(record);
+  }
   return records.sort((a, b) => a.created.localeCompare(b.created));
 }
 

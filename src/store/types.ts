@@ -1,4 +1,5 @@
 import type { ProviderAddress } from '../protocol/address';
+import type { GpgPublicKey } from '../protocol/providers-v1';
 
 /**
  * The subset of the Workers KV and R2 binding APIs the store uses. The real
@@ -18,17 +19,43 @@ export interface KvStore {
 
 export interface BlobHead {
   size: number;
+  /** The object's etag as the R2 binding reports it (unquoted). */
   etag: string;
   customMetadata?: Record<string, string>;
 }
 
+/** Conditions of a write, as the R2 binding's `onlyIf` (S3: If-Match / If-None-Match). */
+export interface BlobWriteCondition {
+  /** Write only when the stored object's etag is this one. */
+  etagMatches?: string;
+  /** `'*'`: write only when no object is stored under the key. */
+  etagDoesNotMatch?: string;
+}
+
+/**
+ * The subset of the R2 binding the store uses. R2 is strongly consistent and
+ * its conditional writes are atomic, which is what leases and version records
+ * (the sources of truth for list rebuilds) rely on.
+ */
 export interface BlobStore {
   head(key: string): Promise<BlobHead | null>;
+  get(key: string): Promise<(BlobHead & { text(): Promise<string> }) | null>;
+  /** Resolves with the written object, or null when `onlyIf` failed (nothing written). */
   put(
     key: string,
     value: ReadableStream | ArrayBuffer | Uint8Array | string,
-    options?: { httpMetadata?: { contentType?: string }; customMetadata?: Record<string, string> },
-  ): Promise<unknown>;
+    options?: {
+      httpMetadata?: { contentType?: string };
+      customMetadata?: Record<string, string>;
+      onlyIf?: BlobWriteCondition;
+    },
+  ): Promise<{ etag: string } | null>;
+  list(options: { prefix: string; cursor?: string; limit?: number }): Promise<{
+    objects: { key: string }[];
+    truncated: boolean;
+    cursor?: string;
+  }>;
+  delete(key: string): Promise<void>;
 }
 
 /** One platform's package within a published version. */
@@ -44,12 +71,8 @@ export interface PackageRecord {
   size: number;
 }
 
-/** A public signing key as served in `signing_keys.gpg_public_keys`. */
-export interface SigningKey {
-  /** 16 upper-case hex digits. */
-  key_id: string;
-  ascii_armor: string;
-}
+/** A public signing key as stored and served in `signing_keys.gpg_public_keys` (the protocol's type, its two fields we use). */
+export type SigningKey = Pick<GpgPublicKey, 'key_id' | 'ascii_armor'>;
 
 /**
  * Everything known about one published version; the stored response bodies
@@ -65,4 +88,16 @@ export interface VersionRecord {
   /** The key that signed SHA256SUMS; stays served for this version after rotation. */
   signingKey: SigningKey;
   publishedAt: string;
+  /**
+   * SHA-256 and size of the SHA256SUMS file and its signature as stored
+   * (records written before these were kept lack them).
+   */
+  shasumsFile?: FileDigest;
+  signatureFile?: FileDigest;
+}
+
+/** Hex SHA-256 and size of a stored file. */
+export interface FileDigest {
+  sha256: string;
+  size: number;
 }

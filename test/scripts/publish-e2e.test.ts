@@ -180,7 +180,7 @@ describe('publish-provider end to end, served by wrangler dev', () => {
     const cli = await publish([join(dir, 'widget-1.0.0')]);
     expect(cli.code, cli.stderr).toBe(0);
     expect(JSON.parse(cli.stdout)).toEqual({ ...first, status: 'unchanged' });
-    expect(cli.stderr).toMatch(/already published with these bytes; nothing to write/);
+    expect(cli.stderr).toMatch(/already published with these bytes; verified, nothing to write/);
     expect(cli.stderr).not.toMatch(/uploading/);
 
     // In-process, counting every write on the real local store.
@@ -192,11 +192,18 @@ describe('publish-provider end to end, served by wrangler dev', () => {
       const counting: StoreHandle = {
         ...store,
         kv: { ...bind(store.kv), put: async (key: string, value: string) => { writes.push(key); return store.kv.put(key, value); } },
-        blobs: { head: (key: string) => store.blobs.head(key), put: async (key, value, options) => { writes.push(key); return store.blobs.put(key, value, options); } } satisfies BlobStore,
+        blobs: {
+          head: (key: string) => store.blobs.head(key),
+          get: (key: string) => store.blobs.get(key),
+          list: (options) => store.blobs.list(options),
+          delete: async (key: string) => { writes.push(`delete ${key}`); return store.blobs.delete(key); },
+          put: async (key, value, options) => { writes.push(key); return store.blobs.put(key, value, options); },
+        } satisfies BlobStore,
       };
       const again = await publishRelease({ paths: [join(dir, 'widget-1.0.0')], namespace: 'acme', config, store: counting, keyFile });
       expect(again.status).toBe('unchanged');
-      expect(writes).toEqual([]);
+      // Only the provider's lease is written (taken, released); the release is verified, not rewritten.
+      expect(writes.filter((key) => !key.startsWith('.leases/'))).toEqual([]);
       expect(await snapshot(store)).toBe(before);
     } finally {
       await store.close();

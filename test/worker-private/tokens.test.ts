@@ -44,7 +44,7 @@ describe('discovery in private mode', () => {
   it('stays public: 200 without a token', async () => {
     const response = await get('/.well-known/terraform.json');
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ 'providers.v1': '/v1/providers/' });
+    expect(await response.json()).toEqual({ 'providers.v1': '/v1/providers/', 'modules.v1': '/v1/modules/' });
   });
 });
 

@@ -7,7 +7,7 @@ describe('GET /.well-known/terraform.json', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/json');
     const body = await response.json<Record<string, string>>();
-    expect(body).toEqual({ 'providers.v1': '/v1/providers/' });
+    expect(body).toEqual({ 'providers.v1': '/v1/providers/', 'modules.v1': '/v1/modules/' });
     expect(new URL(body['providers.v1']!, response.url || 'https://registry.example.com/.well-known/terraform.json').href)
       .toBe('https://registry.example.com/v1/providers/');
   });

@@ -11,7 +11,7 @@ async function expectError(response: Response, status: number, contains?: string
 
 describe('requests that match no route', () => {
   it('answer 404 with a JSON error', async () => {
-    for (const path of ['/', '/v1/providers/', '/v1/providers/acme/thing', '/v1/modules/acme/x/aws/versions', '/favicon.ico', '/v1/mirror/registry.example.com/acme/thing']) {
+    for (const path of ['/v1/providers/', '/v1/providers/acme/thing', '/v1/modules/acme/x/aws/versions', '/favicon.ico', '/v1/mirror/registry.example.com/acme/thing']) {
       await expectError(await get(path), 404);
     }
   });

@@ -49,7 +49,7 @@ describe('publishVersion on the real KV and R2', () => {
 
     const attempt = publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, rebuilt.record, rebuilt.files);
     await expect(attempt).rejects.toBeInstanceOf(InputError);
-    await expect(attempt).rejects.toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents; published versions are immutable/) });
+    await expect(attempt).rejects.toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents \(.*\); published versions are immutable/) });
 
     expect(await env.REGISTRY_KV.get(versionRecordKey(provider, '1.0.0'), 'text')).toBe(recordBefore);
     for (const [filename, bytes] of original!.bytes) {

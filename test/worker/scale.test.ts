@@ -15,7 +15,7 @@ beforeAll(async () => {
   // Metadata only: the Worker reads no release file to answer these routes.
   const releases = VERSIONS.map((version) => ({ ...fakeRelease(big, version, PLATFORMS, { archiveSize: 1 }), files: [] }));
   await publishVersions(env.REGISTRY_KV, env.REGISTRY_R2, releases);
-}, 120_000);
+}, 300_000); // 12,000 documents and 1,000 committed records through local KV/R2: minutes on a busy 2-core machine
 
 describe('a provider with 1,000 versions × 12 platforms', () => {
   it('lists all 1,000 versions in order, each with 12 platforms', async () => {

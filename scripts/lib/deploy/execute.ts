@@ -37,7 +37,7 @@ export interface ExecuteOptions extends DeployOptions {
 export function wrangler(args: string[], options: { stdin?: string; cwd?: string } = {}): Promise<WranglerResult> {
   return new Promise((resolve, reject) => {
     const child = spawn('wrangler', args, {
-      cwd: options.cwd ?? root,
+      cwd: options.cwd ?? process.cwd(),
       env: { ...process.env, PATH: `${process.env.PATH ?? ''}${delimiter}${join(root, 'node_modules', '.bin')}`, WRANGLER_HIDE_BANNER: 'true' },
       stdio: ['pipe', 'pipe', 'pipe'],
     });

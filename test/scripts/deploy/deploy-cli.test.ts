@@ -220,13 +220,17 @@ describe('npm run deploy', () => {
     // wrangler resolves main = "src/index.ts" next to the config: give the copy the project's sources.
     for (const name of ['src', 'node_modules', 'package.json', 'tsconfig.json']) await symlink(join(root, name), join(project, name));
     const outdir = join(project, 'out');
-    const { stdout } = await run(realWrangler, ['deploy', '--dry-run', '--outdir', outdir, '--env', 'production'], {
+    // With the --secrets-file a first deploy passes (the signing secret goes up with the Worker).
+    const secretsFile = join(project, 'secrets.json');
+    await writeFile(secretsFile, JSON.stringify({ URL_SIGNING_SECRET: 'not-a-real-secret' }));
+    const { stdout } = await run(realWrangler, ['deploy', '--dry-run', '--outdir', outdir, '--env', 'production', '--secrets-file', secretsFile], {
       cwd: project, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1', CLOUDFLARE_API_TOKEN: '' }, timeout: 120_000,
     });
     expect(stdout).toContain(`env.REGISTRY_KV (${kvId})`);
     expect(stdout).toContain('env.REGISTRY_R2 (edge-registry)');
     expect(stdout).toContain('env.REGISTRY_HOSTNAME ("registry.acme.com")');
     expect(stdout).toContain('env.ACCESS ("private")');
+    expect(stdout).toContain('env.URL_SIGNING_SECRET ("(hidden)")');
     expect(stdout).toContain('--dry-run: exiting now.');
     await expect(readFile(join(outdir, 'index.js'), 'utf8')).resolves.toContain('providers.v1');
   });

@@ -1,0 +1,281 @@
+/**
+ * What it costs to run: Worker requests, KV reads and R2 class-B reads of a
+ * real `terraform init` against the Worker (built as deployed, in workerd via
+ * Miniflare, over HTTPS with a certificate made here, the production
+ * settings: private mode with a read token, gzip documents), counted through
+ * the bindings by bench/cost-worker.ts. Three runs per install path (origin
+ * registry, network mirror):
+ *
+ * - cold: empty edge cache, fresh isolate (the first init in a location);
+ * - warm edge cache, fresh isolate: workerd restarted on the same cache (a
+ *   later init served by another isolate of the location: the steady state);
+ * - warm edge cache and isolate: the same workerd again.
+ *
+ * From those, the daily `terraform init` capacity that fits Cloudflare's free
+ * plan, and the share of it a typical organisation (10 providers, 1,000
+ * inits a day, each installing its 10 providers and one module) uses.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { Miniflare } from 'miniflare';
+import { publishModule } from '../scripts/lib/module/publish';
+import { createToken } from '../scripts/lib/tokens';
+import type { KvStore } from '../src/store/types';
+import { publishIntoState } from '../test/e2e/local-publish';
+import { generateRelease, generateSigningKey } from '../test/e2e/release';
+import { freePort, makeCertificate } from '../test/e2e/server';
+import { VARS } from './runtime';
+
+const run = promisify(execFile);
+const MIRRORED_HOSTNAME = 'registry.example.com';
+const MODULE_HOSTNAME = 'modules.host.example';
+const root = join(import.meta.dirname, '..');
+
+/** Cloudflare's Workers Free plan (developers.cloudflare.com: Workers, KV and R2 pricing). */
+export const FREE_PLAN = {
+  workerRequestsPerDay: 100_000,
+  kvReadsPerDay: 100_000,
+  r2ClassBPerMonth: 10_000_000,
+  r2StorageGb: 10,
+};
+/** The organisation the README's figure is for: each init installs its 10 providers and one module. */
+export const TYPICAL = { providers: 10, initsPerDay: 1000 };
+/** Storage assumption (our fake archives are a few hundred bytes): a provider version = 6 platforms × 25 MB zips. */
+const STORAGE = { platformsPerVersion: 6, archiveMb: 25 };
+
+export interface InitCounts {
+  requests: number;
+  kvReads: number;
+  r2ClassB: number;
+  /** "METHOD route" → requests. */
+  byRoute: Record<string, number>;
+  kvReadsByKey: Record<string, number>;
+  kvReadsByRoute: Record<string, number>;
+  r2ClassBByRoute: Record<string, number>;
+}
+
+export interface CostScenario {
+  path: 'origin registry' | 'network mirror';
+  cache: 'cold' | 'warm edge cache, fresh isolate' | 'warm edge cache and isolate';
+  /** Measured, for `providers` providers in one init. */
+  measured: InitCounts;
+  /** Scaled to TYPICAL.providers per init (measured directly when providers = 10). */
+  perTypicalInit: { requests: number; kvReads: number; r2ClassB: number };
+  /** The most inits a day the free plan allows at this cost, and which limit binds. */
+  freePlanInitsPerDay: number;
+  bindingLimit: string;
+}
+
+export type CostFigures =
+  | { skipped: string }
+  | {
+    providers: number;
+    platforms: string[];
+    scenarios: CostScenario[];
+    typical: {
+      providers: number; initsPerDay: number;
+      /** Share of each free-plan limit 1,000 inits a day use, at the steady state (warm edge cache, fresh isolate), origin registry. */
+      usage: { requests: number; kvReads: number; r2ClassBPerMonth: number };
+      storage: { versionMb: number; versionsThatFit: number; perProvider: number };
+    };
+    seconds: number;
+  };
+
+/** Runs the measurement; `{skipped}` with the reason when terraform or openssl is missing. */
+export async function benchCost(work: string, options: { quick: boolean; log: (message: string) => void }): Promise<CostFigures> {
+  const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((p) => existsSync(p));
+  if (!terraform) return { skipped: 'no terraform binary (/usr/local/bin or /usr/bin)' };
+  const started = Date.now();
+  const dir = join(work, 'cost');
+  await mkdir(dir, { recursive: true });
+  const { log } = options;
+
+  log('cost: building the counting Worker');
+  const outdir = join(dir, 'worker');
+  await run(join(root, 'node_modules', '.bin', 'wrangler'), ['deploy', 'bench/cost-worker.ts', '--dry-run', '--outdir', outdir], {
+    cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
+  });
+  const bundlePath = join(outdir, 'cost-worker.js');
+
+  const providers = options.quick ? 3 : TYPICAL.providers;
+  const goOs = process.platform === 'win32' ? 'windows' : process.platform;
+  const goArch = process.arch === 'x64' ? 'amd64' : process.arch;
+  const platforms = [...new Set([`${goOs}_${goArch}`, 'linux_amd64', 'linux_arm64', 'darwin_arm64', 'windows_amd64'])];
+  log(`cost: publishing ${providers} signed providers × ${platforms.length} platforms`);
+  const key = await generateSigningKey();
+  const releases = [];
+  for (let i = 1; i <= providers; i++) releases.push(await generateRelease(join(dir, 'dist', `p${i}`), `thing${i}`, '1.0.0', platforms, key));
+  const port = await freePort();
+  const hostname = `localhost:${port}`;
+  const stateDir = join(dir, 'state');
+  await publishIntoState(stateDir, hostname, 'acme', releases, key);
+  // Terraform cannot resolve a mirror URL for a source address with a port: the mirror run installs
+  // the same releases under a plain hostname (as for mirrored upstream providers).
+  await publishIntoState(stateDir, MIRRORED_HOSTNAME, 'acme', releases, key);
+  // One module (acme/vpc/aws), published with publish-module's own code into the same state.
+  const moduleDir = join(dir, 'module-vpc');
+  await mkdir(moduleDir, { recursive: true });
+  await writeFile(join(moduleDir, 'main.tf'), 'variable "cidr" {\n  type    = string\n  default = "10.0.0.0/16"\n}\n\noutput "cidr" {\n  value = var.cidr\n}\n');
+  await writeFile(join(moduleDir, 'README.md'), '# vpc\n\nA bench module.\n');
+  await publishModule({ path: moduleDir, namespace: 'acme', name: 'vpc', system: 'aws', version: '1.0.0', persistTo: stateDir, hostname, configPath: join(root, 'wrangler.toml') });
+  const certificate = makeCertificate(dir);
+
+  const start = (cacheDir: string) => new Miniflare({
+    modules: [{ type: 'ESModule', path: bundlePath }],
+    modulesRoot: dirname(bundlePath),
+    compatibilityDate: '2026-04-20',
+    host: '127.0.0.1',
+    port,
+    https: true,
+    httpsKeyPath: certificate.keyPath,
+    httpsCertPath: certificate.certPath,
+    // As deployed: wrangler.toml's production environment.
+    bindings: { ...VARS, REGISTRY_HOSTNAME: hostname, ACCESS: 'private', INDEX_CACHE_SECONDS: '30', GZIP_DOCUMENTS: 'true', URL_SIGNING_SECRET: 'bench-cost-signing-secret' },
+    kvNamespaces: { REGISTRY_KV: 'edge-registry-local' },
+    r2Buckets: { REGISTRY_R2: 'edge-registry' },
+    defaultPersistRoot: join(stateDir, 'v3'),
+    kvPersist: true,
+    r2Persist: true,
+    cachePersist: cacheDir,
+    handleRuntimeStdio(stdout, stderr) {
+      stdout.resume();
+      stderr.resume();
+    },
+  });
+
+  let token = '';
+  const scenarios: CostScenario[] = [];
+  for (const path of ['origin registry', 'network mirror'] as const) {
+    const cacheDir = join(dir, `cache-${path.replace(' ', '-')}`);
+    let mf = start(cacheDir);
+    await mf.ready;
+    try {
+      if (!token) {
+        const kv = (await mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore;
+        token = (await createToken(kv, { scopes: ['*'], name: 'bench', expires: null })).token;
+      }
+      const read = async () => (await (await mf.dispatchFetch(`https://${hostname}/__cost/counts?reset`)).json()) as InitCounts;
+      await read();
+      const measure = async (cache: CostScenario['cache'], runIndex: number) => {
+        await terraformInit(terraform, join(dir, 'init', `${path.replace(' ', '-')}-${runIndex}`), { hostname, providers, token, mirror: path === 'network mirror', certPath: certificate.certPath });
+        const measured = await read();
+        scenarios.push(scenario(path, cache, measured, providers));
+        log(`cost: ${path}, ${cache}: ${measured.requests} requests, ${measured.kvReads} KV reads, ${measured.r2ClassB} R2 reads (${providers} providers)`);
+      };
+      await measure('cold', 1);
+      await mf.dispose();
+      mf = start(cacheDir); // same edge cache on disk, a new isolate
+      await mf.ready;
+      await read();
+      await measure('warm edge cache, fresh isolate', 2);
+      await measure('warm edge cache and isolate', 3);
+    } finally {
+      await mf.dispose();
+    }
+  }
+
+  const steady = scenarios.find((s) => s.path === 'origin registry' && s.cache === 'warm edge cache, fresh isolate')!.perTypicalInit;
+  const versionMb = STORAGE.platformsPerVersion * STORAGE.archiveMb;
+  const versionsThatFit = Math.floor((FREE_PLAN.r2StorageGb * 1000) / versionMb);
+  return {
+    providers,
+    platforms,
+    scenarios,
+    typical: {
+      ...TYPICAL,
+      usage: {
+        requests: (steady.requests * TYPICAL.initsPerDay) / FREE_PLAN.workerRequestsPerDay,
+        kvReads: (steady.kvReads * TYPICAL.initsPerDay) / FREE_PLAN.kvReadsPerDay,
+        r2ClassBPerMonth: (steady.r2ClassB * TYPICAL.initsPerDay * 30) / FREE_PLAN.r2ClassBPerMonth,
+      },
+      storage: { versionMb, versionsThatFit, perProvider: Math.floor(versionsThatFit / TYPICAL.providers) },
+    },
+    seconds: (Date.now() - started) / 1000,
+  };
+}
+
+/** Per-init figures scaled to the typical organisation's provider count, and the free plan's daily capacity at that cost. */
+export function scenario(path: CostScenario['path'], cache: CostScenario['cache'], measured: InitCounts, providers: number): CostScenario {
+  // Discovery and the module are once per init; everything else is per provider.
+  const scale = TYPICAL.providers / providers;
+  const scaled = (byRoute: Record<string, number>) => Object.entries(byRoute)
+    .reduce((sum, [route, count]) => sum + (/discovery|module/.test(route) ? count : count * scale), 0);
+  const perTypicalInit = {
+    requests: scaled(measured.byRoute),
+    kvReads: scaled(measured.kvReadsByRoute),
+    r2ClassB: scaled(measured.r2ClassBByRoute),
+  };
+  const limits = [
+    { name: 'Worker requests (100k/day)', perDay: FREE_PLAN.workerRequestsPerDay, per: perTypicalInit.requests },
+    { name: 'KV reads (100k/day)', perDay: FREE_PLAN.kvReadsPerDay, per: perTypicalInit.kvReads },
+    { name: 'R2 class B (10M/month)', perDay: FREE_PLAN.r2ClassBPerMonth / 30, per: perTypicalInit.r2ClassB },
+  ].map((l) => ({ ...l, inits: l.per > 0 ? Math.floor(l.perDay / l.per) : Infinity }));
+  const binding = limits.reduce((a, b) => (b.inits < a.inits ? b : a));
+  return { path, cache, measured, perTypicalInit, freePlanInitsPerDay: binding.inits, bindingLimit: binding.name };
+}
+
+async function terraformInit(
+  terraform: string, dir: string,
+  options: { hostname: string; providers: number; token: string; mirror: boolean; certPath: string },
+): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const sourceHost = options.mirror ? MIRRORED_HOSTNAME : options.hostname;
+  const required = Array.from({ length: options.providers }, (_, i) =>
+    `    thing${i + 1} = { source = "${sourceHost}/acme/thing${i + 1}", version = "~> 1.0" }`).join('\n');
+  // The module comes through the registry protocol either way (network mirrors are for providers only).
+  // Terraform wants a dot in a module registry hostname: the CLI configuration's host block points
+  // modules.host.example at this Worker's modules.v1 (as discovery would).
+  const module = `module "vpc" {\n  source  = "${MODULE_HOSTNAME}/acme/vpc/aws"\n  version = "~> 1.0"\n}\n`;
+  await writeFile(join(dir, 'main.tf'), `terraform {\n  required_providers {\n${required}\n  }\n}\n\n${module}`);
+  const mirror = options.mirror ? `provider_installation {\n  network_mirror {\n    url = "https://${options.hostname}/v1/mirror/"\n  }\n}\n` : '';
+  const moduleHost = `host "${MODULE_HOSTNAME}" {\n  services = {\n    "modules.v1" = "https://${options.hostname}/v1/modules/"\n  }\n}\n`;
+  const credentials = [options.hostname, MODULE_HOSTNAME].map((h) => `credentials "${h}" {\n  token = "${options.token}"\n}\n`).join('');
+  await writeFile(join(dir, 'cli.tfrc'), `${credentials}${moduleHost}${mirror}`);
+  try {
+    await run(terraform, ['init', '-input=false', '-no-color'], {
+      cwd: dir,
+      timeout: 180_000,
+      env: { PATH: process.env.PATH, HOME: dir, TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'), SSL_CERT_FILE: options.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1' },
+    });
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new Error(`cost: terraform init failed:\n${stdout ?? ''}\n${stderr ?? ''}`);
+  }
+}
+
+/** The table lines for `npm run bench`. */
+export function costTable(figures: CostFigures): string[] {
+  if ('skipped' in figures) return [`what it costs to run: skipped (${figures.skipped})`];
+  const lines: string[] = [];
+  const n = (value: number) => (Number.isInteger(value) ? String(value) : value.toFixed(1));
+  lines.push(`what it costs to run — real terraform init of ${figures.providers} providers (${figures.platforms.length} platforms each) and 1 module, private mode with a token, per init${figures.providers === TYPICAL.providers ? '' : ` (provider part scaled to ${TYPICAL.providers} providers)`}:`);
+  const widths = [16, 31, 9, 9, 9, 20];
+  const pad = (cells: string[]) => cells.map((c, i) => c[i < 2 ? 'padEnd' : 'padStart'](widths[i]!)).join('  ');
+  lines.push(pad(['install path', 'cache', 'requests', 'KV reads', 'R2 reads', 'free-plan inits/day']));
+  for (const s of figures.scenarios) {
+    lines.push(pad([s.path, s.cache, n(s.perTypicalInit.requests), n(s.perTypicalInit.kvReads), n(s.perTypicalInit.r2ClassB), `${s.freePlanInitsPerDay.toLocaleString('en-US')} (${s.bindingLimit.split(' (')[0]})`]));
+  }
+  for (const s of figures.scenarios.filter((x) => x.cache === 'cold')) {
+    lines.push(`  ${s.path}, one cold init of ${figures.providers} providers: requests ${Object.entries(s.measured.byRoute).map(([k, v]) => `${k} ${v}`).join(', ')}; KV reads by key ${Object.entries(s.measured.kvReadsByKey).map(([k, v]) => `${k}/… ${v}`).join(', ')}`);
+  }
+  const t = figures.typical;
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  lines.push(`typical organisation (${t.providers} providers + 1 module per init, ${t.initsPerDay.toLocaleString('en-US')} inits/day, warm edge cache, fresh isolates): ${pct(t.usage.requests)} of the free Worker requests, ${pct(t.usage.kvReads)} of the free KV reads, ${pct(t.usage.r2ClassBPerMonth)} of the free R2 class-B reads`);
+  lines.push(`storage: 10 GB holds ${t.storage.versionsThatFit} provider versions of ${t.storage.versionMb} MB (${STORAGE.platformsPerVersion} platforms × ${STORAGE.archiveMb} MB zips), ${t.storage.perProvider} per provider for ${t.providers} providers`);
+  return lines;
+}
+
+/** Bench targets: the typical organisation's steady-state use fits the free plan; a warm edge cache reads nothing from R2. */
+export function costTargets(figures: CostFigures): { name: string; value: number; target: string; met: boolean }[] {
+  if ('skipped' in figures) return [];
+  const t = figures.typical;
+  const worst = Math.max(t.usage.requests, t.usage.kvReads, t.usage.r2ClassBPerMonth);
+  const warmR2 = Math.max(...figures.scenarios.filter((s) => s.cache !== 'cold').map((s) => s.measured.r2ClassB));
+  return [
+    { name: `${t.providers} providers × ${t.initsPerDay} inits/day: largest share of a free-plan limit`, value: Number(worst.toFixed(2)), target: '≤ 1', met: worst <= 1 },
+    { name: 'terraform init with a warm edge cache: R2 reads', value: warmR2, target: '0', met: warmR2 === 0 },
+  ];
+}

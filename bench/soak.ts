@@ -1,0 +1,223 @@
+/**
+ * `npm run bench -- --soak [MINUTES]` (default 10): memory under sustained
+ * load. 50 wrk connections for MINUTES against the built Worker in workerd
+ * (the bench's counting wrapper around the same Worker), each request a
+ * random pick among every document and some release files of a provider
+ * whose documents add up to well over the isolate cache's 32 MiB, so the
+ * cache is kept full and evicting all along. Every few seconds it samples
+ * workerd's RSS and the cache's own figures (/__bench/cache), then prints the
+ * RSS curve, whether it plateaus after the warm-up, and whether the cache's
+ * byte bound held at every sample. Reported, never a failure.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fakeRelease } from '../test/fixtures/release';
+import { publishVersion, rebuildProviderIndex } from '../src/store/publish';
+import { downloadDocumentKey, releaseFilePath } from '../src/store/layout';
+import type { ProviderAddress } from '../src/protocol/address';
+import { build } from './build';
+import { cpuMicros, rssBytes } from './proc';
+import { startRuntime, type Runtime } from './runtime';
+import { HOSTNAME, PLATFORMS, stores } from './seed';
+import { wrk, type LoadResult } from './wrk';
+
+const CONNECTIONS = 50;
+const VERSIONS = 300;
+const ARCHIVE_BYTES = 256 * 1024;
+// A real RSA-4096 public key in ASCII armor is ~3 KB; every download document carries one.
+const ARMOR = `-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n${'A'.repeat(3000).replace(/(.{64})/g, '$1\n')}\n-----END PGP PUBLIC KEY BLOCK-----\n`;
+
+export interface SoakSample {
+  seconds: number;
+  rssMb: number;
+  cpuSeconds: number;
+  cache: { entries: number; bytes: number; maxBytes: number; evictions: number };
+}
+
+export interface SoakResult {
+  minutes: number;
+  connections: number;
+  paths: number;
+  storedDocumentMb: number;
+  load: LoadResult;
+  samples: SoakSample[];
+  rss: {
+    startMb: number; afterWarmupMb: number; endMb: number; peakMb: number;
+    /** Least-squares slope after the warm-up (the first fifth of the run). */
+    slopeMbPerMinute: number;
+    /** Mean RSS of the last third minus that of the middle third. */
+    lastThirdMinusMiddleThirdMb: number;
+    plateaus: boolean;
+  };
+  cache: { maxBytesSeen: number; bound: number; heldAtEverySample: boolean; evictions: number };
+}
+
+const log = (message: string) => process.stderr.write(`bench soak: ${message}\n`);
+
+/** Runs the soak for `minutes` and prints its report (or, with `json`, one JSON object). */
+export async function soak(minutes: number, json: boolean): Promise<SoakResult> {
+  const work = await mkdtemp(join(tmpdir(), 'edge-registry-soak-'));
+  try {
+    log('building the Worker with the bench wrapper (wrangler deploy --dry-run)');
+    const bundle = await build(work, 'bench/counting-worker.ts');
+    const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
+    try {
+      const address = { hostname: HOSTNAME, namespace: 'soak', type: 'churn' };
+      log(`seeding ${VERSIONS} versions × ${PLATFORMS.length} platforms (documents) and ${PLATFORMS.length} × ${ARCHIVE_BYTES / 1024} KiB archives`);
+      const { paths, storedBytes } = await seed(runtime, address);
+      const script = join(work, 'paths.lua');
+      await writeFile(script, luaRotation(paths));
+      for (const path of [paths[0]!, paths[paths.length - 1]!]) {
+        const check = await fetch(`${runtime.origin}${path}`);
+        await check.arrayBuffer();
+        if (check.status !== 200) throw new Error(`GET ${path} answered ${check.status}`);
+      }
+      log(`${paths.length} paths, ${(storedBytes / 1024 / 1024).toFixed(1)} MB of stored documents; ${CONNECTIONS} connections for ${minutes} min`);
+
+      const interval = minutes >= 5 ? 5 : 2;
+      const samples: SoakSample[] = [];
+      const started = Date.now();
+      const sample = async () => {
+        const cache = (await (await fetch(`${runtime.origin}/__bench/cache`)).json()) as SoakSample['cache'];
+        samples.push({ seconds: (Date.now() - started) / 1000, rssMb: rssBytes(runtime.pid) / 1024 / 1024, cpuSeconds: cpuMicros(runtime.pid) / 1e6, cache });
+        const last = samples[samples.length - 1]!;
+        if (samples.length % Math.max(1, Math.round(60 / interval)) === 1) {
+          log(`${last.seconds.toFixed(0)} s: RSS ${last.rssMb.toFixed(1)} MB, cache ${(cache.bytes / 1024 / 1024).toFixed(1)} MB in ${cache.entries} entries, ${cache.evictions} evictions`);
+        }
+      };
+      await sample();
+      let sampling = Promise.resolve();
+      const timer = setInterval(() => (sampling = sampling.then(sample).catch((error: unknown) => { log(`sample failed: ${String(error)}`); })), interval * 1000);
+      let load: LoadResult;
+      try {
+        load = await wrk(`${runtime.origin}/`, { connections: CONNECTIONS, seconds: Math.round(minutes * 60), script });
+      } finally {
+        clearInterval(timer);
+        await sampling;
+      }
+      await sample();
+      const result = analyse(minutes, paths.length, storedBytes, load, samples);
+      process.stdout.write(json ? `${JSON.stringify(result)}\n` : report(result));
+      return result;
+    } finally {
+      await runtime.dispose();
+    }
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Publishes VERSIONS versions through the store's write path: every
+ * version's download and mirror documents (no files), one version with its
+ * release files, then the lists. Returns every path the load picks from.
+ */
+async function seed(runtime: Runtime, address: ProviderAddress): Promise<{ paths: string[]; storedBytes: number }> {
+  const { kv, r2 } = await stores(runtime);
+  const versions = Array.from({ length: VERSIONS }, (_, i) => `${Math.floor(i / 100) + 1}.${i % 100}.0`);
+  let next = 0;
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (next < versions.length) {
+      const version = versions[next++]!;
+      const full = version === versions[0];
+      const release = fakeRelease(address, version, PLATFORMS, { archiveSize: full ? ARCHIVE_BYTES : 64 });
+      release.record.signingKey = { key_id: '0123456789ABCDEF', ascii_armor: ARMOR };
+      await publishVersion(kv, r2, release.record, full ? release.files : [], () => {}, { rebuildIndex: false });
+    }
+  }));
+  await rebuildProviderIndex(kv, address);
+
+  const paths: string[] = [
+    `/v1/providers/${address.namespace}/${address.type}/versions`,
+    `/v1/mirror/${address.hostname}/${address.namespace}/${address.type}/index.json`,
+  ];
+  for (const version of versions) {
+    paths.push(`/v1/mirror/${address.hostname}/${address.namespace}/${address.type}/${version}.json`);
+    for (const name of PLATFORMS) {
+      const [os, arch] = name.split('_') as [string, string];
+      paths.push(`/v1/providers/${address.namespace}/${address.type}/${version}/download/${os}/${arch}`);
+    }
+  }
+  const sample = await kv.get(downloadDocumentKey(address, versions[1]!, { os: 'linux', arch: 'amd64' }), 'text');
+  const storedBytes = (sample?.length ?? 0) * VERSIONS * PLATFORMS.length;
+  const first = fakeRelease(address, versions[0]!, PLATFORMS, { archiveSize: ARCHIVE_BYTES });
+  for (const pkg of first.record.packages) paths.push(releaseFilePath(address, versions[0]!, pkg.filename));
+  return { paths, storedBytes };
+}
+
+/** A wrk script that sends each request to a random one of `paths`. */
+function luaRotation(paths: readonly string[]): string {
+  return [
+    'local paths = {',
+    ...paths.map((p) => `  ${JSON.stringify(p)},`),
+    '}',
+    'math.randomseed(os.time())',
+    'request = function()',
+    '  return wrk.format("GET", paths[math.random(#paths)])',
+    'end',
+    'response = function(status, headers, body)',
+    '  if status ~= 200 then io.write("non-200: " .. status .. " " .. string.sub(body or "", 1, 160) .. "\\n") end',
+    'end',
+    '',
+  ].join('\n');
+}
+
+function analyse(minutes: number, pathCount: number, storedBytes: number, load: LoadResult, samples: SoakSample[]): SoakResult {
+  const total = samples[samples.length - 1]!.seconds;
+  const afterWarmup = samples.filter((s) => s.seconds >= total / 5);
+  const slope = leastSquaresSlope(afterWarmup.map((s) => [s.seconds / 60, s.rssMb]));
+  const mean = (list: SoakSample[]) => list.reduce((sum, s) => sum + s.rssMb, 0) / Math.max(1, list.length);
+  const middle = samples.filter((s) => s.seconds >= total / 3 && s.seconds < (2 * total) / 3);
+  const last = samples.filter((s) => s.seconds >= (2 * total) / 3);
+  const drift = mean(last) - mean(middle);
+  const windowMinutes = (total * 4) / 5 / 60;
+  // Plateau: what is left of the growth after the warm-up would add less than 5% (and under 16 MB) over the window.
+  const allowed = Math.min(16, 0.05 * mean(afterWarmup));
+  const plateaus = slope * windowMinutes <= allowed && drift <= allowed;
+  const bound = samples[0]!.cache.maxBytes;
+  const maxBytesSeen = Math.max(...samples.map((s) => s.cache.bytes));
+  return {
+    minutes, connections: CONNECTIONS, paths: pathCount, storedDocumentMb: storedBytes / 1024 / 1024, load, samples,
+    rss: {
+      startMb: samples[0]!.rssMb, afterWarmupMb: afterWarmup[0]?.rssMb ?? samples[0]!.rssMb, endMb: samples[samples.length - 1]!.rssMb,
+      peakMb: Math.max(...samples.map((s) => s.rssMb)), slopeMbPerMinute: slope, lastThirdMinusMiddleThirdMb: drift, plateaus,
+    },
+    cache: { maxBytesSeen, bound, heldAtEverySample: maxBytesSeen <= bound, evictions: samples[samples.length - 1]!.cache.evictions },
+  };
+}
+
+function leastSquaresSlope(points: readonly (readonly [number, number])[]): number {
+  if (points.length < 2) return 0;
+  const n = points.length;
+  const mx = points.reduce((s, [x]) => s + x, 0) / n;
+  const my = points.reduce((s, [, y]) => s + y, 0) / n;
+  const sxy = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
+  const sxx = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
+  return sxx === 0 ? 0 : sxy / sxx;
+}
+
+function report(result: SoakResult): string {
+  const lines: string[] = [];
+  const mb = (n: number) => n.toFixed(1);
+  lines.push(`edge-registry soak — wrk, ${result.connections} connections, ${result.minutes} min, random picks among ${result.paths} paths (${mb(result.storedDocumentMb)} MB of stored documents)`);
+  lines.push(`load: ${result.load.requests} requests, ${result.load.rps.toFixed(0)} req/s, p50 ${result.load.p50Ms} ms, p99 ${result.load.p99Ms} ms, ${result.load.non2xx} non-2xx, ${result.load.errors} socket errors`);
+  for (const line of (result.load.non200 ?? []).slice(0, 5)) lines.push(`  non-200 response: ${line}`);
+  lines.push('');
+  lines.push('   time   RSS MB  cache MB  entries  evictions  workerd CPU s');
+  const peak = result.rss.peakMb;
+  // At most ~30 rows: every k-th sample, always the last.
+  const step = Math.max(1, Math.ceil(result.samples.length / 30));
+  result.samples.forEach((s, i) => {
+    if (i % step !== 0 && i !== result.samples.length - 1) return;
+    const bar = '#'.repeat(Math.round((s.rssMb / peak) * 40));
+    lines.push(`${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${mb(s.cache.bytes / 1024 / 1024).padStart(8)}  ${String(s.cache.entries).padStart(7)}  ${String(s.cache.evictions).padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(13)}  ${bar}`);
+  });
+  lines.push('');
+  const r = result.rss;
+  lines.push(`RSS: ${mb(r.startMb)} MB at start, ${mb(r.afterWarmupMb)} MB after the warm-up (first fifth), ${mb(r.endMb)} MB at the end, peak ${mb(r.peakMb)} MB`);
+  lines.push(`     slope after the warm-up ${r.slopeMbPerMinute.toFixed(2)} MB/min; last third − middle third ${r.lastThirdMinusMiddleThirdMb.toFixed(1)} MB → ${r.plateaus ? 'plateaus' : 'DOES NOT plateau'}`);
+  const c = result.cache;
+  lines.push(`isolate cache: at most ${mb(c.maxBytesSeen / 1024 / 1024)} MB counted of its ${mb(c.bound / 1024 / 1024)} MB bound at every sample → ${c.heldAtEverySample ? 'bound held' : 'BOUND EXCEEDED'}; ${c.evictions} evictions`);
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,171 @@
+import { readFileSync, statSync } from 'node:fs';
+import { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import tar from 'tar-stream';
+import yauzl from 'yauzl';
+import { InputError } from '../../../src/protocol/errors';
+import type { ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
+import { formatMB } from './pack';
+
+/**
+ * Validating a supplied module package (.tar.gz/.tgz or .zip) before it is
+ * published as is. Every entry name must be relative and stay inside the
+ * package (no absolute path, drive letter or `..` segment, no NUL), symlinks
+ * and hard links must point inside it, and only files, directories and links
+ * may appear. The package must hold a .tf or .tofu file at its root (a single
+ * top-level "./" prefix is allowed). The files the docs are extracted from
+ * (root and modules/NAME/ *.tf and *.tofu, the root README.md) are returned.
+ */
+
+export interface SuppliedPackage {
+  bytes: Uint8Array;
+  format: ModuleArchiveFormat;
+  /** Names of the regular files, normalised (no "./"). */
+  files: string[];
+  /** Contents of the files docs are extracted from, by normalised path. */
+  docFiles: Map<string, string>;
+}
+
+/** The archive format a file name says, or null. */
+export function archiveFormatOf(path: string): ModuleArchiveFormat | null {
+  if (/\.(tar\.gz|tgz)$/i.test(path)) return 'tar.gz';
+  if (/\.zip$/i.test(path)) return 'zip';
+  return null;
+}
+
+/** True for the files module docs are read from. */
+export function isDocFile(path: string): boolean {
+  return path === 'README.md' || /^(?:modules\/[^/]+\/)?[^/]+\.(tf|tofu)$/.test(path);
+}
+
+/**
+ * Reads and validates the package at `path`. Throws InputError naming the
+ * file and entry for every refusal, and when the file is over `maxBytes`.
+ */
+export async function readSuppliedPackage(path: string, maxBytes: number): Promise<SuppliedPackage> {
+  const format = archiveFormatOf(path);
+  if (format === null) throw new InputError(`${path}: a module package must be a .tar.gz, .tgz or .zip file (or give the module's directory)`);
+  const size = statSync(path).size;
+  if (size > maxBytes) throw new InputError(`${path} is ${formatMB(size)}, over the size limit of ${formatMB(maxBytes)}; raise it with --max-size MB if this is intended`);
+  const bytes = new Uint8Array(readFileSync(path));
+  const entries = format === 'zip' ? await zipEntries(path, bytes) : await tarEntries(path, bytes);
+  const files: string[] = [];
+  const docFiles = new Map<string, string>();
+  for (const entry of entries) {
+    const name = checkedName(path, entry.name);
+    if (entry.type === 'link') checkedLink(path, name, entry.link ?? '');
+    if (entry.type !== 'file') continue;
+    files.push(name);
+    if (isDocFile(name) && entry.content) docFiles.set(name, entry.content.toString('utf8'));
+  }
+  if (!files.some((f) => !f.includes('/') && /\.(tf|tofu)$/.test(f))) {
+    throw new InputError(`${path} has no .tf or .tofu file at its root: pack the module's directory itself, not its parent (or publish the directory and let publish-module pack it)`);
+  }
+  return { bytes, format, files, docFiles };
+}
+
+interface RawEntry {
+  name: string;
+  type: 'file' | 'directory' | 'link';
+  link?: string;
+  content?: Buffer;
+}
+
+/** Normalises an entry name ("./a/b" → "a/b"); throws for names that could land outside the package. */
+function checkedName(archive: string, raw: string): string {
+  if (raw.includes('\0')) throw new InputError(`${archive}: entry name with a NUL character`);
+  if (raw.startsWith('/') || raw.startsWith('\\') || /^[a-zA-Z]:/.test(raw)) {
+    throw new InputError(`${archive}: entry "${raw}" has an absolute path; a module package holds relative paths only`);
+  }
+  const parts = raw.replace(/\\/g, '/').split('/').filter((p) => p !== '' && p !== '.');
+  if (parts.includes('..')) throw new InputError(`${archive}: entry "${raw}" has a ".." path segment that would unpack outside the module; refused`);
+  return parts.join('/');
+}
+
+/** Throws unless a link at `name` pointing to `target` stays inside the package. */
+function checkedLink(archive: string, name: string, target: string): void {
+  if (target.startsWith('/') || /^[a-zA-Z]:/.test(target)) {
+    throw new InputError(`${archive}: link "${name}" points to the absolute path ${target}; refused`);
+  }
+  const depth = name.split('/').length - 1;
+  let level = depth;
+  for (const part of target.replace(/\\/g, '/').split('/')) {
+    if (part === '..') level--;
+    else if (part !== '' && part !== '.') level++;
+    if (level < 0) throw new InputError(`${archive}: link "${name}" points to ${target}, outside the module; refused`);
+  }
+}
+
+async function tarEntries(path: string, bytes: Uint8Array): Promise<RawEntry[]> {
+  const entries: RawEntry[] = [];
+  const extract = tar.extract();
+  const done = new Promise<void>((resolve, reject) => {
+    extract.on('entry', (header, stream, next) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: unknown) => {
+        if (isDocFile(header.name.replace(/^\.\//, ''))) chunks.push(chunk as Buffer);
+      });
+      stream.on('end', () => {
+        const type = header.type === 'file' || header.type === 'contiguous-file' ? 'file'
+          : header.type === 'directory' ? 'directory'
+          : header.type === 'symlink' || header.type === 'link' ? 'link' : null;
+        if (type === null) {
+          reject(new InputError(`${path}: entry "${header.name}" is a ${header.type}; a module package holds only files, directories and links`));
+          return;
+        }
+        entries.push({ name: header.name, type, link: header.linkname ?? undefined, content: Buffer.concat(chunks) });
+        next();
+      });
+      stream.on('error', reject);
+    });
+    extract.on('finish', () => resolve());
+    extract.on('error', (error) => reject(new InputError(`${path}: not a valid tar archive (${(error as Error).message})`)));
+  });
+  const gunzip = createGunzip();
+  gunzip.on('error', (error) => extract.destroy(new InputError(`${path}: not valid gzip (${error.message})`)));
+  Readable.from([Buffer.from(bytes)]).pipe(gunzip).pipe(extract);
+  await done;
+  return entries;
+}
+
+async function zipEntries(path: string, bytes: Uint8Array): Promise<RawEntry[]> {
+  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => {
+    yauzl.fromBuffer(Buffer.from(bytes), { lazyEntries: true, decodeStrings: true, validateEntrySizes: true, strictFileNames: false }, (error, file) => {
+      if (error || !file) reject(new InputError(`${path}: not a valid zip archive (${error?.message ?? 'unreadable'})`));
+      else resolve(file);
+    });
+  });
+  const entries: RawEntry[] = [];
+  return new Promise<RawEntry[]>((resolve, reject) => {
+    zip.on('entry', (entry: yauzl.Entry) => {
+      const unixMode = (entry.externalFileAttributes >>> 16) & 0xffff;
+      const isLink = (unixMode & 0o170000) === 0o120000;
+      const isDirectory = entry.fileName.endsWith('/');
+      const wanted = isLink || isDocFile(entry.fileName.replace(/^\.\//, ''));
+      if (isDirectory || !wanted) {
+        entries.push({ name: entry.fileName, type: isDirectory ? 'directory' : 'file' });
+        zip.readEntry();
+        return;
+      }
+      zip.openReadStream(entry, (error, stream) => {
+        if (error || !stream) {
+          reject(new InputError(`${path}: entry "${entry.fileName}" is unreadable (${error?.message ?? ''})`));
+          return;
+        }
+        const chunks: Buffer[] = [];
+        stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+        stream.on('error', (e) => reject(new InputError(`${path}: entry "${entry.fileName}" is damaged (${e.message})`)));
+        stream.on('end', () => {
+          const content = Buffer.concat(chunks);
+          entries.push(isLink ? { name: entry.fileName, type: 'link', link: content.toString('utf8') } : { name: entry.fileName, type: 'file', content });
+          zip.readEntry();
+        });
+      });
+    });
+    zip.on('end', () => resolve(entries));
+    zip.on('error', (error: Error) => reject(new InputError(/absolute path|invalid relative path/.test(error.message)
+      ? `${path}: entry refused, it would unpack outside the module (${error.message}); a module package holds relative paths only`
+      : `${path}: not a valid zip archive (${error.message})`)));
+    zip.readEntry();
+  });
+}

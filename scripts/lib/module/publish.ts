@@ -1,0 +1,164 @@
+import { readFileSync, statSync } from 'node:fs';
+import { InputError, parseHostname, parseVersion, sha256Hex } from '../../../src/protocol/index';
+import { formatModuleAddress, moduleAddress, type ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
+import { moduleArchiveFilename } from '../../../src/store/layout';
+import { publishModuleVersion, readModuleRecord, rebuildModuleIndex, type ModuleProgress } from '../../../src/store/modules-publish';
+import type { ModuleDocs, ModuleVersionRecord } from '../../../src/store/modules-types';
+import { readRegistryConfig, type RegistryConfig } from '../config';
+import { openLocalStore, type StoreHandle } from '../local-store';
+import { openRemoteStore, type R2S3Options } from '../remote-store';
+import { isDocFile, readSuppliedPackage } from './archive';
+import { extractModuleDocs } from './docs';
+import { formatMB, packModule } from './pack';
+
+/**
+ * publishModule: the function behind `npm run publish-module`. Everything is
+ * checked before anything is written — names, strict semver, the package
+ * (a directory packed deterministically, or a supplied .tar.gz/.zip
+ * validated), its size, its docs (every .tf parses), and the version's state
+ * in the store (same bytes → `unchanged`; other bytes → refused, 409). Then
+ * src/store/modules-publish.ts writes package, documents, record, lists.
+ */
+
+export const DEFAULT_MAX_MB = 100;
+
+export interface PublishModuleOptions {
+  /** A module directory, or a .tar.gz/.tgz/.zip package. */
+  path: string;
+  namespace: string;
+  name: string;
+  system: string;
+  version: string;
+  /** Size limit of the package in MB (default 100). */
+  maxMB?: number;
+  remote?: boolean;
+  env?: string;
+  configPath?: string;
+  persistTo?: string;
+  hostname?: string;
+  dryRun?: boolean;
+  log?: (line: string) => void;
+  processEnv?: NodeJS.ProcessEnv;
+  /** An already-open store (not closed here), with its config. */
+  store?: StoreHandle;
+  config?: RegistryConfig;
+  remoteTuning?: Pick<R2S3Options, 'multipartThreshold' | 'partSize' | 'region' | 'onProgress'>;
+}
+
+/** What `--json` prints. */
+export interface PublishModuleResult {
+  /** hostname/namespace/name/system */
+  address: string;
+  version: string;
+  filename: string;
+  format: ModuleArchiveFormat;
+  sha256: string;
+  size: number;
+  /** Files in the package. */
+  files: number;
+  inputs: number;
+  outputs: number;
+  submodules: string[];
+  readme: boolean;
+  /** published: written now; unchanged: already published with these bytes; dry-run: nothing written. */
+  status: 'published' | 'unchanged' | 'dry-run';
+}
+
+/**
+ * Validates and publishes one module version. Throws InputError for what the
+ * caller can fix (CLI exit 1; status 409 for a version published with other
+ * bytes), other errors for infrastructure failures; nothing is written when
+ * validation fails.
+ */
+export async function publishModule(options: PublishModuleOptions): Promise<PublishModuleResult> {
+  const log = options.log ?? (() => {});
+  const maxMB = options.maxMB ?? DEFAULT_MAX_MB;
+  if (!Number.isFinite(maxMB) || maxMB <= 0) throw new InputError(`--max-size must be a positive number of MB, not ${options.maxMB}`);
+  const maxBytes = Math.floor(maxMB * 1e6);
+  const config = options.config ?? (await readRegistryConfig({ configPath: options.configPath, env: options.env, persistTo: options.persistTo }));
+  const hostname = options.hostname ? parseHostname(options.hostname) : config.hostname;
+  const address = moduleAddress(hostname, options.namespace, options.name, options.system);
+  const version = parseVersion(options.version);
+  const label = `${formatModuleAddress(address)} ${version}`;
+
+  let bytes: Uint8Array;
+  let format: ModuleArchiveFormat;
+  let fileCount: number;
+  let docs: ModuleDocs;
+  let kind: string;
+  try {
+    kind = statSync(options.path).isDirectory() ? 'directory' : 'file';
+  } catch {
+    throw new InputError(`${options.path}: no such file or directory`);
+  }
+  if (kind === 'directory') {
+    const started = Date.now();
+    const packed = await packModule(options.path, maxBytes);
+    bytes = packed.bytes;
+    format = 'tar.gz';
+    fileCount = packed.files.length;
+    log(`packed ${options.path}: ${packed.files.length} files, ${formatMB(packed.unpackedSize)} → ${formatMB(bytes.byteLength)} in ${Date.now() - started} ms`);
+    if (packed.excluded.length > 0) log(`  left out: ${packed.excluded.slice(0, 10).join(', ')}${packed.excluded.length > 10 ? `, … (${packed.excluded.length})` : ''}`);
+    const docFiles = new Map<string, string>();
+    for (const file of packed.files) {
+      if (isDocFile(file.path)) docFiles.set(file.path, readFileSync(file.source).toString('utf8'));
+    }
+    docs = await extractModuleDocs(docFiles);
+  } else {
+    const supplied = await readSuppliedPackage(options.path, maxBytes);
+    bytes = supplied.bytes;
+    format = supplied.format;
+    fileCount = supplied.files.length;
+    log(`${options.path}: ${supplied.files.length} files, ${formatMB(bytes.byteLength)}, validated; published as is`);
+    docs = await extractModuleDocs(supplied.docFiles);
+  }
+  const sha256 = sha256Hex(bytes);
+  const record: ModuleVersionRecord = {
+    address, version, filename: moduleArchiveFilename(address, version, format), format,
+    sha256, size: bytes.byteLength, publishedAt: new Date().toISOString(),
+  };
+  const result = (status: PublishModuleResult['status']): PublishModuleResult => ({
+    address: formatModuleAddress(address), version, filename: record.filename, format, sha256, size: bytes.byteLength,
+    files: fileCount, inputs: docs.inputs.length, outputs: docs.outputs.length,
+    submodules: docs.submodules.map((s) => s.path), readme: docs.readmeHtml !== null, status,
+  });
+  log(`docs: ${docs.inputs.length} inputs, ${docs.outputs.length} outputs, ${docs.providers.length} required providers, ${docs.submodules.length} submodules${docs.readmeHtml === null ? ', no README.md' : ', README.md'}`);
+
+  const env = options.processEnv ?? process.env;
+  const store = options.store ?? (options.remote
+    ? openRemoteStore(config, env, {
+      onProgress: (key, sent) => log(`  sent ${formatMB(sent)} of ${key.slice(key.lastIndexOf('/') + 1)}`),
+      ...options.remoteTuning,
+    })
+    : await openLocalStore(config));
+  try {
+    const existing = await readModuleRecord(store.kv, address, version);
+    if (existing && (existing.sha256 !== sha256 || existing.size !== record.size || existing.filename !== record.filename)) {
+      throw new InputError(
+        `${label} is already published with different contents (SHA-256 ${existing.sha256}, ${existing.filename}; this package ${sha256}, ${record.filename}); published versions are immutable — publish a new version instead`,
+        409,
+      );
+    }
+    if (options.dryRun) {
+      log(existing ? `dry run: ${label} is already published with these bytes` : `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`);
+      return result('dry-run');
+    }
+    if (existing) {
+      await rebuildModuleIndex(store.kv, address, progressLog(log));
+      log(`${label} is already published with these bytes; nothing to write`);
+      return result('unchanged');
+    }
+    log(`publishing ${label} to ${store.description}`);
+    const outcome = await publishModuleVersion(store.kv, store.blobs, record, docs, {
+      sha256Hex: sha256, size: bytes.byteLength, contentType: format === 'zip' ? 'application/zip' : 'application/gzip', open: () => bytes,
+    }, progressLog(log));
+    log(outcome === 'published' ? `published ${label}` : `${label} was already published; nothing rewritten`);
+    return result(outcome);
+  } finally {
+    if (!options.store) await store.close();
+  }
+}
+
+function progressLog(log: (line: string) => void): ModuleProgress {
+  return (event) => log(`  ${event.step}: ${event.detail}`);
+}

@@ -1,0 +1,73 @@
+/**
+ * `npm run publish-module -- DIR_OR_PACKAGE --namespace NS --name NAME --system SYSTEM --version X.Y.Z [options]`
+ *
+ * Publishes one module version (a directory, packed deterministically, or a
+ * .tar.gz/.zip package) into the local state `npm start` serves, or with
+ * --remote into the KV namespace and R2 bucket of wrangler.toml. See
+ * scripts/lib/module/publish.ts for the function API.
+ */
+import { parseArgs } from 'node:util';
+import { run, say, STATE_OPTIONS, UsageError } from './lib/cli';
+import { DEFAULT_MAX_MB, publishModule } from './lib/module/publish';
+
+const USAGE = `usage: npm run publish-module -- DIR|PACKAGE --namespace NS --name NAME --system SYSTEM --version VERSION [options]
+
+  DIR|PACKAGE            the module's directory (packed into a deterministic .tar.gz), or a .tar.gz/.tgz/.zip
+  --namespace NS         namespace (letters, digits, dashes, underscores)
+  --name NAME            module name (e.g. vpc)
+  --system SYSTEM        target system, the address's last part (e.g. aws)
+  --version VERSION      strict semantic version (1.2.3, 1.2.3-beta.1)
+  --max-size MB          refuse packages over this size (default ${DEFAULT_MAX_MB})
+  --remote               write to Cloudflare: $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN,
+                         $R2_ACCESS_KEY_ID, $R2_SECRET_ACCESS_KEY (optional $R2_ENDPOINT)
+  --env NAME             wrangler environment for --remote (e.g. production)
+  --config PATH          wrangler.toml (default ./wrangler.toml)
+  --persist-to DIR       local state root, as wrangler dev --persist-to (default .wrangler/state)
+  --hostname HOST        registry hostname (default REGISTRY_HOSTNAME of wrangler.toml)
+  --dry-run              validate and print the plan; write nothing
+  --json                 print the result as one JSON object on stdout`;
+
+run(async () => {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      ...STATE_OPTIONS,
+      namespace: { type: 'string' },
+      name: { type: 'string' },
+      system: { type: 'string' },
+      version: { type: 'string' },
+      'max-size': { type: 'string' },
+      hostname: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      json: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    say(USAGE);
+    return;
+  }
+  if (positionals.length !== 1) throw new UsageError('give exactly one module directory or package');
+  for (const option of ['namespace', 'name', 'system', 'version'] as const) {
+    if (!values[option]) throw new UsageError(`--${option} is required`);
+  }
+  if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
+  const maxMB = values['max-size'] === undefined ? undefined : Number(values['max-size']);
+  if (maxMB !== undefined && !(maxMB > 0)) throw new UsageError(`--max-size takes a positive number of MB, not "${values['max-size']}"`);
+
+  const result = await publishModule({
+    path: positionals[0]!,
+    namespace: values.namespace!,
+    name: values.name!,
+    system: values.system!,
+    version: values.version!,
+    maxMB,
+    remote: values.remote,
+    env: values.env,
+    configPath: values.config,
+    persistTo: values['persist-to'],
+    hostname: values.hostname,
+    dryRun: values['dry-run'],
+    log: say,
+  });
+  if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+}, USAGE);

@@ -1,0 +1,103 @@
+import type { Env } from '../env';
+import { readTokenRecord } from '../store/read';
+import { parseTokenRecord, type TokenRecord } from '../store/tokens';
+import { base64url, constantTimeEqual, constantTimeEqualText, fromBase64url } from './bytes';
+import { authenticate, tokenSha256 } from './tokens';
+
+/**
+ * Browser sessions for the pages of a private registry. Signing in with a
+ * read token (the same tokens as the API) sets the cookie
+ *
+ *     __Host-session = TOKEN_SHA256_HEX "." EXPIRES_UNIX "." HMAC
+ *
+ * HttpOnly, Secure, SameSite=Lax, Path=/, where HMAC is HMAC-SHA256 keyed
+ * with URL_SIGNING_SECRET over "session\n" + hash + "\n" + expires (the
+ * prefix keeps it from ever verifying as a signed URL). The token itself is
+ * not in the cookie. Every request re-reads the token record, so revoking
+ * or expiring the token ends its sessions at once.
+ */
+
+export const SESSION_COOKIE = '__Host-session';
+/** A session lasts 12 hours, or until its token expires if that is sooner. */
+export const SESSION_SECONDS = 12 * 60 * 60;
+
+export interface Session {
+  record: TokenRecord;
+  expires: number;
+}
+
+let cachedKey: { secret: string; key: Promise<CryptoKey> } | undefined;
+
+function hmacKey(env: Pick<Env, 'URL_SIGNING_SECRET'>): Promise<CryptoKey> {
+  const secret = env.URL_SIGNING_SECRET ?? '';
+  if (secret === '') throw new Error('URL_SIGNING_SECRET is not set; private mode needs it (wrangler secret put URL_SIGNING_SECRET, locally .dev.vars)');
+  if (cachedKey?.secret !== secret) {
+    const key = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+    cachedKey = { secret, key };
+  }
+  return cachedKey.key;
+}
+
+async function mac(env: Pick<Env, 'URL_SIGNING_SECRET'>, hash: string, expires: number): Promise<Uint8Array> {
+  const signature = await crypto.subtle.sign('HMAC', await hmacKey(env), new TextEncoder().encode(`session\n${hash}\n${expires}`));
+  return new Uint8Array(signature);
+}
+
+/** The value of a cookie in a Cookie header, or null. */
+export function cookieValue(header: string | null, name: string): string | null {
+  for (const part of (header ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}
+
+/**
+ * Checks a token given on the sign-in form. Resolves with the Set-Cookie
+ * header value of a new session, or { error } saying why the token was
+ * refused (unknown, revoked, expired or not a token of this registry).
+ */
+export async function signIn(token: string, env: Env, now = Date.now()): Promise<{ cookie: string } | { error: string }> {
+  const auth = await authenticate(new Request('https://sign-in/', { headers: { authorization: `Bearer ${token.trim()}` } }), env.REGISTRY_KV, now);
+  if (!auth.ok) return { error: auth.error ? auth.message : 'enter a read token' };
+  const tokenExpires = auth.record.expires === null ? Infinity : Math.floor(Date.parse(auth.record.expires) / 1000);
+  const expires = Math.min(Math.floor(now / 1000) + SESSION_SECONDS, tokenExpires);
+  const hash = tokenSha256(token.trim());
+  const value = `${hash}.${expires}.${base64url(await mac(env, hash, expires))}`;
+  return { cookie: `${SESSION_COOKIE}=${value}; Path=/; Max-Age=${expires - Math.floor(now / 1000)}; HttpOnly; Secure; SameSite=Lax` };
+}
+
+/** The Set-Cookie header value that ends a session. */
+export const SIGN_OUT_COOKIE = `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax`;
+
+/**
+ * The session of a request: null when there is no cookie, it is malformed,
+ * its HMAC does not verify, it has expired, or its token's record is gone
+ * (revoked), damaged or expired. One uncached KV read (the token record)
+ * when the cookie verifies. Never throws for bad input.
+ */
+export async function readSession(request: Request, env: Env, now = Date.now()): Promise<Session | null> {
+  const value = cookieValue(request.headers.get('cookie'), SESSION_COOKIE);
+  const match = value === null ? null : /^([0-9a-f]{64})\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})$/.exec(value);
+  if (!match) return null;
+  const [, hash, expiresText, signature] = match as unknown as [string, string, string, string];
+  const expires = Number(expiresText);
+  if (expires * 1000 <= now) return null;
+  const given = fromBase64url(signature);
+  if (given === null || !constantTimeEqual(given, await mac(env, hash, expires))) return null;
+  const text = await readTokenRecord(env.REGISTRY_KV, hash);
+  const record = text === null ? null : parseTokenRecord(text);
+  if (record === null || !constantTimeEqualText(record.sha256, hash)) return null;
+  if (record.expires !== null && Date.parse(record.expires) <= now) return null;
+  return { record, expires };
+}
+
+/**
+ * True when a form post comes from this site: its Origin header equals the
+ * request's own origin (browsers send Origin on every POST). A missing or
+ * foreign Origin is refused, so another site cannot sign a visitor in or out.
+ */
+export function sameOrigin(request: Request): boolean {
+  const origin = request.headers.get('origin');
+  return origin !== null && origin === new URL(request.url).origin;
+}

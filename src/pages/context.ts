@@ -1,0 +1,78 @@
+import type { IRequest } from 'itty-router';
+import { DocumentCache } from '../cache';
+import { gzipDocuments, isPrivate, listTtlMs } from '../config';
+import { StoredDocument } from '../document';
+import type { Env } from '../env';
+import { InputError } from '../protocol/errors';
+import { readSession, type Session } from '../auth/session';
+import { scopeAllows } from '../auth/tokens';
+import { errorPage, htmlResponse, redirect } from './respond';
+
+/**
+ * What every page handler gets: the request, its URL and host (snippets name
+ * the host the browser used), the session in private mode, and a cache of
+ * rendered pages (public mode only: a private page depends on the session).
+ */
+export interface PageContext {
+  request: Request;
+  env: Env;
+  url: URL;
+  /** host[:port] as the browser sees this registry. */
+  host: string;
+  /** The signed-in session in private mode; null in public mode. */
+  session: Session | null;
+}
+
+/** True when the visitor may see providers of `namespace` at `hostname` (always in public mode). */
+export function canSee(ctx: PageContext, hostname: string, namespace: string): boolean {
+  return ctx.session === null || scopeAllows(ctx.session.record.scopes, hostname, namespace, ctx.env.REGISTRY_HOSTNAME);
+}
+
+const rendered = new DocumentCache(8 * 1024 * 1024);
+
+export interface RenderedPage {
+  html: string;
+  status?: number;
+}
+
+/**
+ * Wraps a page handler: in private mode a request without a valid session
+ * is redirected to /login (never a page body); InputError (a malformed
+ * name or version) becomes an HTML error page with its status. In public
+ * mode a 200 page is cached in the isolate for INDEX_CACHE_SECONDS (it shows
+ * version lists) and sent with that max-age; gzip as for documents.
+ */
+export function page(render: (ctx: PageContext, params: Record<string, string>) => Promise<RenderedPage | Response>) {
+  return async (request: IRequest, env: Env): Promise<Response> => {
+    const url = new URL(request.url);
+    const privateMode = isPrivate(env);
+    let session: Session | null = null;
+    if (privateMode) {
+      session = await readSession(request, env);
+      if (session === null) return redirect(`/login?next=${encodeURIComponent(url.pathname + url.search)}`);
+    }
+    const ctx: PageContext = { request, env, url, host: url.host, session };
+    const ttl = listTtlMs(env);
+    const compress = gzipDocuments(env);
+    const cacheKey = `${url.host}${url.pathname}${url.search}`;
+    if (!privateMode) {
+      const cached = rendered.get(cacheKey);
+      if (cached) return htmlResponse(request, cached, { cacheControl: `public, max-age=${Math.round(ttl / 1000)}`, compress });
+    }
+    let result: RenderedPage | Response;
+    try {
+      result = await render(ctx, request.params as Record<string, string>);
+    } catch (error) {
+      if (error instanceof InputError) return errorPage(request, url.host, error.message, error.status);
+      throw error;
+    }
+    if (result instanceof Response) return result;
+    const status = result.status ?? 200;
+    if (privateMode || status !== 200) {
+      return htmlResponse(request, result.html, { status, cacheControl: privateMode ? 'private, no-store' : 'no-store', compress });
+    }
+    const document = new StoredDocument(result.html);
+    rendered.set(cacheKey, document, ttl);
+    return htmlResponse(request, document, { cacheControl: `public, max-age=${Math.round(ttl / 1000)}`, compress });
+  };
+}

@@ -1,0 +1,70 @@
+import type { IRequest } from 'itty-router';
+import { isPrivate } from '../config';
+import type { Env } from '../env';
+import { readSession, sameOrigin, signIn, SIGN_OUT_COOKIE } from '../auth/session';
+import { html } from './html';
+import { layout } from './layout';
+import { errorPage, htmlResponse, redirect } from './respond';
+
+/**
+ * Sign-in for the pages of a private registry: GET /login shows the form,
+ * POST /login (same-origin only) checks the read token and sets the session
+ * cookie, POST /logout (same-origin only) clears it. In public mode /login
+ * is a 404: there is nothing to sign in to.
+ */
+
+/** Where to go after signing in: a path on this site only (never //host or a scheme), else "/". */
+export function safeNext(next: string | null): string {
+  return next && /^\/(?![/\\])[^\s]*$/.test(next) ? next : '/';
+}
+
+function form(request: Request, next: string, error?: string, status = 200): Promise<Response> {
+  const host = new URL(request.url).host;
+  const body = html`<div class="login card">
+<h1>Sign in</h1>
+<p class="muted">This registry is private. Sign in with a read token; you will see the namespaces it can read.</p>
+${error ? html`<p class="error" role="alert">${error}</p>` : ''}
+<form method="post" action="/login">
+<input type="hidden" name="next" value="${next}">
+<label for="token">Read token</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required placeholder="ert_…" spellcheck="false">
+<button type="submit">Sign in</button>
+</form>
+<p class="muted">No token? An administrator creates one with <code>npm run token -- create --namespace NAME</code>.</p>
+</div>`;
+  return htmlResponse(request, layout({ title: 'Sign in', hostname: host, body }), { status, cacheControl: 'no-store' });
+}
+
+/** GET /login */
+export async function loginPage(request: IRequest, env: Env): Promise<Response> {
+  const url = new URL(request.url);
+  if (!isPrivate(env)) return errorPage(request, url.host, 'This registry is public: there is nothing to sign in to.');
+  const next = safeNext(url.searchParams.get('next'));
+  if (await readSession(request, env)) return redirect(next);
+  return form(request, next);
+}
+
+/** POST /login — 303 to `next` with the session cookie; 401 with the form again for a refused token; 403 cross-origin. */
+export async function loginSubmit(request: IRequest, env: Env): Promise<Response> {
+  const url = new URL(request.url);
+  if (!isPrivate(env)) return errorPage(request, url.host, 'This registry is public: there is nothing to sign in to.');
+  if (!sameOrigin(request)) return errorPage(request, url.host, 'Sign-in must come from this site’s own form.', 403);
+  let fields: FormData;
+  try {
+    fields = await request.formData();
+  } catch {
+    return form(request, '/', 'The form could not be read; try again.', 400);
+  }
+  const next = safeNext(String(fields.get('next') ?? '/'));
+  const token = String(fields.get('token') ?? '');
+  const outcome = await signIn(token, env);
+  if ('error' in outcome) return form(request, next, `Not signed in: ${outcome.error}.`, 401);
+  return redirect(next, { 'set-cookie': outcome.cookie });
+}
+
+/** POST /logout — clears the session and goes to /login; 403 cross-origin. */
+export async function logout(request: IRequest): Promise<Response> {
+  if (request.method !== 'POST') return new Response('sign out with POST (the Sign out button)\n', { status: 405, headers: { allow: 'POST', 'content-type': 'text/plain; charset=utf-8' } });
+  if (!sameOrigin(request)) return errorPage(request, new URL(request.url).host, 'Sign-out must come from this site’s own form.', 403);
+  return redirect('/login', { 'set-cookie': SIGN_OUT_COOKIE });
+}

@@ -1,0 +1,165 @@
+import semver from 'semver';
+import { isPrivate, listTtlMs } from '../config';
+import { pathSegment } from '../http';
+import { providerAddress, type ProviderAddress } from '../protocol/address';
+import { InputError } from '../protocol/errors';
+import { parseVersion } from '../protocol/version';
+import { readProviderPage, type PageVersion, type ProviderPageData } from '../store/pages';
+import { canSee, page, type PageContext, type RenderedPage } from './context';
+import { sessionName } from './home';
+import { html, path, type Html } from './html';
+import { layout, snippet } from './layout';
+import { PAGE_SECURITY_HEADERS, redirect } from './respond';
+import { credentialsSnippet, networkMirrorSnippet, requiredProvidersSnippet, suggestedConstraint } from './snippets';
+
+/**
+ * The provider pages: /providers/NS/TYPE (the newest stable version),
+ * /providers/NS/TYPE/VERSION, the armored signing key of a version, and
+ * /mirror/HOST/NS/TYPE for any stored hostname. One KV read (the provider's
+ * page data) on a cache miss. A provider outside the session's scope is
+ * "not found", like one that does not exist.
+ */
+
+async function load(ctx: PageContext, address: ProviderAddress): Promise<ProviderPageData> {
+  const data = canSee(ctx, address.hostname, address.namespace)
+    ? await readProviderPage(ctx.env.REGISTRY_KV, address, listTtlMs(ctx.env))
+    : null;
+  if (data === null) throw new InputError(`There is no provider ${address.hostname}/${address.namespace}/${address.type} here${isPrivate(ctx.env) ? ' that your token can read' : ''}.`, 404);
+  return data;
+}
+
+function ownAddress(ctx: PageContext, params: Record<string, string>): ProviderAddress {
+  return providerAddress(ctx.env.REGISTRY_HOSTNAME, pathSegment(params.namespace, 'namespace'), pathSegment(params.type, 'type'));
+}
+
+function newestStable(data: ProviderPageData): string | null {
+  return data.versions.find((v) => semver.prerelease(v.version) === null)?.version ?? null;
+}
+
+/** GET /providers/:namespace/:type — the newest stable version's page; ?version=V redirects to it (the no-JS switcher). */
+export const providerPage = page(async (ctx, params) => {
+  const address = ownAddress(ctx, params);
+  const wanted = ctx.url.searchParams.get('version');
+  if (wanted !== null) return redirect(`${path('providers', address.namespace, address.type, parseVersion(wanted))}`);
+  const data = await load(ctx, address);
+  const current = data.versions.find((v) => v.version === newestStable(data)) ?? data.versions[0]!;
+  return render(ctx, data, current, false);
+});
+
+/** GET /providers/:namespace/:type/:version */
+export const versionPage = page(async (ctx, params) => {
+  const address = ownAddress(ctx, params);
+  const version = parseVersion(pathSegment(params.version, 'version'));
+  const data = await load(ctx, address);
+  const current = data.versions.find((v) => v.version === version);
+  if (!current) throw new InputError(`${address.namespace}/${address.type} has no version ${version}.`, 404);
+  return render(ctx, data, current, false);
+});
+
+/** GET /mirror/:hostname/:namespace/:type — what the mirror holds of a provider: versions and platforms. */
+export const mirrorPage = page(async (ctx, params) => {
+  const address = providerAddress(pathSegment(params.hostname, 'hostname'), pathSegment(params.namespace, 'namespace'), pathSegment(params.type, 'type'));
+  const data = await load(ctx, address);
+  const wanted = ctx.url.searchParams.get('version');
+  const current = wanted === null
+    ? data.versions.find((v) => v.version === newestStable(data)) ?? data.versions[0]!
+    : data.versions.find((v) => v.version === parseVersion(wanted));
+  if (!current) throw new InputError(`The mirror holds no version ${wanted} of ${address.hostname}/${address.namespace}/${address.type}.`, 404);
+  return render(ctx, data, current, true);
+});
+
+/** GET /providers/:namespace/:type/:version/signing-key.asc — the armored public key that signed that version. */
+export const signingKeyFile = page(async (ctx, params) => {
+  const address = ownAddress(ctx, params);
+  const version = parseVersion(pathSegment(params.version, 'version'));
+  const data = await load(ctx, address);
+  const keyId = data.versions.find((v) => v.version === version)?.keyId;
+  const key = data.keys.find((k) => k.key_id === keyId);
+  if (!key) throw new InputError(`${address.namespace}/${address.type} has no version ${version}.`, 404);
+  return new Response(key.ascii_armor, {
+    headers: {
+      'content-type': 'text/plain; charset=utf-8',
+      'cache-control': isPrivate(ctx.env) ? 'private, no-store' : 'public, max-age=31536000, immutable',
+      ...PAGE_SECURITY_HEADERS,
+    },
+  });
+});
+
+function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, mirror: boolean): RenderedPage {
+  const { hostname, namespace, type } = data.address;
+  const own = hostname === ctx.env.REGISTRY_HOSTNAME.toLowerCase();
+  const stable = newestStable(data);
+  const isPre = semver.prerelease(current.version) !== null;
+  const constraint = suggestedConstraint(current.version, stable);
+  // Own providers install from this host as an origin registry; mirrored ones keep their real address.
+  const source = own && !mirror ? `${ctx.host}/${namespace}/${type}` : `${hostname}/${namespace}/${type}`;
+  const base = mirror ? path('mirror', hostname, namespace, type) : path('providers', namespace, type);
+  const versionHref = (v: string) => (mirror ? `${base}?version=${encodeURIComponent(v)}` : `${base}/${encodeURIComponent(v)}`);
+  const key = data.keys.find((k) => k.key_id === current.keyId);
+  const http = ctx.url.protocol === 'http:';
+
+  const snippets: Html[] = [];
+  if (!mirror) {
+    snippets.push(snippet('snippet-required', 'Use this provider', requiredProvidersSnippet(type, source, constraint),
+      html`In your configuration; then run <code>terraform init</code> or <code>tofu init</code>.`));
+  }
+  snippets.push(snippet('snippet-mirror', 'Install through this network mirror', networkMirrorSnippet(ctx.host),
+    html`In the CLI configuration (<code>~/.terraformrc</code> or <code>TF_CLI_CONFIG_FILE</code>). Through the mirror the configuration keeps ${mirror ? 'the' : 'this'} provider's real address, <code>${hostname}/${namespace}/${type}</code>.`));
+  if (mirror) snippets.push(snippet('snippet-required', 'Configuration', requiredProvidersSnippet(type, source, constraint)));
+  if (isPrivate(ctx.env)) {
+    snippets.push(snippet('snippet-credentials', 'Credentials (private registry)', credentialsSnippet(ctx.host),
+      html`In the CLI configuration, with a read token for this namespace (<code>npm run token -- create --namespace ${own ? namespace : `${hostname}/${namespace}`}</code>).`));
+  }
+
+  const body = html`<div class="layout">
+<div>
+<h1>${namespace}/${type} <span class="badge ${isPre ? 'pre' : 'accent'}">v${current.version}</span>${isPre ? html` <span class="badge pre">prerelease</span>` : ''}</h1>
+<p class="lead">${data.description || (mirror ? html`Mirrored from <code>${hostname}</code>.` : html`<span class="muted">No description.</span>`)}</p>
+<p class="meta">${!mirror && current.docs ? html`<a class="button" href="${base}/${encodeURIComponent(current.version)}/docs">Documentation</a>` : ''}
+<span class="muted">Published <time datetime="${current.publishedAt}">${current.publishedAt.slice(0, 10)}</time> · protocol ${current.protocols.join(', ')} · ${current.platforms.length} ${current.platforms.length === 1 ? 'platform' : 'platforms'}</span></p>
+${http ? html`<p class="note">Terraform and OpenTofu talk to registries and mirrors over HTTPS only: to install from this instance, serve it with HTTPS (<code>npm start -- --local-protocol https …</code>, see the README).</p>` : ''}
+<section aria-labelledby="use"><h2 id="use">${mirror ? 'Install' : 'Use'}</h2>${snippets}</section>
+<section aria-labelledby="about"><h2 id="about">Version ${current.version}</h2>
+<dl class="facts">
+<dt>Source address</dt><dd><code>${hostname}/${namespace}/${type}</code></dd>
+<dt>Published</dt><dd><time datetime="${current.publishedAt}">${current.publishedAt.slice(0, 10)}</time></dd>
+<dt>Protocols</dt><dd>${current.protocols.join(', ')}</dd>
+<dt>Signing key</dt><dd><code>${current.keyId}</code>${key?.fingerprint ? html`<br><span class="hash">fingerprint ${key.fingerprint}</span>` : ''}${mirror ? '' : html`<br><a href="${base}/${encodeURIComponent(current.version)}/signing-key.asc">Armored public key</a>`}</dd>
+${mirror ? '' : html`<dt>Documentation</dt><dd>${current.docs
+    ? html`<a href="${base}/${encodeURIComponent(current.version)}/docs">Resources, data sources and schema</a>`
+    : html`<span class="muted">Not published for this version. Add it with <code>npm run publish-provider -- … --docs spec.json</code> (a Provider Code Specification or <code>terraform providers schema -json</code> output).</span>`}</dd>`}
+</dl></section>
+<section aria-labelledby="platforms"><h2 id="platforms">Platforms</h2>
+<div class="scroll"><table>
+<thead><tr><th scope="col">Platform</th><th scope="col">Size</th><th scope="col">Hashes</th></tr></thead>
+<tbody>${current.platforms.map((p) => html`<tr><td><strong>${p.os}_${p.arch}</strong><br><span class="hash">${p.filename}</span></td><td>${formatSize(p.size)}</td><td class="hash">zh:${p.shasum}<br>${p.h1}</td></tr>`)}</tbody>
+</table></div></section>
+</div>
+<aside class="side" aria-labelledby="versions-heading">
+<h2 id="versions-heading">Versions <span class="muted">(${data.versions.length})</span></h2>
+<form method="get" action="${base}" class="filter">
+<label for="version" class="sr-only">Switch version</label>
+<select id="version" name="version"${mirror ? '' : html` data-nav="${base}"`}>${data.versions.map((v) => html`<option value="${v.version}"${v.version === current.version ? html` selected` : ''}>${v.version}${semver.prerelease(v.version) ? ' (prerelease)' : ''}</option>`)}</select>
+<button type="submit">Go</button>
+</form>
+<ul class="versions">${data.versions.map((v) => html`<li${v.version === current.version ? html` aria-current="page"` : ''}><a href="${versionHref(v.version)}">${v.version}</a>${semver.prerelease(v.version) ? html` <span class="badge pre">pre</span>` : ''}<span class="muted">${v.publishedAt.slice(0, 10)}</span></li>`)}</ul>
+</aside>
+</div>`;
+  const crumbs: [string, string][] = mirror ? [['Providers', '/'], [hostname, '/']] : [['Providers', '/'], [namespace, `/?q=${encodeURIComponent(namespace)}`]];
+  return {
+    html: layout({
+      title: `${namespace}/${type} ${current.version}`,
+      hostname: ctx.host,
+      crumbs,
+      session: sessionName(ctx),
+      description: data.description || `${hostname}/${namespace}/${type} provider`,
+      body,
+    }),
+  };
+}

@@ -1,0 +1,92 @@
+import type { IRequest } from 'itty-router';
+import type { Env } from '../env';
+import { settings } from '../config';
+import { documentResponse, notFound, pathSegment } from '../http';
+import { signatureQuery } from '../auth/signed-urls';
+import { InputError } from '../protocol/errors';
+import {
+  formatModuleAddress, moduleAddress, TERRAFORM_GET_HEADER, type ModuleAddress, type ModuleDownloadBody,
+} from '../protocol/modules-v1';
+import { parseVersion } from '../protocol/version';
+import { moduleArchiveFilename } from '../store/layout';
+import { moduleObject, readModuleDownload, readModuleVersions } from '../store/modules-read';
+import { releaseFileCacheControl } from '../config';
+import { edgeCacheFor } from '../http/edge-cache';
+import { serveR2Object } from '../http/r2-object';
+
+/** The module address in a modules.v1 path (this registry's hostname); InputError (400) for a malformed part. */
+function addressOf(request: IRequest, hostname: string): ModuleAddress {
+  return moduleAddress(
+    hostname,
+    pathSegment(request.params.namespace, 'namespace'),
+    pathSegment(request.params.name, 'name'),
+    pathSegment(request.params.system, 'system'),
+  );
+}
+
+/**
+ * GET /v1/modules/:namespace/:name/:system/versions — modules.v1 "list
+ * available versions": 200 with the stored body
+ * {"modules":[{"versions":[{"version":"2.1.0"},…]}]} (newest first); 404
+ * {"errors":[…]} for an unknown module; 400 for a malformed part. One KV read
+ * at most (isolate-cached for INDEX_CACHE_SECONDS).
+ */
+export async function listModuleVersions(request: IRequest, env: Env): Promise<Response> {
+  const config = settings(env);
+  const address = addressOf(request, config.hostname);
+  const document = await readModuleVersions(env.REGISTRY_KV, address, config.listTtlMs);
+  if (document === null) return notFound(`module ${formatModuleAddress(address)} not found`);
+  return documentResponse(request, document, config.listCacheControl, { compress: config.gzipDocuments });
+}
+
+/**
+ * GET /v1/modules/:namespace/:name/:system/:version/download — modules.v1
+ * "download a specific version": 204 No Content with X-Terraform-Get set to
+ * the package's path-absolute URL (on ARCHIVE_BASE_URL when set; signed and
+ * short-lived in private mode, since the client fetches it without
+ * credentials). 404 for an unknown module or version; 400 for malformed parts.
+ * One KV read at most (the version's immutable download document).
+ */
+export async function moduleDownload(request: IRequest, env: Env): Promise<Response> {
+  const config = settings(env);
+  const address = addressOf(request, config.hostname);
+  const version = parseVersion(pathSegment(request.params.version, 'version'));
+  const document = await readModuleDownload(env.REGISTRY_KV, address, version, config.listTtlMs);
+  if (document === null) return notFound(`module ${formatModuleAddress(address)} has no version ${version}`);
+  const { location } = JSON.parse(document.text) as ModuleDownloadBody;
+  let served = location;
+  if (config.access === 'private') {
+    const expires = Math.floor(Date.now() / 1000) + Math.round(config.signedUrlMinutes * 60);
+    served = `${location}?${await signatureQuery({ URL_SIGNING_SECRET: config.signingSecret }, location, expires)}`;
+  }
+  return new Response(null, {
+    status: 204,
+    headers: { [TERRAFORM_GET_HEADER]: config.archiveBaseUrl + served, 'cache-control': config.releaseDocumentCacheControl },
+  });
+}
+
+/**
+ * GET|HEAD /v1/module-archives/:hostname/:namespace/:name/:system/:version/:file
+ * — a module package served exactly like release files (serveR2Object:
+ * RFC 9110 conditionals and ranges, edge cache, immutable caching; in private
+ * mode the URL must be signed, see src/index.ts). 404 unless `file` is
+ * NAME-SYSTEM-VERSION.tar.gz or .zip and stored; 400 for malformed parts.
+ */
+export async function moduleArchive(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
+  const address = addressOf(request, pathSegment(request.params.hostname, 'hostname'));
+  const version = parseVersion(pathSegment(request.params.version, 'version'));
+  const filename = pathSegment(request.params.file, 'file');
+  const contentType = filename === moduleArchiveFilename(address, version, 'tar.gz')
+    ? 'application/gzip'
+    : filename === moduleArchiveFilename(address, version, 'zip') ? 'application/zip' : null;
+  if (contentType === null) {
+    throw new InputError(`${filename} is not a package of module ${address.namespace}/${address.name}/${address.system} ${version}`, 404);
+  }
+  return serveR2Object(request, env.REGISTRY_R2, moduleObject(address, version, filename), {
+    contentType,
+    cacheControl: releaseFileCacheControl(request, env),
+    missing: () => notFound(`${filename} not found`),
+    edgeCache: edgeCacheFor(request, ctx),
+  });
+}
+

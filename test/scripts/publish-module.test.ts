@@ -1,0 +1,353 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createGzip } from 'node:zlib';
+import tar from 'tar-stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readRegistryConfig, type RegistryConfig } from '../../scripts/lib/config';
+import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
+import { readSuppliedPackage } from '../../scripts/lib/module/archive';
+import { writeDemoModule } from '../../scripts/lib/module/demo';
+import { extractModuleDocs, renderReadme } from '../../scripts/lib/module/docs';
+import { packModule } from '../../scripts/lib/module/pack';
+import { publishModule } from '../../scripts/lib/module/publish';
+import { zipBuffers } from '../../scripts/lib/zip-binary';
+import { moduleAddress } from '../../src/protocol/modules-v1';
+import { moduleDocsKey, moduleVersionsKey } from '../../src/store/layout';
+import type { ModuleDocs } from '../../src/store/modules-types';
+import { configPath, runScript, tempDir } from './helpers';
+
+const MB = 1e6;
+const work = tempDir('publish-module');
+let config: RegistryConfig;
+let store: StoreHandle;
+
+beforeAll(async () => {
+  config = await readRegistryConfig({ configPath, persistTo: join(work.dir, 'state') });
+  store = await openLocalStore(config);
+});
+afterAll(async () => {
+  await store.close();
+  work.cleanup();
+});
+
+let counter = 0;
+/** A fresh module directory with `files` (path → content). */
+function moduleDir(files: Record<string, string>): string {
+  const dir = join(work.dir, `module-${counter++}`);
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(join(dir, path, '..'), { recursive: true });
+    writeFileSync(join(dir, path), content);
+  }
+  return dir;
+}
+
+/** A .tar.gz with the given raw entries (names and types as written, for the refusal cases). */
+async function tarGz(entries: { name: string; content?: string; type?: 'file' | 'symlink' | 'fifo'; linkname?: string }[]): Promise<Buffer> {
+  const pack = tar.pack();
+  const gzip = createGzip();
+  const chunks: Buffer[] = [];
+  gzip.on('data', (c: Buffer) => chunks.push(c));
+  const done = new Promise((resolve) => gzip.on('end', resolve));
+  pack.pipe(gzip);
+  for (const e of entries) pack.entry({ name: e.name, type: e.type ?? 'file', linkname: e.linkname }, e.content ?? '');
+  pack.finalize();
+  await done;
+  return Buffer.concat(chunks);
+}
+
+function writeFile(name: string, bytes: Uint8Array): string {
+  const path = join(work.dir, name);
+  writeFileSync(path, bytes);
+  return path;
+}
+
+const publish = (path: string, version: string, extra: Partial<Parameters<typeof publishModule>[0]> = {}) =>
+  publishModule({ path, namespace: 'acme', name: 'vpc', system: 'aws', version, store, config, ...extra });
+
+describe('packing a directory', () => {
+  it('is deterministic: two packs of the same tree (and of a copy made later) are byte-identical', async () => {
+    const a = join(work.dir, 'det-a');
+    const b = join(work.dir, 'det-b');
+    writeDemoModule(a, '1.0.0');
+    const first = await packModule(a, 100 * MB);
+    const second = await packModule(a, 100 * MB);
+    expect(Buffer.from(second.bytes).equals(Buffer.from(first.bytes))).toBe(true);
+    await new Promise((r) => setTimeout(r, 1100)); // other mtimes
+    writeDemoModule(b, '1.0.0');
+    expect(Buffer.from((await packModule(b, 100 * MB)).bytes).equals(Buffer.from(first.bytes))).toBe(true);
+  });
+
+  it('writes sorted, normalised entries that GNU tar reads (independent check), leaving out .git, .terraform, state files and nested lock files', async () => {
+    const dir = moduleDir({
+      'main.tf': 'variable "a" {}\n', 'b.tf': '', 'README.md': '# x\n', '.terraform.lock.hcl': '# root lock\n',
+      'modules/sub/main.tf': '', 'modules/sub/.terraform.lock.hcl': '', '.git/HEAD': 'ref', '.terraform/modules/x': '',
+      'terraform.tfstate': '{}', 'terraform.tfstate.backup': '{}', 'env/prod.tfstate': '{}', 'scripts/run.sh': '#!/bin/sh\n',
+    });
+    spawnSync('chmod', ['755', join(dir, 'scripts/run.sh')]);
+    const packed = await packModule(dir, 100 * MB);
+    const path = writeFile('listing.tar.gz', packed.bytes);
+    const listing = spawnSync('tar', ['--numeric-owner', '-tvzf', path], { encoding: 'utf8' });
+    expect(listing.status).toBe(0);
+    const lines = listing.stdout.trim().split('\n');
+    expect(lines.map((l) => l.split(/\s+/).pop())).toEqual(['.terraform.lock.hcl', 'README.md', 'b.tf', 'main.tf', 'modules/sub/main.tf', 'scripts/run.sh']);
+    for (const line of lines) expect(line).toMatch(/^-rw(-r--r--|xr-xr-x) 0\/0 .* 1970-01-01 00:00 /);
+    expect(lines.at(-1)).toMatch(/^-rwxr-xr-x/);
+    expect(packed.excluded).toEqual(expect.arrayContaining(['.git', '.terraform', 'terraform.tfstate', 'terraform.tfstate.backup', 'env/prod.tfstate', 'modules/sub/.terraform.lock.hcl']));
+  });
+
+  it('packs a symlink to a file inside the tree as that file', async () => {
+    const dir = moduleDir({ 'main.tf': 'output "x" {\n  value = 1\n}\n', 'shared/vars.tf': 'variable "v" {}\n' });
+    symlinkSync('shared/vars.tf', join(dir, 'vars.tf'));
+    const packed = await packModule(dir, 100 * MB);
+    expect(packed.files.map((f) => f.path)).toEqual(['main.tf', 'shared/vars.tf', 'vars.tf']);
+  });
+});
+
+describe('refusals (each with a clear message, nothing written)', () => {
+  it('no .tf or .tofu file at the root of a directory or an archive', async () => {
+    await expect(publish(moduleDir({ 'modules/a/main.tf': '' }), '1.0.0')).rejects.toThrow(/no \.tf or \.tofu file at its root/);
+    await expect(publish(writeFile('noroot.tar.gz', await tarGz([{ name: 'vpc/main.tf' }])), '1.0.0')).rejects.toThrow(/no \.tf or \.tofu file at its root/);
+  });
+
+  it('a .tofu file counts as configuration', async () => {
+    expect((await publish(moduleDir({ 'main.tofu': 'variable "x" {}\n' }), '0.0.1', { name: 'tofu' })).status).toBe('published');
+  });
+
+  it('a symlink pointing outside the tree, a dangling one, one to a directory', async () => {
+    const outside = moduleDir({ 'main.tf': '' });
+    symlinkSync('/etc/passwd', join(outside, 'passwd'));
+    await expect(publish(outside, '1.0.0')).rejects.toThrow(/passwd: symlink to \/etc\/passwd points outside the module directory/);
+    const up = moduleDir({ 'main.tf': '' });
+    symlinkSync('../module-0/main.tf', join(up, 'other.tf'));
+    await expect(publish(up, '1.0.0')).rejects.toThrow(/points outside the module directory/);
+    const dangling = moduleDir({ 'main.tf': '' });
+    symlinkSync('missing.tf', join(dangling, 'x.tf'));
+    await expect(publish(dangling, '1.0.0')).rejects.toThrow(/points nowhere/);
+    const directory = moduleDir({ 'main.tf': '', 'real/a.tf': '' });
+    symlinkSync('real', join(directory, 'alias'));
+    await expect(publish(directory, '1.0.0')).rejects.toThrow(/symlink to the directory/);
+  });
+
+  it('absolute and .. paths, links out of the package and special files inside a supplied archive', async () => {
+    const cases: [string, Buffer, RegExp][] = [
+      ['abs.tar.gz', await tarGz([{ name: 'main.tf' }, { name: '/etc/cron.d/x' }]), /absolute path/],
+      ['dotdot.tar.gz', await tarGz([{ name: 'main.tf' }, { name: 'a/../../x.tf' }]), /"\.\." path segment/],
+      ['link.tar.gz', await tarGz([{ name: 'main.tf' }, { name: 'x', type: 'symlink', linkname: '../../etc/passwd' }]), /outside the module/],
+      ['abslink.tar.gz', await tarGz([{ name: 'main.tf' }, { name: 'x', type: 'symlink', linkname: '/etc/passwd' }]), /absolute path/],
+      ['fifo.tar.gz', await tarGz([{ name: 'main.tf' }, { name: 'p', type: 'fifo' }]), /is a fifo/],
+      ['garbage.tar.gz', Buffer.from('not gzip at all'), /not valid gzip|not a valid tar/],
+    ];
+    for (const [name, bytes, message] of cases) {
+      await expect(publish(writeFile(name, bytes), '1.0.0'), name).rejects.toThrow(message);
+    }
+    await expect(publish(writeFile('notes.txt', Buffer.from('x')), '1.0.0')).rejects.toThrow(/must be a \.tar\.gz, \.tgz or \.zip/);
+  });
+
+  it('a zip with a ".." entry', async () => {
+    // yazl refuses to write such names, so the name is patched in place (same length) after writing.
+    const zip = Buffer.from(await zipBuffers({ 'main.tf': '', 'aa/bb/x.tf': '' }));
+    const patched = Buffer.from(zip.toString('latin1').replaceAll('aa/bb/x.tf', '../../x.tf'), 'latin1');
+    await expect(publish(writeFile('slip.zip', patched), '1.0.0')).rejects.toThrow(/outside the module|\.\./);
+  });
+
+  it('a package over the size limit, unless the limit is raised', async () => {
+    const big = moduleDir({ 'main.tf': '', 'data.bin': '' });
+    writeFileSync(join(big, 'data.bin'), randomBytes(3 * MB)); // incompressible
+    await expect(publish(big, '1.0.0', { maxMB: 1 })).rejects.toThrow(/over the size limit of 1\.0 MB; raise it with --max-size/);
+    const file = writeFile('big.tar.gz', (await packModule(big, 100 * MB)).bytes);
+    await expect(publish(file, '1.0.0', { maxMB: 1 })).rejects.toThrow(/over the size limit/);
+    expect((await publish(file, '1.0.0', { maxMB: 10, name: 'big' })).status).toBe('published');
+  });
+
+  it('a version already published with different bytes (immutable); the same bytes are unchanged', async () => {
+    const dir = moduleDir({ 'main.tf': 'variable "a" {}\n' });
+    expect((await publish(dir, '3.0.0', { name: 'immutable' })).status).toBe('published');
+    expect((await publish(dir, '3.0.0', { name: 'immutable' })).status).toBe('unchanged');
+    writeFileSync(join(dir, 'main.tf'), 'variable "b" {}\n');
+    await expect(publish(dir, '3.0.0', { name: 'immutable' })).rejects.toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents/) });
+    const address = moduleAddress(config.hostname, 'acme', 'immutable', 'aws');
+    expect(JSON.parse((await store.kv.get(moduleDocsKey(address, '3.0.0'), 'text'))!).inputs[0].name).toBe('a');
+  });
+
+  it('malformed names and versions, and HCL that does not parse', async () => {
+    const dir = moduleDir({ 'main.tf': '' });
+    await expect(publish(dir, 'v1.0.0')).rejects.toThrow(/not a semantic version/);
+    await expect(publish(dir, '1.0.0', { namespace: '-x' })).rejects.toThrow(/module namespace "-x" is invalid/);
+    await expect(publish(dir, '1.0.0', { system: 'aws_x' })).rejects.toThrow(/module system "aws_x" is invalid/);
+    await expect(publish(moduleDir({ 'main.tf': 'variable "x" {\n' }), '1.0.0')).rejects.toThrow(/main\.tf is not valid HCL/);
+  });
+
+  it('--dry-run writes nothing', async () => {
+    const result = await publish(moduleDir({ 'main.tf': '' }), '1.0.0', { name: 'dry', dryRun: true });
+    expect(result.status).toBe('dry-run');
+    expect(await store.kv.get(moduleVersionsKey(moduleAddress(config.hostname, 'acme', 'dry', 'aws')), 'text')).toBeNull();
+  });
+});
+
+describe('supplied packages', () => {
+  it('a .tar.gz and a .zip are published as is (same bytes served), with docs from their files', async () => {
+    const tgz = await tarGz([{ name: './main.tf', content: 'variable "z" {\n  default = 1\n}\n' }, { name: './README.md', content: '# Z\n' }]);
+    const result = await publish(writeFile('z.tgz', tgz), '1.0.0', { name: 'zz' });
+    expect(result).toMatchObject({ format: 'tar.gz', filename: 'zz-aws-1.0.0.tar.gz', inputs: 1, readme: true, size: tgz.byteLength });
+    const zip = Buffer.from(await zipBuffers({ 'main.tf': 'output "o" {\n  value = 1\n}\n', 'modules/a/main.tf': '' }));
+    const zipped = await publish(writeFile('z.zip', zip), '1.0.0', { name: 'zipped' });
+    expect(zipped).toMatchObject({ format: 'zip', filename: 'zipped-aws-1.0.0.zip', outputs: 1, submodules: ['modules/a'] });
+    const head = await store.blobs.head(`modules/${config.hostname}/acme/zipped/aws/1.0.0/zipped-aws-1.0.0.zip`);
+    expect(head?.size).toBe(zip.byteLength);
+  });
+
+  it('reads a package made by GNU tar (independent producer)', async () => {
+    const dir = moduleDir({ 'main.tf': 'variable "g" {}\n' });
+    const path = join(work.dir, 'gnu.tar.gz');
+    expect(spawnSync('tar', ['-czf', path, '-C', dir, '.']).status).toBe(0);
+    const supplied = await readSuppliedPackage(path, 100 * MB);
+    expect(supplied.files).toEqual(['main.tf']);
+    expect(supplied.docFiles.get('main.tf')).toContain('variable "g"');
+  });
+});
+
+describe('docs extraction', () => {
+  let docs: ModuleDocs;
+  beforeAll(async () => {
+    docs = await extractModuleDocs(new Map([
+      ['variables.tf', `
+variable "required_string" {
+  type        = string
+  description = "A required string."
+}
+variable "with_default" {
+  type    = number
+  default = 3
+}
+variable "untyped" {}
+variable "nullable_default" {
+  type     = string
+  default  = null
+  nullable = true
+}
+variable "not_nullable" {
+  type     = list(string)
+  default  = ["a", "b"]
+  nullable = false
+}
+variable "complex" {
+  type = map(object({
+    name = string
+    port = optional(number, 80)
+  }))
+  default = {
+    web = { name = "w" }
+  }
+}
+variable "secret" {
+  type      = string
+  sensitive = true
+  validation {
+    condition     = length(var.secret) > 8
+    error_message = "too short"
+  }
+  validation {
+    condition     = var.secret != "password"
+    error_message = "no"
+  }
+}
+variable "flag" {
+  type    = bool
+  default = false
+}
+`],
+      ['outputs.tf', `
+output "plain" {
+  value = 1
+}
+output "described" {
+  value       = var.required_string
+  description = "Echoes the string."
+}
+output "hidden" {
+  value     = var.secret
+  sensitive = true
+}
+`],
+      ['versions.tf', `
+terraform {
+  required_version = ">= 1.5, < 2.0"
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = "~> 5.0"
+    }
+    ours = {
+      source = "registry.example.com/acme/thing"
+    }
+    legacy = "~> 1.0"
+  }
+}
+`],
+      ['modules/subnet/main.tf', 'variable "cidr" {\n  type = string\n}\noutput "id" {\n  value = var.cidr\n}\n'],
+      ['modules/subnet/README.md', 'ignored'],
+      ['examples/x/main.tf', 'variable "not_docs" {}\n'],
+      ['README.md', '# Title\n\n<script>alert(1)</script>\n\n<img src="x" onerror="alert(1)">\n\n[link](javascript:alert(1)) [ok](https://example.com) **bold**\n\n| a | b |\n|---|---|\n| 1 | 2 |\n'],
+    ]));
+  });
+
+  it('every variable form: type, default, description, sensitive, nullable, required, validations', () => {
+    const byName = Object.fromEntries(docs.inputs.map((i) => [i.name, i]));
+    expect(docs.inputs.map((i) => i.name)).toEqual(['complex', 'flag', 'not_nullable', 'nullable_default', 'required_string', 'secret', 'untyped', 'with_default']);
+    expect(byName.required_string).toEqual({ name: 'required_string', type: 'string', default: null, description: 'A required string.', sensitive: false, nullable: true, required: true, validations: 0 });
+    expect(byName.with_default).toMatchObject({ type: 'number', default: '3', required: false });
+    expect(byName.untyped).toMatchObject({ type: null, default: null, required: true, description: null });
+    expect(byName.nullable_default).toMatchObject({ default: 'null', required: false, nullable: true });
+    expect(byName.not_nullable).toMatchObject({ type: 'list(string)', default: '["a","b"]', nullable: false });
+    expect(byName.complex!.type).toBe('map(object({\n    name = string\n    port = optional(number, 80)\n  }))');
+    expect(byName.complex!.default).toBe('{"web":{"name":"w"}}');
+    expect(byName.secret).toMatchObject({ sensitive: true, validations: 2, required: true });
+    expect(byName.flag).toMatchObject({ type: 'bool', default: 'false' });
+  });
+
+  it('outputs, required providers (object and legacy forms), required_version, submodules', () => {
+    expect(docs.outputs).toEqual([
+      { name: 'described', description: 'Echoes the string.', sensitive: false },
+      { name: 'hidden', description: null, sensitive: true },
+      { name: 'plain', description: null, sensitive: false },
+    ]);
+    expect(docs.providers).toEqual([
+      { name: 'aws', source: 'hashicorp/aws', version: '~> 5.0' },
+      { name: 'legacy', source: null, version: '~> 1.0' },
+      { name: 'ours', source: 'registry.example.com/acme/thing', version: null },
+    ]);
+    expect(docs.requiredVersion).toBe('>= 1.5, < 2.0');
+    expect(docs.submodules).toEqual([{ path: 'modules/subnet', inputs: [expect.objectContaining({ name: 'cidr', required: true })], outputs: [{ name: 'id', description: null, sensitive: false }], providers: [], requiredVersion: null }]);
+  });
+
+  it('README.md becomes sanitised HTML: no scripts, event handlers or javascript: links', () => {
+    const html = docs.readmeHtml!;
+    expect(html).toContain('<h1>Title</h1>');
+    expect(html).toContain('<strong>bold</strong>');
+    expect(html).toContain('<a href="https://example.com">ok</a>');
+    expect(html).toContain('<table>');
+    expect(html).not.toMatch(/<script|onerror|javascript:/i);
+    expect(renderReadme('<iframe src="https://evil"></iframe><style>body{}</style>x')).toBe('x');
+  });
+});
+
+describe('npm run publish-module (the CLI)', () => {
+  it('--json prints one object; exit 1 with one line for a refusal; exit 2 for usage', async () => {
+    const dir = moduleDir({ 'main.tf': 'variable "a" {}\n' });
+    const persist = ['--persist-to', join(work.dir, 'cli-state')];
+    const ok = await runScript('publish-module', [dir, '--namespace', 'acme', '--name', 'cli', '--system', 'aws', '--version', '1.0.0', '--json', ...persist]);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ address: 'registry.example.com/acme/cli/aws', version: '1.0.0', status: 'published', inputs: 1 });
+    expect(ok.stderr).toContain('packed');
+    const bad = await runScript('publish-module', [join(work.dir, 'nowhere'), '--namespace', 'acme', '--name', 'cli', '--system', 'aws', '--version', '1.0.0', ...persist]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr.trim().split('\n').filter((l) => l.startsWith('error:'))).toEqual([expect.stringContaining('no such file or directory')]);
+    expect(bad.stderr).not.toContain('    at ');
+    const usage = await runScript('publish-module', [dir, '--namespace', 'acme']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('--name is required');
+  });
+});
+
