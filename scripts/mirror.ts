@@ -106,7 +106,7 @@ run(async () => {
     : await openLocalStore(config);
   try {
     if (command === 'list') {
-      const providers = await listMirroredProviders(store.kv);
+      const providers = await listMirroredProviders(store.kv, store.blobs);
       if (values.json) {
         process.stdout.write(`${JSON.stringify({ providers: providers.map((p) => ({ address: formatAddress(p.address), own: p.address.hostname === config.hostname, versions: p.versions })) })}\n`);
       } else if (providers.length === 0) {

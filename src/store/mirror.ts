@@ -3,7 +3,7 @@ import { InputError } from '../protocol/errors';
 import { sortVersions } from '../protocol/version';
 import { downloadDocument, mirrorVersionDocument } from './documents';
 import {
-  downloadDocumentKey, mirrorIndexPrefix, mirrorVersionKey, parseMirrorIndexKey, releaseObjectKey, versionRecordKey,
+  committedRecordKey, downloadDocumentKey, mirrorIndexPrefix, mirrorVersionKey, parseMirrorIndexKey, releaseObjectKey, versionRecordKey,
 } from './layout';
 import { listVersionRecords, publishVersion, readVersionRecord, type PublishProgress, type ReleaseFile } from './publish';
 import type { BlobStore, KvStore, PackageRecord, VersionRecord } from './types';
@@ -19,11 +19,14 @@ export type MirrorOutcome = 'mirrored' | 'unchanged';
 
 /**
  * Stores `record` (every package it lists verified by the caller) with its
- * files. A version not stored yet is written whole. A stored version gains
- * the packages it lacks; a package it already holds must be identical
- * (filename, SHA-256, h1, size) or this throws InputError (409) and writes
- * nothing. Returns 'unchanged' when nothing was missing. Never rebuilds the
- * provider lists: call rebuildProviderIndex once after the versions.
+ * files; call it holding the provider's lease (`lease` is checked before each
+ * write). A version not stored yet is published whole (publishVersion). A
+ * stored version gains the packages it lacks: their archives, then every
+ * document, then the committed record (replaced only if it is still the one
+ * read: an R2 conditional write) and its KV copy. A package it already holds
+ * must be identical (filename, SHA-256, h1, size) or this throws InputError
+ * (409) and writes nothing. Returns 'unchanged' when nothing was missing.
+ * Never rebuilds the provider lists: call rebuildProviderIndex once after.
  */
 export async function storeMirroredVersion(
   kv: KvStore,
@@ -31,11 +34,13 @@ export async function storeMirroredVersion(
   record: VersionRecord,
   files: readonly ReleaseFile[],
   progress: PublishProgress = () => {},
+  lease?: { check(): void },
 ): Promise<MirrorOutcome> {
-  const existing = await readVersionRecord(kv, record.address, record.version);
+  const check = () => lease?.check();
+  const existing = await readVersionRecord(kv, record.address, record.version, blobs);
   if (!existing) {
-    await publishVersion(kv, blobs, record, files, progress, { rebuildIndex: false });
-    return 'mirrored';
+    const outcome = await publishVersion(kv, blobs, record, files, progress, { rebuildIndex: false, ...(lease ? { lease } : {}) });
+    return outcome === 'published' ? 'mirrored' : 'unchanged';
   }
   const held = new Map(existing.packages.map((p) => [`${p.os}_${p.arch}`, p]));
   const added: PackageRecord[] = [];
@@ -61,13 +66,28 @@ export async function storeMirroredVersion(
       continue;
     }
     progress({ step: 'upload', detail: file.filename });
+    check();
     await blobs.put(key, file.open(), { httpMetadata: { contentType: file.contentType }, customMetadata: { sha256: file.sha256Hex } });
   }
   const merged: VersionRecord = { ...existing, packages: [...existing.packages, ...added] };
   progress({ step: 'documents', detail: `${merged.packages.length} platforms of ${record.version}` });
-  for (const pkg of merged.packages) await kv.put(downloadDocumentKey(merged.address, merged.version, pkg), downloadDocument(merged, pkg));
+  for (const pkg of merged.packages) {
+    check();
+    await kv.put(downloadDocumentKey(merged.address, merged.version, pkg), downloadDocument(merged, pkg));
+  }
+  check();
   await kv.put(mirrorVersionKey(merged.address, merged.version), mirrorVersionDocument(merged));
   progress({ step: 'record', detail: record.version });
+  check();
+  const recordKey = committedRecordKey(merged.address, merged.version);
+  const current = await blobs.head(recordKey);
+  const written = await blobs.put(recordKey, JSON.stringify(merged), {
+    httpMetadata: { contentType: 'application/json' },
+    onlyIf: current ? { etagMatches: current.etag } : { etagDoesNotMatch: '*' },
+  });
+  if (!written) {
+    throw new InputError(`${formatAddress(record.address)} ${record.version} changed while platforms were being added (another writer without the lease); run the sync again`, 409);
+  }
   await kv.put(versionRecordKey(merged.address, merged.version), JSON.stringify(merged));
   return 'mirrored';
 }
@@ -79,7 +99,7 @@ export interface MirroredProvider {
 }
 
 /** Every provider whose mirror index is stored (our own hostname's included), sorted by address. */
-export async function listMirroredProviders(kv: KvStore): Promise<MirroredProvider[]> {
+export async function listMirroredProviders(kv: KvStore, blobs: BlobStore): Promise<MirroredProvider[]> {
   const addresses: ProviderAddress[] = [];
   let cursor: string | undefined;
   do {
@@ -93,7 +113,7 @@ export async function listMirroredProviders(kv: KvStore): Promise<MirroredProvid
   addresses.sort((a, b) => formatAddress(a).localeCompare(formatAddress(b)));
   const result: MirroredProvider[] = [];
   for (const address of addresses) {
-    const records = await listVersionRecords(kv, address);
+    const records = await listVersionRecords(kv, address, blobs);
     const versions = sortVersions(records.map((r) => r.version)).map((version) => {
       const record = records.find((r) => r.version === version)!;
       return {

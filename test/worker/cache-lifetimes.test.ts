@@ -73,7 +73,7 @@ describe('a version mirrored from another registry', () => {
     const upstream = { hostname: 'registry.terraform.io', namespace: 'hashicorp', type: 'grows' };
     const first = fakeRelease(upstream, '1.0.0', ['linux_amd64']);
     await storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, first.record, first.files);
-    await rebuildProviderIndex(env.REGISTRY_KV, upstream);
+    await rebuildProviderIndex(env.REGISTRY_KV, upstream, () => {}, env.REGISTRY_R2);
     const path = '/v1/mirror/registry.terraform.io/hashicorp/grows/1.0.0.json';
     const platforms = async () => Object.keys((await (await getWith(vars, path)).json<{ archives: object }>()).archives).sort();
     const response = await getWith(vars, path);
@@ -92,7 +92,7 @@ describe('a version mirrored from another registry', () => {
     await storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, first.record, first.files);
     const changed = fakeRelease(upstream, '1.0.0', ['linux_amd64', 'darwin_arm64'], { salt: 'rebuilt' });
     await expect(storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, changed.record, changed.files)).rejects.toThrow(/mirrored bytes never change — kept ours/);
-    const record = await readVersionRecord(env.REGISTRY_KV, upstream, '1.0.0');
+    const record = await readVersionRecord(env.REGISTRY_KV, upstream, '1.0.0', env.REGISTRY_R2);
     expect(record!.packages.map((p) => p.shasum)).toEqual(first.record.packages.map((p) => p.shasum));
   });
 });

@@ -5,7 +5,9 @@ import {
   formatAddress, formatShasums, InputError, parseJson, parseMirrorIndexResponse, parseMirrorVersionResponse, parsePlatformName,
   parseVersion, providerAddress, sha256Hex, sortVersions, zhHash, type MirrorVersionResponse, type ProviderAddress,
 } from '../../../src/protocol/index';
-import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/store/layout';
+import { archiveFilename, providerLeaseName, shasumsFilename, shasumsSignatureFilename } from '../../../src/store/layout';
+import { withLease, type Lease } from '../../../src/store/lease';
+import { processLeaseOptions } from '../lease';
 import { storeMirroredVersion } from '../../../src/store/mirror';
 import { rebuildProviderIndex, type ReleaseFile } from '../../../src/store/publish';
 import type { PackageRecord, VersionRecord } from '../../../src/store/types';
@@ -96,13 +98,26 @@ async function importProvider({ address, dir }: FoundProvider, options: ImportOp
     log(`${name}: failed: ${reason}`);
     return { address: name, status: 'failed', reason, versions: [] };
   }
-  const results: VersionSummary[] = [];
-  for (const version of versions) results.push(await importVersion(address, dir, version, options, log));
-  if (!options.dryRun) await rebuildProviderIndex(options.store.kv, address);
+  const importAll = async (lease?: Lease) => {
+    const results: VersionSummary[] = [];
+    for (const version of versions) results.push(await importVersion(address, dir, version, options, log, lease));
+    return results;
+  };
+  // The provider's lease (as publish-provider and sync take it) while its versions are written.
+  const results = options.dryRun
+    ? await importAll()
+    : await withLease(options.store.blobs, providerLeaseName(address), processLeaseOptions(`mirror import ${name}`, log), async (lease) => {
+      const done = await importAll(lease);
+      lease.check();
+      await rebuildProviderIndex(options.store.kv, address, () => {}, options.store.blobs, () => lease.check());
+      return done;
+    });
   return { address: name, status: combinedStatus(results.map((v) => v.status)), versions: results };
 }
 
-async function importVersion(address: ProviderAddress, dir: string, version: string, options: ImportOptions, log: (line: string) => void): Promise<VersionSummary> {
+async function importVersion(
+  address: ProviderAddress, dir: string, version: string, options: ImportOptions, log: (line: string) => void, lease?: Lease,
+): Promise<VersionSummary> {
   const label = `${formatAddress(address)} ${version}`;
   const documentPath = join(dir, `${version}.json`);
   const platforms: PlatformSummary[] = [];
@@ -174,7 +189,7 @@ async function importVersion(address: ProviderAddress, dir: string, version: str
   ];
   let outcome: string;
   try {
-    outcome = await storeMirroredVersion(options.store.kv, options.store.blobs, record, files);
+    outcome = await storeMirroredVersion(options.store.kv, options.store.blobs, record, files, () => {}, lease);
   } catch (error) {
     return fail((error as Error).message);
   }

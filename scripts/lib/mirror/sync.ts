@@ -6,11 +6,13 @@ import {
   formatAddress, meetsConstraints, parseConstraints, platformName, sha256Hex, sortVersions, zhHash,
   type Platform, type ProviderAddress,
 } from '../../../src/protocol/index';
-import { archiveFilename, releaseObjectKey, shasumsFilename, shasumsSignatureFilename } from '../../../src/store/layout';
+import { archiveFilename, providerLeaseName, releaseObjectKey, shasumsFilename, shasumsSignatureFilename } from '../../../src/store/layout';
+import { withLease, type Lease } from '../../../src/store/lease';
 import { storeMirroredVersion } from '../../../src/store/mirror';
 import { readVersionRecord, rebuildProviderIndex, type ReleaseFile } from '../../../src/store/publish';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
 import type { StoreHandle } from '../local-store';
+import { processLeaseOptions } from '../lease';
 import { CRASH_ENV } from '../publish';
 import { combinedStatus, type MirrorSummary, type PlatformSummary, type ProviderSummary, type VersionSummary } from './summary';
 import { discoverProviders, findPackage, listVersions, type UpstreamPackage } from './upstream';
@@ -98,10 +100,18 @@ async function syncProvider(
     return failed((error as Error).message);
   }
 
-  const versions: VersionSummary[] = await Promise.all(
-    selected.map((entry) => syncVersion(address, base, entry, request.platforms, options, work, limit, log)),
+  // One writer per provider: the same lease publish-provider takes, held while this provider is synced.
+  const syncAll = (lease?: Lease) => Promise.all(
+    selected.map((entry) => syncVersion(address, base, entry, request.platforms, options, work, limit, log, lease)),
   );
-  if (!options.dryRun) await rebuildProviderIndex(options.store.kv, address);
+  const versions: VersionSummary[] = options.dryRun
+    ? await syncAll()
+    : await withLease(options.store.blobs, providerLeaseName(address), processLeaseOptions(`mirror sync ${name}`, log), async (lease) => {
+      const results = await syncAll(lease);
+      lease.check();
+      await rebuildProviderIndex(options.store.kv, address, () => {}, options.store.blobs, () => lease.check());
+      return results;
+    });
   const summary: ProviderSummary = { address: name, status: combinedStatus(versions.map((v) => v.status)), versions };
   if (selected.length === 0) {
     summary.status = 'failed';
@@ -121,6 +131,7 @@ async function syncVersion(
   work: string,
   limit: Limiter,
   log: (line: string) => void,
+  lease?: Lease,
 ): Promise<VersionSummary> {
   const { version } = listed;
   const label = `${formatAddress(address)} ${version}`;
@@ -140,7 +151,7 @@ async function syncVersion(
   };
   if (available.length === 0) return done();
 
-  const existing = await readVersionRecord(options.store.kv, address, version);
+  const existing = await readVersionRecord(options.store.kv, address, version, options.store.blobs);
   const held = new Map((existing?.packages ?? []).map((p) => [`${p.os}_${p.arch}`, p]));
   const fail = (reason: string): VersionSummary => {
     log(`${label}: NOT mirrored: ${reason}`);
@@ -269,7 +280,7 @@ async function syncVersion(
         }
         if (event.step === 'upload') log(`  ${label}: storing ${event.detail}`);
         if (event.step === 'skip-upload') log(`  ${label}: already stored: ${event.detail}`);
-      });
+      }, lease);
     } catch (error) {
       return fail((error as Error).message);
     }
