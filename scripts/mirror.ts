@@ -42,7 +42,22 @@ $TF_CLI_CONFIG_FILE or ~/.terraformrc; host "NAME" { services = { "providers.v1"
 replace discovery for NAME. A private CA: NODE_EXTRA_CA_CERTS=/path/ca.pem.
 Exit status: 0 when everything verified (or was up to date), 1 when anything failed, 2 for usage.`;
 
+const verbose = process.argv.includes('--verbose');
+
 run(async () => {
+  try {
+    await main();
+  } catch (error) {
+    // Unexpected failures: one line unless --verbose (the runner prints the trace then).
+    if (!verbose && !(error instanceof InputError) && !(error instanceof UsageError) && !(error as { code?: string })?.code?.startsWith?.('ERR_PARSE_ARGS')) {
+      say(`error: ${(error as Error)?.message ?? String(error)} (run again with --verbose for the trace; a re-run is safe)`);
+      process.exit(3);
+    }
+    throw error;
+  }
+}, USAGE);
+
+async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {
@@ -143,4 +158,4 @@ run(async () => {
   } finally {
     await store.close();
   }
-}, USAGE);
+}
