@@ -144,3 +144,6 @@ export const leaseObjectKey = (name: string) => `.leases/${name}`;
 
 /** Lease name of one provider's writers: publish-provider and mirror sync take it (one writer per provider). */
 export const providerLeaseName = (address: ProviderAddress) => `providers/${providerPath(address)}`;
+
+/** Name of the lease a module publish holds (one writer per module): see src/store/lease.ts. */
+export const moduleLeaseName = (address: ModuleAddress) => `modules/${modulePath(address)}`;
