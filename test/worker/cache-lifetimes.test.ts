@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:workers';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { address, fakeRelease, getWith, seed } from './helpers';
 import { publishVersion, readVersionRecord, rebuildProviderIndex } from '../../src/store/publish';
 import { storeMirroredVersion } from '../../src/store/mirror';
@@ -10,7 +10,22 @@ import { storeMirroredVersion } from '../../src/store/mirror';
 
 const SECONDS = '1';
 const vars = { INDEX_CACHE_SECONDS: SECONDS };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// The isolate's cache reads Date.now(): requests are made at chosen instants on a fake clock (to the
+// millisecond, no sleeping); publishing runs on the real clock in between.
+const T0 = Date.UTC(2031, 0, 1);
+async function at<T>(ms: number, request: () => Promise<T>): Promise<T> {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  vi.setSystemTime(T0 + ms);
+  try {
+    return await request();
+  } finally {
+    vi.useRealTimers();
+  }
+}
+afterEach(() => {
+  vi.useRealTimers();
+});
+const LIFETIME_MS = Number(SECONDS) * 1000;
 const versionsOf = async (path: string) => (await (await getWith(vars, path)).json<{ versions: { version: string }[] }>()).versions.map((v) => v.version);
 
 describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
@@ -18,15 +33,14 @@ describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     const provider = address('acme', 'lifetime');
     await seed([fakeRelease(provider, '1.0.0')]);
     const path = '/v1/providers/acme/lifetime/versions';
-    const first = await getWith(vars, path);
+    const first = await at(0, () => getWith(vars, path));
     expect(first.headers.get('cache-control')).toBe(`public, max-age=${SECONDS}`);
     expect((await first.json<{ versions: unknown[] }>()).versions).toHaveLength(1);
 
     const next = fakeRelease(provider, '1.1.0');
     await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, next.record, next.files);
-    expect(await versionsOf(path)).toEqual(['1.0.0']); // cached
-    await sleep(1100);
-    expect(await versionsOf(path)).toEqual(['1.0.0', '1.1.0']);
+    expect(await at(LIFETIME_MS - 1, () => versionsOf(path))).toEqual(['1.0.0']); // cached
+    expect(await at(LIFETIME_MS, () => versionsOf(path))).toEqual(['1.0.0', '1.1.0']);
   });
 
   it('the mirror index.json likewise', async () => {
@@ -34,12 +48,11 @@ describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     await seed([fakeRelease(provider, '1.0.0')]);
     const path = '/v1/mirror/registry.example.com/acme/mirrorlife/index.json';
     const keys = async () => Object.keys((await (await getWith(vars, path)).json<{ versions: object }>()).versions);
-    expect(await keys()).toEqual(['1.0.0']);
+    expect(await at(0, keys)).toEqual(['1.0.0']);
     const next = fakeRelease(provider, '2.0.0');
     await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, next.record, next.files);
-    expect(await keys()).toEqual(['1.0.0']);
-    await sleep(1100);
-    expect(await keys()).toEqual(['1.0.0', '2.0.0']);
+    expect(await at(LIFETIME_MS - 1, keys)).toEqual(['1.0.0']);
+    expect(await at(LIFETIME_MS, keys)).toEqual(['1.0.0', '2.0.0']);
   });
 
   it('"not found" for a provider, a version document and a mirror version is reused only for the lifetime', async () => {
@@ -50,14 +63,10 @@ describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
       '/v1/mirror/registry.example.com/acme/absent/index.json',
       '/v1/mirror/registry.example.com/acme/absent/1.0.0.json',
     ];
-    for (const path of paths) {
-      const response = await getWith(vars, path);
-      expect(response.status, path).toBe(404);
-    }
+    for (const path of paths) expect((await at(0, () => getWith(vars, path))).status, path).toBe(404);
     await seed([fakeRelease(provider, '1.0.0', ['linux_amd64'])]);
-    for (const path of paths) expect((await getWith(vars, path)).status, `${path} (cached)`).toBe(404);
-    await sleep(1100);
-    for (const path of paths) expect((await getWith(vars, path)).status, `${path} after the lifetime`).toBe(200);
+    for (const path of paths) expect((await at(LIFETIME_MS - 1, () => getWith(vars, path))).status, `${path} (cached)`).toBe(404);
+    for (const path of paths) expect((await at(LIFETIME_MS, () => getWith(vars, path))).status, `${path} after the lifetime`).toBe(200);
   });
 
   it('a published version document is immutable: served with a one-year immutable lifetime', async () => {
