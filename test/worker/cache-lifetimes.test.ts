@@ -1,7 +1,8 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { address, fakeRelease, getWith, seed } from './helpers';
-import { publishVersion } from '../../src/store/publish';
+import { publishVersion, readVersionRecord, rebuildProviderIndex } from '../../src/store/publish';
+import { storeMirroredVersion } from '../../src/store/mirror';
 
 // With INDEX_CACHE_SECONDS > 0 an isolate reuses version lists and "not found" answers for that long and
 // no longer: a version published meanwhile is listed (and its documents found) once the lifetime has passed.
@@ -73,6 +74,35 @@ describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     for (const path of ['/v1/providers/acme/forever/1.0.0/download/linux/amd64', '/v1/mirror/registry.example.com/acme/forever/1.0.0.json']) {
       expect((await getWith(vars, path)).headers.get('cache-control'), path).toBe('public, max-age=31536000, immutable');
     }
+  });
+});
+
+describe('a version mirrored from another registry', () => {
+  it('is cached like a list, so a platform added by a later mirror sync is served after the lifetime', async () => {
+    const upstream = { hostname: 'registry.terraform.io', namespace: 'hashicorp', type: 'grows' };
+    const first = fakeRelease(upstream, '1.0.0', ['linux_amd64']);
+    await storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, first.record, first.files);
+    await rebuildProviderIndex(env.REGISTRY_KV, upstream, () => {}, env.REGISTRY_R2);
+    const path = '/v1/mirror/registry.terraform.io/hashicorp/grows/1.0.0.json';
+    const platforms = async (ms: number) => Object.keys((await (await at(ms, () => getWith(vars, path))).json<{ archives: object }>()).archives).sort();
+    const response = await at(0, () => getWith(vars, path));
+    expect(response.headers.get('cache-control')).toBe(`public, max-age=${SECONDS}`);
+    expect(await platforms(1)).toEqual(['linux_amd64']);
+
+    const wider = fakeRelease(upstream, '1.0.0', ['linux_amd64', 'darwin_arm64']);
+    await storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, wider.record, wider.files);
+    expect(await platforms(500)).toEqual(['linux_amd64']); // within the lifetime: the isolate's copy
+    expect(await platforms(1001)).toEqual(['darwin_arm64', 'linux_amd64']);
+  });
+
+  it('keeps its bytes: a different archive for a mirrored platform is refused and nothing changes', async () => {
+    const upstream = { hostname: 'registry.terraform.io', namespace: 'hashicorp', type: 'fixed' };
+    const first = fakeRelease(upstream, '1.0.0', ['linux_amd64']);
+    await storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, first.record, first.files);
+    const changed = fakeRelease(upstream, '1.0.0', ['linux_amd64', 'darwin_arm64'], { salt: 'rebuilt' });
+    await expect(storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, changed.record, changed.files)).rejects.toThrow(/mirrored bytes never change — kept ours/);
+    const record = await readVersionRecord(env.REGISTRY_KV, upstream, '1.0.0', env.REGISTRY_R2);
+    expect(record!.packages.map((p) => p.shasum)).toEqual(first.record.packages.map((p) => p.shasum));
   });
 });
 
