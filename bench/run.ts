@@ -16,7 +16,7 @@ import { startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, archivePath, seedLarge, seedLargeArchive, seedSmall } from './seed';
 import { MODULE_ROUTES, seedModules } from './seed-modules';
 import { benchModulePublish, type ModulePublishFigures } from './publish-module';
-import { wrk, type LoadResult } from './wrk';
+import { wrk, wrkMissing, type LoadResult } from './wrk';
 import { benchPublish, type PublishFigures } from './publish';
 import { benchEdgeCache, type EdgeCacheFigures } from './edge-cache';
 import { build } from './build';
@@ -303,8 +303,9 @@ function evaluate(
     targets.push({ name: `${name}: KV reads, cached`, value: cached, target: '0', met: cached === 0 });
   }
   targets.push({ name: 'archive 200 MB: workerd RSS growth (MB)', value: round(archive.rssGrowthMb, 1), target: '≤ 64', met: archive.rssGrowthMb <= 64 });
-  const hashing = publish.hashing.mbPerSecond / publish.hashing.sha256sumMbPerSecond;
-  targets.push({ name: 'publish hashing (zh + h1, inspectArchive) ÷ sha256sum', value: round(hashing), target: '≥ 0.8', met: hashing >= 0.8 });
+  // h1 needs every entry inflated, so its floor is inflating + hashing in one Node thread, not sha256sum.
+  const hashing = publish.hashing.mbPerSecond / publish.hashing.floorMbPerSecond;
+  targets.push({ name: 'publish hashing (zh + h1, inspectArchive) ÷ floor (inflate + SHA-256 in one Node thread)', value: round(hashing), target: '≥ 0.8', met: hashing >= 0.8 });
   const zh = publish.hashing.sha256FileMbPerSecond / publish.hashing.sha256sumMbPerSecond;
   targets.push({ name: 'publish hashing (zh alone, sha256File) ÷ sha256sum', value: round(zh), target: '≥ 0.8', met: zh >= 0.8 });
   targets.push({ name: 'bundle gzip (KiB)', value: round(bundleGzip / 1024, 1), target: '≤ 64', met: bundleGzip <= 64 * 1024 });
@@ -396,7 +397,7 @@ function table(result: Result): string {
   lines.push(`edge cache, R2/KV reads per request — first in the location; again, same isolate; fresh isolate: ${e.reads.map((r) => `${r.name} ${fmt(r.first)}; ${fmt(r.sameIsolate)}; ${fmt(r.freshIsolate)}`).join(' | ')}`);
   lines.push(`edge cache, archive ${e.archive.mb} MB: from R2 ${e.archive.fromR2MbPerSecond.toFixed(0)} MB/s, from the cache ${e.archive.fromCacheMbPerSecond.toFixed(0)} MB/s (fresh isolate ${e.archive.fromCacheFreshIsolateMbPerSecond.toFixed(0)} MB/s)`);
   const p = result.publish;
-  lines.push(`publish hashing (${p.hashing.fileMb} MB provider-like zip): ${p.hashing.function} ${p.hashing.mbPerSecond.toFixed(0)} MB/s, sha256sum ${p.hashing.sha256sumMbPerSecond.toFixed(0)} MB/s; zh alone (sha256File) ${p.hashing.sha256FileMbPerSecond.toFixed(0)} MB/s${p.hashing.unzipPipeMbPerSecond === null ? '' : `; unzip -p | sha256sum ${p.hashing.unzipPipeMbPerSecond.toFixed(0)} MB/s`}`);
+  lines.push(`publish hashing (${p.hashing.fileMb} MB provider-like zip): ${p.hashing.function} ${p.hashing.mbPerSecond.toFixed(0)} MB/s, floor (inflate + SHA-256, one thread) ${p.hashing.floorMbPerSecond.toFixed(0)} MB/s, sha256sum ${p.hashing.sha256sumMbPerSecond.toFixed(0)} MB/s; zh alone (sha256File) ${p.hashing.sha256FileMbPerSecond.toFixed(0)} MB/s${p.hashing.unzipPipeMbPerSecond === null ? '' : `; unzip -p | sha256sum ${p.hashing.unzipPipeMbPerSecond.toFixed(0)} MB/s`}`);
   lines.push(`local publish of 3 × 50 MB archives: ${p.localPublishSeconds.toFixed(2)} s (read + hash + sign ${p.readAndHashSeconds.toFixed(2)} s, writes to local R2/KV ${p.writeSeconds.toFixed(2)} s)`);
   lines.push(`bundle: ${(result.bundle.gzipBytes / 1024).toFixed(1)} KiB gzip`);
   lines.push('', ...costTable(result.cost));
@@ -412,6 +413,11 @@ function table(result: Result): string {
 
 // `--soak [MINUTES]` (default 10) runs the memory soak (bench/soak.ts) instead of the bench.
 const soakAt = process.argv.indexOf('--soak');
+const missing = wrkMissing();
+if (missing) {
+  process.stderr.write(`error: ${missing}\n`);
+  process.exit(1);
+}
 if (soakAt === -1) {
   await main();
 } else if (typeof globalThis.WebSocket === 'undefined') {
@@ -421,7 +427,7 @@ if (soakAt === -1) {
 } else {
   const given = process.argv[soakAt + 1];
   const minutes = given !== undefined && /^\d+(\.\d+)?$/.test(given) ? Number(given) : 10;
-  await soak(minutes, json);
+  await soak(minutes, json, args.has('--cached'));
 }
 
 /** 200, or 204 for modules.v1 download (its answer is a header). */

@@ -1,3 +1,4 @@
+import { compatibilityDate } from '../scripts/lib/config';
 import { dirname } from 'node:path';
 import { Miniflare } from 'miniflare';
 import { childPids } from './proc';
@@ -24,7 +25,7 @@ export const VARS = {
   // As deployed (wrangler.toml's production environment).
   GZIP_DOCUMENTS: 'true',
 };
-const COMPATIBILITY_DATE = '2026-04-20'; // wrangler.toml's
+const COMPATIBILITY_DATE = compatibilityDate(); // wrangler.toml's
 
 /**
  * `persistDir` stores KV and R2 on disk as `wrangler dev` does (R2 blobs are

@@ -35,6 +35,13 @@ export const downloadDocumentKey = (address: ProviderAddress, version: string, p
 
 export const mirrorIndexKey = (address: ProviderAddress) => `v1/mirror/${providerPath(address)}/index.json`;
 
+/** Prefix of every mirror index key (all hostnames), and the address a key names (null for any other key). */
+export const mirrorIndexPrefix = 'v1/mirror/';
+export function parseMirrorIndexKey(key: string): ProviderAddress | null {
+  const match = /^v1\/mirror\/([^/]+)\/([^/]+)\/([^/]+)\/index\.json$/.exec(key);
+  return match ? { hostname: match[1]!, namespace: match[2]!, type: match[3]! } : null;
+}
+
 export const mirrorVersionKey = (address: ProviderAddress, version: string) =>
   `v1/mirror/${providerPath(address)}/${version}.json`;
 

@@ -123,13 +123,18 @@ describe('npm run token (the CLI)', () => {
     expect((await token('list')).stdout).not.toContain('cli-test');
   });
 
-  it('exits 1 with a message for bad arguments', async () => {
+  it('exits 1 for bad input and 2 with the usage for bad arguments, with one "error:" line and no stack trace', async () => {
     // Independent runs, so in parallel: each is a process start.
-    const cases = [['create'], ['create', '--namespace', 'Bad.NS'], ['revoke'], ['rotate'], ['list', '--namespace', 'x']];
-    const failures = await Promise.all(cases.map((args) => token(...args).then(() => null, (error: { code: number; stderr: string }) => error)));
-    cases.forEach((args, i) => {
-      expect(failures[i]?.code, args.join(' ')).toBe(1);
-      expect(failures[i]?.stderr, args.join(' ')).toMatch(/^token: /);
+    const cases: [string[], number][] = [
+      [['create'], 1], [['create', '--namespace', 'Bad.NS'], 1],
+      [['revoke'], 2], [['rotate'], 2], [['list', '--namespace', 'x'], 2], [[], 2], [['list', '--bogus'], 2],
+    ];
+    const failures = await Promise.all(cases.map(([args]) => token(...args).then(() => null, (error: { code: number; stderr: string }) => error)));
+    cases.forEach(([args, code], i) => {
+      expect(failures[i]?.code, args.join(' ')).toBe(code);
+      expect(failures[i]?.stderr, args.join(' ')).toMatch(/^error: /);
+      expect(failures[i]?.stderr).not.toMatch(/\n\s+at /);
+      if (code === 2) expect(failures[i]?.stderr).toMatch(/usage:\n  npm run token/);
     });
   });
 });
