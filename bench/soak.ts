@@ -16,7 +16,9 @@ import { fakeRelease } from '../test/fixtures/release';
 import { publishVersion, rebuildProviderIndex } from '../src/store/publish';
 import { downloadDocumentKey, releaseFilePath } from '../src/store/layout';
 import type { ProviderAddress } from '../src/protocol/address';
+import { createServer } from 'node:net';
 import { build } from './build';
+import { connectHeaps, type HeapFigures } from './inspector';
 import { cpuMicros, rssBytes } from './proc';
 import { startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, PLATFORMS, stores } from './seed';
@@ -33,6 +35,8 @@ export interface SoakSample {
   rssMb: number;
   cpuSeconds: number;
   cache: { entries: number; bytes: number; maxBytes: number; evictions: number };
+  /** V8 heaps in workerd (null when the inspector could not be read). */
+  heap: HeapFigures | null;
 }
 
 export interface SoakResult {
@@ -51,6 +55,8 @@ export interface SoakResult {
     plateaus: boolean;
   };
   cache: { maxBytesSeen: number; bound: number; heldAtEverySample: boolean; evictions: number };
+  /** The Worker isolate's V8 heap size (null without inspector figures): its slope after the warm-up, like RSS's. */
+  workerHeap: { startMb: number; endMb: number; peakMb: number; slopeMbPerMinute: number } | null;
 }
 
 const log = (message: string) => process.stderr.write(`bench soak: ${message}\n`);
@@ -61,7 +67,9 @@ export async function soak(minutes: number, json: boolean): Promise<SoakResult> 
   try {
     log('building the Worker with the bench wrapper (wrangler deploy --dry-run)');
     const bundle = await build(work, 'bench/counting-worker.ts');
-    const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
+    const inspectorPort = await freePort();
+    const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'), { inspectorPort });
+    let heaps: Awaited<ReturnType<typeof connectHeaps>> | null = null;
     try {
       const address = { hostname: HOSTNAME, namespace: 'soak', type: 'churn' };
       log(`seeding ${VERSIONS} versions × ${PLATFORMS.length} platforms (documents) and ${PLATFORMS.length} × ${ARCHIVE_BYTES / 1024} KiB archives`);
@@ -75,15 +83,21 @@ export async function soak(minutes: number, json: boolean): Promise<SoakResult> 
       }
       log(`${paths.length} paths, ${(storedBytes / 1024 / 1024).toFixed(1)} MB of stored documents; ${CONNECTIONS} connections for ${minutes} min`);
 
+      try {
+        heaps = await connectHeaps(inspectorPort);
+      } catch (error) {
+        log(`no heap figures: ${(error as Error).message}`);
+      }
       const interval = minutes >= 5 ? 5 : 2;
       const samples: SoakSample[] = [];
       const started = Date.now();
       const sample = async () => {
         const cache = (await (await fetch(`${runtime.origin}/__bench/cache`)).json()) as SoakSample['cache'];
-        samples.push({ seconds: (Date.now() - started) / 1000, rssMb: rssBytes(runtime.pid) / 1024 / 1024, cpuSeconds: cpuMicros(runtime.pid) / 1e6, cache });
+        const heap = heaps ? await heaps.sample().catch(() => null) : null;
+        samples.push({ seconds: (Date.now() - started) / 1000, rssMb: rssBytes(runtime.pid) / 1024 / 1024, cpuSeconds: cpuMicros(runtime.pid) / 1e6, cache, heap });
         const last = samples[samples.length - 1]!;
         if (samples.length % Math.max(1, Math.round(60 / interval)) === 1) {
-          log(`${last.seconds.toFixed(0)} s: RSS ${last.rssMb.toFixed(1)} MB, cache ${(cache.bytes / 1024 / 1024).toFixed(1)} MB in ${cache.entries} entries, ${cache.evictions} evictions`);
+          log(`${last.seconds.toFixed(0)} s: RSS ${last.rssMb.toFixed(1)} MB, Worker heap ${heap ? heap.workerTotalMb.toFixed(1) : '?'} MB, cache ${(cache.bytes / 1024 / 1024).toFixed(1)} MB in ${cache.entries} entries, ${cache.evictions} evictions`);
         }
       };
       await sample();
@@ -101,6 +115,7 @@ export async function soak(minutes: number, json: boolean): Promise<SoakResult> 
       process.stdout.write(json ? `${JSON.stringify(result)}\n` : report(result));
       return result;
     } finally {
+      heaps?.close();
       await runtime.dispose();
     }
   } finally {
@@ -175,6 +190,13 @@ function analyse(minutes: number, pathCount: number, storedBytes: number, load: 
   // Plateau: what is left of the growth after the warm-up would add less than 5% (and under 16 MB) over the window.
   const allowed = Math.min(16, 0.05 * mean(afterWarmup));
   const plateaus = slope * windowMinutes <= allowed && drift <= allowed;
+  const withHeap = samples.filter((s) => s.heap !== null);
+  const workerHeap = withHeap.length < 2 ? null : {
+    startMb: withHeap[0]!.heap!.workerTotalMb,
+    endMb: withHeap[withHeap.length - 1]!.heap!.workerTotalMb,
+    peakMb: Math.max(...withHeap.map((s) => s.heap!.workerTotalMb)),
+    slopeMbPerMinute: leastSquaresSlope(withHeap.filter((s) => s.seconds >= total / 5).map((s) => [s.seconds / 60, s.heap!.workerTotalMb])),
+  };
   const bound = samples[0]!.cache.maxBytes;
   const maxBytesSeen = Math.max(...samples.map((s) => s.cache.bytes));
   return {
@@ -184,7 +206,19 @@ function analyse(minutes: number, pathCount: number, storedBytes: number, load: 
       peakMb: Math.max(...samples.map((s) => s.rssMb)), slopeMbPerMinute: slope, lastThirdMinusMiddleThirdMb: drift, plateaus,
     },
     cache: { maxBytesSeen, bound, heldAtEverySample: maxBytesSeen <= bound, evictions: samples[samples.length - 1]!.cache.evictions },
+    workerHeap,
   };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 function leastSquaresSlope(points: readonly (readonly [number, number])[]): number {
@@ -204,19 +238,22 @@ function report(result: SoakResult): string {
   lines.push(`load: ${result.load.requests} requests, ${result.load.rps.toFixed(0)} req/s, p50 ${result.load.p50Ms} ms, p99 ${result.load.p99Ms} ms, ${result.load.non2xx} non-2xx, ${result.load.errors} socket errors`);
   for (const line of (result.load.non200 ?? []).slice(0, 5)) lines.push(`  non-200 response: ${line}`);
   lines.push('');
-  lines.push('   time   RSS MB  cache MB  entries  evictions  workerd CPU s');
+  lines.push('   time   RSS MB  Worker heap used/total MB  other isolates MB  cache MB  entries  evictions  CPU s');
   const peak = result.rss.peakMb;
   // At most ~30 rows: every k-th sample, always the last.
   const step = Math.max(1, Math.ceil(result.samples.length / 30));
   result.samples.forEach((s, i) => {
     if (i % step !== 0 && i !== result.samples.length - 1) return;
     const bar = '#'.repeat(Math.round((s.rssMb / peak) * 40));
-    lines.push(`${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${mb(s.cache.bytes / 1024 / 1024).padStart(8)}  ${String(s.cache.entries).padStart(7)}  ${String(s.cache.evictions).padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(13)}  ${bar}`);
+    const heap = s.heap ? `${mb(s.heap.workerUsedMb)} / ${mb(s.heap.workerTotalMb)}` : '—';
+    lines.push(`${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${heap.padStart(25)}  ${(s.heap ? mb(s.heap.othersTotalMb) : '—').padStart(17)}  ${mb(s.cache.bytes / 1024 / 1024).padStart(8)}  ${String(s.cache.entries).padStart(7)}  ${String(s.cache.evictions).padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(5)}  ${bar}`);
   });
   lines.push('');
   const r = result.rss;
   lines.push(`RSS: ${mb(r.startMb)} MB at start, ${mb(r.afterWarmupMb)} MB after the warm-up (first fifth), ${mb(r.endMb)} MB at the end, peak ${mb(r.peakMb)} MB`);
   lines.push(`     slope after the warm-up ${r.slopeMbPerMinute.toFixed(2)} MB/min; last third − middle third ${r.lastThirdMinusMiddleThirdMb.toFixed(1)} MB → ${r.plateaus ? 'plateaus' : 'DOES NOT plateau'}`);
+  const h = result.workerHeap;
+  if (h) lines.push(`Worker isolate's V8 heap: ${mb(h.startMb)} MB at start, ${mb(h.endMb)} MB at the end, peak ${mb(h.peakMb)} MB; slope after the warm-up ${h.slopeMbPerMinute.toFixed(2)} MB/min`);
   const c = result.cache;
   lines.push(`isolate cache: at most ${mb(c.maxBytesSeen / 1024 / 1024)} MB counted of its ${mb(c.bound / 1024 / 1024)} MB bound at every sample → ${c.heldAtEverySample ? 'bound held' : 'BOUND EXCEEDED'}; ${c.evictions} evictions`);
   return `${lines.join('\n')}\n`;

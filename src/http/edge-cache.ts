@@ -74,7 +74,15 @@ export function edgeCacheFor(request: Request, ctx: ExecutionContext | undefined
       }
       inFlight.add(url);
       const done = Promise.resolve(response)
-        .then((r) => (r ? cache.put(url, r) : undefined))
+        .then(async (r) => {
+          if (!r) return;
+          try {
+            await cache.put(url, r);
+          } finally {
+            // A put that gave up early must not leave a tee'd branch unread (the isolate would buffer it).
+            if (r.body && !r.bodyUsed) await r.body.cancel().catch(() => {});
+          }
+        })
         .catch((error: unknown) => console.error(`edge cache: put ${kind}/${key} failed`, error))
         .finally(() => inFlight.delete(url));
       ctx?.waitUntil(done);

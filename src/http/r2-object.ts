@@ -101,21 +101,23 @@ async function fromEdgeCache(
     return answer(outcome, validators, options, null);
   }
   if (outcome.status === 200) return answer(outcome, validators, options, hit.body);
-  return answer(outcome, validators, options, await cachedRange(key, edgeCache, outcome, validators));
+  const range = await cachedRange(key, edgeCache, outcome, validators);
+  return range ? answer(outcome, validators, options, range) : undefined; // evicted meanwhile: R2 answers
 }
 
 /**
  * A byte range of a cached object. The cache is asked for exactly that
  * range; when it answers 206 with that Content-Range (Cloudflare's cache
  * does) its body is used, otherwise (a 200 with the whole object) the range
- * is cut out of the stream as it passes — never buffered.
+ * is cut out of the stream as it passes — never buffered. Null when the
+ * entry was evicted since the first lookup.
  */
 async function cachedRange(
   key: string, edgeCache: EdgeCache, range: { offset: number; length: number }, validators: Validators,
-): Promise<ReadableStream> {
+): Promise<ReadableStream | null> {
   const last = range.offset + range.length - 1;
   const response = await edgeCache.match('r2', key, { range: `bytes=${range.offset}-${last}` });
-  if (!response?.body) throw new Error(`edge cache: ${key} vanished between two reads`);
+  if (!response?.body) return null;
   if (response.status === 206 && response.headers.get('content-range') === `bytes ${range.offset}-${last}/${validators.size}`) {
     return response.body;
   }

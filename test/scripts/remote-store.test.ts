@@ -283,3 +283,29 @@ describe('publish-provider --remote', () => {
     await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(/already published with different contents/);
   });
 });
+
+describe('publish-module --remote', () => {
+  it('publishes a module through the KV REST API and the S3 API (the package served back byte for byte), idempotent and immutable', async () => {
+    const { publishModule } = await import('../../scripts/lib/module/publish');
+    const { writeDemoModule } = await import('../../scripts/lib/module/demo');
+    const { writeFileSync } = await import('node:fs');
+    const tree = join(dir, 'module-remote');
+    writeDemoModule(tree, '1.0.0');
+    const options = {
+      path: tree, namespace: 'acme', name: 'net', system: 'aws', version: '1.0.0', remote: true, env: 'production', configPath,
+      processEnv: remoteEnv(), remoteTuning: { region: 'us-east-1' },
+    };
+    const result = await publishModule(options);
+    expect(result).toMatchObject({ address: `${config.hostname}/acme/net/aws`, status: 'published', filename: 'net-aws-1.0.0.tar.gz' });
+    const ns = config.kvNamespaceId;
+    expect(JSON.parse(kvApi.values.get(`${ns}/v1/modules/${config.hostname}/acme/net/aws/versions`)!)).toEqual({ modules: [{ versions: [{ version: '1.0.0' }] }] });
+    const object = await s3Get(`modules/${config.hostname}/acme/net/aws/1.0.0/net-aws-1.0.0.tar.gz`);
+    expect(object.status).toBe(200);
+    expect(createHash('sha256').update(object.bytes).digest('hex')).toBe(result.sha256);
+    const puts = kvApi.requests.filter((r) => r.method === 'PUT').length;
+    expect((await publishModule(options)).status).toBe('unchanged');
+    expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(puts);
+    writeFileSync(join(tree, 'extra.tf'), 'variable "extra" {}\n');
+    await expect(publishModule(options)).rejects.toThrow(/already published with different contents/);
+  });
+});
