@@ -427,7 +427,7 @@ if (soakAt === -1) {
 } else {
   const given = process.argv[soakAt + 1];
   const minutes = given !== undefined && /^\d+(\.\d+)?$/.test(given) ? Number(given) : 10;
-  await soak(minutes, json);
+  await soak(minutes, json, args.has('--cached'));
 }
 
 /** 200, or 204 for modules.v1 download (its answer is a header). */

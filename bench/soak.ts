@@ -34,7 +34,8 @@ export interface SoakSample {
   seconds: number;
   rssMb: number;
   cpuSeconds: number;
-  cache: { entries: number; bytes: number; maxBytes: number; evictions: number };
+  /** The cache's figures; null when /__bench/cache did not answer (3 tries) behind the load's 50 connections. */
+  cache: { entries: number; bytes: number; maxBytes: number; evictions: number } | null;
   /** V8 heaps in workerd (null when the inspector could not be read). */
   heap: HeapFigures | null;
 }
@@ -54,15 +55,19 @@ export interface SoakResult {
     lastThirdMinusMiddleThirdMb: number;
     plateaus: boolean;
   };
-  cache: { maxBytesSeen: number; bound: number; heldAtEverySample: boolean; evictions: number };
+  cache: { maxBytesSeen: number; bound: number; heldAtEverySample: boolean; evictions: number; samplesRead: number };
   /** The Worker isolate's V8 heap size (null without inspector figures): its slope after the warm-up, like RSS's. */
   workerHeap: { startMb: number; endMb: number; peakMb: number; slopeMbPerMinute: number } | null;
 }
 
 const log = (message: string) => process.stderr.write(`bench soak: ${message}\n`);
 
-/** Runs the soak for `minutes` and prints its report (or, with `json`, one JSON object). */
-export async function soak(minutes: number, json: boolean): Promise<SoakResult> {
+/**
+ * Runs the soak for `minutes` and prints its report (or, with `json`, one JSON object).
+ * `cachedOnly`: load only the documents of the first 40 versions, which fit in the
+ * isolate cache — no KV read after the warm-up — to tell growth on the KV path apart.
+ */
+export async function soak(minutes: number, json: boolean, cachedOnly = false): Promise<SoakResult> {
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-soak-'));
   try {
     log('building the Worker with the bench wrapper (wrangler deploy --dry-run)');
@@ -73,7 +78,10 @@ export async function soak(minutes: number, json: boolean): Promise<SoakResult> 
     try {
       const address = { hostname: HOSTNAME, namespace: 'soak', type: 'churn' };
       log(`seeding ${VERSIONS} versions × ${PLATFORMS.length} platforms (documents) and ${PLATFORMS.length} × ${ARCHIVE_BYTES / 1024} KiB archives`);
-      const { paths, storedBytes } = await seed(runtime, address);
+      const seeded = await seed(runtime, address);
+      const paths = cachedOnly ? seeded.paths.filter((p) => !p.startsWith('/v1/archives/')).slice(0, 2 + 40 * 13) : seeded.paths;
+      const storedBytes = cachedOnly ? (seeded.storedBytes * 40) / VERSIONS : seeded.storedBytes;
+      if (cachedOnly) log('--cached: only documents that fit in the isolate cache');
       const script = join(work, 'paths.lua');
       await writeFile(script, luaRotation(paths));
       for (const path of [paths[0]!, paths[paths.length - 1]!]) {
@@ -92,12 +100,14 @@ export async function soak(minutes: number, json: boolean): Promise<SoakResult> 
       const samples: SoakSample[] = [];
       const started = Date.now();
       const sample = async () => {
-        const cache = (await (await fetch(`${runtime.origin}/__bench/cache`)).json()) as SoakSample['cache'];
+        const seconds = (Date.now() - started) / 1000;
+        const rssMb = rssBytes(runtime.pid) / 1024 / 1024;
+        const cpuSeconds = cpuMicros(runtime.pid) / 1e6;
         const heap = heaps ? await heaps.sample().catch(() => null) : null;
-        samples.push({ seconds: (Date.now() - started) / 1000, rssMb: rssBytes(runtime.pid) / 1024 / 1024, cpuSeconds: cpuMicros(runtime.pid) / 1e6, cache, heap });
-        const last = samples[samples.length - 1]!;
+        const cache = await cacheFigures(runtime.origin);
+        samples.push({ seconds, rssMb, cpuSeconds, cache, heap });
         if (samples.length % Math.max(1, Math.round(60 / interval)) === 1) {
-          log(`${last.seconds.toFixed(0)} s: RSS ${last.rssMb.toFixed(1)} MB, Worker heap ${heap ? heap.workerTotalMb.toFixed(1) : '?'} MB, cache ${(cache.bytes / 1024 / 1024).toFixed(1)} MB in ${cache.entries} entries, ${cache.evictions} evictions`);
+          log(`${seconds.toFixed(0)} s: RSS ${rssMb.toFixed(1)} MB, Worker heap ${heap ? heap.workerTotalMb.toFixed(1) : '?'} MB, cache ${cache ? `${(cache.bytes / 1024 / 1024).toFixed(1)} MB in ${cache.entries} entries, ${cache.evictions} evictions` : 'not read'}`);
         }
       };
       await sample();
@@ -197,17 +207,31 @@ function analyse(minutes: number, pathCount: number, storedBytes: number, load: 
     peakMb: Math.max(...withHeap.map((s) => s.heap!.workerTotalMb)),
     slopeMbPerMinute: leastSquaresSlope(withHeap.filter((s) => s.seconds >= total / 5).map((s) => [s.seconds / 60, s.heap!.workerTotalMb])),
   };
-  const bound = samples[0]!.cache.maxBytes;
-  const maxBytesSeen = Math.max(...samples.map((s) => s.cache.bytes));
+  const caches = samples.flatMap((s) => (s.cache ? [s.cache] : []));
+  const bound = caches[0]?.maxBytes ?? 0;
+  const maxBytesSeen = Math.max(0, ...caches.map((c) => c.bytes));
   return {
     minutes, connections: CONNECTIONS, paths: pathCount, storedDocumentMb: storedBytes / 1024 / 1024, load, samples,
     rss: {
       startMb: samples[0]!.rssMb, afterWarmupMb: afterWarmup[0]?.rssMb ?? samples[0]!.rssMb, endMb: samples[samples.length - 1]!.rssMb,
       peakMb: Math.max(...samples.map((s) => s.rssMb)), slopeMbPerMinute: slope, lastThirdMinusMiddleThirdMb: drift, plateaus,
     },
-    cache: { maxBytesSeen, bound, heldAtEverySample: maxBytesSeen <= bound, evictions: samples[samples.length - 1]!.cache.evictions },
+    cache: { maxBytesSeen, bound, heldAtEverySample: caches.length > 0 && maxBytesSeen <= bound, evictions: caches[caches.length - 1]?.evictions ?? 0, samplesRead: caches.length },
     workerHeap,
   };
+}
+
+/** /__bench/cache, tried 3 times (the load keeps workerd busy); null when it never answered. */
+async function cacheFigures(origin: string): Promise<NonNullable<SoakSample['cache']>| null> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const response = await fetch(`${origin}/__bench/cache`, { signal: AbortSignal.timeout(10_000) });
+      return (await response.json()) as NonNullable<SoakSample['cache']>;
+    } catch {
+      // try again
+    }
+  }
+  return null;
 }
 
 function freePort(): Promise<number> {
@@ -246,7 +270,7 @@ function report(result: SoakResult): string {
     if (i % step !== 0 && i !== result.samples.length - 1) return;
     const bar = '#'.repeat(Math.round((s.rssMb / peak) * 40));
     const heap = s.heap ? `${mb(s.heap.workerUsedMb)} / ${mb(s.heap.workerTotalMb)}` : '—';
-    lines.push(`${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${heap.padStart(25)}  ${(s.heap ? mb(s.heap.othersTotalMb) : '—').padStart(17)}  ${mb(s.cache.bytes / 1024 / 1024).padStart(8)}  ${String(s.cache.entries).padStart(7)}  ${String(s.cache.evictions).padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(5)}  ${bar}`);
+    lines.push(`${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${heap.padStart(25)}  ${(s.heap ? mb(s.heap.othersTotalMb) : '—').padStart(17)}  ${(s.cache ? mb(s.cache.bytes / 1024 / 1024) : '—').padStart(8)}  ${String(s.cache?.entries ?? '—').padStart(7)}  ${String(s.cache?.evictions ?? '—').padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(5)}  ${bar}`);
   });
   lines.push('');
   const r = result.rss;
@@ -255,6 +279,8 @@ function report(result: SoakResult): string {
   const h = result.workerHeap;
   if (h) lines.push(`Worker isolate's V8 heap: ${mb(h.startMb)} MB at start, ${mb(h.endMb)} MB at the end, peak ${mb(h.peakMb)} MB; slope after the warm-up ${h.slopeMbPerMinute.toFixed(2)} MB/min`);
   const c = result.cache;
-  lines.push(`isolate cache: at most ${mb(c.maxBytesSeen / 1024 / 1024)} MB counted of its ${mb(c.bound / 1024 / 1024)} MB bound at every sample → ${c.heldAtEverySample ? 'bound held' : 'BOUND EXCEEDED'}; ${c.evictions} evictions`);
+  lines.push(c.samplesRead === 0
+    ? 'isolate cache: its figures could not be read (/__bench/cache never answered)'
+    : `isolate cache: at most ${mb(c.maxBytesSeen / 1024 / 1024)} MB counted of its ${mb(c.bound / 1024 / 1024)} MB bound in ${c.samplesRead} of ${result.samples.length} samples read → ${c.heldAtEverySample ? 'bound held' : 'BOUND EXCEEDED'}; ${c.evictions} evictions`);
   return `${lines.join('\n')}\n`;
 }

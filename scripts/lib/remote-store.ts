@@ -305,15 +305,11 @@ export function openRemoteStore(
 
 /**
  * The remote KV namespace alone (tokens and keys need no R2, so no R2
- * credentials are asked for). Throws InputError naming missing variables, or
- * the placeholder namespace id of a wrangler.toml not yet filled in.
+ * credentials are asked for). Throws InputError naming missing variables.
  */
 export function openRemoteKv(config: Pick<RegistryConfig, 'kvNamespaceId'>, env: NodeJS.ProcessEnv = process.env): Pick<StoreHandle, 'kv' | 'description' | 'close'> {
   const missing = [REMOTE_ENV.accountId, REMOTE_ENV.apiToken].filter((name) => !env[name]);
   if (missing.length > 0) throw new InputError(`--remote needs ${missing.join(' and ')} (an API token with Workers KV Storage: Edit) in the environment`);
-  if (/^0+$/.test(config.kvNamespaceId)) {
-    throw new InputError(`the REGISTRY_KV id in wrangler.toml is the placeholder ${config.kvNamespaceId}; put your namespace's id there`);
-  }
   const apiBaseUrl = env[REMOTE_ENV.apiBaseUrl];
   return {
     kv: new KvRestStore({ accountId: env[REMOTE_ENV.accountId]!, namespaceId: config.kvNamespaceId, apiToken: env[REMOTE_ENV.apiToken]!, ...(apiBaseUrl ? { apiBaseUrl } : {}) }),

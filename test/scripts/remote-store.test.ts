@@ -257,8 +257,14 @@ describe('publish-provider --remote', () => {
     expect(imported.stderr + imported.stdout).not.toMatch(/PRIVATE KEY|test-api-token/);
 
     s3Requests.length = 0;
-    const result = await publishRelease(options);
+    const lines: string[] = [];
+    const result = await publishRelease({ ...options, log: (line: string) => lines.push(line) });
     expect(result).toMatchObject({ address: `${config.hostname}/acme/cloud`, version: '1.0.0', status: 'published', key_id: key.keyId });
+    // The provider's lease and the committed record live in R2; s3rver ignores If-None-Match on PUT, and the publish says so.
+    expect(s3Requests).toContain(`PUT /${config.bucketName}/.leases/providers/${config.hostname}/acme/cloud`);
+    expect(lines.join('\n')).toMatch(/warning: this object store ignores conditional writes \(If-None-Match\), so the lease providers\/.*\/acme\/cloud cannot keep other writers out/);
+    const committed = await s3Get(`.records/${config.hostname}/acme/cloud/1.0.0.json`);
+    expect(JSON.parse(committed.bytes.toString())).toMatchObject({ version: '1.0.0', signingKey: { key_id: key.keyId } });
     const ns = config.kvNamespaceId;
     const versions = JSON.parse(kvApi.values.get(`${ns}/v1/providers/${config.hostname}/acme/cloud/versions`)!);
     expect(versions.versions.map((v: { version: string }) => v.version)).toEqual(['1.0.0']);
