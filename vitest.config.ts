@@ -30,7 +30,7 @@ export default defineConfig({
           include: ['test/scripts/**/*.test.ts', 'test/e2e/**/*.test.ts'],
           environment: 'node',
           testTimeout: 120_000,
-          hookTimeout: 120_000,
+          hookTimeout: 300_000, // the e2e setup publishes with the real CLI: minutes when the 2-core machine is busy
           // Files are independent: each has its own temp state and free ports.
           fileParallelism: true,
         },
