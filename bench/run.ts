@@ -14,7 +14,9 @@ import { gzipSync } from 'node:zlib';
 import { cpuMicros, rssBytes } from './proc';
 import { startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, archivePath, seedLarge, seedLargeArchive, seedSmall } from './seed';
-import { wrk, type LoadResult } from './wrk';
+import { MODULE_ROUTES, seedModules } from './seed-modules';
+import { benchModulePublish, type ModulePublishFigures } from './publish-module';
+import { wrk, wrkMissing, type LoadResult } from './wrk';
 import { benchPublish, type PublishFigures } from './publish';
 import { benchEdgeCache, type EdgeCacheFigures } from './edge-cache';
 import { build } from './build';
@@ -98,12 +100,15 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       const seedStart = Date.now();
       await seedSmall(registry, small, '1.0.0');
       const newest = await seedLarge(registry, large, 1000);
+      await seedModules(registry); // modules.v1: 1 and 1,000 versions
       log(`seeded in ${((Date.now() - seedStart) / 1000).toFixed(1)} s`);
       const plan = [
         { runtime: floorRuntime, group: 'floor', name: 'floor (constant JSON)', path: '/' },
         { runtime: registry, group: 'small', name: 'discovery', path: '/.well-known/terraform.json' },
         ...routesOf('small', '1.0.0').map((r) => ({ runtime: registry, group: 'small', ...r })),
         ...routesOf('large', newest).map((r) => ({ runtime: registry, group: 'large', ...r })),
+        ...MODULE_ROUTES.small.map((r) => ({ runtime: registry, group: 'small', ...r })),
+        ...MODULE_ROUTES.large.map((r) => ({ runtime: registry, group: 'large', ...r })),
       ];
       // Interleaved rounds, medians: other work on a shared 2-core machine hits every route alike.
       const rounds: RouteFigures[][] = plan.map(() => []);
@@ -133,7 +138,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
     }
 
     log('KV reads per request and Worker JS per request (counting wrapper around the same Worker)');
-    const isolate = await inIsolate(countingBundle, small, quick ? null : large, routesOf('small', '1.0.0'), (v) => routesOf('large', v));
+    const isolate = await inIsolate(countingBundle, small, quick ? null : large, [...routesOf('small', '1.0.0'), ...MODULE_ROUTES.small], (v) => [...routesOf('large', v), ...MODULE_ROUTES.large]);
     const kvReads = isolate.kvReads;
     const js = (group: string, name: string) => isolate.jsMicros.find((j) => j.group === group && j.name === name)?.micros ?? null;
 
@@ -142,6 +147,9 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
 
     log('publish: hashing and a local publish');
     const publish = await benchPublish(work, quick);
+    log('publish-module: a module with 1 MB and with 50 MB of data, local publish');
+    const modulePublish = await benchModulePublish(work);
+    for (const m of modulePublish.sizes) log(`publish-module ${m.mb} MB (package ${(m.packageBytes / 1e6).toFixed(1)} MB): ${m.seconds.toFixed(2)} s`);
 
     log('cost: requests, KV and R2 reads of a real terraform init, cold and with a warm edge cache');
     const cost = await benchCost(work, { quick, log });
@@ -164,6 +172,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       archive,
       edgeCache,
       publish,
+      modulePublish,
       bundle: { gzipBytes: bundleGzip },
       cost,
       targets,
@@ -180,7 +189,7 @@ async function load(runtime: Runtime, name: string, path: string): Promise<Route
   const url = `${runtime.origin}${path}`;
   const check = await fetch(url);
   const body = await check.arrayBuffer();
-  if (check.status !== 200) throw new Error(`${name}: GET ${path} answered ${check.status}`);
+  if (!isSuccess(check.status)) throw new Error(`${name}: GET ${path} answered ${check.status}`);
   if (!quick) await wrk(url, { connections: CONNECTIONS, seconds: 1 }); // warm up (JIT, isolate cache)
   const cpuBefore = cpuMicros(runtime.pid);
   const result = await wrk(url, { connections: CONNECTIONS, seconds: SECONDS });
@@ -228,6 +237,7 @@ async function inIsolate(
   try {
     await seedSmall(runtime, small, '1.0.0');
     const newest = large ? await seedLarge(runtime, large, 1000) : null;
+    await seedModules(runtime);
     const reads = async () => ((await (await fetch(`${runtime.origin}/__bench/kv-reads?reset`)).json()) as { reads: number }).reads;
     const kvReads: { name: string; first: number; cached: number }[] = [];
     const all = [{ name: 'discovery', path: '/.well-known/terraform.json' }, ...routes];
@@ -239,7 +249,7 @@ async function inIsolate(
       const again = await fetch(`${runtime.origin}${route.path}`);
       await again.arrayBuffer();
       const afterSecond = await reads();
-      if (first.status !== 200 || again.status !== 200) throw new Error(`${route.name} answered ${first.status}/${again.status}`);
+      if (!isSuccess(first.status) || !isSuccess(again.status)) throw new Error(`${route.name} answered ${first.status}/${again.status}`);
       kvReads.push({ name: route.name, first: afterFirst, cached: afterSecond });
     }
     const loop = async (path: string, n: number) => {
@@ -293,8 +303,9 @@ function evaluate(
     targets.push({ name: `${name}: KV reads, cached`, value: cached, target: '0', met: cached === 0 });
   }
   targets.push({ name: 'archive 200 MB: workerd RSS growth (MB)', value: round(archive.rssGrowthMb, 1), target: '≤ 64', met: archive.rssGrowthMb <= 64 });
-  const hashing = publish.hashing.mbPerSecond / publish.hashing.sha256sumMbPerSecond;
-  targets.push({ name: 'publish hashing (zh + h1, inspectArchive) ÷ sha256sum', value: round(hashing), target: '≥ 0.8', met: hashing >= 0.8 });
+  // h1 needs every entry inflated, so its floor is inflating + hashing in one Node thread, not sha256sum.
+  const hashing = publish.hashing.mbPerSecond / publish.hashing.floorMbPerSecond;
+  targets.push({ name: 'publish hashing (zh + h1, inspectArchive) ÷ floor (inflate + SHA-256 in one Node thread)', value: round(hashing), target: '≥ 0.8', met: hashing >= 0.8 });
   const zh = publish.hashing.sha256FileMbPerSecond / publish.hashing.sha256sumMbPerSecond;
   targets.push({ name: 'publish hashing (zh alone, sha256File) ÷ sha256sum', value: round(zh), target: '≥ 0.8', met: zh >= 0.8 });
   targets.push({ name: 'bundle gzip (KiB)', value: round(bundleGzip / 1024, 1), target: '≤ 64', met: bundleGzip <= 64 * 1024 });
@@ -355,6 +366,7 @@ type Result = {
   archive: { seconds: number; mbPerSecond: number; rssGrowthMb: number; baselineRssMb: number };
   edgeCache: EdgeCacheFigures;
   publish: PublishFigures;
+  modulePublish: ModulePublishFigures;
   bundle: { gzipBytes: number };
   cost: CostFigures;
   targets: Target[];
@@ -378,13 +390,14 @@ function table(result: Result): string {
   lines.push('workerd CPU: process CPU time ÷ requests under load; JS µs: the Worker\'s own JavaScript per request, in-isolate loop (— in --quick for 1,000 versions)');
   lines.push('');
   lines.push(`KV reads per request (first / cached): ${result.kvReads.map((k) => `${k.name} ${k.first}/${k.cached}`).join(', ')}`);
+  lines.push(`publish-module (local): ${result.modulePublish.sizes.map((m) => `${m.mb} MB module ${m.seconds.toFixed(2)} s`).join(', ')}`);
   lines.push(`archive 200 MB: ${result.archive.mbPerSecond.toFixed(0)} MB/s (${result.archive.seconds.toFixed(2)} s), workerd RSS +${result.archive.rssGrowthMb.toFixed(1)} MB over ${result.archive.baselineRssMb.toFixed(0)} MB`);
   const e = result.edgeCache;
   const fmt = (r: { kv: number; r2: number }) => `${r.r2}/${r.kv}`;
   lines.push(`edge cache, R2/KV reads per request — first in the location; again, same isolate; fresh isolate: ${e.reads.map((r) => `${r.name} ${fmt(r.first)}; ${fmt(r.sameIsolate)}; ${fmt(r.freshIsolate)}`).join(' | ')}`);
   lines.push(`edge cache, archive ${e.archive.mb} MB: from R2 ${e.archive.fromR2MbPerSecond.toFixed(0)} MB/s, from the cache ${e.archive.fromCacheMbPerSecond.toFixed(0)} MB/s (fresh isolate ${e.archive.fromCacheFreshIsolateMbPerSecond.toFixed(0)} MB/s)`);
   const p = result.publish;
-  lines.push(`publish hashing (${p.hashing.fileMb} MB provider-like zip): ${p.hashing.function} ${p.hashing.mbPerSecond.toFixed(0)} MB/s, sha256sum ${p.hashing.sha256sumMbPerSecond.toFixed(0)} MB/s; zh alone (sha256File) ${p.hashing.sha256FileMbPerSecond.toFixed(0)} MB/s${p.hashing.unzipPipeMbPerSecond === null ? '' : `; unzip -p | sha256sum ${p.hashing.unzipPipeMbPerSecond.toFixed(0)} MB/s`}`);
+  lines.push(`publish hashing (${p.hashing.fileMb} MB provider-like zip): ${p.hashing.function} ${p.hashing.mbPerSecond.toFixed(0)} MB/s, floor (inflate + SHA-256, one thread) ${p.hashing.floorMbPerSecond.toFixed(0)} MB/s, sha256sum ${p.hashing.sha256sumMbPerSecond.toFixed(0)} MB/s; zh alone (sha256File) ${p.hashing.sha256FileMbPerSecond.toFixed(0)} MB/s${p.hashing.unzipPipeMbPerSecond === null ? '' : `; unzip -p | sha256sum ${p.hashing.unzipPipeMbPerSecond.toFixed(0)} MB/s`}`);
   lines.push(`local publish of 3 × 50 MB archives: ${p.localPublishSeconds.toFixed(2)} s (read + hash + sign ${p.readAndHashSeconds.toFixed(2)} s, writes to local R2/KV ${p.writeSeconds.toFixed(2)} s)`);
   lines.push(`bundle: ${(result.bundle.gzipBytes / 1024).toFixed(1)} KiB gzip`);
   lines.push('', ...costTable(result.cost));
@@ -400,10 +413,24 @@ function table(result: Result): string {
 
 // `--soak [MINUTES]` (default 10) runs the memory soak (bench/soak.ts) instead of the bench.
 const soakAt = process.argv.indexOf('--soak');
+const missing = wrkMissing();
+if (missing) {
+  process.stderr.write(`error: ${missing}\n`);
+  process.exit(1);
+}
 if (soakAt === -1) {
   await main();
+} else if (typeof globalThis.WebSocket === 'undefined') {
+  // The soak reads workerd's heaps over its inspector (a WebSocket): Node 20 has one behind a flag.
+  const child = spawn(process.execPath, ['--experimental-websocket', '--no-warnings', ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
+  process.exitCode = await new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
 } else {
   const given = process.argv[soakAt + 1];
   const minutes = given !== undefined && /^\d+(\.\d+)?$/.test(given) ? Number(given) : 10;
-  await soak(minutes, json);
+  await soak(minutes, json, args.has('--cached'));
+}
+
+/** 200, or 204 for modules.v1 download (its answer is a header). */
+function isSuccess(status: number): boolean {
+  return status === 200 || status === 204;
 }

@@ -1,3 +1,4 @@
+import { compatibilityDate } from '../scripts/lib/config';
 import { dirname } from 'node:path';
 import { Miniflare } from 'miniflare';
 import { childPids } from './proc';
@@ -24,7 +25,7 @@ export const VARS = {
   // As deployed (wrangler.toml's production environment).
   GZIP_DOCUMENTS: 'true',
 };
-const COMPATIBILITY_DATE = '2026-04-20'; // wrangler.toml's
+const COMPATIBILITY_DATE = compatibilityDate(); // wrangler.toml's
 
 /**
  * `persistDir` stores KV and R2 on disk as `wrangler dev` does (R2 blobs are
@@ -34,7 +35,7 @@ const COMPATIBILITY_DATE = '2026-04-20'; // wrangler.toml's
  * listens on the same `port`.
  */
 export async function startRuntime(
-  worker: { bundlePath: string } | { script: string }, persistDir?: string, options: { persistCache?: boolean; port?: number } = {},
+  worker: { bundlePath: string } | { script: string }, persistDir?: string, options: { persistCache?: boolean; port?: number; inspectorPort?: number } = {},
 ): Promise<Runtime> {
   const before = new Set(childPids('workerd'));
   const source = 'bundlePath' in worker
@@ -56,6 +57,7 @@ export async function startRuntime(
     ...(persistDir ? { defaultPersistRoot: persistDir, kvPersist: true, r2Persist: true } : {}),
     // The Cache API's store on disk too: a later workerd on the same directory is another isolate of the same location.
     ...(persistDir && options.persistCache ? { cachePersist: true } : {}),
+    ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
   });
   const url = await mf.ready;
   const pid = childPids('workerd').find((p) => !before.has(p));

@@ -16,7 +16,9 @@ import { fakeRelease } from '../test/fixtures/release';
 import { publishVersion, rebuildProviderIndex } from '../src/store/publish';
 import { downloadDocumentKey, releaseFilePath } from '../src/store/layout';
 import type { ProviderAddress } from '../src/protocol/address';
+import { createServer } from 'node:net';
 import { build } from './build';
+import { connectHeaps, type HeapFigures } from './inspector';
 import { cpuMicros, rssBytes } from './proc';
 import { startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, PLATFORMS, stores } from './seed';
@@ -32,7 +34,10 @@ export interface SoakSample {
   seconds: number;
   rssMb: number;
   cpuSeconds: number;
-  cache: { entries: number; bytes: number; maxBytes: number; evictions: number };
+  /** The cache's figures; null when /__bench/cache did not answer (3 tries) behind the load's 50 connections. */
+  cache: { entries: number; bytes: number; maxBytes: number; evictions: number } | null;
+  /** V8 heaps in workerd (null when the inspector could not be read). */
+  heap: HeapFigures | null;
 }
 
 export interface SoakResult {
@@ -50,22 +55,33 @@ export interface SoakResult {
     lastThirdMinusMiddleThirdMb: number;
     plateaus: boolean;
   };
-  cache: { maxBytesSeen: number; bound: number; heldAtEverySample: boolean; evictions: number };
+  cache: { maxBytesSeen: number; bound: number; heldAtEverySample: boolean; evictions: number; samplesRead: number };
+  /** The Worker isolate's V8 heap size (null without inspector figures): its slope after the warm-up, like RSS's. */
+  workerHeap: { startMb: number; endMb: number; peakMb: number; slopeMbPerMinute: number } | null;
 }
 
 const log = (message: string) => process.stderr.write(`bench soak: ${message}\n`);
 
-/** Runs the soak for `minutes` and prints its report (or, with `json`, one JSON object). */
-export async function soak(minutes: number, json: boolean): Promise<SoakResult> {
+/**
+ * Runs the soak for `minutes` and prints its report (or, with `json`, one JSON object).
+ * `cachedOnly`: load only the documents of the first 40 versions, which fit in the
+ * isolate cache — no KV read after the warm-up — to tell growth on the KV path apart.
+ */
+export async function soak(minutes: number, json: boolean, cachedOnly = false): Promise<SoakResult> {
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-soak-'));
   try {
     log('building the Worker with the bench wrapper (wrangler deploy --dry-run)');
     const bundle = await build(work, 'bench/counting-worker.ts');
-    const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
+    const inspectorPort = await freePort();
+    const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'), { inspectorPort });
+    let heaps: Awaited<ReturnType<typeof connectHeaps>> | null = null;
     try {
       const address = { hostname: HOSTNAME, namespace: 'soak', type: 'churn' };
       log(`seeding ${VERSIONS} versions × ${PLATFORMS.length} platforms (documents) and ${PLATFORMS.length} × ${ARCHIVE_BYTES / 1024} KiB archives`);
-      const { paths, storedBytes } = await seed(runtime, address);
+      const seeded = await seed(runtime, address);
+      const paths = cachedOnly ? seeded.paths.filter((p) => !p.startsWith('/v1/archives/')).slice(0, 2 + 40 * 13) : seeded.paths;
+      const storedBytes = cachedOnly ? (seeded.storedBytes * 40) / VERSIONS : seeded.storedBytes;
+      if (cachedOnly) log('--cached: only documents that fit in the isolate cache');
       const script = join(work, 'paths.lua');
       await writeFile(script, luaRotation(paths));
       for (const path of [paths[0]!, paths[paths.length - 1]!]) {
@@ -75,15 +91,23 @@ export async function soak(minutes: number, json: boolean): Promise<SoakResult> 
       }
       log(`${paths.length} paths, ${(storedBytes / 1024 / 1024).toFixed(1)} MB of stored documents; ${CONNECTIONS} connections for ${minutes} min`);
 
+      try {
+        heaps = await connectHeaps(inspectorPort);
+      } catch (error) {
+        log(`no heap figures: ${(error as Error).message}`);
+      }
       const interval = minutes >= 5 ? 5 : 2;
       const samples: SoakSample[] = [];
       const started = Date.now();
       const sample = async () => {
-        const cache = (await (await fetch(`${runtime.origin}/__bench/cache`)).json()) as SoakSample['cache'];
-        samples.push({ seconds: (Date.now() - started) / 1000, rssMb: rssBytes(runtime.pid) / 1024 / 1024, cpuSeconds: cpuMicros(runtime.pid) / 1e6, cache });
-        const last = samples[samples.length - 1]!;
+        const seconds = (Date.now() - started) / 1000;
+        const rssMb = rssBytes(runtime.pid) / 1024 / 1024;
+        const cpuSeconds = cpuMicros(runtime.pid) / 1e6;
+        const heap = heaps ? await heaps.sample().catch(() => null) : null;
+        const cache = await cacheFigures(runtime.origin);
+        samples.push({ seconds, rssMb, cpuSeconds, cache, heap });
         if (samples.length % Math.max(1, Math.round(60 / interval)) === 1) {
-          log(`${last.seconds.toFixed(0)} s: RSS ${last.rssMb.toFixed(1)} MB, cache ${(cache.bytes / 1024 / 1024).toFixed(1)} MB in ${cache.entries} entries, ${cache.evictions} evictions`);
+          log(`${seconds.toFixed(0)} s: RSS ${rssMb.toFixed(1)} MB, Worker heap ${heap ? heap.workerTotalMb.toFixed(1) : '?'} MB, cache ${cache ? `${(cache.bytes / 1024 / 1024).toFixed(1)} MB in ${cache.entries} entries, ${cache.evictions} evictions` : 'not read'}`);
         }
       };
       await sample();
@@ -101,6 +125,7 @@ export async function soak(minutes: number, json: boolean): Promise<SoakResult> 
       process.stdout.write(json ? `${JSON.stringify(result)}\n` : report(result));
       return result;
     } finally {
+      heaps?.close();
       await runtime.dispose();
     }
   } finally {
@@ -175,16 +200,49 @@ function analyse(minutes: number, pathCount: number, storedBytes: number, load: 
   // Plateau: what is left of the growth after the warm-up would add less than 5% (and under 16 MB) over the window.
   const allowed = Math.min(16, 0.05 * mean(afterWarmup));
   const plateaus = slope * windowMinutes <= allowed && drift <= allowed;
-  const bound = samples[0]!.cache.maxBytes;
-  const maxBytesSeen = Math.max(...samples.map((s) => s.cache.bytes));
+  const withHeap = samples.filter((s) => s.heap !== null);
+  const workerHeap = withHeap.length < 2 ? null : {
+    startMb: withHeap[0]!.heap!.workerTotalMb,
+    endMb: withHeap[withHeap.length - 1]!.heap!.workerTotalMb,
+    peakMb: Math.max(...withHeap.map((s) => s.heap!.workerTotalMb)),
+    slopeMbPerMinute: leastSquaresSlope(withHeap.filter((s) => s.seconds >= total / 5).map((s) => [s.seconds / 60, s.heap!.workerTotalMb])),
+  };
+  const caches = samples.flatMap((s) => (s.cache ? [s.cache] : []));
+  const bound = caches[0]?.maxBytes ?? 0;
+  const maxBytesSeen = Math.max(0, ...caches.map((c) => c.bytes));
   return {
     minutes, connections: CONNECTIONS, paths: pathCount, storedDocumentMb: storedBytes / 1024 / 1024, load, samples,
     rss: {
       startMb: samples[0]!.rssMb, afterWarmupMb: afterWarmup[0]?.rssMb ?? samples[0]!.rssMb, endMb: samples[samples.length - 1]!.rssMb,
       peakMb: Math.max(...samples.map((s) => s.rssMb)), slopeMbPerMinute: slope, lastThirdMinusMiddleThirdMb: drift, plateaus,
     },
-    cache: { maxBytesSeen, bound, heldAtEverySample: maxBytesSeen <= bound, evictions: samples[samples.length - 1]!.cache.evictions },
+    cache: { maxBytesSeen, bound, heldAtEverySample: caches.length > 0 && maxBytesSeen <= bound, evictions: caches[caches.length - 1]?.evictions ?? 0, samplesRead: caches.length },
+    workerHeap,
   };
+}
+
+/** /__bench/cache, tried 3 times (the load keeps workerd busy); null when it never answered. */
+async function cacheFigures(origin: string): Promise<NonNullable<SoakSample['cache']>| null> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const response = await fetch(`${origin}/__bench/cache`, { signal: AbortSignal.timeout(10_000) });
+      return (await response.json()) as NonNullable<SoakSample['cache']>;
+    } catch {
+      // try again
+    }
+  }
+  return null;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 function leastSquaresSlope(points: readonly (readonly [number, number])[]): number {
@@ -204,20 +262,25 @@ function report(result: SoakResult): string {
   lines.push(`load: ${result.load.requests} requests, ${result.load.rps.toFixed(0)} req/s, p50 ${result.load.p50Ms} ms, p99 ${result.load.p99Ms} ms, ${result.load.non2xx} non-2xx, ${result.load.errors} socket errors`);
   for (const line of (result.load.non200 ?? []).slice(0, 5)) lines.push(`  non-200 response: ${line}`);
   lines.push('');
-  lines.push('   time   RSS MB  cache MB  entries  evictions  workerd CPU s');
+  lines.push('   time   RSS MB  Worker heap used/total MB  other isolates MB  cache MB  entries  evictions  CPU s');
   const peak = result.rss.peakMb;
   // At most ~30 rows: every k-th sample, always the last.
   const step = Math.max(1, Math.ceil(result.samples.length / 30));
   result.samples.forEach((s, i) => {
     if (i % step !== 0 && i !== result.samples.length - 1) return;
     const bar = '#'.repeat(Math.round((s.rssMb / peak) * 40));
-    lines.push(`${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${mb(s.cache.bytes / 1024 / 1024).padStart(8)}  ${String(s.cache.entries).padStart(7)}  ${String(s.cache.evictions).padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(13)}  ${bar}`);
+    const heap = s.heap ? `${mb(s.heap.workerUsedMb)} / ${mb(s.heap.workerTotalMb)}` : '—';
+    lines.push(`${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${heap.padStart(25)}  ${(s.heap ? mb(s.heap.othersTotalMb) : '—').padStart(17)}  ${(s.cache ? mb(s.cache.bytes / 1024 / 1024) : '—').padStart(8)}  ${String(s.cache?.entries ?? '—').padStart(7)}  ${String(s.cache?.evictions ?? '—').padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(5)}  ${bar}`);
   });
   lines.push('');
   const r = result.rss;
   lines.push(`RSS: ${mb(r.startMb)} MB at start, ${mb(r.afterWarmupMb)} MB after the warm-up (first fifth), ${mb(r.endMb)} MB at the end, peak ${mb(r.peakMb)} MB`);
   lines.push(`     slope after the warm-up ${r.slopeMbPerMinute.toFixed(2)} MB/min; last third − middle third ${r.lastThirdMinusMiddleThirdMb.toFixed(1)} MB → ${r.plateaus ? 'plateaus' : 'DOES NOT plateau'}`);
+  const h = result.workerHeap;
+  if (h) lines.push(`Worker isolate's V8 heap: ${mb(h.startMb)} MB at start, ${mb(h.endMb)} MB at the end, peak ${mb(h.peakMb)} MB; slope after the warm-up ${h.slopeMbPerMinute.toFixed(2)} MB/min`);
   const c = result.cache;
-  lines.push(`isolate cache: at most ${mb(c.maxBytesSeen / 1024 / 1024)} MB counted of its ${mb(c.bound / 1024 / 1024)} MB bound at every sample → ${c.heldAtEverySample ? 'bound held' : 'BOUND EXCEEDED'}; ${c.evictions} evictions`);
+  lines.push(c.samplesRead === 0
+    ? 'isolate cache: its figures could not be read (/__bench/cache never answered)'
+    : `isolate cache: at most ${mb(c.maxBytesSeen / 1024 / 1024)} MB counted of its ${mb(c.bound / 1024 / 1024)} MB bound in ${c.samplesRead} of ${result.samples.length} samples read → ${c.heldAtEverySample ? 'bound held' : 'BOUND EXCEEDED'}; ${c.evictions} evictions`);
   return `${lines.join('\n')}\n`;
 }

@@ -1,7 +1,18 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
+
+/**
+ * Null when `wrk` can be started, else what to tell the user (checked before
+ * the bench spends time building and seeding).
+ */
+export function wrkMissing(): string | null {
+  const probe = spawnSync('wrk', ['--version'], { stdio: 'ignore' });
+  if (!probe.error) return null;
+  return `npm run bench needs wrk, the HTTP load generator it measures with, and it is not installed (${(probe.error as NodeJS.ErrnoException).code ?? probe.error.message}): ` +
+    'install it with "sudo apt-get install wrk" (Debian/Ubuntu; .ci/run does this) or "brew install wrk" (macOS), then run the bench again';
+}
 
 /** One wrk run: throughput and latency percentiles. */
 export interface LoadResult {

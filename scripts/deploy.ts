@@ -10,18 +10,20 @@
  * every decision is made from what the account holds now.
  */
 import { resolve } from 'node:path';
+import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
 import { run, say, UsageError } from './lib/cli';
 import { DeployStepError, executeDeploy } from './lib/deploy/execute';
 import { nextSteps } from './lib/deploy/next-steps';
 import { chooseHostname, PlanError } from './lib/deploy/plan';
-import { readProductionConfig } from './lib/deploy/production-config';
+import { PLACEHOLDER_HOSTNAME, readProductionConfig } from './lib/deploy/production-config';
 import { InputError } from '../src/protocol/errors';
 
 const USAGE = `usage: npm run deploy -- --hostname registry.acme.com [options]
 
   --hostname HOST     the hostname the registry answers on (a zone in your Cloudflare account);
-                      remembered in wrangler.toml, so later runs may leave it out
+                      remembered in wrangler.toml, so later runs may leave it out; asked for
+                      at a terminal when neither names one
   --dry-run           print every wrangler command and file change, change nothing
   --env NAME          wrangler environment (default production)
   --config PATH       wrangler.toml (default ./wrangler.toml)
@@ -57,11 +59,21 @@ async function main(argv: string[]): Promise<void> {
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
   const configPath = values.config ?? 'wrangler.toml';
   const env = values.env ?? 'production';
+  let hostname = values.hostname ?? null;
+  // Asked for at a terminal when neither --hostname nor wrangler.toml names one.
+  if (!hostname && process.stdin.isTTY) {
+    const configured = (await readProductionConfig(resolve(configPath), env)).hostname;
+    if (!configured || configured === PLACEHOLDER_HOSTNAME) {
+      const prompt = createInterface({ input: process.stdin, output: process.stderr });
+      hostname = (await prompt.question('Hostname for the registry (a zone in your Cloudflare account, e.g. registry.acme.com): ')).trim() || null;
+      prompt.close();
+    }
+  }
   const options = {
     env,
     configPath,
     configFile: resolve(configPath),
-    hostname: values.hostname ?? null,
+    hostname,
     kvTitle: values['kv-namespace'] ?? 'edge-registry',
     bucketName: values.bucket ?? null,
     smokeUrl: values.url ?? null,

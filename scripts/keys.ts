@@ -16,8 +16,7 @@ import {
   type KeyType,
 } from './lib/keyring';
 import { addNamespaceKey, listNamespaceKeys, removeNamespaceKey } from './lib/keys';
-import { openLocalStore, type StoreHandle } from './lib/local-store';
-import { KvRestStore, REMOTE_ENV } from './lib/remote-store';
+import { openKvStore } from './lib/open-store';
 
 const USAGE = `usage: npm run keys -- COMMAND --namespace NS [options]
 
@@ -73,7 +72,7 @@ run(async () => {
   }
   if (command === 'remove' && !values['key-id']) throw new UsageError('remove needs --key-id ID');
 
-  const store: KvHandle = values.remote ? remoteKv(config.kvNamespaceId) : await openLocalStore(config);
+  const store = await openKvStore(config, { remote: values.remote });
   try {
     const where = store.description;
     switch (command) {
@@ -134,20 +133,3 @@ run(async () => {
     await store.close();
   }
 }, USAGE);
-
-type KvHandle = Pick<StoreHandle, 'kv' | 'description' | 'close'>;
-
-function remoteKv(namespaceId: string): KvHandle {
-  const accountId = process.env[REMOTE_ENV.accountId];
-  const apiToken = process.env[REMOTE_ENV.apiToken];
-  if (!accountId || !apiToken) {
-    throw new InputError(`--remote needs ${REMOTE_ENV.accountId} and ${REMOTE_ENV.apiToken} (Workers KV Storage: Edit) in the environment`);
-  }
-  const apiBaseUrl = process.env[REMOTE_ENV.apiBaseUrl];
-  const kv = new KvRestStore({ accountId, namespaceId, apiToken, ...(apiBaseUrl ? { apiBaseUrl } : {}) });
-  return {
-    kv,
-    description: `remote KV namespace ${namespaceId}`,
-    close: async () => {},
-  };
-}

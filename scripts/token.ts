@@ -20,12 +20,9 @@
  * other failures. Tokens are never logged; only their SHA-256 is stored.
  */
 import { parseArgs } from 'node:util';
-import { InputError } from '../src/protocol/errors';
-import type { KvStore } from '../src/store/types';
-import { STATE_OPTIONS } from './lib/cli';
+import { run, STATE_OPTIONS, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
-import { openLocalStore } from './lib/local-store';
-import { KvRestStore, REMOTE_ENV } from './lib/remote-store';
+import { openKvStore } from './lib/open-store';
 import { createToken, formatTokenTable, listTokens, parseExpiry, revokeToken } from './lib/tokens';
 
 const USAGE = `usage:
@@ -46,32 +43,22 @@ async function main(argv: string[]): Promise<void> {
     },
   });
   const [command, ...rest] = positionals;
-  if (values.help || command === undefined) {
+  if (values.help) {
     process.stdout.write(`${USAGE}\n`);
-    if (command === undefined && !values.help) process.exitCode = 1;
     return;
   }
-  if (!['create', 'list', 'revoke'].includes(command)) throw new InputError(`unknown command "${command}"\n${USAGE}`);
-  if (command !== 'revoke' && rest.length > 0) throw new InputError(`unexpected argument "${rest[0]}"\n${USAGE}`);
-  if (command === 'revoke' && rest.length !== 1) throw new InputError(`revoke takes one token id or name\n${USAGE}`);
+  if (command === undefined) throw new UsageError('give a command: create, list or revoke');
+  if (!['create', 'list', 'revoke'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (command !== 'revoke' && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  if (command === 'revoke' && rest.length !== 1) throw new UsageError('revoke takes one token id or name');
   if (command !== 'create' && (values.namespace || values.expires || values.name !== undefined)) {
-    throw new InputError(`--namespace, --expires and --name are options of create\n${USAGE}`);
+    throw new UsageError('--namespace, --expires and --name are options of create');
   }
   const expires = command === 'create' ? parseExpiry(values.expires) : null;
 
   const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
-  let kv: KvStore;
-  let where: string;
-  let close = async () => {};
-  if (values.remote) {
-    kv = openRemoteKv(config.kvNamespaceId);
-    where = `remote KV namespace ${config.kvNamespaceId}`;
-  } else {
-    const store = await openLocalStore(config);
-    kv = store.kv;
-    where = store.description;
-    close = store.close;
-  }
+  const store = await openKvStore(config, { remote: values.remote });
+  const { kv, description: where, close } = store;
 
   try {
     if (command === 'create') {
@@ -97,26 +84,4 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-/** The deployed REGISTRY_KV over the REST API; tokens need no R2, so no R2 credentials are asked for. */
-function openRemoteKv(namespaceId: string): KvStore {
-  const accountId = process.env[REMOTE_ENV.accountId];
-  const apiToken = process.env[REMOTE_ENV.apiToken];
-  if (!accountId || !apiToken) {
-    throw new InputError(`--remote needs ${REMOTE_ENV.apiToken} (Workers KV Storage: Edit) and ${REMOTE_ENV.accountId} in the environment`);
-  }
-  if (/^0+$/.test(namespaceId)) {
-    throw new InputError(`the REGISTRY_KV id in wrangler.toml is the placeholder ${namespaceId}; put your namespace's id there`);
-  }
-  const apiBaseUrl = process.env[REMOTE_ENV.apiBaseUrl];
-  return new KvRestStore({ accountId, namespaceId, apiToken, ...(apiBaseUrl ? { apiBaseUrl } : {}) });
-}
-
-main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof InputError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-    process.stderr.write(`token: ${(error as Error).message}\n`);
-    process.exitCode = 1;
-  } else {
-    process.stderr.write(`token: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 2;
-  }
-});
+run(() => main(process.argv.slice(2)), USAGE);

@@ -1,9 +1,15 @@
 import { InputError } from '../../src/protocol/errors';
 
 /**
- * Shared CLI plumbing: human output on stderr, exit codes (1 for errors the
- * user can fix, 2 for usage, 3 for anything else), no stack traces for
- * InputError.
+ * Shared CLI plumbing for every script a user runs (publish-provider, keys,
+ * token, demo, …): human output on stderr, one exit-code convention, and no
+ * stack traces unless asked for.
+ *
+ * Exit codes: 0 success; 1 an error the user can fix (InputError: bad input,
+ * a refused publish, a busy lease); 2 usage (UsageError, or an option
+ * parseArgs rejects); 3 anything else (an internal or infrastructure
+ * failure: one line saying what failed and to run again; the stack trace
+ * with --verbose or EDGE_REGISTRY_VERBOSE=1).
  */
 
 /** Writes a line to stderr. */
@@ -13,27 +19,47 @@ export const say = (line: string): void => {
 
 export class UsageError extends Error {}
 
+/** Environment variable that turns on stack traces, like --verbose. */
+export const VERBOSE_ENV = 'EDGE_REGISTRY_VERBOSE';
+
+/** True when the command line has --verbose or EDGE_REGISTRY_VERBOSE is set. */
+export function verboseRequested(argv: readonly string[] = process.argv, env: NodeJS.ProcessEnv = process.env): boolean {
+  return argv.includes('--verbose') || ['1', 'true', 'yes'].includes((env[VERBOSE_ENV] ?? '').toLowerCase());
+}
+
 /**
- * Runs `main` and exits: 0 on success; 2 with the usage text for a
- * UsageError (or an option parseArgs rejects); 1 with the message for an
- * InputError; 3 with the stack for anything else.
+ * What `run` prints for an error and the exit code, without exiting (for
+ * tests and for scripts that need to clean up first).
+ */
+export function describeFailure(error: unknown, usage: string, verbose = verboseRequested()): { code: 1 | 2 | 3; text: string } {
+  if (error instanceof UsageError || (error as { code?: string })?.code?.startsWith?.('ERR_PARSE_ARGS')) {
+    return { code: 2, text: `error: ${(error as Error).message}\n\n${usage}` };
+  }
+  if (error instanceof InputError) return { code: 1, text: `error: ${error.message}` };
+  const message = oneLine(error instanceof Error ? error.message : String(error)) || (error as Error)?.name || 'unknown error';
+  const text = `error: ${message} — an internal or infrastructure failure, not a problem with your input; nothing half-done is served, so run the same command again` +
+    (verbose ? `\n${(error as Error)?.stack ?? String(error)}` : ' (add --verbose for the stack trace)');
+  return { code: 3, text };
+}
+
+/**
+ * Runs `main` and exits with the convention above. The "--verbose" flag is
+ * read from process.argv, so commands need not declare it (STATE_OPTIONS
+ * does, for parseArgs's strict mode).
  */
 export function run(main: () => Promise<void>, usage: string): void {
   main().then(
-    () => process.exit(0),
+    () => process.exit(process.exitCode ?? 0),
     (error: unknown) => {
-      if (error instanceof UsageError || (error as { code?: string })?.code?.startsWith?.('ERR_PARSE_ARGS')) {
-        say(`error: ${(error as Error).message}\n\n${usage}`);
-        process.exit(2);
-      }
-      if (error instanceof InputError) {
-        say(`error: ${error.message}`);
-        process.exit(1);
-      }
-      say(`error: ${(error as Error)?.stack ?? String(error)}`);
-      process.exit(3);
+      const { code, text } = describeFailure(error, usage);
+      say(text);
+      process.exit(code);
     },
   );
+}
+
+function oneLine(text: string): string {
+  return text.split('\n').map((line) => line.trim()).filter(Boolean).join(' ').slice(0, 500);
 }
 
 /**
@@ -42,6 +68,7 @@ export function run(main: () => Promise<void>, usage: string): void {
  * which wrangler.toml, and --help. Spread into each command's own options.
  */
 export const STATE_OPTIONS = {
+  verbose: { type: 'boolean' },
   remote: { type: 'boolean' },
   env: { type: 'string' },
   config: { type: 'string' },

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { InputError, parseHostname } from '../../src/protocol/index';
 
@@ -20,6 +20,8 @@ export interface RegistryConfig {
   bucketName: string;
   /** Persist root `wrangler dev` uses for local state: <root>/.wrangler/state/v3 (or --persist-to DIR/v3). */
   localPersistRoot: string;
+  /** wrangler.toml's compatibility_date: the local runtime the scripts start runs with it, as `wrangler dev` does. */
+  compatibilityDate: string;
 }
 
 export interface ConfigOptions {
@@ -59,5 +61,17 @@ export async function readRegistryConfig(options: ConfigOptions = {}): Promise<R
     kvNamespaceId: kv.id,
     bucketName: r2.bucket_name,
     localPersistRoot: join(resolve(options.persistTo ?? join(projectRoot, '.wrangler', 'state')), 'v3'),
+    compatibilityDate: config.compatibility_date ?? compatibilityDate(configPath),
   };
+}
+
+/**
+ * wrangler.toml's top-level compatibility_date, read synchronously (for the
+ * bench and tests that start workerd themselves). Throws InputError when the
+ * file has none.
+ */
+export function compatibilityDate(configPath = join(dirname(import.meta.dirname), '..', 'wrangler.toml')): string {
+  const match = /^compatibility_date\s*=\s*"(\d{4}-\d{2}-\d{2})"/m.exec(readFileSync(configPath, 'utf8'));
+  if (!match) throw new InputError(`${configPath}: no compatibility_date = "YYYY-MM-DD"`);
+  return match[1]!;
 }

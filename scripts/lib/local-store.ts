@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Miniflare } from 'miniflare';
 import type { BlobHead, BlobStore, BlobWriteCondition, KvStore } from '../../src/store/types';
-import type { RegistryConfig } from './config';
+import { compatibilityDate, type RegistryConfig } from './config';
 import { fixedParts } from './parts';
 
 /**
@@ -23,12 +23,12 @@ export interface StoreHandle {
 }
 
 /** Opens the local state of `config`; creates the persist root when missing. */
-export async function openLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'>): Promise<StoreHandle> {
+export async function openLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> & Partial<Pick<RegistryConfig, 'compatibilityDate'>>): Promise<StoreHandle> {
   mkdirSync(config.localPersistRoot, { recursive: true });
   const mf = new Miniflare({
     modules: true,
     script: 'export default { fetch() { return new Response(null, { status: 404 }); } }',
-    compatibilityDate: '2026-04-20',
+    compatibilityDate: config.compatibilityDate ?? compatibilityDate(),
     defaultPersistRoot: config.localPersistRoot,
     kvNamespaces: { REGISTRY_KV: config.kvNamespaceId },
     r2Buckets: { REGISTRY_R2: config.bucketName },

@@ -18,9 +18,10 @@ import {
   type LoadedKey,
 } from './keyring';
 import { processLeaseOptions } from './lease';
-import { openLocalStore, type StoreHandle } from './local-store';
+import type { StoreHandle } from './local-store';
+import { openStore } from './open-store';
 import { readRelease, type ReleasePlan } from './release';
-import { openRemoteStore, type R2S3Options } from './remote-store';
+import type { R2S3Options } from './remote-store';
 import { signDetached, verifyDetached } from './sign';
 import { readDocsFile } from './docs/index';
 import { writeVersionDocs } from '../../src/store/pages-publish';
@@ -133,9 +134,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
         log(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`);
       }
     };
-    const store = options.store ?? (options.remote
-      ? openRemoteStore(config, env, { onProgress: uploadProgress, ...options.remoteTuning })
-      : await openLocalStore(config));
+    const store = options.store ?? (await openStore(config, { remote: options.remote, env, tuning: { onProgress: uploadProgress, ...options.remoteTuning } }));
     try {
       return await publishPlan(plan, address, store, config, options, log, env, docs);
     } finally {

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import {
@@ -108,9 +108,7 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
       throw new InputError(`${raw}: no such file or directory; pass a goreleaser dist/ directory or release files`);
     }
     if (stat.isDirectory()) {
-      for (const entry of readdirSync(path, { withFileTypes: true })) {
-        if (entry.isFile()) consider(join(path, entry.name), true);
-      }
+      readDirectory(raw, path, consider, notes);
     } else {
       consider(path, false);
     }
@@ -188,6 +186,67 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
   } catch (error) {
     cleanup();
     throw error;
+  }
+}
+
+/** A release file's name (archive, manifest, SHA256SUMS, signature) — what a dist/ directory is read for. */
+function isReleaseFileName(name: string): boolean {
+  return ARCHIVE.test(name) || MANIFEST.test(name) || SUMS.test(name) || SIG.test(name) || (name.startsWith('terraform-provider-') && name.endsWith('.zip'));
+}
+
+/**
+ * Reads a dist/ directory. Regular files are considered; a symlink is
+ * followed only to a regular file inside the directory. A release file name
+ * that is anything else (a symlink out of the directory, a dangling one, a
+ * directory) is refused, so a publish never goes ahead with fewer files than
+ * the directory holds; any other entry is listed in a note as ignored.
+ * Throws InputError for an empty directory.
+ */
+function readDirectory(raw: string, path: string, consider: (path: string, fromDirectory: boolean) => void, notes: string[]): void {
+  const entries = readdirSync(path, { withFileTypes: true });
+  if (entries.length === 0) {
+    throw new InputError(`${raw} is empty: expected a goreleaser dist/ with terraform-provider-TYPE_VERSION_OS_ARCH.zip files (run goreleaser first), or pass --binary OS_ARCH=PATH`);
+  }
+  const root = realpathSync(path);
+  const ignored: string[] = [];
+  for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+    const full = join(path, entry.name);
+    if (entry.isFile()) {
+      if (isReleaseFileName(entry.name)) consider(full, true);
+      else ignored.push(entry.name);
+      continue;
+    }
+    if (entry.isSymbolicLink()) {
+      let target: string | null = null;
+      try {
+        target = realpathSync(full);
+      } catch {
+        target = null;
+      }
+      const inside = target !== null && target.startsWith(`${root}/`) && statSync(target).isFile();
+      if (inside) {
+        if (isReleaseFileName(entry.name)) {
+          consider(full, true);
+          notes.push(`${entry.name} is a symlink to ${target!.slice(root.length + 1)} in the same directory; published its contents`);
+        } else {
+          ignored.push(`${entry.name} (symlink)`);
+        }
+        continue;
+      }
+      const why = target === null ? 'a dangling symlink' : `a symlink to ${target}, ${statSync(target).isFile() ? 'outside the directory' : 'not a regular file'}`;
+      if (isReleaseFileName(entry.name)) {
+        throw new InputError(`${full} is ${why}; only symlinks to files inside ${raw} are followed — copy the file into the directory, or pass it as an argument`);
+      }
+      ignored.push(`${entry.name} (${why})`);
+      continue;
+    }
+    if (isReleaseFileName(entry.name)) {
+      throw new InputError(`${full} is not a regular file (${entry.isDirectory() ? 'a directory' : 'a special file'}); a release file must be a file`);
+    }
+    ignored.push(entry.isDirectory() ? `${entry.name}/` : entry.name);
+  }
+  if (ignored.length > 0) {
+    notes.push(`ignored in ${raw} (not release files): ${ignored.slice(0, 12).join(', ')}${ignored.length > 12 ? `, … (${ignored.length} in all)` : ''}`);
   }
 }
 

@@ -303,6 +303,21 @@ export function openRemoteStore(
   };
 }
 
+/**
+ * The remote KV namespace alone (tokens and keys need no R2, so no R2
+ * credentials are asked for). Throws InputError naming missing variables.
+ */
+export function openRemoteKv(config: Pick<RegistryConfig, 'kvNamespaceId'>, env: NodeJS.ProcessEnv = process.env): Pick<StoreHandle, 'kv' | 'description' | 'close'> {
+  const missing = [REMOTE_ENV.accountId, REMOTE_ENV.apiToken].filter((name) => !env[name]);
+  if (missing.length > 0) throw new InputError(`--remote needs ${missing.join(' and ')} (an API token with Workers KV Storage: Edit) in the environment`);
+  const apiBaseUrl = env[REMOTE_ENV.apiBaseUrl];
+  return {
+    kv: new KvRestStore({ accountId: env[REMOTE_ENV.accountId]!, namespaceId: config.kvNamespaceId, apiToken: env[REMOTE_ENV.apiToken]!, ...(apiBaseUrl ? { apiBaseUrl } : {}) }),
+    description: `remote KV namespace ${config.kvNamespaceId}`,
+    close: async () => {},
+  };
+}
+
 /** Splits any put() value into chunks of exactly `size` bytes (the last may be shorter). */
 async function* partsOf(value: ReadableStream | ArrayBuffer | Uint8Array | string, size: number): AsyncGenerator<Uint8Array> {
   if (typeof value === 'string') value = new TextEncoder().encode(value);

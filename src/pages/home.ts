@@ -19,7 +19,9 @@ export const homePage = page(async (ctx) => {
   const ours = matching.filter((p) => p.hostname === own);
   const upstream = matching.filter((p) => p.hostname !== own);
   const empty = visible.length === 0
-    ? html`<div class="card empty"><p><strong>No providers yet.</strong></p><p>Publish one with <code>npm run publish-provider -- ./dist --namespace NAME</code>, or try <code>npm run demo</code>.</p></div>`
+    ? catalog.providers.length > 0
+      ? html`<div class="card empty"><p><strong>Your token can read none of the providers here.</strong></p><p>Its scopes: <code>${ctx.session?.record.scopes.join(', ') ?? ''}</code>. Ask for a token with the namespaces you need.</p></div>`
+      : html`<div class="card empty"><p><strong>No providers yet.</strong></p><p>Publish one with <code>npm run publish-provider -- ./dist --namespace NAME</code>, or try <code>npm run demo</code>.</p></div>`
     : matching.length === 0 ? html`<p class="card empty">No provider matches “${q}”. <a href="/">Show all</a></p>` : '';
   const body = html`<h1>Providers</h1>
 <p class="lead">Terraform and OpenTofu providers served by <strong>${ctx.host}</strong>: find one, pick a version, copy the configuration.</p>

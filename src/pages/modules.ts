@@ -56,10 +56,14 @@ export const modulePage = page(async (ctx, params) => {
   if (version === null || !versions.includes(version)) throw new InputError(`Module ${title} has no version ${requested}.`, 404);
   const docsDocument = await readModuleDocs(ctx.env.REGISTRY_KV, address, version, config.listTtlMs);
   const docs = docsDocument === null ? null : (JSON.parse(docsDocument.text) as ModuleDocs);
+  // Terraform refuses a module registry hostname without a dot (localhost:8787): such a page shows the
+  // registry's own hostname and the CLI `host` block that points it at this server.
+  const sourceHost = ctx.host.includes('.') ? ctx.host : config.hostname;
   const body = html`<h1>${title} <span class="badge accent">v${version}</span></h1>
-${snippet('module-block', 'Use it', moduleBlock(address, ctx.host, version))}
+${snippet('module-block', 'Use it', moduleBlock(address, sourceHost, version))}
+${sourceHost === ctx.host ? '' : snippet('host-block', 'CLI configuration (Terraform needs a hostname with a dot)', hostBlock(config.hostname, ctx.url.origin))}
 ${versionsList(address, versions, version)}
-${docs === null ? '' : docsHtml(ctx, docs, address, version)}`;
+${docs === null ? '' : docsHtml(ctx, docs, address, version, sourceHost)}`;
   return {
     html: layout({
       title: `${title} ${version}`, hostname: ctx.host, session: sessionName(ctx), body,
@@ -77,6 +81,15 @@ export function moduleBlock(address: ModuleAddress, host: string, version: strin
 }`;
 }
 
+/** CLI configuration sending `hostname`'s modules.v1 to `origin` (service discovery override). */
+export function hostBlock(hostname: string, origin: string): string {
+  return `host "${hostname}" {
+  services = {
+    "modules.v1" = "${origin}/v1/modules/"
+  }
+}`;
+}
+
 const MAX_LISTED_VERSIONS = 200;
 
 function versionsList(address: ModuleAddress, versions: string[], current: string): Html {
@@ -87,10 +100,10 @@ function versionsList(address: ModuleAddress, versions: string[], current: strin
 ${versions.length > MAX_LISTED_VERSIONS ? html`<p class="muted">and ${versions.length - MAX_LISTED_VERSIONS} older versions</p>` : ''}</details>`;
 }
 
-function docsHtml(ctx: PageContext, docs: ModuleDocs, address: ModuleAddress, version: string): Html {
+function docsHtml(ctx: PageContext, docs: ModuleDocs, address: ModuleAddress, version: string, sourceHost: string): Html {
   return html`${interfaceHtml(ctx, docs, 'h2')}
 ${docs.submodules.map((sub, i) => html`<section><h2>Submodule <code>${sub.path}</code></h2>
-${snippet(`submodule-${i}`, 'Use it', moduleBlock(address, ctx.host, version, `//${sub.path}`))}
+${snippet(`submodule-${i}`, 'Use it', moduleBlock(address, sourceHost, version, `//${sub.path}`))}
 ${interfaceHtml(ctx, sub, 'h3')}</section>`)}
 ${docs.readmeHtml ? html`<section class="readme"><h2>README</h2>${raw(docs.readmeHtml)}</section>` : ''}`;
 }

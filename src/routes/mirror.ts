@@ -14,7 +14,8 @@ import { readMirrorIndex, readMirrorVersion } from '../store/read';
  * GET /v1/mirror/:hostname/:namespace/:type/index.json — network mirror
  * "list available versions"; GET …/:version.json — "list available
  * installation packages". Serves any hostname whose providers are stored
- * (our own and mirrored upstream ones). 404 when the provider or version is
+ * (our own and mirrored upstream ones; an upstream version's document is
+ * cached like a list, since a mirror sync may add platforms). 404 when the provider or version is
  * not stored or the file is neither; 400 for malformed parts. VERSION.json
  * comes from the isolate, else the location's edge cache, else KV (and then
  * goes into the edge cache); index.json never goes to the edge cache.
@@ -30,9 +31,12 @@ export async function mirrorDocument(request: IRequest, env: Env, ctx?: Executio
   }
   if (!file.endsWith('.json')) throw new InputError(`"${file}" is neither index.json nor VERSION.json`, 404);
   const version = parseVersion(file.slice(0, -'.json'.length));
-  const document = await readMirrorVersion(env.REGISTRY_KV, address, version, config.listTtlMs, edgeCacheFor(request, ctx));
+  // A version mirrored from another registry gains platforms when the allow-list grows (npm run mirror),
+  // so only our own providers' version documents are immutable.
+  const own = address.hostname === config.hostname;
+  const document = await readMirrorVersion(env.REGISTRY_KV, address, version, config.listTtlMs, own ? edgeCacheFor(request, ctx) : null, own);
   if (document === null) return notFound(`provider ${formatAddress(address)} ${version} is not in this mirror`);
-  return documentResponse(request, document, config.releaseDocumentCacheControl, {
+  return documentResponse(request, document, own ? config.releaseDocumentCacheControl : config.listCacheControl, {
     compress: config.gzipDocuments,
     served: await withReleaseUrls(document.text, env),
   });

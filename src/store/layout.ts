@@ -35,6 +35,13 @@ export const downloadDocumentKey = (address: ProviderAddress, version: string, p
 
 export const mirrorIndexKey = (address: ProviderAddress) => `v1/mirror/${providerPath(address)}/index.json`;
 
+/** Prefix of every mirror index key (all hostnames), and the address a key names (null for any other key). */
+export const mirrorIndexPrefix = 'v1/mirror/';
+export function parseMirrorIndexKey(key: string): ProviderAddress | null {
+  const match = /^v1\/mirror\/([^/]+)\/([^/]+)\/([^/]+)\/index\.json$/.exec(key);
+  return match ? { hostname: match[1]!, namespace: match[2]!, type: match[3]! } : null;
+}
+
 export const mirrorVersionKey = (address: ProviderAddress, version: string) =>
   `v1/mirror/${providerPath(address)}/${version}.json`;
 
@@ -137,3 +144,6 @@ export const leaseObjectKey = (name: string) => `.leases/${name}`;
 
 /** Lease name of one provider's writers: publish-provider and mirror sync take it (one writer per provider). */
 export const providerLeaseName = (address: ProviderAddress) => `providers/${providerPath(address)}`;
+
+/** Name of the lease a module publish holds (one writer per module): see src/store/lease.ts. */
+export const moduleLeaseName = (address: ModuleAddress) => `modules/${modulePath(address)}`;

@@ -6,6 +6,7 @@ import {
   moduleRecordPrefix, moduleRecordsOfHostPrefix, moduleVersionsKey, parseModuleRecordKey,
 } from './layout';
 import type { BlobStore, KvStore } from './types';
+import { listAllKeys } from './list-keys';
 import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from './modules-types';
 
 /**
@@ -93,7 +94,7 @@ export async function publishModuleVersion(
  */
 export async function rebuildModuleIndex(kv: KvStore, address: ModuleAddress, progress: ModuleProgress = () => {}): Promise<void> {
   for (let attempt = 0; attempt < 10; attempt++) {
-    const versions = (await listKeys(kv, moduleRecordPrefix(address)))
+    const versions = (await listAllKeys(kv, moduleRecordPrefix(address)))
       .map((key) => key.slice(moduleRecordPrefix(address).length))
       .sort(compareVersionsDescending);
     const body = JSON.stringify(moduleVersionsBody(versions));
@@ -112,7 +113,7 @@ export async function rebuildModuleIndex(kv: KvStore, address: ModuleAddress, pr
 
 async function buildCatalog(kv: KvStore, hostname: string): Promise<ModuleCatalog> {
   const modules = new Map<string, ModuleCatalog['modules'][number]>();
-  for (const key of await listKeys(kv, moduleRecordsOfHostPrefix(hostname))) {
+  for (const key of await listAllKeys(kv, moduleRecordsOfHostPrefix(hostname))) {
     const parsed = parseModuleRecordKey(key);
     if (!parsed) continue;
     const { namespace, name, system } = parsed.address;
@@ -126,15 +127,4 @@ async function buildCatalog(kv: KvStore, hostname: string): Promise<ModuleCatalo
     versions: m.versions.sort(compareVersionsDescending),
   }));
   return { modules: list };
-}
-
-async function listKeys(kv: KvStore, prefix: string): Promise<string[]> {
-  const names: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await kv.list({ prefix, cursor });
-    names.push(...page.keys.map((k) => k.name));
-    cursor = page.list_complete ? undefined : page.cursor;
-  } while (cursor);
-  return names;
 }

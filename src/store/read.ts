@@ -58,10 +58,15 @@ export const readDownloadDocument = (
 export const readMirrorIndex = (kv: KVNamespace, address: ProviderAddress, listTtlMs: number) =>
   readDocument(kv, mirrorIndexKey(address), false, listTtlMs);
 
-/** Mirror VERSION.json body (immutable once published). */
+/**
+ * Mirror VERSION.json body: immutable once published for our own providers
+ * (isolate until evicted, edge cache); `immutable: false` for a mirrored
+ * upstream version, which may gain platforms: cached for `listTtlMs` like a
+ * list, never in the edge cache.
+ */
 export const readMirrorVersion = (
-  kv: KVNamespace, address: ProviderAddress, version: string, listTtlMs: number, edgeCache: EdgeCache | null = null,
-) => readDocument(kv, mirrorVersionKey(address, version), true, listTtlMs, edgeCache);
+  kv: KVNamespace, address: ProviderAddress, version: string, listTtlMs: number, edgeCache: EdgeCache | null = null, immutable = true,
+) => readDocument(kv, mirrorVersionKey(address, version), immutable, listTtlMs, edgeCache);
 
 /** A read-token record by the token's SHA-256 (never cached, so revocation takes effect at once). */
 export const readTokenRecord = (kv: KVNamespace, tokenSha256Hex: string) => kv.get(tokenKey(tokenSha256Hex), 'text');

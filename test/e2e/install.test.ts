@@ -7,7 +7,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { h1Hash } from '../../src/protocol/hashes';
 import { installFromMirror, installFromRegistry, parseLockFile, type InstallRequest } from './installer';
-import { MIRRORED_HOSTNAME, NAMESPACE, PLATFORMS, TYPE, publishState, serve, type PublishedState } from './fixture';
+import { MIRRORED_HOSTNAME, NAMESPACE, PLATFORMS, TYPE, VERSIONS, publishState, serve, type PublishedState } from './fixture';
+import { newestMatching, parseConstraints } from '../../src/protocol/constraints';
 import { zipDigests } from './release';
 import type { DevServer } from './server';
 import { get as httpGet } from './http';
@@ -129,10 +130,10 @@ describe.each([{ https: true }, { https: false }])('install from wrangler dev (h
     }
 
     /** terraform init in a fresh directory with its own CLI config, trusting only the dev server's certificate. */
-    async function init(name: string, source: string, cliConfig: string): Promise<{ dir: string; lock: string; output: string }> {
+    async function init(name: string, source: string, cliConfig: string, constraint = '~> 1.2'): Promise<{ dir: string; lock: string; output: string }> {
       const dir = join(state.root, 'terraform', name);
       await mkdir(dir, { recursive: true });
-      await writeFile(join(dir, 'main.tf'), `terraform {\n  required_providers {\n    thing = {\n      source  = "${source}"\n      version = "~> 1.2"\n    }\n  }\n}\n`);
+      await writeFile(join(dir, 'main.tf'), `terraform {\n  required_providers {\n    thing = {\n      source  = "${source}"\n      version = "${constraint}"\n    }\n  }\n}\n`);
       await writeFile(join(dir, 'cli.tfrc'), cliConfig);
       const env: NodeJS.ProcessEnv = {
         PATH: process.env.PATH,
@@ -180,6 +181,36 @@ describe.each([{ https: true }, { https: false }])('install from wrangler dev (h
       expect(block!.hashes).toContain(ours.h1);
       for (const hash of block!.hashes) expect(ours.hashes).toContain(hash);
       await access(join(dir, '.terraform', 'providers', MIRRORED_HOSTNAME, NAMESPACE, TYPE, '1.3.0', `${goPlatform.os}_${goPlatform.arch}`, `terraform-provider-${TYPE}_v1.3.0`), constants.X_OK);
+    });
+
+    // Real terraform as the oracle for src/protocol/constraints.ts: one init per operator family, in parallel.
+    it.skipIf(!terraform)('selects the same version as src/protocol/constraints.ts for every operator family', async () => {
+      expect(VERSIONS).toEqual(['1.2.0', '1.2.5', '1.3.0', '1.4.0-beta.1', '2.0.0']);
+      const table: [constraint: string, expected: string | null][] = [
+        ['= 1.2.5', '1.2.5'],
+        ['!= 2.0.0', '1.3.0'],
+        ['> 1.3.0, < 2.0.0', null],
+        ['>= 1.3.0, < 2.0.0', '1.3.0'],
+        ['> 1.2.0', '2.0.0'],
+        ['< 1.3.0', '1.2.5'],
+        ['<= 1.3.0', '1.3.0'],
+        ['~> 1.3', '1.3.0'],
+        ['~> 1.2.0', '1.2.5'],
+        ['1.4.0-beta.1', '1.4.0-beta.1'],
+      ];
+      const source = `${state.hostname}/${NAMESPACE}/${TYPE}`;
+      const selected = await Promise.all(table.map(async ([constraint], i) => {
+        try {
+          const { lock } = await init(`constraint-${i}`, source, '# the origin registry\n', constraint);
+          return parseLockFile(lock).get(source)?.version ?? 'no lock entry';
+        } catch (error) {
+          return /no available releases match the given constraints/.test(String(error)) ? null : String(error).slice(0, 2000);
+        }
+      }));
+      table.forEach(([constraint, expected], i) => {
+        expect(selected[i], `terraform init with version = "${constraint}"`).toBe(expected);
+        expect(newestMatching(VERSIONS, parseConstraints(constraint)), `constraints.ts with "${constraint}"`).toBe(expected);
+      });
     });
   });
 });

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseProviderPackageResponse } from '../../src/protocol/providers-v1';
 import { get } from './http';
 import { publishIntoState } from './local-publish';
 import { generateRelease, generateSigningKey } from './release';
@@ -79,7 +80,7 @@ describe('private mode over HTTPS (wrangler dev)', () => {
     const download = await https(path, tokens.origin);
     expect(download.status).toBe(200);
     expect(download.headers['cache-control']).toBe('private, no-store');
-    const doc = JSON.parse(download.body.toString('utf8')) as { download_url: string };
+    const doc = parseProviderPackageResponse(JSON.parse(download.body.toString('utf8')));
     expect(doc.download_url).toContain('?expires=');
     const archive = await https(doc.download_url);
     expect(archive.status).toBe(200);

@@ -55,7 +55,7 @@ async function servedState(type: string): Promise<Served> {
   const mf = new Miniflare({
     modules: true,
     script: 'export default { fetch() { return new Response(null); } }',
-    compatibilityDate: '2026-04-20',
+    compatibilityDate: config.compatibilityDate,
     defaultPersistRoot: config.localPersistRoot,
     kvNamespaces: { KV: config.kvNamespaceId },
     r2Buckets: { R2: config.bucketName },
@@ -161,7 +161,7 @@ describe('a publish killed at any moment', () => {
       expect(completed.broken).toEqual([]);
       expect(completed.versions).toEqual([...before.versions, version]);
     },
-    120_000,
+    240_000, // two CLI runs and two state reads: ~10 s on a quiet 2-core machine, far more when it is shared
   );
 
   it('of concurrent publishers of one version with different bytes exactly one wins, and the served release is all its own', async () => {
@@ -184,14 +184,14 @@ describe('a publish killed at any moment', () => {
     const mf = await servedShasums('racy', '3.0.0', won.platforms.map((p) => p.filename));
     expect(mf).toEqual(won.platforms.map((p) => p.shasum));
     console.log(`crash matrix: ${figures.tried} kills tried, ${figures.corrupt} corrupt, ${figures.blocked} re-runs blocked (slowest re-run ${figures.slowestRerunMs} ms); race: ${publishers} publishers, ${winners.length} winner`);
-  }, 180_000);
+  }, 300_000);
 });
 
 async function servedShasums(type: string, version: string, filenames: string[]): Promise<string[]> {
   const mf = new Miniflare({
     modules: true,
     script: 'export default { fetch() { return new Response(null); } }',
-    compatibilityDate: '2026-04-20',
+    compatibilityDate: config.compatibilityDate,
     defaultPersistRoot: config.localPersistRoot,
     kvNamespaces: { KV: config.kvNamespaceId },
   });

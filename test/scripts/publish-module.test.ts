@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig, type RegistryConfig } from '../../scripts/lib/config';
 import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
 import { readSuppliedPackage } from '../../scripts/lib/module/archive';
-import { writeDemoModule } from '../../scripts/lib/module/demo';
+import { DEMO_MODULE, publishDemoModule, writeDemoModule } from '../../scripts/lib/module/demo';
 import { extractModuleDocs, renderReadme } from '../../scripts/lib/module/docs';
 import { packModule } from '../../scripts/lib/module/pack';
 import { publishModule } from '../../scripts/lib/module/publish';
@@ -330,6 +330,17 @@ terraform {
     expect(html).toContain('<table>');
     expect(html).not.toMatch(/<script|onerror|javascript:/i);
     expect(renderReadme('<iframe src="https://evil"></iframe><style>body{}</style>x')).toBe('x');
+  });
+});
+
+describe('the demo module (npm run demo)', () => {
+  it('publishes demo/vpc/aws 1.0.0 and 1.1.0 with the modules/subnet submodule; a re-run (fresh trees) is unchanged', async () => {
+    const first = await publishDemoModule(store, config);
+    expect(first.map((r) => [r.version, r.status, r.submodules])).toEqual([['1.0.0', 'published', ['modules/subnet']], ['1.1.0', 'published', ['modules/subnet']]]);
+    const second = await publishDemoModule(store, config);
+    expect(second.map((r) => r.status)).toEqual(['unchanged', 'unchanged']);
+    const list = await store.kv.get(moduleVersionsKey(moduleAddress(config.hostname, DEMO_MODULE.namespace, DEMO_MODULE.name, DEMO_MODULE.system)), 'text');
+    expect(JSON.parse(list!)).toEqual({ modules: [{ versions: [{ version: '1.1.0' }, { version: '1.0.0' }] }] });
   });
 });
 

@@ -257,8 +257,14 @@ describe('publish-provider --remote', () => {
     expect(imported.stderr + imported.stdout).not.toMatch(/PRIVATE KEY|test-api-token/);
 
     s3Requests.length = 0;
-    const result = await publishRelease(options);
+    const lines: string[] = [];
+    const result = await publishRelease({ ...options, log: (line: string) => lines.push(line) });
     expect(result).toMatchObject({ address: `${config.hostname}/acme/cloud`, version: '1.0.0', status: 'published', key_id: key.keyId });
+    // The provider's lease and the committed record live in R2; s3rver ignores If-None-Match on PUT, and the publish says so.
+    expect(s3Requests).toContain(`PUT /${config.bucketName}/.leases/providers/${config.hostname}/acme/cloud`);
+    expect(lines.join('\n')).toMatch(/warning: this object store ignores conditional writes \(If-None-Match\), so the lease providers\/.*\/acme\/cloud cannot keep other writers out/);
+    const committed = await s3Get(`.records/${config.hostname}/acme/cloud/1.0.0.json`);
+    expect(JSON.parse(committed.bytes.toString())).toMatchObject({ version: '1.0.0', signingKey: { key_id: key.keyId } });
     const ns = config.kvNamespaceId;
     const versions = JSON.parse(kvApi.values.get(`${ns}/v1/providers/${config.hostname}/acme/cloud/versions`)!);
     expect(versions.versions.map((v: { version: string }) => v.version)).toEqual(['1.0.0']);
@@ -281,5 +287,31 @@ describe('publish-provider --remote', () => {
     const rebuilt = await writeDist(join(dir, 'dist-rebuilt'), 'cloud', '1.0.0', { platforms: ['linux_amd64'], salt: 'x' });
     await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(InputError);
     await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(/already published with different contents/);
+  });
+});
+
+describe('publish-module --remote', () => {
+  it('publishes a module through the KV REST API and the S3 API (the package served back byte for byte), idempotent and immutable', async () => {
+    const { publishModule } = await import('../../scripts/lib/module/publish');
+    const { writeDemoModule } = await import('../../scripts/lib/module/demo');
+    const { writeFileSync } = await import('node:fs');
+    const tree = join(dir, 'module-remote');
+    writeDemoModule(tree, '1.0.0');
+    const options = {
+      path: tree, namespace: 'acme', name: 'net', system: 'aws', version: '1.0.0', remote: true, env: 'production', configPath,
+      processEnv: remoteEnv(), remoteTuning: { region: 'us-east-1' },
+    };
+    const result = await publishModule(options);
+    expect(result).toMatchObject({ address: `${config.hostname}/acme/net/aws`, status: 'published', filename: 'net-aws-1.0.0.tar.gz' });
+    const ns = config.kvNamespaceId;
+    expect(JSON.parse(kvApi.values.get(`${ns}/v1/modules/${config.hostname}/acme/net/aws/versions`)!)).toEqual({ modules: [{ versions: [{ version: '1.0.0' }] }] });
+    const object = await s3Get(`modules/${config.hostname}/acme/net/aws/1.0.0/net-aws-1.0.0.tar.gz`);
+    expect(object.status).toBe(200);
+    expect(createHash('sha256').update(object.bytes).digest('hex')).toBe(result.sha256);
+    const puts = kvApi.requests.filter((r) => r.method === 'PUT').length;
+    expect((await publishModule(options)).status).toBe('unchanged');
+    expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(puts);
+    writeFileSync(join(tree, 'extra.tf'), 'variable "extra" {}\n');
+    await expect(publishModule(options)).rejects.toThrow(/already published with different contents/);
   });
 });

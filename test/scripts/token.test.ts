@@ -61,9 +61,18 @@ describe('token commands on the local state', () => {
 
   it('create refuses no scope and invalid scopes', async () => {
     await expect(createToken(store.kv, { scopes: [], expires: null })).rejects.toThrow(/--namespace/);
-    for (const bad of ['bad_ns', '-x', 'a/b/c', 'not a host/acme', '']) {
-      await expect(createToken(store.kv, { scopes: [bad], expires: null }), bad).rejects.toThrow();
+    const before = (await store.kv.list({ prefix: '' })).keys.length;
+    for (const [bad, message] of [
+      ['bad.ns', 'namespace "bad.ns" is invalid'],
+      ['-x', 'namespace "-x" is invalid'],
+      ['a/b/c', 'scope "a/b/c" must be "*", NAMESPACE, HOST/NAMESPACE or HOST/*'],
+      ['not a host/acme', 'hostname "not a host" is not a valid registry hostname'],
+      ['', 'namespace is empty'],
+      ['acme*', 'namespace "acme*" is invalid'],
+    ]) {
+      await expect(createToken(store.kv, { scopes: [bad!], expires: null }), bad).rejects.toMatchObject({ name: 'InputError', message: expect.stringContaining(message!) });
     }
+    expect((await store.kv.list({ prefix: '' })).keys).toHaveLength(before);
   });
 
   it('list shows id, name, scopes and expiry, never a token or hash', async () => {
@@ -114,12 +123,19 @@ describe('npm run token (the CLI)', () => {
     expect((await token('list')).stdout).not.toContain('cli-test');
   });
 
-  it('exits 1 with a message for bad arguments', async () => {
-    for (const args of [['create'], ['create', '--namespace', 'Bad_NS'], ['revoke'], ['rotate'], ['list', '--namespace', 'x']]) {
-      const failure = await token(...args).then(() => null, (error: { code: number; stderr: string }) => error);
-      expect(failure?.code, args.join(' ')).toBe(1);
-      expect(failure?.stderr).toMatch(/^token: /);
-    }
+  it('exits 1 for bad input and 2 with the usage for bad arguments, with one "error:" line and no stack trace', async () => {
+    // Independent runs, so in parallel: each is a process start.
+    const cases: [string[], number][] = [
+      [['create'], 1], [['create', '--namespace', 'Bad.NS'], 1],
+      [['revoke'], 2], [['rotate'], 2], [['list', '--namespace', 'x'], 2], [[], 2], [['list', '--bogus'], 2],
+    ];
+    const failures = await Promise.all(cases.map(([args]) => token(...args).then(() => null, (error: { code: number; stderr: string }) => error)));
+    cases.forEach(([args, code], i) => {
+      expect(failures[i]?.code, args.join(' ')).toBe(code);
+      expect(failures[i]?.stderr, args.join(' ')).toMatch(/^error: /);
+      expect(failures[i]?.stderr).not.toMatch(/\n\s+at /);
+      if (code === 2) expect(failures[i]?.stderr).toMatch(/usage:\n  npm run token/);
+    });
   });
 });
 

@@ -104,6 +104,15 @@ describe('a session', () => {
     expect(hidden.status).toBe(404);
   });
 
+  it('says so when its token can read none of the providers', async () => {
+    const { token } = await issueToken(['nobody']);
+    const response = await get('/login', form({ token, next: '/' }));
+    const cookie = response.headers.get('set-cookie')!.split(';')[0]!;
+    const body = await (await get('/', withCookie(cookie))).text();
+    expect(body).toContain('Your token can read none of the providers here');
+    expect(body).not.toContain('acme/thing');
+  });
+
   it('ends at once when its token is revoked', async () => {
     const { cookie, sha256 } = await signedIn(['acme']);
     expect((await get('/', withCookie(cookie))).status).toBe(200);

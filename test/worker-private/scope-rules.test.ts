@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseScope, scopeAllows } from '../../src/auth/tokens';
-import { address, bearer, fakeRelease, get, issueToken, seed } from './helpers';
+import { authenticate, parseScope, scopeAllows, tokenSha256 } from '../../src/auth/tokens';
+import { tokenKey } from '../../src/store/layout';
+import { address, bearer, env, fakeRelease, get, issueToken, seed } from './helpers';
 
 // Rules a token scope must hold exactly: whole namespaces and hostnames, never prefixes or look-alikes.
 
@@ -90,5 +91,23 @@ describe('scopes on requests', () => {
     const { token } = await issueToken(['registry.terraform.io/*']);
     expect((await get('/v1/mirror/registry.terraform.io/hashicorp/random/index.json', bearer(token))).status).toBe(200);
     expect((await get('/v1/mirror/registry.terraform.io.evil.example/hashicorp/random/index.json', bearer(token))).status).toBe(403);
+  });
+});
+
+describe('token expiry and records', () => {
+  it('a token is accepted until the millisecond before its expiry and refused from that instant', async () => {
+    const expires = '2031-01-01T00:00:00.000Z';
+    const { token } = await issueToken(['acme'], { expires });
+    const request = new Request('https://registry.example.com/v1/providers/acme/thing/versions', bearer(token));
+    expect(await authenticate(request, env.REGISTRY_KV, Date.parse(expires) - 1)).toMatchObject({ ok: true });
+    expect(await authenticate(request, env.REGISTRY_KV, Date.parse(expires))).toEqual({
+      ok: false, message: `the token expired at ${expires}`, error: 'invalid_token',
+    });
+  });
+
+  it('a record whose expiry cannot be read is damaged: its token is refused (401), not treated as never expiring', async () => {
+    const { token, record } = await issueToken(['acme']);
+    await env.REGISTRY_KV.put(tokenKey(tokenSha256(token)), JSON.stringify({ ...record, expires: 'next tuesday' }));
+    expect((await get('/v1/providers/acme/thing/versions', bearer(token))).status).toBe(401);
   });
 });

@@ -68,4 +68,15 @@ describe('verifySignedUrl', () => {
     }
     expect(await verifySignedUrl(request(`${PATH}?expires=${EXPIRES}&signature=${signature}`), SECRET, now)).toEqual({ ok: true, expires: EXPIRES });
   });
+
+  it('refuses a repeated expires or signature even when the first ones are valid (the contract: repeated → malformed)', async () => {
+    const now = (EXPIRES - 60) * 1000;
+    const signature = await independentSignature('GET', PATH, EXPIRES);
+    for (const url of [
+      `${PATH}?expires=${EXPIRES}&signature=${signature}&expires=${EXPIRES + 3600}`,
+      `${PATH}?expires=${EXPIRES}&signature=${signature}&signature=${signature}`,
+    ]) {
+      expect(await verifySignedUrl(request(url), SECRET, now), url).toEqual({ ok: false, message: 'this download URL has a malformed signature' });
+    }
+  });
 });

@@ -1,7 +1,8 @@
 import { env } from 'cloudflare:workers';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { address, fakeRelease, getWith, seed } from './helpers';
-import { publishVersion } from '../../src/store/publish';
+import { publishVersion, readVersionRecord, rebuildProviderIndex } from '../../src/store/publish';
+import { storeMirroredVersion } from '../../src/store/mirror';
 
 // With INDEX_CACHE_SECONDS > 0 an isolate reuses version lists and "not found" answers for that long and
 // no longer: a version published meanwhile is listed (and its documents found) once the lifetime has passed.
@@ -9,7 +10,22 @@ import { publishVersion } from '../../src/store/publish';
 
 const SECONDS = '1';
 const vars = { INDEX_CACHE_SECONDS: SECONDS };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// The isolate's cache reads Date.now(): requests are made at chosen instants on a fake clock (to the
+// millisecond, no sleeping); publishing runs on the real clock in between.
+const T0 = Date.UTC(2031, 0, 1);
+async function at<T>(ms: number, request: () => Promise<T>): Promise<T> {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  vi.setSystemTime(T0 + ms);
+  try {
+    return await request();
+  } finally {
+    vi.useRealTimers();
+  }
+}
+afterEach(() => {
+  vi.useRealTimers();
+});
+const LIFETIME_MS = Number(SECONDS) * 1000;
 const versionsOf = async (path: string) => (await (await getWith(vars, path)).json<{ versions: { version: string }[] }>()).versions.map((v) => v.version);
 
 describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
@@ -17,15 +33,14 @@ describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     const provider = address('acme', 'lifetime');
     await seed([fakeRelease(provider, '1.0.0')]);
     const path = '/v1/providers/acme/lifetime/versions';
-    const first = await getWith(vars, path);
+    const first = await at(0, () => getWith(vars, path));
     expect(first.headers.get('cache-control')).toBe(`public, max-age=${SECONDS}`);
     expect((await first.json<{ versions: unknown[] }>()).versions).toHaveLength(1);
 
     const next = fakeRelease(provider, '1.1.0');
     await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, next.record, next.files);
-    expect(await versionsOf(path)).toEqual(['1.0.0']); // cached
-    await sleep(1100);
-    expect(await versionsOf(path)).toEqual(['1.0.0', '1.1.0']);
+    expect(await at(LIFETIME_MS - 1, () => versionsOf(path))).toEqual(['1.0.0']); // cached
+    expect(await at(LIFETIME_MS, () => versionsOf(path))).toEqual(['1.0.0', '1.1.0']);
   });
 
   it('the mirror index.json likewise', async () => {
@@ -33,12 +48,11 @@ describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     await seed([fakeRelease(provider, '1.0.0')]);
     const path = '/v1/mirror/registry.example.com/acme/mirrorlife/index.json';
     const keys = async () => Object.keys((await (await getWith(vars, path)).json<{ versions: object }>()).versions);
-    expect(await keys()).toEqual(['1.0.0']);
+    expect(await at(0, keys)).toEqual(['1.0.0']);
     const next = fakeRelease(provider, '2.0.0');
     await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, next.record, next.files);
-    expect(await keys()).toEqual(['1.0.0']);
-    await sleep(1100);
-    expect(await keys()).toEqual(['1.0.0', '2.0.0']);
+    expect(await at(LIFETIME_MS - 1, keys)).toEqual(['1.0.0']);
+    expect(await at(LIFETIME_MS, keys)).toEqual(['1.0.0', '2.0.0']);
   });
 
   it('"not found" for a provider, a version document and a mirror version is reused only for the lifetime', async () => {
@@ -49,14 +63,10 @@ describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
       '/v1/mirror/registry.example.com/acme/absent/index.json',
       '/v1/mirror/registry.example.com/acme/absent/1.0.0.json',
     ];
-    for (const path of paths) {
-      const response = await getWith(vars, path);
-      expect(response.status, path).toBe(404);
-    }
+    for (const path of paths) expect((await at(0, () => getWith(vars, path))).status, path).toBe(404);
     await seed([fakeRelease(provider, '1.0.0', ['linux_amd64'])]);
-    for (const path of paths) expect((await getWith(vars, path)).status, `${path} (cached)`).toBe(404);
-    await sleep(1100);
-    for (const path of paths) expect((await getWith(vars, path)).status, `${path} after the lifetime`).toBe(200);
+    for (const path of paths) expect((await at(LIFETIME_MS - 1, () => getWith(vars, path))).status, `${path} (cached)`).toBe(404);
+    for (const path of paths) expect((await at(LIFETIME_MS, () => getWith(vars, path))).status, `${path} after the lifetime`).toBe(200);
   });
 
   it('a published version document is immutable: served with a one-year immutable lifetime', async () => {
@@ -64,6 +74,35 @@ describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     for (const path of ['/v1/providers/acme/forever/1.0.0/download/linux/amd64', '/v1/mirror/registry.example.com/acme/forever/1.0.0.json']) {
       expect((await getWith(vars, path)).headers.get('cache-control'), path).toBe('public, max-age=31536000, immutable');
     }
+  });
+});
+
+describe('a version mirrored from another registry', () => {
+  it('is cached like a list, so a platform added by a later mirror sync is served after the lifetime', async () => {
+    const upstream = { hostname: 'registry.terraform.io', namespace: 'hashicorp', type: 'grows' };
+    const first = fakeRelease(upstream, '1.0.0', ['linux_amd64']);
+    await storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, first.record, first.files);
+    await rebuildProviderIndex(env.REGISTRY_KV, upstream, () => {}, env.REGISTRY_R2);
+    const path = '/v1/mirror/registry.terraform.io/hashicorp/grows/1.0.0.json';
+    const platforms = async (ms: number) => Object.keys((await (await at(ms, () => getWith(vars, path))).json<{ archives: object }>()).archives).sort();
+    const response = await at(0, () => getWith(vars, path));
+    expect(response.headers.get('cache-control')).toBe(`public, max-age=${SECONDS}`);
+    expect(await platforms(1)).toEqual(['linux_amd64']);
+
+    const wider = fakeRelease(upstream, '1.0.0', ['linux_amd64', 'darwin_arm64']);
+    await storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, wider.record, wider.files);
+    expect(await platforms(500)).toEqual(['linux_amd64']); // within the lifetime: the isolate's copy
+    expect(await platforms(1001)).toEqual(['darwin_arm64', 'linux_amd64']);
+  });
+
+  it('keeps its bytes: a different archive for a mirrored platform is refused and nothing changes', async () => {
+    const upstream = { hostname: 'registry.terraform.io', namespace: 'hashicorp', type: 'fixed' };
+    const first = fakeRelease(upstream, '1.0.0', ['linux_amd64']);
+    await storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, first.record, first.files);
+    const changed = fakeRelease(upstream, '1.0.0', ['linux_amd64', 'darwin_arm64'], { salt: 'rebuilt' });
+    await expect(storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, changed.record, changed.files)).rejects.toThrow(/mirrored bytes never change — kept ours/);
+    const record = await readVersionRecord(env.REGISTRY_KV, upstream, '1.0.0', env.REGISTRY_R2);
+    expect(record!.packages.map((p) => p.shasum)).toEqual(first.record.packages.map((p) => p.shasum));
   });
 });
 

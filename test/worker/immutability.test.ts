@@ -72,4 +72,16 @@ describe('publishVersion on the real KV and R2', () => {
     const again = fakeRelease(provider, '1.0.0');
     expect(await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, again.record, again.files)).toBe('unchanged');
   });
+
+  it('replaces a leftover R2 object of the right size but other bytes (an earlier publish that stopped halfway)', async () => {
+    const provider = address('acme', 'leftover');
+    const release = fakeRelease(provider, '1.0.0', ['linux_amd64']);
+    const filename = 'terraform-provider-leftover_1.0.0_linux_amd64.zip';
+    const stale = fakeRelease(provider, '1.0.0', ['linux_amd64'], { salt: 'stale' }).bytes.get(filename)!;
+    expect(stale.byteLength).toBe(release.bytes.get(filename)!.byteLength);
+    await env.REGISTRY_R2.put(releaseObjectKey(provider, '1.0.0', filename), stale, { customMetadata: { sha256: 'f'.repeat(64) } });
+    await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, release.record, release.files);
+    const stored = await env.REGISTRY_R2.get(releaseObjectKey(provider, '1.0.0', filename));
+    expect(new Uint8Array(await stored!.arrayBuffer())).toEqual(release.bytes.get(filename));
+  });
 });

@@ -206,6 +206,15 @@ describe('module pages', () => {
     expect((await get('/modules/acme/vpc/a-b')).status).toBe(400);
   });
 
+  it('served from a hostname without a dot (localhost:8787), the snippet keeps the registry hostname and adds the CLI host block', async () => {
+    const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+    const response = await worker.fetch(new Request('http://localhost:8787/modules/acme/vpc/aws') as never, bindings, ctx);
+    const html = await response.text();
+    expect(html).toContain('source  = &quot;registry.example.com/acme/vpc/aws&quot;');
+    expect(html).toContain('host &quot;registry.example.com&quot; {\n  services = {\n    &quot;modules.v1&quot; = &quot;http://localhost:8787/v1/modules/&quot;');
+    expect(await (await get('/modules/acme/vpc/aws')).text()).not.toContain('host &quot;');
+  });
+
   it('escapes publisher text everywhere and links providers of this registry to their pages', async () => {
     const evil = moduleAddress(bindings.REGISTRY_HOSTNAME, 'acme', 'evil', 'aws');
     await seedModule(bindings.REGISTRY_KV, bindings.REGISTRY_R2, evil, '1.0.0', {

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { isSetupStep, planDeploy, checkAuth, PlanError, LOGIN_FIX, SIGNING_SECRET, type DeployOptions, type Observed, type Step } from './plan';
 import { readProductionConfig } from './production-config';
+import { parseServiceDiscovery } from '../../../src/protocol/discovery';
 import { parseKvNamespaces, parseR2Buckets, parseSecrets, parseWhoami, plain, WranglerOutputError, type WranglerResult } from './wrangler-output';
 
 const root = join(import.meta.dirname, '..', '..', '..');
@@ -173,7 +174,7 @@ async function runStep(step: Step, options: ExecuteOptions): Promise<void> {
           const response = await fetch(step.url, { signal: AbortSignal.timeout(10_000) });
           const body = await response.text();
           last = `HTTP ${response.status}: ${body.slice(0, 300)}`;
-          if (response.status === 200 && (JSON.parse(body) as Record<string, unknown>)['providers.v1']) return;
+          if (response.status === 200 && parseServiceDiscovery(JSON.parse(body))['providers.v1']) return;
         } catch (error) {
           last = `${(error as Error).message}${(error as { cause?: Error }).cause ? `: ${(error as { cause: Error }).cause.message}` : ''}`;
         }

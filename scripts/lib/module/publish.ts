@@ -1,7 +1,9 @@
 import { readFileSync, statSync } from 'node:fs';
 import { InputError, parseHostname, parseVersion, sha256Hex } from '../../../src/protocol/index';
 import { formatModuleAddress, moduleAddress, type ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
-import { moduleArchiveFilename } from '../../../src/store/layout';
+import { moduleArchiveFilename, moduleLeaseName } from '../../../src/store/layout';
+import { withLease } from '../../../src/store/lease';
+import { processLeaseOptions } from '../lease';
 import { publishModuleVersion, readModuleRecord, rebuildModuleIndex, type ModuleProgress } from '../../../src/store/modules-publish';
 import type { ModuleDocs, ModuleVersionRecord } from '../../../src/store/modules-types';
 import { readRegistryConfig, type RegistryConfig } from '../config';
@@ -149,9 +151,16 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
       return result('unchanged');
     }
     log(`publishing ${label} to ${store.description}`);
-    const outcome = await publishModuleVersion(store.kv, store.blobs, record, docs, {
-      sha256Hex: sha256, size: bytes.byteLength, contentType: format === 'zip' ? 'application/zip' : 'application/gzip', open: () => bytes,
-    }, progressLog(log));
+    // One writer per module: the publish (its own check of the record included) holds the module's lease.
+    const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), async (lease) => {
+      const result = await publishModuleVersion(store.kv, store.blobs, record, docs, {
+        sha256Hex: sha256, size: bytes.byteLength, contentType: format === 'zip' ? 'application/zip' : 'application/gzip', open: () => bytes,
+      }, (event) => {
+        if (event.step === 'record') lease.check(); // a lost lease stops the publish before its record commits it
+        progressLog(log)(event);
+      });
+      return result;
+    });
     log(outcome === 'published' ? `published ${label}` : `${label} was already published; nothing rewritten`);
     return result(outcome);
   } finally {

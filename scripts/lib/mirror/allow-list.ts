@@ -1,0 +1,82 @@
+import { readFileSync } from 'node:fs';
+import {
+  InputError, parseConstraints, parsePlatformName, parseSourceAddress, type Platform,
+} from '../../../src/protocol/index';
+import type { SyncRequest } from './sync';
+
+/**
+ * mirror.json, the allow-list `mirror sync --config` reads:
+ *
+ *   {
+ *     "platforms": ["linux_amd64", "darwin_arm64"],          // default for every entry (optional)
+ *     "providers": [
+ *       { "source": "hashicorp/random", "versions": "~> 3.5" },
+ *       { "source": "registry.terraform.io/hashicorp/aws", "versions": ">= 5.40, < 6.0.0", "platforms": ["linux_amd64"] }
+ *     ]
+ *   }
+ *
+ * `source` is a Terraform source address (a bare NS/TYPE means
+ * registry.terraform.io/NS/TYPE); `versions` a Terraform version constraint
+ * (required: an allow-list names what it allows); `platforms` OS_ARCH names
+ * (the entry's own, else the file's, else every platform upstream offers).
+ */
+
+export const DEFAULT_UPSTREAM = 'registry.terraform.io';
+
+/** Parses mirror.json text; throws InputError naming `source` and the entry and field that is wrong. */
+export function parseAllowList(text: string, source: string): SyncRequest[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new InputError(`${source}: not JSON (${(error as Error).message})`);
+  }
+  const top = json as { platforms?: unknown; providers?: unknown };
+  if (!top || typeof top !== 'object' || Array.isArray(top)) throw new InputError(`${source}: expected an object with a "providers" array`);
+  for (const key of Object.keys(top)) {
+    if (key !== 'platforms' && key !== 'providers' && key !== '$comment') throw new InputError(`${source}: unknown field "${key}" (allowed: providers, platforms)`);
+  }
+  const defaults = platformList(top.platforms, `${source}: platforms`);
+  if (!Array.isArray(top.providers) || top.providers.length === 0) throw new InputError(`${source}: "providers" must be a non-empty array`);
+  return top.providers.map((raw, index) => {
+    const where = `${source}: providers[${index}]`;
+    const entry = raw as { source?: unknown; versions?: unknown; platforms?: unknown };
+    if (!entry || typeof entry !== 'object') throw new InputError(`${where}: expected an object`);
+    for (const key of Object.keys(entry)) {
+      if (!['source', 'versions', 'platforms', '$comment'].includes(key)) throw new InputError(`${where}: unknown field "${key}" (allowed: source, versions, platforms)`);
+    }
+    if (typeof entry.source !== 'string') throw new InputError(`${where}: "source" (e.g. "hashicorp/random") is required`);
+    if (typeof entry.versions !== 'string') throw new InputError(`${where}: "versions" (a constraint such as "~> 3.5") is required`);
+    try {
+      parseConstraints(entry.versions);
+      return {
+        address: parseSourceAddress(entry.source, DEFAULT_UPSTREAM),
+        constraints: entry.versions,
+        platforms: entry.platforms === undefined ? defaults : platformList(entry.platforms, `${where}.platforms`),
+      };
+    } catch (error) {
+      throw new InputError(`${where}: ${(error as Error).message}`);
+    }
+  });
+}
+
+/** Reads and parses an allow-list file. */
+export function readAllowList(path: string): SyncRequest[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new InputError(`${path}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  return parseAllowList(text, path);
+}
+
+function platformList(value: unknown, where: string): Platform[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw new InputError(`${where}: expected an array of "OS_ARCH" strings`);
+  try {
+    return (value as string[]).map(parsePlatformName);
+  } catch (error) {
+    throw new InputError(`${where}: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,212 @@
+import { createReadStream, existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { join, relative, resolve, sep } from 'node:path';
+import { Readable } from 'node:stream';
+import {
+  formatAddress, formatShasums, InputError, parseJson, parseMirrorIndexResponse, parseMirrorVersionResponse, parsePlatformName,
+  parseVersion, providerAddress, sha256Hex, sortVersions, zhHash, type MirrorVersionResponse, type ProviderAddress,
+} from '../../../src/protocol/index';
+import { archiveFilename, providerLeaseName, shasumsFilename, shasumsSignatureFilename } from '../../../src/store/layout';
+import { withLease, type Lease } from '../../../src/store/lease';
+import { processLeaseOptions } from '../lease';
+import { MIRROR_LEASE_TTL_MS } from './sync';
+import { storeMirroredVersion } from '../../../src/store/mirror';
+import { rebuildProviderIndex, type ReleaseFile } from '../../../src/store/publish';
+import type { PackageRecord, VersionRecord } from '../../../src/store/types';
+import type { StoreHandle } from '../local-store';
+import { combinedStatus, type MirrorSummary, type PlatformSummary, type ProviderSummary, type VersionSummary } from './summary';
+import { verifyArchive } from './verify';
+
+/**
+ * `mirror import DIR`: a directory made by `terraform providers mirror`
+ * (the packed layout: HOST/NS/TYPE/index.json, HOST/NS/TYPE/VERSION.json and
+ * the zips beside them). Every zip is checked against the `h1:` (and `zh:`
+ * where present) hashes of its VERSION.json and must hold the provider
+ * executable; a version is stored whole when all its zips verify, exactly as
+ * a sync stores it (with a SHA256SUMS made from the zips for auditing; such a
+ * directory carries no upstream signature). The unpacked layout
+ * (HOST/NS/TYPE/VERSION/OS_ARCH/ with executables) is refused before anything
+ * is written.
+ */
+
+export interface ImportOptions {
+  store: StoreHandle;
+  ownHostname: string;
+  dryRun?: boolean;
+  log?: (line: string) => void;
+}
+
+interface FoundProvider {
+  address: ProviderAddress;
+  dir: string;
+}
+
+/** Finds the providers of a packed mirror directory; throws InputError for anything else (nothing is written then). */
+export function findPackedProviders(root: string): FoundProvider[] {
+  if (!existsSync(root) || !lstatSync(root).isDirectory()) throw new InputError(`${root}: not a directory`);
+  const found: FoundProvider[] = [];
+  const unpacked: string[] = [];
+  for (const host of subdirs(root)) {
+    for (const namespace of subdirs(join(root, host))) {
+      for (const type of subdirs(join(root, host, namespace))) {
+        const dir = join(root, host, namespace, type);
+        if (existsSync(join(dir, 'index.json'))) {
+          let address: ProviderAddress;
+          try {
+            address = providerAddress(host, namespace, type);
+          } catch (error) {
+            throw new InputError(`${dir}: ${(error as Error).message}`);
+          }
+          found.push({ address, dir });
+        } else if (subdirs(dir).some((version) => subdirs(join(dir, version)).some((p) => /^[a-z0-9]+_[a-z0-9]+$/.test(p)))) {
+          unpacked.push(relative(root, dir));
+        }
+      }
+    }
+  }
+  if (unpacked.length > 0) {
+    throw new InputError(
+      `${root} is in the unpacked layout (${unpacked.slice(0, 3).join(', ')}: VERSION/OS_ARCH/ directories holding executables); ` +
+        'import expects the packed layout that `terraform providers mirror DIR` writes (HOST/NS/TYPE/index.json, VERSION.json and the zips) — nothing was imported',
+    );
+  }
+  if (found.length === 0) {
+    throw new InputError(`${root} holds no provider: expected HOST/NAMESPACE/TYPE/index.json as written by \`terraform providers mirror -platform=OS_ARCH ${root}\``);
+  }
+  return found;
+}
+
+/** Imports every provider found under `root`. */
+export async function importDirectory(root: string, options: ImportOptions): Promise<MirrorSummary> {
+  const log = options.log ?? (() => {});
+  const providers: ProviderSummary[] = [];
+  for (const provider of findPackedProviders(resolve(root))) providers.push(await importProvider(provider, options, log));
+  return { command: 'import', dry_run: !!options.dryRun, ok: providers.every((p) => p.status !== 'failed'), providers };
+}
+
+async function importProvider({ address, dir }: FoundProvider, options: ImportOptions, log: (line: string) => void): Promise<ProviderSummary> {
+  const name = formatAddress(address);
+  if (address.hostname === options.ownHostname) {
+    const reason = `${address.hostname} is this registry's own hostname (REGISTRY_HOSTNAME): publish its providers with npm run publish-provider instead`;
+    log(`${name}: failed: ${reason}`);
+    return { address: name, status: 'failed', reason, versions: [] };
+  }
+  let versions: string[];
+  try {
+    const index = parseMirrorIndexResponse(parseJson(readFileSync(join(dir, 'index.json'), 'utf8'), 'index.json'));
+    versions = sortVersions(Object.keys(index.versions).map((v) => parseVersion(v)));
+  } catch (error) {
+    const reason = `${join(dir, 'index.json')}: ${(error as Error).message}`;
+    log(`${name}: failed: ${reason}`);
+    return { address: name, status: 'failed', reason, versions: [] };
+  }
+  const importAll = async (lease?: Lease) => {
+    const results: VersionSummary[] = [];
+    for (const version of versions) results.push(await importVersion(address, dir, version, options, log, lease));
+    return results;
+  };
+  // The provider's lease (as publish-provider and sync take it) while its versions are written.
+  const results = options.dryRun
+    ? await importAll()
+    : await withLease(options.store.blobs, providerLeaseName(address), processLeaseOptions(`mirror import ${name}`, log, { ttlMs: MIRROR_LEASE_TTL_MS }), async (lease) => {
+      const done = await importAll(lease);
+      lease.check();
+      await rebuildProviderIndex(options.store.kv, address, () => {}, options.store.blobs, () => lease.check());
+      return done;
+    });
+  return { address: name, status: combinedStatus(results.map((v) => v.status)), versions: results };
+}
+
+async function importVersion(
+  address: ProviderAddress, dir: string, version: string, options: ImportOptions, log: (line: string) => void, lease?: Lease,
+): Promise<VersionSummary> {
+  const label = `${formatAddress(address)} ${version}`;
+  const documentPath = join(dir, `${version}.json`);
+  const platforms: PlatformSummary[] = [];
+  const fail = (reason: string): VersionSummary => {
+    log(`${label}: NOT imported: ${reason}`);
+    return { version, status: 'failed', reason, platforms };
+  };
+  let archives: MirrorVersionResponse['archives'];
+  try {
+    archives = parseMirrorVersionResponse(parseJson(readFileSync(documentPath, 'utf8'), `${version}.json`)).archives;
+  } catch (error) {
+    return fail(`${documentPath}: ${(error as Error).message}`);
+  }
+
+  const verified: { pkg: PackageRecord; path: string }[] = [];
+  for (const [key, entry] of Object.entries(archives)) {
+    const failed = (reason: string) => platforms.push({ platform: key, status: 'failed', reason });
+    try {
+      const platform = parsePlatformName(key);
+      const path = resolve(dir, entry.url);
+      if (!path.startsWith(dir + sep)) throw new InputError(`${documentPath}: archives.${key}.url ${JSON.stringify(entry.url)} points outside ${dir}`);
+      if (!existsSync(path)) throw new InputError(`${documentPath}: archives.${key}.url names ${entry.url}, which is missing`);
+      const hashes = entry.hashes ?? [];
+      const h1s = hashes.filter((h) => h.startsWith('h1:'));
+      const zhs = hashes.filter((h) => h.startsWith('zh:'));
+      if (h1s.length === 0) throw new InputError(`hash check failed: ${documentPath} gives no h1: hash for ${key}, so ${entry.url} cannot be verified`);
+      const digest = await verifyArchive(path, { type: address.type, version, platform, source: path });
+      if (!h1s.includes(digest.h1)) throw new InputError(`hash check failed: ${path} has ${digest.h1}, ${documentPath} says ${h1s.join(', ')}`);
+      if (zhs.length > 0 && !zhs.includes(zhHash(digest.sha256Hex))) {
+        throw new InputError(`hash check failed: ${path} has ${zhHash(digest.sha256Hex)}, ${documentPath} says ${zhs.join(', ')}`);
+      }
+      verified.push({
+        pkg: { os: platform.os, arch: platform.arch, filename: archiveFilename(address.type, version, platform), shasum: digest.sha256Hex, h1: digest.h1, size: digest.size },
+        path,
+      });
+    } catch (error) {
+      failed((error as Error).message);
+    }
+  }
+  if (platforms.length > 0) {
+    for (const { pkg } of verified) platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: 'failed', reason: 'verified, but another platform of this version failed: the version is imported whole or not at all' });
+    return fail(platforms.filter((p) => !p.reason?.startsWith('verified,')).map((p) => p.reason).join('; '));
+  }
+  if (verified.length === 0) return fail(`${documentPath} lists no archives`);
+  if (options.dryRun) {
+    for (const { pkg } of verified) platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: 'planned', h1: pkg.h1, zh: zhHash(pkg.shasum), size: pkg.size });
+    log(`${label}: would import ${verified.map((v) => `${v.pkg.os}_${v.pkg.arch}`).join(', ')} (verified)`);
+    return { version, status: 'planned', platforms };
+  }
+
+  const sums = new TextEncoder().encode(formatShasums(verified.map(({ pkg }) => ({ filename: pkg.filename, sha256Hex: pkg.shasum }))));
+  const record: VersionRecord = {
+    address,
+    version,
+    protocols: ['5.0'],
+    packages: verified.map((v) => v.pkg),
+    shasumsFilename: shasumsFilename(address.type, version),
+    shasumsSignatureFilename: shasumsSignatureFilename(address.type, version),
+    // A `terraform providers mirror` directory carries hashes, not the upstream signature.
+    signingKey: { key_id: '', ascii_armor: '' },
+    publishedAt: new Date().toISOString(),
+  };
+  const files: ReleaseFile[] = [
+    ...verified.map(({ pkg, path }) => ({
+      filename: pkg.filename, sha256Hex: pkg.shasum, size: pkg.size, contentType: 'application/zip',
+      open: () => Readable.toWeb(createReadStream(path, { highWaterMark: 1 << 20 })) as ReadableStream,
+    })),
+    { filename: record.shasumsFilename, sha256Hex: sha256Hex(sums), size: sums.byteLength, contentType: 'text/plain; charset=utf-8', open: () => sums },
+  ];
+  let outcome: string;
+  try {
+    outcome = await storeMirroredVersion(options.store.kv, options.store.blobs, record, files, () => {}, lease);
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  for (const { pkg } of verified) {
+    platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: outcome === 'unchanged' ? 'unchanged' : 'mirrored', h1: pkg.h1, zh: zhHash(pkg.shasum), size: pkg.size });
+  }
+  platforms.sort((a, b) => a.platform.localeCompare(b.platform));
+  log(`${label}: ${outcome === 'unchanged' ? 'already held' : 'imported'} ${platforms.map((p) => p.platform).join(', ')}`);
+  return { version, status: outcome === 'unchanged' ? 'unchanged' : 'mirrored', platforms };
+}
+
+function subdirs(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  } catch {
+    return [];
+  }
+}
+

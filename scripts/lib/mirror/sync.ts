@@ -1,0 +1,326 @@
+import { createReadStream, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import {
+  formatAddress, meetsConstraints, parseConstraints, platformName, sha256Hex, sortVersions, zhHash,
+  type Platform, type ProviderAddress,
+} from '../../../src/protocol/index';
+import { archiveFilename, providerLeaseName, releaseObjectKey, shasumsFilename, shasumsSignatureFilename } from '../../../src/store/layout';
+import { withLease, type Lease } from '../../../src/store/lease';
+import { storeMirroredVersion } from '../../../src/store/mirror';
+import { readVersionRecord, rebuildProviderIndex, type ReleaseFile } from '../../../src/store/publish';
+import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
+import type { StoreHandle } from '../local-store';
+import { processLeaseOptions } from '../lease';
+import { CRASH_ENV } from '../publish';
+import { combinedStatus, type MirrorSummary, type PlatformSummary, type ProviderSummary, type VersionSummary } from './summary';
+import { discoverProviders, findPackage, listVersions, type UpstreamPackage } from './upstream';
+import type { UpstreamHttp } from './upstream-http';
+import { checkSumsLine, readSums, verifyArchive, verifySumsSignature } from './verify';
+
+/**
+ * `mirror sync`: copies upstream provider versions into the mirror, verified
+ * as Terraform's installer verifies them, per version × platform:
+ * download document → archive (streamed to a temp file) → SHA-256 equals
+ * `shasum` and the archive's SHA256SUMS line → SHA256SUMS.sig verifies with a
+ * key of `signing_keys` → the zip holds the provider executable → h1.
+ *
+ * A version is stored only when every platform fetched for it verified
+ * (archives, the upstream SHA256SUMS and .sig, documents, record), and the
+ * provider's lists are rebuilt last, so a killed sync leaves the mirror as it
+ * was or with whole versions added. Platforms already held are not
+ * downloaded again; their upstream `shasum` is still compared with ours and a
+ * difference is refused loudly (mirrored bytes never change).
+ */
+
+/**
+ * How long a mirror run's provider lease stays valid without renewal: long
+ * (5 min), because a busy machine moving large archives can stall renewals
+ * past the 30 s default and lose the lease mid-run. A killed run on the same
+ * host is taken over at once (its pid is gone), so only a dead run on another
+ * host makes the next one wait this long.
+ */
+export const MIRROR_LEASE_TTL_MS = 5 * 60_000;
+
+export interface SyncRequest {
+  address: ProviderAddress;
+  /** Terraform version constraint ("" = every release). */
+  constraints: string;
+  /** Platforms to mirror; empty = every platform each version lists. */
+  platforms: Platform[];
+}
+
+export interface MirrorRunOptions {
+  store: StoreHandle;
+  /** This registry's own hostname: refused as a source. */
+  ownHostname: string;
+  /** providers.v1 overrides from the CLI configuration's `host` blocks. */
+  providersServiceFor?: (host: string) => string | undefined;
+  http: UpstreamHttp;
+  dryRun?: boolean;
+  /** Archives downloaded at once (default 4). */
+  concurrency?: number;
+  log?: (line: string) => void;
+}
+
+/** Syncs every request; never throws for a provider's failure (it is in the summary), only for store errors. */
+export async function syncProviders(requests: readonly SyncRequest[], options: MirrorRunOptions): Promise<MirrorSummary> {
+  const log = options.log ?? (() => {});
+  const work = mkdtempSync(join(tmpdir(), 'edge-registry-mirror-'));
+  const limit = limiter(Math.max(1, options.concurrency ?? 4));
+  try {
+    const providers: ProviderSummary[] = [];
+    for (const request of requests) providers.push(await syncProvider(request, options, work, limit, log));
+    const ok = providers.every((p) => p.status !== 'failed');
+    return { command: 'sync', dry_run: !!options.dryRun, ok, providers, upstream_requests: { ...options.http.counts } };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+async function syncProvider(
+  request: SyncRequest,
+  options: MirrorRunOptions,
+  work: string,
+  limit: Limiter,
+  log: (line: string) => void,
+): Promise<ProviderSummary> {
+  const { address } = request;
+  const name = formatAddress(address);
+  const failed = (reason: string): ProviderSummary => {
+    log(`${name}: failed: ${reason}`);
+    return { address: name, status: 'failed', reason, versions: [] };
+  };
+  if (address.hostname === options.ownHostname) {
+    return failed(`${address.hostname} is this registry's own hostname (REGISTRY_HOSTNAME): its providers are already served by the mirror; mirror other registries only`);
+  }
+  let selected: { version: string; protocols: string[]; platforms: Platform[] }[];
+  let base: string;
+  try {
+    const constraints = parseConstraints(request.constraints);
+    base = await discoverProviders(options.http, address.hostname, options.providersServiceFor?.(address.hostname));
+    const versions = await listVersions(options.http, base, address);
+    const matching = versions.filter((v) => meetsConstraints(v.version, constraints));
+    const order = sortVersions(matching.map((v) => v.version));
+    selected = order.map((version) => matching.find((v) => v.version === version)!);
+    log(`${name}: ${selected.length} of ${versions.length} versions match "${request.constraints || '(any)'}"${selected.length ? `: ${order.join(', ')}` : ''}`);
+  } catch (error) {
+    return failed((error as Error).message);
+  }
+
+  // One writer per provider: the same lease publish-provider takes, held while this provider is synced.
+  const syncAll = (lease?: Lease) => Promise.all(
+    selected.map((entry) => syncVersion(address, base, entry, request.platforms, options, work, limit, log, lease)),
+  );
+  const versions: VersionSummary[] = options.dryRun
+    ? await syncAll()
+    : await withLease(options.store.blobs, providerLeaseName(address), processLeaseOptions(`mirror sync ${name}`, log, { ttlMs: MIRROR_LEASE_TTL_MS }), async (lease) => {
+      const results = await syncAll(lease);
+      lease.check();
+      await rebuildProviderIndex(options.store.kv, address, () => {}, options.store.blobs, () => lease.check());
+      return results;
+    });
+  const summary: ProviderSummary = { address: name, status: combinedStatus(versions.map((v) => v.status)), versions };
+  if (selected.length === 0) {
+    summary.status = 'failed';
+    summary.reason = `no version of ${name} matches "${request.constraints}"`;
+  }
+  const counts = (status: string) => versions.filter((v) => v.status === status).length;
+  log(`${name}: ${counts('mirrored')} versions mirrored, ${counts('unchanged')} up to date, ${counts('failed')} failed, ${counts('skipped')} skipped${options.dryRun ? ` (dry run: ${counts('planned')} to fetch)` : ''}`);
+  return summary;
+}
+
+async function syncVersion(
+  address: ProviderAddress,
+  base: string,
+  listed: { version: string; platforms: Platform[] },
+  requested: readonly Platform[],
+  options: MirrorRunOptions,
+  work: string,
+  limit: Limiter,
+  log: (line: string) => void,
+  lease?: Lease,
+): Promise<VersionSummary> {
+  const { version } = listed;
+  const label = `${formatAddress(address)} ${version}`;
+  const offered = new Set(listed.platforms.map(platformName));
+  const wanted = requested.length ? requested : listed.platforms;
+  const platforms: PlatformSummary[] = [];
+  const available = wanted.filter((p) => {
+    if (offered.has(platformName(p))) return true;
+    platforms.push({ platform: platformName(p), status: 'skipped', reason: `${version} is not published for ${platformName(p)} upstream` });
+    log(`${label}: skipped ${platformName(p)}: not published upstream for this version`);
+    return false;
+  });
+  const done = (reason?: string): VersionSummary => {
+    platforms.sort((a, b) => a.platform.localeCompare(b.platform));
+    const status = reason ? 'failed' : combinedStatus(platforms.map((p) => p.status));
+    return reason ? { version, status, reason, platforms } : { version, status, platforms };
+  };
+  if (available.length === 0) return done();
+
+  const existing = await readVersionRecord(options.store.kv, address, version, options.store.blobs);
+  const held = new Map((existing?.packages ?? []).map((p) => [`${p.os}_${p.arch}`, p]));
+  const fail = (reason: string): VersionSummary => {
+    log(`${label}: NOT mirrored: ${reason}`);
+    for (const p of available) {
+      const already = platforms.find((s) => s.platform === platformName(p));
+      if (!already) platforms.push({ platform: platformName(p), status: held.has(platformName(p)) ? 'unchanged' : 'failed', ...(held.has(platformName(p)) ? {} : { reason }) });
+    }
+    return done(reason);
+  };
+
+  // Documents first (small): also for held platforms, to notice an upstream that changed its bytes.
+  let documents: UpstreamPackage[];
+  try {
+    documents = await Promise.all(available.map((p) => limit(() => findPackage(options.http, base, address, version, p))));
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  for (const doc of documents) {
+    const ours = held.get(platformName(doc.platform));
+    if (ours && ours.shasum !== doc.shasum) {
+      const reason = `UPSTREAM CHANGED: ${doc.documentUrl} now gives shasum ${doc.shasum} for ${platformName(doc.platform)}, the mirror holds ${ours.shasum} (${ours.h1}); mirrored bytes never change — kept ours; investigate the upstream`;
+      log(`${label}: ${reason}`);
+      platforms.push({ platform: platformName(doc.platform), status: 'failed', reason });
+    }
+  }
+  if (platforms.some((p) => p.status === 'failed')) return fail('the upstream changed a mirrored package (see the platform)');
+  const missing = documents.filter((doc) => !held.has(platformName(doc.platform)));
+  for (const doc of documents) {
+    const ours = held.get(platformName(doc.platform));
+    if (ours) platforms.push({ platform: platformName(doc.platform), status: 'unchanged', h1: ours.h1, zh: zhHash(ours.shasum), size: ours.size });
+  }
+  if (missing.length === 0) return done();
+  if (options.dryRun) {
+    for (const doc of missing) {
+      platforms.push({ platform: platformName(doc.platform), status: 'planned' });
+      log(`${label}: would fetch ${doc.downloadUrl}`);
+    }
+    return done();
+  }
+
+  const versionDir = mkdtempSync(join(work, `${version}-`));
+  try {
+    // SHA256SUMS and its signature: one per version (every platform's document must name the same).
+    const first = missing[0]!;
+    for (const doc of missing) {
+      if (doc.shasumsUrl !== first.shasumsUrl || doc.shasumsSignatureUrl !== first.shasumsSignatureUrl) {
+        return fail(`${doc.documentUrl} names another SHA256SUMS (${doc.shasumsUrl}) than ${first.documentUrl} (${first.shasumsUrl})`);
+      }
+    }
+    let sums: Uint8Array;
+    let signature: Uint8Array;
+    let signer: SigningKey;
+    try {
+      [sums, signature] = await Promise.all([
+        options.http.getFile(first.shasumsUrl, 'SHA256SUMS'),
+        options.http.getFile(first.shasumsSignatureUrl, 'SHA256SUMS.sig'),
+      ]);
+      signer = await verifySumsSignature(sums, signature, first.signingKeys, { signatureUrl: first.shasumsSignatureUrl, documentUrl: first.documentUrl });
+    } catch (error) {
+      return fail((error as Error).message);
+    }
+    if (existing) {
+      const storedSums = await options.store.blobs.head(releaseObjectKey(address, version, existing.shasumsFilename));
+      if (storedSums?.customMetadata?.sha256 && storedSums.customMetadata.sha256 !== sha256Hex(sums)) {
+        return fail(`UPSTREAM CHANGED: ${first.shasumsUrl} differs from the SHA256SUMS mirrored with ${version}; mirrored files never change — kept ours`);
+      }
+    }
+    const sumLines = readSums(sums, first.shasumsUrl);
+
+    const verified: { pkg: PackageRecord; path: string }[] = [];
+    const results = await Promise.allSettled(missing.map((doc) => limit(async () => {
+      const platform = platformName(doc.platform);
+      const path = join(versionDir, `${platform}.zip`);
+      const started = Date.now();
+      let lastLogged = 0;
+      const downloaded = await options.http.download(doc.downloadUrl, path, 'archive', (bytes, total) => {
+        if (bytes - lastLogged >= 32 * 1024 * 1024) {
+          lastLogged = bytes;
+          const rate = bytes / 1e6 / Math.max(0.001, (Date.now() - started) / 1000);
+          log(`  ${label} ${platform}: ${(bytes / 1e6).toFixed(0)}${total ? ` of ${(total / 1e6).toFixed(0)}` : ''} MB (${rate.toFixed(0)} MB/s)`);
+        }
+      });
+      if (downloaded.sha256Hex !== doc.shasum) {
+        throw new Error(`checksum check failed: ${doc.downloadUrl} has SHA-256 ${downloaded.sha256Hex}, ${doc.documentUrl} says shasum ${doc.shasum}`);
+      }
+      checkSumsLine(sumLines, doc.filename, doc.shasum, doc.shasumsUrl);
+      const digest = await verifyArchive(path, { type: address.type, version, platform: doc.platform, sha256Hex: doc.shasum, source: doc.downloadUrl });
+      const pkg: PackageRecord = {
+        os: doc.platform.os, arch: doc.platform.arch, filename: archiveFilename(address.type, version, doc.platform),
+        shasum: digest.sha256Hex, h1: digest.h1, size: digest.size,
+      };
+      verified.push({ pkg, path });
+      log(`  ${label} ${platform}: verified (${(digest.size / 1e6).toFixed(1)} MB, signed by ${signer.key_id}, ${digest.h1})`);
+    })));
+    const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ doc: missing[i]!, reason: (r.reason as Error).message }] : []));
+    for (const { doc, reason } of failures) platforms.push({ platform: platformName(doc.platform), status: 'failed', reason });
+    if (failures.length > 0) {
+      for (const { pkg } of verified) platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: 'failed', reason: 'verified, but another platform of this version failed: the version is mirrored whole or not at all' });
+      return fail(failures.map((f) => f.reason).join('; '));
+    }
+
+    const protocols = existing?.protocols ?? (first.protocols.length ? first.protocols : ['5.0']);
+    const record: VersionRecord = {
+      address,
+      version,
+      protocols,
+      packages: [...(existing?.packages ?? []), ...verified.map((v) => v.pkg)],
+      shasumsFilename: existing?.shasumsFilename ?? shasumsFilename(address.type, version),
+      shasumsSignatureFilename: existing?.shasumsSignatureFilename ?? shasumsSignatureFilename(address.type, version),
+      signingKey: existing?.signingKey ?? signer,
+      publishedAt: existing?.publishedAt ?? new Date().toISOString(),
+    };
+    const files: ReleaseFile[] = [
+      ...verified.map(({ pkg, path }) => ({
+        filename: pkg.filename, sha256Hex: pkg.shasum, size: pkg.size, contentType: 'application/zip',
+        open: () => Readable.toWeb(createReadStream(path, { highWaterMark: 1 << 20 })) as ReadableStream,
+      })),
+      memoryFile(record.shasumsFilename, sums, 'text/plain; charset=utf-8'),
+      memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature'),
+    ];
+    try {
+      await storeMirroredVersion(options.store.kv, options.store.blobs, record, files, (event) => {
+        if (process.env[CRASH_ENV] === event.step) {
+          log(`${CRASH_ENV}=${event.step}: exiting before "${event.step}" of ${label} (test hook)`);
+          process.exit(70);
+        }
+        if (event.step === 'upload') log(`  ${label}: storing ${event.detail}`);
+        if (event.step === 'skip-upload') log(`  ${label}: already stored: ${event.detail}`);
+      }, lease);
+    } catch (error) {
+      return fail((error as Error).message);
+    }
+    for (const { pkg } of verified) {
+      platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: 'mirrored', h1: pkg.h1, zh: zhHash(pkg.shasum), size: pkg.size });
+    }
+    log(`${label}: mirrored ${verified.map((v) => `${v.pkg.os}_${v.pkg.arch}`).join(', ')}`);
+    return done();
+  } finally {
+    rmSync(versionDir, { recursive: true, force: true });
+  }
+}
+
+function memoryFile(filename: string, bytes: Uint8Array, contentType: string): ReleaseFile {
+  return { filename, sha256Hex: sha256Hex(bytes), size: bytes.byteLength, contentType, open: () => bytes };
+}
+
+type Limiter = <T>(task: () => Promise<T>) => Promise<T>;
+
+/** Runs at most `n` tasks at once, in call order. */
+export function limiter(n: number): Limiter {
+  let active = 0;
+  const queue: (() => void)[] = [];
+  return async <T>(task: () => Promise<T>): Promise<T> => {
+    if (active >= n) await new Promise<void>((resolve) => queue.push(resolve));
+    active++;
+    try {
+      return await task();
+    } finally {
+      active--;
+      queue.shift()?.();
+    }
+  };
+}

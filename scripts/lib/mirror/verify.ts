@@ -1,0 +1,77 @@
+import {
+  executableNamePattern, InputError, parseShasums, platformName, type Platform, type ShasumEntry,
+} from '../../../src/protocol/index';
+import type { SigningKey } from '../../../src/store/types';
+import { inspectArchive, type ArchiveDigest } from '../archive';
+import { verifyDetached } from '../sign';
+
+/**
+ * The checks Terraform's installer makes on a provider package, each failing
+ * with a message that names the file or URL and the check.
+ */
+
+/** Verifies the detached signature of SHA256SUMS against the keys of the download document; returns the signer. */
+export async function verifySumsSignature(
+  sums: Uint8Array,
+  signature: Uint8Array,
+  keys: readonly SigningKey[],
+  where: { signatureUrl: string; documentUrl: string },
+): Promise<SigningKey> {
+  try {
+    return await verifyDetached(sums, signature, keys, where.signatureUrl);
+  } catch (error) {
+    if (!(error instanceof InputError)) throw error;
+    const detail = /by key ([^)]*)\)/.exec(error.message)?.[1];
+    throw new InputError(
+      `signature check failed: ${where.signatureUrl} ${detail ? `(made by key ${detail}) ` : ''}does not verify SHA256SUMS with any key in signing_keys of ${where.documentUrl} (${keys.map((k) => k.key_id || '?').join(', ')})`,
+    );
+  }
+}
+
+/** Parses SHA256SUMS; an unreadable document fails with its URL. */
+export function readSums(bytes: Uint8Array, url: string): ShasumEntry[] {
+  try {
+    return parseShasums(new TextDecoder().decode(bytes));
+  } catch (error) {
+    throw new InputError(`SHA256SUMS check failed: ${url}: ${(error as Error).message}`);
+  }
+}
+
+/** The SUMS line for `filename` must exist and equal `sha256Hex`. */
+export function checkSumsLine(sums: readonly ShasumEntry[], filename: string, sha256Hex: string, url: string): void {
+  const line = sums.find((entry) => entry.filename === filename);
+  if (!line) throw new InputError(`SHA256SUMS check failed: ${url} has no line for ${filename}`);
+  if (line.sha256Hex !== sha256Hex) {
+    throw new InputError(`SHA256SUMS check failed: ${url} says ${line.sha256Hex} for ${filename}, the archive is ${sha256Hex}`);
+  }
+}
+
+/**
+ * Opens the downloaded zip: it must be a readable zip holding the provider
+ * executable at its top (terraform-provider-TYPE_vVERSION, optionally with
+ * goreleaser's _xN suffix; .exe on windows), and its SHA-256 must still be
+ * `sha256Hex` when given. Returns the digest (h1 included).
+ */
+export async function verifyArchive(
+  path: string,
+  expected: { type: string; version: string; platform: Platform; sha256Hex?: string; source: string },
+): Promise<ArchiveDigest> {
+  let digest: ArchiveDigest;
+  try {
+    digest = await inspectArchive(path);
+  } catch (error) {
+    throw new InputError(`archive check failed: ${expected.source}: ${(error as Error).message.replace(`archive ${path}: `, '')}`);
+  }
+  if (expected.sha256Hex !== undefined && digest.sha256Hex !== expected.sha256Hex) {
+    throw new InputError(`archive check failed: ${expected.source} changed while being read (SHA-256 ${digest.sha256Hex}, expected ${expected.sha256Hex})`);
+  }
+  const pattern = executableNamePattern(expected.type, expected.version, expected.platform);
+  const executable = digest.entries.find((entry) => !entry.isDirectory && pattern.test(entry.name));
+  if (!executable) {
+    throw new InputError(
+      `archive check failed: ${expected.source} (${platformName(expected.platform)}) holds no provider executable terraform-provider-${expected.type}_v${expected.version}${expected.platform.os === 'windows' ? '.exe' : ''} ` +
+        `(found ${digest.entries.map((e) => e.name).slice(0, 5).join(', ') || 'no entries'})`,
+    );
+  }
+  return digest;
+}

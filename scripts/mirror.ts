@@ -1,0 +1,161 @@
+/**
+ * `npm run mirror -- sync|import|list …`: fill the network mirror from
+ * upstream registries (verified as Terraform verifies), from a directory made
+ * by `terraform providers mirror`, and list what it holds. See
+ * scripts/lib/mirror/ for the pieces and README "Mirroring upstream providers".
+ */
+import { parseArgs } from 'node:util';
+import { formatAddress, InputError, parsePlatformName, parseSourceAddress } from '../src/protocol/index';
+import { listMirroredProviders } from '../src/store/mirror';
+import { run, say, UsageError } from './lib/cli';
+import { readRegistryConfig } from './lib/config';
+import { openLocalStore, type StoreHandle } from './lib/local-store';
+import { DEFAULT_UPSTREAM, readAllowList } from './lib/mirror/allow-list';
+import { terraformCredentials } from './lib/mirror/cli-config';
+import { importDirectory } from './lib/mirror/import';
+import type { MirrorSummary } from './lib/mirror/summary';
+import { syncProviders, type SyncRequest } from './lib/mirror/sync';
+import { UpstreamHttp } from './lib/mirror/upstream-http';
+import { openRemoteStore } from './lib/remote-store';
+
+const USAGE = `usage:
+  npm run mirror -- sync HOST/NS/TYPE|NS/TYPE --version CONSTRAINT [--platform OS_ARCH …] [options]
+  npm run mirror -- sync --config mirror.json [options]
+  npm run mirror -- import DIR [options]          a \`terraform providers mirror\` directory (packed layout)
+  npm run mirror -- list [--json] [options]
+
+  --version CONSTRAINT    Terraform version constraint, e.g. '~> 3.5' (prereleases only when named exactly)
+  --platform OS_ARCH      platform to mirror (repeatable; default: every platform upstream offers)
+  --config FILE           the allow-list (mirror.json); see README "Mirroring upstream providers"
+  --dry-run               print the plan: no archive downloaded, nothing written
+  --json                  print one summary object on stdout (progress stays on stderr)
+  --concurrency N         archives downloaded at once (default 4)
+  --timeout SECONDS       per request: until headers, and between body chunks (default 30)
+  --retries N             retries on 429, 5xx, timeouts, connection errors (default 4; Retry-After honoured)
+  --remote                write to Cloudflare (as publish-provider --remote); --env NAME picks the environment
+  --wrangler-config PATH  wrangler.toml (default ./wrangler.toml)
+  --persist-to DIR        local state root, as wrangler dev --persist-to (default .wrangler/state)
+  --verbose               stack traces for unexpected errors
+
+Upstream credentials as Terraform finds them: TF_TOKEN_<host>, credentials "HOST" { token = "…" } in
+$TF_CLI_CONFIG_FILE or ~/.terraformrc; host "NAME" { services = { "providers.v1" = "URL" } } blocks there
+replace discovery for NAME. A private CA: NODE_EXTRA_CA_CERTS=/path/ca.pem.
+Exit status: 0 when everything verified (or was up to date), 1 when anything failed, 2 for usage.`;
+
+const verbose = process.argv.includes('--verbose');
+
+run(async () => {
+  try {
+    await main();
+  } catch (error) {
+    // Unexpected failures: one line unless --verbose (the runner prints the trace then).
+    if (!verbose && !(error instanceof InputError) && !(error instanceof UsageError) && !(error as { code?: string })?.code?.startsWith?.('ERR_PARSE_ARGS')) {
+      say(`error: ${(error as Error)?.message ?? String(error)} (run again with --verbose for the trace; a re-run is safe)`);
+      process.exit(3);
+    }
+    throw error;
+  }
+}, USAGE);
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      version: { type: 'string' },
+      platform: { type: 'string', multiple: true },
+      config: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      json: { type: 'boolean' },
+      concurrency: { type: 'string' },
+      timeout: { type: 'string' },
+      retries: { type: 'string' },
+      remote: { type: 'boolean' },
+      env: { type: 'string' },
+      'wrangler-config': { type: 'string' },
+      'persist-to': { type: 'string' },
+      verbose: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command, ...rest] = positionals;
+  if (values.help) {
+    say(USAGE);
+    return;
+  }
+  if (!command || !['sync', 'import', 'list'].includes(command)) throw new UsageError(command ? `unknown command "${command}"` : 'give a command: sync, import or list');
+  if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
+  const count = (name: string, value: string | undefined, fallback: number, min: number) => {
+    if (value === undefined) return fallback;
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < min) throw new UsageError(`--${name} must be a number ≥ ${min}`);
+    return n;
+  };
+  const concurrency = Math.floor(count('concurrency', values.concurrency, 4, 1));
+  const timeoutMs = count('timeout', values.timeout, 30, 0.05) * 1000;
+  const retries = Math.floor(count('retries', values.retries, 4, 0));
+
+  let requests: SyncRequest[] = [];
+  if (command === 'sync') {
+    if (values.config) {
+      if (rest.length || values.version || values.platform) throw new UsageError('--config takes the providers from the file: no address, --version or --platform with it');
+      requests = readAllowList(values.config);
+    } else {
+      if (rest.length !== 1) throw new UsageError('sync takes one provider address (or --config mirror.json)');
+      if (values.version === undefined) throw new UsageError('--version CONSTRAINT is required (e.g. --version "~> 3.5"); an allow-list names what it allows');
+      requests = [{
+        address: parseSourceAddress(rest[0]!, DEFAULT_UPSTREAM),
+        constraints: values.version,
+        platforms: (values.platform ?? []).map(parsePlatformName),
+      }];
+    }
+  } else if (command === 'import') {
+    if (rest.length !== 1) throw new UsageError('import takes one directory');
+    if (values.version || values.platform || values.config) throw new UsageError('import takes what the directory holds: no --version, --platform or --config');
+  } else if (rest.length || values.version || values.platform || values.config || values['dry-run']) {
+    throw new UsageError('list takes only --json and the state options');
+  }
+
+  const config = await readRegistryConfig({ configPath: values['wrangler-config'], env: values.env, persistTo: values['persist-to'] });
+  const store: StoreHandle = values.remote
+    ? openRemoteStore(config, process.env, { onProgress: (key, sent) => { if (sent >= 64 * 1024 * 1024) say(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`); } })
+    : await openLocalStore(config);
+  try {
+    if (command === 'list') {
+      const providers = await listMirroredProviders(store.kv, store.blobs);
+      if (values.json) {
+        process.stdout.write(`${JSON.stringify({ providers: providers.map((p) => ({ address: formatAddress(p.address), own: p.address.hostname === config.hostname, versions: p.versions })) })}\n`);
+      } else if (providers.length === 0) {
+        say(`the mirror in ${store.description} holds no providers`);
+      } else {
+        for (const p of providers) {
+          const own = p.address.hostname === config.hostname ? ' (published here)' : '';
+          process.stdout.write(`${formatAddress(p.address)}${own}\n`);
+          for (const v of p.versions) process.stdout.write(`  ${v.version}  ${v.platforms.join(' ')}\n`);
+        }
+      }
+      return;
+    }
+
+    let summary: MirrorSummary;
+    if (command === 'sync') {
+      const credentials = terraformCredentials(process.env);
+      const http = new UpstreamHttp({ timeoutMs, retries, tokenFor: credentials.tokenFor, log: say });
+      say(`${values['dry-run'] ? 'dry run: ' : ''}syncing ${requests.length} provider${requests.length === 1 ? '' : 's'} into ${store.description}`);
+      summary = await syncProviders(requests, { store, ownHostname: config.hostname, http, providersServiceFor: credentials.providersServiceFor, dryRun: values['dry-run'], concurrency, log: say });
+      const r = summary.upstream_requests!;
+      say(`upstream requests: ${r.json} metadata, ${r.small} SHA256SUMS/signatures, ${r.archive} archives`);
+    } else {
+      summary = await importDirectory(rest[0]!, { store, ownHostname: config.hostname, dryRun: values['dry-run'], log: say });
+    }
+    if (values.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
+    const versions = summary.providers.flatMap((p) => p.versions);
+    const upToDate = versions.length > 0 && versions.every((v) => v.status === 'unchanged' || v.status === 'skipped');
+    if (summary.ok && upToDate) say('up to date: nothing to download');
+    if (!summary.ok) {
+      const failed = summary.providers.filter((p) => p.status === 'failed').map((p) => p.address);
+      throw new InputError(`not everything was mirrored (${failed.join(', ')}): see the reasons above; what verified is stored, run again after fixing the cause`);
+    }
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,324 @@
+/**
+ * The mutants `npm run mutation` plants, one at a time: small, plausible
+ * weakenings of the rules that protect integrity and access, as a reviewer
+ * might let slip. `from` must occur exactly once in `file`; `tests` are the
+ * test files expected to go red. A mutant that the tests cannot notice gets
+ * `survives`: why that is acceptable (equivalent behaviour, or guarded by
+ * something else), and it is reported as a survivor with that reason.
+ */
+export interface Mutant {
+  id: string;
+  file: string;
+  description: string;
+  from: string;
+  to: string;
+  tests: string[];
+  survives?: string;
+}
+
+/** The folder a mutant is counted under in the report. */
+export function folderOf(file: string): string {
+  return file.startsWith('scripts/lib/') ? 'scripts/lib (publish, release, archive)' : file.split('/').slice(0, 2).join('/');
+}
+
+const HASHES = ['test/protocol/hashes.test.ts', 'test/scripts/hashes.test.ts'];
+const ERRORS = ['test/protocol/address.test.ts', 'test/worker/errors.test.ts', 'test/worker/registry.test.ts', 'test/worker/mirror.test.ts'];
+const SCOPES = ['test/worker-private/scope-rules.test.ts', 'test/worker-private/tokens.test.ts'];
+const SIGNED = ['test/worker-private/signed-url-binding.test.ts', 'test/worker-private/signed-urls.test.ts'];
+const CACHE = ['test/worker/cache-lifetimes.test.ts', 'test/worker/caching.test.ts'];
+const STORE = ['test/worker/version-order.test.ts', 'test/worker/immutability.test.ts', 'test/worker/registry.test.ts', 'test/worker/mirror.test.ts'];
+const VALIDATION = ['test/scripts/publish-validation.test.ts', 'test/scripts/immutability.test.ts'];
+const ARCHIVE = ['test/scripts/archive.test.ts', 'test/scripts/hashes.test.ts', 'test/scripts/publish-validation.test.ts'];
+
+export const MUTANTS: Mutant[] = [
+  // src/protocol
+  {
+    id: 'h1-utf16-order', file: 'src/protocol/hashes.ts', tests: HASHES,
+    description: 'h1 sorts entry names by UTF-16 code units instead of UTF-8 bytes',
+    from: 'const sorted = [...entries].sort((a, b) => compareBytes(a.name, b.name));',
+    to: 'const sorted = [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));',
+  },
+  {
+    id: 'h1-line-format', file: 'src/protocol/hashes.ts', tests: [...HASHES, 'test/worker/independent-hashes.test.ts'],
+    description: 'h1 lines "hex name" (one space) instead of dirhash\'s "hex␠␠name"',
+    from: 'summary += `${entry.sha256Hex}  ${entry.name}\\n`;',
+    to: 'summary += `${entry.sha256Hex} ${entry.name}\\n`;',
+  },
+  {
+    id: 'zh-upper-case', file: 'src/protocol/hashes.ts', tests: HASHES,
+    description: 'zh accepts upper-case hex (lock files would disagree with Terraform\'s)',
+    from: 'const HEX64 = /^[0-9a-f]{64}$/;',
+    to: 'const HEX64 = /^[0-9a-fA-F]{64}$/;',
+  },
+  {
+    id: 'shasums-one-space', file: 'src/protocol/hashes.ts', tests: HASHES,
+    description: 'SHA256SUMS lines with one space (not sha256sum\'s format)',
+    from: '.map((entry) => `${zhHash(entry.sha256Hex).slice(3)}  ${entry.filename}\\n`)',
+    to: '.map((entry) => `${zhHash(entry.sha256Hex).slice(3)} ${entry.filename}\\n`)',
+  },
+  {
+    id: 'shasums-duplicates', file: 'src/protocol/hashes.ts', tests: HASHES,
+    description: 'parseShasums accepts a file listed twice',
+    from: 'if (seen.has(filename)) throw',
+    to: 'if (false) throw',
+  },
+  {
+    id: 'name-trailing-dash', file: 'src/protocol/address.ts', tests: ERRORS,
+    description: 'names may end with a dash',
+    from: 'const NAME_PATTERN = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;',
+    to: 'const NAME_PATTERN = /^[a-z0-9][a-z0-9-]*$/;',
+  },
+  {
+    id: 'name-case-sensitive', file: 'src/protocol/address.ts', tests: ERRORS,
+    description: 'names are not lower-cased (Acme and acme become different providers)',
+    from: 'const name = raw.toLowerCase();',
+    to: 'const name = raw;',
+  },
+  {
+    id: 'name-length', file: 'src/protocol/address.ts', tests: ERRORS,
+    description: 'names may be 65 characters',
+    from: 'const MAX_NAME_LENGTH = 64;',
+    to: 'const MAX_NAME_LENGTH = 65;',
+  },
+  {
+    id: 'version-loose', file: 'src/protocol/version.ts', tests: ERRORS,
+    description: 'versions accepted when semver can parse them at all (v1.0.0, 01.1.0)',
+    from: 'if (!parsed || canonical !== raw) {',
+    to: 'if (!parsed) {',
+  },
+  {
+    id: 'platform-case', file: 'src/protocol/platform.ts', tests: ['test/worker/cache-lifetimes.test.ts', ...ERRORS],
+    description: 'os/arch in request paths not lower-cased',
+    from: 'const platform = { os: os.toLowerCase(), arch: arch.toLowerCase() };',
+    to: 'const platform = { os, arch };',
+  },
+  {
+    id: 'platform-unknown-os', file: 'src/protocol/platform.ts', tests: ['test/protocol/platform.test.ts'],
+    description: 'publishing accepts an unknown GOOS (a typo such as "linx")',
+    from: 'if (!(KNOWN_OS as readonly string[]).includes(platform.os)) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'pessimistic-3-parts', file: 'src/protocol/constraints.ts', tests: ['test/protocol/constraints.test.ts'],
+    description: '"~> 1.2.3" treated like "~> 1.2" (allows 1.3.0)',
+    from: 'const upper = parts >= 3 ?',
+    to: 'const upper = parts > 3 ?',
+  },
+  {
+    id: 'prerelease-implicit', file: 'src/protocol/constraints.ts', tests: ['test/protocol/constraints.test.ts'],
+    description: 'prereleases match without being named exactly',
+    from: 'if (!namedExactly) return false;',
+    to: 'if (false) return false;',
+  },
+  {
+    id: 'constraint-greater-equal', file: 'src/protocol/constraints.ts', tests: ['test/protocol/constraints.test.ts'],
+    description: '">" behaves as ">="',
+    from: "case '>': return semver.gt(candidate, version);",
+    to: "case '>': return semver.gte(candidate, version);",
+  },
+
+  // src/auth
+  {
+    id: 'scope-namespace-prefix', file: 'src/auth/tokens.ts', tests: SCOPES,
+    description: 'a scope "acme" also grants "acme-internal" (prefix match)',
+    from: 'if (slash === -1) return hostname === ownHost && namespace === scope;',
+    to: 'if (slash === -1) return hostname === ownHost && namespace.startsWith(scope);',
+  },
+  {
+    id: 'scope-bare-any-host', file: 'src/auth/tokens.ts', tests: SCOPES,
+    description: 'a bare namespace scope grants that namespace on every hostname',
+    from: 'if (slash === -1) return hostname === ownHost && namespace === scope;',
+    to: 'if (slash === -1) return namespace === scope;',
+  },
+  {
+    id: 'scope-host-prefix', file: 'src/auth/tokens.ts', tests: SCOPES,
+    description: 'HOST/… scopes match hostnames that start with HOST',
+    from: "return hostname === host && (ns === '*' || ns === namespace);",
+    to: "return hostname.startsWith(host) && (ns === '*' || ns === namespace);",
+  },
+  {
+    id: 'scope-host-ignores-namespace', file: 'src/auth/tokens.ts', tests: SCOPES,
+    description: 'HOST/NAMESPACE grants every namespace of HOST',
+    from: "return hostname === host && (ns === '*' || ns === namespace);",
+    to: 'return hostname === host;',
+  },
+  {
+    id: 'scope-any-wildcard', file: 'src/auth/tokens.ts', tests: SCOPES,
+    description: 'any scope containing * grants everything',
+    from: "if (scope === '*') return true;",
+    to: "if (scope.includes('*')) return true;",
+  },
+  {
+    id: 'scope-not-lowercased', file: 'src/auth/tokens.ts', tests: SCOPES,
+    description: 'HOST/NAMESPACE scopes keep their case (never match the lower-cased request)',
+    from: "return parts[1] === '*' ? `${host}/*` : `${host}/${parseModuleName(parts[1]!, 'namespace')}`;",
+    to: "return parts[1] === '*' ? `${host}/*` : `${host}/${parts[1]!}`;",
+  },
+  {
+    id: 'token-expiry-second', file: 'src/auth/tokens.ts', tests: ['test/worker-private/scope-rules.test.ts', 'test/worker-private/tokens.test.ts'],
+    description: 'a token is still accepted at its expiry instant',
+    from: 'if (record.expires !== null && Date.parse(record.expires) <= now) {',
+    to: 'if (record.expires !== null && Date.parse(record.expires) < now) {',
+  },
+  {
+    id: 'token-hash-unchecked', file: 'src/auth/tokens.ts', tests: SCOPES,
+    description: 'the record\'s own hash is not compared with the token\'s',
+    from: 'if (record === null || !constantTimeEqualText(record.sha256, hash)) {',
+    to: 'if (record === null) {',
+  },
+  {
+    id: 'signed-url-expiry-second', file: 'src/auth/signed-urls.ts', tests: SIGNED,
+    description: 'a signed URL is still valid during its expiry second',
+    from: 'if (expires * 1000 <= now) {',
+    to: 'if (expires * 1000 < now) {',
+  },
+  {
+    id: 'signed-url-any-method', file: 'src/auth/signed-urls.ts', tests: SIGNED,
+    description: 'the signature is checked as if every request were a GET',
+    from: "const method = request.method === 'HEAD' ? 'GET' : request.method;",
+    to: "const method = 'GET';",
+  },
+  {
+    id: 'signed-url-path-case', file: 'src/auth/signed-urls.ts', tests: SIGNED,
+    description: 'the path is compared case-insensitively',
+    from: 'const expected = await mac(env, method, url.pathname, expires);',
+    to: 'const expected = await mac(env, method, url.pathname.toLowerCase(), expires);',
+  },
+  {
+    id: 'signed-url-expiry-rounded-up', file: 'src/auth/signed-urls.ts', tests: SIGNED,
+    description: 'signed URLs live up to a second longer than configured',
+    from: 'const expires = Math.floor(now / 1000) + Math.round(minutes * 60);',
+    to: 'const expires = Math.ceil(now / 1000) + Math.round(minutes * 60);',
+  },
+  {
+    id: 'signed-url-repeated-params', file: 'src/auth/signed-urls.ts', tests: SIGNED,
+    description: 'repeated expires/signature parameters are not refused up front',
+    from: 'if (expiresValues.length !== 1 || signatureValues.length !== 1 || ',
+    to: 'if (',
+  },
+
+  // src/store
+  {
+    id: 'same-release-ignores-sha256', file: 'src/store/publish.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
+    description: 'immutability compares file names and sizes but not SHA-256',
+    from: '.map((p) => [p.filename, p.shasum, p.size]));',
+    to: '.map((p) => [p.filename, p.size]));',
+  },
+  {
+    id: 'same-release-ignores-protocols', file: 'src/store/publish.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
+    description: 'immutability ignores the protocols',
+    from: 'return files(a) === files(b) && sums && JSON.stringify(a.protocols) === JSON.stringify(b.protocols);',
+    to: 'return files(a) === files(b) && sums;',
+  },
+  {
+    id: 'skip-upload-by-size', file: 'src/store/publish.ts', tests: STORE,
+    description: 'an R2 object of the right size is kept without comparing its SHA-256',
+    from: 'if (head && head.size === file.size && head.customMetadata?.sha256 === file.sha256Hex) {',
+    to: 'if (head && head.size === file.size) {',
+  },
+  {
+    id: 'absent-cached-forever', file: 'src/store/read.ts', tests: CACHE,
+    description: '"not found" for an immutable document is cached until evicted',
+    from: 'document !== null && immutable ? Number.POSITIVE_INFINITY : listTtlMs',
+    to: 'immutable ? Number.POSITIVE_INFINITY : listTtlMs',
+  },
+  {
+    id: 'versions-list-immutable', file: 'src/store/read.ts', tests: CACHE,
+    description: 'the providers.v1 version list is cached as if immutable',
+    from: 'readDocument(kv, versionsDocumentKey(address), false, listTtlMs);',
+    to: 'readDocument(kv, versionsDocumentKey(address), true, listTtlMs);',
+  },
+  {
+    id: 'mirror-index-immutable', file: 'src/store/read.ts', tests: CACHE,
+    description: 'the mirror index.json is cached as if immutable',
+    from: 'readDocument(kv, mirrorIndexKey(address), false, listTtlMs);',
+    to: 'readDocument(kv, mirrorIndexKey(address), true, listTtlMs);',
+  },
+  {
+    id: 'versions-unsorted', file: 'src/store/documents.ts', tests: STORE,
+    description: 'version lists in record order, not semver order',
+    from: 'return providerVersionsBody(sortVersions([...byVersion.keys()]).map((version) => {',
+    to: 'return providerVersionsBody([...byVersion.keys()].map((version) => {',
+  },
+  {
+    id: 'mirror-without-zh', file: 'src/store/documents.ts', tests: [...STORE, 'test/worker/independent-hashes.test.ts'],
+    description: 'mirror VERSION.json lists only h1',
+    from: 'hashes: [p.h1, zhHash(p.shasum)] }',
+    to: 'hashes: [p.h1] }',
+  },
+  {
+    id: 'token-record-bad-expiry', file: 'src/store/tokens.ts', tests: SCOPES,
+    description: 'a token record with an unreadable expiry is accepted (never expires)',
+    from: "if (r.expires !== null && (typeof r.expires !== 'string' || Number.isNaN(Date.parse(r.expires)))) return null;",
+    to: '',
+  },
+
+  // scripts/lib: publish, release, archive
+  {
+    id: 'publish-no-immutability', file: 'scripts/lib/publish.ts', tests: VALIDATION,
+    description: 'publish-provider does not compare with the published version',
+    from: 'if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);',
+    to: 'if (false) throw differentContentsError(draft, existing);',
+    survives: 'equivalent for users: the same comparison runs again under the publish lease before anything is written, and once more in publishVersion, with the same 409 error; this early check only refuses sooner (before key lookup and signing)',
+  },
+  {
+    id: 'sums-hash-unchecked', file: 'scripts/lib/release.ts', tests: VALIDATION,
+    description: 'a supplied SHA256SUMS line is not compared with the archive',
+    from: 'if (hash !== archive.digest.sha256Hex) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'sums-extra-archive', file: 'scripts/lib/release.ts', tests: VALIDATION,
+    description: 'a SHA256SUMS listing an archive that was not given is accepted',
+    from: 'if (match && !published.has(entry.filename)) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'platform-twice', file: 'scripts/lib/release.ts', tests: VALIDATION,
+    description: 'a platform given twice is accepted',
+    from: 'if (previous) throw',
+    to: 'if (false) throw',
+  },
+  {
+    id: 'signature-without-sums', file: 'scripts/lib/release.ts', tests: VALIDATION,
+    description: 'a .sig without its SHA256SUMS is accepted',
+    from: 'if (signature && !shasums) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'empty-protocols', file: 'scripts/lib/release.ts', tests: ['test/scripts/release.test.ts', ...VALIDATION],
+    description: 'a manifest with protocol_versions [] is accepted',
+    from: 'if (!Array.isArray(versions) || versions.length === 0 || ',
+    to: 'if (!Array.isArray(versions) || ',
+  },
+  {
+    id: 'empty-executable', file: 'scripts/lib/release.ts', tests: ['test/scripts/release.test.ts', ...VALIDATION],
+    description: 'an empty provider executable is accepted',
+    from: 'if (found.size === 0) throw new InputError(`archive ${path}: executable',
+    to: 'if (false) throw new InputError(`archive ${path}: executable',
+  },
+  {
+    id: 'zip-duplicate-entry', file: 'scripts/lib/archive.ts', tests: ARCHIVE,
+    description: 'a zip with the same entry twice is accepted',
+    from: 'if (seen.has(name)) throw',
+    to: 'if (false) throw',
+  },
+  {
+    id: 'zip-size-unchecked', file: 'scripts/lib/archive.ts', tests: ARCHIVE,
+    description: 'an entry whose size differs from its header is accepted',
+    from: 'if (size !== entry.uncompressedSize) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'zip-crc-unchecked', file: 'scripts/lib/archive.ts', tests: ARCHIVE,
+    description: 'an entry whose CRC-32 does not match is accepted',
+    from: 'if (crc32 && crc >>> 0 !== entry.crc32 >>> 0) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'zip-unsafe-name', file: 'scripts/lib/archive.ts', tests: ARCHIVE,
+    description: 'unsafe entry names (absolute, ..) are accepted',
+    from: 'if (problem !== null) throw',
+    to: 'if (false) throw',
+  },
+];

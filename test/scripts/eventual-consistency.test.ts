@@ -1,0 +1,105 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { processLeaseOptions } from '../../scripts/lib/lease';
+import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
+import { providerAddress } from '../../src/protocol/address';
+import { committedRecordKey, providerLeaseName, versionRecordPrefix, versionsDocumentKey, mirrorIndexKey } from '../../src/store/layout';
+import { withLease } from '../../src/store/lease';
+import { listVersionRecords, publishVersion, rebuildProviderIndex } from '../../src/store/publish';
+import type { KvStore } from '../../src/store/types';
+import { fakeRelease } from '../fixtures/release';
+import { tempDir } from './helpers';
+
+/**
+ * Workers KV is eventually consistent: a write can take up to 60 s to be seen
+ * by a reader elsewhere (another CI job's publish). LaggingKv puts that in
+ * front of the real local KV: each publisher gets its own view, which does
+ * not see keys other views wrote within the lag — it reads their previous
+ * value, and lists without keys they created. The lists must still end up
+ * complete, because they are rebuilt from the version records in R2, which
+ * is strongly consistent.
+ */
+
+interface Write { writer: number; at: number; previous: string | null }
+
+class LaggingKv implements KvStore {
+  constructor(private readonly inner: KvStore, private readonly writes: Map<string, Write>, private readonly writer: number, private readonly lagMs = 60_000) {}
+
+  private hidden(key: string): Write | null {
+    const write = this.writes.get(key);
+    return write && write.writer !== this.writer && Date.now() - write.at < this.lagMs ? write : null;
+  }
+
+  async get(key: string, type: 'text'): Promise<string | null> {
+    const hidden = this.hidden(key);
+    return hidden ? hidden.previous : this.inner.get(key, type);
+  }
+
+  async put(key: string, value: string): Promise<void> {
+    const mine = this.writes.get(key);
+    const previous = mine && mine.writer === this.writer ? mine.previous : await this.inner.get(key, 'text');
+    this.writes.set(key, { writer: this.writer, at: Date.now(), previous });
+    await this.inner.put(key, value);
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.put(key, '');
+    await this.inner.delete(key);
+  }
+
+  async list(options: { prefix: string; cursor?: string; limit?: number }) {
+    const page = await this.inner.list(options);
+    return { ...page, keys: page.keys.filter(({ name }) => this.hidden(name)?.previous !== null) };
+  }
+}
+
+const { dir, cleanup } = tempDir('lagging-kv');
+let store: StoreHandle;
+beforeAll(async () => {
+  store = await openLocalStore({ localPersistRoot: join(dir, 'v3'), kvNamespaceId: 'kv', bucketName: 'bucket' });
+});
+afterAll(async () => {
+  await store?.close();
+  cleanup();
+});
+
+describe('with KV eventually consistent between publishers', () => {
+  it('concurrent publishes of different versions all end up listed, in the registry and the mirror', async () => {
+    const address = providerAddress('registry.example.com', 'acme', 'lagged');
+    const writes = new Map<string, Write>();
+    const versions = ['1.0.0', '1.1.0', '1.2.0', '2.0.0'];
+    await Promise.all(versions.map((version, writer) => {
+      const kv = new LaggingKv(store.kv, writes, writer);
+      const release = fakeRelease(address, version);
+      return withLease(store.blobs, providerLeaseName(address), processLeaseOptions(`publisher ${writer}`), (lease) =>
+        publishVersion(kv, store.blobs, release.record, release.files, () => {}, { lease }));
+    }));
+
+    // The adapter really hides: a publisher's view does not list the others' KV records.
+    const view = new LaggingKv(store.kv, writes, 0);
+    const seen = (await view.list({ prefix: versionRecordPrefix(address) })).keys.map((k) => k.name);
+    expect(seen).toEqual([`${versionRecordPrefix(address)}1.0.0`]);
+    // So lists rebuilt from KV records, as before, would have dropped versions; the R2 records have them all.
+    expect((await listVersionRecords(view, address)).map((r) => r.version)).toEqual(['1.0.0']);
+    expect((await listVersionRecords(view, address, store.blobs)).map((r) => r.version).sort()).toEqual(versions);
+
+    const listed = JSON.parse((await store.kv.get(versionsDocumentKey(address), 'text'))!) as { versions: { version: string }[] };
+    expect(listed.versions.map((v) => v.version)).toEqual(versions);
+    const mirror = JSON.parse((await store.kv.get(mirrorIndexKey(address), 'text'))!) as { versions: object };
+    expect(Object.keys(mirror.versions)).toEqual(versions);
+  });
+
+  it('a damaged version record is reported with its key and skipped; every other version stays listed', async () => {
+    const address = providerAddress('registry.example.com', 'acme', 'damaged');
+    for (const version of ['1.0.0', '1.1.0']) {
+      const release = fakeRelease(address, version);
+      await publishVersion(store.kv, store.blobs, release.record, release.files);
+    }
+    await store.blobs.put(committedRecordKey(address, '1.2.0'), '{"version": "1.2.0", "packages": ');
+    const events: string[] = [];
+    await rebuildProviderIndex(store.kv, address, (event) => events.push(`${event.step}: ${event.detail}`), store.blobs);
+    expect(events).toContain(`warning: version record ${committedRecordKey(address, '1.2.0')} is damaged (not JSON); it was skipped`);
+    const listed = JSON.parse((await store.kv.get(versionsDocumentKey(address), 'text'))!) as { versions: { version: string }[] };
+    expect(listed.versions.map((v) => v.version)).toEqual(['1.0.0', '1.1.0']);
+  });
+});

@@ -1,0 +1,60 @@
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { settings } from '../../src/config';
+import type { Env } from '../../src/env';
+import { withArchiveBase, withReleaseUrls } from '../../src/release-urls';
+
+const base = { ...env } as Env;
+const with_ = (overrides: Partial<Record<keyof Env, unknown>>) => ({ ...base, ...overrides }) as Env;
+
+describe('settings', () => {
+  it('are parsed once per Env object', () => {
+    const e = with_({});
+    expect(settings(e)).toBe(settings(e));
+    expect(settings(with_({}))).not.toBe(settings(e));
+  });
+
+  it('read wrangler.toml\'s variables into typed values', () => {
+    const s = settings(with_({
+      REGISTRY_HOSTNAME: 'Registry.Example.com', ACCESS: 'public', INDEX_CACHE_SECONDS: '30',
+      ARCHIVE_BASE_URL: 'https://dl.example.com//', SIGNED_URL_MINUTES: '60', GZIP_DOCUMENTS: 'true', URL_SIGNING_SECRET: 's',
+    }));
+    expect(s).toEqual({
+      hostname: 'registry.example.com', access: 'public', listTtlMs: 30_000, listCacheControl: 'public, max-age=30',
+      releaseDocumentCacheControl: 'public, max-age=31536000, immutable', archiveBaseUrl: 'https://dl.example.com',
+      signedUrlMinutes: 60, signingSecret: 's', gzipDocuments: true,
+    });
+  });
+
+  it('fail closed or fall back to defaults on malformed values', () => {
+    const s = settings(with_({ ACCESS: 'Public', INDEX_CACHE_SECONDS: 'soon', SIGNED_URL_MINUTES: '-1', GZIP_DOCUMENTS: 'yes', URL_SIGNING_SECRET: undefined }));
+    expect(s.access).toBe('private');
+    expect(s.listCacheControl).toBe('private, max-age=5');
+    expect(s.releaseDocumentCacheControl).toBe('private, no-store');
+    expect([s.listTtlMs, s.signedUrlMinutes, s.gzipDocuments, s.signingSecret]).toEqual([5000, 15, false, '']);
+  });
+
+  it('refuse a REGISTRY_HOSTNAME that is not a hostname, naming the variable', () => {
+    expect(() => settings(with_({ REGISTRY_HOSTNAME: 'not a host' }))).toThrow(/^REGISTRY_HOSTNAME in wrangler.toml: hostname "not a host"/);
+  });
+});
+
+describe('release URLs as served', () => {
+  const body = '{"download_url":"/v1/archives/h/n/t/1.0.0/f.zip","os":"/v1/archives/"}';
+
+  it('are made absolute on ARCHIVE_BASE_URL, and left path-absolute without it', () => {
+    expect(withArchiveBase(body, with_({ ARCHIVE_BASE_URL: 'https://dl.example.com/' })))
+      .toBe('{"download_url":"https://dl.example.com/v1/archives/h/n/t/1.0.0/f.zip","os":"https://dl.example.com/v1/archives/"}');
+    expect(withArchiveBase(body, with_({ ARCHIVE_BASE_URL: '' }))).toBe(body);
+  });
+
+  it('are signed in private mode, then made absolute', async () => {
+    const served = await withReleaseUrls('{"u":"/v1/archives/h/n/t/1.0.0/f.zip"}', with_({ ACCESS: 'private', URL_SIGNING_SECRET: 'k', ARCHIVE_BASE_URL: 'https://dl.example.com' }));
+    expect(served).toMatch(/^\{"u":"https:\/\/dl\.example\.com\/v1\/archives\/h\/n\/t\/1\.0\.0\/f\.zip\?expires=\d+&signature=[A-Za-z0-9_-]{43}"\}$/);
+  });
+
+  it('in private mode without URL_SIGNING_SECRET: an error, never an unsigned URL', async () => {
+    const served = Promise.resolve().then(() => withReleaseUrls('{"u":"/v1/archives/x"}', with_({ ACCESS: 'private', URL_SIGNING_SECRET: '' })));
+    await expect(served).rejects.toThrow(/URL_SIGNING_SECRET is not set/);
+  });
+});
