@@ -259,6 +259,7 @@ export const MUTANTS: Mutant[] = [
     description: 'publish-provider does not compare with the published version',
     from: 'if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);',
     to: 'if (false) throw differentContentsError(draft, existing);',
+    survives: 'equivalent for users: the same comparison runs again under the publish lease before anything is written, and once more in publishVersion, with the same 409 error; this early check only refuses sooner (before key lookup and signing)',
   },
   {
     id: 'sums-hash-unchecked', file: 'scripts/lib/release.ts', tests: VALIDATION,

@@ -10,7 +10,7 @@ const path = `/v1/archives/registry.example.com/acme/big/1.0.0/${filename}`;
 
 beforeAll(async () => {
   release = (await seed([fakeRelease(provider, '1.0.0', ['linux_amd64', 'darwin_amd64'], { archiveSize: SIZE })]))[0]!;
-});
+}, 120_000); // a 3 MB release; seeding takes long on a busy machine
 
 const bytes = () => release.bytes.get(filename)!;
 

@@ -8,6 +8,7 @@ import {
 import { archiveFilename, providerLeaseName, shasumsFilename, shasumsSignatureFilename } from '../../../src/store/layout';
 import { withLease, type Lease } from '../../../src/store/lease';
 import { processLeaseOptions } from '../lease';
+import { MIRROR_LEASE_TTL_MS } from './sync';
 import { storeMirroredVersion } from '../../../src/store/mirror';
 import { rebuildProviderIndex, type ReleaseFile } from '../../../src/store/publish';
 import type { PackageRecord, VersionRecord } from '../../../src/store/types';
@@ -106,7 +107,7 @@ async function importProvider({ address, dir }: FoundProvider, options: ImportOp
   // The provider's lease (as publish-provider and sync take it) while its versions are written.
   const results = options.dryRun
     ? await importAll()
-    : await withLease(options.store.blobs, providerLeaseName(address), processLeaseOptions(`mirror import ${name}`, log), async (lease) => {
+    : await withLease(options.store.blobs, providerLeaseName(address), processLeaseOptions(`mirror import ${name}`, log, { ttlMs: MIRROR_LEASE_TTL_MS }), async (lease) => {
       const done = await importAll(lease);
       lease.check();
       await rebuildProviderIndex(options.store.kv, address, () => {}, options.store.blobs, () => lease.check());

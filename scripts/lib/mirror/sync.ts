@@ -34,6 +34,15 @@ import { checkSumsLine, readSums, verifyArchive, verifySumsSignature } from './v
  * difference is refused loudly (mirrored bytes never change).
  */
 
+/**
+ * How long a mirror run's provider lease stays valid without renewal: long
+ * (5 min), because a busy machine moving large archives can stall renewals
+ * past the 30 s default and lose the lease mid-run. A killed run on the same
+ * host is taken over at once (its pid is gone), so only a dead run on another
+ * host makes the next one wait this long.
+ */
+export const MIRROR_LEASE_TTL_MS = 5 * 60_000;
+
 export interface SyncRequest {
   address: ProviderAddress;
   /** Terraform version constraint ("" = every release). */
@@ -106,7 +115,7 @@ async function syncProvider(
   );
   const versions: VersionSummary[] = options.dryRun
     ? await syncAll()
-    : await withLease(options.store.blobs, providerLeaseName(address), processLeaseOptions(`mirror sync ${name}`, log), async (lease) => {
+    : await withLease(options.store.blobs, providerLeaseName(address), processLeaseOptions(`mirror sync ${name}`, log, { ttlMs: MIRROR_LEASE_TTL_MS }), async (lease) => {
       const results = await syncAll(lease);
       lease.check();
       await rebuildProviderIndex(options.store.kv, address, () => {}, options.store.blobs, () => lease.check());
