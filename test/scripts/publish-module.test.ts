@@ -447,6 +447,27 @@ describe('consistency and repair (the same guarantees as providers)', () => {
     expect(await listed(address)).toEqual(['1.0.0']);
   });
 
+  it('concurrent publishes of one version with different bytes: exactly one wins, the others get 409, the served package is the winner\'s', async () => {
+    const address = moduleAddress(config.hostname, 'acme', 'raced', 'aws');
+    const outcomes = await Promise.allSettled([0, 1, 2].map((i) => publish(moduleDir({ 'main.tf': `variable "v${i}" {}\n` }), '1.0.0', { name: 'raced' })));
+    const won = outcomes.filter((o): o is PromiseFulfilledResult<Awaited<ReturnType<typeof publish>>> => o.status === 'fulfilled');
+    expect(won.map((o) => o.value.status)).toEqual(['published']);
+    for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents/) });
+    const head = await store.blobs.head(moduleObjectKey(address, '1.0.0', won[0]!.value.filename));
+    expect(head?.customMetadata?.sha256).toBe(won[0]!.value.sha256);
+    expect((await readModuleRecord(store.kv, address, '1.0.0', store.blobs))?.sha256).toBe(won[0]!.value.sha256);
+  });
+
+  it('a package of another format left by an uncommitted publish is removed when the version is published', async () => {
+    const address = moduleAddress(config.hostname, 'acme', 'leftover', 'aws');
+    const stray = moduleObjectKey(address, '1.0.0', moduleArchiveFilename(address, '1.0.0', 'zip'));
+    await store.blobs.put(stray, 'half of a zip');
+    const result = await publish(moduleDir({ 'main.tf': '' }), '1.0.0', { name: 'leftover' });
+    expect(result.status).toBe('published');
+    expect(await store.blobs.head(stray)).toBeNull();
+    expect(await store.blobs.head(moduleObjectKey(address, '1.0.0', result.filename))).not.toBeNull();
+  });
+
   it('a stored package that differs from its record is reported loudly when the bytes to restore it are not at hand', async () => {
     const address = moduleAddress(config.hostname, 'acme', 'tampered', 'aws');
     const result = await publish(moduleDir({ 'main.tf': '' }), '1.0.0', { name: 'tampered' });
