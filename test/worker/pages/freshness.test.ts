@@ -2,6 +2,9 @@ import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { address, fakeRelease, getWith, seed } from '../helpers';
 import { publishVersion } from '../../../src/store/publish';
+import type { Env } from '../../../src/env';
+import { moduleAddress } from '../../../src/protocol/modules-v1';
+import { seedModule } from '../../fixtures/modules';
 
 // Pages are as fresh as the API: a version published at any instant shows on every page no later than
 // INDEX_CACHE_SECONDS after it shows in the API's version list. Both the page data and the rendered pages
@@ -80,5 +83,16 @@ describe(`pages with INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, next.record, next.files);
     expect(await at(T0 + LIFETIME_MS - 1, () => pageText('/providers/acme/freshonce'))).not.toContain('1.1.0');
     expect(await at(T0 + LIFETIME_MS, () => pageText('/providers/acme/freshonce'))).toContain('1.1.0');
+  });
+
+  it('module pages likewise', async () => {
+    const T0 = Date.UTC(2035, 0, 1);
+    const bindings = env as unknown as Env;
+    const module = moduleAddress(bindings.REGISTRY_HOSTNAME, 'acme', 'freshmod', 'aws');
+    await seedModule(bindings.REGISTRY_KV, bindings.REGISTRY_R2, module, '1.0.0');
+    expect(await at(T0, () => pageText('/modules/acme/freshmod/aws/1.0.0'))).toContain('1.0.0');
+    expect(await at(T0 + LIFETIME_MS - 1, () => pageText('/modules/acme/freshmod/aws'))).not.toContain('1.1.0');
+    await seedModule(bindings.REGISTRY_KV, bindings.REGISTRY_R2, module, '1.1.0');
+    expect(await at(T0 + LIFETIME_MS, () => pageText('/modules/acme/freshmod/aws'))).toContain('1.1.0');
   });
 });
