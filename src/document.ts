@@ -1,20 +1,28 @@
 /**
  * A stored response body as the Worker holds it in its isolate cache: the
- * text served byte for byte, and the same bytes gzip-compressed, computed at
- * most once per cached document. Large version lists (~420 KB for 1,000
+ * text served byte for byte, and the same bytes gzip-compressed, computed
+ * once per cached document and kept. Large version lists (~420 KB for 1,000
  * versions × 12 platforms) compress ~100×, and serving the compressed bytes
  * costs the runtime far less than encoding the text again on every request.
  */
 export class StoredDocument {
-  private gzipped?: Promise<Uint8Array>;
+  private gzipped?: Uint8Array;
 
   constructor(readonly text: string) {}
 
-  /** The text, gzip-compressed (memoised). */
-  gzip(): Promise<Uint8Array> {
-    this.gzipped ??= new Response(new Response(this.text).body!.pipeThrough(new CompressionStream('gzip')))
-      .arrayBuffer()
-      .then((buffer) => new Uint8Array(buffer));
+  /**
+   * The text, gzip-compressed: the kept bytes once one request has
+   * compressed it. Never a promise shared between requests: the stream that
+   * compresses belongs to the request that started it, and workerd answers
+   * another request that waits on it with "your Worker's code had hung"
+   * (500) — or, when the first request is cancelled, never. Requests that
+   * arrive while it is being compressed compress it themselves.
+   */
+  async gzip(): Promise<Uint8Array> {
+    if (this.gzipped) return this.gzipped;
+    const compressed = new Response(new Response(this.text).body!.pipeThrough(new CompressionStream('gzip')));
+    const bytes = new Uint8Array(await compressed.arrayBuffer());
+    this.gzipped ??= bytes;
     return this.gzipped;
   }
 
