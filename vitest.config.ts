@@ -4,6 +4,9 @@ import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
 // The Worker's tests run inside workerd against Miniflare's KV and R2
 // (configured from wrangler.toml), once as configured and once in private
 // mode; the scripts' tests run in Node.
+// Generates the OpenPGP key the release fixtures sign with, once per project and run (inject('fixtureSigningKey')).
+const SIGNING_KEY_SETUP = './test/fixtures/signing-key.setup.ts';
+
 export default defineConfig({
   test: {
     // Vitest's default on a 2-core machine is one test file at a time; these files mostly wait on
@@ -12,7 +15,7 @@ export default defineConfig({
     projects: [
       {
         plugins: [cloudflareTest({ wrangler: { configPath: './wrangler.toml' } })],
-        test: { name: 'worker', include: ['test/worker/**/*.test.ts', 'test/protocol/**/*.test.ts'] },
+        test: { name: 'worker', include: ['test/worker/**/*.test.ts', 'test/protocol/**/*.test.ts'], globalSetup: [SIGNING_KEY_SETUP] },
       },
       {
         // The same Worker in private mode (tokens, signed URLs), as `wrangler dev --var ACCESS:private` with a .dev.vars secret.
@@ -22,13 +25,14 @@ export default defineConfig({
             miniflare: { bindings: { ACCESS: 'private', URL_SIGNING_SECRET: 'test-signing-secret-not-used-anywhere-else' } },
           }),
         ],
-        test: { name: 'worker-private', include: ['test/worker-private/**/*.test.ts'] },
+        test: { name: 'worker-private', include: ['test/worker-private/**/*.test.ts'], globalSetup: [SIGNING_KEY_SETUP] },
       },
       {
         test: {
           name: 'node',
           include: ['test/scripts/**/*.test.ts', 'test/e2e/**/*.test.ts'],
           environment: 'node',
+          globalSetup: [SIGNING_KEY_SETUP],
           testTimeout: 120_000,
           hookTimeout: 300_000, // the e2e setup publishes with the real CLI: minutes when the 2-core machine is busy
           // Files are independent: each has its own temp state and free ports.

@@ -14,8 +14,11 @@ export class DocumentCache<Value extends { cacheBytes: number } = StoredDocument
 
   constructor(private readonly maxBytes: number) {}
 
-  /** The cached body (null = known absent), or undefined when not cached or expired. */
-  get(key: string, now = Date.now()): Value | null | undefined {
+  /**
+   * The cached body (null = known absent), or undefined when not cached or
+   * expired. A hit lowers `freshness` to the entry's expiry.
+   */
+  get(key: string, now = Date.now(), freshness?: Freshness): Value | null | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
     if (entry.expires <= now) {
@@ -24,10 +27,16 @@ export class DocumentCache<Value extends { cacheBytes: number } = StoredDocument
     }
     this.entries.delete(key);
     this.entries.set(key, entry);
+    freshness?.note(entry.expires);
     return entry.body;
   }
 
-  set(key: string, body: Value | null, ttlMs: number, now = Date.now()): void {
+  /**
+   * Caches `body` (just read from the store) for `ttlMs`; lowers `freshness`
+   * to now + ttlMs whether or not the entry fits, since the body is fresh now.
+   */
+  set(key: string, body: Value | null, ttlMs: number, now = Date.now(), freshness?: Freshness): void {
+    freshness?.note(now + Math.max(ttlMs, 0));
     if (ttlMs <= 0) return;
     const bytes = (body?.cacheBytes ?? 0) + key.length * 2 + 64;
     if (bytes > this.maxBytes / 4) return;
@@ -61,5 +70,20 @@ export class DocumentCache<Value extends { cacheBytes: number } = StoredDocument
     if (!entry) return;
     this.bytes -= entry.bytes;
     this.entries.delete(key);
+  }
+}
+
+/**
+ * The instant until which an answer built from cached store reads is fresh
+ * enough to reuse: the earliest expiry of the entries it was built from (a
+ * body just read from the store counts as expiring after its full lifetime).
+ * A cache of such answers (rendered pages) must expire no later, or its
+ * staleness would add to theirs. Infinity when only immutable bodies were read.
+ */
+export class Freshness {
+  until = Number.POSITIVE_INFINITY;
+
+  note(expires: number): void {
+    if (expires < this.until) this.until = expires;
   }
 }

@@ -1,5 +1,5 @@
 import type { IRequest } from 'itty-router';
-import { DocumentCache } from '../cache';
+import { DocumentCache, Freshness } from '../cache';
 import { gzipDocuments, isPrivate, listTtlMs } from '../config';
 import { StoredDocument } from '../document';
 import type { Env } from '../env';
@@ -21,6 +21,8 @@ export interface PageContext {
   host: string;
   /** The signed-in session in private mode; null in public mode. */
   session: Session | null;
+  /** Pass to every store read: the rendered page is cached no longer than the data it shows. */
+  freshness: Freshness;
 }
 
 /** True when the visitor may see providers of `namespace` at `hostname` (always in public mode). */
@@ -39,8 +41,10 @@ export interface RenderedPage {
  * Wraps a page handler: in private mode a request without a valid session
  * is redirected to /login (never a page body); InputError (a malformed
  * name or version) becomes an HTML error page with its status. In public
- * mode a 200 page is cached in the isolate for INDEX_CACHE_SECONDS (it shows
- * version lists) and sent with that max-age; gzip as for documents.
+ * mode a 200 page is cached in the isolate until the earliest expiry of the
+ * cached data it was rendered from (at most INDEX_CACHE_SECONDS, as that data
+ * is), so a page is never staler than the API, and sent with that max-age;
+ * gzip as for documents.
  */
 export function page(render: (ctx: PageContext, params: Record<string, string>) => Promise<RenderedPage | Response>) {
   return async (request: IRequest, env: Env): Promise<Response> => {
@@ -51,7 +55,7 @@ export function page(render: (ctx: PageContext, params: Record<string, string>) 
       session = await readSession(request, env);
       if (session === null) return redirect(`/login?next=${encodeURIComponent(url.pathname + url.search)}`);
     }
-    const ctx: PageContext = { request, env, url, host: url.host, session };
+    const ctx: PageContext = { request, env, url, host: url.host, session, freshness: new Freshness() };
     const ttl = listTtlMs(env);
     const compress = gzipDocuments(env);
     const cacheKey = `${url.host}${url.pathname}${url.search}`;
@@ -72,7 +76,8 @@ export function page(render: (ctx: PageContext, params: Record<string, string>) 
       return htmlResponse(request, result.html, { status, cacheControl: privateMode ? 'private, no-store' : 'no-store', compress });
     }
     const document = new StoredDocument(result.html);
-    rendered.set(cacheKey, document, ttl);
+    // Not `ttl` from now: the data may have been cached a while already.
+    rendered.set(cacheKey, document, Math.min(ttl, ctx.freshness.until - Date.now()));
     return htmlResponse(request, document, { cacheControl: `public, max-age=${Math.round(ttl / 1000)}`, compress });
   };
 }

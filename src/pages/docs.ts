@@ -30,7 +30,7 @@ interface Target {
 async function load(ctx: PageContext, params: Record<string, string>): Promise<Target> {
   const address = providerAddress(ctx.env.REGISTRY_HOSTNAME, pathSegment(params.namespace, 'namespace'), pathSegment(params.type, 'type'));
   const version = parseVersion(pathSegment(params.version, 'version'));
-  const docs = canSee(ctx, address.hostname, address.namespace) ? await readDocs(ctx.env.REGISTRY_KV, address, version, listTtlMs(ctx.env)) : null;
+  const docs = canSee(ctx, address.hostname, address.namespace) ? await readDocs(ctx.env.REGISTRY_KV, address, version, listTtlMs(ctx.env), ctx.freshness) : null;
   if (docs === null) {
     throw new InputError(`No docs for ${address.namespace}/${address.type} ${version}: the version does not exist here, or was published without docs (npm run publish-provider -- … --docs spec.json adds them).`, 404);
   }

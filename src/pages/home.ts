@@ -12,7 +12,7 @@ import { layout } from './layout';
  */
 export const homePage = page(async (ctx) => {
   const q = (ctx.url.searchParams.get('q') ?? '').trim().toLowerCase().slice(0, 100);
-  const catalog = await readCatalog(ctx.env.REGISTRY_KV, listTtlMs(ctx.env));
+  const catalog = await readCatalog(ctx.env.REGISTRY_KV, listTtlMs(ctx.env), ctx.freshness);
   const visible = catalog.providers.filter((p) => canSee(ctx, p.hostname, p.namespace));
   const matching = visible.filter((p) => q === '' || searchText(p).includes(q));
   const own = ctx.env.REGISTRY_HOSTNAME.toLowerCase();

@@ -28,7 +28,7 @@ import { layout, snippet } from './layout';
 /** GET /modules */
 export const modulesIndexPage = page(async (ctx) => {
   const config = settings(ctx.env);
-  const document = await readModuleCatalog(ctx.env.REGISTRY_KV, config.hostname, config.listTtlMs);
+  const document = await readModuleCatalog(ctx.env.REGISTRY_KV, config.hostname, config.listTtlMs, ctx.freshness);
   const catalog: ModuleCatalog = document === null ? { modules: [] } : (JSON.parse(document.text) as ModuleCatalog);
   const visible = catalog.modules.filter((m) => canSee(ctx, config.hostname, m.namespace));
   const body = html`<h1>Modules</h1>
@@ -49,12 +49,12 @@ export const modulePage = page(async (ctx, params) => {
   const address = moduleAddress(config.hostname, pathSegment(params.namespace, 'namespace'), pathSegment(params.name, 'name'), pathSegment(params.system, 'system'));
   const requested = params.version === undefined ? null : parseVersion(pathSegment(params.version, 'version'));
   const title = `${address.namespace}/${address.name}/${address.system}`;
-  const list = canSee(ctx, address.hostname, address.namespace) ? await readModuleVersions(ctx.env.REGISTRY_KV, address, config.listTtlMs) : null;
+  const list = canSee(ctx, address.hostname, address.namespace) ? await readModuleVersions(ctx.env.REGISTRY_KV, address, config.listTtlMs, ctx.freshness) : null;
   if (list === null) throw new InputError(`There is no module ${title} here${config.access === 'private' ? ' that your token can read' : ''}.`, 404);
   const versions = (JSON.parse(list.text) as ModuleVersionsBody).modules[0].versions.map((v) => v.version);
   const version = requested ?? newestVersion(versions);
   if (version === null || !versions.includes(version)) throw new InputError(`Module ${title} has no version ${requested}.`, 404);
-  const docsDocument = await readModuleDocs(ctx.env.REGISTRY_KV, address, version, config.listTtlMs);
+  const docsDocument = await readModuleDocs(ctx.env.REGISTRY_KV, address, version, config.listTtlMs, ctx.freshness);
   const docs = docsDocument === null ? null : (JSON.parse(docsDocument.text) as ModuleDocs);
   // Terraform refuses a module registry hostname without a dot (localhost:8787): such a page shows the
   // registry's own hostname and the CLI `host` block that points it at this server.

@@ -22,7 +22,7 @@ import { credentialsSnippet, networkMirrorSnippet, requiredProvidersSnippet, sug
 
 async function load(ctx: PageContext, address: ProviderAddress): Promise<ProviderPageData> {
   const data = canSee(ctx, address.hostname, address.namespace)
-    ? await readProviderPage(ctx.env.REGISTRY_KV, address, listTtlMs(ctx.env))
+    ? await readProviderPage(ctx.env.REGISTRY_KV, address, listTtlMs(ctx.env), ctx.freshness)
     : null;
   if (data === null) throw new InputError(`There is no provider ${address.hostname}/${address.namespace}/${address.type} here${isPrivate(ctx.env) ? ' that your token can read' : ''}.`, 404);
   return data;

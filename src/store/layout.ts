@@ -90,10 +90,11 @@ export const docsKey = (address: ProviderAddress, version: string) => `${docsPre
 //   v1/modules/HOST/NS/NAME/SYSTEM/versions             modules.v1 "list versions" body
 //   v1/modules/HOST/NS/NAME/SYSTEM/VERSION/download     {"location": …} of the version's package (immutable)
 //   module-docs/HOST/NS/NAME/SYSTEM/VERSION             docs extracted at publish (inputs, outputs, README HTML; immutable)
-//   module-records/HOST/NS/NAME/SYSTEM/VERSION          version record (JSON: filename, sha256, size): the source of truth
+//   module-records/HOST/NS/NAME/SYSTEM/VERSION          version record (JSON: filename, sha256, size), a copy of the R2 one
 //   module-catalog/HOST                                 every module of HOST with its versions (for the /modules page)
 // R2:
 //   modules/HOST/NS/NAME/SYSTEM/VERSION/FILENAME        the package (NAME-SYSTEM-VERSION.tar.gz or .zip)
+//   .module-records/HOST/NS/NAME/SYSTEM/VERSION.json    committed version record: the commit point; list and catalog are rebuilt from these
 
 function modulePath({ hostname, namespace, name, system }: ModuleAddress): string {
   return `${hostname}/${namespace}/${name}/${system}`;
@@ -144,6 +145,17 @@ export const leaseObjectKey = (name: string) => `.leases/${name}`;
 
 /** Lease name of one provider's writers: publish-provider and mirror sync take it (one writer per provider). */
 export const providerLeaseName = (address: ProviderAddress) => `providers/${providerPath(address)}`;
+
+/** R2 object of a committed module version record: the module publish's commit point and the source of its list and the catalog (strongly consistent). */
+export const moduleCommittedRecordsOfHostPrefix = (hostname: string) => `.module-records/${hostname}/`;
+export const moduleCommittedRecordPrefix = (address: ModuleAddress) => `.module-records/${modulePath(address)}/`;
+export const moduleCommittedRecordKey = (address: ModuleAddress, version: string) => `${moduleCommittedRecordPrefix(address)}${version}.json`;
+
+/** Parses a key under moduleCommittedRecordsOfHostPrefix back into its parts; null for anything else. */
+export function parseModuleCommittedRecordKey(key: string): { address: ModuleAddress; version: string } | null {
+  const match = /^\.module-records\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)\.json$/.exec(key);
+  return match ? { address: { hostname: match[1]!, namespace: match[2]!, name: match[3]!, system: match[4]! }, version: match[5]! } : null;
+}
 
 /** Name of the lease a module publish holds (one writer per module): see src/store/lease.ts. */
 export const moduleLeaseName = (address: ModuleAddress) => `modules/${modulePath(address)}`;

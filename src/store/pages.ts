@@ -1,4 +1,4 @@
-import { DocumentCache } from '../cache';
+import { DocumentCache, type Freshness } from '../cache';
 import type { ProviderAddress } from '../protocol/address';
 import type { ProviderDocs } from './docs';
 import { catalogKey, docsKey, providerPageKey } from './layout';
@@ -68,32 +68,37 @@ class Parsed<T> {
 
 const parsed = new DocumentCache<Parsed<unknown>>(16 * 1024 * 1024);
 
-async function readParsed<T>(kv: KVNamespace, key: string, ttlMs: number): Promise<T | null> {
-  const cached = parsed.get(key);
+async function readParsed<T>(kv: KVNamespace, key: string, ttlMs: number, freshness?: Freshness): Promise<T | null> {
+  const cached = parsed.get(key, Date.now(), freshness);
   if (cached !== undefined) return cached === null ? null : (cached.value as T);
   const text = await kv.get(key, 'text');
   const value = text === null ? null : new Parsed<unknown>(JSON.parse(text), text.length * 3);
-  parsed.set(key, value, ttlMs);
+  parsed.set(key, value, ttlMs, Date.now(), freshness);
   return value === null ? null : (value.value as T);
 }
 
+// Each reader takes an optional Freshness, lowered to the expiry of what it
+// returned, so a page rendered from it is cached no longer than its data.
+
 /** The home page's catalogue (empty when nothing is published yet). One KV read on a miss. */
-export async function readCatalog(kv: KVNamespace, listTtlMs: number): Promise<Catalog> {
-  return (await readParsed<Catalog>(kv, catalogKey, listTtlMs)) ?? { providers: [] };
+export async function readCatalog(kv: KVNamespace, listTtlMs: number, freshness?: Freshness): Promise<Catalog> {
+  return (await readParsed<Catalog>(kv, catalogKey, listTtlMs, freshness)) ?? { providers: [] };
 }
 
 /** A provider's page data, null when it has no published version. One KV read on a miss. */
-export function readProviderPage(kv: KVNamespace, address: ProviderAddress, listTtlMs: number): Promise<ProviderPageData | null> {
-  return readParsed<ProviderPageData>(kv, providerPageKey(address), listTtlMs);
+export function readProviderPage(kv: KVNamespace, address: ProviderAddress, listTtlMs: number, freshness?: Freshness): Promise<ProviderPageData | null> {
+  return readParsed<ProviderPageData>(kv, providerPageKey(address), listTtlMs, freshness);
 }
 
 /** A version's docs, null when none were published. Immutable once written; absence is rechecked after listTtlMs. */
-export async function readDocs(kv: KVNamespace, address: ProviderAddress, version: string, listTtlMs: number): Promise<ProviderDocs | null> {
+export async function readDocs(
+  kv: KVNamespace, address: ProviderAddress, version: string, listTtlMs: number, freshness?: Freshness,
+): Promise<ProviderDocs | null> {
   const key = docsKey(address, version);
-  const cached = parsed.get(key);
+  const cached = parsed.get(key, Date.now(), freshness);
   if (cached !== undefined) return cached === null ? null : (cached.value as ProviderDocs);
   const text = await kv.get(key, 'text');
   const value = text === null ? null : new Parsed<unknown>(JSON.parse(text), text.length * 3);
-  parsed.set(key, value, value === null ? listTtlMs : Number.POSITIVE_INFINITY);
+  parsed.set(key, value, value === null ? listTtlMs : Number.POSITIVE_INFINITY, Date.now(), freshness);
   return value === null ? null : (value.value as ProviderDocs);
 }

@@ -11,6 +11,10 @@ import { mapLimit } from '../concurrency';
 import { listAllKeys } from './list-keys';
 import { listAllObjectKeys } from './list-objects';
 import { rebuildProviderPages } from './pages-publish';
+import {
+  commitRecord, DamagedRecordError, readRecordObjects, repairDocuments, uploadObject, verifyObject, warnOnce,
+  type PublishOutcome, type PublishProgress, type StoredFile,
+} from './records';
 import type { BlobStore, KvStore, PackageRecord, SigningKey, VersionRecord } from './types';
 
 /**
@@ -36,37 +40,18 @@ import type { BlobStore, KvStore, PackageRecord, SigningKey, VersionRecord } fro
  */
 
 /** A release file to upload: archive, SHA256SUMS or signature. */
-export interface ReleaseFile {
+export interface ReleaseFile extends StoredFile {
   filename: string;
-  sha256Hex: string;
-  size: number;
-  contentType: string;
-  /** Opens the bytes; called only when the stored object is missing or differs. */
-  open(): ReadableStream | Uint8Array;
 }
 
-export type PublishStep = 'lease' | 'upload' | 'skip-upload' | 'documents' | 'record' | 'index' | 'verify' | 'repair' | 'warning';
-
-export interface PublishProgress {
-  (event: { step: PublishStep; detail: string }): void;
-}
-
-/** published: written now; unchanged: already published and verified whole; repaired: already published, missing parts rewritten. */
-export type PublishOutcome = 'published' | 'unchanged' | 'repaired';
+// Shared with module publishing (src/store/records.ts); re-exported for existing importers.
+export { DamagedRecordError, type PublishOutcome, type PublishProgress, type PublishStep } from './records';
 
 export interface PublishVersionOptions {
   /** Rebuild the provider's lists at the end (default true). */
   rebuildIndex?: boolean;
   /** The held lease; checked before every write (throws LeaseLostError when lost). */
   lease?: { check(): void };
-}
-
-/** A stored version record that fails validation: which key, and why. */
-export class DamagedRecordError extends Error {
-  constructor(readonly key: string, why: string) {
-    super(`version record ${key} is damaged (${why}); it was skipped`);
-    this.name = 'DamagedRecordError';
-  }
 }
 
 /**
@@ -142,8 +127,7 @@ export async function listVersionRecords(
     }
   };
   if (blobs) {
-    const keys = await listAllObjectKeys(blobs, committedRecordPrefix(address));
-    await mapLimit(keys, 16, (key) => load(key, async () => (await blobs.get(key))?.text() ?? null));
+    for (const record of await readRecordObjects(blobs, committedRecordPrefix(address), parseVersionRecord, onDamaged)) records.set(record.version, record);
   }
   const prefix = versionRecordPrefix(address);
   const legacy = (await listAllKeys(kv, prefix)).filter((key) => !records.has(key.slice(prefix.length)));
@@ -212,7 +196,7 @@ export async function publishVersion(
     }
     progress({ step: 'upload', detail: file.filename });
     check();
-    await uploadFile(blobs, key, file);
+    await uploadObject(blobs, key, file);
   }
 
   progress({ step: 'documents', detail: `${record.packages.length} download documents and the mirror document` });
@@ -220,10 +204,7 @@ export async function publishVersion(
 
   progress({ step: 'record', detail: version });
   check();
-  const committed = await blobs.put(committedRecordKey(address, version), JSON.stringify(record), {
-    httpMetadata: { contentType: 'application/json' },
-    onlyIf: { etagDoesNotMatch: '*' },
-  });
+  const committed = await commitRecord(blobs, committedRecordKey(address, version), record);
   if (!committed) {
     // Another writer committed this version meanwhile (only possible without the lease).
     const winner = await readVersionRecord(kv, address, version, blobs);
@@ -283,44 +264,28 @@ export async function verifyVersion(
   progress({ step: 'verify', detail: `${expected.size} release files, ${record.packages.length + 1} documents and the record of ${name}` });
 
   for (const [filename, want] of expected) {
-    const key = releaseObjectKey(address, version, filename);
-    const head = await blobs.head(key);
-    const actual = head ? { sha256: head.customMetadata?.sha256, size: head.size } : null;
-    const fine = actual && (want.size === undefined || actual.size === want.size) && (want.sha256 === undefined || actual.sha256 === want.sha256);
-    if (fine) continue;
-    const what = actual ? `stored ${actual.size} bytes, SHA-256 ${actual.sha256 ?? 'unknown'}; the record says ${want.size ?? '?'} bytes, ${want.sha256 ?? '?'}` : 'missing';
-    const file = available.get(filename);
-    if (file && (want.sha256 === undefined || file.sha256Hex === want.sha256) && (want.size === undefined || file.size === want.size)) {
-      progress({ step: 'repair', detail: `${filename}: ${what}; uploading it again` });
-      check();
-      await uploadFile(blobs, key, file);
-      repairs++;
-    } else {
-      problems.push(`${filename}: ${what}`);
-    }
+    const outcome = await verifyObject(blobs, releaseObjectKey(address, version, filename), filename, want, available.get(filename), progress, check);
+    if (outcome === 'repaired') repairs++;
+    else if (outcome !== 'ok') problems.push(outcome);
   }
 
-  const documents: [string, string][] = [
-    ...record.packages.map((pkg): [string, string] => [downloadDocumentKey(address, version, pkg), downloadDocument(record, pkg)]),
-    [mirrorVersionKey(address, version), mirrorVersionDocument(record)],
-    [versionRecordKey(address, version), JSON.stringify(record)],
-  ];
-  await mapLimit(documents, 8, async ([key, body]) => {
-    const stored = await kv.get(key, 'text');
-    if (stored === body) return;
-    // The KV record may be an older serialisation of the same record; rewrite only when it does not parse as the same.
-    if (stored !== null && key === versionRecordKey(address, version)) {
-      try {
-        if (sameRelease(parseVersionRecord(stored, key), record)) return;
-      } catch {
-        /* damaged: rewrite */
-      }
-    }
-    progress({ step: 'repair', detail: `${key}: ${stored === null ? 'missing' : 'differs from the record'}; writing it again` });
-    check();
-    await kv.put(key, body);
-    repairs++;
-  });
+  const recordKey = versionRecordKey(address, version);
+  repairs += await repairDocuments(kv, [
+    ...record.packages.map((pkg) => ({ key: downloadDocumentKey(address, version, pkg), body: downloadDocument(record, pkg) })),
+    { key: mirrorVersionKey(address, version), body: mirrorVersionDocument(record) },
+    {
+      key: recordKey,
+      body: JSON.stringify(record),
+      // The KV record may be an older serialisation of the same record; rewrite only when it does not parse as the same.
+      equivalent: (stored) => {
+        try {
+          return sameRelease(parseVersionRecord(stored, recordKey), record);
+        } catch {
+          return false; // damaged: rewrite
+        }
+      },
+    },
+  ], progress, check);
 
   if (problems.length > 0) {
     throw new Error(
@@ -346,11 +311,7 @@ export async function rebuildProviderIndex(
   check: () => void = () => {},
 ): Promise<void> {
   const warned = new Set<string>();
-  const onDamaged = (error: DamagedRecordError) => {
-    if (warned.has(error.key)) return;
-    warned.add(error.key);
-    progress({ step: 'warning', detail: error.message });
-  };
+  const onDamaged = warnOnce(progress, warned);
   for (let attempt = 0; attempt < 10; attempt++) {
     const records = await listVersionRecords(kv, address, blobs, onDamaged);
     const versions = versionsDocument(records);
@@ -401,13 +362,6 @@ export async function readSigningKeys(kv: KvStore, hostname: string, namespace: 
 
 export async function writeSigningKeys(kv: KvStore, hostname: string, namespace: string, keys: readonly SigningKey[]): Promise<void> {
   await kv.put(signingKeysKey(hostname, namespace), JSON.stringify(keys));
-}
-
-async function uploadFile(blobs: BlobStore, key: string, file: ReleaseFile): Promise<void> {
-  await blobs.put(key, file.open(), {
-    httpMetadata: { contentType: file.contentType },
-    customMetadata: { sha256: file.sha256Hex },
-  });
 }
 
 async function writeDocuments(kv: KvStore, record: VersionRecord, check: () => void): Promise<void> {

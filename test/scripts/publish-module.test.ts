@@ -13,10 +13,17 @@ import { extractModuleDocs, renderReadme } from '../../scripts/lib/module/docs';
 import { packModule } from '../../scripts/lib/module/pack';
 import { publishModule } from '../../scripts/lib/module/publish';
 import { zipBuffers } from '../../scripts/lib/zip-binary';
-import { moduleAddress } from '../../src/protocol/modules-v1';
-import { moduleDocsKey, moduleVersionsKey } from '../../src/store/layout';
-import type { ModuleDocs } from '../../src/store/modules-types';
+import { sha256Hex } from '../../src/protocol/index';
+import { moduleAddress, type ModuleAddress } from '../../src/protocol/modules-v1';
+import {
+  moduleArchiveFilename, moduleCatalogKey, moduleCommittedRecordKey, moduleDocsKey, moduleDownloadKey, moduleObjectKey,
+  moduleRecordKey, moduleRecordPrefix, moduleVersionsKey,
+} from '../../src/store/layout';
+import { publishModuleVersion, readModuleRecord, rebuildModuleIndex, verifyModuleVersion } from '../../src/store/modules-publish';
+import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from '../../src/store/modules-types';
+import { fakeDocs } from '../fixtures/modules';
 import { configPath, runScript, tempDir } from './helpers';
+import { LaggingKv, type Write } from './lagging-kv';
 
 const MB = 1e6;
 const work = tempDir('publish-module');
@@ -362,3 +369,124 @@ describe('npm run publish-module (the CLI)', () => {
   });
 });
 
+
+describe('consistency and repair (the same guarantees as providers)', () => {
+  const listed = async (address: ModuleAddress) =>
+    (JSON.parse((await store.kv.get(moduleVersionsKey(address), 'text')) ?? '{"modules":[{"versions":[]}]}') as { modules: [{ versions: { version: string }[] }] })
+      .modules[0].versions.map((v) => v.version);
+  const catalogVersions = async (name: string) =>
+    (JSON.parse((await store.kv.get(moduleCatalogKey(config.hostname), 'text'))!) as ModuleCatalog).modules.find((m) => m.name === name)?.versions;
+
+  it('with KV eventually consistent between publishers, concurrent publishes of different versions all end up in the list and the catalog', async () => {
+    const address = moduleAddress(config.hostname, 'acme', 'lagged', 'aws');
+    const writes = new Map<string, Write>();
+    const versions = ['1.0.0', '1.1.0', '2.0.0'];
+    const results = await Promise.all(versions.map((version, writer) => {
+      const dir = moduleDir({ 'main.tf': `variable "v${writer}" {}\n` });
+      const lagging: StoreHandle = { ...store, kv: new LaggingKv(store.kv, writes, writer) };
+      return publish(dir, version, { name: 'lagged', store: lagging });
+    }));
+    expect(results.map((r) => r.status)).toEqual(['published', 'published', 'published']);
+
+    // The adapter really hides: each publisher's view lists only its own KV record, so a list rebuilt from KV keys would drop versions.
+    for (const [writer, version] of versions.entries()) {
+      const view = new LaggingKv(store.kv, writes, writer);
+      expect((await view.list({ prefix: moduleRecordPrefix(address) })).keys.map((k) => k.name)).toEqual([moduleRecordKey(address, version)]);
+    }
+    expect(await listed(address)).toEqual(['2.0.0', '1.1.0', '1.0.0']);
+    expect(await catalogVersions('lagged')).toEqual(['2.0.0', '1.1.0', '1.0.0']);
+    for (const version of versions) expect(await store.blobs.head(moduleCommittedRecordKey(address, version))).not.toBeNull();
+  });
+
+  it('a re-run repairs what an interrupted publish lost (package, documents, record, list, catalog): status repaired, then unchanged', async () => {
+    const address = moduleAddress(config.hostname, 'acme', 'interrupted', 'aws');
+    const dir = moduleDir({ 'main.tf': 'variable "region" {}\n', 'README.md': '# Interrupted\n' });
+    const first = await publish(dir, '1.0.0', { name: 'interrupted' });
+    expect(first.status).toBe('published');
+    const packageKey = moduleObjectKey(address, '1.0.0', first.filename);
+    const before = await Promise.all([moduleDownloadKey(address, '1.0.0'), moduleDocsKey(address, '1.0.0'), moduleRecordKey(address, '1.0.0')]
+      .map((key) => store.kv.get(key, 'text')));
+
+    await store.blobs.delete(packageKey);
+    for (const key of [moduleDownloadKey(address, '1.0.0'), moduleDocsKey(address, '1.0.0'), moduleRecordKey(address, '1.0.0'), moduleVersionsKey(address)]) {
+      await store.kv.delete(key);
+    }
+    await store.kv.put(moduleCatalogKey(config.hostname), '{"modules":[]}');
+    const lines: string[] = [];
+    const again = await publish(dir, '1.0.0', { name: 'interrupted', log: (line) => lines.push(line) });
+    expect(again.status).toBe('repaired');
+    expect(lines.filter((l) => l.includes('repair:'))).toHaveLength(4); // the package and three documents
+
+    const after = await Promise.all([moduleDownloadKey(address, '1.0.0'), moduleDocsKey(address, '1.0.0'), moduleRecordKey(address, '1.0.0')]
+      .map((key) => store.kv.get(key, 'text')));
+    expect(after).toEqual(before);
+    const head = await store.blobs.head(packageKey);
+    expect({ size: head?.size, sha256: head?.customMetadata?.sha256 }).toEqual({ size: first.size, sha256: first.sha256 });
+    expect(await listed(address)).toEqual(['1.0.0']);
+    expect(await catalogVersions('interrupted')).toEqual(['1.0.0']);
+    expect((await publish(dir, '1.0.0', { name: 'interrupted' })).status).toBe('unchanged');
+  });
+
+  it('a publish killed before its commit lists nothing; the re-run publishes it whole', async () => {
+    const address = moduleAddress(config.hostname, 'acme', 'killed', 'aws');
+    const bytes = new TextEncoder().encode('not really a tar.gz, the store never unpacks\n');
+    const record: ModuleVersionRecord = {
+      address, version: '1.0.0', filename: moduleArchiveFilename(address, '1.0.0', 'tar.gz'), format: 'tar.gz',
+      sha256: sha256Hex(bytes), size: bytes.byteLength, publishedAt: new Date(0).toISOString(),
+    };
+    const pkg = { sha256Hex: record.sha256, size: bytes.byteLength, contentType: 'application/gzip', open: () => bytes };
+    let step = '';
+    // The lease is "lost" (as when the process dies) at the commit: package and documents are written, the record is not.
+    const dying = { check: () => { if (step === 'record') throw new Error('killed'); } };
+    await expect(publishModuleVersion(store.kv, store.blobs, record, fakeDocs(), pkg, (e) => { step = e.step; }, { lease: dying })).rejects.toThrow('killed');
+    expect(await store.blobs.head(moduleObjectKey(address, '1.0.0', record.filename))).not.toBeNull();
+    expect(await store.kv.get(moduleVersionsKey(address), 'text')).toBeNull();
+    expect(await readModuleRecord(store.kv, address, '1.0.0', store.blobs)).toBeNull();
+
+    expect(await publishModuleVersion(store.kv, store.blobs, record, fakeDocs(), pkg)).toBe('published');
+    expect(await listed(address)).toEqual(['1.0.0']);
+  });
+
+  it('concurrent publishes of one version with different bytes: exactly one wins, the others get 409, the served package is the winner\'s', async () => {
+    const address = moduleAddress(config.hostname, 'acme', 'raced', 'aws');
+    const outcomes = await Promise.allSettled([0, 1, 2].map((i) => publish(moduleDir({ 'main.tf': `variable "v${i}" {}\n` }), '1.0.0', { name: 'raced' })));
+    const won = outcomes.filter((o): o is PromiseFulfilledResult<Awaited<ReturnType<typeof publish>>> => o.status === 'fulfilled');
+    expect(won.map((o) => o.value.status)).toEqual(['published']);
+    for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents/) });
+    const head = await store.blobs.head(moduleObjectKey(address, '1.0.0', won[0]!.value.filename));
+    expect(head?.customMetadata?.sha256).toBe(won[0]!.value.sha256);
+    expect((await readModuleRecord(store.kv, address, '1.0.0', store.blobs))?.sha256).toBe(won[0]!.value.sha256);
+  });
+
+  it('a package of another format left by an uncommitted publish is removed when the version is published', async () => {
+    const address = moduleAddress(config.hostname, 'acme', 'leftover', 'aws');
+    const stray = moduleObjectKey(address, '1.0.0', moduleArchiveFilename(address, '1.0.0', 'zip'));
+    await store.blobs.put(stray, 'half of a zip');
+    const result = await publish(moduleDir({ 'main.tf': '' }), '1.0.0', { name: 'leftover' });
+    expect(result.status).toBe('published');
+    expect(await store.blobs.head(stray)).toBeNull();
+    expect(await store.blobs.head(moduleObjectKey(address, '1.0.0', result.filename))).not.toBeNull();
+  });
+
+  it('a stored package that differs from its record is reported loudly when the bytes to restore it are not at hand', async () => {
+    const address = moduleAddress(config.hostname, 'acme', 'tampered', 'aws');
+    const result = await publish(moduleDir({ 'main.tf': '' }), '1.0.0', { name: 'tampered' });
+    const record = (await readModuleRecord(store.kv, address, '1.0.0', store.blobs))!;
+    await store.blobs.put(moduleObjectKey(address, '1.0.0', result.filename), 'other bytes', { customMetadata: { sha256: '0'.repeat(64) } });
+    await expect(verifyModuleVersion(store.kv, store.blobs, record, fakeDocs(), undefined))
+      .rejects.toThrow(/acme\/tampered\/aws 1\.0\.0 is published but its stored package does not match its record: .*stored 11 bytes/);
+  });
+
+  it('a damaged module version record is reported with its key and skipped; every other version stays listed', async () => {
+    const address = moduleAddress(config.hostname, 'acme', 'damaged', 'aws');
+    for (const version of ['1.0.0', '1.1.0']) await publish(moduleDir({ 'main.tf': `# ${version}\n` }), version, { name: 'damaged' });
+    await store.blobs.put(moduleCommittedRecordKey(address, '1.2.0'), '{"version": "1.2.0", "size": ');
+    await store.blobs.put(moduleCommittedRecordKey(address, '1.3.0'), JSON.stringify({ version: '1.3.0', address }));
+    const events: string[] = [];
+    await rebuildModuleIndex(store.kv, address, (event) => events.push(`${event.step}: ${event.detail}`), store.blobs);
+    expect(events).toContain(`warning: version record ${moduleCommittedRecordKey(address, '1.2.0')} is damaged (not JSON); it was skipped`);
+    expect(events).toContain(`warning: version record ${moduleCommittedRecordKey(address, '1.3.0')} is damaged (no file name); it was skipped`);
+    expect(await listed(address)).toEqual(['1.1.0', '1.0.0']);
+    expect(await catalogVersions('damaged')).toEqual(['1.1.0', '1.0.0']);
+  });
+});

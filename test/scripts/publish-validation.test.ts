@@ -216,10 +216,20 @@ describe('publish-provider refuses, naming the file and the fix, and writes noth
     await refused({ paths: [d] }, /the files name different versions \(.*1\.0\.0.*1\.1\.0.*\); publish one provider version at a time, or pass --version/);
   });
 
-  it('no archives', async () => {
+  it('an empty directory', async () => {
     const d = join(dir, 'empty');
     mkdirSync(d, { recursive: true });
-    await refused({ paths: [d], type: 'x', version: '1.0.0' }, /no provider archives found in .*empty/);
+    await refused(
+      { paths: [d], type: 'x', version: '1.0.0' },
+      /^\S*\/empty is empty: expected a goreleaser dist\/ with terraform-provider-TYPE_VERSION_OS_ARCH\.zip files \(run goreleaser first\), or pass --binary OS_ARCH=PATH$/,
+    );
+  });
+
+  it('a directory without archives', async () => {
+    const d = join(dir, 'no-archives');
+    mkdirSync(d, { recursive: true });
+    writeFileSync(join(d, 'notes.txt'), 'not a release file');
+    await refused({ paths: [d], type: 'x', version: '1.0.0' }, /^no provider archives found in \S*\/no-archives: expected terraform-provider-TYPE_VERSION_OS_ARCH\.zip files/);
   });
 
   it('a missing path', async () => {

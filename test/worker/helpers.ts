@@ -3,7 +3,7 @@ import worker from '../../src/index';
 import type { Env } from '../../src/env';
 import { providerAddress, type ProviderAddress } from '../../src/protocol/address';
 import { publishVersions } from '../../src/store/publish';
-import { fakeRelease, type FakeRelease } from '../fixtures/release';
+import { fakeRelease, signRelease, type FakeRelease } from '../fixtures/release';
 
 export const ORIGIN = 'https://registry.example.com';
 
@@ -22,8 +22,9 @@ export function address(namespace: string, type: string, hostname = env.REGISTRY
   return providerAddress(hostname, namespace, type);
 }
 
-/** Publishes fake releases through the store's real write path. */
+/** Signs fake releases' SHA256SUMS with the fixture key and publishes them through the store's real write path. */
 export async function seed(releases: FakeRelease[]): Promise<FakeRelease[]> {
+  await Promise.all(releases.map(signRelease));
   await publishVersions(env.REGISTRY_KV, env.REGISTRY_R2, releases);
   return releases;
 }

@@ -4,7 +4,7 @@ import { formatModuleAddress, moduleAddress, type ModuleArchiveFormat } from '..
 import { moduleArchiveFilename, moduleLeaseName } from '../../../src/store/layout';
 import { withLease } from '../../../src/store/lease';
 import { processLeaseOptions } from '../lease';
-import { publishModuleVersion, readModuleRecord, rebuildModuleIndex, type ModuleProgress } from '../../../src/store/modules-publish';
+import { publishModuleVersion, readModuleRecord, type ModuleProgress } from '../../../src/store/modules-publish';
 import type { ModuleDocs, ModuleVersionRecord } from '../../../src/store/modules-types';
 import { readRegistryConfig, type RegistryConfig } from '../config';
 import { openLocalStore, type StoreHandle } from '../local-store';
@@ -62,8 +62,11 @@ export interface PublishModuleResult {
   outputs: number;
   submodules: string[];
   readme: boolean;
-  /** published: written now; unchanged: already published with these bytes; dry-run: nothing written. */
-  status: 'published' | 'unchanged' | 'dry-run';
+  /**
+   * published: written now; unchanged: already published with these bytes and verified whole (package object, documents,
+   * lists); repaired: already published, parts missing after an interrupted publish rewritten; dry-run: nothing written.
+   */
+  status: 'published' | 'unchanged' | 'repaired' | 'dry-run';
 }
 
 /**
@@ -134,7 +137,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
     })
     : await openLocalStore(config));
   try {
-    const existing = await readModuleRecord(store.kv, address, version);
+    const existing = await readModuleRecord(store.kv, address, version, store.blobs);
     if (existing && (existing.sha256 !== sha256 || existing.size !== record.size || existing.filename !== record.filename)) {
       throw new InputError(
         `${label} is already published with different contents (SHA-256 ${existing.sha256}, ${existing.filename}; this package ${sha256}, ${record.filename}); published versions are immutable — publish a new version instead`,
@@ -145,23 +148,15 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
       log(existing ? `dry run: ${label} is already published with these bytes` : `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`);
       return result('dry-run');
     }
-    if (existing) {
-      await rebuildModuleIndex(store.kv, address, progressLog(log));
-      log(`${label} is already published with these bytes; nothing to write`);
-      return result('unchanged');
-    }
-    log(`publishing ${label} to ${store.description}`);
-    // One writer per module: the publish (its own check of the record included) holds the module's lease.
-    const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), async (lease) => {
-      const result = await publishModuleVersion(store.kv, store.blobs, record, docs, {
+    log(existing ? `${label} is already published with these bytes; verifying what is stored` : `publishing ${label} to ${store.description}`);
+    // One writer per module: the publish (its own check of the record, verification and repair included) holds the module's lease.
+    const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
+      publishModuleVersion(store.kv, store.blobs, record, docs, {
         sha256Hex: sha256, size: bytes.byteLength, contentType: format === 'zip' ? 'application/zip' : 'application/gzip', open: () => bytes,
-      }, (event) => {
-        if (event.step === 'record') lease.check(); // a lost lease stops the publish before its record commits it
-        progressLog(log)(event);
-      });
-      return result;
-    });
-    log(outcome === 'published' ? `published ${label}` : `${label} was already published; nothing rewritten`);
+      }, progressLog(log), { lease }));
+    log(outcome === 'published' ? `published ${label}`
+      : outcome === 'repaired' ? `${label} was already published; repaired what an interrupted publish left missing`
+      : `${label} was already published; verified, nothing rewritten`);
     return result(outcome);
   } finally {
     if (!options.store) await store.close();
