@@ -3,7 +3,8 @@
  * and R2 bindings wrapped in proxies that count reads, and extra paths:
  * /__bench/kv-reads, that reports (and with ?reset, zeroes) the KV count,
  * /__bench/reads, KV and R2 (get, head) reads alike, and /__bench/cache,
- * the isolate document cache's figures. The production Worker has no such
+ * the isolate document cache's figures, /__bench/statuses, answers per
+ * route and status and the requests never answered. The production Worker has no such
  * paths.
  */
 import worker from '../src/index';
@@ -12,6 +13,51 @@ import { documentCacheStats } from '../src/store/read';
 
 let reads = 0;
 let r2Reads = 0;
+
+/**
+ * Answers per route and status, and the requests whose response never came
+ * (workerd answers a request it finds hung with its own 500, which the Worker
+ * never sees: such a request stays here). Route = the path with the version,
+ * os/arch and file names dropped. /__bench/statuses reports both.
+ */
+const statuses = new Map<string, number>();
+const pending = new Map<number, { route: string; path: string; gzip: boolean; started: number }>();
+let nextRequest = 0;
+
+function routeOf(path: string): string {
+  if (path.startsWith('/v1/archives/')) return '/v1/archives/…';
+  if (path.startsWith('/v1/mirror/')) return path.endsWith('/index.json') ? '/v1/mirror/…/index.json' : '/v1/mirror/…/VERSION.json';
+  if (path.startsWith('/v1/providers/')) return path.endsWith('/versions') ? '/v1/providers/…/versions' : '/v1/providers/…/download/…';
+  return path;
+}
+
+async function tracked(request: Request, answer: () => Promise<Response>): Promise<Response> {
+  const path = new URL(request.url).pathname;
+  const id = nextRequest++;
+  const route = routeOf(path);
+  pending.set(id, { route, path, gzip: /gzip/.test(request.headers.get('accept-encoding') ?? ''), started: Date.now() });
+  try {
+    const response = await answer();
+    const key = `${route} ${response.status}`;
+    statuses.set(key, (statuses.get(key) ?? 0) + 1);
+    return response;
+  } catch (error) {
+    const key = `${route} threw`;
+    statuses.set(key, (statuses.get(key) ?? 0) + 1);
+    throw error;
+  } finally {
+    pending.delete(id);
+  }
+}
+
+function statusReport(): Response {
+  const now = Date.now();
+  return Response.json({
+    statuses: Object.fromEntries([...statuses].sort()),
+    // Older than 10 s: the load's client gave up after 5 s, so these never got their answer.
+    stuck: [...pending.values()].filter((p) => now - p.started > 10_000).map((p) => ({ ...p, ageSeconds: Math.round((now - p.started) / 1000) })),
+  });
+}
 
 /**
  * /__bench/loop?path=P&n=N: handles GET P N times inside this one request
@@ -92,6 +138,7 @@ export default {
     if (url.pathname === '/__bench/loop') return loop(url, env, ctx);
     // The isolate's document cache: entries, counted bytes, its bound, evictions (the soak samples it).
     if (url.pathname === '/__bench/cache') return Response.json(documentCacheStats());
-    return worker.fetch(request, countingEnv(env), ctx);
+    if (url.pathname === '/__bench/statuses') return statusReport();
+    return tracked(request, async () => worker.fetch(request, countingEnv(env), ctx));
   },
 } satisfies ExportedHandler<Env>;

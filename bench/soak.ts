@@ -7,7 +7,9 @@
  * cache is kept full and evicting all along. Every few seconds it samples
  * workerd's RSS and the cache's own figures (/__bench/cache), then prints the
  * RSS curve, whether it plateaus after the warm-up, and whether the cache's
- * byte bound held at every sample. Reported, never a failure.
+ * byte bound held at every sample, and the Worker's answers per route and
+ * status with the requests it never answered (/__bench/statuses). Reported,
+ * never a failure.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -58,6 +60,23 @@ export interface SoakResult {
   cache: { maxBytesSeen: number; bound: number; heldAtEverySample: boolean; evictions: number; samplesRead: number };
   /** The Worker isolate's V8 heap size (null without inspector figures): its slope after the warm-up, like RSS's. */
   workerHeap: { startMb: number; endMb: number; peakMb: number; slopeMbPerMinute: number } | null;
+  /** The Worker's own count of answers per route and status, and the requests it never answered (null: not read). */
+  routes?: RouteFigures | null;
+}
+
+export interface RouteFigures {
+  statuses: Record<string, number>;
+  stuck: { route: string; path: string; gzip: boolean; ageSeconds: number }[];
+}
+
+/** /__bench/statuses: the Worker's answers per route and status, and requests never answered. */
+async function routeFigures(origin: string): Promise<RouteFigures | null> {
+  try {
+    const response = await fetch(`${origin}/__bench/statuses`, { signal: AbortSignal.timeout(10_000) });
+    return (await response.json()) as RouteFigures;
+  } catch {
+    return null;
+  }
 }
 
 const log = (message: string) => process.stderr.write(`bench soak: ${message}\n`);
@@ -121,7 +140,11 @@ export async function soak(minutes: number, json: boolean, cachedOnly = false): 
         await sampling;
       }
       await sample();
+      // After a pause, so requests wrk gave up on have had time to finish (or be found hung).
+      await new Promise((resolve) => setTimeout(resolve, 12_000));
+      const routes = await routeFigures(runtime.origin);
       const result = analyse(minutes, paths.length, storedBytes, load, samples);
+      result.routes = routes;
       process.stdout.write(json ? `${JSON.stringify(result)}\n` : report(result));
       return result;
     } finally {
@@ -261,6 +284,11 @@ function report(result: SoakResult): string {
   lines.push(`edge-registry soak — wrk, ${result.connections} connections, ${result.minutes} min, random picks among ${result.paths} paths (${mb(result.storedDocumentMb)} MB of stored documents)`);
   lines.push(`load: ${result.load.requests} requests, ${result.load.rps.toFixed(0)} req/s, p50 ${result.load.p50Ms} ms, p99 ${result.load.p99Ms} ms, ${result.load.non2xx} non-2xx, ${result.load.errors} socket errors`);
   for (const line of (result.load.non200 ?? []).slice(0, 5)) lines.push(`  non-200 response: ${line}`);
+  if (result.routes) {
+    lines.push(`  answers by route and status (the Worker's count): ${Object.entries(result.routes.statuses).map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+    const stuck = result.routes.stuck;
+    lines.push(`  requests the Worker never answered (hung, or cancelled by workerd before an answer): ${stuck.length}${stuck.length ? ` — ${stuck.slice(0, 5).map((s) => `${s.path}${s.gzip ? ' (gzip)' : ''} ${s.ageSeconds} s`).join('; ')}` : ''}`);
+  }
   lines.push('');
   lines.push('   time   RSS MB  Worker heap used/total MB  other isolates MB  cache MB  entries  evictions  CPU s');
   const peak = result.rss.peakMb;

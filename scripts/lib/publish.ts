@@ -343,7 +343,11 @@ function memoryFile(filename: string, bytes: Uint8Array, contentType: string): R
   return { filename, sha256Hex: sha256Hex(bytes), size: bytes.byteLength, contentType, open: () => bytes };
 }
 
-function progressLog(log: (line: string) => void, crashBefore?: string, killAt?: string): PublishProgress {
+/**
+ * The progress lines of a publish (providers and modules), with the test
+ * hooks CRASH_ENV (exit before a step) and KILL_ENV (SIGKILL at a step).
+ */
+export function progressLog(log: (line: string) => void, crashBefore?: string, killAt?: string): PublishProgress {
   const seen = new Map<string, number>();
   const [killStep, killNth] = (killAt ?? '').split('#');
   return (event) => {

@@ -12,6 +12,7 @@ import { DEMO_MODULE, publishDemoModule, writeDemoModule } from '../../scripts/l
 import { extractModuleDocs, renderReadme } from '../../scripts/lib/module/docs';
 import { packModule } from '../../scripts/lib/module/pack';
 import { publishModule } from '../../scripts/lib/module/publish';
+import { KILL_ENV } from '../../scripts/lib/publish';
 import { zipBuffers } from '../../scripts/lib/zip-binary';
 import { sha256Hex } from '../../src/protocol/index';
 import { moduleAddress, type ModuleAddress } from '../../src/protocol/modules-v1';
@@ -352,6 +353,45 @@ describe('the demo module (npm run demo)', () => {
 });
 
 describe('npm run publish-module (the CLI)', () => {
+  it.each(['documents', 'record', 'index'])('SIGKILLed at %s: the served list stays old or whole, and a re-run completes it without waiting', async (stage) => {
+    const persistTo = join(work.dir, 'kill-state');
+    const killConfig = await readRegistryConfig({ configPath, persistTo });
+    const address = moduleAddress(killConfig.hostname, 'acme', 'crashy', 'aws');
+    const version = `1.${['documents', 'record', 'index'].indexOf(stage)}.0`;
+    const served = async () => {
+      const s = await openLocalStore(killConfig);
+      try {
+        const text = await s.kv.get(moduleVersionsKey(address), 'text');
+        const versions = text === null ? [] : (JSON.parse(text) as { modules: [{ versions: { version: string }[] }] }).modules[0].versions.map((v) => v.version);
+        // Every listed version is whole: its download document points at a stored package matching its record.
+        for (const v of versions) {
+          const record = await readModuleRecord(s.kv, address, v, s.blobs);
+          const head = await s.blobs.head(moduleObjectKey(address, v, record!.filename));
+          expect({ size: head?.size, sha256: head?.customMetadata?.sha256 }).toEqual({ size: record!.size, sha256: record!.sha256 });
+          expect(await s.kv.get(moduleDownloadKey(address, v), 'text')).toContain(record!.filename);
+        }
+        return versions.sort();
+      } finally {
+        await s.close();
+      }
+    };
+    const dir = moduleDir({ 'main.tf': `variable "stage_${stage}" {}\n` });
+    const args = [dir, '--namespace', 'acme', '--name', 'crashy', '--system', 'aws', '--version', version, '--json', '--persist-to', persistTo];
+    const before = await served();
+    const killed = await runScript('publish-module', args, { [KILL_ENV]: stage });
+    expect(killed.code, killed.stderr).not.toBe(0);
+    expect(killed.stdout).toBe('');
+    expect([before, [...before, version].sort()]).toContainEqual(await served());
+
+    const rerun = await runScript('publish-module', args);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(rerun.stderr).not.toMatch(/waiting for/);
+    expect(['published', 'repaired', 'unchanged']).toContain(JSON.parse(rerun.stdout).status);
+    expect(await served()).toEqual([...before, version].sort());
+    const again = await runScript('publish-module', args);
+    expect(JSON.parse(again.stdout).status).toBe('unchanged');
+  }, 240_000);
+
   it('--json prints one object; exit 1 with one line for a refusal; exit 2 for usage', async () => {
     const dir = moduleDir({ 'main.tf': 'variable "a" {}\n' });
     const persist = ['--persist-to', join(work.dir, 'cli-state')];
@@ -415,7 +455,7 @@ describe('consistency and repair (the same guarantees as providers)', () => {
     const lines: string[] = [];
     const again = await publish(dir, '1.0.0', { name: 'interrupted', log: (line) => lines.push(line) });
     expect(again.status).toBe('repaired');
-    expect(lines.filter((l) => l.includes('repair:'))).toHaveLength(4); // the package and three documents
+    expect(lines.filter((l) => l.includes('REPAIR '))).toHaveLength(4); // the package and three documents
 
     const after = await Promise.all([moduleDownloadKey(address, '1.0.0'), moduleDocsKey(address, '1.0.0'), moduleRecordKey(address, '1.0.0')]
       .map((key) => store.kv.get(key, 'text')));

@@ -4,7 +4,8 @@ import { formatModuleAddress, moduleAddress, type ModuleArchiveFormat } from '..
 import { moduleArchiveFilename, moduleLeaseName } from '../../../src/store/layout';
 import { withLease } from '../../../src/store/lease';
 import { processLeaseOptions } from '../lease';
-import { publishModuleVersion, readModuleRecord, type ModuleProgress } from '../../../src/store/modules-publish';
+import { publishModuleVersion, readModuleRecord } from '../../../src/store/modules-publish';
+import { CRASH_ENV, KILL_ENV, progressLog } from '../publish';
 import type { ModuleDocs, ModuleVersionRecord } from '../../../src/store/modules-types';
 import { readRegistryConfig, type RegistryConfig } from '../config';
 import { openLocalStore, type StoreHandle } from '../local-store';
@@ -153,7 +154,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
     const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
       publishModuleVersion(store.kv, store.blobs, record, docs, {
         sha256Hex: sha256, size: bytes.byteLength, contentType: format === 'zip' ? 'application/zip' : 'application/gzip', open: () => bytes,
-      }, progressLog(log), { lease }));
+      }, progressLog(log, env[CRASH_ENV], env[KILL_ENV]), { lease }));
     log(outcome === 'published' ? `published ${label}`
       : outcome === 'repaired' ? `${label} was already published; repaired what an interrupted publish left missing`
       : `${label} was already published; verified, nothing rewritten`);
@@ -161,8 +162,4 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   } finally {
     if (!options.store) await store.close();
   }
-}
-
-function progressLog(log: (line: string) => void): ModuleProgress {
-  return (event) => log(`  ${event.step}: ${event.detail}`);
 }
