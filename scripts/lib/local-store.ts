@@ -27,7 +27,7 @@ export async function openLocalStore(config: Pick<RegistryConfig, 'localPersistR
   mkdirSync(config.localPersistRoot, { recursive: true });
   const mf = new Miniflare({
     modules: true,
-    script: 'export default { fetch() { return new Response(null, { status: 404 }); } }',
+    script: STREAM_WRITER_SCRIPT,
     compatibilityDate: config.compatibilityDate ?? compatibilityDate(),
     defaultPersistRoot: config.localPersistRoot,
     kvNamespaces: { REGISTRY_KV: config.kvNamespaceId },
@@ -39,7 +39,7 @@ export async function openLocalStore(config: Pick<RegistryConfig, 'localPersistR
     const lock = new StateLock(join(config.localPersistRoot, '.edge-registry-write.lock'));
     return {
       kv: lockedKv(kv as unknown as KvStore, lock),
-      blobs: new LocalBlobStore(r2 as unknown as R2Like, lock),
+      blobs: new LocalBlobStore(r2 as unknown as R2Like, lock, (url, init) => mf.dispatchFetch(url, init) as unknown as Promise<Response>),
       description: `local state ${config.localPersistRoot}`,
       close: () => mf.dispose(),
     };
@@ -59,17 +59,54 @@ interface R2Like {
   list(options: { prefix: string; cursor?: string; limit?: number }): Promise<{ objects: { key: string }[]; truncated: boolean; cursor?: string }>;
   delete(key: string): Promise<void>;
   createMultipartUpload(key: string, options?: PutOptions): Promise<{
+    uploadId: string;
     uploadPart(partNumber: number, value: Uint8Array): Promise<{ partNumber: number; etag: string }>;
     complete(parts: { partNumber: number; etag: string }[]): Promise<{ etag: string }>;
     abort(): Promise<void>;
   }>;
 }
 
-/** Local R2 accepts streams only of known length, so streams are sent as one buffer or, when large, as a multipart upload. */
-const LOCAL_PART_SIZE = 64 * 1024 * 1024;
+/**
+ * Streamed bytes reach local R2 through this Worker, not through the
+ * binding's Node proxy: the proxy encodes every byte array as base64 inside
+ * JSON (several copies of each part in node's heap — ~1 GB RSS for a 200 MB
+ * archive with 64 MiB parts) and refuses streams of unknown length. A request
+ * body with a Content-Length is a known-length stream to R2, so each part is
+ * sent as one plain PUT. `key`, `uploadId` and `part` travel in the query;
+ * put options (metadata only; conditional puts take the proxy path) as JSON
+ * in a header. Failures answer 500 with the runtime's message, which
+ * retryBusy judges like the binding's own errors.
+ */
+const STREAM_WRITER_SCRIPT = `export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    if (request.method !== 'PUT' || url.pathname !== '/__edge-registry/blob') return new Response(null, { status: 404 });
+    try {
+      const key = url.searchParams.get('key');
+      const uploadId = url.searchParams.get('uploadId');
+      if (uploadId) {
+        const part = await env.REGISTRY_R2.resumeMultipartUpload(key, uploadId).uploadPart(Number(url.searchParams.get('part')), request.body);
+        return Response.json({ partNumber: part.partNumber, etag: part.etag });
+      }
+      const object = await env.REGISTRY_R2.put(key, request.body, JSON.parse(request.headers.get('x-put-options') || '{}'));
+      return Response.json(object ? { etag: object.etag } : null);
+    } catch (error) {
+      return new Response(String(error && error.message || error), { status: 500 });
+    }
+  },
+};`;
+
+type Dispatch = (url: string, init: { method: string; body: Uint8Array; headers: Record<string, string> }) => Promise<Response>;
+
+/**
+ * Streams are cut into parts of this size, each buffered once in node (R2
+ * wants equal parts but the last, of at least 5 MiB): memory per write is
+ * about one part, whatever the archive's size. One part or less is a plain put.
+ */
+const LOCAL_PART_SIZE = 8 * 1024 * 1024;
 
 class LocalBlobStore implements BlobStore {
-  constructor(private readonly r2: R2Like, private readonly lock: StateLock) {}
+  constructor(private readonly r2: R2Like, private readonly lock: StateLock, private readonly dispatch: Dispatch) {}
 
   head(key: string): Promise<BlobHead | null> {
     return retryBusy(() => this.r2.head(key));
@@ -96,7 +133,10 @@ class LocalBlobStore implements BlobStore {
   /**
    * A conditional put (onlyIf) is evaluated and written in one SQLite
    * transaction by Miniflare's R2, so it stays atomic across processes; a
-   * retry after a busy error re-evaluates the condition.
+   * retry after a busy error re-evaluates the condition. A stream is written
+   * with a multipart upload, which makes the object visible only once
+   * complete: a killed write leaves nothing readable (only an unfinished
+   * upload, invisible to readers).
    */
   async put(key: string, value: ReadableStream | ArrayBuffer | Uint8Array | string, options?: PutOptions): Promise<{ etag: string } | null> {
     const write = <T>(call: () => Promise<T>) => this.lock.run(() => retryBusy(call));
@@ -105,13 +145,17 @@ class LocalBlobStore implements BlobStore {
       const exact = value instanceof Uint8Array && (value.byteOffset !== 0 || value.byteLength !== value.buffer.byteLength) ? value.slice() : value;
       return write(() => this.r2.put(key, exact, options));
     }
+    if (options?.onlyIf) throw new Error(`local store: a conditional put of a stream is not supported (${key})`);
     const parts = fixedParts(value, LOCAL_PART_SIZE);
     const first = await parts.next();
     const second = first.done ? first : await parts.next();
-    if (second.done) return write(() => this.r2.put(key, first.done ? new Uint8Array(0) : first.value, options));
+    if (second.done) {
+      const bytes = first.done ? new Uint8Array(0) : first.value;
+      return write(() => this.send<{ etag: string } | null>({ key }, bytes, { 'x-put-options': JSON.stringify(options ?? {}) }));
+    }
     const upload = await write(() => this.r2.createMultipartUpload(key, options));
     try {
-      const part = (n: number, bytes: Uint8Array) => write(() => upload.uploadPart(n, bytes));
+      const part = (n: number, bytes: Uint8Array) => write(() => this.send<{ partNumber: number; etag: string }>({ key, uploadId: upload.uploadId, part: String(n) }, bytes));
       const uploaded = [await part(1, first.value as Uint8Array), await part(2, second.value)];
       for await (const bytes of parts) uploaded.push(await part(uploaded.length + 1, bytes));
       return await write(() => upload.complete(uploaded));
@@ -119,6 +163,15 @@ class LocalBlobStore implements BlobStore {
       await write(() => upload.abort()).catch(() => undefined);
       throw error;
     }
+  }
+
+  /** One PUT of `bytes` to STREAM_WRITER_SCRIPT; its JSON answer, or an error carrying the status and message. */
+  private async send<T>(query: Record<string, string>, bytes: Uint8Array, headers: Record<string, string> = {}): Promise<T> {
+    const response = await this.dispatch(`http://local-store/__edge-registry/blob?${new URLSearchParams(query)}`, {
+      method: 'PUT', body: bytes, headers: { ...headers, 'content-length': String(bytes.byteLength) },
+    });
+    if (!response.ok) throw new Error(`local R2 write of ${query.key} failed: ${response.status} ${await response.text()}`);
+    return (await response.json()) as T;
   }
 }
 

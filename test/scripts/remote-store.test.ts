@@ -315,3 +315,82 @@ describe('publish-module --remote', () => {
     await expect(publishModule(options)).rejects.toThrow(/already published with different contents/);
   });
 });
+
+describe('mirror --remote', () => {
+  it('syncs from an upstream and imports a packed directory through the KV REST API and the S3 API; a re-run changes nothing', async () => {
+    const { StaticUpstream } = await import('./mirror/upstream');
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    const { zipBuffers } = await import('../../scripts/lib/zip-binary');
+    const { inspectArchive } = await import('../../scripts/lib/archive');
+    const { providerAddress, executableName, parsePlatformName } = await import('../../src/protocol/index');
+    const { mirrorIndexKey, mirrorVersionKey, releaseObjectKey } = await import('../../src/store/layout');
+    const ns = config.kvNamespaceId;
+    const upstream = await StaticUpstream.start({
+      namespace: 'acme', type: 'thing',
+      releases: [{ version: '1.0.0', platforms: ['linux_amd64', 'darwin_arm64'] }, { version: '1.1.0', platforms: ['linux_amd64', 'darwin_arm64'] }],
+    });
+    try {
+      writeFileSync(join(dir, 'mirror-terraformrc'), '');
+      const env = { ...remoteEnv(), NODE_EXTRA_CA_CERTS: upstream.caPath, TF_CLI_CONFIG_FILE: join(dir, 'mirror-terraformrc') };
+      const mirror = async (args: string[]) => {
+        const result = await runScript('mirror', [...args, '--remote', '--env', 'production', '--wrangler-config', configPath, '--json'], env);
+        return { ...result, summary: JSON.parse(result.stdout.trim().split('\n').pop() || 'null') as import('../../scripts/lib/mirror/summary').MirrorSummary | null };
+      };
+      const sync = ['sync', `${upstream.host}/acme/thing`, '--version', '~> 1.0', '--platform', 'linux_amd64', '--platform', 'darwin_arm64'];
+
+      const first = await mirror(sync);
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.summary!.providers[0]!.versions.map((v) => [v.version, v.status])).toEqual([['1.0.0', 'mirrored'], ['1.1.0', 'mirrored']]);
+      const address = providerAddress(upstream.host, 'acme', 'thing');
+      expect(Object.keys(JSON.parse(kvApi.values.get(`${ns}/${mirrorIndexKey(address)}`)!).versions).sort()).toEqual(['1.0.0', '1.1.0']);
+      for (const version of ['1.0.0', '1.1.0']) {
+        const document = JSON.parse(kvApi.values.get(`${ns}/${mirrorVersionKey(address, version)}`)!) as { archives: Record<string, { url: string; hashes: string[] }> };
+        expect(Object.keys(document.archives).sort()).toEqual(['darwin_arm64', 'linux_amd64']);
+        for (const platform of first.summary!.providers[0]!.versions.find((v) => v.version === version)!.platforms) {
+          // The bytes in R2 are upstream's: their SHA-256 is the zh: hash the mirror's document announces.
+          const object = await s3Get(releaseObjectKey(address, version, `terraform-provider-thing_${version}_${platform.platform}.zip`));
+          expect(object.status).toBe(200);
+          expect(`zh:${createHash('sha256').update(object.bytes).digest('hex')}`).toBe(platform.zh);
+          expect(document.archives[platform.platform]!.hashes).toContain(platform.h1);
+        }
+      }
+
+      const kvPuts = kvApi.requests.filter((r) => r.method === 'PUT').length;
+      const s3Puts = s3Requests.filter((r) => r.startsWith('PUT ') && !r.includes('/.leases/')).length;
+      const archivesBefore = upstream.archiveRequests();
+      const again = await mirror(sync);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.summary!.providers[0]!.status).toBe('unchanged');
+      expect(upstream.archiveRequests()).toBe(archivesBefore);
+      expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(kvPuts);
+      expect(s3Requests.filter((r) => r.startsWith('PUT ') && !r.includes('/.leases/')).length).toBe(s3Puts);
+
+      // Import: a packed `terraform providers mirror` directory.
+      const source = join(dir, 'mirror-import');
+      const providerDir = join(source, 'registry.terraform.io', 'hashicorp', 'null');
+      mkdirSync(providerDir, { recursive: true });
+      writeFileSync(join(providerDir, 'index.json'), JSON.stringify({ versions: { '3.2.0': {} } }));
+      const filename = 'terraform-provider-null_3.2.0_linux_amd64.zip';
+      writeFileSync(join(providerDir, filename), await zipBuffers({ [executableName('null', '3.2.0', parsePlatformName('linux_amd64'))]: '#!/bin/sh\necho null\n' }));
+      const digest = await inspectArchive(join(providerDir, filename));
+      writeFileSync(join(providerDir, '3.2.0.json'), JSON.stringify({ archives: { linux_amd64: { url: filename, hashes: [digest.h1, `zh:${digest.sha256Hex}`] } } }));
+      const imported = await mirror(['import', source]);
+      expect(imported.code, imported.stderr).toBe(0);
+      expect(imported.summary!.providers.map((p) => [p.address, p.status])).toEqual([['registry.terraform.io/hashicorp/null', 'mirrored']]);
+      const nullAddress = providerAddress('registry.terraform.io', 'hashicorp', 'null');
+      const stored = await s3Get(releaseObjectKey(nullAddress, '3.2.0', filename));
+      expect(createHash('sha256').update(stored.bytes).digest('hex')).toBe(digest.sha256Hex);
+      expect(JSON.parse(kvApi.values.get(`${ns}/${mirrorVersionKey(nullAddress, '3.2.0')}`)!).archives.linux_amd64.hashes).toContain(digest.h1);
+      const reimported = await mirror(['import', source]);
+      expect(reimported.code, reimported.stderr).toBe(0);
+      expect(reimported.summary!.providers[0]!.status).toBe('unchanged');
+
+      const listed = await mirror(['list']);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toContain(`${upstream.host}/acme/thing`);
+      expect(listed.stdout).toContain('registry.terraform.io/hashicorp/null');
+    } finally {
+      await upstream.stop();
+    }
+  }, 400_000); // five CLI runs; each starts tsx, ~20 s on a busy 2-core machine
+});
