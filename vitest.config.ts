@@ -33,7 +33,7 @@ export default defineConfig({
           include: ['test/scripts/**/*.test.ts', 'test/e2e/**/*.test.ts'],
           environment: 'node',
           globalSetup: [SIGNING_KEY_SETUP],
-          testTimeout: 120_000,
+          testTimeout: 240_000, // a slow machine makes the CLI-driven tests slow; a hang still fails
           hookTimeout: 300_000, // the e2e setup publishes with the real CLI: minutes when the 2-core machine is busy
           // Files are independent: each has its own temp state and free ports.
           fileParallelism: true,
