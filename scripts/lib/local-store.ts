@@ -25,6 +25,11 @@ export interface StoreHandle {
 /** Opens the local state of `config`; creates the persist root when missing. */
 export async function openLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> & Partial<Pick<RegistryConfig, 'compatibilityDate'>>): Promise<StoreHandle> {
   mkdirSync(config.localPersistRoot, { recursive: true });
+  // Starting the local runtime can meet a busy SQLite too (a running `wrangler dev` on the same state): start again.
+  return retryBusy(() => startLocalStore(config));
+}
+
+async function startLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> & Partial<Pick<RegistryConfig, 'compatibilityDate'>>): Promise<StoreHandle> {
   const mf = new Miniflare({
     modules: true,
     script: STREAM_WRITER_SCRIPT,
@@ -184,7 +189,7 @@ class LocalBlobStore implements BlobStore {
 /** Errors of the local runtime that go away on a retry (SQLite busy, a Miniflare loopback hiccup). */
 const TRANSIENT_LOCAL_ERROR = /\b5\d\d\b|busy|locked|SQLITE|Unspecified error|ECONNRESET|ECONNREFUSED|socket hang up|other side closed|fetch failed|Network connection lost/i;
 
-async function retryBusy<T>(call: () => Promise<T>, attempts = 12): Promise<T> {
+async function retryBusy<T>(call: () => Promise<T>, attempts = 20): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
