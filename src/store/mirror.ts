@@ -6,6 +6,7 @@ import {
   committedRecordKey, downloadDocumentKey, mirrorIndexPrefix, mirrorVersionKey, parseMirrorIndexKey, releaseObjectKey, versionRecordKey,
 } from './layout';
 import { listVersionRecords, publishVersion, readVersionRecord, type PublishProgress, type ReleaseFile } from './publish';
+import { uploadUnlessStored } from './records';
 import type { BlobStore, KvStore, PackageRecord, VersionRecord } from './types';
 
 /**
@@ -59,15 +60,7 @@ export async function storeMirroredVersion(
   const addedNames = new Set(added.map((p) => p.filename));
   for (const file of files) {
     if (!addedNames.has(file.filename)) continue;
-    const key = releaseObjectKey(record.address, record.version, file.filename);
-    const head = await blobs.head(key);
-    if (head && head.size === file.size && head.customMetadata?.sha256 === file.sha256Hex) {
-      progress({ step: 'skip-upload', detail: file.filename });
-      continue;
-    }
-    progress({ step: 'upload', detail: file.filename });
-    check();
-    await blobs.put(key, file.open(), { httpMetadata: { contentType: file.contentType }, customMetadata: { sha256: file.sha256Hex } });
+    await uploadUnlessStored(blobs, releaseObjectKey(record.address, record.version, file.filename), file, progress, check);
   }
   const merged: VersionRecord = { ...existing, packages: [...existing.packages, ...added] };
   progress({ step: 'documents', detail: `${merged.packages.length} platforms of ${record.version}` });

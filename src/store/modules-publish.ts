@@ -10,7 +10,7 @@ import type { BlobStore, KvStore } from './types';
 import { listAllKeys } from './list-keys';
 import { listAllObjectKeys } from './list-objects';
 import {
-  commitRecord, DamagedRecordError, readRecordObjects, repairDocuments, uploadObject, verifyObject, warnOnce,
+  commitRecord, DamagedRecordError, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
   type PublishOutcome, type PublishProgress, type StoredFile,
 } from './records';
 import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from './modules-types';
@@ -130,15 +130,8 @@ export async function publishModuleVersion(
     await blobs.delete(key);
   }
 
-  const key = moduleObjectKey(address, version, record.filename);
-  const head = await blobs.head(key);
-  if (head && head.size === pkg.size && head.customMetadata?.sha256 === pkg.sha256Hex) {
-    progress({ step: 'skip-upload', detail: record.filename });
-  } else {
-    progress({ step: 'upload', detail: `${record.filename} (${(pkg.size / 1e6).toFixed(2)} MB)` });
-    check();
-    await uploadObject(blobs, key, pkg);
-  }
+  await uploadUnlessStored(blobs, moduleObjectKey(address, version, record.filename), { ...pkg, filename: record.filename }, progress, check,
+    `${record.filename} (${(pkg.size / 1e6).toFixed(2)} MB)`);
 
   progress({ step: 'documents', detail: 'download location and docs' });
   check();

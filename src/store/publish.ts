@@ -12,7 +12,7 @@ import { listAllKeys } from './list-keys';
 import { listAllObjectKeys } from './list-objects';
 import { rebuildProviderPages } from './pages-publish';
 import {
-  commitRecord, DamagedRecordError, readRecordObjects, repairDocuments, uploadObject, verifyObject, warnOnce,
+  commitRecord, DamagedRecordError, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
   type PublishOutcome, type PublishProgress, type StoredFile,
 } from './records';
 import type { BlobStore, KvStore, PackageRecord, SigningKey, VersionRecord } from './types';
@@ -188,15 +188,7 @@ export async function publishVersion(
   await removeLeftovers(kv, blobs, record, files, progress, check);
 
   for (const file of files) {
-    const key = releaseObjectKey(address, version, file.filename);
-    const head = await blobs.head(key);
-    if (head && head.size === file.size && head.customMetadata?.sha256 === file.sha256Hex) {
-      progress({ step: 'skip-upload', detail: file.filename });
-      continue;
-    }
-    progress({ step: 'upload', detail: file.filename });
-    check();
-    await uploadObject(blobs, key, file);
+    await uploadUnlessStored(blobs, releaseObjectKey(address, version, file.filename), file, progress, check);
   }
 
   progress({ step: 'documents', detail: `${record.packages.length} download documents and the mirror document` });

@@ -46,6 +46,24 @@ export async function uploadObject(blobs: BlobStore, key: string, file: StoredFi
 }
 
 /**
+ * Uploads `file` under `key` unless R2 already holds it with the same size
+ * and SHA-256 (a re-run after an interrupted publish skips what landed).
+ * Reports `skip-upload` or `upload` with `label`; `check` runs before the write.
+ */
+export async function uploadUnlessStored(
+  blobs: BlobStore, key: string, file: StoredFile & { filename: string }, progress: PublishProgress, check: () => void, label = file.filename,
+): Promise<void> {
+  const head = await blobs.head(key);
+  if (head && head.size === file.size && head.customMetadata?.sha256 === file.sha256Hex) {
+    progress({ step: 'skip-upload', detail: file.filename });
+    return;
+  }
+  progress({ step: 'upload', detail: label });
+  check();
+  await uploadObject(blobs, key, file);
+}
+
+/**
  * Commits a record: creates the R2 object `key` only if absent (atomic).
  * Returns false when one was already there (nothing written).
  */
