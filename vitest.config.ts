@@ -37,9 +37,6 @@ export default defineConfig({
           hookTimeout: 300_000, // the e2e setup publishes with the real CLI: minutes when the 2-core machine is busy
           // Files are independent: each has its own temp state and free ports.
           fileParallelism: true,
-          // Miniflare's local SQLite sometimes answers SQLITE_BUSY to a CLI publishing while `wrangler dev` reads the
-          // same state, through a path our retries do not reach yet (seen in 2 of 5 full runs): one retry, a real failure fails twice.
-          retry: 1,
         },
       },
     ],

@@ -5,6 +5,7 @@ import { Miniflare } from 'miniflare';
 import type { BlobHead, BlobStore, BlobWriteCondition, KvStore } from '../../src/store/types';
 import { compatibilityDate, type RegistryConfig } from './config';
 import { fixedParts } from './parts';
+import { tieLocalRuntimeToThisProcess } from './workerd-child';
 
 /**
  * The local state `wrangler dev` (`npm start`) serves: Miniflare's KV and R2
@@ -30,6 +31,8 @@ export async function openLocalStore(config: Pick<RegistryConfig, 'localPersistR
 }
 
 async function startLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> & Partial<Pick<RegistryConfig, 'compatibilityDate'>>): Promise<StoreHandle> {
+  // A killed CLI must not leave its runtime running (and holding the state open).
+  tieLocalRuntimeToThisProcess();
   const mf = new Miniflare({
     modules: true,
     script: STREAM_WRITER_SCRIPT,

@@ -73,7 +73,10 @@ export async function runScript(name: string, args: string[], env: NodeJS.Proces
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+    const code = typeof e.code === 'number' ? e.code : -1;
+    // An internal failure (exit 3) is never what a test wants to see by accident: keep its words in the log.
+    if (code === 3 || code === -1) console.error(`scripts/${name}.ts ${args.join(' ')} exited ${code}:\n${e.stderr ?? ''}`);
+    return { code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
 }
 

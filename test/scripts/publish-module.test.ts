@@ -389,6 +389,7 @@ describe('npm run publish-module (the CLI)', () => {
     expect(['published', 'repaired', 'unchanged']).toContain(JSON.parse(rerun.stdout).status);
     expect(await served()).toEqual([...before, version].sort());
     const again = await runScript('publish-module', args);
+    expect(again.code, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout).status).toBe('unchanged');
   }, 240_000);
 
