@@ -1,3 +1,5 @@
+import { createWriteStream } from 'node:fs';
+
 /**
  * The V8 heaps inside workerd, read through its inspector (Chrome DevTools
  * protocol): the Worker's isolate and, summed, the others Miniflare runs in
@@ -12,12 +14,25 @@ export interface HeapFigures {
   workerTotalMb: number;
   /** Every other isolate of the process, summed. */
   othersTotalMb: number;
+  /** Each isolate's heap size by inspector target id (Miniflare's KV/R2/cache simulators are separate targets). */
+  totalMbByTarget: Record<string, number>;
 }
 
 interface Target { id: string; webSocketDebuggerUrl: string }
 
 /** Connects to every isolate of the workerd whose inspector listens on `port`; `workerId` names the Worker's ("core:user:" for Miniflare's first worker). */
-export async function connectHeaps(port: number, workerId = 'core:user:'): Promise<{ sample(): Promise<HeapFigures>; close(): void }> {
+export async function connectHeaps(port: number, workerId = 'core:user:'): Promise<{
+  sample(): Promise<HeapFigures>;
+  /**
+   * A full garbage collection in every isolate ('others': all but the Worker's), one after
+   * another: what is left is live. Done by taking a heap snapshot and throwing it away (a
+   * snapshot collects first): workerd never answers HeapProfiler.collectGarbage.
+   */
+  collectGarbage(which?: 'all' | 'others'): Promise<void>;
+  /** Writes a heap snapshot of isolate `targetId` to `file` (open it in Chrome DevTools' Memory tab). */
+  snapshot(targetId: string, file: string): Promise<void>;
+  close(): void;
+}> {
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as Target[];
   const sessions = await Promise.all(targets.map(async (target) => ({ id: target.id, session: await open(target.webSocketDebuggerUrl) })));
   if (!sessions.some((s) => s.id === workerId)) throw new Error(`no inspector target ${workerId} among ${targets.map((t) => t.id).join(', ')}`);
@@ -32,7 +47,26 @@ export async function connectHeaps(port: number, workerId = 'core:user:'): Promi
         workerUsedMb: mb(worker.usedSize),
         workerTotalMb: mb(worker.totalSize),
         othersTotalMb: mb(figures.filter((f) => f.id !== workerId).reduce((sum, f) => sum + f.totalSize, 0)),
+        totalMbByTarget: Object.fromEntries(figures.map((f) => [f.id, mb(f.totalSize)])),
       };
+    },
+    async collectGarbage(which = 'all') {
+      for (const s of sessions) {
+        if (which === 'others' && s.id === workerId) continue;
+        await s.session.call('HeapProfiler.takeHeapSnapshot', { reportProgress: false }, 300_000);
+      }
+    },
+    async snapshot(targetId, file) {
+      const target = sessions.find((s) => s.id === targetId);
+      if (!target) throw new Error(`no inspector target ${targetId}`);
+      const out = createWriteStream(file);
+      const stop = target.session.listen('HeapProfiler.addHeapSnapshotChunk', (params) => out.write((params as { chunk: string }).chunk));
+      try {
+        await target.session.call('HeapProfiler.takeHeapSnapshot', { reportProgress: false }, 300_000);
+      } finally {
+        stop();
+        await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
+      }
     },
     close() {
       for (const s of sessions) s.session.close();
@@ -41,7 +75,9 @@ export async function connectHeaps(port: number, workerId = 'core:user:'): Promi
 }
 
 interface Session {
-  call(method: string, params?: object): Promise<unknown>;
+  call(method: string, params?: object, timeoutMs?: number): Promise<unknown>;
+  /** Calls `listener` with the params of every `method` event until the returned function is called. */
+  listen(method: string, listener: (params: unknown) => void): () => void;
   close(): void;
 }
 
@@ -53,16 +89,23 @@ async function open(url: string): Promise<Session> {
   });
   let next = 0;
   const pending = new Map<number, (result: unknown) => void>();
+  const listeners = new Set<{ method: string; listener: (params: unknown) => void }>();
   socket.addEventListener('message', (event) => {
-    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
+    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown; method?: string; params?: unknown };
     if (message.id !== undefined) pending.get(message.id)?.(message.result);
     if (message.id !== undefined) pending.delete(message.id);
+    if (message.method !== undefined) for (const l of listeners) if (l.method === message.method) l.listener(message.params);
   });
   return {
-    call(method, params = {}) {
+    listen(method, listener) {
+      const entry = { method, listener };
+      listeners.add(entry);
+      return () => listeners.delete(entry);
+    },
+    call(method, params = {}, timeoutMs = 10_000) {
       const id = ++next;
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => (pending.delete(id), reject(new Error(`${method}: no answer from ${url}`))), 10_000);
+        const timer = setTimeout(() => (pending.delete(id), reject(new Error(`${method}: no answer from ${url}`))), timeoutMs);
         pending.set(id, (result) => (clearTimeout(timer), resolve(result)));
         socket.send(JSON.stringify({ id, method, params }));
       });

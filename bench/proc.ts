@@ -44,3 +44,10 @@ function readStat(pid: number): { comm: string; ppid: number; utime: number; sti
   // fields[0] is state (field 3); ppid is field 4, utime 14, stime 15.
   return { comm, ppid: Number(fields[1]), utime: Number(fields[11]), stime: Number(fields[12]) };
 }
+
+/** Resident memory split: anonymous (heaps, malloc) and file-backed (the binary, mapped files), in bytes. */
+export function rssParts(pid: number): { anon: number; file: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+  return { anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem') };
+}

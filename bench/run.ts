@@ -427,7 +427,12 @@ if (soakAt === -1) {
 } else {
   const given = process.argv[soakAt + 1];
   const minutes = given !== undefined && /^\d+(\.\d+)?$/.test(given) ? Number(given) : 10;
-  await soak(minutes, json, args.has('--cached'));
+  const snapshotAt = process.argv.indexOf('--snapshots');
+  await soak(minutes, json, {
+    cachedOnly: args.has('--cached'),
+    rawHelpers: args.has('--raw-helpers'),
+    ...(snapshotAt !== -1 && process.argv[snapshotAt + 1] ? { snapshotDir: process.argv[snapshotAt + 1]! } : {}),
+  });
 }
 
 /** 200, or 204 for modules.v1 download (its answer is a header). */

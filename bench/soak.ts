@@ -21,7 +21,7 @@ import type { ProviderAddress } from '../src/protocol/address';
 import { createServer } from 'node:net';
 import { build } from './build';
 import { connectHeaps, type HeapFigures } from './inspector';
-import { cpuMicros, rssBytes } from './proc';
+import { cpuMicros, rssBytes, rssParts } from './proc';
 import { startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, PLATFORMS, stores } from './seed';
 import { wrk, type LoadResult } from './wrk';
@@ -35,6 +35,8 @@ const ARMOR = `-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n${'A'.repeat(3000).replac
 export interface SoakSample {
   seconds: number;
   rssMb: number;
+  /** Of rssMb: anonymous memory (malloc, V8 heaps); the rest is file-backed (workerd's binary). */
+  anonMb: number;
   cpuSeconds: number;
   /** The cache's figures; null when /__bench/cache did not answer (3 tries) behind the load's 50 connections. */
   cache: { entries: number; bytes: number; maxBytes: number; evictions: number } | null;
@@ -60,6 +62,10 @@ export interface SoakResult {
   cache: { maxBytesSeen: number; bound: number; heldAtEverySample: boolean; evictions: number; samplesRead: number };
   /** The Worker isolate's V8 heap size (null without inspector figures): its slope after the warm-up, like RSS's. */
   workerHeap: { startMb: number; endMb: number; peakMb: number; slopeMbPerMinute: number } | null;
+  /** How often Miniflare's own isolates were made to collect their garbage during the load (null: never, see SoakOptions.rawHelpers). */
+  helperCollections?: { everySeconds: number; count: number } | null;
+  /** After the load, once every isolate has run a full garbage collection (null: no inspector). */
+  afterCollection?: { rssMb: number; anonMb: number; heap: HeapFigures } | null;
   /** The Worker's own count of answers per route and status, and the requests it never answered (null: not read). */
   routes?: RouteFigures | null;
 }
@@ -86,7 +92,28 @@ const log = (message: string) => process.stderr.write(`bench soak: ${message}\n`
  * `cachedOnly`: load only the documents of the first 40 versions, which fit in the
  * isolate cache — no KV read after the warm-up — to tell growth on the KV path apart.
  */
-export async function soak(minutes: number, json: boolean, cachedOnly = false): Promise<SoakResult> {
+export interface SoakOptions {
+  /** Load only documents that fit in the isolate cache (see soak). */
+  cachedOnly?: boolean;
+  /** Writes heap snapshots of the Worker's isolate and the largest other one here after the warm-up and at the end. */
+  snapshotDir?: string;
+  /**
+   * Leave Miniflare's own isolates (its entry worker, the KV, R2 and Cache API simulators)
+   * to V8 alone. By default the soak has them collect their garbage every
+   * HELPER_COLLECTION_SECONDS: each holds native memory V8 does not see (request and
+   * response state, tens of KB per request, behind a few hundred bytes of JavaScript), so
+   * their small heaps are seldom collected and that memory piles up in workerd, a growth no
+   * deployed Worker has (there are no such isolates on Cloudflare). The Worker's own isolate
+   * is never collected by the soak.
+   */
+  rawHelpers?: boolean;
+}
+
+/** How often Miniflare's own isolates collect their garbage during the soak (unless rawHelpers). */
+const HELPER_COLLECTION_SECONDS = 10;
+
+export async function soak(minutes: number, json: boolean, options: SoakOptions = {}): Promise<SoakResult> {
+  const { cachedOnly = false } = options;
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-soak-'));
   try {
     log('building the Worker with the bench wrapper (wrangler deploy --dry-run)');
@@ -117,34 +144,65 @@ export async function soak(minutes: number, json: boolean, cachedOnly = false): 
       }
       const interval = minutes >= 5 ? 5 : 2;
       const samples: SoakSample[] = [];
+      let snapshotsTaken = 0;
       const started = Date.now();
       const sample = async () => {
         const seconds = (Date.now() - started) / 1000;
         const rssMb = rssBytes(runtime.pid) / 1024 / 1024;
+        const anonMb = rssParts(runtime.pid).anon / 1024 / 1024;
         const cpuSeconds = cpuMicros(runtime.pid) / 1e6;
         const heap = heaps ? await heaps.sample().catch(() => null) : null;
         const cache = await cacheFigures(runtime.origin);
-        samples.push({ seconds, rssMb, cpuSeconds, cache, heap });
+        samples.push({ seconds, rssMb, anonMb, cpuSeconds, cache, heap });
+        if (options.snapshotDir && heaps && heap && snapshotsTaken === 0 && seconds >= (minutes * 60) / 5) {
+          snapshotsTaken++;
+          await snapshots(heaps, heap, options.snapshotDir, 'warm');
+        }
         if (samples.length % Math.max(1, Math.round(60 / interval)) === 1) {
           log(`${seconds.toFixed(0)} s: RSS ${rssMb.toFixed(1)} MB, Worker heap ${heap ? heap.workerTotalMb.toFixed(1) : '?'} MB, cache ${cache ? `${(cache.bytes / 1024 / 1024).toFixed(1)} MB in ${cache.entries} entries, ${cache.evictions} evictions` : 'not read'}`);
         }
       };
       await sample();
       let sampling = Promise.resolve();
+      let collecting = Promise.resolve();
+      let collections = 0;
+      // Miniflare's own isolates (see SoakOptions.rawHelpers); never the Worker's, whose heap is left to V8.
+      const collector = heaps && !options.rawHelpers
+        ? setInterval(() => (collecting = collecting
+          .then(async () => { await heaps!.collectGarbage('others'); collections++; })
+          .catch((error: unknown) => { log(`collection failed: ${String(error)}`); })), HELPER_COLLECTION_SECONDS * 1000)
+        : undefined;
       const timer = setInterval(() => (sampling = sampling.then(sample).catch((error: unknown) => { log(`sample failed: ${String(error)}`); })), interval * 1000);
       let load: LoadResult;
       try {
         load = await wrk(`${runtime.origin}/`, { connections: CONNECTIONS, seconds: Math.round(minutes * 60), script });
       } finally {
         clearInterval(timer);
+        clearInterval(collector);
         await sampling;
+        await collecting;
       }
       await sample();
+      const last = samples[samples.length - 1]!.heap;
+      if (options.snapshotDir && heaps && last) await snapshots(heaps, last, options.snapshotDir, 'end');
+      // What is left once every isolate has collected its garbage: live memory, not garbage V8 has yet to collect.
+      let collected: SoakResult['afterCollection'] = null;
+      if (heaps) {
+        try {
+          await heaps.collectGarbage();
+          collected = { rssMb: rssBytes(runtime.pid) / 1024 / 1024, anonMb: rssParts(runtime.pid).anon / 1024 / 1024, heap: await heaps.sample() };
+          log(`after a full collection in every isolate: RSS ${collected.rssMb.toFixed(1)} MB`);
+        } catch (error) {
+          log(`full collection failed: ${String(error)}`);
+        }
+      }
       // After a pause, so requests wrk gave up on have had time to finish (or be found hung).
       await new Promise((resolve) => setTimeout(resolve, 12_000));
       const routes = await routeFigures(runtime.origin);
       const result = analyse(minutes, paths.length, storedBytes, load, samples);
       result.routes = routes;
+      result.afterCollection = collected;
+      result.helperCollections = heaps && !options.rawHelpers ? { everySeconds: HELPER_COLLECTION_SECONDS, count: collections } : null;
       process.stdout.write(json ? `${JSON.stringify(result)}\n` : report(result));
       return result;
     } finally {
@@ -153,6 +211,16 @@ export async function soak(minutes: number, json: boolean, cachedOnly = false): 
     }
   } finally {
     await rm(work, { recursive: true, force: true });
+  }
+}
+
+/** Heap snapshots of the Worker's isolate and the largest other one, named STAGE-TARGET.heapsnapshot. */
+async function snapshots(heaps: Awaited<ReturnType<typeof connectHeaps>>, heap: HeapFigures, dir: string, stage: string): Promise<void> {
+  const others = Object.entries(heap.totalMbByTarget).filter(([id]) => id !== 'core:user:').sort((a, b) => b[1] - a[1]);
+  for (const id of ['core:user:', ...others.slice(0, 1).map(([id]) => id)]) {
+    const file = join(dir, `${stage}-${id.replace(/[^\w.-]+/g, '_')}.heapsnapshot`);
+    log(`heap snapshot of ${id} → ${file}`);
+    await heaps.snapshot(id, file).catch((error: unknown) => log(`snapshot of ${id} failed: ${String(error)}`));
   }
 }
 
@@ -289,8 +357,12 @@ function report(result: SoakResult): string {
     const stuck = result.routes.stuck;
     lines.push(`  requests the Worker never answered (hung, or cancelled by workerd before an answer): ${stuck.length}${stuck.length ? ` — ${stuck.slice(0, 5).map((s) => `${s.path}${s.gzip ? ' (gzip)' : ''} ${s.ageSeconds} s`).join('; ')}` : ''}`);
   }
+  const collected = result.helperCollections;
+  lines.push(collected
+    ? `  Miniflare's own isolates (entry worker, KV/R2/cache simulators) collected their garbage every ${collected.everySeconds} s (${collected.count} times), the Worker's isolate never (--raw-helpers: leave them alone)`
+    : '  Miniflare\'s own isolates left to V8 (--raw-helpers, or no inspector): RSS includes the native memory their uncollected garbage holds');
   lines.push('');
-  lines.push('   time   RSS MB  Worker heap used/total MB  other isolates MB  cache MB  entries  evictions  CPU s');
+  lines.push('   time   RSS MB  anon MB  Worker heap used/total MB  other isolates MB  cache MB  entries  evictions  CPU s');
   const peak = result.rss.peakMb;
   // At most ~30 rows: every k-th sample, always the last.
   const step = Math.max(1, Math.ceil(result.samples.length / 30));
@@ -298,14 +370,22 @@ function report(result: SoakResult): string {
     if (i % step !== 0 && i !== result.samples.length - 1) return;
     const bar = '#'.repeat(Math.round((s.rssMb / peak) * 40));
     const heap = s.heap ? `${mb(s.heap.workerUsedMb)} / ${mb(s.heap.workerTotalMb)}` : '—';
-    lines.push(`${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${heap.padStart(25)}  ${(s.heap ? mb(s.heap.othersTotalMb) : '—').padStart(17)}  ${(s.cache ? mb(s.cache.bytes / 1024 / 1024) : '—').padStart(8)}  ${String(s.cache?.entries ?? '—').padStart(7)}  ${String(s.cache?.evictions ?? '—').padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(5)}  ${bar}`);
+    lines.push(`${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${mb(s.anonMb).padStart(7)}  ${heap.padStart(25)}  ${(s.heap ? mb(s.heap.othersTotalMb) : '—').padStart(17)}  ${(s.cache ? mb(s.cache.bytes / 1024 / 1024) : '—').padStart(8)}  ${String(s.cache?.entries ?? '—').padStart(7)}  ${String(s.cache?.evictions ?? '—').padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(5)}  ${bar}`);
   });
   lines.push('');
   const r = result.rss;
   lines.push(`RSS: ${mb(r.startMb)} MB at start, ${mb(r.afterWarmupMb)} MB after the warm-up (first fifth), ${mb(r.endMb)} MB at the end, peak ${mb(r.peakMb)} MB`);
   lines.push(`     slope after the warm-up ${r.slopeMbPerMinute.toFixed(2)} MB/min; last third − middle third ${r.lastThirdMinusMiddleThirdMb.toFixed(1)} MB → ${r.plateaus ? 'plateaus' : 'DOES NOT plateau'}`);
+  const a = result.afterCollection;
+  if (a) lines.push(`     after the load and a full garbage collection in every isolate: RSS ${mb(a.rssMb)} MB (anonymous ${mb(a.anonMb)} MB; V8 heaps: Worker ${mb(a.heap.workerUsedMb)} used of ${mb(a.heap.workerTotalMb)} MB, others ${mb(a.heap.othersTotalMb)} MB)`);
   const h = result.workerHeap;
   if (h) lines.push(`Worker isolate's V8 heap: ${mb(h.startMb)} MB at start, ${mb(h.endMb)} MB at the end, peak ${mb(h.peakMb)} MB; slope after the warm-up ${h.slopeMbPerMinute.toFixed(2)} MB/min`);
+  const withHeap = result.samples.filter((s) => s.heap);
+  if (withHeap.length >= 2) {
+    const [first, final] = [withHeap[0]!.heap!, withHeap[withHeap.length - 1]!.heap!];
+    const ids = Object.keys(final.totalMbByTarget).sort((a, b) => final.totalMbByTarget[b]! - final.totalMbByTarget[a]!);
+    lines.push(`V8 heap per isolate, MB at start → end: ${ids.map((id) => `${id} ${mb(first.totalMbByTarget[id] ?? 0)} → ${mb(final.totalMbByTarget[id]!)}`).join(', ')}`);
+  }
   const c = result.cache;
   lines.push(c.samplesRead === 0
     ? 'isolate cache: its figures could not be read (/__bench/cache never answered)'
