@@ -30,6 +30,10 @@ const STORE = ['test/worker/version-order.test.ts', 'test/worker/immutability.te
 const VALIDATION = ['test/scripts/publish-validation.test.ts', 'test/scripts/immutability.test.ts'];
 const ARCHIVE = ['test/scripts/archive.test.ts', 'test/scripts/hashes.test.ts', 'test/scripts/publish-validation.test.ts'];
 
+const RECORDS = ['test/worker/records.test.ts', 'test/worker/immutability.test.ts'];
+const LEASE = ['test/scripts/lease.test.ts'];
+const CONDITIONS = ['test/worker/http/conditional.test.ts', 'test/worker/release-file-conditions.test.ts'];
+
 export const MUTANTS: Mutant[] = [
   // src/protocol
   {
@@ -115,6 +119,92 @@ export const MUTANTS: Mutant[] = [
     description: '">" behaves as ">="',
     from: "case '>': return semver.gt(candidate, version);",
     to: "case '>': return semver.gte(candidate, version);",
+  },
+
+  // src/http: RFC 9110 conditions and ranges
+  {
+    id: 'inm-ignores-etag', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-None-Match with our etag does not answer 304 (only "*" does)',
+    from: 'if (ifNoneMatch.any || ifNoneMatch.tags.some((tag) => weakMatch(tag, validators.etag))) {',
+    to: 'if (ifNoneMatch.any) {',
+  },
+  {
+    id: 'inm-strong-compare', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-None-Match compares strongly (W/"etag" no longer answers 304)',
+    from: 'ifNoneMatch.tags.some((tag) => weakMatch(tag, validators.etag))',
+    to: 'ifNoneMatch.tags.some((tag) => strongMatch(tag, validators.etag))',
+  },
+  {
+    id: 'inm-method-304', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'a matching If-None-Match answers 304 for every method (412 required for others)',
+    from: "return getOrHead ? { status: 304 } : { status: 412, failed: 'If-None-Match' };",
+    to: 'return { status: 304 };',
+  },
+  {
+    id: 'if-match-ignored', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'a failed If-Match does not answer 412',
+    from: 'if (!ifMatch.any && !ifMatch.tags.some((tag) => strongMatch(tag, validators.etag))) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'if-match-weak', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-Match compares weakly (W/"etag" passes)',
+    from: '!ifMatch.tags.some((tag) => strongMatch(tag, validators.etag))',
+    to: '!ifMatch.tags.some((tag) => weakMatch(tag, validators.etag))',
+  },
+  {
+    id: 'ius-ignored', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-Unmodified-Since earlier than Last-Modified does not answer 412',
+    from: "if (since !== null && lastModified > since) return { status: 412, failed: 'If-Unmodified-Since' };",
+    to: '',
+  },
+  {
+    id: 'ims-boundary', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-Modified-Since equal to Last-Modified answers 200 instead of 304',
+    from: 'if (since !== null && lastModified <= since) return { status: 304 };',
+    to: 'if (since !== null && lastModified < since) return { status: 304 };',
+  },
+  {
+    id: 'ims-despite-inm', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-Modified-Since is evaluated even when If-None-Match is present and does not match',
+    from: '} else if (getOrHead) {\n    const since = parseHttpDate(headers.get(\'if-modified-since\'));',
+    to: '}\n  if (getOrHead) {\n    const since = parseHttpDate(headers.get(\'if-modified-since\'));',
+  },
+  {
+    id: 'invalid-day-accepted', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'an impossible date (31 Feb) is read as the next valid one instead of being ignored',
+    from: 'if (new Date(ms).getUTCDate() !== day) return null;',
+    to: '',
+  },
+  {
+    id: 'invalid-time-accepted', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'an impossible time (08:60:00) is accepted instead of being ignored',
+    from: 'if (h > 23 || m > 59 || s > 60) return null;',
+    to: '',
+  },
+  {
+    id: 'range-any-unit', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'a Range in any unit is read as bytes',
+    from: 'const match = /^\\s*bytes\\s*=',
+    to: 'const match = /^\\s*\\w+\\s*=',
+  },
+  {
+    id: 'range-unknown-unit-416', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'a Range that is not read (another unit, malformed) answers 416 instead of being ignored',
+    from: 'if (range === null || !ifRangeHolds(',
+    to: "if (range === null && headers.get('range') !== null) return { status: 416 };\n  if (range === null || !ifRangeHolds(",
+  },
+  {
+    id: 'if-range-weak', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-Range accepts a weak etag (a range of possibly other bytes)',
+    from: 'return tags !== null && tags.length === 1 && strongMatch(tags[0]!, etag);',
+    to: 'return tags !== null && tags.length === 1 && weakMatch(tags[0]!, etag);',
+  },
+  {
+    id: 'range-start-at-end', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'a range starting at the end of the file is satisfiable (206 with no bytes)',
+    from: 'if (range.first >= size) return { status: 416 };',
+    to: 'if (range.first > size) return { status: 416 };',
   },
 
   // src/auth
@@ -253,7 +343,68 @@ export const MUTANTS: Mutant[] = [
     to: '',
   },
 
-  // scripts/lib: publish, release, archive
+  {
+    id: 'skip-upload-ignores-size', file: 'src/store/records.ts', tests: RECORDS,
+    description: 'an R2 object with the right SHA-256 in its metadata is kept whatever its size',
+    from: 'if (head && head.size === file.size && head.customMetadata?.sha256 === file.sha256Hex) {',
+    to: 'if (head && head.customMetadata?.sha256 === file.sha256Hex) {',
+  },
+  {
+    id: 'verify-ignores-sha256', file: 'src/store/records.ts', tests: RECORDS,
+    description: 'verification of a published version accepts a stored file of the right size with other bytes',
+    from: '&& (want.sha256 === undefined || actual.sha256 === want.sha256);',
+    to: ';',
+  },
+  {
+    id: 'verify-ignores-size', file: 'src/store/records.ts', tests: RECORDS,
+    description: 'verification of a published version accepts a stored file of another size',
+    from: 'const fine = actual && (want.size === undefined || actual.size === want.size) && ',
+    to: 'const fine = actual && ',
+  },
+  {
+    id: 'commit-record-overwrites', file: 'src/store/records.ts', tests: RECORDS,
+    description: 'a version record is written even when one exists (no If-None-Match: *)',
+    from: "httpMetadata: { contentType: 'application/json' },\n    onlyIf: { etagDoesNotMatch: '*' },",
+    to: "httpMetadata: { contentType: 'application/json' },",
+  },
+  {
+    id: 'lease-create-unconditional', file: 'src/store/lease.ts', tests: LEASE,
+    description: 'a free lease is created without If-None-Match: * (two creators both win)',
+    from: "const created = await blobs.put(key, text, { onlyIf: { etagDoesNotMatch: '*' }, ",
+    to: 'const created = await blobs.put(key, text, { ',
+  },
+  {
+    id: 'lease-takeover-unconditional', file: 'src/store/lease.ts', tests: LEASE,
+    description: 'an expired lease is taken over without If-Match (two waiters both take it)',
+    from: 'const taken = await blobs.put(key, stateText(), { onlyIf: { etagMatches: current.etag }, ',
+    to: 'const taken = await blobs.put(key, stateText(), { ',
+  },
+  {
+    id: 'lease-renew-unconditional', file: 'src/store/lease.ts', tests: LEASE,
+    description: 'a renewal overwrites the lease without If-Match (a holder that was taken over never learns it)',
+    from: 'const written = await blobs.put(key, stateText(), { onlyIf: { etagMatches: etag }, ',
+    to: 'const written = await blobs.put(key, stateText(), { ',
+  },
+  {
+    id: 'lease-expired-kept', file: 'src/store/lease.ts', tests: LEASE,
+    description: 'an expired lease of another host is never taken over (waits until maxWaitMs)',
+    from: ': state.expiresAt <= now ? `expired',
+    to: ': false ? `expired',
+  },
+  {
+    id: 'lease-live-taken-over', file: 'src/store/lease.ts', tests: LEASE,
+    description: 'a live lease within one TTL of its expiry is taken over (its holder is about to renew)',
+    from: ': state.expiresAt <= now ? `expired',
+    to: ': state.expiresAt <= now + ttl ? `expired',
+  },
+  {
+    id: 'lease-check-ignores-expiry', file: 'src/store/lease.ts', tests: LEASE,
+    description: 'check() does not notice that the lease expired without a successful renewal',
+    from: "if (!lost && Date.now() >= expiresAt) lost = 'it expired before it could be renewed';",
+    to: '',
+  },
+
+  // scripts/lib: publish, release, archive, local-store
   {
     id: 'publish-no-immutability', file: 'scripts/lib/publish.ts', tests: VALIDATION,
     description: 'publish-provider does not compare with the published version',
@@ -320,5 +471,23 @@ export const MUTANTS: Mutant[] = [
     description: 'unsafe entry names (absolute, ..) are accepted',
     from: 'if (problem !== null) throw',
     to: 'if (false) throw',
+  },
+  {
+    id: 'dead-owner-any-host', file: 'scripts/lib/lease.ts', tests: LEASE,
+    description: 'a lease whose pid does not exist here is taken over even when it was taken on another host',
+    from: 'if (owner.host !== hostname() || !Number.isInteger(owner.pid)',
+    to: 'if (!Number.isInteger(owner.pid)',
+  },
+  {
+    id: 'retry-any-error', file: 'scripts/lib/local-store.ts', tests: ['test/scripts/local-store.test.ts'],
+    description: 'the local store retries every error (a refusal is repeated 20 times before it is reported)',
+    from: 'if (!transient || attempt >= attempts) throw error;',
+    to: 'if (attempt >= attempts) throw error;',
+  },
+  {
+    id: 'retry-4xx', file: 'scripts/lib/local-store.ts', tests: ['test/scripts/local-store.test.ts'],
+    description: 'the local store retries 4xx answers as if they were transient 5xx',
+    from: 'const TRANSIENT_LOCAL_ERROR = /\\b5\\d\\d\\b|',
+    to: 'const TRANSIENT_LOCAL_ERROR = /\\b[45]\\d\\d\\b|',
   },
 ];

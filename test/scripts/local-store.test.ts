@@ -42,6 +42,23 @@ describe('the local store (scripts/lib/local-store.ts)', () => {
       throw new Error('registry.example.com/acme/x 1.0.0 is already published with different contents');
     })).rejects.toThrow(/different contents/);
     expect(refused).toBe(1);
+
+    // A 4xx is an answer, not a hiccup: only 5xx statuses count as transient.
+    for (const message of ['KV PUT failed: 413 Payload Too Large', 'R2 GET failed: 404 Not Found']) {
+      let calls4xx = 0;
+      await expect(retryBusy(async () => {
+        calls4xx += 1;
+        throw new Error(message);
+      })).rejects.toThrow(message);
+      expect(calls4xx, message).toBe(1);
+    }
+    let calls5xx = 0;
+    expect(await retryBusy(async () => {
+      calls5xx += 1;
+      if (calls5xx < 2) throw new Error('R2 PUT failed: 503 Service Unavailable');
+      return 'stored';
+    })).toBe('stored');
+    expect(calls5xx).toBe(2);
   });
 
   it.skipIf(process.platform !== 'linux' || spawnSync('setpriv', ['--help']).status !== 0)('a publish killed with SIGKILL leaves no workerd running', async () => {
