@@ -407,10 +407,9 @@ export const MUTANTS: Mutant[] = [
   // scripts/lib: publish, release, archive, local-store
   {
     id: 'publish-no-immutability', file: 'scripts/lib/publish.ts', tests: VALIDATION,
-    description: 'publish-provider does not compare with the published version',
+    description: 'publish-provider does not compare with the published version before the lease (a --dry-run of other bytes says "already published with these bytes")',
     from: 'if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);',
     to: 'if (false) throw differentContentsError(draft, existing);',
-    survives: 'equivalent for users: the same comparison runs again under the publish lease before anything is written, and once more in publishVersion, with the same 409 error; this early check only refuses sooner (before key lookup and signing)',
   },
   {
     id: 'sums-hash-unchecked', file: 'scripts/lib/release.ts', tests: VALIDATION,
