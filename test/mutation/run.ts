@@ -70,13 +70,16 @@ const VITEST_TIMEOUT = /^Error: (Test|Hook) timed out in \d+ms/;
 
 /** Runs vitest on `files` in `dir` with a JSON report and classifies the run (see the file comment). */
 function vitest(dir: string, files: readonly string[], timeoutMs: number): Promise<Run> {
-  const projects = [...new Set(files.map(projectOf))].flatMap((p) => ['--project', p]);
+  const projects = [...new Set(files.map(projectOf))];
+  // --bail saves time, but in the Workers pool the cancelled run crashes vitest ("Message sent to Worker
+  // before initialisation") before it writes its report; there every file runs to the end.
+  const bail = projects.every((p) => p === 'node') ? ['--bail', '1'] : [];
   const reportPath = join(dir, '.mutation-report.json');
   rmSync(reportPath, { force: true });
   const start = Date.now();
   return new Promise((resolve) => {
     const child = spawn(join(dir, 'node_modules', '.bin', 'vitest'),
-      ['run', '--bail', '1', '--reporter', 'json', '--outputFile', reportPath, ...projects, ...files], {
+      ['run', ...bail, '--reporter', 'json', '--outputFile', reportPath, ...projects.flatMap((p) => ['--project', p]), ...files], {
         cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: { ...process.env, CI: '1' },
       });
     let output = '';
@@ -90,7 +93,7 @@ function vitest(dir: string, files: readonly string[], timeoutMs: number): Promi
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
       const seconds = (Date.now() - start) / 1000;
-      const tail = () => output.trim().split('\n').slice(-15).join('\n');
+      const tail = () => output.replace(/\x1b\[[0-9;]*m/g, '').trim().split('\n').slice(-15).join('\n');
       if (timedOut) {
         resolve({ outcome: 'timed out', detail: `no result within ${(timeoutMs / 1000).toFixed(0)} s; the runner killed vitest`, seconds, fileSeconds: new Map() });
         return;

@@ -82,6 +82,7 @@ describe('evaluateConditions', () => {
     // If-Range: only a strong etag (or the exact date) keeps the Range.
     expect(evaluate('GET', { range: 'bytes=0-1', 'if-range': '"v1"' })).toEqual({ status: 206, offset: 0, length: 2 });
     expect(evaluate('GET', { range: 'bytes=0-1', 'if-range': 'W/"v1"' })).toEqual({ status: 200 });
+    expect(evaluate('GET', { range: 'bytes=0-1', 'if-range': '"v0"' })).toEqual({ status: 200 });
   });
 
   it('reads etags holding commas', () => {
