@@ -301,7 +301,7 @@ export const MUTANTS: Mutant[] = [
     to: 'return files(a) === files(b) && sums;',
   },
   {
-    id: 'skip-upload-by-size', file: 'src/store/records.ts', tests: STORE,
+    id: 'skip-upload-by-size', file: 'src/store/records.ts', tests: RECORDS,
     description: 'an R2 object of the right size is kept without comparing its SHA-256',
     from: 'if (head && head.size === file.size && head.customMetadata?.sha256 === file.sha256Hex) {',
     to: 'if (head && head.size === file.size) {',
