@@ -31,6 +31,7 @@ const VALIDATION = ['test/scripts/publish-validation.test.ts', 'test/scripts/imm
 const ARCHIVE = ['test/scripts/archive.test.ts', 'test/scripts/hashes.test.ts', 'test/scripts/publish-validation.test.ts'];
 
 const RECORDS = ['test/worker/records.test.ts', 'test/worker/immutability.test.ts'];
+const SESSIONS = ['test/worker-private/pages.test.ts'];
 const LEASE = ['test/scripts/lease.test.ts'];
 const CONDITIONS = ['test/worker/http/conditional.test.ts', 'test/worker/release-file-conditions.test.ts'];
 
@@ -119,6 +120,13 @@ export const MUTANTS: Mutant[] = [
     description: '">" behaves as ">="',
     from: "case '>': return semver.gt(candidate, version);",
     to: "case '>': return semver.gte(candidate, version);",
+  },
+
+  {
+    id: 'unknown-os-400', file: 'src/protocol/platform.ts', tests: ['test/worker/cache-lifetimes.test.ts', ...ERRORS],
+    description: 'a well-formed but unknown os in a request path is "bad request" (400) instead of "not found" (404)',
+    from: 'if (!TOKEN_PATTERN.test(platform.os)) throw',
+    to: 'if (!TOKEN_PATTERN.test(platform.os) || !(KNOWN_OS as readonly string[]).includes(platform.os)) throw',
   },
 
   // src/http: RFC 9110 conditions and ranges
@@ -287,6 +295,61 @@ export const MUTANTS: Mutant[] = [
     to: 'if (',
   },
 
+  {
+    id: 'session-mac-unchecked', file: 'src/auth/session.ts', tests: SESSIONS,
+    description: 'a session cookie is accepted without verifying its HMAC (a forged cookie signs anyone in)',
+    from: 'if (given === null || !constantTimeEqual(given, await mac(env, hash, expires))) return null;',
+    to: 'if (given === null) return null;',
+  },
+  {
+    id: 'session-expiry-ignored', file: 'src/auth/session.ts', tests: SESSIONS,
+    description: 'an expired session cookie is still accepted',
+    from: 'if (expires * 1000 <= now) return null;',
+    to: '',
+  },
+  {
+    id: 'session-token-expiry-ignored', file: 'src/auth/session.ts', tests: SESSIONS,
+    description: 'a session outlives the expiry of its token',
+    from: 'if (record.expires !== null && Date.parse(record.expires) <= now) return null;',
+    to: '',
+  },
+  {
+    id: 'session-hash-unchecked', file: 'src/auth/session.ts', tests: SESSIONS,
+    description: 'the token record read for a session is not compared with the session\'s token hash',
+    from: 'if (record === null || !constantTimeEqualText(record.sha256, hash)) return null;',
+    to: 'if (record === null) return null;',
+  },
+  {
+    id: 'session-cookie-outlives-token', file: 'src/auth/session.ts', tests: SESSIONS,
+    description: 'a new session lasts 12 hours even when its token expires sooner',
+    from: 'const expires = Math.min(Math.floor(now / 1000) + SESSION_SECONDS, tokenExpires);',
+    to: 'const expires = Math.floor(now / 1000) + SESSION_SECONDS;',
+  },
+  {
+    id: 'same-origin-missing-accepted', file: 'src/auth/session.ts', tests: SESSIONS,
+    description: 'a form post without an Origin header counts as same-origin (CSRF)',
+    from: 'return origin !== null && origin === new URL(request.url).origin;',
+    to: 'return origin === null || origin === new URL(request.url).origin;',
+  },
+  {
+    id: 'module-guard-missing', file: 'src/auth/access.ts', tests: ['test/worker-private/modules.test.ts'],
+    description: 'modules.v1 routes answer without a token in private mode',
+    from: "return isPrivate(env) ? checkReadToken(request, env, (raw) => parseModuleName(raw, 'namespace')) : undefined;",
+    to: 'return undefined;',
+  },
+  {
+    id: 'signed-url-guard-missing', file: 'src/auth/access.ts', tests: SIGNED,
+    description: 'release files are served without a valid signature in private mode',
+    from: 'return isPrivate(env) ? checkSignedUrl(request, env) : undefined;',
+    to: 'return undefined;',
+  },
+  {
+    id: 'mirror-scope-own-host', file: 'src/auth/access.ts', tests: SCOPES,
+    description: 'a mirror request\'s scope is checked against this registry\'s hostname instead of the mirrored one',
+    from: 'const hostname = request.params.hostname === undefined',
+    to: 'const hostname = true',
+  },
+
   // src/store
   {
     id: 'same-release-ignores-sha256', file: 'src/store/publish.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
@@ -402,6 +465,19 @@ export const MUTANTS: Mutant[] = [
     description: 'check() does not notice that the lease expired without a successful renewal',
     from: "if (!lost && Date.now() >= expiresAt) lost = 'it expired before it could be renewed';",
     to: '',
+  },
+
+  {
+    id: 'download-signature-url', file: 'src/store/documents.ts', tests: [...STORE, 'test/worker/signatures.test.ts'],
+    description: 'the download document points shasums_signature_url at the SHA256SUMS file',
+    from: 'shasums_signature_url: file(record.shasumsSignatureFilename),',
+    to: 'shasums_signature_url: file(record.shasumsFilename),',
+  },
+  {
+    id: 'package-hashes-h1-only', file: 'src/store/documents.ts', tests: [...STORE, 'test/worker/independent-hashes.test.ts'],
+    description: "OpenTofu's packages object lists only h1 (lock files miss the zh of other platforms)",
+    from: 'return [zhHash(pkg.shasum), pkg.h1];',
+    to: 'return [pkg.h1];',
   },
 
   // scripts/lib: publish, release, archive, local-store
