@@ -18,7 +18,7 @@ export interface Mutant {
 
 /** The folder a mutant is counted under in the report. */
 export function folderOf(file: string): string {
-  return file.startsWith('scripts/lib/') ? 'scripts/lib (publish, release, archive, local-store)' : file.split('/').slice(0, 2).join('/');
+  return file.startsWith('scripts/lib/') ? 'scripts/lib (publish, release, archive, lease, local-store, mirror)' : file.split('/').slice(0, 2).join('/');
 }
 
 const HASHES = ['test/protocol/hashes.test.ts', 'test/scripts/hashes.test.ts'];
@@ -564,5 +564,35 @@ export const MUTANTS: Mutant[] = [
     description: 'the local store retries 4xx answers as if they were transient 5xx',
     from: 'const TRANSIENT_LOCAL_ERROR = /\\b5\\d\\d\\b|',
     to: 'const TRANSIENT_LOCAL_ERROR = /\\b[45]\\d\\d\\b|',
+  },
+  {
+    id: 'mirror-download-sha-unchecked', file: 'scripts/lib/mirror/sync.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'mirror sync does not compare a downloaded archive\'s SHA-256 with the download document\'s shasum',
+    from: 'if (downloaded.sha256Hex !== doc.shasum) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'mirror-sums-line-unchecked', file: 'scripts/lib/mirror/sync.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'mirror sync does not check the archive against the signed SHA256SUMS',
+    from: 'checkSumsLine(sumLines, doc.filename, doc.shasum, doc.shasumsUrl);',
+    to: '',
+  },
+  {
+    id: 'mirror-signature-unchecked', file: 'scripts/lib/mirror/verify.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'mirror sync accepts any SHA256SUMS signature (takes the first key as the signer)',
+    from: 'return await verifyDetached(sums, signature, keys, where.signatureUrl);',
+    to: 'return keys[0]!;',
+  },
+  {
+    id: 'mirror-no-executable', file: 'scripts/lib/mirror/verify.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'mirror sync accepts a zip without the provider executable',
+    from: 'if (!executable) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'mirror-changed-sums-accepted', file: 'scripts/lib/mirror/sync.ts', tests: ['test/scripts/mirror/sync-changes.test.ts'],
+    description: 'mirror sync does not notice that an upstream SHA256SUMS differs from the one it mirrored for that version',
+    from: 'if (storedSums?.customMetadata?.sha256 && storedSums.customMetadata.sha256 !== sha256Hex(sums)) {',
+    to: 'if (false) {',
   },
 ];

@@ -224,9 +224,9 @@ async function main(): Promise<number> {
         mutants: results.map((r) => ({ id: r.mutant.id, outcome: r.run.outcome, seconds: Math.round(r.run.seconds), detail: r.run.detail })),
       }, null, 2)}\n`);
     } else {
-      process.stdout.write('\nfolder                                               killed / mutants  score   survived  timed out  error\n');
+      process.stdout.write('\nfolder                                                               killed / mutants  score   survived  timed out  error\n');
       for (const s of summary) {
-        process.stdout.write(`${s.folder.padEnd(52)} ${String(s.killed).padStart(6)} / ${String(s.mutants).padEnd(7)} ${(s.score * 100).toFixed(0).padStart(4)} %  ${String(s.survived).padStart(8)}  ${String(s.timedOut).padStart(9)}  ${String(s.errors).padStart(5)}${s.score >= TARGET ? '' : '   (below 85 %)'}\n`);
+        process.stdout.write(`${s.folder.padEnd(68)} ${String(s.killed).padStart(6)} / ${String(s.mutants).padEnd(7)} ${(s.score * 100).toFixed(0).padStart(4)} %  ${String(s.survived).padStart(8)}  ${String(s.timedOut).padStart(9)}  ${String(s.errors).padStart(5)}${s.score >= TARGET ? '' : '   (below 85 %)'}\n`);
       }
       process.stdout.write(`\n${reruns.length} run(s) timed out and were re-run once with twice the limit${reruns.length ? `: ${reruns.map((r) => `${r.id} → ${r.outcome}`).join(', ')}` : ''}\n`);
       for (const s of notKilled) process.stdout.write(`\n${s.outcome} ${s.id} (${s.file}): ${s.description}\n  why: ${s.why}\n`);
