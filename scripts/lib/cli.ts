@@ -1,3 +1,6 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { InputError } from '../../src/protocol/errors';
 
 /**
@@ -37,9 +40,25 @@ export function describeFailure(error: unknown, usage: string, verbose = verbose
   }
   if (error instanceof InputError) return { code: 1, text: `error: ${error.message}` };
   const message = oneLine(error instanceof Error ? error.message : String(error)) || (error as Error)?.name || 'unknown error';
+  const trace = (error as Error)?.stack ?? String(error);
+  const saved = verbose ? null : saveTrace(trace);
   const text = `error: ${message} — an internal or infrastructure failure, not a problem with your input; nothing half-done is served, so run the same command again` +
-    (verbose ? `\n${(error as Error)?.stack ?? String(error)}` : ' (add --verbose for the stack trace)');
+    (verbose ? `\n${trace}` : saved ? ` (stack trace in ${saved}; --verbose prints it)` : ' (add --verbose for the stack trace)');
   return { code: 3, text };
+}
+
+/** Writes an internal failure's trace to a log file under the temp dir; its path, or null when it can't be written. */
+function saveTrace(trace: string): string | null {
+  try {
+    const dir = join(tmpdir(), 'edge-registry', 'logs');
+    mkdirSync(dir, { recursive: true });
+    const command = basename(process.argv[1] ?? 'cli').replace(/\.[cm]?[jt]s$/, '');
+    const path = join(dir, `${command}-${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}.log`);
+    writeFileSync(path, `${trace}\n`, { mode: 0o600 });
+    return path;
+  } catch {
+    return null;
+  }
 }
 
 /**

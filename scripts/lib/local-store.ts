@@ -189,10 +189,15 @@ class LocalBlobStore implements BlobStore {
  * reaches us as a 500 from the binding; every call made here is idempotent,
  * so it is retried with jittered backoff.
  */
-/** Errors of the local runtime that go away on a retry (SQLite busy, a Miniflare loopback hiccup). */
-const TRANSIENT_LOCAL_ERROR = /\b5\d\d\b|busy|locked|SQLITE|Unspecified error|ECONNRESET|ECONNREFUSED|socket hang up|other side closed|fetch failed|Network connection lost/i;
+/**
+ * Errors of the local runtime that go away on a retry (SQLite busy, a Miniflare loopback hiccup). workerd
+ * turns a C++ exception such as "SQLite failed; database is locked: SQLITE_BUSY" into a JavaScript Error
+ * whose whole message is "internal error; reference = ID" (the SQLite text goes only to workerd's stderr),
+ * so that message counts as transient too.
+ */
+const TRANSIENT_LOCAL_ERROR = /\b5\d\d\b|busy|locked|SQLITE|internal error; reference =|Unspecified error|ECONNRESET|ECONNREFUSED|socket hang up|other side closed|fetch failed|Network connection lost/i;
 
-async function retryBusy<T>(call: () => Promise<T>, attempts = 20): Promise<T> {
+export async function retryBusy<T>(call: () => Promise<T>, attempts = 20): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();

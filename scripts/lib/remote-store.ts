@@ -177,7 +177,8 @@ export class R2S3Store implements BlobStore {
   /**
    * Uploads `value`. With `onlyIf` (small objects only: leases, records) it
    * sends If-None-Match: * / If-Match: "etag", which R2 evaluates atomically
-   * with the write, and resolves null on 412 Precondition Failed.
+   * with the write, and resolves null on 412 Precondition Failed; a 409
+   * (another conditional write of the key in flight) is sent again.
    */
   async put(
     key: string,
@@ -197,7 +198,14 @@ export class R2S3Store implements BlobStore {
     }
     if (next.done) {
       const body = concat(head, buffered);
-      const response = await this.client.fetch(this.url(key), { method: 'PUT', headers: { ...headers, 'content-length': String(body.byteLength) }, body });
+      let response = await this.client.fetch(this.url(key), { method: 'PUT', headers: { ...headers, 'content-length': String(body.byteLength) }, body });
+      // S3-compatible stores answer 409 ConditionalRequestConflict when two conditional writes of one key race;
+      // the write is to be sent again, and then its condition decides (412 for the loser).
+      for (let attempt = 1; response.status === 409 && options.onlyIf && attempt <= CONDITIONAL_CONFLICT_RETRIES; attempt++) {
+        await response.body?.cancel();
+        await sleep(backoff(attempt));
+        response = await this.client.fetch(this.url(key), { method: 'PUT', headers: { ...headers, 'content-length': String(body.byteLength) }, body });
+      }
       if (response.status === 412 && options.onlyIf) {
         await response.body?.cancel();
         return null;
@@ -342,6 +350,9 @@ function unescapeXml(text: string): string {
 function unquote(etag: string): string {
   return etag.replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
 }
+
+/** How often a conditional PUT answered 409 (a concurrent conditional write of the same key) is sent again. */
+const CONDITIONAL_CONFLICT_RETRIES = 5;
 
 function conditionHeaders(onlyIf: BlobWriteCondition | undefined): Record<string, string> {
   const headers: Record<string, string> = {};

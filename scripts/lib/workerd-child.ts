@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { createHash } from 'node:crypto';
 
 /**
@@ -31,12 +31,13 @@ let wrapperPath: string | null | undefined;
 function writeWrapper(): string | null {
   try {
     if (process.platform !== 'linux') return null;
-    if (spawnSync('setpriv', ['--pdeathsig', 'KILL', 'true'], { stdio: 'ignore' }).status !== 0) return null;
     // The workerd binary Miniflare itself would run (its own dependency).
     const fromMiniflare = createRequire(createRequire(import.meta.url).resolve('miniflare'));
     const workerd = (fromMiniflare('workerd') as { default: string }).default;
     const script = `#!/bin/sh\nexec setpriv --pdeathsig KILL -- ${shellQuote(workerd)} "$@"\n`;
-    const dir = join(tmpdir(), 'edge-registry');
+    // Beside the packages (node_modules/.cache), where executables already run; /tmp may be mounted noexec.
+    const modules = workerd.lastIndexOf(`${sep}node_modules${sep}`);
+    const dir = modules >= 0 ? join(workerd.slice(0, modules), 'node_modules', '.cache', 'edge-registry') : join(tmpdir(), 'edge-registry');
     mkdirSync(dir, { recursive: true });
     const path = join(dir, `workerd-${createHash('sha256').update(script).digest('hex').slice(0, 12)}.sh`);
     if (!existsSync(path)) {
@@ -46,7 +47,8 @@ function writeWrapper(): string | null {
       chmodSync(temp, 0o755);
       renameSync(temp, path);
     }
-    return path;
+    // Only a wrapper that runs is used (a noexec mount, a setpriv without --pdeathsig: the old behaviour).
+    return spawnSync(path, ['--version'], { stdio: 'ignore', timeout: 10_000 }).status === 0 ? path : null;
   } catch {
     return null;
   }

@@ -10,13 +10,19 @@ export function base64url(bytes: Uint8Array): string {
   return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
-/** Decodes unpadded base64url; null (never throws) when the text is not base64url. */
+/**
+ * Decodes unpadded base64url; null (never throws) when the text is not
+ * base64url or not its canonical form. The last character of a 32-byte MAC
+ * carries 2 unused bits, so four spellings decode to the same bytes; only
+ * the one base64url() writes is accepted, so an altered signature never
+ * verifies.
+ */
 export function fromBase64url(text: string): Uint8Array | null {
   if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1) return null;
   const binary = atob(text.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (text.length % 4)) % 4));
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
+  return base64url(bytes) === text ? bytes : null;
 }
 
 /**

@@ -18,7 +18,7 @@ export interface Mutant {
 
 /** The folder a mutant is counted under in the report. */
 export function folderOf(file: string): string {
-  return file.startsWith('scripts/lib/') ? 'scripts/lib (publish, release, archive)' : file.split('/').slice(0, 2).join('/');
+  return file.startsWith('scripts/lib/') ? 'scripts/lib (publish, release, archive, lease, local-store, mirror)' : file.split('/').slice(0, 2).join('/');
 }
 
 const HASHES = ['test/protocol/hashes.test.ts', 'test/scripts/hashes.test.ts'];
@@ -29,6 +29,11 @@ const CACHE = ['test/worker/cache-lifetimes.test.ts', 'test/worker/caching.test.
 const STORE = ['test/worker/version-order.test.ts', 'test/worker/immutability.test.ts', 'test/worker/registry.test.ts', 'test/worker/mirror.test.ts'];
 const VALIDATION = ['test/scripts/publish-validation.test.ts', 'test/scripts/immutability.test.ts'];
 const ARCHIVE = ['test/scripts/archive.test.ts', 'test/scripts/hashes.test.ts', 'test/scripts/publish-validation.test.ts'];
+
+const RECORDS = ['test/worker/records.test.ts', 'test/worker/immutability.test.ts'];
+const SESSIONS = ['test/worker-private/pages.test.ts'];
+const LEASE = ['test/scripts/lease.test.ts'];
+const CONDITIONS = ['test/worker/http/conditional.test.ts', 'test/worker/release-file-conditions.test.ts'];
 
 export const MUTANTS: Mutant[] = [
   // src/protocol
@@ -117,6 +122,99 @@ export const MUTANTS: Mutant[] = [
     to: "case '>': return semver.gte(candidate, version);",
   },
 
+  {
+    id: 'unknown-os-400', file: 'src/protocol/platform.ts', tests: ['test/worker/cache-lifetimes.test.ts', ...ERRORS],
+    description: 'a well-formed but unknown os in a request path is "bad request" (400) instead of "not found" (404)',
+    from: 'if (!TOKEN_PATTERN.test(platform.os)) throw',
+    to: 'if (!TOKEN_PATTERN.test(platform.os) || !(KNOWN_OS as readonly string[]).includes(platform.os)) throw',
+  },
+
+  // src/http: RFC 9110 conditions and ranges
+  {
+    id: 'inm-ignores-etag', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-None-Match with our etag does not answer 304 (only "*" does)',
+    from: 'if (ifNoneMatch.any || ifNoneMatch.tags.some((tag) => weakMatch(tag, validators.etag))) {',
+    to: 'if (ifNoneMatch.any) {',
+  },
+  {
+    id: 'inm-strong-compare', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-None-Match compares strongly (W/"etag" no longer answers 304)',
+    from: 'ifNoneMatch.tags.some((tag) => weakMatch(tag, validators.etag))',
+    to: 'ifNoneMatch.tags.some((tag) => strongMatch(tag, validators.etag))',
+  },
+  {
+    id: 'inm-method-304', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'a matching If-None-Match answers 304 for every method (412 required for others)',
+    from: "return getOrHead ? { status: 304 } : { status: 412, failed: 'If-None-Match' };",
+    to: 'return { status: 304 };',
+  },
+  {
+    id: 'if-match-ignored', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'a failed If-Match does not answer 412',
+    from: 'if (!ifMatch.any && !ifMatch.tags.some((tag) => strongMatch(tag, validators.etag))) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'if-match-weak', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-Match compares weakly (W/"etag" passes)',
+    from: '!ifMatch.tags.some((tag) => strongMatch(tag, validators.etag))',
+    to: '!ifMatch.tags.some((tag) => weakMatch(tag, validators.etag))',
+  },
+  {
+    id: 'ius-ignored', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-Unmodified-Since earlier than Last-Modified does not answer 412',
+    from: "if (since !== null && lastModified > since) return { status: 412, failed: 'If-Unmodified-Since' };",
+    to: '',
+  },
+  {
+    id: 'ims-boundary', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-Modified-Since equal to Last-Modified answers 200 instead of 304',
+    from: 'if (since !== null && lastModified <= since) return { status: 304 };',
+    to: 'if (since !== null && lastModified < since) return { status: 304 };',
+  },
+  {
+    id: 'ims-despite-inm', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-Modified-Since is evaluated even when If-None-Match is present and does not match',
+    from: '} else if (getOrHead) {\n    const since = parseHttpDate(headers.get(\'if-modified-since\'));',
+    to: '}\n  if (getOrHead) {\n    const since = parseHttpDate(headers.get(\'if-modified-since\'));',
+  },
+  {
+    id: 'invalid-day-accepted', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'an impossible date (31 Feb) is read as the next valid one instead of being ignored',
+    from: 'if (new Date(ms).getUTCDate() !== day) return null;',
+    to: '',
+  },
+  {
+    id: 'invalid-time-accepted', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'an impossible time (08:60:00) is accepted instead of being ignored',
+    from: 'if (h > 23 || m > 59 || s > 60) return null;',
+    to: '',
+  },
+  {
+    id: 'range-any-unit', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'a Range in any unit is read as bytes',
+    from: 'const match = /^\\s*bytes\\s*=',
+    to: 'const match = /^\\s*\\w+\\s*=',
+  },
+  {
+    id: 'range-unknown-unit-416', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'a Range that is not read (another unit, malformed) answers 416 instead of being ignored',
+    from: 'if (range === null || !ifRangeHolds(',
+    to: "if (range === null && headers.get('range') !== null) return { status: 416 };\n  if (range === null || !ifRangeHolds(",
+  },
+  {
+    id: 'if-range-any-etag', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'If-Range with another etag keeps the Range (a part of other bytes is sent)',
+    from: 'return tags !== null && tags.length === 1 && strongMatch(tags[0]!, etag);',
+    to: 'return tags !== null && tags.length === 1;',
+  },
+  {
+    id: 'range-start-at-end', file: 'src/http/conditional.ts', tests: CONDITIONS,
+    description: 'a range starting at the end of the file is satisfiable (206 with no bytes)',
+    from: 'if (range.first >= size) return { status: 416 };',
+    to: 'if (range.first > size) return { status: 416 };',
+  },
+
   // src/auth
   {
     id: 'scope-namespace-prefix', file: 'src/auth/tokens.ts', tests: SCOPES,
@@ -197,6 +295,61 @@ export const MUTANTS: Mutant[] = [
     to: 'if (',
   },
 
+  {
+    id: 'session-mac-unchecked', file: 'src/auth/session.ts', tests: SESSIONS,
+    description: 'a session cookie is accepted without verifying its HMAC (a forged cookie signs anyone in)',
+    from: 'if (given === null || !constantTimeEqual(given, await mac(env, hash, expires))) return null;',
+    to: 'if (given === null) return null;',
+  },
+  {
+    id: 'session-expiry-ignored', file: 'src/auth/session.ts', tests: SESSIONS,
+    description: 'an expired session cookie is still accepted',
+    from: 'if (expires * 1000 <= now) return null;',
+    to: '',
+  },
+  {
+    id: 'session-token-expiry-ignored', file: 'src/auth/session.ts', tests: SESSIONS,
+    description: 'a session outlives the expiry of its token',
+    from: 'if (record.expires !== null && Date.parse(record.expires) <= now) return null;',
+    to: '',
+  },
+  {
+    id: 'session-hash-unchecked', file: 'src/auth/session.ts', tests: SESSIONS,
+    description: 'the token record read for a session is not compared with the session\'s token hash',
+    from: 'if (record === null || !constantTimeEqualText(record.sha256, hash)) return null;',
+    to: 'if (record === null) return null;',
+  },
+  {
+    id: 'session-cookie-outlives-token', file: 'src/auth/session.ts', tests: SESSIONS,
+    description: 'a new session lasts 12 hours even when its token expires sooner',
+    from: 'const expires = Math.min(Math.floor(now / 1000) + SESSION_SECONDS, tokenExpires);',
+    to: 'const expires = Math.floor(now / 1000) + SESSION_SECONDS;',
+  },
+  {
+    id: 'same-origin-missing-accepted', file: 'src/auth/session.ts', tests: SESSIONS,
+    description: 'a form post without an Origin header counts as same-origin (CSRF)',
+    from: 'return origin !== null && origin === new URL(request.url).origin;',
+    to: 'return origin === null || origin === new URL(request.url).origin;',
+  },
+  {
+    id: 'module-guard-missing', file: 'src/auth/access.ts', tests: ['test/worker-private/modules.test.ts'],
+    description: 'modules.v1 routes answer without a token in private mode',
+    from: "return isPrivate(env) ? checkReadToken(request, env, (raw) => parseModuleName(raw, 'namespace')) : undefined;",
+    to: 'return undefined;',
+  },
+  {
+    id: 'signed-url-guard-missing', file: 'src/auth/access.ts', tests: SIGNED,
+    description: 'release files are served without a valid signature in private mode',
+    from: 'return isPrivate(env) ? checkSignedUrl(request, env) : undefined;',
+    to: 'return undefined;',
+  },
+  {
+    id: 'mirror-scope-own-host', file: 'src/auth/access.ts', tests: SCOPES,
+    description: 'a mirror request\'s scope is checked against this registry\'s hostname instead of the mirrored one',
+    from: 'const hostname = request.params.hostname === undefined',
+    to: 'const hostname = true',
+  },
+
   // src/store
   {
     id: 'same-release-ignores-sha256', file: 'src/store/publish.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
@@ -211,7 +364,7 @@ export const MUTANTS: Mutant[] = [
     to: 'return files(a) === files(b) && sums;',
   },
   {
-    id: 'skip-upload-by-size', file: 'src/store/publish.ts', tests: STORE,
+    id: 'skip-upload-by-size', file: 'src/store/records.ts', tests: RECORDS,
     description: 'an R2 object of the right size is kept without comparing its SHA-256',
     from: 'if (head && head.size === file.size && head.customMetadata?.sha256 === file.sha256Hex) {',
     to: 'if (head && head.size === file.size) {',
@@ -253,13 +406,86 @@ export const MUTANTS: Mutant[] = [
     to: '',
   },
 
-  // scripts/lib: publish, release, archive
+  {
+    id: 'skip-upload-ignores-size', file: 'src/store/records.ts', tests: RECORDS,
+    description: 'an R2 object with the right SHA-256 in its metadata is kept whatever its size',
+    from: 'if (head && head.size === file.size && head.customMetadata?.sha256 === file.sha256Hex) {',
+    to: 'if (head && head.customMetadata?.sha256 === file.sha256Hex) {',
+  },
+  {
+    id: 'verify-ignores-sha256', file: 'src/store/records.ts', tests: RECORDS,
+    description: 'verification of a published version accepts a stored file of the right size with other bytes',
+    from: '&& (want.sha256 === undefined || actual.sha256 === want.sha256);',
+    to: ';',
+  },
+  {
+    id: 'verify-ignores-size', file: 'src/store/records.ts', tests: RECORDS,
+    description: 'verification of a published version accepts a stored file of another size',
+    from: 'const fine = actual && (want.size === undefined || actual.size === want.size) && ',
+    to: 'const fine = actual && ',
+  },
+  {
+    id: 'commit-record-overwrites', file: 'src/store/records.ts', tests: RECORDS,
+    description: 'a version record is written even when one exists (no If-None-Match: *)',
+    from: "httpMetadata: { contentType: 'application/json' },\n    onlyIf: { etagDoesNotMatch: '*' },",
+    to: "httpMetadata: { contentType: 'application/json' },",
+  },
+  {
+    id: 'lease-create-unconditional', file: 'src/store/lease.ts', tests: LEASE,
+    description: 'a free lease is created without If-None-Match: * (two creators both win)',
+    from: "const created = await blobs.put(key, text, { onlyIf: { etagDoesNotMatch: '*' }, ",
+    to: 'const created = await blobs.put(key, text, { ',
+  },
+  {
+    id: 'lease-takeover-unconditional', file: 'src/store/lease.ts', tests: LEASE,
+    description: 'an expired lease is taken over without If-Match (two waiters both take it)',
+    from: 'const taken = await blobs.put(key, stateText(), { onlyIf: { etagMatches: current.etag }, ',
+    to: 'const taken = await blobs.put(key, stateText(), { ',
+  },
+  {
+    id: 'lease-renew-unconditional', file: 'src/store/lease.ts', tests: LEASE,
+    description: 'a renewal overwrites the lease without If-Match (a holder that was taken over never learns it)',
+    from: 'const written = await blobs.put(key, stateText(), { onlyIf: { etagMatches: etag }, ',
+    to: 'const written = await blobs.put(key, stateText(), { ',
+  },
+  {
+    id: 'lease-expired-kept', file: 'src/store/lease.ts', tests: LEASE,
+    description: 'an expired lease of another host is never taken over (waits until maxWaitMs)',
+    from: ': state.expiresAt <= now ? `expired',
+    to: ': false ? `expired',
+  },
+  {
+    id: 'lease-live-taken-over', file: 'src/store/lease.ts', tests: LEASE,
+    description: 'a live lease within one TTL of its expiry is taken over (its holder is about to renew)',
+    from: ': state.expiresAt <= now ? `expired',
+    to: ': state.expiresAt <= now + ttl ? `expired',
+  },
+  {
+    id: 'lease-check-ignores-expiry', file: 'src/store/lease.ts', tests: LEASE,
+    description: 'check() does not notice that the lease expired without a successful renewal',
+    from: "if (!lost && Date.now() >= expiresAt) lost = 'it expired before it could be renewed';",
+    to: '',
+  },
+
+  {
+    id: 'download-signature-url', file: 'src/store/documents.ts', tests: [...STORE, 'test/worker/signatures.test.ts'],
+    description: 'the download document points shasums_signature_url at the SHA256SUMS file',
+    from: 'shasums_signature_url: file(record.shasumsSignatureFilename),',
+    to: 'shasums_signature_url: file(record.shasumsFilename),',
+  },
+  {
+    id: 'package-hashes-h1-only', file: 'src/store/documents.ts', tests: [...STORE, 'test/worker/independent-hashes.test.ts'],
+    description: "OpenTofu's packages object lists only h1 (lock files miss the zh of other platforms)",
+    from: 'return [zhHash(pkg.shasum), pkg.h1];',
+    to: 'return [pkg.h1];',
+  },
+
+  // scripts/lib: publish, release, archive, local-store
   {
     id: 'publish-no-immutability', file: 'scripts/lib/publish.ts', tests: VALIDATION,
-    description: 'publish-provider does not compare with the published version',
+    description: 'publish-provider does not compare with the published version before the lease (a --dry-run of other bytes says "already published with these bytes")',
     from: 'if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);',
     to: 'if (false) throw differentContentsError(draft, existing);',
-    survives: 'equivalent for users: the same comparison runs again under the publish lease before anything is written, and once more in publishVersion, with the same 409 error; this early check only refuses sooner (before key lookup and signing)',
   },
   {
     id: 'sums-hash-unchecked', file: 'scripts/lib/release.ts', tests: VALIDATION,
@@ -320,5 +546,53 @@ export const MUTANTS: Mutant[] = [
     description: 'unsafe entry names (absolute, ..) are accepted',
     from: 'if (problem !== null) throw',
     to: 'if (false) throw',
+  },
+  {
+    id: 'dead-owner-any-host', file: 'scripts/lib/lease.ts', tests: LEASE,
+    description: 'a lease whose pid does not exist here is taken over even when it was taken on another host',
+    from: 'if (owner.host !== hostname() || !Number.isInteger(owner.pid)',
+    to: 'if (!Number.isInteger(owner.pid)',
+  },
+  {
+    id: 'retry-any-error', file: 'scripts/lib/local-store.ts', tests: ['test/scripts/local-store.test.ts'],
+    description: 'the local store retries every error (a refusal is repeated 20 times before it is reported)',
+    from: 'if (!transient || attempt >= attempts) throw error;',
+    to: 'if (attempt >= attempts) throw error;',
+  },
+  {
+    id: 'retry-4xx', file: 'scripts/lib/local-store.ts', tests: ['test/scripts/local-store.test.ts'],
+    description: 'the local store retries 4xx answers as if they were transient 5xx',
+    from: 'const TRANSIENT_LOCAL_ERROR = /\\b5\\d\\d\\b|',
+    to: 'const TRANSIENT_LOCAL_ERROR = /\\b[45]\\d\\d\\b|',
+  },
+  {
+    id: 'mirror-download-sha-unchecked', file: 'scripts/lib/mirror/sync.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'mirror sync does not compare a downloaded archive\'s SHA-256 with the download document\'s shasum',
+    from: 'if (downloaded.sha256Hex !== doc.shasum) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'mirror-sums-line-unchecked', file: 'scripts/lib/mirror/sync.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'mirror sync does not check the archive against the signed SHA256SUMS',
+    from: 'checkSumsLine(sumLines, doc.filename, doc.shasum, doc.shasumsUrl);',
+    to: '',
+  },
+  {
+    id: 'mirror-signature-unchecked', file: 'scripts/lib/mirror/verify.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'mirror sync accepts any SHA256SUMS signature (takes the first key as the signer)',
+    from: 'return await verifyDetached(sums, signature, keys, where.signatureUrl);',
+    to: 'return keys[0]!;',
+  },
+  {
+    id: 'mirror-no-executable', file: 'scripts/lib/mirror/verify.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'mirror sync accepts a zip without the provider executable',
+    from: 'if (!executable) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'mirror-changed-sums-accepted', file: 'scripts/lib/mirror/sync.ts', tests: ['test/scripts/mirror/sync-changes.test.ts'],
+    description: 'mirror sync does not notice that an upstream SHA256SUMS differs from the one it mirrored for that version',
+    from: 'if (storedSums?.customMetadata?.sha256 && storedSums.customMetadata.sha256 !== sha256Hex(sums)) {',
+    to: 'if (false) {',
   },
 ];

@@ -1,5 +1,5 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -75,7 +75,10 @@ export async function runScript(name: string, args: string[], env: NodeJS.Proces
     const e = error as { code?: number; stdout?: string; stderr?: string };
     const code = typeof e.code === 'number' ? e.code : -1;
     // An internal failure (exit 3) is never what a test wants to see by accident: keep its words in the log.
-    if (code === 3 || code === -1) console.error(`scripts/${name}.ts ${args.join(' ')} exited ${code}:\n${e.stderr ?? ''}`);
+    if (code === 3 || code === -1) {
+      const trace = /stack trace in (\S+);/.exec(e.stderr ?? '')?.[1];
+      console.error(`scripts/${name}.ts ${args.join(' ')} exited ${code}:\n${e.stderr ?? ''}${trace ? readFileSync(trace, 'utf8') : ''}`);
+    }
     return { code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
 }

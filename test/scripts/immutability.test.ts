@@ -64,6 +64,15 @@ describe('republishing a version', () => {
     await refusedAs(rebuilt, /already published with different contents \(terraform-provider-same_1\.0\.0_linux_amd64\.zip has SHA-256 [0-9a-f]{64}, published [0-9a-f]{64}\); published versions are immutable/);
   });
 
+  it('refuses a rebuild with other bytes in a --dry-run too, instead of planning to "verify" it', async () => {
+    const before = await storedState();
+    const lines: string[] = [];
+    const attempt = publishRelease({ paths: [await dist('rebuilt-dry', 'cccc')], namespace: 'acme', config, store, keyFile, dryRun: true, log: (line) => lines.push(line) });
+    await expect(attempt).rejects.toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents \(terraform-provider-same_1\.0\.0_linux_amd64\.zip has SHA-256/) });
+    expect(lines.join('\n')).not.toMatch(/already published with these bytes/);
+    expect(await storedState()).toBe(before);
+  });
+
   it('refuses the same zips with other protocols', async () => {
     await refusedAs(await dist('protocols', 'aaaa', { protocols: ['5.0'] }), /protocols \["6\.0"\] → \["5\.0"\]/);
   });

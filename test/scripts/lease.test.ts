@@ -6,6 +6,7 @@ import { processLeaseOptions } from '../../scripts/lib/lease';
 import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
 import { leaseObjectKey } from '../../src/store/layout';
 import { acquireLease, LeaseBusyError, LeaseLostError, withLease, type LeaseState } from '../../src/store/lease';
+import type { BlobStore } from '../../src/store/types';
 import { tempDir } from './helpers';
 
 // Leases on the real local R2 (Miniflare), as publish-provider takes them.
@@ -21,6 +22,53 @@ afterAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The real store, except that the first `parties` reads of `key` wait for one another, so that
+ * many acquirers act on the same read: the race the conditional writes must settle.
+ */
+function sameReadFor(blobs: BlobStore, key: string, parties: number): BlobStore {
+  const waiting: (() => void)[] = [];
+  return {
+    head: (k) => blobs.head(k),
+    list: (options) => blobs.list(options),
+    delete: (k) => blobs.delete(k),
+    put: (k, value, options) => blobs.put(k, value, options),
+    async get(k) {
+      const object = await blobs.get(k);
+      if (k === key && waiting.length < parties) {
+        await new Promise<void>((resolve) => {
+          waiting.push(resolve);
+          if (waiting.length === parties) for (const release of waiting) release();
+        });
+      }
+      return object;
+    },
+  };
+}
+
+/** The real store, except that writes of `key` hang while `stalled` is set (a store that stops answering). */
+function stallingWrites(blobs: BlobStore, key: string): { blobs: BlobStore; stall(): void; resume(): void } {
+  let gate: Promise<void> | null = null;
+  let open = () => {};
+  return {
+    blobs: {
+      head: (k) => blobs.head(k),
+      get: (k) => blobs.get(k),
+      list: (options) => blobs.list(options),
+      delete: (k) => blobs.delete(k),
+      async put(k, value, options) {
+        if (k === key && gate) await gate;
+        return blobs.put(k, value, options);
+      },
+    },
+    stall() { gate = new Promise((resolve) => { open = resolve; }); },
+    resume() { gate = null; open(); },
+  };
+}
+
+/** A pid that no process has here now (a process that just exited). */
+const deadPid = () => spawnSync('true').pid!;
 
 function storedLease(name: string, overrides: Omit<Partial<LeaseState>, 'owner'> & { owner?: Partial<LeaseState['owner']> }): string {
   const now = Date.now();
@@ -81,7 +129,8 @@ describe('provider leases', () => {
   it('takes over an expired lease of another host, and a damaged one, with a message', async () => {
     await store.blobs.put(leaseObjectKey('test/expired'), storedLease('test/expired', { expiresAt: Date.now() - 5000 }));
     const lines: string[] = [];
-    const lease = await acquireLease(store.blobs, 'test/expired', processLeaseOptions('next', (line) => lines.push(line)));
+    // A bounded wait: a lease that is wrongly kept fails here instead of waiting 15 minutes.
+    const lease = await acquireLease(store.blobs, 'test/expired', processLeaseOptions('next', (line) => lines.push(line), { maxWaitMs: 5000 }));
     expect(lines.join('\n')).toMatch(/took over the lease test\/expired from publish-provider x 1\.0\.0 \(host ci-runner-7, pid 4242\) since .*: expired \d+ s ago/);
     await lease.release();
 
@@ -93,13 +142,50 @@ describe('provider leases', () => {
   });
 
   it('waits for a live lease of another host until it expires, and gives up after maxWaitMs naming the holder', async () => {
-    await store.blobs.put(leaseObjectKey('test/busy'), storedLease('test/busy', { expiresAt: Date.now() + 60_000 }));
+    // Its pid does not exist here, which says nothing about a process on another host.
+    await store.blobs.put(leaseObjectKey('test/busy'), storedLease('test/busy', { expiresAt: Date.now() + 60_000, owner: { pid: deadPid() } }));
     await expect(acquireLease(store.blobs, 'test/busy', processLeaseOptions('next', undefined, { maxWaitMs: 500 })))
       .rejects.toThrow(LeaseBusyError);
     await expect(acquireLease(store.blobs, 'test/busy', processLeaseOptions('next', undefined, { maxWaitMs: 500 })))
-      .rejects.toThrow(/test\/busy is being written by publish-provider x 1\.0\.0 \(host ci-runner-7, pid 4242\) since/);
+      .rejects.toThrow(/test\/busy is being written by publish-provider x 1\.0\.0 \(host ci-runner-7, pid \d+\) since/);
     await store.blobs.put(leaseObjectKey('test/busy'), storedLease('test/busy', { expiresAt: Date.now() + 800 }));
     const lease = await acquireLease(store.blobs, 'test/busy', processLeaseOptions('next', undefined, { maxWaitMs: 5000 }));
+    await lease.release();
+  });
+
+  it('does not take over a live lease that expires sooner than its own lifetime (its holder is about to renew)', async () => {
+    await store.blobs.put(leaseObjectKey('test/soon'), storedLease('test/soon', { expiresAt: Date.now() + 10_000 }));
+    await expect(acquireLease(store.blobs, 'test/soon', processLeaseOptions('next', undefined, { ttlMs: 30_000, maxWaitMs: 500 })))
+      .rejects.toThrow(LeaseBusyError);
+  });
+
+  it('of two acquirers that both find no lease, exactly one creates it (If-None-Match: *); the other waits', async () => {
+    const blobs = sameReadFor(store.blobs, leaseObjectKey('test/create-race'), 2);
+    const results = await Promise.allSettled([0, 1].map((i) =>
+      acquireLease(blobs, 'test/create-race', processLeaseOptions(`creator ${i}`, undefined, { maxWaitMs: 800 }))));
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: expect.any(LeaseBusyError) });
+    for (const r of results) if (r.status === 'fulfilled') await r.value.release();
+  });
+
+  it('of two waiters that both read the same expired lease, exactly one takes it over (If-Match); the other waits', async () => {
+    await store.blobs.put(leaseObjectKey('test/takeover-race'), storedLease('test/takeover-race', { expiresAt: Date.now() - 5000 }));
+    const blobs = sameReadFor(store.blobs, leaseObjectKey('test/takeover-race'), 2);
+    const results = await Promise.allSettled([0, 1].map((i) =>
+      acquireLease(blobs, 'test/takeover-race', processLeaseOptions(`waiter ${i}`, undefined, { maxWaitMs: 800 }))));
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: expect.any(LeaseBusyError) });
+    for (const r of results) if (r.status === 'fulfilled') await r.value.release();
+  });
+
+  it('a holder whose renewal hangs past the expiry learns from check() that the lease expired', async () => {
+    const stalling = stallingWrites(store.blobs, leaseObjectKey('test/stalled'));
+    const lease = await acquireLease(stalling.blobs, 'test/stalled', processLeaseOptions('stalled', undefined, { ttlMs: 1000 }));
+    expect(() => lease.check()).not.toThrow();
+    stalling.stall();
+    await sleep(1300); // past the expiry; the renewal started at 1 s is still waiting for the store
+    expect(() => lease.check()).toThrow(/lost the lease test\/stalled \(it expired before it could be renewed\)/);
+    stalling.resume();
     await lease.release();
   });
 

@@ -1,25 +1,23 @@
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import * as openpgp from 'openpgp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inspectArchive } from '../../scripts/lib/archive';
 import { readRegistryConfig } from '../../scripts/lib/config';
 import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
+import { inspectArchive } from '../../scripts/lib/archive';
 import { publishRelease, type PublishResult } from '../../scripts/lib/publish';
-import { signDetached } from '../../scripts/lib/sign';
 import type { BlobStore, KvStore } from '../../src/store/types';
-import { formatShasums } from '../../src/protocol/hashes';
 import { configPath, runScript, sleep, startWranglerDev, tempDir, writeDist, type WranglerDev } from './helpers';
+import { servedRegistry, snapshot } from './served';
 
 /**
  * End to end: publish with the CLI into a temp local state while
  * `wrangler dev` serves that state, then install-verify as Terraform does:
  * download document → archive SHA-256 == shasum == its SHA256SUMS line →
  * `gpg --verify` with the served ascii_armor (real GnuPG) → `sha256sum -c`.
- * Then re-runs, immutability, concurrent publishers, interrupted publishes,
- * key rotation, supplied signatures and --binary.
+ * Then re-runs, immutability, concurrent publishers, --dry-run and key
+ * rotation (interrupted publishes, supplied signatures and --binary are in
+ * publish-e2e-recovery.test.ts, which runs beside this file).
  */
 
 const { dir, cleanup } = tempDir('e2e');
@@ -35,87 +33,7 @@ let hostname: string;
 const publish = (args: string[], env: NodeJS.ProcessEnv = {}) =>
   runScript('publish-provider', [...args, '--namespace', 'acme', '--persist-to', state, '--key-file', keyFile, '--json'], env);
 
-async function getJson(path: string): Promise<{ status: number; url: string; body: any }> {
-  const url = new URL(path, server.origin).href;
-  const response = await fetch(url);
-  return { status: response.status, url, body: response.status === 200 ? await response.json() : await response.text() };
-}
-
-async function download(url: string): Promise<Buffer> {
-  const response = await fetch(url);
-  expect(response.status, url).toBe(200);
-  return Buffer.from(await response.arrayBuffer());
-}
-
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
-
-/** Served version numbers of acme/TYPE ([] when the provider is not found). */
-async function servedVersions(type: string): Promise<string[]> {
-  const { status, body } = await getJson(`/v1/providers/acme/${type}/versions`);
-  return status === 200 ? (body.versions as { version: string }[]).map((v) => v.version) : [];
-}
-
-/** Waits (polling) until the served version list satisfies `check`; returns the seconds it took. */
-async function waitForVersions(type: string, check: (versions: string[]) => boolean, timeoutMs = 8000): Promise<number> {
-  const start = Date.now();
-  for (;;) {
-    if (check(await servedVersions(type))) return (Date.now() - start) / 1000;
-    if (Date.now() - start > timeoutMs) throw new Error(`served versions of ${type} still ${JSON.stringify(await servedVersions(type))}`);
-    await sleep(100);
-  }
-}
-
-/**
- * Verifies one platform the way Terraform's installer does, with real tools;
- * returns the archive bytes. `downloads` collects files for sha256sum -c.
- */
-async function verifyLikeTerraform(type: string, version: string, platform: string, downloads: string): Promise<{ doc: any; archive: Buffer }> {
-  const [os, arch] = platform.split('_');
-  const { status, url, body: doc } = await getJson(`/v1/providers/acme/${type}/${version}/download/${os}/${arch}`);
-  expect(status).toBe(200);
-  expect([doc.os, doc.arch]).toEqual([os, arch]);
-  expect(doc.shasum).toMatch(/^[0-9a-f]{64}$/);
-  const archive = await download(new URL(doc.download_url, url).href);
-  const sums = await download(new URL(doc.shasums_url, url).href);
-  const signature = await download(new URL(doc.shasums_signature_url, url).href);
-  expect(sha256(archive)).toBe(doc.shasum);
-  const line = sums.toString('utf8').split('\n').find((l) => l.endsWith(`  ${doc.filename}`));
-  expect(line, `SHA256SUMS line for ${doc.filename}`).toBe(`${doc.shasum}  ${doc.filename}`);
-
-  // gpg --verify with the served key, in a throwaway GNUPGHOME.
-  const home = join(downloads, `gnupg-${platform}`);
-  mkdirSync(home, { recursive: true });
-  chmodSync(home, 0o700);
-  const keys = doc.signing_keys.gpg_public_keys as { key_id: string; ascii_armor: string }[];
-  expect(keys.length).toBeGreaterThan(0);
-  writeFileSync(join(home, 'key.asc'), keys.map((k) => k.ascii_armor).join('\n'));
-  writeFileSync(join(downloads, doc.filename), archive);
-  writeFileSync(join(downloads, 'SHA256SUMS'), sums);
-  writeFileSync(join(downloads, 'SHA256SUMS.sig'), signature);
-  try {
-    execFileSync('gpg', ['--batch', '--homedir', home, '--import', join(home, 'key.asc')], { stdio: 'pipe' });
-    const verify = spawnSync('gpg', ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(downloads, 'SHA256SUMS.sig'), join(downloads, 'SHA256SUMS')], { encoding: 'utf8' });
-    expect(verify.status, verify.stderr).toBe(0);
-    const validsig = /\[GNUPG:\] VALIDSIG ([0-9A-F]{40})/.exec(verify.stdout);
-    expect(validsig, verify.stdout).not.toBeNull();
-    expect(keys.map((k) => k.key_id)).toContain(validsig![1]!.slice(-16));
-  } finally {
-    spawnSync('gpgconf', ['--homedir', home, '--kill', 'all'], { stdio: 'ignore' });
-  }
-  return { doc, archive };
-}
-
-/** Every KV key and value, and the R2 objects' etags, of the state (read through a second Miniflare). */
-async function snapshot(store: StoreHandle): Promise<string> {
-  const out: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await store.kv.list({ prefix: '', ...(cursor ? { cursor } : {}) });
-    for (const { name } of page.keys) out.push(`${name}=${await store.kv.get(name, 'text')}`);
-    cursor = page.list_complete ? undefined : page.cursor;
-  } while (cursor);
-  return out.join('\n');
-}
+const { getJson, servedVersions, waitForVersions, verifyLikeTerraform } = servedRegistry(() => server.origin);
 
 beforeAll(async () => {
   hostname = (await readRegistryConfig({ configPath })).hostname;
@@ -262,62 +180,6 @@ describe(`publish-provider end to end, served by wrangler dev with INDEX_CACHE_S
     await waitForVersions('widget', (v) => versions.every((x) => v.includes(x)));
   });
 
-  it('a publish stopped before its record, or before the lists, leaves the old state served; a re-run completes it', async () => {
-    const dist = await writeDist(join(dir, 'widget-2.0.0'), 'widget', '2.0.0', { platforms: ['linux_amd64', 'windows_amd64'] });
-    const listed = await servedVersions('widget');
-
-    const stopped = await publish([dist], { EDGE_REGISTRY_TEST_CRASH_BEFORE: 'record' });
-    expect(stopped.code, stopped.stderr).toBe(70);
-    expect(stopped.stderr).toMatch(/uploading terraform-provider-widget_2\.0\.0_linux_amd64\.zip/);
-    await sleep(CACHE_SECONDS * 1000 + 200); // longer than INDEX_CACHE_SECONDS: whatever is served now comes from KV
-    expect(await servedVersions('widget')).toEqual(listed);
-    expect((await getJson(`/v1/mirror/${hostname}/acme/widget/index.json`)).body.versions['2.0.0']).toBeUndefined();
-
-    const stoppedLater = await publish([dist], { EDGE_REGISTRY_TEST_CRASH_BEFORE: 'index' });
-    expect(stoppedLater.code, stoppedLater.stderr).toBe(70);
-    expect(stoppedLater.stderr).toMatch(/already stored: terraform-provider-widget_2\.0\.0_linux_amd64\.zip/);
-    await sleep(CACHE_SECONDS * 1000 + 200);
-    expect(await servedVersions('widget')).toEqual(listed);
-
-    const completed = await publish([dist]);
-    expect(completed.code, completed.stderr).toBe(0);
-    expect(JSON.parse(completed.stdout).status).toBe('unchanged');
-    await waitForVersions('widget', (v) => v.includes('2.0.0'));
-    const downloads = join(dir, 'downloads-2.0.0');
-    mkdirSync(downloads, { recursive: true });
-    await verifyLikeTerraform('widget', '2.0.0', 'linux_amd64', downloads);
-  });
-
-  it('a publish killed (SIGKILL) while uploading leaves the old state served; a re-run completes it', async () => {
-    const dist = join(dir, 'widget-2.1.0');
-    await writeDist(dist, 'widget', '2.1.0', { platforms: ['linux_amd64'] });
-    // A large, incompressible second platform so the kill lands mid-upload.
-    const { zipBuffers } = await import('../../scripts/lib/zip-binary');
-    writeFileSync(join(dist, 'terraform-provider-widget_2.1.0_windows_amd64.zip'), await zipBuffers({ 'terraform-provider-widget_v2.1.0.exe': randomBytes(8 * 1024 * 1024) }, { compress: false }));
-    const listed = await servedVersions('widget');
-
-    const child = spawn(join(process.cwd(), 'node_modules', '.bin', 'tsx'), ['scripts/publish-provider.ts', dist, '--namespace', 'acme', '--persist-to', state, '--key-file', keyFile], { detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
-    await new Promise<void>((resolve) => child.stderr!.on('data', (d) => {
-      stderr += d;
-      if (stderr.includes('uploading')) resolve();
-    }));
-    process.kill(-child.pid!, 'SIGKILL');
-    expect(await exited).toBe('SIGKILL');
-    expect(stderr).not.toMatch(/published registry/);
-
-    await sleep(CACHE_SECONDS * 1000 + 200);
-    expect(await servedVersions('widget')).toEqual(listed);
-    const completed = await publish([dist]);
-    expect(completed.code, completed.stderr).toBe(0);
-    expect(JSON.parse(completed.stdout).status).toBe('published');
-    await waitForVersions('widget', (v) => v.includes('2.1.0'));
-    const downloads = join(dir, 'downloads-2.1.0');
-    mkdirSync(downloads, { recursive: true });
-    await verifyLikeTerraform('widget', '2.1.0', 'windows_amd64', downloads);
-  });
-
   it('--dry-run validates and prints the plan, writing nothing', async () => {
     const dist = await writeDist(join(dir, 'widget-2.2.0'), 'widget', '2.2.0', { platforms: ['linux_amd64'] });
     const config = await readRegistryConfig({ configPath, persistTo: state });
@@ -329,55 +191,6 @@ describe(`publish-provider end to end, served by wrangler dev with INDEX_CACHE_S
     expect(result.stderr).toMatch(/dry run: would publish .*acme\/widget 2\.2\.0/);
     expect(await snapshot(store)).toBe(before);
     await store.close();
-  });
-
-  it('publishes a supplied SHA256SUMS and signature byte for byte after verifying them', async () => {
-    const dist = await writeDist(join(dir, 'widget-3.0.0'), 'widget', '3.0.0', { platforms: ['linux_amd64', 'darwin_arm64'] });
-    const entries = [];
-    for (const name of ['terraform-provider-widget_3.0.0_linux_amd64.zip', 'terraform-provider-widget_3.0.0_darwin_arm64.zip', 'terraform-provider-widget_3.0.0_manifest.json']) {
-      entries.push({ filename: name, sha256Hex: sha256(readFileSync(join(dist, name))) });
-    }
-    const sums = new TextEncoder().encode(formatShasums(entries)); // goreleaser also lists the manifest
-    const privateKey = await openpgp.readPrivateKey({ armoredKey: readFileSync(keyFile, 'utf8') });
-    const signature = await signDetached(sums, privateKey);
-    writeFileSync(join(dist, 'terraform-provider-widget_3.0.0_SHA256SUMS'), sums);
-    writeFileSync(join(dist, 'terraform-provider-widget_3.0.0_SHA256SUMS.sig'), signature);
-
-    const result = await runScript('publish-provider', [dist, '--namespace', 'acme', '--persist-to', state, '--json'], { EDGE_REGISTRY_SIGNING_KEY: '' });
-    expect(result.code, result.stderr).toBe(0);
-    expect(result.stderr).toMatch(/signature verified with key [0-9A-F]{16}; publishing it as is/);
-    const { url, body: doc } = await getJson('/v1/providers/acme/widget/3.0.0/download/linux/amd64');
-    expect(Buffer.compare(await download(new URL(doc.shasums_url, url).href), Buffer.from(sums))).toBe(0);
-    expect(Buffer.compare(await download(new URL(doc.shasums_signature_url, url).href), Buffer.from(signature))).toBe(0);
-    const downloads = join(dir, 'downloads-3.0.0');
-    mkdirSync(downloads, { recursive: true });
-    await verifyLikeTerraform('widget', '3.0.0', 'darwin_arm64', downloads);
-  });
-
-  it('--binary zips raw executables as goreleaser does, reproducibly', async () => {
-    const bin = join(dir, 'bin');
-    mkdirSync(bin, { recursive: true });
-    writeFileSync(join(bin, 'terraform-provider-gadget_v0.1.0'), '#!/bin/sh\necho gadget\n');
-    writeFileSync(join(bin, 'gadget.exe'), 'MZ fake windows binary');
-    const args = [`--binary`, `linux_amd64=${join(bin, 'terraform-provider-gadget_v0.1.0')}`, '--binary', `windows_amd64=${join(bin, 'gadget.exe')}`];
-    const result = await publish([...args, '--type', 'gadget', '--version', '0.1.0']);
-    expect(result.code, result.stderr).toBe(0);
-    const published = JSON.parse(result.stdout) as PublishResult;
-    expect(published.protocols).toEqual(['5.0']);
-    expect(result.stderr).toMatch(/no terraform-provider-TYPE_VERSION_manifest\.json: serving protocols \["5\.0"\]/);
-
-    const downloads = join(dir, 'downloads-gadget');
-    mkdirSync(downloads, { recursive: true });
-    for (const platform of ['linux_amd64', 'windows_amd64']) {
-      const { doc } = await verifyLikeTerraform('gadget', '0.1.0', platform, downloads);
-      const inspected = await inspectArchive(join(downloads, doc.filename));
-      const names = inspected.entries.map((e) => e.name);
-      expect(names).toEqual([platform.startsWith('windows') ? 'terraform-provider-gadget_v0.1.0.exe' : 'terraform-provider-gadget_v0.1.0']);
-      expect(inspected.entries[0]!.unixMode).toBe(0o755);
-    }
-    const again = await publish([...args, '--type', 'gadget', '--version', '0.1.0']);
-    expect(again.code, again.stderr).toBe(0);
-    expect(JSON.parse(again.stdout).status).toBe('unchanged');
   });
 
   it('a rotated-out key stays served for the versions it signed; new versions use the new key', async () => {

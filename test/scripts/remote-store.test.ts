@@ -235,6 +235,36 @@ describe('R2S3Store (R2 S3 API) against s3rver', () => {
   });
 });
 
+describe('R2S3Store conditional writes on the wire (leases and records rely on them)', () => {
+  // s3rver ignores If-None-Match/If-Match, so what R2 answers is played by a server that records each PUT's
+  // condition and answers as R2's and S3's documents say: 409 while a conflicting conditional write is in flight
+  // (send it again), then 412 for the loser; 200 with the new ETag for a write whose condition holds.
+  it('sends If-None-Match: * / If-Match: "etag", sends a 409 again, and resolves null on 412', async () => {
+    const seen: { condition: string; body: string }[] = [];
+    const answers = [409, 412, 200];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => { body += chunk; });
+      req.on('end', () => {
+        seen.push({ condition: `${req.headers['if-none-match'] ?? ''}|${req.headers['if-match'] ?? ''}`, body });
+        const status = answers.shift() ?? 500;
+        res.writeHead(status, status === 200 ? { etag: '"new-etag"' } : { 'content-type': 'application/xml' });
+        res.end(status === 200 ? '' : `<Error><Code>${status === 409 ? 'ConditionalRequestConflict' : 'PreconditionFailed'}</Code></Error>`);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const s = new R2S3Store({ endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bucket: 'b', accessKeyId: S3_KEY, secretAccessKey: S3_KEY, region: 'us-east-1' });
+      expect(await s.put('.leases/x', 'owner-a', { onlyIf: { etagDoesNotMatch: '*' } })).toBeNull();
+      expect(seen).toEqual([{ condition: '*|', body: 'owner-a' }, { condition: '*|', body: 'owner-a' }]);
+      expect(await s.put('.leases/x', 'owner-a renewed', { onlyIf: { etagMatches: 'old-etag' } })).toEqual({ key: '.leases/x', etag: 'new-etag' });
+      expect(seen[2]).toEqual({ condition: '|"old-etag"', body: 'owner-a renewed' });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
 describe('publish-provider --remote', () => {
   it('publishes through the KV REST API and the S3 API, refuses unregistered keys, and is idempotent', async () => {
     const key = await writeKeyFile(dir, 'remote-signer.asc');

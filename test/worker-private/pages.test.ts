@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { address, env, fakeRelease, get, issueToken, ORIGIN, seed } from './helpers';
 import { readSession, SESSION_COOKIE, signIn } from '../../src/auth/session';
+import { tokenKey } from '../../src/store/layout';
 import { deleteTokenRecord } from '../../src/store/tokens';
 
 // Pages in private mode: a session from a read token, its scope, CSRF-safe sign-in and sign-out.
@@ -136,6 +137,21 @@ describe('a session', () => {
     const request = new Request(`${ORIGIN}/`, { headers: { cookie } });
     expect(await readSession(request, env)).not.toBeNull();
     expect(await readSession(request, env, Date.now() + 13 * 3600 * 1000)).toBeNull();
+  });
+
+  it('ends when its token record is rewritten with an expiry that has passed (re-read on every request)', async () => {
+    const { cookie, sha256 } = await signedIn(['acme']);
+    expect((await get('/', withCookie(cookie))).status).toBe(200);
+    const record = JSON.parse((await env.REGISTRY_KV.get(tokenKey(sha256), 'text'))!) as Record<string, unknown>;
+    await env.REGISTRY_KV.put(tokenKey(sha256), JSON.stringify({ ...record, expires: new Date(Date.now() - 1000).toISOString() }));
+    expect((await get('/', withCookie(cookie))).status).toBe(303);
+  });
+
+  it('is refused when the record under its token hash names another hash (as bearer tokens are)', async () => {
+    const { cookie, sha256 } = await signedIn(['acme']);
+    const { record: other } = await issueToken(['*']);
+    await env.REGISTRY_KV.put(tokenKey(sha256), JSON.stringify(other));
+    expect((await get('/', withCookie(cookie))).status).toBe(303);
   });
 
   it('never outlives its token', async () => {

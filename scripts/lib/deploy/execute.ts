@@ -48,6 +48,8 @@ export function wrangler(args: string[], options: { stdin?: string; cwd?: string
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.on('error', (error) => reject(new DeployStepError('run wrangler', `could not start wrangler: ${error.message}`, '', 'run `npm install` in the project first')));
     child.on('close', (status) => resolve({ status: status ?? 1, stdout, stderr }));
+    // A wrangler that exits without reading its input (EPIPE) is judged by its exit status, not by this write.
+    child.stdin.on('error', () => undefined);
     child.stdin.end(options.stdin ?? '');
   });
 }

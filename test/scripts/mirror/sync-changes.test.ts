@@ -138,3 +138,34 @@ describe('mirror sync over time', () => {
     expect(await served()).toEqual(before);
   });
 });
+
+describe('mirror sync: a version completed later', () => {
+  let later: StaticUpstream;
+  let dir: string;
+  let done: () => void;
+  beforeAll(async () => {
+    later = await StaticUpstream.start({ namespace: NS, type: TYPE, releases: [{ version: '1.0.0', platforms: ['linux_amd64'] }] });
+    ({ dir, cleanup: done } = tempDir('mirror-later'));
+    writeFileSync(join(dir, 'terraformrc'), '');
+  });
+  afterAll(async () => {
+    await later?.stop();
+    done?.();
+  });
+
+  const sync = (platforms: string[]) => runScript('mirror', ['sync', `${later.host}/${NS}/${TYPE}`, '--version', '1.0.0', ...platforms.flatMap((p) => ['--platform', p]),
+    '--json', '--persist-to', join(dir, 'state'), '--wrangler-config', configPath], { NODE_EXTRA_CA_CERTS: later.caPath, TF_CLI_CONFIG_FILE: join(dir, 'terraformrc') });
+
+  it('refuses a platform added upstream under a SHA256SUMS other than the one it mirrored, and keeps what it holds', async () => {
+    const first = await sync(['linux_amd64']);
+    expect(first.code, first.stderr).toBe(0);
+    // The upstream adds darwin_arm64 to 1.0.0: the linux archive is the same, its signed SHA256SUMS is not.
+    await later.setReleases([{ version: '1.0.0', platforms: ['linux_amd64', 'darwin_arm64'] }]);
+    const result = await sync(['linux_amd64', 'darwin_arm64']);
+    expect(result.code).toBe(1);
+    const version = summaryOf(result.stdout).providers[0]!.versions[0]!;
+    expect(version).toMatchObject({ version: '1.0.0', status: 'failed' });
+    expect(version.reason).toMatch(/^UPSTREAM CHANGED: https:\/\/.*_1\.0\.0_SHA256SUMS differs from the SHA256SUMS mirrored with 1\.0\.0; mirrored files never change — kept ours$/);
+    expect(version.platforms.map((p) => [p.platform, p.status])).toEqual([['darwin_arm64', 'failed'], ['linux_amd64', 'unchanged']]);
+  });
+});

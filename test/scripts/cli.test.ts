@@ -1,0 +1,26 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { describeFailure, UsageError } from '../../scripts/lib/cli';
+import { InputError } from '../../src/protocol/errors';
+
+describe('the CLI runner (scripts/lib/cli.ts)', () => {
+  it('an internal failure prints one line and keeps its stack trace in a log file; --verbose prints the trace', () => {
+    const error = new Error('local R2 write of x failed: 500\nSQLITE_BUSY');
+    const quiet = describeFailure(error, 'usage', false);
+    expect(quiet.code).toBe(3);
+    expect(quiet.text.split('\n')).toHaveLength(1);
+    expect(quiet.text).toMatch(/^error: local R2 write of x failed: 500 SQLITE_BUSY — an internal or infrastructure failure.*run the same command again/);
+    const log = /stack trace in (\S+);/.exec(quiet.text)?.[1];
+    expect(log, quiet.text).toBeDefined();
+    expect(readFileSync(log!, 'utf8')).toContain(error.stack!);
+
+    const verbose = describeFailure(error, 'usage', true);
+    expect(verbose.code).toBe(3);
+    expect(verbose.text).toContain(error.stack!);
+  });
+
+  it('input errors exit 1 and usage errors exit 2, without a trace', () => {
+    expect(describeFailure(new InputError('bad name'), 'usage', false)).toEqual({ code: 1, text: 'error: bad name' });
+    expect(describeFailure(new UsageError('--version is required'), 'the usage', false)).toEqual({ code: 2, text: 'error: --version is required\n\nthe usage' });
+  });
+});
