@@ -8,6 +8,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { emptyStateHint } from './lib/dev-hint';
 import { ensureDevVars } from './lib/dev-vars';
 
 const root = join(import.meta.dirname, '..');
@@ -18,16 +19,7 @@ const args = process.argv.slice(2);
 if (ensureDevVars(root)) process.stderr.write('edge-registry: generated URL_SIGNING_SECRET in .dev.vars (git-ignored) for private mode\n');
 
 if (!hasLocalProviders()) {
-  process.stderr.write(
-    [
-      '',
-      'edge-registry: the local state is empty, so there is nothing to serve yet. To publish a first provider:',
-      '  npm run demo                                         # a generated sample provider, several versions and platforms',
-      '  npm run publish-provider -- ./dist --namespace acme  # your own goreleaser dist/',
-      'Then try http://localhost:8787/v1/providers/demo/example/versions',
-      '',
-    ].join('\n') + '\n',
-  );
+  process.stderr.write(emptyStateHint(args));
 }
 
 const child = spawn(wrangler, ['dev', ...args], { cwd: root, stdio: 'inherit' });
