@@ -9,9 +9,11 @@
  * RSS curve, whether it plateaus after the warm-up, and whether the cache's
  * byte bound held at every sample, and the Worker's answers per route and
  * status with the requests it never answered (/__bench/statuses). Reported,
- * never a failure.
+ * never a failure. Miniflare's own isolates collect their garbage every
+ * HELPER_COLLECTION_SECONDS (SoakOptions.rawHelpers says why); after the load
+ * every isolate does, and the RSS left is reported.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fakeRelease } from '../test/fixtures/release';
@@ -216,6 +218,7 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
 
 /** Heap snapshots of the Worker's isolate and the largest other one, named STAGE-TARGET.heapsnapshot. */
 async function snapshots(heaps: Awaited<ReturnType<typeof connectHeaps>>, heap: HeapFigures, dir: string, stage: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
   const others = Object.entries(heap.totalMbByTarget).filter(([id]) => id !== 'core:user:').sort((a, b) => b[1] - a[1]);
   for (const id of ['core:user:', ...others.slice(0, 1).map(([id]) => id)]) {
     const file = join(dir, `${stage}-${id.replace(/[^\w.-]+/g, '_')}.heapsnapshot`);
