@@ -169,12 +169,25 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
       let collecting = Promise.resolve();
       let collections = 0;
       // Miniflare's own isolates (see SoakOptions.rawHelpers); never the Worker's, whose heap is left to V8.
+      let collectionRunning = false;
       const collector = heaps && !options.rawHelpers
-        ? setInterval(() => (collecting = collecting
-          .then(async () => { await heaps!.collectGarbage('others'); collections++; })
-          .catch((error: unknown) => { log(`collection failed: ${String(error)}`); })), HELPER_COLLECTION_SECONDS * 1000)
+        ? setInterval(() => {
+          if (collectionRunning) return;
+          collectionRunning = true;
+          collecting = collecting
+            .then(async () => { await heaps!.collectGarbage('others'); collections++; })
+            .catch((error: unknown) => { log(`collection failed: ${String(error)}`); })
+            .finally(() => { collectionRunning = false; });
+        }, HELPER_COLLECTION_SECONDS * 1000)
         : undefined;
-      const timer = setInterval(() => (sampling = sampling.then(sample).catch((error: unknown) => { log(`sample failed: ${String(error)}`); })), interval * 1000);
+      // A tick that comes while the previous sample is still being read (a busy workerd answers slowly) is skipped,
+      // never queued: queued samples would all be read at once after the load, as rows that never happened.
+      let sampleRunning = false;
+      const timer = setInterval(() => {
+        if (sampleRunning) return;
+        sampleRunning = true;
+        sampling = sampling.then(sample).catch((error: unknown) => { log(`sample failed: ${String(error)}`); }).finally(() => { sampleRunning = false; });
+      }, interval * 1000);
       let load: LoadResult;
       try {
         load = await wrk(`${runtime.origin}/`, { connections: CONNECTIONS, seconds: Math.round(minutes * 60), script });
