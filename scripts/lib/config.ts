@@ -1,5 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve, sep } from 'node:path';
 import { InputError, parseHostname } from '../../src/protocol/index';
 
 /**
@@ -43,8 +45,7 @@ export async function readRegistryConfig(options: ConfigOptions = {}): Promise<R
   if (!existsSync(configPath)) {
     throw new InputError(`${configPath} not found: run from the project root or pass --config PATH/wrangler.toml`);
   }
-  const { unstable_readConfig } = await import('wrangler');
-  const config = unstable_readConfig({ config: configPath, env: options.env }, { hideWarnings: true });
+  const config = await readWranglerBindings(configPath, options.env);
   const where = `${configPath}${options.env ? ` (env ${options.env})` : ''}`;
   const kv = config.kv_namespaces.find((ns: { binding: string; id?: string }) => ns.binding === 'REGISTRY_KV');
   if (!kv?.id) throw new InputError(`${where}: no kv_namespaces entry with binding "REGISTRY_KV" and an id`);
@@ -74,4 +75,56 @@ export function compatibilityDate(configPath = join(dirname(import.meta.dirname)
   const match = /^compatibility_date\s*=\s*"(\d{4}-\d{2}-\d{2})"/m.exec(readFileSync(configPath, 'utf8'));
   if (!match) throw new InputError(`${configPath}: no compatibility_date = "YYYY-MM-DD"`);
   return match[1]!;
+}
+
+/** The parts of wrangler's resolved config readRegistryConfig uses. */
+interface WranglerBindings {
+  kv_namespaces: { binding: string; id?: string }[];
+  r2_buckets: { binding: string; bucket_name?: string }[];
+  vars: Record<string, unknown>;
+  compatibility_date?: string;
+}
+
+/**
+ * wrangler.toml as wrangler itself resolves it (environments, inheritance),
+ * reduced to WranglerBindings. Loading wrangler costs ~0.9 s of CPU, paid by
+ * every command, so the result is kept in node_modules/.cache/edge-registry
+ * under a key made of the file's bytes, the environment and the installed
+ * wrangler: any edit of wrangler.toml, or another wrangler, reads it afresh.
+ * A cache that can't be read or written only means reading with wrangler.
+ */
+async function readWranglerBindings(configPath: string, env: string | undefined): Promise<WranglerBindings> {
+  let cachePath: string | null = null;
+  try {
+    const wranglerEntry = createRequire(import.meta.url).resolve('wrangler');
+    const installed = statSync(wranglerEntry);
+    const key = createHash('sha256')
+      .update(readFileSync(configPath)).update(`\0${env ?? ''}\0${wranglerEntry}\0${installed.size}\0${installed.mtimeMs}`)
+      .digest('hex').slice(0, 32);
+    const modules = wranglerEntry.lastIndexOf(`${sep}node_modules${sep}`);
+    if (modules >= 0) cachePath = join(wranglerEntry.slice(0, modules), 'node_modules', '.cache', 'edge-registry', `wrangler-config-${key}.json`);
+    if (cachePath && existsSync(cachePath)) return JSON.parse(readFileSync(cachePath, 'utf8')) as WranglerBindings;
+  } catch {
+    cachePath = null;
+  }
+  const { unstable_readConfig } = await import('wrangler');
+  const config = unstable_readConfig({ config: configPath, env }, { hideWarnings: true });
+  const bindings: WranglerBindings = {
+    kv_namespaces: config.kv_namespaces.map(({ binding, id }: { binding: string; id?: string }) => ({ binding, id })),
+    r2_buckets: config.r2_buckets.map(({ binding, bucket_name }: { binding: string; bucket_name?: string }) => ({ binding, bucket_name })),
+    vars: config.vars as Record<string, unknown>,
+    ...(config.compatibility_date ? { compatibility_date: config.compatibility_date } : {}),
+  };
+  if (cachePath) {
+    try {
+      mkdirSync(dirname(cachePath), { recursive: true });
+      // Whole or not at all: written under another name, then renamed.
+      const temp = `${cachePath}.${process.pid}`;
+      writeFileSync(temp, JSON.stringify(bindings));
+      renameSync(temp, cachePath);
+    } catch {
+      // read-only node_modules: read with wrangler next time too
+    }
+  }
+  return bindings;
 }
