@@ -10,7 +10,7 @@ import type { BlobStore, KvStore } from './types';
 import { listAllKeys } from './list-keys';
 import { listAllObjectKeys } from './list-objects';
 import {
-  commitRecord, DamagedRecordError, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
+  commitRecord, DamagedRecordError, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
   type PublishOutcome, type PublishProgress, type StoredFile,
 } from './records';
 import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from './modules-types';
@@ -72,14 +72,7 @@ export function parseModuleRecord(text: string, key: string): ModuleVersionRecor
  * record. Throws DamagedRecordError for a damaged record.
  */
 export async function readModuleRecord(kv: KvStore, address: ModuleAddress, version: string, blobs?: BlobStore): Promise<ModuleVersionRecord | null> {
-  if (blobs) {
-    const key = moduleCommittedRecordKey(address, version);
-    const object = await blobs.get(key);
-    if (object) return parseModuleRecord(await object.text(), key);
-  }
-  const key = moduleRecordKey(address, version);
-  const text = await kv.get(key, 'text');
-  return text === null ? null : parseModuleRecord(text, key);
+  return readCommittedRecord(kv, blobs, moduleCommittedRecordKey(address, version), moduleRecordKey(address, version), parseModuleRecord);
 }
 
 /** True when two records are the same package bytes (a re-run). */

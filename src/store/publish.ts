@@ -12,7 +12,7 @@ import { listAllKeys } from './list-keys';
 import { listAllObjectKeys } from './list-objects';
 import { rebuildProviderPages } from './pages-publish';
 import {
-  commitRecord, DamagedRecordError, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
+  commitRecord, DamagedRecordError, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
   type PublishOutcome, type PublishProgress, type StoredFile,
 } from './records';
 import type { BlobStore, KvStore, PackageRecord, SigningKey, VersionRecord } from './types';
@@ -93,14 +93,7 @@ export function parseVersionRecord(text: string, key: string): VersionRecord {
  * DamagedRecordError for a damaged record.
  */
 export async function readVersionRecord(kv: KvStore, address: ProviderAddress, version: string, blobs?: BlobStore): Promise<VersionRecord | null> {
-  if (blobs) {
-    const key = committedRecordKey(address, version);
-    const object = await blobs.get(key);
-    if (object) return parseVersionRecord(await object.text(), key);
-  }
-  const key = versionRecordKey(address, version);
-  const text = await kv.get(key, 'text');
-  return text === null ? null : parseVersionRecord(text, key);
+  return readCommittedRecord(kv, blobs, committedRecordKey(address, version), versionRecordKey(address, version), parseVersionRecord);
 }
 
 /**

@@ -76,6 +76,28 @@ export async function commitRecord(blobs: BlobStore, key: string, record: unknow
 }
 
 /**
+ * The committed record of one version, parsed by `parse` (which throws
+ * DamagedRecordError for a damaged one), or null when it was never
+ * (completely) published. Reads the R2 object `committedKey` (strongly
+ * consistent) when `blobs` is given; a version published before records were
+ * kept in R2 is found through its KV record `kvKey`.
+ */
+export async function readCommittedRecord<T>(
+  kv: KvStore,
+  blobs: BlobStore | undefined,
+  committedKey: string,
+  kvKey: string,
+  parse: (text: string, key: string) => T,
+): Promise<T | null> {
+  if (blobs) {
+    const object = await blobs.get(committedKey);
+    if (object) return parse(await object.text(), committedKey);
+  }
+  const text = await kv.get(kvKey, 'text');
+  return text === null ? null : parse(text, kvKey);
+}
+
+/**
  * Every record under the R2 `prefix`, parsed by `parse` (which throws
  * DamagedRecordError for a damaged one: reported through `onDamaged` and
  * skipped). Other errors are thrown.

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { address, fakeRelease, getWith, seed } from './helpers';
+import { address, atFakeTime, fakeRelease, getWith, seed } from './helpers';
 import { publishVersion, readVersionRecord, rebuildProviderIndex } from '../../src/store/publish';
 import { storeMirroredVersion } from '../../src/store/mirror';
 
@@ -13,15 +13,7 @@ const vars = { INDEX_CACHE_SECONDS: SECONDS };
 // The isolate's cache reads Date.now(): requests are made at chosen instants on a fake clock (to the
 // millisecond, no sleeping); publishing runs on the real clock in between.
 const T0 = Date.UTC(2031, 0, 1);
-async function at<T>(ms: number, request: () => Promise<T>): Promise<T> {
-  vi.useFakeTimers({ toFake: ['Date'] });
-  vi.setSystemTime(T0 + ms);
-  try {
-    return await request();
-  } finally {
-    vi.useRealTimers();
-  }
-}
+const at = <T>(ms: number, request: () => Promise<T>): Promise<T> => atFakeTime(T0 + ms, request);
 afterEach(() => {
   vi.useRealTimers();
 });

@@ -1,4 +1,5 @@
 import { env, exports } from 'cloudflare:workers';
+import { vi } from 'vitest';
 import worker from '../../src/index';
 import type { Env } from '../../src/env';
 import { providerAddress, type ProviderAddress } from '../../src/protocol/address';
@@ -58,4 +59,19 @@ export function countingKv(): { kv: KVNamespace; reads: () => number } {
     },
   });
   return { kv, reads: () => reads };
+}
+
+/**
+ * Runs `request` with Date.now() faked to `ms` (the isolate caches read it),
+ * then puts the real clock back: requests at chosen instants, to the
+ * millisecond, without sleeping.
+ */
+export async function atFakeTime<T>(ms: number, request: () => Promise<T>): Promise<T> {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  vi.setSystemTime(ms);
+  try {
+    return await request();
+  } finally {
+    vi.useRealTimers();
+  }
 }

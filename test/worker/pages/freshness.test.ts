@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { address, fakeRelease, getWith, seed } from '../helpers';
+import { address, atFakeTime, fakeRelease, getWith, seed } from '../helpers';
 import { publishVersion } from '../../../src/store/publish';
 import type { Env } from '../../../src/env';
 import { moduleAddress } from '../../../src/protocol/modules-v1';
@@ -17,15 +17,7 @@ const LIFETIME_MS = Number(SECONDS) * 1000;
 const HTML = { headers: { accept: 'text/html' } };
 // Requests at chosen instants on a fake clock (the isolate caches read Date.now()); publishing runs on
 // the real clock in between. Each test uses its own instants far from the others' so no entry carries over.
-async function at<T>(ms: number, request: () => Promise<T>): Promise<T> {
-  vi.useFakeTimers({ toFake: ['Date'] });
-  vi.setSystemTime(ms);
-  try {
-    return await request();
-  } finally {
-    vi.useRealTimers();
-  }
-}
+const at = atFakeTime;
 afterEach(() => {
   vi.useRealTimers();
 });
