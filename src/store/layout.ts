@@ -159,3 +159,15 @@ export function parseModuleCommittedRecordKey(key: string): { address: ModuleAdd
 
 /** Name of the lease a module publish holds (one writer per module): see src/store/lease.ts. */
 export const moduleLeaseName = (address: ModuleAddress) => `modules/${modulePath(address)}`;
+
+// ---- Pull-through mirror (src/mirror/, src/store/mirror/) ----
+//
+// KV:
+//   mirror-policy                                       the pull-through policy (canonical JSON; absent = no pull-through)
+// R2:
+//   .pull/HOST/NS/TYPE/VERSION.json                     a verified upstream manifest (signed SHA256SUMS, per-platform documents)
+//   .leases/pull/HOST/NS/TYPE/VERSION/OS_ARCH           the lease of the one request pulling that archive
+export const mirrorPolicyKey = 'mirror-policy';
+export const pullManifestKey = (address: ProviderAddress, version: string) => `.pull/${providerPath(address)}/${version}.json`;
+export const pullLeaseName = (address: ProviderAddress, version: string, platform: Platform) =>
+  `pull/${providerPath(address)}/${version}/${platform.os}_${platform.arch}`;
