@@ -19,6 +19,8 @@ export interface Env {
   GZIP_DOCUMENTS?: string;
   /** HMAC key for signed release-file URLs (a secret; private mode only). */
   URL_SIGNING_SECRET?: string;
+  /** Key-encryption secret of registry-held signing keys (a secret; src/store/keys/held-keys.ts). */
+  SIGNING_KEY_SECRET?: string;
   /** Minutes a signed release-file URL stays valid (private mode). */
   SIGNED_URL_MINUTES?: string;
 }
