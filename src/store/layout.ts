@@ -14,6 +14,8 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   records/HOST/NS/TYPE/VERSION                        version record (JSON), a copy of the R2 record below (read only for versions published before R2 records were kept)
  *   signing-keys/HOST/NS                                namespace public keys (JSON)
  *   tokens/SHA256                                       read-token record, by the SHA-256 of the token
+ *   publishers/HOST/NS                                  the namespace's trusted CI publishers (JSON list, src/identity/publishers.ts)
+ *   held-signing-keys/HOST/NS                           the namespace's registry-held private signing key, encrypted (src/store/keys/held-keys.ts)
  *
  * R2:
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
@@ -55,6 +57,12 @@ export const versionRecordKey = (address: ProviderAddress, version: string) =>
 export const namespaceRecordPrefix = (hostname: string, namespace: string) => `records/${hostname}/${namespace}/`;
 
 export const signingKeysKey = (hostname: string, namespace: string) => `signing-keys/${hostname}/${namespace}`;
+
+/** Trusted publishers of a namespace (JSON list; src/store/publishers.ts). */
+export const publishersKey = (hostname: string, namespace: string) => `publishers/${hostname}/${namespace}`;
+
+/** The registry-held signing key of a namespace, encrypted at rest (src/store/keys/held-keys.ts). */
+export const heldSigningKeyKey = (hostname: string, namespace: string) => `held-signing-keys/${hostname}/${namespace}`;
 
 export const tokenKey = (tokenSha256Hex: string) => `tokens/${tokenSha256Hex}`;
 export const tokenPrefix = 'tokens/';
