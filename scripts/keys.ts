@@ -16,7 +16,8 @@ import {
   type KeyType,
 } from './lib/keyring';
 import { addNamespaceKey, listNamespaceKeys, removeNamespaceKey } from './lib/keys';
-import { openKvStore } from './lib/open-store';
+import { openKvStore, openStore } from './lib/open-store';
+import { audited } from './lib/audit';
 import { heldKeySecret } from './lib/held-keys';
 import { deleteHeldKey, heldKeyInfo, storeHeldKey } from '../src/store/keys/held-keys';
 
@@ -39,7 +40,8 @@ const USAGE = `usage: npm run keys -- COMMAND --namespace NS [options]
   remove --key-id ID
         stop signing with a key; versions it signed keep serving it
 
-  --remote, --env NAME     the KV namespace of wrangler.toml (needs $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN)
+  --remote, --env NAME     the KV namespace of wrangler.toml (needs $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN;
+                           generate, import and remove also $R2_ACCESS_KEY_ID, $R2_SECRET_ACCESS_KEY for the audit log)
   --config PATH            wrangler.toml (default ./wrangler.toml)
   --persist-to DIR         local state root (default .wrangler/state)
   --hostname HOST          registry hostname (default REGISTRY_HOSTNAME)`;
@@ -84,15 +86,20 @@ run(async () => {
   if (held && command === 'generate' && values['key-file']) throw new UsageError('generate --held-by-registry writes no private key file: leave out --key-file');
   const secret = held ? heldKeySecret(config, values.remote) : '';
 
-  const store = await openKvStore(config, { remote: values.remote });
+  // Writes leave an audit entry (R2); list only reads KV.
+  const store = command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
+  const auditStore = store.blobs ? { blobs: store.blobs } : null;
+  const target = `${hostname}/${namespace}`;
   try {
     const where = store.description;
     switch (command) {
       case 'generate': {
         if (held) {
           const generated = await generateSigningKey({ type, name: values.name ?? `edge-registry ${hostname}/${namespace}` });
-          await storeHeldKey(store.kv, secret, hostname, namespace, generated.publicKey.key_id, generated.armoredPrivateKey);
-          await addNamespaceKey(store.kv, hostname, namespace, generated.publicKey);
+          await audited(auditStore, values.remote, { action: 'key.add', target }, async () => {
+            await storeHeldKey(store.kv, secret, hostname, namespace, generated.publicKey.key_id, generated.armoredPrivateKey);
+            return addNamespaceKey(store.kv, hostname, namespace, generated.publicKey);
+          }, () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}, held by the registry` }));
           say(`generated ${type === 'ecc' ? 'ed25519 (OpenPGP v4)' : 'RSA-4096 (OpenPGP v4)'} key ${generated.publicKey.key_id}, held by the registry`);
           say(`  private key: sealed under SIGNING_KEY_SECRET in ${where}; never written to a file or printed`);
           say(`  public key registered for ${hostname}/${namespace}; publishes authorised for ${namespace} are signed with it`);
@@ -103,7 +110,8 @@ run(async () => {
         const passphrase = process.env[PASSPHRASE_ENV] || undefined;
         const generated = await generateSigningKey({ type, name: values.name ?? `edge-registry ${hostname}/${namespace}`, ...(passphrase ? { passphrase } : {}) });
         writePrivateKeyFile(path, generated.armoredPrivateKey);
-        await addNamespaceKey(store.kv, hostname, namespace, generated.publicKey);
+        await audited(auditStore, values.remote, { action: 'key.add', target }, () => addNamespaceKey(store.kv, hostname, namespace, generated.publicKey),
+          () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}` }));
         say(`generated ${type === 'ecc' ? 'ed25519 (OpenPGP v4)' : 'RSA-4096 (OpenPGP v4)'} key ${generated.publicKey.key_id}`);
         say(`  private key: ${path}${passphrase ? ' (encrypted with the passphrase)' : ' (unencrypted; keep it out of the repository)'}`);
         say(`  public key registered for ${hostname}/${namespace} in ${where}`);
@@ -114,8 +122,10 @@ run(async () => {
         if (held) {
           const loaded = await explicitPrivateKey({ keyFile: values['key-file'] });
           if (!loaded) throw new InputError(`import --held-by-registry needs the private key: --key-file PATH or ${KEY_ENV}`);
-          await storeHeldKey(store.kv, secret, hostname, namespace, loaded.publicKey.key_id, loaded.privateKey.armor());
-          const added = await addNamespaceKey(store.kv, hostname, namespace, loaded.publicKey);
+          const added = await audited(auditStore, values.remote, { action: 'key.add', target }, async () => {
+            await storeHeldKey(store.kv, secret, hostname, namespace, loaded.publicKey.key_id, loaded.privateKey.armor());
+            return addNamespaceKey(store.kv, hostname, namespace, loaded.publicKey);
+          }, () => ({ outcome: 'ok', reason: `imported key ${loaded.publicKey.key_id}, held by the registry` }));
           say(`key ${loaded.publicKey.key_id} (from ${loaded.source}) is now held by the registry for ${hostname}/${namespace}, sealed under SIGNING_KEY_SECRET in ${where}${added ? '; public key registered' : ''}`);
           say('  the registry signs publishes authorised for the namespace with it; delete your copy if only the registry should sign');
           if (values.json) process.stdout.write(`${JSON.stringify({ key_id: loaded.publicKey.key_id, added, held_by_registry: true })}\n`);
@@ -135,7 +145,9 @@ run(async () => {
           if (!fromEnv) throw new InputError(`import needs --key-file PATH (public or private key) or ${KEY_ENV}`);
           key = fromEnv.publicKey;
         }
-        const added = await addNamespaceKey(store.kv, hostname, namespace, key);
+        const imported = key;
+        const added = await audited(auditStore, values.remote, { action: 'key.add', target }, () => addNamespaceKey(store.kv, hostname, namespace, imported),
+          (fresh) => ({ outcome: fresh ? 'ok' : 'unchanged', reason: `imported key ${imported.key_id}` }));
         say(added ? `registered key ${key.key_id} for ${hostname}/${namespace} in ${where}` : `key ${key.key_id} is already registered for ${hostname}/${namespace}`);
         if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, added })}\n`);
         break;
@@ -157,8 +169,15 @@ run(async () => {
         break;
       }
       case 'remove': {
-        const signed = await removeNamespaceKey(store.kv, hostname, namespace, values['key-id']!);
-        if (await deleteHeldKey(store.kv, hostname, namespace, values['key-id']!.replace(/^0x/i, ''))) say('  the registry-held private key was deleted');
+        let heldDeleted = false;
+        const signed = await audited(auditStore, values.remote, { action: 'key.remove', target, reason: `key ${values['key-id']!.toUpperCase()}` },
+          async () => {
+            const versions = await removeNamespaceKey(store.kv, hostname, namespace, values['key-id']!);
+            heldDeleted = await deleteHeldKey(store.kv, hostname, namespace, values['key-id']!.replace(/^0x/i, ''));
+            return versions;
+          },
+          () => ({ outcome: 'ok', reason: `removed key ${values['key-id']!.toUpperCase()}${heldDeleted ? ' and its registry-held private key' : ''}` }));
+        if (heldDeleted) say('  the registry-held private key was deleted');
         say(`removed key ${values['key-id']!.toUpperCase()} from ${hostname}/${namespace}: new releases can no longer be signed with it`);
         if (signed.length) say(`  still served for the versions it signed: ${signed.join(', ')}`);
         break;
