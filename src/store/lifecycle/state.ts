@@ -112,7 +112,7 @@ export function lifecycleWarnings(state: LifecycleState, name: string): string[]
     if (withdrawn) {
       warnings.push(
         `${name} ${version} was withdrawn on ${withdrawn.at.slice(0, 10)}: ${withdrawn.message}. ` +
-          `It is no longer offered to new installs, so a lock file that pins ${version} fails with "no available releases match"; ` +
+          `It is no longer offered: a lock file that pins ${version} stops with "the previously-selected version ${version} is no longer available"; ` +
           'run "terraform init -upgrade" (or "tofu init -upgrade") to select another version.',
       );
     }
