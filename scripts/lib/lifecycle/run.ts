@@ -9,6 +9,7 @@ import { changeModuleLifecycle, committedModuleVersions } from '../../../src/sto
 import { changeProviderLifecycle, committedProviderVersions } from '../../../src/store/lifecycle/providers';
 import type { LifecycleState } from '../../../src/store/lifecycle/state';
 import { readRegistryConfig } from '../config';
+import { audited } from '../audit';
 import { processLeaseOptions } from '../lease';
 import { openStore } from '../open-store';
 
@@ -99,12 +100,20 @@ export async function runLifecycle(options: LifecycleOptions): Promise<Lifecycle
     }
     const lease = target.kind === 'provider' ? providerLeaseName(target.address) : moduleLeaseName(target.address);
     const purpose = `lifecycle ${options.command} ${name}${version ? ` ${version}` : ''}`;
-    const result = await withLease(store.blobs, lease, processLeaseOptions(purpose, log), (held) => {
+    const change = () => withLease(store.blobs, lease, processLeaseOptions(purpose, log), (held) => {
       const progress = ({ detail, step }: { step: string; detail: string }) => { if (step === 'warning' || step === 'index') log(`  ${step}: ${detail}`); };
       return target.kind === 'provider'
         ? changeProviderLifecycle(store.kv, store.blobs, target.address, action, { lease: held, progress })
         : changeModuleLifecycle(store.kv, store.blobs, target.address, action, { lease: held, progress });
     });
+    // Every change (and every refusal) leaves an audit entry: actor operator, local or --remote.
+    const record = {
+      action: `lifecycle.${options.command}`,
+      target: `${name}${version ? ` ${version}` : ''}`,
+      ...('message' in action ? { reason: action.message } : {}),
+    };
+    const result = await audited({ blobs: store.blobs }, options.remote, record, change,
+      (r) => ({ outcome: r.changed ? 'ok' : 'unchanged' }));
     return {
       kind: target.kind, address: name, command: options.command, version: version ?? null,
       status: result.changed ? 'changed' : 'unchanged', versions: result.versions, lifecycle: result.state,

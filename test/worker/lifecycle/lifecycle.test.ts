@@ -5,6 +5,7 @@ import { moduleAddress } from '../../../src/protocol/modules-v1';
 import { InputError } from '../../../src/protocol/errors';
 import { providerLifecycleKey } from '../../../src/store/layout';
 import { withLease } from '../../../src/store/lease';
+import { commitLifecycle } from '../../../src/store/lifecycle/change';
 import { changeModuleLifecycle } from '../../../src/store/lifecycle/modules';
 import { changeProviderLifecycle } from '../../../src/store/lifecycle/providers';
 import { seedModule } from '../../fixtures/modules';
@@ -119,6 +120,27 @@ describe('bad input changes nothing', () => {
     expect(await r2.head(providerLifecycleKey(provider))).toBeNull();
     // Past the list's isolate lifetime: what KV holds now, unchanged.
     expect(await atFakeTime(Date.now() + 60_000, async () => (await get('/v1/providers/acme/strict/versions')).text())).toBe(before);
+  });
+});
+
+describe('crash safety', () => {
+  it('a change killed after its commit point is completed by running it again (the rebuild runs even when nothing changes)', async () => {
+    const provider = await publish('interrupted', ['1.0.0', '1.1.0']);
+    // The commit alone, as if the process died before the rebuild.
+    await commitLifecycle(r2, providerLifecycleKey(provider), { kind: 'withdraw', version: '1.1.0', message: 'bad' }, () => {});
+    const stale = await (await get('/v1/providers/acme/interrupted/versions')).json<Versions>();
+    expect(stale.versions.map((v) => v.version)).toEqual(['1.0.0', '1.1.0']);
+    const again = await changeProviderLifecycle(kv, r2, provider, { kind: 'withdraw', version: '1.1.0', message: 'bad' });
+    expect(again.changed).toBe(false);
+    const body = await atFakeTime(Date.now() + 60_000, async () => (await get('/v1/providers/acme/interrupted/versions')).json<Versions>());
+    expect(body.versions.map((v) => v.version)).toEqual(['1.0.0']);
+  });
+
+  it('a lease lost before the commit writes nothing', async () => {
+    const provider = await publish('lost-lease', ['1.0.0']);
+    const lost = { check() { throw new Error('lost the lease'); } };
+    await expect(changeProviderLifecycle(kv, r2, provider, { kind: 'deprecate', message: 'x' }, { lease: lost })).rejects.toThrow('lost the lease');
+    expect(await r2.head(providerLifecycleKey(provider))).toBeNull();
   });
 });
 
