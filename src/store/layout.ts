@@ -21,6 +21,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
  *   .records/HOST/NS/TYPE/VERSION.json                  committed version record: the commit point and the source of truth (strongly consistent: lists, pages and bodies are built from these)
  *   .leases/NAME                                        an exclusive writer lease (JSON owner + expiry), e.g. NAME = providers/HOST/NS/TYPE
+ *   .audit/YYYY-MM-DD/HHMMSSmmm-NONCE.json              one audit entry (src/store/audit/), created only if absent, never rewritten
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *
  * All names are lower case; HOST may carry a :port.
@@ -168,14 +169,41 @@ export function parseModuleCommittedRecordKey(key: string): { address: ModuleAdd
 /** Name of the lease a module publish holds (one writer per module): see src/store/lease.ts. */
 export const moduleLeaseName = (address: ModuleAddress) => `modules/${modulePath(address)}`;
 
+// ---- Lifecycle (deprecate, withdraw; src/store/lifecycle/) ----
+// R2 (the commit point of a lifecycle change; the lists and pages are rebuilt from it):
+//   .lifecycle/providers/HOST/NS/TYPE.json              a provider's deprecation and its versions' deprecations and withdrawals
+//   .lifecycle/modules/HOST/NS/NAME/SYSTEM.json         the same for a module
+// KV:
+//   module-lifecycle/HOST/NS/NAME/SYSTEM                a copy of the module's lifecycle for its page (providers carry theirs in the page data)
+export const providerLifecycleKey = (address: ProviderAddress) => `.lifecycle/providers/${providerPath(address)}.json`;
+export const moduleLifecycleKey = (address: ModuleAddress) => `.lifecycle/modules/${modulePath(address)}.json`;
+export const moduleLifecyclePageKey = (address: ModuleAddress) => `module-lifecycle/${modulePath(address)}`;
+export const moduleLifecycleOfHostPrefix = (hostname: string) => `.lifecycle/modules/${hostname}/`;
+
+// ---- Audit log (src/store/audit/) ----
+// R2 only: one object per entry, created with If-None-Match: * and never rewritten; a date prefix per UTC
+// day so `audit --since 7d` lists seven prefixes, and names sort by time within a day.
+
+/** Prefix of every audit entry. */
+export const auditPrefix = '.audit/';
+
+/** Prefix of the audit entries of one UTC day ("2026-11-23"). */
+export const auditDayPrefix = (day: string) => `${auditPrefix}${day}/`;
+
+/** R2 object of one audit entry written at `time` (ISO 8601, UTC); `nonce` makes entries of the same millisecond distinct. */
+export function auditEntryKey(time: string, nonce: string): string {
+  const day = time.slice(0, 10);
+  const clock = time.slice(11, 23).replace(/[:.]/g, ''); // HHMMSSmmm
+  return `${auditDayPrefix(day)}${clock}-${nonce}.json`;
+}
+
 // ---- Pull-through mirror (src/mirror/, src/store/mirror/) ----
 //
 // KV:
 //   mirror-policy                                       the pull-through policy (canonical JSON; absent = no pull-through)
 // R2:
 //   .pull/HOST/NS/TYPE/VERSION.json                     a verified upstream manifest (signed SHA256SUMS, per-platform documents)
-//   .leases/pull/HOST/NS/TYPE/VERSION/OS_ARCH           the lease of the one request pulling that archive
+//   .leases/pull/HOST/NS/TYPE/VERSION                   the lease of the one request pulling an archive of that version
 export const mirrorPolicyKey = 'mirror-policy';
 export const pullManifestKey = (address: ProviderAddress, version: string) => `.pull/${providerPath(address)}/${version}.json`;
-export const pullLeaseName = (address: ProviderAddress, version: string, platform: Platform) =>
-  `pull/${providerPath(address)}/${version}/${platform.os}_${platform.arch}`;
+export const pullLeaseName = (address: ProviderAddress, version: string) => `pull/${providerPath(address)}/${version}`;
