@@ -2,6 +2,7 @@ import type { Env } from './env';
 import { IMMUTABLE } from './http';
 import { parseHostname } from './protocol/address';
 import { signedUrlMinutes } from './auth/signed-urls';
+import { parseOidcSettings, type OidcSettings } from './identity/config';
 
 /**
  * The Worker's settings: wrangler.toml's variables parsed once per Env
@@ -31,6 +32,8 @@ export interface Settings {
   signingSecret: string;
   /** GZIP_DOCUMENTS = "true": stored documents go out gzip-compressed to clients that accept it. */
   gzipDocuments: boolean;
+  /** Sign-in with the identity provider (OIDC_*, LOGIN_POLICY); null without OIDC_ISSUER. */
+  oidc: OidcSettings | null;
 }
 
 const parsed = new WeakMap<Env, Settings>();
@@ -69,6 +72,7 @@ function parseSettings(env: Env): Settings {
     signedUrlMinutes: signedUrlMinutes(env),
     signingSecret: env.URL_SIGNING_SECRET ?? '',
     gzipDocuments: env.GZIP_DOCUMENTS === 'true',
+    oidc: parseOidcSettings(env),
   };
 }
 

@@ -14,6 +14,9 @@ import { mirrorPage, providerPage, signingKeyFile, versionPage } from './pages/p
 import { docsIndexPage, entityPage } from './pages/docs';
 import { loginPage, loginSubmit, logout } from './pages/login';
 import { asset, notFoundFor } from './pages/static';
+import { authorize, callback, pageSignIn } from './identity/broker';
+import { tokenEndpoint } from './identity/token-endpoint';
+import { tokensPage, tokensSubmit } from './pages/tokens';
 
 const router = Router<IRequest, [Env, ExecutionContext]>({
   before: [onlyGetAndHead],
@@ -45,6 +48,13 @@ router
   .all('/assets/:file', asset)
   .all('/login', (request, env) => (request.method === 'POST' ? loginSubmit(request, env) : loginPage(request, env)))
   .all('/logout', logout)
+  // Sign-in with the identity provider (src/identity/, only with OIDC_ISSUER): login.v1 and the pages' SSO.
+  .all('/oauth/authorization', authorize)
+  .all('/oauth/callback', callback)
+  .all('/oauth/token', tokenEndpoint)
+  .all('/login/sso', pageSignIn)
+  .all('/tokens', (request, env) => (request.method === 'POST' ? tokensSubmit(request, env) : tokensPage(request, env)))
+  .all('/tokens/:action', tokensSubmit)
   .all('*', notFoundFor);
 
 export default { fetch: router.fetch } satisfies ExportedHandler<Env>;

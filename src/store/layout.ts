@@ -19,6 +19,8 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
  *   .records/HOST/NS/TYPE/VERSION.json                  committed version record (strongly consistent: lists are rebuilt from these)
  *   .leases/NAME                                        an exclusive writer lease (JSON owner + expiry), e.g. NAME = providers/HOST/NS/TYPE
+ *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
+ *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *
  * All names are lower case; HOST may carry a :port.
@@ -159,3 +161,10 @@ export function parseModuleCommittedRecordKey(key: string): { address: ModuleAdd
 
 /** Name of the lease a module publish holds (one writer per module): see src/store/lease.ts. */
 export const moduleLeaseName = (address: ModuleAddress) => `modules/${modulePath(address)}`;
+
+/** A one-time login.v1 code, by the SHA-256 of the code (R2: single use needs strong consistency). */
+export const loginCodeObjectKey = (codeSha256Hex: string) => `.login-codes/${codeSha256Hex}`;
+
+/** Prefix of one person's token index (R2), PERSON = hex SHA-256 of issuer + "\n" + subject. */
+export const personTokensPrefix = (personKey: string) => `.people/${personKey}/tokens/`;
+export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) => `${personTokensPrefix(personKey)}${tokenSha256Hex}`;
