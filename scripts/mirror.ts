@@ -13,6 +13,7 @@ import { openLocalStore, type StoreHandle } from './lib/local-store';
 import { DEFAULT_UPSTREAM, readAllowList } from './lib/mirror/allow-list';
 import { terraformCredentials } from './lib/mirror/cli-config';
 import { importDirectory } from './lib/mirror/import';
+import { policyCommand, validatePolicyFile } from './lib/mirror/policy-cli';
 import type { MirrorSummary } from './lib/mirror/summary';
 import { syncProviders, type SyncRequest } from './lib/mirror/sync';
 import { UpstreamHttp } from './lib/mirror/upstream-http';
@@ -23,6 +24,7 @@ const USAGE = `usage:
   npm run mirror -- sync --config mirror.json [options]
   npm run mirror -- import DIR [options]          a \`terraform providers mirror\` directory (packed layout)
   npm run mirror -- list [--json] [options]
+  npm run mirror -- policy set mirror.json | show | clear [options]   the pull-through policy the Worker enforces
 
   --version CONSTRAINT    Terraform version constraint, e.g. '~> 3.5' (prereleases only when named exactly)
   --platform OS_ARCH      platform to mirror (repeatable; default: every platform upstream offers)
@@ -82,7 +84,7 @@ async function main(): Promise<void> {
     say(USAGE);
     return;
   }
-  if (!command || !['sync', 'import', 'list'].includes(command)) throw new UsageError(command ? `unknown command "${command}"` : 'give a command: sync, import or list');
+  if (!command || !['sync', 'import', 'list', 'policy'].includes(command)) throw new UsageError(command ? `unknown command "${command}"` : 'give a command: sync, import, list or policy');
   if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
   const count = (name: string, value: string | undefined, fallback: number, min: number) => {
     if (value === undefined) return fallback;
@@ -108,6 +110,9 @@ async function main(): Promise<void> {
         platforms: (values.platform ?? []).map(parsePlatformName),
       }];
     }
+  } else if (command === 'policy') {
+    if (values.version || values.platform || values.config || values['dry-run']) throw new UsageError('policy takes an action (set FILE, show, clear) and the state options');
+    if (rest[0] === 'set' && rest.length === 2) validatePolicyFile(rest[1]!); // refuse a bad file before opening any store
   } else if (command === 'import') {
     if (rest.length !== 1) throw new UsageError('import takes one directory');
     if (values.version || values.platform || values.config) throw new UsageError('import takes what the directory holds: no --version, --platform or --config');
@@ -120,6 +125,10 @@ async function main(): Promise<void> {
     ? openRemoteStore(config, process.env, { onProgress: (key, sent) => { if (sent >= 64 * 1024 * 1024) say(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`); } })
     : await openLocalStore(config);
   try {
+    if (command === 'policy') {
+      await policyCommand(rest, store, { say, print: (text) => process.stdout.write(text) });
+      return;
+    }
     if (command === 'list') {
       const providers = await listMirroredProviders(store.kv, store.blobs);
       if (values.json) {

@@ -11,13 +11,15 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   v1/providers/HOST/NS/TYPE/VERSION/download/OS_ARCH  registry "find a package" body (immutable)
  *   v1/mirror/HOST/NS/TYPE/index.json                   mirror "list versions" body
  *   v1/mirror/HOST/NS/TYPE/VERSION.json                 mirror "list packages" body (immutable)
- *   records/HOST/NS/TYPE/VERSION                        version record (JSON): the source of truth the bodies derive from
+ *   records/HOST/NS/TYPE/VERSION                        version record (JSON), a copy of the R2 record below (read only for versions published before R2 records were kept)
  *   signing-keys/HOST/NS                                namespace public keys (JSON)
  *   tokens/SHA256                                       read-token record, by the SHA-256 of the token
+ *   publishers/HOST/NS                                  the namespace's trusted CI publishers (JSON list, src/identity/publishers.ts)
+ *   held-signing-keys/HOST/NS                           the namespace's registry-held private signing key, encrypted (src/store/keys/held-keys.ts)
  *
  * R2:
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
- *   .records/HOST/NS/TYPE/VERSION.json                  committed version record (strongly consistent: lists are rebuilt from these)
+ *   .records/HOST/NS/TYPE/VERSION.json                  committed version record: the commit point and the source of truth (strongly consistent: lists, pages and bodies are built from these)
  *   .leases/NAME                                        an exclusive writer lease (JSON owner + expiry), e.g. NAME = providers/HOST/NS/TYPE
  *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
  *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
@@ -56,6 +58,12 @@ export const versionRecordKey = (address: ProviderAddress, version: string) =>
 export const namespaceRecordPrefix = (hostname: string, namespace: string) => `records/${hostname}/${namespace}/`;
 
 export const signingKeysKey = (hostname: string, namespace: string) => `signing-keys/${hostname}/${namespace}`;
+
+/** Trusted publishers of a namespace (JSON list; src/store/publishers.ts). */
+export const publishersKey = (hostname: string, namespace: string) => `publishers/${hostname}/${namespace}`;
+
+/** The registry-held signing key of a namespace, encrypted at rest (src/store/keys/held-keys.ts). */
+export const heldSigningKeyKey = (hostname: string, namespace: string) => `held-signing-keys/${hostname}/${namespace}`;
 
 export const tokenKey = (tokenSha256Hex: string) => `tokens/${tokenSha256Hex}`;
 export const tokenPrefix = 'tokens/';
@@ -168,3 +176,15 @@ export const loginCodeObjectKey = (codeSha256Hex: string) => `.login-codes/${cod
 /** Prefix of one person's token index (R2), PERSON = hex SHA-256 of issuer + "\n" + subject. */
 export const personTokensPrefix = (personKey: string) => `.people/${personKey}/tokens/`;
 export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) => `${personTokensPrefix(personKey)}${tokenSha256Hex}`;
+
+// ---- Pull-through mirror (src/mirror/, src/store/mirror/) ----
+//
+// KV:
+//   mirror-policy                                       the pull-through policy (canonical JSON; absent = no pull-through)
+// R2:
+//   .pull/HOST/NS/TYPE/VERSION.json                     a verified upstream manifest (signed SHA256SUMS, per-platform documents)
+//   .leases/pull/HOST/NS/TYPE/VERSION/OS_ARCH           the lease of the one request pulling that archive
+export const mirrorPolicyKey = 'mirror-policy';
+export const pullManifestKey = (address: ProviderAddress, version: string) => `.pull/${providerPath(address)}/${version}.json`;
+export const pullLeaseName = (address: ProviderAddress, version: string, platform: Platform) =>
+  `pull/${providerPath(address)}/${version}/${platform.os}_${platform.arch}`;
