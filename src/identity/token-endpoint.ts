@@ -27,7 +27,8 @@ function oauthError(status: number, error: string, description: string): Respons
   });
 }
 
-export async function tokenEndpoint(request: IRequest, env: Env, now = Date.now()): Promise<Response> {
+export async function tokenEndpoint(request: IRequest, env: Env): Promise<Response> {
+  const now = Date.now();
   const oidc = settings(env).oidc;
   if (oidc === null) return oauthError(404, 'invalid_request', 'sign-in is not configured on this registry');
   if (oidc.problem || !oidc.policy) return oauthError(503, 'temporarily_unavailable', 'sign-in is unavailable: the registry\'s configuration is invalid');
