@@ -18,6 +18,7 @@ import type { MirrorSummary } from './lib/mirror/summary';
 import { syncProviders, type SyncRequest } from './lib/mirror/sync';
 import { UpstreamHttp } from './lib/mirror/upstream-http';
 import { openRemoteStore } from './lib/remote-store';
+import { recordAudit } from './lib/audit';
 
 const USAGE = `usage:
   npm run mirror -- sync HOST/NS/TYPE|NS/TYPE --version CONSTRAINT [--platform OS_ARCH …] [options]
@@ -156,6 +157,7 @@ async function main(): Promise<void> {
     } else {
       summary = await importDirectory(rest[0]!, { store, ownHostname: config.hostname, dryRun: values['dry-run'], log: say });
     }
+    if (!summary.dry_run) await recordMirrorAudit(store, values.remote, summary);
     if (values.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
     const versions = summary.providers.flatMap((p) => p.versions);
     const upToDate = versions.length > 0 && versions.every((v) => v.status === 'unchanged' || v.status === 'skipped');
@@ -166,5 +168,28 @@ async function main(): Promise<void> {
     }
   } finally {
     await store.close();
+  }
+}
+
+/**
+ * One audit entry per provider version a sync or import touched: `ok` when stored now, `unchanged`, or `failed` with
+ * the reason (a provider that failed before any version, e.g. upstream unreachable, gets one entry of its own).
+ */
+async function recordMirrorAudit(store: StoreHandle, remote: boolean | undefined, summary: MirrorSummary): Promise<void> {
+  const action = summary.command === 'sync' ? 'mirror.sync' : 'mirror.import';
+  const outcome = { mirrored: 'ok', unchanged: 'unchanged', failed: 'failed' } as const;
+  for (const provider of summary.providers) {
+    if (provider.versions.length === 0 && provider.status === 'failed') {
+      await recordAudit(store, remote, { action, target: provider.address, outcome: 'failed', ...(provider.reason ? { reason: provider.reason } : {}) });
+    }
+    for (const version of provider.versions) {
+      if (version.status !== 'mirrored' && version.status !== 'unchanged' && version.status !== 'failed') continue;
+      const digests = Object.fromEntries(version.platforms.filter((p) => p.zh).map((p) => [p.platform, p.zh!.replace(/^zh:/, '')]));
+      await recordAudit(store, remote, {
+        action, target: `${provider.address} ${version.version}`, outcome: outcome[version.status],
+        ...(version.reason ? { reason: version.reason } : {}),
+        ...(Object.keys(digests).length ? { digests } : {}),
+      });
+    }
   }
 }

@@ -21,8 +21,11 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
  *   .records/HOST/NS/TYPE/VERSION.json                  committed version record: the commit point and the source of truth (strongly consistent: lists, pages and bodies are built from these)
  *   .leases/NAME                                        an exclusive writer lease (JSON owner + expiry), e.g. NAME = providers/HOST/NS/TYPE
+// ---- Sign-in (src/identity/, src/store/identity/) ----
  *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
  *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
+
+ *   .audit/YYYY-MM-DD/HHMMSSmmm-NONCE.json              one audit entry (src/store/audit/), created only if absent, never rewritten
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *
  * All names are lower case; HOST may carry a :port.
@@ -170,12 +173,30 @@ export function parseModuleCommittedRecordKey(key: string): { address: ModuleAdd
 /** Name of the lease a module publish holds (one writer per module): see src/store/lease.ts. */
 export const moduleLeaseName = (address: ModuleAddress) => `modules/${modulePath(address)}`;
 
+// ---- Sign-in (src/identity/, src/store/identity/) ----
 /** A one-time login.v1 code, by the SHA-256 of the code (R2: single use needs strong consistency). */
 export const loginCodeObjectKey = (codeSha256Hex: string) => `.login-codes/${codeSha256Hex}`;
 
 /** Prefix of one person's token index (R2), PERSON = hex SHA-256 of issuer + "\n" + subject. */
 export const personTokensPrefix = (personKey: string) => `.people/${personKey}/tokens/`;
 export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) => `${personTokensPrefix(personKey)}${tokenSha256Hex}`;
+
+// ---- Audit log (src/store/audit/) ----
+// R2 only: one object per entry, created with If-None-Match: * and never rewritten; a date prefix per UTC
+// day so `audit --since 7d` lists seven prefixes, and names sort by time within a day.
+
+/** Prefix of every audit entry. */
+export const auditPrefix = '.audit/';
+
+/** Prefix of the audit entries of one UTC day ("2026-11-23"). */
+export const auditDayPrefix = (day: string) => `${auditPrefix}${day}/`;
+
+/** R2 object of one audit entry written at `time` (ISO 8601, UTC); `nonce` makes entries of the same millisecond distinct. */
+export function auditEntryKey(time: string, nonce: string): string {
+  const day = time.slice(0, 10);
+  const clock = time.slice(11, 23).replace(/[:.]/g, ''); // HHMMSSmmm
+  return `${auditDayPrefix(day)}${clock}-${nonce}.json`;
+}
 
 // ---- Pull-through mirror (src/mirror/, src/store/mirror/) ----
 //
