@@ -14,7 +14,6 @@ import { mirrorPage, providerPage, signingKeyFile, versionPage } from './pages/p
 import { docsIndexPage, entityPage } from './pages/docs';
 import { loginPage, loginSubmit, logout } from './pages/login';
 import { asset, notFoundFor } from './pages/static';
-import { authorize, callback, pageSignIn } from './identity/broker';
 import { tokenEndpoint } from './identity/token-endpoint';
 import { tokensPage, tokensSubmit } from './pages/tokens';
 
@@ -49,10 +48,11 @@ router
   .all('/login', (request, env) => (request.method === 'POST' ? loginSubmit(request, env) : loginPage(request, env)))
   .all('/logout', logout)
   // Sign-in with the identity provider (src/identity/, only with OIDC_ISSUER): login.v1 and the pages' SSO.
-  .all('/oauth/authorization', authorize)
-  .all('/oauth/callback', callback)
+  // The broker loads jose and oauth4webapi: imported on first use, so other routes never wait for them.
+  .all('/oauth/authorization', async (request, env) => (await import('./identity/broker')).authorize(request, env))
+  .all('/oauth/callback', async (request, env) => (await import('./identity/broker')).callback(request, env))
   .all('/oauth/token', tokenEndpoint)
-  .all('/login/sso', pageSignIn)
+  .all('/login/sso', async (request, env) => (await import('./identity/broker')).pageSignIn(request, env))
   .all('/tokens', (request, env) => (request.method === 'POST' ? tokensSubmit(request, env) : tokensPage(request, env)))
   .all('/tokens/:action', tokensSubmit)
   .all('*', notFoundFor);
