@@ -204,8 +204,7 @@ export function auditEntryKey(time: string, nonce: string): string {
 //   mirror-policy                                       the pull-through policy (canonical JSON; absent = no pull-through)
 // R2:
 //   .pull/HOST/NS/TYPE/VERSION.json                     a verified upstream manifest (signed SHA256SUMS, per-platform documents)
-//   .leases/pull/HOST/NS/TYPE/VERSION/OS_ARCH           the lease of the one request pulling that archive
+//   .leases/pull/HOST/NS/TYPE/VERSION                   the lease of the one request pulling an archive of that version
 export const mirrorPolicyKey = 'mirror-policy';
 export const pullManifestKey = (address: ProviderAddress, version: string) => `.pull/${providerPath(address)}/${version}.json`;
-export const pullLeaseName = (address: ProviderAddress, version: string, platform: Platform) =>
-  `pull/${providerPath(address)}/${version}/${platform.os}_${platform.arch}`;
+export const pullLeaseName = (address: ProviderAddress, version: string) => `pull/${providerPath(address)}/${version}`;
