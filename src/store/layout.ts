@@ -71,6 +71,14 @@ export const heldSigningKeyKey = (hostname: string, namespace: string) => `held-
 export const tokenKey = (tokenSha256Hex: string) => `tokens/${tokenSha256Hex}`;
 export const tokenPrefix = 'tokens/';
 
+// ---- Sign-in (src/identity/, src/store/identity/) ----
+/** A one-time login.v1 code, by the SHA-256 of the code (R2: single use needs strong consistency). */
+export const loginCodeObjectKey = (codeSha256Hex: string) => `.login-codes/${codeSha256Hex}`;
+
+/** Prefix of one person's token index (R2), PERSON = hex SHA-256 of issuer + "\n" + subject. */
+export const personTokensPrefix = (personKey: string) => `.people/${personKey}/tokens/`;
+export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) => `${personTokensPrefix(personKey)}${tokenSha256Hex}`;
+
 /** R2 object name of a release file (archive, SHA256SUMS or its signature). */
 export const releaseObjectKey = (address: ProviderAddress, version: string, filename: string) =>
   `${providerPath(address)}/${version}/${filename}`;
@@ -173,13 +181,16 @@ export function parseModuleCommittedRecordKey(key: string): { address: ModuleAdd
 /** Name of the lease a module publish holds (one writer per module): see src/store/lease.ts. */
 export const moduleLeaseName = (address: ModuleAddress) => `modules/${modulePath(address)}`;
 
-// ---- Sign-in (src/identity/, src/store/identity/) ----
-/** A one-time login.v1 code, by the SHA-256 of the code (R2: single use needs strong consistency). */
-export const loginCodeObjectKey = (codeSha256Hex: string) => `.login-codes/${codeSha256Hex}`;
-
-/** Prefix of one person's token index (R2), PERSON = hex SHA-256 of issuer + "\n" + subject. */
-export const personTokensPrefix = (personKey: string) => `.people/${personKey}/tokens/`;
-export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) => `${personTokensPrefix(personKey)}${tokenSha256Hex}`;
+// ---- Lifecycle (deprecate, withdraw; src/store/lifecycle/) ----
+// R2 (the commit point of a lifecycle change; the lists and pages are rebuilt from it):
+//   .lifecycle/providers/HOST/NS/TYPE.json              a provider's deprecation and its versions' deprecations and withdrawals
+//   .lifecycle/modules/HOST/NS/NAME/SYSTEM.json         the same for a module
+// KV:
+//   module-lifecycle/HOST/NS/NAME/SYSTEM                a copy of the module's lifecycle for its page (providers carry theirs in the page data)
+export const providerLifecycleKey = (address: ProviderAddress) => `.lifecycle/providers/${providerPath(address)}.json`;
+export const moduleLifecycleKey = (address: ModuleAddress) => `.lifecycle/modules/${modulePath(address)}.json`;
+export const moduleLifecyclePageKey = (address: ModuleAddress) => `module-lifecycle/${modulePath(address)}`;
+export const moduleLifecycleOfHostPrefix = (hostname: string) => `.lifecycle/modules/${hostname}/`;
 
 // ---- Audit log (src/store/audit/) ----
 // R2 only: one object per entry, created with If-None-Match: * and never rewritten; a date prefix per UTC
