@@ -21,6 +21,8 @@ export interface Env {
   URL_SIGNING_SECRET?: string;
   /** Pull-through: seconds allowed for an upstream's headers, a small body, and between archive chunks (default 10 / 30). */
   PULL_TIMEOUT_SECONDS?: string;
+  /** Pull-through: seconds before a version's verified upstream manifest is checked against the upstream again (default 3600). */
+  PULL_REFRESH_SECONDS?: string;
   /** Minutes a signed release-file URL stays valid (private mode). */
   SIGNED_URL_MINUTES?: string;
 }
