@@ -6,7 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { run, say } from './lib/cli';
-import { DEMO_NAMESPACE, DEMO_TYPE, publishDemo } from './lib/demo';
+import { DEMO_NAMESPACE, DEMO_TYPE, publishDemo } from './lib/demo/provider';
 
 const USAGE = `usage: npm run demo [-- --persist-to DIR] [--config PATH] [--keys-dir DIR] [--json]`;
 

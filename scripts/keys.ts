@@ -14,9 +14,9 @@ import { readRegistryConfig } from './lib/config';
 import {
   explicitPrivateKey, generateSigningKey, KEY_ENV, localKeyPath, PASSPHRASE_ENV, readPublicKey, writePrivateKeyFile,
   type KeyType,
-} from './lib/keyring';
-import { addNamespaceKey, listNamespaceKeys, removeNamespaceKey } from './lib/keys';
-import { openKvStore } from './lib/open-store';
+} from './lib/keys/keyring';
+import { addNamespaceKey, listNamespaceKeys, removeNamespaceKey } from './lib/keys/namespace-keys';
+import { openKvStore } from './lib/stores/open';
 
 const USAGE = `usage: npm run keys -- COMMAND --namespace NS [options]
 

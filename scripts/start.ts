@@ -8,8 +8,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { emptyStateHint } from './lib/dev-hint';
-import { ensureDevVars } from './lib/dev-vars';
+import { emptyStateHint } from './lib/dev/hint';
+import { ensureDevVars } from './lib/dev/vars';
 
 const root = join(import.meta.dirname, '..');
 const wrangler = join(root, 'node_modules', '.bin', 'wrangler');

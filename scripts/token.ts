@@ -22,7 +22,7 @@
 import { parseArgs } from 'node:util';
 import { run, STATE_OPTIONS, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
-import { openKvStore } from './lib/open-store';
+import { openKvStore } from './lib/stores/open';
 import { createToken, formatTokenTable, listTokens, parseExpiry, revokeToken } from './lib/tokens';
 
 const USAGE = `usage:

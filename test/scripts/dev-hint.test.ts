@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { devPort, emptyStateHint } from '../../scripts/lib/dev-hint';
+import { devPort, emptyStateHint } from '../../scripts/lib/dev/hint';
 
-describe('npm start on an empty state (scripts/lib/dev-hint.ts)', () => {
+describe('npm start on an empty state (scripts/lib/dev/hint.ts)', () => {
   it('names the URL on the port wrangler dev will listen on', () => {
     expect(emptyStateHint([])).toContain('Then try http://localhost:8787/v1/providers/demo/example/versions');
     expect(emptyStateHint(['--port', '9000', '--var', 'ACCESS:private'])).toContain('http://localhost:9000/v1/providers/demo/example/versions');

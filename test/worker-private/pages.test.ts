@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { address, env, fakeRelease, get, issueToken, ORIGIN, seed } from './helpers';
 import { readSession, SESSION_COOKIE, signIn } from '../../src/auth/session';
 import { tokenKey } from '../../src/store/layout';
-import { deleteTokenRecord } from '../../src/store/tokens';
+import { deleteTokenRecord } from '../../src/store/tokens/write';
 
 // Pages in private mode: a session from a read token, its scope, CSRF-safe sign-in and sign-out.
 const acme = address('acme', 'thing');
