@@ -16,7 +16,8 @@ import {
   type KeyType,
 } from './lib/keys/keyring';
 import { addNamespaceKey, listNamespaceKeys, removeNamespaceKey } from './lib/keys/namespace-keys';
-import { openKvStore } from './lib/stores/open';
+import { openKvStore, openStore } from './lib/stores/open';
+import { audited } from './lib/audit';
 
 const USAGE = `usage: npm run keys -- COMMAND --namespace NS [options]
 
@@ -32,7 +33,8 @@ const USAGE = `usage: npm run keys -- COMMAND --namespace NS [options]
   remove --key-id ID
         stop signing with a key; versions it signed keep serving it
 
-  --remote, --env NAME     the KV namespace of wrangler.toml (needs $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN)
+  --remote, --env NAME     the KV namespace of wrangler.toml (needs $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN;
+                           generate, import and remove also $R2_ACCESS_KEY_ID, $R2_SECRET_ACCESS_KEY for the audit log)
   --config PATH            wrangler.toml (default ./wrangler.toml)
   --persist-to DIR         local state root (default .wrangler/state)
   --hostname HOST          registry hostname (default REGISTRY_HOSTNAME)`;
@@ -72,7 +74,10 @@ run(async () => {
   }
   if (command === 'remove' && !values['key-id']) throw new UsageError('remove needs --key-id ID');
 
-  const store = await openKvStore(config, { remote: values.remote });
+  // Writes leave an audit entry (R2); list only reads KV.
+  const store = command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
+  const auditStore = store.blobs ? { blobs: store.blobs } : null;
+  const target = `${hostname}/${namespace}`;
   try {
     const where = store.description;
     switch (command) {
@@ -81,7 +86,8 @@ run(async () => {
         const passphrase = process.env[PASSPHRASE_ENV] || undefined;
         const generated = await generateSigningKey({ type, name: values.name ?? `edge-registry ${hostname}/${namespace}`, ...(passphrase ? { passphrase } : {}) });
         writePrivateKeyFile(path, generated.armoredPrivateKey);
-        await addNamespaceKey(store.kv, hostname, namespace, generated.publicKey);
+        await audited(auditStore, values.remote, { action: 'key.add', target }, () => addNamespaceKey(store.kv, hostname, namespace, generated.publicKey),
+          () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}` }));
         say(`generated ${type === 'ecc' ? 'ed25519 (OpenPGP v4)' : 'RSA-4096 (OpenPGP v4)'} key ${generated.publicKey.key_id}`);
         say(`  private key: ${path}${passphrase ? ' (encrypted with the passphrase)' : ' (unencrypted; keep it out of the repository)'}`);
         say(`  public key registered for ${hostname}/${namespace} in ${where}`);
@@ -103,7 +109,9 @@ run(async () => {
           if (!fromEnv) throw new InputError(`import needs --key-file PATH (public or private key) or ${KEY_ENV}`);
           key = fromEnv.publicKey;
         }
-        const added = await addNamespaceKey(store.kv, hostname, namespace, key);
+        const imported = key;
+        const added = await audited(auditStore, values.remote, { action: 'key.add', target }, () => addNamespaceKey(store.kv, hostname, namespace, imported),
+          (fresh) => ({ outcome: fresh ? 'ok' : 'unchanged', reason: `imported key ${imported.key_id}` }));
         say(added ? `registered key ${key.key_id} for ${hostname}/${namespace} in ${where}` : `key ${key.key_id} is already registered for ${hostname}/${namespace}`);
         if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, added })}\n`);
         break;
@@ -123,7 +131,8 @@ run(async () => {
         break;
       }
       case 'remove': {
-        const signed = await removeNamespaceKey(store.kv, hostname, namespace, values['key-id']!);
+        const signed = await audited(auditStore, values.remote, { action: 'key.remove', target, reason: `key ${values['key-id']!.toUpperCase()}` },
+          () => removeNamespaceKey(store.kv, hostname, namespace, values['key-id']!), () => ({ outcome: 'ok', reason: `removed key ${values['key-id']!.toUpperCase()}` }));
         say(`removed key ${values['key-id']!.toUpperCase()} from ${hostname}/${namespace}: new releases can no longer be signed with it`);
         if (signed.length) say(`  still served for the versions it signed: ${signed.join(', ')}`);
         break;
