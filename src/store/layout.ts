@@ -166,6 +166,17 @@ export function parseModuleCommittedRecordKey(key: string): { address: ModuleAdd
 /** Name of the lease a module publish holds (one writer per module): see src/store/lease.ts. */
 export const moduleLeaseName = (address: ModuleAddress) => `modules/${modulePath(address)}`;
 
+// ---- Lifecycle (deprecate, withdraw; src/store/lifecycle/) ----
+// R2 (the commit point of a lifecycle change; the lists and pages are rebuilt from it):
+//   .lifecycle/providers/HOST/NS/TYPE.json              a provider's deprecation and its versions' deprecations and withdrawals
+//   .lifecycle/modules/HOST/NS/NAME/SYSTEM.json         the same for a module
+// KV:
+//   module-lifecycle/HOST/NS/NAME/SYSTEM                a copy of the module's lifecycle for its page (providers carry theirs in the page data)
+export const providerLifecycleKey = (address: ProviderAddress) => `.lifecycle/providers/${providerPath(address)}.json`;
+export const moduleLifecycleKey = (address: ModuleAddress) => `.lifecycle/modules/${modulePath(address)}.json`;
+export const moduleLifecyclePageKey = (address: ModuleAddress) => `module-lifecycle/${modulePath(address)}`;
+export const moduleLifecycleOfHostPrefix = (hostname: string) => `.lifecycle/modules/${hostname}/`;
+
 // ---- Audit log (src/store/audit/) ----
 // R2 only: one object per entry, created with If-None-Match: * and never rewritten; a date prefix per UTC
 // day so `audit --since 7d` lists seven prefixes, and names sort by time within a day.
