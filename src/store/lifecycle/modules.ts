@@ -1,8 +1,7 @@
 import { InputError } from '../../protocol/errors';
 import { formatModuleAddress, type ModuleAddress } from '../../protocol/modules-v1';
 import { moduleCommittedRecordPrefix, moduleLifecycleKey, moduleRecordPrefix } from '../layout';
-import { listAllKeys } from '../list';
-import { listAllObjectKeys } from '../list';
+import { listAllKeys, listAllObjectKeys } from '../list';
 import { rebuildModuleIndex } from '../modules/write';
 import { compareVersionsDescending } from '../modules/order';
 import type { PublishProgress } from '../records';
