@@ -36,5 +36,5 @@ export async function seedModules(runtime: Runtime): Promise<void> {
     }
   }));
   await seedModule(kv, r2, big, newest, { rebuildIndex: false });
-  await rebuildModuleIndex(kv, big, () => {}, r2);
+  await rebuildModuleIndex({ kv, blobs: r2 }, big, () => {});
 }

@@ -28,7 +28,7 @@ export async function stores(runtime: Runtime): Promise<{ kv: KvStore; r2: BlobS
 export async function seedSmall(runtime: Runtime, address: ProviderAddress, version: string): Promise<void> {
   const { kv, r2 } = await stores(runtime);
   const release = fakeRelease(address, version, PLATFORMS);
-  await publishVersion(kv, r2, release.record, release.files);
+  await publishVersion({ kv, blobs: r2 }, release.record, release.files);
 }
 
 /**
@@ -51,7 +51,7 @@ export async function seedLarge(runtime: Runtime, address: ProviderAddress, coun
     }
   }));
   const release = fakeRelease(address, newest, PLATFORMS, { archiveSize: 64 });
-  await publishVersion(kv, r2, release.record, release.files);
+  await publishVersion({ kv, blobs: r2 }, release.record, release.files);
   return newest;
 }
 
@@ -74,7 +74,7 @@ export async function seedLargeArchive(runtime: Runtime, address: ProviderAddres
     filename: name, size: content.byteLength, contentType: 'application/octet-stream',
     sha256Hex: createHash('sha256').update(content).digest('hex'), open: () => content,
   });
-  await publishVersion(kv, r2, record, [file(filename, bytes), file(record.shasumsFilename, sums), file(record.shasumsSignatureFilename, new Uint8Array([1]))]);
+  await publishVersion({ kv, blobs: r2 }, record, [file(filename, bytes), file(record.shasumsFilename, sums), file(record.shasumsSignatureFilename, new Uint8Array([1]))]);
   return archivePath(address, version);
 }
 

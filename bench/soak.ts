@@ -255,10 +255,10 @@ async function seed(runtime: Runtime, address: ProviderAddress): Promise<{ paths
       const full = version === versions[0];
       const release = fakeRelease(address, version, PLATFORMS, { archiveSize: full ? ARCHIVE_BYTES : 64 });
       release.record.signingKey = { key_id: '0123456789ABCDEF', ascii_armor: ARMOR };
-      await publishVersion(kv, r2, release.record, full ? release.files : [], () => {}, { rebuildIndex: false });
+      await publishVersion({ kv, blobs: r2 }, release.record, full ? release.files : [], () => {}, { rebuildIndex: false });
     }
   }));
-  await rebuildProviderIndex(kv, address);
+  await rebuildProviderIndex({ kv, blobs: r2 }, address);
 
   const paths: string[] = [
     `/v1/providers/${address.namespace}/${address.type}/versions`,

@@ -132,7 +132,7 @@ async function main(): Promise<void> {
       return;
     }
     if (command === 'list') {
-      const providers = await listMirroredProviders(store.kv, store.blobs);
+      const providers = await listMirroredProviders(store);
       if (values.json) {
         process.stdout.write(`${JSON.stringify({ providers: providers.map((p) => ({ address: formatAddress(p.address), own: p.address.hostname === config.hostname, versions: p.versions })) })}\n`);
       } else if (providers.length === 0) {

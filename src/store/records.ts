@@ -1,6 +1,6 @@
 import { mapLimit } from '../concurrency';
 import { listAllObjectKeys } from './list';
-import type { BlobStore, KvStore } from './store';
+import type { BlobStore, KvStore, Store } from './store';
 
 /**
  * The pieces every publish (providers and modules) is built from, so both
@@ -79,20 +79,17 @@ export async function commitRecord(blobs: BlobStore, key: string, record: unknow
  * The committed record of one version, parsed by `parse` (which throws
  * DamagedRecordError for a damaged one), or null when it was never
  * (completely) published. Reads the R2 object `committedKey` (strongly
- * consistent) when `blobs` is given; a version published before records were
- * kept in R2 is found through its KV record `kvKey`.
+ * consistent); a version published before records were kept in R2 is found
+ * through its KV record `kvKey`.
  */
 export async function readCommittedRecord<T>(
-  kv: KvStore,
-  blobs: BlobStore | undefined,
+  { kv, blobs }: Store,
   committedKey: string,
   kvKey: string,
   parse: (text: string, key: string) => T,
 ): Promise<T | null> {
-  if (blobs) {
-    const object = await blobs.get(committedKey);
-    if (object) return parse(await object.text(), committedKey);
-  }
+  const object = await blobs.get(committedKey);
+  if (object) return parse(await object.text(), committedKey);
   const text = await kv.get(kvKey, 'text');
   return text === null ? null : parse(text, kvKey);
 }

@@ -59,7 +59,7 @@ export async function publishIntoState(
         signingKey,
         publishedAt: new Date().toISOString(),
       };
-      await publishVersion(kv, r2, record, files);
+      await publishVersion({ kv, blobs: r2 }, record, files);
     }
   } finally {
     await mf.dispose();

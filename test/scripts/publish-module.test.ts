@@ -380,7 +380,7 @@ describe('npm run publish-module (the CLI)', () => {
         const versions = text === null ? [] : (JSON.parse(text) as { modules: [{ versions: { version: string }[] }] }).modules[0].versions.map((v) => v.version);
         // Every listed version is whole: its download document points at a stored package matching its record.
         for (const v of versions) {
-          const record = await readModuleRecord(s.kv, address, v, s.blobs);
+          const record = await readModuleRecord(s, address, v);
           const head = await s.blobs.head(moduleObjectKey(address, v, record!.filename));
           expect({ size: head?.size, sha256: head?.customMetadata?.sha256 }).toEqual({ size: record!.size, sha256: record!.sha256 });
           expect(await s.kv.get(moduleDownloadKey(address, v), 'text')).toContain(record!.filename);
@@ -494,12 +494,12 @@ describe('consistency and repair (the same guarantees as providers)', () => {
     let step = '';
     // The lease is "lost" (as when the process dies) at the commit: package and documents are written, the record is not.
     const dying = { check: () => { if (step === 'record') throw new Error('killed'); } };
-    await expect(publishModuleVersion(store.kv, store.blobs, record, fakeDocs(), pkg, (e) => { step = e.step; }, { lease: dying })).rejects.toThrow('killed');
+    await expect(publishModuleVersion(store, record, fakeDocs(), pkg, (e) => { step = e.step; }, { lease: dying })).rejects.toThrow('killed');
     expect(await store.blobs.head(moduleObjectKey(address, '1.0.0', record.filename))).not.toBeNull();
     expect(await store.kv.get(moduleVersionsKey(address), 'text')).toBeNull();
-    expect(await readModuleRecord(store.kv, address, '1.0.0', store.blobs)).toBeNull();
+    expect(await readModuleRecord(store, address, '1.0.0')).toBeNull();
 
-    expect(await publishModuleVersion(store.kv, store.blobs, record, fakeDocs(), pkg)).toBe('published');
+    expect(await publishModuleVersion(store, record, fakeDocs(), pkg)).toBe('published');
     expect(await listed(address)).toEqual(['1.0.0']);
   });
 
@@ -511,7 +511,7 @@ describe('consistency and repair (the same guarantees as providers)', () => {
     for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents/) });
     const head = await store.blobs.head(moduleObjectKey(address, '1.0.0', won[0]!.value.filename));
     expect(head?.customMetadata?.sha256).toBe(won[0]!.value.sha256);
-    expect((await readModuleRecord(store.kv, address, '1.0.0', store.blobs))?.sha256).toBe(won[0]!.value.sha256);
+    expect((await readModuleRecord(store, address, '1.0.0'))?.sha256).toBe(won[0]!.value.sha256);
   });
 
   it('a package of another format left by an uncommitted publish is removed when the version is published', async () => {
@@ -527,9 +527,9 @@ describe('consistency and repair (the same guarantees as providers)', () => {
   it('a stored package that differs from its record is reported loudly when the bytes to restore it are not at hand', async () => {
     const address = moduleAddress(config.hostname, 'acme', 'tampered', 'aws');
     const result = await publish(moduleDir({ 'main.tf': '' }), '1.0.0', { name: 'tampered' });
-    const record = (await readModuleRecord(store.kv, address, '1.0.0', store.blobs))!;
+    const record = (await readModuleRecord(store, address, '1.0.0'))!;
     await store.blobs.put(moduleObjectKey(address, '1.0.0', result.filename), 'other bytes', { customMetadata: { sha256: '0'.repeat(64) } });
-    await expect(verifyModuleVersion(store.kv, store.blobs, record, fakeDocs(), undefined))
+    await expect(verifyModuleVersion(store, record, fakeDocs(), undefined))
       .rejects.toThrow(/acme\/tampered\/aws 1\.0\.0 is published but its stored package does not match its record: .*stored 11 bytes/);
   });
 
@@ -539,7 +539,7 @@ describe('consistency and repair (the same guarantees as providers)', () => {
     await store.blobs.put(moduleCommittedRecordKey(address, '1.2.0'), '{"version": "1.2.0", "size": ');
     await store.blobs.put(moduleCommittedRecordKey(address, '1.3.0'), JSON.stringify({ version: '1.3.0', address }));
     const events: string[] = [];
-    await rebuildModuleIndex(store.kv, address, (event) => events.push(`${event.step}: ${event.detail}`), store.blobs);
+    await rebuildModuleIndex(store, address, (event) => events.push(`${event.step}: ${event.detail}`));
     expect(events).toContain(`warning: version record ${moduleCommittedRecordKey(address, '1.2.0')} is damaged (not JSON); it was skipped`);
     expect(events).toContain(`warning: version record ${moduleCommittedRecordKey(address, '1.3.0')} is damaged (no file name); it was skipped`);
     expect(await listed(address)).toEqual(['1.1.0', '1.0.0']);

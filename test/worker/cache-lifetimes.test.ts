@@ -30,7 +30,7 @@ describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     expect((await first.json<{ versions: unknown[] }>()).versions).toHaveLength(1);
 
     const next = fakeRelease(provider, '1.1.0');
-    await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, next.record, next.files);
+    await publishVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, next.record, next.files);
     expect(await at(LIFETIME_MS - 1, () => versionsOf(path))).toEqual(['1.0.0']); // cached
     expect(await at(LIFETIME_MS, () => versionsOf(path))).toEqual(['1.0.0', '1.1.0']);
   });
@@ -42,7 +42,7 @@ describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     const keys = async () => Object.keys((await (await getWith(vars, path)).json<{ versions: object }>()).versions);
     expect(await at(0, keys)).toEqual(['1.0.0']);
     const next = fakeRelease(provider, '2.0.0');
-    await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, next.record, next.files);
+    await publishVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, next.record, next.files);
     expect(await at(LIFETIME_MS - 1, keys)).toEqual(['1.0.0']);
     expect(await at(LIFETIME_MS, keys)).toEqual(['1.0.0', '2.0.0']);
   });
@@ -73,8 +73,8 @@ describe('a version mirrored from another registry', () => {
   it('is cached like a list, so a platform added by a later mirror sync is served after the lifetime', async () => {
     const upstream = { hostname: 'registry.terraform.io', namespace: 'hashicorp', type: 'grows' };
     const first = fakeRelease(upstream, '1.0.0', ['linux_amd64']);
-    await storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, first.record, first.files);
-    await rebuildProviderIndex(env.REGISTRY_KV, upstream, () => {}, env.REGISTRY_R2);
+    await storeMirroredVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, first.record, first.files);
+    await rebuildProviderIndex({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, upstream, () => {});
     const path = '/v1/mirror/registry.terraform.io/hashicorp/grows/1.0.0.json';
     const platforms = async (ms: number) => Object.keys((await (await at(ms, () => getWith(vars, path))).json<{ archives: object }>()).archives).sort();
     const response = await at(0, () => getWith(vars, path));
@@ -82,7 +82,7 @@ describe('a version mirrored from another registry', () => {
     expect(await platforms(1)).toEqual(['linux_amd64']);
 
     const wider = fakeRelease(upstream, '1.0.0', ['linux_amd64', 'darwin_arm64']);
-    await storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, wider.record, wider.files);
+    await storeMirroredVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, wider.record, wider.files);
     expect(await platforms(500)).toEqual(['linux_amd64']); // within the lifetime: the isolate's copy
     expect(await platforms(1001)).toEqual(['darwin_arm64', 'linux_amd64']);
   });
@@ -90,10 +90,10 @@ describe('a version mirrored from another registry', () => {
   it('keeps its bytes: a different archive for a mirrored platform is refused and nothing changes', async () => {
     const upstream = { hostname: 'registry.terraform.io', namespace: 'hashicorp', type: 'fixed' };
     const first = fakeRelease(upstream, '1.0.0', ['linux_amd64']);
-    await storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, first.record, first.files);
+    await storeMirroredVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, first.record, first.files);
     const changed = fakeRelease(upstream, '1.0.0', ['linux_amd64', 'darwin_arm64'], { salt: 'rebuilt' });
-    await expect(storeMirroredVersion(env.REGISTRY_KV, env.REGISTRY_R2, changed.record, changed.files)).rejects.toThrow(/mirrored bytes never change — kept ours/);
-    const record = await readVersionRecord(env.REGISTRY_KV, upstream, '1.0.0', env.REGISTRY_R2);
+    await expect(storeMirroredVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, changed.record, changed.files)).rejects.toThrow(/mirrored bytes never change — kept ours/);
+    const record = await readVersionRecord({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, upstream, '1.0.0');
     expect(record!.packages.map((p) => p.shasum)).toEqual(first.record.packages.map((p) => p.shasum));
   });
 });

@@ -46,7 +46,7 @@ describe('freshness', () => {
     await seed([fakeRelease(fresh, '1.0.0')]);
     expect((await (await getWith({ INDEX_CACHE_SECONDS: '0' }, path)).json<{ versions: unknown[] }>()).versions).toHaveLength(1);
     const { record, files } = fakeRelease(fresh, '1.1.0');
-    await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, record, files);
+    await publishVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, record, files);
     expect((await (await getWith({ INDEX_CACHE_SECONDS: '0' }, path)).json<{ versions: unknown[] }>()).versions).toHaveLength(2);
   });
 });

@@ -26,7 +26,7 @@ export function address(namespace: string, type: string, hostname = env.REGISTRY
 /** Signs fake releases' SHA256SUMS with the fixture key and publishes them through the store's real write path. */
 export async function seed(releases: FakeRelease[]): Promise<FakeRelease[]> {
   await Promise.all(releases.map(signRelease));
-  await publishVersions(env.REGISTRY_KV, env.REGISTRY_R2, releases);
+  await publishVersions({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, releases);
   return releases;
 }
 

@@ -47,7 +47,7 @@ describe('publishVersion on the real KV and R2', () => {
     const recordBefore = await env.REGISTRY_KV.get(versionRecordKey(provider, '1.0.0'), 'text');
     const rebuilt = fakeRelease(provider, '1.0.0', undefined, { salt: 'rebuilt' });
 
-    const attempt = publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, rebuilt.record, rebuilt.files);
+    const attempt = publishVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, rebuilt.record, rebuilt.files);
     await expect(attempt).rejects.toBeInstanceOf(InputError);
     await expect(attempt).rejects.toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents \(.*\); published versions are immutable/) });
 
@@ -62,15 +62,15 @@ describe('publishVersion on the real KV and R2', () => {
     const provider = address('acme', 'protocols');
     await seed([fakeRelease(provider, '1.0.0')]);
     const changed = fakeRelease(provider, '1.0.0', undefined, { protocols: ['6.0'] });
-    await expect(publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, changed.record, changed.files)).rejects.toMatchObject({ status: 409 });
-    expect((await readVersionRecord(env.REGISTRY_KV, provider, '1.0.0'))!.protocols).toEqual(['5.0']);
+    await expect(publishVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, changed.record, changed.files)).rejects.toMatchObject({ status: 409 });
+    expect((await readVersionRecord({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, provider, '1.0.0'))!.protocols).toEqual(['5.0']);
   });
 
   it('accepts an identical re-run as unchanged', async () => {
     const provider = address('acme', 'rerun');
     await seed([fakeRelease(provider, '1.0.0')]);
     const again = fakeRelease(provider, '1.0.0');
-    expect(await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, again.record, again.files)).toBe('unchanged');
+    expect(await publishVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, again.record, again.files)).toBe('unchanged');
   });
 
   it('replaces a leftover R2 object of the right size but other bytes (an earlier publish that stopped halfway)', async () => {
@@ -80,7 +80,7 @@ describe('publishVersion on the real KV and R2', () => {
     const stale = fakeRelease(provider, '1.0.0', ['linux_amd64'], { salt: 'stale' }).bytes.get(filename)!;
     expect(stale.byteLength).toBe(release.bytes.get(filename)!.byteLength);
     await env.REGISTRY_R2.put(releaseObjectKey(provider, '1.0.0', filename), stale, { customMetadata: { sha256: 'f'.repeat(64) } });
-    await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, release.record, release.files);
+    await publishVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, release.record, release.files);
     const stored = await env.REGISTRY_R2.get(releaseObjectKey(provider, '1.0.0', filename));
     expect(new Uint8Array(await stored!.arrayBuffer())).toEqual(release.bytes.get(filename));
   });

@@ -152,7 +152,7 @@ describe('a module with 1,000 versions', () => {
     for (const version of versions) {
       await seedModule(bindings.REGISTRY_KV, bindings.REGISTRY_R2, big, version, { bytes: new Uint8Array([1, 2, 3]), rebuildIndex: false });
     }
-    await rebuildModuleIndex(bindings.REGISTRY_KV, big, () => {}, bindings.REGISTRY_R2);
+    await rebuildModuleIndex({ kv: bindings.REGISTRY_KV, blobs: bindings.REGISTRY_R2 }, big, () => {});
   }, 120_000);
 
   it('lists all 1,000 versions newest first and downloads any of them', async () => {

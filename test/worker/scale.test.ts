@@ -30,7 +30,7 @@ beforeAll(async () => {
       env.REGISTRY_KV.put(versionRecordKey(big, record.version), JSON.stringify(record))));
   }
   // Metadata only: the Worker reads no release file to answer these routes.
-  await publishVersions(env.REGISTRY_KV, env.REGISTRY_R2, PUBLISHED.map((version) => ({
+  await publishVersions({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, PUBLISHED.map((version) => ({
     ...fakeRelease(big, version, PLATFORMS, { archiveSize: 1 }),
     files: [],
   })));

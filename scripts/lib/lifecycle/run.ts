@@ -92,8 +92,8 @@ export async function runLifecycle(options: LifecycleOptions): Promise<Lifecycle
   try {
     if (action === null) {
       const [versions, lifecycle] = target.kind === 'provider'
-        ? await Promise.all([committedProviderVersions(store.kv, store.blobs, target.address), readLifecycle(store.blobs, providerLifecycleKey(target.address))])
-        : await Promise.all([committedModuleVersions(store.kv, store.blobs, target.address), readLifecycle(store.blobs, moduleLifecycleKey(target.address))]);
+        ? await Promise.all([committedProviderVersions(store, target.address), readLifecycle(store.blobs, providerLifecycleKey(target.address))])
+        : await Promise.all([committedModuleVersions(store, target.address), readLifecycle(store.blobs, moduleLifecycleKey(target.address))]);
       if (versions.length === 0) throw new InputError(`${target.kind} ${name} has no published version`, 404);
       if (version && !versions.includes(version)) throw new InputError(`${target.kind} ${name} has no version ${version}; published: ${versions.join(', ')}`, 404);
       return { kind: target.kind, address: name, command: 'status', version: version ?? null, status: 'status', versions, lifecycle };
@@ -103,8 +103,8 @@ export async function runLifecycle(options: LifecycleOptions): Promise<Lifecycle
     const change = () => withLease(store.blobs, lease, processLeaseOptions(purpose, log), (held) => {
       const progress = ({ detail, step }: { step: string; detail: string }) => { if (step === 'warning' || step === 'index') log(`  ${step}: ${detail}`); };
       return target.kind === 'provider'
-        ? changeProviderLifecycle(store.kv, store.blobs, target.address, action, { lease: held, progress })
-        : changeModuleLifecycle(store.kv, store.blobs, target.address, action, { lease: held, progress });
+        ? changeProviderLifecycle(store, target.address, action, { lease: held, progress })
+        : changeModuleLifecycle(store, target.address, action, { lease: held, progress });
     });
     // Every change (and every refusal) leaves an audit entry: actor operator, local or --remote.
     const record = {

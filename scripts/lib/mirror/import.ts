@@ -111,7 +111,7 @@ async function importProvider({ address, dir }: FoundProvider, options: ImportOp
     : await withLease(options.store.blobs, providerLeaseName(address), processLeaseOptions(`mirror import ${name}`, log, { ttlMs: MIRROR_LEASE_TTL_MS }), async (lease) => {
       const done = await importAll(lease);
       lease.check();
-      await rebuildProviderIndex(options.store.kv, address, () => {}, options.store.blobs, () => lease.check());
+      await rebuildProviderIndex(options.store, address, () => {}, () => lease.check());
       return done;
     });
   return { address: name, status: combinedStatus(results.map((v) => v.status)), versions: results };
@@ -191,7 +191,7 @@ async function importVersion(
   ];
   let outcome: string;
   try {
-    outcome = await storeMirroredVersion(options.store.kv, options.store.blobs, record, files, () => {}, lease);
+    outcome = await storeMirroredVersion(options.store, record, files, () => {}, lease);
   } catch (error) {
     return fail((error as Error).message);
   }

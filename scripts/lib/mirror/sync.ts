@@ -119,7 +119,7 @@ async function syncProvider(
     : await withLease(options.store.blobs, providerLeaseName(address), processLeaseOptions(`mirror sync ${name}`, log, { ttlMs: MIRROR_LEASE_TTL_MS }), async (lease) => {
       const results = await syncAll(lease);
       lease.check();
-      await rebuildProviderIndex(options.store.kv, address, () => {}, options.store.blobs, () => lease.check());
+      await rebuildProviderIndex(options.store, address, () => {}, () => lease.check());
       return results;
     });
   const summary: ProviderSummary = { address: name, status: combinedStatus(versions.map((v) => v.status)), versions };
@@ -161,7 +161,7 @@ async function syncVersion(
   };
   if (available.length === 0) return done();
 
-  const existing = await readVersionRecord(options.store.kv, address, version, options.store.blobs);
+  const existing = await readVersionRecord(options.store, address, version);
   const held = new Map((existing?.packages ?? []).map((p) => [`${p.os}_${p.arch}`, p]));
   const fail = (reason: string): VersionSummary => {
     log(`${label}: NOT mirrored: ${reason}`);
@@ -283,7 +283,7 @@ async function syncVersion(
       memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature'),
     ];
     try {
-      await storeMirroredVersion(options.store.kv, options.store.blobs, record, files, (event) => {
+      await storeMirroredVersion(options.store, record, files, (event) => {
         if (process.env[CRASH_ENV] === event.step) {
           log(`${CRASH_ENV}=${event.step}: exiting before "${event.step}" of ${label} (test hook)`);
           process.exit(70);

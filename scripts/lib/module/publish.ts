@@ -142,7 +142,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   try {
     // Every publish that reaches the store leaves an audit entry (a dry run none).
     return await audited(options.dryRun ? null : store, options.remote, { action: 'module.publish', target: label }, async () => {
-      const existing = await readModuleRecord(store.kv, address, version, store.blobs);
+      const existing = await readModuleRecord(store, address, version);
       if (existing && (existing.sha256 !== sha256 || existing.size !== record.size || existing.filename !== record.filename)) {
         throw new InputError(
           `${label} is already published with different contents (SHA-256 ${existing.sha256}, ${existing.filename}; this package ${sha256}, ${record.filename}); published versions are immutable — publish a new version instead`,
@@ -156,7 +156,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
       log(existing ? `${label} is already published with these bytes; verifying what is stored` : `publishing ${label} to ${store.description}`);
       // One writer per module: the publish (its own check of the record, verification and repair included) holds the module's lease.
       const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
-        publishModuleVersion(store.kv, store.blobs, record, docs, {
+        publishModuleVersion(store, record, docs, {
           sha256Hex: sha256, size: bytes.byteLength, contentType: format === 'zip' ? 'application/zip' : 'application/gzip', open: () => bytes,
         }, progressLog(log, env[CRASH_ENV], env[KILL_ENV]), { lease }));
       log(outcome === 'published' ? `published ${label}`

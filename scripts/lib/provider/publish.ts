@@ -195,7 +195,7 @@ async function publishPlan(
     shasumsFile: { sha256: sha256Hex(shasums), size: shasums.byteLength },
   };
   // Refuse early (before waiting for the lease); checked again under the lease.
-  const existing = await readVersionRecord(kv, address, plan.version, blobs);
+  const existing = await readVersionRecord(store, address, plan.version);
   if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);
 
   // Signature: verify a supplied one, or find the key that will sign.
@@ -235,12 +235,12 @@ async function publishPlan(
   // One writer per provider: everything from here on holds the provider's lease.
   return withLease(blobs, providerLeaseName(address), processLeaseOptions(`publish-provider ${name}`, log), async (lease) => {
     progress({ step: 'lease', detail: `holding ${providerLeaseName(address)}` });
-    const current = await readVersionRecord(kv, address, plan.version, blobs);
+    const current = await readVersionRecord(store, address, plan.version);
     if (current) {
       if (!sameRelease(current, draft)) throw differentContentsError(draft, current);
       const files = [archiveFiles, [sumsFile], supplied ? [memoryFile(draft.shasumsSignatureFilename, plan.signature!.bytes, 'application/pgp-signature')] : []].flat();
       if (docs) log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)}`);
-      const outcome = await publishVersion(kv, blobs, { ...current }, files, progress, { lease });
+      const outcome = await publishVersion(store, { ...current }, files, progress, { lease });
       log(outcome === 'repaired' ? `${name} was already published; repaired what was missing (see above)` : `${name} is already published with these bytes; verified, nothing to write`);
       return result(current.signingKey.key_id, outcome === 'repaired' ? 'repaired' : 'unchanged');
     }
@@ -268,12 +268,12 @@ async function publishPlan(
       lease.check();
       log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)} (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`);
     }
-    const outcome = await publishVersion(kv, blobs, record, files, progress, { lease });
+    const outcome = await publishVersion(store, record, files, progress, { lease });
     if (outcome === 'published') {
       log(`published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})`);
       return result(signingKey.key_id, 'published');
     }
-    const stored = await readVersionRecord(kv, address, plan.version, blobs);
+    const stored = await readVersionRecord(store, address, plan.version);
     log(`${name} was already published; nothing rewritten`);
     return result(stored?.signingKey.key_id ?? signingKey.key_id, 'unchanged');
   });

@@ -66,7 +66,7 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
     const head = await env.REGISTRY_R2.head(key);
     if (head && head.customMetadata?.sha256 === pkg.shasum) {
       // Pulled by the request we waited for (or stored by one that died before committing).
-      const record = await readVersionRecord(env.REGISTRY_KV, address, version, env.REGISTRY_R2);
+      const record = await readVersionRecord({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, address, version);
       if (!record?.packages.some((p) => p.os === pkg.os && p.arch === pkg.arch)) await finish(pull, manifest, pkg, lease, true);
       return releaseFile(request, env, ctx);
     }

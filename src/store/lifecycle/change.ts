@@ -93,8 +93,8 @@ export async function readLifecycleObject(blobs: BlobStore, key: string): Promis
 }
 
 /** The stored state under `key`, EMPTY when none. Throws DamagedRecordError for a damaged object. */
-export async function readLifecycle(blobs: BlobStore | undefined, key: string): Promise<LifecycleState> {
-  return blobs ? (await readLifecycleObject(blobs, key)).state : EMPTY_LIFECYCLE;
+export async function readLifecycle(blobs: BlobStore, key: string): Promise<LifecycleState> {
+  return (await readLifecycleObject(blobs, key)).state;
 }
 
 /**

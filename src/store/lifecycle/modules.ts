@@ -5,7 +5,7 @@ import { listAllKeys, listAllObjectKeys } from '../list';
 import { rebuildModuleIndex } from '../modules/write';
 import { compareVersionsDescending } from '../modules/order';
 import type { PublishProgress } from '../records';
-import type { BlobStore, KvStore } from '../store';
+import type { Store } from '../store';
 import { commitLifecycle, type LifecycleAction } from './change';
 import type { LifecycleResult } from './providers';
 
@@ -20,7 +20,7 @@ import type { LifecycleResult } from './providers';
  */
 
 /** Every version with a committed record (R2 keys, plus legacy KV records), ascending. */
-export async function committedModuleVersions(kv: KvStore, blobs: BlobStore, address: ModuleAddress): Promise<string[]> {
+export async function committedModuleVersions({ kv, blobs }: Store, address: ModuleAddress): Promise<string[]> {
   const versions = new Set<string>();
   const prefix = moduleCommittedRecordPrefix(address);
   for (const key of await listAllObjectKeys(blobs, prefix)) versions.add(key.slice(prefix.length).replace(/\.json$/, ''));
@@ -36,17 +36,18 @@ export async function committedModuleVersions(kv: KvStore, blobs: BlobStore, add
  * `lease.check()`. Idempotent.
  */
 export async function changeModuleLifecycle(
-  kv: KvStore, blobs: BlobStore, address: ModuleAddress, action: LifecycleAction,
+  store: Store, address: ModuleAddress, action: LifecycleAction,
   options: { lease?: { check(): void }; progress?: PublishProgress; now?: Date } = {},
 ): Promise<LifecycleResult> {
+  const { blobs } = store;
   const check = () => options.lease?.check();
-  const versions = await committedModuleVersions(kv, blobs, address);
+  const versions = await committedModuleVersions(store, address);
   const name = formatModuleAddress(address);
   if (versions.length === 0) throw new InputError(`module ${name} has no published version; check the address (NAMESPACE/NAME/SYSTEM of this registry)`, 404);
   if (action.version !== undefined && !versions.includes(action.version)) {
     throw new InputError(`module ${name} has no version ${action.version}; published: ${versions.join(', ')}`, 404);
   }
   const result = await commitLifecycle(blobs, moduleLifecycleKey(address), action, check, options.now);
-  await rebuildModuleIndex(kv, address, options.progress, blobs, check);
+  await rebuildModuleIndex(store, address, options.progress, check);
   return { ...result, versions };
 }

@@ -5,7 +5,7 @@ import { committedRecordPrefix, providerLifecycleKey, versionRecordPrefix } from
 import { listAllKeys, listAllObjectKeys } from '../list';
 import { rebuildProviderIndex } from '../providers/write';
 import type { PublishProgress } from '../records';
-import type { BlobStore, KvStore } from '../store';
+import type { Store } from '../store';
 import { commitLifecycle, type LifecycleAction } from './change';
 import type { LifecycleState } from './state';
 
@@ -28,7 +28,7 @@ export interface LifecycleResult {
 }
 
 /** Every version with a committed record (R2 keys, plus KV records of versions published before R2 records), ascending. */
-export async function committedProviderVersions(kv: KvStore, blobs: BlobStore, address: ProviderAddress): Promise<string[]> {
+export async function committedProviderVersions({ kv, blobs }: Store, address: ProviderAddress): Promise<string[]> {
   const versions = new Set<string>();
   const prefix = committedRecordPrefix(address);
   for (const key of await listAllObjectKeys(blobs, prefix)) versions.add(key.slice(prefix.length).replace(/\.json$/, ''));
@@ -44,17 +44,18 @@ export async function committedProviderVersions(kv: KvStore, blobs: BlobStore, a
  * from `lease.check()`. Idempotent: the same action again changes nothing.
  */
 export async function changeProviderLifecycle(
-  kv: KvStore, blobs: BlobStore, address: ProviderAddress, action: LifecycleAction,
+  store: Store, address: ProviderAddress, action: LifecycleAction,
   options: { lease?: { check(): void }; progress?: PublishProgress; now?: Date } = {},
 ): Promise<LifecycleResult> {
+  const { blobs } = store;
   const check = () => options.lease?.check();
-  const versions = await committedProviderVersions(kv, blobs, address);
+  const versions = await committedProviderVersions(store, address);
   const name = formatAddress(address);
   if (versions.length === 0) throw new InputError(`provider ${name} has no published version; check the address (NAMESPACE/TYPE of this registry)`, 404);
   if (action.version !== undefined && !versions.includes(action.version)) {
     throw new InputError(`provider ${name} has no version ${action.version}; published: ${versions.join(', ')}`, 404);
   }
   const result = await commitLifecycle(blobs, providerLifecycleKey(address), action, check, options.now);
-  await rebuildProviderIndex(kv, address, options.progress, blobs, check);
+  await rebuildProviderIndex(store, address, options.progress, check);
   return { ...result, versions };
 }

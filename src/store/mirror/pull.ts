@@ -99,9 +99,9 @@ export async function commitPulledPackage(
   ];
   const held = await acquireLease(blobs, providerLeaseName(address), { ...lease, ttlMs: 30_000 });
   try {
-    await storeMirroredVersion(kv, blobs, record, files, () => {}, held);
+    await storeMirroredVersion({ kv, blobs }, record, files, () => {}, held);
     held.check();
-    await rebuildProviderIndex(kv, address, () => {}, blobs, () => held.check());
+    await rebuildProviderIndex({ kv, blobs }, address, () => {}, () => held.check());
   } finally {
     await held.release();
   }

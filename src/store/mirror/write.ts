@@ -7,7 +7,7 @@ import {
 } from '../layout';
 import { listVersionRecords, publishVersion, readVersionRecord, type ReleaseFile } from '../providers/write';
 import { type PublishProgress, uploadUnlessStored } from '../records';
-import type { BlobStore, KvStore } from '../store';
+import type { Store } from '../store';
 import type { PackageRecord, VersionRecord } from '../types';
 
 /**
@@ -31,17 +31,17 @@ export type MirrorOutcome = 'mirrored' | 'unchanged';
  * Never rebuilds the provider lists: call rebuildProviderIndex once after.
  */
 export async function storeMirroredVersion(
-  kv: KvStore,
-  blobs: BlobStore,
+  store: Store,
   record: VersionRecord,
   files: readonly ReleaseFile[],
   progress: PublishProgress = () => {},
   lease?: { check(): void },
 ): Promise<MirrorOutcome> {
+  const { kv, blobs } = store;
   const check = () => lease?.check();
-  const existing = await readVersionRecord(kv, record.address, record.version, blobs);
+  const existing = await readVersionRecord(store, record.address, record.version);
   if (!existing) {
-    const outcome = await publishVersion(kv, blobs, record, files, progress, { rebuildIndex: false, ...(lease ? { lease } : {}) });
+    const outcome = await publishVersion(store, record, files, progress, { rebuildIndex: false, ...(lease ? { lease } : {}) });
     return outcome === 'published' ? 'mirrored' : 'unchanged';
   }
   const held = new Map(existing.packages.map((p) => [`${p.os}_${p.arch}`, p]));
@@ -93,7 +93,8 @@ export interface MirroredProvider {
 }
 
 /** Every provider whose mirror index is stored (our own hostname's included), sorted by address. */
-export async function listMirroredProviders(kv: KvStore, blobs: BlobStore): Promise<MirroredProvider[]> {
+export async function listMirroredProviders(store: Store): Promise<MirroredProvider[]> {
+  const { kv } = store;
   const addresses: ProviderAddress[] = [];
   let cursor: string | undefined;
   do {
@@ -107,7 +108,7 @@ export async function listMirroredProviders(kv: KvStore, blobs: BlobStore): Prom
   addresses.sort((a, b) => formatAddress(a).localeCompare(formatAddress(b)));
   const result: MirroredProvider[] = [];
   for (const address of addresses) {
-    const records = await listVersionRecords(kv, address, blobs);
+    const records = await listVersionRecords(store, address);
     const versions = sortVersions(records.map((r) => r.version)).map((version) => {
       const record = records.find((r) => r.version === version)!;
       return {

@@ -6,7 +6,7 @@ import {
   moduleDocsKey, moduleDownloadKey, moduleLifecycleKey, moduleObjectKey, moduleRecordKey, moduleRecordPrefix, moduleRecordsOfHostPrefix, moduleVersionsKey,
   parseModuleCommittedRecordKey, parseModuleRecordKey,
 } from '../layout';
-import type { BlobStore, KvStore } from '../store';
+import type { KvStore, Store } from '../store';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import {
   commitRecord, DamagedRecordError, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
@@ -35,11 +35,6 @@ import { withoutWithdrawn } from '../lifecycle/state';
  * A run killed at any point leaves every list as it was or whole; running it
  * again verifies what is stored against the record and repairs it.
  */
-
-/** The package to upload. */
-export type ModulePackage = StoredFile;
-
-export type ModuleProgress = PublishProgress;
 
 /**
  * Parses and validates a stored module version record. Throws
@@ -73,8 +68,8 @@ export function parseModuleRecord(text: string, key: string): ModuleVersionRecor
  * version published before records were kept in R2 is found through its KV
  * record. Throws DamagedRecordError for a damaged record.
  */
-export async function readModuleRecord(kv: KvStore, address: ModuleAddress, version: string, blobs?: BlobStore): Promise<ModuleVersionRecord | null> {
-  return readCommittedRecord(kv, blobs, moduleCommittedRecordKey(address, version), moduleRecordKey(address, version), parseModuleRecord);
+export async function readModuleRecord(store: Store, address: ModuleAddress, version: string): Promise<ModuleVersionRecord | null> {
+  return readCommittedRecord(store, moduleCommittedRecordKey(address, version), moduleRecordKey(address, version), parseModuleRecord);
 }
 
 /** True when two records are the same package bytes (a re-run). */
@@ -101,18 +96,19 @@ function differentPackageError(record: ModuleVersionRecord, existing: ModuleVers
  * rebuildModuleIndex once at the end).
  */
 export async function publishModuleVersion(
-  kv: KvStore, blobs: BlobStore, record: ModuleVersionRecord, docs: ModuleDocs, pkg: ModulePackage,
-  progress: ModuleProgress = () => {},
+  store: Store, record: ModuleVersionRecord, docs: ModuleDocs, pkg: StoredFile,
+  progress: PublishProgress = () => {},
   options: { rebuildIndex?: boolean; lease?: { check(): void } } = {},
 ): Promise<PublishOutcome> {
+  const { kv, blobs } = store;
   const rebuild = options.rebuildIndex ?? true;
   const check = () => options.lease?.check();
   const { address, version } = record;
-  const existing = await readModuleRecord(kv, address, version, blobs);
+  const existing = await readModuleRecord(store, address, version);
   if (existing) {
     if (!samePackage(existing, record)) throw differentPackageError(record, existing);
-    const repairs = await verifyModuleVersion(kv, blobs, existing, docs, pkg, progress, check);
-    if (rebuild) await rebuildModuleIndex(kv, address, progress, blobs, check);
+    const repairs = await verifyModuleVersion(store, existing, docs, pkg, progress, check);
+    if (rebuild) await rebuildModuleIndex(store, address, progress, check);
     return repairs > 0 ? 'repaired' : 'unchanged';
   }
 
@@ -136,12 +132,12 @@ export async function publishModuleVersion(
   progress({ step: 'record', detail: version });
   check();
   const committed = await commitRecord(blobs, moduleCommittedRecordKey(address, version), record);
-  const winner = committed ? record : await readModuleRecord(kv, address, version, blobs);
+  const winner = committed ? record : await readModuleRecord(store, address, version);
   // Another writer committed this version meanwhile (only possible without the lease).
   if (winner && !samePackage(winner, record)) throw differentPackageError(record, winner);
   await kv.put(moduleRecordKey(address, version), JSON.stringify(winner ?? record));
 
-  if (rebuild) await rebuildModuleIndex(kv, address, progress, blobs, check);
+  if (rebuild) await rebuildModuleIndex(store, address, progress, check);
   return committed ? 'published' : 'unchanged';
 }
 
@@ -158,8 +154,8 @@ function downloadBody(record: ModuleVersionRecord): string {
  * stored package that differs when `pkg` cannot restore it.
  */
 export async function verifyModuleVersion(
-  kv: KvStore, blobs: BlobStore, record: ModuleVersionRecord, docs: ModuleDocs, pkg: ModulePackage | undefined,
-  progress: ModuleProgress = () => {}, check: () => void = () => {},
+  { kv, blobs }: Store, record: ModuleVersionRecord, docs: ModuleDocs, pkg: StoredFile | undefined,
+  progress: PublishProgress = () => {}, check: () => void = () => {},
 ): Promise<number> {
   const { address, version } = record;
   const name = `${formatModuleAddress(address)} ${version}`;
@@ -207,19 +203,20 @@ function isJsonObject(text: string): boolean {
  * and skipped), plus KV records of versions published before R2 records
  * existed (by key). Writes nothing when both are current; lists again after
  * writing and repeats while records appeared meanwhile (writers without the
- * lease). Without `blobs` only the KV records are used.
+ * lease).
  */
 export async function rebuildModuleIndex(
-  kv: KvStore, address: ModuleAddress, progress: ModuleProgress = () => {}, blobs?: BlobStore, check: () => void = () => {},
+  store: Store, address: ModuleAddress, progress: PublishProgress = () => {}, check: () => void = () => {},
 ): Promise<void> {
+  const { kv, blobs } = store;
   const onDamaged = warnOnce(progress);
   for (let attempt = 0; attempt < 10; attempt++) {
-    const versions = await moduleVersions(kv, address, blobs, onDamaged);
+    const versions = await moduleVersions(store, address, onDamaged);
     // Lifecycle (src/store/lifecycle/): withdrawn versions leave the list and the catalog.
     const lifecycle = await readLifecycle(blobs, moduleLifecycleKey(address));
     const listed = withoutWithdrawn(versions, lifecycle, (v) => v);
     const body = JSON.stringify(moduleVersionsBody(listed));
-    const catalog = JSON.stringify(await withoutWithdrawnInCatalog(blobs, await buildCatalog(kv, address, listed, blobs), address, lifecycle));
+    const catalog = JSON.stringify(await withoutWithdrawnInCatalog(blobs, await buildCatalog(store, address, listed), address, lifecycle));
     const [storedBody, storedCatalog] = await Promise.all([
       kv.get(moduleVersionsKey(address), 'text'),
       kv.get(moduleCatalogKey(address.hostname), 'text'),
@@ -231,7 +228,7 @@ export async function rebuildModuleIndex(
       if (storedCatalog !== catalog) await kv.put(moduleCatalogKey(address.hostname), catalog);
     }
     // Done unless a version was committed meanwhile (only writers without the lease can do that).
-    const now = await moduleVersions(kv, address, blobs, () => {});
+    const now = await moduleVersions(store, address, () => {});
     if (now.every((v) => versions.includes(v))) {
       await writeModuleLifecyclePage(kv, address, lifecycle, check);
       return;
@@ -242,18 +239,16 @@ export async function rebuildModuleIndex(
 
 /** The module's listed versions, newest first: valid R2 records, plus legacy KV records without one. */
 async function moduleVersions(
-  kv: KvStore, address: ModuleAddress, blobs: BlobStore | undefined, onDamaged: (error: DamagedRecordError) => void,
+  { kv, blobs }: Store, address: ModuleAddress, onDamaged: (error: DamagedRecordError) => void,
 ): Promise<string[]> {
   const versions = new Set<string>();
   const damaged = new Set<string>();
-  if (blobs) {
-    const records = await readRecordObjects(blobs, moduleCommittedRecordPrefix(address), parseModuleRecord, (error) => {
-      const parsed = parseModuleCommittedRecordKey(error.key);
-      if (parsed) damaged.add(parsed.version);
-      onDamaged(error);
-    });
-    for (const record of records) versions.add(record.version);
-  }
+  const records = await readRecordObjects(blobs, moduleCommittedRecordPrefix(address), parseModuleRecord, (error) => {
+    const parsed = parseModuleCommittedRecordKey(error.key);
+    if (parsed) damaged.add(parsed.version);
+    onDamaged(error);
+  });
+  for (const record of records) versions.add(record.version);
   const prefix = moduleRecordPrefix(address);
   for (const key of await listAllKeys(kv, prefix)) {
     const version = key.slice(prefix.length);
@@ -267,7 +262,7 @@ async function moduleVersions(
  * consistent, plus legacy KV keys), with `address`'s versions as just
  * validated (`versions`).
  */
-async function buildCatalog(kv: KvStore, address: ModuleAddress, versions: readonly string[], blobs?: BlobStore): Promise<ModuleCatalog> {
+async function buildCatalog({ kv, blobs }: Store, address: ModuleAddress, versions: readonly string[]): Promise<ModuleCatalog> {
   const modules = new Map<string, ModuleCatalog['modules'][number]>();
   const add = (parsed: { address: ModuleAddress; version: string } | null) => {
     if (!parsed) return;
@@ -277,7 +272,7 @@ async function buildCatalog(kv: KvStore, address: ModuleAddress, versions: reado
     if (!entry.versions.includes(parsed.version)) entry.versions.push(parsed.version);
     modules.set(id, entry);
   };
-  if (blobs) for (const key of await listAllObjectKeys(blobs, moduleCommittedRecordsOfHostPrefix(address.hostname))) add(parseModuleCommittedRecordKey(key));
+  for (const key of await listAllObjectKeys(blobs, moduleCommittedRecordsOfHostPrefix(address.hostname))) add(parseModuleCommittedRecordKey(key));
   for (const key of await listAllKeys(kv, moduleRecordsOfHostPrefix(address.hostname))) add(parseModuleRecordKey(key));
   const self = `${address.namespace}/${address.name}/${address.system}`;
   if (versions.length > 0) modules.set(self, { namespace: address.namespace, name: address.name, system: address.system, versions: [...versions] });

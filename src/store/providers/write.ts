@@ -14,7 +14,7 @@ import {
   commitRecord, DamagedRecordError, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
   type PublishOutcome, type PublishProgress, type StoredFile,
 } from '../records';
-import type { BlobStore, KvStore } from '../store';
+import type { KvStore, Store } from '../store';
 import type { PackageRecord, SigningKey, VersionRecord } from '../types';
 
 /**
@@ -89,8 +89,8 @@ export function parseVersionRecord(text: string, key: string): VersionRecord {
  * before records were kept in R2 is found through its KV record. Throws
  * DamagedRecordError for a damaged record.
  */
-export async function readVersionRecord(kv: KvStore, address: ProviderAddress, version: string, blobs?: BlobStore): Promise<VersionRecord | null> {
-  return readCommittedRecord(kv, blobs, committedRecordKey(address, version), versionRecordKey(address, version), parseVersionRecord);
+export async function readVersionRecord(store: Store, address: ProviderAddress, version: string): Promise<VersionRecord | null> {
+  return readCommittedRecord(store, committedRecordKey(address, version), versionRecordKey(address, version), parseVersionRecord);
 }
 
 /**
@@ -99,9 +99,8 @@ export async function readVersionRecord(kv: KvStore, address: ProviderAddress, v
  * is reported through `onDamaged` (with its key) and skipped.
  */
 export async function listVersionRecords(
-  kv: KvStore,
+  { kv, blobs }: Store,
   address: ProviderAddress,
-  blobs?: BlobStore,
   onDamaged: (error: DamagedRecordError) => void = () => {},
 ): Promise<VersionRecord[]> {
   const records = new Map<string, VersionRecord>();
@@ -116,9 +115,7 @@ export async function listVersionRecords(
       else throw error;
     }
   };
-  if (blobs) {
-    for (const record of await readRecordObjects(blobs, committedRecordPrefix(address), parseVersionRecord, onDamaged)) records.set(record.version, record);
-  }
+  for (const record of await readRecordObjects(blobs, committedRecordPrefix(address), parseVersionRecord, onDamaged)) records.set(record.version, record);
   const prefix = versionRecordPrefix(address);
   const legacy = (await listAllKeys(kv, prefix)).filter((key) => !records.has(key.slice(prefix.length)));
   await mapLimit(legacy, 16, (key) => load(key, () => kv.get(key, 'text')));
@@ -156,26 +153,26 @@ export function differentContentsError(record: VersionRecord, existing: VersionR
  * are immutable.
  */
 export async function publishVersion(
-  kv: KvStore,
-  blobs: BlobStore,
+  store: Store,
   record: VersionRecord,
   files: readonly ReleaseFile[],
   progress: PublishProgress = () => {},
   options: PublishVersionOptions = {},
 ): Promise<PublishOutcome> {
+  const { kv, blobs } = store;
   const { address, version } = record;
   const rebuild = options.rebuildIndex ?? true;
   const check = () => options.lease?.check();
-  const existing = await readVersionRecord(kv, address, version, blobs);
+  const existing = await readVersionRecord(store, address, version);
   if (existing) {
     if (!sameRelease(existing, record)) throw differentContentsError(record, existing);
-    const repairs = await verifyVersion(kv, blobs, existing, files, progress, check);
-    if (rebuild) await rebuildProviderIndex(kv, address, progress, blobs, check);
+    const repairs = await verifyVersion(store, existing, files, progress, check);
+    if (rebuild) await rebuildProviderIndex(store, address, progress, check);
     return repairs > 0 ? 'repaired' : 'unchanged';
   }
 
   // A publish of other bytes that died before its commit may have left files this one does not replace.
-  await removeLeftovers(kv, blobs, record, files, progress, check);
+  await removeLeftovers(store, record, files, progress, check);
 
   for (const file of files) {
     await uploadUnlessStored(blobs, releaseObjectKey(address, version, file.filename), file, progress, check);
@@ -189,12 +186,12 @@ export async function publishVersion(
   const committed = await commitRecord(blobs, committedRecordKey(address, version), record);
   if (!committed) {
     // Another writer committed this version meanwhile (only possible without the lease).
-    const winner = await readVersionRecord(kv, address, version, blobs);
+    const winner = await readVersionRecord(store, address, version);
     if (winner && !sameRelease(winner, record)) throw differentContentsError(record, winner);
   }
-  await kv.put(versionRecordKey(address, version), JSON.stringify(committed ? record : (await readVersionRecord(kv, address, version, blobs)) ?? record));
+  await kv.put(versionRecordKey(address, version), JSON.stringify(committed ? record : (await readVersionRecord(store, address, version)) ?? record));
 
-  if (rebuild) await rebuildProviderIndex(kv, address, progress, blobs, check);
+  if (rebuild) await rebuildProviderIndex(store, address, progress, check);
   return committed ? 'published' : 'unchanged';
 }
 
@@ -205,17 +202,16 @@ export async function publishVersion(
  * version as publishVersion.
  */
 export async function publishVersions(
-  kv: KvStore,
-  blobs: BlobStore,
+  store: Store,
   releases: readonly { record: VersionRecord; files: readonly ReleaseFile[] }[],
   progress: PublishProgress = () => {},
   options: Pick<PublishVersionOptions, 'lease'> = {},
 ): Promise<PublishOutcome[]> {
   // Versions are independent until the lists: publish a few at a time.
   const outcomes = await mapLimit(releases, 8, ({ record, files }) =>
-    publishVersion(kv, blobs, record, files, progress, { ...options, rebuildIndex: false }));
+    publishVersion(store, record, files, progress, { ...options, rebuildIndex: false }));
   const addresses = new Map(releases.map(({ record }) => [formatAddress(record.address), record.address]));
-  for (const address of addresses.values()) await rebuildProviderIndex(kv, address, progress, blobs, () => options.lease?.check());
+  for (const address of addresses.values()) await rebuildProviderIndex(store, address, progress, () => options.lease?.check());
   return outcomes;
 }
 
@@ -227,8 +223,7 @@ export async function publishVersions(
  * an Error naming every mismatch it cannot repair.
  */
 export async function verifyVersion(
-  kv: KvStore,
-  blobs: BlobStore,
+  { kv, blobs }: Store,
   record: VersionRecord,
   files: readonly ReleaseFile[],
   progress: PublishProgress = () => {},
@@ -286,16 +281,16 @@ export async function verifyVersion(
  * meanwhile (writers without the lease).
  */
 export async function rebuildProviderIndex(
-  kv: KvStore,
+  store: Store,
   address: ProviderAddress,
   progress: PublishProgress = () => {},
-  blobs?: BlobStore,
   check: () => void = () => {},
 ): Promise<void> {
+  const { kv, blobs } = store;
   const warned = new Set<string>();
   const onDamaged = warnOnce(progress, warned);
   for (let attempt = 0; attempt < 10; attempt++) {
-    const records = await listVersionRecords(kv, address, blobs, onDamaged);
+    const records = await listVersionRecords(store, address, onDamaged);
     // Lifecycle (src/store/lifecycle/): withdrawn versions leave both lists; deprecations become `warnings`.
     const lifecycle = await readLifecycle(blobs, providerLifecycleKey(address));
     const listed = withoutWithdrawn(records, lifecycle, (r) => r.version);
@@ -313,7 +308,7 @@ export async function rebuildProviderIndex(
     }
     // Done unless a version was committed meanwhile (only writers without the lease can do that).
     const before = new Set(records.map((r) => r.version));
-    const now = await committedVersions(kv, address, blobs);
+    const now = await committedVersions(store, address);
     if ([...now].every((v) => before.has(v) || warnedVersion(warned, v))) {
       check();
       await rebuildProviderPages(kv, address, records, lifecycle);
@@ -324,12 +319,10 @@ export async function rebuildProviderIndex(
 }
 
 /** Versions with a committed record, from the record keys alone (no reads). */
-async function committedVersions(kv: KvStore, address: ProviderAddress, blobs?: BlobStore): Promise<Set<string>> {
+async function committedVersions({ kv, blobs }: Store, address: ProviderAddress): Promise<Set<string>> {
   const versions = new Set<string>();
-  if (blobs) {
-    const prefix = committedRecordPrefix(address);
-    for (const key of await listAllObjectKeys(blobs, prefix)) versions.add(key.slice(prefix.length).replace(/\.json$/, ''));
-  }
+  const committed = committedRecordPrefix(address);
+  for (const key of await listAllObjectKeys(blobs, committed)) versions.add(key.slice(committed.length).replace(/\.json$/, ''));
   const prefix = versionRecordPrefix(address);
   for (const key of await listAllKeys(kv, prefix)) versions.add(key.slice(prefix.length));
   return versions;
@@ -368,7 +361,7 @@ async function writeDocuments(kv: KvStore, record: VersionRecord, check: () => v
  * survive; nothing lists it, as the version was never committed).
  */
 async function removeLeftovers(
-  kv: KvStore, blobs: BlobStore, record: VersionRecord, files: readonly ReleaseFile[], progress: PublishProgress, check: () => void,
+  { kv, blobs }: Store, record: VersionRecord, files: readonly ReleaseFile[], progress: PublishProgress, check: () => void,
 ): Promise<void> {
   const { address, version } = record;
   const filesPrefix = releaseObjectKey(address, version, '');

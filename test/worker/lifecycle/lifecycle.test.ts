@@ -36,7 +36,7 @@ describe('withdraw a provider version', () => {
   beforeAll(async () => {
     provider = await publish('withdrawn', ['1.0.0', '1.1.0', '1.2.0']);
     await withLease(r2, 'providers/test', { owner }, (lease) =>
-      changeProviderLifecycle(kv, r2, provider, { kind: 'withdraw', version: '1.2.0', message: 'corrupts state on upgrade; use 1.1.0' }, { lease }));
+      changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'withdraw', version: '1.2.0', message: 'corrupts state on upgrade; use 1.1.0' }, { lease }));
   });
 
   it('leaves the versions list and the mirror index, with a warning that says why and what to do', async () => {
@@ -70,8 +70,8 @@ describe('withdraw a provider version', () => {
 
   it('is offered again after restore', async () => {
     const restored = await publish('restored', ['1.0.0', '2.0.0']);
-    await changeProviderLifecycle(kv, r2, restored, { kind: 'withdraw', version: '2.0.0', message: 'bad build' });
-    await changeProviderLifecycle(kv, r2, restored, { kind: 'restore', version: '2.0.0' });
+    await changeProviderLifecycle({ kv, blobs: r2 }, restored, { kind: 'withdraw', version: '2.0.0', message: 'bad build' });
+    await changeProviderLifecycle({ kv, blobs: r2 }, restored, { kind: 'restore', version: '2.0.0' });
     const body = await (await get('/v1/providers/acme/restored/versions')).json<Versions>();
     expect(body.versions.map((v) => v.version)).toEqual(['1.0.0', '2.0.0']);
     expect(body.warnings).toBeUndefined();
@@ -81,8 +81,8 @@ describe('withdraw a provider version', () => {
 describe('deprecate a provider or a version', () => {
   it('puts the messages in the versions response\'s warnings, version named, and on the pages, escaped', async () => {
     const provider = await publish('deprecated', ['1.0.0', '1.1.0']);
-    await changeProviderLifecycle(kv, r2, provider, { kind: 'deprecate', message: 'moved to <b>acme/other</b>' });
-    await changeProviderLifecycle(kv, r2, provider, { kind: 'deprecate', version: '1.0.0', message: 'has a leak; use >= 1.1' });
+    await changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'deprecate', message: 'moved to <b>acme/other</b>' });
+    await changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'deprecate', version: '1.0.0', message: 'has a leak; use >= 1.1' });
     const body = await (await get('/v1/providers/acme/deprecated/versions')).json<Versions>();
     expect(body.versions.map((v) => v.version)).toEqual(['1.0.0', '1.1.0']);
     expect(body.warnings).toEqual([
@@ -97,13 +97,13 @@ describe('deprecate a provider or a version', () => {
 
   it('is undone by undeprecate, and doing the same again changes nothing', async () => {
     const provider = await publish('undeprecated', ['1.0.0']);
-    const first = await changeProviderLifecycle(kv, r2, provider, { kind: 'deprecate', message: 'old' });
-    const again = await changeProviderLifecycle(kv, r2, provider, { kind: 'deprecate', message: 'old' });
+    const first = await changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'deprecate', message: 'old' });
+    const again = await changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'deprecate', message: 'old' });
     expect([first.changed, again.changed]).toEqual([true, false]);
     const stored = await (await r2.get(providerLifecycleKey(provider)))!.text();
-    await changeProviderLifecycle(kv, r2, provider, { kind: 'deprecate', message: 'old' });
+    await changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'deprecate', message: 'old' });
     expect(await (await r2.get(providerLifecycleKey(provider)))!.text()).toBe(stored);
-    expect((await changeProviderLifecycle(kv, r2, provider, { kind: 'undeprecate' })).changed).toBe(true);
+    expect((await changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'undeprecate' })).changed).toBe(true);
     const body = await (await get('/v1/providers/acme/undeprecated/versions')).json<Versions>();
     expect(body.warnings).toBeUndefined();
   });
@@ -113,10 +113,10 @@ describe('bad input changes nothing', () => {
   it('refuses an unknown version or provider with a 404 InputError naming what exists', async () => {
     const provider = await publish('strict', ['1.0.0']);
     const before = await (await get('/v1/providers/acme/strict/versions')).text();
-    await expect(changeProviderLifecycle(kv, r2, provider, { kind: 'deprecate', version: '9.9.9', message: 'x' }))
+    await expect(changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'deprecate', version: '9.9.9', message: 'x' }))
       .rejects.toThrow(new InputError('provider registry.example.com/acme/strict has no version 9.9.9; published: 1.0.0', 404));
-    await expect(changeProviderLifecycle(kv, r2, provider, { kind: 'withdraw', version: '1.0.1', message: 'x' })).rejects.toThrow(/has no version 1\.0\.1/);
-    await expect(changeProviderLifecycle(kv, r2, address('acme', 'nonesuch'), { kind: 'deprecate', message: 'x' })).rejects.toThrow(/has no published version/);
+    await expect(changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'withdraw', version: '1.0.1', message: 'x' })).rejects.toThrow(/has no version 1\.0\.1/);
+    await expect(changeProviderLifecycle({ kv, blobs: r2 }, address('acme', 'nonesuch'), { kind: 'deprecate', message: 'x' })).rejects.toThrow(/has no published version/);
     expect(await r2.head(providerLifecycleKey(provider))).toBeNull();
     // Past the list's isolate lifetime: what KV holds now, unchanged.
     expect(await atFakeTime(Date.now() + 60_000, async () => (await get('/v1/providers/acme/strict/versions')).text())).toBe(before);
@@ -130,7 +130,7 @@ describe('crash safety', () => {
     await commitLifecycle(r2, providerLifecycleKey(provider), { kind: 'withdraw', version: '1.1.0', message: 'bad' }, () => {});
     const stale = await (await get('/v1/providers/acme/interrupted/versions')).json<Versions>();
     expect(stale.versions.map((v) => v.version)).toEqual(['1.0.0', '1.1.0']);
-    const again = await changeProviderLifecycle(kv, r2, provider, { kind: 'withdraw', version: '1.1.0', message: 'bad' });
+    const again = await changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'withdraw', version: '1.1.0', message: 'bad' });
     expect(again.changed).toBe(false);
     const body = await atFakeTime(Date.now() + 60_000, async () => (await get('/v1/providers/acme/interrupted/versions')).json<Versions>());
     expect(body.versions.map((v) => v.version)).toEqual(['1.0.0']);
@@ -139,7 +139,7 @@ describe('crash safety', () => {
   it('a lease lost before the commit writes nothing', async () => {
     const provider = await publish('lost-lease', ['1.0.0']);
     const lost = { check() { throw new Error('lost the lease'); } };
-    await expect(changeProviderLifecycle(kv, r2, provider, { kind: 'deprecate', message: 'x' }, { lease: lost })).rejects.toThrow('lost the lease');
+    await expect(changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'deprecate', message: 'x' }, { lease: lost })).rejects.toThrow('lost the lease');
     expect(await r2.head(providerLifecycleKey(provider))).toBeNull();
   });
 });
@@ -148,8 +148,8 @@ describe('modules', () => {
   it('a withdrawn version leaves the list and the catalog but keeps its page, download and package; deprecations show on the page', async () => {
     const net = moduleAddress(bindings.REGISTRY_HOSTNAME, 'acme', 'net', 'aws');
     for (const v of ['1.0.0', '1.1.0']) await seedModule(kv, r2, net, v);
-    await changeModuleLifecycle(kv, r2, net, { kind: 'withdraw', version: '1.1.0', message: 'drops the <script>route</script> table' });
-    await changeModuleLifecycle(kv, r2, net, { kind: 'deprecate', message: 'use acme/network/aws' });
+    await changeModuleLifecycle({ kv, blobs: r2 }, net, { kind: 'withdraw', version: '1.1.0', message: 'drops the <script>route</script> table' });
+    await changeModuleLifecycle({ kv, blobs: r2 }, net, { kind: 'deprecate', message: 'use acme/network/aws' });
     const list = await (await get('/v1/modules/acme/net/aws/versions')).json();
     expect(list).toEqual({ modules: [{ versions: [{ version: '1.0.0' }] }] });
     const download = await get('/v1/modules/acme/net/aws/1.1.0/download');
@@ -165,6 +165,6 @@ describe('modules', () => {
     expect(withdrawnPage).not.toContain('<script>route');
     const index = await (await get('/modules', { headers: { accept: 'text/html' } })).text();
     expect(index).toMatch(/acme\/net\/aws[\s\S]*?v1\.0\.0/);
-    await expect(changeModuleLifecycle(kv, r2, net, { kind: 'withdraw', version: '3.0.0', message: 'x' })).rejects.toThrow(/module registry\.example\.com\/acme\/net\/aws has no version 3\.0\.0; published: 1\.0\.0, 1\.1\.0/);
+    await expect(changeModuleLifecycle({ kv, blobs: r2 }, net, { kind: 'withdraw', version: '3.0.0', message: 'x' })).rejects.toThrow(/module registry\.example\.com\/acme\/net\/aws has no version 3\.0\.0; published: 1\.0\.0, 1\.1\.0/);
   });
 });

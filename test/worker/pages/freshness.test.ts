@@ -41,7 +41,7 @@ describe(`pages with INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     expect(await at(T0 + LIFETIME_MS - 1, () => pageText('/providers/acme/freshpage'))).not.toContain('1.1.0');
 
     const next = fakeRelease(provider, '1.1.0');
-    await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, next.record, next.files);
+    await publishVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, next.record, next.files);
 
     // The API lists 1.1.0 once its own lifetime has passed; the page must show it at the same instant.
     expect(await at(T0 + LIFETIME_MS, () => apiVersions('/v1/providers/acme/freshpage/versions'))).toEqual(['1.0.0', '1.1.0']);
@@ -57,7 +57,7 @@ describe(`pages with INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     expect(latestOn(await at(T0 + LIFETIME_MS - 1, () => pageText('/?q=freshhome')))).toBe('1.0.0');
 
     const next = fakeRelease(provider, '1.1.0');
-    await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, next.record, next.files);
+    await publishVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, next.record, next.files);
 
     // Still within the lifetime of what was read at T0: cached (the page cache is in use at all).
     expect(latestOn(await at(T0 + LIFETIME_MS - 1, () => pageText('/?q=freshhome')))).toBe('1.0.0');
@@ -72,7 +72,7 @@ describe(`pages with INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     const first = await at(T0, () => getWith(vars, '/providers/acme/freshonce', HTML));
     expect(first.headers.get('cache-control')).toBe(`public, max-age=${SECONDS}`);
     const next = fakeRelease(provider, '1.1.0');
-    await publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, next.record, next.files);
+    await publishVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, next.record, next.files);
     expect(await at(T0 + LIFETIME_MS - 1, () => pageText('/providers/acme/freshonce'))).not.toContain('1.1.0');
     expect(await at(T0 + LIFETIME_MS, () => pageText('/providers/acme/freshonce'))).toContain('1.1.0');
   });
