@@ -12,6 +12,8 @@ import { sessionName } from './home';
 import { html, path, raw, type Html } from './html';
 import { layout, snippet } from './layout';
 import { lifecycleBadges, lifecycleNotes } from './lifecycle';
+import { downloadsFact, loadDownloads } from './downloads';
+import { moduleCounterName } from '../downloads/names';
 import { readModuleLifecyclePage } from '../store/lifecycle/read';
 import { withdrawnVersions, type LifecycleState } from '../store/lifecycle/state';
 
@@ -65,8 +67,10 @@ export const modulePage = page(async (ctx, params) => {
   // Terraform refuses a module registry hostname without a dot (localhost:8787): such a page shows the
   // registry's own hostname and the CLI `host` block that points it at this server.
   const sourceHost = ctx.host.includes('.') ? ctx.host : config.hostname;
+  const downloads = await loadDownloads(ctx, moduleCounterName(address));
   const body = html`<h1>${title} <span class="badge accent">v${version}</span></h1>
 ${lifecycleNotes('module', lifecycle?.deprecated, version, lifecycle?.versions[version])}
+${downloads === null ? '' : html`<dl class="facts">${downloadsFact(downloads, version)}</dl>`}
 ${snippet('module-block', 'Use it', moduleBlock(address, sourceHost, version))}
 ${sourceHost === ctx.host ? '' : snippet('host-block', 'CLI configuration (Terraform needs a hostname with a dot)', hostBlock(config.hostname, ctx.url.origin))}
 ${versionsList(address, [...versions, ...withdrawn], version, lifecycle)}
