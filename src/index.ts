@@ -16,6 +16,8 @@ import { loginPage, loginSubmit, logout } from './pages/login';
 import { asset, notFoundFor } from './pages/static';
 import { countingModuleArchives, countingProviderArchives } from './downloads/routes';
 import { moduleDownloads, providerDownloads } from './routes/downloads';
+import { tokenEndpoint } from './identity/token-endpoint';
+import { tokensPage, tokensSubmit } from './pages/tokens';
 
 const router = Router<IRequest, [Env, ExecutionContext]>({
   before: [onlyGetAndHead],
@@ -50,6 +52,14 @@ router
   .all('/assets/:file', asset)
   .all('/login', (request, env) => (request.method === 'POST' ? loginSubmit(request, env) : loginPage(request, env)))
   .all('/logout', logout)
+  // Sign-in with the identity provider (src/identity/, only with OIDC_ISSUER): login.v1 and the pages' SSO.
+  // The broker loads jose and oauth4webapi: imported on first use, so other routes never wait for them.
+  .all('/oauth/authorization', async (request, env) => (await import('./identity/broker')).authorize(request, env))
+  .all('/oauth/callback', async (request, env) => (await import('./identity/broker')).callback(request, env))
+  .all('/oauth/token', tokenEndpoint)
+  .all('/login/sso', async (request, env) => (await import('./identity/broker')).pageSignIn(request, env))
+  .all('/tokens', (request, env) => (request.method === 'POST' ? tokensSubmit(request, env) : tokensPage(request, env)))
+  .all('/tokens/:action', tokensSubmit)
   .all('*', notFoundFor);
 
 export default { fetch: router.fetch } satisfies ExportedHandler<Env>;

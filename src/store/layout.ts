@@ -21,6 +21,10 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
  *   .records/HOST/NS/TYPE/VERSION.json                  committed version record: the commit point and the source of truth (strongly consistent: lists, pages and bodies are built from these)
  *   .leases/NAME                                        an exclusive writer lease (JSON owner + expiry), e.g. NAME = providers/HOST/NS/TYPE
+// ---- Sign-in (src/identity/, src/store/identity/) ----
+ *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
+ *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
+
  *   .audit/YYYY-MM-DD/HHMMSSmmm-NONCE.json              one audit entry (src/store/audit/), created only if absent, never rewritten
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *
@@ -66,6 +70,14 @@ export const heldSigningKeyKey = (hostname: string, namespace: string) => `held-
 
 export const tokenKey = (tokenSha256Hex: string) => `tokens/${tokenSha256Hex}`;
 export const tokenPrefix = 'tokens/';
+
+// ---- Sign-in (src/identity/, src/store/identity/) ----
+/** A one-time login.v1 code, by the SHA-256 of the code (R2: single use needs strong consistency). */
+export const loginCodeObjectKey = (codeSha256Hex: string) => `.login-codes/${codeSha256Hex}`;
+
+/** Prefix of one person's token index (R2), PERSON = hex SHA-256 of issuer + "\n" + subject. */
+export const personTokensPrefix = (personKey: string) => `.people/${personKey}/tokens/`;
+export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) => `${personTokensPrefix(personKey)}${tokenSha256Hex}`;
 
 /** R2 object name of a release file (archive, SHA256SUMS or its signature). */
 export const releaseObjectKey = (address: ProviderAddress, version: string, filename: string) =>

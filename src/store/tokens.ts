@@ -22,6 +22,15 @@ export interface TokenRecord {
   created: string;
   /** ISO 8601 time after which the token is refused; null = never expires. */
   expires: string | null;
+  /** The person a token was issued to by sign-in (`terraform login`, the Tokens page); absent for `npm run token` tokens. */
+  person?: TokenPerson;
+}
+
+/** Who a token belongs to: the identity provider's issuer and subject (stable), and the email at issue time (display only). */
+export interface TokenPerson {
+  issuer: string;
+  subject: string;
+  email?: string;
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -44,9 +53,16 @@ export function parseTokenRecord(text: string): TokenRecord | null {
   if (typeof r.id !== 'string' || typeof r.name !== 'string' || typeof r.created !== 'string') return null;
   if (!Array.isArray(r.scopes) || !r.scopes.every((s) => typeof s === 'string')) return null;
   if (r.expires !== null && (typeof r.expires !== 'string' || Number.isNaN(Date.parse(r.expires)))) return null;
-  return {
+  const record: TokenRecord = {
     id: r.id, name: r.name, sha256: r.sha256, scopes: r.scopes as string[], created: r.created, expires: r.expires as string | null,
   };
+  const person = r.person as Record<string, unknown> | undefined;
+  if (person !== undefined) {
+    if (typeof person !== 'object' || person === null || typeof person.issuer !== 'string' || typeof person.subject !== 'string') return null;
+    if (person.email !== undefined && typeof person.email !== 'string') return null;
+    record.person = { issuer: person.issuer, subject: person.subject, ...(person.email !== undefined ? { email: person.email as string } : {}) };
+  }
+  return record;
 }
 
 /** Stores (or replaces) a token record under its hash. */
