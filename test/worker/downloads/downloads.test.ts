@@ -60,7 +60,7 @@ describe('provider downloads', () => {
 
     const page = await (await get('/providers/acme/counted/1.0.0', { headers: { accept: 'text/html' } })).text();
     expect(page).toMatch(/Downloads <span class="muted">\(last 30 days\)<\/span><\/dt><dd id="downloads"><strong>5<\/strong> of 1\.0\.0 · 7 of all versions/);
-    expect(page).toMatch(/<strong>linux_amd64<\/strong>[\s\S]*?<td>3<\/td>/);
+    expect(page).toMatch(/<strong>linux_amd64<\/strong>[\s\S]*?<td class="num">3<\/td>/);
   });
 
   it('answers 0 for a package never downloaded, and 400 for a bad window', async () => {
