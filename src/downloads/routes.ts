@@ -3,7 +3,7 @@ import type { Env } from '../env';
 import { providerAddress } from '../protocol/address';
 import { moduleAddress } from '../protocol/modules-v1';
 import { parseReleaseFilename } from '../protocol/release-files';
-import { pathSegment } from '../http';
+import { pathSegment } from '../http/responses';
 import { parseVersion } from '../protocol/version';
 import { countDownload, isDownload } from './count';
 import { moduleCounterName, providerCounterName } from './names';

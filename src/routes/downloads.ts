@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings } from '../config';
-import { errorResponse, pathSegment } from '../http';
+import { errorResponse, pathSegment } from '../http/responses';
 import { moduleAddress } from '../protocol/modules-v1';
 import { InputError } from '../protocol/errors';
 import { moduleCounterName, providerCounterName } from '../downloads/names';
