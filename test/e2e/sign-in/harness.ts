@@ -176,7 +176,7 @@ export async function terraformLogin(world: SignInWorld, name: string, login: st
   } finally {
     await context.close();
   }
-  const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 20_000));
+  const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 8_000));
   let code = await Promise.race([exited, timeout]);
   if (code === 'timeout') {
     child.kill('SIGKILL');
