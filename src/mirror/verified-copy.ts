@@ -59,6 +59,15 @@ async function pump(
     }
     await Promise.all(writes);
   };
+  // Chunks are gathered into blocks of BLOCK_BYTES: per-write overhead, not hashing, dominated with small chunks.
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  const takeBlock = (): Uint8Array => {
+    const block = pending.length === 1 ? pending[0]! : concat(pending, pendingBytes);
+    pending = [];
+    pendingBytes = 0;
+    return block;
+  };
   try {
     for (;;) {
       const { done, value } = await readWithin(reader, options.idleMs, options.what);
@@ -66,9 +75,19 @@ async function pump(
       if (value.byteLength === 0) continue;
       total += value.byteLength;
       if (total > options.size) throw new UpstreamError(`checksum check failed: ${options.what} sent more than the ${options.size} bytes it announced`);
-      await digestWriter.write(value.slice());
+      pending.push(value);
+      pendingBytes += value.byteLength;
+      if (pendingBytes < BLOCK_BYTES) continue;
+      const block = takeBlock();
+      await digestWriter.write(block);
       if (held) await forward(held);
-      held = value;
+      held = block;
+    }
+    if (pendingBytes > 0) {
+      const block = takeBlock();
+      await digestWriter.write(block);
+      if (held) await forward(held);
+      held = block;
     }
     await digestWriter.close();
     const actual = hex(await digest.digest);
@@ -84,6 +103,18 @@ async function pump(
     await Promise.allSettled([reader.cancel(reason), storeWriter.abort(reason), clientWriter.abort(reason), digestWriter.abort(reason)]);
     throw reason;
   }
+}
+
+const BLOCK_BYTES = 1024 * 1024;
+
+function concat(chunks: readonly Uint8Array[], length: number): Uint8Array {
+  const block = new Uint8Array(length);
+  let offset = 0;
+  for (const chunk of chunks) {
+    block.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return block;
 }
 
 async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number, what: string): Promise<ReadableStreamReadResult<Uint8Array>> {
