@@ -8,7 +8,9 @@ import { UpstreamError } from './upstream-http';
  * equal the verified SHA256SUMS line. So a body that fails the check never
  * reaches its end anywhere: R2's put sees an error instead of the end of its
  * stream (nothing stored) and the client's response is aborted rather than
- * completed. The two destinations advance in lockstep (the pace of the slower
+ * completed. The client's last block also waits for `beforeClientEnd` (the
+ * commit), so a client holding a complete download can rely on the mirror
+ * holding it. The two destinations advance in lockstep (the pace of the slower
  * one), so the isolate never buffers more than a chunk or two whatever the
  * archive's size; a client that goes away stops only its own branch.
  */
@@ -21,6 +23,12 @@ export interface VerifiedCopyOptions {
   idleMs: number;
   /** Names the archive in error messages. */
   what: string;
+  /**
+   * Runs once every byte verified and the store's stream is complete, before
+   * the client gets its last block: commit what was stored here. If it
+   * throws, the client's download is aborted too.
+   */
+  beforeClientEnd?: () => Promise<void>;
 }
 
 export interface VerifiedCopy {
@@ -95,8 +103,10 @@ async function pump(
     if (actual !== options.sha256Hex) {
       throw new UpstreamError(`checksum check failed: ${options.what} has SHA-256 ${actual}, the signed SHA256SUMS says ${options.sha256Hex}; nothing was stored`);
     }
-    if (held) await forward(held);
+    if (held) await storeWriter.ready.then(() => storeWriter.write(held!));
     await storeWriter.close();
+    await options.beforeClientEnd?.();
+    if (clientAlive && held) await clientWriter.ready.then(() => clientWriter.write(held!)).catch(() => { clientAlive = false; });
     if (clientAlive) await clientWriter.close().catch(() => {});
   } catch (error) {
     const reason = error instanceof UpstreamError ? error : new UpstreamError(`${options.what}: ${(error as Error).message}`);
