@@ -15,7 +15,8 @@ import { parseHostname, parseProviderName } from '../src/protocol/index';
 import { describePublisher, GITHUB_ISSUER } from '../src/identity/publishers';
 import { run, say, STATE_OPTIONS, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
-import { openKvStore } from './lib/open-store';
+import { openKvStore, openStore } from './lib/open-store';
+import { audited } from './lib/audit';
 import { addPublisher, formatPublishers, listPublishers, removePublisher } from './lib/publishers';
 
 const USAGE = `usage: npm run publisher -- COMMAND --namespace NS [options]
@@ -73,14 +74,19 @@ run(async () => {
   const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
   const hostname = values.hostname ? parseHostname(values.hostname) : config.hostname;
 
-  const store = await openKvStore(config, { remote: values.remote });
+  // Writes leave an audit entry (R2); list only reads KV.
+  const store = command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
+  const auditStore = store.blobs ? { blobs: store.blobs } : null;
+  const target = `${hostname}/${namespace}`;
   try {
     const where = store.description;
     if (command === 'add') {
-      const { publisher, added } = await addPublisher(store.kv, hostname, namespace, {
+      const input = {
         issuer: values.issuer, repository: values.repository, projectPath: values['project-path'],
         workflow: values.workflow, ref: values.ref, environment: values.environment,
-      });
+      };
+      const { publisher, added } = await audited(auditStore, values.remote, { action: 'publisher.add', target }, () => addPublisher(store.kv, hostname, namespace, input),
+        (result) => ({ outcome: result.added ? 'ok' : 'unchanged', reason: describePublisher(result.publisher).replace(/\s+/g, ' ') }));
       say(added ? `trusted publisher added to ${hostname}/${namespace} in ${where}:` : `${hostname}/${namespace} already trusts this publisher:`);
       say(`  ${describePublisher(publisher)}`);
       if (added) say('  CI jobs it matches can now publish with `--registry URL` and their ID token (production KV takes up to 60 s to propagate)');
@@ -90,7 +96,8 @@ run(async () => {
       if (values.json) process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, publishers })}\n`);
       else process.stdout.write(`${formatPublishers(hostname, namespace, publishers)}\n`);
     } else {
-      const removed = await removePublisher(store.kv, hostname, namespace, rest[0]!);
+      const removed = await audited(auditStore, values.remote, { action: 'publisher.remove', target, reason: `publisher ${rest[0]!}` },
+        () => removePublisher(store.kv, hostname, namespace, rest[0]!), (result) => ({ outcome: 'ok', reason: describePublisher(result).replace(/\s+/g, ' ') }));
       say(`removed trusted publisher ${removed.id} from ${hostname}/${namespace} in ${where}`);
       if (values.json) process.stdout.write(`${JSON.stringify({ removed })}\n`);
     }

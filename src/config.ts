@@ -2,6 +2,7 @@ import type { Env } from './env';
 import { IMMUTABLE } from './http';
 import { parseHostname } from './protocol/address';
 import { signedUrlMinutes } from './auth/signed-urls';
+import { parseOidcSettings, type OidcSettings } from './identity/config';
 
 /**
  * The Worker's settings: wrangler.toml's variables parsed once per Env
@@ -29,8 +30,12 @@ export interface Settings {
   signedUrlMinutes: number;
   /** URL_SIGNING_SECRET, '' when not set (private mode then answers 500 where it would sign or verify). */
   signingSecret: string;
+  /** SIGNING_KEY_SECRET, '' when not set: opens registry-held signing keys (src/store/keys/held-keys.ts). */
+  signingKeySecret: string;
   /** GZIP_DOCUMENTS = "true": stored documents go out gzip-compressed to clients that accept it. */
   gzipDocuments: boolean;
+  /** Sign-in with the identity provider (OIDC_*, LOGIN_POLICY); null without OIDC_ISSUER. */
+  oidc: OidcSettings | null;
 }
 
 const parsed = new WeakMap<Env, Settings>();
@@ -68,7 +73,9 @@ function parseSettings(env: Env): Settings {
     archiveBaseUrl: (env.ARCHIVE_BASE_URL ?? '').replace(/\/+$/, ''),
     signedUrlMinutes: signedUrlMinutes(env),
     signingSecret: env.URL_SIGNING_SECRET ?? '',
+    signingKeySecret: env.SIGNING_KEY_SECRET ?? '',
     gzipDocuments: env.GZIP_DOCUMENTS === 'true',
+    oidc: parseOidcSettings(env),
   };
 }
 

@@ -19,6 +19,18 @@ export interface Env {
   GZIP_DOCUMENTS?: string;
   /** HMAC key for signed release-file URLs (a secret; private mode only). */
   URL_SIGNING_SECRET?: string;
+  /** Key-encryption secret of registry-held signing keys (a secret; src/store/keys/held-keys.ts). */
+  SIGNING_KEY_SECRET?: string;
+  /** Pull-through: seconds allowed for an upstream's headers, a small body, and between archive chunks (default 10 / 30). */
+  PULL_TIMEOUT_SECONDS?: string;
   /** Minutes a signed release-file URL stays valid (private mode). */
   SIGNED_URL_MINUTES?: string;
+  /** Sign in with the organisation's identity provider (issue 21, src/identity/): the OpenID Provider's issuer URL. Unset = no login. */
+  OIDC_ISSUER?: string;
+  /** The client id registered at the identity provider. */
+  OIDC_CLIENT_ID?: string;
+  /** The client secret (a secret); absent for a public client that uses PKCE only. */
+  OIDC_CLIENT_SECRET?: string;
+  /** JSON: ID-token claims → token scopes and the admin role (src/identity/policy.ts). */
+  LOGIN_POLICY?: string;
 }

@@ -3,8 +3,8 @@ import type { Env } from './env';
 import { errorToResponse } from './http';
 import { discovery } from './routes/discovery';
 import { findPackage, listVersions } from './routes/registry';
-import { mirrorDocument } from './routes/mirror';
-import { releaseFile } from './routes/archives';
+import { mirrorPullDocument } from './routes/mirror-pull/documents';
+import { pullReleaseFile } from './routes/mirror-pull/archive';
 import { onlyGetAndHead, withoutBodyForHead } from './routes/methods';
 import { requireModuleReadToken, requireReadToken, requireSignedUrl } from './auth/access';
 import { listModuleVersions, moduleArchive, moduleDownload } from './routes/modules';
@@ -14,6 +14,8 @@ import { mirrorPage, providerPage, signingKeyFile, versionPage } from './pages/p
 import { docsIndexPage, entityPage } from './pages/docs';
 import { loginPage, loginSubmit, logout } from './pages/login';
 import { asset, notFoundFor } from './pages/static';
+import { tokenEndpoint } from './identity/token-endpoint';
+import { tokensPage, tokensSubmit } from './pages/tokens';
 import { createProviderUpload } from './routes/publish/providers';
 import { createModuleUpload } from './routes/publish/modules';
 import { commitUpload, uploadFile } from './routes/publish/uploads';
@@ -28,8 +30,8 @@ router
   .all('/.well-known/terraform.json', discovery)
   .all('/v1/providers/:namespace/:type/versions', requireReadToken, listVersions)
   .all('/v1/providers/:namespace/:type/:version/download/:os/:arch', requireReadToken, findPackage)
-  .all('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorDocument)
-  .all('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, releaseFile)
+  .all('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorPullDocument)
+  .all('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, pullReleaseFile)
   // The publish API (src/routes/publish/): POST a manifest, PUT each file, POST commit.
   .all('/v1/publish/providers/:namespace/:type/:version', createProviderUpload)
   .all('/v1/publish/modules/:namespace/:name/:system/:version', createModuleUpload)
@@ -53,6 +55,14 @@ router
   .all('/assets/:file', asset)
   .all('/login', (request, env) => (request.method === 'POST' ? loginSubmit(request, env) : loginPage(request, env)))
   .all('/logout', logout)
+  // Sign-in with the identity provider (src/identity/, only with OIDC_ISSUER): login.v1 and the pages' SSO.
+  // The broker loads jose and oauth4webapi: imported on first use, so other routes never wait for them.
+  .all('/oauth/authorization', async (request, env) => (await import('./identity/broker')).authorize(request, env))
+  .all('/oauth/callback', async (request, env) => (await import('./identity/broker')).callback(request, env))
+  .all('/oauth/token', tokenEndpoint)
+  .all('/login/sso', async (request, env) => (await import('./identity/broker')).pageSignIn(request, env))
+  .all('/tokens', (request, env) => (request.method === 'POST' ? tokensSubmit(request, env) : tokensPage(request, env)))
+  .all('/tokens/:action', tokensSubmit)
   .all('*', notFoundFor);
 
 export default { fetch: router.fetch } satisfies ExportedHandler<Env>;

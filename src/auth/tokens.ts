@@ -88,7 +88,7 @@ export async function authenticate(request: Request, kv: KVNamespace, now = Date
     return { ok: false, message: `the token expired at ${record.expires}`, error: 'invalid_token' };
   }
   // Least privilege: a publish token writes through the publish API and reads nothing.
-  if (record.purpose !== 'read') {
+  if (record.purpose === 'publish') {
     return { ok: false, message: 'this is a publish token: it only publishes (the /v1/publish/ API); use a read token to read', error: 'invalid_token' };
   }
   return { ok: true, record };

@@ -11,6 +11,9 @@ import { canSee, page, type PageContext } from './context';
 import { sessionName } from './home';
 import { html, path, raw, type Html } from './html';
 import { layout, snippet } from './layout';
+import { lifecycleBadges, lifecycleNotes } from './lifecycle';
+import { readModuleLifecyclePage } from '../store/lifecycle/read';
+import { withdrawnVersions, type LifecycleState } from '../store/lifecycle/state';
 
 /**
  * Module pages, beside the provider pages and on the same frame (layout,
@@ -52,17 +55,21 @@ export const modulePage = page(async (ctx, params) => {
   const list = canSee(ctx, address.hostname, address.namespace) ? await readModuleVersions(ctx.env.REGISTRY_KV, address, config.listTtlMs, ctx.freshness) : null;
   if (list === null) throw new InputError(`There is no module ${title} here${config.access === 'private' ? ' that your token can read' : ''}.`, 404);
   const versions = (JSON.parse(list.text) as ModuleVersionsBody).modules[0].versions.map((v) => v.version);
+  // Withdrawn versions are not listed (src/store/lifecycle/) but keep their page, marked.
+  const lifecycle = await readModuleLifecyclePage(ctx.env.REGISTRY_KV, address, config.listTtlMs, ctx.freshness);
+  const withdrawn = lifecycle ? [...withdrawnVersions(lifecycle)] : [];
   const version = requested ?? newestVersion(versions);
-  if (version === null || !versions.includes(version)) throw new InputError(`Module ${title} has no version ${requested}.`, 404);
+  if (version === null || !(versions.includes(version) || withdrawn.includes(version))) throw new InputError(`Module ${title} has no version ${requested}.`, 404);
   const docsDocument = await readModuleDocs(ctx.env.REGISTRY_KV, address, version, config.listTtlMs, ctx.freshness);
   const docs = docsDocument === null ? null : (JSON.parse(docsDocument.text) as ModuleDocs);
   // Terraform refuses a module registry hostname without a dot (localhost:8787): such a page shows the
   // registry's own hostname and the CLI `host` block that points it at this server.
   const sourceHost = ctx.host.includes('.') ? ctx.host : config.hostname;
   const body = html`<h1>${title} <span class="badge accent">v${version}</span></h1>
+${lifecycleNotes('module', lifecycle?.deprecated, version, lifecycle?.versions[version])}
 ${snippet('module-block', 'Use it', moduleBlock(address, sourceHost, version))}
 ${sourceHost === ctx.host ? '' : snippet('host-block', 'CLI configuration (Terraform needs a hostname with a dot)', hostBlock(config.hostname, ctx.url.origin))}
-${versionsList(address, versions, version)}
+${versionsList(address, [...versions, ...withdrawn], version, lifecycle)}
 ${docs === null ? '' : docsHtml(ctx, docs, address, version, sourceHost)}`;
   return {
     html: layout({
@@ -92,11 +99,11 @@ export function hostBlock(hostname: string, origin: string): string {
 
 const MAX_LISTED_VERSIONS = 200;
 
-function versionsList(address: ModuleAddress, versions: string[], current: string): Html {
+function versionsList(address: ModuleAddress, versions: string[], current: string, lifecycle: LifecycleState | null): Html {
   const sorted = [...versions].sort(compareVersionsDescending);
   return html`<details><summary>Versions (${versions.length})</summary><ul>${sorted.slice(0, MAX_LISTED_VERSIONS).map((v) => v === current
-    ? html`<li><strong>${v}</strong></li>`
-    : html`<li><a href="${path('modules', address.namespace, address.name, address.system, v)}">${v}</a></li>`)}</ul>
+    ? html`<li><strong>${v}</strong>${lifecycleBadges(lifecycle?.versions[v])}</li>`
+    : html`<li><a href="${path('modules', address.namespace, address.name, address.system, v)}">${v}</a>${lifecycleBadges(lifecycle?.versions[v])}</li>`)}</ul>
 ${versions.length > MAX_LISTED_VERSIONS ? html`<p class="muted">and ${versions.length - MAX_LISTED_VERSIONS} older versions</p>` : ''}</details>`;
 }
 

@@ -9,6 +9,7 @@ import { canSee, page, type PageContext, type RenderedPage } from './context';
 import { sessionName } from './home';
 import { html, path, type Html } from './html';
 import { layout, snippet } from './layout';
+import { lifecycleBadges, lifecycleNotes } from './lifecycle';
 import { PAGE_SECURITY_HEADERS, redirect } from './respond';
 import { credentialsSnippet, networkMirrorSnippet, requiredProvidersSnippet, suggestedConstraint } from './snippets';
 
@@ -32,8 +33,9 @@ function ownAddress(ctx: PageContext, params: Record<string, string>): ProviderA
   return providerAddress(ctx.env.REGISTRY_HOSTNAME, pathSegment(params.namespace, 'namespace'), pathSegment(params.type, 'type'));
 }
 
+/** The newest stable version that is not withdrawn (the default page and the suggested constraint). */
 function newestStable(data: ProviderPageData): string | null {
-  return data.versions.find((v) => semver.prerelease(v.version) === null)?.version ?? null;
+  return data.versions.find((v) => semver.prerelease(v.version) === null && !v.withdrawn)?.version ?? null;
 }
 
 /** GET /providers/:namespace/:type — the newest stable version's page; ?version=V redirects to it (the no-JS switcher). */
@@ -42,7 +44,7 @@ export const providerPage = page(async (ctx, params) => {
   const wanted = ctx.url.searchParams.get('version');
   if (wanted !== null) return redirect(`${path('providers', address.namespace, address.type, parseVersion(wanted))}`);
   const data = await load(ctx, address);
-  const current = data.versions.find((v) => v.version === newestStable(data)) ?? data.versions[0]!;
+  const current = data.versions.find((v) => v.version === newestStable(data)) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!;
   return render(ctx, data, current, false);
 });
 
@@ -62,7 +64,7 @@ export const mirrorPage = page(async (ctx, params) => {
   const data = await load(ctx, address);
   const wanted = ctx.url.searchParams.get('version');
   const current = wanted === null
-    ? data.versions.find((v) => v.version === newestStable(data)) ?? data.versions[0]!
+    ? data.versions.find((v) => v.version === newestStable(data)) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!
     : data.versions.find((v) => v.version === parseVersion(wanted));
   if (!current) throw new InputError(`The mirror holds no version ${wanted} of ${address.hostname}/${address.namespace}/${address.type}.`, 404);
   return render(ctx, data, current, true);
@@ -120,6 +122,7 @@ function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, 
   const body = html`<div class="layout">
 <div>
 <h1>${namespace}/${type} <span class="badge ${isPre ? 'pre' : 'accent'}">v${current.version}</span>${isPre ? html` <span class="badge pre">prerelease</span>` : ''}</h1>
+${lifecycleNotes('provider', data.deprecated, current.version, current)}
 <p class="lead">${data.description || (mirror ? html`Mirrored from <code>${hostname}</code>.` : html`<span class="muted">No description.</span>`)}</p>
 <p class="meta">${!mirror && current.docs ? html`<a class="button" href="${base}/${encodeURIComponent(current.version)}/docs">Documentation</a>` : ''}
 <span class="muted">Published <time datetime="${current.publishedAt}">${current.publishedAt.slice(0, 10)}</time> · protocol ${current.protocols.join(', ')} · ${current.platforms.length} ${current.platforms.length === 1 ? 'platform' : 'platforms'}</span></p>
@@ -145,10 +148,10 @@ ${mirror ? '' : html`<dt>Documentation</dt><dd>${current.docs
 <h2 id="versions-heading">Versions <span class="muted">(${data.versions.length})</span></h2>
 <form method="get" action="${base}" class="filter">
 <label for="version" class="sr-only">Switch version</label>
-<select id="version" name="version"${mirror ? '' : html` data-nav="${base}"`}>${data.versions.map((v) => html`<option value="${v.version}"${v.version === current.version ? html` selected` : ''}>${v.version}${semver.prerelease(v.version) ? ' (prerelease)' : ''}</option>`)}</select>
+<select id="version" name="version"${mirror ? '' : html` data-nav="${base}"`}>${data.versions.map((v) => html`<option value="${v.version}"${v.version === current.version ? html` selected` : ''}>${v.version}${semver.prerelease(v.version) ? ' (prerelease)' : ''}${v.withdrawn ? ' (withdrawn)' : ''}</option>`)}</select>
 <button type="submit">Go</button>
 </form>
-<ul class="versions">${data.versions.map((v) => html`<li${v.version === current.version ? html` aria-current="page"` : ''}><a href="${versionHref(v.version)}">${v.version}</a>${semver.prerelease(v.version) ? html` <span class="badge pre">pre</span>` : ''}<span class="muted">${v.publishedAt.slice(0, 10)}</span></li>`)}</ul>
+<ul class="versions">${data.versions.map((v) => html`<li${v.version === current.version ? html` aria-current="page"` : ''}><a href="${versionHref(v.version)}">${v.version}</a>${semver.prerelease(v.version) ? html` <span class="badge pre">pre</span>` : ''}${lifecycleBadges(v)}<span class="muted">${v.publishedAt.slice(0, 10)}</span></li>`)}</ul>
 </aside>
 </div>`;
   const crumbs: [string, string][] = mirror ? [['Providers', '/'], [hostname, '/']] : [['Providers', '/'], [namespace, `/?q=${encodeURIComponent(namespace)}`]];

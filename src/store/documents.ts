@@ -13,13 +13,13 @@ import type { PackageRecord, VersionRecord } from './types';
  * Release-file URLs are path-absolute (see releaseFilePath).
  */
 
-/** providers.v1 "list available versions": every version, ascending (one entry per version). */
-export function versionsDocument(records: readonly VersionRecord[]): string {
+/** providers.v1 "list available versions": every version, ascending (one entry per version), and the lifecycle `warnings` if any. */
+export function versionsDocument(records: readonly VersionRecord[], warnings: readonly string[] = []): string {
   const byVersion = new Map(records.map((record) => [record.version, record]));
   return providerVersionsBody(sortVersions([...byVersion.keys()]).map((version) => {
     const record = byVersion.get(version)!;
     return { version, protocols: record.protocols, platforms: record.packages };
-  }));
+  }), warnings);
 }
 
 /** providers.v1 "find a provider package" for one platform, with OpenTofu's `packages` for every platform. */

@@ -21,6 +21,10 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
  *   .records/HOST/NS/TYPE/VERSION.json                  committed version record: the commit point and the source of truth (strongly consistent: lists, pages and bodies are built from these)
  *   .leases/NAME                                        an exclusive writer lease (JSON owner + expiry), e.g. NAME = providers/HOST/NS/TYPE
+// ---- Sign-in (src/identity/, src/store/identity/) ----
+ *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
+ *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
+
  *   .audit/YYYY-MM-DD/HHMMSSmmm-NONCE.json              one audit entry (src/store/audit/), created only if absent, never rewritten
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *
@@ -66,6 +70,14 @@ export const heldSigningKeyKey = (hostname: string, namespace: string) => `held-
 
 export const tokenKey = (tokenSha256Hex: string) => `tokens/${tokenSha256Hex}`;
 export const tokenPrefix = 'tokens/';
+
+// ---- Sign-in (src/identity/, src/store/identity/) ----
+/** A one-time login.v1 code, by the SHA-256 of the code (R2: single use needs strong consistency). */
+export const loginCodeObjectKey = (codeSha256Hex: string) => `.login-codes/${codeSha256Hex}`;
+
+/** Prefix of one person's token index (R2), PERSON = hex SHA-256 of issuer + "\n" + subject. */
+export const personTokensPrefix = (personKey: string) => `.people/${personKey}/tokens/`;
+export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) => `${personTokensPrefix(personKey)}${tokenSha256Hex}`;
 
 /** R2 object name of a release file (archive, SHA256SUMS or its signature). */
 export const releaseObjectKey = (address: ProviderAddress, version: string, filename: string) =>
@@ -169,6 +181,17 @@ export function parseModuleCommittedRecordKey(key: string): { address: ModuleAdd
 /** Name of the lease a module publish holds (one writer per module): see src/store/lease.ts. */
 export const moduleLeaseName = (address: ModuleAddress) => `modules/${modulePath(address)}`;
 
+// ---- Lifecycle (deprecate, withdraw; src/store/lifecycle/) ----
+// R2 (the commit point of a lifecycle change; the lists and pages are rebuilt from it):
+//   .lifecycle/providers/HOST/NS/TYPE.json              a provider's deprecation and its versions' deprecations and withdrawals
+//   .lifecycle/modules/HOST/NS/NAME/SYSTEM.json         the same for a module
+// KV:
+//   module-lifecycle/HOST/NS/NAME/SYSTEM                a copy of the module's lifecycle for its page (providers carry theirs in the page data)
+export const providerLifecycleKey = (address: ProviderAddress) => `.lifecycle/providers/${providerPath(address)}.json`;
+export const moduleLifecycleKey = (address: ModuleAddress) => `.lifecycle/modules/${modulePath(address)}.json`;
+export const moduleLifecyclePageKey = (address: ModuleAddress) => `module-lifecycle/${modulePath(address)}`;
+export const moduleLifecycleOfHostPrefix = (hostname: string) => `.lifecycle/modules/${hostname}/`;
+
 // ---- Audit log (src/store/audit/) ----
 // R2 only: one object per entry, created with If-None-Match: * and never rewritten; a date prefix per UTC
 // day so `audit --since 7d` lists seven prefixes, and names sort by time within a day.
@@ -192,11 +215,10 @@ export function auditEntryKey(time: string, nonce: string): string {
 //   mirror-policy                                       the pull-through policy (canonical JSON; absent = no pull-through)
 // R2:
 //   .pull/HOST/NS/TYPE/VERSION.json                     a verified upstream manifest (signed SHA256SUMS, per-platform documents)
-//   .leases/pull/HOST/NS/TYPE/VERSION/OS_ARCH           the lease of the one request pulling that archive
+//   .leases/pull/HOST/NS/TYPE/VERSION                   the lease of the one request pulling an archive of that version
 export const mirrorPolicyKey = 'mirror-policy';
 export const pullManifestKey = (address: ProviderAddress, version: string) => `.pull/${providerPath(address)}/${version}.json`;
-export const pullLeaseName = (address: ProviderAddress, version: string, platform: Platform) =>
-  `pull/${providerPath(address)}/${version}/${platform.os}_${platform.arch}`;
+export const pullLeaseName = (address: ProviderAddress, version: string) => `pull/${providerPath(address)}/${version}`;
 
 // ---- Publish API uploads (src/store/uploads/) ----
 // R2 only: what a client uploads through /v1/publish/ is staged here until its commit copies it to the

@@ -3,7 +3,7 @@ import { formatModuleAddress, moduleDownloadBody, moduleVersionsBody, type Modul
 import { InputError } from '../protocol/errors';
 import {
   moduleArchivePath, moduleCatalogKey, moduleCommittedRecordKey, moduleCommittedRecordPrefix, moduleCommittedRecordsOfHostPrefix,
-  moduleDocsKey, moduleDownloadKey, moduleObjectKey, moduleRecordKey, moduleRecordPrefix, moduleRecordsOfHostPrefix, moduleVersionsKey,
+  moduleDocsKey, moduleDownloadKey, moduleLifecycleKey, moduleObjectKey, moduleRecordKey, moduleRecordPrefix, moduleRecordsOfHostPrefix, moduleVersionsKey,
   parseModuleCommittedRecordKey, parseModuleRecordKey,
 } from './layout';
 import type { BlobStore, KvStore } from './types';
@@ -14,6 +14,9 @@ import {
   type PublishOutcome, type PublishProgress, type StoredFile,
 } from './records';
 import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from './modules-types';
+import { readLifecycle } from './lifecycle/change';
+import { withoutWithdrawnInCatalog, writeModuleLifecyclePage } from './lifecycle/module-lists';
+import { withoutWithdrawn } from './lifecycle/state';
 
 /**
  * The write side of the module store, used by `npm run publish-module`
@@ -213,8 +216,11 @@ export async function rebuildModuleIndex(
   const onDamaged = warnOnce(progress);
   for (let attempt = 0; attempt < 10; attempt++) {
     const versions = await moduleVersions(kv, address, blobs, onDamaged);
-    const body = JSON.stringify(moduleVersionsBody(versions));
-    const catalog = JSON.stringify(await buildCatalog(kv, address, versions, blobs));
+    // Lifecycle (src/store/lifecycle/): withdrawn versions leave the list and the catalog.
+    const lifecycle = await readLifecycle(blobs, moduleLifecycleKey(address));
+    const listed = withoutWithdrawn(versions, lifecycle, (v) => v);
+    const body = JSON.stringify(moduleVersionsBody(listed));
+    const catalog = JSON.stringify(await withoutWithdrawnInCatalog(blobs, await buildCatalog(kv, address, listed, blobs), address, lifecycle));
     const [storedBody, storedCatalog] = await Promise.all([
       kv.get(moduleVersionsKey(address), 'text'),
       kv.get(moduleCatalogKey(address.hostname), 'text'),
@@ -227,7 +233,10 @@ export async function rebuildModuleIndex(
     }
     // Done unless a version was committed meanwhile (only writers without the lease can do that).
     const now = await moduleVersions(kv, address, blobs, () => {});
-    if (now.every((v) => versions.includes(v))) return;
+    if (now.every((v) => versions.includes(v))) {
+      await writeModuleLifecyclePage(kv, address, lifecycle, check);
+      return;
+    }
   }
   throw new Error(`the version list of ${formatModuleAddress(address)} kept changing while being rebuilt; run the publish again`);
 }

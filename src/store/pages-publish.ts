@@ -10,6 +10,7 @@ import { catalogKey, docsKey, docsPrefix, providerPageKey, summaryKey, summaryPr
 import type { Catalog, CatalogEntry, PageKey, ProviderPageData } from './pages';
 import type { KvStore, SigningKey, VersionRecord } from './types';
 import { listAllKeys } from './list-keys';
+import { EMPTY_LIFECYCLE, type LifecycleState } from './lifecycle/state';
 
 /**
  * The write side of the page documents (scripts only, never the Worker):
@@ -54,7 +55,9 @@ export function latestVersion(versions: readonly string[]): string | null {
 }
 
 /** The page data of a provider from its version records and which versions have docs. */
-export function providerPageData(records: readonly VersionRecord[], docsVersions: ReadonlySet<string>, description: string): ProviderPageData {
+export function providerPageData(
+  records: readonly VersionRecord[], docsVersions: ReadonlySet<string>, description: string, lifecycle: LifecycleState = EMPTY_LIFECYCLE,
+): ProviderPageData {
   const keys = new Map<string, SigningKey>();
   for (const record of records) keys.set(record.signingKey.key_id, record.signingKey);
   const byVersion = new Map(records.map((r) => [r.version, r]));
@@ -72,8 +75,10 @@ export function providerPageData(records: readonly VersionRecord[], docsVersions
         platforms: [...r.packages]
           .sort((a, b) => `${a.os}_${a.arch}`.localeCompare(`${b.os}_${b.arch}`))
           .map(({ os, arch, filename, shasum, h1, size }) => ({ os, arch, filename, shasum, h1, size })),
+        ...lifecycle.versions[version],
       };
     }),
+    ...(lifecycle.deprecated ? { deprecated: lifecycle.deprecated } : {}),
     keys: [...keys.values()].map((k): PageKey => ({ ...k, fingerprint: fingerprintOf(k) })),
   };
 }
@@ -83,15 +88,18 @@ export function providerPageData(records: readonly VersionRecord[], docsVersions
  * the catalogue. Called after its version lists are rebuilt (any hostname:
  * our providers and mirrored ones).
  */
-export async function rebuildProviderPages(kv: KvStore, address: ProviderAddress, records: readonly VersionRecord[]): Promise<void> {
+export async function rebuildProviderPages(
+  kv: KvStore, address: ProviderAddress, records: readonly VersionRecord[], lifecycle: LifecycleState = EMPTY_LIFECYCLE,
+): Promise<void> {
   if (records.length === 0) return;
   const docsVersions = new Set((await listAllKeys(kv, docsPrefix(address))).map((key) => key.slice(docsPrefix(address).length)));
   const newestWithDocs = sortVersions(records.map((r) => r.version).filter((v) => docsVersions.has(v))).pop();
   const docs = newestWithDocs ? await readVersionDocs(kv, address, newestWithDocs) : null;
   const description = docs?.providerSchema.description ?? '';
-  const page = providerPageData(records, docsVersions, description);
+  const page = providerPageData(records, docsVersions, description, lifecycle);
   await putIfChanged(kv, providerPageKey(address), JSON.stringify(page));
-  const latest = latestVersion(page.versions.map((v) => v.version))!;
+  // A withdrawn version is never "latest" (unless every version is withdrawn: the entry still names one).
+  const latest = latestVersion(page.versions.filter((v) => !v.withdrawn).map((v) => v.version)) ?? latestVersion(page.versions.map((v) => v.version))!;
   const entry: CatalogEntry = {
     ...address,
     latest,

@@ -2,6 +2,7 @@ import { DocumentCache, type Freshness } from '../cache';
 import type { ProviderAddress } from '../protocol/address';
 import type { ProviderDocs } from './docs';
 import { catalogKey, docsKey, providerPageKey } from './layout';
+import type { LifecycleMark } from './lifecycle/state';
 
 /**
  * Page documents: what a page for people needs, materialised at publish time
@@ -36,6 +37,9 @@ export interface PageVersion {
   /** True when docs are stored for this version. */
   docs: boolean;
   platforms: PagePlatform[];
+  /** Lifecycle marks (src/store/lifecycle/): shown on the pages; a withdrawn version is never the default. */
+  deprecated?: LifecycleMark;
+  withdrawn?: LifecycleMark;
 }
 
 /** Everything the provider and version pages show: versions newest first, keys by id. */
@@ -44,6 +48,8 @@ export interface ProviderPageData {
   description: string;
   versions: PageVersion[];
   keys: PageKey[];
+  /** The whole provider is deprecated (src/store/lifecycle/). */
+  deprecated?: LifecycleMark;
 }
 
 /** One provider on the home page. */

@@ -4,13 +4,15 @@ import {
   downloadDocument, mirrorIndexDocument, mirrorVersionDocument, versionsDocument,
 } from './documents';
 import {
-  committedRecordKey, committedRecordPrefix, downloadDocumentKey, mirrorIndexKey, mirrorVersionKey,
+  committedRecordKey, committedRecordPrefix, downloadDocumentKey, mirrorIndexKey, mirrorVersionKey, providerLifecycleKey,
   releaseObjectKey, signingKeysKey, versionRecordKey, versionRecordPrefix, versionsDocumentKey,
 } from './layout';
 import { mapLimit } from '../concurrency';
 import { listAllKeys } from './list-keys';
 import { listAllObjectKeys } from './list-objects';
 import { rebuildProviderPages } from './pages-publish';
+import { readLifecycle } from './lifecycle/change';
+import { lifecycleWarnings, withoutWithdrawn } from './lifecycle/state';
 import {
   commitRecord, DamagedRecordError, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
   type PublishOutcome, type PublishProgress, type StoredFile,
@@ -299,8 +301,11 @@ export async function rebuildProviderIndex(
   const onDamaged = warnOnce(progress, warned);
   for (let attempt = 0; attempt < 10; attempt++) {
     const records = await listVersionRecords(kv, address, blobs, onDamaged);
-    const versions = versionsDocument(records);
-    const mirror = mirrorIndexDocument(records);
+    // Lifecycle (src/store/lifecycle/): withdrawn versions leave both lists; deprecations become `warnings`.
+    const lifecycle = await readLifecycle(blobs, providerLifecycleKey(address));
+    const listed = withoutWithdrawn(records, lifecycle, (r) => r.version);
+    const versions = versionsDocument(listed, lifecycleWarnings(lifecycle, formatAddress(address)));
+    const mirror = mirrorIndexDocument(listed);
     const [storedVersions, storedMirror] = await Promise.all([
       kv.get(versionsDocumentKey(address), 'text'),
       kv.get(mirrorIndexKey(address), 'text'),
@@ -316,7 +321,7 @@ export async function rebuildProviderIndex(
     const now = await committedVersions(kv, address, blobs);
     if ([...now].every((v) => before.has(v) || warnedVersion(warned, v))) {
       check();
-      await rebuildProviderPages(kv, address, records);
+      await rebuildProviderPages(kv, address, records, lifecycle);
       return;
     }
   }

@@ -23,10 +23,20 @@ export interface TokenRecord {
   /** ISO 8601 time after which the token is refused; null = never expires. */
   expires: string | null;
   /**
-   * What the token may do: `read` (the registry API, mirror and pages; records written before this field
-   * existed are read tokens) or `publish` (the write API only, into the namespaces of its scopes; it reads nothing).
+   * What the token may do: `read` (the registry API, mirror and pages; absent means read, as in records
+   * written before this field existed) or `publish` (the write API only, into the namespaces of its scopes;
+   * it reads nothing).
    */
-  purpose: TokenPurpose;
+  purpose?: TokenPurpose;
+  /** The person a token was issued to by sign-in (`terraform login`, the Tokens page); absent for `npm run token` tokens. */
+  person?: TokenPerson;
+}
+
+/** Who a token belongs to: the identity provider's issuer and subject (stable), and the email at issue time (display only). */
+export interface TokenPerson {
+  issuer: string;
+  subject: string;
+  email?: string;
 }
 
 export type TokenPurpose = 'read' | 'publish';
@@ -53,10 +63,17 @@ export function parseTokenRecord(text: string): TokenRecord | null {
   if (r.expires !== null && (typeof r.expires !== 'string' || Number.isNaN(Date.parse(r.expires)))) return null;
   // Absent: a read token written before publish tokens existed. Anything else unknown: damaged (refused).
   if (r.purpose !== undefined && r.purpose !== 'read' && r.purpose !== 'publish') return null;
-  return {
+  const record: TokenRecord = {
     id: r.id, name: r.name, sha256: r.sha256, scopes: r.scopes as string[], created: r.created, expires: r.expires as string | null,
     purpose: (r.purpose as TokenPurpose | undefined) ?? 'read',
   };
+  const person = r.person as Record<string, unknown> | undefined;
+  if (person !== undefined) {
+    if (typeof person !== 'object' || person === null || typeof person.issuer !== 'string' || typeof person.subject !== 'string') return null;
+    if (person.email !== undefined && typeof person.email !== 'string') return null;
+    record.person = { issuer: person.issuer, subject: person.subject, ...(person.email !== undefined ? { email: person.email as string } : {}) };
+  }
+  return record;
 }
 
 /** Stores (or replaces) a token record under its hash. */

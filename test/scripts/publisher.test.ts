@@ -8,6 +8,8 @@ import { parsePublisherInput, refMatches, type PublisherInput } from '../../src/
 import { publishersKey } from '../../src/store/layout';
 import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
 import { addPublisher, listPublishers, removePublisher } from '../../scripts/lib/publishers';
+import { readRegistryConfig } from '../../scripts/lib/config';
+import { listAuditEntries } from '../../src/store/audit/read';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
@@ -119,6 +121,21 @@ describe('npm run publisher (the CLI)', () => {
     expect(text).toContain(`${created.id}  github  ${GITHUB}  acme/terraform-provider-thing workflow release.yml  ref refs/tags/v*  environment release`);
     expect((await publisher('remove', '--namespace', 'acme', created.id)).stderr).toContain(`removed trusted publisher ${created.id}`);
     expect((await publisher('list', '--namespace', 'acme')).stdout).not.toContain(created.id);
+
+    // Every add and remove left an audit entry naming the operator and the publisher.
+    const store = await openLocalStore(await readRegistryConfig({ configPath: join(root, 'wrangler.toml'), persistTo: dir }));
+    try {
+      const { entries } = await listAuditEntries(store, { namespace: 'acme' });
+      expect(entries.map((e) => [e.action, e.outcome, e.target, e.actor.kind])).toEqual([
+        ['publisher.add', 'ok', 'registry.example.com/acme', 'operator'],
+        ['publisher.add', 'ok', 'registry.example.com/acme', 'operator'],
+        ['publisher.remove', 'ok', 'registry.example.com/acme', 'operator'],
+      ]);
+      expect(entries[0]!.reason).toContain('acme/terraform-provider-thing workflow release.yml ref refs/tags/v*');
+      expect(entries[2]!.reason).toContain(created.id);
+    } finally {
+      await store.close();
+    }
   });
 
   it('exits 1 for bad input and 2 with the usage for bad arguments, one "error:" line, no stack trace', async () => {
@@ -140,5 +157,14 @@ describe('npm run publisher (the CLI)', () => {
       expect(failures[i]?.stderr).not.toMatch(/\n\s+at /);
       if (code === 2) expect(failures[i]?.stderr).toContain('usage: npm run publisher');
     });
+    // A refused add or remove is in the audit log as refused, with the reason.
+    const store = await openLocalStore(await readRegistryConfig({ configPath: join(root, 'wrangler.toml'), persistTo: dir }));
+    try {
+      const refused = (await listAuditEntries(store, { namespace: 'acme' })).entries.filter((e) => e.outcome === 'refused');
+      expect(refused.map((e) => e.action).sort()).toEqual(['publisher.add', 'publisher.add', 'publisher.remove']);
+      expect(refused.map((e) => e.reason).join('\n')).toMatch(/must use https[\s\S]*exactly one of --repository|exactly one of --repository[\s\S]*must use https/);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -22,7 +22,7 @@ describe('settings', () => {
     expect(s).toEqual({
       hostname: 'registry.example.com', access: 'public', listTtlMs: 30_000, listCacheControl: 'public, max-age=30',
       releaseDocumentCacheControl: 'public, max-age=31536000, immutable', archiveBaseUrl: 'https://dl.example.com',
-      signedUrlMinutes: 60, signingSecret: 's', gzipDocuments: true,
+      signedUrlMinutes: 60, signingSecret: 's', gzipDocuments: true, oidc: null, signingKeySecret: '',
     });
   });
 

@@ -178,7 +178,7 @@ describe('refusals, each with nothing listed', () => {
     const file = session.files.find((f) => f.filename.endsWith('linux_amd64.zip'))!;
     const original = release.files.get(file.filename)!;
     const tampered = original.slice();
-    tampered[40] ^= 1;
+    tampered[40] = tampered[40]! ^ 1;
     const wrong = await put(publisher, file.url, tampered);
     expect(wrong.status).toBe(400);
     expect((await wrong.json() as { errors: string[] }).errors[0]).toMatch(/the uploaded bytes do not have the SHA-256 declared for it/);
