@@ -24,7 +24,7 @@ const versions = async (type: string) => {
   return text === null ? [] : (JSON.parse(text) as { versions: { version: string }[] }).versions.map((v) => v.version);
 };
 
-describe('publishing a provider release through the API', () => {
+describe('publishing a provider release through the API', { timeout: 60_000 }, () => {
   it('publishes a 3-platform release: listed, downloadable byte for byte, h1 computed from the zips, audited with the token', async () => {
     const release = await buildRelease('thing', '1.0.0');
     const result = await publishRelease(publisher, 'acme', release);
@@ -72,7 +72,7 @@ describe('publishing a provider release through the API', () => {
   });
 });
 
-describe('credentials', () => {
+describe('credentials', { timeout: 60_000 }, () => {
   const attempt = async (headers: Record<string, string>, namespace = 'acme') => {
     const release = await buildRelease('creds', '1.0.0');
     return get(`/v1/publish/providers/${namespace}/creds/1.0.0`, { method: 'POST', headers, body: JSON.stringify(await manifestOf(release)) });
@@ -125,7 +125,7 @@ describe('credentials', () => {
   });
 });
 
-describe('refusals, each with nothing listed', () => {
+describe('refusals, each with nothing listed', { timeout: 60_000 }, () => {
   const refusedAt = async (stage: 'started' | 'uploaded' | 'committed', type: string, release: Awaited<ReturnType<typeof buildRelease>>, message: RegExp, status = 400, extra: object = {}) => {
     const result = await publishRelease(publisher, 'acme', release, extra);
     const response = result[stage];
@@ -208,7 +208,7 @@ describe('refusals, each with nothing listed', () => {
   });
 });
 
-describe('races and interruptions', () => {
+describe('races and interruptions', { timeout: 60_000 }, () => {
   it('concurrent publishes of one version with different bytes: exactly one wins, the other is 409', async () => {
     const a = await buildRelease('race', '1.0.0', { salt: 'a' });
     const b = await buildRelease('race', '1.0.0', { salt: 'b' });
