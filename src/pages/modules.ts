@@ -11,6 +11,7 @@ import { canSee, page, type PageContext } from './context';
 import { sessionName } from './home';
 import { html, path, raw, type Html } from './html';
 import { layout, snippet } from './layout';
+import { credentialsSnippet, hostBlockSnippet, snippetAddress } from './snippets';
 import { lifecycleBadges, lifecycleNotes } from './lifecycle';
 import { readModuleLifecyclePage } from '../store/lifecycle/read';
 import { withdrawnVersions, type LifecycleState } from '../store/lifecycle/state';
@@ -34,16 +35,17 @@ export const modulesIndexPage = page(async (ctx) => {
   const document = await readModuleCatalog(ctx.env.REGISTRY_KV, config.hostname, config.listTtlMs, ctx.freshness);
   const catalog: ModuleCatalog = document === null ? { modules: [] } : (JSON.parse(document.text) as ModuleCatalog);
   const visible = catalog.modules.filter((m) => canSee(ctx, config.hostname, m.namespace));
+  const { sourceHost } = snippetAddress(ctx.url, config.hostname);
   const body = html`<h1>Modules</h1>
 <p class="lead">Terraform and OpenTofu modules served by <strong>${ctx.host}</strong>.</p>
 ${visible.length === 0
     ? html`<div class="card empty"><p><strong>No modules yet.</strong></p><p>Publish one with <code>npm run publish-module -- ./DIR --namespace NS --name NAME --system SYSTEM --version 1.0.0</code>, or try <code>npm run demo</code>.</p></div>`
     : html`<ul class="grid">${visible.map((m) => html`<li><a class="card" href="${path('modules', m.namespace, m.name, m.system)}">
 <div class="name">${m.namespace}/${m.name}/${m.system}</div>
-<div class="addr">${ctx.host}/${m.namespace}/${m.name}/${m.system}</div>
+<div class="addr">${sourceHost}/${m.namespace}/${m.name}/${m.system}</div>
 <span class="badge accent">v${newestVersion(m.versions) ?? ''}</span> <span class="muted">${m.versions.length} ${m.versions.length === 1 ? 'version' : 'versions'}</span>
 </a></li>`)}</ul>`}`;
-  return { html: layout({ title: 'Modules', hostname: ctx.host, session: sessionName(ctx), body, crumbs: [['Providers', '/'], ['Modules', '/modules']] }) };
+  return { html: layout({ title: 'Modules', hostname: ctx.host, session: sessionName(ctx), body }) };
 });
 
 /** GET /modules/:namespace/:name/:system[/:version] — the named version, else the newest stable one. */
@@ -62,15 +64,15 @@ export const modulePage = page(async (ctx, params) => {
   if (version === null || !(versions.includes(version) || withdrawn.includes(version))) throw new InputError(`Module ${title} has no version ${requested}.`, 404);
   const docsDocument = await readModuleDocs(ctx.env.REGISTRY_KV, address, version, config.listTtlMs, ctx.freshness);
   const docs = docsDocument === null ? null : (JSON.parse(docsDocument.text) as ModuleDocs);
-  // Terraform refuses a module registry hostname without a dot (localhost:8787): such a page shows the
-  // registry's own hostname and the CLI `host` block that points it at this server.
-  const sourceHost = ctx.host.includes('.') ? ctx.host : config.hostname;
+  const where = snippetAddress(ctx.url, config.hostname);
   const body = html`<h1>${title} <span class="badge accent">v${version}</span></h1>
 ${lifecycleNotes('module', lifecycle?.deprecated, version, lifecycle?.versions[version])}
-${snippet('module-block', 'Use it', moduleBlock(address, sourceHost, version))}
-${sourceHost === ctx.host ? '' : snippet('host-block', 'CLI configuration (Terraform needs a hostname with a dot)', hostBlock(config.hostname, ctx.url.origin))}
+${snippet('module-block', 'Use it', moduleBlock(address, where.sourceHost, version))}
+${where.hostBlock ? hostBlockSnippet(where) : ''}
+${config.access === 'private' ? snippet('snippet-credentials', 'Credentials (private registry)', credentialsSnippet([{ host: where.sourceHost }]),
+    html`In the CLI configuration, with a read token for this namespace (<code>npm run token -- create --namespace ${address.namespace}</code>).`) : ''}
 ${versionsList(address, [...versions, ...withdrawn], version, lifecycle)}
-${docs === null ? '' : docsHtml(ctx, docs, address, version, sourceHost)}`;
+${docs === null ? '' : docsHtml(ctx, docs, address, version, where.sourceHost)}`;
   return {
     html: layout({
       title: `${title} ${version}`, hostname: ctx.host, session: sessionName(ctx), body,
@@ -79,21 +81,12 @@ ${docs === null ? '' : docsHtml(ctx, docs, address, version, sourceHost)}`;
   };
 });
 
-/** The `module` block to copy: source on the host the page was served from, `~> MAJOR.MINOR` of the version shown. */
+/** The `module` block to copy: source on `host` (the address rule's, see snippets.ts), `~> MAJOR.MINOR` of the version shown. */
 export function moduleBlock(address: ModuleAddress, host: string, version: string, subdirectory = ''): string {
   const [major, minor] = version.split(/[.+-]/);
   return `module "${address.name.replace(/[^a-z0-9_]/g, '_')}" {
   source  = "${host}/${address.namespace}/${address.name}/${address.system}${subdirectory}"
   version = "~> ${major}.${minor}"
-}`;
-}
-
-/** CLI configuration sending `hostname`'s modules.v1 to `origin` (service discovery override). */
-export function hostBlock(hostname: string, origin: string): string {
-  return `host "${hostname}" {
-  services = {
-    "modules.v1" = "${origin}/v1/modules/"
-  }
 }`;
 }
 
@@ -119,16 +112,16 @@ function interfaceHtml(ctx: PageContext, m: ModuleInterface, heading: 'h2' | 'h3
   const h = (text: string) => (heading === 'h2' ? html`<h2>${text}</h2>` : html`<h3>${text}</h3>`);
   const note = (description: string | null, sensitive: boolean) => html`${description ?? ''}${sensitive ? html` <span class="badge">sensitive</span>` : ''}`;
   return html`${h('Inputs')}
-${m.inputs.length === 0 ? html`<p class="muted">No inputs.</p>` : html`<table><thead><tr><th>name</th><th>type</th><th>default</th><th>required</th><th>description</th></tr></thead><tbody>
+${m.inputs.length === 0 ? html`<p class="muted">No inputs.</p>` : html`<div class="scroll"><table><thead><tr><th>name</th><th>type</th><th>default</th><th>required</th><th>description</th></tr></thead><tbody>
 ${m.inputs.map((i) => html`<tr><td><code>${i.name}</code></td><td>${i.type === null ? '' : html`<code>${i.type}</code>`}</td><td>${i.default === null ? '' : html`<code>${i.default}</code>`}</td><td>${i.required ? 'yes' : 'no'}</td><td>${note(i.description, i.sensitive)}</td></tr>`)}
-</tbody></table>`}
+</tbody></table></div>`}
 ${h('Outputs')}
-${m.outputs.length === 0 ? html`<p class="muted">No outputs.</p>` : html`<table><thead><tr><th>name</th><th>description</th></tr></thead><tbody>
+${m.outputs.length === 0 ? html`<p class="muted">No outputs.</p>` : html`<div class="scroll"><table><thead><tr><th>name</th><th>description</th></tr></thead><tbody>
 ${m.outputs.map((o) => html`<tr><td><code>${o.name}</code></td><td>${note(o.description, o.sensitive)}</td></tr>`)}
-</tbody></table>`}
-${m.providers.length === 0 ? '' : html`${h('Required providers')}<table><thead><tr><th>name</th><th>source</th><th>version</th></tr></thead><tbody>
+</tbody></table></div>`}
+${m.providers.length === 0 ? '' : html`${h('Required providers')}<div class="scroll"><table><thead><tr><th>name</th><th>source</th><th>version</th></tr></thead><tbody>
 ${m.providers.map((p) => html`<tr><td><code>${p.name}</code></td><td>${providerSource(ctx, p.source)}</td><td>${p.version === null ? '' : html`<code>${p.version}</code>`}</td></tr>`)}
-</tbody></table>`}
+</tbody></table></div>`}
 ${m.requiredVersion === null ? '' : html`<p>Terraform <code>${m.requiredVersion}</code></p>`}`;
 }
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RegistryConfig } from '../config';
 import type { StoreHandle } from '../local-store';
+import { InputError } from '../../../src/protocol/errors';
 import { publishModule, type PublishModuleResult } from './publish';
 
 /**
@@ -14,8 +15,12 @@ import { publishModule, type PublishModuleResult } from './publish';
 export const DEMO_MODULE = { namespace: 'demo', name: 'vpc', system: 'aws' } as const;
 export const DEMO_MODULE_VERSIONS = ['1.0.0', '1.1.0'] as const;
 
-/** Writes the demo module's tree for `version` into `dir` (created). */
-export function writeDemoModule(dir: string, version: string): void {
+/**
+ * Writes the demo module's tree for `version` into `dir` (created). Its
+ * README names the module under `hostname` (REGISTRY_HOSTNAME), as the
+ * module's page does when browsed on a local server (see snippets.ts).
+ */
+export function writeDemoModule(dir: string, version: string, hostname = 'registry.example.com'): void {
   mkdirSync(join(dir, 'modules', 'subnet'), { recursive: true });
   writeFileSync(join(dir, 'main.tf'), `terraform {
   required_version = ">= 1.3"
@@ -89,13 +94,15 @@ shows how modules, submodules and their docs look in this registry.
 
 \`\`\`hcl
 module "vpc" {
-  source  = "localhost:8787/demo/vpc/aws"
+  source  = "${hostname}/demo/vpc/aws"
   version = "~> 1.1"
   name    = "main"
 }
 \`\`\`
 
-The submodule is addressed as \`localhost:8787/demo/vpc/aws//modules/subnet\`.
+The submodule is addressed as \`${hostname}/demo/vpc/aws//modules/subnet\`.
+On a local server (\`npm start\`, a host without a dot) add the CLI \`host\`
+block this module's page shows: it sends \`${hostname}\` to that server.
 `);
 }
 
@@ -108,8 +115,14 @@ export async function publishDemoModule(
     const results: PublishModuleResult[] = [];
     for (const version of DEMO_MODULE_VERSIONS) {
       const dir = join(work, version);
-      writeDemoModule(dir, version);
-      results.push(await publishModule({ path: dir, ...DEMO_MODULE, version, store, config, log }));
+      writeDemoModule(dir, version, config.hostname);
+      try {
+        results.push(await publishModule({ path: dir, ...DEMO_MODULE, version, store, config, log }));
+      } catch (error) {
+        // A state an older `npm run demo` filled holds this version with an older README: keep it (immutable).
+        if (!(error instanceof InputError && error.status === 409)) throw error;
+        log(`kept      demo/vpc/aws ${version}: an earlier npm run demo published it with other contents (versions are immutable; start from an empty state to get the current one)`);
+      }
     }
     return results;
   } finally {
