@@ -1,4 +1,4 @@
-import * as openpgp from 'openpgp';
+import type * as OpenPgp from 'openpgp';
 import { InputError } from './errors';
 import type { SigningKey } from '../store/types';
 
@@ -6,6 +6,7 @@ import type { SigningKey } from '../store/types';
  * Verifying a detached OpenPGP signature over a release's SHA256SUMS against
  * a namespace's public keys, as Terraform checks it: used by the publish
  * CLI (a supplied SHA256SUMS.sig) and by the Worker's publish API.
+ * openpgp is loaded on first use, so the Worker's read routes never evaluate it.
  */
 
 /**
@@ -20,7 +21,8 @@ export async function verifyDetached(
   keys: readonly SigningKey[],
   signatureName: string,
 ): Promise<SigningKey> {
-  let parsed: openpgp.Signature;
+  const openpgp = await import('openpgp');
+  let parsed: OpenPgp.Signature;
   try {
     const text = new TextDecoder().decode(signature.subarray(0, 64));
     parsed = text.includes('-----BEGIN PGP SIGNATURE-----')
@@ -32,7 +34,7 @@ export async function verifyDetached(
   const signers = parsed.getSigningKeyIDs().map((id) => id.toHex().toUpperCase());
   const message = await openpgp.createMessage({ binary: document });
   for (const key of keys) {
-    let publicKey: openpgp.Key;
+    let publicKey: OpenPgp.Key;
     try {
       publicKey = await openpgp.readKey({ armoredKey: key.ascii_armor });
     } catch {

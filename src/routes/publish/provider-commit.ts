@@ -28,7 +28,7 @@ import { signerFor } from './signing';
  * commit point), the lists. Throws InputError (400; 409 for a version
  * published meanwhile with other bytes) with nothing published.
  */
-export async function commitProvider(store: PublishStore, session: UploadSession, actor: Actor, upload: ProviderUpload) {
+export async function commitProvider(store: PublishStore, session: UploadSession, actor: Actor, upload: ProviderUpload, signingKeySecret: string) {
   const { bucket } = store;
   const address = { hostname: session.hostname, namespace: session.namespace, type: upload.type };
   const draft = draftRecord(address, upload);
@@ -68,7 +68,8 @@ export async function commitProvider(store: PublishStore, session: UploadSession
     signature = new Uint8Array(await (await bucket.get(staged.get(sigFile.filename)!))!.arrayBuffer());
     signingKey = await verifyDetached(sums, signature, await readSigningKeys(store.kv, address.hostname, address.namespace), sigFile.filename);
   } else {
-    ({ signature, key: signingKey } = await (await signerFor(address.namespace, upload.type, upload.version)).sign(sums));
+    const signer = await signerFor({ kv: store.kv, signingKeySecret, hostname: address.hostname, namespace: address.namespace }, upload.type, upload.version);
+    ({ signature, key: signingKey } = await signer.sign(sums));
   }
 
   const record: VersionRecord = { ...draft, packages, signingKey, signatureFile: { sha256: sha256Hex(signature), size: signature.byteLength } };

@@ -55,7 +55,7 @@ export async function createProviderUpload(request: IRequest, env: Env, ctx: Exe
       return json(publishResult(existing, status));
     }
     const signed = upload.files.some((f) => f.filename === shasumsSignatureFilename(type, version));
-    if (!signed) await signerFor(namespace, type, version); // refuses now rather than after the uploads
+    if (!signed) await signerFor({ kv: store.kv, signingKeySecret: settings(env).signingKeySecret, hostname: address.hostname, namespace }, type, version); // refuses now, not after the uploads
     if (dryRun) return json(publishResult(draft, 'dry-run'));
     const session = await startSession(store, actor, address, upload);
     return json(sessionResponse(request, session), 201);

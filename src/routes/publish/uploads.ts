@@ -1,4 +1,5 @@
 import type { IRequest } from 'itty-router';
+import { settings } from '../../config';
 import type { Env } from '../../env';
 import { errorResponse, pathSegment } from '../../http';
 import type { Actor } from '../../identity/actor';
@@ -60,7 +61,7 @@ export async function commitUpload(request: IRequest, env: Env, ctx: ExecutionCo
   return asSessionPublisher(request, env, ctx, session, async (actor) => {
     const store = publishStore(env);
     const result = session.upload.kind === 'provider'
-      ? await commitProvider(store, session, actor, session.upload)
+      ? await commitProvider(store, session, actor, session.upload, settings(env).signingKeySecret)
       : await commitModule(store, session, actor, session.upload);
     const digests = Object.fromEntries(session.upload.files.map((f) => [f.filename, f.sha256]));
     await audit(store, ctx, { ...auditTarget(session), actor, outcome: result.status === 'unchanged' ? 'unchanged' : 'ok', digests });
