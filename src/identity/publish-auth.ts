@@ -2,8 +2,8 @@ import { constantTimeEqualText } from '../auth/bytes';
 import { tokenId, tokenSha256 } from '../auth/tokens';
 import { tokenKey } from '../store/layout';
 import { readPublishers } from '../store/publishers';
-import { parseTokenRecord } from '../store/tokens';
-import type { KvStore } from '../store/types';
+import { parseTokenRecord } from '../store/tokens/read';
+import type { KvStore } from '../store/store';
 import type { Actor } from './actor';
 import { CiTokenError, looksLikeJwt, verifyCiToken } from './ci-token';
 

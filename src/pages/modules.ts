@@ -1,12 +1,12 @@
 import { settings } from '../config';
-import { pathSegment } from '../http';
+import { pathSegment } from '../http/responses';
 import { parseSourceAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { moduleAddress, type ModuleAddress, type ModuleVersionsBody } from '../protocol/modules-v1';
 import { parseVersion } from '../protocol/version';
-import { compareVersionsDescending, newestVersion } from '../store/modules-order';
-import { readModuleCatalog, readModuleDocs, readModuleVersions } from '../store/modules-read';
-import type { ModuleCatalog, ModuleDocs, ModuleInterface } from '../store/modules-types';
+import { compareVersionsDescending, newestVersion } from '../store/modules/order';
+import { readModuleCatalog, readModuleDocs, readModuleVersions } from '../store/modules/read';
+import type { ModuleCatalog, ModuleDocs, ModuleInterface } from '../store/modules/types';
 import { canSee, page, type PageContext } from './context';
 import { sessionName } from './home';
 import { html, path, raw, type Html } from './html';

@@ -1,10 +1,10 @@
 import semver from 'semver';
 import { isPrivate, listTtlMs } from '../config';
-import { pathSegment } from '../http';
+import { pathSegment } from '../http/responses';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { parseVersion } from '../protocol/version';
-import { readProviderPage, type PageVersion, type ProviderPageData } from '../store/pages';
+import { readProviderPage, type PageVersion, type ProviderPageData } from '../store/pages/read';
 import { canSee, page, type PageContext, type RenderedPage } from './context';
 import { sessionName } from './home';
 import { html, path, type Html } from './html';

@@ -1,5 +1,5 @@
 import type { IRequest } from 'itty-router';
-import { errorResponse } from '../http';
+import { errorResponse } from '../http/responses';
 
 /**
 /**

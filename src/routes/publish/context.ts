@@ -1,12 +1,12 @@
 import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
-import { errorResponse } from '../../http';
+import { errorResponse } from '../../http/responses';
 import type { Actor } from '../../identity/actor';
 import { authorizePublish, PublishRefusal } from '../../identity/publish-auth';
 import { InputError } from '../../protocol/errors';
 import { appendAuditEntry, type AuditAction } from '../../store/audit/write';
-import type { BlobStore, KvStore } from '../../store/types';
+import type { BlobStore, KvStore } from '../../store/store';
 
 /**
  * What every publish API handler shares: the store over the Worker's

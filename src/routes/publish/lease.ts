@@ -1,7 +1,7 @@
 import type { Actor } from '../../identity/actor';
 import { describeActor } from '../../identity/actor';
 import { withLease, type Lease } from '../../store/lease';
-import type { BlobStore } from '../../store/types';
+import type { BlobStore } from '../../store/store';
 
 /**
  * The write lease from a Worker request: the same lease the CLI takes (one

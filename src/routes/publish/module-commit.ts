@@ -1,7 +1,7 @@
 import type { Actor } from '../../identity/actor';
 import { formatModuleAddress } from '../../protocol/modules-v1';
 import { moduleLeaseName } from '../../store/layout';
-import { publishModuleVersion, readModuleRecord } from '../../store/modules-publish';
+import { publishModuleVersion, readModuleRecord } from '../../store/modules/write';
 import type { ModuleUpload, UploadSession } from '../../store/uploads/session';
 import { completeStagedFile, stagedStream } from '../../store/uploads/staged';
 import { checkStoredModulePackage } from '../../store/uploads/stored-module';

@@ -1,7 +1,7 @@
 import { escapeHtml } from '../../pages/html';
 import { InputError } from '../../protocol/errors';
 import type { ModuleArchiveFormat } from '../../protocol/modules-v1';
-import type { ModuleDocs, ModuleInterface } from '../../store/modules-types';
+import type { ModuleDocs, ModuleInterface } from '../../store/modules/types';
 
 /**
  * The manifest a client sends to start a module publish

@@ -1,12 +1,12 @@
 import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
-import { pathSegment } from '../../http';
+import { pathSegment } from '../../http/responses';
 import { formatModuleAddress, moduleAddress, type ModuleAddress } from '../../protocol/modules-v1';
 import { parseVersion } from '../../protocol/version';
 import { moduleArchiveFilename, moduleLeaseName } from '../../store/layout';
-import { differentPackageError, readModuleRecord, rebuildModuleIndex, samePackage, verifyModuleVersion } from '../../store/modules-publish';
-import type { ModuleVersionRecord } from '../../store/modules-types';
+import { differentPackageError, readModuleRecord, rebuildModuleIndex, samePackage, verifyModuleVersion } from '../../store/modules/write';
+import type { ModuleVersionRecord } from '../../store/modules/types';
 import { newUploadId, writeUploadSession, type ModuleUpload, type UploadSession } from '../../store/uploads/session';
 import { asPublisher, audit, json, onlyMethod, PART_BYTES, readJsonBody } from './context';
 import { withWorkerLease } from './lease';

@@ -6,7 +6,7 @@ import { verifyDetached } from '../../protocol/openpgp-signature';
 import { executableName, executableNamePattern, parseReleaseFilename } from '../../protocol/release-files';
 import { parsePlatformName } from '../../protocol/platform';
 import { providerLeaseName } from '../../store/layout';
-import { publishVersion, readSigningKeys, readVersionRecord, type ReleaseFile } from '../../store/publish';
+import { publishVersion, readSigningKeys, readVersionRecord, type ReleaseFile } from '../../store/providers/write';
 import type { SigningKey, VersionRecord } from '../../store/types';
 import type { ProviderUpload, UploadSession } from '../../store/uploads/session';
 import { completeStagedFile, stagedStream } from '../../store/uploads/staged';

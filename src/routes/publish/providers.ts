@@ -1,14 +1,14 @@
 import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
-import { pathSegment } from '../../http';
+import { pathSegment } from '../../http/responses';
 import type { Actor } from '../../identity/actor';
 import { formatAddress, parseProviderName, providerAddress, type ProviderAddress } from '../../protocol/address';
 import { parsePlatformName } from '../../protocol/platform';
 import { parseReleaseFilename, shasumsFilename, shasumsSignatureFilename } from '../../protocol/release-files';
 import { parseVersion } from '../../protocol/version';
 import { providerLeaseName } from '../../store/layout';
-import { differentContentsError, publishVersion, readVersionRecord, sameRelease } from '../../store/publish';
+import { differentContentsError, publishVersion, readVersionRecord, sameRelease } from '../../store/providers/write';
 import type { PackageRecord, VersionRecord } from '../../store/types';
 import { newUploadId, writeUploadSession, type ProviderUpload, type UploadSession } from '../../store/uploads/session';
 import { asPublisher, audit, json, onlyMethod, PART_BYTES, readJsonBody, type PublishStore } from './context';

@@ -1,8 +1,9 @@
 import { InputError } from '../../protocol/errors';
 import { shasumsSignatureFilename } from '../../protocol/release-files';
 import { heldKeyInfo, signShasumsWithHeldKey } from '../../store/keys/held-keys';
-import { readSigningKeys } from '../../store/publish';
-import type { KvStore, SigningKey } from '../../store/types';
+import { readSigningKeys } from '../../store/providers/write';
+import type { KvStore } from '../../store/store';
+import type { SigningKey } from '../../store/types';
 
 /**
  * Who signs a release published through the API when the client sent no

@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
-import { errorResponse, pathSegment } from '../../http';
+import { errorResponse, pathSegment } from '../../http/responses';
 import type { Actor } from '../../identity/actor';
 import { InputError } from '../../protocol/errors';
 import { readUploadSession, removeUpload, type UploadSession } from '../../store/uploads/session';

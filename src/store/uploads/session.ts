@@ -1,8 +1,8 @@
 import { parseActor, type Actor } from '../../identity/actor';
 import { uploadPrefix, uploadSessionKey } from '../layout';
-import { listAllObjectKeys } from '../list-objects';
-import type { ModuleDocs } from '../modules-types';
-import type { BlobStore } from '../types';
+import { listAllObjectKeys } from '../list';
+import type { ModuleDocs } from '../modules/types';
+import type { BlobStore } from '../store';
 
 /**
  * An upload session of the publish API: what one client is publishing,

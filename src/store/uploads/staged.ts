@@ -1,6 +1,6 @@
 import { InputError } from '../../protocol/errors';
 import { uploadFileKey, uploadMultipartKey, uploadPartKey, uploadPartsPrefix } from '../layout';
-import { listAllObjectKeys } from '../list-objects';
+import { listAllObjectKeys } from '../list';
 import type { DeclaredFile, UploadSession } from './session';
 
 /**

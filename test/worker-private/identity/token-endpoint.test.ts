@@ -5,7 +5,7 @@ import { sha256Hex } from '../../../src/protocol/hashes';
 import { loginCodeObjectKey, tokenKey } from '../../../src/store/layout';
 import { storeLoginCode } from '../../../src/store/identity/login-codes';
 import { listPersonTokens, personKey } from '../../../src/store/identity/person-tokens';
-import { parseTokenRecord } from '../../../src/store/tokens';
+import { parseTokenRecord } from '../../../src/store/tokens/read';
 import { address, env, fakeRelease, getWith, seed } from '../helpers';
 import { lastByteFlipped, oidcEnv, pkce } from './helpers';
 

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { listAuditEntries } from '../../../src/store/audit/read';
-import type { BlobStore } from '../../../src/store/types';
+import type { BlobStore } from '../../../src/store/store';
 import { versionsDocumentKey } from '../../../src/store/layout';
 import { get } from '../helpers';
 import {
