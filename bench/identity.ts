@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { parsePublisherInput } from '../src/identity/publishers';
 import { storeHeldKey } from '../src/store/keys/held-keys';
 import { signingKeysKey } from '../src/store/layout';
-import { generateSigningKey } from '../scripts/lib/keyring';
+import { generateSigningKey } from '../scripts/lib/keys/keyring';
 import { githubClaims, startCiIssuers } from '../test/fixtures/ci-issuers';
 import { build } from './build';
 import { cpuMicros } from './proc';

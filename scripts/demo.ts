@@ -8,8 +8,8 @@ import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { run, say } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
-import { DEMO_NAMESPACE, DEMO_TYPE, publishDemo } from './lib/demo';
-import { runningServer } from './lib/dev-server';
+import { DEMO_NAMESPACE, DEMO_TYPE, publishDemo } from './lib/demo/provider';
+import { runningServer } from './lib/dev/server';
 
 const USAGE = `usage: npm run demo [-- --persist-to DIR] [--config PATH] [--keys-dir DIR] [--json]`;
 

@@ -8,9 +8,9 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { emptyStateHint } from './lib/dev-hint';
-import { devOrigin, devStateDir, recordServer } from './lib/dev-server';
-import { ensureDevSecret, ensureDevVars, SIGNING_KEY_SECRET } from './lib/dev-vars';
+import { emptyStateHint } from './lib/dev/hint';
+import { devOrigin, devStateDir, recordServer } from './lib/dev/server';
+import { ensureDevSecret, ensureDevVars, SIGNING_KEY_SECRET } from './lib/dev/vars';
 
 const root = join(import.meta.dirname, '..');
 const wrangler = join(root, 'node_modules', '.bin', 'wrangler');

@@ -1,5 +1,5 @@
 import type { Env } from './env';
-import { IMMUTABLE } from './http';
+import { IMMUTABLE } from './http/responses';
 import { parseHostname } from './protocol/address';
 import { signedUrlMinutes } from './auth/signed-urls';
 import { parseOidcSettings, type OidcSettings } from './identity/config';

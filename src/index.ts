@@ -1,6 +1,6 @@
 import { Router, type IRequest } from 'itty-router';
 import type { Env } from './env';
-import { errorToResponse } from './http';
+import { errorToResponse } from './http/responses';
 import { discovery } from './routes/discovery';
 import { findPackage, listVersions } from './routes/registry';
 import { mirrorPullDocument } from './routes/mirror-pull/documents';
@@ -14,6 +14,8 @@ import { mirrorPage, providerPage, signingKeyFile, versionPage } from './pages/p
 import { docsIndexPage, entityPage } from './pages/docs';
 import { loginPage, loginSubmit, logout } from './pages/login';
 import { asset, notFoundFor } from './pages/static';
+import { countingModuleArchives, countingProviderArchives } from './downloads/routes';
+import { moduleDownloads, providerDownloads } from './routes/downloads';
 import { tokenEndpoint } from './identity/token-endpoint';
 import { tokensPage, tokensSubmit } from './pages/tokens';
 
@@ -28,11 +30,14 @@ router
   .all('/v1/providers/:namespace/:type/versions', requireReadToken, listVersions)
   .all('/v1/providers/:namespace/:type/:version/download/:os/:arch', requireReadToken, findPackage)
   .all('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorPullDocument)
-  .all('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, pullReleaseFile)
+  .all('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, countingProviderArchives(pullReleaseFile))
   // modules.v1 and module pages
   .all('/v1/modules/:namespace/:name/:system/versions', requireModuleReadToken, listModuleVersions)
   .all('/v1/modules/:namespace/:name/:system/:version/download', requireModuleReadToken, moduleDownload)
-  .all('/v1/module-archives/:hostname/:namespace/:name/:system/:version/:file', requireSignedUrl, moduleArchive)
+  .all('/v1/module-archives/:hostname/:namespace/:name/:system/:version/:file', requireSignedUrl, countingModuleArchives(moduleArchive))
+  // download counts for scripts (src/downloads/)
+  .all('/v1/downloads/providers/:namespace/:type', requireReadToken, providerDownloads)
+  .all('/v1/downloads/modules/:namespace/:name/:system', requireModuleReadToken, moduleDownloads)
   .all('/modules', modulesIndexPage)
   .all('/modules/:namespace/:name/:system/:version?', modulePage)
   // Pages for people (src/pages/); private mode: a session cookie, else a redirect to /login.
@@ -58,3 +63,6 @@ router
   .all('*', notFoundFor);
 
 export default { fetch: router.fetch } satisfies ExportedHandler<Env>;
+
+// Durable Object classes (wrangler.toml [[durable_objects.bindings]]).
+export { DownloadCounter } from './downloads/counter';

@@ -1,6 +1,5 @@
 import type { Env } from '../env';
-import { readTokenRecord } from '../store/read';
-import { parseTokenRecord, type TokenRecord } from '../store/tokens';
+import { readTokenRecord, parseTokenRecord, type TokenRecord } from '../store/tokens/read';
 import { base64url, constantTimeEqual, constantTimeEqualText, fromBase64url } from './bytes';
 import { authenticate, tokenSha256 } from './tokens';
 import { openPersonSession, type PersonSession } from '../identity/person-session';

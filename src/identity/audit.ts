@@ -1,6 +1,6 @@
 import type { Env } from '../env';
 import { appendAuditEntry } from '../store/audit/write';
-import type { TokenPerson } from '../store/tokens';
+import type { TokenPerson } from '../store/tokens/read';
 import type { Actor } from './actor';
 
 /**

@@ -36,8 +36,7 @@ export async function readyOrPage(request: Request, env: Env): Promise<Ready | R
   const host = new URL(request.url).host;
   const oidc = settings(env).oidc;
   if (oidc === null) return errorPage(request, host, 'Sign-in with an identity provider is not configured on this registry (OIDC_ISSUER).');
-  let problem = oidc.problem;
-  if (!problem && !env.URL_SIGNING_SECRET) problem = 'URL_SIGNING_SECRET is not set; sign-in seals its state with it';
+  const problem = oidc.problem;
   if (problem || !oidc.policy) {
     console.error(`sign-in is unavailable: ${problem}`);
     return errorPage(request, host, `Sign-in is unavailable: the registry's configuration is invalid — ${problem}. An operator must fix it.`, 503);

@@ -45,6 +45,7 @@ export function parseOidcSettings(env: Env): OidcSettings | null {
     else if (url.username || url.password || url.search || url.hash) problem = 'OIDC_ISSUER must not carry user info, a query or a fragment';
   }
   if (!problem && clientId === '') problem = 'OIDC_CLIENT_ID is not set (the client id registered at the identity provider)';
+  if (!problem && !env.URL_SIGNING_SECRET) problem = 'URL_SIGNING_SECRET is not set; sign-in seals its state and sessions with it';
   let policy: LoginPolicy | null = null;
   if (!problem) {
     try {

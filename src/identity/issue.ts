@@ -1,5 +1,5 @@
 import { newToken, tokenId, tokenSha256 } from '../auth/tokens';
-import type { TokenPerson, TokenRecord } from '../store/tokens';
+import type { TokenPerson, TokenRecord } from '../store/tokens/read';
 import { writePersonToken } from '../store/identity/person-tokens';
 
 const DAY_MS = 86_400_000;

@@ -1,5 +1,5 @@
 import type { Env } from '../env';
-import type { TokenPerson } from '../store/tokens';
+import type { TokenPerson } from '../store/tokens/read';
 import { seal, unseal } from './seal';
 
 /**

@@ -1,5 +1,5 @@
 import { listTtlMs } from '../config';
-import { readCatalog, type CatalogEntry } from '../store/pages';
+import { readCatalog, type CatalogEntry } from '../store/pages/read';
 import { canSee, page, type PageContext } from './context';
 import { html, path } from './html';
 import { layout } from './layout';

@@ -1,18 +1,20 @@
 import { settings } from '../config';
-import { pathSegment } from '../http';
+import { pathSegment } from '../http/responses';
 import { parseSourceAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { moduleAddress, type ModuleAddress, type ModuleVersionsBody } from '../protocol/modules-v1';
 import { parseVersion } from '../protocol/version';
-import { compareVersionsDescending, newestVersion } from '../store/modules-order';
-import { readModuleCatalog, readModuleDocs, readModuleVersions } from '../store/modules-read';
-import type { ModuleCatalog, ModuleDocs, ModuleInterface } from '../store/modules-types';
+import { compareVersionsDescending, newestVersion } from '../store/modules/order';
+import { readModuleCatalog, readModuleDocs, readModuleVersions } from '../store/modules/read';
+import type { ModuleCatalog, ModuleDocs, ModuleInterface } from '../store/modules/types';
 import { canSee, page, type PageContext } from './context';
 import { sessionName } from './home';
 import { html, path, raw, type Html } from './html';
 import { layout, snippet } from './layout';
 import { credentialsSnippet, hostBlockSnippet, snippetAddress } from './snippets';
 import { lifecycleBadges, lifecycleNotes } from './lifecycle';
+import { downloadsFact, loadDownloads } from './downloads';
+import { moduleCounterName } from '../downloads/names';
 import { readModuleLifecyclePage } from '../store/lifecycle/read';
 import { withdrawnVersions, type LifecycleState } from '../store/lifecycle/state';
 
@@ -65,8 +67,10 @@ export const modulePage = page(async (ctx, params) => {
   const docsDocument = await readModuleDocs(ctx.env.REGISTRY_KV, address, version, config.listTtlMs, ctx.freshness);
   const docs = docsDocument === null ? null : (JSON.parse(docsDocument.text) as ModuleDocs);
   const where = snippetAddress(ctx.url, config.hostname);
+  const downloads = await loadDownloads(ctx, moduleCounterName(address));
   const body = html`<h1>${title} <span class="badge accent">v${version}</span></h1>
 ${lifecycleNotes('module', lifecycle?.deprecated, version, lifecycle?.versions[version])}
+${downloads === null ? '' : html`<dl class="facts">${downloadsFact(downloads, version)}</dl>`}
 ${snippet('module-block', 'Use it', moduleBlock(address, where.sourceHost, version))}
 ${where.hostBlock ? hostBlockSnippet(where) : ''}
 ${config.access === 'private' ? snippet('snippet-credentials', 'Credentials (private registry)', credentialsSnippet([{ host: where.sourceHost }]),

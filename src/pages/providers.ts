@@ -1,15 +1,17 @@
 import semver from 'semver';
 import { isPrivate, listTtlMs } from '../config';
-import { pathSegment } from '../http';
+import { pathSegment } from '../http/responses';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { parseVersion } from '../protocol/version';
-import { readProviderPage, type PageVersion, type ProviderPageData } from '../store/pages';
+import { readProviderPage, type PageVersion, type ProviderPageData } from '../store/pages/read';
 import { canSee, page, type PageContext, type RenderedPage } from './context';
 import { sessionName } from './home';
 import { html, path, type Html } from './html';
 import { layout, snippet } from './layout';
 import { lifecycleBadges, lifecycleNotes } from './lifecycle';
+import { downloadsFact, loadDownloads, platformDownloads, type PageDownloads } from './downloads';
+import { providerCounterName } from '../downloads/names';
 import { PAGE_SECURITY_HEADERS, redirect } from './respond';
 import { credentialsSnippet, hostBlockSnippet, networkMirrorSnippet, requiredProvidersSnippet, snippetAddress, suggestedConstraint } from './snippets';
 
@@ -45,7 +47,7 @@ export const providerPage = page(async (ctx, params) => {
   if (wanted !== null) return redirect(`${path('providers', address.namespace, address.type, parseVersion(wanted))}`);
   const data = await load(ctx, address);
   const current = data.versions.find((v) => v.version === newestStable(data)) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!;
-  return render(ctx, data, current, false);
+  return render(ctx, data, current, false, await loadDownloads(ctx, providerCounterName(address)));
 });
 
 /** GET /providers/:namespace/:type/:version */
@@ -55,7 +57,7 @@ export const versionPage = page(async (ctx, params) => {
   const data = await load(ctx, address);
   const current = data.versions.find((v) => v.version === version);
   if (!current) throw new InputError(`${address.namespace}/${address.type} has no version ${version}.`, 404);
-  return render(ctx, data, current, false);
+  return render(ctx, data, current, false, await loadDownloads(ctx, providerCounterName(address)));
 });
 
 /** GET /mirror/:hostname/:namespace/:type — what the mirror holds of a provider: versions and platforms. */
@@ -93,7 +95,7 @@ function formatSize(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, mirror: boolean): RenderedPage {
+function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, mirror: boolean, downloads: PageDownloads = null): RenderedPage {
   const { hostname, namespace, type } = data.address;
   const own = hostname === ctx.env.REGISTRY_HOSTNAME.toLowerCase();
   const stable = newestStable(data);
@@ -135,6 +137,7 @@ ${lifecycleNotes('provider', data.deprecated, current.version, current)}
 <dt>Source address</dt><dd><code>${source}</code></dd>
 <dt>Published</dt><dd><time datetime="${current.publishedAt}">${current.publishedAt.slice(0, 10)}</time></dd>
 <dt>Protocols</dt><dd>${current.protocols.join(', ')}</dd>
+${downloadsFact(downloads, current.version)}
 <dt>Signing key</dt><dd><code class="copyable">${current.keyId}</code>${key?.fingerprint ? html`<br><span class="hash">fingerprint <span class="copyable">${key.fingerprint}</span></span>` : ''}${mirror ? '' : html`<br><a href="${base}/${encodeURIComponent(current.version)}/signing-key.asc">Armored public key</a>`}</dd>
 ${mirror ? '' : html`<dt>Documentation</dt><dd>${current.docs
     ? html`<a href="${base}/${encodeURIComponent(current.version)}/docs">Resources, data sources and schema</a>`
@@ -142,8 +145,8 @@ ${mirror ? '' : html`<dt>Documentation</dt><dd>${current.docs
 </dl></section>
 <section aria-labelledby="platforms"><h2 id="platforms">Platforms</h2>
 <div class="scroll"><table>
-<thead><tr><th scope="col">Platform</th><th scope="col">Size</th><th scope="col">Hashes</th></tr></thead>
-<tbody>${current.platforms.map((p) => html`<tr><td><strong>${p.os}_${p.arch}</strong><br><span class="hash">${p.filename}</span></td><td class="num">${formatSize(p.size)}</td><td class="hash"><span class="copyable">zh:${p.shasum}</span><br><span class="copyable">${p.h1}</span></td></tr>`)}</tbody>
+<thead><tr><th scope="col">Platform</th><th scope="col">Size</th>${downloads && downloads !== 'unavailable' ? html`<th scope="col">Downloads (${downloads.days} days)</th>` : ''}<th scope="col">Hashes</th></tr></thead>
+<tbody>${current.platforms.map((p) => html`<tr><td><strong>${p.os}_${p.arch}</strong><br><span class="hash">${p.filename}</span></td><td class="num">${formatSize(p.size)}</td>${downloads && downloads !== 'unavailable' ? html`<td class="num">${platformDownloads(downloads, current.version, `${p.os}_${p.arch}`)}</td>` : ''}<td class="hash"><span class="copyable">zh:${p.shasum}</span><br><span class="copyable">${p.h1}</span></td></tr>`)}</tbody>
 </table></div></section>
 </div>
 <aside class="side" aria-labelledby="versions-heading">

@@ -1,5 +1,5 @@
 import type { IRequest } from 'itty-router';
-import { errorResponse } from '../http';
+import { errorResponse } from '../http/responses';
 
 /**
  * The registry is read-only: any method but GET and HEAD gets 405 with Allow.

@@ -90,10 +90,7 @@ export const releaseObjectKey = (address: ProviderAddress, version: string, file
 export const releaseFilePath = (address: ProviderAddress, version: string, filename: string) =>
   `/v1/archives/${providerPath(address)}/${version}/${filename}`;
 
-// Release file names are protocol, defined in src/protocol/release-files.ts; re-exported for existing importers.
-export { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../protocol/release-files';
-
-// Pages for people (src/store/pages.ts): documents materialised at publish time, one KV read per page.
+// Pages for people (src/store/pages/read.ts): documents materialised at publish time, one KV read per page.
 //   pages/catalog                          the home page's list of every provider (JSON)
 //   pages/summaries/HOST/NS/TYPE           one provider's catalogue entry (the catalogue is rebuilt from these)
 //   pages/providers/HOST/NS/TYPE           a provider's page data: versions, platforms, hashes, keys

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inspectArchive } from '../../scripts/lib/archive';
+import { inspectArchive } from '../../scripts/lib/provider/archive';
 import { StaticUpstream, type ReleaseSpec } from '../scripts/mirror/upstream';
 import { configPath, runScript } from '../scripts/helpers';
 import { parseLockFile } from './installer';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishDemo } from '../../scripts/lib/demo';
+import { publishDemo } from '../../scripts/lib/demo/provider';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
 
 /**

@@ -2,9 +2,9 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig } from '../../scripts/lib/config';
-import { DEMO_PLATFORMS, DEMO_VERSIONS, publishDemo } from '../../scripts/lib/demo';
-import { publishRelease } from '../../scripts/lib/publish';
-import { recordServer } from '../../scripts/lib/dev-server';
+import { DEMO_PLATFORMS, DEMO_VERSIONS, publishDemo } from '../../scripts/lib/demo/provider';
+import { publishRelease } from '../../scripts/lib/provider/publish';
+import { recordServer } from '../../scripts/lib/dev/server';
 import { configPath, runScript, tempDir, writeDist } from './helpers';
 
 /** Local mode without a key (one is generated into the keys folder) and npm run demo. */

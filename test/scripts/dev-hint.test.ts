@@ -2,13 +2,13 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { devPort, emptyStateHint } from '../../scripts/lib/dev-hint';
-import { devOrigin, devStateDir, recordServer, runningServer } from '../../scripts/lib/dev-server';
+import { devPort, emptyStateHint } from '../../scripts/lib/dev/hint';
+import { devOrigin, devStateDir, recordServer, runningServer } from '../../scripts/lib/dev/server';
 
 const dir = mkdtempSync(join(tmpdir(), 'edge-registry-dev-hint-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('npm start on an empty state (scripts/lib/dev-hint.ts)', () => {
+describe('npm start on an empty state (scripts/lib/dev/hint.ts)', () => {
   it('names the URL at the address wrangler dev will serve: port and scheme', () => {
     expect(emptyStateHint([])).toContain('Then open http://localhost:8787/ or try http://localhost:8787/v1/providers/demo/example/versions');
     expect(emptyStateHint(['--port', '9000', '--var', 'ACCESS:private'])).toContain('http://localhost:9000/v1/providers/demo/example/versions');
@@ -21,7 +21,7 @@ describe('npm start on an empty state (scripts/lib/dev-hint.ts)', () => {
   });
 });
 
-describe('the running server\'s address, for hints (scripts/lib/dev-server.ts)', () => {
+describe('the running server\'s address, for hints (scripts/lib/dev/server.ts)', () => {
   it('npm start records its origin in the state it serves while it runs; a dead process or no record reads as none', () => {
     expect(devStateDir('/repo', [])).toBe('/repo/.wrangler/state');
     expect(devStateDir('/repo', ['--persist-to', 'other'])).toBe('/repo/other');

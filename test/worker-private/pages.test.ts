@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { address, env, fakeRelease, get, issueToken, ORIGIN, seed } from './helpers';
 import { readSession, SESSION_COOKIE, signIn } from '../../src/auth/session';
 import { tokenKey } from '../../src/store/layout';
-import { deleteTokenRecord } from '../../src/store/tokens';
+import { deleteTokenRecord } from '../../src/store/tokens/write';
 import { moduleAddress } from '../../src/protocol/modules-v1';
 import { seedModule } from '../fixtures/modules';
 

@@ -10,8 +10,8 @@ import { changeProviderLifecycle, committedProviderVersions } from '../../../src
 import type { LifecycleState } from '../../../src/store/lifecycle/state';
 import { readRegistryConfig } from '../config';
 import { audited } from '../audit';
-import { processLeaseOptions } from '../lease';
-import { openStore } from '../open-store';
+import { processLeaseOptions } from '../stores/lease';
+import { openStore } from '../stores/open';
 
 /**
  * The function API behind `npm run lifecycle` (scripts/lifecycle.ts):

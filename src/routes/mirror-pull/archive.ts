@@ -1,14 +1,14 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../../env';
 import { releaseFileCacheControl } from '../../config';
-import { errorResponse, notFound, pathSegment } from '../../http';
+import { errorResponse, notFound, pathSegment } from '../../http/responses';
 import { formatAddress, providerAddress } from '../../protocol/address';
 import { executableNamePattern, servedReleaseFileKind } from '../../protocol/release-files';
 import { parseVersion } from '../../protocol/version';
 import { pullLeaseName, releaseObjectKey } from '../../store/layout';
 import { acquireLease, type Lease } from '../../store/lease';
 import { commitPulledPackage, storePulledArchive, type PullManifest } from '../../store/mirror/pull';
-import { readVersionRecord } from '../../store/publish';
+import { readVersionRecord } from '../../store/providers/write';
 import { manifestFor, pullContext, type PullContext } from '../../mirror/pull-through';
 import { UpstreamError } from '../../mirror/upstream-http';
 import { verifiedCopy } from '../../mirror/verified-copy';

@@ -1,5 +1,5 @@
 import { loginCodeObjectKey } from '../layout';
-import type { TokenPerson } from '../tokens';
+import type { TokenPerson } from '../tokens/read';
 
 /**
  * One-time login.v1 codes in R2 (strongly consistent, conditional writes),

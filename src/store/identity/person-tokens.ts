@@ -1,6 +1,7 @@
 import { sha256Hex } from '../../protocol/hashes';
 import { personTokenObjectKey, personTokensPrefix } from '../layout';
-import { deleteTokenRecord, writeTokenRecord, type TokenPerson, type TokenRecord } from '../tokens';
+import { deleteTokenRecord, writeTokenRecord } from '../tokens/write';
+import { type TokenPerson, type TokenRecord } from '../tokens/read';
 
 /**
  * People's tokens: the KV token record (what requests are authenticated

@@ -1,5 +1,5 @@
 import { InputError } from '../../protocol/errors';
-import type { BlobStore } from '../types';
+import type { BlobStore } from '../store';
 import { parseLifecycle, serializeLifecycle, EMPTY_LIFECYCLE, type LifecycleState } from './state';
 
 /**

@@ -1,13 +1,13 @@
 import type { ModuleAddress } from '../../protocol/modules-v1';
 import { moduleLifecycleOfHostPrefix, moduleLifecyclePageKey } from '../layout';
-import { listAllObjectKeys } from '../list-objects';
-import type { ModuleCatalog } from '../modules-types';
-import type { BlobStore, KvStore } from '../types';
+import { listAllObjectKeys } from '../list';
+import type { ModuleCatalog } from '../modules/types';
+import type { BlobStore, KvStore } from '../store';
 import { readLifecycle } from './change';
 import { isEmptyLifecycle, serializeLifecycle, withdrawnVersions, type LifecycleState } from './state';
 
 /**
- * What a module rebuild (src/store/modules-publish.ts rebuildModuleIndex)
+ * What a module rebuild (src/store/modules/write.ts rebuildModuleIndex)
  * needs of the lifecycle: the hostname's catalog without withdrawn versions
  * (every module's lifecycle object is read: one R2 list, plus one read per
  * module that has one), and the KV copy the module page reads.

@@ -1,12 +1,11 @@
 import { InputError } from '../../protocol/errors';
 import { formatModuleAddress, type ModuleAddress } from '../../protocol/modules-v1';
 import { moduleCommittedRecordPrefix, moduleLifecycleKey, moduleRecordPrefix } from '../layout';
-import { listAllKeys } from '../list-keys';
-import { listAllObjectKeys } from '../list-objects';
-import { rebuildModuleIndex } from '../modules-publish';
-import { compareVersionsDescending } from '../modules-order';
+import { listAllKeys, listAllObjectKeys } from '../list';
+import { rebuildModuleIndex } from '../modules/write';
+import { compareVersionsDescending } from '../modules/order';
 import type { PublishProgress } from '../records';
-import type { BlobStore, KvStore } from '../types';
+import type { BlobStore, KvStore } from '../store';
 import { commitLifecycle, type LifecycleAction } from './change';
 import type { LifecycleResult } from './providers';
 

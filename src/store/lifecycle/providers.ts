@@ -2,11 +2,10 @@ import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { InputError } from '../../protocol/errors';
 import { sortVersions } from '../../protocol/version';
 import { committedRecordPrefix, providerLifecycleKey, versionRecordPrefix } from '../layout';
-import { listAllKeys } from '../list-keys';
-import { listAllObjectKeys } from '../list-objects';
-import { rebuildProviderIndex } from '../publish';
+import { listAllKeys, listAllObjectKeys } from '../list';
+import { rebuildProviderIndex } from '../providers/write';
 import type { PublishProgress } from '../records';
-import type { BlobStore, KvStore } from '../types';
+import type { BlobStore, KvStore } from '../store';
 import { commitLifecycle, type LifecycleAction } from './change';
 import type { LifecycleState } from './state';
 

@@ -1,5 +1,5 @@
-import { DocumentCache, type Freshness } from '../../cache';
-import { StoredDocument } from '../../document';
+import { DocumentCache, type Freshness } from '../document-cache';
+import { StoredDocument } from '../../http/stored-body';
 import type { ModuleAddress } from '../../protocol/modules-v1';
 import { moduleLifecyclePageKey } from '../layout';
 import { parseLifecycle, type LifecycleState } from './state';
@@ -8,7 +8,7 @@ import { parseLifecycle, type LifecycleState } from './state';
  * The Worker's read of a module's lifecycle (the KV copy the rebuild writes,
  * src/store/lifecycle/module-lists.ts): one KV read on a miss, remembered in
  * the isolate for `listTtlMs` like the version list it belongs with.
- * Providers carry theirs in the page data (src/store/pages.ts).
+ * Providers carry theirs in the page data (src/store/pages/read.ts).
  */
 
 const documents = new DocumentCache(1024 * 1024);

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { readRegistryConfig } from '../../../scripts/lib/config';
-import { openLocalStore } from '../../../scripts/lib/local-store';
-import { writeDemoModule } from '../../../scripts/lib/module/demo';
+import { openLocalStore } from '../../../scripts/lib/stores/local';
+import { writeDemoModule } from '../../../scripts/lib/demo/module';
 import { publishModule } from '../../../scripts/lib/module/publish';
 import { startIdp, type IdpAccount, type RunningIdp } from '../../../scripts/lib/identity/idp';
 import { publishIntoState } from '../local-publish';
@@ -176,7 +176,7 @@ export async function terraformLogin(world: SignInWorld, name: string, login: st
   } finally {
     await context.close();
   }
-  const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 20_000));
+  const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 8_000));
   let code = await Promise.race([exited, timeout]);
   if (code === 'timeout') {
     child.kill('SIGKILL');
