@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readRelease } from '../../scripts/lib/release';
+import { readRelease } from '../../scripts/lib/provider/release';
 import { publishModule } from '../../scripts/lib/module/publish';
 import { InputError } from '../../src/protocol/errors';
 import { configPath, runScript, tempDir } from './helpers';
