@@ -15,6 +15,7 @@ import { docsIndexPage, entityPage } from './pages/docs';
 import { loginPage, loginSubmit, logout } from './pages/login';
 import { asset, notFoundFor } from './pages/static';
 import { countingModuleArchives, countingProviderArchives } from './downloads/routes';
+import { requireSignedUrlOrModuleToken } from './auth/module-archive-access';
 import { moduleDownloads, providerDownloads } from './routes/downloads';
 import { tokenEndpoint } from './identity/token-endpoint';
 import { tokensPage, tokensSubmit } from './pages/tokens';
@@ -34,7 +35,7 @@ router
   // modules.v1 and module pages
   .all('/v1/modules/:namespace/:name/:system/versions', requireModuleReadToken, listModuleVersions)
   .all('/v1/modules/:namespace/:name/:system/:version/download', requireModuleReadToken, moduleDownload)
-  .all('/v1/module-archives/:hostname/:namespace/:name/:system/:version/:file', requireSignedUrl, countingModuleArchives(moduleArchive))
+  .all('/v1/module-archives/:hostname/:namespace/:name/:system/:version/:file', requireSignedUrlOrModuleToken, countingModuleArchives(moduleArchive))
   // download counts for scripts (src/downloads/)
   .all('/v1/downloads/providers/:namespace/:type', requireReadToken, providerDownloads)
   .all('/v1/downloads/modules/:namespace/:name/:system', requireModuleReadToken, moduleDownloads)
