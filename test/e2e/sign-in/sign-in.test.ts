@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { get } from '../http';
-import { moduleCliConfig, moduleConfig, providerConfig, ready, signInAtProvider, startWorld, terraformInit, terraformLogin, type SignInWorld } from './harness';
+import { MODULE_HOST } from './harness';
+import { hostBlockWithLogin, moduleCliConfig, moduleConfig, providerConfig, ready, signInAtProvider, startWorld, terraformInit, terraformLogin, type SignInWorld } from './harness';
 
 /**
  * `terraform login localhost:PORT` end to end with a real OpenID Provider:
@@ -42,6 +43,15 @@ describe.skipIf(!ready)('terraform login with the organisation\'s identity provi
     expect(withLogin.output).toContain(`Installed ${world.hostname}/acme/thing v1.3.0`);
 
     const module = await terraformInit(world, 'alice-module', { 'main.tf': moduleConfig(), 'cli.tfrc': moduleCliConfig(world, login.token!) });
+    expect(module.ok, module.output).toBe(true);
+    expect(module.output).toMatch(/Downloading registry\.example\.com\/acme\/vpc\/aws 1\.0\.0/);
+  });
+
+  it('terraform login through a CLI host block (a dotted name for a local registry): the stored token installs the module', async () => {
+    const login = await terraformLogin(world, 'alice-host-block', 'alice', MODULE_HOST, hostBlockWithLogin(world));
+    expect(login.code, login.output).toBe(0);
+    expect(login.token).toMatch(/^ert_/);
+    const module = await terraformInit(world, 'alice-host-block-module', { 'main.tf': moduleConfig() }, loginEnv(world, 'alice-host-block'));
     expect(module.ok, module.output).toBe(true);
     expect(module.output).toMatch(/Downloading registry\.example\.com\/acme\/vpc\/aws 1\.0\.0/);
   });
