@@ -36,13 +36,13 @@ export async function createModuleUpload(request: IRequest, env: Env, ctx: Execu
   return asPublisher(request, env, ctx, address.namespace, what, async (actor, store) => {
     const manifest = parseModuleManifest(await readJsonBody(request, MAX_MANIFEST_BYTES));
     const draft = moduleDraft(address, version, manifest);
-    const existing = await readModuleRecord(store.kv, address, version, store.blobs);
+    const existing = await readModuleRecord(store, address, version);
     if (existing) {
       if (!samePackage(existing, draft)) throw differentPackageError(draft, existing);
       if (manifest.dryRun) return json(moduleResult(existing, 'dry-run'));
       const repairs = await withWorkerLease(store.blobs, moduleLeaseName(address), actor, `publish ${what.target}`, async (lease) => {
-        const count = await verifyModuleVersion(store.kv, store.blobs, existing, manifest.docs, undefined, () => {}, () => lease.check());
-        await rebuildModuleIndex(store.kv, address, () => {}, store.blobs, () => lease.check());
+        const count = await verifyModuleVersion(store, existing, manifest.docs, undefined, () => {}, () => lease.check());
+        await rebuildModuleIndex(store, address, () => {}, () => lease.check());
         return count;
       });
       await audit(store, ctx, { ...what, actor, outcome: repairs > 0 ? 'ok' : 'unchanged' });

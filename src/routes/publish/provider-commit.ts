@@ -80,8 +80,8 @@ export async function commitProvider(store: PublishStore, session: UploadSession
 
   const name = `${formatAddress(address)} ${upload.version}`;
   const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${name}`, (lease) =>
-    publishVersion(store.kv, store.blobs, record, files, () => {}, { lease }));
-  const stored = outcome === 'published' ? record : (await readVersionRecord(store.kv, address, upload.version, store.blobs)) ?? record;
+    publishVersion(store, record, files, () => {}, { lease }));
+  const stored = outcome === 'published' ? record : (await readVersionRecord(store, address, upload.version)) ?? record;
   return publishResult(stored, outcome);
 }
 

@@ -43,13 +43,13 @@ export async function createProviderUpload(request: IRequest, env: Env, ctx: Exe
   return asPublisher(request, env, ctx, namespace, what, async (actor, store) => {
     const { upload, dryRun } = parseProviderManifest(await readJsonBody(request, MAX_MANIFEST_BYTES), type, version);
     const draft = draftRecord(address, upload);
-    const existing = await readVersionRecord(store.kv, address, version, store.blobs);
+    const existing = await readVersionRecord(store, address, version);
     if (existing) {
       if (!sameRelease(existing, draft)) throw differentContentsError(draft, existing);
       if (dryRun) return json(publishResult(existing, 'dry-run'));
       // Already committed: verify it and complete what an interrupted commit left (documents, lists).
       const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${what.target}`, (lease) =>
-        publishVersion(store.kv, store.blobs, existing, [], () => {}, { lease }));
+        publishVersion(store, existing, [], () => {}, { lease }));
       const status = outcome === 'repaired' ? 'repaired' : 'unchanged';
       await audit(store, ctx, { ...what, actor, outcome: status === 'repaired' ? 'ok' : 'unchanged', ...(status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}) });
       return json(publishResult(existing, status));
