@@ -13,7 +13,7 @@ import { openLocalStore } from './lib/stores/local';
 import { type StoreHandle } from './lib/stores/handle';
 import { DEFAULT_UPSTREAM, readAllowList } from './lib/mirror/allow-list';
 import { terraformCredentials } from './lib/mirror/cli-config';
-import { importDirectory } from './lib/mirror/import';
+import { findPackedProviders, importDirectory } from './lib/mirror/import';
 import { policyCommand, validatePolicyFile } from './lib/mirror/policy-cli';
 import type { MirrorSummary } from './lib/mirror/summary';
 import { syncProviders, type SyncRequest } from './lib/mirror/sync';
@@ -130,6 +130,8 @@ async function main(): Promise<void> {
   }
 
   const config = await readRegistryConfig({ configPath: values['wrangler-config'], env: values.env, persistTo: values['persist-to'] });
+  // The directory is checked before the store is opened: a wrong or empty folder is named first, not missing credentials.
+  if (command === 'import') findPackedProviders(rest[0]!);
   const store: StoreHandle = values.remote
     ? openRemoteStore(config, process.env, { onProgress: (key, sent) => { if (sent >= 64 * 1024 * 1024) say(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`); } })
     : await openLocalStore(config);

@@ -216,3 +216,19 @@ export function auditEntryKey(time: string, nonce: string): string {
 export const mirrorPolicyKey = 'mirror-policy';
 export const pullManifestKey = (address: ProviderAddress, version: string) => `.pull/${providerPath(address)}/${version}.json`;
 export const pullLeaseName = (address: ProviderAddress, version: string) => `pull/${providerPath(address)}/${version}`;
+
+// ---- Publish API uploads (src/store/uploads/) ----
+// R2 only: what a client uploads through /v1/publish/ is staged here until its commit copies it to the
+// release file's (or module package's) own name under the lease. Nothing here is ever served or listed;
+// an upload abandoned by a killed client expires (`expires` in the session; an R2 lifecycle rule on the
+// prefix `.uploads/` deletes leftovers after a day).
+//   .uploads/ID/session.json          the upload session: what is being published, declared files, actor, expiry
+//   .uploads/ID/files/FILENAME        a staged file (its SHA-256 verified by R2 on put)
+//   .uploads/ID/multipart/FILENAME    the R2 multipart upload id of a file sent in parts
+//   .uploads/ID/parts/FILENAME/N      the etag of part N of that file
+export const uploadPrefix = (id: string) => `.uploads/${id}/`;
+export const uploadSessionKey = (id: string) => `${uploadPrefix(id)}session.json`;
+export const uploadFileKey = (id: string, filename: string) => `${uploadPrefix(id)}files/${filename}`;
+export const uploadMultipartKey = (id: string, filename: string) => `${uploadPrefix(id)}multipart/${filename}`;
+export const uploadPartsPrefix = (id: string, filename: string) => `${uploadPrefix(id)}parts/${filename}/`;
+export const uploadPartKey = (id: string, filename: string, part: number) => `${uploadPartsPrefix(id, filename)}${String(part).padStart(5, '0')}`;
