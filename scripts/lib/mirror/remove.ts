@@ -23,7 +23,7 @@ export async function removeCommand(rawAddress: string, rawVersion: string, stor
   const target = `${address.hostname}/${address.namespace}/${address.type} ${version}`;
   const result = await audited({ blobs: store.blobs }, remote, { action: 'mirror.remove', target }, () =>
     withLease(store.blobs, providerLeaseName(address), processLeaseOptions(`mirror remove ${target}`, say), (lease) =>
-      removeMirroredVersion(store.kv, store.blobs, address, version, ownHostname, {
+      removeMirroredVersion(store, address, version, ownHostname, {
         lease, progress: ({ step, detail }) => { if (step === 'warning') say(`  ${step}: ${detail}`); },
       })),
   (r) => ({ outcome: 'ok', ...(r.files.length ? { reason: `deleted ${r.files.join(', ')}` } : {}) }));

@@ -8,7 +8,7 @@ import { listAllKeys, listAllObjectKeys } from '../list';
 import { rebuildCatalog } from '../pages/write';
 import { listVersionRecords, rebuildProviderIndex, readVersionRecord } from '../providers/write';
 import type { PublishProgress } from '../records';
-import type { BlobStore, KvStore } from '../store';
+import type { Store } from '../store';
 
 /**
  * Removing a mirrored upstream version (`npm run mirror -- remove`): the
@@ -46,9 +46,10 @@ export interface RemovedVersion {
  * version (naming the versions it holds); LeaseLostError from `lease.check()`.
  */
 export async function removeMirroredVersion(
-  kv: KvStore, blobs: BlobStore, address: ProviderAddress, version: string, ownHostname: string,
+  store: Store, address: ProviderAddress, version: string, ownHostname: string,
   options: { lease?: { check(): void }; progress?: PublishProgress } = {},
 ): Promise<RemovedVersion> {
+  const { kv, blobs } = store;
   const name = formatAddress(address);
   if (address.hostname === ownHostname) {
     throw new InputError(
@@ -58,14 +59,14 @@ export async function removeMirroredVersion(
   }
   const check = () => options.lease?.check();
   const progress = options.progress ?? (() => {});
-  const record = await readVersionRecord(kv, address, version, blobs);
+  const record = await readVersionRecord(store, address, version);
   const filesPrefix = releaseObjectKey(address, version, '');
   const files = await listAllObjectKeys(blobs, filesPrefix);
   const documentPrefix = downloadDocumentKey(address, version, { os: '', arch: '' }).replace(/_$/, '');
   const documents = await listAllKeys(kv, documentPrefix);
   const leftovers = files.length + documents.length + ((await kv.get(mirrorVersionKey(address, version), 'text')) === null ? 0 : 1);
   if (!record && leftovers === 0) {
-    const held = (await listVersionRecords(kv, address, blobs)).map((r) => r.version).sort();
+    const held = (await listVersionRecords(store, address)).map((r) => r.version).sort();
     throw new InputError(`the mirror holds no ${name} ${version}${held.length ? `; it holds ${held.join(', ')}` : ' (nor any version of it)'}`, 404);
   }
 
@@ -74,9 +75,9 @@ export async function removeMirroredVersion(
   await blobs.delete(committedRecordKey(address, version));
   await kv.delete(versionRecordKey(address, version));
 
-  const remaining = (await listVersionRecords(kv, address, blobs)).filter((r) => r.version !== version);
+  const remaining = (await listVersionRecords(store, address)).filter((r) => r.version !== version);
   if (remaining.length > 0) {
-    await rebuildProviderIndex(kv, address, progress, blobs, check);
+    await rebuildProviderIndex(store, address, progress, check);
   } else {
     // Nothing left: the provider leaves the mirror, its page and the catalogue.
     check();

@@ -20,7 +20,7 @@ describe('removeMirroredVersion', () => {
   it('removes one version: the index lists the others; its VERSION.json and archives are gone; other versions still install', async () => {
     const random = address('hashicorp', 'random', UPSTREAM);
     const [, kept] = await seed([fakeRelease(random, '3.5.0', ['linux_amd64', 'darwin_arm64']), fakeRelease(random, '3.6.0', ['linux_amd64'])]);
-    const removed = await removeMirroredVersion(kv, r2, random, '3.5.0', bindings.REGISTRY_HOSTNAME);
+    const removed = await removeMirroredVersion({ kv, blobs: r2 }, random, '3.5.0', bindings.REGISTRY_HOSTNAME);
     expect(removed).toMatchObject({ status: 'removed', remaining: ['3.6.0'] });
     expect(removed.files.sort()).toEqual(['terraform-provider-random_3.5.0_SHA256SUMS', 'terraform-provider-random_3.5.0_SHA256SUMS.sig',
       'terraform-provider-random_3.5.0_darwin_arm64.zip', 'terraform-provider-random_3.5.0_linux_amd64.zip']);
@@ -37,7 +37,7 @@ describe('removeMirroredVersion', () => {
   it('removing the last version takes the provider out of the mirror and the catalogue', async () => {
     const gone = address('hashicorp', 'gone', UPSTREAM);
     await seed([fakeRelease(gone, '1.0.0', ['linux_amd64'])]);
-    expect((await removeMirroredVersion(kv, r2, gone, '1.0.0', bindings.REGISTRY_HOSTNAME)).remaining).toEqual([]);
+    expect((await removeMirroredVersion({ kv, blobs: r2 }, gone, '1.0.0', bindings.REGISTRY_HOSTNAME)).remaining).toEqual([]);
     expect((await later(() => get(`/v1/mirror/${UPSTREAM}/hashicorp/gone/index.json`))).status).toBe(404);
     const home = await later(async () => (await get('/', { headers: { accept: 'text/html' } })).text());
     expect(home).not.toContain('hashicorp/gone');
@@ -47,19 +47,19 @@ describe('removeMirroredVersion', () => {
     const half = address('hashicorp', 'half', UPSTREAM);
     await seed([fakeRelease(half, '1.0.0', ['linux_amd64']), fakeRelease(half, '2.0.0', ['linux_amd64'])]);
     await r2.delete(committedRecordKey(half, '1.0.0')); // died right after step 1 (KV record, lists, files left)
-    const again = await removeMirroredVersion(kv, r2, half, '1.0.0', bindings.REGISTRY_HOSTNAME);
+    const again = await removeMirroredVersion({ kv, blobs: r2 }, half, '1.0.0', bindings.REGISTRY_HOSTNAME);
     expect(again.status).toBe('removed'); // the KV record was still there: the same removal, completed
     expect(await later(async () => (await get(`/v1/mirror/${UPSTREAM}/hashicorp/half/index.json`)).json())).toEqual({ versions: { '2.0.0': {} } });
-    await expect(removeMirroredVersion(kv, r2, half, '1.0.0', bindings.REGISTRY_HOSTNAME)).rejects.toThrow('the mirror holds no registry.terraform.io/hashicorp/half 1.0.0; it holds 2.0.0');
+    await expect(removeMirroredVersion({ kv, blobs: r2 }, half, '1.0.0', bindings.REGISTRY_HOSTNAME)).rejects.toThrow('the mirror holds no registry.terraform.io/hashicorp/half 1.0.0; it holds 2.0.0');
   });
 
   it('refuses our own versions (immutable; withdraw instead) and versions it does not hold, changing nothing', async () => {
     const own = address('acme', 'keep');
     await seed([fakeRelease(own, '1.0.0', ['linux_amd64'])]);
-    await expect(removeMirroredVersion(kv, r2, own, '1.0.0', bindings.REGISTRY_HOSTNAME))
+    await expect(removeMirroredVersion({ kv, blobs: r2 }, own, '1.0.0', bindings.REGISTRY_HOSTNAME))
       .rejects.toThrow(/published here, not mirrored: published versions are never deleted .* npm run lifecycle -- withdraw acme\/keep --version 1\.0\.0/);
     expect(await r2.head(committedRecordKey(own, '1.0.0'))).not.toBeNull();
-    await expect(removeMirroredVersion(kv, r2, address('hashicorp', 'nothing', UPSTREAM), '1.0.0', bindings.REGISTRY_HOSTNAME))
+    await expect(removeMirroredVersion({ kv, blobs: r2 }, address('hashicorp', 'nothing', UPSTREAM), '1.0.0', bindings.REGISTRY_HOSTNAME))
       .rejects.toThrow('the mirror holds no registry.terraform.io/hashicorp/nothing 1.0.0 (nor any version of it)');
   });
 });
