@@ -34,7 +34,7 @@ export function providerLifecycle(request: IRequest, env: Env, ctx: ExecutionCon
   const address = providerAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'));
   return handle(request, env, ctx, address.namespace, formatAddress(address), (store, action, check) =>
     withWorkerLease(store.blobs, providerLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatAddress(address)}`, (lease) =>
-      changeProviderLifecycle(store.kv, store.blobs, address, action, { lease })));
+      changeProviderLifecycle(store, address, action, { lease })));
 }
 
 export function moduleLifecycle(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
@@ -44,7 +44,7 @@ export function moduleLifecycle(request: IRequest, env: Env, ctx: ExecutionConte
     pathSegment(request.params.name, 'name'), pathSegment(request.params.system, 'system'));
   return handle(request, env, ctx, address.namespace, formatModuleAddress(address), (store, action, check) =>
     withWorkerLease(store.blobs, moduleLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatModuleAddress(address)}`, (lease) =>
-      changeModuleLifecycle(store.kv, store.blobs, address, action, { lease })));
+      changeModuleLifecycle(store, address, action, { lease })));
 }
 
 type Change = (
