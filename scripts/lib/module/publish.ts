@@ -86,6 +86,13 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   const maxMB = options.maxMB ?? DEFAULT_MAX_MB;
   if (!Number.isFinite(maxMB) || maxMB <= 0) throw new InputError(`--max-size must be a positive number of MB, not ${options.maxMB}`);
   const maxBytes = Math.floor(maxMB * 1e6);
+  // The package first: a wrong path is the problem to name before a malformed name or version.
+  let kind: string;
+  try {
+    kind = statSync(options.path).isDirectory() ? 'directory' : 'file';
+  } catch {
+    throw new InputError(`${options.path}: no such file or directory; give the module's directory or a .tar.gz/.zip package`);
+  }
   if (options.registry !== undefined && options.remote) throw new InputError('--registry publishes through the registry\'s API; --remote writes Cloudflare storage directly: use one');
   // --registry needs no wrangler.toml: the registry names itself (its hostname is in the URL).
   const config = options.registry !== undefined ? null
@@ -100,12 +107,6 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   let fileCount: number;
   let docs: ModuleDocs;
   let readme: string | null;
-  let kind: string;
-  try {
-    kind = statSync(options.path).isDirectory() ? 'directory' : 'file';
-  } catch {
-    throw new InputError(`${options.path}: no such file or directory`);
-  }
   if (kind === 'directory') {
     const started = Date.now();
     const packed = await packModule(options.path, maxBytes);
