@@ -24,6 +24,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
 // ---- Sign-in (src/identity/, src/store/identity/) ----
  *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
  *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
+ *   .people/PERSON/revoked                              when an admin last revoked all of a person's tokens (ends older page sessions)
 
  *   .audit/YYYY-MM-DD/HHMMSSmmm-NONCE.json              one audit entry (src/store/audit/), created only if absent, never rewritten
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
@@ -78,6 +79,8 @@ export const loginCodeObjectKey = (codeSha256Hex: string) => `.login-codes/${cod
 /** Prefix of one person's token index (R2), PERSON = hex SHA-256 of issuer + "\n" + subject. */
 export const personTokensPrefix = (personKey: string) => `.people/${personKey}/tokens/`;
 export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) => `${personTokensPrefix(personKey)}${tokenSha256Hex}`;
+/** When an admin last revoked all of a person's tokens (R2, custom metadata `at`): their older page sessions end too. */
+export const personRevokedKey = (personKey: string) => `.people/${personKey}/revoked`;
 
 /** R2 object name of a release file (archive, SHA256SUMS or its signature). */
 export const releaseObjectKey = (address: ProviderAddress, version: string, filename: string) =>

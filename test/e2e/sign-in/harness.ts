@@ -89,7 +89,9 @@ export async function startWorld(options: { vars?: Record<string, string> } = {}
   });
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    // Terraform's listener is on 127.0.0.1 only; its redirect URI says localhost, which may resolve to ::1 first.
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
+      '--host-resolver-rules=MAP localhost 127.0.0.1'],
   });
   return {
     dir, server, idp, certificate, hostname, browser,

@@ -14,7 +14,7 @@ const alice = { issuer: 'http://127.0.0.1:9', subject: 'alice', email: 'alice@ac
 const bob = { issuer: 'http://127.0.0.1:9', subject: 'bob', email: 'bob@acme.com' };
 
 async function cookieOf(person: typeof alice, options: Partial<PersonSession> = {}): Promise<string> {
-  const value = await sealPersonSession(env, { person, scopes: ['acme'], admin: false, expires: Math.floor(Date.now() / 1000) + 600, ...options });
+  const value = await sealPersonSession(env, { person, scopes: ['acme'], admin: false, expires: Math.floor(Date.now() / 1000) + 600, issued: Math.floor(Date.now() / 1000) - 5, ...options });
   return `${SESSION_COOKIE}=${value}`;
 }
 
@@ -111,5 +111,13 @@ describe('/tokens', () => {
       expect((await getWith(config, '/v1/providers/acme/thing/versions', { headers: { authorization: `Bearer ${t}` } })).status).toBe(401);
     }
     expect(await listPersonTokens(env.REGISTRY_R2, personKey(bob))).toEqual([]);
+    // Their page session from before the offboarding ends too (they could otherwise mint a new token).
+    const before = await getWith(config, '/tokens', { redirect: 'manual', headers: { cookie: await cookieOf(bob) } });
+    expect(before.status).toBe(303);
+    expect(before.headers.get('location')).toBe('/login?next=/tokens');
+    expect((await post('/tokens', await cookieOf(bob), { name: 'x', scope: 'acme', days: '1' })).status).toBe(303);
+    // A sign-in after it (the provider still lets them in) is a new session.
+    const later = await cookieOf(bob, { issued: Math.floor(Date.now() / 1000) + 2 });
+    expect((await getWith(config, '/tokens', { headers: { cookie: later } })).status).toBe(200);
   });
 });
