@@ -6,19 +6,15 @@ import { formatAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { sortVersions } from '../protocol/version';
 import type { ProviderDocs } from './docs';
-import { catalogKey, docsKey, docsPrefix, providerPageKey, summaryKey, summaryPrefix } from './layout';
-import type { Catalog, CatalogEntry, PageKey, ProviderPageData } from './pages';
+import { docsKey } from './layout';
+import type { PageKey, ProviderPageData } from './pages';
 import type { KvStore, SigningKey, VersionRecord } from './types';
-import { listAllKeys } from './list-keys';
 
 /**
- * The write side of the page documents (scripts only, never the Worker):
- * a version's docs, and after every change to a provider's versions its page
- * data, its catalogue entry and the catalogue. Like the version lists, each
- * is rebuilt from what is stored and written only when it differs; the
- * catalogue is rebuilt from every provider's entry and re-checked after
- * writing, so two concurrent publishes of different providers both end up
- * listed.
+ * The write side of the page documents (scripts only, never the Worker): a
+ * version's docs, and the page data a provider's versions build (written by
+ * src/store/providers/lists.ts from the provider's index; the catalogue by
+ * src/store/pages/catalog.ts).
  */
 
 /**
@@ -79,49 +75,6 @@ export function providerPageData(records: readonly VersionRecord[], docsVersions
 }
 
 /**
- * Rewrites a provider's page data and catalogue entry from its records, then
- * the catalogue. Called after its version lists are rebuilt (any hostname:
- * our providers and mirrored ones).
- */
-export async function rebuildProviderPages(kv: KvStore, address: ProviderAddress, records: readonly VersionRecord[]): Promise<void> {
-  if (records.length === 0) return;
-  const docsVersions = new Set((await listAllKeys(kv, docsPrefix(address))).map((key) => key.slice(docsPrefix(address).length)));
-  const newestWithDocs = sortVersions(records.map((r) => r.version).filter((v) => docsVersions.has(v))).pop();
-  const docs = newestWithDocs ? await readVersionDocs(kv, address, newestWithDocs) : null;
-  const description = docs?.providerSchema.description ?? '';
-  const page = providerPageData(records, docsVersions, description);
-  await putIfChanged(kv, providerPageKey(address), JSON.stringify(page));
-  const latest = latestVersion(page.versions.map((v) => v.version))!;
-  const entry: CatalogEntry = {
-    ...address,
-    latest,
-    description,
-    versionCount: page.versions.length,
-    publishedAt: page.versions.find((v) => v.version === latest)!.publishedAt,
-  };
-  await putIfChanged(kv, summaryKey(address), JSON.stringify(entry));
-  await rebuildCatalog(kv);
-}
-
-/** Rebuilds pages/catalog from every provider's entry until what it wrote matches what is stored. */
-export async function rebuildCatalog(kv: KvStore): Promise<void> {
-  for (let attempt = 0; attempt < 10; attempt++) {
-    const names = await listAllKeys(kv, summaryPrefix);
-    const entries: CatalogEntry[] = [];
-    for (const name of names) {
-      const text = await kv.get(name, 'text');
-      if (text !== null) entries.push(JSON.parse(text) as CatalogEntry);
-    }
-    entries.sort((a, b) => `${a.hostname}/${a.namespace}/${a.type}`.localeCompare(`${b.hostname}/${b.namespace}/${b.type}`));
-    const catalog: Catalog = { providers: entries };
-    const text = JSON.stringify(catalog);
-    if ((await kv.get(catalogKey, 'text')) === text) return;
-    await kv.put(catalogKey, text);
-  }
-  throw new Error('the provider catalogue kept changing while being rebuilt; run the publish again');
-}
-
-/**
  * The fingerprint of an armored OpenPGP public key (upper-case hex): SHA-1
  * of the v4 primary key packet (RFC 4880 §12.2) or SHA-256 for v6 (RFC
  * 9580). '' when the armor cannot be parsed or does not match the key id.
@@ -162,8 +115,4 @@ export function fingerprintOf(key: SigningKey): string {
   } catch {
     return '';
   }
-}
-
-async function putIfChanged(kv: KvStore, key: string, text: string): Promise<void> {
-  if ((await kv.get(key, 'text')) !== text) await kv.put(key, text);
 }
