@@ -30,7 +30,7 @@ export default defineConfig({
       {
         test: {
           name: 'node',
-          include: ['test/scripts/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+          include: ['test/scripts/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/identity/**/*.test.ts'],
           environment: 'node',
           globalSetup: [SIGNING_KEY_SETUP],
           testTimeout: 240_000, // a slow machine makes the CLI-driven tests slow; a hang still fails

@@ -16,23 +16,32 @@ import {
   type KeyType,
 } from './lib/keyring';
 import { addNamespaceKey, listNamespaceKeys, removeNamespaceKey } from './lib/keys';
-import { openKvStore } from './lib/open-store';
+import { openKvStore, openStore } from './lib/open-store';
+import { audited } from './lib/audit';
+import { heldKeySecret } from './lib/held-keys';
+import { deleteHeldKey, heldKeyInfo, storeHeldKey } from '../src/store/keys/held-keys';
 
 const USAGE = `usage: npm run keys -- COMMAND --namespace NS [options]
 
-  generate [--type rsa|ecc] [--key-file PATH]
+  generate [--type rsa|ecc] [--key-file PATH | --held-by-registry]
         create a key (RSA-4096 OpenPGP v4 by default; ecc = ed25519, v4), write the private key
         to PATH (default .keys/HOST/NS.asc, git-ignored; encrypted with
         $EDGE_REGISTRY_SIGNING_KEY_PASSPHRASE when set) and register its public key
-  import [--key-file PATH]
+  import [--key-file PATH] [--held-by-registry]
         register a public key (or the public part of a private key) from PATH or
         $EDGE_REGISTRY_SIGNING_KEY
+  --held-by-registry
+        the registry keeps the private key, sealed under $SIGNING_KEY_SECRET (locally:
+        .dev.vars), and signs the SHA256SUMS of publishes authorised for the namespace
+        (CI publishing with --registry); no private key is written or printed; replaces
+        the namespace's previous held key (its public key stays served for what it signed)
   list [--json]
         the namespace's keys, and retired keys still served for the versions they signed
   remove --key-id ID
         stop signing with a key; versions it signed keep serving it
 
-  --remote, --env NAME     the KV namespace of wrangler.toml (needs $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN)
+  --remote, --env NAME     the KV namespace of wrangler.toml (needs $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN;
+                           generate, import and remove also $R2_ACCESS_KEY_ID, $R2_SECRET_ACCESS_KEY for the audit log)
   --config PATH            wrangler.toml (default ./wrangler.toml)
   --persist-to DIR         local state root (default .wrangler/state)
   --hostname HOST          registry hostname (default REGISTRY_HOSTNAME)`;
@@ -46,6 +55,7 @@ run(async () => {
       type: { type: 'string' },
       'key-id': { type: 'string' },
       name: { type: 'string' },
+      'held-by-registry': { type: 'boolean' },
     },
   });
   if (values.help) {
@@ -62,26 +72,46 @@ run(async () => {
   const hostname = values.hostname ? parseHostname(values.hostname) : config.hostname;
 
   // Validate what can be validated before opening the store.
+  const held = values['held-by-registry'] === true;
   let type: KeyType = 'rsa';
   if (command === 'generate') {
     if (values.type && values.type !== 'rsa' && values.type !== 'ecc') throw new UsageError(`--type must be rsa or ecc, not "${values.type}"`);
     type = (values.type as KeyType | undefined) ?? 'rsa';
-    if (values.remote && !values['key-file']) {
+    if (values.remote && !values['key-file'] && !held) {
       throw new InputError('generate --remote: pass --key-file PATH for the private key (outside the repository), then keep it in your CI secrets');
     }
   }
   if (command === 'remove' && !values['key-id']) throw new UsageError('remove needs --key-id ID');
+  if (held && command !== 'generate' && command !== 'import') throw new UsageError('--held-by-registry is an option of generate and import');
+  if (held && command === 'generate' && values['key-file']) throw new UsageError('generate --held-by-registry writes no private key file: leave out --key-file');
+  const secret = held ? heldKeySecret(config, values.remote) : '';
 
-  const store = await openKvStore(config, { remote: values.remote });
+  // Writes leave an audit entry (R2); list only reads KV.
+  const store = command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
+  const auditStore = store.blobs ? { blobs: store.blobs } : null;
+  const target = `${hostname}/${namespace}`;
   try {
     const where = store.description;
     switch (command) {
       case 'generate': {
+        if (held) {
+          const generated = await generateSigningKey({ type, name: values.name ?? `edge-registry ${hostname}/${namespace}` });
+          await audited(auditStore, values.remote, { action: 'key.add', target }, async () => {
+            await storeHeldKey(store.kv, secret, hostname, namespace, generated.publicKey.key_id, generated.armoredPrivateKey);
+            return addNamespaceKey(store.kv, hostname, namespace, generated.publicKey);
+          }, () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}, held by the registry` }));
+          say(`generated ${type === 'ecc' ? 'ed25519 (OpenPGP v4)' : 'RSA-4096 (OpenPGP v4)'} key ${generated.publicKey.key_id}, held by the registry`);
+          say(`  private key: sealed under SIGNING_KEY_SECRET in ${where}; never written to a file or printed`);
+          say(`  public key registered for ${hostname}/${namespace}; publishes authorised for ${namespace} are signed with it`);
+          if (values.json) process.stdout.write(`${JSON.stringify({ key_id: generated.publicKey.key_id, held_by_registry: true })}\n`);
+          break;
+        }
         const path = values['key-file'] ?? localKeyPath(values['keys-dir'] ?? join(config.projectRoot, '.keys'), hostname, namespace);
         const passphrase = process.env[PASSPHRASE_ENV] || undefined;
         const generated = await generateSigningKey({ type, name: values.name ?? `edge-registry ${hostname}/${namespace}`, ...(passphrase ? { passphrase } : {}) });
         writePrivateKeyFile(path, generated.armoredPrivateKey);
-        await addNamespaceKey(store.kv, hostname, namespace, generated.publicKey);
+        await audited(auditStore, values.remote, { action: 'key.add', target }, () => addNamespaceKey(store.kv, hostname, namespace, generated.publicKey),
+          () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}` }));
         say(`generated ${type === 'ecc' ? 'ed25519 (OpenPGP v4)' : 'RSA-4096 (OpenPGP v4)'} key ${generated.publicKey.key_id}`);
         say(`  private key: ${path}${passphrase ? ' (encrypted with the passphrase)' : ' (unencrypted; keep it out of the repository)'}`);
         say(`  public key registered for ${hostname}/${namespace} in ${where}`);
@@ -89,6 +119,18 @@ run(async () => {
         break;
       }
       case 'import': {
+        if (held) {
+          const loaded = await explicitPrivateKey({ keyFile: values['key-file'] });
+          if (!loaded) throw new InputError(`import --held-by-registry needs the private key: --key-file PATH or ${KEY_ENV}`);
+          const added = await audited(auditStore, values.remote, { action: 'key.add', target }, async () => {
+            await storeHeldKey(store.kv, secret, hostname, namespace, loaded.publicKey.key_id, loaded.privateKey.armor());
+            return addNamespaceKey(store.kv, hostname, namespace, loaded.publicKey);
+          }, () => ({ outcome: 'ok', reason: `imported key ${loaded.publicKey.key_id}, held by the registry` }));
+          say(`key ${loaded.publicKey.key_id} (from ${loaded.source}) is now held by the registry for ${hostname}/${namespace}, sealed under SIGNING_KEY_SECRET in ${where}${added ? '; public key registered' : ''}`);
+          say('  the registry signs publishes authorised for the namespace with it; delete your copy if only the registry should sign');
+          if (values.json) process.stdout.write(`${JSON.stringify({ key_id: loaded.publicKey.key_id, added, held_by_registry: true })}\n`);
+          break;
+        }
         let key;
         if (values['key-file']) {
           let text: string;
@@ -103,27 +145,39 @@ run(async () => {
           if (!fromEnv) throw new InputError(`import needs --key-file PATH (public or private key) or ${KEY_ENV}`);
           key = fromEnv.publicKey;
         }
-        const added = await addNamespaceKey(store.kv, hostname, namespace, key);
+        const imported = key;
+        const added = await audited(auditStore, values.remote, { action: 'key.add', target }, () => addNamespaceKey(store.kv, hostname, namespace, imported),
+          (fresh) => ({ outcome: fresh ? 'ok' : 'unchanged', reason: `imported key ${imported.key_id}` }));
         say(added ? `registered key ${key.key_id} for ${hostname}/${namespace} in ${where}` : `key ${key.key_id} is already registered for ${hostname}/${namespace}`);
         if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, added })}\n`);
         break;
       }
       case 'list': {
         const keys = await listNamespaceKeys(store.kv, hostname, namespace);
+        const heldKey = await heldKeyInfo(store.kv, hostname, namespace);
         if (values.json) {
-          process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, keys })}\n`);
+          process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, keys, held_by_registry: heldKey?.keyId ?? null })}\n`);
         } else if (keys.length === 0) {
           say(`${hostname}/${namespace} has no signing keys (npm run keys -- generate --namespace ${namespace})`);
         } else {
           for (const key of keys) {
             const signed = key.signed.length ? `; signed ${key.signed.join(', ')}` : '';
-            process.stdout.write(`${key.key_id}  ${key.status.padEnd(10)}  ${key.algorithm}  created ${key.created.slice(0, 10)}  ${key.user_id}${signed}\n`);
+            const where = key.key_id === heldKey?.keyId ? '  (held by the registry)' : '';
+            process.stdout.write(`${key.key_id}  ${key.status.padEnd(10)}  ${key.algorithm}  created ${key.created.slice(0, 10)}  ${key.user_id}${signed}${where}\n`);
           }
         }
         break;
       }
       case 'remove': {
-        const signed = await removeNamespaceKey(store.kv, hostname, namespace, values['key-id']!);
+        let heldDeleted = false;
+        const signed = await audited(auditStore, values.remote, { action: 'key.remove', target, reason: `key ${values['key-id']!.toUpperCase()}` },
+          async () => {
+            const versions = await removeNamespaceKey(store.kv, hostname, namespace, values['key-id']!);
+            heldDeleted = await deleteHeldKey(store.kv, hostname, namespace, values['key-id']!.replace(/^0x/i, ''));
+            return versions;
+          },
+          () => ({ outcome: 'ok', reason: `removed key ${values['key-id']!.toUpperCase()}${heldDeleted ? ' and its registry-held private key' : ''}` }));
+        if (heldDeleted) say('  the registry-held private key was deleted');
         say(`removed key ${values['key-id']!.toUpperCase()} from ${hostname}/${namespace}: new releases can no longer be signed with it`);
         if (signed.length) say(`  still served for the versions it signed: ${signed.join(', ')}`);
         break;

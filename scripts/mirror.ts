@@ -13,16 +13,19 @@ import { openLocalStore, type StoreHandle } from './lib/local-store';
 import { DEFAULT_UPSTREAM, readAllowList } from './lib/mirror/allow-list';
 import { terraformCredentials } from './lib/mirror/cli-config';
 import { importDirectory } from './lib/mirror/import';
+import { policyCommand, validatePolicyFile } from './lib/mirror/policy-cli';
 import type { MirrorSummary } from './lib/mirror/summary';
 import { syncProviders, type SyncRequest } from './lib/mirror/sync';
 import { UpstreamHttp } from './lib/mirror/upstream-http';
 import { openRemoteStore } from './lib/remote-store';
+import { recordAudit } from './lib/audit';
 
 const USAGE = `usage:
   npm run mirror -- sync HOST/NS/TYPE|NS/TYPE --version CONSTRAINT [--platform OS_ARCH …] [options]
   npm run mirror -- sync --config mirror.json [options]
   npm run mirror -- import DIR [options]          a \`terraform providers mirror\` directory (packed layout)
   npm run mirror -- list [--json] [options]
+  npm run mirror -- policy set mirror.json | show | clear [options]   the pull-through policy the Worker enforces
 
   --version CONSTRAINT    Terraform version constraint, e.g. '~> 3.5' (prereleases only when named exactly)
   --platform OS_ARCH      platform to mirror (repeatable; default: every platform upstream offers)
@@ -82,7 +85,7 @@ async function main(): Promise<void> {
     say(USAGE);
     return;
   }
-  if (!command || !['sync', 'import', 'list'].includes(command)) throw new UsageError(command ? `unknown command "${command}"` : 'give a command: sync, import or list');
+  if (!command || !['sync', 'import', 'list', 'policy'].includes(command)) throw new UsageError(command ? `unknown command "${command}"` : 'give a command: sync, import, list or policy');
   if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
   const count = (name: string, value: string | undefined, fallback: number, min: number) => {
     if (value === undefined) return fallback;
@@ -108,6 +111,9 @@ async function main(): Promise<void> {
         platforms: (values.platform ?? []).map(parsePlatformName),
       }];
     }
+  } else if (command === 'policy') {
+    if (values.version || values.platform || values.config || values['dry-run']) throw new UsageError('policy takes an action (set FILE, show, clear) and the state options');
+    if (rest[0] === 'set' && rest.length === 2) validatePolicyFile(rest[1]!); // refuse a bad file before opening any store
   } else if (command === 'import') {
     if (rest.length !== 1) throw new UsageError('import takes one directory');
     if (values.version || values.platform || values.config) throw new UsageError('import takes what the directory holds: no --version, --platform or --config');
@@ -120,6 +126,10 @@ async function main(): Promise<void> {
     ? openRemoteStore(config, process.env, { onProgress: (key, sent) => { if (sent >= 64 * 1024 * 1024) say(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`); } })
     : await openLocalStore(config);
   try {
+    if (command === 'policy') {
+      await policyCommand(rest, store, { say, print: (text) => process.stdout.write(text) });
+      return;
+    }
     if (command === 'list') {
       const providers = await listMirroredProviders(store.kv, store.blobs);
       if (values.json) {
@@ -147,6 +157,7 @@ async function main(): Promise<void> {
     } else {
       summary = await importDirectory(rest[0]!, { store, ownHostname: config.hostname, dryRun: values['dry-run'], log: say });
     }
+    if (!summary.dry_run) await recordMirrorAudit(store, values.remote, summary);
     if (values.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
     const versions = summary.providers.flatMap((p) => p.versions);
     const upToDate = versions.length > 0 && versions.every((v) => v.status === 'unchanged' || v.status === 'skipped');
@@ -157,5 +168,28 @@ async function main(): Promise<void> {
     }
   } finally {
     await store.close();
+  }
+}
+
+/**
+ * One audit entry per provider version a sync or import touched: `ok` when stored now, `unchanged`, or `failed` with
+ * the reason (a provider that failed before any version, e.g. upstream unreachable, gets one entry of its own).
+ */
+async function recordMirrorAudit(store: StoreHandle, remote: boolean | undefined, summary: MirrorSummary): Promise<void> {
+  const action = summary.command === 'sync' ? 'mirror.sync' : 'mirror.import';
+  const outcome = { mirrored: 'ok', unchanged: 'unchanged', failed: 'failed' } as const;
+  for (const provider of summary.providers) {
+    if (provider.versions.length === 0 && provider.status === 'failed') {
+      await recordAudit(store, remote, { action, target: provider.address, outcome: 'failed', ...(provider.reason ? { reason: provider.reason } : {}) });
+    }
+    for (const version of provider.versions) {
+      if (version.status !== 'mirrored' && version.status !== 'unchanged' && version.status !== 'failed') continue;
+      const digests = Object.fromEntries(version.platforms.filter((p) => p.zh).map((p) => [p.platform, p.zh!.replace(/^zh:/, '')]));
+      await recordAudit(store, remote, {
+        action, target: `${provider.address} ${version.version}`, outcome: outcome[version.status],
+        ...(version.reason ? { reason: version.reason } : {}),
+        ...(Object.keys(digests).length ? { digests } : {}),
+      });
+    }
   }
 }

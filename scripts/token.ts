@@ -10,7 +10,7 @@
  *
  * Options for every command:
  *   --remote          the deployed KV namespace (CLOUDFLARE_API_TOKEN, CLOUDFLARE_ACCOUNT_ID;
- *                     no R2 credentials needed)
+ *                     create and revoke also R2_ACCESS_KEY_ID, R2_SECRET_ACCESS_KEY: the audit log is in R2)
  *                     instead of the local state `npm start` serves
  *   --env NAME        wrangler environment whose REGISTRY_KV to use (e.g. production)
  *   --config PATH     wrangler.toml (default ./wrangler.toml)
@@ -22,7 +22,11 @@
 import { parseArgs } from 'node:util';
 import { run, STATE_OPTIONS, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
-import { openKvStore } from './lib/open-store';
+import { openKvStore, openStore } from './lib/open-store';
+import { audited } from './lib/audit';
+import { tokenId, tokenSha256 } from '../src/auth/tokens';
+
+const TOKEN_SHAPE = /^ert_[A-Za-z0-9_-]{43}$/;
 import { createToken, formatTokenTable, listTokens, parseExpiry, revokeToken } from './lib/tokens';
 
 const USAGE = `usage:
@@ -57,12 +61,19 @@ async function main(argv: string[]): Promise<void> {
   const expires = command === 'create' ? parseExpiry(values.expires) : null;
 
   const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
-  const store = await openKvStore(config, { remote: values.remote });
+  // create and revoke leave an audit entry (R2); list only reads KV.
+  const store = command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
   const { kv, description: where, close } = store;
+  const auditStore = store.blobs ? { blobs: store.blobs } : null;
 
   try {
     if (command === 'create') {
-      const { token, record } = await createToken(kv, { scopes: values.namespace ?? [], name: values.name, expires });
+      const { token, record } = await audited(auditStore, values.remote, { action: 'token.create', target: 'token (new)' },
+        () => createToken(kv, { scopes: values.namespace ?? [], name: values.name, expires }),
+        ({ record: r }) => ({
+          outcome: 'ok', target: `token ${r.id}`, namespaces: r.scopes,
+          reason: `${r.name ? `name "${r.name}", ` : ''}scopes ${r.scopes.join(', ')}, expires ${r.expires ?? 'never'}`,
+        }));
       const lines = [
         `created token ${record.id}${record.name ? ` (${record.name})` : ''} in ${where}`,
         `  scopes:  ${record.scopes.join(', ')}`,
@@ -76,7 +87,10 @@ async function main(argv: string[]): Promise<void> {
     } else if (command === 'list') {
       process.stdout.write(`${formatTokenTable(await listTokens(kv))}\n`);
     } else {
-      const record = await revokeToken(kv, rest[0]!);
+      // Given the token itself, revoke it by its id: the secret never reaches a message or the audit log.
+      const which = TOKEN_SHAPE.test(rest[0]!.trim()) ? tokenId(tokenSha256(rest[0]!.trim())) : rest[0]!;
+      const record = await audited(auditStore, values.remote, { action: 'token.revoke', target: `token ${which.slice(0, 100)}` }, () => revokeToken(kv, which),
+        (r) => ({ outcome: 'ok', target: `token ${r.id}`, namespaces: r.scopes, ...(r.name ? { reason: `name "${r.name}"` } : {}) }));
       process.stdout.write(`revoked token ${record.id}${record.name ? ` (${record.name})` : ''} in ${where}\n`);
     }
   } finally {

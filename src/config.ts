@@ -29,6 +29,8 @@ export interface Settings {
   signedUrlMinutes: number;
   /** URL_SIGNING_SECRET, '' when not set (private mode then answers 500 where it would sign or verify). */
   signingSecret: string;
+  /** SIGNING_KEY_SECRET, '' when not set: opens registry-held signing keys (src/store/keys/held-keys.ts). */
+  signingKeySecret: string;
   /** GZIP_DOCUMENTS = "true": stored documents go out gzip-compressed to clients that accept it. */
   gzipDocuments: boolean;
 }
@@ -68,6 +70,7 @@ function parseSettings(env: Env): Settings {
     archiveBaseUrl: (env.ARCHIVE_BASE_URL ?? '').replace(/\/+$/, ''),
     signedUrlMinutes: signedUrlMinutes(env),
     signingSecret: env.URL_SIGNING_SECRET ?? '',
+    signingKeySecret: env.SIGNING_KEY_SECRET ?? '',
     gzipDocuments: env.GZIP_DOCUMENTS === 'true',
   };
 }

@@ -19,6 +19,10 @@ export interface Env {
   GZIP_DOCUMENTS?: string;
   /** HMAC key for signed release-file URLs (a secret; private mode only). */
   URL_SIGNING_SECRET?: string;
+  /** Key-encryption secret of registry-held signing keys (a secret; src/store/keys/held-keys.ts). */
+  SIGNING_KEY_SECRET?: string;
+  /** Pull-through: seconds allowed for an upstream's headers, a small body, and between archive chunks (default 10 / 30). */
+  PULL_TIMEOUT_SECONDS?: string;
   /** Minutes a signed release-file URL stays valid (private mode). */
   SIGNED_URL_MINUTES?: string;
 }

@@ -3,8 +3,8 @@ import type { Env } from './env';
 import { errorToResponse } from './http';
 import { discovery } from './routes/discovery';
 import { findPackage, listVersions } from './routes/registry';
-import { mirrorDocument } from './routes/mirror';
-import { releaseFile } from './routes/archives';
+import { mirrorPullDocument } from './routes/mirror-pull/documents';
+import { pullReleaseFile } from './routes/mirror-pull/archive';
 import { onlyGetAndHead, withoutBodyForHead } from './routes/methods';
 import { requireModuleReadToken, requireReadToken, requireSignedUrl } from './auth/access';
 import { listModuleVersions, moduleArchive, moduleDownload } from './routes/modules';
@@ -25,8 +25,8 @@ router
   .all('/.well-known/terraform.json', discovery)
   .all('/v1/providers/:namespace/:type/versions', requireReadToken, listVersions)
   .all('/v1/providers/:namespace/:type/:version/download/:os/:arch', requireReadToken, findPackage)
-  .all('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorDocument)
-  .all('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, releaseFile)
+  .all('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorPullDocument)
+  .all('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, pullReleaseFile)
   // modules.v1 and module pages
   .all('/v1/modules/:namespace/:name/:system/versions', requireModuleReadToken, listModuleVersions)
   .all('/v1/modules/:namespace/:name/:system/:version/download', requireModuleReadToken, moduleDownload)

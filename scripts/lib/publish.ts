@@ -24,6 +24,7 @@ import { readRelease, type ReleasePlan } from './release';
 import type { R2S3Options } from './remote-store';
 import { signDetached, verifyDetached } from './sign';
 import { readDocsFile } from './docs/index';
+import { audited } from './audit';
 import { writeVersionDocs } from '../../src/store/pages-publish';
 import type { ProviderDocs } from '../../src/store/docs';
 
@@ -136,7 +137,14 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     };
     const store = options.store ?? (await openStore(config, { remote: options.remote, env, tuning: { onProgress: uploadProgress, ...options.remoteTuning } }));
     try {
-      return await publishPlan(plan, address, store, config, options, log, env, docs);
+      // Every publish that reaches the store leaves an audit entry (a dry run none): ok, unchanged, refused or failed.
+      return await audited(options.dryRun ? null : store, options.remote, { action: 'provider.publish', target: `${formatAddress(address)} ${plan.version}` },
+        () => publishPlan(plan, address, store, config, options, log, env, docs),
+        (result) => result.status === 'dry-run' ? null : {
+          outcome: result.status === 'unchanged' ? 'unchanged' : 'ok',
+          ...(result.status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
+          digests: Object.fromEntries(result.platforms.map((p) => [p.filename, p.shasum])),
+        });
     } finally {
       if (!options.store) await store.close();
     }

@@ -14,6 +14,8 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   records/HOST/NS/TYPE/VERSION                        version record (JSON), a copy of the R2 record below (read only for versions published before R2 records were kept)
  *   signing-keys/HOST/NS                                namespace public keys (JSON)
  *   tokens/SHA256                                       read-token record, by the SHA-256 of the token
+ *   publishers/HOST/NS                                  the namespace's trusted CI publishers (JSON list, src/identity/publishers.ts)
+ *   held-signing-keys/HOST/NS                           the namespace's registry-held private signing key, encrypted (src/store/keys/held-keys.ts)
  *
  * R2:
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
@@ -22,6 +24,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   .index/HOST/NS/TYPE.json                            the provider's index: what its lists, page and catalogue entry are built from
  *                                                       (src/store/providers/version-index.ts); changed only by conditional writes, rebuilt from the records when missing
  *   .catalog/providers.json                             every provider's catalogue entry (the home page's list), changed only by conditional writes
+ *   .audit/YYYY-MM-DD/HHMMSSmmm-NONCE.json              one audit entry (src/store/audit/), created only if absent, never rewritten
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *
  * All names are lower case; HOST may carry a :port.
@@ -55,6 +58,12 @@ export const versionRecordKey = (address: ProviderAddress, version: string) =>
 
 
 export const signingKeysKey = (hostname: string, namespace: string) => `signing-keys/${hostname}/${namespace}`;
+
+/** Trusted publishers of a namespace (JSON list; src/store/publishers.ts). */
+export const publishersKey = (hostname: string, namespace: string) => `publishers/${hostname}/${namespace}`;
+
+/** The registry-held signing key of a namespace, encrypted at rest (src/store/keys/held-keys.ts). */
+export const heldSigningKeyKey = (hostname: string, namespace: string) => `held-signing-keys/${hostname}/${namespace}`;
 
 export const tokenKey = (tokenSha256Hex: string) => `tokens/${tokenSha256Hex}`;
 export const tokenPrefix = 'tokens/';
@@ -174,3 +183,31 @@ export function parseModuleCommittedRecordKey(key: string): { address: ModuleAdd
 
 /** Name of the lease a module publish holds (one writer per module): see src/store/lease.ts. */
 export const moduleLeaseName = (address: ModuleAddress) => `modules/${modulePath(address)}`;
+
+// ---- Audit log (src/store/audit/) ----
+// R2 only: one object per entry, created with If-None-Match: * and never rewritten; a date prefix per UTC
+// day so `audit --since 7d` lists seven prefixes, and names sort by time within a day.
+
+/** Prefix of every audit entry. */
+export const auditPrefix = '.audit/';
+
+/** Prefix of the audit entries of one UTC day ("2026-11-23"). */
+export const auditDayPrefix = (day: string) => `${auditPrefix}${day}/`;
+
+/** R2 object of one audit entry written at `time` (ISO 8601, UTC); `nonce` makes entries of the same millisecond distinct. */
+export function auditEntryKey(time: string, nonce: string): string {
+  const day = time.slice(0, 10);
+  const clock = time.slice(11, 23).replace(/[:.]/g, ''); // HHMMSSmmm
+  return `${auditDayPrefix(day)}${clock}-${nonce}.json`;
+}
+
+// ---- Pull-through mirror (src/mirror/, src/store/mirror/) ----
+//
+// KV:
+//   mirror-policy                                       the pull-through policy (canonical JSON; absent = no pull-through)
+// R2:
+//   .pull/HOST/NS/TYPE/VERSION.json                     a verified upstream manifest (signed SHA256SUMS, per-platform documents)
+//   .leases/pull/HOST/NS/TYPE/VERSION                   the lease of the one request pulling an archive of that version
+export const mirrorPolicyKey = 'mirror-policy';
+export const pullManifestKey = (address: ProviderAddress, version: string) => `.pull/${providerPath(address)}/${version}.json`;
+export const pullLeaseName = (address: ProviderAddress, version: string) => `pull/${providerPath(address)}/${version}`;

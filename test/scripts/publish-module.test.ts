@@ -339,6 +339,20 @@ terraform {
     expect(html).not.toMatch(/<script|onerror|javascript:/i);
     expect(renderReadme('<iframe src="https://evil"></iframe><style>body{}</style>x')).toBe('x');
   });
+
+  it('keeps the raw-text-in-SVG/MathML payloads of sanitize-html 2.17.6/2.17.7 out (our pin, 2.17.5, predates those fixes)', () => {
+    // The pinned version is the newest whose engines include Node 20; these bypasses needed svg/math or
+    // SVG animation elements allowed, which our allow-list is not: each payload must come out inert.
+    for (const payload of [
+      '<svg><textarea><img src=x onerror=alert(1)></textarea></svg>',
+      '<math><xmp><img src=x onerror=alert(1)></xmp></math>',
+      '<math><mi><xmp></mi><img src=x onerror=alert(1)></xmp></math>',
+      '<svg><animate attributeName="href" values="javascript:alert(1)"/><a><text>x</text></a></svg>',
+      '<svg><set attributeName="href" to="javascript:alert(1)"/></svg>',
+    ]) {
+      expect(renderReadme(payload)).not.toMatch(/<img|<svg|<math|onerror|javascript:|<animate|<set/i);
+    }
+  });
 });
 
 describe('the demo module (npm run demo)', () => {

@@ -386,14 +386,19 @@ describe('mirror --remote', () => {
       }
 
       const kvPuts = kvApi.requests.filter((r) => r.method === 'PUT').length;
-      const s3Puts = s3Requests.filter((r) => r.startsWith('PUT ') && !r.includes('/.leases/')).length;
+      // Leases and audit entries aside (a re-run records an `unchanged` entry per version), a re-run writes nothing.
+      const dataPut = (r: string) => r.startsWith('PUT ') && !r.includes('/.leases/') && !r.includes('/.audit/');
+      const auditPuts = () => s3Requests.filter((r) => r.startsWith('PUT ') && r.includes('/.audit/')).length;
+      const s3Puts = s3Requests.filter(dataPut).length;
+      const auditBefore = auditPuts();
       const archivesBefore = upstream.archiveRequests();
       const again = await mirror(sync);
       expect(again.code, again.stderr).toBe(0);
       expect(again.summary!.providers[0]!.status).toBe('unchanged');
       expect(upstream.archiveRequests()).toBe(archivesBefore);
       expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(kvPuts);
-      expect(s3Requests.filter((r) => r.startsWith('PUT ') && !r.includes('/.leases/')).length).toBe(s3Puts);
+      expect(s3Requests.filter(dataPut).length).toBe(s3Puts);
+      expect(auditPuts() - auditBefore).toBe(again.summary!.providers[0]!.versions.length);
 
       // Import: a packed `terraform providers mirror` directory.
       const source = join(dir, 'mirror-import');

@@ -13,6 +13,7 @@ import { openRemoteStore, type R2S3Options } from '../remote-store';
 import { isDocFile, readSuppliedPackage } from './archive';
 import { extractModuleDocs } from './docs';
 import { formatMB, packModule } from './pack';
+import { audited } from '../audit';
 
 /**
  * publishModule: the function behind `npm run publish-module`. Everything is
@@ -138,27 +139,34 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
     })
     : await openLocalStore(config));
   try {
-    const existing = await readModuleRecord(store.kv, address, version, store.blobs);
-    if (existing && (existing.sha256 !== sha256 || existing.size !== record.size || existing.filename !== record.filename)) {
-      throw new InputError(
-        `${label} is already published with different contents (SHA-256 ${existing.sha256}, ${existing.filename}; this package ${sha256}, ${record.filename}); published versions are immutable — publish a new version instead`,
-        409,
-      );
-    }
-    if (options.dryRun) {
-      log(existing ? `dry run: ${label} is already published with these bytes` : `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`);
-      return result('dry-run');
-    }
-    log(existing ? `${label} is already published with these bytes; verifying what is stored` : `publishing ${label} to ${store.description}`);
-    // One writer per module: the publish (its own check of the record, verification and repair included) holds the module's lease.
-    const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
-      publishModuleVersion(store.kv, store.blobs, record, docs, {
-        sha256Hex: sha256, size: bytes.byteLength, contentType: format === 'zip' ? 'application/zip' : 'application/gzip', open: () => bytes,
-      }, progressLog(log, env[CRASH_ENV], env[KILL_ENV]), { lease }));
-    log(outcome === 'published' ? `published ${label}`
-      : outcome === 'repaired' ? `${label} was already published; repaired what an interrupted publish left missing`
-      : `${label} was already published; verified, nothing rewritten`);
-    return result(outcome);
+    // Every publish that reaches the store leaves an audit entry (a dry run none).
+    return await audited(options.dryRun ? null : store, options.remote, { action: 'module.publish', target: label }, async () => {
+      const existing = await readModuleRecord(store.kv, address, version, store.blobs);
+      if (existing && (existing.sha256 !== sha256 || existing.size !== record.size || existing.filename !== record.filename)) {
+        throw new InputError(
+          `${label} is already published with different contents (SHA-256 ${existing.sha256}, ${existing.filename}; this package ${sha256}, ${record.filename}); published versions are immutable — publish a new version instead`,
+          409,
+        );
+      }
+      if (options.dryRun) {
+        log(existing ? `dry run: ${label} is already published with these bytes` : `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`);
+        return result('dry-run');
+      }
+      log(existing ? `${label} is already published with these bytes; verifying what is stored` : `publishing ${label} to ${store.description}`);
+      // One writer per module: the publish (its own check of the record, verification and repair included) holds the module's lease.
+      const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
+        publishModuleVersion(store.kv, store.blobs, record, docs, {
+          sha256Hex: sha256, size: bytes.byteLength, contentType: format === 'zip' ? 'application/zip' : 'application/gzip', open: () => bytes,
+        }, progressLog(log, env[CRASH_ENV], env[KILL_ENV]), { lease }));
+      log(outcome === 'published' ? `published ${label}`
+        : outcome === 'repaired' ? `${label} was already published; repaired what an interrupted publish left missing`
+        : `${label} was already published; verified, nothing rewritten`);
+      return result(outcome);
+    }, (r) => r.status === 'dry-run' ? null : {
+      outcome: r.status === 'unchanged' ? 'unchanged' : 'ok',
+      ...(r.status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
+      digests: { [r.filename]: r.sha256 },
+    });
   } finally {
     if (!options.store) await store.close();
   }

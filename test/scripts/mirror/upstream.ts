@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
+import { createServer as createPlainServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +20,13 @@ import { zipBuffers } from '../../../scripts/lib/zip-binary';
 
 export type Defect =
   | 'wrong-shasum' | 'missing-sums-line' | 'bad-signature' | 'foreign-key' | 'no-executable'
-  | 'flaky-500' | 'hang' | 'redirect-loop' | 'huge-json' | 'malformed-json';
+  | 'flaky-500' | 'hang' | 'redirect-loop' | 'huge-json' | 'malformed-json'
+  // archive bytes other than the signed SHA256SUMS line (and the document's shasum) say
+  | 'tampered-archive'
+  // the archive's response stalls half-way
+  | 'hang-archive'
+  // every archive request answers 500
+  | 'archive-500';
 
 export interface ReleaseSpec {
   version: string;
@@ -39,6 +46,8 @@ export interface UpstreamOptions {
   absoluteDiscovery?: boolean;
   /** Bearer token every registry API request must carry (401 otherwise). */
   requireToken?: string;
+  /** Plain HTTP on 127.0.0.1 instead of HTTPS (what a Worker under wrangler dev can reach: workerd trusts only public CAs). */
+  plainHttp?: boolean;
 }
 
 interface GpgKey {
@@ -119,7 +128,12 @@ export class StaticUpstream {
   }
 
   get origin(): string {
-    return `https://${this.host}`;
+    return this.options.plainHttp ? `http://127.0.0.1:${this.port}` : `https://${this.host}`;
+  }
+
+  /** Requests for one archive file name (any version's path ending in it). */
+  archiveRequestsFor(filename: string): number {
+    return this.requests.filter((p) => p === `/files/${filename}`).length;
   }
 
   /** Requests for archives (`/files/…zip`), the thing a re-run must not repeat. */
@@ -131,7 +145,9 @@ export class StaticUpstream {
     const dir = mkdtempSync(join(tmpdir(), 'edge-registry-upstream-'));
     const tls = makeCa(dir);
     let self: StaticUpstream | undefined;
-    const server = createServer({ cert: readFileSync(tls.certPath), key: readFileSync(tls.keyPath) }, (req, res) => self!.handle(req, res));
+    const server = options.plainHttp
+      ? createPlainServer((req, res) => self!.handle(req, res)) as unknown as Server
+      : createServer({ cert: readFileSync(tls.certPath), key: readFileSync(tls.keyPath) }, (req, res) => self!.handle(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as { port: number }).port;
     self = new StaticUpstream(dir, tls.caPath, server, port, options);
@@ -186,6 +202,19 @@ export class StaticUpstream {
         const archivePath = `/files/${filename(platform)}`;
         const docPath = `/v1/providers/${namespace}/${type}/${version}/download/${p.os}/${p.arch}`;
         routes.set(archivePath, bytes(zip, 'application/zip'));
+        if (defect === 'tampered-archive') {
+          const other = Buffer.from(zip);
+          other[other.length >> 1]! ^= 0xff;
+          routes.set(archivePath, bytes(other, 'application/zip'));
+        }
+        if (defect === 'hang-archive') {
+          routes.set(archivePath, (_req, res) => {
+            res.writeHead(200, { 'content-type': 'application/zip', 'content-length': zip.byteLength });
+            res.write(zip.subarray(0, zip.byteLength >> 1));
+            this.hanging.add(res);
+          });
+        }
+        if (defect === 'archive-500') routes.set(archivePath, (_req, res) => send(res, 500, 'upstream broke', 'text/plain'));
         routes.set(docPath, json({
           protocols: ['5.0'],
           os: p.os,

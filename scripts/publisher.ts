@@ -1,0 +1,107 @@
+/**
+ * `npm run publisher -- add|list|remove --namespace NS [options]`
+ *
+ * Trusted publishers: the CI jobs allowed to publish into a namespace with
+ * their own short-lived OpenID Connect ID token and no stored secret
+ * (`publish-provider --registry URL` in GitHub Actions or GitLab CI). Stored
+ * in the registry's KV (local state, or --remote); the Worker matches each
+ * CI token against them.
+ *
+ * Exit status: 0 on success, 1 for bad input or an unknown publisher, 2 for
+ * bad arguments, 3 for other failures.
+ */
+import { parseArgs } from 'node:util';
+import { parseHostname, parseProviderName } from '../src/protocol/index';
+import { describePublisher, GITHUB_ISSUER } from '../src/identity/publishers';
+import { run, say, STATE_OPTIONS, UsageError } from './lib/cli';
+import { readRegistryConfig } from './lib/config';
+import { openKvStore, openStore } from './lib/open-store';
+import { audited } from './lib/audit';
+import { addPublisher, formatPublishers, listPublishers, removePublisher } from './lib/publishers';
+
+const USAGE = `usage: npm run publisher -- COMMAND --namespace NS [options]
+
+  add --issuer URL (--repository OWNER/REPO | --project-path GROUP/PROJECT)
+      [--workflow FILE.yml] [--ref 'refs/tags/v*'] [--environment NAME]
+        trust a CI job to publish into NS:
+          GitHub Actions: --issuer ${GITHUB_ISSUER} --repository OWNER/REPO
+                          [--workflow release.yml]  (.github/workflows/release.yml)
+          GitLab CI:      --issuer https://gitlab.com --project-path GROUP/PROJECT
+        --ref is a full git ref, '*' matching anything; --environment the job's deployment environment
+  list [--json]
+        the namespace's trusted publishers
+  remove ID
+        stop trusting a publisher (ID as list prints it)
+
+  --remote, --env NAME     the KV namespace of wrangler.toml (needs $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN)
+  --config PATH            wrangler.toml (default ./wrangler.toml)
+  --persist-to DIR         local state root (default .wrangler/state)
+  --hostname HOST          registry hostname (default REGISTRY_HOSTNAME)
+  --json                   print the result as JSON on stdout`;
+
+run(async () => {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      ...STATE_OPTIONS,
+      namespace: { type: 'string' },
+      hostname: { type: 'string' },
+      json: { type: 'boolean' },
+      issuer: { type: 'string' },
+      repository: { type: 'string' },
+      'project-path': { type: 'string' },
+      workflow: { type: 'string' },
+      ref: { type: 'string' },
+      environment: { type: 'string' },
+    },
+  });
+  if (values.help) {
+    say(USAGE);
+    return;
+  }
+  const [command, ...rest] = positionals;
+  if (!command || !['add', 'list', 'remove'].includes(command)) throw new UsageError('expected one command: add, list or remove');
+  if (command === 'remove' ? rest.length !== 1 : rest.length > 0) {
+    throw new UsageError(command === 'remove' ? 'remove takes one publisher id (npm run publisher -- list prints them)' : `unexpected argument "${rest[0]}"`);
+  }
+  const matching = ['issuer', 'repository', 'project-path', 'workflow', 'ref', 'environment'] as const;
+  if (command !== 'add') {
+    const given = matching.filter((name) => values[name] !== undefined);
+    if (given.length) throw new UsageError(`--${given[0]} is an option of add`);
+  }
+  if (!values.namespace) throw new UsageError('--namespace is required');
+  const namespace = parseProviderName(values.namespace, 'namespace');
+  const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
+  const hostname = values.hostname ? parseHostname(values.hostname) : config.hostname;
+
+  // Writes leave an audit entry (R2); list only reads KV.
+  const store = command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
+  const auditStore = store.blobs ? { blobs: store.blobs } : null;
+  const target = `${hostname}/${namespace}`;
+  try {
+    const where = store.description;
+    if (command === 'add') {
+      const input = {
+        issuer: values.issuer, repository: values.repository, projectPath: values['project-path'],
+        workflow: values.workflow, ref: values.ref, environment: values.environment,
+      };
+      const { publisher, added } = await audited(auditStore, values.remote, { action: 'publisher.add', target }, () => addPublisher(store.kv, hostname, namespace, input),
+        (result) => ({ outcome: result.added ? 'ok' : 'unchanged', reason: describePublisher(result.publisher).replace(/\s+/g, ' ') }));
+      say(added ? `trusted publisher added to ${hostname}/${namespace} in ${where}:` : `${hostname}/${namespace} already trusts this publisher:`);
+      say(`  ${describePublisher(publisher)}`);
+      if (added) say('  CI jobs it matches can now publish with `--registry URL` and their ID token (production KV takes up to 60 s to propagate)');
+      if (values.json) process.stdout.write(`${JSON.stringify({ publisher, added })}\n`);
+    } else if (command === 'list') {
+      const publishers = await listPublishers(store.kv, hostname, namespace);
+      if (values.json) process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, publishers })}\n`);
+      else process.stdout.write(`${formatPublishers(hostname, namespace, publishers)}\n`);
+    } else {
+      const removed = await audited(auditStore, values.remote, { action: 'publisher.remove', target, reason: `publisher ${rest[0]!}` },
+        () => removePublisher(store.kv, hostname, namespace, rest[0]!), (result) => ({ outcome: 'ok', reason: describePublisher(result).replace(/\s+/g, ' ') }));
+      say(`removed trusted publisher ${removed.id} from ${hostname}/${namespace} in ${where}`);
+      if (values.json) process.stdout.write(`${JSON.stringify({ removed })}\n`);
+    }
+  } finally {
+    await store.close();
+  }
+}, USAGE);

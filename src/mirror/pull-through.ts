@@ -1,0 +1,121 @@
+import type { Env } from '../env';
+import { settings } from '../config';
+import type { ProviderAddress } from '../protocol/address';
+import { formatAddress } from '../protocol/address';
+import { platformName } from '../protocol/platform';
+import { readPolicy } from '../store/mirror/policy';
+import { readManifest, writeManifest, type PullManifest } from '../store/mirror/pull';
+import { buildManifest } from './manifest';
+import { allowanceFor, providersServiceFor, type MirrorPolicy, type ProviderAllowance } from './policy';
+import { discoverProviders, listVersions, type UpstreamVersion } from './upstream';
+import { DEFAULT_LIMITS, UpstreamClient, UpstreamError } from './upstream-http';
+
+/**
+ * What a pull-through request needs, and the isolate's memory of it: the
+ * policy (re-read after INDEX_CACHE_SECONDS), the upstream's version list
+ * (kept UPSTREAM_LIST_MS: the bounded time an upstream release takes to be
+ * listed) and verified manifests (kept in R2; rebuilt from the upstream after
+ * MANIFEST_REFRESH_MS when a VERSION.json asks, to notice a changed upstream).
+ */
+
+export const UPSTREAM_LIST_MS = 5 * 60_000;
+export const MANIFEST_REFRESH_MS = 60 * 60_000;
+
+export interface PullContext {
+  env: Env;
+  address: ProviderAddress;
+  policy: MirrorPolicy;
+  allowance: ProviderAllowance;
+  http: UpstreamClient;
+}
+
+const memory = new Map<string, { value: unknown; expires: number }>();
+
+function remembered<T>(key: string): T | undefined {
+  const entry = memory.get(key);
+  if (!entry) return undefined;
+  if (entry.expires <= Date.now()) {
+    memory.delete(key);
+    return undefined;
+  }
+  return entry.value as T;
+}
+
+function remember(key: string, value: unknown, ttlMs: number): void {
+  if (memory.size >= 512) memory.delete(memory.keys().next().value!);
+  memory.set(key, { value, expires: Date.now() + ttlMs });
+}
+
+/** Forgets everything this isolate remembers (tests, the bench: a fresh isolate). */
+export function forgetPullThroughMemory(): void {
+  memory.clear();
+}
+
+/**
+ * The pull-through context of `address`, or null when pull-through does not
+ * apply: no policy stored, our own hostname, or no rule of the policy
+ * matches. Reads the policy from KV at most once per INDEX_CACHE_SECONDS per isolate.
+ */
+export async function pullContext(env: Env, address: ProviderAddress): Promise<PullContext | null> {
+  const config = settings(env);
+  if (address.hostname === config.hostname) return null;
+  let policy = remembered<MirrorPolicy | null>('policy');
+  if (policy === undefined) {
+    policy = await readPolicy(env.REGISTRY_KV);
+    remember('policy', policy, Math.max(config.listTtlMs, 1000));
+  }
+  if (!policy) return null;
+  const allowance = allowanceFor(policy, address);
+  if (!allowance) return null;
+  const seconds = Number(env.PULL_TIMEOUT_SECONDS ?? '');
+  const limits = Number.isFinite(seconds) && seconds > 0 ? { ...DEFAULT_LIMITS, timeoutMs: seconds * 1000, idleMs: seconds * 1000 } : DEFAULT_LIMITS;
+  return { env, address, policy, allowance, http: new UpstreamClient(limits) };
+}
+
+/** The upstream's providers.v1 base and versions of the provider (isolate memory for UPSTREAM_LIST_MS); throws UpstreamError. */
+export async function upstreamVersions(pull: PullContext): Promise<{ base: string; versions: UpstreamVersion[] }> {
+  const key = `versions:${formatAddress(pull.address)}`;
+  const known = remembered<{ base: string; versions: UpstreamVersion[] }>(key);
+  if (known) return known;
+  const base = await discoverProviders(pull.http, pull.address.hostname, providersServiceFor(pull.policy, pull.address.hostname));
+  const value = { base, versions: await listVersions(pull.http, base, pull.address) };
+  remember(key, value, UPSTREAM_LIST_MS);
+  return value;
+}
+
+/** Versions the policy allows that the upstream offers with at least one allowed platform. */
+export function allowedUpstreamVersions(pull: PullContext, versions: readonly UpstreamVersion[]): UpstreamVersion[] {
+  return versions.filter((v) => pull.allowance.allows(v.version) && allowedPlatforms(pull, v).length > 0);
+}
+
+function allowedPlatforms(pull: PullContext, offered: UpstreamVersion) {
+  const wanted = pull.allowance.platformsFor(offered.version);
+  return offered.platforms.filter((p) => wanted === null || wanted.has(platformName(p)));
+}
+
+/**
+ * The verified manifest of an allowed `version`: from the isolate, else R2
+ * (any age when `maxAgeMs` is infinite, else younger than it), else built
+ * from the upstream (buildManifest's checks) and stored in R2. Throws
+ * UpstreamError (404 when the upstream does not offer the version).
+ */
+export async function manifestFor(pull: PullContext, version: string, maxAgeMs = MANIFEST_REFRESH_MS): Promise<PullManifest> {
+  const key = `manifest:${formatAddress(pull.address)}/${version}`;
+  const fresh = (m: PullManifest) => Date.now() - Date.parse(m.verifiedAt) < maxAgeMs;
+  const known = remembered<PullManifest>(key);
+  if (known && fresh(known)) return known;
+  const stored = await readManifest(pull.env.REGISTRY_R2, pull.address, version);
+  if (stored && fresh(stored)) {
+    remember(key, stored, 60_000);
+    return stored;
+  }
+  const { base, versions } = await upstreamVersions(pull);
+  const offered = versions.find((v) => v.version === version);
+  if (!offered) {
+    throw new UpstreamError(`${formatAddress(pull.address)} ${version} is not offered by ${pull.address.hostname}`, 404);
+  }
+  const manifest = await buildManifest(pull.http, base, pull.address, version, allowedPlatforms(pull, offered));
+  await writeManifest(pull.env.REGISTRY_R2, manifest);
+  remember(key, manifest, 60_000);
+  return manifest;
+}

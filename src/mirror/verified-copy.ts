@@ -1,0 +1,99 @@
+import { hex } from './zip-digest';
+import { UpstreamError } from './upstream-http';
+
+/**
+ * Copying an upstream archive to R2 and to the client at once, verified on
+ * the way: the bytes are hashed as they pass (crypto.DigestStream, native)
+ * and the LAST chunk is held back until the whole body's SHA-256 and size
+ * equal the verified SHA256SUMS line. So a body that fails the check never
+ * reaches its end anywhere: R2's put sees an error instead of the end of its
+ * stream (nothing stored) and the client's response is aborted rather than
+ * completed. The two destinations advance in lockstep (the pace of the slower
+ * one), so the isolate never buffers more than a chunk or two whatever the
+ * archive's size; a client that goes away stops only its own branch.
+ */
+
+export interface VerifiedCopyOptions {
+  sha256Hex: string;
+  /** Exact size (Content-Length); the copy fails if the body differs. */
+  size: number;
+  /** Time allowed between two chunks from upstream (ms). */
+  idleMs: number;
+  /** Names the archive in error messages. */
+  what: string;
+}
+
+export interface VerifiedCopy {
+  /** The client's body (errors when verification fails). */
+  client: ReadableStream<Uint8Array>;
+  /** The R2 put's body, with its known length (R2 needs one). */
+  store: ReadableStream<Uint8Array>;
+  /** Resolves when every byte verified and was handed to both; rejects with UpstreamError otherwise. */
+  done: Promise<void>;
+}
+
+/** Starts copying `source`; see the file comment. */
+export function verifiedCopy(source: ReadableStream<Uint8Array>, options: VerifiedCopyOptions): VerifiedCopy {
+  // Both with the known length: R2 needs it, and the client gets a Content-Length, so a download cut short
+  // by a failed check is visibly incomplete to any HTTP client, whatever proxy stands in between.
+  const client = new FixedLengthStream(options.size);
+  const store = new FixedLengthStream(options.size);
+  const done = pump(source, client.writable.getWriter() as WritableStreamDefaultWriter<Uint8Array>, store.writable.getWriter() as WritableStreamDefaultWriter<Uint8Array>, options);
+  return { client: client.readable as ReadableStream<Uint8Array>, store: store.readable as ReadableStream<Uint8Array>, done };
+}
+
+async function pump(
+  source: ReadableStream<Uint8Array>, clientWriter: WritableStreamDefaultWriter<Uint8Array>,
+  storeWriter: WritableStreamDefaultWriter<Uint8Array>, options: VerifiedCopyOptions,
+): Promise<void> {
+  const reader = source.getReader();
+  const digest = new crypto.DigestStream('SHA-256');
+  const digestWriter = digest.getWriter();
+  let clientAlive = true;
+  let total = 0;
+  let held: Uint8Array | null = null;
+  const forward = async (chunk: Uint8Array) => {
+    const writes = [storeWriter.ready.then(() => storeWriter.write(chunk))];
+    if (clientAlive) {
+      writes.push(clientWriter.ready.then(() => clientWriter.write(chunk)).catch(() => { clientAlive = false; }));
+    }
+    await Promise.all(writes);
+  };
+  try {
+    for (;;) {
+      const { done, value } = await readWithin(reader, options.idleMs, options.what);
+      if (done) break;
+      if (value.byteLength === 0) continue;
+      total += value.byteLength;
+      if (total > options.size) throw new UpstreamError(`checksum check failed: ${options.what} sent more than the ${options.size} bytes it announced`);
+      await digestWriter.write(value.slice());
+      if (held) await forward(held);
+      held = value;
+    }
+    await digestWriter.close();
+    const actual = hex(await digest.digest);
+    if (total !== options.size) throw new UpstreamError(`checksum check failed: ${options.what} ended after ${total} of ${options.size} bytes`);
+    if (actual !== options.sha256Hex) {
+      throw new UpstreamError(`checksum check failed: ${options.what} has SHA-256 ${actual}, the signed SHA256SUMS says ${options.sha256Hex}; nothing was stored`);
+    }
+    if (held) await forward(held);
+    await storeWriter.close();
+    if (clientAlive) await clientWriter.close().catch(() => {});
+  } catch (error) {
+    const reason = error instanceof UpstreamError ? error : new UpstreamError(`${options.what}: ${(error as Error).message}`);
+    await Promise.allSettled([reader.cancel(reason), storeWriter.abort(reason), clientWriter.abort(reason), digestWriter.abort(reason)]);
+    throw reason;
+  }
+}
+
+async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number, what: string): Promise<ReadableStreamReadResult<Uint8Array>> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new UpstreamError(`${what}: no data for ${ms / 1000} s`, 504)), ms);
+  });
+  try {
+    return await Promise.race([reader.read(), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,139 @@
+import type { IRequest } from 'itty-router';
+import type { Env } from '../../env';
+import { releaseFileCacheControl } from '../../config';
+import { errorResponse, notFound, pathSegment } from '../../http';
+import { formatAddress, providerAddress } from '../../protocol/address';
+import { executableNamePattern, servedReleaseFileKind } from '../../protocol/release-files';
+import { parseVersion } from '../../protocol/version';
+import { pullLeaseName, releaseObjectKey } from '../../store/layout';
+import { acquireLease, type Lease } from '../../store/lease';
+import { commitPulledPackage, storePulledArchive, type PullManifest } from '../../store/mirror/pull';
+import { readVersionRecord } from '../../store/publish';
+import { manifestFor, pullContext, type PullContext } from '../../mirror/pull-through';
+import { UpstreamError } from '../../mirror/upstream-http';
+import { verifiedCopy } from '../../mirror/verified-copy';
+import { zipDigest } from '../../mirror/zip-digest';
+import { releaseFile } from '../archives';
+import { upstreamFailure } from './documents';
+
+/**
+ * GET|HEAD /v1/archives/… with pull-through: what R2 holds is served as
+ * before (releaseFile). An archive not held, of a version and platform the
+ * policy allows, is fetched by exactly one request at a time (the version's
+ * pull lease, an R2 object created with If-None-Match: *): it streams the
+ * upstream's bytes to the client and into R2 at once, verified against the
+ * signed SHA256SUMS line (src/mirror/verified-copy.ts: a mismatch errors both
+ * streams, so R2 stores nothing and the client's download is aborted), then
+ * computes h1, checks the provider executable and commits the version record
+ * (storeMirroredVersion under the provider lease) before releasing the lease.
+ * Requests arriving meanwhile wait for the lease and are then served from
+ * R2. HEAD of an archive not held answers 200 without Accept-Ranges (so a
+ * client never takes an empty file for a complete one) and fetches nothing.
+ */
+export async function pullReleaseFile(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
+  const served = await releaseFile(request, env, ctx);
+  if (served.status !== 404) return served;
+  const address = providerAddress(
+    pathSegment(request.params.hostname, 'hostname'), pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'),
+  );
+  const version = parseVersion(pathSegment(request.params.version, 'version'));
+  const filename = pathSegment(request.params.file, 'file');
+  if (servedReleaseFileKind(address.type, version, filename) !== 'archive') return served;
+  const pull = await pullContext(env, address);
+  if (!pull || !pull.allowance.allows(version)) return served;
+  const label = `${formatAddress(address)} ${version}`;
+  let manifest: PullManifest;
+  try {
+    manifest = await manifestFor(pull, version, Number.POSITIVE_INFINITY);
+  } catch (error) {
+    if (!(error instanceof UpstreamError)) throw error;
+    return upstreamFailure(error, `provider ${label}: ${filename} could not be pulled through: ${error.message}`);
+  }
+  const pkg = manifest.packages.find((p) => p.filename === filename);
+  if (!pkg) return notFound(`${filename} is not in this mirror, and the pull-through policy does not allow its platform`);
+  if (request.method === 'HEAD') {
+    return new Response(null, { headers: { 'content-type': 'application/zip', 'cache-control': 'no-store' } });
+  }
+  const lease = await acquireLease(env.REGISTRY_R2, pullLeaseName(address, version), {
+    owner: { host: 'worker', pid: 0, processStartedAt: ISOLATE_STARTED, purpose: `pull-through ${label} ${pkg.os}_${pkg.arch}` },
+    ttlMs: 60_000,
+    maxWaitMs: 5 * 60_000,
+  });
+  let handedOver = false;
+  try {
+    const key = releaseObjectKey(address, version, filename);
+    const head = await env.REGISTRY_R2.head(key);
+    if (head && head.customMetadata?.sha256 === pkg.shasum) {
+      // Pulled by the request we waited for (or stored by one that died before committing).
+      const record = await readVersionRecord(env.REGISTRY_KV, address, version, env.REGISTRY_R2);
+      if (!record?.packages.some((p) => p.os === pkg.os && p.arch === pkg.arch)) await finish(pull, manifest, pkg, lease, true);
+      return releaseFile(request, env, ctx);
+    }
+    let opened: { response: Response; url: string };
+    try {
+      opened = await pull.http.openArchive(pkg.downloadUrl, `archive of ${label} ${pkg.os}_${pkg.arch}`);
+    } catch (error) {
+      if (!(error instanceof UpstreamError)) throw error;
+      console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: ${error.message}`);
+      return upstreamFailure(error, `provider ${label} ${pkg.os}_${pkg.arch} could not be pulled through: ${error.message}`);
+    }
+    const size = Number(opened.response.headers.get('content-length') ?? NaN);
+    if (!Number.isSafeInteger(size) || size <= 0 || !opened.response.body) {
+      await opened.response.body?.cancel();
+      return errorResponse(502, `provider ${label} ${pkg.os}_${pkg.arch} could not be pulled through: ${opened.url} sent no Content-Length (R2 needs the size to store a stream)`);
+    }
+    const copy = verifiedCopy(opened.response.body, { sha256Hex: pkg.shasum, size, idleMs: pull.http.limits.idleMs, what: `${opened.url} (${label} ${pkg.os}_${pkg.arch})` });
+    const stored = storePulledArchive(env.REGISTRY_R2, address, version, filename, copy.store, pkg.shasum);
+    const background = (async () => {
+      try {
+        await Promise.all([copy.done, stored]);
+        await finish(pull, manifest, pkg, lease, false);
+      } catch (error) {
+        console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: not stored: ${(error as Error).message}`);
+      } finally {
+        await lease.release();
+      }
+    })();
+    stored.catch(() => {});
+    ctx?.waitUntil(background);
+    handedOver = true;
+    return new Response(copy.client, {
+      headers: {
+        'content-type': 'application/zip',
+        'content-length': String(size),
+        'cache-control': releaseFileCacheControl(request, env),
+        'x-mirror-pull': 'fetched from upstream and verified against its signed SHA256SUMS while streaming',
+      },
+    });
+  } finally {
+    if (!handedOver) await lease.release();
+  }
+}
+
+const ISOLATE_STARTED = new Date().toISOString();
+
+/**
+ * After the archive is stored: its h1 and the provider executable, from the
+ * stored object; then the commit. An archive without the executable is
+ * deleted again (Terraform would refuse it) and the error thrown.
+ */
+async function finish(pull: PullContext, manifest: PullManifest, pkg: PullManifest['packages'][number], lease: Lease, already: boolean): Promise<void> {
+  const { address, version } = manifest;
+  const bucket = pull.env.REGISTRY_R2;
+  const key = releaseObjectKey(address, version, pkg.filename);
+  const head = await bucket.head(key);
+  if (!head) throw new Error(`${key} vanished before it was committed`);
+  lease.check();
+  const digest = await zipDigest({
+    size: head.size,
+    read: async (offset, length) => (await bucket.get(key, { range: { offset, length } }))!.body,
+  }, key);
+  const pattern = executableNamePattern(address.type, version, { os: pkg.os });
+  if (!digest.names.some((name) => pattern.test(name))) {
+    await bucket.delete(key);
+    throw new UpstreamError(`archive check failed: ${pkg.downloadUrl} holds no provider executable terraform-provider-${address.type}_v${version} (found ${digest.names.slice(0, 5).join(', ')}); deleted it again`);
+  }
+  await commitPulledPackage(pull.env.REGISTRY_KV, bucket, manifest, {
+    os: pkg.os, arch: pkg.arch, filename: pkg.filename, shasum: pkg.shasum, h1: digest.h1, size: head.size,
+  }, { owner: { host: 'worker', pid: 0, processStartedAt: ISOLATE_STARTED, purpose: `pull-through commit ${formatAddress(address)} ${version}${already ? ' (stored earlier)' : ''}` }, maxWaitMs: 60_000 });
+}

@@ -1,0 +1,114 @@
+import { heldSigningKeyKey, signingKeysKey } from '../layout';
+import type { KvStore, SigningKey } from '../types';
+import { open, seal, SealError, type Sealed } from './seal';
+
+/**
+ * Signing keys held by the registry: a namespace's private OpenPGP key kept
+ * in KV (held-signing-keys/HOST/NS) sealed under the Worker secret
+ * SIGNING_KEY_SECRET (seal.ts), so a CI job publishing with only its OIDC
+ * token gets its SHA256SUMS signed without ever holding a private key.
+ *
+ * - One held key per namespace; storing another replaces it (rotation). The
+ *   public half is registered among the namespace's keys like any other, and
+ *   every version record keeps the key that signed it, so versions signed by
+ *   a rotated-out key keep serving that key.
+ * - The private key is never returned by any route or command: this module
+ *   exports no reader of it, only `signShasumsWithHeldKey`, which the publish
+ *   route calls after the publish was authorised for the namespace.
+ * - A held key whose public half was removed from the namespace (`npm run
+ *   keys -- remove`) no longer signs.
+ */
+
+export interface HeldKeyRecord {
+  /** The key's 16-hex-digit id, as in signing_keys. */
+  keyId: string;
+  /** ISO 8601 time it was stored. */
+  created: string;
+  /** The armored private key (unencrypted OpenPGP), sealed. */
+  sealed: Sealed;
+}
+
+/** The store a held key lives in (any Store, or the scripts' KV-only handle). */
+export interface HeldKeyStore {
+  kv: KvStore;
+}
+
+/** Additional data sealing binds the key to: another namespace's record does not open here. */
+const sealedFor = (hostname: string, namespace: string, keyId: string) => `held-signing-key:v1:${hostname}/${namespace}:${keyId}`;
+
+/**
+ * Seals `armoredPrivateKey` (an unencrypted OpenPGP private key whose id is
+ * `keyId`) under `secret` and stores it as the namespace's held key,
+ * replacing any previous one. Throws SealError for a missing or short secret
+ * (nothing written).
+ */
+export async function storeHeldKey(kv: KvStore, secret: string, hostname: string, namespace: string, keyId: string, armoredPrivateKey: string, now = new Date()): Promise<HeldKeyRecord> {
+  const sealed = await seal(secret, new TextEncoder().encode(armoredPrivateKey), sealedFor(hostname, namespace, keyId));
+  const record: HeldKeyRecord = { keyId, created: now.toISOString(), sealed };
+  await kv.put(heldSigningKeyKey(hostname, namespace), JSON.stringify(record));
+  return record;
+}
+
+/** The namespace's held key's id and creation time (never the key); null when it has none or the record is damaged. */
+export async function heldKeyInfo(kv: KvStore, hostname: string, namespace: string): Promise<{ keyId: string; created: string } | null> {
+  const record = await readRecord(kv, hostname, namespace);
+  return record ? { keyId: record.keyId, created: record.created } : null;
+}
+
+/** Deletes the namespace's held key when its id is `keyId` (any held key when omitted); true when one was deleted. */
+export async function deleteHeldKey(kv: KvStore, hostname: string, namespace: string, keyId?: string): Promise<boolean> {
+  const record = await readRecord(kv, hostname, namespace);
+  if (!record || (keyId !== undefined && record.keyId !== keyId.toUpperCase())) return false;
+  await kv.delete(heldSigningKeyKey(hostname, namespace));
+  return true;
+}
+
+/**
+ * Signs `sums` (a release's SHA256SUMS document) with the namespace's held
+ * key: a binary detached OpenPGP signature, as Terraform and `gpg --verify`
+ * check it. Call only for a publish already authorised for `namespace`.
+ * Resolves null when the namespace has no held key, or its public half is no
+ * longer registered for the namespace. Throws SealError when
+ * `config.signingKeySecret` is missing or does not open the stored key (a
+ * server misconfiguration).
+ *
+ * Cost: 2 KV reads; CPU of one OpenPGP signature (see README "Publishing
+ * from CI" for the measured figures).
+ */
+export async function signShasumsWithHeldKey(
+  store: HeldKeyStore,
+  config: { signingKeySecret: string },
+  hostname: string,
+  namespace: string,
+  sums: Uint8Array,
+): Promise<{ signature: Uint8Array; keyId: string } | null> {
+  const [record, registered] = await Promise.all([
+    readRecord(store.kv, hostname, namespace),
+    store.kv.get(signingKeysKey(hostname, namespace), 'text'),
+  ]);
+  if (!record) return null;
+  const keys = registered ? (JSON.parse(registered) as SigningKey[]) : [];
+  if (!keys.some((k) => k.key_id === record.keyId)) return null;
+  const armored = new TextDecoder().decode(await open(config.signingKeySecret, record.sealed, sealedFor(hostname, namespace, record.keyId)));
+  // openpgp is loaded only when a publish signs: the read routes never evaluate it.
+  const openpgp = await import('openpgp');
+  const privateKey = await openpgp.readPrivateKey({ armoredKey: armored });
+  if (privateKey.getKeyID().toHex().toUpperCase() !== record.keyId) throw new SealError(`the registry-held key of ${namespace} is not key ${record.keyId}`);
+  const message = await openpgp.createMessage({ binary: sums });
+  const signature = await openpgp.sign({ message, signingKeys: privateKey, detached: true, format: 'binary' });
+  return { signature, keyId: record.keyId };
+}
+
+async function readRecord(kv: KvStore, hostname: string, namespace: string): Promise<HeldKeyRecord | null> {
+  const text = await kv.get(heldSigningKeyKey(hostname, namespace), 'text');
+  if (text === null) return null;
+  try {
+    const r = JSON.parse(text) as HeldKeyRecord;
+    if (typeof r.keyId !== 'string' || typeof r.created !== 'string' || typeof r.sealed?.ciphertext !== 'string') return null;
+    return r;
+  } catch {
+    return null;
+  }
+}
+
+export { SealError } from './seal';

@@ -1,0 +1,79 @@
+/**
+ * Encryption at rest of a registry-held private key (held-keys.ts), with
+ * WebCrypto only: AES-256-GCM under a key derived by HKDF-SHA-256 from the
+ * Worker secret SIGNING_KEY_SECRET and a random salt per sealed value; the
+ * additional data binds the ciphertext to where it belongs (hostname,
+ * namespace, key id), so a sealed key copied to another namespace does not
+ * open. Any change to salt, iv, ciphertext, data or secret makes `open` fail.
+ */
+
+export interface Sealed {
+  /** Format version (1: HKDF-SHA-256 → AES-256-GCM). */
+  v: 1;
+  /** base64 of 16 random bytes (HKDF salt). */
+  salt: string;
+  /** base64 of 12 random bytes (GCM nonce). */
+  iv: string;
+  /** base64 of ciphertext + 16-byte tag. */
+  ciphertext: string;
+}
+
+/** The secret is missing, too short, or does not open the value: the operator must fix configuration. */
+export class SealError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SealError';
+  }
+}
+
+const INFO = new TextEncoder().encode('edge-registry held signing key v1');
+/** Shortest secret accepted (characters): `npm start` and the docs generate 43 (32 random bytes, base64url). */
+export const MIN_SECRET_LENGTH = 32;
+
+async function deriveKey(secret: string, salt: Uint8Array): Promise<CryptoKey> {
+  if (secret.length < MIN_SECRET_LENGTH) {
+    throw new SealError(`SIGNING_KEY_SECRET is ${secret ? 'shorter than 32 characters' : 'not set'}; generate one with \`openssl rand -base64 32\` (wrangler secret put SIGNING_KEY_SECRET)`);
+  }
+  const material = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), 'HKDF', false, ['deriveKey']);
+  return crypto.subtle.deriveKey({ name: 'HKDF', hash: 'SHA-256', salt, info: INFO }, material, { name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt']);
+}
+
+/** Encrypts `plaintext` under `secret`, bound to `additionalData`. Throws SealError for a missing or short secret. */
+export async function seal(secret: string, plaintext: Uint8Array, additionalData: string): Promise<Sealed> {
+  const salt = crypto.getRandomValues(new Uint8Array(16));
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const key = await deriveKey(secret, salt);
+  const ciphertext = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv, additionalData: new TextEncoder().encode(additionalData) }, key, plaintext));
+  return { v: 1, salt: toBase64(salt), iv: toBase64(iv), ciphertext: toBase64(ciphertext) };
+}
+
+/**
+ * Decrypts a sealed value. Throws SealError when the secret is missing or
+ * short, or when it (or the additional data, or any stored byte) is not the
+ * one it was sealed with.
+ */
+export async function open(secret: string, sealed: Sealed, additionalData: string): Promise<Uint8Array> {
+  if (sealed.v !== 1) throw new SealError(`sealed value of unknown format ${String(sealed.v)}`);
+  const key = await deriveKey(secret, fromBase64(sealed.salt));
+  try {
+    return new Uint8Array(await crypto.subtle.decrypt(
+      { name: 'AES-GCM', iv: fromBase64(sealed.iv), additionalData: new TextEncoder().encode(additionalData) }, key, fromBase64(sealed.ciphertext),
+    ));
+  } catch {
+    throw new SealError('SIGNING_KEY_SECRET does not open the registry-held key (the secret changed, or the stored key was altered or copied from elsewhere)');
+  }
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+function fromBase64(text: string): Uint8Array {
+  try {
+    return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  } catch {
+    throw new SealError('the stored registry-held key is damaged (not base64)');
+  }
+}

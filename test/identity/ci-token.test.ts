@@ -1,0 +1,213 @@
+import { base64url, SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CiTokenError, verifyCiToken, type CiTokenRefusal } from '../../src/identity/ci-token';
+import { IssuerKeyCache } from '../../src/identity/issuer-keys';
+import { parsePublisherInput, type TrustedPublisher } from '../../src/identity/publishers';
+import { githubClaims, gitlabClaims, startCiIssuers, type CiIssuers } from '../fixtures/ci-issuers';
+
+/**
+ * CI ID-token verification against local GitHub- and GitLab-shaped issuers
+ * (their own keys, discovery and JWKS on loopback HTTP): the real jose code
+ * the Worker runs, every hostile case refused with its reason.
+ */
+const HOST = 'registry.example.com';
+let ci: CiIssuers;
+let publishers: TrustedPublisher[];
+
+beforeAll(async () => {
+  ci = await startCiIssuers();
+  publishers = [
+    await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*' }),
+    await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-env', environment: 'release' }),
+    await parsePublisherInput({ issuer: ci.gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*' }),
+  ];
+});
+afterAll(() => ci?.close());
+
+const verify = (token: string, options: { now?: Date; keys?: IssuerKeyCache; publishers?: TrustedPublisher[] } = {}) =>
+  verifyCiToken(token, { namespace: 'acme', publishers: options.publishers ?? publishers, hostname: HOST, keys: options.keys ?? new IssuerKeyCache(), ...(options.now ? { now: options.now } : {}) });
+
+async function refusal(promise: Promise<unknown>): Promise<CiTokenError> {
+  const error = await promise.then(() => null, (e: unknown) => e);
+  expect(error).toBeInstanceOf(CiTokenError);
+  return error as CiTokenError;
+}
+async function expectRefused(promise: Promise<unknown>, reason: CiTokenRefusal, message?: RegExp): Promise<CiTokenError> {
+  const error = await refusal(promise);
+  expect(error.reason, error.message).toBe(reason);
+  if (message) expect(error.message).toMatch(message);
+  return error;
+}
+
+const thing = () => githubClaims('acme/terraform-provider-thing', { workflow: 'release.yml', ref: 'refs/tags/v1.2.3', runId: '555' });
+
+describe('accepted', () => {
+  it('a GitHub Actions release job of the trusted repository, workflow and tag (RS256, aud = hostname)', async () => {
+    const token = await ci.github.mint({ ...thing(), aud: HOST });
+    const { publisher, actor } = await verify(token);
+    expect(publisher).toBe(publishers[0]);
+    expect(actor).toEqual({
+      kind: 'ci', issuer: ci.github.url, subject: 'repo:acme/terraform-provider-thing:ref:refs/tags/v1.2.3',
+      repository: 'acme/terraform-provider-thing', workflow: 'acme/terraform-provider-thing/.github/workflows/release.yml@refs/tags/v1.2.3',
+      ref: 'refs/tags/v1.2.3', runId: '555/1',
+    });
+  });
+
+  it('a GitLab CI tag pipeline of the trusted project (ES256, aud = https://hostname)', async () => {
+    const token = await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc', { ref: 'v2.0.0' }), aud: `https://${HOST}` });
+    const { publisher, actor } = await verify(token);
+    expect(publisher).toBe(publishers[2]);
+    expect(actor).toMatchObject({ issuer: ci.gitlab.url, repository: 'acme/modules/vpc', ref: 'refs/tags/v2.0.0', runId: '1001/2002' });
+  });
+
+  it('a job in the trusted environment, repository names compared case-insensitively', async () => {
+    const token = await ci.github.mint({ ...githubClaims('Acme/Terraform-Provider-Env', { environment: 'Release', ref: 'refs/heads/main' }), aud: HOST });
+    expect((await verify(token)).publisher).toBe(publishers[1]);
+  });
+
+  it('a reusable workflow: the caller\'s workflow_ref names the trusted file', async () => {
+    const claims = { ...thing(), job_workflow_ref: 'acme/shared-workflows/.github/workflows/build.yml@refs/heads/main', aud: HOST };
+    expect((await verify(await ci.github.mint(claims))).publisher).toBe(publishers[0]);
+  });
+
+  it('discovery and JWKS are fetched once and reused; a rotated key is picked up by refetching the JWKS', async () => {
+    const keys = new IssuerKeyCache({ cooldownMs: 0 });
+    const before = { ...ci.github.hits };
+    await verify(await ci.github.mint({ ...thing(), aud: HOST }), { keys });
+    await verify(await ci.github.mint({ ...thing(), aud: HOST }), { keys });
+    expect((ci.github.hits.discovery ?? 0) - (before.discovery ?? 0)).toBe(1);
+    expect((ci.github.hits.jwks ?? 0) - (before.jwks ?? 0)).toBe(1);
+    const oldKey = ci.github.keys[0]!;
+    await ci.github.rotate();
+    try {
+      expect((await verify(await ci.github.mint({ ...thing(), aud: HOST }), { keys })).publisher).toBe(publishers[0]);
+      expect((ci.github.hits.jwks ?? 0) - (before.jwks ?? 0)).toBe(2);
+      // The retired key is gone from the JWKS: its tokens are refused.
+      await expectRefused(verify(await ci.github.mint({ ...thing(), aud: HOST }, { key: oldKey }), { keys }), 'invalid', /no key .* matches the CI ID token's kid/);
+    } finally {
+      ci.github.keys = [oldKey];
+    }
+  });
+});
+
+describe('refused (hostile or misconfigured)', () => {
+  it('wrong aud', async () => {
+    await expectRefused(verify(await ci.github.mint({ ...thing(), aud: 'https://github.com/acme' })), 'invalid', /"aud" claim .* audience registry\.example\.com/);
+    await expectRefused(verify(await ci.github.mint({ ...thing(), aud: 'registry.example.com.evil.example' })), 'invalid', /"aud"/);
+  });
+
+  it('wrong iss: an issuer no publisher names is never fetched', async () => {
+    const before = { ...ci.gitlab.hits };
+    const onlyGithub = publishers.filter((p) => p.issuer === ci.github.url);
+    const error = await expectRefused(verify(await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc'), aud: HOST }), { publishers: onlyGithub }), 'untrusted-issuer', /is not trusted for namespace acme/);
+    expect(ci.gitlab.hits).toEqual(before);
+    expect(error.claimed).toMatchObject({ issuer: ci.gitlab.url, repository: 'acme/modules/vpc' });
+    await expectRefused(verify(await ci.github.mint({ ...thing(), iss: 'https://token.actions.githubusercontent.com', aud: HOST })), 'untrusted-issuer');
+  });
+
+  it('wrong iss: a token claiming the GitHub issuer but signed by another issuer\'s key', async () => {
+    const forged = await new SignJWT({ ...thing(), iss: ci.github.url, aud: HOST, iat: now(), exp: now() + 300 })
+      .setProtectedHeader({ alg: 'ES256', kid: ci.gitlab.keys[0]!.kid }).sign(ci.gitlab.keys[0]!.privateKey);
+    await expectRefused(verify(forged), 'invalid');
+  });
+
+  it('expired (beyond the 30 s skew), and a token replayed after it expired', async () => {
+    await expectRefused(verify(await ci.github.mint({ ...thing(), aud: HOST, iat: now() - 700, nbf: now() - 700, exp: now() - 60 })), 'expired', /has expired/);
+    const token = await ci.github.mint({ ...thing(), aud: HOST });
+    await verify(token); // used once, within its lifetime
+    const later = new Date((now() + 300 + 31) * 1000);
+    await expectRefused(verify(token, { now: later }), 'expired');
+  });
+
+  it('nbf in the future, iat in the future', async () => {
+    await expectRefused(verify(await ci.github.mint({ ...thing(), aud: HOST, nbf: now() + 120 })), 'invalid', /"nbf"/);
+    await expectRefused(verify(await ci.github.mint({ ...thing(), aud: HOST, iat: now() + 120, nbf: now() })), 'invalid', /issued in the future/);
+  });
+
+  it('missing exp, iat or sub', async () => {
+    for (const claim of ['exp', 'iat', 'sub']) {
+      const claims: Record<string, unknown> = { ...thing(), aud: HOST, iss: ci.github.url, nbf: now(), iat: now(), exp: now() + 300 };
+      delete claims[claim];
+      const key = ci.github.keys[0]!;
+      const token = await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: key.kid }).sign(key.privateKey);
+      await expectRefused(verify(token), 'invalid', new RegExp(`"${claim}"`));
+    }
+  });
+
+  it('alg: none', async () => {
+    const header = base64url.encode(JSON.stringify({ alg: 'none', typ: 'JWT' }));
+    const payload = base64url.encode(JSON.stringify({ ...thing(), iss: ci.github.url, aud: HOST, iat: now(), exp: now() + 300 }));
+    await expectRefused(verify(`${header}.${payload}.`), 'malformed', /"none"; only RS256 and ES256/);
+  });
+
+  it('HS256 signed with the issuer\'s public key (key confusion)', async () => {
+    const key = ci.github.keys[0]!;
+    const secret = new TextEncoder().encode(JSON.stringify(key.publicJwk));
+    const token = await new SignJWT({ ...thing(), iss: ci.github.url, aud: HOST, iat: now(), exp: now() + 300 })
+      .setProtectedHeader({ alg: 'HS256', kid: key.kid }).sign(secret);
+    await expectRefused(verify(token), 'malformed', /"HS256"/);
+  });
+
+  it('unknown kid (a key the issuer never published), after refetching the JWKS', async () => {
+    const keys = new IssuerKeyCache({ cooldownMs: 0 });
+    await verify(await ci.github.mint({ ...thing(), aud: HOST }), { keys });
+    const before = ci.github.hits.jwks ?? 0;
+    await expectRefused(verify(await ci.github.mint({ ...thing(), aud: HOST }, { key: await ci.github.strayKey() }), { keys }), 'invalid', /kid/);
+    expect(ci.github.hits.jwks).toBe(before + 1);
+  });
+
+  it('a stray key that reuses a published kid: the signature does not verify', async () => {
+    const stray = await ci.github.strayKey();
+    await expectRefused(verify(await ci.github.mint({ ...thing(), aud: HOST }, { key: { ...stray, kid: ci.github.keys[0]!.kid } })), 'invalid', /signature does not verify/);
+  });
+
+  it('tampered payload', async () => {
+    const [header, , signature] = (await ci.github.mint({ ...githubClaims('acme/terraform-provider-other'), aud: HOST })).split('.');
+    const payload = base64url.encode(JSON.stringify({ ...thing(), iss: ci.github.url, aud: HOST, iat: now(), exp: now() + 300 }));
+    await expectRefused(verify(`${header}.${payload}.${signature}`), 'invalid', /signature does not verify/);
+  });
+
+  it('another repository, workflow, ref or environment: a genuine token no publisher allows', async () => {
+    const cases = [
+      githubClaims('acme/terraform-provider-other', { ref: 'refs/tags/v1.0.0' }),
+      githubClaims('evil/terraform-provider-thing', { ref: 'refs/tags/v1.0.0' }),
+      githubClaims('acme/terraform-provider-thing', { workflow: 'ci.yml', ref: 'refs/tags/v1.0.0' }),
+      githubClaims('acme/terraform-provider-thing', { ref: 'refs/heads/main' }),
+      githubClaims('acme/terraform-provider-thing', { ref: 'refs/heads/v1.0.0' }),
+      githubClaims('acme/terraform-provider-env', { environment: 'staging' }),
+      githubClaims('acme/terraform-provider-env'),
+      // A workflow file of the right name in another repository (a reusable workflow called from elsewhere).
+      { ...githubClaims('acme/terraform-provider-thing', { ref: 'refs/tags/v1.0.0' }), workflow_ref: 'evil/x/.github/workflows/release.yml@refs/tags/v1', job_workflow_ref: 'evil/x/.github/workflows/release.yml@refs/tags/v1' },
+    ];
+    for (const claims of cases) {
+      const error = await expectRefused(verify(await ci.github.mint({ ...claims, aud: HOST })), 'no-publisher', /matches none of the trusted publishers of namespace acme/);
+      expect(error.claimed?.repository).toBe(claims.repository);
+    }
+    // GitLab: a branch named like a release tag, and another project.
+    await expectRefused(verify(await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc', { ref: 'v9.9.9', refType: 'branch' }), aud: HOST })), 'no-publisher');
+    await expectRefused(verify(await ci.gitlab.mint({ ...gitlabClaims('acme/modules/other'), aud: HOST })), 'no-publisher');
+  });
+
+  it('a namespace with no publishers', async () => {
+    await expectRefused(verify(await ci.github.mint({ ...thing(), aud: HOST }), { publishers: [] }), 'untrusted-issuer', /no trusted publishers/);
+  });
+
+  it('not a JWT at all, or an oversized one', async () => {
+    await expectRefused(verify('ert_notajwt'), 'malformed');
+    await expectRefused(verify('a.b'), 'malformed');
+    await expectRefused(verify(`${'a'.repeat(20000)}.b.c`), 'malformed');
+    await expectRefused(verify('eyJub3Q.anNvbg.x'), 'malformed', /not a readable JWT/);
+  });
+
+  it('an issuer that is down or whose discovery is wrong: unavailable, not the caller\'s fault', async () => {
+    const down = await parsePublisherInput({ issuer: 'http://127.0.0.1:9/nothing', repository: 'acme/terraform-provider-thing' });
+    const token = await ci.github.mint({ ...thing(), iss: down.issuer, aud: HOST });
+    await expectRefused(verify(token, { publishers: [down] }), 'issuer-unavailable', /could not be reached/);
+    const wrong = await parsePublisherInput({ issuer: `${ci.github.url}/..%2Fgitlab`, repository: 'acme/terraform-provider-thing' });
+    await expectRefused(verify(await ci.github.mint({ ...thing(), iss: wrong.issuer, aud: HOST }), { publishers: [wrong] }), 'issuer-unavailable');
+  });
+});
+
+function now(): number {
+  return Math.floor(Date.now() / 1000);
+}

@@ -1,0 +1,170 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parsePublisherInput, refMatches, type PublisherInput } from '../../src/identity/publishers';
+import { publishersKey } from '../../src/store/layout';
+import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
+import { addPublisher, listPublishers, removePublisher } from '../../scripts/lib/publishers';
+import { readRegistryConfig } from '../../scripts/lib/config';
+import { listAuditEntries } from '../../src/store/audit/read';
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, '..', '..');
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+const GITHUB = 'https://token.actions.githubusercontent.com';
+
+describe('parsePublisherInput', () => {
+  it('accepts GitHub and GitLab publishers in canonical form, with a stable id', async () => {
+    const github = await parsePublisherInput({ issuer: `${GITHUB}/`, repository: 'Acme/terraform-provider-thing', workflow: '.github/workflows/release.yml', ref: 'refs/tags/v*', environment: 'release' });
+    expect(github).toMatchObject({ kind: 'github', issuer: GITHUB, repository: 'Acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', environment: 'release' });
+    expect(github.id).toMatch(/^[0-9a-f]{12}$/);
+    // Same matching fields (repository case aside) → same id; another ref → another id.
+    expect((await parsePublisherInput({ issuer: GITHUB, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', environment: 'release' })).id).toBe(github.id);
+    expect((await parsePublisherInput({ issuer: GITHUB, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/heads/main', environment: 'release' })).id).not.toBe(github.id);
+    const gitlab = await parsePublisherInput({ issuer: 'https://gitlab.com', projectPath: 'group/sub/project', ref: 'refs/tags/v*' });
+    expect(gitlab).toMatchObject({ kind: 'gitlab', issuer: 'https://gitlab.com', projectPath: 'group/sub/project', ref: 'refs/tags/v*' });
+    expect(await parsePublisherInput({ issuer: 'http://127.0.0.1:8080/issuer', repository: 'a/b' })).toMatchObject({ issuer: 'http://127.0.0.1:8080/issuer' });
+  });
+
+  it.each<[string, PublisherInput, RegExp]>([
+    ['no issuer', { repository: 'a/b' }, /--issuer is required/],
+    ['http issuer off loopback', { issuer: 'http://gitlab.example.com', projectPath: 'a/b' }, /must use https/],
+    ['ftp issuer', { issuer: 'ftp://gitlab.example.com', projectPath: 'a/b' }, /must be an https URL/],
+    ['issuer with credentials', { issuer: 'https://user:pw@gitlab.example.com', projectPath: 'a/b' }, /user name or password/],
+    ['issuer with a query', { issuer: 'https://gitlab.example.com/?x=1', projectPath: 'a/b' }, /query or fragment/],
+    ['not a URL', { issuer: 'token.actions.githubusercontent.com', repository: 'a/b' }, /is not a URL/],
+    ['neither repository nor project', { issuer: GITHUB }, /exactly one of --repository/],
+    ['both', { issuer: 'https://ci.example.com', repository: 'a/b', projectPath: 'a/b' }, /exactly one of --repository/],
+    ['repository without owner', { issuer: GITHUB, repository: 'thing' }, /--repository "thing" must be OWNER\/REPO/],
+    ['repository with three parts', { issuer: GITHUB, repository: 'a/b/c' }, /must be OWNER\/REPO/],
+    ['repository with a space', { issuer: GITHUB, repository: 'acme/my thing' }, /must be OWNER\/REPO/],
+    ['project path of one segment', { issuer: 'https://gitlab.com', projectPath: 'project' }, /--project-path "project" must be GROUP\/PROJECT/],
+    ['GitLab path for GitHub', { issuer: GITHUB, projectPath: 'a/b' }, /--project-path is for GitLab/],
+    ['GitHub repository for gitlab.com', { issuer: 'https://gitlab.com', repository: 'a/b' }, /--repository is for GitHub/],
+    ['workflow for GitLab', { issuer: 'https://gitlab.com', projectPath: 'a/b', workflow: 'release.yml' }, /--workflow is for GitHub/],
+    ['workflow that is a path', { issuer: GITHUB, repository: 'a/b', workflow: '../x.yml' }, /--workflow "..\/x.yml" must be a file name/],
+    ['workflow not yaml', { issuer: GITHUB, repository: 'a/b', workflow: 'release' }, /must be a file name/],
+    ['short ref', { issuer: GITHUB, repository: 'a/b', ref: 'v*' }, /--ref "v\*" must be a full git ref/],
+    ['ref with ..', { issuer: GITHUB, repository: 'a/b', ref: 'refs/tags/../heads/x' }, /must be a full git ref/],
+    ['ref with a space', { issuer: GITHUB, repository: 'a/b', ref: 'refs/tags/v 1' }, /must be a full git ref/],
+    ['empty environment', { issuer: GITHUB, repository: 'a/b', environment: '' }, /--environment/],
+    ['environment with a newline', { issuer: GITHUB, repository: 'a/b', environment: 'a\nb' }, /--environment/],
+  ])('refuses %s', async (_, input, message) => {
+    await expect(parsePublisherInput(input)).rejects.toMatchObject({ name: 'InputError', message: expect.stringMatching(message) });
+  });
+
+  it('ref patterns: * matches any run of characters, everything else is literal', () => {
+    expect(refMatches('refs/tags/v*', 'refs/tags/v1.2.3')).toBe(true);
+    expect(refMatches('refs/tags/v*', 'refs/heads/v1.2.3')).toBe(false);
+    expect(refMatches('refs/tags/v*', 'refs/tags/x-v1')).toBe(false);
+    expect(refMatches('refs/heads/main', 'refs/heads/main')).toBe(true);
+    expect(refMatches('refs/heads/main', 'refs/heads/main2')).toBe(false);
+    expect(refMatches('refs/tags/v1.*', 'refs/tags/v1x2')).toBe(false);
+    expect(refMatches('refs/tags/v*.0', 'refs/tags/v1.2.0')).toBe(true);
+  });
+});
+
+describe('publisher commands on the local state', () => {
+  let dir: string;
+  let store: StoreHandle;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'edge-registry-publisher-'));
+    store = await openLocalStore({ localPersistRoot: join(dir, 'v3'), kvNamespaceId: 'edge-registry-local', bucketName: 'edge-registry' });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('add stores the publisher once per namespace; list shows it; remove deletes it', async () => {
+    const input = { issuer: GITHUB, repository: 'acme/terraform-provider-thing', workflow: 'release.yml' };
+    const first = await addPublisher(store.kv, 'registry.example.com', 'acme', input);
+    expect(first.added).toBe(true);
+    expect(await addPublisher(store.kv, 'registry.example.com', 'acme', input)).toEqual({ publisher: first.publisher, added: false });
+    expect(await listPublishers(store.kv, 'registry.example.com', 'acme')).toEqual([first.publisher]);
+    expect(await listPublishers(store.kv, 'registry.example.com', 'other')).toEqual([]);
+    await expect(removePublisher(store.kv, 'registry.example.com', 'acme', '000000000000')).rejects.toThrow(/has no trusted publisher 000000000000/);
+    await expect(removePublisher(store.kv, 'registry.example.com', 'acme', 'nope')).rejects.toThrow(/12 hex digits/);
+    expect(await removePublisher(store.kv, 'registry.example.com', 'acme', first.publisher.id.toUpperCase())).toEqual(first.publisher);
+    expect(await store.kv.get(publishersKey('registry.example.com', 'acme'), 'text')).toBeNull();
+  });
+
+  it('bad input writes nothing', async () => {
+    const before = (await store.kv.list({ prefix: '' })).keys.length;
+    await expect(addPublisher(store.kv, 'registry.example.com', 'acme', { issuer: 'http://ci.example.com', repository: 'a/b' })).rejects.toThrow(/https/);
+    expect((await store.kv.list({ prefix: '' })).keys).toHaveLength(before);
+  });
+});
+
+describe('npm run publisher (the CLI)', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'edge-registry-publisher-cli-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+  const publisher = (...args: string[]) => run(tsx, ['scripts/publisher.ts', ...args, '--persist-to', dir], { cwd: root });
+
+  it('add, list --json, remove', async () => {
+    const added = await publisher('add', '--namespace', 'acme', '--issuer', GITHUB, '--repository', 'acme/terraform-provider-thing',
+      '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--environment', 'release', '--json');
+    const { publisher: created } = JSON.parse(added.stdout) as { publisher: { id: string } };
+    expect(added.stderr).toContain(`trusted publisher added to registry.example.com/acme`);
+    await publisher('add', '--namespace', 'acme', '--issuer', 'https://gitlab.com', '--project-path', 'acme/modules/vpc', '--ref', 'refs/tags/v*');
+    const listed = JSON.parse((await publisher('list', '--namespace', 'acme', '--json')).stdout) as { publishers: { kind: string }[] };
+    expect(listed.publishers.map((p) => p.kind)).toEqual(['github', 'gitlab']);
+    const text = (await publisher('list', '--namespace', 'acme')).stdout;
+    expect(text).toContain(`${created.id}  github  ${GITHUB}  acme/terraform-provider-thing workflow release.yml  ref refs/tags/v*  environment release`);
+    expect((await publisher('remove', '--namespace', 'acme', created.id)).stderr).toContain(`removed trusted publisher ${created.id}`);
+    expect((await publisher('list', '--namespace', 'acme')).stdout).not.toContain(created.id);
+
+    // Every add and remove left an audit entry naming the operator and the publisher.
+    const store = await openLocalStore(await readRegistryConfig({ configPath: join(root, 'wrangler.toml'), persistTo: dir }));
+    try {
+      const { entries } = await listAuditEntries(store, { namespace: 'acme' });
+      expect(entries.map((e) => [e.action, e.outcome, e.target, e.actor.kind])).toEqual([
+        ['publisher.add', 'ok', 'registry.example.com/acme', 'operator'],
+        ['publisher.add', 'ok', 'registry.example.com/acme', 'operator'],
+        ['publisher.remove', 'ok', 'registry.example.com/acme', 'operator'],
+      ]);
+      expect(entries[0]!.reason).toContain('acme/terraform-provider-thing workflow release.yml ref refs/tags/v*');
+      expect(entries[2]!.reason).toContain(created.id);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('exits 1 for bad input and 2 with the usage for bad arguments, one "error:" line, no stack trace', async () => {
+    const cases: [string[], number][] = [
+      [['add', '--namespace', 'acme', '--issuer', 'http://ci.example.com', '--repository', 'a/b'], 1],
+      [['add', '--namespace', 'Bad.NS', '--issuer', GITHUB, '--repository', 'a/b'], 1],
+      [['add', '--namespace', 'acme', '--issuer', GITHUB], 1],
+      [['remove', '--namespace', 'acme', 'abcdefabcdef'], 1],
+      [['add', '--issuer', GITHUB, '--repository', 'a/b'], 2],
+      [['list', '--namespace', 'acme', '--repository', 'a/b'], 2],
+      [['remove', '--namespace', 'acme'], 2],
+      [['rotate', '--namespace', 'acme'], 2],
+      [['list', '--namespace', 'acme', '--bogus'], 2],
+    ];
+    const failures = await Promise.all(cases.map(([args]) => publisher(...args).then(() => null, (error: { code: number; stderr: string }) => error)));
+    cases.forEach(([args, code], i) => {
+      expect(failures[i]?.code, args.join(' ')).toBe(code);
+      expect(failures[i]?.stderr, args.join(' ')).toMatch(/^error: /);
+      expect(failures[i]?.stderr).not.toMatch(/\n\s+at /);
+      if (code === 2) expect(failures[i]?.stderr).toContain('usage: npm run publisher');
+    });
+    // A refused add or remove is in the audit log as refused, with the reason.
+    const store = await openLocalStore(await readRegistryConfig({ configPath: join(root, 'wrangler.toml'), persistTo: dir }));
+    try {
+      const refused = (await listAuditEntries(store, { namespace: 'acme' })).entries.filter((e) => e.outcome === 'refused');
+      expect(refused.map((e) => e.action).sort()).toEqual(['publisher.add', 'publisher.add', 'publisher.remove']);
+      expect(refused.map((e) => e.reason).join('\n')).toMatch(/must use https[\s\S]*exactly one of --repository|exactly one of --repository[\s\S]*must use https/);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -1,0 +1,87 @@
+import { env } from 'cloudflare:workers';
+import * as openpgp from 'openpgp';
+import { describe, expect, inject, it } from 'vitest';
+import { heldSigningKeyKey, signingKeysKey } from '../../../src/store/layout';
+import { deleteHeldKey, heldKeyInfo, SealError, signShasumsWithHeldKey, storeHeldKey } from '../../../src/store/keys/held-keys';
+import { open, seal } from '../../../src/store/keys/seal';
+
+/**
+ * Registry-held signing keys inside workerd (the runtime that signs): sealed
+ * at rest, opened only with the right secret for the right namespace, and
+ * signatures that verify against the registered public key.
+ */
+const SECRET = 'held-key-test-secret-0123456789abcdefghij';
+const HOST = 'registry.example.com';
+const store = { kv: env.REGISTRY_KV };
+const sums = new TextEncoder().encode(`${'a'.repeat(64)}  terraform-provider-held_1.0.0_linux_amd64.zip\n`);
+
+async function holdFixtureKey(namespace: string): Promise<string> {
+  const key = inject('fixtureSigningKey');
+  await env.REGISTRY_KV.put(signingKeysKey(HOST, namespace), JSON.stringify([{ key_id: key.keyId, ascii_armor: key.armoredPublicKey }]));
+  await storeHeldKey(env.REGISTRY_KV, SECRET, HOST, namespace, key.keyId, key.armoredPrivateKey);
+  return key.keyId;
+}
+
+describe('seal', () => {
+  it('opens with the same secret and data; any other secret, data or byte fails with SealError', async () => {
+    const plaintext = new TextEncoder().encode('private');
+    const sealed = await seal(SECRET, plaintext, 'acme');
+    expect(new TextDecoder().decode(await open(SECRET, sealed, 'acme'))).toBe('private');
+    expect(sealed.ciphertext).not.toContain(btoa('private'));
+    await expect(open(`${SECRET}x`, sealed, 'acme')).rejects.toBeInstanceOf(SealError);
+    await expect(open(SECRET, sealed, 'other')).rejects.toBeInstanceOf(SealError);
+    const bytes = Uint8Array.from(atob(sealed.ciphertext), (c) => c.charCodeAt(0));
+    bytes[bytes.length - 1]! ^= 1;
+    await expect(open(SECRET, { ...sealed, ciphertext: btoa(String.fromCharCode(...bytes)) }, 'acme')).rejects.toBeInstanceOf(SealError);
+    await expect(seal('short', plaintext, 'acme')).rejects.toThrow(/SIGNING_KEY_SECRET is shorter than 32/);
+    await expect(seal('', plaintext, 'acme')).rejects.toThrow(/SIGNING_KEY_SECRET is not set/);
+  });
+});
+
+describe('signShasumsWithHeldKey', () => {
+  it('signs SHA256SUMS with the namespace key (a binary detached signature that verifies with the registered public key); the stored record holds no key in clear', async () => {
+    const keyId = await holdFixtureKey('held');
+    const stored = (await env.REGISTRY_KV.get(heldSigningKeyKey(HOST, 'held'), 'text'))!;
+    expect(stored).not.toContain('PRIVATE KEY');
+    expect(stored).not.toContain('PGP');
+    expect(await heldKeyInfo(env.REGISTRY_KV, HOST, 'held')).toMatchObject({ keyId });
+
+    const started = performance.now();
+    const result = await signShasumsWithHeldKey(store, { signingKeySecret: SECRET }, HOST, 'held', sums);
+    console.log(`held-key signature (ed25519, in workerd): ${(performance.now() - started).toFixed(1)} ms wall`);
+    expect(result?.keyId).toBe(keyId);
+    const signature = await openpgp.readSignature({ binarySignature: result!.signature });
+    const verification = await openpgp.verify({
+      message: await openpgp.createMessage({ binary: sums }), signature,
+      verificationKeys: await openpgp.readKey({ armoredKey: inject('fixtureSigningKey').armoredPublicKey }),
+    });
+    await expect(verification.signatures[0]!.verified).resolves.toBe(true);
+    // Another document does not verify with that signature.
+    const other = await openpgp.verify({
+      message: await openpgp.createMessage({ binary: new TextEncoder().encode('other') }), signature,
+      verificationKeys: await openpgp.readKey({ armoredKey: inject('fixtureSigningKey').armoredPublicKey }),
+    });
+    await expect(other.signatures[0]!.verified).rejects.toThrow();
+  });
+
+  it('null for a namespace without a held key, and once the key was removed from the namespace', async () => {
+    expect(await signShasumsWithHeldKey(store, { signingKeySecret: SECRET }, HOST, 'nokey', sums)).toBeNull();
+    await holdFixtureKey('removed');
+    await env.REGISTRY_KV.put(signingKeysKey(HOST, 'removed'), '[]');
+    expect(await signShasumsWithHeldKey(store, { signingKeySecret: SECRET }, HOST, 'removed', sums)).toBeNull();
+    expect(await deleteHeldKey(env.REGISTRY_KV, HOST, 'removed', '0000000000000000')).toBe(false);
+    expect(await deleteHeldKey(env.REGISTRY_KV, HOST, 'removed')).toBe(true);
+    expect(await heldKeyInfo(env.REGISTRY_KV, HOST, 'removed')).toBeNull();
+  });
+
+  it('a wrong or missing secret, or a sealed key copied to another namespace: SealError, no signature', async () => {
+    await holdFixtureKey('secret');
+    await expect(signShasumsWithHeldKey(store, { signingKeySecret: `${SECRET}-rotated` }, HOST, 'secret', sums)).rejects.toBeInstanceOf(SealError);
+    await expect(signShasumsWithHeldKey(store, { signingKeySecret: '' }, HOST, 'secret', sums)).rejects.toThrow(/SIGNING_KEY_SECRET is not set/);
+    // An operator (or attacker with KV write) copies acme's sealed key to "evil" and registers the public key there.
+    const key = inject('fixtureSigningKey');
+    await env.REGISTRY_KV.put(heldSigningKeyKey(HOST, 'evil'), (await env.REGISTRY_KV.get(heldSigningKeyKey(HOST, 'secret'), 'text'))!);
+    await env.REGISTRY_KV.put(signingKeysKey(HOST, 'evil'), JSON.stringify([{ key_id: key.keyId, ascii_armor: key.armoredPublicKey }]));
+    await expect(signShasumsWithHeldKey(store, { signingKeySecret: SECRET }, HOST, 'evil', sums)).rejects.toBeInstanceOf(SealError);
+  });
+});
