@@ -81,7 +81,8 @@ export async function beginProviderPublish(
   const key = committedRecordKey(address, version);
   const [lists, object] = await Promise.all([loadProviderLists({ kv, blobs }, address, { progress, check }), blobs.get(key)]);
   // An index rebuilt just now may have moved this version's record from KV to R2 after the get above.
-  const text = object ? await object.text() : lists.stored ? null : (await blobs.get(key).then((o) => o?.text())) ?? null;
+  const migrated = !object && !lists.stored && lists.index.versions.some((v) => v.version === version);
+  const text = object ? await object.text() : migrated ? ((await blobs.get(key).then((o) => o?.text())) ?? null) : null;
   return { existing: text === null ? null : parseVersionRecord(text, key), lists };
 }
 

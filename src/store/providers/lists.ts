@@ -82,8 +82,8 @@ export interface ListsState {
   index: ProviderIndex;
   /** The stored index's etag (null: none stored), for the conditional write back. */
   etag: string | null;
-  /** False when the index was rebuilt from the records (none stored, or damaged): it is written back, and the documents checked. */
-  stored: boolean;
+  /** The index as stored; null when none is stored or it is damaged (`index` was then rebuilt from the records). */
+  stored: ProviderIndex | null;
 }
 
 /**
@@ -96,9 +96,9 @@ export interface ListsState {
 export async function loadProviderLists(store: Store, address: ProviderAddress, options: ListUpdateOptions = {}): Promise<ListsState> {
   const progress = options.progress ?? (() => {});
   const loaded = await readProviderIndex(store.blobs, address);
-  if (loaded.index) return { index: loaded.index, etag: loaded.etag, stored: true };
+  if (loaded.index) return { index: loaded.index, etag: loaded.etag, stored: loaded.index };
   if (loaded.damaged) progress({ step: 'warning', detail: `${providerIndexKey(address)} is damaged (${loaded.damaged}); rebuilding it from the version records` });
-  return { index: await indexFromRecords(store, address, progress, options.check ?? (() => {})), etag: loaded.etag, stored: false };
+  return { index: await indexFromRecords(store, address, progress, options.check ?? (() => {})), etag: loaded.etag, stored: null };
 }
 
 async function applyToIndex(
@@ -113,12 +113,11 @@ async function applyToIndex(
   let verify = options.verify ?? false;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     let state = attempt === 0 && options.state ? options.state : await loadProviderLists(store, address, { progress, check });
-    if (rebuild && state.stored) state = { ...state, index: await indexFromRecords(store, address, progress, check), stored: false };
-    if (!state.stored) verify = true;
+    if (rebuild && state.stored) state = { ...state, index: await indexFromRecords(store, address, progress, check) };
+    if (rebuild || !state.stored) verify = true;
     const next = apply(state.index);
     if (next.versions.length === 0) return; // nothing committed: nothing to list
-    const text = JSON.stringify(next);
-    const changed = !state.stored || text !== JSON.stringify(state.index);
+    const changed = !state.stored || JSON.stringify(next) !== JSON.stringify(state.stored);
     let etag = state.etag;
     if (changed) {
       progress({ step: 'index', detail: `${next.versions.length} versions of ${formatAddress(address)}` });
