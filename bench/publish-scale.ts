@@ -8,7 +8,10 @@ import { mapLimit } from '../src/concurrency';
 import type { ProviderAddress } from '../src/protocol/address';
 import { executableName } from '../src/protocol/release-files';
 import { parsePlatformName } from '../src/protocol/platform';
-import { committedRecordKey } from '../src/store/layout';
+import { committedRecordKey, moduleArchiveFilename, moduleCommittedRecordKey } from '../src/store/layout';
+import { moduleAddress } from '../src/protocol/modules-v1';
+import { rebuildModuleIndex } from '../src/store/modules-publish';
+import { seedModule } from '../test/fixtures/modules';
 import { rebuildProviderIndex, writeSigningKeys } from '../src/store/publish';
 import { commitRecord } from '../src/store/records';
 import { countingStore, type StoreOperation } from '../test/fixtures/counting-store';
@@ -92,14 +95,48 @@ export async function benchPublishScale(work: string, sizes: readonly number[] =
   return rows;
 }
 
-// `npx tsx bench/publish-scale.ts [SIZES…]`: the table alone.
+/**
+ * The same for a module publish (publishModuleVersion of a new version into
+ * a module with N committed versions): storage requests only. Module lists
+ * are still rebuilt from every record of the module, so these grow with N.
+ */
+export async function benchModulePublishScale(work: string, sizes: readonly number[], log: (line: string) => void = () => {}): Promise<PublishScaleRow[]> {
+  const rows: PublishScaleRow[] = [];
+  for (const size of sizes) {
+    const config = await readRegistryConfig({ persistTo: join(work, `module-scale-${size}`) });
+    const handle = await openLocalStore(config);
+    try {
+      const address = moduleAddress(HOST, 'scale', 'net', 'aws');
+      await mapLimit(Array.from({ length: size }, (_, i) => `0.${Math.floor(i / 100)}.${i % 100}`), 16, (version) =>
+        commitRecord(handle.blobs, moduleCommittedRecordKey(address, version), {
+          address, version, filename: moduleArchiveFilename(address, version, 'tar.gz'), format: 'tar.gz', sha256: '0'.repeat(64), size: 1, publishedAt: new Date(0).toISOString(),
+        }));
+      await rebuildModuleIndex(handle.kv, address, () => {}, handle.blobs);
+      const counted = countingStore(handle);
+      const t0 = process.hrtime.bigint();
+      await seedModule(counted.kv, counted.blobs, address, '1.0.0');
+      const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+      const row = { existingVersions: size, seconds, requests: counted.counter.requests.length, byOperation: counted.counter.byOperation(), repeatedReads: counted.counter.repeatedReads().size };
+      log(`module publish scale: ${size} versions: ${seconds.toFixed(2)} s, ${row.requests} storage requests ${JSON.stringify(row.byOperation)}`);
+      rows.push(row);
+    } finally {
+      await handle.close();
+    }
+  }
+  return rows;
+}
+
+// `npx tsx bench/publish-scale.ts [--modules] [SIZES…]`: the table alone.
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { mkdtemp, rm } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-scale-'));
   try {
     const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
-    const rows = await benchPublishScale(work, sizes.length ? sizes : undefined, 3, (line) => process.stderr.write(`${line}\n`));
+    const say = (line: string) => process.stderr.write(`${line}\n`);
+    const rows = process.argv.includes('--modules')
+      ? await benchModulePublishScale(work, sizes.length ? sizes : [1, 100, 1000], say)
+      : await benchPublishScale(work, sizes.length ? sizes : undefined, 3, say);
     console.log(JSON.stringify(rows, null, 1));
   } finally {
     await rm(work, { recursive: true, force: true });
