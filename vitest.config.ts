@@ -6,6 +6,8 @@ import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
 // mode; the scripts' tests run in Node.
 // Generates the OpenPGP key the release fixtures sign with, once per project and run (inject('fixtureSigningKey')).
 const SIGNING_KEY_SETUP = './test/fixtures/signing-key.setup.ts';
+// Local GitHub- and GitLab-shaped OIDC issuers on loopback for the CI-token tests inside workerd (inject('ciIssuers')).
+const CI_ISSUERS_SETUP = './test/fixtures/ci-issuers.setup.ts';
 
 export default defineConfig({
   test: {
@@ -15,7 +17,7 @@ export default defineConfig({
     projects: [
       {
         plugins: [cloudflareTest({ wrangler: { configPath: './wrangler.toml' } })],
-        test: { name: 'worker', include: ['test/worker/**/*.test.ts', 'test/protocol/**/*.test.ts'], globalSetup: [SIGNING_KEY_SETUP] },
+        test: { name: 'worker', include: ['test/worker/**/*.test.ts', 'test/protocol/**/*.test.ts'], globalSetup: [SIGNING_KEY_SETUP, CI_ISSUERS_SETUP] },
       },
       {
         // The same Worker in private mode (tokens, signed URLs), as `wrangler dev --var ACCESS:private` with a .dev.vars secret.

@@ -23,7 +23,7 @@ import { promisify } from 'node:util';
 import { Miniflare } from 'miniflare';
 import { publishModule } from '../scripts/lib/module/publish';
 import { createToken } from '../scripts/lib/tokens';
-import type { KvStore } from '../src/store/types';
+import type { KvStore } from '../src/store/store';
 import { publishIntoState } from '../test/e2e/local-publish';
 import { generateRelease, generateSigningKey } from '../test/e2e/release';
 import { freePort, makeCertificate } from '../test/e2e/server';

@@ -9,7 +9,7 @@
  */
 import worker from '../src/index';
 import type { Env } from '../src/env';
-import { documentCacheStats } from '../src/store/read';
+import { documentCacheStats } from '../src/store/read-document';
 
 let reads = 0;
 let r2Reads = 0;

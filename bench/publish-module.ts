@@ -2,8 +2,8 @@ import { randomFillSync } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readRegistryConfig } from '../scripts/lib/config';
-import { openLocalStore } from '../scripts/lib/local-store';
-import { writeDemoModule } from '../scripts/lib/module/demo';
+import { openLocalStore } from '../scripts/lib/stores/local';
+import { writeDemoModule } from '../scripts/lib/demo/module';
 import { publishModule } from '../scripts/lib/module/publish';
 
 /**

@@ -6,9 +6,9 @@ import { inflateRawSync } from 'node:zlib';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as openpgp from 'openpgp';
-import { inspectArchive, sha256File } from '../scripts/lib/archive';
-import { publishRelease } from '../scripts/lib/publish';
-import { zipBuffers } from '../scripts/lib/zip-binary';
+import { inspectArchive, sha256File } from '../scripts/lib/provider/archive';
+import { publishRelease } from '../scripts/lib/provider/publish';
+import { zipBuffers } from '../scripts/lib/provider/zip-binary';
 
 const run = promisify(execFile);
 
@@ -19,7 +19,7 @@ export interface PublishFigures {
     function: string;
     mbPerSecond: number;
     sha256sumMbPerSecond: number;
-    /** The archive's SHA-256 alone (scripts/lib/archive.ts sha256File). */
+    /** The archive's SHA-256 alone (scripts/lib/provider/archive.ts sha256File). */
     sha256FileMbPerSecond: number;
     /** The same work with standard tools: `unzip -p FILE | sha256sum` (null without unzip). */
     unzipPipeMbPerSecond: number | null;

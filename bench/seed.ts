@@ -2,11 +2,12 @@ import { createHash, randomFillSync } from 'node:crypto';
 import { fakeRelease } from '../test/fixtures/release';
 import { h1Hash } from '../src/protocol/hashes';
 import type { ProviderAddress } from '../src/protocol/address';
-import { publishVersion } from '../src/store/publish';
+import { publishVersion } from '../src/store/providers/write';
 import { committedRecordKey, releaseFilePath } from '../src/store/layout';
 import { commitRecord } from '../src/store/records';
 import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../src/protocol/release-files';
-import type { BlobStore, KvStore, VersionRecord } from '../src/store/types';
+import type { BlobStore, KvStore } from '../src/store/store';
+import type { VersionRecord } from '../src/store/types';
 import type { Runtime } from './runtime';
 
 /** Seeds the runtime's KV and R2 through the store module's write path (publishVersion). */

@@ -17,7 +17,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fakeRelease } from '../test/fixtures/release';
-import { publishVersion, rebuildProviderIndex } from '../src/store/publish';
+import { publishVersion, rebuildProviderIndex } from '../src/store/providers/write';
 import { downloadDocumentKey, releaseFilePath } from '../src/store/layout';
 import type { ProviderAddress } from '../src/protocol/address';
 import { createServer } from 'node:net';

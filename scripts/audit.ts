@@ -11,7 +11,7 @@ import { parseModuleName } from '../src/protocol/modules-v1';
 import { run, say, STATE_OPTIONS } from './lib/cli';
 import { formatAuditLines, parseSince } from './lib/audit';
 import { readRegistryConfig } from './lib/config';
-import { openStore } from './lib/open-store';
+import { openStore } from './lib/stores/open';
 
 const USAGE = `usage: npm run audit -- [--since 7d|2026-11-01] [--namespace NS] [--json] [--remote] [--env NAME]
 

@@ -14,9 +14,9 @@ import { readRegistryConfig } from './lib/config';
 import {
   explicitPrivateKey, generateSigningKey, KEY_ENV, localKeyPath, PASSPHRASE_ENV, readPublicKey, writePrivateKeyFile,
   type KeyType,
-} from './lib/keyring';
-import { addNamespaceKey, listNamespaceKeys, removeNamespaceKey } from './lib/keys';
-import { openKvStore, openStore } from './lib/open-store';
+} from './lib/keys/keyring';
+import { addNamespaceKey, listNamespaceKeys, removeNamespaceKey } from './lib/keys/namespace-keys';
+import { openKvStore, openStore } from './lib/stores/open';
 import { audited } from './lib/audit';
 import { heldKeySecret } from './lib/held-keys';
 import { deleteHeldKey, heldKeyInfo, storeHeldKey } from '../src/store/keys/held-keys';

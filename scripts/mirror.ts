@@ -6,10 +6,11 @@
  */
 import { parseArgs } from 'node:util';
 import { formatAddress, InputError, parsePlatformName, parseSourceAddress } from '../src/protocol/index';
-import { listMirroredProviders } from '../src/store/mirror';
+import { listMirroredProviders } from '../src/store/mirror/write';
 import { run, say, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
-import { openLocalStore, type StoreHandle } from './lib/local-store';
+import { openLocalStore } from './lib/stores/local';
+import { type StoreHandle } from './lib/stores/handle';
 import { DEFAULT_UPSTREAM, readAllowList } from './lib/mirror/allow-list';
 import { terraformCredentials } from './lib/mirror/cli-config';
 import { importDirectory } from './lib/mirror/import';
@@ -17,7 +18,7 @@ import { policyCommand, validatePolicyFile } from './lib/mirror/policy-cli';
 import type { MirrorSummary } from './lib/mirror/summary';
 import { syncProviders, type SyncRequest } from './lib/mirror/sync';
 import { UpstreamHttp } from './lib/mirror/upstream-http';
-import { openRemoteStore } from './lib/remote-store';
+import { openRemoteStore } from './lib/stores/remote';
 import { recordAudit } from './lib/audit';
 
 const USAGE = `usage:

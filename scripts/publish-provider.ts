@@ -4,11 +4,11 @@
  * Publishes one provider version (a goreleaser dist/, release files, or
  * --binary executables) into the local state `npm start` serves, or with
  * --remote into the KV namespace and R2 bucket of wrangler.toml. See
- * scripts/lib/publish.ts for the function API.
+ * scripts/lib/provider/publish.ts for the function API.
  */
 import { parseArgs } from 'node:util';
 import { run, say, SIGNING_STATE_OPTIONS, UsageError } from './lib/cli';
-import { publishRelease } from './lib/publish';
+import { publishRelease } from './lib/provider/publish';
 
 const USAGE = `usage: npm run publish-provider -- [DIST_DIR|FILE…] --namespace NS [options]
 

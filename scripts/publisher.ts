@@ -15,7 +15,7 @@ import { parseHostname, parseProviderName } from '../src/protocol/index';
 import { describePublisher, GITHUB_ISSUER } from '../src/identity/publishers';
 import { run, say, STATE_OPTIONS, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
-import { openKvStore, openStore } from './lib/open-store';
+import { openKvStore, openStore } from './lib/stores/open';
 import { audited } from './lib/audit';
 import { addPublisher, formatPublishers, listPublishers, removePublisher } from './lib/publishers';
 

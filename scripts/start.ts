@@ -8,8 +8,9 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { emptyStateHint } from './lib/dev-hint';
-import { ensureDevSecret, ensureDevVars, SIGNING_KEY_SECRET } from './lib/dev-vars';
+import { emptyStateHint } from './lib/dev/hint';
+import { devOrigin, devStateDir, recordServer } from './lib/dev/server';
+import { ensureDevSecret, ensureDevVars, SIGNING_KEY_SECRET } from './lib/dev/vars';
 
 const root = join(import.meta.dirname, '..');
 const wrangler = join(root, 'node_modules', '.bin', 'wrangler');
@@ -25,8 +26,13 @@ if (!hasLocalProviders()) {
 }
 
 const child = spawn(wrangler, ['dev', ...args], { cwd: root, stdio: 'inherit' });
+// `npm run demo` and other hints name this server's real address while it runs.
+const forget = recordServer(devStateDir(root, args), devOrigin(args));
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+child.on('exit', (code, signal) => {
+  forget();
+  process.exit(code ?? (signal ? 1 : 0));
+});
 
 function hasLocalProviders(): boolean {
   // R2's local blobs live under .wrangler/state/v3/r2/<bucket>/blobs once anything was published.

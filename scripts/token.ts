@@ -22,7 +22,7 @@
 import { parseArgs } from 'node:util';
 import { run, STATE_OPTIONS, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
-import { openKvStore, openStore } from './lib/open-store';
+import { openKvStore, openStore } from './lib/stores/open';
 import { audited } from './lib/audit';
 import { tokenId, tokenSha256 } from '../src/auth/tokens';
 

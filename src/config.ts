@@ -1,7 +1,8 @@
 import type { Env } from './env';
-import { IMMUTABLE } from './http';
+import { IMMUTABLE } from './http/responses';
 import { parseHostname } from './protocol/address';
 import { signedUrlMinutes } from './auth/signed-urls';
+import { parseOidcSettings, type OidcSettings } from './identity/config';
 
 /**
  * The Worker's settings: wrangler.toml's variables parsed once per Env
@@ -33,6 +34,8 @@ export interface Settings {
   signingKeySecret: string;
   /** GZIP_DOCUMENTS = "true": stored documents go out gzip-compressed to clients that accept it. */
   gzipDocuments: boolean;
+  /** Sign-in with the identity provider (OIDC_*, LOGIN_POLICY); null without OIDC_ISSUER. */
+  oidc: OidcSettings | null;
 }
 
 const parsed = new WeakMap<Env, Settings>();
@@ -72,6 +75,7 @@ function parseSettings(env: Env): Settings {
     signingSecret: env.URL_SIGNING_SECRET ?? '',
     signingKeySecret: env.SIGNING_KEY_SECRET ?? '',
     gzipDocuments: env.GZIP_DOCUMENTS === 'true',
+    oidc: parseOidcSettings(env),
   };
 }
 

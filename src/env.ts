@@ -23,6 +23,18 @@ export interface Env {
   SIGNING_KEY_SECRET?: string;
   /** Pull-through: seconds allowed for an upstream's headers, a small body, and between archive chunks (default 10 / 30). */
   PULL_TIMEOUT_SECONDS?: string;
+  /** Download counts: one SQLite-backed Durable Object per provider or module (src/downloads/). Optional: without it nothing is counted. */
+  DOWNLOADS?: DurableObjectNamespace<import('./downloads/counter').DownloadCounter>;
+  /** Pull-through: seconds before a version's verified upstream manifest is checked against the upstream again (default 3600). */
+  PULL_REFRESH_SECONDS?: string;
   /** Minutes a signed release-file URL stays valid (private mode). */
   SIGNED_URL_MINUTES?: string;
+  /** Sign in with the organisation's identity provider (issue 21, src/identity/): the OpenID Provider's issuer URL. Unset = no login. */
+  OIDC_ISSUER?: string;
+  /** The client id registered at the identity provider. */
+  OIDC_CLIENT_ID?: string;
+  /** The client secret (a secret); absent for a public client that uses PKCE only. */
+  OIDC_CLIENT_SECRET?: string;
+  /** JSON: ID-token claims → token scopes and the admin role (src/identity/policy.ts). */
+  LOGIN_POLICY?: string;
 }

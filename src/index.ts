@@ -1,6 +1,6 @@
 import { Router, type IRequest } from 'itty-router';
 import type { Env } from './env';
-import { errorToResponse } from './http';
+import { errorToResponse } from './http/responses';
 import { discovery } from './routes/discovery';
 import { findPackage, listVersions } from './routes/registry';
 import { mirrorPullDocument } from './routes/mirror-pull/documents';
@@ -14,6 +14,10 @@ import { mirrorPage, providerPage, signingKeyFile, versionPage } from './pages/p
 import { docsIndexPage, entityPage } from './pages/docs';
 import { loginPage, loginSubmit, logout } from './pages/login';
 import { asset, notFoundFor } from './pages/static';
+import { countingModuleArchives, countingProviderArchives } from './downloads/routes';
+import { moduleDownloads, providerDownloads } from './routes/downloads';
+import { tokenEndpoint } from './identity/token-endpoint';
+import { tokensPage, tokensSubmit } from './pages/tokens';
 
 const router = Router<IRequest, [Env, ExecutionContext]>({
   before: [onlyGetAndHead],
@@ -26,11 +30,14 @@ router
   .all('/v1/providers/:namespace/:type/versions', requireReadToken, listVersions)
   .all('/v1/providers/:namespace/:type/:version/download/:os/:arch', requireReadToken, findPackage)
   .all('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorPullDocument)
-  .all('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, pullReleaseFile)
+  .all('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, countingProviderArchives(pullReleaseFile))
   // modules.v1 and module pages
   .all('/v1/modules/:namespace/:name/:system/versions', requireModuleReadToken, listModuleVersions)
   .all('/v1/modules/:namespace/:name/:system/:version/download', requireModuleReadToken, moduleDownload)
-  .all('/v1/module-archives/:hostname/:namespace/:name/:system/:version/:file', requireSignedUrl, moduleArchive)
+  .all('/v1/module-archives/:hostname/:namespace/:name/:system/:version/:file', requireSignedUrl, countingModuleArchives(moduleArchive))
+  // download counts for scripts (src/downloads/)
+  .all('/v1/downloads/providers/:namespace/:type', requireReadToken, providerDownloads)
+  .all('/v1/downloads/modules/:namespace/:name/:system', requireModuleReadToken, moduleDownloads)
   .all('/modules', modulesIndexPage)
   .all('/modules/:namespace/:name/:system/:version?', modulePage)
   // Pages for people (src/pages/); private mode: a session cookie, else a redirect to /login.
@@ -45,6 +52,17 @@ router
   .all('/assets/:file', asset)
   .all('/login', (request, env) => (request.method === 'POST' ? loginSubmit(request, env) : loginPage(request, env)))
   .all('/logout', logout)
+  // Sign-in with the identity provider (src/identity/, only with OIDC_ISSUER): login.v1 and the pages' SSO.
+  // The broker loads jose and oauth4webapi: imported on first use, so other routes never wait for them.
+  .all('/oauth/authorization', async (request, env) => (await import('./identity/broker')).authorize(request, env))
+  .all('/oauth/callback', async (request, env) => (await import('./identity/broker')).callback(request, env))
+  .all('/oauth/token', tokenEndpoint)
+  .all('/login/sso', async (request, env) => (await import('./identity/broker')).pageSignIn(request, env))
+  .all('/tokens', (request, env) => (request.method === 'POST' ? tokensSubmit(request, env) : tokensPage(request, env)))
+  .all('/tokens/:action', tokensSubmit)
   .all('*', notFoundFor);
 
 export default { fetch: router.fetch } satisfies ExportedHandler<Env>;
+
+// Durable Object classes (wrangler.toml [[durable_objects.bindings]]).
+export { DownloadCounter } from './downloads/counter';

@@ -1,7 +1,7 @@
 import { InputError } from '../../src/protocol/index';
 import { MIN_SECRET_LENGTH } from '../../src/store/keys/seal';
 import type { RegistryConfig } from './config';
-import { ensureDevSecret, readDevVar, SIGNING_KEY_SECRET } from './dev-vars';
+import { ensureDevSecret, readDevVar, SIGNING_KEY_SECRET } from './dev/vars';
 
 /**
  * Where `npm run keys -- … --held-by-registry` gets the secret it seals the

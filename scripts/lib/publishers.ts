@@ -1,7 +1,7 @@
 import { describePublisher, MAX_PUBLISHERS, parsePublisherInput, type PublisherInput, type TrustedPublisher } from '../../src/identity/publishers';
 import { InputError } from '../../src/protocol/errors';
 import { readPublishers, writePublishers } from '../../src/store/publishers';
-import type { KvStore } from '../../src/store/types';
+import type { KvStore } from '../../src/store/store';
 
 /**
  * The publisher commands over any KvStore (local state or --remote KV):

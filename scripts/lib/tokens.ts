@@ -1,7 +1,8 @@
 import { newToken, parseScope, tokenId, tokenSha256 } from '../../src/auth/tokens';
 import { InputError } from '../../src/protocol/errors';
-import { deleteTokenRecord, listTokenRecords, writeTokenRecord, type TokenRecord } from '../../src/store/tokens';
-import type { KvStore } from '../../src/store/types';
+import { deleteTokenRecord, listTokenRecords, writeTokenRecord } from '../../src/store/tokens/write';
+import { type TokenRecord } from '../../src/store/tokens/read';
+import type { KvStore } from '../../src/store/store';
 
 /**
  * The token commands over any KvStore (local Miniflare state or remote KV):

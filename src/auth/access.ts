@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import { isPrivate, settings } from '../config';
 import type { Env } from '../env';
-import { errorResponse, pathSegment } from '../http';
+import { errorResponse, pathSegment } from '../http/responses';
 import { parseHostname, parseProviderName } from '../protocol/address';
 import { parseModuleName } from '../protocol/modules-v1';
 import { verifySignedUrl } from './signed-urls';

@@ -1,8 +1,8 @@
 import type { Env } from '../env';
-import { readTokenRecord } from '../store/read';
-import { parseTokenRecord, type TokenRecord } from '../store/tokens';
+import { readTokenRecord, parseTokenRecord, type TokenRecord } from '../store/tokens/read';
 import { base64url, constantTimeEqual, constantTimeEqualText, fromBase64url } from './bytes';
 import { authenticate, tokenSha256 } from './tokens';
+import { openPersonSession, type PersonSession } from '../identity/person-session';
 
 /**
  * Browser sessions for the pages of a private registry. Signing in with a
@@ -24,6 +24,8 @@ export const SESSION_SECONDS = 12 * 60 * 60;
 export interface Session {
   record: TokenRecord;
   expires: number;
+  /** Set when a person signed in with the identity provider (src/identity/person-session.ts); `record` then mirrors it. */
+  person?: PersonSession;
 }
 
 let cachedKey: { secret: string; key: Promise<CryptoKey> } | undefined;
@@ -78,6 +80,7 @@ export const SIGN_OUT_COOKIE = `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly;
  */
 export async function readSession(request: Request, env: Env, now = Date.now()): Promise<Session | null> {
   const value = cookieValue(request.headers.get('cookie'), SESSION_COOKIE);
+  if (value?.startsWith('p.')) return personAsSession(await openPersonSession(env, value, now));
   const match = value === null ? null : /^([0-9a-f]{64})\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})$/.exec(value);
   if (!match) return null;
   const [, hash, expiresText, signature] = match as unknown as [string, string, string, string];
@@ -90,6 +93,22 @@ export async function readSession(request: Request, env: Env, now = Date.now()):
   if (record === null || !constantTimeEqualText(record.sha256, hash)) return null;
   if (record.expires !== null && Date.parse(record.expires) <= now) return null;
   return { record, expires };
+}
+
+/** A person's session in the shape the pages use: `record` carries their name (email) and the scopes granted at sign-in. */
+function personAsSession(person: PersonSession | null): Session | null {
+  if (person === null) return null;
+  const expires = new Date(person.expires * 1000).toISOString();
+  return {
+    record: { id: '', name: person.person.email ?? person.person.subject, sha256: '', scopes: person.scopes, created: '', expires, person: person.person },
+    expires: person.expires,
+    person,
+  };
+}
+
+/** The Set-Cookie header value of a session cookie with this value, ending at `expires` (epoch seconds). */
+export function sessionCookie(value: string, expires: number, now = Date.now()): string {
+  return `${SESSION_COOKIE}=${value}; Path=/; Max-Age=${Math.max(0, expires - Math.floor(now / 1000))}; HttpOnly; Secure; SameSite=Lax`;
 }
 
 /**

@@ -2,8 +2,7 @@ import { parseHostname } from '../protocol/address';
 import { parseModuleName } from '../protocol/modules-v1';
 import { InputError } from '../protocol/errors';
 import { sha256Hex } from '../protocol/hashes';
-import { readTokenRecord } from '../store/read';
-import { parseTokenRecord, type TokenRecord } from '../store/tokens';
+import { readTokenRecord, parseTokenRecord, type TokenRecord } from '../store/tokens/read';
 import { base64url, constantTimeEqualText } from './bytes';
 
 /**
@@ -11,7 +10,7 @@ import { base64url, constantTimeEqualText } from './bytes';
  * (from `credentials "HOST" { token = "…" }` or TF_TOKEN_HOST). A token is
  * "ert_" followed by 32 random bytes in base64url; the prefix lets secret
  * scanners recognise a leaked one. Only its SHA-256 is stored (see
- * src/store/tokens.ts), so KV never holds a usable token.
+ * src/store/tokens/write.ts), so KV never holds a usable token.
  *
  * Scopes say which providers a token may read:
  *   "*"               everything this Worker serves, any hostname

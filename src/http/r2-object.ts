@@ -1,4 +1,4 @@
-import { errorResponse } from '../http';
+import { errorResponse } from './responses';
 import { evaluateConditions, parseRange, type Outcome, type Validators } from './conditional';
 import { EDGE_CACHE_MAX_BYTES, storedResponse, type EdgeCache } from './edge-cache';
 

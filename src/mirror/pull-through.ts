@@ -27,6 +27,8 @@ export interface PullContext {
   policy: MirrorPolicy;
   allowance: ProviderAllowance;
   http: UpstreamClient;
+  /** How old a stored manifest may be before a VERSION.json rebuilds it (PULL_REFRESH_SECONDS, default MANIFEST_REFRESH_MS). */
+  refreshMs: number;
 }
 
 const memory = new Map<string, { value: unknown; expires: number }>();
@@ -69,7 +71,9 @@ export async function pullContext(env: Env, address: ProviderAddress): Promise<P
   if (!allowance) return null;
   const seconds = Number(env.PULL_TIMEOUT_SECONDS ?? '');
   const limits = Number.isFinite(seconds) && seconds > 0 ? { ...DEFAULT_LIMITS, timeoutMs: seconds * 1000, idleMs: seconds * 1000 } : DEFAULT_LIMITS;
-  return { env, address, policy, allowance, http: new UpstreamClient(limits) };
+  const refresh = Number(env.PULL_REFRESH_SECONDS ?? '');
+  const refreshMs = Number.isFinite(refresh) && refresh > 0 ? refresh * 1000 : MANIFEST_REFRESH_MS;
+  return { env, address, policy, allowance, http: new UpstreamClient(limits), refreshMs };
 }
 
 /** The upstream's providers.v1 base and versions of the provider (isolate memory for UPSTREAM_LIST_MS); throws UpstreamError. */
@@ -99,14 +103,14 @@ function allowedPlatforms(pull: PullContext, offered: UpstreamVersion) {
  * from the upstream (buildManifest's checks) and stored in R2. Throws
  * UpstreamError (404 when the upstream does not offer the version).
  */
-export async function manifestFor(pull: PullContext, version: string, maxAgeMs = MANIFEST_REFRESH_MS): Promise<PullManifest> {
+export async function manifestFor(pull: PullContext, version: string, maxAgeMs = pull.refreshMs): Promise<PullManifest> {
   const key = `manifest:${formatAddress(pull.address)}/${version}`;
   const fresh = (m: PullManifest) => Date.now() - Date.parse(m.verifiedAt) < maxAgeMs;
   const known = remembered<PullManifest>(key);
   if (known && fresh(known)) return known;
   const stored = await readManifest(pull.env.REGISTRY_R2, pull.address, version);
   if (stored && fresh(stored)) {
-    remember(key, stored, 60_000);
+    remember(key, stored, Math.min(60_000, pull.refreshMs));
     return stored;
   }
   const { base, versions } = await upstreamVersions(pull);
@@ -116,6 +120,6 @@ export async function manifestFor(pull: PullContext, version: string, maxAgeMs =
   }
   const manifest = await buildManifest(pull.http, base, pull.address, version, allowedPlatforms(pull, offered));
   await writeManifest(pull.env.REGISTRY_R2, manifest);
-  remember(key, manifest, 60_000);
+  remember(key, manifest, Math.min(60_000, pull.refreshMs));
   return manifest;
 }

@@ -7,7 +7,7 @@ import { UpstreamError } from './upstream-http';
  * data (a ranged read) is inflated (DecompressionStream) and hashed
  * (crypto.DigestStream) — native code, never the whole archive in memory.
  * Directories count with empty contents, as in Go's dirhash.HashZip and
- * scripts/lib/archive.ts. Only what Go's archive/zip writes for provider
+ * scripts/lib/provider/archive.ts. Only what Go's archive/zip writes for provider
  * packages is read: stored or deflated entries, no zip64 (archives < 4 GiB).
  */
 

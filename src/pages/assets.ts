@@ -50,6 +50,7 @@ th,td{text-align:left;padding:.5rem .6rem;border-bottom:1px solid var(--line);ve
 th{font-weight:600;color:var(--muted);font-size:.8rem;text-transform:uppercase;letter-spacing:.04em}
 .scroll{overflow-x:auto;border:1px solid var(--line);border-radius:10px;background:var(--card)}.scroll table td:first-child,.scroll table th:first-child{padding-left:1rem}
 .hash{font-family:var(--mono);font-size:.78rem;word-break:break-all;color:var(--muted)}
+.copyable{user-select:all;-webkit-user-select:all;cursor:text}td.num{white-space:nowrap}
 .versions{list-style:none;padding:0;margin:0;max-height:28rem;overflow-y:auto;border:1px solid var(--line);border-radius:10px;background:var(--card)}
 .versions li{display:flex;justify-content:space-between;gap:.5rem;padding:.45rem .8rem;border-bottom:1px solid var(--line);font-size:.92rem}
 .versions li:last-child{border-bottom:0}.versions li[aria-current]{background:var(--accent-soft);font-weight:600}

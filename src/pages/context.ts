@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
-import { DocumentCache, Freshness } from '../cache';
+import { DocumentCache, Freshness } from '../store/document-cache';
 import { gzipDocuments, isPrivate, listTtlMs } from '../config';
-import { StoredDocument } from '../document';
+import { StoredDocument } from '../http/stored-body';
 import type { Env } from '../env';
 import { InputError } from '../protocol/errors';
 import { readSession, type Session } from '../auth/session';

@@ -1,10 +1,10 @@
 import { listTtlMs } from '../config';
-import { pathSegment } from '../http';
+import { pathSegment } from '../http/responses';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { parseVersion } from '../protocol/version';
-import type { DocAttribute, DocBlock, DocEntity, DocSchema, ProviderDocs } from '../store/docs';
-import { readDocs } from '../store/pages';
+import type { DocAttribute, DocBlock, DocEntity, DocSchema, ProviderDocs } from '../store/pages/provider-docs';
+import { readDocs } from '../store/pages/read';
 import { canSee, page, type PageContext } from './context';
 import { exampleBlock } from './example-hcl';
 import { sessionName } from './home';

@@ -1,4 +1,4 @@
-import type { DocAttribute, DocBlock, DocSchema } from '../store/docs';
+import type { DocAttribute, DocBlock, DocSchema } from '../store/pages/provider-docs';
 
 /**
  * A generated example configuration block: the required arguments (and

@@ -1,8 +1,9 @@
 import { listTtlMs } from '../config';
-import { readCatalog, type CatalogEntry } from '../store/pages';
+import { readCatalog, type CatalogEntry } from '../store/pages/read';
 import { canSee, page, type PageContext } from './context';
 import { html, path } from './html';
 import { layout } from './layout';
+import { snippetAddress } from './snippets';
 
 /**
  * GET / — the providers of this registry, then mirrored upstream providers
@@ -32,8 +33,8 @@ export const homePage = page(async (ctx) => {
 </form>
 <p class="muted" data-count aria-live="polite">${matching.length} ${matching.length === 1 ? 'provider' : 'providers'}</p>
 ${empty}
-${ours.length ? html`<section aria-labelledby="own"><h2 id="own">This registry</h2>${grid(ours, false)}</section>` : ''}
-${upstream.length ? html`<section aria-labelledby="mirrored"><h2 id="mirrored">Mirrored providers</h2><p class="muted">Upstream providers this network mirror holds, under their own hostnames.</p>${grid(upstream, true)}</section>` : ''}`;
+${ours.length ? html`<section aria-labelledby="own"><h2 id="own">This registry</h2>${grid(ours, snippetAddress(ctx.url, own).sourceHost)}</section>` : ''}
+${upstream.length ? html`<section aria-labelledby="mirrored"><h2 id="mirrored">Mirrored providers</h2><p class="muted">Upstream providers this network mirror holds, under their own hostnames.</p>${grid(upstream, null)}</section>` : ''}`;
   return { html: layout({ title: 'Providers', hostname: ctx.host, session: sessionName(ctx), body, description: `Terraform and OpenTofu providers at ${ctx.host}` }) };
 });
 
@@ -41,10 +42,12 @@ function searchText(p: CatalogEntry): string {
   return `${p.hostname}/${p.namespace}/${p.type} ${p.description}`.toLowerCase();
 }
 
-function grid(entries: CatalogEntry[], mirrored: boolean) {
+/** Provider cards; `sourceHost` (the address rule's host) for our own providers, null for mirrored ones (their real hostname). */
+function grid(entries: CatalogEntry[], sourceHost: string | null) {
+  const mirrored = sourceHost === null;
   return html`<ul class="grid">${entries.map((p) => html`<li data-name="${searchText(p)}"><a class="card" href="${mirrored ? path('mirror', p.hostname, p.namespace, p.type) : path('providers', p.namespace, p.type)}">
 <div class="name">${p.namespace}/${p.type}</div>
-<div class="addr">${p.hostname}/${p.namespace}/${p.type}</div>
+<div class="addr">${sourceHost ?? p.hostname}/${p.namespace}/${p.type}</div>
 <p class="desc">${p.description || html`<span class="muted">No description</span>`}</p>
 <span class="badge accent">v${p.latest}</span> <span class="muted">${p.versionCount} ${p.versionCount === 1 ? 'version' : 'versions'} · ${p.publishedAt.slice(0, 10)}</span>
 </a></li>`)}</ul>`;

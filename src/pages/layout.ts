@@ -44,14 +44,14 @@ ${frame.description ? html`<meta name="description" content="${frame.description
 <body>
 <a class="skip" href="#main">Skip to content</a>
 <header class="site"><div class="wrap">
-<a class="brand" href="/">${LOGO}<span>${frame.hostname}</span> <small>provider registry</small></a>
+<a class="brand" href="/">${LOGO}<span>${frame.hostname}</span> <small>registry</small></a>
 <nav aria-label="Site"><a href="/">Providers</a> <a href="/modules">Modules</a>${who}</nav>
 </div></header>
 <main id="main"><div class="wrap">
 ${crumbs}
 ${frame.body}
 </div></main>
-<footer><div class="wrap">Terraform and OpenTofu provider registry and network mirror · API: <a href="/.well-known/terraform.json">/.well-known/terraform.json</a></div></footer>
+<footer><div class="wrap">Terraform and OpenTofu registry (providers and modules) and provider network mirror · API: <a href="/.well-known/terraform.json">/.well-known/terraform.json</a></div></footer>
 </body>
 </html>
 `}`;

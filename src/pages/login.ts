@@ -1,5 +1,5 @@
 import type { IRequest } from 'itty-router';
-import { isPrivate } from '../config';
+import { isPrivate, settings } from '../config';
 import type { Env } from '../env';
 import { readSession, sameOrigin, signIn, SIGN_OUT_COOKIE } from '../auth/session';
 import { html } from './html';
@@ -18,12 +18,17 @@ export function safeNext(next: string | null): string {
   return next && /^\/(?![/\\])[^\s]*$/.test(next) ? next : '/';
 }
 
-function form(request: Request, next: string, error?: string, status = 200): Promise<Response> {
+function form(request: Request, next: string, error?: string, status = 200, env?: Env): Promise<Response> {
   const host = new URL(request.url).host;
+  // With an identity provider configured (src/identity/), single sign-on first; the token form stays for CI tokens.
+  const sso = env && settings(env).oidc
+    ? html`<p><a class="button" href="/login/sso?next=${encodeURIComponent(next)}">Sign in with SSO</a></p><p class="muted">Or with a read token:</p>`
+    : '';
   const body = html`<div class="login card">
 <h1>Sign in</h1>
 <p class="muted">This registry is private. Sign in with a read token; you will see the namespaces it can read.</p>
 ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
+${sso}
 <form method="post" action="/login">
 <input type="hidden" name="next" value="${next}">
 <label for="token">Read token</label>
@@ -41,7 +46,7 @@ export async function loginPage(request: IRequest, env: Env): Promise<Response> 
   if (!isPrivate(env)) return errorPage(request, url.host, 'This registry is public: there is nothing to sign in to.');
   const next = safeNext(url.searchParams.get('next'));
   if (await readSession(request, env)) return redirect(next);
-  return form(request, next);
+  return form(request, next, undefined, 200, env);
 }
 
 /** POST /login — 303 to `next` with the session cookie; 401 with the form again for a refused token; 403 cross-origin. */
@@ -53,12 +58,12 @@ export async function loginSubmit(request: IRequest, env: Env): Promise<Response
   try {
     fields = await request.formData();
   } catch {
-    return form(request, '/', 'The form could not be read; try again.', 400);
+    return form(request, '/', 'The form could not be read; try again.', 400, env);
   }
   const next = safeNext(String(fields.get('next') ?? '/'));
   const token = String(fields.get('token') ?? '');
   const outcome = await signIn(token, env);
-  if ('error' in outcome) return form(request, next, `Not signed in: ${outcome.error}.`, 401);
+  if ('error' in outcome) return form(request, next, `Not signed in: ${outcome.error}.`, 401, env);
   return redirect(next, { 'set-cookie': outcome.cookie });
 }
 

@@ -1,16 +1,22 @@
 import { settings } from '../config';
-import { pathSegment } from '../http';
+import { pathSegment } from '../http/responses';
 import { parseSourceAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { moduleAddress, type ModuleAddress, type ModuleVersionsBody } from '../protocol/modules-v1';
 import { parseVersion } from '../protocol/version';
-import { compareVersionsDescending, newestVersion } from '../store/modules-order';
-import { readModuleCatalog, readModuleDocs, readModuleVersions } from '../store/modules-read';
-import type { ModuleCatalog, ModuleDocs, ModuleInterface } from '../store/modules-types';
+import { compareVersionsDescending, newestVersion } from '../store/modules/order';
+import { readModuleCatalog, readModuleDocs, readModuleVersions } from '../store/modules/read';
+import type { ModuleCatalog, ModuleDocs, ModuleInterface } from '../store/modules/types';
 import { canSee, page, type PageContext } from './context';
 import { sessionName } from './home';
 import { html, path, raw, type Html } from './html';
 import { layout, snippet } from './layout';
+import { credentialsSnippet, hostBlockSnippet, snippetAddress } from './snippets';
+import { lifecycleBadges, lifecycleNotes } from './lifecycle';
+import { downloadsFact, loadDownloads } from './downloads';
+import { moduleCounterName } from '../downloads/names';
+import { readModuleLifecyclePage } from '../store/lifecycle/read';
+import { withdrawnVersions, type LifecycleState } from '../store/lifecycle/state';
 
 /**
  * Module pages, beside the provider pages and on the same frame (layout,
@@ -31,16 +37,17 @@ export const modulesIndexPage = page(async (ctx) => {
   const document = await readModuleCatalog(ctx.env.REGISTRY_KV, config.hostname, config.listTtlMs, ctx.freshness);
   const catalog: ModuleCatalog = document === null ? { modules: [] } : (JSON.parse(document.text) as ModuleCatalog);
   const visible = catalog.modules.filter((m) => canSee(ctx, config.hostname, m.namespace));
+  const { sourceHost } = snippetAddress(ctx.url, config.hostname);
   const body = html`<h1>Modules</h1>
 <p class="lead">Terraform and OpenTofu modules served by <strong>${ctx.host}</strong>.</p>
 ${visible.length === 0
     ? html`<div class="card empty"><p><strong>No modules yet.</strong></p><p>Publish one with <code>npm run publish-module -- ./DIR --namespace NS --name NAME --system SYSTEM --version 1.0.0</code>, or try <code>npm run demo</code>.</p></div>`
     : html`<ul class="grid">${visible.map((m) => html`<li><a class="card" href="${path('modules', m.namespace, m.name, m.system)}">
 <div class="name">${m.namespace}/${m.name}/${m.system}</div>
-<div class="addr">${ctx.host}/${m.namespace}/${m.name}/${m.system}</div>
+<div class="addr">${sourceHost}/${m.namespace}/${m.name}/${m.system}</div>
 <span class="badge accent">v${newestVersion(m.versions) ?? ''}</span> <span class="muted">${m.versions.length} ${m.versions.length === 1 ? 'version' : 'versions'}</span>
 </a></li>`)}</ul>`}`;
-  return { html: layout({ title: 'Modules', hostname: ctx.host, session: sessionName(ctx), body, crumbs: [['Providers', '/'], ['Modules', '/modules']] }) };
+  return { html: layout({ title: 'Modules', hostname: ctx.host, session: sessionName(ctx), body }) };
 });
 
 /** GET /modules/:namespace/:name/:system[/:version] — the named version, else the newest stable one. */
@@ -52,18 +59,24 @@ export const modulePage = page(async (ctx, params) => {
   const list = canSee(ctx, address.hostname, address.namespace) ? await readModuleVersions(ctx.env.REGISTRY_KV, address, config.listTtlMs, ctx.freshness) : null;
   if (list === null) throw new InputError(`There is no module ${title} here${config.access === 'private' ? ' that your token can read' : ''}.`, 404);
   const versions = (JSON.parse(list.text) as ModuleVersionsBody).modules[0].versions.map((v) => v.version);
+  // Withdrawn versions are not listed (src/store/lifecycle/) but keep their page, marked.
+  const lifecycle = await readModuleLifecyclePage(ctx.env.REGISTRY_KV, address, config.listTtlMs, ctx.freshness);
+  const withdrawn = lifecycle ? [...withdrawnVersions(lifecycle)] : [];
   const version = requested ?? newestVersion(versions);
-  if (version === null || !versions.includes(version)) throw new InputError(`Module ${title} has no version ${requested}.`, 404);
+  if (version === null || !(versions.includes(version) || withdrawn.includes(version))) throw new InputError(`Module ${title} has no version ${requested}.`, 404);
   const docsDocument = await readModuleDocs(ctx.env.REGISTRY_KV, address, version, config.listTtlMs, ctx.freshness);
   const docs = docsDocument === null ? null : (JSON.parse(docsDocument.text) as ModuleDocs);
-  // Terraform refuses a module registry hostname without a dot (localhost:8787): such a page shows the
-  // registry's own hostname and the CLI `host` block that points it at this server.
-  const sourceHost = ctx.host.includes('.') ? ctx.host : config.hostname;
+  const where = snippetAddress(ctx.url, config.hostname);
+  const downloads = await loadDownloads(ctx, moduleCounterName(address));
   const body = html`<h1>${title} <span class="badge accent">v${version}</span></h1>
-${snippet('module-block', 'Use it', moduleBlock(address, sourceHost, version))}
-${sourceHost === ctx.host ? '' : snippet('host-block', 'CLI configuration (Terraform needs a hostname with a dot)', hostBlock(config.hostname, ctx.url.origin))}
-${versionsList(address, versions, version)}
-${docs === null ? '' : docsHtml(ctx, docs, address, version, sourceHost)}`;
+${lifecycleNotes('module', lifecycle?.deprecated, version, lifecycle?.versions[version])}
+${downloads === null ? '' : html`<dl class="facts">${downloadsFact(downloads, version)}</dl>`}
+${snippet('module-block', 'Use it', moduleBlock(address, where.sourceHost, version))}
+${where.hostBlock ? hostBlockSnippet(where) : ''}
+${config.access === 'private' ? snippet('snippet-credentials', 'Credentials (private registry)', credentialsSnippet([{ host: where.sourceHost }]),
+    html`In the CLI configuration, with a read token for this namespace (<code>npm run token -- create --namespace ${address.namespace}</code>).`) : ''}
+${versionsList(address, [...versions, ...withdrawn], version, lifecycle)}
+${docs === null ? '' : docsHtml(ctx, docs, address, version, where.sourceHost)}`;
   return {
     html: layout({
       title: `${title} ${version}`, hostname: ctx.host, session: sessionName(ctx), body,
@@ -72,7 +85,7 @@ ${docs === null ? '' : docsHtml(ctx, docs, address, version, sourceHost)}`;
   };
 });
 
-/** The `module` block to copy: source on the host the page was served from, `~> MAJOR.MINOR` of the version shown. */
+/** The `module` block to copy: source on `host` (the address rule's, see snippets.ts), `~> MAJOR.MINOR` of the version shown. */
 export function moduleBlock(address: ModuleAddress, host: string, version: string, subdirectory = ''): string {
   const [major, minor] = version.split(/[.+-]/);
   return `module "${address.name.replace(/[^a-z0-9_]/g, '_')}" {
@@ -81,22 +94,13 @@ export function moduleBlock(address: ModuleAddress, host: string, version: strin
 }`;
 }
 
-/** CLI configuration sending `hostname`'s modules.v1 to `origin` (service discovery override). */
-export function hostBlock(hostname: string, origin: string): string {
-  return `host "${hostname}" {
-  services = {
-    "modules.v1" = "${origin}/v1/modules/"
-  }
-}`;
-}
-
 const MAX_LISTED_VERSIONS = 200;
 
-function versionsList(address: ModuleAddress, versions: string[], current: string): Html {
+function versionsList(address: ModuleAddress, versions: string[], current: string, lifecycle: LifecycleState | null): Html {
   const sorted = [...versions].sort(compareVersionsDescending);
   return html`<details><summary>Versions (${versions.length})</summary><ul>${sorted.slice(0, MAX_LISTED_VERSIONS).map((v) => v === current
-    ? html`<li><strong>${v}</strong></li>`
-    : html`<li><a href="${path('modules', address.namespace, address.name, address.system, v)}">${v}</a></li>`)}</ul>
+    ? html`<li><strong>${v}</strong>${lifecycleBadges(lifecycle?.versions[v])}</li>`
+    : html`<li><a href="${path('modules', address.namespace, address.name, address.system, v)}">${v}</a>${lifecycleBadges(lifecycle?.versions[v])}</li>`)}</ul>
 ${versions.length > MAX_LISTED_VERSIONS ? html`<p class="muted">and ${versions.length - MAX_LISTED_VERSIONS} older versions</p>` : ''}</details>`;
 }
 
@@ -112,16 +116,16 @@ function interfaceHtml(ctx: PageContext, m: ModuleInterface, heading: 'h2' | 'h3
   const h = (text: string) => (heading === 'h2' ? html`<h2>${text}</h2>` : html`<h3>${text}</h3>`);
   const note = (description: string | null, sensitive: boolean) => html`${description ?? ''}${sensitive ? html` <span class="badge">sensitive</span>` : ''}`;
   return html`${h('Inputs')}
-${m.inputs.length === 0 ? html`<p class="muted">No inputs.</p>` : html`<table><thead><tr><th>name</th><th>type</th><th>default</th><th>required</th><th>description</th></tr></thead><tbody>
+${m.inputs.length === 0 ? html`<p class="muted">No inputs.</p>` : html`<div class="scroll"><table><thead><tr><th>name</th><th>type</th><th>default</th><th>required</th><th>description</th></tr></thead><tbody>
 ${m.inputs.map((i) => html`<tr><td><code>${i.name}</code></td><td>${i.type === null ? '' : html`<code>${i.type}</code>`}</td><td>${i.default === null ? '' : html`<code>${i.default}</code>`}</td><td>${i.required ? 'yes' : 'no'}</td><td>${note(i.description, i.sensitive)}</td></tr>`)}
-</tbody></table>`}
+</tbody></table></div>`}
 ${h('Outputs')}
-${m.outputs.length === 0 ? html`<p class="muted">No outputs.</p>` : html`<table><thead><tr><th>name</th><th>description</th></tr></thead><tbody>
+${m.outputs.length === 0 ? html`<p class="muted">No outputs.</p>` : html`<div class="scroll"><table><thead><tr><th>name</th><th>description</th></tr></thead><tbody>
 ${m.outputs.map((o) => html`<tr><td><code>${o.name}</code></td><td>${note(o.description, o.sensitive)}</td></tr>`)}
-</tbody></table>`}
-${m.providers.length === 0 ? '' : html`${h('Required providers')}<table><thead><tr><th>name</th><th>source</th><th>version</th></tr></thead><tbody>
+</tbody></table></div>`}
+${m.providers.length === 0 ? '' : html`${h('Required providers')}<div class="scroll"><table><thead><tr><th>name</th><th>source</th><th>version</th></tr></thead><tbody>
 ${m.providers.map((p) => html`<tr><td><code>${p.name}</code></td><td>${providerSource(ctx, p.source)}</td><td>${p.version === null ? '' : html`<code>${p.version}</code>`}</td></tr>`)}
-</tbody></table>`}
+</tbody></table></div>`}
 ${m.requiredVersion === null ? '' : html`<p>Terraform <code>${m.requiredVersion}</code></p>`}`;
 }
 

@@ -1,16 +1,19 @@
 import semver from 'semver';
 import { isPrivate, listTtlMs } from '../config';
-import { pathSegment } from '../http';
+import { pathSegment } from '../http/responses';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { parseVersion } from '../protocol/version';
-import { readProviderPage, type PageVersion, type ProviderPageData } from '../store/pages';
+import { readProviderPage, type PageVersion, type ProviderPageData } from '../store/pages/read';
 import { canSee, page, type PageContext, type RenderedPage } from './context';
 import { sessionName } from './home';
 import { html, path, type Html } from './html';
 import { layout, snippet } from './layout';
+import { lifecycleBadges, lifecycleNotes } from './lifecycle';
+import { downloadsFact, loadDownloads, platformDownloads, type PageDownloads } from './downloads';
+import { providerCounterName } from '../downloads/names';
 import { PAGE_SECURITY_HEADERS, redirect } from './respond';
-import { credentialsSnippet, networkMirrorSnippet, requiredProvidersSnippet, suggestedConstraint } from './snippets';
+import { credentialsSnippet, hostBlockSnippet, networkMirrorSnippet, requiredProvidersSnippet, snippetAddress, suggestedConstraint } from './snippets';
 
 /**
  * The provider pages: /providers/NS/TYPE (the newest stable version),
@@ -32,8 +35,9 @@ function ownAddress(ctx: PageContext, params: Record<string, string>): ProviderA
   return providerAddress(ctx.env.REGISTRY_HOSTNAME, pathSegment(params.namespace, 'namespace'), pathSegment(params.type, 'type'));
 }
 
+/** The newest stable version that is not withdrawn (the default page and the suggested constraint). */
 function newestStable(data: ProviderPageData): string | null {
-  return data.versions.find((v) => semver.prerelease(v.version) === null)?.version ?? null;
+  return data.versions.find((v) => semver.prerelease(v.version) === null && !v.withdrawn)?.version ?? null;
 }
 
 /** GET /providers/:namespace/:type — the newest stable version's page; ?version=V redirects to it (the no-JS switcher). */
@@ -42,8 +46,8 @@ export const providerPage = page(async (ctx, params) => {
   const wanted = ctx.url.searchParams.get('version');
   if (wanted !== null) return redirect(`${path('providers', address.namespace, address.type, parseVersion(wanted))}`);
   const data = await load(ctx, address);
-  const current = data.versions.find((v) => v.version === newestStable(data)) ?? data.versions[0]!;
-  return render(ctx, data, current, false);
+  const current = data.versions.find((v) => v.version === newestStable(data)) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!;
+  return render(ctx, data, current, false, await loadDownloads(ctx, providerCounterName(address)));
 });
 
 /** GET /providers/:namespace/:type/:version */
@@ -53,7 +57,7 @@ export const versionPage = page(async (ctx, params) => {
   const data = await load(ctx, address);
   const current = data.versions.find((v) => v.version === version);
   if (!current) throw new InputError(`${address.namespace}/${address.type} has no version ${version}.`, 404);
-  return render(ctx, data, current, false);
+  return render(ctx, data, current, false, await loadDownloads(ctx, providerCounterName(address)));
 });
 
 /** GET /mirror/:hostname/:namespace/:type — what the mirror holds of a provider: versions and platforms. */
@@ -62,7 +66,7 @@ export const mirrorPage = page(async (ctx, params) => {
   const data = await load(ctx, address);
   const wanted = ctx.url.searchParams.get('version');
   const current = wanted === null
-    ? data.versions.find((v) => v.version === newestStable(data)) ?? data.versions[0]!
+    ? data.versions.find((v) => v.version === newestStable(data)) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!
     : data.versions.find((v) => v.version === parseVersion(wanted));
   if (!current) throw new InputError(`The mirror holds no version ${wanted} of ${address.hostname}/${address.namespace}/${address.type}.`, 404);
   return render(ctx, data, current, true);
@@ -91,64 +95,68 @@ function formatSize(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, mirror: boolean): RenderedPage {
+function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, mirror: boolean, downloads: PageDownloads = null): RenderedPage {
   const { hostname, namespace, type } = data.address;
   const own = hostname === ctx.env.REGISTRY_HOSTNAME.toLowerCase();
   const stable = newestStable(data);
   const isPre = semver.prerelease(current.version) !== null;
   const constraint = suggestedConstraint(current.version, stable);
-  // Own providers install from this host as an origin registry; mirrored ones keep their real address.
-  const source = own && !mirror ? `${ctx.host}/${namespace}/${type}` : `${hostname}/${namespace}/${type}`;
+  const address = snippetAddress(ctx.url, ctx.env.REGISTRY_HOSTNAME);
+  // Own providers install from this registry under the address rule's host; mirrored ones keep their real address.
+  const source = own && !mirror ? `${address.sourceHost}/${namespace}/${type}` : `${hostname}/${namespace}/${type}`;
   const base = mirror ? path('mirror', hostname, namespace, type) : path('providers', namespace, type);
   const versionHref = (v: string) => (mirror ? `${base}?version=${encodeURIComponent(v)}` : `${base}/${encodeURIComponent(v)}`);
   const key = data.keys.find((k) => k.key_id === current.keyId);
-  const http = ctx.url.protocol === 'http:';
 
   const snippets: Html[] = [];
   if (!mirror) {
     snippets.push(snippet('snippet-required', 'Use this provider', requiredProvidersSnippet(type, source, constraint),
       html`In your configuration; then run <code>terraform init</code> or <code>tofu init</code>.`));
+    if (own && address.hostBlock) snippets.push(hostBlockSnippet(address));
   }
-  snippets.push(snippet('snippet-mirror', 'Install through this network mirror', networkMirrorSnippet(ctx.host),
-    html`In the CLI configuration (<code>~/.terraformrc</code> or <code>TF_CLI_CONFIG_FILE</code>). Through the mirror the configuration keeps ${mirror ? 'the' : 'this'} provider's real address, <code>${hostname}/${namespace}/${type}</code>.`));
+  snippets.push(snippet('snippet-mirror', 'Install through this network mirror', networkMirrorSnippet(address.origin),
+    html`In the CLI configuration (<code>~/.terraformrc</code> or <code>TF_CLI_CONFIG_FILE</code>). Through the mirror the configuration keeps ${mirror ? 'the' : 'this'} provider's real address, <code>${hostname}/${namespace}/${type}</code>.${address.https ? '' : html` <strong>Terraform and OpenTofu accept a network mirror only at an <code>https:</code> URL</strong>: serve this instance over HTTPS to use it (<code>npm start -- --local-protocol https …</code>, see the README).`}`));
   if (mirror) snippets.push(snippet('snippet-required', 'Configuration', requiredProvidersSnippet(type, source, constraint)));
   if (isPrivate(ctx.env)) {
-    snippets.push(snippet('snippet-credentials', 'Credentials (private registry)', credentialsSnippet(ctx.host),
+    const blocks = mirror ? [{ host: address.browsedHost }] : [{ host: address.sourceHost },
+      ...(address.browsedHost === address.sourceHost ? [] : [{ host: address.browsedHost, comment: `the network mirror at ${address.origin}/v1/mirror/` }])];
+    snippets.push(snippet('snippet-credentials', 'Credentials (private registry)', credentialsSnippet(blocks),
       html`In the CLI configuration, with a read token for this namespace (<code>npm run token -- create --namespace ${own ? namespace : `${hostname}/${namespace}`}</code>).`));
   }
 
   const body = html`<div class="layout">
 <div>
 <h1>${namespace}/${type} <span class="badge ${isPre ? 'pre' : 'accent'}">v${current.version}</span>${isPre ? html` <span class="badge pre">prerelease</span>` : ''}</h1>
+${lifecycleNotes('provider', data.deprecated, current.version, current)}
 <p class="lead">${data.description || (mirror ? html`Mirrored from <code>${hostname}</code>.` : html`<span class="muted">No description.</span>`)}</p>
 <p class="meta">${!mirror && current.docs ? html`<a class="button" href="${base}/${encodeURIComponent(current.version)}/docs">Documentation</a>` : ''}
 <span class="muted">Published <time datetime="${current.publishedAt}">${current.publishedAt.slice(0, 10)}</time> · protocol ${current.protocols.join(', ')} · ${current.platforms.length} ${current.platforms.length === 1 ? 'platform' : 'platforms'}</span></p>
-${http ? html`<p class="note">Terraform and OpenTofu talk to registries and mirrors over HTTPS only: to install from this instance, serve it with HTTPS (<code>npm start -- --local-protocol https …</code>, see the README).</p>` : ''}
 <section aria-labelledby="use"><h2 id="use">${mirror ? 'Install' : 'Use'}</h2>${snippets}</section>
 <section aria-labelledby="about"><h2 id="about">Version ${current.version}</h2>
 <dl class="facts">
-<dt>Source address</dt><dd><code>${hostname}/${namespace}/${type}</code></dd>
+<dt>Source address</dt><dd><code>${source}</code></dd>
 <dt>Published</dt><dd><time datetime="${current.publishedAt}">${current.publishedAt.slice(0, 10)}</time></dd>
 <dt>Protocols</dt><dd>${current.protocols.join(', ')}</dd>
-<dt>Signing key</dt><dd><code>${current.keyId}</code>${key?.fingerprint ? html`<br><span class="hash">fingerprint ${key.fingerprint}</span>` : ''}${mirror ? '' : html`<br><a href="${base}/${encodeURIComponent(current.version)}/signing-key.asc">Armored public key</a>`}</dd>
+${downloadsFact(downloads, current.version)}
+<dt>Signing key</dt><dd><code class="copyable">${current.keyId}</code>${key?.fingerprint ? html`<br><span class="hash">fingerprint <span class="copyable">${key.fingerprint}</span></span>` : ''}${mirror ? '' : html`<br><a href="${base}/${encodeURIComponent(current.version)}/signing-key.asc">Armored public key</a>`}</dd>
 ${mirror ? '' : html`<dt>Documentation</dt><dd>${current.docs
     ? html`<a href="${base}/${encodeURIComponent(current.version)}/docs">Resources, data sources and schema</a>`
     : html`<span class="muted">Not published for this version. Add it with <code>npm run publish-provider -- … --docs spec.json</code> (a Provider Code Specification or <code>terraform providers schema -json</code> output).</span>`}</dd>`}
 </dl></section>
 <section aria-labelledby="platforms"><h2 id="platforms">Platforms</h2>
 <div class="scroll"><table>
-<thead><tr><th scope="col">Platform</th><th scope="col">Size</th><th scope="col">Hashes</th></tr></thead>
-<tbody>${current.platforms.map((p) => html`<tr><td><strong>${p.os}_${p.arch}</strong><br><span class="hash">${p.filename}</span></td><td>${formatSize(p.size)}</td><td class="hash">zh:${p.shasum}<br>${p.h1}</td></tr>`)}</tbody>
+<thead><tr><th scope="col">Platform</th><th scope="col">Size</th>${downloads && downloads !== 'unavailable' ? html`<th scope="col">Downloads (${downloads.days} days)</th>` : ''}<th scope="col">Hashes</th></tr></thead>
+<tbody>${current.platforms.map((p) => html`<tr><td><strong>${p.os}_${p.arch}</strong><br><span class="hash">${p.filename}</span></td><td class="num">${formatSize(p.size)}</td>${downloads && downloads !== 'unavailable' ? html`<td class="num">${platformDownloads(downloads, current.version, `${p.os}_${p.arch}`)}</td>` : ''}<td class="hash"><span class="copyable">zh:${p.shasum}</span><br><span class="copyable">${p.h1}</span></td></tr>`)}</tbody>
 </table></div></section>
 </div>
 <aside class="side" aria-labelledby="versions-heading">
 <h2 id="versions-heading">Versions <span class="muted">(${data.versions.length})</span></h2>
 <form method="get" action="${base}" class="filter">
 <label for="version" class="sr-only">Switch version</label>
-<select id="version" name="version"${mirror ? '' : html` data-nav="${base}"`}>${data.versions.map((v) => html`<option value="${v.version}"${v.version === current.version ? html` selected` : ''}>${v.version}${semver.prerelease(v.version) ? ' (prerelease)' : ''}</option>`)}</select>
+<select id="version" name="version"${mirror ? '' : html` data-nav="${base}"`}>${data.versions.map((v) => html`<option value="${v.version}"${v.version === current.version ? html` selected` : ''}>${v.version}${semver.prerelease(v.version) ? ' (prerelease)' : ''}${v.withdrawn ? ' (withdrawn)' : ''}</option>`)}</select>
 <button type="submit">Go</button>
 </form>
-<ul class="versions">${data.versions.map((v) => html`<li${v.version === current.version ? html` aria-current="page"` : ''}><a href="${versionHref(v.version)}">${v.version}</a>${semver.prerelease(v.version) ? html` <span class="badge pre">pre</span>` : ''}<span class="muted">${v.publishedAt.slice(0, 10)}</span></li>`)}</ul>
+<ul class="versions">${data.versions.map((v) => html`<li${v.version === current.version ? html` aria-current="page"` : ''}><a href="${versionHref(v.version)}">${v.version}</a>${semver.prerelease(v.version) ? html` <span class="badge pre">pre</span>` : ''}${lifecycleBadges(v)}<span class="muted">${v.publishedAt.slice(0, 10)}</span></li>`)}</ul>
 </aside>
 </div>`;
   const crumbs: [string, string][] = mirror ? [['Providers', '/'], [hostname, '/']] : [['Providers', '/'], [namespace, `/?q=${encodeURIComponent(namespace)}`]];

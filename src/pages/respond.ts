@@ -1,5 +1,5 @@
-import { acceptsGzip } from '../http';
-import { StoredDocument } from '../document';
+import { acceptsGzip } from '../http/responses';
+import { StoredDocument } from '../http/stored-body';
 import { layout } from './layout';
 import { html } from './html';
 

@@ -1,5 +1,5 @@
 import type { IRequest } from 'itty-router';
-import { notFound } from '../http';
+import { notFound } from '../http/responses';
 import { SCRIPT, STYLESHEET } from './assets';
 import { PAGE_SECURITY_HEADERS, errorPage, wantsHtml } from './respond';
 

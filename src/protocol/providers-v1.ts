@@ -57,14 +57,15 @@ export interface ProviderPackageResponse {
   packages?: Record<string, PackageHashes>;
 }
 
-/** The body of "list available versions" for entries already in the order to serve (ascending). */
-export function providerVersionsBody(entries: readonly Required<ProviderVersionEntry>[]): string {
+/** The body of "list available versions" for entries already in the order to serve (ascending); `warnings` only when there are some. */
+export function providerVersionsBody(entries: readonly Required<ProviderVersionEntry>[], warnings: readonly string[] = []): string {
   return JSON.stringify({
     versions: entries.map(({ version, protocols, platforms }) => ({
       version,
       protocols,
       platforms: platforms.map(({ os, arch }) => ({ os, arch })),
     })),
+    ...(warnings.length > 0 ? { warnings: [...warnings] } : {}),
   } satisfies ProviderVersionsResponse);
 }
 

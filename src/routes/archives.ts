@@ -1,14 +1,14 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { releaseFileCacheControl } from '../config';
-import { notFound, pathSegment } from '../http';
+import { notFound, pathSegment } from '../http/responses';
 import { edgeCacheFor } from '../http/edge-cache';
 import { serveR2Object } from '../http/r2-object';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { parseVersion } from '../protocol/version';
 import { RELEASE_FILE_CONTENT_TYPE, servedReleaseFileKind } from '../protocol/release-files';
-import { releaseObject } from '../store/read';
+import { releaseObjectKey } from '../store/layout';
 
 /**
  * GET|HEAD /v1/archives/:hostname/:namespace/:type/:version/:file — a
@@ -30,7 +30,7 @@ export async function releaseFile(request: IRequest, env: Env, ctx?: ExecutionCo
   );
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const filename = pathSegment(request.params.file, 'file');
-  return serveR2Object(request, env.REGISTRY_R2, releaseObject(address, version, filename), {
+  return serveR2Object(request, env.REGISTRY_R2, releaseObjectKey(address, version, filename), {
     contentType: releaseFileContentType(address, version, filename),
     cacheControl: releaseFileCacheControl(request, env),
     missing: () => notFound(`${filename} not found`),

@@ -1,13 +1,16 @@
 import type { IRequest } from 'itty-router';
-import { errorResponse } from '../http';
+import { errorResponse } from '../http/responses';
 
 /**
  * The registry is read-only: any method but GET and HEAD gets 405 with Allow.
- * The one exception: POST to the pages' /login and /logout forms.
+ * The exceptions: POST to the pages' /login and /logout forms, login.v1's
+ * token endpoint and the Tokens page's forms.
  */
 export function onlyGetAndHead(request: IRequest): Response | undefined {
   if (request.method === 'GET' || request.method === 'HEAD') return undefined;
   if (request.method === 'POST' && /^\/log(in|out)$/.test(new URL(request.url).pathname)) return undefined;
+  // Sign-in (src/identity/): login.v1's token endpoint and the Tokens page's forms.
+  if (request.method === 'POST' && /^\/(oauth\/token|tokens(\/[a-z-]+)?)$/.test(new URL(request.url).pathname)) return undefined;
   return errorResponse(405, `method ${request.method} is not allowed; this registry is read-only`, { allow: 'GET, HEAD' });
 }
 

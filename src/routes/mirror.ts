@@ -1,14 +1,14 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings } from '../config';
-import { withReleaseUrls } from '../release-urls';
-import { documentResponse, notFound, pathSegment } from '../http';
+import { withReleaseUrls } from '../http/release-urls';
+import { documentResponse, notFound, pathSegment } from '../http/responses';
 import { edgeCacheFor } from '../http/edge-cache';
 import { formatAddress } from '../protocol/address';
 import { requestAddress } from './params';
 import { parseVersion } from '../protocol/version';
 import { InputError } from '../protocol/errors';
-import { readMirrorIndex, readMirrorVersion } from '../store/read';
+import { readMirrorIndex, readMirrorVersion } from '../store/mirror/read';
 
 /**
  * GET /v1/mirror/:hostname/:namespace/:type/index.json — network mirror

@@ -1,16 +1,15 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
-import { settings } from '../config';
-import { documentResponse, notFound, pathSegment } from '../http';
+import { settings, releaseFileCacheControl } from '../config';
+import { documentResponse, notFound, pathSegment } from '../http/responses';
 import { signatureQuery } from '../auth/signed-urls';
 import { InputError } from '../protocol/errors';
 import {
   formatModuleAddress, moduleAddress, TERRAFORM_GET_HEADER, type ModuleAddress, type ModuleDownloadBody,
 } from '../protocol/modules-v1';
 import { parseVersion } from '../protocol/version';
-import { moduleArchiveFilename } from '../store/layout';
-import { moduleObject, readModuleDownload, readModuleVersions } from '../store/modules-read';
-import { releaseFileCacheControl } from '../config';
+import { moduleArchiveFilename, moduleObjectKey } from '../store/layout';
+import { readModuleDownload, readModuleVersions } from '../store/modules/read';
 import { edgeCacheFor } from '../http/edge-cache';
 import { serveR2Object } from '../http/r2-object';
 
@@ -82,7 +81,7 @@ export async function moduleArchive(request: IRequest, env: Env, ctx?: Execution
   if (contentType === null) {
     throw new InputError(`${filename} is not a package of module ${address.namespace}/${address.name}/${address.system} ${version}`, 404);
   }
-  return serveR2Object(request, env.REGISTRY_R2, moduleObject(address, version, filename), {
+  return serveR2Object(request, env.REGISTRY_R2, moduleObjectKey(address, version, filename), {
     contentType,
     cacheControl: releaseFileCacheControl(request, env),
     missing: () => notFound(`${filename} not found`),

@@ -1,5 +1,5 @@
 import type { IRequest } from 'itty-router';
-import { pathSegment } from '../http';
+import { pathSegment } from '../http/responses';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 
 /**

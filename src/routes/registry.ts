@@ -1,14 +1,14 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings } from '../config';
-import { withReleaseUrls } from '../release-urls';
-import { documentResponse, notFound, pathSegment } from '../http';
+import { withReleaseUrls } from '../http/release-urls';
+import { documentResponse, notFound, pathSegment } from '../http/responses';
 import { edgeCacheFor } from '../http/edge-cache';
 import { formatAddress } from '../protocol/address';
 import { requestAddress } from './params';
 import { parsePlatform } from '../protocol/platform';
 import { parseVersion } from '../protocol/version';
-import { readDownloadDocument, readVersionsDocument } from '../store/read';
+import { readDownloadDocument, readVersionsDocument } from '../store/providers/read';
 
 /**
  * GET /v1/providers/:namespace/:type/versions — providers.v1 "list available

@@ -24,6 +24,10 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   .index/HOST/NS/TYPE.json                            the provider's index: what its lists, page and catalogue entry are built from
  *                                                       (src/store/providers/version-index.ts); changed only by conditional writes, rebuilt from the records when missing
  *   .catalog/providers.json                             every provider's catalogue entry (the home page's list), changed only by conditional writes
+// ---- Sign-in (src/identity/, src/store/identity/) ----
+ *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
+ *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
+
  *   .audit/YYYY-MM-DD/HHMMSSmmm-NONCE.json              one audit entry (src/store/audit/), created only if absent, never rewritten
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *
@@ -68,6 +72,14 @@ export const heldSigningKeyKey = (hostname: string, namespace: string) => `held-
 export const tokenKey = (tokenSha256Hex: string) => `tokens/${tokenSha256Hex}`;
 export const tokenPrefix = 'tokens/';
 
+// ---- Sign-in (src/identity/, src/store/identity/) ----
+/** A one-time login.v1 code, by the SHA-256 of the code (R2: single use needs strong consistency). */
+export const loginCodeObjectKey = (codeSha256Hex: string) => `.login-codes/${codeSha256Hex}`;
+
+/** Prefix of one person's token index (R2), PERSON = hex SHA-256 of issuer + "\n" + subject. */
+export const personTokensPrefix = (personKey: string) => `.people/${personKey}/tokens/`;
+export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) => `${personTokensPrefix(personKey)}${tokenSha256Hex}`;
+
 /** R2 object name of a release file (archive, SHA256SUMS or its signature). */
 export const releaseObjectKey = (address: ProviderAddress, version: string, filename: string) =>
   `${providerPath(address)}/${version}/${filename}`;
@@ -79,10 +91,7 @@ export const releaseObjectKey = (address: ProviderAddress, version: string, file
 export const releaseFilePath = (address: ProviderAddress, version: string, filename: string) =>
   `/v1/archives/${providerPath(address)}/${version}/${filename}`;
 
-// Release file names are protocol, defined in src/protocol/release-files.ts; re-exported for existing importers.
-export { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../protocol/release-files';
-
-// Pages for people (src/store/pages.ts): documents materialised at publish time, one KV read per page.
+// Pages for people (src/store/pages/read.ts): documents materialised at publish time, one KV read per page.
 //   pages/catalog                          the home page's list of every provider (JSON)
 //   pages/summaries/HOST/NS/TYPE           one provider's catalogue entry (the catalogue is rebuilt from these)
 //   pages/providers/HOST/NS/TYPE           a provider's page data: versions, platforms, hashes, keys
@@ -183,6 +192,17 @@ export function parseModuleCommittedRecordKey(key: string): { address: ModuleAdd
 
 /** Name of the lease a module publish holds (one writer per module): see src/store/lease.ts. */
 export const moduleLeaseName = (address: ModuleAddress) => `modules/${modulePath(address)}`;
+
+// ---- Lifecycle (deprecate, withdraw; src/store/lifecycle/) ----
+// R2 (the commit point of a lifecycle change; the lists and pages are rebuilt from it):
+//   .lifecycle/providers/HOST/NS/TYPE.json              a provider's deprecation and its versions' deprecations and withdrawals
+//   .lifecycle/modules/HOST/NS/NAME/SYSTEM.json         the same for a module
+// KV:
+//   module-lifecycle/HOST/NS/NAME/SYSTEM                a copy of the module's lifecycle for its page (providers carry theirs in the page data)
+export const providerLifecycleKey = (address: ProviderAddress) => `.lifecycle/providers/${providerPath(address)}.json`;
+export const moduleLifecycleKey = (address: ModuleAddress) => `.lifecycle/modules/${modulePath(address)}.json`;
+export const moduleLifecyclePageKey = (address: ModuleAddress) => `module-lifecycle/${modulePath(address)}`;
+export const moduleLifecycleOfHostPrefix = (hostname: string) => `.lifecycle/modules/${hostname}/`;
 
 // ---- Audit log (src/store/audit/) ----
 // R2 only: one object per entry, created with If-None-Match: * and never rewritten; a date prefix per UTC

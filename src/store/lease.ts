@@ -1,6 +1,6 @@
 import { InputError } from '../protocol/errors';
 import { leaseObjectKey } from './layout';
-import type { BlobStore } from './types';
+import type { BlobStore } from './store';
 
 /**
  * Exclusive writer leases: one writer per provider (or per module, per

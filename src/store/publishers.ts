@@ -1,6 +1,6 @@
 import { parsePublisherList, type TrustedPublisher } from '../identity/publishers';
 import { publishersKey } from './layout';
-import type { KvStore } from './types';
+import type { KvStore } from './store';
 
 /**
  * A namespace's trusted publishers in KV (publishers/HOST/NS, a JSON list).

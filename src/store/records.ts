@@ -1,6 +1,6 @@
 import { mapLimit } from '../concurrency';
-import { listAllObjectKeys } from './list-objects';
-import type { BlobStore, KvStore } from './types';
+import { listAllObjectKeys } from './list';
+import type { BlobStore, KvStore } from './store';
 
 /**
  * The pieces every publish (providers and modules) is built from, so both

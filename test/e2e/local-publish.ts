@@ -3,8 +3,9 @@ import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { Miniflare } from 'miniflare';
 import { h1Hash } from '../../src/protocol/hashes';
-import { publishVersion, writeSigningKeys, type ReleaseFile } from '../../src/store/publish';
-import type { KvStore, BlobStore, PackageRecord, VersionRecord } from '../../src/store/types';
+import { publishVersion, writeSigningKeys, type ReleaseFile } from '../../src/store/providers/write';
+import type { KvStore, BlobStore } from '../../src/store/store';
+import type { PackageRecord, VersionRecord } from '../../src/store/types';
 import { zipDigests, type GeneratedRelease, type SigningKeyPair } from './release';
 
 /**

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inspectArchive } from '../../scripts/lib/archive';
+import { inspectArchive } from '../../scripts/lib/provider/archive';
 import { StaticUpstream, type ReleaseSpec } from '../scripts/mirror/upstream';
 import { configPath, runScript } from '../scripts/helpers';
 import { parseLockFile } from './installer';
@@ -74,7 +74,7 @@ describe.skipIf(!terraform)('pull-through: terraform init through an empty mirro
     const set = await runScript('mirror', ['policy', 'set', join(root, 'mirror.json'), '--persist-to', state, '--wrangler-config', configPath]);
     expect(set.code, set.stderr).toBe(0);
     certificate = makeCertificate(root);
-    server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { PULL_TIMEOUT_SECONDS: '2' } });
+    server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { PULL_TIMEOUT_SECONDS: '2', PULL_REFRESH_SECONDS: '2' } });
   });
   afterAll(async () => {
     await server?.stop();
@@ -86,6 +86,11 @@ describe.skipIf(!terraform)('pull-through: terraform init through an empty mirro
   const at = (path: string, headers: Record<string, string> = {}) => get(`${server.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity', ...headers } });
   /** A GET whose body may be cut off: the response, or the error that ended it. */
   const attempt = (path: string): Promise<HttpResponse | Error> => at(path).catch((error: Error) => error);
+  const auditEntries = async () => {
+    const listed = await runScript('audit', ['--json', '--persist-to', state, '--config', configPath]);
+    expect(listed.code, listed.stderr).toBe(0);
+    return (JSON.parse(listed.stdout) as { entries: { action: string; target: string; outcome: string; reason?: string; digests?: Record<string, string> }[] }).entries;
+  };
   const errorOf = (response: HttpResponse) => (JSON.parse(response.body.toString('utf8')) as { errors: string[] }).errors[0]!;
 
   async function terraformInit(name: string, version: string): Promise<{ dir: string; output: string; ok: boolean }> {
@@ -133,6 +138,9 @@ describe.skipIf(!terraform)('pull-through: terraform init through an empty mirro
     const list = await runScript('mirror', ['list', '--json', '--persist-to', state, '--wrangler-config', configPath]);
     const held = (JSON.parse(list.stdout) as { providers: { address: string; versions: { version: string; platforms: string[] }[] }[] }).providers;
     expect(held.find((p) => p.address === source)?.versions).toEqual([{ version: '1.1.0', platforms: [goPlatform], signedBy: expect.any(String), mirroredAt: expect.any(String) }]);
+    // …and the audit log says what was stored, with the archive's digest.
+    expect((await auditEntries()).filter((e) => e.action === 'mirror.pull' && e.target === `${source} 1.1.0`))
+      .toEqual([expect.objectContaining({ outcome: 'ok', digests: { [file]: sums.find(([, name]) => name === file)![0] } })]);
   });
 
   it('refuses a version outside the policy, with a message', async () => {
@@ -198,6 +206,14 @@ describe.skipIf(!terraform)('pull-through: terraform init through an empty mirro
         }
         const list = await runScript('mirror', ['list', '--json', '--persist-to', state, '--wrangler-config', configPath]);
         expect(list.stdout).not.toContain(hostileSource);
+        // The refusal is recorded after the client's download was cut short: wait for the second one.
+        let refused: { outcome: string; reason?: string }[] = [];
+        for (let waited = 0; waited < 20_000 && refused.length < 2; waited += 1000) {
+          if (waited) await new Promise((resolve) => setTimeout(resolve, 1000));
+          refused = (await auditEntries()).filter((e) => e.action === 'mirror.pull' && e.target === `${hostileSource} ${version}`);
+        }
+        expect(refused.map((e) => e.outcome)).toEqual(['refused', 'refused']);
+        expect(refused[0]!.reason).toMatch(version === '1.0.3' ? /checksum check failed: .* has SHA-256 [0-9a-f]{64}, the signed SHA256SUMS says/ : /no data for 2 s/);
       });
     }
   });
@@ -226,6 +242,25 @@ describe.skipIf(!terraform)('pull-through: terraform init through an empty mirro
     } finally {
       await locked.stop();
     }
+  });
+
+  it('an upstream that later announces other bytes for a held package: ours stays, the change is logged and audited', async () => {
+    const file = `terraform-provider-thing_1.1.0_${goPlatform}.zip`;
+    const before = JSON.parse((await at(`/v1/mirror/${source}/1.1.0.json`)).body.toString('utf8')) as { archives: Record<string, { hashes: string[] }> };
+    await good.setReleases(['1.0.0', '1.1.0', '2.0.0'].map((version) => ({ version, platforms: [...PLATFORMS, 'windows_amd64'], salt: 'rebuilt' })));
+    await new Promise((resolve) => setTimeout(resolve, 2500)); // PULL_REFRESH_SECONDS
+    const after = JSON.parse((await at(`/v1/mirror/${source}/1.1.0.json`)).body.toString('utf8')) as typeof before;
+    expect(after.archives[goPlatform]).toEqual(before.archives[goPlatform]);
+    const ours = (await at(`/v1/archives/${source}/1.1.0/${file}`)).body;
+    expect(`zh:${sha256(ours)}`).toBe(before.archives[goPlatform]!.hashes.find((h) => h.startsWith('zh:')));
+    let changed: { reason?: string }[] = [];
+    for (let waited = 0; waited < 10_000 && changed.length === 0; waited += 1000) {
+      if (waited) await new Promise((resolve) => setTimeout(resolve, 1000));
+      changed = (await auditEntries()).filter((e) => e.action === 'mirror.upstream-changed' && e.target === `${source} 1.1.0`);
+    }
+    expect(changed).toHaveLength(1);
+    expect(changed[0]!.reason).toMatch(new RegExp(`UPSTREAM CHANGED: .* now gives shasum [0-9a-f]{64} for ${goPlatform}; the mirror holds .* and keeps it`));
+    expect(server.log()).toMatch(/UPSTREAM CHANGED/);
   });
 
   it('a second init in a fresh directory works with the upstream gone, from what the mirror holds', async () => {

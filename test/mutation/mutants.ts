@@ -28,7 +28,7 @@ const SIGNED = ['test/worker-private/signed-url-binding.test.ts', 'test/worker-p
 const CACHE = ['test/worker/cache-lifetimes.test.ts', 'test/worker/caching.test.ts'];
 const STORE = ['test/worker/version-order.test.ts', 'test/worker/immutability.test.ts', 'test/worker/registry.test.ts', 'test/worker/mirror.test.ts'];
 const VALIDATION = ['test/scripts/publish-validation.test.ts', 'test/scripts/immutability.test.ts'];
-const ARCHIVE = ['test/scripts/archive.test.ts', 'test/scripts/hashes.test.ts', 'test/scripts/publish-validation.test.ts'];
+const ARCHIVE = ['test/scripts/provider/archive.test.ts', 'test/scripts/hashes.test.ts', 'test/scripts/publish-validation.test.ts'];
 
 const RECORDS = ['test/worker/records.test.ts', 'test/worker/immutability.test.ts'];
 const SESSIONS = ['test/worker-private/pages.test.ts'];
@@ -352,13 +352,13 @@ export const MUTANTS: Mutant[] = [
 
   // src/store
   {
-    id: 'same-release-ignores-sha256', file: 'src/store/publish.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
+    id: 'same-release-ignores-sha256', file: 'src/store/providers/write.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
     description: 'immutability compares file names and sizes but not SHA-256',
     from: '.map((p) => [p.filename, p.shasum, p.size]));',
     to: '.map((p) => [p.filename, p.size]));',
   },
   {
-    id: 'same-release-ignores-protocols', file: 'src/store/publish.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
+    id: 'same-release-ignores-protocols', file: 'src/store/providers/write.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
     description: 'immutability ignores the protocols',
     from: 'return files(a) === files(b) && sums && JSON.stringify(a.protocols) === JSON.stringify(b.protocols);',
     to: 'return files(a) === files(b) && sums;',
@@ -370,37 +370,37 @@ export const MUTANTS: Mutant[] = [
     to: 'if (head && head.size === file.size) {',
   },
   {
-    id: 'absent-cached-forever', file: 'src/store/read.ts', tests: CACHE,
+    id: 'absent-cached-forever', file: 'src/store/read-document.ts', tests: CACHE,
     description: '"not found" for an immutable document is cached until evicted',
     from: 'document !== null && immutable ? Number.POSITIVE_INFINITY : listTtlMs',
     to: 'immutable ? Number.POSITIVE_INFINITY : listTtlMs',
   },
   {
-    id: 'versions-list-immutable', file: 'src/store/read.ts', tests: CACHE,
+    id: 'versions-list-immutable', file: 'src/store/providers/read.ts', tests: CACHE,
     description: 'the providers.v1 version list is cached as if immutable',
     from: 'readDocument(kv, versionsDocumentKey(address), false, listTtlMs);',
     to: 'readDocument(kv, versionsDocumentKey(address), true, listTtlMs);',
   },
   {
-    id: 'mirror-index-immutable', file: 'src/store/read.ts', tests: CACHE,
+    id: 'mirror-index-immutable', file: 'src/store/mirror/read.ts', tests: CACHE,
     description: 'the mirror index.json is cached as if immutable',
     from: 'readDocument(kv, mirrorIndexKey(address), false, listTtlMs);',
     to: 'readDocument(kv, mirrorIndexKey(address), true, listTtlMs);',
   },
   {
-    id: 'versions-unsorted', file: 'src/store/documents.ts', tests: STORE,
+    id: 'versions-unsorted', file: 'src/store/providers/documents.ts', tests: STORE,
     description: 'version lists in record order, not semver order',
     from: 'return providerVersionsBody(sortVersions([...byVersion.keys()]).map((version) => {',
     to: 'return providerVersionsBody([...byVersion.keys()].map((version) => {',
   },
   {
-    id: 'mirror-without-zh', file: 'src/store/documents.ts', tests: [...STORE, 'test/worker/independent-hashes.test.ts'],
+    id: 'mirror-without-zh', file: 'src/store/providers/documents.ts', tests: [...STORE, 'test/worker/independent-hashes.test.ts'],
     description: 'mirror VERSION.json lists only h1',
     from: 'hashes: [p.h1, zhHash(p.shasum)] }',
     to: 'hashes: [p.h1] }',
   },
   {
-    id: 'token-record-bad-expiry', file: 'src/store/tokens.ts', tests: SCOPES,
+    id: 'token-record-bad-expiry', file: 'src/store/tokens/read.ts', tests: SCOPES,
     description: 'a token record with an unreadable expiry is accepted (never expires)',
     from: "if (r.expires !== null && (typeof r.expires !== 'string' || Number.isNaN(Date.parse(r.expires)))) return null;",
     to: '',
@@ -468,13 +468,13 @@ export const MUTANTS: Mutant[] = [
   },
 
   {
-    id: 'download-signature-url', file: 'src/store/documents.ts', tests: [...STORE, 'test/worker/signatures.test.ts'],
+    id: 'download-signature-url', file: 'src/store/providers/documents.ts', tests: [...STORE, 'test/worker/signatures.test.ts'],
     description: 'the download document points shasums_signature_url at the SHA256SUMS file',
     from: 'shasums_signature_url: file(record.shasumsSignatureFilename),',
     to: 'shasums_signature_url: file(record.shasumsFilename),',
   },
   {
-    id: 'package-hashes-h1-only', file: 'src/store/documents.ts', tests: [...STORE, 'test/worker/independent-hashes.test.ts'],
+    id: 'package-hashes-h1-only', file: 'src/store/providers/documents.ts', tests: [...STORE, 'test/worker/independent-hashes.test.ts'],
     description: "OpenTofu's packages object lists only h1 (lock files miss the zh of other platforms)",
     from: 'return [zhHash(pkg.shasum), pkg.h1];',
     to: 'return [pkg.h1];',
@@ -482,85 +482,85 @@ export const MUTANTS: Mutant[] = [
 
   // scripts/lib: publish, release, archive, local-store
   {
-    id: 'publish-no-immutability', file: 'scripts/lib/publish.ts', tests: VALIDATION,
+    id: 'publish-no-immutability', file: 'scripts/lib/provider/publish.ts', tests: VALIDATION,
     description: 'publish-provider does not compare with the published version before the lease (a --dry-run of other bytes says "already published with these bytes")',
     from: 'if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);',
     to: 'if (false) throw differentContentsError(draft, existing);',
   },
   {
-    id: 'sums-hash-unchecked', file: 'scripts/lib/release.ts', tests: VALIDATION,
+    id: 'sums-hash-unchecked', file: 'scripts/lib/provider/release.ts', tests: VALIDATION,
     description: 'a supplied SHA256SUMS line is not compared with the archive',
     from: 'if (hash !== archive.digest.sha256Hex) {',
     to: 'if (false) {',
   },
   {
-    id: 'sums-extra-archive', file: 'scripts/lib/release.ts', tests: VALIDATION,
+    id: 'sums-extra-archive', file: 'scripts/lib/provider/release.ts', tests: VALIDATION,
     description: 'a SHA256SUMS listing an archive that was not given is accepted',
     from: 'if (match && !published.has(entry.filename)) {',
     to: 'if (false) {',
   },
   {
-    id: 'platform-twice', file: 'scripts/lib/release.ts', tests: VALIDATION,
+    id: 'platform-twice', file: 'scripts/lib/provider/release.ts', tests: VALIDATION,
     description: 'a platform given twice is accepted',
     from: 'if (previous) throw',
     to: 'if (false) throw',
   },
   {
-    id: 'signature-without-sums', file: 'scripts/lib/release.ts', tests: VALIDATION,
+    id: 'signature-without-sums', file: 'scripts/lib/provider/release.ts', tests: VALIDATION,
     description: 'a .sig without its SHA256SUMS is accepted',
     from: 'if (signature && !shasums) {',
     to: 'if (false) {',
   },
   {
-    id: 'empty-protocols', file: 'scripts/lib/release.ts', tests: ['test/scripts/release.test.ts', ...VALIDATION],
+    id: 'empty-protocols', file: 'scripts/lib/provider/release.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
     description: 'a manifest with protocol_versions [] is accepted',
     from: 'if (!Array.isArray(versions) || versions.length === 0 || ',
     to: 'if (!Array.isArray(versions) || ',
   },
   {
-    id: 'empty-executable', file: 'scripts/lib/release.ts', tests: ['test/scripts/release.test.ts', ...VALIDATION],
+    id: 'empty-executable', file: 'scripts/lib/provider/release.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
     description: 'an empty provider executable is accepted',
     from: 'if (found.size === 0) throw new InputError(`archive ${path}: executable',
     to: 'if (false) throw new InputError(`archive ${path}: executable',
   },
   {
-    id: 'zip-duplicate-entry', file: 'scripts/lib/archive.ts', tests: ARCHIVE,
+    id: 'zip-duplicate-entry', file: 'scripts/lib/provider/archive.ts', tests: ARCHIVE,
     description: 'a zip with the same entry twice is accepted',
     from: 'if (seen.has(name)) throw',
     to: 'if (false) throw',
   },
   {
-    id: 'zip-size-unchecked', file: 'scripts/lib/archive.ts', tests: ARCHIVE,
+    id: 'zip-size-unchecked', file: 'scripts/lib/provider/archive.ts', tests: ARCHIVE,
     description: 'an entry whose size differs from its header is accepted',
     from: 'if (size !== entry.uncompressedSize) {',
     to: 'if (false) {',
   },
   {
-    id: 'zip-crc-unchecked', file: 'scripts/lib/archive.ts', tests: ARCHIVE,
+    id: 'zip-crc-unchecked', file: 'scripts/lib/provider/archive.ts', tests: ARCHIVE,
     description: 'an entry whose CRC-32 does not match is accepted',
     from: 'if (crc32 && crc >>> 0 !== entry.crc32 >>> 0) {',
     to: 'if (false) {',
   },
   {
-    id: 'zip-unsafe-name', file: 'scripts/lib/archive.ts', tests: ARCHIVE,
+    id: 'zip-unsafe-name', file: 'scripts/lib/provider/archive.ts', tests: ARCHIVE,
     description: 'unsafe entry names (absolute, ..) are accepted',
     from: 'if (problem !== null) throw',
     to: 'if (false) throw',
   },
   {
-    id: 'dead-owner-any-host', file: 'scripts/lib/lease.ts', tests: LEASE,
+    id: 'dead-owner-any-host', file: 'scripts/lib/stores/lease.ts', tests: LEASE,
     description: 'a lease whose pid does not exist here is taken over even when it was taken on another host',
     from: 'if (owner.host !== hostname() || !Number.isInteger(owner.pid)',
     to: 'if (!Number.isInteger(owner.pid)',
   },
   {
-    id: 'retry-any-error', file: 'scripts/lib/local-store.ts', tests: ['test/scripts/local-store.test.ts'],
+    id: 'retry-any-error', file: 'scripts/lib/stores/local.ts', tests: ['test/scripts/stores/local.test.ts'],
     description: 'the local store retries every error (a refusal is repeated 20 times before it is reported)',
     from: 'if (!transient || attempt >= attempts) throw error;',
     to: 'if (attempt >= attempts) throw error;',
   },
   {
-    id: 'retry-4xx', file: 'scripts/lib/local-store.ts', tests: ['test/scripts/local-store.test.ts'],
+    id: 'retry-4xx', file: 'scripts/lib/stores/local.ts', tests: ['test/scripts/stores/local.test.ts'],
     description: 'the local store retries 4xx answers as if they were transient 5xx',
     from: 'const TRANSIENT_LOCAL_ERROR = /\\b5\\d\\d\\b|',
     to: 'const TRANSIENT_LOCAL_ERROR = /\\b[45]\\d\\d\\b|',

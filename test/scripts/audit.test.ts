@@ -1,9 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { inspectArchive } from '../../scripts/lib/archive';
+import { inspectArchive } from '../../scripts/lib/provider/archive';
 import { parseSince } from '../../scripts/lib/audit';
-import { zipBuffers } from '../../scripts/lib/zip-binary';
+import { zipBuffers } from '../../scripts/lib/provider/zip-binary';
 import type { AuditEntry } from '../../src/store/audit/entry';
 import { executableName, parsePlatformName } from '../../src/protocol/index';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from './helpers';

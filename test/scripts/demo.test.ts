@@ -2,8 +2,9 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig } from '../../scripts/lib/config';
-import { DEMO_PLATFORMS, DEMO_VERSIONS, publishDemo } from '../../scripts/lib/demo';
-import { publishRelease } from '../../scripts/lib/publish';
+import { DEMO_PLATFORMS, DEMO_VERSIONS, publishDemo } from '../../scripts/lib/demo/provider';
+import { publishRelease } from '../../scripts/lib/provider/publish';
+import { recordServer } from '../../scripts/lib/dev/server';
 import { configPath, runScript, tempDir, writeDist } from './helpers';
 
 /** Local mode without a key (one is generated into the keys folder) and npm run demo. */
@@ -41,5 +42,16 @@ describe('npm run demo', () => {
     const second = JSON.parse(cli.stdout) as typeof first;
     expect(second.map((r) => r.status)).toEqual(DEMO_VERSIONS.map(() => 'unchanged'));
     expect(second.map((r) => r.platforms)).toEqual(first.map((r) => r.platforms));
+    // Its closing hint names the server `npm start` runs on that state, not a default port.
+    const forget = recordServer(demoState, 'http://localhost:8799');
+    try {
+      const human = await runScript('demo', ['--persist-to', demoState, '--keys-dir', keysDir]);
+      expect(human.code, human.stderr).toBe(0);
+      expect(human.stderr).toContain('Your npm start at http://localhost:8799 serves it now');
+      expect(human.stderr).toContain('curl http://localhost:8799/v1/modules/demo/vpc/aws/versions');
+      expect(human.stderr).not.toContain('8787');
+    } finally {
+      forget();
+    }
   });
 });

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readRelease } from '../../scripts/lib/release';
+import { readRelease } from '../../scripts/lib/provider/release';
 import { InputError } from '../../src/protocol/errors';
 import { tempDir, writeDist } from './helpers';
 

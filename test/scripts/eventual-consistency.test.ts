@@ -1,11 +1,12 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { processLeaseOptions } from '../../scripts/lib/lease';
-import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
+import { processLeaseOptions } from '../../scripts/lib/stores/lease';
+import { openLocalStore } from '../../scripts/lib/stores/local';
+import { type StoreHandle } from '../../scripts/lib/stores/handle';
 import { providerAddress } from '../../src/protocol/address';
 import { committedRecordKey, mirrorIndexKey, mirrorVersionKey, providerLeaseName, versionsDocumentKey } from '../../src/store/layout';
 import { withLease } from '../../src/store/lease';
-import { listVersionRecords, publishVersion, rebuildProviderIndex } from '../../src/store/publish';
+import { listVersionRecords, publishVersion, rebuildProviderIndex } from '../../src/store/providers/write';
 import { fakeRelease } from '../fixtures/release';
 import { tempDir } from './helpers';
 import { LaggingKv, type Write } from './lagging-kv';

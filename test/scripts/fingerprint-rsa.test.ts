@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as openpgp from 'openpgp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSigningKey, toSigningKey } from '../../scripts/lib/keyring';
-import { fingerprintOf } from '../../src/store/pages-publish';
+import { generateSigningKey, toSigningKey } from '../../scripts/lib/keys/keyring';
+import { fingerprintOf } from '../../src/protocol/openpgp-packets';
 import type { SigningKey } from '../../src/store/types';
 
 // The key id and fingerprint a version page shows for an RSA key (the project's default, what

@@ -4,8 +4,8 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import yazl from 'yazl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inspectArchive, sha256File } from '../../scripts/lib/archive';
-import { zipBuffers } from '../../scripts/lib/zip-binary';
+import { inspectArchive, sha256File } from '../../scripts/lib/provider/archive';
+import { zipBuffers } from '../../scripts/lib/provider/zip-binary';
 import { formatShasums, parseShasums } from '../../src/protocol/hashes';
 import { have, tempDir } from './helpers';
 

@@ -3,10 +3,10 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileS
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig } from '../../scripts/lib/config';
-import { openLocalStore } from '../../scripts/lib/local-store';
+import { openLocalStore } from '../../scripts/lib/stores/local';
 import { heldSigningKeyKey } from '../../src/store/layout';
 import { signShasumsWithHeldKey } from '../../src/store/keys/held-keys';
-import { readSigningKeys } from '../../src/store/publish';
+import { readSigningKeys } from '../../src/store/providers/write';
 import { configPath, runScript, tempDir, writeKeyFile } from './helpers';
 
 /**

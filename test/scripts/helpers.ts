@@ -3,8 +3,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { generateSigningKey } from '../../scripts/lib/keyring';
-import { zipBuffers } from '../../scripts/lib/zip-binary';
+import { generateSigningKey } from '../../scripts/lib/keys/keyring';
+import { zipBuffers } from '../../scripts/lib/provider/zip-binary';
 import { executableName } from '../../src/protocol/release-files';
 import { parsePlatformName } from '../../src/protocol/index';
 import { freePort, startDevServer, type DevServer } from '../e2e/server';

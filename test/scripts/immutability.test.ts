@@ -2,9 +2,10 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig, type RegistryConfig } from '../../scripts/lib/config';
-import { addNamespaceKey } from '../../scripts/lib/keys';
-import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
-import { publishRelease } from '../../scripts/lib/publish';
+import { addNamespaceKey } from '../../scripts/lib/keys/namespace-keys';
+import { openLocalStore } from '../../scripts/lib/stores/local';
+import { type StoreHandle } from '../../scripts/lib/stores/handle';
+import { publishRelease } from '../../scripts/lib/provider/publish';
 import { InputError } from '../../src/protocol/errors';
 import { configPath, tempDir, writeDist, writeKeyFile } from './helpers';
 

@@ -1,4 +1,4 @@
-import type { KvStore } from '../../src/store/types';
+import type { KvStore } from '../../src/store/store';
 
 /**
  * Workers KV is eventually consistent: a write can take up to 60 s to be seen

@@ -2,11 +2,12 @@ import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { processLeaseOptions } from '../../scripts/lib/lease';
-import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
+import { processLeaseOptions } from '../../scripts/lib/stores/lease';
+import { openLocalStore } from '../../scripts/lib/stores/local';
+import { type StoreHandle } from '../../scripts/lib/stores/handle';
 import { leaseObjectKey } from '../../src/store/layout';
 import { acquireLease, LeaseBusyError, LeaseLostError, withLease, type LeaseState } from '../../src/store/lease';
-import type { BlobStore } from '../../src/store/types';
+import type { BlobStore } from '../../src/store/store';
 import { tempDir } from './helpers';
 
 // Leases on the real local R2 (Miniflare), as publish-provider takes them.

@@ -5,7 +5,7 @@ import { Miniflare } from 'miniflare';
 import * as openpgp from 'openpgp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig, type RegistryConfig } from '../../scripts/lib/config';
-import { KILL_ENV } from '../../scripts/lib/publish';
+import { KILL_ENV } from '../../scripts/lib/progress';
 import { configPath, root, runScript, tempDir, writeDist } from './helpers';
 
 /**

@@ -4,10 +4,10 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as openpgp from 'openpgp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inspectArchive } from '../../scripts/lib/archive';
+import { inspectArchive } from '../../scripts/lib/provider/archive';
 import { readRegistryConfig } from '../../scripts/lib/config';
-import { publishRelease, type PublishResult } from '../../scripts/lib/publish';
-import { signDetached } from '../../scripts/lib/sign';
+import { publishRelease, type PublishResult } from '../../scripts/lib/provider/publish';
+import { signDetached } from '../../scripts/lib/provider/sign';
 import { formatShasums } from '../../src/protocol/hashes';
 import { configPath, runScript, sleep, startWranglerDev, tempDir, writeDist, type WranglerDev } from './helpers';
 import { servedRegistry, sha256 } from './served';
@@ -79,7 +79,7 @@ describe(`publish-provider interrupted, supplied and --binary, served by wrangle
     const dist = join(dir, 'widget-2.1.0');
     await writeDist(dist, 'widget', '2.1.0', { platforms: ['linux_amd64'] });
     // A large, incompressible second platform so the kill lands mid-upload.
-    const { zipBuffers } = await import('../../scripts/lib/zip-binary');
+    const { zipBuffers } = await import('../../scripts/lib/provider/zip-binary');
     writeFileSync(join(dist, 'terraform-provider-widget_2.1.0_windows_amd64.zip'), await zipBuffers({ 'terraform-provider-widget_v2.1.0.exe': randomBytes(8 * 1024 * 1024) }, { compress: false }));
     const listed = await servedVersions('widget');
     expect(listed).toEqual(['1.0.0', '2.0.0']);

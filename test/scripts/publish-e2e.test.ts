@@ -3,10 +3,11 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig } from '../../scripts/lib/config';
-import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
-import { inspectArchive } from '../../scripts/lib/archive';
-import { publishRelease, type PublishResult } from '../../scripts/lib/publish';
-import type { BlobStore, KvStore } from '../../src/store/types';
+import { openLocalStore } from '../../scripts/lib/stores/local';
+import { type StoreHandle } from '../../scripts/lib/stores/handle';
+import { inspectArchive } from '../../scripts/lib/provider/archive';
+import { publishRelease, type PublishResult } from '../../scripts/lib/provider/publish';
+import type { BlobStore, KvStore } from '../../src/store/store';
 import { configPath, runScript, sleep, startWranglerDev, tempDir, writeDist, type WranglerDev } from './helpers';
 import { servedRegistry, snapshot } from './served';
 

@@ -6,22 +6,23 @@ import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig, type RegistryConfig } from '../../scripts/lib/config';
-import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
+import { openLocalStore } from '../../scripts/lib/stores/local';
+import { type StoreHandle } from '../../scripts/lib/stores/handle';
 import { readSuppliedPackage } from '../../scripts/lib/module/archive';
-import { DEMO_MODULE, publishDemoModule, writeDemoModule } from '../../scripts/lib/module/demo';
+import { DEMO_MODULE, publishDemoModule, writeDemoModule } from '../../scripts/lib/demo/module';
 import { extractModuleDocs, renderReadme } from '../../scripts/lib/module/docs';
 import { packModule } from '../../scripts/lib/module/pack';
 import { publishModule } from '../../scripts/lib/module/publish';
-import { KILL_ENV } from '../../scripts/lib/publish';
-import { zipBuffers } from '../../scripts/lib/zip-binary';
+import { KILL_ENV } from '../../scripts/lib/progress';
+import { zipBuffers } from '../../scripts/lib/provider/zip-binary';
 import { sha256Hex } from '../../src/protocol/index';
 import { moduleAddress, type ModuleAddress } from '../../src/protocol/modules-v1';
 import {
   moduleArchiveFilename, moduleCatalogKey, moduleCommittedRecordKey, moduleDocsKey, moduleDownloadKey, moduleObjectKey,
   moduleRecordKey, moduleRecordPrefix, moduleVersionsKey,
 } from '../../src/store/layout';
-import { publishModuleVersion, readModuleRecord, rebuildModuleIndex, verifyModuleVersion } from '../../src/store/modules-publish';
-import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from '../../src/store/modules-types';
+import { publishModuleVersion, readModuleRecord, rebuildModuleIndex, verifyModuleVersion } from '../../src/store/modules/write';
+import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from '../../src/store/modules/types';
 import { fakeDocs } from '../fixtures/modules';
 import { configPath, runScript, tempDir } from './helpers';
 import { LaggingKv, type Write } from './lagging-kv';

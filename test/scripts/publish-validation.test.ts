@@ -3,11 +3,12 @@ import { join } from 'node:path';
 import * as openpgp from 'openpgp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig, type RegistryConfig } from '../../scripts/lib/config';
-import { addNamespaceKey } from '../../scripts/lib/keys';
-import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
-import { publishRelease, type PublishOptions } from '../../scripts/lib/publish';
-import { signDetached } from '../../scripts/lib/sign';
-import { zipBuffers } from '../../scripts/lib/zip-binary';
+import { addNamespaceKey } from '../../scripts/lib/keys/namespace-keys';
+import { openLocalStore } from '../../scripts/lib/stores/local';
+import { type StoreHandle } from '../../scripts/lib/stores/handle';
+import { publishRelease, type PublishOptions } from '../../scripts/lib/provider/publish';
+import { signDetached } from '../../scripts/lib/provider/sign';
+import { zipBuffers } from '../../scripts/lib/provider/zip-binary';
 import { InputError } from '../../src/protocol/errors';
 import { formatShasums } from '../../src/protocol/hashes';
 import { releaseObjectKey } from '../../src/store/layout';
@@ -67,7 +68,7 @@ async function refused(options: Partial<PublishOptions>, message: RegExp): Promi
 const zipPath = (d: string, platform: string, version = '1.0.0') => join(d, `terraform-provider-x_${version}_${platform}.zip`);
 
 async function sumsFor(d: string): Promise<string> {
-  const { sha256File } = await import('../../scripts/lib/archive');
+  const { sha256File } = await import('../../scripts/lib/provider/archive');
   const entries = [];
   for (const name of readdirSync(d).filter((n) => n.endsWith('.zip'))) entries.push({ filename: name, sha256Hex: (await sha256File(join(d, name))).sha256Hex });
   return formatShasums(entries);

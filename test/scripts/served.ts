@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import type { StoreHandle } from '../../scripts/lib/local-store';
+import type { StoreHandle } from '../../scripts/lib/stores/handle';
 import { sleep } from './helpers';
 
 /**

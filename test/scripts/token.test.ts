@@ -6,9 +6,10 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenSha256 } from '../../src/auth/tokens';
 import { tokenKey } from '../../src/store/layout';
-import { parseTokenRecord } from '../../src/store/tokens';
-import { ensureDevVars } from '../../scripts/lib/dev-vars';
-import { openLocalStore, type StoreHandle } from '../../scripts/lib/local-store';
+import { parseTokenRecord } from '../../src/store/tokens/read';
+import { ensureDevVars } from '../../scripts/lib/dev/vars';
+import { openLocalStore } from '../../scripts/lib/stores/local';
+import { type StoreHandle } from '../../scripts/lib/stores/handle';
 import { createToken, formatTokenTable, listTokens, parseExpiry, revokeToken } from '../../scripts/lib/tokens';
 
 const run = promisify(execFile);

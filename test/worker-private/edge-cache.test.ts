@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { signatureQuery } from '../../src/auth/signed-urls';
 import { edgeCacheUrl } from '../../src/http/edge-cache';
-import { forgetIsolateDocuments } from '../../src/store/read';
+import { forgetIsolateDocuments } from '../../src/store/read-document';
 import { downloadDocumentKey, releaseObjectKey } from '../../src/store/layout';
 import { address, bearer, countingKv, env, errorsOf, fakeRelease, issueToken, ORIGIN, seed } from './helpers';
 import { countingR2, evict, send } from '../worker/serving';

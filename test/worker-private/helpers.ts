@@ -1,7 +1,8 @@
 import { env as workersEnv } from 'cloudflare:workers';
 import type { Env } from '../../src/env';
 import { newToken, parseScope, tokenId, tokenSha256 } from '../../src/auth/tokens';
-import { writeTokenRecord, type TokenRecord } from '../../src/store/tokens';
+import { writeTokenRecord } from '../../src/store/tokens/write';
+import { type TokenRecord } from '../../src/store/tokens/read';
 
 export * from '../worker/helpers';
 

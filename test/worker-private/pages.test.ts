@@ -2,7 +2,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { address, env, fakeRelease, get, issueToken, ORIGIN, seed } from './helpers';
 import { readSession, SESSION_COOKIE, signIn } from '../../src/auth/session';
 import { tokenKey } from '../../src/store/layout';
-import { deleteTokenRecord } from '../../src/store/tokens';
+import { deleteTokenRecord } from '../../src/store/tokens/write';
+import { moduleAddress } from '../../src/protocol/modules-v1';
+import { seedModule } from '../fixtures/modules';
 
 // Pages in private mode: a session from a read token, its scope, CSRF-safe sign-in and sign-out.
 const acme = address('acme', 'thing');
@@ -10,6 +12,7 @@ const other = address('other', 'secret');
 
 beforeAll(async () => {
   await seed([fakeRelease(acme, '1.0.0'), fakeRelease(other, '1.0.0')]);
+  await seedModule(env.REGISTRY_KV, env.REGISTRY_R2, moduleAddress(env.REGISTRY_HOSTNAME, 'acme', 'net', 'aws'), '1.0.0');
 });
 
 const form = (fields: Record<string, string>, origin: string | null = ORIGIN): RequestInit => ({
@@ -101,6 +104,13 @@ describe('a session', () => {
     const page = await (await get('/providers/acme/thing', withCookie(cookie))).text();
     expect(page).toContain('credentials &quot;registry.example.com&quot; {\n  token = &quot;ert_…&quot;\n}');
     expect(page).not.toContain(token);
+    // Browsed at a host Terraform can't use as is: the registry's name (host block) and the mirror's host:port, which
+    // Terraform keys the network mirror's credentials by (proven with real terraform in test/e2e/pages-browser.test.ts).
+    const local = (await (await get('https://localhost:8443/providers/acme/thing', withCookie(cookie))).text()).replace(/&quot;/g, '"');
+    expect(local).toContain('credentials "registry.example.com" {\n  token = "ert_…"\n}\n# the network mirror at https://localhost:8443/v1/mirror/\ncredentials "localhost:8443" {\n  token = "ert_…"\n}\n');
+    const modulePage = (await (await get('https://localhost:8443/modules/acme/net/aws', withCookie(cookie))).text()).replace(/&quot;/g, '"');
+    expect(modulePage).toContain('source  = "registry.example.com/acme/net/aws"');
+    expect(modulePage).toContain('credentials "registry.example.com" {\n  token = "ert_…"\n}\n</pre>');
     const hidden = await get('/providers/other/secret', withCookie(cookie));
     expect(hidden.status).toBe(404);
   });

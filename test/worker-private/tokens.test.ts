@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tokenSha256 } from '../../src/auth/tokens';
 import { tokenKey } from '../../src/store/layout';
-import { deleteTokenRecord } from '../../src/store/tokens';
+import { deleteTokenRecord } from '../../src/store/tokens/write';
 import { address, bearer, env, errorsOf, fakeRelease, get, issueToken, seed } from './helpers';
 
 // Private mode (vitest project worker-private: ACCESS=private, URL_SIGNING_SECRET set).

@@ -1,8 +1,8 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { address, atFakeTime, fakeRelease, getWith, seed } from './helpers';
-import { publishVersion, readVersionRecord, rebuildProviderIndex } from '../../src/store/publish';
-import { storeMirroredVersion } from '../../src/store/mirror';
+import { publishVersion, readVersionRecord, rebuildProviderIndex } from '../../src/store/providers/write';
+import { storeMirroredVersion } from '../../src/store/mirror/write';
 
 // With INDEX_CACHE_SECONDS > 0 an isolate reuses version lists and "not found" answers for that long and
 // no longer: a version published meanwhile is listed (and its documents found) once the lifetime has passed.

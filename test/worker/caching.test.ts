@@ -1,9 +1,9 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { address, countingKv, fakeRelease, getWith, seed } from './helpers';
-import { publishVersion } from '../../src/store/publish';
-import { DocumentCache } from '../../src/cache';
-import { StoredDocument } from '../../src/document';
+import { publishVersion } from '../../src/store/providers/write';
+import { DocumentCache } from '../../src/store/document-cache';
+import { StoredDocument } from '../../src/http/stored-body';
 
 const provider = address('acme', 'cached');
 

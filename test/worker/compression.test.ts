@@ -4,7 +4,7 @@ import type { Env } from '../../src/env';
 
 // As deployed: wrangler.toml's production environment turns compression on.
 const PRODUCTION: Partial<Env> = { GZIP_DOCUMENTS: 'true' };
-import { acceptsGzip } from '../../src/http';
+import { acceptsGzip } from '../../src/http/responses';
 
 const provider = address('acme', 'squeezed');
 const PLATFORMS = ['linux_amd64', 'linux_arm64', 'darwin_amd64', 'darwin_arm64', 'windows_amd64', 'windows_386'];

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { settings } from '../../src/config';
 import type { Env } from '../../src/env';
-import { withArchiveBase, withReleaseUrls } from '../../src/release-urls';
+import { withArchiveBase, withReleaseUrls } from '../../src/http/release-urls';
 
 const base = { ...env } as Env;
 const with_ = (overrides: Partial<Record<keyof Env, unknown>>) => ({ ...base, ...overrides }) as Env;
@@ -22,7 +22,7 @@ describe('settings', () => {
     expect(s).toEqual({
       hostname: 'registry.example.com', access: 'public', listTtlMs: 30_000, listCacheControl: 'public, max-age=30',
       releaseDocumentCacheControl: 'public, max-age=31536000, immutable', archiveBaseUrl: 'https://dl.example.com',
-      signedUrlMinutes: 60, signingSecret: 's', gzipDocuments: true,
+      signedUrlMinutes: 60, signingSecret: 's', gzipDocuments: true, oidc: null, signingKeySecret: '',
     });
   });
 

@@ -3,7 +3,7 @@ import { address, countingKv, fakeRelease, ORIGIN, seed, sha256HexOf } from './h
 import { countingR2, evict, send, warm } from './serving';
 import { edgeCacheFor, edgeCacheUrl } from '../../src/http/edge-cache';
 import { serveR2Object } from '../../src/http/r2-object';
-import { forgetIsolateDocuments } from '../../src/store/read';
+import { forgetIsolateDocuments } from '../../src/store/read-document';
 import { downloadDocumentKey, mirrorVersionKey, releaseObjectKey } from '../../src/store/layout';
 import type { FakeRelease } from '../fixtures/release';
 

@@ -3,7 +3,7 @@ import { vi } from 'vitest';
 import worker from '../../src/index';
 import type { Env } from '../../src/env';
 import { providerAddress, type ProviderAddress } from '../../src/protocol/address';
-import { publishVersions } from '../../src/store/publish';
+import { publishVersions } from '../../src/store/providers/write';
 import { fakeRelease, signRelease, type FakeRelease } from '../fixtures/release';
 
 export const ORIGIN = 'https://registry.example.com';

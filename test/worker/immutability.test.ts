@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { address, fakeRelease, seed } from './helpers';
-import { publishVersion, readVersionRecord, sameRelease } from '../../src/store/publish';
+import { publishVersion, readVersionRecord, sameRelease } from '../../src/store/providers/write';
 import { committedRecordKey, releaseObjectKey } from '../../src/store/layout';
 import { InputError } from '../../src/protocol/errors';
 

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import worker from '../../src/index';
 import type { Env } from '../../src/env';
 import { moduleAddress } from '../../src/protocol/modules-v1';
-import { rebuildModuleIndex } from '../../src/store/modules-publish';
+import { rebuildModuleIndex } from '../../src/store/modules/write';
 import { fakeDocs, seedModule } from '../fixtures/modules';
 import { countingKv, get, getWith, ORIGIN } from './helpers';
 
@@ -211,7 +211,7 @@ describe('module pages', () => {
     const response = await worker.fetch(new Request('http://localhost:8787/modules/acme/vpc/aws') as never, bindings, ctx);
     const html = await response.text();
     expect(html).toContain('source  = &quot;registry.example.com/acme/vpc/aws&quot;');
-    expect(html).toContain('host &quot;registry.example.com&quot; {\n  services = {\n    &quot;modules.v1&quot; = &quot;http://localhost:8787/v1/modules/&quot;');
+    expect(html).toContain('host &quot;registry.example.com&quot; {\n  services = {\n    &quot;modules.v1&quot;   = &quot;http://localhost:8787/v1/modules/&quot;\n    &quot;providers.v1&quot; = &quot;http://localhost:8787/v1/providers/&quot;');
     expect(await (await get('/modules/acme/vpc/aws')).text()).not.toContain('host &quot;');
   });
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { IMMUTABLE } from '../../src/http';
+import { IMMUTABLE } from '../../src/http/responses';
 import { address, countingKv, fakeRelease, get, getWith, resolve, seed } from './helpers';
 
 // Public mode (ACCESS = "public", as wrangler.toml's default environment):

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { address, fakeRelease, get } from './helpers';
-import { publishVersions } from '../../src/store/publish';
+import { publishVersions } from '../../src/store/providers/write';
 import { KNOWN_ARCH } from '../../src/protocol/platform';
 import { committedRecordKey } from '../../src/store/layout';
 import { commitRecord } from '../../src/store/records';

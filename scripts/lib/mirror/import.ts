@@ -5,14 +5,15 @@ import {
   formatAddress, formatShasums, InputError, parseJson, parseMirrorIndexResponse, parseMirrorVersionResponse, parsePlatformName,
   parseVersion, providerAddress, sha256Hex, sortVersions, zhHash, type MirrorVersionResponse, type ProviderAddress,
 } from '../../../src/protocol/index';
-import { archiveFilename, providerLeaseName, shasumsFilename, shasumsSignatureFilename } from '../../../src/store/layout';
+import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
+import { providerLeaseName } from '../../../src/store/layout';
 import { withLease, type Lease } from '../../../src/store/lease';
-import { processLeaseOptions } from '../lease';
+import { processLeaseOptions } from '../stores/lease';
 import { MIRROR_LEASE_TTL_MS } from './sync';
-import { storeMirroredVersion } from '../../../src/store/mirror';
-import { rebuildProviderIndex, type ReleaseFile } from '../../../src/store/publish';
+import { storeMirroredVersion } from '../../../src/store/mirror/write';
+import { rebuildProviderIndex, type ReleaseFile } from '../../../src/store/providers/write';
 import type { PackageRecord, VersionRecord } from '../../../src/store/types';
-import type { StoreHandle } from '../local-store';
+import type { StoreHandle } from '../stores/handle';
 import { combinedStatus, type MirrorSummary, type PlatformSummary, type ProviderSummary, type VersionSummary } from './summary';
 import { verifyArchive } from './verify';
 

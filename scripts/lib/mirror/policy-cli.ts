@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { InputError } from '../../../src/protocol/index';
 import { formatPolicy, parsePolicy } from '../../../src/mirror/policy';
 import { clearPolicy, readPolicy, writePolicy } from '../../../src/store/mirror/policy';
-import type { StoreHandle } from '../local-store';
+import type { StoreHandle } from '../stores/handle';
 import { UsageError } from '../cli';
 
 /**

@@ -6,14 +6,15 @@ import {
   formatAddress, meetsConstraints, parseConstraints, platformName, sha256Hex, sortVersions, zhHash,
   type Platform, type ProviderAddress,
 } from '../../../src/protocol/index';
-import { archiveFilename, providerLeaseName, releaseObjectKey, shasumsFilename, shasumsSignatureFilename } from '../../../src/store/layout';
+import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
+import { providerLeaseName, releaseObjectKey } from '../../../src/store/layout';
 import { withLease, type Lease } from '../../../src/store/lease';
-import { storeMirroredVersion } from '../../../src/store/mirror';
-import { readVersionRecord, rebuildProviderIndex, type ReleaseFile } from '../../../src/store/publish';
+import { storeMirroredVersion } from '../../../src/store/mirror/write';
+import { readVersionRecord, rebuildProviderIndex, type ReleaseFile } from '../../../src/store/providers/write';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
-import type { StoreHandle } from '../local-store';
-import { processLeaseOptions } from '../lease';
-import { CRASH_ENV } from '../publish';
+import type { StoreHandle } from '../stores/handle';
+import { processLeaseOptions } from '../stores/lease';
+import { CRASH_ENV } from '../progress';
 import { combinedStatus, type MirrorSummary, type PlatformSummary, type ProviderSummary, type VersionSummary } from './summary';
 import { discoverProviders, findPackage, listVersions, type UpstreamPackage } from './upstream';
 import type { UpstreamHttp } from './upstream-http';

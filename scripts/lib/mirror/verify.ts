@@ -2,8 +2,8 @@ import {
   executableNamePattern, InputError, parseShasums, platformName, type Platform, type ShasumEntry,
 } from '../../../src/protocol/index';
 import type { SigningKey } from '../../../src/store/types';
-import { inspectArchive, type ArchiveDigest } from '../archive';
-import { verifyDetached } from '../sign';
+import { inspectArchive, type ArchiveDigest } from '../provider/archive';
+import { verifyDetached } from '../provider/sign';
 
 /**
  * The checks Terraform's installer makes on a provider package, each failing

@@ -4,7 +4,7 @@ import sanitizeHtml from 'sanitize-html';
 import { InputError } from '../../../src/protocol/errors';
 import type {
   ModuleDocs, ModuleInput, ModuleInterface, ModuleOutput, ModuleProviderRequirement, ModuleSubmodule,
-} from '../../../src/store/modules-types';
+} from '../../../src/store/modules/types';
 
 /**
  * Module docs, extracted at publish time from the package's own files:

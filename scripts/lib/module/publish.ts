@@ -3,13 +3,14 @@ import { InputError, parseHostname, parseVersion, sha256Hex } from '../../../src
 import { formatModuleAddress, moduleAddress, type ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
 import { moduleArchiveFilename, moduleLeaseName } from '../../../src/store/layout';
 import { withLease } from '../../../src/store/lease';
-import { processLeaseOptions } from '../lease';
-import { publishModuleVersion, readModuleRecord } from '../../../src/store/modules-publish';
-import { CRASH_ENV, KILL_ENV, progressLog } from '../publish';
-import type { ModuleDocs, ModuleVersionRecord } from '../../../src/store/modules-types';
+import { processLeaseOptions } from '../stores/lease';
+import { publishModuleVersion, readModuleRecord } from '../../../src/store/modules/write';
+import { CRASH_ENV, KILL_ENV, progressLog } from '../progress';
+import type { ModuleDocs, ModuleVersionRecord } from '../../../src/store/modules/types';
 import { readRegistryConfig, type RegistryConfig } from '../config';
-import { openLocalStore, type StoreHandle } from '../local-store';
-import { openRemoteStore, type R2S3Options } from '../remote-store';
+import { openLocalStore } from '../stores/local';
+import { type StoreHandle } from '../stores/handle';
+import { openRemoteStore, type R2S3Options } from '../stores/remote';
 import { isDocFile, readSuppliedPackage } from './archive';
 import { extractModuleDocs } from './docs';
 import { formatMB, packModule } from './pack';
@@ -21,7 +22,7 @@ import { audited } from '../audit';
  * (a directory packed deterministically, or a supplied .tar.gz/.zip
  * validated), its size, its docs (every .tf parses), and the version's state
  * in the store (same bytes → `unchanged`; other bytes → refused, 409). Then
- * src/store/modules-publish.ts writes package, documents, record, lists.
+ * src/store/modules/write.ts writes package, documents, record, lists.
  */
 
 export const DEFAULT_MAX_MB = 100;

@@ -1,18 +1,19 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../../env';
 import { releaseFileCacheControl } from '../../config';
-import { errorResponse, notFound, pathSegment } from '../../http';
+import { errorResponse, notFound, pathSegment } from '../../http/responses';
 import { formatAddress, providerAddress } from '../../protocol/address';
 import { executableNamePattern, servedReleaseFileKind } from '../../protocol/release-files';
 import { parseVersion } from '../../protocol/version';
 import { pullLeaseName, releaseObjectKey } from '../../store/layout';
 import { acquireLease, type Lease } from '../../store/lease';
 import { commitPulledPackage, storePulledArchive, type PullManifest } from '../../store/mirror/pull';
-import { readVersionRecord } from '../../store/publish';
+import { readVersionRecord } from '../../store/providers/write';
 import { manifestFor, pullContext, type PullContext } from '../../mirror/pull-through';
 import { UpstreamError } from '../../mirror/upstream-http';
 import { verifiedCopy } from '../../mirror/verified-copy';
 import { zipDigest } from '../../mirror/zip-digest';
+import { notePull } from '../../mirror/changes';
 import { releaseFile } from '../archives';
 import { upstreamFailure } from './documents';
 
@@ -88,8 +89,11 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
       try {
         await Promise.all([copy.done, stored]);
         await finish(pull, manifest, pkg, lease, false);
+        await notePull(env, address, version, 'ok', `pulled ${pkg.os}_${pkg.arch} from ${opened.url} on first request, verified against SHA256SUMS signed by ${manifest.signer.key_id}`, { [filename]: pkg.shasum });
       } catch (error) {
-        console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: not stored: ${(error as Error).message}`);
+        const why = (error as Error).message;
+        console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: not stored: ${why}`);
+        await notePull(env, address, version, error instanceof UpstreamError ? 'refused' : 'failed', `${pkg.os}_${pkg.arch} from ${opened.url}: ${why}`);
       } finally {
         await lease.release();
       }

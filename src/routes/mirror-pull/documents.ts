@@ -1,12 +1,12 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../../env';
 import { settings } from '../../config';
-import { errorResponse, jsonBody, notFound, pathSegment } from '../../http';
-import { withReleaseUrls } from '../../release-urls';
+import { errorResponse, jsonBody, notFound, pathSegment } from '../../http/responses';
+import { withReleaseUrls } from '../../http/release-urls';
 import { formatAddress } from '../../protocol/address';
 import { parseVersion, sortVersions } from '../../protocol/version';
 import { releaseFilePath } from '../../store/layout';
-import { readMirrorIndex, readMirrorVersion } from '../../store/read';
+import { readMirrorIndex, readMirrorVersion } from '../../store/mirror/read';
 import { allowedUpstreamVersions, manifestFor, pullContext, upstreamVersions, type PullContext } from '../../mirror/pull-through';
 import { noteUpstreamChange } from '../../mirror/changes';
 import { UpstreamError } from '../../mirror/upstream-http';

@@ -1,6 +1,6 @@
 import { mapLimit } from '../../concurrency';
 import { auditDayPrefix, auditPrefix } from '../layout';
-import { listAllObjectKeys } from '../list-objects';
+import { listAllObjectKeys } from '../list';
 import { entryNamespaces, parseAuditEntry, type AuditEntry } from './entry';
 import type { AuditStore } from './write';
 

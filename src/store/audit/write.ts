@@ -1,5 +1,5 @@
 import { auditEntryKey } from '../layout';
-import type { BlobStore } from '../types';
+import type { BlobStore } from '../store';
 import { validateAuditEntry, type AuditEntry } from './entry';
 
 export type { AuditEntry, AuditAction, AuditOutcome } from './entry';

@@ -1,5 +1,6 @@
 import { heldSigningKeyKey, signingKeysKey } from '../layout';
-import type { KvStore, SigningKey } from '../types';
+import type { KvStore } from '../store';
+import type { SigningKey } from '../types';
 import { open, seal, SealError, type Sealed } from './seal';
 
 /**

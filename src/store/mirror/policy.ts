@@ -1,6 +1,6 @@
 import { formatPolicy, parsePolicy, type MirrorPolicy } from '../../mirror/policy';
 import { mirrorPolicyKey } from '../layout';
-import type { KvStore } from '../types';
+import type { KvStore } from '../store';
 
 /**
  * Where the pull-through policy lives: one KV value (`mirror-policy`),

@@ -3,9 +3,10 @@ import { sha256Hex } from '../../protocol/hashes';
 import { shasumsFilename, shasumsSignatureFilename } from '../../protocol/release-files';
 import { providerLeaseName, pullManifestKey, releaseObjectKey } from '../layout';
 import { acquireLease, type LeaseOptions } from '../lease';
-import { storeMirroredVersion } from '../mirror';
-import { rebuildProviderIndex, type ReleaseFile } from '../publish';
-import type { BlobStore, KvStore, PackageRecord, SigningKey, VersionRecord } from '../types';
+import { storeMirroredVersion } from './write';
+import { rebuildProviderIndex, type ReleaseFile } from '../providers/write';
+import type { BlobStore, KvStore } from '../store';
+import type { PackageRecord, SigningKey, VersionRecord } from '../types';
 
 /**
  * The write side of pull-through (the Worker storing what it fetched on a

@@ -228,6 +228,8 @@ describe('npm run deploy', () => {
     });
     expect(stdout).toContain(`env.REGISTRY_KV (${kvId})`);
     expect(stdout).toContain('env.REGISTRY_R2 (edge-registry)');
+    // Download counts: the Durable Object binding is per environment in wrangler (not inherited).
+    expect(stdout).toContain('env.DOWNLOADS (DownloadCounter)');
     expect(stdout).toContain('env.REGISTRY_HOSTNAME ("registry.acme.com")');
     expect(stdout).toContain('env.ACCESS ("private")');
     expect(stdout).toContain('env.URL_SIGNING_SECRET ("(hidden)")');

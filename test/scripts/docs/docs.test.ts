@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseDocs, readDocsFile } from '../../../scripts/lib/docs/index';
-import { demoCodeSpec } from '../../../scripts/lib/demo-docs';
-import { generateSigningKey } from '../../../scripts/lib/keyring';
-import { fingerprintOf } from '../../../src/store/pages-publish';
+import { parseDocs, readDocsFile } from '../../../scripts/lib/provider/docs/index';
+import { demoCodeSpec } from '../../../scripts/lib/demo/provider-docs';
+import { generateSigningKey } from '../../../scripts/lib/keys/keyring';
+import { fingerprintOf } from '../../../src/protocol/openpgp-packets';
 import { InputError } from '../../../src/protocol/errors';
 
 // --docs FILE: both formats read into one form; every problem named by its JSON path with the fix.

@@ -2,12 +2,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig, type RegistryConfig } from '../../../scripts/lib/config';
-import { openLocalStore, type StoreHandle } from '../../../scripts/lib/local-store';
-import { publishRelease } from '../../../scripts/lib/publish';
+import { openLocalStore } from '../../../scripts/lib/stores/local';
+import { type StoreHandle } from '../../../scripts/lib/stores/handle';
+import { publishRelease } from '../../../scripts/lib/provider/publish';
 import { providerAddress } from '../../../src/protocol/address';
 import { InputError } from '../../../src/protocol/errors';
 import { catalogKey, docsKey, providerPageKey } from '../../../src/store/layout';
-import type { ProviderPageData } from '../../../src/store/pages';
+import type { ProviderPageData } from '../../../src/store/pages/read';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from '../helpers';
 
 // publish-provider --docs against a local state: validated before any write, stored per version, immutable.

@@ -1,9 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { inspectArchive } from '../../../scripts/lib/archive';
+import { inspectArchive } from '../../../scripts/lib/provider/archive';
 import type { MirrorSummary } from '../../../scripts/lib/mirror/summary';
-import { zipBuffers } from '../../../scripts/lib/zip-binary';
+import { zipBuffers } from '../../../scripts/lib/provider/zip-binary';
 import { executableName, parsePlatformName } from '../../../src/protocol/index';
 import { configPath, runScript, tempDir } from '../helpers';
 

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig } from '../../../scripts/lib/config';
-import { openLocalStore } from '../../../scripts/lib/local-store';
+import { openLocalStore } from '../../../scripts/lib/stores/local';
 import type { MirrorSummary } from '../../../scripts/lib/mirror/summary';
 import { providerAddress } from '../../../src/protocol/index';
 import { mirrorIndexKey, mirrorVersionKey, releaseObjectKey } from '../../../src/store/layout';

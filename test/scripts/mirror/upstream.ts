@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as openpgp from 'openpgp';
 import { executableName, formatShasums, parsePlatformName } from '../../../src/protocol/index';
-import { zipBuffers } from '../../../scripts/lib/zip-binary';
+import { zipBuffers } from '../../../scripts/lib/provider/zip-binary';
 
 /**
  * A second, independent provider registry for the mirror tests: static

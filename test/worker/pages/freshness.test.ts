@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { address, atFakeTime, fakeRelease, getWith, seed } from '../helpers';
-import { publishVersion } from '../../../src/store/publish';
+import { publishVersion } from '../../../src/store/providers/write';
 import type { Env } from '../../../src/env';
 import { moduleAddress } from '../../../src/protocol/modules-v1';
 import { seedModule } from '../../fixtures/modules';

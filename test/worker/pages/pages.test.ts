@@ -1,11 +1,11 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { address, countingKv, fakeRelease, get, getWith, seed } from '../helpers';
-import { rebuildProviderIndex } from '../../../src/store/publish';
-import { providerPageData, writeVersionDocs } from '../../../src/store/pages-publish';
+import { rebuildProviderIndex } from '../../../src/store/providers/write';
+import { providerPageData, writeVersionDocs } from '../../../src/store/pages/write';
 import { providerPageKey } from '../../../src/store/layout';
-import { fromCodeSpec } from '../../../scripts/lib/docs/code-spec';
-import { demoCodeSpec } from '../../../scripts/lib/demo-docs';
+import { fromCodeSpec } from '../../../scripts/lib/provider/docs/code-spec';
+import { demoCodeSpec } from '../../../scripts/lib/demo/provider-docs';
 import { TEST_KEY } from '../../fixtures/release';
 
 // Pages for people, public mode: what a browser gets for each page.

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { listAuditEntries } from '../../../src/store/audit/read';
 import { appendAuditEntry } from '../../../src/store/audit/write';
 import { auditDayPrefix } from '../../../src/store/layout';
-import type { BlobStore } from '../../../src/store/types';
+import type { BlobStore } from '../../../src/store/store';
 
 // The audit log on the real (Miniflare) R2: one object per entry under a day prefix, created only if absent,
 // listed by time window and namespace, a damaged object reported rather than hiding the others.

@@ -1,0 +1,360 @@
+import { createReadStream, existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import {
+  formatAddress, formatShasums, InputError, parseHostname, parseProviderName, providerAddress, sha256Hex,
+  type ProviderAddress,
+} from '../../../src/protocol/index';
+import { providerLeaseName } from '../../../src/store/layout';
+import { shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
+import { withLease } from '../../../src/store/lease';
+import {
+  beginProviderPublish, differentContentsError, publishVersion, readSigningKeys, readVersionRecord, sameRelease, writeSigningKeys, type ReleaseFile,
+} from '../../../src/store/providers/write';
+import { type PublishProgress } from '../../../src/store/records';
+import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
+import { readRegistryConfig, type RegistryConfig } from '../config';
+import {
+  explicitPrivateKey, generateSigningKey, loadPrivateKey, localKeyPath, PASSPHRASE_ENV, writePrivateKeyFile, KEY_ENV,
+  type LoadedKey,
+} from '../keys/keyring';
+import { CRASH_ENV, KILL_ENV, progressLog } from '../progress';
+import { processLeaseOptions } from '../stores/lease';
+import type { StoreHandle } from '../stores/handle';
+import { openStore } from '../stores/open';
+import { readRelease, type ReleasePlan } from './release';
+import type { R2S3Options } from '../stores/remote';
+import { signDetached, verifyDetached } from './sign';
+import { readDocsFile } from './docs/index';
+import { audited } from '../audit';
+import { writeVersionDocs } from '../../../src/store/pages/write';
+import type { ProviderDocs } from '../../../src/store/pages/provider-docs';
+
+/**
+ * publishRelease: the function behind `npm run publish-provider`, for the
+ * CLI and for other scripts (demo, tests, benchmarks).
+ *
+ * Everything is validated before anything is written: the files (names,
+ * version, platforms, zips and their executables, SHA256SUMS lines, the
+ * manifest), the version's state in the store (identical → nothing to do;
+ * different → refused, versions are immutable), a supplied signature
+ * (verified against the namespace's public keys and published as is) or the
+ * private key that will sign. Then the store module writes release files,
+ * documents, the record and the lists in that order.
+ */
+
+export interface PublishOptions {
+  /** goreleaser dist/ directories and/or release files. */
+  paths?: string[];
+  /** "OS_ARCH=PATH" raw executables to zip. */
+  binaries?: string[];
+  namespace: string;
+  /** Override the type read from file names. */
+  type?: string;
+  /** Override the version read from file names. */
+  version?: string;
+  /** Write to Cloudflare (KV REST API + R2 S3 API) instead of the local state. */
+  remote?: boolean;
+  /** wrangler environment for --remote (e.g. "production"). */
+  env?: string;
+  /** Path of wrangler.toml (default ./wrangler.toml). */
+  configPath?: string;
+  /** Local state root like `wrangler dev --persist-to` (default <project>/.wrangler/state). */
+  persistTo?: string;
+  /** Override REGISTRY_HOSTNAME. */
+  hostname?: string;
+  /** Private signing key file (else EDGE_REGISTRY_SIGNING_KEY, else in local mode .keys/HOST/NS.asc). */
+  keyFile?: string;
+  /** Directory of local-mode keys (default <project>/.keys). */
+  keysDir?: string;
+  /** Validate and return the plan without writing anything. */
+  dryRun?: boolean;
+  /** Docs for the version's pages: a Provider Code Specification or `terraform providers schema -json` output (scripts/lib/docs). */
+  docs?: string;
+  /** Human-readable lines (the CLI writes them to stderr). */
+  log?: (line: string) => void;
+  /** Environment for keys and --remote credentials (default process.env). */
+  processEnv?: NodeJS.ProcessEnv;
+  /** An already-open store (callers publishing many releases); not closed here. */
+  store?: StoreHandle;
+  /** An already-read config (with `store`). */
+  config?: RegistryConfig;
+  /** Multipart tuning for --remote (tests). */
+  remoteTuning?: Pick<R2S3Options, 'multipartThreshold' | 'partSize' | 'region' | 'onProgress'>;
+}
+
+/** One platform in the `--json` output: the stored package record, field for field. */
+export type PublishedPlatform = PackageRecord;
+
+/** What `--json` prints. */
+export interface PublishResult {
+  /** hostname/namespace/type */
+  address: string;
+  version: string;
+  protocols: string[];
+  platforms: PublishedPlatform[];
+  key_id: string;
+  /**
+   * published: written now; unchanged: already published with these bytes and
+   * verified whole; repaired: already published, missing or damaged parts
+   * rewritten; dry-run: nothing written.
+   */
+  status: 'published' | 'unchanged' | 'repaired' | 'dry-run';
+}
+
+/**
+ * Validates and publishes one provider version. Resolves with the result
+ * (also for an identical re-run: status "unchanged"). Throws InputError for
+ * anything the caller can fix (exit code 1 in the CLI; status 409 when the
+ * version exists with different bytes), other errors for infrastructure
+ * failures; nothing is written when validation fails.
+ */
+export async function publishRelease(options: PublishOptions): Promise<PublishResult> {
+  const log = options.log ?? (() => {});
+  const env = options.processEnv ?? process.env;
+  const namespace = parseProviderName(options.namespace, 'namespace');
+  const config = options.config ?? (await readRegistryConfig({ configPath: options.configPath, env: options.env, persistTo: options.persistTo }));
+  const hostname = options.hostname ? parseHostname(options.hostname) : config.hostname;
+
+  const plan = await readRelease({
+    paths: options.paths ?? [],
+    binaries: options.binaries,
+    type: options.type,
+    version: options.version,
+    log,
+  });
+  try {
+    const address = providerAddress(hostname, namespace, plan.type);
+    for (const note of plan.notes) log(`note: ${note}`);
+    const docs = options.docs ? readDocsFile(options.docs, namespace, plan.type) : null;
+    const uploadProgress = (key: string, sent: number) => {
+      if (sent >= 64 * 1024 * 1024 || plan.archives.some((a) => key.endsWith(`/${a.filename}`) && a.digest.size >= 64 * 1024 * 1024)) {
+        log(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`);
+      }
+    };
+    const store = options.store ?? (await openStore(config, { remote: options.remote, env, tuning: { onProgress: uploadProgress, ...options.remoteTuning } }));
+    try {
+      // Every publish that reaches the store leaves an audit entry (a dry run none): ok, unchanged, refused or failed.
+      return await audited(options.dryRun ? null : store, options.remote, { action: 'provider.publish', target: `${formatAddress(address)} ${plan.version}` },
+        () => publishPlan(plan, address, store, config, options, log, env, docs),
+        (result) => result.status === 'dry-run' ? null : {
+          outcome: result.status === 'unchanged' ? 'unchanged' : 'ok',
+          ...(result.status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
+          digests: Object.fromEntries(result.platforms.map((p) => [p.filename, p.shasum])),
+        });
+    } finally {
+      if (!options.store) await store.close();
+    }
+  } finally {
+    plan.cleanup();
+  }
+}
+
+async function publishPlan(
+  plan: ReleasePlan,
+  address: ProviderAddress,
+  store: StoreHandle,
+  config: RegistryConfig,
+  options: PublishOptions,
+  log: (line: string) => void,
+  env: NodeJS.ProcessEnv,
+  docs: ProviderDocs | null = null,
+): Promise<PublishResult> {
+  const { kv, blobs } = store;
+  const name = `${formatAddress(address)} ${plan.version}`;
+  const packages = plan.archives.map((a) => ({
+    os: a.platform.os,
+    arch: a.platform.arch,
+    filename: a.filename,
+    shasum: a.digest.sha256Hex,
+    h1: a.digest.h1,
+    size: a.digest.size,
+  }));
+  const result = (keyId: string, status: PublishResult['status']): PublishResult => ({
+    address: formatAddress(address),
+    version: plan.version,
+    protocols: plan.protocols,
+    platforms: packages,
+    key_id: keyId,
+    status,
+  });
+
+  // SHA256SUMS: supplied, or one sorted line per zip (deterministic, so a re-run makes the same bytes).
+  const shasums = plan.shasums?.bytes ?? new TextEncoder().encode(
+    formatShasums(packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum }))),
+  );
+  const draft: VersionRecord = {
+    address,
+    version: plan.version,
+    protocols: plan.protocols,
+    packages,
+    shasumsFilename: shasumsFilename(plan.type, plan.version),
+    shasumsSignatureFilename: shasumsSignatureFilename(plan.type, plan.version),
+    signingKey: { key_id: '', ascii_armor: '' },
+    publishedAt: new Date().toISOString(),
+    shasumsFile: { sha256: sha256Hex(shasums), size: shasums.byteLength },
+  };
+  // What the store holds decides the rest: the version's record and the namespace's keys, each read once —
+  // for a dry run now, otherwise under the lease (a publish decides on what it reads there).
+  const decide = async (read: { existing: VersionRecord | null; namespaceKeys: SigningKey[] }) => {
+    const { existing, namespaceKeys } = read;
+    if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);
+    // Signature: verify a supplied one, or find the key that will sign.
+    let supplied: SigningKey | null = null;
+    if (plan.signature && plan.shasums) {
+      supplied = await verifyDetached(plan.shasums.bytes, plan.signature.bytes, namespaceKeys, plan.signature.path);
+      log(`${plan.signature.path}: signature verified with key ${supplied.key_id}; publishing it as is`);
+    }
+    const signer = existing || supplied ? null : await findSigner(address, config, namespaceKeys, options, env, log);
+    const keyId = existing?.signingKey.key_id ?? supplied?.key_id ?? signer!.keyId;
+    return { existing, namespaceKeys, supplied, signer, keyId };
+  };
+
+  if (options.dryRun) {
+    const [existing, namespaceKeys] = await Promise.all([readVersionRecord(kv, address, plan.version, blobs), readSigningKeys(kv, address.hostname, address.namespace)]);
+    const { supplied, signer, keyId } = await decide({ existing, namespaceKeys });
+    if (existing) {
+      if (docs) log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs, true)}`);
+      log(`dry run: ${name} is already published with these bytes; a run would verify it and complete anything missing`);
+      return result(keyId, 'dry-run');
+    }
+    log(`dry run: would publish ${name} to ${store.description}:`);
+    for (const p of packages) log(`  ${p.filename}  ${(p.size / 1e6).toFixed(1)} MB  zh:${p.shasum}  ${p.h1}`);
+    log(`  ${draft.shasumsFilename}${plan.shasums ? ' (supplied)' : ''} and ${draft.shasumsSignatureFilename}${supplied ? ' (supplied)' : ` (signed with key ${keyId})`}`);
+    log(`  protocols ${JSON.stringify(plan.protocols)}`);
+    if (signer?.pending) log(`  ${signer.pending}`);
+    return result(keyId, 'dry-run');
+  }
+
+  const archiveFiles: ReleaseFile[] = plan.archives.map((a) => ({
+    filename: a.filename,
+    sha256Hex: a.digest.sha256Hex,
+    size: a.digest.size,
+    contentType: 'application/zip',
+    open: () => Readable.toWeb(createReadStream(a.path, { highWaterMark: 1 << 20 })) as ReadableStream,
+  }));
+  const sumsFile = memoryFile(draft.shasumsFilename, shasums, 'text/plain; charset=utf-8');
+  const progress = progressLog(log, env[CRASH_ENV], env[KILL_ENV]);
+
+  // One writer per provider: everything from here on holds the provider's lease.
+  return withLease(blobs, providerLeaseName(address), processLeaseOptions(`publish-provider ${name}`, log), async (lease) => {
+    progress({ step: 'lease', detail: `holding ${providerLeaseName(address)}` });
+    const [start, namespaceKeys] = await Promise.all([
+      beginProviderPublish(kv, blobs, address, plan.version, progress, () => lease.check()),
+      readSigningKeys(kv, address.hostname, address.namespace),
+    ]);
+    const { supplied, signer } = await decide({ existing: start.existing, namespaceKeys });
+    const current = start.existing;
+    const docsWritten = async (): Promise<Record<string, string>> => {
+      if (!docs) return {};
+      lease.check();
+      log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)}${current ? '' : ` (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`}`);
+      return { [plan.version]: docs.providerSchema.description ?? '' };
+    };
+    if (current) {
+      const files = [archiveFiles, [sumsFile], supplied ? [memoryFile(draft.shasumsSignatureFilename, plan.signature!.bytes, 'application/pgp-signature')] : []].flat();
+      const docsDone = await docsWritten();
+      const outcome = await publishVersion(kv, blobs, { ...current }, files, progress, { lease, existing: current, lists: start.lists, docs: docsDone });
+      log(outcome === 'repaired' ? `${name} was already published; repaired what was missing (see above)` : `${name} is already published with these bytes; verified, nothing to write`);
+      return result(current.signingKey.key_id, outcome === 'repaired' ? 'repaired' : 'unchanged');
+    }
+
+    let signingKey: SigningKey;
+    let signature: Uint8Array;
+    if (supplied) {
+      signingKey = supplied;
+      signature = plan.signature!.bytes;
+    } else {
+      const key = await signer!.load();
+      signingKey = key.publicKey;
+      if (!namespaceKeys.some((k) => k.key_id === signingKey.key_id)) {
+        lease.check();
+        await writeSigningKeys(kv, address.hostname, address.namespace, [...namespaceKeys, signingKey]);
+        log(`registered signing key ${signingKey.key_id} for namespace ${address.namespace}`);
+      }
+      signature = await signDetached(shasums, key.privateKey);
+    }
+    const record: VersionRecord = { ...draft, signingKey, signatureFile: { sha256: sha256Hex(signature), size: signature.byteLength } };
+    const files = [...archiveFiles, sumsFile, memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature')];
+    log(`publishing ${name} to ${store.description}`);
+    const docsDone = await docsWritten();
+    const outcome = await publishVersion(kv, blobs, record, files, progress, { lease, existing: null, lists: start.lists, docs: docsDone });
+    if (outcome === 'published') {
+      log(`published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})`);
+      return result(signingKey.key_id, 'published');
+    }
+    // Only a writer without the lease can have committed it meanwhile.
+    const stored = await readVersionRecord(kv, address, plan.version, blobs);
+    log(`${name} was already published; nothing rewritten`);
+    return result(stored?.signingKey.key_id ?? signingKey.key_id, 'unchanged');
+  });
+}
+
+interface Signer {
+  keyId: string;
+  /** Loads (or, in local mode, creates) the private key; may write the key file. */
+  load(): Promise<LoadedKey>;
+  /** What load() will do that a dry run does not. */
+  pending?: string;
+}
+
+/**
+ * The key that will sign SHA256SUMS: --key-file, EDGE_REGISTRY_SIGNING_KEY,
+ * or (local mode only) .keys/HOST/NS.asc, generated when missing. With
+ * --remote the key must already be one of the namespace's keys.
+ */
+async function findSigner(
+  address: ProviderAddress,
+  config: RegistryConfig,
+  namespaceKeys: SigningKey[],
+  options: PublishOptions,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): Promise<Signer> {
+  // A key must be one of the namespace's keys, so a rotated-out key cannot
+  // come back through a stale CI secret. Only a local namespace without any
+  // key yet adopts the first key it is given.
+  const requireRegistered = (key: LoadedKey) => {
+    if (namespaceKeys.some((k) => k.key_id === key.publicKey.key_id)) return;
+    if (!options.remote && namespaceKeys.length === 0) return;
+    throw new InputError(
+      `${key.source}: key ${key.publicKey.key_id} is not a signing key of namespace ${address.namespace} (it has ${namespaceKeys.map((k) => k.key_id).join(', ') || 'none'}); ` +
+        `register it first with npm run keys -- import --namespace ${address.namespace}${options.remote ? ' --remote' : ''} --key-file PUBLIC_OR_PRIVATE_KEY_FILE, or sign with a registered key`,
+    );
+  };
+  const explicit = await explicitPrivateKey({ keyFile: options.keyFile, env });
+  if (explicit) {
+    requireRegistered(explicit);
+    return { keyId: explicit.publicKey.key_id, load: async () => explicit };
+  }
+  if (options.remote) {
+    throw new InputError(`no signing key: pass --key-file PATH or set ${KEY_ENV} (and ${PASSPHRASE_ENV} if it is encrypted); create one with npm run keys -- generate --namespace ${address.namespace}`);
+  }
+  const keysDir = options.keysDir ?? join(config.projectRoot, '.keys');
+  const path = localKeyPath(keysDir, address.hostname, address.namespace);
+  if (existsSync(path)) {
+    const key = await loadPrivateKey(readFileSync(path, 'utf8'), path, env[PASSPHRASE_ENV] || undefined);
+    requireRegistered(key);
+    return { keyId: key.publicKey.key_id, load: async () => key };
+  }
+  if (namespaceKeys.length > 0) {
+    throw new InputError(
+      `no private key for namespace ${address.namespace} (its keys: ${namespaceKeys.map((k) => k.key_id).join(', ')}): pass --key-file PATH or set ${KEY_ENV}; ` +
+        `${path} does not exist`,
+    );
+  }
+  return {
+    keyId: '(new key)',
+    pending: `would generate a local signing key into ${path}`,
+    load: async () => {
+      const generated = await generateSigningKey({ name: `edge-registry ${address.hostname}/${address.namespace} (local)` });
+      writePrivateKeyFile(path, generated.armoredPrivateKey);
+      log(`warning: no signing key for namespace ${address.namespace}: generated RSA-4096 key ${generated.publicKey.key_id} into ${path} (git-ignored; local mode only — use npm run keys for real keys)`);
+      return loadPrivateKey(generated.armoredPrivateKey, path);
+    },
+  };
+}
+
+function memoryFile(filename: string, bytes: Uint8Array, contentType: string): ReleaseFile {
+  return { filename, sha256Hex: sha256Hex(bytes), size: bytes.byteLength, contentType, open: () => bytes };
+}

@@ -1,0 +1,34 @@
+import type { Env } from '../env';
+import { settings } from '../config';
+import { signReleaseUrls } from '../auth/signed-urls';
+
+/**
+ * Rewriting the release-file URLs of a stored body as it is served. Stored
+ * bodies carry path-absolute URLs ("/v1/archives/…"), so one stored document
+ * serves any hostname; these functions sign them (private mode) and make them
+ * absolute on ARCHIVE_BASE_URL (when set).
+ */
+
+/**
+ * `body` with every "/v1/archives/… URL made absolute on ARCHIVE_BASE_URL;
+ * unchanged when it is not set. A plain string replacement suffices because
+ * only URL values start with that quote.
+ */
+export function withArchiveBase(body: string, env: Env): string {
+  const base = settings(env).archiveBaseUrl;
+  return base === '' ? body : body.replaceAll('"/v1/archives/', `"${base}/v1/archives/`);
+}
+
+/**
+ * The release-file URLs of a stored body as served: in private mode each is
+ * signed (signReleaseUrls: ?expires=…&signature=…, valid SIGNED_URL_MINUTES)
+ * and then, like in public mode, made absolute on ARCHIVE_BASE_URL when set.
+ * Public mode stays synchronous and returns withArchiveBase's result. Throws
+ * (500) in private mode when URL_SIGNING_SECRET is not set.
+ */
+export function withReleaseUrls(body: string, env: Env): string | Promise<string> {
+  const { access, signingSecret, signedUrlMinutes } = settings(env);
+  if (access === 'public') return withArchiveBase(body, env);
+  return signReleaseUrls(body, { URL_SIGNING_SECRET: signingSecret }, Date.now(), signedUrlMinutes)
+    .then((signed) => withArchiveBase(signed, env));
+}

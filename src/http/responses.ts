@@ -1,0 +1,90 @@
+import { errorBody, InputError } from '../protocol/errors';
+import type { StoredDocument } from './stored-body';
+
+/** Cache-Control for things that never change once published (release files, a version's documents). */
+export const IMMUTABLE = 'public, max-age=31536000, immutable';
+
+/**
+ * A JSON response from a body that is already serialised (stored bodies are
+ * served byte for byte). The runtime sets Content-Length from the string, so
+ * a large list is not encoded twice per request.
+ */
+export function jsonBody(body: string, cacheControl: string, status = 200): Response {
+  return new Response(body, {
+    status,
+    headers: { 'content-type': 'application/json', 'cache-control': cacheControl },
+  });
+}
+
+// Below this a body is sent as is: compression would save little and cost a copy.
+const COMPRESS_FROM_BYTES = 1024;
+
+/**
+ * A stored JSON document as a response. `served` is the text to send when a
+ * route rewrote it (signed or absolute URLs); otherwise the stored text is
+ * sent — with `compress`, gzip-compressed once per cached document when the
+ * request accepts gzip (Terraform's and OpenTofu's HTTP client always do),
+ * with `Vary: Accept-Encoding` either way.
+ */
+export async function documentResponse(
+  request: Request, document: StoredDocument, cacheControl: string,
+  options: { compress: boolean; served?: string },
+): Promise<Response> {
+  const served = options.served ?? document.text;
+  if (!options.compress || served !== document.text || document.text.length < COMPRESS_FROM_BYTES) {
+    return jsonBody(served, cacheControl);
+  }
+  const headers = { 'content-type': 'application/json', 'cache-control': cacheControl, vary: 'Accept-Encoding' };
+  if (!acceptsGzip(request.headers.get('accept-encoding'))) return new Response(document.text, { headers });
+  return new Response(await document.gzip(), {
+    headers: { ...headers, 'content-encoding': 'gzip' },
+    encodeBody: 'manual',
+  });
+}
+
+/** True when an Accept-Encoding header lists gzip (or *) without q=0. */
+export function acceptsGzip(header: string | null): boolean {
+  if (!header) return false;
+  return header.split(',').some((part) => {
+    const [coding, ...params] = part.trim().toLowerCase().split(';');
+    if (coding !== 'gzip' && coding !== '*') return false;
+    return !params.some((param) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(param));
+  });
+}
+
+/** The error shape Terraform's registry client reads: {"errors": ["…"]}. */
+export function errorResponse(status: number, message: string, headers: Record<string, string> = {}): Response {
+  return new Response(errorBody(message), {
+    status,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
+  });
+}
+
+export function notFound(message = 'not found'): Response {
+  return errorResponse(404, message);
+}
+
+/**
+ * Decodes one raw path segment. Throws InputError (400) for a malformed
+ * percent-encoding, a NUL or control character, or a segment over 256 bytes,
+ * so such requests never reach the store.
+ */
+export function pathSegment(raw: string | undefined, what: string): string {
+  if (raw === undefined) throw new InputError(`${what} is missing`);
+  if (raw.length > 256) throw new InputError(`${what} is longer than 256 characters`);
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    throw new InputError(`${what} has a malformed percent-encoding`);
+  }
+  if (/[\u0000-\u001f\u007f/\\]/.test(decoded)) throw new InputError(`${what} contains a control character or slash`);
+  return decoded;
+}
+
+/** Maps an error thrown by a handler to a response: InputError → its 4xx, anything else → 500 without internals. */
+export function errorToResponse(error: unknown): Response {
+  if (error instanceof InputError) return errorResponse(error.status, error.message);
+  console.error('internal error', error);
+  return errorResponse(500, 'internal error');
+}

@@ -1,0 +1,60 @@
+import type { Env } from '../env';
+import { base64url, fromBase64url } from '../auth/bytes';
+
+/**
+ * Sealed values (the broker's in-flight login state and people's session
+ * cookies): JSON encrypted and authenticated with AES-256-GCM under a key
+ * derived by HKDF-SHA-256 from URL_SIGNING_SECRET with a per-purpose `info`,
+ * so a value sealed for one purpose never opens for another and the
+ * signed-URL HMAC key is never used directly. The sealed form is
+ * base64url(12-byte IV ‖ ciphertext ‖ 16-byte tag): unreadable to the
+ * browser, and any change to any byte — the last ones included — fails
+ * GCM's tag check.
+ */
+
+export type SealPurpose = 'login-flow' | 'person-session';
+
+const keys = new Map<string, Promise<CryptoKey>>();
+
+function sealKey(env: Pick<Env, 'URL_SIGNING_SECRET'>, purpose: SealPurpose): Promise<CryptoKey> {
+  const secret = env.URL_SIGNING_SECRET ?? '';
+  if (secret === '') throw new Error('URL_SIGNING_SECRET is not set; sign-in needs it (wrangler secret put URL_SIGNING_SECRET, locally .dev.vars)');
+  const id = `${purpose}\n${secret}`;
+  let key = keys.get(id);
+  if (!key) {
+    key = (async () => {
+      const base = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), 'HKDF', false, ['deriveKey']);
+      return crypto.subtle.deriveKey(
+        { name: 'HKDF', hash: 'SHA-256', salt: new TextEncoder().encode('edge-registry seal v1'), info: new TextEncoder().encode(purpose) },
+        base, { name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt'],
+      );
+    })();
+    if (keys.size > 8) keys.clear();
+    keys.set(id, key);
+  }
+  return key;
+}
+
+/** Seals `value` (JSON-serialisable) for `purpose`. Throws only when URL_SIGNING_SECRET is unset. */
+export async function seal(env: Pick<Env, 'URL_SIGNING_SECRET'>, purpose: SealPurpose, value: unknown): Promise<string> {
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const plain = new TextEncoder().encode(JSON.stringify(value));
+  const cipher = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, await sealKey(env, purpose), plain));
+  const out = new Uint8Array(iv.byteLength + cipher.byteLength);
+  out.set(iv);
+  out.set(cipher, iv.byteLength);
+  return base64url(out);
+}
+
+/** Opens a sealed value: the parsed JSON, or null (never throws for bad input) when it is malformed, altered or sealed for another purpose or key. */
+export async function unseal(env: Pick<Env, 'URL_SIGNING_SECRET'>, purpose: SealPurpose, sealed: string): Promise<unknown> {
+  if (sealed.length > 8192) return null;
+  const bytes = fromBase64url(sealed);
+  if (bytes === null || bytes.byteLength < 12 + 16) return null;
+  try {
+    const plain = await crypto.subtle.decrypt({ name: 'AES-GCM', iv: bytes.slice(0, 12) }, await sealKey(env, purpose), bytes.slice(12));
+    return JSON.parse(new TextDecoder().decode(plain));
+  } catch {
+    return null;
+  }
+}

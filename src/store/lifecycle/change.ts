@@ -1,0 +1,121 @@
+import { InputError } from '../../protocol/errors';
+import type { BlobStore } from '../store';
+import { parseLifecycle, serializeLifecycle, EMPTY_LIFECYCLE, type LifecycleState } from './state';
+
+/**
+ * One lifecycle change applied to the stored state: the pure part
+ * (applyLifecycleAction) and the commit (commitLifecycle: an R2 write
+ * conditional on the object read, retried on a lost race). Callers hold the
+ * provider's or module's lease and rebuild the lists afterwards
+ * (src/store/lifecycle/providers.ts, modules.ts).
+ */
+
+export type LifecycleAction =
+  | { kind: 'deprecate'; version?: string; message: string }
+  | { kind: 'undeprecate'; version?: string }
+  | { kind: 'withdraw'; version: string; message: string }
+  | { kind: 'restore'; version: string };
+
+export const MAX_MESSAGE_LENGTH = 1000;
+
+/**
+ * A maintainer's message, trimmed. Throws InputError when it is empty, over
+ * 1000 characters or holds a control character (Terraform prints it on one
+ * line). HTML is allowed: pages escape it, clients print it as text.
+ */
+export function parseLifecycleMessage(raw: string | undefined, what: string): string {
+  const message = (raw ?? '').trim();
+  if (!message) throw new InputError(`${what} needs --message "why, and what to use instead" (users see it in terraform init and on the pages)`);
+  if (message.length > MAX_MESSAGE_LENGTH) throw new InputError(`--message is ${message.length} characters; keep it under ${MAX_MESSAGE_LENGTH}`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(message)) throw new InputError('--message must be one line without control characters (terraform init prints it as one warning)');
+  return message;
+}
+
+/**
+ * `state` with `action` applied at `now`, and whether anything changed (the
+ * same deprecation again, undeprecating what is not deprecated, withdrawing a
+ * withdrawn version are no-ops). Version existence is the caller's check.
+ */
+export function applyLifecycleAction(state: LifecycleState, action: LifecycleAction, now: Date): { state: LifecycleState; changed: boolean } {
+  const at = now.toISOString();
+  const versions = { ...state.versions };
+  const next: LifecycleState = { ...(state.deprecated ? { deprecated: state.deprecated } : {}), versions };
+  const entryOf = (version: string) => ({ ...(versions[version] ?? {}) });
+  const put = (version: string, entry: { deprecated?: LifecycleState['deprecated']; withdrawn?: LifecycleState['deprecated'] }) => {
+    if (entry.deprecated || entry.withdrawn) versions[version] = entry;
+    else delete versions[version];
+  };
+  switch (action.kind) {
+    case 'deprecate':
+      if (action.version === undefined) {
+        if (state.deprecated?.message === action.message) return { state, changed: false };
+        next.deprecated = { message: action.message, at };
+      } else {
+        const entry = entryOf(action.version);
+        if (entry.deprecated?.message === action.message) return { state, changed: false };
+        put(action.version, { ...entry, deprecated: { message: action.message, at } });
+      }
+      break;
+    case 'undeprecate':
+      if (action.version === undefined) {
+        if (!state.deprecated) return { state, changed: false };
+        delete next.deprecated;
+      } else {
+        const entry = entryOf(action.version);
+        if (!entry.deprecated) return { state, changed: false };
+        delete entry.deprecated;
+        put(action.version, entry);
+      }
+      break;
+    case 'withdraw': {
+      const entry = entryOf(action.version);
+      if (entry.withdrawn) return { state, changed: false };
+      put(action.version, { ...entry, withdrawn: { message: action.message, at } });
+      break;
+    }
+    case 'restore': {
+      const entry = entryOf(action.version);
+      if (!entry.withdrawn) return { state, changed: false };
+      delete entry.withdrawn;
+      put(action.version, entry);
+      break;
+    }
+  }
+  return { state: next, changed: true };
+}
+
+/** The stored state under `key` (EMPTY when none) and the etag of what was read. Throws DamagedRecordError for a damaged object. */
+export async function readLifecycleObject(blobs: BlobStore, key: string): Promise<{ state: LifecycleState; etag: string | null }> {
+  const object = await blobs.get(key);
+  if (!object) return { state: EMPTY_LIFECYCLE, etag: null };
+  return { state: parseLifecycle(await object.text(), key), etag: object.etag };
+}
+
+/** The stored state under `key`, EMPTY when none. Throws DamagedRecordError for a damaged object. */
+export async function readLifecycle(blobs: BlobStore | undefined, key: string): Promise<LifecycleState> {
+  return blobs ? (await readLifecycleObject(blobs, key)).state : EMPTY_LIFECYCLE;
+}
+
+/**
+ * Applies `action` to the state under `key` and writes it only if the object
+ * is still the one read (If-Match, or If-None-Match: * when there was none):
+ * the commit point. A lost race (a writer without the lease) is retried
+ * with the state read again. `check` runs before the write (the lease).
+ */
+export async function commitLifecycle(
+  blobs: BlobStore, key: string, action: LifecycleAction, check: () => void, now = new Date(),
+): Promise<{ state: LifecycleState; changed: boolean }> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const { state, etag } = await readLifecycleObject(blobs, key);
+    const result = applyLifecycleAction(state, action, now);
+    if (!result.changed) return result;
+    check();
+    const written = await blobs.put(key, serializeLifecycle(result.state), {
+      httpMetadata: { contentType: 'application/json' },
+      onlyIf: etag ? { etagMatches: etag } : { etagDoesNotMatch: '*' },
+    });
+    if (written) return result;
+  }
+  throw new Error(`${key} kept changing while being written (writers without the lease); run the command again`);
+}

@@ -1,0 +1,52 @@
+import { InputError } from '../../protocol/errors';
+import { formatModuleAddress, type ModuleAddress } from '../../protocol/modules-v1';
+import { moduleCommittedRecordPrefix, moduleLifecycleKey, moduleRecordPrefix } from '../layout';
+import { listAllKeys, listAllObjectKeys } from '../list';
+import { rebuildModuleIndex } from '../modules/write';
+import { compareVersionsDescending } from '../modules/order';
+import type { PublishProgress } from '../records';
+import type { BlobStore, KvStore } from '../store';
+import { commitLifecycle, type LifecycleAction } from './change';
+import type { LifecycleResult } from './providers';
+
+/**
+ * Deprecating, withdrawing and restoring a module's versions: the module
+ * twin of src/store/lifecycle/providers.ts (the caller holds the module's
+ * lease, moduleLeaseName; the conditional R2 write is the commit point; the
+ * version list, the catalog and the page's copy are rebuilt after it).
+ * modules.v1 has no warnings field, so a module deprecation reaches users on
+ * the pages only; a withdrawal leaves the version list (constraints no longer
+ * select it) while its download document and package stay reachable.
+ */
+
+/** Every version with a committed record (R2 keys, plus legacy KV records), ascending. */
+export async function committedModuleVersions(kv: KvStore, blobs: BlobStore, address: ModuleAddress): Promise<string[]> {
+  const versions = new Set<string>();
+  const prefix = moduleCommittedRecordPrefix(address);
+  for (const key of await listAllObjectKeys(blobs, prefix)) versions.add(key.slice(prefix.length).replace(/\.json$/, ''));
+  const legacy = moduleRecordPrefix(address);
+  for (const key of await listAllKeys(kv, legacy)) versions.add(key.slice(legacy.length));
+  return [...versions].sort(compareVersionsDescending).reverse();
+}
+
+/**
+ * Applies `action` to the module at `address`. Throws InputError (404) when
+ * the module has no published version or the action names a version that
+ * was never published (listing the published ones); LeaseLostError from
+ * `lease.check()`. Idempotent.
+ */
+export async function changeModuleLifecycle(
+  kv: KvStore, blobs: BlobStore, address: ModuleAddress, action: LifecycleAction,
+  options: { lease?: { check(): void }; progress?: PublishProgress; now?: Date } = {},
+): Promise<LifecycleResult> {
+  const check = () => options.lease?.check();
+  const versions = await committedModuleVersions(kv, blobs, address);
+  const name = formatModuleAddress(address);
+  if (versions.length === 0) throw new InputError(`module ${name} has no published version; check the address (NAMESPACE/NAME/SYSTEM of this registry)`, 404);
+  if (action.version !== undefined && !versions.includes(action.version)) {
+    throw new InputError(`module ${name} has no version ${action.version}; published: ${versions.join(', ')}`, 404);
+  }
+  const result = await commitLifecycle(blobs, moduleLifecycleKey(address), action, check, options.now);
+  await rebuildModuleIndex(kv, address, options.progress, blobs, check);
+  return { ...result, versions };
+}

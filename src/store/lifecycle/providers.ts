@@ -1,0 +1,60 @@
+import { formatAddress, type ProviderAddress } from '../../protocol/address';
+import { InputError } from '../../protocol/errors';
+import { sortVersions } from '../../protocol/version';
+import { committedRecordPrefix, providerLifecycleKey, versionRecordPrefix } from '../layout';
+import { listAllKeys, listAllObjectKeys } from '../list';
+import { rebuildProviderIndex } from '../providers/write';
+import type { PublishProgress } from '../records';
+import type { BlobStore, KvStore } from '../store';
+import { commitLifecycle, type LifecycleAction } from './change';
+import type { LifecycleState } from './state';
+
+/**
+ * Deprecating, withdrawing and restoring a provider's versions (the write
+ * side; scripts/lifecycle.ts and the publish API call it). The caller holds
+ * the provider's lease (providerLeaseName): the lifecycle object is written
+ * with a conditional R2 write (the commit point), then the provider's lists
+ * and pages are rebuilt from the records and the new state — the same
+ * rebuild a publish runs, so a change killed after its commit is completed
+ * by running it (or any publish of the provider) again.
+ */
+
+export interface LifecycleResult {
+  /** False when the state already was what the action asks for (nothing written but the rebuild). */
+  changed: boolean;
+  state: LifecycleState;
+  /** Published versions, ascending. */
+  versions: string[];
+}
+
+/** Every version with a committed record (R2 keys, plus KV records of versions published before R2 records), ascending. */
+export async function committedProviderVersions(kv: KvStore, blobs: BlobStore, address: ProviderAddress): Promise<string[]> {
+  const versions = new Set<string>();
+  const prefix = committedRecordPrefix(address);
+  for (const key of await listAllObjectKeys(blobs, prefix)) versions.add(key.slice(prefix.length).replace(/\.json$/, ''));
+  const legacy = versionRecordPrefix(address);
+  for (const key of await listAllKeys(kv, legacy)) versions.add(key.slice(legacy.length));
+  return sortVersions([...versions]);
+}
+
+/**
+ * Applies `action` to the provider at `address`. Throws InputError (404)
+ * when the provider has no published version, or the action names a version
+ * that was never published (listing the published ones); LeaseLostError
+ * from `lease.check()`. Idempotent: the same action again changes nothing.
+ */
+export async function changeProviderLifecycle(
+  kv: KvStore, blobs: BlobStore, address: ProviderAddress, action: LifecycleAction,
+  options: { lease?: { check(): void }; progress?: PublishProgress; now?: Date } = {},
+): Promise<LifecycleResult> {
+  const check = () => options.lease?.check();
+  const versions = await committedProviderVersions(kv, blobs, address);
+  const name = formatAddress(address);
+  if (versions.length === 0) throw new InputError(`provider ${name} has no published version; check the address (NAMESPACE/TYPE of this registry)`, 404);
+  if (action.version !== undefined && !versions.includes(action.version)) {
+    throw new InputError(`provider ${name} has no version ${action.version}; published: ${versions.join(', ')}`, 404);
+  }
+  const result = await commitLifecycle(blobs, providerLifecycleKey(address), action, check, options.now);
+  await rebuildProviderIndex(kv, address, options.progress, blobs, check);
+  return { ...result, versions };
+}

@@ -1,0 +1,20 @@
+import type { EdgeCache } from '../../http/edge-cache';
+import type { ProviderAddress } from '../../protocol/address';
+import { mirrorIndexKey, mirrorVersionKey } from '../layout';
+import { readDocument } from '../read-document';
+
+// The Worker's reads of the provider network mirror protocol's documents (see ../read-document.ts).
+
+/** Mirror index.json body. */
+export const readMirrorIndex = (kv: KVNamespace, address: ProviderAddress, listTtlMs: number) =>
+  readDocument(kv, mirrorIndexKey(address), false, listTtlMs);
+
+/**
+ * Mirror VERSION.json body: immutable once published for our own providers
+ * (isolate until evicted, edge cache); `immutable: false` for a mirrored
+ * upstream version, which may gain platforms: cached for `listTtlMs` like a
+ * list, never in the edge cache.
+ */
+export const readMirrorVersion = (
+  kv: KVNamespace, address: ProviderAddress, version: string, listTtlMs: number, edgeCache: EdgeCache | null = null, immutable = true,
+) => readDocument(kv, mirrorVersionKey(address, version), immutable, listTtlMs, edgeCache);

@@ -1,0 +1,122 @@
+import { formatAddress, type ProviderAddress } from '../../protocol/address';
+import { InputError } from '../../protocol/errors';
+import { sortVersions } from '../../protocol/version';
+import { downloadDocument, mirrorVersionDocument } from '../providers/documents';
+import {
+  committedRecordKey, downloadDocumentKey, mirrorIndexPrefix, mirrorVersionKey, parseMirrorIndexKey, releaseObjectKey,
+} from '../layout';
+import { listVersionRecords, publishVersion, readVersionRecord, type ReleaseFile } from '../providers/write';
+import { type PublishProgress, uploadUnlessStored } from '../records';
+import type { BlobStore, KvStore } from '../store';
+import type { PackageRecord, VersionRecord } from '../types';
+
+/**
+ * The write side for providers mirrored from another registry (`npm run
+ * mirror`). A mirrored version may grow (a platform added to the allow-list
+ * later) but what it holds never changes: the same order as a publish
+ * (release files, documents, record; the caller rebuilds the lists last).
+ */
+
+export type MirrorOutcome = 'mirrored' | 'unchanged';
+
+/**
+ * Stores `record` (every package it lists verified by the caller) with its
+ * files; call it holding the provider's lease (`lease` is checked before each
+ * write). A version not stored yet is published whole (publishVersion). A
+ * stored version gains the packages it lacks: their archives, then every
+ * document, then the committed record (replaced only if it is still the one
+ * read: an R2 conditional write). A package it already holds
+ * must be identical (filename, SHA-256, h1, size) or this throws InputError
+ * (409) and writes nothing. Returns 'unchanged' when nothing was missing.
+ * Never rebuilds the provider lists: call rebuildProviderIndex once after.
+ */
+export async function storeMirroredVersion(
+  kv: KvStore,
+  blobs: BlobStore,
+  record: VersionRecord,
+  files: readonly ReleaseFile[],
+  progress: PublishProgress = () => {},
+  lease?: { check(): void },
+): Promise<MirrorOutcome> {
+  const check = () => lease?.check();
+  const existing = await readVersionRecord(kv, record.address, record.version, blobs);
+  if (!existing) {
+    const outcome = await publishVersion(kv, blobs, record, files, progress, { rebuildIndex: false, existing: null, ...(lease ? { lease } : {}) });
+    return outcome === 'published' ? 'mirrored' : 'unchanged';
+  }
+  const held = new Map(existing.packages.map((p) => [`${p.os}_${p.arch}`, p]));
+  const added: PackageRecord[] = [];
+  for (const pkg of record.packages) {
+    const ours = held.get(`${pkg.os}_${pkg.arch}`);
+    if (!ours) {
+      added.push(pkg);
+    } else if (ours.shasum !== pkg.shasum || ours.h1 !== pkg.h1 || ours.size !== pkg.size || ours.filename !== pkg.filename) {
+      throw new InputError(
+        `${formatAddress(record.address)} ${record.version} ${pkg.os}_${pkg.arch}: the mirror holds SHA-256 ${ours.shasum} (${ours.h1}), the source now has ${pkg.shasum} (${pkg.h1}); mirrored bytes never change — kept ours`,
+        409,
+      );
+    }
+  }
+  if (added.length === 0) return 'unchanged';
+  const addedNames = new Set(added.map((p) => p.filename));
+  for (const file of files) {
+    if (!addedNames.has(file.filename)) continue;
+    await uploadUnlessStored(blobs, releaseObjectKey(record.address, record.version, file.filename), file, progress, check);
+  }
+  const merged: VersionRecord = { ...existing, packages: [...existing.packages, ...added] };
+  progress({ step: 'documents', detail: `${merged.packages.length} platforms of ${record.version}` });
+  for (const pkg of merged.packages) {
+    check();
+    await kv.put(downloadDocumentKey(merged.address, merged.version, pkg), downloadDocument(merged, pkg));
+  }
+  check();
+  await kv.put(mirrorVersionKey(merged.address, merged.version), mirrorVersionDocument(merged));
+  progress({ step: 'record', detail: record.version });
+  check();
+  const recordKey = committedRecordKey(merged.address, merged.version);
+  const current = await blobs.head(recordKey);
+  const written = await blobs.put(recordKey, JSON.stringify(merged), {
+    httpMetadata: { contentType: 'application/json' },
+    onlyIf: current ? { etagMatches: current.etag } : { etagDoesNotMatch: '*' },
+  });
+  if (!written) {
+    throw new InputError(`${formatAddress(record.address)} ${record.version} changed while platforms were being added (another writer without the lease); run the sync again`, 409);
+  }
+  return 'mirrored';
+}
+
+/** One provider the mirror holds, with its versions and their platforms (ascending versions). */
+export interface MirroredProvider {
+  address: ProviderAddress;
+  versions: { version: string; platforms: string[]; signedBy: string; mirroredAt: string }[];
+}
+
+/** Every provider whose mirror index is stored (our own hostname's included), sorted by address. */
+export async function listMirroredProviders(kv: KvStore, blobs: BlobStore): Promise<MirroredProvider[]> {
+  const addresses: ProviderAddress[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await kv.list({ prefix: mirrorIndexPrefix, cursor });
+    for (const { name } of page.keys) {
+      const address = parseMirrorIndexKey(name);
+      if (address) addresses.push(address);
+    }
+    cursor = page.list_complete ? undefined : page.cursor;
+  } while (cursor);
+  addresses.sort((a, b) => formatAddress(a).localeCompare(formatAddress(b)));
+  const result: MirroredProvider[] = [];
+  for (const address of addresses) {
+    const records = await listVersionRecords(kv, address, blobs);
+    const versions = sortVersions(records.map((r) => r.version)).map((version) => {
+      const record = records.find((r) => r.version === version)!;
+      return {
+        version,
+        platforms: record.packages.map((p) => `${p.os}_${p.arch}`).sort(),
+        signedBy: record.signingKey.key_id,
+        mirroredAt: record.publishedAt,
+      };
+    });
+    result.push({ address, versions });
+  }
+  return result;
+}

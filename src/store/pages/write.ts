@@ -1,0 +1,79 @@
+import semver from 'semver';
+import { formatAddress, type ProviderAddress } from '../../protocol/address';
+import { InputError } from '../../protocol/errors';
+import { sortVersions } from '../../protocol/version';
+import { fingerprintOf } from '../../protocol/openpgp-packets';
+import type { ProviderDocs } from './provider-docs';
+import { docsKey } from '../layout';
+import type { PageKey, ProviderPageData } from './read';
+import type { KvStore } from '../store';
+import type { SigningKey, VersionRecord } from '../types';
+import { EMPTY_LIFECYCLE, type LifecycleState } from '../lifecycle/state';
+
+/**
+ * The write side of the page documents (scripts only, never the Worker): a
+ * version's docs, and the page data a provider's versions build (written by
+ * src/store/providers/lists.ts from the provider's index; the catalogue by
+ * src/store/pages/catalog.ts).
+ */
+
+/**
+ * Stores a version's docs. Docs are immutable like the rest of a version:
+ * the same docs again is a no-op ('unchanged'); different docs for a version
+ * that has some throws InputError (409). A version published without docs
+ * may get them later ('written'). With dryRun it only checks ('would write').
+ */
+export async function writeVersionDocs(
+  kv: KvStore, address: ProviderAddress, version: string, docs: ProviderDocs, dryRun = false,
+): Promise<'written' | 'unchanged' | 'would write'> {
+  const text = JSON.stringify(docs);
+  const existing = await kv.get(docsKey(address, version), 'text');
+  if (existing === text) return 'unchanged';
+  if (existing !== null) {
+    throw new InputError(`${formatAddress(address)} ${version} already has different docs; docs are immutable like the version — publish a new version with the new docs`, 409);
+  }
+  if (dryRun) return 'would write';
+  await kv.put(docsKey(address, version), text);
+  return 'written';
+}
+
+/** The stored docs of a version, or null. */
+export async function readVersionDocs(kv: KvStore, address: ProviderAddress, version: string): Promise<ProviderDocs | null> {
+  const text = await kv.get(docsKey(address, version), 'text');
+  return text === null ? null : (JSON.parse(text) as ProviderDocs);
+}
+
+/** The newest stable version, or the newest prerelease when none is stable; null for none. */
+export function latestVersion(versions: readonly string[]): string | null {
+  const sorted = sortVersions(versions).reverse();
+  return sorted.find((v) => semver.prerelease(v) === null) ?? sorted[0] ?? null;
+}
+
+/** The page data of a provider from its version records and which versions have docs. */
+export function providerPageData(
+  records: readonly VersionRecord[], docsVersions: ReadonlySet<string>, description: string, lifecycle: LifecycleState = EMPTY_LIFECYCLE,
+): ProviderPageData {
+  const keys = new Map<string, SigningKey>();
+  for (const record of records) keys.set(record.signingKey.key_id, record.signingKey);
+  const byVersion = new Map(records.map((r) => [r.version, r]));
+  return {
+    address: records[0]!.address,
+    description,
+    versions: sortVersions([...byVersion.keys()]).reverse().map((version) => {
+      const r = byVersion.get(version)!;
+      return {
+        version,
+        publishedAt: r.publishedAt,
+        protocols: r.protocols,
+        keyId: r.signingKey.key_id,
+        docs: docsVersions.has(version),
+        platforms: [...r.packages]
+          .sort((a, b) => `${a.os}_${a.arch}`.localeCompare(`${b.os}_${b.arch}`))
+          .map(({ os, arch, filename, shasum, h1, size }) => ({ os, arch, filename, shasum, h1, size })),
+        ...lifecycle.versions[version],
+      };
+    }),
+    ...(lifecycle.deprecated ? { deprecated: lifecycle.deprecated } : {}),
+    keys: [...keys.values()].map((k): PageKey => ({ ...k, fingerprint: fingerprintOf(k) })),
+  };
+}

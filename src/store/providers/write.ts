@@ -1,0 +1,395 @@
+import { formatAddress, type ProviderAddress } from '../../protocol/address';
+import { InputError } from '../../protocol/errors';
+import { downloadDocument, mirrorVersionDocument } from './documents';
+import {
+  committedRecordKey, committedRecordPrefix, downloadDocumentKey, mirrorVersionKey,
+  releaseObjectKey, signingKeysKey, versionRecordKey, versionRecordPrefix,
+} from '../layout';
+import { mapLimit } from '../../concurrency';
+import { listAllKeys } from '../list';
+import { loadProviderLists, rebuildProviderLists, updateProviderLists, type ListsState } from './lists';
+import {
+  commitRecord, DamagedRecordError, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject,
+  type PublishOutcome, type PublishProgress, type StoredFile,
+} from '../records';
+import type { BlobStore, KvStore } from '../store';
+import type { PackageRecord, SigningKey, VersionRecord } from '../types';
+
+/**
+ * The write side of the store, used by the publish, mirror and keys scripts
+ * (never by the Worker). Callers hold the provider's lease
+ * (src/store/lease.ts, providerLeaseName) so there is one writer per
+ * provider; the order of writes is what keeps readers safe from a writer
+ * that dies at any point:
+ *
+ *   1. leftovers of an uncommitted publish of other bytes are removed;
+ *   2. release files in R2 (archives, SHA256SUMS, signature);
+ *   3. the version's documents in KV (download per platform, mirror version);
+ *   4. the record in R2 (`.records/…/VERSION.json`, created only if absent):
+ *      the commit point — from here on the version is published and immutable;
+ *   5. the provider's index (`.index/…`, one R2 object, conditional write)
+ *      gains the version, then the lists it builds are written: the two
+ *      version lists, the page data, the catalogue (src/store/providers/lists.ts).
+ *      R2 reads and conditional writes are strongly consistent (KV is not, up
+ *      to 60 s between locations), so concurrent publishes of different
+ *      versions all end up listed, and a publish reads and writes the same
+ *      number of objects however many versions exist.
+ * Nothing lists a version before its step 4, so a publish killed at any
+ * point leaves the served lists as they were or whole; running it again
+ * verifies what is stored against the record and completes it (including a
+ * version committed but not yet in the index). The record is read once,
+ * under the lease (beginProviderPublish), and handed on.
+ */
+
+/** A release file to upload: archive, SHA256SUMS or signature. */
+export interface ReleaseFile extends StoredFile {
+  filename: string;
+}
+
+export interface PublishVersionOptions {
+  /** Update the provider's lists at the end (default true). */
+  rebuildIndex?: boolean;
+  /** The held lease; checked before every write (throws LeaseLostError when lost). */
+  lease?: { check(): void };
+  /** The version's committed record as read under the lease (null: not published), handed on so it is read once; read here when absent. */
+  existing?: VersionRecord | null;
+  /** The provider's index as loaded under the lease (beginProviderPublish), handed on so it is read once. */
+  lists?: ListsState;
+  /** Versions whose docs this publish wrote → the provider description in them (for the pages). */
+  docs?: Readonly<Record<string, string>>;
+}
+
+/** What a publish reads under the lease before deciding, each object once: the provider's index and the version's record. */
+export interface PublishStart {
+  existing: VersionRecord | null;
+  lists: ListsState;
+}
+
+/**
+ * Reads, under the provider's lease, what a publish of `version` decides on:
+ * the provider's index (rebuilt from the records when missing or damaged,
+ * which also moves records kept only in KV to R2) and the version's R2
+ * record, each once. Hand both on to publishVersion. Throws
+ * DamagedRecordError for a damaged record.
+ */
+export async function beginProviderPublish(
+  kv: KvStore, blobs: BlobStore, address: ProviderAddress, version: string, progress: PublishProgress = () => {}, check: () => void = () => {},
+): Promise<PublishStart> {
+  const key = committedRecordKey(address, version);
+  const [lists, object] = await Promise.all([loadProviderLists({ kv, blobs }, address, { progress, check }), blobs.get(key)]);
+  // An index rebuilt just now may have moved this version's record from KV to R2 after the get above.
+  const migrated = !object && !lists.stored && lists.index.versions.some((v) => v.version === version);
+  const text = object ? await object.text() : migrated ? ((await blobs.get(key).then((o) => o?.text())) ?? null) : null;
+  return { existing: text === null ? null : parseVersionRecord(text, key), lists };
+}
+
+/**
+ * Parses and validates a stored version record. Throws DamagedRecordError
+ * naming `key` when it is not JSON or lacks a field the documents need.
+ */
+export function parseVersionRecord(text: string, key: string): VersionRecord {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new DamagedRecordError(key, 'not JSON');
+  }
+  const r = value as Partial<VersionRecord>;
+  const fail = (why: string): never => {
+    throw new DamagedRecordError(key, why);
+  };
+  if (typeof r !== 'object' || r === null) fail('not an object');
+  if (typeof r.version !== 'string' || !r.version) fail('no version');
+  const a = r.address as Partial<ProviderAddress> | undefined;
+  if (!a || typeof a.hostname !== 'string' || typeof a.namespace !== 'string' || typeof a.type !== 'string') fail('no address');
+  if (!Array.isArray(r.protocols) || !r.protocols.every((p) => typeof p === 'string')) fail('protocols is not a list of strings');
+  if (!Array.isArray(r.packages) || r.packages.length === 0) fail('no packages');
+  for (const p of r.packages as Partial<PackageRecord>[]) {
+    if (typeof p?.os !== 'string' || typeof p.arch !== 'string' || typeof p.filename !== 'string' ||
+        typeof p.shasum !== 'string' || !/^[0-9a-f]{64}$/.test(p.shasum) || typeof p.h1 !== 'string' || typeof p.size !== 'number') {
+      fail(`package ${JSON.stringify(p?.filename ?? p)} is incomplete`);
+    }
+  }
+  if (typeof r.shasumsFilename !== 'string' || typeof r.shasumsSignatureFilename !== 'string') fail('no SHA256SUMS file names');
+  if (typeof r.signingKey?.key_id !== 'string' || typeof r.signingKey.ascii_armor !== 'string') fail('no signing key');
+  return r as VersionRecord;
+}
+
+/**
+ * The committed record of a version, or null when it was never (completely)
+ * published. Reads the R2 record (strongly consistent); a version published
+ * before records were kept in R2 is found through its KV record. Throws
+ * DamagedRecordError for a damaged record.
+ */
+export async function readVersionRecord(kv: KvStore, address: ProviderAddress, version: string, blobs?: BlobStore): Promise<VersionRecord | null> {
+  return readCommittedRecord(kv, blobs, committedRecordKey(address, version), versionRecordKey(address, version), parseVersionRecord);
+}
+
+/**
+ * Every committed version record of a provider: the R2 records, plus KV
+ * records of versions published before R2 records existed. A damaged record
+ * is reported through `onDamaged` (with its key) and skipped.
+ */
+export async function listVersionRecords(
+  kv: KvStore,
+  address: ProviderAddress,
+  blobs?: BlobStore,
+  onDamaged: (error: DamagedRecordError) => void = () => {},
+): Promise<VersionRecord[]> {
+  const records = new Map<string, VersionRecord>();
+  const load = async (key: string, read: () => Promise<string | null>) => {
+    const text = await read();
+    if (text === null) return;
+    try {
+      const record = parseVersionRecord(text, key);
+      records.set(record.version, record);
+    } catch (error) {
+      if (error instanceof DamagedRecordError) onDamaged(error);
+      else throw error;
+    }
+  };
+  if (blobs) {
+    for (const record of await readRecordObjects(blobs, committedRecordPrefix(address), parseVersionRecord, onDamaged)) records.set(record.version, record);
+  }
+  const prefix = versionRecordPrefix(address);
+  const legacy = (await listAllKeys(kv, prefix)).filter((key) => !records.has(key.slice(prefix.length)));
+  await mapLimit(legacy, 16, (key) => load(key, () => kv.get(key, 'text')));
+  return [...records.values()];
+}
+
+/**
+ * True when two records describe the same release: the same archives (file
+ * name, SHA-256 and size of each), the same SHA256SUMS when both know it, and
+ * the same protocols. The signature may differ (a re-run signs again).
+ */
+export function sameRelease(a: VersionRecord, b: VersionRecord): boolean {
+  const files = (r: VersionRecord) =>
+    JSON.stringify([...r.packages].sort((x, y) => x.filename.localeCompare(y.filename)).map((p) => [p.filename, p.shasum, p.size]));
+  const sums = a.shasumsFile && b.shasumsFile ? a.shasumsFile.sha256 === b.shasumsFile.sha256 && a.shasumsFile.size === b.shasumsFile.size : true;
+  return files(a) === files(b) && sums && JSON.stringify(a.protocols) === JSON.stringify(b.protocols);
+}
+
+/** The InputError (409) for a version published with other bytes. */
+export function differentContentsError(record: VersionRecord, existing: VersionRecord): InputError {
+  return new InputError(
+    `${formatAddress(record.address)} ${record.version} is already published with different contents (${describeDifference(existing, record)}); ` +
+      'published versions are immutable — publish a new version instead',
+    409,
+  );
+}
+
+/**
+ * Publishes one version; the caller holds the provider's lease. When the
+ * version is committed with the same bytes, verifies what is stored against
+ * the record and rewrites what is missing or wrong ('repaired') or nothing
+ * ('unchanged'); throws when the stored release differs and `files` cannot
+ * restore it. When it is committed with different bytes throws InputError
+ * (409, "already published with different contents"): published versions
+ * are immutable.
+ */
+export async function publishVersion(
+  kv: KvStore,
+  blobs: BlobStore,
+  record: VersionRecord,
+  files: readonly ReleaseFile[],
+  progress: PublishProgress = () => {},
+  options: PublishVersionOptions = {},
+): Promise<PublishOutcome> {
+  const { address, version } = record;
+  const rebuild = options.rebuildIndex ?? true;
+  const check = () => options.lease?.check();
+  const existing = options.existing !== undefined ? options.existing : await readVersionRecord(kv, address, version, blobs);
+  const lists = (records: VersionRecord[], verify: boolean) =>
+    updateProviderLists({ kv, blobs }, address, { records, docs: options.docs ?? {} }, { progress, check, verify, ...(options.lists ? { state: options.lists } : {}) });
+  if (existing) {
+    if (!sameRelease(existing, record)) throw differentContentsError(record, existing);
+    const repairs = await verifyVersion(kv, blobs, existing, files, progress, check);
+    // A re-run: the index may lack the version (a publish killed after its commit) or its documents may be stale.
+    if (rebuild) await lists([existing], true);
+    return repairs > 0 ? 'repaired' : 'unchanged';
+  }
+
+  // A publish of other bytes that died before its commit may have left files this one does not replace.
+  await removeLeftovers(kv, blobs, record, files, progress, check);
+
+  for (const file of files) {
+    await uploadUnlessStored(blobs, releaseObjectKey(address, version, file.filename), file, progress, check);
+  }
+
+  progress({ step: 'documents', detail: `${record.packages.length} download documents and the mirror document` });
+  await writeDocuments(kv, record, check);
+
+  progress({ step: 'record', detail: version });
+  check();
+  const committed = await commitRecord(blobs, committedRecordKey(address, version), record);
+  let stored = record;
+  if (!committed) {
+    // Another writer committed this version meanwhile (only possible without the lease).
+    const winner = await readVersionRecord(kv, address, version, blobs);
+    if (winner && !sameRelease(winner, record)) throw differentContentsError(record, winner);
+    stored = winner ?? record;
+  }
+
+  if (rebuild) await lists([stored], !committed);
+  return committed ? 'published' : 'unchanged';
+}
+
+/**
+ * Publishes several versions of one provider (an import, a backfill) and
+ * rebuilds its lists once at the end instead of after every version (up to 8
+ * versions at a time; each must be a different version). Same guarantees per
+ * version as publishVersion.
+ */
+export async function publishVersions(
+  kv: KvStore,
+  blobs: BlobStore,
+  releases: readonly { record: VersionRecord; files: readonly ReleaseFile[] }[],
+  progress: PublishProgress = () => {},
+  options: Pick<PublishVersionOptions, 'lease'> = {},
+): Promise<PublishOutcome[]> {
+  // Versions are independent until the lists: publish a few at a time.
+  const outcomes = await mapLimit(releases, 8, ({ record, files }) =>
+    publishVersion(kv, blobs, record, files, progress, { ...options, rebuildIndex: false }));
+  const byAddress = new Map<string, VersionRecord[]>();
+  for (const { record } of releases) byAddress.set(formatAddress(record.address), [...(byAddress.get(formatAddress(record.address)) ?? []), record]);
+  for (const records of byAddress.values()) {
+    // The stored record of each version (an identical re-run keeps the first signature).
+    const stored = await Promise.all(records.map(async (r) => (await readVersionRecord(kv, r.address, r.version, blobs)) ?? r));
+    await updateProviderLists({ kv, blobs }, records[0]!.address, { records: stored }, { progress, check: () => options.lease?.check() });
+  }
+  return outcomes;
+}
+
+/**
+ * Checks a committed version against its record and repairs it from `files`
+ * (release files whose bytes match the record): release files present with
+ * the recorded size and SHA-256, every document equal to what the record
+ * builds, the KV record present. Returns how many things it rewrote; throws
+ * an Error naming every mismatch it cannot repair.
+ */
+export async function verifyVersion(
+  kv: KvStore,
+  blobs: BlobStore,
+  record: VersionRecord,
+  files: readonly ReleaseFile[],
+  progress: PublishProgress = () => {},
+  check: () => void = () => {},
+): Promise<number> {
+  const { address, version } = record;
+  const name = `${formatAddress(address)} ${version}`;
+  const expected = new Map<string, { sha256: string | undefined; size: number | undefined }>();
+  for (const p of record.packages) expected.set(p.filename, { sha256: p.shasum, size: p.size });
+  expected.set(record.shasumsFilename, { sha256: record.shasumsFile?.sha256, size: record.shasumsFile?.size });
+  expected.set(record.shasumsSignatureFilename, { sha256: record.signatureFile?.sha256, size: record.signatureFile?.size });
+  const available = new Map(files.map((f) => [f.filename, f]));
+  const problems: string[] = [];
+  let repairs = 0;
+  progress({ step: 'verify', detail: `${expected.size} release files, ${record.packages.length + 1} documents and the record of ${name}` });
+
+  for (const [filename, want] of expected) {
+    const outcome = await verifyObject(blobs, releaseObjectKey(address, version, filename), filename, want, available.get(filename), progress, check);
+    if (outcome === 'repaired') repairs++;
+    else if (outcome !== 'ok') problems.push(outcome);
+  }
+
+  repairs += await repairDocuments(kv, [
+    ...record.packages.map((pkg) => ({ key: downloadDocumentKey(address, version, pkg), body: downloadDocument(record, pkg) })),
+    { key: mirrorVersionKey(address, version), body: mirrorVersionDocument(record) },
+  ], progress, check);
+
+  if (problems.length > 0) {
+    throw new Error(
+      `${name} is published but its stored files do not match its record: ${problems.join('; ')}. ` +
+        'Publish the same release files again to restore them (the signature cannot be re-created byte for byte; re-sign by publishing a new version)',
+    );
+  }
+  return repairs;
+}
+
+/**
+ * The repair path: rebuilds the provider's index from the committed version
+ * records in R2 (strongly consistent; records kept only in KV are moved to
+ * R2 first) and the stored docs, then rewrites every list document (registry
+ * and mirror version lists, page data, catalogue entry) that differs. A
+ * damaged record is reported as a 'warning' and skipped. Reads every record:
+ * publishes use updateProviderLists instead (src/store/providers/lists.ts).
+ */
+export async function rebuildProviderIndex(
+  kv: KvStore,
+  address: ProviderAddress,
+  progress: PublishProgress = () => {},
+  blobs?: BlobStore,
+  check: () => void = () => {},
+): Promise<void> {
+  if (!blobs) throw new Error('rebuildProviderIndex needs the R2 bucket: the lists are rebuilt from the R2 records');
+  await rebuildProviderLists({ kv, blobs }, address, { progress, check });
+}
+
+/** The namespace's public signing keys, oldest first. */
+export async function readSigningKeys(kv: KvStore, hostname: string, namespace: string): Promise<SigningKey[]> {
+  const text = await kv.get(signingKeysKey(hostname, namespace), 'text');
+  return text === null ? [] : (JSON.parse(text) as SigningKey[]);
+}
+
+export async function writeSigningKeys(kv: KvStore, hostname: string, namespace: string, keys: readonly SigningKey[]): Promise<void> {
+  await kv.put(signingKeysKey(hostname, namespace), JSON.stringify(keys));
+}
+
+async function writeDocuments(kv: KvStore, record: VersionRecord, check: () => void): Promise<void> {
+  const { address, version } = record;
+  for (const pkg of record.packages) {
+    check();
+    await kv.put(downloadDocumentKey(address, version, pkg), downloadDocument(record, pkg));
+  }
+  check();
+  await kv.put(mirrorVersionKey(address, version), mirrorVersionDocument(record));
+}
+
+/**
+ * Removes what an uncommitted publish of other bytes left that this one will
+ * not overwrite: release files under the version's prefix that are not in
+ * `files` (R2 lists are strongly consistent), and download documents of
+ * platforms `record` does not have (KV lists lag up to 60 s on Cloudflare,
+ * so a document written by a publish that died within the last minute may
+ * survive; nothing lists it, as the version was never committed).
+ */
+async function removeLeftovers(
+  kv: KvStore, blobs: BlobStore, record: VersionRecord, files: readonly ReleaseFile[], progress: PublishProgress, check: () => void,
+): Promise<void> {
+  const { address, version } = record;
+  const filesPrefix = releaseObjectKey(address, version, '');
+  const wanted = new Set(files.map((f) => f.filename));
+  for (const key of await listAllObjectKeys(blobs, filesPrefix)) {
+    if (wanted.has(key.slice(filesPrefix.length))) continue;
+    progress({ step: 'repair', detail: `removing ${key.slice(filesPrefix.length)}, left by an interrupted publish of other bytes` });
+    check();
+    await blobs.delete(key);
+  }
+  const documentPrefix = downloadDocumentKey(address, version, { os: '', arch: '' }).replace(/_$/, '');
+  const platforms = new Set(record.packages.map((p) => downloadDocumentKey(address, version, p)));
+  for (const key of await listAllKeys(kv, documentPrefix)) {
+    if (platforms.has(key)) continue;
+    progress({ step: 'repair', detail: `removing ${key}, left by an interrupted publish of other bytes` });
+    check();
+    await kv.delete(key);
+  }
+}
+
+/** One phrase saying how `draft` differs from `existing`. */
+export function describeDifference(existing: VersionRecord, draft: VersionRecord): string {
+  if (JSON.stringify(existing.protocols) !== JSON.stringify(draft.protocols)) {
+    return `protocols ${JSON.stringify(existing.protocols)} → ${JSON.stringify(draft.protocols)}`;
+  }
+  const before = new Map(existing.packages.map((p) => [p.filename, p]));
+  for (const p of draft.packages) {
+    const old = before.get(p.filename);
+    if (!old) return `${p.filename} is new`;
+    if (old.shasum !== p.shasum) return `${p.filename} has SHA-256 ${p.shasum}, published ${old.shasum}`;
+    if (old.size !== p.size) return `${p.filename} has ${p.size} bytes, published ${old.size}`;
+  }
+  const now = new Set(draft.packages.map((p) => p.filename));
+  const gone = existing.packages.find((p) => !now.has(p.filename));
+  if (gone) return `${gone.filename} is missing`;
+  if (existing.shasumsFile && draft.shasumsFile && existing.shasumsFile.sha256 !== draft.shasumsFile.sha256) return 'the SHA256SUMS file differs';
+  return 'different packages';
+}

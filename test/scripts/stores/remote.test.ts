@@ -1,0 +1,433 @@
+import { randomBytes, createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { AwsClient } from 'aws4fetch';
+import S3rver from 's3rver';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readRegistryConfig, type RegistryConfig } from '../../../scripts/lib/config';
+import { publishRelease } from '../../../scripts/lib/provider/publish';
+import { KvRestStore, R2S3Store } from '../../../scripts/lib/stores/remote';
+import { InputError } from '../../../src/protocol/errors';
+import { configPath, runScript, tempDir, writeDist, writeKeyFile } from '../helpers';
+
+/**
+ * --remote against real servers on this machine: R2's S3 API played by
+ * s3rver (an S3 implementation, including multipart uploads), and the
+ * Workers KV REST API played by a small HTTP server started here, which
+ * records the requests so their shapes (paths, encoding, headers, bodies,
+ * pagination) can be checked.
+ */
+
+const ACCOUNT = '0123456789abcdef0123456789abcdef';
+const TOKEN = 'test-api-token-not-a-secret';
+const S3_KEY = 'S3RVER';
+const { dir, cleanup } = tempDir('remote');
+
+interface Recorded { method: string; path: string; authorization?: string; contentType?: string; body: string }
+
+/** The Workers KV REST API subset the scripts use, over an in-memory map (per namespace). */
+class KvApiServer {
+  readonly values = new Map<string, string>();
+  readonly requests: Recorded[] = [];
+  /** Answers the next N requests with this status first (429/500 to test retries). */
+  failNext: { status: number; count: number } | null = null;
+  server!: Server;
+  base = '';
+
+  async start(): Promise<void> {
+    this.server = createServer(async (req, res) => {
+      const body = await readBody(req);
+      const url = new URL(req.url!, 'http://x');
+      this.requests.push({ method: req.method!, path: req.url!, authorization: req.headers.authorization, contentType: req.headers['content-type'], body });
+      const json = (status: number, value: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(value));
+      };
+      if (this.failNext && this.failNext.count > 0) {
+        this.failNext.count--;
+        return json(this.failNext.status, { success: false, errors: [{ code: 10013, message: 'try again' }] });
+      }
+      if (req.headers.authorization !== `Bearer ${TOKEN}`) return json(403, { success: false, errors: [{ code: 10000, message: 'Authentication error' }] });
+      const match = /^\/client\/v4\/accounts\/([^/]+)\/storage\/kv\/namespaces\/([^/]+)\/(values\/([^/?]+)|keys)$/.exec(url.pathname);
+      if (!match || match[1] !== ACCOUNT) return json(404, { success: false, errors: [{ code: 7003, message: 'No route' }] });
+      const ns = match[2]!;
+      if (match[3] === 'keys' && req.method === 'GET') {
+        const prefix = `${ns}/${url.searchParams.get('prefix') ?? ''}`;
+        const names = [...this.values.keys()].filter((k) => k.startsWith(prefix)).sort();
+        const pageSize = Math.min(Number(url.searchParams.get('limit') ?? 1000), 3); // small pages: exercise cursors
+        const start = Number(url.searchParams.get('cursor') || 0);
+        const page = names.slice(start, start + pageSize);
+        const cursor = start + pageSize < names.length ? String(start + pageSize) : '';
+        return json(200, { success: true, errors: [], result: page.map((name) => ({ name: name.slice(ns.length + 1) })), result_info: { count: page.length, cursor } });
+      }
+      const key = `${ns}/${decodeURIComponent(match[4] ?? '')}`;
+      if (req.method === 'GET') {
+        if (!this.values.has(key)) return json(404, { success: false, errors: [{ code: 10009, message: 'get: key not found' }] });
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        return res.end(this.values.get(key));
+      }
+      if (req.method === 'PUT') {
+        if (match[4]!.length > 512) return json(400, { success: false, errors: [{ code: 10033, message: 'key too long' }] });
+        this.values.set(key, body);
+        return json(200, { success: true, errors: [], result: {} });
+      }
+      if (req.method === 'DELETE') {
+        this.values.delete(key);
+        return json(200, { success: true, errors: [], result: {} });
+      }
+      return json(405, { success: false, errors: [{ code: 10000, message: 'method' }] });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.base = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/client/v4`;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+}
+
+let kvApi: KvApiServer;
+let s3: S3rver;
+let s3Front: Server;
+let s3Endpoint: string;
+/** "METHOD path?query" of every S3 request, recorded by a front server handing each to s3rver. */
+const s3Requests: string[] = [];
+let config: RegistryConfig;
+
+beforeAll(async () => {
+  kvApi = new KvApiServer();
+  await kvApi.start();
+  config = await readRegistryConfig({ configPath, env: 'production' });
+  s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: join(dir, 's3'), configureBuckets: [{ name: config.bucketName, configs: [] }] });
+  await s3.run();
+  const handle = (s3 as unknown as { callback(): (req: IncomingMessage, res: unknown) => void }).callback();
+  s3Front = createServer((req, res) => {
+    s3Requests.push(`${req.method} ${req.url}`);
+    handle(req, res);
+  });
+  await new Promise<void>((resolve) => s3Front.listen(0, '127.0.0.1', resolve));
+  s3Endpoint = `http://127.0.0.1:${(s3Front.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await kvApi?.stop();
+  await new Promise((resolve) => s3Front?.close(resolve));
+  await s3?.close();
+  cleanup();
+});
+
+const remoteEnv = () => ({
+  CLOUDFLARE_ACCOUNT_ID: ACCOUNT,
+  CLOUDFLARE_API_TOKEN: TOKEN,
+  CLOUDFLARE_API_BASE_URL: kvApi.base,
+  R2_ACCESS_KEY_ID: S3_KEY,
+  R2_SECRET_ACCESS_KEY: S3_KEY,
+  R2_ENDPOINT: s3Endpoint,
+});
+
+/** Reads an object back through the S3 API (a client of our own, not the adapter under test). */
+async function s3Get(key: string): Promise<{ status: number; bytes: Buffer; etag: string | null }> {
+  const client = new AwsClient({ accessKeyId: S3_KEY, secretAccessKey: S3_KEY, service: 's3', region: 'us-east-1' });
+  const response = await client.fetch(`${s3Endpoint}/${config.bucketName}/${key.split('/').map(encodeURIComponent).join('/')}`);
+  return { status: response.status, bytes: Buffer.from(await response.arrayBuffer()), etag: response.headers.get('etag') };
+}
+
+describe('KvRestStore (Workers KV REST API)', () => {
+  const store = () => new KvRestStore({ accountId: ACCOUNT, namespaceId: 'ns-shapes', apiToken: TOKEN, apiBaseUrl: kvApi.base });
+
+  it('puts, gets and deletes values at /values/<url-encoded key> with the bearer token and a raw body', async () => {
+    kvApi.requests.length = 0;
+    const key = 'records/registry.example.com:8443/acme/x/1.0.0';
+    await store().put(key, '{"a":1}');
+    expect(await store().get(key, 'text')).toBe('{"a":1}');
+    await store().delete(key);
+    expect(await store().get(key, 'text')).toBeNull();
+    const encoded = '/client/v4/accounts/0123456789abcdef0123456789abcdef/storage/kv/namespaces/ns-shapes/values/records%2Fregistry.example.com%3A8443%2Facme%2Fx%2F1.0.0';
+    expect(kvApi.requests.map((r) => [r.method, r.path])).toEqual([['PUT', encoded], ['GET', encoded], ['DELETE', encoded], ['GET', encoded]]);
+    expect(kvApi.requests.every((r) => r.authorization === `Bearer ${TOKEN}`)).toBe(true);
+    expect(kvApi.requests[0]!.body).toBe('{"a":1}');
+    expect(kvApi.requests[0]!.contentType).toMatch(/^text\/plain/);
+  });
+
+  it('lists keys by prefix following cursors', async () => {
+    const s = store();
+    for (const n of [1, 2, 3, 4, 5, 6, 7]) await s.put(`list/p/${n}`, String(n));
+    await s.put('list/q/1', 'other');
+    kvApi.requests.length = 0;
+    const names: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await s.list({ prefix: 'list/p/', ...(cursor ? { cursor } : {}) });
+      names.push(...page.keys.map((k) => k.name));
+      cursor = page.list_complete ? undefined : page.cursor;
+    } while (cursor);
+    expect(names).toEqual(['list/p/1', 'list/p/2', 'list/p/3', 'list/p/4', 'list/p/5', 'list/p/6', 'list/p/7']);
+    expect(kvApi.requests).toHaveLength(3);
+    expect(kvApi.requests[0]!.path).toBe('/client/v4/accounts/0123456789abcdef0123456789abcdef/storage/kv/namespaces/ns-shapes/keys?prefix=list%2Fp%2F&limit=1000');
+    expect(kvApi.requests[1]!.path).toMatch(/&cursor=3$/);
+  });
+
+  it('retries 429 and 5xx answers, and reports other errors with the key and Cloudflare\'s message but never the token', async () => {
+    kvApi.failNext = { status: 429, count: 2 };
+    await store().put('retry/me', 'ok');
+    expect(await store().get('retry/me', 'text')).toBe('ok');
+    const bad = new KvRestStore({ accountId: ACCOUNT, namespaceId: 'ns-shapes', apiToken: 'wrong-token', apiBaseUrl: kvApi.base });
+    const error = await bad.put('some/key', 'x').catch((e: Error) => e);
+    expect(String(error)).toMatch(/KV PUT some\/key: HTTP 403 10000 Authentication error/);
+    expect(String(error)).not.toContain('wrong-token');
+  });
+});
+
+describe('R2S3Store (R2 S3 API) against s3rver', () => {
+  const store = (tuning: { multipartThreshold?: number; partSize?: number } = {}) => new R2S3Store({
+    endpoint: s3Endpoint, bucket: config.bucketName, accessKeyId: S3_KEY, secretAccessKey: S3_KEY, region: 'us-east-1', ...tuning,
+  });
+
+  it('puts a small object with content type and custom metadata, and head reads them back', async () => {
+    const bytes = randomBytes(1000);
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    expect(await store().head('small/one.zip')).toBeNull();
+    await store().put('small/one.zip', bytes, { httpMetadata: { contentType: 'application/zip' }, customMetadata: { sha256: sha } });
+    const head = await store().head('small/one.zip');
+    expect(head).toMatchObject({ size: 1000, customMetadata: { sha256: sha } });
+    const got = await s3Get('small/one.zip');
+    expect(got.bytes.equals(bytes)).toBe(true);
+  });
+
+  it('uploads a stream above the threshold as a multipart upload in equal parts', async () => {
+    const bytes = randomBytes(12 * 1024 * 1024 + 123);
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    const progress: number[] = [];
+    const s = new R2S3Store({
+      endpoint: s3Endpoint, bucket: config.bucketName, accessKeyId: S3_KEY, secretAccessKey: S3_KEY, region: 'us-east-1',
+      multipartThreshold: 5 * 1024 * 1024, partSize: 5 * 1024 * 1024, onProgress: (_key, sent) => progress.push(sent),
+    });
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let offset = 0; offset < bytes.length; offset += 700_000) controller.enqueue(bytes.subarray(offset, offset + 700_000));
+        controller.close();
+      },
+    });
+    s3Requests.length = 0;
+    await s.put('big/archive name+1.zip', stream, { httpMetadata: { contentType: 'application/zip' }, customMetadata: { sha256: sha } });
+    expect(progress).toEqual([5 * 1024 * 1024, 10 * 1024 * 1024, bytes.length]);
+    const path = `/${config.bucketName}/big/archive%20name%2B1.zip`;
+    expect(s3Requests.map((r) => r.replace(/uploadId=[^&]+/, 'uploadId=ID'))).toEqual([
+      `POST ${path}?uploads`,
+      `PUT ${path}?partNumber=1&uploadId=ID`,
+      `PUT ${path}?partNumber=2&uploadId=ID`,
+      `PUT ${path}?partNumber=3&uploadId=ID`,
+      `POST ${path}?uploadId=ID`,
+    ]);
+    const got = await s3Get('big/archive name+1.zip');
+    expect(got.status).toBe(200);
+    expect(createHash('sha256').update(got.bytes).digest('hex')).toBe(sha);
+    expect(await s.head('big/archive name+1.zip')).toMatchObject({ size: bytes.length, customMetadata: { sha256: sha } });
+  });
+});
+
+describe('R2S3Store conditional writes on the wire (leases and records rely on them)', () => {
+  // s3rver ignores If-None-Match/If-Match, so what R2 answers is played by a server that records each PUT's
+  // condition and answers as R2's and S3's documents say: 409 while a conflicting conditional write is in flight
+  // (send it again), then 412 for the loser; 200 with the new ETag for a write whose condition holds.
+  it('sends If-None-Match: * / If-Match: "etag", sends a 409 again, and resolves null on 412', async () => {
+    const seen: { condition: string; body: string }[] = [];
+    const answers = [409, 412, 200];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => { body += chunk; });
+      req.on('end', () => {
+        seen.push({ condition: `${req.headers['if-none-match'] ?? ''}|${req.headers['if-match'] ?? ''}`, body });
+        const status = answers.shift() ?? 500;
+        res.writeHead(status, status === 200 ? { etag: '"new-etag"' } : { 'content-type': 'application/xml' });
+        res.end(status === 200 ? '' : `<Error><Code>${status === 409 ? 'ConditionalRequestConflict' : 'PreconditionFailed'}</Code></Error>`);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const s = new R2S3Store({ endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bucket: 'b', accessKeyId: S3_KEY, secretAccessKey: S3_KEY, region: 'us-east-1' });
+      expect(await s.put('.leases/x', 'owner-a', { onlyIf: { etagDoesNotMatch: '*' } })).toBeNull();
+      expect(seen).toEqual([{ condition: '*|', body: 'owner-a' }, { condition: '*|', body: 'owner-a' }]);
+      expect(await s.put('.leases/x', 'owner-a renewed', { onlyIf: { etagMatches: 'old-etag' } })).toEqual({ key: '.leases/x', etag: 'new-etag' });
+      expect(seen[2]).toEqual({ condition: '|"old-etag"', body: 'owner-a renewed' });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe('publish-provider --remote', () => {
+  it('publishes through the KV REST API and the S3 API, refuses unregistered keys, and is idempotent', async () => {
+    const key = await writeKeyFile(dir, 'remote-signer.asc');
+    const dist = await writeDist(join(dir, 'dist'), 'cloud', '1.0.0', { platforms: ['linux_amd64', 'windows_amd64'], padding: 0 });
+    // A large archive to go through multipart (threshold lowered below).
+    const { zipBuffers } = await import('../../../scripts/lib/provider/zip-binary');
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(dist, 'terraform-provider-cloud_1.0.0_darwin_arm64.zip'), await zipBuffers({ 'terraform-provider-cloud_v1.0.0': randomBytes(11 * 1024 * 1024) }, { compress: false }));
+    const options = {
+      paths: [dist], namespace: 'acme', remote: true, env: 'production', configPath, keyFile: key.path,
+      processEnv: remoteEnv(), remoteTuning: { multipartThreshold: 5 * 1024 * 1024, partSize: 5 * 1024 * 1024, region: 'us-east-1' },
+    };
+
+    // The namespace has no keys: --remote never adopts a key silently (decided under the provider's lease, which
+    // s3rver cannot make exclusive: it ignores If-None-Match on PUT, and the publish says so).
+    const refusedLines: string[] = [];
+    await expect(publishRelease({ ...options, log: (line: string) => refusedLines.push(line) })).rejects.toThrow(/key [0-9A-F]{16} is not a signing key of namespace acme \(it has none\); register it first with npm run keys -- import --namespace acme --remote/);
+    expect([...kvApi.values.keys()].filter((k) => k.includes('/acme/cloud'))).toEqual([]);
+
+    const imported = await runScript('keys', ['import', '--namespace', 'acme', '--remote', '--env', 'production', '--key-file', key.path], remoteEnv());
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(imported.stderr + imported.stdout).not.toMatch(/PRIVATE KEY|test-api-token/);
+
+    s3Requests.length = 0;
+    const lines: string[] = [];
+    const result = await publishRelease({ ...options, log: (line: string) => lines.push(line) });
+    expect(result).toMatchObject({ address: `${config.hostname}/acme/cloud`, version: '1.0.0', status: 'published', key_id: key.keyId });
+    // The provider's lease and the committed record live in R2.
+    expect(s3Requests).toContain(`PUT /${config.bucketName}/.leases/providers/${config.hostname}/acme/cloud`);
+    expect(refusedLines.join('\n')).toMatch(/warning: this object store ignores conditional writes \(If-None-Match\), so the lease providers\/.*\/acme\/cloud cannot keep other writers out/);
+    const committed = await s3Get(`.records/${config.hostname}/acme/cloud/1.0.0.json`);
+    expect(JSON.parse(committed.bytes.toString())).toMatchObject({ version: '1.0.0', signingKey: { key_id: key.keyId } });
+    const ns = config.kvNamespaceId;
+    const versions = JSON.parse(kvApi.values.get(`${ns}/v1/providers/${config.hostname}/acme/cloud/versions`)!);
+    expect(versions.versions.map((v: { version: string }) => v.version)).toEqual(['1.0.0']);
+    for (const platform of result.platforms) {
+      const object = await s3Get(`${config.hostname}/acme/cloud/1.0.0/${platform.filename}`);
+      expect(object.status).toBe(200);
+      expect(createHash('sha256').update(object.bytes).digest('hex')).toBe(platform.shasum);
+    }
+    const bigPath = `/${config.bucketName}/${config.hostname}/acme/cloud/1.0.0/terraform-provider-cloud_1.0.0_darwin_arm64.zip`;
+    expect(s3Requests.filter((r) => r.startsWith(`PUT ${bigPath}?partNumber=`))).toHaveLength(3);
+    expect(s3Requests.filter((r) => r.startsWith(`PUT ${config.bucketName}`) || r === `PUT ${bigPath}`)).toEqual([]);
+    const sums = await s3Get(`${config.hostname}/acme/cloud/1.0.0/terraform-provider-cloud_1.0.0_SHA256SUMS`);
+    expect(sums.bytes.toString()).toContain(`${result.platforms[0]!.shasum}  ${result.platforms[0]!.filename}\n`);
+
+    const puts = kvApi.requests.filter((r) => r.method === 'PUT').length;
+    const again = await publishRelease(options);
+    expect(again.status).toBe('unchanged');
+    expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(puts);
+
+    const rebuilt = await writeDist(join(dir, 'dist-rebuilt'), 'cloud', '1.0.0', { platforms: ['linux_amd64'], salt: 'x' });
+    await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(InputError);
+    await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(/already published with different contents/);
+  });
+});
+
+describe('publish-module --remote', () => {
+  it('publishes a module through the KV REST API and the S3 API (the package served back byte for byte), idempotent and immutable', async () => {
+    const { publishModule } = await import('../../../scripts/lib/module/publish');
+    const { writeDemoModule } = await import('../../../scripts/lib/demo/module');
+    const { writeFileSync } = await import('node:fs');
+    const tree = join(dir, 'module-remote');
+    writeDemoModule(tree, '1.0.0');
+    const options = {
+      path: tree, namespace: 'acme', name: 'net', system: 'aws', version: '1.0.0', remote: true, env: 'production', configPath,
+      processEnv: remoteEnv(), remoteTuning: { region: 'us-east-1' },
+    };
+    const result = await publishModule(options);
+    expect(result).toMatchObject({ address: `${config.hostname}/acme/net/aws`, status: 'published', filename: 'net-aws-1.0.0.tar.gz' });
+    const ns = config.kvNamespaceId;
+    expect(JSON.parse(kvApi.values.get(`${ns}/v1/modules/${config.hostname}/acme/net/aws/versions`)!)).toEqual({ modules: [{ versions: [{ version: '1.0.0' }] }] });
+    const object = await s3Get(`modules/${config.hostname}/acme/net/aws/1.0.0/net-aws-1.0.0.tar.gz`);
+    expect(object.status).toBe(200);
+    expect(createHash('sha256').update(object.bytes).digest('hex')).toBe(result.sha256);
+    const puts = kvApi.requests.filter((r) => r.method === 'PUT').length;
+    expect((await publishModule(options)).status).toBe('unchanged');
+    expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(puts);
+    writeFileSync(join(tree, 'extra.tf'), 'variable "extra" {}\n');
+    await expect(publishModule(options)).rejects.toThrow(/already published with different contents/);
+  });
+});
+
+describe('mirror --remote', () => {
+  it('syncs from an upstream and imports a packed directory through the KV REST API and the S3 API; a re-run changes nothing', async () => {
+    const { StaticUpstream } = await import('../mirror/upstream');
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    const { zipBuffers } = await import('../../../scripts/lib/provider/zip-binary');
+    const { inspectArchive } = await import('../../../scripts/lib/provider/archive');
+    const { providerAddress, executableName, parsePlatformName } = await import('../../../src/protocol/index');
+    const { mirrorIndexKey, mirrorVersionKey, releaseObjectKey } = await import('../../../src/store/layout');
+    const ns = config.kvNamespaceId;
+    const upstream = await StaticUpstream.start({
+      namespace: 'acme', type: 'thing',
+      releases: [{ version: '1.0.0', platforms: ['linux_amd64', 'darwin_arm64'] }, { version: '1.1.0', platforms: ['linux_amd64', 'darwin_arm64'] }],
+    });
+    try {
+      writeFileSync(join(dir, 'mirror-terraformrc'), '');
+      const env = { ...remoteEnv(), NODE_EXTRA_CA_CERTS: upstream.caPath, TF_CLI_CONFIG_FILE: join(dir, 'mirror-terraformrc') };
+      const mirror = async (args: string[]) => {
+        const result = await runScript('mirror', [...args, '--remote', '--env', 'production', '--wrangler-config', configPath, '--json'], env);
+        return { ...result, summary: JSON.parse(result.stdout.trim().split('\n').pop() || 'null') as import('../../../scripts/lib/mirror/summary').MirrorSummary | null };
+      };
+      const sync = ['sync', `${upstream.host}/acme/thing`, '--version', '~> 1.0', '--platform', 'linux_amd64', '--platform', 'darwin_arm64'];
+
+      const first = await mirror(sync);
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.summary!.providers[0]!.versions.map((v) => [v.version, v.status])).toEqual([['1.0.0', 'mirrored'], ['1.1.0', 'mirrored']]);
+      const address = providerAddress(upstream.host, 'acme', 'thing');
+      expect(Object.keys(JSON.parse(kvApi.values.get(`${ns}/${mirrorIndexKey(address)}`)!).versions).sort()).toEqual(['1.0.0', '1.1.0']);
+      for (const version of ['1.0.0', '1.1.0']) {
+        const document = JSON.parse(kvApi.values.get(`${ns}/${mirrorVersionKey(address, version)}`)!) as { archives: Record<string, { url: string; hashes: string[] }> };
+        expect(Object.keys(document.archives).sort()).toEqual(['darwin_arm64', 'linux_amd64']);
+        for (const platform of first.summary!.providers[0]!.versions.find((v) => v.version === version)!.platforms) {
+          // The bytes in R2 are upstream's: their SHA-256 is the zh: hash the mirror's document announces.
+          const object = await s3Get(releaseObjectKey(address, version, `terraform-provider-thing_${version}_${platform.platform}.zip`));
+          expect(object.status).toBe(200);
+          expect(`zh:${createHash('sha256').update(object.bytes).digest('hex')}`).toBe(platform.zh);
+          expect(document.archives[platform.platform]!.hashes).toContain(platform.h1);
+        }
+      }
+
+      const kvPuts = kvApi.requests.filter((r) => r.method === 'PUT').length;
+      // Leases and audit entries aside (a re-run records an `unchanged` entry per version), a re-run writes nothing.
+      const dataPut = (r: string) => r.startsWith('PUT ') && !r.includes('/.leases/') && !r.includes('/.audit/');
+      const auditPuts = () => s3Requests.filter((r) => r.startsWith('PUT ') && r.includes('/.audit/')).length;
+      const s3Puts = s3Requests.filter(dataPut).length;
+      const auditBefore = auditPuts();
+      const archivesBefore = upstream.archiveRequests();
+      const again = await mirror(sync);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.summary!.providers[0]!.status).toBe('unchanged');
+      expect(upstream.archiveRequests()).toBe(archivesBefore);
+      expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(kvPuts);
+      expect(s3Requests.filter(dataPut).length).toBe(s3Puts);
+      expect(auditPuts() - auditBefore).toBe(again.summary!.providers[0]!.versions.length);
+
+      // Import: a packed `terraform providers mirror` directory.
+      const source = join(dir, 'mirror-import');
+      const providerDir = join(source, 'registry.terraform.io', 'hashicorp', 'null');
+      mkdirSync(providerDir, { recursive: true });
+      writeFileSync(join(providerDir, 'index.json'), JSON.stringify({ versions: { '3.2.0': {} } }));
+      const filename = 'terraform-provider-null_3.2.0_linux_amd64.zip';
+      writeFileSync(join(providerDir, filename), await zipBuffers({ [executableName('null', '3.2.0', parsePlatformName('linux_amd64'))]: '#!/bin/sh\necho null\n' }));
+      const digest = await inspectArchive(join(providerDir, filename));
+      writeFileSync(join(providerDir, '3.2.0.json'), JSON.stringify({ archives: { linux_amd64: { url: filename, hashes: [digest.h1, `zh:${digest.sha256Hex}`] } } }));
+      const imported = await mirror(['import', source]);
+      expect(imported.code, imported.stderr).toBe(0);
+      expect(imported.summary!.providers.map((p) => [p.address, p.status])).toEqual([['registry.terraform.io/hashicorp/null', 'mirrored']]);
+      const nullAddress = providerAddress('registry.terraform.io', 'hashicorp', 'null');
+      const stored = await s3Get(releaseObjectKey(nullAddress, '3.2.0', filename));
+      expect(createHash('sha256').update(stored.bytes).digest('hex')).toBe(digest.sha256Hex);
+      expect(JSON.parse(kvApi.values.get(`${ns}/${mirrorVersionKey(nullAddress, '3.2.0')}`)!).archives.linux_amd64.hashes).toContain(digest.h1);
+      const reimported = await mirror(['import', source]);
+      expect(reimported.code, reimported.stderr).toBe(0);
+      expect(reimported.summary!.providers[0]!.status).toBe('unchanged');
+
+      const listed = await mirror(['list']);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toContain(`${upstream.host}/acme/thing`);
+      expect(listed.stdout).toContain('registry.terraform.io/hashicorp/null');
+    } finally {
+      await upstream.stop();
+    }
+  }, 400_000); // five CLI runs; each starts tsx, ~20 s on a busy 2-core machine
+});
