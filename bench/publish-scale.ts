@@ -1,22 +1,22 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readRegistryConfig } from '../scripts/lib/config';
-import { openLocalStore } from '../scripts/lib/local-store';
-import { publishRelease } from '../scripts/lib/publish';
-import { zipBuffers } from '../scripts/lib/zip-binary';
+import { openLocalStore } from '../scripts/lib/stores/local';
+import { publishRelease } from '../scripts/lib/provider/publish';
+import { zipBuffers } from '../scripts/lib/provider/zip-binary';
 import { mapLimit } from '../src/concurrency';
 import type { ProviderAddress } from '../src/protocol/address';
 import { executableName } from '../src/protocol/release-files';
 import { parsePlatformName } from '../src/protocol/platform';
 import { committedRecordKey, moduleArchiveFilename, moduleCommittedRecordKey } from '../src/store/layout';
 import { moduleAddress } from '../src/protocol/modules-v1';
-import { rebuildModuleIndex } from '../src/store/modules-publish';
+import { rebuildModuleIndex } from '../src/store/modules/write';
 import { seedModule } from '../test/fixtures/modules';
-import { rebuildProviderIndex, writeSigningKeys } from '../src/store/publish';
+import { rebuildProviderIndex, writeSigningKeys } from '../src/store/providers/write';
 import { commitRecord } from '../src/store/records';
 import { countingStore, type StoreOperation } from '../test/fixtures/counting-store';
 import { fakeRelease } from '../test/fixtures/release';
-import { generateSigningKey } from '../scripts/lib/keyring';
+import { generateSigningKey } from '../scripts/lib/keys/keyring';
 
 /**
  * What one provider publish costs as the provider's history grows: a

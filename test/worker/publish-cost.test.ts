@@ -5,9 +5,11 @@ import {
   committedRecordKey, providerIndexKey, providerLeaseName, versionRecordKey, versionsDocumentKey,
 } from '../../src/store/layout';
 import { withLease } from '../../src/store/lease';
-import { beginProviderPublish, publishVersion, rebuildProviderIndex, type PublishProgress } from '../../src/store/publish';
+import { beginProviderPublish, publishVersion, rebuildProviderIndex } from '../../src/store/providers/write';
+import type { PublishProgress } from '../../src/store/records';
 import { commitRecord } from '../../src/store/records';
-import type { BlobStore, KvStore, VersionRecord } from '../../src/store/types';
+import type { BlobStore, KvStore } from '../../src/store/store';
+import type { VersionRecord } from '../../src/store/types';
 import { countingStore, type StoreRequest } from '../fixtures/counting-store';
 import { address, fakeRelease } from './helpers';
 

@@ -1,12 +1,12 @@
 import { mapLimit } from '../../concurrency';
-import { catalogKey, catalogObjectKey, parseProviderIndexKey, providerIndexPrefix, summaryPrefix } from '../layout';
-import { listAllKeys } from '../list-keys';
-import { listAllObjectKeys } from '../list-objects';
-import { latestVersion } from '../pages-publish';
-import type { Catalog, CatalogEntry } from '../pages';
+import { catalogKey, catalogObjectKey, parseProviderIndexKey, providerIndexPrefix, providerLifecycleKey, summaryPrefix } from '../layout';
+import { listAllKeys, listAllObjectKeys } from '../list';
+import { latestVersion, providerPageData } from './write';
+import type { Catalog, CatalogEntry, ProviderPageData } from './read';
+import { readLifecycle } from '../lifecycle/change';
 import type { PublishProgress } from '../records';
-import type { BlobStore, KvStore } from '../types';
-import { indexDescription, readProviderIndex, type ProviderIndex } from '../providers/version-index';
+import type { BlobStore, KvStore } from '../store';
+import { indexDescription, indexedRecords, readProviderIndex } from '../providers/version-index';
 
 /**
  * The provider catalogue (the home page's list), write side: one R2 object
@@ -23,15 +23,16 @@ type Store = { kv: KvStore; blobs: BlobStore };
 
 const ATTEMPTS = 10;
 
-/** A provider's catalogue entry, from its index (which lists at least one version). */
-export function catalogEntryOf(index: ProviderIndex): CatalogEntry {
-  const latest = latestVersion(index.versions.map((v) => v.version))!;
+/** A provider's catalogue entry, from its page data (which lists at least one version). */
+export function catalogEntryOf(page: ProviderPageData): CatalogEntry {
+  // A withdrawn version is never "latest" (unless every version is withdrawn: the entry still names one).
+  const latest = latestVersion(page.versions.filter((v) => !v.withdrawn).map((v) => v.version)) ?? latestVersion(page.versions.map((v) => v.version))!;
   return {
-    ...index.address,
+    ...page.address,
     latest,
-    description: indexDescription(index),
-    versionCount: index.versions.length,
-    publishedAt: index.versions.find((v) => v.version === latest)!.publishedAt,
+    description: page.description,
+    versionCount: page.versions.length,
+    publishedAt: page.versions.find((v) => v.version === latest)!.publishedAt,
   };
 }
 
@@ -105,7 +106,8 @@ async function catalogFromIndexes(store: Store): Promise<Catalog> {
   await mapLimit(indexKeys, 16, async (address) => {
     const { index } = await readProviderIndex(store.blobs, address);
     if (index && index.versions.length > 0) {
-      const entry = catalogEntryOf(index);
+      const lifecycle = await readLifecycle(store.blobs, providerLifecycleKey(address));
+      const entry = catalogEntryOf(providerPageData(indexedRecords(index), new Set(Object.keys(index.docs)), indexDescription(index), lifecycle));
       entries.set(addressOf(entry), entry);
     }
   });

@@ -1,18 +1,22 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { sortVersions } from '../../protocol/version';
 import { mapLimit } from '../../concurrency';
-import { mirrorIndexDocument, versionsDocument } from '../documents';
+import { mirrorIndexDocument, versionsDocument } from './documents';
 import {
-  committedRecordKey, committedRecordPrefix, docsKey, docsPrefix, mirrorIndexKey, providerIndexKey, providerPageKey, versionRecordPrefix,
+  committedRecordKey, committedRecordPrefix, docsKey, docsPrefix, mirrorIndexKey, providerIndexKey, providerLifecycleKey, providerPageKey, versionRecordPrefix,
   versionsDocumentKey,
 } from '../layout';
-import { listAllKeys } from '../list-keys';
-import { providerPageData } from '../pages-publish';
+import { listAllKeys } from '../list';
+import { providerPageData } from '../pages/write';
 import { commitRecord, DamagedRecordError, readRecordObjects, repairDocuments, warnOnce, type PublishProgress } from '../records';
-import type { BlobStore, KvStore, VersionRecord } from '../types';
-import type { ProviderDocs } from '../docs';
-import { parseVersionRecord } from '../publish';
+import type { BlobStore, KvStore } from '../store';
+import type { VersionRecord } from '../types';
+import type { ProviderDocs } from '../pages/provider-docs';
+import { parseVersionRecord } from './write';
 import { updateCatalogEntry, catalogEntryOf } from '../pages/catalog';
+import type { ProviderPageData } from '../pages/read';
+import { readLifecycle } from '../lifecycle/change';
+import { lifecycleWarnings, withoutWithdrawn, type LifecycleState } from '../lifecycle/state';
 import {
   emptyIndex, indexDescription, indexedRecords, indexWith, readProviderIndex, writeProviderIndex, type ProviderIndex,
 } from './version-index';
@@ -126,8 +130,10 @@ async function applyToIndex(
       if (!written) continue; // another writer changed it since it was read: read again
       etag = written.etag;
     }
-    await writeListDocuments(store.kv, next, { progress, check, verify: verify || !changed });
-    await updateCatalogEntry(store, catalogEntryOf(next), { progress, check, verify: verify || !changed });
+    // Lifecycle (src/store/lifecycle/): withdrawn versions leave both lists; deprecations become `warnings`.
+    const lifecycle = await readLifecycle(store.blobs, providerLifecycleKey(address));
+    const page = await writeListDocuments(store.kv, next, lifecycle, { progress, check, verify: verify || !changed });
+    await updateCatalogEntry(store, catalogEntryOf(page), { progress, check, verify: verify || !changed });
     if (!changed) return;
     // A writer without the lease may have written its (older or newer) documents after ours: the last
     // documents written must be the newest index's, so check it is still the one they were built from.
@@ -138,23 +144,27 @@ async function applyToIndex(
   throw new Error(`the version lists of ${formatAddress(address)} kept changing while being rebuilt; run the publish again`);
 }
 
-/** Writes (or with `verify`, checks and repairs) the version lists and the page data the index builds. */
-async function writeListDocuments(kv: KvStore, index: ProviderIndex, options: Required<ListUpdateOptions>): Promise<void> {
+/** Writes (or with `verify`, checks and repairs) the version lists and the page data the index and the lifecycle build; returns the page data. */
+async function writeListDocuments(
+  kv: KvStore, index: ProviderIndex, lifecycle: LifecycleState, options: Required<ListUpdateOptions>,
+): Promise<ProviderPageData> {
   const records = indexedRecords(index);
-  const page = providerPageData(records, new Set(Object.keys(index.docs)), indexDescription(index));
+  const listed = withoutWithdrawn(records, lifecycle, (r) => r.version);
+  const page = providerPageData(records, new Set(Object.keys(index.docs)), indexDescription(index), lifecycle);
   const documents = [
-    { key: mirrorIndexKey(index.address), body: mirrorIndexDocument(records) },
-    { key: versionsDocumentKey(index.address), body: versionsDocument(records) },
+    { key: mirrorIndexKey(index.address), body: mirrorIndexDocument(listed) },
+    { key: versionsDocumentKey(index.address), body: versionsDocument(listed, lifecycleWarnings(lifecycle, formatAddress(index.address))) },
     { key: providerPageKey(index.address), body: JSON.stringify(page) },
   ];
   if (options.verify) {
     await repairDocuments(kv, documents, options.progress, options.check);
-    return;
+    return page;
   }
   for (const { key, body } of documents) {
     options.check();
     await kv.put(key, body);
   }
+  return page;
 }
 
 /**

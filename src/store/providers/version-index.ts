@@ -1,7 +1,8 @@
 import type { ProviderAddress } from '../../protocol/address';
 import { sortVersions } from '../../protocol/version';
 import { providerIndexKey } from '../layout';
-import type { BlobStore, PackageRecord, SigningKey, VersionRecord } from '../types';
+import type { BlobStore } from '../store';
+import type { PackageRecord, SigningKey, VersionRecord } from '../types';
 
 /**
  * A provider's index: one R2 object (`.index/HOST/NS/TYPE.json`, see

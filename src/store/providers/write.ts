@@ -6,7 +6,7 @@ import {
   releaseObjectKey, signingKeysKey, versionRecordKey, versionRecordPrefix,
 } from '../layout';
 import { mapLimit } from '../../concurrency';
-import { listAllKeys } from '../list';
+import { listAllKeys, listAllObjectKeys } from '../list';
 import { loadProviderLists, rebuildProviderLists, updateProviderLists, type ListsState } from './lists';
 import {
   commitRecord, DamagedRecordError, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject,
