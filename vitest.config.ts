@@ -16,7 +16,8 @@ export default defineConfig({
     maxWorkers: 3,
     projects: [
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: './wrangler.toml' } })],
+        // SIGNING_KEY_SECRET: registry-held signing keys (a test value, as .dev.vars holds one locally).
+        plugins: [cloudflareTest({ wrangler: { configPath: './wrangler.toml' }, miniflare: { bindings: { SIGNING_KEY_SECRET: 'test-held-key-secret-0123456789abcdefghij' } } })],
         test: { name: 'worker', include: ['test/worker/**/*.test.ts', 'test/protocol/**/*.test.ts'], globalSetup: [SIGNING_KEY_SETUP, CI_ISSUERS_SETUP] },
       },
       {

@@ -84,6 +84,9 @@ run(async () => {
   if (command === 'remove' && !values['key-id']) throw new UsageError('remove needs --key-id ID');
   if (held && command !== 'generate' && command !== 'import') throw new UsageError('--held-by-registry is an option of generate and import');
   if (held && command === 'generate' && values['key-file']) throw new UsageError('generate --held-by-registry writes no private key file: leave out --key-file');
+  // The key to import is read before the secret and the store: a missing or wrong key file is the problem
+  // to name first (not missing Cloudflare credentials), and nothing starts or writes for a key that can't be used.
+  const importing = command === 'import' ? await keyToImport(values['key-file'], held) : null;
   const secret = held ? heldKeySecret(config, values.remote) : '';
 
   // Writes leave an audit entry (R2); list only reads KV.
@@ -119,9 +122,8 @@ run(async () => {
         break;
       }
       case 'import': {
-        if (held) {
-          const loaded = await explicitPrivateKey({ keyFile: values['key-file'] });
-          if (!loaded) throw new InputError(`import --held-by-registry needs the private key: --key-file PATH or ${KEY_ENV}`);
+        if (importing!.held) {
+          const loaded = importing!.held;
           const added = await audited(auditStore, values.remote, { action: 'key.add', target }, async () => {
             await storeHeldKey(store.kv, secret, hostname, namespace, loaded.publicKey.key_id, loaded.privateKey.armor());
             return addNamespaceKey(store.kv, hostname, namespace, loaded.publicKey);
@@ -131,20 +133,7 @@ run(async () => {
           if (values.json) process.stdout.write(`${JSON.stringify({ key_id: loaded.publicKey.key_id, added, held_by_registry: true })}\n`);
           break;
         }
-        let key;
-        if (values['key-file']) {
-          let text: string;
-          try {
-            text = readFileSync(values['key-file'], 'utf8');
-          } catch (error) {
-            throw new InputError(`--key-file ${values['key-file']}: cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-          }
-          key = await readPublicKey(text, `--key-file ${values['key-file']}`);
-        } else {
-          const fromEnv = await explicitPrivateKey({});
-          if (!fromEnv) throw new InputError(`import needs --key-file PATH (public or private key) or ${KEY_ENV}`);
-          key = fromEnv.publicKey;
-        }
+        const key = importing!.publicKey;
         const imported = key;
         const added = await audited(auditStore, values.remote, { action: 'key.add', target }, () => addNamespaceKey(store.kv, hostname, namespace, imported),
           (fresh) => ({ outcome: fresh ? 'ok' : 'unchanged', reason: `imported key ${imported.key_id}` }));
@@ -187,3 +176,33 @@ run(async () => {
     await store.close();
   }
 }, USAGE);
+
+/**
+ * The key `keys import` registers, read and checked before anything else
+ * happens: from --key-file (public, or the public part of a private key) or
+ * EDGE_REGISTRY_SIGNING_KEY; with --held-by-registry the private key itself.
+ * Throws InputError naming the file or variable when it is missing,
+ * unreadable or not a usable key.
+ */
+async function keyToImport(keyFile: string | undefined, held: boolean): Promise<{
+  publicKey: Awaited<ReturnType<typeof readPublicKey>>;
+  held: NonNullable<Awaited<ReturnType<typeof explicitPrivateKey>>> | null;
+}> {
+  if (held) {
+    const loaded = await explicitPrivateKey({ keyFile });
+    if (!loaded) throw new InputError(`import --held-by-registry needs the private key: --key-file PATH or ${KEY_ENV}`);
+    return { publicKey: loaded.publicKey, held: loaded };
+  }
+  if (keyFile) {
+    let text: string;
+    try {
+      text = readFileSync(keyFile, 'utf8');
+    } catch (error) {
+      throw new InputError(`--key-file ${keyFile}: cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    return { publicKey: await readPublicKey(text, `--key-file ${keyFile}`), held: null };
+  }
+  const fromEnv = await explicitPrivateKey({});
+  if (!fromEnv) throw new InputError(`import needs --key-file PATH (public or private key) or ${KEY_ENV}`);
+  return { publicKey: fromEnv.publicKey, held: null };
+}

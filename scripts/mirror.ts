@@ -13,13 +13,14 @@ import { openLocalStore } from './lib/stores/local';
 import { type StoreHandle } from './lib/stores/handle';
 import { DEFAULT_UPSTREAM, readAllowList } from './lib/mirror/allow-list';
 import { terraformCredentials } from './lib/mirror/cli-config';
-import { importDirectory } from './lib/mirror/import';
+import { findPackedProviders, importDirectory } from './lib/mirror/import';
 import { policyCommand, validatePolicyFile } from './lib/mirror/policy-cli';
 import type { MirrorSummary } from './lib/mirror/summary';
 import { syncProviders, type SyncRequest } from './lib/mirror/sync';
 import { UpstreamHttp } from './lib/mirror/upstream-http';
 import { openRemoteStore } from './lib/stores/remote';
 import { recordAudit } from './lib/audit';
+import { removeCommand } from './lib/mirror/remove';
 
 const USAGE = `usage:
   npm run mirror -- sync HOST/NS/TYPE|NS/TYPE --version CONSTRAINT [--platform OS_ARCH …] [options]
@@ -27,6 +28,8 @@ const USAGE = `usage:
   npm run mirror -- import DIR [options]          a \`terraform providers mirror\` directory (packed layout)
   npm run mirror -- list [--json] [options]
   npm run mirror -- policy set mirror.json | show | clear [options]   the pull-through policy the Worker enforces
+  npm run mirror -- remove HOST/NS/TYPE --version X.Y.Z [--json] [options]   delete a mirrored upstream version
+                          (lists rebuilt; versions published here are never deleted: npm run lifecycle -- withdraw)
 
   --version CONSTRAINT    Terraform version constraint, e.g. '~> 3.5' (prereleases only when named exactly)
   --platform OS_ARCH      platform to mirror (repeatable; default: every platform upstream offers)
@@ -86,7 +89,7 @@ async function main(): Promise<void> {
     say(USAGE);
     return;
   }
-  if (!command || !['sync', 'import', 'list', 'policy'].includes(command)) throw new UsageError(command ? `unknown command "${command}"` : 'give a command: sync, import, list or policy');
+  if (!command || !['sync', 'import', 'list', 'policy', 'remove'].includes(command)) throw new UsageError(command ? `unknown command "${command}"` : 'give a command: sync, import, list, policy or remove');
   if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
   const count = (name: string, value: string | undefined, fallback: number, min: number) => {
     if (value === undefined) return fallback;
@@ -115,6 +118,10 @@ async function main(): Promise<void> {
   } else if (command === 'policy') {
     if (values.version || values.platform || values.config || values['dry-run']) throw new UsageError('policy takes an action (set FILE, show, clear) and the state options');
     if (rest[0] === 'set' && rest.length === 2) validatePolicyFile(rest[1]!); // refuse a bad file before opening any store
+  } else if (command === 'remove') {
+    if (rest.length !== 1) throw new UsageError('remove takes one provider address: HOST/NS/TYPE (e.g. registry.terraform.io/hashicorp/random)');
+    if (!values.version) throw new UsageError('remove needs --version X.Y.Z (one exact version)');
+    if (values.platform || values.config || values['dry-run']) throw new UsageError('remove takes the address, --version, --json and the state options');
   } else if (command === 'import') {
     if (rest.length !== 1) throw new UsageError('import takes one directory');
     if (values.version || values.platform || values.config) throw new UsageError('import takes what the directory holds: no --version, --platform or --config');
@@ -123,12 +130,19 @@ async function main(): Promise<void> {
   }
 
   const config = await readRegistryConfig({ configPath: values['wrangler-config'], env: values.env, persistTo: values['persist-to'] });
+  // The directory is checked before the store is opened: a wrong or empty folder is named first, not missing credentials.
+  if (command === 'import') findPackedProviders(rest[0]!);
   const store: StoreHandle = values.remote
     ? openRemoteStore(config, process.env, { onProgress: (key, sent) => { if (sent >= 64 * 1024 * 1024) say(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`); } })
     : await openLocalStore(config);
   try {
     if (command === 'policy') {
       await policyCommand(rest, store, { say, print: (text) => process.stdout.write(text) });
+      return;
+    }
+    if (command === 'remove') {
+      const result = await removeCommand(rest[0]!, values.version!, store, config.hostname, values.remote);
+      if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
       return;
     }
     if (command === 'list') {

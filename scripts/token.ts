@@ -2,9 +2,13 @@
  * `npm run token -- …`: read tokens of a private registry.
  *
  *   create --namespace NS [--namespace NS2 …] [--expires 90d|2027-01-31|never] [--name ci]
- *       Creates a token; prints it once, as the last line of stdout. NS is a
+ *       Creates a read token; prints it once, as the last line of stdout. NS is a
  *       namespace of this registry, "*" (everything), HOST/NS or HOST/* (a
  *       mirrored upstream namespace, e.g. registry.terraform.io/hashicorp).
+ *   create --publish NS [--publish NS2 …] [--expires 90d] [--name release]
+ *       Creates a publish token: it publishes into these namespaces of this
+ *       registry through the write API (EDGE_REGISTRY_TOKEN for --registry)
+ *       and reads nothing.
  *   list      Lists tokens: id, name, scopes, created, expires (never the token).
  *   revoke <id or name>   Deletes the token's record; refused from the next request on.
  *
@@ -31,6 +35,7 @@ import { createToken, formatTokenTable, listTokens, parseExpiry, revokeToken } f
 
 const USAGE = `usage:
   npm run token -- create --namespace NS [--namespace NS2 | '*'] [--expires 90d] [--name ci] [--remote] [--env NAME]
+  npm run token -- create --publish NS [--publish NS2 | '*'] [--expires 90d] [--name release] [--remote] [--env NAME]
   npm run token -- list [--remote] [--env NAME]
   npm run token -- revoke <id or name> [--remote] [--env NAME]`;
 
@@ -41,6 +46,7 @@ async function main(argv: string[]): Promise<void> {
     strict: true,
     options: {
       namespace: { type: 'string', multiple: true, short: 'n' },
+      publish: { type: 'string', multiple: true },
       expires: { type: 'string' },
       name: { type: 'string' },
       ...STATE_OPTIONS,
@@ -55,9 +61,13 @@ async function main(argv: string[]): Promise<void> {
   if (!['create', 'list', 'revoke'].includes(command)) throw new UsageError(`unknown command "${command}"`);
   if (command !== 'revoke' && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
   if (command === 'revoke' && rest.length !== 1) throw new UsageError('revoke takes one token id or name');
-  if (command !== 'create' && (values.namespace || values.expires || values.name !== undefined)) {
-    throw new UsageError('--namespace, --expires and --name are options of create');
+  if (command !== 'create' && (values.namespace || values.publish || values.expires || values.name !== undefined)) {
+    throw new UsageError('--namespace, --publish, --expires and --name are options of create');
   }
+  if (values.namespace && values.publish) {
+    throw new UsageError('a token either reads (--namespace) or publishes (--publish), never both: create two tokens');
+  }
+  const purpose = values.publish ? 'publish' : 'read';
   const expires = command === 'create' ? parseExpiry(values.expires) : null;
 
   const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
@@ -69,16 +79,18 @@ async function main(argv: string[]): Promise<void> {
   try {
     if (command === 'create') {
       const { token, record } = await audited(auditStore, values.remote, { action: 'token.create', target: 'token (new)' },
-        () => createToken(kv, { scopes: values.namespace ?? [], name: values.name, expires }),
+        () => createToken(kv, { scopes: (purpose === 'publish' ? values.publish : values.namespace) ?? [], name: values.name, expires, purpose }),
         ({ record: r }) => ({
           outcome: 'ok', target: `token ${r.id}`, namespaces: r.scopes,
-          reason: `${r.name ? `name "${r.name}", ` : ''}scopes ${r.scopes.join(', ')}, expires ${r.expires ?? 'never'}`,
+          reason: `${r.purpose} token${r.name ? ` "${r.name}"` : ''}, scopes ${r.scopes.join(', ')}, expires ${r.expires ?? 'never'}`,
         }));
       const lines = [
-        `created token ${record.id}${record.name ? ` (${record.name})` : ''} in ${where}`,
+        `created ${record.purpose} token ${record.id}${record.name ? ` (${record.name})` : ''} in ${where}`,
         `  scopes:  ${record.scopes.join(', ')}`,
         `  expires: ${record.expires ?? 'never'}`,
-        `Use it as credentials "${config.hostname}" { token = "…" } in the Terraform CLI configuration${
+        record.purpose === 'publish'
+          ? `Publish with it: EDGE_REGISTRY_TOKEN=… npm run publish-provider -- dist --namespace ${record.scopes[0] === '*' ? 'NS' : record.scopes[0]} --registry https://${config.hostname}. It is shown only this once:`
+          : `Use it as credentials "${config.hostname}" { token = "…" } in the Terraform CLI configuration${
           config.hostname.includes(':') ? '' : `,\nor as the variable TF_TOKEN_${config.hostname.replace(/-/g, '__').replace(/\./g, '_')}`
         }. It is shown only this once:`,
         token,

@@ -15,9 +15,13 @@ import { docsIndexPage, entityPage } from './pages/docs';
 import { loginPage, loginSubmit, logout } from './pages/login';
 import { asset, notFoundFor } from './pages/static';
 import { countingModuleArchives, countingProviderArchives } from './downloads/routes';
+import { requireSignedUrlOrModuleToken } from './auth/module-archive-access';
 import { moduleDownloads, providerDownloads } from './routes/downloads';
 import { tokenEndpoint } from './identity/token-endpoint';
 import { tokensPage, tokensSubmit } from './pages/tokens';
+import { createProviderUpload } from './routes/publish/providers';
+import { createModuleUpload } from './routes/publish/modules';
+import { commitUpload, uploadFile } from './routes/publish/uploads';
 
 const router = Router<IRequest, [Env, ExecutionContext]>({
   before: [onlyGetAndHead],
@@ -31,10 +35,15 @@ router
   .all('/v1/providers/:namespace/:type/:version/download/:os/:arch', requireReadToken, findPackage)
   .all('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorPullDocument)
   .all('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, countingProviderArchives(pullReleaseFile))
+  // The publish API (src/routes/publish/): POST a manifest, PUT each file, POST commit.
+  .all('/v1/publish/providers/:namespace/:type/:version', createProviderUpload)
+  .all('/v1/publish/modules/:namespace/:name/:system/:version', createModuleUpload)
+  .all('/v1/publish/uploads/:id/commit', commitUpload)
+  .all('/v1/publish/uploads/:id/:filename', uploadFile)
   // modules.v1 and module pages
   .all('/v1/modules/:namespace/:name/:system/versions', requireModuleReadToken, listModuleVersions)
   .all('/v1/modules/:namespace/:name/:system/:version/download', requireModuleReadToken, moduleDownload)
-  .all('/v1/module-archives/:hostname/:namespace/:name/:system/:version/:file', requireSignedUrl, countingModuleArchives(moduleArchive))
+  .all('/v1/module-archives/:hostname/:namespace/:name/:system/:version/:file', requireSignedUrlOrModuleToken, countingModuleArchives(moduleArchive))
   // download counts for scripts (src/downloads/)
   .all('/v1/downloads/providers/:namespace/:type', requireReadToken, providerDownloads)
   .all('/v1/downloads/modules/:namespace/:name/:system', requireModuleReadToken, moduleDownloads)

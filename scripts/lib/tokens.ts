@@ -1,7 +1,7 @@
 import { newToken, parseScope, tokenId, tokenSha256 } from '../../src/auth/tokens';
 import { InputError } from '../../src/protocol/errors';
 import { deleteTokenRecord, listTokenRecords, writeTokenRecord } from '../../src/store/tokens/write';
-import { type TokenRecord } from '../../src/store/tokens/read';
+import { type TokenPurpose, type TokenRecord } from '../../src/store/tokens/read';
 import type { KvStore } from '../../src/store/store';
 
 /**
@@ -35,8 +35,13 @@ export function parseExpiry(raw: string | undefined, now = Date.now()): string |
 }
 
 export interface CreateOptions {
-  /** Scopes as given (--namespace, repeatable): "*", NAMESPACE, HOST/NAMESPACE or HOST/*. */
+  /**
+   * Scopes as given: for a read token (--namespace, repeatable) "*", NAMESPACE, HOST/NAMESPACE or HOST/*;
+   * for a publish token (--publish, repeatable) NAMESPACE of this registry, or "*" for every namespace.
+   */
   scopes: readonly string[];
+  /** read (default) or publish. */
+  purpose?: TokenPurpose;
   name?: string;
   /** As parsed by parseExpiry. */
   expires: string | null;
@@ -49,10 +54,13 @@ export interface CreateOptions {
  * Throws InputError when no scope is given or one is invalid.
  */
 export async function createToken(kv: KvStore, options: CreateOptions): Promise<{ token: string; record: TokenRecord }> {
+  const purpose = options.purpose ?? 'read';
   if (options.scopes.length === 0) {
-    throw new InputError('give at least one --namespace NS (repeatable; "*" for every namespace, HOST/NS for a mirrored upstream one)');
+    throw new InputError(purpose === 'publish'
+      ? 'give at least one --publish NS (repeatable; "*" for every namespace of this registry)'
+      : 'give at least one --namespace NS (repeatable; "*" for every namespace, HOST/NS for a mirrored upstream one)');
   }
-  const scopes = [...new Set(options.scopes.map(parseScope))];
+  const scopes = [...new Set(options.scopes.map(purpose === 'publish' ? parsePublishScope : parseScope))];
   const name = (options.name ?? '').trim();
   if (name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) throw new InputError('--name must be at most 100 printable characters');
   const token = newToken();
@@ -64,9 +72,20 @@ export async function createToken(kv: KvStore, options: CreateOptions): Promise<
     scopes,
     created: new Date(options.now ?? Date.now()).toISOString(),
     expires: options.expires,
+    purpose,
   };
   await writeTokenRecord(kv, record);
   return { token, record };
+}
+
+/**
+ * Validates one publish scope: a namespace of this registry (publishing writes only there) or "*". Throws
+ * InputError for anything else — HOST/NS scopes name mirrored upstream namespaces, which nobody publishes into.
+ */
+export function parsePublishScope(raw: string): string {
+  const scope = parseScope(raw);
+  if (scope.includes('/')) throw new InputError(`--publish "${raw}": a publish token is scoped to namespaces of this registry (NS, or "*" for all), not HOST/NS`);
+  return scope;
 }
 
 /** Every token record, oldest first. */
@@ -97,7 +116,7 @@ export function formatTokenTable(records: readonly TokenRecord[], now = Date.now
   const rows = records.map((r) => [
     r.id,
     r.name || '-',
-    r.scopes.join(','),
+    `${r.purpose === 'publish' ? 'publish:' : ''}${r.scopes.join(',')}`,
     r.created.slice(0, 19).replace('T', ' '),
     r.expires === null ? 'never' : `${r.expires.slice(0, 19).replace('T', ' ')}${Date.parse(r.expires) <= now ? ' (expired)' : ''}`,
   ]);

@@ -41,7 +41,7 @@ export function requireModuleReadToken(request: IRequest, env: Env): Promise<Res
   return isPrivate(env) ? checkReadToken(request, env, (raw) => parseModuleName(raw, 'namespace')) : undefined;
 }
 
-async function checkReadToken(request: IRequest, env: Env, parseNamespace: (raw: string) => string): Promise<Response | undefined> {
+export async function checkReadToken(request: IRequest, env: Env, parseNamespace: (raw: string) => string): Promise<Response | undefined> {
   const auth = await authenticate(request, env.REGISTRY_KV);
   if (!auth.ok) {
     const challenge = auth.error
@@ -61,7 +61,8 @@ async function checkReadToken(request: IRequest, env: Env, parseNamespace: (raw:
 }
 
 /**
- * Guard of the release-file route. In private mode a request without a
+ * Guard of the release-file route (module packages: module-archive-access.ts,
+ * which also takes a read token). In private mode a request without a
  * valid signature (missing, malformed, tampered, re-targeted to another
  * file, or expired) gets 403 {"errors":[…]}; a bearer token is neither
  * needed nor accepted instead, since Terraform never sends one to these

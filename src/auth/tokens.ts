@@ -61,11 +61,12 @@ export type Authentication =
   | { ok: false; message: string; error?: 'invalid_token' };
 
 /**
- * Authenticates a request by its bearer token: one uncached KV read (so a
+ * Authenticates a request by its bearer read token: one uncached KV read (so a
  * revocation takes effect on the next request). Fails — for a 401 — when
  * the header is missing or malformed, the token is unknown or revoked (no
  * record), its record is damaged, its hash does not match the record's
- * (compared in constant time), or it has expired. Never throws for bad input.
+ * (compared in constant time), it has expired, or it is a publish token.
+ * Never throws for bad input.
  */
 export async function authenticate(request: Request, kv: KVNamespace, now = Date.now()): Promise<Authentication> {
   const token = bearerToken(request.headers.get('authorization'));
@@ -84,6 +85,10 @@ export async function authenticate(request: Request, kv: KVNamespace, now = Date
   }
   if (record.expires !== null && Date.parse(record.expires) <= now) {
     return { ok: false, message: `the token expired at ${record.expires}`, error: 'invalid_token' };
+  }
+  // Least privilege: a publish token writes through the publish API and reads nothing.
+  if (record.purpose === 'publish') {
+    return { ok: false, message: 'this is a publish token: it only publishes (the /v1/publish/ API); use a read token to read', error: 'invalid_token' };
   }
   return { ok: true, record };
 }

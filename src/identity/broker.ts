@@ -132,7 +132,7 @@ export async function callback(request: IRequest, env: Env): Promise<Response> {
   // A page session: never longer than SESSION_SECONDS after the provider issued the identity.
   const now = Math.floor(Date.now() / 1000);
   const expires = Math.min(now, claims.iat) + SESSION_SECONDS;
-  const value = await sealPersonSession(env, { person, scopes: grant.scopes, admin: grant.admin, expires });
+  const value = await sealPersonSession(env, { person, scopes: grant.scopes, admin: grant.admin, expires, issued: now });
   const headers = new Headers({ location: flow.next ?? '/', 'cache-control': 'no-store' });
   headers.append('set-cookie', clear['set-cookie']);
   headers.append('set-cookie', sessionCookie(value, expires));

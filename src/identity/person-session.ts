@@ -1,15 +1,17 @@
 import type { Env } from '../env';
 import type { TokenPerson } from '../store/tokens/read';
+import { personKey, personRevokedAt } from '../store/identity/person-tokens';
 import { seal, unseal } from './seal';
 
 /**
  * The page session of a person who signed in with the identity provider:
  * the cookie `__Host-session = "p." SEALED` (seal.ts, purpose
  * person-session) holding issuer, subject, email, the scopes and admin role
- * the policy granted at sign-in, and the expiry. No KV or R2 per page: the
- * session is the sealed cookie. It ends SESSION_SECONDS after the identity
+ * the policy granted at sign-in, and the expiry; no KV read per page. It ends SESSION_SECONDS after the identity
  * provider issued the ID token (its `iat`), or earlier: it never outlives
- * the provider-issued identity by more than the session lifetime.
+ * the provider-issued identity by more than the session lifetime, and an
+ * admin's "revoke all" of the person ends it at the next request (one R2
+ * head per page: .people/PERSON/revoked).
  */
 
 export const PERSON_SESSION_PREFIX = 'p.';
@@ -20,6 +22,8 @@ export interface PersonSession {
   admin: boolean;
   /** Epoch seconds. */
   expires: number;
+  /** Epoch seconds of sign-in: an admin's "revoke all" after it ends the session. */
+  issued: number;
 }
 
 /** The cookie value for a new person session. */
@@ -33,6 +37,9 @@ export async function openPersonSession(env: Env, value: string, now = Date.now(
   const opened = await unseal(env, 'person-session', value.slice(PERSON_SESSION_PREFIX.length)) as PersonSession | null;
   if (opened === null || typeof opened !== 'object' || typeof opened.expires !== 'number' || opened.expires * 1000 <= now) return null;
   if (typeof opened.person?.issuer !== 'string' || typeof opened.person.subject !== 'string') return null;
-  if (!Array.isArray(opened.scopes) || typeof opened.admin !== 'boolean') return null;
+  if (!Array.isArray(opened.scopes) || typeof opened.admin !== 'boolean' || typeof opened.issued !== 'number') return null;
+  // Offboarding: an admin revoked all of this person's tokens after this sign-in (one R2 head per request).
+  const revokedAt = await personRevokedAt(env.REGISTRY_R2, personKey(opened.person));
+  if (revokedAt !== null && opened.issued * 1000 <= revokedAt) return null;
   return opened;
 }

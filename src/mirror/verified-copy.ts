@@ -8,7 +8,9 @@ import { UpstreamError } from './upstream-http';
  * equal the verified SHA256SUMS line. So a body that fails the check never
  * reaches its end anywhere: R2's put sees an error instead of the end of its
  * stream (nothing stored) and the client's response is aborted rather than
- * completed. The two destinations advance in lockstep (the pace of the slower
+ * completed. The client's last block also waits for `beforeClientEnd` (the
+ * commit), so a client holding a complete download can rely on the mirror
+ * holding it. The two destinations advance in lockstep (the pace of the slower
  * one), so the isolate never buffers more than a chunk or two whatever the
  * archive's size; a client that goes away stops only its own branch.
  */
@@ -21,6 +23,12 @@ export interface VerifiedCopyOptions {
   idleMs: number;
   /** Names the archive in error messages. */
   what: string;
+  /**
+   * Runs once every byte verified and the store's stream is complete, before
+   * the client gets its last block: commit what was stored here. If it
+   * throws, the client's download is aborted too.
+   */
+  beforeClientEnd?: () => Promise<void>;
 }
 
 export interface VerifiedCopy {
@@ -59,6 +67,15 @@ async function pump(
     }
     await Promise.all(writes);
   };
+  // Chunks are gathered into blocks of BLOCK_BYTES: per-write overhead, not hashing, dominated with small chunks.
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  const takeBlock = (): Uint8Array => {
+    const block = pending.length === 1 ? pending[0]! : concat(pending, pendingBytes);
+    pending = [];
+    pendingBytes = 0;
+    return block;
+  };
   try {
     for (;;) {
       const { done, value } = await readWithin(reader, options.idleMs, options.what);
@@ -66,9 +83,19 @@ async function pump(
       if (value.byteLength === 0) continue;
       total += value.byteLength;
       if (total > options.size) throw new UpstreamError(`checksum check failed: ${options.what} sent more than the ${options.size} bytes it announced`);
-      await digestWriter.write(value.slice());
+      pending.push(value);
+      pendingBytes += value.byteLength;
+      if (pendingBytes < BLOCK_BYTES) continue;
+      const block = takeBlock();
+      await digestWriter.write(block);
       if (held) await forward(held);
-      held = value;
+      held = block;
+    }
+    if (pendingBytes > 0) {
+      const block = takeBlock();
+      await digestWriter.write(block);
+      if (held) await forward(held);
+      held = block;
     }
     await digestWriter.close();
     const actual = hex(await digest.digest);
@@ -76,14 +103,28 @@ async function pump(
     if (actual !== options.sha256Hex) {
       throw new UpstreamError(`checksum check failed: ${options.what} has SHA-256 ${actual}, the signed SHA256SUMS says ${options.sha256Hex}; nothing was stored`);
     }
-    if (held) await forward(held);
+    if (held) await storeWriter.ready.then(() => storeWriter.write(held!));
     await storeWriter.close();
+    await options.beforeClientEnd?.();
+    if (clientAlive && held) await clientWriter.ready.then(() => clientWriter.write(held!)).catch(() => { clientAlive = false; });
     if (clientAlive) await clientWriter.close().catch(() => {});
   } catch (error) {
     const reason = error instanceof UpstreamError ? error : new UpstreamError(`${options.what}: ${(error as Error).message}`);
     await Promise.allSettled([reader.cancel(reason), storeWriter.abort(reason), clientWriter.abort(reason), digestWriter.abort(reason)]);
     throw reason;
   }
+}
+
+const BLOCK_BYTES = 1024 * 1024;
+
+function concat(chunks: readonly Uint8Array[], length: number): Uint8Array {
+  const block = new Uint8Array(length);
+  let offset = 0;
+  for (const chunk of chunks) {
+    block.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return block;
 }
 
 async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number, what: string): Promise<ReadableStreamReadResult<Uint8Array>> {

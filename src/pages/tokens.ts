@@ -4,7 +4,7 @@ import type { Env } from '../env';
 import { readSession, sameOrigin, type Session } from '../auth/session';
 import { listTokenRecords } from '../store/tokens/write';
 import { type TokenPerson } from '../store/tokens/read';
-import { listPersonTokens, personKey, revokePersonToken, type PersonTokenEntry } from '../store/identity/person-tokens';
+import { listPersonTokens, markPersonRevoked, personKey, revokePersonToken, type PersonTokenEntry } from '../store/identity/person-tokens';
 import { issuePersonToken } from '../identity/issue';
 import { recordTokenEvent } from '../identity/audit';
 import type { PersonSession } from '../identity/person-session';
@@ -73,12 +73,12 @@ ${notice ?? ''}
 <section aria-labelledby="create"><h2 id="create">Create a token</h2>
 <p class="muted">For CI or another machine. It can read at most what you can: choose some of your scopes. It is shown once.</p>
 <form method="post" action="/tokens" class="card">
-<label for="name">Name</label><input id="name" name="name" maxlength="100" required placeholder="ci-network">
+<p><label for="name">Name</label><br><input id="name" name="name" maxlength="100" required placeholder="ci-network"></p>
 <fieldset><legend>Scopes</legend>
 ${me.scopes.map((scope, i) => html`<label><input type="checkbox" name="scope" value="${scope}" id="scope-${i}" checked> <code>${scope}</code></label> `)}
 </fieldset>
-<label for="days">Expires after (days, at most ${maxDays})</label><input id="days" name="days" type="number" min="1" max="${maxDays}" value="${maxDays}" required>
-<button type="submit">Create token</button>
+<p><label for="days">Expires after (days, at most ${maxDays})</label><br><input id="days" name="days" type="number" min="1" max="${maxDays}" value="${maxDays}" required></p>
+<p><button type="submit">Create token</button></p>
 </form></section>
 <section aria-labelledby="yours"><h2 id="yours">Your tokens</h2>
 ${tokenRows(own, false)}
@@ -126,7 +126,9 @@ export async function tokensSubmit(request: IRequest, env: Env): Promise<Respons
 <p><strong>Copy it now: it is shown only once.</strong> It expires ${record.expires!.slice(0, 10)} and reads ${record.scopes.join(', ')}.</p>
 ${snippet('new-token', 'Token', token)}
 ${snippet('new-token-credentials', 'CLI configuration (~/.terraformrc)', `credentials "${host}" {\n  token = "${token}"\n}`)}
-${snippet('new-token-env', 'Or an environment variable (CI)', `${tfTokenVariable(host)}=${token}`, host.includes(':') ? 'Terraform reads TF_TOKEN_… variables only for hostnames without a port; use the credentials block here.' : undefined)}
+${host.includes(':')
+    ? html`<p class="muted">Terraform reads <code>TF_TOKEN_…</code> variables only for hostnames without a port: use the credentials block for ${host}.</p>`
+    : snippet('new-token-env', 'Or an environment variable (CI)', `${tfTokenVariable(host)}=${token}`)}
 </div>`;
     return render(request, env, session, notice);
   }
@@ -152,8 +154,9 @@ ${snippet('new-token-env', 'Or an environment variable (CI)', `${tfTokenVariable
     const indexed = await listPersonTokens(env.REGISTRY_R2, key);
     const hashes = new Set([...theirs.map((r) => r.sha256), ...indexed.map((t) => t.sha256)]);
     for (const sha256 of hashes) await revokePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, key, sha256);
+    await markPersonRevoked(env.REGISTRY_R2, key);
     for (const record of theirs) await recordTokenEvent(env, me.person, 'token.revoke', { id: record.id, owner: record.person });
-    return render(request, env, session, html`<p class="notice" role="status">Revoked ${hashes.size} token(s) of that person.</p>`);
+    return render(request, env, session, html`<p class="notice" role="status">Revoked ${hashes.size} token(s) of that person, and ended their page sessions.</p>`);
   }
   return errorPage(request, host, 'Unknown token action.', 404);
 }

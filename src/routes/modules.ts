@@ -12,6 +12,7 @@ import { moduleArchiveFilename, moduleObjectKey } from '../store/layout';
 import { readModuleDownload, readModuleVersions } from '../store/modules/read';
 import { edgeCacheFor } from '../http/edge-cache';
 import { serveR2Object } from '../http/r2-object';
+import { directModuleDownloadBody, wantsDirectModuleDownload } from './module-download-form';
 
 /** The module address in a modules.v1 path (this registry's hostname); InputError (400) for a malformed part. */
 function addressOf(request: IRequest, hostname: string): ModuleAddress {
@@ -53,6 +54,12 @@ export async function moduleDownload(request: IRequest, env: Env): Promise<Respo
   const document = await readModuleDownload(env.REGISTRY_KV, address, version, config.listTtlMs);
   if (document === null) return notFound(`module ${formatModuleAddress(address)} has no version ${version}`);
   const { location } = JSON.parse(document.text) as ModuleDownloadBody;
+  // OpenTofu ≥ 1.12: the JSON form; it fetches the package with its registry token (src/routes/module-download-form.ts).
+  if (wantsDirectModuleDownload(request.headers.get('user-agent'))) {
+    return new Response(directModuleDownloadBody(config.archiveBaseUrl + location), {
+      headers: { 'content-type': 'application/json', 'cache-control': config.releaseDocumentCacheControl, vary: 'User-Agent' },
+    });
+  }
   let served = location;
   if (config.access === 'private') {
     const expires = Math.floor(Date.now() / 1000) + Math.round(config.signedUrlMinutes * 60);
@@ -60,7 +67,7 @@ export async function moduleDownload(request: IRequest, env: Env): Promise<Respo
   }
   return new Response(null, {
     status: 204,
-    headers: { [TERRAFORM_GET_HEADER]: config.archiveBaseUrl + served, 'cache-control': config.releaseDocumentCacheControl },
+    headers: { [TERRAFORM_GET_HEADER]: config.archiveBaseUrl + served, 'cache-control': config.releaseDocumentCacheControl, vary: 'User-Agent' },
   });
 }
 

@@ -27,6 +27,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
 // ---- Sign-in (src/identity/, src/store/identity/) ----
  *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
  *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
+ *   .people/PERSON/revoked                              when an admin last revoked all of a person's tokens (ends older page sessions)
 
  *   .audit/YYYY-MM-DD/HHMMSSmmm-NONCE.json              one audit entry (src/store/audit/), created only if absent, never rewritten
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
@@ -79,6 +80,8 @@ export const loginCodeObjectKey = (codeSha256Hex: string) => `.login-codes/${cod
 /** Prefix of one person's token index (R2), PERSON = hex SHA-256 of issuer + "\n" + subject. */
 export const personTokensPrefix = (personKey: string) => `.people/${personKey}/tokens/`;
 export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) => `${personTokensPrefix(personKey)}${tokenSha256Hex}`;
+/** When an admin last revoked all of a person's tokens (R2, custom metadata `at`): their older page sessions end too. */
+export const personRevokedKey = (personKey: string) => `.people/${personKey}/revoked`;
 
 /** R2 object name of a release file (archive, SHA256SUMS or its signature). */
 export const releaseObjectKey = (address: ProviderAddress, version: string, filename: string) =>
@@ -231,3 +234,19 @@ export function auditEntryKey(time: string, nonce: string): string {
 export const mirrorPolicyKey = 'mirror-policy';
 export const pullManifestKey = (address: ProviderAddress, version: string) => `.pull/${providerPath(address)}/${version}.json`;
 export const pullLeaseName = (address: ProviderAddress, version: string) => `pull/${providerPath(address)}/${version}`;
+
+// ---- Publish API uploads (src/store/uploads/) ----
+// R2 only: what a client uploads through /v1/publish/ is staged here until its commit copies it to the
+// release file's (or module package's) own name under the lease. Nothing here is ever served or listed;
+// an upload abandoned by a killed client expires (`expires` in the session; an R2 lifecycle rule on the
+// prefix `.uploads/` deletes leftovers after a day).
+//   .uploads/ID/session.json          the upload session: what is being published, declared files, actor, expiry
+//   .uploads/ID/files/FILENAME        a staged file (its SHA-256 verified by R2 on put)
+//   .uploads/ID/multipart/FILENAME    the R2 multipart upload id of a file sent in parts
+//   .uploads/ID/parts/FILENAME/N      the etag of part N of that file
+export const uploadPrefix = (id: string) => `.uploads/${id}/`;
+export const uploadSessionKey = (id: string) => `${uploadPrefix(id)}session.json`;
+export const uploadFileKey = (id: string, filename: string) => `${uploadPrefix(id)}files/${filename}`;
+export const uploadMultipartKey = (id: string, filename: string) => `${uploadPrefix(id)}multipart/${filename}`;
+export const uploadPartsPrefix = (id: string, filename: string) => `${uploadPrefix(id)}parts/${filename}/`;
+export const uploadPartKey = (id: string, filename: string, part: number) => `${uploadPartsPrefix(id, filename)}${String(part).padStart(5, '0')}`;

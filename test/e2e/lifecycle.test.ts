@@ -110,4 +110,24 @@ describe.skipIf(!terraform)('terraform init against deprecated and withdrawn ver
     const again = await init(dirs('locked'), '~> 1.2');
     expect(again.code, again.output).toBe(0);
   });
+
+  it('counts each real terraform init once: N installs of 1.2.0 are N downloads, in JSON and on the page', async () => {
+    const N = 3;
+    const results = await Promise.all(Array.from({ length: N }, (_, i) => init(join(state.root, 'counted', String(i)), '= 1.2.0')));
+    for (const r of results) expect(r.output).toContain(`Installed ${source} v1.2.0`);
+    const platform = `${process.platform === 'darwin' ? 'darwin' : 'linux'}_${process.arch === 'x64' ? 'amd64' : process.arch}`;
+    const ca = state.certificate.pem;
+    const { get } = await import('./http');
+    let summary: { versions: Record<string, { total: number; platforms: Record<string, number> }> } = { versions: {} };
+    for (let i = 0; i < 40 && (summary.versions['1.2.0']?.total ?? 0) < N; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      summary = JSON.parse((await get(`${server.origin}/v1/downloads/providers/${NAMESPACE}/${TYPE}`, { ca })).body.toString('utf8'));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // an overcount would show by now
+    summary = JSON.parse((await get(`${server.origin}/v1/downloads/providers/${NAMESPACE}/${TYPE}`, { ca })).body.toString('utf8'));
+    console.log(`--- downloads after ${N} terraform init of = 1.2.0:\n${JSON.stringify(summary)}`);
+    expect(summary.versions['1.2.0']).toEqual({ total: N, platforms: { [platform]: N } });
+    const page = (await get(`${server.origin}/providers/${NAMESPACE}/${TYPE}/1.2.0`, { ca, headers: { accept: 'text/html' } })).body.toString('utf8');
+    expect(page).toContain(`<strong>${N}</strong> of 1.2.0`);
+  });
 });

@@ -578,10 +578,16 @@ export const MUTANTS: Mutant[] = [
     to: '',
   },
   {
-    id: 'mirror-signature-unchecked', file: 'scripts/lib/mirror/verify.ts', tests: ['test/scripts/mirror/sync.test.ts'],
-    description: 'mirror sync accepts any SHA256SUMS signature (takes the first key as the signer)',
-    from: 'return await verifyDetached(sums, signature, keys, where.signatureUrl);',
-    to: 'return keys[0]!;',
+    id: 'mirror-signature-unchecked', file: 'src/mirror/signature.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'mirror sync and pull-through accept any SHA256SUMS signature (the first readable key counts as the signer)',
+    from: 'await sig.verified;',
+    to: '',
+  },
+  {
+    id: 'pull-through-bytes-unchecked', file: 'src/mirror/verified-copy.ts', tests: ['test/e2e/mirror-pull.test.ts'],
+    description: 'pull-through stores and completes archive bytes that do not match the signed SHA256SUMS line',
+    from: 'if (actual !== options.sha256Hex) {',
+    to: 'if (false) {',
   },
   {
     id: 'mirror-no-executable', file: 'scripts/lib/mirror/verify.ts', tests: ['test/scripts/mirror/sync.test.ts'],

@@ -79,7 +79,7 @@ describe('audit entries of the CLI write paths', () => {
       'mirror.import ok registry.terraform.io/hashicorp/null 3.2.0',
     ]);
     expect(entries.every((e) => JSON.stringify(e.actor) === JSON.stringify(operator))).toBe(true);
-    expect(entries[3]).toMatchObject({ namespaces: ['acme'], reason: expect.stringContaining('name "ci"') });
+    expect(entries[3]).toMatchObject({ namespaces: ['acme'], reason: expect.stringContaining('read token "ci", scopes acme') });
     expect(entries[2]!.reason).toMatch(/has no signing key 0123456789ABCDEF/);
     expect(entries[7]!.reason).toMatch(/already published with different contents/);
     expect(Object.keys(entries[5]!.digests!).sort()).toEqual([

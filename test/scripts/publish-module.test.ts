@@ -421,7 +421,7 @@ describe('npm run publish-module (the CLI)', () => {
     expect(bad.stderr).not.toContain('    at ');
     const usage = await runScript('publish-module', [dir, '--namespace', 'acme']);
     expect(usage.code).toBe(2);
-    expect(usage.stderr).toContain('--name is required');
+    expect(usage.stderr).toContain('--name, --system and --version are required');
   });
 });
 

@@ -12,7 +12,7 @@ export const env = workersEnv as unknown as Env;
 /** Issues a token the way `npm run token -- create` does: only its hash is stored. */
 export async function issueToken(
   scopes: string[],
-  options: { expires?: string | null; name?: string } = {},
+  options: { expires?: string | null; name?: string; purpose?: 'read' | 'publish' } = {},
 ): Promise<{ token: string; record: TokenRecord }> {
   const token = newToken();
   const sha256 = tokenSha256(token);
@@ -23,6 +23,7 @@ export async function issueToken(
     scopes: scopes.map(parseScope),
     created: new Date().toISOString(),
     expires: options.expires ?? null,
+    purpose: options.purpose ?? 'read',
   };
   await writeTokenRecord(env.REGISTRY_KV, record);
   return { token, record };

@@ -68,7 +68,7 @@ describe('session cookies', () => {
   it('a person\'s sealed session differing only in its last byte is no session', async () => {
     const value = await sealPersonSession(env, {
       person: { issuer: 'https://idp.example', subject: 'alice', email: 'alice@acme.com' }, scopes: ['lastbytes'], admin: true,
-      expires: Math.floor(Date.now() / 1000) + 600,
+      expires: Math.floor(Date.now() / 1000) + 600, issued: Math.floor(Date.now() / 1000),
     });
     const session = await readSession(request(`${SESSION_COOKIE}=${value}`), env);
     expect(session?.person?.admin).toBe(true);
@@ -78,7 +78,7 @@ describe('session cookies', () => {
 
   it('a person\'s session past its expiry is no session', async () => {
     const value = await sealPersonSession(env, {
-      person: { issuer: 'https://idp.example', subject: 'alice' }, scopes: ['lastbytes'], admin: false, expires: Math.floor(Date.now() / 1000) - 1,
+      person: { issuer: 'https://idp.example', subject: 'alice' }, scopes: ['lastbytes'], admin: false, expires: Math.floor(Date.now() / 1000) - 1, issued: Math.floor(Date.now() / 1000) - 60,
     });
     expect(await readSession(request(`${SESSION_COOKIE}=${value}`), env)).toBeNull();
   });

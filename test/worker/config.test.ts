@@ -17,12 +17,12 @@ describe('settings', () => {
   it('read wrangler.toml\'s variables into typed values', () => {
     const s = settings(with_({
       REGISTRY_HOSTNAME: 'Registry.Example.com', ACCESS: 'public', INDEX_CACHE_SECONDS: '30',
-      ARCHIVE_BASE_URL: 'https://dl.example.com//', SIGNED_URL_MINUTES: '60', GZIP_DOCUMENTS: 'true', URL_SIGNING_SECRET: 's',
+      ARCHIVE_BASE_URL: 'https://dl.example.com//', SIGNED_URL_MINUTES: '60', GZIP_DOCUMENTS: 'true', URL_SIGNING_SECRET: 's', SIGNING_KEY_SECRET: 'k',
     }));
     expect(s).toEqual({
       hostname: 'registry.example.com', access: 'public', listTtlMs: 30_000, listCacheControl: 'public, max-age=30',
       releaseDocumentCacheControl: 'public, max-age=31536000, immutable', archiveBaseUrl: 'https://dl.example.com',
-      signedUrlMinutes: 60, signingSecret: 's', gzipDocuments: true, oidc: null, signingKeySecret: '',
+      signedUrlMinutes: 60, signingSecret: 's', gzipDocuments: true, oidc: null, signingKeySecret: 'k',
     });
   });
 

@@ -230,3 +230,14 @@ describe('module pages', () => {
     expect(html).toContain('//modules/&lt;sub&gt;');
   });
 });
+
+describe('OpenTofu 1.12 module download form (public mode)', () => {
+  it('OpenTofu ≥ 1.12 gets 200 JSON with use_registry_credentials: true; others keep 204 + X-Terraform-Get', async () => {
+    const tofu = await get('/v1/modules/acme/vpc/aws/2.1.0/download', { headers: { 'user-agent': 'OpenTofu/1.12.1' } });
+    expect(tofu.status).toBe(200);
+    expect(await tofu.json()).toEqual({ location: '/v1/module-archives/registry.example.com/acme/vpc/aws/2.1.0/vpc-aws-2.1.0.tar.gz', use_registry_credentials: true });
+    const older = await get('/v1/modules/acme/vpc/aws/2.1.0/download', { headers: { 'user-agent': 'OpenTofu/1.11.0' } });
+    expect(older.status).toBe(204);
+    expect(older.headers.get('x-terraform-get')).toBe('/v1/module-archives/registry.example.com/acme/vpc/aws/2.1.0/vpc-aws-2.1.0.tar.gz');
+  });
+});

@@ -43,7 +43,8 @@ interface FoundProvider {
 
 /** Finds the providers of a packed mirror directory; throws InputError for anything else (nothing is written then). */
 export function findPackedProviders(root: string): FoundProvider[] {
-  if (!existsSync(root) || !lstatSync(root).isDirectory()) throw new InputError(`${root}: not a directory`);
+  if (!existsSync(root)) throw new InputError(`${root}: no such directory; give the directory \`terraform providers mirror DIR\` wrote`);
+  if (!lstatSync(root).isDirectory()) throw new InputError(`${root}: not a directory; give the directory \`terraform providers mirror DIR\` wrote`);
   const found: FoundProvider[] = [];
   const unpacked: string[] = [];
   for (const host of subdirs(root)) {

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { InputError } from '../../../src/protocol/index';
 
 /**
  * The HTTP client for upstream registries: what Terraform's installer does
@@ -12,7 +11,10 @@ import { InputError } from '../../../src/protocol/index';
  * wrong; nothing here logs a token.
  */
 
-export class UpstreamError extends InputError {}
+// One error class for the CLI's and the Worker's upstream clients (src/mirror/upstream-http.ts), so the shared
+// providers.v1 client (src/mirror/upstream.ts) recognises either's failures.
+import { UpstreamError } from '../../../src/mirror/upstream-http';
+export { UpstreamError };
 
 export interface UpstreamHttpOptions {
   /** Time allowed for the response headers, and between two body chunks (ms). Default 30 s. */

@@ -1,32 +1,15 @@
 import {
   executableNamePattern, InputError, parseShasums, platformName, type Platform, type ShasumEntry,
 } from '../../../src/protocol/index';
-import type { SigningKey } from '../../../src/store/types';
 import { inspectArchive, type ArchiveDigest } from '../provider/archive';
-import { verifyDetached } from '../provider/sign';
 
 /**
  * The checks Terraform's installer makes on a provider package, each failing
  * with a message that names the file or URL and the check.
  */
 
-/** Verifies the detached signature of SHA256SUMS against the keys of the download document; returns the signer. */
-export async function verifySumsSignature(
-  sums: Uint8Array,
-  signature: Uint8Array,
-  keys: readonly SigningKey[],
-  where: { signatureUrl: string; documentUrl: string },
-): Promise<SigningKey> {
-  try {
-    return await verifyDetached(sums, signature, keys, where.signatureUrl);
-  } catch (error) {
-    if (!(error instanceof InputError)) throw error;
-    const detail = /by key ([^)]*)\)/.exec(error.message)?.[1];
-    throw new InputError(
-      `signature check failed: ${where.signatureUrl} ${detail ? `(made by key ${detail}) ` : ''}does not verify SHA256SUMS with any key in signing_keys of ${where.documentUrl} (${keys.map((k) => k.key_id || '?').join(', ')})`,
-    );
-  }
-}
+// The signature check is the Worker's (src/mirror/signature.ts): one implementation for `mirror sync` and pull-through.
+export { verifySumsSignature } from '../../../src/mirror/signature';
 
 /** Parses SHA256SUMS; an unreadable document fails with its URL. */
 export function readSums(bytes: Uint8Array, url: string): ShasumEntry[] {

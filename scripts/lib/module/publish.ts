@@ -83,6 +83,13 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   const maxMB = options.maxMB ?? DEFAULT_MAX_MB;
   if (!Number.isFinite(maxMB) || maxMB <= 0) throw new InputError(`--max-size must be a positive number of MB, not ${options.maxMB}`);
   const maxBytes = Math.floor(maxMB * 1e6);
+  // The package first: a wrong path is the problem to name before a malformed name or version.
+  let kind: string;
+  try {
+    kind = statSync(options.path).isDirectory() ? 'directory' : 'file';
+  } catch {
+    throw new InputError(`${options.path}: no such file or directory; give the module's directory or a .tar.gz/.zip package`);
+  }
   const config = options.config ?? (await readRegistryConfig({ configPath: options.configPath, env: options.env, persistTo: options.persistTo }));
   const hostname = options.hostname ? parseHostname(options.hostname) : config.hostname;
   const address = moduleAddress(hostname, options.namespace, options.name, options.system);
@@ -93,12 +100,6 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   let format: ModuleArchiveFormat;
   let fileCount: number;
   let docs: ModuleDocs;
-  let kind: string;
-  try {
-    kind = statSync(options.path).isDirectory() ? 'directory' : 'file';
-  } catch {
-    throw new InputError(`${options.path}: no such file or directory`);
-  }
   if (kind === 'directory') {
     const started = Date.now();
     const packed = await packModule(options.path, maxBytes);

@@ -10,7 +10,7 @@ import {
 } from '../../../src/protocol/release-files';
 import { mapLimit } from '../../../src/concurrency';
 import { inspectArchive, sha256File, type ArchiveDigest, type ProgressSink } from './archive';
-import { zipBinary } from './zip-binary';
+import { assertReadableBinary, zipBinary } from './zip-binary';
 
 /**
  * Reading a release from disk into a validated plan, before anything is
@@ -114,13 +114,15 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
     }
   }
 
+  // What is missing, in the order a user can fix it: the files themselves (paths above, archives or
+  // executables here) before the names read from them, so an empty or wrong folder is named as such
+  // rather than as "pass --type".
   const binaries = (input.binaries ?? []).map(parseBinaryOption);
-  const type = pickName('type', input.type, [...archives, ...manifests, ...sums, ...sigs], binaries);
-  const version = pickName('version', input.version, [...archives, ...manifests, ...sums, ...sigs], binaries);
-
   if (archives.length === 0 && binaries.length === 0) {
     throw new InputError(`no provider archives found in ${input.paths.join(', ') || '(no paths)'}: expected terraform-provider-TYPE_VERSION_OS_ARCH.zip files (goreleaser dist/) or --binary OS_ARCH=PATH`);
   }
+  const type = pickName('type', input.type, [...archives, ...manifests, ...sums, ...sigs], binaries);
+  const version = pickName('version', input.version, [...archives, ...manifests, ...sums, ...sigs], binaries);
   for (const [list, what] of [[manifests, 'manifest'], [sums, 'SHA256SUMS'], [sigs, 'SHA256SUMS.sig']] as const) {
     if (list.length > 1) throw new InputError(`found ${list.length} ${what} files (${list.map((f) => f.path).join(', ')}); keep one`);
   }
@@ -257,6 +259,8 @@ function parseBinaryOption(raw: string): BinaryOption {
   if (index <= 0 || index === raw.length - 1) throw new InputError(`--binary ${raw}: expected OS_ARCH=PATH, e.g. --binary linux_amd64=./terraform-provider-acme`);
   const platform = parsePlatformName(raw.slice(0, index));
   const path = resolve(raw.slice(index + 1));
+  // Checked here, before the type and version are read from its name: a wrong path is the real problem.
+  assertReadableBinary(path);
   const match = EXECUTABLE.exec(basename(path));
   return { raw, platform, path, ...(match ? { type: match[1]!, version: match[2]! } : {}) };
 }

@@ -1,6 +1,4 @@
 import * as openpgp from 'openpgp';
-import { InputError } from '../../../src/protocol/index';
-import type { SigningKey } from '../../../src/store/types';
 
 /**
  * Detached OpenPGP signatures over SHA256SUMS, as Terraform checks them:
@@ -14,49 +12,5 @@ export async function signDetached(document: Uint8Array, privateKey: openpgp.Pri
   return openpgp.sign({ message, signingKeys: privateKey, detached: true, format: 'binary' });
 }
 
-/**
- * Verifies a detached signature (binary or armored) over `document` against
- * `keys` and returns the key that made it. Throws InputError naming
- * `signatureName` when the signature is unreadable or none of the keys
- * verifies it (listing the signer's key id and the keys tried).
- */
-export async function verifyDetached(
-  document: Uint8Array,
-  signature: Uint8Array,
-  keys: readonly SigningKey[],
-  signatureName: string,
-): Promise<SigningKey> {
-  let parsed: openpgp.Signature;
-  try {
-    const text = new TextDecoder().decode(signature.subarray(0, 64));
-    parsed = text.includes('-----BEGIN PGP SIGNATURE-----')
-      ? await openpgp.readSignature({ armoredSignature: new TextDecoder().decode(signature) })
-      : await openpgp.readSignature({ binarySignature: signature });
-  } catch (error) {
-    throw new InputError(`${signatureName}: not an OpenPGP signature (${String((error as Error).message).slice(0, 120)}); re-create it with \`gpg --detach-sign\``);
-  }
-  const signers = parsed.getSigningKeyIDs().map((id) => id.toHex().toUpperCase());
-  const message = await openpgp.createMessage({ binary: document });
-  for (const key of keys) {
-    let publicKey: openpgp.Key;
-    try {
-      publicKey = await openpgp.readKey({ armoredKey: key.ascii_armor });
-    } catch {
-      continue;
-    }
-    const result = await openpgp.verify({ message, signature: parsed, verificationKeys: publicKey, expectSigned: false });
-    for (const sig of result.signatures) {
-      try {
-        await sig.verified;
-        return key;
-      } catch {
-        // Not this key, or a bad signature: try the next.
-      }
-    }
-  }
-  const tried = keys.length === 0 ? 'the namespace has no signing keys' : `keys tried: ${keys.map((k) => k.key_id).join(', ')}`;
-  throw new InputError(
-    `${signatureName}: the signature (by key ${signers.join(', ') || 'unknown'}) does not verify against the namespace's public keys (${tried}); ` +
-      'import the signer\'s public key with `npm run keys -- import`, or remove the .sig so the release is signed at publish',
-  );
-}
+// Verification runs in the Worker too (the publish API): it lives in src/protocol/openpgp-signature.ts.
+export { verifyDetached } from '../../../src/protocol/openpgp-signature';

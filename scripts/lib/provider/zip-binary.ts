@@ -22,15 +22,10 @@ export function zipTimestamp(): Date {
 }
 
 /**
- * Writes `outDir/terraform-provider-TYPE_VERSION_OS_ARCH.zip` from the
- * executable at `binaryPath` and returns its path. Throws InputError when the
- * executable is missing, not a regular file or empty.
+ * Throws InputError unless `binaryPath` is a non-empty regular file (what
+ * --binary must name): missing, a directory, unreadable or empty.
  */
-export async function zipBinary(
-  binaryPath: string,
-  outDir: string,
-  names: { type: string; version: string; platform: Platform },
-): Promise<string> {
+export function assertReadableBinary(binaryPath: string): void {
   let size: number;
   try {
     const stat = statSync(binaryPath);
@@ -40,6 +35,19 @@ export async function zipBinary(
     throw new InputError(`--binary ${binaryPath}: cannot be read (${(error as Error).message}); pass OS_ARCH=PATH to a built provider executable`);
   }
   if (size === 0) throw new InputError(`--binary ${binaryPath}: the file is empty; pass a built provider executable`);
+}
+
+/**
+ * Writes `outDir/terraform-provider-TYPE_VERSION_OS_ARCH.zip` from the
+ * executable at `binaryPath` and returns its path. Throws InputError when the
+ * executable is missing, not a regular file or empty.
+ */
+export async function zipBinary(
+  binaryPath: string,
+  outDir: string,
+  names: { type: string; version: string; platform: Platform },
+): Promise<string> {
+  assertReadableBinary(binaryPath);
   const out = `${outDir}/${archiveFilename(names.type, names.version, names.platform)}`;
   const zip = new yazl.ZipFile();
   zip.addFile(binaryPath, executableName(names.type, names.version, names.platform), {

@@ -26,7 +26,9 @@ import { upstreamFailure } from './documents';
  * signed SHA256SUMS line (src/mirror/verified-copy.ts: a mismatch errors both
  * streams, so R2 stores nothing and the client's download is aborted), then
  * computes h1, checks the provider executable and commits the version record
- * (storeMirroredVersion under the provider lease) before releasing the lease.
+ * (storeMirroredVersion under the provider lease) — all before the client's
+ * last block, so the work is part of the request, not a waitUntil with its
+ * time limit — and releases the lease.
  * Requests arriving meanwhile wait for the lease and are then served from
  * R2. HEAD of an archive not held answers 200 without Accept-Ranges (so a
  * client never takes an empty file for a complete one) and fetches nothing.
@@ -83,12 +85,19 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
       await opened.response.body?.cancel();
       return errorResponse(502, `provider ${label} ${pkg.os}_${pkg.arch} could not be pulled through: ${opened.url} sent no Content-Length (R2 needs the size to store a stream)`);
     }
-    const copy = verifiedCopy(opened.response.body, { sha256Hex: pkg.shasum, size, idleMs: pull.http.limits.idleMs, what: `${opened.url} (${label} ${pkg.os}_${pkg.arch})` });
-    const stored = storePulledArchive(env.REGISTRY_R2, address, version, filename, copy.store, pkg.shasum);
+    let stored: Promise<void> | undefined;
+    const copy = verifiedCopy(opened.response.body, {
+      sha256Hex: pkg.shasum, size, idleMs: pull.http.limits.idleMs, what: `${opened.url} (${label} ${pkg.os}_${pkg.arch})`,
+      // Committed before the client's last block: a complete download means the mirror holds it (no waitUntil time limit).
+      beforeClientEnd: async () => {
+        await stored;
+        await finish(pull, manifest, pkg, lease, false);
+      },
+    });
+    stored = storePulledArchive(env.REGISTRY_R2, address, version, filename, copy.store, pkg.shasum);
     const background = (async () => {
       try {
         await Promise.all([copy.done, stored]);
-        await finish(pull, manifest, pkg, lease, false);
         await notePull(env, address, version, 'ok', `pulled ${pkg.os}_${pkg.arch} from ${opened.url} on first request, verified against SHA256SUMS signed by ${manifest.signer.key_id}`, { [filename]: pkg.shasum });
       } catch (error) {
         const why = (error as Error).message;

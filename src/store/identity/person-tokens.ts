@@ -1,5 +1,5 @@
 import { sha256Hex } from '../../protocol/hashes';
-import { personTokenObjectKey, personTokensPrefix } from '../layout';
+import { personRevokedKey, personTokenObjectKey, personTokensPrefix } from '../layout';
 import { deleteTokenRecord, writeTokenRecord } from '../tokens/write';
 import { type TokenPerson, type TokenRecord } from '../tokens/read';
 
@@ -59,4 +59,16 @@ export async function listPersonTokens(blobs: R2Bucket, key: string): Promise<Pe
 export async function revokePersonToken(kv: KVNamespace, blobs: R2Bucket, key: string, tokenSha256Hex: string): Promise<void> {
   await deleteTokenRecord(kv, tokenSha256Hex);
   await blobs.delete(personTokenObjectKey(key, tokenSha256Hex));
+}
+
+/** Records that every token of the person was revoked at `at` (epoch ms): their page sessions signed in before then end (one R2 write). */
+export async function markPersonRevoked(blobs: R2Bucket, key: string, at = Date.now()): Promise<void> {
+  await blobs.put(personRevokedKey(key), '', { customMetadata: { at: String(at) } });
+}
+
+/** When the person's tokens were last revoked all at once (epoch ms), or null (one R2 head). */
+export async function personRevokedAt(blobs: R2Bucket, key: string): Promise<number | null> {
+  const head = await blobs.head(personRevokedKey(key));
+  const at = Number(head?.customMetadata?.at);
+  return head && Number.isFinite(at) ? at : null;
 }

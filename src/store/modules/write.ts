@@ -82,7 +82,7 @@ export function samePackage(a: ModuleVersionRecord, b: ModuleVersionRecord): boo
   return a.sha256 === b.sha256 && a.size === b.size && a.filename === b.filename;
 }
 
-function differentPackageError(record: ModuleVersionRecord, existing: ModuleVersionRecord): InputError {
+export function differentPackageError(record: ModuleVersionRecord, existing: ModuleVersionRecord): InputError {
   return new InputError(
     `${formatModuleAddress(record.address)} ${record.version} is already published with different contents (SHA-256 ${existing.sha256}, ${existing.filename}; this package ${record.sha256}, ${record.filename}); published versions are immutable — publish a new version instead`,
     409,

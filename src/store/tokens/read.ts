@@ -20,6 +20,12 @@ export interface TokenRecord {
   created: string;
   /** ISO 8601 time after which the token is refused; null = never expires. */
   expires: string | null;
+  /**
+   * What the token may do: `read` (the registry API, mirror and pages; absent means read, as in records
+   * written before this field existed) or `publish` (the write API only, into the namespaces of its scopes;
+   * it reads nothing).
+   */
+  purpose?: TokenPurpose;
   /** The person a token was issued to by sign-in (`terraform login`, the Tokens page); absent for `npm run token` tokens. */
   person?: TokenPerson;
 }
@@ -30,6 +36,8 @@ export interface TokenPerson {
   subject: string;
   email?: string;
 }
+
+export type TokenPurpose = 'read' | 'publish';
 
 const HEX64 = /^[0-9a-f]{64}$/;
 
@@ -54,8 +62,11 @@ export function parseTokenRecord(text: string): TokenRecord | null {
   if (typeof r.id !== 'string' || typeof r.name !== 'string' || typeof r.created !== 'string') return null;
   if (!Array.isArray(r.scopes) || !r.scopes.every((s) => typeof s === 'string')) return null;
   if (r.expires !== null && (typeof r.expires !== 'string' || Number.isNaN(Date.parse(r.expires)))) return null;
+  // Absent: a read token written before publish tokens existed. Anything else unknown: damaged (refused).
+  if (r.purpose !== undefined && r.purpose !== 'read' && r.purpose !== 'publish') return null;
   const record: TokenRecord = {
     id: r.id, name: r.name, sha256: r.sha256, scopes: r.scopes as string[], created: r.created, expires: r.expires as string | null,
+    purpose: (r.purpose as TokenPurpose | undefined) ?? 'read',
   };
   const person = r.person as Record<string, unknown> | undefined;
   if (person !== undefined) {

@@ -89,7 +89,9 @@ export async function startWorld(options: { vars?: Record<string, string> } = {}
   });
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    // Terraform's listener is on 127.0.0.1 only; its redirect URI says localhost, which may resolve to ::1 first.
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
+      '--host-resolver-rules=MAP localhost 127.0.0.1'],
   });
   return {
     dir, server, idp, certificate, hostname, browser,
@@ -146,8 +148,8 @@ export async function terraformHome(world: SignInWorld, name: string, cliConfig 
  * follows it in chromium through the provider's sign-in as `login`, then
  * reads the token Terraform wrote to its credentials file.
  */
-export async function terraformLogin(world: SignInWorld, name: string, login: string, host = world.hostname): Promise<LoginRun> {
-  const { home, env } = await terraformHome(world, name);
+export async function terraformLogin(world: SignInWorld, name: string, login: string, host = world.hostname, cliConfig = ''): Promise<LoginRun> {
+  const { home, env } = await terraformHome(world, name, cliConfig);
   const child = spawn(terraform!, ['login', host], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   let output = '';
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -211,6 +213,16 @@ export const providerConfig = (hostname: string) =>
 
 /** A root module calling the private module through MODULE_HOST (Terraform wants a dotted module host). */
 export const moduleConfig = () => `module "vpc" {\n  source  = "${MODULE_HOST}/acme/vpc/aws"\n  version = "1.0.0"\n  name    = "main"\n}\n`;
+
+/**
+ * CLI configuration sending MODULE_HOST's services — login.v1 included — to the server: how a local registry
+ * (docs/sign-in.md) is signed in to under a dotted name, so `terraform login MODULE_HOST` stores the token
+ * for the same host the module source names.
+ */
+export const hostBlockWithLogin = (world: SignInWorld) => {
+  const o = world.server.origin;
+  return `host "${MODULE_HOST}" {\n  services = {\n    "modules.v1" = "${o}/v1/modules/"\n    "login.v1" = {\n      client      = "terraform-cli"\n      grant_types = ["authz_code"]\n      authz       = "${o}/oauth/authorization"\n      token       = "${o}/oauth/token"\n      ports       = [10000, 10010]\n    }\n  }\n}\n`;
+};
 
 /** CLI configuration pointing MODULE_HOST's modules.v1 at the server, with a token for it. */
 export const moduleCliConfig = (world: SignInWorld, token: string) =>

@@ -348,6 +348,21 @@ describe('publish-module --remote', () => {
   });
 });
 
+describe('lifecycle --remote', () => {
+  it('deprecates the module published above through the KV REST API and the S3 API (the R2 object is the commit point)', async () => {
+    const result = await runScript('lifecycle', ['deprecate', 'acme/net/aws', '--message', 'use acme/network/aws', '--remote', '--env', 'production', '--config', configPath, '--json'], remoteEnv());
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ kind: 'module', status: 'changed', lifecycle: { deprecated: { message: 'use acme/network/aws' } } });
+    const object = await s3Get(`.lifecycle/modules/${config.hostname}/acme/net/aws.json`);
+    expect(object.status).toBe(200);
+    expect(JSON.parse(object.bytes.toString('utf8')).deprecated.message).toBe('use acme/network/aws');
+    expect(JSON.parse(kvApi.values.get(`${config.kvNamespaceId}/module-lifecycle/${config.hostname}/acme/net/aws`)!).deprecated.message).toBe('use acme/network/aws');
+    const refused = await runScript('lifecycle', ['withdraw', 'acme/net/aws', '--version', '9.0.0', '--message', 'x', '--remote', '--env', 'production', '--config', configPath], remoteEnv());
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('has no version 9.0.0; published: 1.0.0');
+  });
+});
+
 describe('mirror --remote', () => {
   it('syncs from an upstream and imports a packed directory through the KV REST API and the S3 API; a re-run changes nothing', async () => {
     const { StaticUpstream } = await import('../mirror/upstream');

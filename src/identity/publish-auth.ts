@@ -1,0 +1,106 @@
+import { constantTimeEqualText } from '../auth/bytes';
+import { tokenId, tokenSha256 } from '../auth/tokens';
+import { tokenKey } from '../store/layout';
+import { readPublishers } from '../store/publishers';
+import { parseTokenRecord } from '../store/tokens/read';
+import type { KvStore } from '../store/store';
+import type { Actor } from './actor';
+import { CiTokenError, looksLikeJwt, verifyCiToken } from './ci-token';
+
+/**
+ * Who may write through the publish API (src/routes/publish/): a request
+ * carries `Authorization: Bearer CREDENTIAL`, either
+ *   - a publish token `ert_…` (`npm run token -- create --publish NS`): its
+ *     record is read by the token's SHA-256 (uncached, so a revocation takes
+ *     effect on the next request), the hash compared in constant time, the
+ *     expiry checked, and one of its scopes must be the namespace or "*";
+ *     a read token never publishes;
+ *   - a CI job's OIDC ID token (a JWT): verified and matched against the
+ *     namespace's trusted publishers by src/identity/ci-token.ts.
+ * Statuses as the read API: 401 (with WWW-Authenticate) for missing,
+ * malformed, unknown, revoked, expired or unverifiable credentials; 403 for
+ * valid credentials that may not publish into this namespace.
+ */
+
+export type PublishRefusalStatus = 401 | 403 | 503;
+
+/** A refused publish credential: the status and message the edge answers with, and who the credential claims to be (for the audit entry). */
+export class PublishRefusal extends Error {
+  constructor(
+    readonly status: PublishRefusalStatus,
+    message: string,
+    /** What the caller claims to be (a token id, a CI job); null when unknown. Unverified unless status is 403. */
+    readonly claimed: Actor | null,
+    /** RFC 6750 error code for WWW-Authenticate (401 only). */
+    readonly error?: 'invalid_token',
+  ) {
+    super(message);
+    this.name = 'PublishRefusal';
+  }
+
+  /** The WWW-Authenticate challenge of a 401, else null. */
+  get challenge(): string | null {
+    if (this.status !== 401) return null;
+    return this.error ? `Bearer realm="edge-registry", error="${this.error}"` : 'Bearer realm="edge-registry"';
+  }
+}
+
+const PUBLISH_TOKEN = /^ert_[A-Za-z0-9_-]{43}$/;
+
+/**
+ * Authorises `request` to publish into `namespace` (lower case, already
+ * validated) of this registry (`config.hostname`). Resolves with the actor
+ * for the audit log; throws PublishRefusal (401/403, 503 when a CI issuer
+ * cannot be reached) otherwise. Never throws anything else for bad input.
+ * Cost: one KV read (publish token) or one KV read plus the issuer's cached
+ * keys (CI token).
+ */
+export async function authorizePublish(
+  request: Request, config: { hostname: string }, store: { kv: KvStore }, namespace: string, now = new Date(),
+): Promise<Actor> {
+  const header = request.headers.get('authorization');
+  if (header === null || header.trim() === '') {
+    throw new PublishRefusal(401, 'publishing needs credentials: a publish token (npm run token -- create --publish NS; EDGE_REGISTRY_TOKEN) or a CI job\'s OIDC ID token of a trusted publisher', null);
+  }
+  const match = /^\s*bearer +(\S+)\s*$/i.exec(header);
+  const credential = match?.[1];
+  if (credential === undefined) {
+    throw new PublishRefusal(401, 'the Authorization header is not "Bearer <publish token or CI ID token>"', null, 'invalid_token');
+  }
+  if (PUBLISH_TOKEN.test(credential)) return publishTokenActor(credential, store.kv, namespace, now);
+  if (looksLikeJwt(credential)) return ciTokenActor(credential, config, store.kv, namespace, now);
+  throw new PublishRefusal(401, 'the bearer credential is neither a token of this registry (ert_…) nor a CI ID token (a JWT)', null, 'invalid_token');
+}
+
+async function publishTokenActor(token: string, kv: KvStore, namespace: string, now: Date): Promise<Actor> {
+  const hash = tokenSha256(token);
+  const text = await kv.get(tokenKey(hash), 'text');
+  const record = text === null ? null : parseTokenRecord(text);
+  if (record === null || !constantTimeEqualText(record.sha256, hash)) {
+    throw new PublishRefusal(401, 'the token is not valid: unknown or revoked', null, 'invalid_token');
+  }
+  const actor: Actor = { kind: 'token', tokenId: tokenId(hash), name: record.name };
+  if (record.expires !== null && Date.parse(record.expires) <= now.getTime()) {
+    throw new PublishRefusal(401, `the token expired at ${record.expires}`, actor, 'invalid_token');
+  }
+  if (record.purpose !== 'publish') {
+    throw new PublishRefusal(403, 'this is a read token: it never publishes; create a publish token with npm run token -- create --publish NS', actor);
+  }
+  if (!record.scopes.some((scope) => scope === '*' || scope === namespace)) {
+    throw new PublishRefusal(403, `this publish token may not publish into namespace "${namespace}"; its namespaces: ${record.scopes.join(', ')}`, actor);
+  }
+  return actor;
+}
+
+// CI ID tokens: verification and publisher matching are src/identity/ci-token.ts's (the trusted-publishers work).
+async function ciTokenActor(token: string, config: { hostname: string }, kv: KvStore, namespace: string, now: Date): Promise<Actor> {
+  const publishers = await readPublishers(kv, config.hostname, namespace);
+  try {
+    const verified = await verifyCiToken(token, { namespace, publishers, hostname: config.hostname, now });
+    return verified.actor;
+  } catch (error) {
+    if (!(error instanceof CiTokenError)) throw error;
+    const status = error.reason === 'no-publisher' ? 403 : error.reason === 'issuer-unavailable' ? 503 : 401;
+    throw new PublishRefusal(status, error.message, error.claimed, status === 401 ? 'invalid_token' : undefined);
+  }
+}

@@ -1,0 +1,103 @@
+import type { IRequest } from 'itty-router';
+import { settings } from '../../config';
+import type { Env } from '../../env';
+import { errorResponse } from '../../http/responses';
+import type { Actor } from '../../identity/actor';
+import { authorizePublish, PublishRefusal } from '../../identity/publish-auth';
+import { InputError } from '../../protocol/errors';
+import { appendAuditEntry, type AuditAction } from '../../store/audit/write';
+import type { BlobStore, KvStore } from '../../store/store';
+
+/**
+ * What every publish API handler shares: the store over the Worker's
+ * bindings, authorisation, the audit entry of each outcome, and turning
+ * refusals into responses (401/403 like the read API, InputError's 400/409/413
+ * with the CLI's messages). Write routes never answer GET or HEAD (405).
+ */
+
+export interface PublishStore {
+  kv: KvStore;
+  blobs: BlobStore;
+  /** The R2 binding itself, for what BlobStore does not cover (ranges, multipart, checksums). */
+  bucket: R2Bucket;
+}
+
+export function publishStore(env: Env): PublishStore {
+  return { kv: env.REGISTRY_KV as unknown as KvStore, blobs: env.REGISTRY_R2 as unknown as BlobStore, bucket: env.REGISTRY_R2 };
+}
+
+/** The largest request body Cloudflare accepts on the Free and Pro plans: bigger files go in parts. */
+export const MAX_BODY_BYTES = 100 * 1024 * 1024;
+/** Size of every part but the last of a file sent in parts (R2 wants them equal, ≥ 5 MiB; under MAX_BODY_BYTES). */
+export const PART_BYTES = 64 * 1024 * 1024;
+
+/** 405 unless the request uses `method`. */
+export function onlyMethod(request: Request, method: 'POST' | 'PUT'): Response | null {
+  return request.method === method ? null : errorResponse(405, `method ${request.method} is not allowed here; use ${method}`, { allow: method });
+}
+
+/** A JSON response that is never cached. */
+export function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' } });
+}
+
+export interface AuditTarget {
+  action: AuditAction;
+  target: string;
+}
+
+/**
+ * Runs `handle` for an authorised actor: authorises the request for
+ * `namespace`, then answers what `handle` returns. A refused credential
+ * answers 401/403 (WWW-Authenticate on 401), an InputError its status and
+ * message; both leave an audit entry `refused` when the caller is known
+ * (a token id, a CI job's claims). Other errors propagate (500, logged).
+ */
+export async function asPublisher(
+  request: IRequest, env: Env, ctx: ExecutionContext, namespace: string, what: AuditTarget,
+  handle: (actor: Actor, store: PublishStore) => Promise<Response>,
+): Promise<Response> {
+  const store = publishStore(env);
+  let actor: Actor | null = null;
+  try {
+    actor = await authorizePublish(request, settings(env), store, namespace);
+    return await handle(actor, store);
+  } catch (error) {
+    if (error instanceof PublishRefusal) {
+      if (error.claimed) await audit(store, ctx, { ...what, actor: error.claimed, outcome: 'refused', reason: error.message });
+      const challenge = error.challenge;
+      return errorResponse(error.status, error.message, challenge ? { 'www-authenticate': challenge } : {});
+    }
+    if (error instanceof InputError) {
+      if (actor) await audit(store, ctx, { ...what, actor, outcome: 'refused', reason: error.message });
+      return errorResponse(error.status, error.message);
+    }
+    if (actor) await audit(store, ctx, { ...what, actor, outcome: 'failed', reason: String((error as Error)?.message ?? error) });
+    throw error;
+  }
+}
+
+/** Appends an audit entry; a failure to write it is logged, never turned into a failed publish. */
+export async function audit(
+  store: PublishStore, _ctx: ExecutionContext,
+  entry: AuditTarget & { actor: Actor; outcome: 'ok' | 'unchanged' | 'refused' | 'failed'; reason?: string; digests?: Record<string, string> },
+): Promise<void> {
+  try {
+    await appendAuditEntry(store, entry);
+  } catch (error) {
+    console.error(`audit entry for ${entry.action} ${entry.target} not written: ${(error as Error)?.message ?? error}`);
+  }
+}
+
+/** Reads a JSON request body of at most `limit` bytes; throws InputError (400, 413) otherwise. */
+export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
+  const declared = Number(request.headers.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > limit) throw new InputError(`the request body is ${declared} bytes; at most ${limit} are accepted here`, 413);
+  const text = await request.text();
+  if (text.length > limit) throw new InputError(`the request body is over ${limit} bytes; at most ${limit} are accepted here`, 413);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new InputError('the request body is not JSON');
+  }
+}

@@ -1,0 +1,115 @@
+import type { Actor } from '../../identity/actor';
+import { formatAddress } from '../../protocol/address';
+import { InputError } from '../../protocol/errors';
+import { parseShasums, sha256Hex } from '../../protocol/hashes';
+import { verifyDetached } from '../../protocol/openpgp-signature';
+import { executableName, executableNamePattern, parseReleaseFilename } from '../../protocol/release-files';
+import { parsePlatformName } from '../../protocol/platform';
+import { providerLeaseName } from '../../store/layout';
+import { publishVersion, readSigningKeys, readVersionRecord, type ReleaseFile } from '../../store/providers/write';
+import type { SigningKey, VersionRecord } from '../../store/types';
+import type { ProviderUpload, UploadSession } from '../../store/uploads/session';
+import { completeStagedFile, stagedStream } from '../../store/uploads/staged';
+import { storedZipEntries, storedZipH1 } from '../../store/uploads/stored-zip';
+import type { PublishStore } from './context';
+import { withWorkerLease } from './lease';
+import { draftRecord, publishResult } from './providers';
+import { signerFor } from './signing';
+
+/**
+ * Commits a provider upload: checks what was uploaded with the CLI's rules —
+ * every file complete with its declared size and SHA-256, each zip readable
+ * and holding terraform-provider-TYPE_vVERSION (from its central directory,
+ * read by range), its `h1:` computed here (and equal to the client's when
+ * sent), SHA256SUMS listing exactly the archives, the signature verifying
+ * with a key of the namespace (or made now by the registry-held key) — then
+ * publishes with src/store's publishVersion under the provider's lease:
+ * release files copied from the staging area, documents, the R2 record (the
+ * commit point), the lists. Throws InputError (400; 409 for a version
+ * published meanwhile with other bytes) with nothing published.
+ */
+export async function commitProvider(store: PublishStore, session: UploadSession, actor: Actor, upload: ProviderUpload, signingKeySecret: string) {
+  const { bucket } = store;
+  const address = { hostname: session.hostname, namespace: session.namespace, type: upload.type };
+  const draft = draftRecord(address, upload);
+  const staged = new Map<string, string>();
+  for (const file of upload.files) staged.set(file.filename, await completeStagedFile(bucket, session, file));
+
+  // SHA256SUMS: one line per archive, each with the archive's SHA-256.
+  const sumsFile = upload.files.find((f) => f.filename === draft.shasumsFilename)!;
+  const sums = new Uint8Array(await (await bucket.get(staged.get(sumsFile.filename)!))!.arrayBuffer());
+  checkShasums(sums, draft, sumsFile.filename);
+
+  // Each archive: the executable at the top level, and h1 from the inflated entries.
+  const packages = [];
+  for (const pkg of draft.packages) {
+    const label = `archive ${pkg.filename}`;
+    const key = staged.get(pkg.filename)!;
+    const entries = await storedZipEntries(bucket, key, pkg.size, label);
+    const platform = parsePlatformName(parseReleaseFilename(pkg.filename)!.platform!);
+    const accepted = executableNamePattern(upload.type, upload.version, platform);
+    const found = entries.find((e) => !e.isDirectory && accepted.test(e.name));
+    if (!found) {
+      const names = entries.map((e) => e.name);
+      const shown = names.slice(0, 8).join(', ') + (names.length > 8 ? `, … (${names.length} entries)` : '');
+      throw new InputError(`${label}: expected executable ${executableName(upload.type, upload.version, platform)} at the top level, found ${shown || 'no files'}; build with goreleaser's binary name "{{ .ProjectName }}_v{{ .Version }}" or use --binary`);
+    }
+    if (found.uncompressedSize === 0) throw new InputError(`${label}: executable ${found.name} is empty; rebuild the provider`);
+    const h1 = await storedZipH1(bucket, key, entries, label);
+    if (pkg.h1 && pkg.h1 !== h1) throw new InputError(`${label}: its contents hash to ${h1}, the manifest says ${pkg.h1}`);
+    packages.push({ ...pkg, h1 });
+  }
+
+  // The signature: the client's, verified against the namespace's keys, or the registry-held key's.
+  const sigFile = upload.files.find((f) => f.filename === draft.shasumsSignatureFilename);
+  let signingKey: SigningKey;
+  let signature: Uint8Array;
+  if (sigFile) {
+    signature = new Uint8Array(await (await bucket.get(staged.get(sigFile.filename)!))!.arrayBuffer());
+    signingKey = await verifyDetached(sums, signature, await readSigningKeys(store.kv, address.hostname, address.namespace), sigFile.filename);
+  } else {
+    const signer = await signerFor({ kv: store.kv, signingKeySecret, hostname: address.hostname, namespace: address.namespace }, upload.type, upload.version);
+    ({ signature, key: signingKey } = await signer.sign(sums));
+  }
+
+  const record: VersionRecord = { ...draft, packages, signingKey, signatureFile: { sha256: sha256Hex(signature), size: signature.byteLength } };
+  const files: ReleaseFile[] = upload.files
+    .filter((f) => f.filename !== draft.shasumsSignatureFilename)
+    .map((f) => ({ filename: f.filename, sha256Hex: f.sha256, size: f.size, contentType: f.contentType, open: () => stagedStream(bucket, staged.get(f.filename)!, f.size) }));
+  files.push({ filename: record.shasumsSignatureFilename, sha256Hex: record.signatureFile!.sha256, size: signature.byteLength, contentType: 'application/pgp-signature', open: () => signature });
+
+  const name = `${formatAddress(address)} ${upload.version}`;
+  const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${name}`, (lease) =>
+    publishVersion(store.kv, store.blobs, record, files, () => {}, { lease }));
+  const stored = outcome === 'published' ? record : (await readVersionRecord(store.kv, address, upload.version, store.blobs)) ?? record;
+  return publishResult(stored, outcome);
+}
+
+/** The CLI's SHA256SUMS checks (scripts/lib/release.ts), against the declared archives. */
+function checkShasums(bytes: Uint8Array, draft: VersionRecord, where: string): void {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new InputError(`${where}: not UTF-8 text; expected sha256sum output`);
+  }
+  let entries;
+  try {
+    entries = parseShasums(text);
+  } catch (error) {
+    throw new InputError(`${where}: ${(error as Error).message}; regenerate it with sha256sum, or remove it (and its .sig) so it is generated`);
+  }
+  const listed = new Map(entries.map((e) => [e.filename, e.sha256Hex]));
+  for (const pkg of draft.packages) {
+    const hash = listed.get(pkg.filename);
+    if (hash === undefined) throw new InputError(`${where}: has no line for ${pkg.filename}; the SHA256SUMS must list every archive (regenerate it, or remove it and its .sig)`);
+    if (hash !== pkg.shasum) {
+      throw new InputError(`${where}: ${pkg.filename} is listed with SHA-256 ${hash} but the archive ${pkg.filename} has ${pkg.shasum}; the archive changed after SHA256SUMS was made — rebuild the release`);
+    }
+  }
+  for (const entry of entries) {
+    if (!draft.packages.some((p) => p.filename === entry.filename)) {
+      throw new InputError(`${where}: lists ${entry.filename}, which is not among the archives given; add that archive, or regenerate SHA256SUMS without it`);
+    }
+  }
+}

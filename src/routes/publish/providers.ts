@@ -1,0 +1,131 @@
+import type { IRequest } from 'itty-router';
+import { settings } from '../../config';
+import type { Env } from '../../env';
+import { pathSegment } from '../../http/responses';
+import type { Actor } from '../../identity/actor';
+import { formatAddress, parseProviderName, providerAddress, type ProviderAddress } from '../../protocol/address';
+import { parsePlatformName } from '../../protocol/platform';
+import { parseReleaseFilename, shasumsFilename, shasumsSignatureFilename } from '../../protocol/release-files';
+import { parseVersion } from '../../protocol/version';
+import { providerLeaseName } from '../../store/layout';
+import { differentContentsError, publishVersion, readVersionRecord, sameRelease } from '../../store/providers/write';
+import type { PackageRecord, VersionRecord } from '../../store/types';
+import { newUploadId, writeUploadSession, type ProviderUpload, type UploadSession } from '../../store/uploads/session';
+import { asPublisher, audit, json, onlyMethod, PART_BYTES, readJsonBody, type PublishStore } from './context';
+import { withWorkerLease } from './lease';
+import { parseProviderManifest } from './manifest';
+import { signerFor } from './signing';
+
+/**
+ * `POST /v1/publish/providers/:namespace/:type/:version` — starts a provider
+ * publish. The body is the manifest (manifest.ts). Answers:
+ *   201 {"upload": ID, "files": [{filename, size, url, parts}], "commit_url", "expires", "part_size"}
+ *       upload each file with PUT to its url (in `parts` parts of part_size
+ *       bytes when parts > 1), then POST commit_url;
+ *   200 {"status": "unchanged" | "repaired", …} when the version is already
+ *       published with these files (an interrupted commit is completed);
+ *   200 {"status": "dry-run", …} for "dry_run": true (nothing written);
+ *   400 / 409 / 413 with the CLI's messages; 401 / 403 for credentials.
+ */
+
+const SESSION_HOURS = 24;
+const MAX_MANIFEST_BYTES = 256 * 1024;
+
+export async function createProviderUpload(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
+  const wrongMethod = onlyMethod(request, 'POST');
+  if (wrongMethod) return wrongMethod;
+  const namespace = parseProviderName(pathSegment(request.params.namespace, 'namespace'), 'namespace');
+  const type = parseProviderName(pathSegment(request.params.type, 'type'), 'type');
+  const version = parseVersion(pathSegment(request.params.version, 'version'));
+  const address = providerAddress(settings(env).hostname, namespace, type);
+  const what = { action: 'provider.publish', target: `${formatAddress(address)} ${version}` } as const;
+
+  return asPublisher(request, env, ctx, namespace, what, async (actor, store) => {
+    const { upload, dryRun } = parseProviderManifest(await readJsonBody(request, MAX_MANIFEST_BYTES), type, version);
+    const draft = draftRecord(address, upload);
+    const existing = await readVersionRecord(store.kv, address, version, store.blobs);
+    if (existing) {
+      if (!sameRelease(existing, draft)) throw differentContentsError(draft, existing);
+      if (dryRun) return json(publishResult(existing, 'dry-run'));
+      // Already committed: verify it and complete what an interrupted commit left (documents, lists).
+      const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${what.target}`, (lease) =>
+        publishVersion(store.kv, store.blobs, existing, [], () => {}, { lease }));
+      const status = outcome === 'repaired' ? 'repaired' : 'unchanged';
+      await audit(store, ctx, { ...what, actor, outcome: status === 'repaired' ? 'ok' : 'unchanged', ...(status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}) });
+      return json(publishResult(existing, status));
+    }
+    const signed = upload.files.some((f) => f.filename === shasumsSignatureFilename(type, version));
+    if (!signed) await signerFor({ kv: store.kv, signingKeySecret: settings(env).signingKeySecret, hostname: address.hostname, namespace }, type, version); // refuses now, not after the uploads
+    if (dryRun) return json(publishResult(draft, 'dry-run'));
+    const session = await startSession(store, actor, address, upload);
+    return json(sessionResponse(request, session), 201);
+  });
+}
+
+/** The version record a manifest describes, before the server has checked the bytes (h1 and signing key unknown yet). */
+export function draftRecord(address: ProviderAddress, upload: ProviderUpload): VersionRecord {
+  const sums = upload.files.find((f) => f.filename === shasumsFilename(upload.type, upload.version))!;
+  const packages: PackageRecord[] = upload.files.flatMap((f) => {
+    const parsed = parseReleaseFilename(f.filename);
+    if (parsed?.kind !== 'archive') return [];
+    const platform = parsePlatformName(parsed.platform!);
+    return [{ os: platform.os, arch: platform.arch, filename: f.filename, shasum: f.sha256, h1: upload.h1?.[f.filename] ?? '', size: f.size }];
+  });
+  return {
+    address,
+    version: upload.version,
+    protocols: upload.protocols,
+    packages,
+    shasumsFilename: shasumsFilename(upload.type, upload.version),
+    shasumsSignatureFilename: shasumsSignatureFilename(upload.type, upload.version),
+    signingKey: { key_id: '', ascii_armor: '' },
+    publishedAt: new Date().toISOString(),
+    shasumsFile: { sha256: sums.sha256, size: sums.size },
+  };
+}
+
+/** The CLI's `--json` result shape for a record. */
+export function publishResult(record: VersionRecord, status: 'published' | 'unchanged' | 'repaired' | 'dry-run') {
+  return {
+    address: formatAddress(record.address),
+    version: record.version,
+    protocols: record.protocols,
+    platforms: record.packages,
+    key_id: record.signingKey.key_id,
+    status,
+  };
+}
+
+async function startSession(store: PublishStore, actor: Actor, address: ProviderAddress, upload: ProviderUpload): Promise<UploadSession> {
+  const now = Date.now();
+  const session: UploadSession = {
+    id: newUploadId(),
+    hostname: address.hostname,
+    namespace: address.namespace,
+    actor,
+    created: new Date(now).toISOString(),
+    expires: new Date(now + SESSION_HOURS * 3600_000).toISOString(),
+    partSize: PART_BYTES,
+    upload,
+  };
+  await writeUploadSession(store.blobs, session);
+  return session;
+}
+
+/** What a client needs to upload and commit: one URL per file, the number of parts of each. */
+export function sessionResponse(request: Request, session: UploadSession) {
+  const base = `/v1/publish/uploads/${session.id}`;
+  void request;
+  return {
+    upload: session.id,
+    expires: session.expires,
+    part_size: session.partSize,
+    files: session.upload.files.map((f) => ({
+      filename: f.filename,
+      size: f.size,
+      url: `${base}/${encodeURIComponent(f.filename)}`,
+      parts: f.size > session.partSize ? Math.ceil(f.size / session.partSize) : 1,
+    })),
+    commit_url: `${base}/commit`,
+  };
+}

@@ -1,0 +1,102 @@
+import type { IRequest } from 'itty-router';
+import { settings } from '../../config';
+import type { Env } from '../../env';
+import { errorResponse, pathSegment } from '../../http/responses';
+import type { Actor } from '../../identity/actor';
+import { InputError } from '../../protocol/errors';
+import { readUploadSession, removeUpload, type UploadSession } from '../../store/uploads/session';
+import { partCount, partLength, stagePart, stageWholeFile } from '../../store/uploads/staged';
+import { asPublisher, audit, json, MAX_BODY_BYTES, onlyMethod, publishStore, type AuditTarget } from './context';
+import { commitModule } from './module-commit';
+import { commitProvider } from './provider-commit';
+
+/**
+ * The upload session routes (see src/store/uploads/session.ts):
+ *
+ *   PUT  /v1/publish/uploads/:id/:filename[?part=N]   one declared file's bytes, streamed to R2 (never held
+ *        in memory): the whole file in one body when it fits (R2 checks its SHA-256 as it is written), else
+ *        part N of `parts` (each exactly part_size bytes but the last); 200 {"filename", "part", "size"}.
+ *        Content-Length is required (411); a body longer than declared or over 100 MB is 413.
+ *   POST /v1/publish/uploads/:id/commit               checks and publishes (provider-commit.ts, module-commit.ts);
+ *        200 with the CLI's --json result, status "published", "unchanged" or "repaired".
+ *
+ * Only the credential that started the session may use it (403 otherwise); an unknown or committed
+ * session is 404, an expired one 410.
+ */
+
+export async function uploadFile(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
+  const wrongMethod = onlyMethod(request, 'PUT');
+  if (wrongMethod) return wrongMethod;
+  const session = await sessionOf(request, env);
+  if (session instanceof Response) return session;
+  const filename = pathSegment(request.params.filename, 'filename');
+  return asSessionPublisher(request, env, ctx, session, async () => {
+    const file = session.upload.files.find((f) => f.filename === filename);
+    if (!file) throw new InputError(`${filename} is not one of the files this upload declared (${session.upload.files.map((f) => f.filename).join(', ')})`);
+    const parts = partCount(session, file);
+    const partParam = new URL(request.url).searchParams.get('part');
+    const part = partParam === null ? null : Number(partParam);
+    if (part !== null && !(Number.isInteger(part) && part >= 1 && part <= parts)) throw new InputError(`part must be 1 to ${parts} for ${filename}`);
+    if (part === null && parts > 1) throw new InputError(`${filename} is ${file.size} bytes: send it in ${parts} parts of ${session.partSize} bytes (?part=1 … ?part=${parts})`, 413);
+    const expected = part === null ? file.size : partLength(session, file, part);
+    const lengthHeader = request.headers.get('content-length');
+    if (lengthHeader === null || !/^\d+$/.test(lengthHeader)) return errorResponse(411, 'Content-Length is required: uploads are streamed to storage and must say their size');
+    const length = Number(lengthHeader);
+    if (length > MAX_BODY_BYTES || length > expected) {
+      throw new InputError(`the body is ${length} bytes; ${filename}${part === null ? '' : ` part ${part}`} is ${expected} bytes (at most ${MAX_BODY_BYTES} per request)`, 413);
+    }
+    if (length < expected) throw new InputError(`the body is ${length} bytes; ${filename}${part === null ? '' : ` part ${part}`} is ${expected} bytes`);
+    if (request.body === null) throw new InputError('the request has no body');
+    if (part === null) await stageWholeFile(env.REGISTRY_R2, session, file, request.body);
+    else await stagePart(env.REGISTRY_R2, session, file, part, request.body);
+    return json({ filename, part: part ?? 1, size: length });
+  });
+}
+
+export async function commitUpload(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
+  const wrongMethod = onlyMethod(request, 'POST');
+  if (wrongMethod) return wrongMethod;
+  const session = await sessionOf(request, env);
+  if (session instanceof Response) return session;
+  return asSessionPublisher(request, env, ctx, session, async (actor) => {
+    const store = publishStore(env);
+    const result = session.upload.kind === 'provider'
+      ? await commitProvider(store, session, actor, session.upload, settings(env).signingKeySecret)
+      : await commitModule(store, session, actor, session.upload);
+    const digests = Object.fromEntries(session.upload.files.map((f) => [f.filename, f.sha256]));
+    await audit(store, ctx, { ...auditTarget(session), actor, outcome: result.status === 'unchanged' ? 'unchanged' : 'ok', digests });
+    // Staged copies are garbage now; removing them need not delay the answer.
+    ctx.waitUntil(removeUpload(store.blobs, session.id).catch(() => {}));
+    return json(result);
+  });
+}
+
+async function sessionOf(request: IRequest, env: Env): Promise<UploadSession | Response> {
+  const id = pathSegment(request.params.id, 'upload id');
+  const session = await readUploadSession(publishStore(env).blobs, id);
+  if (session === null) return errorResponse(404, `no upload ${id.slice(0, 64)}: it was committed, expired or never started; start the publish again`);
+  return session;
+}
+
+function auditTarget(session: UploadSession): AuditTarget {
+  const u = session.upload;
+  return u.kind === 'provider'
+    ? { action: 'provider.publish', target: `${session.hostname}/${session.namespace}/${u.type} ${u.version}` }
+    : { action: 'module.publish', target: `${session.hostname}/${session.namespace}/${u.name}/${u.system} ${u.version}` };
+}
+
+function asSessionPublisher(request: IRequest, env: Env, ctx: ExecutionContext, session: UploadSession, handle: (actor: Actor) => Promise<Response>): Promise<Response> {
+  return asPublisher(request, env, ctx, session.namespace, auditTarget(session), async (actor) => {
+    if (!sameActor(actor, session.actor)) throw new InputError('this upload was started with other credentials; only they may upload to it or commit it', 403);
+    if (Date.parse(session.expires) <= Date.now()) throw new InputError(`this upload expired at ${session.expires}; start the publish again`, 410);
+    return handle(actor);
+  });
+}
+
+/** Two actors are the same publisher: the same token, or the same CI identity (issuer, subject, repository). */
+function sameActor(a: Actor, b: Actor): boolean {
+  if (a.kind === 'token' && b.kind === 'token') return a.tokenId === b.tokenId;
+  if (a.kind === 'ci' && b.kind === 'ci') return a.issuer === b.issuer && a.subject === b.subject && a.repository === b.repository;
+  if (a.kind === 'person' && b.kind === 'person') return a.issuer === b.issuer && a.subject === b.subject;
+  return a.kind === 'operator' && b.kind === 'operator';
+}

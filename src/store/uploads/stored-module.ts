@@ -1,0 +1,138 @@
+import { InputError } from '../../protocol/errors';
+import type { ModuleArchiveFormat } from '../../protocol/modules-v1';
+import { storedZipEntries } from './stored-zip';
+
+/**
+ * The module package rules of `publish-module` (scripts/lib/module/archive.ts),
+ * checked on a package stored in R2 without holding it in memory: a zip from
+ * its central directory (by range); a .tar.gz by streaming it once through the
+ * runtime's gzip DecompressionStream and reading each 512-byte tar header
+ * (file data is skipped, never copied). Refused: an absolute path or a ".."
+ * segment, a link leaving the package, a device or FIFO, no .tf/.tofu file at
+ * the root, a damaged archive.
+ */
+
+/** Checks the package stored under `key`; throws InputError naming `label` for a package the CLI would refuse. */
+export async function checkStoredModulePackage(bucket: R2Bucket, key: string, size: number, format: ModuleArchiveFormat, label: string): Promise<void> {
+  const names = format === 'zip'
+    ? (await storedZipEntries(bucket as never, key, size, label)).map((e) => checkedName(label, e.name))
+    : await tarNames(bucket, key, label);
+  if (!names.some((name) => !name.includes('/') && /\.(tf|tofu)$/.test(name))) {
+    throw new InputError(`${label} has no .tf or .tofu file at its root: pack the module's directory itself, not its parent (or publish the directory and let publish-module pack it)`);
+  }
+}
+
+function checkedName(archive: string, raw: string): string {
+  if (raw.includes('\0')) throw new InputError(`${archive}: entry name with a NUL character`);
+  if (raw.startsWith('/') || raw.startsWith('\\') || /^[a-zA-Z]:/.test(raw)) {
+    throw new InputError(`${archive}: entry "${raw}" has an absolute path; a module package holds relative paths only`);
+  }
+  const parts = raw.replace(/\\/g, '/').split('/').filter((p) => p !== '' && p !== '.');
+  if (parts.includes('..')) throw new InputError(`${archive}: entry "${raw}" has a ".." path segment that would unpack outside the module; refused`);
+  return parts.join('/');
+}
+
+function checkedLink(archive: string, name: string, target: string): void {
+  if (target.startsWith('/') || /^[a-zA-Z]:/.test(target)) throw new InputError(`${archive}: link "${name}" points to the absolute path ${target}; refused`);
+  let level = name.split('/').length - 1;
+  for (const part of target.replace(/\\/g, '/').split('/')) {
+    if (part === '..') level--;
+    else if (part !== '' && part !== '.') level++;
+    if (level < 0) throw new InputError(`${archive}: link "${name}" points to ${target}, outside the module; refused`);
+  }
+}
+
+const decoder = new TextDecoder();
+const field = (block: Uint8Array, offset: number, length: number) => {
+  const bytes = block.subarray(offset, offset + length);
+  const end = bytes.indexOf(0);
+  return decoder.decode(end === -1 ? bytes : bytes.subarray(0, end));
+};
+
+/** Entry names of the .tar.gz under `key`, each checked, read in one streaming pass. */
+async function tarNames(bucket: R2Bucket, key: string, label: string): Promise<string[]> {
+  const object = await bucket.get(key);
+  if (object === null) throw new Error(`${key} disappeared while being read`);
+  const reader = object.body.pipeThrough(new DecompressionStream('gzip')).getReader();
+  const names: string[] = [];
+  let pending: Uint8Array = new Uint8Array(0); // bytes of an incomplete header
+  let skip = 0; // data bytes (rounded to 512) still to skip
+  let paxPath: string | null = null;
+  let longName: string | null = null;
+  let collecting: { kind: 'pax' | 'longname'; size: number; bytes: Uint8Array[]; got: number } | null = null;
+  let ended = false;
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      let chunk: Uint8Array = value;
+      while (chunk.byteLength > 0 && !ended) {
+        if (skip > 0) {
+          const n = Math.min(skip, chunk.byteLength);
+          if (collecting) {
+            const take = Math.min(n, collecting.size - collecting.got);
+            if (take > 0) collecting.bytes.push(chunk.slice(0, take));
+            collecting.got += take;
+          }
+          skip -= n;
+          chunk = chunk.subarray(n);
+          if (skip === 0 && collecting) {
+            const text = decoder.decode(concat(collecting.bytes));
+            if (collecting.kind === 'longname') longName = text.replace(/\0.*$/s, '');
+            else paxPath = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(text)?.[1] ?? null;
+            collecting = null;
+          }
+          continue;
+        }
+        const need = 512 - pending.byteLength;
+        const take = chunk.subarray(0, need);
+        pending = concat([pending, take]);
+        chunk = chunk.subarray(take.byteLength);
+        if (pending.byteLength < 512) continue;
+        const block = pending;
+        pending = new Uint8Array(0);
+        if (block.every((b) => b === 0)) {
+          ended = true;
+          break;
+        }
+        const size = parseInt(field(block, 124, 12).trim() || '0', 8);
+        if (!Number.isFinite(size) || size < 0) throw new InputError(`${label}: not a valid tar archive (a header's size is unreadable)`);
+        const type = String.fromCharCode(block[156]!);
+        const prefix = field(block, 345, 155);
+        const headerName = prefix ? `${prefix}/${field(block, 0, 100)}` : field(block, 0, 100);
+        skip = Math.ceil(size / 512) * 512;
+        if (type === 'x' || type === 'L') {
+          collecting = { kind: type === 'x' ? 'pax' : 'longname', size, bytes: [], got: 0 };
+          if (skip === 0) collecting = null;
+          continue;
+        }
+        if (type === 'g') continue;
+        const name = checkedName(label, paxPath ?? longName ?? headerName);
+        paxPath = null;
+        longName = null;
+        if (type === '2' || type === '1') checkedLink(label, name, field(block, 157, 100));
+        else if (type !== '0' && type !== '\0' && type !== '5' && type !== '7') {
+          throw new InputError(`${label}: entry "${name}" is a ${{ 3: 'character device', 4: 'block device', 6: 'FIFO' }[type] ?? `type ${type} entry`}; a module package holds only files, directories and links`);
+        }
+        if (type !== '5') names.push(name);
+      }
+      if (ended) break;
+    }
+  } catch (error) {
+    if (error instanceof InputError) throw error;
+    throw new InputError(`${label}: not valid gzip or tar (${String((error as Error)?.message ?? error).slice(0, 120)})`);
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  return names;
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
+  }
+  return out;
+}
