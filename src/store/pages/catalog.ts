@@ -6,6 +6,7 @@ import type { Catalog, CatalogEntry, ProviderPageData } from './read';
 import { readLifecycle } from '../lifecycle/change';
 import type { PublishProgress } from '../records';
 import type { BlobStore, KvStore } from '../store';
+import type { ProviderAddress } from '../../protocol/address';
 import { indexDescription, indexedRecords, readProviderIndex } from '../providers/version-index';
 
 /**
@@ -49,6 +50,24 @@ export async function updateCatalogEntry(
   entry: CatalogEntry,
   options: { progress: PublishProgress; check: () => void; verify: boolean },
 ): Promise<void> {
+  await changeCatalog(store, (providers) => [...providers.filter((e) => addressOf(e) !== addressOf(entry)), entry], options);
+}
+
+/** Takes the provider at `address` out of the catalogue (its last version was removed); same guarantees as updateCatalogEntry. */
+export async function removeCatalogEntry(
+  store: Store,
+  address: ProviderAddress,
+  options: { progress: PublishProgress; check: () => void },
+): Promise<void> {
+  const gone = `${address.hostname}/${address.namespace}/${address.type}`;
+  await changeCatalog(store, (providers) => providers.filter((e) => addressOf(e) !== gone), { ...options, verify: true });
+}
+
+async function changeCatalog(
+  store: Store,
+  change: (providers: CatalogEntry[]) => CatalogEntry[],
+  options: { progress: PublishProgress; check: () => void; verify: boolean },
+): Promise<void> {
   let verify = options.verify;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const object = await store.blobs.get(catalogObjectKey);
@@ -59,8 +78,7 @@ export async function updateCatalogEntry(
       catalog = await catalogFromIndexes(store);
       verify = true;
     }
-    const providers = catalog.providers.filter((e) => addressOf(e) !== addressOf(entry));
-    providers.push(entry);
+    const providers = change(catalog.providers);
     providers.sort((a, b) => addressOf(a).localeCompare(addressOf(b)));
     const text = JSON.stringify({ providers } satisfies Catalog);
     let etag = object?.etag ?? null;
