@@ -20,7 +20,7 @@ import type { BlobStore, KvStore } from '../store';
  * re-run completes it:
  *   1. the committed R2 record is deleted: the commit point — from here on
  *      no rebuild lists the version;
- *   2. its KV record (lists are rebuilt from R2 records plus legacy KV ones);
+ *   2. its KV record, if a state from before R2 records still has one;
  *   3. the provider's index, lists and pages, rebuilt from the records (the version leaves index.json);
  *      with no version left, the index, lists and page are deleted and the catalogue entry removed;
  *   4. last what nothing lists any more: its documents, release files and any
