@@ -93,3 +93,4 @@ async function cpu(url: URL, env: Env): Promise<Response> {
   const digest = await zipDigest({ size: head.size, read: async (offset, length) => (await env.REGISTRY_R2.get(key, { range: { offset, length } }))!.body }, key);
   return Response.json(digest);
 }
+export { DownloadCounter } from '../src/downloads/counter';
