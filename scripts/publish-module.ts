@@ -18,6 +18,8 @@ const USAGE = `usage: npm run publish-module -- DIR|PACKAGE --namespace NS --nam
   --system SYSTEM        target system, the address's last part (e.g. aws)
   --version VERSION      strict semantic version (1.2.3, 1.2.3-beta.1)
   --max-size MB          refuse packages over this size (default ${DEFAULT_MAX_MB})
+  --registry URL         publish through the registry's publish API (no Cloudflare credentials): a publish
+                         token in $EDGE_REGISTRY_TOKEN, or the CI job's OIDC identity
   --remote               write to Cloudflare: $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN,
                          $R2_ACCESS_KEY_ID, $R2_SECRET_ACCESS_KEY (optional $R2_ENDPOINT)
   --env NAME             wrangler environment for --remote (e.g. production)
@@ -40,6 +42,7 @@ run(async () => {
       hostname: { type: 'string' },
       'dry-run': { type: 'boolean' },
       json: { type: 'boolean' },
+      registry: { type: 'string' },
     },
   });
   if (values.help) {
@@ -51,6 +54,7 @@ run(async () => {
   if (positionals.length !== 1) missing.unshift(positionals.length === 0 ? 'the module directory or package' : 'exactly one module directory or package');
   if (missing.length > 0) throw new UsageError(`${missing.length === 1 ? missing[0] : `${missing.slice(0, -1).join(', ')} and ${missing.at(-1)}`} ${missing.length === 1 ? 'is' : 'are'} required`);
   if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
+  if (values.registry !== undefined && values.remote) throw new UsageError('--registry publishes through the API and --remote writes storage: use one');
   const maxMB = values['max-size'] === undefined ? undefined : Number(values['max-size']);
   if (maxMB !== undefined && !(maxMB > 0)) throw new UsageError(`--max-size takes a positive number of MB, not "${values['max-size']}"`);
 
@@ -67,6 +71,7 @@ run(async () => {
     persistTo: values['persist-to'],
     hostname: values.hostname,
     dryRun: values['dry-run'],
+    registry: values.registry,
     log: say,
   });
   if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);

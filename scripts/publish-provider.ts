@@ -20,6 +20,10 @@ const USAGE = `usage: npm run publish-provider -- [DIST_DIR|FILE…] --namespace
   --version VERSION       version (default: from the file names)
   --key-file PATH         armored private signing key (else $EDGE_REGISTRY_SIGNING_KEY,
                           passphrase in $EDGE_REGISTRY_SIGNING_KEY_PASSPHRASE)
+  --registry URL          publish through the registry's publish API (no Cloudflare credentials): a publish
+                          token in $EDGE_REGISTRY_TOKEN, or the CI job's OIDC identity (GitHub Actions
+                          id-token: write; GitLab id_tokens as $EDGE_REGISTRY_ID_TOKEN); the registry signs
+                          with its namespace key unless --key-file or a .sig is given
   --remote                write to Cloudflare: $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN,
                           $R2_ACCESS_KEY_ID, $R2_SECRET_ACCESS_KEY (optional $R2_ENDPOINT)
   --env NAME              wrangler environment for --remote (e.g. production)
@@ -43,6 +47,7 @@ run(async () => {
       version: { type: 'string' },
       'dry-run': { type: 'boolean' },
       docs: { type: 'string' },
+      registry: { type: 'string' },
     },
   });
   if (values.help) {
@@ -52,6 +57,7 @@ run(async () => {
   if (!values.namespace) throw new UsageError('--namespace is required');
   if (positionals.length === 0 && !values.binary?.length) throw new UsageError('give a dist/ directory, release files or --binary OS_ARCH=PATH');
   if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
+  if (values.registry !== undefined && values.remote) throw new UsageError('--registry publishes through the API and --remote writes storage: use one');
 
   const result = await publishRelease({
     paths: positionals,
@@ -68,6 +74,7 @@ run(async () => {
     keysDir: values['keys-dir'],
     dryRun: values['dry-run'],
     docs: values.docs,
+    registry: values.registry,
     log: say,
   });
   if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -15,6 +15,7 @@ import { isDocFile, readSuppliedPackage } from './archive';
 import { extractModuleDocs } from './docs';
 import { formatMB, packModule } from './pack';
 import { audited } from '../audit';
+import { publishModuleToRegistry, registryHostname } from './publish-registry';
 
 /**
  * publishModule: the function behind `npm run publish-module`. Everything is
@@ -44,6 +45,8 @@ export interface PublishModuleOptions {
   dryRun?: boolean;
   log?: (line: string) => void;
   processEnv?: NodeJS.ProcessEnv;
+  /** Publish through this registry's publish API (URL) instead of writing storage: EDGE_REGISTRY_TOKEN or a CI OIDC token. */
+  registry?: string;
   /** An already-open store (not closed here), with its config. */
   store?: StoreHandle;
   config?: RegistryConfig;
@@ -90,8 +93,11 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   } catch {
     throw new InputError(`${options.path}: no such file or directory; give the module's directory or a .tar.gz/.zip package`);
   }
-  const config = options.config ?? (await readRegistryConfig({ configPath: options.configPath, env: options.env, persistTo: options.persistTo }));
-  const hostname = options.hostname ? parseHostname(options.hostname) : config.hostname;
+  if (options.registry !== undefined && options.remote) throw new InputError('--registry publishes through the registry\'s API; --remote writes Cloudflare storage directly: use one');
+  // --registry needs no wrangler.toml: the registry names itself (its hostname is in the URL).
+  const config = options.registry !== undefined ? null
+    : options.config ?? (await readRegistryConfig({ configPath: options.configPath, env: options.env, persistTo: options.persistTo }));
+  const hostname = options.hostname ? parseHostname(options.hostname) : config ? config.hostname : registryHostname(options.registry!);
   const address = moduleAddress(hostname, options.namespace, options.name, options.system);
   const version = parseVersion(options.version);
   const label = `${formatModuleAddress(address)} ${version}`;
@@ -100,6 +106,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   let format: ModuleArchiveFormat;
   let fileCount: number;
   let docs: ModuleDocs;
+  let readme: string | null;
   if (kind === 'directory') {
     const started = Date.now();
     const packed = await packModule(options.path, maxBytes);
@@ -113,6 +120,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
       if (isDocFile(file.path)) docFiles.set(file.path, readFileSync(file.source).toString('utf8'));
     }
     docs = await extractModuleDocs(docFiles);
+    readme = docFiles.get('README.md') ?? null;
   } else {
     const supplied = await readSuppliedPackage(options.path, maxBytes);
     bytes = supplied.bytes;
@@ -120,6 +128,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
     fileCount = supplied.files.length;
     log(`${options.path}: ${supplied.files.length} files, ${formatMB(bytes.byteLength)}, validated; published as is`);
     docs = await extractModuleDocs(supplied.docFiles);
+    readme = supplied.docFiles.get('README.md') ?? null;
   }
   const sha256 = sha256Hex(bytes);
   const record: ModuleVersionRecord = {
@@ -134,12 +143,17 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   log(`docs: ${docs.inputs.length} inputs, ${docs.outputs.length} outputs, ${docs.providers.length} required providers, ${docs.submodules.length} submodules${docs.readmeHtml === null ? ', no README.md' : ', README.md'}`);
 
   const env = options.processEnv ?? process.env;
+  if (options.registry !== undefined) {
+    const served = await publishModuleToRegistry({ registry: options.registry, address, version, format, bytes, sha256, docs, readme, dryRun: options.dryRun }, log, env);
+    return result(served.status);
+  }
+  const storeConfig = config!;
   const store = options.store ?? (options.remote
-    ? openRemoteStore(config, env, {
+    ? openRemoteStore(storeConfig, env, {
       onProgress: (key, sent) => log(`  sent ${formatMB(sent)} of ${key.slice(key.lastIndexOf('/') + 1)}`),
       ...options.remoteTuning,
     })
-    : await openLocalStore(config));
+    : await openLocalStore(storeConfig));
   try {
     // Every publish that reaches the store leaves an audit entry (a dry run none).
     return await audited(options.dryRun ? null : store, options.remote, { action: 'module.publish', target: label }, async () => {

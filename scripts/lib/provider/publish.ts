@@ -27,6 +27,7 @@ import type { R2S3Options } from '../stores/remote';
 import { signDetached, verifyDetached } from './sign';
 import { readDocsFile } from './docs/index';
 import { audited } from '../audit';
+import { publishToRegistry } from './publish-registry';
 import { writeVersionDocs } from '../../../src/store/pages/write';
 import type { ProviderDocs } from '../../../src/store/pages/provider-docs';
 
@@ -71,6 +72,8 @@ export interface PublishOptions {
   dryRun?: boolean;
   /** Docs for the version's pages: a Provider Code Specification or `terraform providers schema -json` output (scripts/lib/docs). */
   docs?: string;
+  /** Publish through this registry's publish API (URL) instead of writing storage: EDGE_REGISTRY_TOKEN or a CI OIDC token. */
+  registry?: string;
   /** Human-readable lines (the CLI writes them to stderr). */
   log?: (line: string) => void;
   /** Environment for keys and --remote credentials (default process.env). */
@@ -113,6 +116,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
   const log = options.log ?? (() => {});
   const env = options.processEnv ?? process.env;
   const namespace = parseProviderName(options.namespace, 'namespace');
+  if (options.registry !== undefined) return publishReleaseToRegistry(options, namespace, log, env);
   const config = options.config ?? (await readRegistryConfig({ configPath: options.configPath, env: options.env, persistTo: options.persistTo }));
   const hostname = options.hostname ? parseHostname(options.hostname) : config.hostname;
 
@@ -145,6 +149,19 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     } finally {
       if (!options.store) await store.close();
     }
+  } finally {
+    plan.cleanup();
+  }
+}
+
+/** --registry: the same validation of the files, then the publish API (publish-registry.ts); no storage opened here. */
+async function publishReleaseToRegistry(options: PublishOptions, namespace: string, log: (line: string) => void, env: NodeJS.ProcessEnv): Promise<PublishResult> {
+  if (options.remote) throw new InputError('--registry publishes through the registry\'s API; --remote writes Cloudflare storage directly: use one');
+  if (options.docs) throw new InputError('--docs is not sent through --registry yet: publish the docs with --remote or locally');
+  const plan = await readRelease({ paths: options.paths ?? [], binaries: options.binaries, type: options.type, version: options.version, log });
+  try {
+    for (const note of plan.notes) log(`note: ${note}`);
+    return await publishToRegistry(plan, namespace, { registry: options.registry!, keyFile: options.keyFile, dryRun: options.dryRun }, log, env);
   } finally {
     plan.cleanup();
   }

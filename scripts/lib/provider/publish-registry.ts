@@ -1,0 +1,58 @@
+import { formatShasums, sha256Hex } from '../../../src/protocol/hashes';
+import { shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
+import { explicitPrivateKey } from '../keys/keyring';
+import { RegistryClient, type UploadableFile } from '../registry-api';
+import type { PublishResult } from './publish';
+import type { ReleasePlan } from './release';
+import { signDetached } from './sign';
+
+/**
+ * `publish-provider … --registry URL`: publishes a validated release plan
+ * through the registry's publish API instead of writing storage — no
+ * Cloudflare credentials, only a publish token or a CI job's OIDC identity.
+ * SHA256SUMS is the supplied one or generated (deterministic); the signature
+ * is the supplied one, or made here with --key-file / EDGE_REGISTRY_SIGNING_KEY,
+ * or left to the registry, which signs with the namespace's key it holds.
+ * The server checks everything again (zips, h1, SUMS, signature) before it
+ * commits; `dryRun` asks it to validate and write nothing.
+ */
+export async function publishToRegistry(
+  plan: ReleasePlan, namespace: string,
+  options: { registry: string; keyFile?: string; dryRun?: boolean },
+  log: (line: string) => void, env: NodeJS.ProcessEnv,
+): Promise<PublishResult> {
+  const client = await RegistryClient.open(options.registry, env, log);
+  const sums = plan.shasums?.bytes ?? new TextEncoder().encode(formatShasums(plan.archives.map((a) => ({ filename: a.filename, sha256Hex: a.digest.sha256Hex }))));
+  let signature = plan.signature?.bytes ?? null;
+  if (!signature) {
+    const key = await explicitPrivateKey({ keyFile: options.keyFile, env });
+    if (key) {
+      signature = await signDetached(sums, key.privateKey);
+      log(`signed SHA256SUMS with key ${key.publicKey.key_id} (${key.source})`);
+    } else {
+      log('no signing key here: the registry signs SHA256SUMS with the key it holds for the namespace');
+    }
+  }
+  const files: (UploadableFile & { sha256: string; h1?: string })[] = [
+    ...plan.archives.map((a) => ({ filename: a.filename, size: a.digest.size, path: a.path, sha256: a.digest.sha256Hex, h1: a.digest.h1 })),
+    { filename: shasumsFilename(plan.type, plan.version), size: sums.byteLength, bytes: sums, sha256: sha256Hex(sums) },
+    ...(signature ? [{ filename: shasumsSignatureFilename(plan.type, plan.version), size: signature.byteLength, bytes: signature, sha256: sha256Hex(signature) }] : []),
+  ];
+  const manifest = {
+    protocols: plan.protocols,
+    files: files.map((f) => ({ filename: f.filename, size: f.size, sha256: f.sha256, ...(f.h1 ? { h1: f.h1 } : {}) })),
+    ...(options.dryRun ? { dry_run: true } : {}),
+  };
+  const name = `${namespace}/${plan.type} ${plan.version}`;
+  const started = await client.start<PublishResult>(`/v1/publish/providers/${namespace}/${plan.type}/${plan.version}`, manifest);
+  if ('result' in started) {
+    const { status } = started.result;
+    log(status === 'dry-run' ? `dry run: the registry accepts ${name}; nothing was written`
+      : status === 'repaired' ? `${name} was already published; the registry completed what an interrupted publish left`
+      : `${name} is already published with these bytes; nothing to upload`);
+    return started.result;
+  }
+  const result = await client.uploadAndCommit<PublishResult>(started.session, files);
+  log(result.status === 'published' ? `published ${name} (${result.platforms.length} platforms, signed by ${result.key_id})` : `${name} was already published; nothing rewritten`);
+  return result;
+}

@@ -1,0 +1,116 @@
+import { createReadStream } from 'node:fs';
+import { Readable } from 'node:stream';
+import { InputError } from '../../src/protocol/errors';
+import { publishCredential, type PublishCredential } from './ci-credentials';
+import { CRASH_ENV, KILL_ENV, progressLog } from './progress';
+
+/**
+ * The client side of the Worker's publish API (`--registry URL` of
+ * publish-provider and publish-module; the routes are src/routes/publish/):
+ * POST the manifest, PUT each file streamed from disk (in the parts the
+ * server asks for), POST commit. The credential comes from the environment
+ * (ci-credentials.ts) and is never printed. A refusal (4xx) becomes an
+ * InputError with the server's message (exit 1); a 5xx, 503 included, or a
+ * network failure an Error (exit 3: running again is safe — the server
+ * publishes only at commit, and a re-run of a committed version is "unchanged").
+ */
+
+export interface UploadableFile {
+  filename: string;
+  size: number;
+  /** A file on disk, or bytes in memory. */
+  path?: string;
+  bytes?: Uint8Array;
+}
+
+interface SessionFile { filename: string; size: number; url: string; parts: number }
+interface Session { upload: string; part_size: number; files: SessionFile[]; commit_url: string }
+
+export class RegistryClient {
+  private constructor(
+    private readonly base: string, private readonly credential: PublishCredential, private readonly log: (line: string) => void,
+    /** Progress lines, with the CLI's test hooks (EDGE_REGISTRY_TEST_KILL_AT=upload#2 kills the client before its second file). */
+    private readonly progress: ReturnType<typeof progressLog>,
+  ) {}
+
+  /** A client for the registry at `url` with the environment's credential. Throws InputError for a bad URL or no credential. */
+  static async open(url: string, env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<RegistryClient> {
+    let base: URL;
+    try {
+      base = new URL(url);
+    } catch {
+      throw new InputError(`--registry "${url}" is not a URL; give the registry's base URL, e.g. https://registry.acme.com`);
+    }
+    if (base.protocol !== 'https:' && !(base.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(base.hostname))) {
+      throw new InputError(`--registry ${url}: use https:// (http:// only for a registry on this machine)`);
+    }
+    const credential = await publishCredential(url, env);
+    log(`publishing to ${base.origin} with ${credential.source}`);
+    // Every route and every URL the server returns is path-absolute from the origin.
+    return new RegistryClient(base.origin, credential, log, progressLog(log, env[CRASH_ENV], env[KILL_ENV]));
+  }
+
+  /**
+   * Starts a publish at `path` (/v1/publish/…) with `manifest`. Returns the
+   * server's answer: a result when nothing is to be uploaded (dry run,
+   * unchanged, repaired), else the upload session.
+   */
+  async start<R>(path: string, manifest: object): Promise<{ result: R } | { session: Session }> {
+    const response = await this.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(manifest) });
+    const body = await response.json() as R & Session;
+    return response.status === 201 ? { session: body } : { result: body };
+  }
+
+  /** Uploads every file of the session (each from `files`), then commits; returns the server's result. */
+  async uploadAndCommit<R>(session: Session, files: readonly UploadableFile[]): Promise<R> {
+    for (const wanted of session.files) {
+      const file = files.find((f) => f.filename === wanted.filename);
+      if (!file) throw new Error(`the server asked for ${wanted.filename}, which this publish does not have`);
+      this.progress({ step: 'upload', detail: `${file.filename} (${(file.size / 1e6).toFixed(2)} MB${wanted.parts > 1 ? ` in ${wanted.parts} parts` : ''})` });
+      for (let part = 1; part <= wanted.parts; part++) {
+        const start = (part - 1) * session.part_size;
+        const end = wanted.parts === 1 ? file.size : Math.min(file.size, start + session.part_size);
+        await this.request(`${wanted.url}${wanted.parts > 1 ? `?part=${part}` : ''}`, {
+          method: 'PUT',
+          headers: { 'content-length': String(end - start), 'content-type': 'application/octet-stream' },
+          body: body(file, start, end),
+          duplex: 'half',
+        } as RequestInit);
+      }
+    }
+    this.progress({ step: 'record', detail: 'committing' });
+    const response = await this.request(session.commit_url, { method: 'POST' });
+    return response.json() as Promise<R>;
+  }
+
+  private async request(path: string, init: RequestInit): Promise<Response> {
+    let response: Response;
+    try {
+      response = await fetch(new URL(path, this.base), {
+        ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${this.credential.bearer}` },
+      });
+    } catch (error) {
+      throw new Error(`${init.method} ${this.base}: ${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`);
+    }
+    if (response.ok) return response;
+    const message = await errorMessage(response);
+    if (response.status >= 400 && response.status < 500) throw new InputError(`the registry refused the publish (${response.status}): ${message}`, response.status);
+    throw new Error(`the registry answered ${response.status}: ${message}`);
+  }
+}
+
+function body(file: UploadableFile, start: number, end: number): BodyInit {
+  if (file.bytes) return file.bytes.subarray(start, end);
+  return Readable.toWeb(createReadStream(file.path!, { start, end: end - 1, highWaterMark: 1 << 20 })) as unknown as BodyInit;
+}
+
+async function errorMessage(response: Response): Promise<string> {
+  const text = await response.text().catch(() => '');
+  try {
+    const errors = (JSON.parse(text) as { errors?: unknown }).errors;
+    if (Array.isArray(errors) && typeof errors[0] === 'string') return errors.join('; ');
+  } catch {
+    // not JSON
+  }
+  return text.slice(0, 300) || response.statusText;
+}

@@ -1,0 +1,168 @@
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeDemoModule } from '../../scripts/lib/demo/module';
+import { runScript, writeDist, writeKeyFile } from '../scripts/helpers';
+import { get } from './http';
+import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
+
+/**
+ * The publish API end to end, the way a release job uses it: `wrangler dev` over HTTPS with a fresh state, a
+ * publish token from `npm run token -- create --publish acme`, then the real CLI — `publish-provider` and
+ * `publish-module` with `--registry URL` and EDGE_REGISTRY_TOKEN, no storage credentials — and the result
+ * installed by a real `terraform init` and its signature checked by `gpg --verify`. Also: the CLI's output
+ * and exit codes for unchanged, immutable and refused publishes, and a client killed mid-upload.
+ */
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, '..', '..');
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path) => existsSync(path));
+const HOST = 'registry.example.com';
+
+let dir: string;
+let certificate: Certificate;
+let server: DevServer;
+let state: string;
+let publishToken: string;
+let readToken: string;
+let key: { path: string; keyId: string; publicArmor: string };
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'edge-registry-publish-api-'));
+  certificate = makeCertificate(dir);
+  state = join(dir, 'state');
+  const token = async (...args: string[]) => {
+    const result = await runScript('token', ['create', ...args, '--persist-to', state]);
+    expect(result.code, result.stderr).toBe(0);
+    return result.stdout.trimEnd().split('\n').at(-1)!;
+  };
+  publishToken = await token('--publish', 'acme', '--name', 'release');
+  readToken = await token('--namespace', 'acme', '--name', 'reader');
+  key = await writeKeyFile(dir, 'signer.asc', 'rsa');
+  expect((await runScript('keys', ['import', '--namespace', 'acme', '--key-file', key.path, '--persist-to', state])).code).toBe(0);
+  server = await startDevServer({ stateDir: state, port: await freePort(), certificate });
+}, 300_000);
+afterAll(async () => {
+  await server?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** The CLI against the dev server: only a publish credential and the CA in its environment. */
+const cli = (script: string, args: string[], token = publishToken, extra: NodeJS.ProcessEnv = {}) => runScript(script, [...args, '--registry', server.origin], {
+  ...extra, EDGE_REGISTRY_TOKEN: token, NODE_EXTRA_CA_CERTS: certificate.certPath,
+  CLOUDFLARE_API_TOKEN: '', R2_ACCESS_KEY_ID: '', R2_SECRET_ACCESS_KEY: '', EDGE_REGISTRY_SIGNING_KEY: '',
+});
+
+const https = (path: string) => get(`${server.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity' } });
+
+describe('publish-provider --registry', () => {
+  it('publishes a signed 3-platform release; a re-run is unchanged; other bytes exit 1 (409); a read token exits 1; --dry-run writes nothing', async () => {
+    const dist = await writeDist(join(dir, 'dist-1.0.0'), 'thing', '1.0.0');
+    const dry = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path, '--dry-run', '--json']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(JSON.parse(dry.stdout)).toMatchObject({ status: 'dry-run', version: '1.0.0' });
+    expect((await https('/v1/providers/acme/thing/versions')).status).toBe(404);
+
+    const published = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path, '--json']);
+    expect(published.code, published.stderr).toBe(0);
+    const result = JSON.parse(published.stdout);
+    expect(result).toMatchObject({ address: `${HOST}/acme/thing`, version: '1.0.0', status: 'published', key_id: key.keyId, protocols: ['6.0'] });
+    expect(result.platforms).toHaveLength(3);
+    expect(published.stderr).toMatch(/publishing to https:\/\/localhost:\d+ with EDGE_REGISTRY_TOKEN/);
+    expect(published.stdout + published.stderr).not.toContain(publishToken);
+
+    const again = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path, '--json']);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout).status).toBe('unchanged');
+
+    const rebuilt = await writeDist(join(dir, 'dist-rebuilt'), 'thing', '1.0.0', { salt: 'other bytes' });
+    const refused = await cli('publish-provider', [rebuilt, '--namespace', 'acme', '--key-file', key.path]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/error: the registry refused the publish \(409\): registry\.example\.com\/acme\/thing 1\.0\.0 is already published with different contents/);
+
+    const reader = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path], readToken);
+    expect(reader.code).toBe(1);
+    expect(reader.stderr).toMatch(/\(403\): this is a read token: it never publishes/);
+    const other = await cli('publish-provider', [dist, '--namespace', 'other', '--key-file', key.path]);
+    expect(other.code).toBe(1);
+    expect(other.stderr).toMatch(/\(403\): this publish token may not publish into namespace "other"/);
+  });
+
+  it.skipIf(!terraform)('terraform init installs and verifies the release published through the API; gpg --verify accepts its signature', async () => {
+    const work = join(dir, 'tf-provider');
+    mkdirSync(work, { recursive: true });
+    writeFileSync(join(work, 'main.tf'), `terraform {\n  required_providers {\n    thing = {\n      source  = "${HOST}/acme/thing"\n      version = "1.0.0"\n    }\n  }\n}\n`);
+    writeFileSync(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "providers.v1" = "${server.origin}/v1/providers/"\n  }\n}\n`);
+    const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color', '-backend=false'], {
+      cwd: work, timeout: 120_000,
+      env: { PATH: process.env.PATH, HOME: work, TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'), SSL_CERT_FILE: certificate.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1' },
+    });
+    console.log(`--- terraform init of a release published through the API ---\n${stdout}${stderr}`);
+    expect(stdout).toContain(`Installed ${HOST}/acme/thing v1.0.0 (self-signed, key ID ${key.keyId})`);
+    expect(readFileSync(join(work, '.terraform.lock.hcl'), 'utf8')).toMatch(/h1:[A-Za-z0-9+/]{43}=/);
+
+    const doc = JSON.parse((await https('/v1/providers/acme/thing/1.0.0/download/linux/amd64')).body.toString()) as { shasums_url: string; shasums_signature_url: string };
+    writeFileSync(join(dir, 'SHA256SUMS'), (await https(doc.shasums_url)).body);
+    writeFileSync(join(dir, 'SHA256SUMS.sig'), (await https(doc.shasums_signature_url)).body);
+    const home = join(dir, 'gnupg');
+    mkdirSync(home, { recursive: true });
+    chmodSync(home, 0o700);
+    try {
+      execFileSync('gpg', ['--batch', '--homedir', home, '--import'], { input: key.publicArmor, stdio: ['pipe', 'pipe', 'pipe'] });
+      const verified = spawnSync('gpg', ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(dir, 'SHA256SUMS.sig'), join(dir, 'SHA256SUMS')], { encoding: 'utf8' });
+      expect(verified.status, verified.stderr).toBe(0);
+      expect(verified.stdout).toMatch(/\[GNUPG:\] GOODSIG/);
+    } finally {
+      spawnSync('gpgconf', ['--homedir', home, '--kill', 'all'], { stdio: 'ignore' });
+    }
+  });
+
+  it('a client killed mid-upload leaves nothing listed; running it again publishes the version', async () => {
+    const dist = await writeDist(join(dir, 'dist-killed'), 'killed', '1.0.0');
+    // The CLI's own test hook: SIGKILL as the second file is about to go — one file staged, nothing committed.
+    const killed = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path], publishToken, { EDGE_REGISTRY_TEST_KILL_AT: 'upload#2' });
+    expect(killed.code).not.toBe(0);
+    const stderr = killed.stderr;
+    expect(stderr.match(/ {2}uploading /g)).toHaveLength(1);
+    expect(stderr).not.toMatch(/committing/);
+    expect((await https('/v1/providers/acme/killed/versions')).status).toBe(404);
+    expect((await https('/v1/providers/acme/killed/1.0.0/download/linux/amd64')).status).toBe(404);
+
+    const again = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path, '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).status).toBe('published');
+    // The server may reuse its "not found" answers for INDEX_CACHE_SECONDS (5 s locally).
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+    const listed = JSON.parse((await https('/v1/providers/acme/killed/1.0.0/download/linux/amd64')).body.toString()) as { shasum: string };
+    expect(listed.shasum).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('publish-module --registry', () => {
+  it.skipIf(!terraform)('publishes a module directory that terraform init then installs', async () => {
+    const tree = join(dir, 'module-tree');
+    writeDemoModule(tree, '1.0.0');
+    const published = await cli('publish-module', [tree, '--namespace', 'acme', '--name', 'vpc', '--system', 'aws', '--version', '1.0.0', '--hostname', HOST, '--json']);
+    expect(published.code, published.stderr).toBe(0);
+    expect(JSON.parse(published.stdout)).toMatchObject({ status: 'published', version: '1.0.0', format: 'tar.gz' });
+
+    const work = join(dir, 'tf-module');
+    mkdirSync(work, { recursive: true });
+    writeFileSync(join(work, 'main.tf'), `module "vpc" {\n  source  = "${HOST}/acme/vpc/aws"\n  version = "1.0.0"\n  name    = "main"\n}\n`);
+    writeFileSync(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "modules.v1" = "${server.origin}/v1/modules/"\n  }\n}\n`);
+    const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color', '-backend=false'], {
+      cwd: work, timeout: 120_000,
+      env: { PATH: process.env.PATH, HOME: work, TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'), SSL_CERT_FILE: certificate.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1' },
+    });
+    console.log(`--- terraform init of a module published through the API ---\n${stdout}${stderr}`);
+    const modules = JSON.parse(readFileSync(join(work, '.terraform', 'modules', 'modules.json'), 'utf8')).Modules as { Key: string; Version?: string; Dir: string }[];
+    const vpc = modules.find((m) => m.Key === 'vpc')!;
+    expect(vpc.Version).toBe('1.0.0');
+    expect(readFileSync(join(work, vpc.Dir, 'main.tf'), 'utf8')).toContain('1.0.0');
+  });
+});
