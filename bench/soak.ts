@@ -258,7 +258,7 @@ async function seed(runtime: Runtime, address: ProviderAddress): Promise<{ paths
       await publishVersion({ kv, blobs: r2 }, release.record, full ? release.files : [], () => {}, { rebuildIndex: false });
     }
   }));
-  await rebuildProviderIndex({ kv, blobs: r2 }, address);
+  await rebuildProviderIndex({ kv, blobs: r2 }, address, () => {});
 
   const paths: string[] = [
     `/v1/providers/${address.namespace}/${address.type}/versions`,
