@@ -11,6 +11,9 @@ import { KvRestStore, R2S3Store } from '../../../scripts/lib/stores/remote';
 import { InputError } from '../../../src/protocol/errors';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from '../helpers';
 
+// The mirror test's upstream GnuPG home and agent (loaded lazily there) go with this file.
+afterAll(async () => (await import('../mirror/upstream')).releaseUpstreamGpgKey());
+
 /**
  * --remote against real servers on this machine: R2's S3 API played by
  * s3rver (an S3 implementation, including multipart uploads), and the
