@@ -11,7 +11,7 @@ import { run, say, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
 import { openLocalStore } from './lib/stores/local';
 import { type StoreHandle } from './lib/stores/handle';
-import { DEFAULT_UPSTREAM, readAllowList } from './lib/mirror/allow-list';
+import { DEFAULT_UPSTREAM, readSyncConfig } from './lib/mirror/allow-list';
 import { terraformCredentials } from './lib/mirror/cli-config';
 import { findPackedProviders, importDirectory } from './lib/mirror/import';
 import { policyCommand, validatePolicyFile } from './lib/mirror/policy-cli';
@@ -102,10 +102,14 @@ async function main(): Promise<void> {
   const retries = Math.floor(count('retries', values.retries, 4, 0));
 
   let requests: SyncRequest[] = [];
+  let policyHosts: Record<string, string> = {};
   if (command === 'sync') {
     if (values.config) {
       if (rest.length || values.version || values.platform) throw new UsageError('--config takes the providers from the file: no address, --version or --platform with it');
-      requests = readAllowList(values.config);
+      const fromFile = readSyncConfig(values.config);
+      for (const line of fromFile.skipped) say(line);
+      requests = fromFile.requests;
+      policyHosts = fromFile.providersService;
     } else {
       if (rest.length !== 1) throw new UsageError('sync takes one provider address (or --config mirror.json)');
       if (values.version === undefined) throw new UsageError('--version CONSTRAINT is required (e.g. --version "~> 3.5"); an allow-list names what it allows');
@@ -166,7 +170,7 @@ async function main(): Promise<void> {
       const credentials = terraformCredentials(process.env);
       const http = new UpstreamHttp({ timeoutMs, retries, tokenFor: credentials.tokenFor, log: say });
       say(`${values['dry-run'] ? 'dry run: ' : ''}syncing ${requests.length} provider${requests.length === 1 ? '' : 's'} into ${store.description}`);
-      summary = await syncProviders(requests, { store, ownHostname: config.hostname, http, providersServiceFor: credentials.providersServiceFor, dryRun: values['dry-run'], concurrency, log: say });
+      summary = await syncProviders(requests, { store, ownHostname: config.hostname, http, providersServiceFor: (host) => policyHosts[host] ?? credentials.providersServiceFor(host), dryRun: values['dry-run'], concurrency, log: say });
       const r = summary.upstream_requests!;
       say(`upstream requests: ${r.json} metadata, ${r.small} SHA256SUMS/signatures, ${r.archive} archives`);
     } else {

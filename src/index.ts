@@ -21,6 +21,7 @@ import { tokenEndpoint } from './identity/token-endpoint';
 import { tokensPage, tokensSubmit } from './pages/tokens';
 import { createProviderUpload } from './routes/publish/providers';
 import { createModuleUpload } from './routes/publish/modules';
+import { moduleLifecycle, providerLifecycle } from './routes/publish/lifecycle';
 import { commitUpload, uploadFile } from './routes/publish/uploads';
 
 const router = Router<IRequest, [Env, ExecutionContext]>({
@@ -38,6 +39,8 @@ router
   // The publish API (src/routes/publish/): POST a manifest, PUT each file, POST commit.
   .all('/v1/publish/providers/:namespace/:type/:version', createProviderUpload)
   .all('/v1/publish/modules/:namespace/:name/:system/:version', createModuleUpload)
+  .all('/v1/publish/lifecycle/providers/:namespace/:type', providerLifecycle)
+  .all('/v1/publish/lifecycle/modules/:namespace/:name/:system', moduleLifecycle)
   .all('/v1/publish/uploads/:id/commit', commitUpload)
   .all('/v1/publish/uploads/:id/:filename', uploadFile)
   // modules.v1 and module pages

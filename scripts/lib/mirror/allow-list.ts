@@ -3,6 +3,7 @@ import {
   InputError, parseConstraints, parsePlatformName, parseSourceAddress, type Platform,
 } from '../../../src/protocol/index';
 import type { SyncRequest } from './sync';
+import { parsePolicy } from '../../../src/mirror/policy';
 
 /**
  * mirror.json, the allow-list `mirror sync --config` reads:
@@ -60,15 +61,62 @@ export function parseAllowList(text: string, source: string): SyncRequest[] {
   });
 }
 
+/** What `sync --config` takes from a file: the providers, `hosts` overrides (a policy file's), and the pattern entries it skipped. */
+export interface SyncConfig {
+  requests: SyncRequest[];
+  /** providers.v1 base URL by hostname, replacing discovery (a pull-through policy's `hosts`). */
+  providersService: Record<string, string>;
+  /** One line per `*` entry: pull-through only, sync needs full addresses. */
+  skipped: string[];
+}
+
+/**
+ * Reads the allow-list, or a pull-through policy file (the same format plus
+ * `*` patterns and `hosts`, src/mirror/policy.ts): a policy's exact entries are
+ * synced, its pattern entries skipped (named in `skipped`), its `hosts` used
+ * instead of discovery. Throws InputError as parseAllowList / parsePolicy do,
+ * and when a policy has no exact entry at all.
+ */
+export function readSyncConfig(path: string): SyncConfig {
+  const text = readText(path);
+  let top: unknown;
+  try {
+    top = JSON.parse(text);
+  } catch {
+    return { requests: parseAllowList(text, path), providersService: {}, skipped: [] };
+  }
+  const providers = (top as { providers?: unknown })?.providers;
+  const isPolicy = typeof top === 'object' && top !== null && ('hosts' in top
+    || (Array.isArray(providers) && providers.some((p) => typeof (p as { source?: unknown })?.source === 'string' && (p as { source: string }).source.includes('*'))));
+  if (!isPolicy) return { requests: parseAllowList(text, path), providersService: {}, skipped: [] };
+  const policy = parsePolicy(text, path);
+  const skipped: string[] = [];
+  const requests: SyncRequest[] = [];
+  policy.rules.forEach((rule, index) => {
+    if (rule.namespace === null || rule.type === null) {
+      skipped.push(`${path}: providers[${index}] (${rule.hostname}/${rule.namespace ?? '*'}/${rule.type ?? '*'}) is a pattern: pull-through only, sync needs a full address — skipped`);
+      return;
+    }
+    requests.push({ address: { hostname: rule.hostname, namespace: rule.namespace, type: rule.type }, constraints: rule.versions, platforms: rule.platforms });
+  });
+  if (requests.length === 0) throw new InputError(`${path}: every entry is a pattern (*); sync needs at least one full provider address`);
+  const providersService = Object.fromEntries(Object.entries(policy.hosts).flatMap(([host, services]) => (services['providers.v1'] ? [[host, services['providers.v1']]] : [])));
+  return { requests, providersService, skipped };
+}
+
 /** Reads and parses an allow-list file. */
 export function readAllowList(path: string): SyncRequest[] {
+  return parseAllowList(readText(path), path);
+}
+
+function readText(path: string): string {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
     throw new InputError(`${path}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
-  return parseAllowList(text, path);
+  return text;
 }
 
 function platformList(value: unknown, where: string): Platform[] {

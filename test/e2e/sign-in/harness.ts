@@ -56,7 +56,7 @@ export interface SignInWorld {
   stop(): Promise<void>;
 }
 
-export async function startWorld(options: { vars?: Record<string, string> } = {}): Promise<SignInWorld> {
+export async function startWorld(options: { vars?: Record<string, string>; publicClient?: boolean } = {}): Promise<SignInWorld> {
   const dir = await mkdtemp(join(tmpdir(), 'edge-registry-sign-in-'));
   const stateDir = join(dir, 'state');
   const port = await freePort();
@@ -76,14 +76,14 @@ export async function startWorld(options: { vars?: Record<string, string> } = {}
   }
   const certificate = makeCertificate(dir);
   const idp = await startIdp({
-    port: await freePort(), clientId: CLIENT_ID, clientSecret: CLIENT_SECRET,
+    port: await freePort(), clientId: CLIENT_ID, clientSecret: options.publicClient ? undefined : CLIENT_SECRET,
     redirectUris: [`https://${hostname}/oauth/callback`], accounts: ACCOUNTS,
   });
   const server = await startDevServer({
     stateDir, port, certificate,
     vars: {
       REGISTRY_HOSTNAME: hostname, ACCESS: 'private', URL_SIGNING_SECRET: 'e2e-sign-in-signing-secret',
-      OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID: CLIENT_ID, OIDC_CLIENT_SECRET: CLIENT_SECRET, LOGIN_POLICY: JSON.stringify(POLICY),
+      OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID: CLIENT_ID, ...(options.publicClient ? {} : { OIDC_CLIENT_SECRET: CLIENT_SECRET }), LOGIN_POLICY: JSON.stringify(POLICY),
       ...options.vars,
     },
   });

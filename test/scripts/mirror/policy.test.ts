@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { allowanceFor, formatPolicy, parsePolicy } from '../../../src/mirror/policy';
 import { configPath, runScript, tempDir } from '../helpers';
+import { StaticUpstream } from './upstream';
 
 /**
  * The pull-through policy: what parsePolicy accepts (mirror.json plus `*`
@@ -112,5 +113,30 @@ describe('npm run mirror -- policy', () => {
 
     expect((await runScript('mirror', ['policy', 'clear', ...state])).code).toBe(0);
     expect((await runScript('mirror', ['policy', 'show', ...state])).stderr).toMatch(/no pull-through policy/);
+  });
+});
+
+describe('npm run mirror -- sync --config with a policy file', () => {
+  const { dir, cleanup } = tempDir('policy-sync');
+  let upstream: StaticUpstream | undefined;
+  afterAll(async () => {
+    await upstream?.stop();
+    cleanup();
+  });
+
+  it('syncs the exact entries through the policy\'s hosts, skips the patterns and says so', async () => {
+    upstream = await StaticUpstream.start({ namespace: 'acme', type: 'thing', plainHttp: true, releases: [{ version: '1.0.0', platforms: ['linux_amd64'] }] });
+    writeFileSync(join(dir, 'mirror.json'), JSON.stringify({
+      platforms: ['linux_amd64'],
+      providers: [{ source: 'upstream.test/acme/thing', versions: '1.0.0' }, { source: 'upstream.test/acme/*', versions: '>= 1' }],
+      hosts: { 'upstream.test': { 'providers.v1': `${upstream.origin}/v1/providers/` } },
+    }));
+    const state = ['--persist-to', join(dir, 'state'), '--wrangler-config', configPath];
+    const synced = await runScript('mirror', ['sync', '--config', join(dir, 'mirror.json'), '--json', ...state], { TF_CLI_CONFIG_FILE: '/dev/null' });
+    expect(synced.code, synced.stderr).toBe(0);
+    expect(synced.stderr).toMatch(/providers\[1\] \(upstream\.test\/acme\/\*\) is a pattern: pull-through only, sync needs a full address — skipped/);
+    const summary = JSON.parse(synced.stdout) as { providers: { address: string; status: string }[] };
+    expect(summary.providers).toEqual([expect.objectContaining({ address: 'upstream.test/acme/thing', status: 'mirrored' })]);
+    expect(upstream.archiveRequests()).toBe(1);
   });
 });

@@ -1,0 +1,93 @@
+import type { IRequest } from 'itty-router';
+import { settings } from '../../config';
+import type { Env } from '../../env';
+import { pathSegment } from '../../http/responses';
+import { formatAddress, providerAddress } from '../../protocol/address';
+import { InputError } from '../../protocol/errors';
+import { formatModuleAddress, moduleAddress } from '../../protocol/modules-v1';
+import { parseVersion } from '../../protocol/version';
+import { moduleLeaseName, providerLeaseName } from '../../store/layout';
+import { parseLifecycleMessage, type LifecycleAction } from '../../store/lifecycle/change';
+import { changeModuleLifecycle } from '../../store/lifecycle/modules';
+import { changeProviderLifecycle } from '../../store/lifecycle/providers';
+import { asPublisher, audit, json, onlyMethod, readJsonBody } from './context';
+import { withWorkerLease } from './lease';
+
+/**
+ * `POST /v1/publish/lifecycle/providers/:namespace/:type` and
+ * `POST /v1/publish/lifecycle/modules/:namespace/:name/:system` — the
+ * lifecycle commands over the publish API, with the same credentials as a
+ * publish of that namespace (a publish token or a trusted publisher's CI
+ * token; src/routes/publish/context.ts). Body:
+ * `{"action": "deprecate"|"undeprecate"|"withdraw"|"restore", "version"?: "X.Y.Z", "message"?: "…"}`.
+ * The same store code as `npm run lifecycle` (the lease, the conditional R2
+ * commit, the rebuild). 200 `{"status": "changed"|"unchanged", "versions", "lifecycle"}`;
+ * 400 for a bad body, 404 for an unknown package or version, 401/403 for
+ * credentials; every outcome audited (`lifecycle.ACTION`, the actor).
+ */
+
+const ACTIONS = ['deprecate', 'undeprecate', 'withdraw', 'restore'] as const;
+
+export function providerLifecycle(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
+  const wrongMethod = onlyMethod(request, 'POST');
+  if (wrongMethod) return wrongMethod;
+  const address = providerAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'));
+  return handle(request, env, ctx, address.namespace, formatAddress(address), (store, action, check) =>
+    withWorkerLease(store.blobs, providerLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatAddress(address)}`, (lease) =>
+      changeProviderLifecycle(store.kv, store.blobs, address, action, { lease })));
+}
+
+export function moduleLifecycle(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
+  const wrongMethod = onlyMethod(request, 'POST');
+  if (wrongMethod) return wrongMethod;
+  const address = moduleAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'),
+    pathSegment(request.params.name, 'name'), pathSegment(request.params.system, 'system'));
+  return handle(request, env, ctx, address.namespace, formatModuleAddress(address), (store, action, check) =>
+    withWorkerLease(store.blobs, moduleLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatModuleAddress(address)}`, (lease) =>
+      changeModuleLifecycle(store.kv, store.blobs, address, action, { lease })));
+}
+
+type Change = (
+  store: Parameters<Parameters<typeof asPublisher>[5]>[1], action: LifecycleAction, context: { actor: Parameters<Parameters<typeof asPublisher>[5]>[0] },
+) => Promise<{ changed: boolean; versions: string[]; state: unknown }>;
+
+async function handle(request: IRequest, env: Env, ctx: ExecutionContext, namespace: string, name: string, change: Change): Promise<Response> {
+  // The audit target names the version when the body does; read it once, before authorising, only to name the entry.
+  const body = await readJsonBody(request, 8 * 1024).catch((error: unknown) => error as Error);
+  const version = body instanceof Error ? undefined : (body as { version?: unknown })?.version;
+  const kind = body instanceof Error ? 'change' : String((body as { action?: unknown })?.action ?? 'change');
+  const what = { action: `lifecycle.${/^[a-z]+$/.test(kind) ? kind : 'change'}`, target: `${name}${typeof version === 'string' && version.length <= 64 ? ` ${version}` : ''}` };
+  return asPublisher(request, env, ctx, namespace, what, async (actor, store) => {
+    if (body instanceof Error) throw body;
+    const action = parseAction(body);
+    const result = await change(store, action, { actor });
+    await audit(store, ctx, { ...what, actor, outcome: result.changed ? 'ok' : 'unchanged', ...('message' in action ? { reason: action.message } : {}) });
+    return json({ address: name, status: result.changed ? 'changed' : 'unchanged', versions: result.versions, lifecycle: result.state });
+  });
+}
+
+/** The action a request body asks for. Throws InputError (400) naming what is wrong. */
+export function parseAction(body: unknown): LifecycleAction {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InputError('the body must be a JSON object {"action", "version"?, "message"?}');
+  const { action, version, message, ...rest } = body as Record<string, unknown>;
+  const unknown = Object.keys(rest);
+  if (unknown.length) throw new InputError(`unknown field ${JSON.stringify(unknown[0])}; the body has action, version and message`);
+  if (typeof action !== 'string' || !(ACTIONS as readonly string[]).includes(action)) throw new InputError(`action must be one of ${ACTIONS.join(', ')}`);
+  if (version !== undefined && typeof version !== 'string') throw new InputError('version must be a string');
+  if (message !== undefined && typeof message !== 'string') throw new InputError('message must be a string');
+  const v = version === undefined ? undefined : parseVersion(version);
+  switch (action) {
+    case 'deprecate':
+      return { kind: 'deprecate', ...(v ? { version: v } : {}), message: parseLifecycleMessage(message, 'deprecate') };
+    case 'withdraw':
+      if (!v) throw new InputError('withdraw needs a version: a whole package cannot be withdrawn (deprecate it instead)');
+      return { kind: 'withdraw', version: v, message: parseLifecycleMessage(message, 'withdraw') };
+    case 'undeprecate':
+      if (message !== undefined) throw new InputError('undeprecate takes no message');
+      return { kind: 'undeprecate', ...(v ? { version: v } : {}) };
+    default:
+      if (message !== undefined) throw new InputError('restore takes no message');
+      if (!v) throw new InputError('restore needs a version');
+      return { kind: 'restore', version: v };
+  }
+}
