@@ -6,6 +6,8 @@ import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
 // mode; the scripts' tests run in Node.
 // Generates the OpenPGP key the release fixtures sign with, once per project and run (inject('fixtureSigningKey')).
 const SIGNING_KEY_SETUP = './test/fixtures/signing-key.setup.ts';
+// The scripts' and end-to-end tests get their own TMPDIR; what is left in it, or running from it, fails the run.
+const LEAKS_SETUP = './test/fixtures/leaks.setup.ts';
 // Local GitHub- and GitLab-shaped OIDC issuers on loopback for the CI-token tests inside workerd (inject('ciIssuers')).
 const CI_ISSUERS_SETUP = './test/fixtures/ci-issuers.setup.ts';
 
@@ -35,7 +37,8 @@ export default defineConfig({
           name: 'node',
           include: ['test/scripts/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/identity/**/*.test.ts'],
           environment: 'node',
-          globalSetup: [SIGNING_KEY_SETUP],
+          // LEAKS_SETUP fails the run when a test leaves a process or temp folder behind.
+          globalSetup: [SIGNING_KEY_SETUP, LEAKS_SETUP],
           testTimeout: 240_000, // a slow machine makes the CLI-driven tests slow; a hang still fails
           hookTimeout: 300_000, // the e2e setup publishes with the real CLI: minutes when the 2-core machine is busy
           // Files are independent: each has its own temp state and free ports.

@@ -18,6 +18,7 @@ import { MODULE_ROUTES, seedModules } from './seed-modules';
 import { benchModulePublish, type ModulePublishFigures } from './publish-module';
 import { wrk, wrkMissing, type LoadResult } from './wrk';
 import { benchPublish, type PublishFigures } from './publish';
+import { benchPublishScale, type PublishScaleRow } from './publish-scale';
 import { benchEdgeCache, type EdgeCacheFigures } from './edge-cache';
 import { build } from './build';
 import { soak } from './soak';
@@ -147,6 +148,8 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
 
     log('publish: hashing and a local publish');
     const publish = await benchPublish(work, quick);
+    log(`publish at ${quick ? '1 and 100' : '1, 100 and 1,000'} existing versions: wall time and storage requests`);
+    const publishScale = await benchPublishScale(work, quick ? [1, 100] : [1, 100, 1000], quick ? 1 : 3, log);
     log('publish-module: a module with 1 MB and with 50 MB of data, local publish');
     const modulePublish = await benchModulePublish(work);
     for (const m of modulePublish.sizes) log(`publish-module ${m.mb} MB (package ${(m.packageBytes / 1e6).toFixed(1)} MB): ${m.seconds.toFixed(2)} s`);
@@ -156,7 +159,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
 
     const targets = [
       ...evaluate(floor, floorP99, smallRoutes, largeRoutes, kvReads, archive, publish, bundleGzip),
-      ...edgeCacheTargets(edgeCache), ...costTargets(cost),
+      ...edgeCacheTargets(edgeCache), ...costTargets(cost), ...publishScaleTargets(publishScale),
     ];
     const result = {
       machine: { cpus: cpus().length, node: process.version, loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg()[0]! },
@@ -172,6 +175,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       archive,
       edgeCache,
       publish,
+      publishScale,
       modulePublish,
       bundle: { gzipBytes: bundleGzip },
       cost,
@@ -312,6 +316,15 @@ function evaluate(
   return targets;
 }
 
+/** A publish costs the same however many versions the provider has: wall time within 1.5× and the same storage requests. */
+function publishScaleTargets(rows: readonly PublishScaleRow[]): Target[] {
+  const first = rows[0]!;
+  return rows.slice(1).flatMap((r) => [
+    { name: `publish wall time at ${r.existingVersions} existing versions ÷ at ${first.existingVersions}`, value: Number((r.seconds / first.seconds).toFixed(2)), target: '≤ 1.5', met: r.seconds / first.seconds <= 1.5 },
+    { name: `publish storage requests at ${r.existingVersions} existing versions − at ${first.existingVersions}`, value: r.requests - first.requests, target: '0', met: r.requests === first.requests },
+  ]);
+}
+
 /** Every release file and immutable document: no R2 or KV read in a fresh isolate once its location has it. */
 function edgeCacheTargets(figures: EdgeCacheFigures): Target[] {
   return figures.reads.filter((r) => !r.name.endsWith('(list)')).map((r) => ({
@@ -366,6 +379,7 @@ type Result = {
   archive: { seconds: number; mbPerSecond: number; rssGrowthMb: number; baselineRssMb: number };
   edgeCache: EdgeCacheFigures;
   publish: PublishFigures;
+  publishScale: PublishScaleRow[];
   modulePublish: ModulePublishFigures;
   bundle: { gzipBytes: number };
   cost: CostFigures;
@@ -399,6 +413,7 @@ function table(result: Result): string {
   const p = result.publish;
   lines.push(`publish hashing (${p.hashing.fileMb} MB provider-like zip): ${p.hashing.function} ${p.hashing.mbPerSecond.toFixed(0)} MB/s, floor (inflate + SHA-256, one thread) ${p.hashing.floorMbPerSecond.toFixed(0)} MB/s, sha256sum ${p.hashing.sha256sumMbPerSecond.toFixed(0)} MB/s; zh alone (sha256File) ${p.hashing.sha256FileMbPerSecond.toFixed(0)} MB/s${p.hashing.unzipPipeMbPerSecond === null ? '' : `; unzip -p | sha256sum ${p.hashing.unzipPipeMbPerSecond.toFixed(0)} MB/s`}`);
   lines.push(`local publish of 3 × 50 MB archives: ${p.localPublishSeconds.toFixed(2)} s (read + hash + sign ${p.readAndHashSeconds.toFixed(2)} s, writes to local R2/KV ${p.writeSeconds.toFixed(2)} s)`);
+  lines.push(`publish of a 3-platform version (small zips) into a provider with N versions: ${result.publishScale.map((r) => `N = ${r.existingVersions}: ${r.seconds.toFixed(2)} s, ${r.requests} storage requests`).join('; ')}`);
   lines.push(`bundle: ${(result.bundle.gzipBytes / 1024).toFixed(1)} KiB gzip`);
   lines.push('', ...costTable(result.cost));
   lines.push('');

@@ -3,7 +3,8 @@ import { fakeRelease } from '../test/fixtures/release';
 import { h1Hash } from '../src/protocol/hashes';
 import type { ProviderAddress } from '../src/protocol/address';
 import { publishVersion } from '../src/store/providers/write';
-import { releaseFilePath, versionRecordKey } from '../src/store/layout';
+import { committedRecordKey, releaseFilePath } from '../src/store/layout';
+import { commitRecord } from '../src/store/records';
 import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../src/protocol/release-files';
 import type { BlobStore, KvStore } from '../src/store/store';
 import type { VersionRecord } from '../src/store/types';
@@ -33,10 +34,11 @@ export async function seedSmall(runtime: Runtime, address: ProviderAddress, vers
 
 /**
  * One provider with `count` versions × 12 platforms. The first count − 1
- * versions are stored as version records only (the source of truth the lists
- * are built from; their files and per-version documents are never requested
- * here), then the newest is published in full, which rebuilds both lists
- * from all `count` records exactly as a real publish does.
+ * versions are stored as committed version records only (the source of truth
+ * the lists are built from; their files and per-version documents are never
+ * requested here), then the newest is published in full: finding no index,
+ * it builds one from all `count` records (the repair path) and writes the
+ * lists from it.
  */
 export async function seedLarge(runtime: Runtime, address: ProviderAddress, count: number): Promise<string> {
   const { kv, r2 } = await stores(runtime);
@@ -47,7 +49,7 @@ export async function seedLarge(runtime: Runtime, address: ProviderAddress, coun
     while (next < versions.length) {
       const version = versions[next++]!;
       const { record } = fakeRelease(address, version, PLATFORMS, { archiveSize: 64 });
-      await kv.put(versionRecordKey(address, version), JSON.stringify(record));
+      await commitRecord(r2, committedRecordKey(address, version), record);
     }
   }));
   const release = fakeRelease(address, newest, PLATFORMS, { archiveSize: 64 });

@@ -258,7 +258,7 @@ async function seed(runtime: Runtime, address: ProviderAddress): Promise<{ paths
       await publishVersion(kv, r2, release.record, full ? release.files : [], () => {}, { rebuildIndex: false });
     }
   }));
-  await rebuildProviderIndex(kv, address);
+  await rebuildProviderIndex(kv, address, () => {}, r2);
 
   const paths: string[] = [
     `/v1/providers/${address.namespace}/${address.type}/versions`,

@@ -21,6 +21,9 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
  *   .records/HOST/NS/TYPE/VERSION.json                  committed version record: the commit point and the source of truth (strongly consistent: lists, pages and bodies are built from these)
  *   .leases/NAME                                        an exclusive writer lease (JSON owner + expiry), e.g. NAME = providers/HOST/NS/TYPE
+ *   .index/HOST/NS/TYPE.json                            the provider's index: what its lists, page and catalogue entry are built from
+ *                                                       (src/store/providers/version-index.ts); changed only by conditional writes, rebuilt from the records when missing
+ *   .catalog/providers.json                             every provider's catalogue entry (the home page's list), changed only by conditional writes
 // ---- Sign-in (src/identity/, src/store/identity/) ----
  *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
  *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
@@ -58,8 +61,6 @@ export const versionRecordPrefix = (address: ProviderAddress) => `records/${prov
 export const versionRecordKey = (address: ProviderAddress, version: string) =>
   `${versionRecordPrefix(address)}${version}`;
 
-/** Prefix of every version record in a namespace (all its providers), for listing which keys signed what. */
-export const namespaceRecordPrefix = (hostname: string, namespace: string) => `records/${hostname}/${namespace}/`;
 
 export const signingKeysKey = (hostname: string, namespace: string) => `signing-keys/${hostname}/${namespace}`;
 
@@ -102,6 +103,8 @@ export const catalogKey = 'pages/catalog';
 export const summaryPrefix = 'pages/summaries/';
 export const summaryKey = (address: ProviderAddress) => `${summaryPrefix}${providerPath(address)}`;
 export const providerPageKey = (address: ProviderAddress) => `pages/providers/${providerPath(address)}`;
+/** Prefix of the page data of every provider in a namespace (which key signed which version: npm run keys -- list). */
+export const namespacePagesPrefix = (hostname: string, namespace: string) => `pages/providers/${hostname}/${namespace}/`;
 export const docsPrefix = (address: ProviderAddress) => `pages/docs/${providerPath(address)}/`;
 export const docsKey = (address: ProviderAddress, version: string) => `${docsPrefix(address)}${version}`;
 
@@ -160,6 +163,18 @@ export const moduleArchiveFilename = (address: ModuleAddress, version: string, f
 /** R2 object of a committed version record: the publish's commit point and the source of list rebuilds (R2 lists are strongly consistent, KV's are not). */
 export const committedRecordPrefix = (address: ProviderAddress) => `.records/${providerPath(address)}/`;
 export const committedRecordKey = (address: ProviderAddress, version: string) => `${committedRecordPrefix(address)}${version}.json`;
+
+/** R2 object of a provider's index (src/store/providers/version-index.ts): what its lists are built from, one object however many versions. */
+export const providerIndexPrefix = '.index/';
+export const providerIndexKey = (address: ProviderAddress) => `${providerIndexPrefix}${providerPath(address)}.json`;
+/** The address an index key names; null for any other key. */
+export function parseProviderIndexKey(key: string): ProviderAddress | null {
+  const match = /^\.index\/([^/]+)\/([^/]+)\/([^/]+)\.json$/.exec(key);
+  return match ? { hostname: match[1]!, namespace: match[2]!, type: match[3]! } : null;
+}
+
+/** R2 object of the provider catalogue (every provider's entry; the KV pages/catalog is written from it). */
+export const catalogObjectKey = '.catalog/providers.json';
 
 /** R2 object holding the lease called `name` (see src/store/lease.ts). */
 export const leaseObjectKey = (name: string) => `.leases/${name}`;

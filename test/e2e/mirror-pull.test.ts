@@ -7,11 +7,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inspectArchive } from '../../scripts/lib/provider/archive';
-import { StaticUpstream, type ReleaseSpec } from '../scripts/mirror/upstream';
+import { StaticUpstream, type ReleaseSpec, releaseUpstreamGpgKey } from '../scripts/mirror/upstream';
 import { configPath, runScript } from '../scripts/helpers';
 import { parseLockFile } from './installer';
 import { get, type HttpResponse } from './http';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
+
+// The upstream's GnuPG home and agent go with this file.
+afterAll(releaseUpstreamGpgKey);
 
 /**
  * Pull-through, as a user meets it: a policy file and an EMPTY mirror

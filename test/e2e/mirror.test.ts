@@ -5,11 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StaticUpstream, upstreamGpgKey } from '../scripts/mirror/upstream';
+import { StaticUpstream, upstreamGpgKey, releaseUpstreamGpgKey } from '../scripts/mirror/upstream';
 import { configPath, runScript } from '../scripts/helpers';
 import { parseLockFile } from './installer';
 import { get, getBytes } from './http';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
+
+// The upstream's GnuPG home and agent go with this file.
+afterAll(releaseUpstreamGpgKey);
 
 /**
  * Real Terraform against a mirror filled by `npm run mirror`: an upstream
@@ -143,6 +146,7 @@ describe.skipIf(!terraform)('terraform init through a mirror filled by npm run m
     await writeFile(join(dir, 'upstream.asc'), (await upstreamGpgKey()).publicArmor);
     await run('gpg', ['--homedir', home, '--batch', '--import', join(dir, 'upstream.asc')]);
     const verified = await run('gpg', ['--homedir', home, '--batch', '--status-fd', '1', '--verify', join(dir, `${sums}.sig`), join(dir, sums)]);
+    await run('gpgconf', ['--homedir', home, '--kill', 'gpg-agent']); // in case gpg started one
     expect(verified.stdout).toContain(`[GNUPG:] VALIDSIG ${(await upstreamGpgKey()).fingerprint}`);
     const checked = await run('sha256sum', ['-c', sums], { cwd: dir });
     expect(checked.stdout.trim().split('\n')).toHaveLength(PLATFORMS.length);

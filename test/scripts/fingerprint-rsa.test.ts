@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +21,10 @@ beforeAll(async () => {
   // Generated once for the file: RSA-4096 takes seconds.
   rsa4096 = (await generateSigningKey({ name: 'fingerprint test rsa' })).publicKey;
 }, 180_000);
-afterAll(() => rmSync(home, { recursive: true, force: true }));
+afterAll(() => {
+  spawnSync('gpgconf', ['--homedir', home, '--kill', 'gpg-agent'], { stdio: 'ignore' }); // in case gpg started one
+  rmSync(home, { recursive: true, force: true });
+});
 
 const gpg = (args: string[], input?: string) =>
   execFileSync('gpg', ['--homedir', home, '--batch', '--no-tty', ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] });

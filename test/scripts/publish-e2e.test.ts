@@ -137,8 +137,8 @@ describe(`publish-provider end to end, served by wrangler dev with INDEX_CACHE_S
       };
       const again = await publishRelease({ paths: [join(dir, 'widget-1.0.0')], namespace: 'acme', config, store: counting, keyFile });
       expect(again.status).toBe('unchanged');
-      // Only the provider's lease is written (taken, released); the release is verified, not rewritten.
-      expect(writes.filter((key) => !key.startsWith('.leases/'))).toEqual([]);
+      // Only the provider's lease (taken, released) and the audit entry are written; the release is verified, not rewritten.
+      expect(writes.filter((key) => !key.startsWith('.leases/') && !key.startsWith('.audit/'))).toEqual([]);
       expect(await snapshot(store)).toBe(before);
     } finally {
       await store.close();

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { address, fakeRelease, seed } from './helpers';
 import { publishVersion, readVersionRecord, sameRelease } from '../../src/store/providers/write';
-import { versionRecordKey, releaseObjectKey } from '../../src/store/layout';
+import { committedRecordKey, releaseObjectKey } from '../../src/store/layout';
 import { InputError } from '../../src/protocol/errors';
 
 // Published versions are immutable, and "the same release" is decided by content: the SHA-256 and size
@@ -44,14 +44,14 @@ describe('publishVersion on the real KV and R2', () => {
   it('refuses a same-size rebuild with 409, leaving the record and every stored file as published', async () => {
     const provider = address('acme', 'immutable');
     const [original] = await seed([fakeRelease(provider, '1.0.0')]);
-    const recordBefore = await env.REGISTRY_KV.get(versionRecordKey(provider, '1.0.0'), 'text');
+    const recordBefore = await (await env.REGISTRY_R2.get(committedRecordKey(provider, '1.0.0')))!.text();
     const rebuilt = fakeRelease(provider, '1.0.0', undefined, { salt: 'rebuilt' });
 
     const attempt = publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, rebuilt.record, rebuilt.files);
     await expect(attempt).rejects.toBeInstanceOf(InputError);
     await expect(attempt).rejects.toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents \(.*\); published versions are immutable/) });
 
-    expect(await env.REGISTRY_KV.get(versionRecordKey(provider, '1.0.0'), 'text')).toBe(recordBefore);
+    expect(await (await env.REGISTRY_R2.get(committedRecordKey(provider, '1.0.0')))!.text()).toBe(recordBefore);
     for (const [filename, bytes] of original!.bytes) {
       const object = await env.REGISTRY_R2.get(releaseObjectKey(provider, '1.0.0', filename));
       expect(new Uint8Array(await object!.arrayBuffer()), filename).toEqual(bytes);
@@ -63,7 +63,7 @@ describe('publishVersion on the real KV and R2', () => {
     await seed([fakeRelease(provider, '1.0.0')]);
     const changed = fakeRelease(provider, '1.0.0', undefined, { protocols: ['6.0'] });
     await expect(publishVersion(env.REGISTRY_KV, env.REGISTRY_R2, changed.record, changed.files)).rejects.toMatchObject({ status: 409 });
-    expect((await readVersionRecord(env.REGISTRY_KV, provider, '1.0.0'))!.protocols).toEqual(['5.0']);
+    expect((await readVersionRecord(env.REGISTRY_KV, provider, '1.0.0', env.REGISTRY_R2))!.protocols).toEqual(['5.0']);
   });
 
   it('accepts an identical re-run as unchanged', async () => {

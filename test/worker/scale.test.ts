@@ -3,7 +3,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { address, fakeRelease, get } from './helpers';
 import { publishVersions } from '../../src/store/providers/write';
 import { KNOWN_ARCH } from '../../src/protocol/platform';
-import { versionRecordKey } from '../../src/store/layout';
+import { committedRecordKey } from '../../src/store/layout';
+import { commitRecord } from '../../src/store/records';
 
 // A provider the size of the big public ones: 1,000 versions × 12 platforms.
 const big = address('acme', 'huge');
@@ -27,7 +28,7 @@ beforeAll(async () => {
   }));
   for (let i = 0; i < records.length; i += 100) {
     await Promise.all(records.slice(i, i + 100).map((record) =>
-      env.REGISTRY_KV.put(versionRecordKey(big, record.version), JSON.stringify(record))));
+      commitRecord(env.REGISTRY_R2, committedRecordKey(big, record.version), record)));
   }
   // Metadata only: the Worker reads no release file to answer these routes.
   await publishVersions(env.REGISTRY_KV, env.REGISTRY_R2, PUBLISHED.map((version) => ({

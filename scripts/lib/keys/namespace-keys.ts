@@ -1,9 +1,11 @@
 import { InputError } from '../../../src/protocol/index';
-import { namespaceRecordPrefix } from '../../../src/store/layout';
+import { mapLimit } from '../../../src/concurrency';
+import { namespacePagesPrefix } from '../../../src/store/layout';
+import type { ProviderPageData } from '../../../src/store/pages/read';
 import { listAllKeys } from '../../../src/store/list';
 import { readSigningKeys, writeSigningKeys } from '../../../src/store/providers/write';
 import type { KvStore } from '../../../src/store/store';
-import type { SigningKey, VersionRecord } from '../../../src/store/types';
+import type { SigningKey } from '../../../src/store/types';
 import { describeKey } from './keyring';
 
 /**
@@ -82,14 +84,28 @@ export function normaliseKeyId(raw: string): string {
   return id;
 }
 
-async function namespaceRecords(kv: KvStore, hostname: string, namespace: string): Promise<VersionRecord[]> {
-  const names = await listAllKeys(kv, namespaceRecordPrefix(hostname, namespace));
-  const records: VersionRecord[] = [];
-  for (const name of names) {
+/**
+ * Which key signed each version of the namespace: from every provider's page
+ * data (one KV read per provider, not per version; it lists each version with
+ * its key id and every key with its armor).
+ */
+async function namespaceRecords(kv: KvStore, hostname: string, namespace: string): Promise<SignedVersion[]> {
+  const names = await listAllKeys(kv, namespacePagesPrefix(hostname, namespace));
+  const pages = await mapLimit(names, 16, async (name) => {
     const text = await kv.get(name, 'text');
-    if (text !== null) records.push(JSON.parse(text) as VersionRecord);
-  }
-  return records;
+    return text === null ? null : (JSON.parse(text) as ProviderPageData);
+  });
+  return pages.flatMap((page) => {
+    if (!page) return [];
+    const keys = new Map(page.keys.map((k) => [k.key_id, { key_id: k.key_id, ascii_armor: k.ascii_armor }]));
+    return page.versions.map((v) => ({ type: page.address.type, version: v.version, signingKey: keys.get(v.keyId) ?? { key_id: v.keyId, ascii_armor: '' } }));
+  });
 }
 
-const signedName = (record: VersionRecord) => `${record.address.type} ${record.version}`;
+interface SignedVersion {
+  type: string;
+  version: string;
+  signingKey: SigningKey;
+}
+
+const signedName = (record: SignedVersion) => `${record.type} ${record.version}`;

@@ -9,7 +9,7 @@ import { providerLeaseName } from '../../../src/store/layout';
 import { shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
 import { withLease } from '../../../src/store/lease';
 import {
-  differentContentsError, publishVersion, readSigningKeys, readVersionRecord, sameRelease, writeSigningKeys, type ReleaseFile,
+  beginProviderPublish, differentContentsError, publishVersion, readSigningKeys, readVersionRecord, sameRelease, writeSigningKeys, type ReleaseFile,
 } from '../../../src/store/providers/write';
 import { type PublishProgress } from '../../../src/store/records';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
@@ -211,21 +211,25 @@ async function publishPlan(
     publishedAt: new Date().toISOString(),
     shasumsFile: { sha256: sha256Hex(shasums), size: shasums.byteLength },
   };
-  // Refuse early (before waiting for the lease); checked again under the lease.
-  const existing = await readVersionRecord(kv, address, plan.version, blobs);
-  if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);
-
-  // Signature: verify a supplied one, or find the key that will sign.
-  const namespaceKeys = await readSigningKeys(kv, address.hostname, address.namespace);
-  let supplied: SigningKey | null = null;
-  if (plan.signature && plan.shasums) {
-    supplied = await verifyDetached(plan.shasums.bytes, plan.signature.bytes, namespaceKeys, plan.signature.path);
-    log(`${plan.signature.path}: signature verified with key ${supplied.key_id}; publishing it as is`);
-  }
-  const signer = existing || supplied ? null : await findSigner(address, config, namespaceKeys, options, env, log);
-  const keyId = existing?.signingKey.key_id ?? supplied?.key_id ?? signer!.keyId;
+  // What the store holds decides the rest: the version's record and the namespace's keys, each read once —
+  // for a dry run now, otherwise under the lease (a publish decides on what it reads there).
+  const decide = async (read: { existing: VersionRecord | null; namespaceKeys: SigningKey[] }) => {
+    const { existing, namespaceKeys } = read;
+    if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);
+    // Signature: verify a supplied one, or find the key that will sign.
+    let supplied: SigningKey | null = null;
+    if (plan.signature && plan.shasums) {
+      supplied = await verifyDetached(plan.shasums.bytes, plan.signature.bytes, namespaceKeys, plan.signature.path);
+      log(`${plan.signature.path}: signature verified with key ${supplied.key_id}; publishing it as is`);
+    }
+    const signer = existing || supplied ? null : await findSigner(address, config, namespaceKeys, options, env, log);
+    const keyId = existing?.signingKey.key_id ?? supplied?.key_id ?? signer!.keyId;
+    return { existing, namespaceKeys, supplied, signer, keyId };
+  };
 
   if (options.dryRun) {
+    const [existing, namespaceKeys] = await Promise.all([readVersionRecord(kv, address, plan.version, blobs), readSigningKeys(kv, address.hostname, address.namespace)]);
+    const { supplied, signer, keyId } = await decide({ existing, namespaceKeys });
     if (existing) {
       if (docs) log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs, true)}`);
       log(`dry run: ${name} is already published with these bytes; a run would verify it and complete anything missing`);
@@ -252,12 +256,22 @@ async function publishPlan(
   // One writer per provider: everything from here on holds the provider's lease.
   return withLease(blobs, providerLeaseName(address), processLeaseOptions(`publish-provider ${name}`, log), async (lease) => {
     progress({ step: 'lease', detail: `holding ${providerLeaseName(address)}` });
-    const current = await readVersionRecord(kv, address, plan.version, blobs);
+    const [start, namespaceKeys] = await Promise.all([
+      beginProviderPublish(kv, blobs, address, plan.version, progress, () => lease.check()),
+      readSigningKeys(kv, address.hostname, address.namespace),
+    ]);
+    const { supplied, signer } = await decide({ existing: start.existing, namespaceKeys });
+    const current = start.existing;
+    const docsWritten = async (): Promise<Record<string, string>> => {
+      if (!docs) return {};
+      lease.check();
+      log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)}${current ? '' : ` (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`}`);
+      return { [plan.version]: docs.providerSchema.description ?? '' };
+    };
     if (current) {
-      if (!sameRelease(current, draft)) throw differentContentsError(draft, current);
       const files = [archiveFiles, [sumsFile], supplied ? [memoryFile(draft.shasumsSignatureFilename, plan.signature!.bytes, 'application/pgp-signature')] : []].flat();
-      if (docs) log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)}`);
-      const outcome = await publishVersion(kv, blobs, { ...current }, files, progress, { lease });
+      const docsDone = await docsWritten();
+      const outcome = await publishVersion(kv, blobs, { ...current }, files, progress, { lease, existing: current, lists: start.lists, docs: docsDone });
       log(outcome === 'repaired' ? `${name} was already published; repaired what was missing (see above)` : `${name} is already published with these bytes; verified, nothing to write`);
       return result(current.signingKey.key_id, outcome === 'repaired' ? 'repaired' : 'unchanged');
     }
@@ -268,12 +282,11 @@ async function publishPlan(
       signingKey = supplied;
       signature = plan.signature!.bytes;
     } else {
-      const key = await (signer ?? (await findSigner(address, config, namespaceKeys, options, env, log))).load();
+      const key = await signer!.load();
       signingKey = key.publicKey;
-      const keys = await readSigningKeys(kv, address.hostname, address.namespace);
-      if (!keys.some((k) => k.key_id === signingKey.key_id)) {
+      if (!namespaceKeys.some((k) => k.key_id === signingKey.key_id)) {
         lease.check();
-        await writeSigningKeys(kv, address.hostname, address.namespace, [...keys, signingKey]);
+        await writeSigningKeys(kv, address.hostname, address.namespace, [...namespaceKeys, signingKey]);
         log(`registered signing key ${signingKey.key_id} for namespace ${address.namespace}`);
       }
       signature = await signDetached(shasums, key.privateKey);
@@ -281,15 +294,13 @@ async function publishPlan(
     const record: VersionRecord = { ...draft, signingKey, signatureFile: { sha256: sha256Hex(signature), size: signature.byteLength } };
     const files = [...archiveFiles, sumsFile, memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature')];
     log(`publishing ${name} to ${store.description}`);
-    if (docs) {
-      lease.check();
-      log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)} (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`);
-    }
-    const outcome = await publishVersion(kv, blobs, record, files, progress, { lease });
+    const docsDone = await docsWritten();
+    const outcome = await publishVersion(kv, blobs, record, files, progress, { lease, existing: null, lists: start.lists, docs: docsDone });
     if (outcome === 'published') {
       log(`published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})`);
       return result(signingKey.key_id, 'published');
     }
+    // Only a writer without the lease can have committed it meanwhile.
     const stored = await readVersionRecord(kv, address, plan.version, blobs);
     log(`${name} was already published; nothing rewritten`);
     return result(stored?.signingKey.key_id ?? signingKey.key_id, 'unchanged');

@@ -4,7 +4,8 @@ import { shasumsFilename, shasumsSignatureFilename } from '../../protocol/releas
 import { providerLeaseName, pullManifestKey, releaseObjectKey } from '../layout';
 import { acquireLease, type LeaseOptions } from '../lease';
 import { storeMirroredVersion } from './write';
-import { rebuildProviderIndex, type ReleaseFile } from '../providers/write';
+import { readVersionRecord, type ReleaseFile } from '../providers/write';
+import { updateProviderLists } from '../providers/lists';
 import type { BlobStore, KvStore } from '../store';
 import type { PackageRecord, SigningKey, VersionRecord } from '../types';
 
@@ -66,7 +67,7 @@ export async function storePulledArchive(blobs: BlobStore, address: ProviderAddr
  * Commits a pulled package (its archive already stored and verified; `pkg`
  * carries its h1 and size): takes the provider lease (waiting up to
  * `maxWaitMs` for a sync or another commit), adds the version or the platform
- * with storeMirroredVersion, and rebuilds the provider's lists. Throws what
+ * with storeMirroredVersion, and adds it to the provider's index and lists. Throws what
  * storeMirroredVersion throws — InputError 409 when the mirror already holds
  * other bytes for that platform (mirrored bytes never change) — and
  * LeaseBusyError when the lease stays held.
@@ -101,7 +102,9 @@ export async function commitPulledPackage(
   try {
     await storeMirroredVersion(kv, blobs, record, files, () => {}, held);
     held.check();
-    await rebuildProviderIndex(kv, address, () => {}, blobs, () => held.check());
+    // The provider's index gains the stored (possibly merged) record: a constant number of subrequests however many versions it holds.
+    const stored = (await readVersionRecord(kv, address, version, blobs)) ?? record;
+    await updateProviderLists({ kv, blobs }, address, { records: [stored] }, { check: () => held.check() });
   } finally {
     await held.release();
   }

@@ -1,11 +1,11 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { InputError } from '../../protocol/errors';
 import {
-  committedRecordKey, downloadDocumentKey, mirrorIndexKey, mirrorVersionKey, providerPageKey, pullManifestKey, releaseObjectKey,
+  committedRecordKey, downloadDocumentKey, mirrorIndexKey, mirrorVersionKey, providerIndexKey, providerPageKey, pullManifestKey, releaseObjectKey,
   summaryKey, versionRecordKey, versionsDocumentKey,
 } from '../layout';
 import { listAllKeys, listAllObjectKeys } from '../list';
-import { rebuildCatalog } from '../pages/write';
+import { removeCatalogEntry } from '../pages/catalog';
 import { listVersionRecords, rebuildProviderIndex, readVersionRecord } from '../providers/write';
 import type { PublishProgress } from '../records';
 import type { BlobStore, KvStore } from '../store';
@@ -20,8 +20,9 @@ import type { BlobStore, KvStore } from '../store';
  * re-run completes it:
  *   1. the committed R2 record is deleted: the commit point — from here on
  *      no rebuild lists the version;
- *   2. its KV record (lists are rebuilt from R2 records plus legacy KV ones);
- *   3. the provider's lists and pages, rebuilt (the version leaves index.json);
+ *   2. its KV record, if a state from before R2 records still has one;
+ *   3. the provider's index, lists and pages, rebuilt from the records (the version leaves index.json);
+ *      with no version left, the index, lists and page are deleted and the catalogue entry removed;
  *   4. last what nothing lists any more: its documents, release files and any
  *      pull-through manifest.
  * With a pull-through policy that allows the version, the Worker may fetch
@@ -80,8 +81,9 @@ export async function removeMirroredVersion(
   } else {
     // Nothing left: the provider leaves the mirror, its page and the catalogue.
     check();
+    await blobs.delete(providerIndexKey(address));
     for (const key of [mirrorIndexKey(address), versionsDocumentKey(address), providerPageKey(address), summaryKey(address)]) await kv.delete(key);
-    await rebuildCatalog(kv);
+    await removeCatalogEntry({ kv, blobs }, address, { progress, check });
   }
 
   check();

@@ -3,7 +3,7 @@ import { InputError } from '../../protocol/errors';
 import { sortVersions } from '../../protocol/version';
 import { downloadDocument, mirrorVersionDocument } from '../providers/documents';
 import {
-  committedRecordKey, downloadDocumentKey, mirrorIndexPrefix, mirrorVersionKey, parseMirrorIndexKey, releaseObjectKey, versionRecordKey,
+  committedRecordKey, downloadDocumentKey, mirrorIndexPrefix, mirrorVersionKey, parseMirrorIndexKey, releaseObjectKey,
 } from '../layout';
 import { listVersionRecords, publishVersion, readVersionRecord, type ReleaseFile } from '../providers/write';
 import { type PublishProgress, uploadUnlessStored } from '../records';
@@ -25,7 +25,7 @@ export type MirrorOutcome = 'mirrored' | 'unchanged';
  * write). A version not stored yet is published whole (publishVersion). A
  * stored version gains the packages it lacks: their archives, then every
  * document, then the committed record (replaced only if it is still the one
- * read: an R2 conditional write) and its KV copy. A package it already holds
+ * read: an R2 conditional write). A package it already holds
  * must be identical (filename, SHA-256, h1, size) or this throws InputError
  * (409) and writes nothing. Returns 'unchanged' when nothing was missing.
  * Never rebuilds the provider lists: call rebuildProviderIndex once after.
@@ -41,7 +41,7 @@ export async function storeMirroredVersion(
   const check = () => lease?.check();
   const existing = await readVersionRecord(kv, record.address, record.version, blobs);
   if (!existing) {
-    const outcome = await publishVersion(kv, blobs, record, files, progress, { rebuildIndex: false, ...(lease ? { lease } : {}) });
+    const outcome = await publishVersion(kv, blobs, record, files, progress, { rebuildIndex: false, existing: null, ...(lease ? { lease } : {}) });
     return outcome === 'published' ? 'mirrored' : 'unchanged';
   }
   const held = new Map(existing.packages.map((p) => [`${p.os}_${p.arch}`, p]));
@@ -82,7 +82,6 @@ export async function storeMirroredVersion(
   if (!written) {
     throw new InputError(`${formatAddress(record.address)} ${record.version} changed while platforms were being added (another writer without the lease); run the sync again`, 409);
   }
-  await kv.put(versionRecordKey(merged.address, merged.version), JSON.stringify(merged));
   return 'mirrored';
 }
 

@@ -1,17 +1,15 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { InputError } from '../../protocol/errors';
-import { downloadDocument, mirrorIndexDocument, mirrorVersionDocument, versionsDocument } from './documents';
+import { downloadDocument, mirrorVersionDocument } from './documents';
 import {
-  committedRecordKey, committedRecordPrefix, downloadDocumentKey, mirrorIndexKey, mirrorVersionKey, providerLifecycleKey,
-  releaseObjectKey, signingKeysKey, versionRecordKey, versionRecordPrefix, versionsDocumentKey,
+  committedRecordKey, committedRecordPrefix, downloadDocumentKey, mirrorVersionKey,
+  releaseObjectKey, signingKeysKey, versionRecordKey, versionRecordPrefix,
 } from '../layout';
 import { mapLimit } from '../../concurrency';
 import { listAllKeys, listAllObjectKeys } from '../list';
-import { rebuildProviderPages } from '../pages/write';
-import { readLifecycle } from '../lifecycle/change';
-import { lifecycleWarnings, withoutWithdrawn } from '../lifecycle/state';
+import { loadProviderLists, rebuildProviderLists, updateProviderLists, type ListsState } from './lists';
 import {
-  commitRecord, DamagedRecordError, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
+  commitRecord, DamagedRecordError, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject,
   type PublishOutcome, type PublishProgress, type StoredFile,
 } from '../records';
 import type { BlobStore, KvStore } from '../store';
@@ -29,14 +27,18 @@ import type { PackageRecord, SigningKey, VersionRecord } from '../types';
  *   3. the version's documents in KV (download per platform, mirror version);
  *   4. the record in R2 (`.records/…/VERSION.json`, created only if absent):
  *      the commit point — from here on the version is published and immutable;
- *   5. the record in KV (for readers of KV records);
- *   6. the provider's two lists, rebuilt from the R2 records. R2 lists and
- *      reads are strongly consistent (KV's are not, up to 60 s between
- *      locations), so concurrent publishes of different versions all end up
- *      listed, whichever rebuild runs last.
+ *   5. the provider's index (`.index/…`, one R2 object, conditional write)
+ *      gains the version, then the lists it builds are written: the two
+ *      version lists, the page data, the catalogue (src/store/providers/lists.ts).
+ *      R2 reads and conditional writes are strongly consistent (KV is not, up
+ *      to 60 s between locations), so concurrent publishes of different
+ *      versions all end up listed, and a publish reads and writes the same
+ *      number of objects however many versions exist.
  * Nothing lists a version before its step 4, so a publish killed at any
  * point leaves the served lists as they were or whole; running it again
- * verifies what is stored against the record and completes it.
+ * verifies what is stored against the record and completes it (including a
+ * version committed but not yet in the index). The record is read once,
+ * under the lease (beginProviderPublish), and handed on.
  */
 
 /** A release file to upload: archive, SHA256SUMS or signature. */
@@ -45,10 +47,40 @@ export interface ReleaseFile extends StoredFile {
 }
 
 export interface PublishVersionOptions {
-  /** Rebuild the provider's lists at the end (default true). */
+  /** Update the provider's lists at the end (default true). */
   rebuildIndex?: boolean;
   /** The held lease; checked before every write (throws LeaseLostError when lost). */
   lease?: { check(): void };
+  /** The version's committed record as read under the lease (null: not published), handed on so it is read once; read here when absent. */
+  existing?: VersionRecord | null;
+  /** The provider's index as loaded under the lease (beginProviderPublish), handed on so it is read once. */
+  lists?: ListsState;
+  /** Versions whose docs this publish wrote → the provider description in them (for the pages). */
+  docs?: Readonly<Record<string, string>>;
+}
+
+/** What a publish reads under the lease before deciding, each object once: the provider's index and the version's record. */
+export interface PublishStart {
+  existing: VersionRecord | null;
+  lists: ListsState;
+}
+
+/**
+ * Reads, under the provider's lease, what a publish of `version` decides on:
+ * the provider's index (rebuilt from the records when missing or damaged,
+ * which also moves records kept only in KV to R2) and the version's R2
+ * record, each once. Hand both on to publishVersion. Throws
+ * DamagedRecordError for a damaged record.
+ */
+export async function beginProviderPublish(
+  kv: KvStore, blobs: BlobStore, address: ProviderAddress, version: string, progress: PublishProgress = () => {}, check: () => void = () => {},
+): Promise<PublishStart> {
+  const key = committedRecordKey(address, version);
+  const [lists, object] = await Promise.all([loadProviderLists({ kv, blobs }, address, { progress, check }), blobs.get(key)]);
+  // An index rebuilt just now may have moved this version's record from KV to R2 after the get above.
+  const migrated = !object && !lists.stored && lists.index.versions.some((v) => v.version === version);
+  const text = object ? await object.text() : migrated ? ((await blobs.get(key).then((o) => o?.text())) ?? null) : null;
+  return { existing: text === null ? null : parseVersionRecord(text, key), lists };
 }
 
 /**
@@ -166,11 +198,14 @@ export async function publishVersion(
   const { address, version } = record;
   const rebuild = options.rebuildIndex ?? true;
   const check = () => options.lease?.check();
-  const existing = await readVersionRecord(kv, address, version, blobs);
+  const existing = options.existing !== undefined ? options.existing : await readVersionRecord(kv, address, version, blobs);
+  const lists = (records: VersionRecord[], verify: boolean) =>
+    updateProviderLists({ kv, blobs }, address, { records, docs: options.docs ?? {} }, { progress, check, verify, ...(options.lists ? { state: options.lists } : {}) });
   if (existing) {
     if (!sameRelease(existing, record)) throw differentContentsError(record, existing);
     const repairs = await verifyVersion(kv, blobs, existing, files, progress, check);
-    if (rebuild) await rebuildProviderIndex(kv, address, progress, blobs, check);
+    // A re-run: the index may lack the version (a publish killed after its commit) or its documents may be stale.
+    if (rebuild) await lists([existing], true);
     return repairs > 0 ? 'repaired' : 'unchanged';
   }
 
@@ -187,14 +222,15 @@ export async function publishVersion(
   progress({ step: 'record', detail: version });
   check();
   const committed = await commitRecord(blobs, committedRecordKey(address, version), record);
+  let stored = record;
   if (!committed) {
     // Another writer committed this version meanwhile (only possible without the lease).
     const winner = await readVersionRecord(kv, address, version, blobs);
     if (winner && !sameRelease(winner, record)) throw differentContentsError(record, winner);
+    stored = winner ?? record;
   }
-  await kv.put(versionRecordKey(address, version), JSON.stringify(committed ? record : (await readVersionRecord(kv, address, version, blobs)) ?? record));
 
-  if (rebuild) await rebuildProviderIndex(kv, address, progress, blobs, check);
+  if (rebuild) await lists([stored], !committed);
   return committed ? 'published' : 'unchanged';
 }
 
@@ -214,8 +250,13 @@ export async function publishVersions(
   // Versions are independent until the lists: publish a few at a time.
   const outcomes = await mapLimit(releases, 8, ({ record, files }) =>
     publishVersion(kv, blobs, record, files, progress, { ...options, rebuildIndex: false }));
-  const addresses = new Map(releases.map(({ record }) => [formatAddress(record.address), record.address]));
-  for (const address of addresses.values()) await rebuildProviderIndex(kv, address, progress, blobs, () => options.lease?.check());
+  const byAddress = new Map<string, VersionRecord[]>();
+  for (const { record } of releases) byAddress.set(formatAddress(record.address), [...(byAddress.get(formatAddress(record.address)) ?? []), record]);
+  for (const records of byAddress.values()) {
+    // The stored record of each version (an identical re-run keeps the first signature).
+    const stored = await Promise.all(records.map(async (r) => (await readVersionRecord(kv, r.address, r.version, blobs)) ?? r));
+    await updateProviderLists({ kv, blobs }, records[0]!.address, { records: stored }, { progress, check: () => options.lease?.check() });
+  }
   return outcomes;
 }
 
@@ -251,22 +292,9 @@ export async function verifyVersion(
     else if (outcome !== 'ok') problems.push(outcome);
   }
 
-  const recordKey = versionRecordKey(address, version);
   repairs += await repairDocuments(kv, [
     ...record.packages.map((pkg) => ({ key: downloadDocumentKey(address, version, pkg), body: downloadDocument(record, pkg) })),
     { key: mirrorVersionKey(address, version), body: mirrorVersionDocument(record) },
-    {
-      key: recordKey,
-      body: JSON.stringify(record),
-      // The KV record may be an older serialisation of the same record; rewrite only when it does not parse as the same.
-      equivalent: (stored) => {
-        try {
-          return sameRelease(parseVersionRecord(stored, recordKey), record);
-        } catch {
-          return false; // damaged: rewrite
-        }
-      },
-    },
   ], progress, check);
 
   if (problems.length > 0) {
@@ -279,11 +307,12 @@ export async function verifyVersion(
 }
 
 /**
- * Rewrites the provider's version lists (registry and mirror) from the
- * committed version records in R2 (strongly consistent), when they differ
- * from what is stored. A damaged record is reported as a 'warning' and
- * skipped. Lists again after writing and repeats while records appeared
- * meanwhile (writers without the lease).
+ * The repair path: rebuilds the provider's index from the committed version
+ * records in R2 (strongly consistent; records kept only in KV are moved to
+ * R2 first) and the stored docs, then rewrites every list document (registry
+ * and mirror version lists, page data, catalogue entry) that differs. A
+ * damaged record is reported as a 'warning' and skipped. Reads every record:
+ * publishes use updateProviderLists instead (src/store/providers/lists.ts).
  */
 export async function rebuildProviderIndex(
   kv: KvStore,
@@ -292,51 +321,8 @@ export async function rebuildProviderIndex(
   blobs?: BlobStore,
   check: () => void = () => {},
 ): Promise<void> {
-  const warned = new Set<string>();
-  const onDamaged = warnOnce(progress, warned);
-  for (let attempt = 0; attempt < 10; attempt++) {
-    const records = await listVersionRecords(kv, address, blobs, onDamaged);
-    // Lifecycle (src/store/lifecycle/): withdrawn versions leave both lists; deprecations become `warnings`.
-    const lifecycle = await readLifecycle(blobs, providerLifecycleKey(address));
-    const listed = withoutWithdrawn(records, lifecycle, (r) => r.version);
-    const versions = versionsDocument(listed, lifecycleWarnings(lifecycle, formatAddress(address)));
-    const mirror = mirrorIndexDocument(listed);
-    const [storedVersions, storedMirror] = await Promise.all([
-      kv.get(versionsDocumentKey(address), 'text'),
-      kv.get(mirrorIndexKey(address), 'text'),
-    ]);
-    if (storedVersions !== versions || storedMirror !== mirror) {
-      progress({ step: 'index', detail: `${records.length} versions of ${formatAddress(address)}` });
-      check();
-      await kv.put(mirrorIndexKey(address), mirror);
-      await kv.put(versionsDocumentKey(address), versions);
-    }
-    // Done unless a version was committed meanwhile (only writers without the lease can do that).
-    const before = new Set(records.map((r) => r.version));
-    const now = await committedVersions(kv, address, blobs);
-    if ([...now].every((v) => before.has(v) || warnedVersion(warned, v))) {
-      check();
-      await rebuildProviderPages(kv, address, records, lifecycle);
-      return;
-    }
-  }
-  throw new Error(`the version lists of ${formatAddress(address)} kept changing while being rebuilt; run the publish again`);
-}
-
-/** Versions with a committed record, from the record keys alone (no reads). */
-async function committedVersions(kv: KvStore, address: ProviderAddress, blobs?: BlobStore): Promise<Set<string>> {
-  const versions = new Set<string>();
-  if (blobs) {
-    const prefix = committedRecordPrefix(address);
-    for (const key of await listAllObjectKeys(blobs, prefix)) versions.add(key.slice(prefix.length).replace(/\.json$/, ''));
-  }
-  const prefix = versionRecordPrefix(address);
-  for (const key of await listAllKeys(kv, prefix)) versions.add(key.slice(prefix.length));
-  return versions;
-}
-
-function warnedVersion(warnedKeys: Set<string>, version: string): boolean {
-  return [...warnedKeys].some((key) => key.endsWith(`/${version}`) || key.endsWith(`/${version}.json`));
+  if (!blobs) throw new Error('rebuildProviderIndex needs the R2 bucket: the lists are rebuilt from the R2 records');
+  await rebuildProviderLists({ kv, blobs }, address, { progress, check });
 }
 
 /** The namespace's public signing keys, oldest first. */

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -141,6 +141,7 @@ describe('signing key fingerprints on pages', () => {
       expect(fingerprintOf({ ...publicKey, key_id: '0000000000000000' })).toBe('');
       expect(fingerprintOf({ key_id: 'X', ascii_armor: 'garbage' })).toBe('');
     } finally {
+      spawnSync('gpgconf', ['--homedir', home, '--kill', 'gpg-agent'], { stdio: 'ignore' }); // in case gpg started one
       rmSync(home, { recursive: true, force: true });
     }
   });

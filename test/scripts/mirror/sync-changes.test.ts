@@ -8,7 +8,10 @@ import type { MirrorSummary } from '../../../scripts/lib/mirror/summary';
 import { providerAddress } from '../../../src/protocol/index';
 import { mirrorIndexKey, mirrorVersionKey, releaseObjectKey } from '../../../src/store/layout';
 import { configPath, root, runScript, tempDir } from '../helpers';
-import { StaticUpstream, type ReleaseSpec } from './upstream';
+import { StaticUpstream, type ReleaseSpec, releaseUpstreamGpgKey } from './upstream';
+
+// The upstream's GnuPG home and agent go with this file.
+afterAll(releaseUpstreamGpgKey);
 
 /**
  * How a mirror follows its upstream over time: new versions appear, a

@@ -7,7 +7,10 @@ import type { MirrorSummary } from '../../../scripts/lib/mirror/summary';
 import { providerAddress } from '../../../src/protocol/index';
 import { mirrorIndexKey, mirrorVersionKey, releaseObjectKey } from '../../../src/store/layout';
 import { configPath, freePort, runScript, tempDir, type CliResult } from '../helpers';
-import { StaticUpstream, upstreamGpgKey, type ReleaseSpec } from './upstream';
+import { StaticUpstream, upstreamGpgKey, type ReleaseSpec, releaseUpstreamGpgKey } from './upstream';
+
+// The upstream's GnuPG home and agent go with this file.
+afterAll(releaseUpstreamGpgKey);
 
 /**
  * `npm run mirror -- sync` against a local upstream registry over HTTPS with

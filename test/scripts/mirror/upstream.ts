@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
@@ -60,18 +60,32 @@ interface GpgKey {
 let gpgKey: Promise<GpgKey> | undefined;
 let foreignKey: Promise<openpgp.PrivateKey> | undefined;
 
-/** One GnuPG RSA-2048 key per test process, in its own GNUPGHOME. */
+/**
+ * One GnuPG RSA-2048 key per test file, in its own GNUPGHOME; a file that
+ * uses it calls releaseUpstreamGpgKey in afterAll (the run fails on a
+ * leftover home: test/fixtures/leaks.setup.ts).
+ */
 export function upstreamGpgKey(): Promise<GpgKey> {
   gpgKey ??= (async () => {
     const home = mkdtempSync(join(tmpdir(), 'edge-registry-upstream-gpg-'));
     const gpg = (...args: string[]) => execFileSync('gpg', ['--homedir', home, '--batch', '--pinentry-mode', 'loopback', '--passphrase', '', ...args], { stdio: 'pipe' });
     gpg('--quick-gen-key', 'upstream test <upstream@example.com>', 'rsa2048', 'sign', 'never');
+    stopAgent(home);
     const colons = gpg('--with-colons', '--list-secret-keys').toString();
     const fingerprint = /^fpr:+([0-9A-F]{40}):/m.exec(colons)![1]!;
-    process.on('exit', () => rmSync(home, { recursive: true, force: true }));
     return { home, fingerprint, keyId: fingerprint.slice(-16), publicArmor: gpg('--armor', '--export', fingerprint).toString() };
   })();
   return gpgKey;
+}
+
+/** Stops the key's agent and removes its GNUPGHOME (afterAll of a file that used upstreamGpgKey or StaticUpstream). */
+export async function releaseUpstreamGpgKey(): Promise<void> {
+  const pending = gpgKey;
+  gpgKey = undefined;
+  if (!pending) return;
+  const { home } = await pending;
+  stopAgent(home);
+  rmSync(home, { recursive: true, force: true });
 }
 
 function gpgSign(key: GpgKey, data: Uint8Array): Buffer {
@@ -82,8 +96,18 @@ function gpgSign(key: GpgKey, data: Uint8Array): Buffer {
       '--detach-sign', '--output', join(dir, 'sums.sig'), join(dir, 'sums')], { stdio: 'pipe' });
     return readFileSync(join(dir, 'sums.sig'));
   } finally {
+    stopAgent(key.home);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Stops the gpg-agent that gpg started for `home` (key generation and
+ * signing need one; it would outlive the test and its removed home). The
+ * next gpg call starts a fresh one when needed.
+ */
+function stopAgent(home: string): void {
+  spawnSync('gpgconf', ['--homedir', home, '--kill', 'gpg-agent'], { stdio: 'ignore' });
 }
 
 async function foreignSign(data: Uint8Array): Promise<Uint8Array> {

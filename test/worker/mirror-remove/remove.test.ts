@@ -46,9 +46,9 @@ describe('removeMirroredVersion', () => {
   it('a removal killed after its commit point is completed by running it again', async () => {
     const half = address('hashicorp', 'half', UPSTREAM);
     await seed([fakeRelease(half, '1.0.0', ['linux_amd64']), fakeRelease(half, '2.0.0', ['linux_amd64'])]);
-    await r2.delete(committedRecordKey(half, '1.0.0')); // died right after step 1 (KV record, lists, files left)
+    await r2.delete(committedRecordKey(half, '1.0.0')); // died right after step 1 (index, lists, documents, files left)
     const again = await removeMirroredVersion(kv, r2, half, '1.0.0', bindings.REGISTRY_HOSTNAME);
-    expect(again.status).toBe('removed'); // the KV record was still there: the same removal, completed
+    expect(again.status).toBe('cleaned'); // the record was gone (no KV copy is kept): what it left is removed
     expect(await later(async () => (await get(`/v1/mirror/${UPSTREAM}/hashicorp/half/index.json`)).json())).toEqual({ versions: { '2.0.0': {} } });
     await expect(removeMirroredVersion(kv, r2, half, '1.0.0', bindings.REGISTRY_HOSTNAME)).rejects.toThrow('the mirror holds no registry.terraform.io/hashicorp/half 1.0.0; it holds 2.0.0');
   });

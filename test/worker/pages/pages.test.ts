@@ -28,7 +28,7 @@ beforeAll(async () => {
     fakeRelease(upstream, '3.6.0', ['linux_amd64']),
   ]);
   await writeVersionDocs(env.REGISTRY_KV, example, '1.10.1', fromCodeSpec(demoCodeSpec('1.10.1'), 'spec.json', 'example'));
-  await rebuildProviderIndex(env.REGISTRY_KV, example);
+  await rebuildProviderIndex(env.REGISTRY_KV, example, () => {}, env.REGISTRY_R2);
   // A publisher who writes markup where text belongs.
   await seed([fakeRelease(evil, '1.0.0')]);
   const spec = {
@@ -37,7 +37,7 @@ beforeAll(async () => {
     resources: [{ name: 'x', description: '"><script>alert(4)</script>', schema: { attributes: [{ name: 'a', string: { computed_optional_required: 'required', description: 'javascript:alert(5) </textarea><script>alert(6)</script>' } }] } }],
   };
   await writeVersionDocs(env.REGISTRY_KV, evil, '1.0.0', fromCodeSpec(spec, 'spec.json', 'thing'));
-  await rebuildProviderIndex(env.REGISTRY_KV, evil);
+  await rebuildProviderIndex(env.REGISTRY_KV, evil, () => {}, env.REGISTRY_R2);
 });
 
 describe('GET /', () => {
