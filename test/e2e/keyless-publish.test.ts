@@ -1,0 +1,240 @@
+import { execFile, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeDemoModule } from '../../scripts/lib/demo/module';
+import { githubClaims, gitlabClaims, startCiIssuers, type CiIssuers } from '../fixtures/ci-issuers';
+import { writeDist } from '../scripts/helpers';
+import { get, getBytes } from './http';
+import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
+
+/**
+ * The goal of keyless CI publishing, end to end: a GitHub Actions-shaped job
+ * whose environment holds only what a runner sets (the OIDC token request
+ * URL and token) publishes a provider — signed by the key the registry holds
+ * — and a GitLab-shaped job with only its `id_tokens` variable publishes a
+ * module, through `wrangler dev` over HTTPS with the real CLIs; then real
+ * `terraform init` installs both and verifies the provider's signature, and
+ * `gpg --verify` checks it independently. No Cloudflare credential and no
+ * private key is in either job's environment. Hostile jobs are refused with
+ * nothing published and an audit entry of the refusal.
+ */
+const run = promisify(execFile);
+const root = join(import.meta.dirname, '..', '..');
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path) => existsSync(path));
+const HOST = 'registry.example.com';
+const SECRET = 'keyless-e2e-signing-key-secret-0123456789abcdef';
+const PROVIDER_REPO = 'acme/terraform-provider-thing';
+const MODULE_PROJECT = 'acme/terraform-aws-vpc';
+
+let dir: string;
+let stateDir: string;
+let certificate: Certificate;
+let ci: CiIssuers;
+let server: DevServer;
+let heldKeyId: string;
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs scripts/NAME.ts with exactly `env` (plus PATH/HOME): nothing leaks in from the test's environment. */
+async function script(name: string, args: string[], env: NodeJS.ProcessEnv): Promise<Result> {
+  try {
+    const { stdout, stderr } = await run(tsx, [join(root, 'scripts', `${name}.ts`), ...args], {
+      cwd: root, env: { PATH: process.env.PATH, HOME: dir, NO_COLOR: '1', ...env }, timeout: 180_000, maxBuffer: 16 * 1024 * 1024,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+/** The operator's local CLI on the registry's state (before the server starts). */
+async function operator(name: string, args: string[]): Promise<Result> {
+  const result = await script(name, [...args, '--persist-to', stateDir], { SIGNING_KEY_SECRET: SECRET });
+  if (result.code !== 0) throw new Error(`npm run ${name} -- ${args.join(' ')} exited ${result.code}:\n${result.stderr}`);
+  return result;
+}
+
+/** What a GitHub-hosted runner sets for a job with `permissions: id-token: write` (and nothing registry-specific but the audience). */
+function githubRunnerEnv(): NodeJS.ProcessEnv {
+  return {
+    GITHUB_ACTIONS: 'true', CI: 'true', GITHUB_REPOSITORY: PROVIDER_REPO, GITHUB_REF: 'refs/tags/v1.0.0', GITHUB_WORKSPACE: dir,
+    ...ci.githubRunnerEnv(),
+    // The registry is reached as https://localhost:PORT here; its REGISTRY_HOSTNAME is registry.example.com.
+    EDGE_REGISTRY_AUDIENCE: HOST,
+    NODE_EXTRA_CA_CERTS: certificate.certPath,
+  };
+}
+
+function expectNoCredentials(env: NodeJS.ProcessEnv): void {
+  for (const name of Object.keys(env)) expect(name).not.toMatch(/CLOUDFLARE|^R2_|SIGNING_KEY|^EDGE_REGISTRY_TOKEN$/);
+}
+
+const https = (path: string) => get(`${server.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity' } });
+
+async function auditEntries(): Promise<{ action: string; outcome: string; target: string; reason?: string; actor: Record<string, string> }[]> {
+  const result = await script('audit', ['--namespace', 'acme', '--json', '--persist-to', stateDir], {});
+  if (result.code !== 0) throw new Error(`npm run audit exited ${result.code}:\n${result.stderr}`);
+  return (JSON.parse(result.stdout) as { entries: [] }).entries;
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'edge-registry-keyless-e2e-'));
+  stateDir = join(dir, 'state');
+  certificate = makeCertificate(dir);
+  ci = await startCiIssuers();
+  // The operator, once: a key the registry holds, and the CI jobs the namespace trusts.
+  const generated = await operator('keys', ['generate', '--namespace', 'acme', '--held-by-registry', '--type', 'ecc', '--json']);
+  heldKeyId = (JSON.parse(generated.stdout) as { key_id: string }).key_id;
+  await operator('publisher', ['add', '--namespace', 'acme', '--issuer', ci.github.url, '--repository', PROVIDER_REPO,
+    '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--environment', 'release']);
+  await operator('publisher', ['add', '--namespace', 'acme', '--issuer', ci.gitlab.url, '--project-path', MODULE_PROJECT, '--ref', 'refs/tags/v*']);
+  server = await startDevServer({ stateDir, port: await freePort(), certificate, vars: { SIGNING_KEY_SECRET: SECRET, REGISTRY_HOSTNAME: HOST } });
+}, 300_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await ci?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('keyless publishing from CI', () => {
+  it('a GitHub Actions-shaped release job with only its OIDC token publishes a provider, signed by the registry-held key', async () => {
+    const dist = await writeDist(join(dir, 'dist'), 'thing', '1.0.0', { platforms: ['linux_amd64', 'linux_arm64', 'darwin_arm64', 'windows_amd64'] });
+    ci.githubJob = githubClaims(PROVIDER_REPO, { workflow: 'release.yml', ref: 'refs/tags/v1.0.0', environment: 'release', runId: '4242' });
+    const env = githubRunnerEnv();
+    expectNoCredentials(env);
+    const result = await script('publish-provider', [dist, '--namespace', 'acme', '--registry', server.origin, '--json'], env);
+    expect(result.code, `${result.stderr}\n--- wrangler dev ---\n${server.log().slice(-3000)}`).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ version: '1.0.0', status: 'published', key_id: heldKeyId });
+    expect(ci.github.hits.token).toBeGreaterThan(0);
+
+    const versions = JSON.parse((await https('/v1/providers/acme/thing/versions')).body.toString()) as { versions: { version: string }[] };
+    expect(versions.versions.map((v) => v.version)).toEqual(['1.0.0']);
+    const entries = await auditEntries();
+    expect(entries.find((e) => e.action === 'provider.publish' && e.outcome === 'ok')?.actor).toMatchObject({
+      kind: 'ci', issuer: ci.github.url, repository: PROVIDER_REPO, ref: 'refs/tags/v1.0.0', runId: '4242/1', environment: 'release',
+      workflow: `${PROVIDER_REPO}/.github/workflows/release.yml@refs/tags/v1.0.0`,
+    });
+  });
+
+  it('gpg --verify accepts the SHA256SUMS signature the registry made, with the key it serves', async () => {
+    const download = JSON.parse((await https('/v1/providers/acme/thing/1.0.0/download/linux/amd64')).body.toString()) as {
+      shasums_url: string; shasums_signature_url: string; signing_keys: { gpg_public_keys: { key_id: string; ascii_armor: string }[] };
+    };
+    expect(download.signing_keys.gpg_public_keys.map((k) => k.key_id)).toEqual([heldKeyId]);
+    const sums = await getBytes(new URL(download.shasums_url, server.origin).href, { ca: certificate.pem });
+    const signature = await getBytes(new URL(download.shasums_signature_url, server.origin).href, { ca: certificate.pem });
+    const home = join(dir, 'gnupg');
+    await mkdir(home, { recursive: true });
+    chmodSync(home, 0o700);
+    await writeFile(join(dir, 'SHA256SUMS'), sums);
+    await writeFile(join(dir, 'SHA256SUMS.sig'), signature);
+    try {
+      spawnSync('gpg', ['--batch', '--homedir', home, '--import'], { input: download.signing_keys.gpg_public_keys[0]!.ascii_armor });
+      const verify = spawnSync('gpg', ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(dir, 'SHA256SUMS.sig'), join(dir, 'SHA256SUMS')], { encoding: 'utf8' });
+      expect(verify.status, verify.stderr).toBe(0);
+      expect(verify.stdout).toMatch(new RegExp(`VALIDSIG [0-9A-F]*${heldKeyId} `));
+    } finally {
+      spawnSync('gpgconf', ['--homedir', home, '--kill', 'all'], { stdio: 'ignore' });
+    }
+  });
+
+  it('a GitLab CI-shaped job with only its id_tokens variable publishes a module', async () => {
+    const tree = join(dir, 'module');
+    writeDemoModule(tree, '1.0.0');
+    const env: NodeJS.ProcessEnv = {
+      GITLAB_CI: 'true', CI: 'true',
+      EDGE_REGISTRY_ID_TOKEN: await ci.gitlab.mint({ ...gitlabClaims(MODULE_PROJECT, { ref: 'v1.0.0' }), aud: HOST }),
+      NODE_EXTRA_CA_CERTS: certificate.certPath,
+    };
+    expectNoCredentials(env);
+    const result = await script('publish-module', [tree, '--namespace', 'acme', '--name', 'vpc', '--system', 'aws', '--version', '1.0.0', '--registry', server.origin, '--json'], env);
+    expect(result.code, `${result.stderr}\n--- wrangler dev ---\n${server.log().slice(-3000)}`).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ status: 'published' });
+    const entries = await auditEntries();
+    expect(entries.find((e) => e.action === 'module.publish' && e.outcome === 'ok')?.actor).toMatchObject({
+      kind: 'ci', issuer: ci.gitlab.url, repository: MODULE_PROJECT, ref: 'refs/tags/v1.0.0',
+    });
+  });
+
+  it.skipIf(!terraform)('real terraform init installs the provider (verifying the registry\'s signature) and the module', async () => {
+    const work = join(dir, 'terraform');
+    await mkdir(work, { recursive: true });
+    await writeFile(join(work, 'main.tf'), `terraform {
+  required_providers {
+    thing = {
+      source  = "${HOST}/acme/thing"
+      version = "~> 1.0"
+    }
+  }
+}
+
+module "vpc" {
+  source  = "${HOST}/acme/vpc/aws"
+  version = "1.0.0"
+}
+`);
+    // Terraform wants a dotted module host: point registry.example.com's services at the dev server.
+    await writeFile(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "providers.v1" = "${server.origin}/v1/providers/"\n    "modules.v1" = "${server.origin}/v1/modules/"\n  }\n}\n`);
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH, HOME: work, TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'),
+      SSL_CERT_FILE: certificate.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1',
+    };
+    let output: string;
+    try {
+      const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color', '-backend=false'], { cwd: work, env, timeout: 120_000 });
+      output = stdout + stderr;
+    } catch (error) {
+      const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+      throw new Error(`terraform init failed:\n${stdout}\n${stderr}\n--- wrangler dev ---\n${server.log().slice(-3000)}`);
+    }
+    console.log(`--- terraform init (keyless-published provider and module) ---\n${output}`);
+    expect(output).toContain(`Installed ${HOST}/acme/thing v1.0.0 (self-signed, key ID ${heldKeyId})`);
+    const modules = JSON.parse(readFileSync(join(work, '.terraform', 'modules', 'modules.json'), 'utf8')) as { Modules: { Key: string; Version?: string }[] };
+    expect(modules.Modules.find((m) => m.Key === 'vpc')?.Version).toBe('1.0.0');
+  });
+
+  it('hostile jobs are refused through the real CLI with nothing published, and each refusal is audited', async () => {
+    const dist = await writeDist(join(dir, 'dist-hostile'), 'thing', '1.1.0', { platforms: ['linux_amd64'] });
+    const attempt = async (claims: Record<string, unknown>, extra: NodeJS.ProcessEnv = {}) => {
+      ci.githubJob = claims;
+      return script('publish-provider', [dist, '--namespace', 'acme', '--registry', server.origin, '--json'], { ...githubRunnerEnv(), ...extra });
+    };
+    const cases: [string, Result, RegExp][] = [
+      ['another repository', await attempt(githubClaims('acme/terraform-provider-other', { ref: 'refs/tags/v1.1.0', environment: 'release' })), /matches none of the trusted publishers/],
+      ['another workflow', await attempt(githubClaims(PROVIDER_REPO, { workflow: 'ci.yml', ref: 'refs/tags/v1.1.0', environment: 'release' })), /matches none of the trusted publishers/],
+      ['a branch, not a tag', await attempt(githubClaims(PROVIDER_REPO, { ref: 'refs/heads/main', environment: 'release' })), /matches none of the trusted publishers/],
+      ['outside the environment', await attempt(githubClaims(PROVIDER_REPO, { ref: 'refs/tags/v1.1.0' })), /matches none of the trusted publishers/],
+      ['a token for another audience', await attempt(githubClaims(PROVIDER_REPO, { ref: 'refs/tags/v1.1.0', environment: 'release' }), { EDGE_REGISTRY_AUDIENCE: 'registry.other.example' }), /"aud"/],
+      ['a token replayed after it expired', await script('publish-provider', [dist, '--namespace', 'acme', '--registry', server.origin, '--json'], {
+        EDGE_REGISTRY_ID_TOKEN: await ci.gitlab.mint({ ...gitlabClaims(MODULE_PROJECT, { ref: 'v1.1.0' }), aud: HOST, iat: now() - 900, nbf: now() - 900, exp: now() - 300 }),
+        NODE_EXTRA_CA_CERTS: certificate.certPath,
+      }), /expired/],
+    ];
+    for (const [what, result, message] of cases) {
+      expect(result.code, `${what}: ${result.stderr}`).toBe(1);
+      expect(result.stderr, what).toMatch(message);
+      expect(`${result.stdout}${result.stderr}`).not.toMatch(/eyJ[A-Za-z0-9_-]{20,}\./); // no token printed
+    }
+    const versions = JSON.parse((await https('/v1/providers/acme/thing/versions')).body.toString()) as { versions: { version: string }[] };
+    expect(versions.versions.map((v) => v.version)).toEqual(['1.0.0']);
+    expect((await https('/v1/archives/registry.example.com/acme/thing/1.1.0/terraform-provider-thing_1.1.0_linux_amd64.zip')).status).toBe(404);
+    const refused = (await auditEntries()).filter((e) => e.action === 'provider.publish' && e.outcome === 'refused');
+    expect(refused.length).toBeGreaterThanOrEqual(cases.length);
+    expect(refused.map((e) => e.actor.repository)).toEqual(expect.arrayContaining(['acme/terraform-provider-other', PROVIDER_REPO, MODULE_PROJECT]));
+  });
+});
+
+function now(): number {
+  return Math.floor(Date.now() / 1000);
+}
