@@ -36,7 +36,7 @@ async function main(): Promise<void> {
     // Provider "many" gets 199 versions first (one platform each), so the timed publish makes it 200.
     const many = providerAddress(HOST, 'acme', 'many');
     const seeded = Array.from({ length: 199 }, (_, i) => fakeRelease(many, `0.${Math.floor(i / 10)}.${i % 10}`, ['linux_amd64'], { archiveSize: 256 }));
-    for (let i = 0; i < seeded.length; i += 40) await publishVersions(store, seeded.slice(i, i + 40));
+    for (let i = 0; i < seeded.length; i += 40) await publishVersions({ kv, blobs }, seeded.slice(i, i + 40));
 
     const results: { versionsAfter: number; seconds: number; status: string }[] = [];
     for (const [type, versionsAfter] of [['one', 1], ['many', 200]] as const) {
