@@ -8,6 +8,7 @@ import {
 import { listVersionRecords, publishVersion, readVersionRecord, type ReleaseFile } from '../providers/write';
 import { type PublishProgress, uploadUnlessStored } from '../records';
 import type { Store } from '../store';
+import { listAllKeys } from '../list';
 import type { PackageRecord, VersionRecord } from '../types';
 
 /**
@@ -95,15 +96,10 @@ export interface MirroredProvider {
 export async function listMirroredProviders(store: Store): Promise<MirroredProvider[]> {
   const { kv } = store;
   const addresses: ProviderAddress[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await kv.list({ prefix: mirrorIndexPrefix, cursor });
-    for (const { name } of page.keys) {
-      const address = parseMirrorIndexKey(name);
-      if (address) addresses.push(address);
-    }
-    cursor = page.list_complete ? undefined : page.cursor;
-  } while (cursor);
+  for (const name of await listAllKeys(kv, mirrorIndexPrefix)) {
+    const address = parseMirrorIndexKey(name);
+    if (address) addresses.push(address);
+  }
   addresses.sort((a, b) => formatAddress(a).localeCompare(formatAddress(b)));
   const result: MirroredProvider[] = [];
   for (const address of addresses) {
