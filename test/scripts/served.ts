@@ -1,6 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { StoreHandle } from '../../scripts/lib/stores/handle';
@@ -58,9 +59,9 @@ export function servedRegistry(origin: () => string, namespace = 'acme') {
     const line = sums.toString('utf8').split('\n').find((l) => l.endsWith(`  ${doc.filename}`));
     expect(line, `SHA256SUMS line for ${doc.filename}`).toBe(`${doc.shasum}  ${doc.filename}`);
 
-    // gpg --verify with the served key, in a throwaway GNUPGHOME.
-    const home = join(downloads, `gnupg-${platform}`);
-    mkdirSync(home, { recursive: true });
+    // gpg --verify with the served key, in a throwaway GNUPGHOME with a short path: gpg-agent's socket
+    // lives in it, and a Unix socket path over ~107 bytes makes the agent (and so `gpg --import`) fail.
+    const home = mkdtempSync(join(tmpdir(), 'gpg-'));
     chmodSync(home, 0o700);
     const keys = doc.signing_keys.gpg_public_keys as { key_id: string; ascii_armor: string }[];
     expect(keys.length).toBeGreaterThan(0);
@@ -77,6 +78,7 @@ export function servedRegistry(origin: () => string, namespace = 'acme') {
       expect(keys.map((k) => k.key_id)).toContain(validsig![1]!.slice(-16));
     } finally {
       spawnSync('gpgconf', ['--homedir', home, '--kill', 'all'], { stdio: 'ignore' });
+      rmSync(home, { recursive: true, force: true });
     }
     return { doc, archive };
   }
