@@ -1,5 +1,9 @@
 import { defineConfig } from 'vitest/config';
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
+import { quietExpectedWorkerdLines } from './test/fixtures/quiet-workerd';
+
+// workerd's "WebSocket peer disconnected" after every Worker test file is expected: keep it out of the log.
+quietExpectedWorkerdLines();
 
 // The Worker's tests run inside workerd against Miniflare's KV and R2
 // (configured from wrangler.toml), once as configured and once in private
