@@ -578,8 +578,8 @@ export const MUTANTS: Mutant[] = [
     to: '',
   },
   {
-    id: 'mirror-signature-unchecked', file: 'src/mirror/signature.ts', tests: ['test/scripts/mirror/sync.test.ts'],
-    description: 'mirror sync and pull-through accept any SHA256SUMS signature (the first readable key counts as the signer)',
+    id: 'mirror-signature-unchecked', file: 'src/protocol/openpgp-signature.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'mirror sync, pull-through and publish accept any SHA256SUMS signature (the first readable key counts as the signer)',
     from: 'await sig.verified;',
     to: '',
   },
