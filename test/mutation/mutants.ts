@@ -488,15 +488,15 @@ export const MUTANTS: Mutant[] = [
     to: 'if (false) throw differentContentsError(draft, existing);',
   },
   {
-    id: 'sums-hash-unchecked', file: 'scripts/lib/provider/release.ts', tests: VALIDATION,
+    id: 'sums-hash-unchecked', file: 'src/protocol/release-shasums.ts', tests: VALIDATION,
     description: 'a supplied SHA256SUMS line is not compared with the archive',
-    from: 'if (hash !== archive.digest.sha256Hex) {',
+    from: 'if (hash !== archive.sha256Hex) {',
     to: 'if (false) {',
   },
   {
-    id: 'sums-extra-archive', file: 'scripts/lib/provider/release.ts', tests: VALIDATION,
+    id: 'sums-extra-archive', file: 'src/protocol/release-shasums.ts', tests: VALIDATION,
     description: 'a SHA256SUMS listing an archive that was not given is accepted',
-    from: 'if (match && !published.has(entry.filename)) {',
+    from: 'if (isArchiveLine(entry.filename) && !given.has(entry.filename)) {',
     to: 'if (false) {',
   },
   {
