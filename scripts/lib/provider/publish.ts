@@ -23,7 +23,7 @@ import { processLeaseOptions } from '../stores/lease';
 import type { StoreHandle } from '../stores/handle';
 import { openStore } from '../stores/open';
 import { readRelease, type ReleasePlan } from './release';
-import type { R2S3Options } from '../stores/remote';
+import type { R2S3Options } from '../stores/r2-s3';
 import { signDetached, verifyDetached } from './sign';
 import { readDocsFile } from './docs/index';
 import { audited } from '../audit';
