@@ -5,6 +5,7 @@ import { Miniflare } from 'miniflare';
 import type { BlobHead, BlobStore, BlobWriteCondition, KvStore } from '../../../src/store/store';
 import { compatibilityDate, type RegistryConfig } from '../config';
 import { fixedParts } from './parts';
+import { LOCAL_RUNTIME_SCRIPT, dispatchKv, dispatchR2, type Dispatch, type PutOptions, type R2Like } from './local-runtime';
 import { tieLocalRuntimeToThisProcess } from './workerd-child';
 import type { StoreHandle } from './handle';
 
@@ -28,19 +29,19 @@ async function startLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' |
   tieLocalRuntimeToThisProcess();
   const mf = new Miniflare({
     modules: true,
-    script: STREAM_WRITER_SCRIPT,
+    script: LOCAL_RUNTIME_SCRIPT,
     compatibilityDate: config.compatibilityDate ?? compatibilityDate(),
     defaultPersistRoot: config.localPersistRoot,
     kvNamespaces: { REGISTRY_KV: config.kvNamespaceId },
     r2Buckets: { REGISTRY_R2: config.bucketName },
   });
   try {
-    const kv = await mf.getKVNamespace('REGISTRY_KV');
-    const r2 = await mf.getR2Bucket('REGISTRY_R2');
+    await mf.ready;
+    const dispatch: Dispatch = (url, init) => mf.dispatchFetch(url, init) as unknown as Promise<Response>;
     const lock = new StateLock(join(config.localPersistRoot, '.edge-registry-write.lock'));
     return {
-      kv: lockedKv(kv as unknown as KvStore, lock),
-      blobs: new LocalBlobStore(r2 as unknown as R2Like, lock, (url, init) => mf.dispatchFetch(url, init) as unknown as Promise<Response>),
+      kv: lockedKv(dispatchKv(dispatch), lock),
+      blobs: new LocalBlobStore(dispatchR2(dispatch), lock, dispatch),
       description: `local state ${config.localPersistRoot}`,
       close: () => mf.dispose(),
     };
@@ -49,55 +50,6 @@ async function startLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' |
     throw error;
   }
 }
-
-type PutOptions = { httpMetadata?: { contentType?: string }; customMetadata?: Record<string, string>; onlyIf?: BlobWriteCondition };
-
-/** The parts of Miniflare's R2 binding used here. */
-interface R2Like {
-  head(key: string): Promise<BlobHead | null>;
-  get(key: string): Promise<(BlobHead & { text(): Promise<string> }) | null>;
-  put(key: string, value: Uint8Array | string | ArrayBuffer, options?: PutOptions): Promise<{ etag: string } | null>;
-  list(options: { prefix: string; cursor?: string; limit?: number }): Promise<{ objects: { key: string }[]; truncated: boolean; cursor?: string }>;
-  delete(key: string): Promise<void>;
-  createMultipartUpload(key: string, options?: PutOptions): Promise<{
-    uploadId: string;
-    uploadPart(partNumber: number, value: Uint8Array): Promise<{ partNumber: number; etag: string }>;
-    complete(parts: { partNumber: number; etag: string }[]): Promise<{ etag: string }>;
-    abort(): Promise<void>;
-  }>;
-}
-
-/**
- * Streamed bytes reach local R2 through this Worker, not through the
- * binding's Node proxy: the proxy encodes every byte array as base64 inside
- * JSON (several copies of each part in node's heap — ~1 GB RSS for a 200 MB
- * archive with 64 MiB parts) and refuses streams of unknown length. A request
- * body with a Content-Length is a known-length stream to R2, so each part is
- * sent as one plain PUT. `key`, `uploadId` and `part` travel in the query;
- * put options (metadata only; conditional puts take the proxy path) as JSON
- * in a header. Failures answer 500 with the runtime's message, which
- * retryBusy judges like the binding's own errors.
- */
-const STREAM_WRITER_SCRIPT = `export default {
-  async fetch(request, env) {
-    const url = new URL(request.url);
-    if (request.method !== 'PUT' || url.pathname !== '/__edge-registry/blob') return new Response(null, { status: 404 });
-    try {
-      const key = url.searchParams.get('key');
-      const uploadId = url.searchParams.get('uploadId');
-      if (uploadId) {
-        const part = await env.REGISTRY_R2.resumeMultipartUpload(key, uploadId).uploadPart(Number(url.searchParams.get('part')), request.body);
-        return Response.json({ partNumber: part.partNumber, etag: part.etag });
-      }
-      const object = await env.REGISTRY_R2.put(key, request.body, JSON.parse(request.headers.get('x-put-options') || '{}'));
-      return Response.json(object ? { etag: object.etag } : null);
-    } catch (error) {
-      return new Response(String(error && error.message || error), { status: 500 });
-    }
-  },
-};`;
-
-type Dispatch = (url: string, init: { method: string; body: Uint8Array; headers: Record<string, string> }) => Promise<Response>;
 
 /**
  * Streams are cut into parts of this size, each buffered once in node (R2
@@ -166,7 +118,7 @@ class LocalBlobStore implements BlobStore {
     }
   }
 
-  /** One PUT of `bytes` to STREAM_WRITER_SCRIPT; its JSON answer, or an error carrying the status and message. */
+  /** One PUT of `bytes` to LOCAL_RUNTIME_SCRIPT; its JSON answer, or an error carrying the status and message. */
   private async send<T>(query: Record<string, string>, bytes: Uint8Array, headers: Record<string, string> = {}): Promise<T> {
     const response = await this.dispatch(`http://local-store/__edge-registry/blob?${new URLSearchParams(query)}`, {
       method: 'PUT', body: bytes, headers: { ...headers, 'content-length': String(bytes.byteLength) },
