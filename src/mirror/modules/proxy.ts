@@ -29,9 +29,13 @@ import { discoverModules, listModuleVersions, moduleLocation } from './upstream'
  * with the upstream gone. Nothing is stored unless every check passed.
  */
 
-/** Largest upstream package fetched (compressed), and largest unpacked module. */
-export const MAX_PACKAGE_BYTES = 32 * 1024 * 1024;
-export const MAX_UNPACKED_BYTES = 64 * 1024 * 1024;
+/**
+ * Largest upstream package fetched (compressed), and largest unpacked module:
+ * the package, its unpacked tar and the repacked one are in memory at once,
+ * within a Worker's 128 MB (public modules are kilobytes to a few MB).
+ */
+export const MAX_PACKAGE_BYTES = 16 * 1024 * 1024;
+export const MAX_UNPACKED_BYTES = 32 * 1024 * 1024;
 
 export interface ModuleProxyContext {
   env: Env;
