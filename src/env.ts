@@ -31,6 +31,8 @@ export interface Env {
   AUDIT_REFUSAL_WINDOW_SECONDS?: string;
   /** Pull-through: seconds before a version's verified upstream manifest is checked against the upstream again (default 3600). */
   PULL_REFRESH_SECONDS?: string;
+  /** Pull-through and module proxy: seconds an isolate reuses an upstream's version list (default 300). */
+  PULL_LIST_SECONDS?: string;
   /** Minutes a signed release-file URL stays valid (private mode). */
   SIGNED_URL_MINUTES?: string;
   /** Sign in with the organisation's identity provider (issue 21, src/identity/): the OpenID Provider's issuer URL. Unset = no login. */
