@@ -512,13 +512,13 @@ export const MUTANTS: Mutant[] = [
     to: 'if (false) {',
   },
   {
-    id: 'empty-protocols', file: 'scripts/lib/provider/release.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
+    id: 'empty-protocols', file: 'scripts/lib/provider/release-checks.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
     description: 'a manifest with protocol_versions [] is accepted',
     from: 'if (!Array.isArray(versions) || versions.length === 0 || ',
     to: 'if (!Array.isArray(versions) || ',
   },
   {
-    id: 'empty-executable', file: 'scripts/lib/provider/release.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
+    id: 'empty-executable', file: 'scripts/lib/provider/release-checks.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
     description: 'an empty provider executable is accepted',
     from: 'if (found.size === 0) throw new InputError(`archive ${path}: executable',
     to: 'if (false) throw new InputError(`archive ${path}: executable',
