@@ -566,15 +566,15 @@ export const MUTANTS: Mutant[] = [
     to: 'const TRANSIENT_LOCAL_ERROR = /\\b[45]\\d\\d\\b|',
   },
   {
-    id: 'mirror-download-sha-unchecked', file: 'scripts/lib/mirror/sync.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    id: 'mirror-download-sha-unchecked', file: 'scripts/lib/mirror/verify.ts', tests: ['test/scripts/mirror/sync.test.ts'],
     description: 'mirror sync does not compare a downloaded archive\'s SHA-256 with the download document\'s shasum',
     from: 'if (downloaded.sha256Hex !== doc.shasum) {',
     to: 'if (false) {',
   },
   {
-    id: 'mirror-sums-line-unchecked', file: 'scripts/lib/mirror/sync.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    id: 'mirror-sums-line-unchecked', file: 'scripts/lib/mirror/verify.ts', tests: ['test/scripts/mirror/sync.test.ts'],
     description: 'mirror sync does not check the archive against the signed SHA256SUMS',
-    from: 'checkSumsLine(sumLines, doc.filename, doc.shasum, doc.shasumsUrl);',
+    from: 'checkSumsLine(sums, doc.filename, doc.shasum, doc.shasumsUrl);',
     to: '',
   },
   {

@@ -1,5 +1,3 @@
-import { createReadStream } from 'node:fs';
-import { Readable } from 'node:stream';
 import {
   formatAddress, formatShasums, InputError, parseHostname, parseProviderName, providerAddress, sha256Hex,
   type ProviderAddress,
@@ -8,7 +6,7 @@ import { providerLeaseName } from '../../../src/store/layout';
 import { draftVersionRecord } from '../../../src/store/providers/draft';
 import { withLease } from '../../../src/store/lease';
 import {
-  beginProviderPublish, differentContentsError, publishVersion, readSigningKeys, readVersionRecord, sameRelease, writeSigningKeys, type ReleaseFile,
+  beginProviderPublish, differentContentsError, publishVersion, readSigningKeys, readVersionRecord, sameRelease, writeSigningKeys,
 } from '../../../src/store/providers/write';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
 import { readRegistryConfig, type RegistryConfig } from '../config';
@@ -16,6 +14,7 @@ import { CRASH_ENV, KILL_ENV, progressLog } from '../progress';
 import { processLeaseOptions } from '../stores/lease';
 import type { StoreHandle } from '../stores/handle';
 import { openStore } from '../stores/open';
+import { diskFile, memoryFile } from '../stores/release-files';
 import { readRelease, type ReleasePlan } from './release';
 import type { R2S3Options } from '../stores/r2-s3';
 import { verifyDetached } from '../../../src/protocol/openpgp-signature';
@@ -228,13 +227,7 @@ async function publishPlan(
     return result(keyId, 'dry-run');
   }
 
-  const archiveFiles: ReleaseFile[] = plan.archives.map((a) => ({
-    filename: a.filename,
-    sha256Hex: a.digest.sha256Hex,
-    size: a.digest.size,
-    contentType: 'application/zip',
-    open: () => Readable.toWeb(createReadStream(a.path, { highWaterMark: 1 << 20 })) as ReadableStream,
-  }));
+  const archiveFiles = plan.archives.map((a) => diskFile(a.filename, a.path, a.digest, 'application/zip'));
   const sumsFile = memoryFile(draft.shasumsFilename, shasums, 'text/plain; charset=utf-8');
   const progress = progressLog(log, env[CRASH_ENV], env[KILL_ENV]);
 
@@ -290,8 +283,4 @@ async function publishPlan(
     log(`${name} was already published; nothing rewritten`);
     return result(stored?.signingKey.key_id ?? signingKey.key_id, 'unchanged');
   });
-}
-
-function memoryFile(filename: string, bytes: Uint8Array, contentType: string): ReleaseFile {
-  return { filename, sha256Hex: sha256Hex(bytes), size: bytes.byteLength, contentType, open: () => bytes };
 }
