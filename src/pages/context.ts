@@ -3,7 +3,7 @@ import { DocumentCache, Freshness } from '../store/document-cache';
 import { gzipDocuments, isPrivate, listTtlMs } from '../config';
 import { StoredDocument } from '../http/stored-body';
 import type { Env } from '../env';
-import { InputError } from '../protocol/errors';
+import { refusalStatus } from '../http/errors';
 import { readSession, type Session } from '../auth/session';
 import { scopeAllows } from '../auth/tokens';
 import { errorPage, htmlResponse, redirect } from './respond';
@@ -39,8 +39,9 @@ export interface RenderedPage {
 
 /**
  * Wraps a page handler: in private mode a request without a valid session
- * is redirected to /login (never a page body); InputError (a malformed
- * name or version) becomes an HTML error page with its status. In public
+ * is redirected to /login (never a page body); a refusal (a malformed
+ * name or version: InputError; NotStoredError, …) becomes an HTML error
+ * page with its status (src/http/errors.ts). In public
  * mode a 200 page is cached in the isolate until the earliest expiry of the
  * cached data it was rendered from (at most INDEX_CACHE_SECONDS, as that data
  * is), so a page is never staler than the API, and sent with that max-age;
@@ -67,7 +68,8 @@ export function page(render: (ctx: PageContext, params: Record<string, string>) 
     try {
       result = await render(ctx, request.params as Record<string, string>);
     } catch (error) {
-      if (error instanceof InputError) return errorPage(request, url.host, error.message, error.status);
+      const status = refusalStatus(error);
+      if (status !== null) return errorPage(request, url.host, (error as Error).message, status);
       throw error;
     }
     if (result instanceof Response) return result;

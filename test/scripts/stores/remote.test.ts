@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig, type RegistryConfig } from '../../../scripts/lib/config';
 import { publishRelease } from '../../../scripts/lib/provider/publish';
 import { KvRestStore, R2S3Store } from '../../../scripts/lib/stores/remote';
-import { InputError } from '../../../src/protocol/errors';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from '../helpers';
+import { VersionConflictError } from '../../../src/store/errors';
 
 // The mirror test's upstream GnuPG home and agent (loaded lazily there) go with this file.
 afterAll(async () => (await import('../mirror/upstream')).releaseUpstreamGpgKey());
@@ -320,8 +320,7 @@ describe('publish-provider --remote', () => {
     expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(puts);
 
     const rebuilt = await writeDist(join(dir, 'dist-rebuilt'), 'cloud', '1.0.0', { platforms: ['linux_amd64'], salt: 'x' });
-    await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(InputError);
-    await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(/already published with different contents/);
+    await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(VersionConflictError);
   });
 });
 
@@ -347,7 +346,7 @@ describe('publish-module --remote', () => {
     expect((await publishModule(options)).status).toBe('unchanged');
     expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(puts);
     writeFileSync(join(tree, 'extra.tf'), 'variable "extra" {}\n');
-    await expect(publishModule(options)).rejects.toThrow(/already published with different contents/);
+    await expect(publishModule(options)).rejects.toThrow(VersionConflictError);
   });
 });
 
