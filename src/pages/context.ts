@@ -1,6 +1,6 @@
 import type { IRequest } from 'itty-router';
 import { DocumentCache, Freshness } from '../store/document-cache';
-import { gzipDocuments, isPrivate, listTtlMs } from '../config';
+import { settings, type Settings } from '../config';
 import { StoredDocument } from '../http/stored-body';
 import type { Env } from '../env';
 import { refusalStatus } from '../http/errors';
@@ -16,6 +16,8 @@ import { errorPage, htmlResponse, redirect } from './respond';
 export interface PageContext {
   request: Request;
   env: Env;
+  /** The Worker's settings, parsed once (src/config.ts): pages read no raw env variable. */
+  config: Settings;
   url: URL;
   /** host[:port] as the browser sees this registry. */
   host: string;
@@ -27,7 +29,7 @@ export interface PageContext {
 
 /** True when the visitor may see providers of `namespace` at `hostname` (always in public mode). */
 export function canSee(ctx: PageContext, hostname: string, namespace: string): boolean {
-  return ctx.session === null || scopeAllows(ctx.session.record.scopes, hostname, namespace, ctx.env.REGISTRY_HOSTNAME);
+  return ctx.session === null || scopeAllows(ctx.session.record.scopes, hostname, namespace, ctx.config.hostname);
 }
 
 const rendered = new DocumentCache(8 * 1024 * 1024);
@@ -50,15 +52,16 @@ export interface RenderedPage {
 export function page(render: (ctx: PageContext, params: Record<string, string>) => Promise<RenderedPage | Response>) {
   return async (request: IRequest, env: Env): Promise<Response> => {
     const url = new URL(request.url);
-    const privateMode = isPrivate(env);
+    const config = settings(env);
+    const privateMode = config.access === 'private';
     let session: Session | null = null;
     if (privateMode) {
       session = await readSession(request, env);
       if (session === null) return redirect(`/login?next=${encodeURIComponent(url.pathname + url.search)}`);
     }
-    const ctx: PageContext = { request, env, url, host: url.host, session, freshness: new Freshness() };
-    const ttl = listTtlMs(env);
-    const compress = gzipDocuments(env);
+    const ctx: PageContext = { request, env, config, url, host: url.host, session, freshness: new Freshness() };
+    const ttl = config.listTtlMs;
+    const compress = config.gzipDocuments;
     const cacheKey = `${url.host}${url.pathname}${url.search}`;
     if (!privateMode) {
       const cached = rendered.get(cacheKey);
