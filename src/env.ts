@@ -25,6 +25,8 @@ export interface Env {
   PULL_TIMEOUT_SECONDS?: string;
   /** Download counts: one SQLite-backed Durable Object per provider or module (src/downloads/). Optional: without it nothing is counted. */
   DOWNLOADS?: DurableObjectNamespace<import('./downloads/counter').DownloadCounter>;
+  /** Download counts: ms an isolate gathers a package's downloads before one request to its object (default 500; src/downloads/count.ts). */
+  DOWNLOAD_BATCH_MS?: string;
   /** Pull-through: seconds before a version's verified upstream manifest is checked against the upstream again (default 3600). */
   PULL_REFRESH_SECONDS?: string;
   /** Minutes a signed release-file URL stays valid (private mode). */

@@ -1,5 +1,6 @@
 import type { Env } from '../env';
 import { base64url, fromBase64url } from '../auth/bytes';
+import { deriveAesGcmKey } from '../auth/aes-key';
 
 /**
  * Sealed values (the broker's in-flight login state and people's session
@@ -15,6 +16,7 @@ import { base64url, fromBase64url } from '../auth/bytes';
 export type SealPurpose = 'login-flow' | 'person-session';
 
 const keys = new Map<string, Promise<CryptoKey>>();
+const SALT = new TextEncoder().encode('edge-registry seal v1');
 
 function sealKey(env: Pick<Env, 'URL_SIGNING_SECRET'>, purpose: SealPurpose): Promise<CryptoKey> {
   const secret = env.URL_SIGNING_SECRET ?? '';
@@ -22,13 +24,7 @@ function sealKey(env: Pick<Env, 'URL_SIGNING_SECRET'>, purpose: SealPurpose): Pr
   const id = `${purpose}\n${secret}`;
   let key = keys.get(id);
   if (!key) {
-    key = (async () => {
-      const base = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), 'HKDF', false, ['deriveKey']);
-      return crypto.subtle.deriveKey(
-        { name: 'HKDF', hash: 'SHA-256', salt: new TextEncoder().encode('edge-registry seal v1'), info: new TextEncoder().encode(purpose) },
-        base, { name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt'],
-      );
-    })();
+    key = deriveAesGcmKey(secret, SALT, purpose);
     if (keys.size > 8) keys.clear();
     keys.set(id, key);
   }

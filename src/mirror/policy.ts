@@ -198,7 +198,12 @@ function serviceUrl(value: unknown, where: string): string {
   return url.toString();
 }
 
-function platformList(value: unknown, where: string): Platform[] {
+/**
+ * A `platforms` field (mirror.json and the policy alike): OS_ARCH names; []
+ * when absent (every platform upstream offers). Throws InputError naming
+ * `where` for a value that is not an array of strings or an unknown platform.
+ */
+export function platformList(value: unknown, where: string): Platform[] {
   if (value === undefined) return [];
   if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw new InputError(`${where}: expected an array of "OS_ARCH" strings`);
   try {

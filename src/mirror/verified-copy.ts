@@ -1,4 +1,4 @@
-import { hex } from './zip-digest';
+import { bytesToHex } from '@noble/hashes/utils.js';
 import { UpstreamError } from './upstream-http';
 
 /**
@@ -98,7 +98,7 @@ async function pump(
       held = block;
     }
     await digestWriter.close();
-    const actual = hex(await digest.digest);
+    const actual = bytesToHex(new Uint8Array(await digest.digest));
     if (total !== options.size) throw new UpstreamError(`checksum check failed: ${options.what} ended after ${total} of ${options.size} bytes`);
     if (actual !== options.sha256Hex) {
       throw new UpstreamError(`checksum check failed: ${options.what} has SHA-256 ${actual}, the signed SHA256SUMS says ${options.sha256Hex}; nothing was stored`);

@@ -47,3 +47,14 @@ export function parseJson(text: string, where: string): unknown {
     throw new WireShapeError(where, 'JSON', `${(error as Error).message}: ${text.slice(0, 80)}`);
   }
 }
+
+/** Parses text that should hold a JSON object: the object, or null (never throws) when it is not JSON or not an object. */
+export function parseJsonObjectOrNull(text: string): JsonObject | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JsonObject) : null;
+}

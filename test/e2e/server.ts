@@ -38,16 +38,27 @@ export function makeCertificate(dir: string): Certificate {
   return { certPath, keyPath, pem: readFileSync(certPath, 'utf8') };
 }
 
-/** A TCP port that was free a moment ago (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A TCP port that was free a moment ago, for a server another process will
+ * bind (wrangler dev, its inspector). It is drawn at random below Linux's
+ * ephemeral range (32768–60999): a port the OS hands out itself can be taken
+ * by any outgoing connection of the parallel tests before wrangler binds it
+ * (CI saw "Address already in use" that way).
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canListen(port)) return port;
+  }
+  throw new Error('no free port found between 20000 and 32000');
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 

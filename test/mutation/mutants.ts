@@ -488,15 +488,15 @@ export const MUTANTS: Mutant[] = [
     to: 'if (false) throw differentContentsError(draft, existing);',
   },
   {
-    id: 'sums-hash-unchecked', file: 'scripts/lib/provider/release.ts', tests: VALIDATION,
+    id: 'sums-hash-unchecked', file: 'src/protocol/release-shasums.ts', tests: VALIDATION,
     description: 'a supplied SHA256SUMS line is not compared with the archive',
-    from: 'if (hash !== archive.digest.sha256Hex) {',
+    from: 'if (hash !== archive.sha256Hex) {',
     to: 'if (false) {',
   },
   {
-    id: 'sums-extra-archive', file: 'scripts/lib/provider/release.ts', tests: VALIDATION,
+    id: 'sums-extra-archive', file: 'src/protocol/release-shasums.ts', tests: VALIDATION,
     description: 'a SHA256SUMS listing an archive that was not given is accepted',
-    from: 'if (match && !published.has(entry.filename)) {',
+    from: 'if (isArchiveLine(entry.filename) && !given.has(entry.filename)) {',
     to: 'if (false) {',
   },
   {
@@ -578,8 +578,8 @@ export const MUTANTS: Mutant[] = [
     to: '',
   },
   {
-    id: 'mirror-signature-unchecked', file: 'src/mirror/signature.ts', tests: ['test/scripts/mirror/sync.test.ts'],
-    description: 'mirror sync and pull-through accept any SHA256SUMS signature (the first readable key counts as the signer)',
+    id: 'mirror-signature-unchecked', file: 'src/protocol/openpgp-signature.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'mirror sync, pull-through and publish accept any SHA256SUMS signature (the first readable key counts as the signer)',
     from: 'await sig.verified;',
     to: '',
   },

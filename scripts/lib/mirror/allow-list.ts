@@ -1,9 +1,7 @@
 import { readFileSync } from 'node:fs';
-import {
-  InputError, parseConstraints, parsePlatformName, parseSourceAddress, type Platform,
-} from '../../../src/protocol/index';
+import { InputError, parseConstraints, parseSourceAddress } from '../../../src/protocol/index';
 import type { SyncRequest } from './sync';
-import { parsePolicy } from '../../../src/mirror/policy';
+import { DEFAULT_UPSTREAM, parsePolicy, platformList } from '../../../src/mirror/policy';
 
 /**
  * mirror.json, the allow-list `mirror sync --config` reads:
@@ -21,8 +19,6 @@ import { parsePolicy } from '../../../src/mirror/policy';
  * (required: an allow-list names what it allows); `platforms` OS_ARCH names
  * (the entry's own, else the file's, else every platform upstream offers).
  */
-
-export const DEFAULT_UPSTREAM = 'registry.terraform.io';
 
 /** Parses mirror.json text; throws InputError naming `source` and the entry and field that is wrong. */
 export function parseAllowList(text: string, source: string): SyncRequest[] {
@@ -117,14 +113,4 @@ function readText(path: string): string {
     throw new InputError(`${path}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
   return text;
-}
-
-function platformList(value: unknown, where: string): Platform[] {
-  if (value === undefined) return [];
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw new InputError(`${where}: expected an array of "OS_ARCH" strings`);
-  try {
-    return (value as string[]).map(parsePlatformName);
-  } catch (error) {
-    throw new InputError(`${where}: ${(error as Error).message}`);
-  }
 }

@@ -1,5 +1,4 @@
 import { createReadStream, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import {
@@ -19,6 +18,7 @@ import { combinedStatus, type MirrorSummary, type PlatformSummary, type Provider
 import { discoverProviders, findPackage, listVersions, type UpstreamPackage } from './upstream';
 import type { UpstreamHttp } from './upstream-http';
 import { checkSumsLine, readSums, verifyArchive, verifySumsSignature } from './verify';
+import { makeSyncWorkDir } from './work-dir';
 
 /**
  * `mirror sync`: copies upstream provider versions into the mirror, verified
@@ -68,7 +68,7 @@ export interface MirrorRunOptions {
 /** Syncs every request; never throws for a provider's failure (it is in the summary), only for store errors. */
 export async function syncProviders(requests: readonly SyncRequest[], options: MirrorRunOptions): Promise<MirrorSummary> {
   const log = options.log ?? (() => {});
-  const work = mkdtempSync(join(tmpdir(), 'edge-registry-mirror-'));
+  const work = makeSyncWorkDir();
   const limit = limiter(Math.max(1, options.concurrency ?? 4));
   try {
     const providers: ProviderSummary[] = [];

@@ -5,15 +5,14 @@ import tar from 'tar-stream';
 import yauzl from 'yauzl';
 import { InputError } from '../../../src/protocol/errors';
 import type { ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
+import { checkedEntryName, checkedLinkTarget, requireRootConfiguration } from '../../../src/protocol/module-package';
 import { formatMB } from './pack';
 
 /**
  * Validating a supplied module package (.tar.gz/.tgz or .zip) before it is
- * published as is. Every entry name must be relative and stay inside the
- * package (no absolute path, drive letter or `..` segment, no NUL), symlinks
- * and hard links must point inside it, and only files, directories and links
- * may appear. The package must hold a .tf or .tofu file at its root (a single
- * top-level "./" prefix is allowed). The files the docs are extracted from
+ * published as is, by the rules of src/protocol/module-package.ts (relative
+ * names inside the package, links inside it, a .tf or .tofu file at the
+ * root); only files, directories and links may appear. The files the docs are extracted from
  * (root and modules/NAME/ *.tf and *.tofu, the root README.md) are returned.
  */
 
@@ -52,15 +51,13 @@ export async function readSuppliedPackage(path: string, maxBytes: number): Promi
   const files: string[] = [];
   const docFiles = new Map<string, string>();
   for (const entry of entries) {
-    const name = checkedName(path, entry.name);
-    if (entry.type === 'link') checkedLink(path, name, entry.link ?? '');
+    const name = checkedEntryName(path, entry.name);
+    if (entry.type === 'link') checkedLinkTarget(path, name, entry.link ?? '');
     if (entry.type !== 'file') continue;
     files.push(name);
     if (isDocFile(name) && entry.content) docFiles.set(name, entry.content.toString('utf8'));
   }
-  if (!files.some((f) => !f.includes('/') && /\.(tf|tofu)$/.test(f))) {
-    throw new InputError(`${path} has no .tf or .tofu file at its root: pack the module's directory itself, not its parent (or publish the directory and let publish-module pack it)`);
-  }
+  requireRootConfiguration(path, files);
   return { bytes, format, files, docFiles };
 }
 
@@ -69,31 +66,6 @@ interface RawEntry {
   type: 'file' | 'directory' | 'link';
   link?: string;
   content?: Buffer;
-}
-
-/** Normalises an entry name ("./a/b" → "a/b"); throws for names that could land outside the package. */
-function checkedName(archive: string, raw: string): string {
-  if (raw.includes('\0')) throw new InputError(`${archive}: entry name with a NUL character`);
-  if (raw.startsWith('/') || raw.startsWith('\\') || /^[a-zA-Z]:/.test(raw)) {
-    throw new InputError(`${archive}: entry "${raw}" has an absolute path; a module package holds relative paths only`);
-  }
-  const parts = raw.replace(/\\/g, '/').split('/').filter((p) => p !== '' && p !== '.');
-  if (parts.includes('..')) throw new InputError(`${archive}: entry "${raw}" has a ".." path segment that would unpack outside the module; refused`);
-  return parts.join('/');
-}
-
-/** Throws unless a link at `name` pointing to `target` stays inside the package. */
-function checkedLink(archive: string, name: string, target: string): void {
-  if (target.startsWith('/') || /^[a-zA-Z]:/.test(target)) {
-    throw new InputError(`${archive}: link "${name}" points to the absolute path ${target}; refused`);
-  }
-  const depth = name.split('/').length - 1;
-  let level = depth;
-  for (const part of target.replace(/\\/g, '/').split('/')) {
-    if (part === '..') level--;
-    else if (part !== '' && part !== '.') level++;
-    if (level < 0) throw new InputError(`${archive}: link "${name}" points to ${target}, outside the module; refused`);
-  }
 }
 
 async function tarEntries(path: string, bytes: Uint8Array): Promise<RawEntry[]> {

@@ -10,7 +10,8 @@ import type { ModuleDocs, ModuleVersionRecord } from '../../../src/store/modules
 import { readRegistryConfig, type RegistryConfig } from '../config';
 import { openLocalStore } from '../stores/local';
 import { type StoreHandle } from '../stores/handle';
-import { openRemoteStore, type R2S3Options } from '../stores/remote';
+import { openRemoteStore } from '../stores/remote';
+import type { R2S3Options } from '../stores/r2-s3';
 import { isDocFile, readSuppliedPackage } from './archive';
 import { extractModuleDocs } from './docs';
 import { formatMB, packModule } from './pack';

@@ -6,7 +6,7 @@ import {
   type ProviderAddress,
 } from '../../../src/protocol/index';
 import { providerLeaseName } from '../../../src/store/layout';
-import { shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
+import { draftVersionRecord } from '../../../src/store/providers/draft';
 import { withLease } from '../../../src/store/lease';
 import {
   beginProviderPublish, differentContentsError, publishVersion, readSigningKeys, readVersionRecord, sameRelease, writeSigningKeys, type ReleaseFile,
@@ -23,7 +23,7 @@ import { processLeaseOptions } from '../stores/lease';
 import type { StoreHandle } from '../stores/handle';
 import { openStore } from '../stores/open';
 import { readRelease, type ReleasePlan } from './release';
-import type { R2S3Options } from '../stores/remote';
+import type { R2S3Options } from '../stores/r2-s3';
 import { signDetached, verifyDetached } from './sign';
 import { readDocsFile } from './docs/index';
 import { audited } from '../audit';
@@ -200,17 +200,7 @@ async function publishPlan(
   const shasums = plan.shasums?.bytes ?? new TextEncoder().encode(
     formatShasums(packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum }))),
   );
-  const draft: VersionRecord = {
-    address,
-    version: plan.version,
-    protocols: plan.protocols,
-    packages,
-    shasumsFilename: shasumsFilename(plan.type, plan.version),
-    shasumsSignatureFilename: shasumsSignatureFilename(plan.type, plan.version),
-    signingKey: { key_id: '', ascii_armor: '' },
-    publishedAt: new Date().toISOString(),
-    shasumsFile: { sha256: sha256Hex(shasums), size: shasums.byteLength },
-  };
+  const draft = draftVersionRecord(address, plan.version, plan.protocols, packages, { sha256: sha256Hex(shasums), size: shasums.byteLength });
   // What the store holds decides the rest: the version's record and the namespace's keys, each read once —
   // for a dry run now, otherwise under the lease (a publish decides on what it reads there).
   const decide = async (read: { existing: VersionRecord | null; namespaceKeys: SigningKey[] }) => {

@@ -1,14 +1,14 @@
-import { isUtf8 } from 'node:buffer';
 import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import {
-  InputError, parsePlatformName, parseProviderName, parseShasums, parseVersion, platformName, type Platform,
+  InputError, parsePlatformName, parseProviderName, parseVersion, platformName, type Platform,
 } from '../../../src/protocol/index';
 import {
   ANY_EXECUTABLE_NAME, RELEASE_FILE_PATTERNS, archiveFilename, executableName, executableNamePattern, shasumsFilename,
 } from '../../../src/protocol/release-files';
 import { mapLimit } from '../../../src/concurrency';
+import { checkReleaseShasums } from '../../../src/protocol/release-shasums';
 import { inspectArchive, sha256File, type ArchiveDigest, type ProgressSink } from './archive';
 import { assertReadableBinary, zipBinary } from './zip-binary';
 
@@ -332,41 +332,20 @@ function readManifestProtocols(path: string): string[] {
   return [...new Set(versions as string[])];
 }
 
+/** checkReleaseShasums, plus the manifest's line when the release has one. */
 async function checkShasums(
   shasums: { path: string; bytes: Uint8Array },
   archives: PlannedArchive[],
   manifestPath: string | undefined,
 ): Promise<void> {
   const where = shasums.path;
-  if (!isUtf8(shasums.bytes)) throw new InputError(`${where}: not UTF-8 text; expected sha256sum output`);
-  const text = Buffer.from(shasums.bytes).toString('utf8');
-  let entries;
-  try {
-    entries = parseShasums(text);
-  } catch (error) {
-    throw new InputError(`${where}: ${(error as Error).message}; regenerate it with sha256sum, or remove it (and its .sig) so it is generated`);
-  }
-  const listed = new Map(entries.map((e) => [e.filename, e.sha256Hex]));
-  for (const archive of archives) {
-    const hash = listed.get(archive.filename);
-    if (hash === undefined) {
-      throw new InputError(`${where}: has no line for ${archive.filename}; the SHA256SUMS must list every archive (regenerate it, or remove it and its .sig)`);
-    }
-    if (hash !== archive.digest.sha256Hex) {
-      throw new InputError(`${where}: ${archive.filename} is listed with SHA-256 ${hash} but the archive ${archive.path} has ${archive.digest.sha256Hex}; the archive changed after SHA256SUMS was made — rebuild the release`);
-    }
-  }
-  const published = new Set(archives.map((a) => a.filename));
-  for (const entry of entries) {
-    const match = ARCHIVE.exec(entry.filename);
-    if (match && !published.has(entry.filename)) {
-      throw new InputError(`${where}: lists ${entry.filename}, which is not among the archives given; add that archive, or regenerate SHA256SUMS without it`);
-    }
-    if (manifestPath && entry.filename === basename(manifestPath)) {
-      const { sha256Hex } = await sha256File(manifestPath);
-      if (sha256Hex !== entry.sha256Hex) {
-        throw new InputError(`${where}: ${entry.filename} is listed with SHA-256 ${entry.sha256Hex} but ${manifestPath} has ${sha256Hex}; rebuild the release`);
-      }
+  const listed = archives.map((a) => ({ filename: a.filename, sha256Hex: a.digest.sha256Hex, shown: a.path }));
+  const entries = checkReleaseShasums(shasums.bytes, listed, where, (filename) => ARCHIVE.test(filename));
+  const manifest = manifestPath === undefined ? undefined : entries.find((e) => e.filename === basename(manifestPath));
+  if (manifest) {
+    const { sha256Hex } = await sha256File(manifestPath!);
+    if (sha256Hex !== manifest.sha256Hex) {
+      throw new InputError(`${where}: ${manifest.filename} is listed with SHA-256 ${manifest.sha256Hex} but ${manifestPath} has ${sha256Hex}; rebuild the release`);
     }
   }
 }

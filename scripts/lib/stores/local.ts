@@ -1,12 +1,13 @@
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Miniflare } from 'miniflare';
 import type { BlobHead, BlobStore, BlobWriteCondition, KvStore } from '../../../src/store/store';
 import { compatibilityDate, type RegistryConfig } from '../config';
 import { fixedParts } from './parts';
+import { LOCAL_RUNTIME_SCRIPT, dispatchKv, dispatchR2, type Dispatch, type PutOptions, type R2Like } from './local-runtime';
 import { tieLocalRuntimeToThisProcess } from './workerd-child';
 import type { StoreHandle } from './handle';
+import { StateLock } from './state-lock';
 
 /**
  * The local state `wrangler dev` (`npm start`) serves: Miniflare's KV and R2
@@ -28,19 +29,19 @@ async function startLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' |
   tieLocalRuntimeToThisProcess();
   const mf = new Miniflare({
     modules: true,
-    script: STREAM_WRITER_SCRIPT,
+    script: LOCAL_RUNTIME_SCRIPT,
     compatibilityDate: config.compatibilityDate ?? compatibilityDate(),
     defaultPersistRoot: config.localPersistRoot,
     kvNamespaces: { REGISTRY_KV: config.kvNamespaceId },
     r2Buckets: { REGISTRY_R2: config.bucketName },
   });
   try {
-    const kv = await mf.getKVNamespace('REGISTRY_KV');
-    const r2 = await mf.getR2Bucket('REGISTRY_R2');
+    await mf.ready;
+    const dispatch: Dispatch = (url, init) => mf.dispatchFetch(url, init) as unknown as Promise<Response>;
     const lock = new StateLock(join(config.localPersistRoot, '.edge-registry-write.lock'));
     return {
-      kv: lockedKv(kv as unknown as KvStore, lock),
-      blobs: new LocalBlobStore(r2 as unknown as R2Like, lock, (url, init) => mf.dispatchFetch(url, init) as unknown as Promise<Response>),
+      kv: lockedKv(dispatchKv(dispatch), lock),
+      blobs: new LocalBlobStore(dispatchR2(dispatch), lock, dispatch),
       description: `local state ${config.localPersistRoot}`,
       close: () => mf.dispose(),
     };
@@ -49,55 +50,6 @@ async function startLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' |
     throw error;
   }
 }
-
-type PutOptions = { httpMetadata?: { contentType?: string }; customMetadata?: Record<string, string>; onlyIf?: BlobWriteCondition };
-
-/** The parts of Miniflare's R2 binding used here. */
-interface R2Like {
-  head(key: string): Promise<BlobHead | null>;
-  get(key: string): Promise<(BlobHead & { text(): Promise<string> }) | null>;
-  put(key: string, value: Uint8Array | string | ArrayBuffer, options?: PutOptions): Promise<{ etag: string } | null>;
-  list(options: { prefix: string; cursor?: string; limit?: number }): Promise<{ objects: { key: string }[]; truncated: boolean; cursor?: string }>;
-  delete(key: string): Promise<void>;
-  createMultipartUpload(key: string, options?: PutOptions): Promise<{
-    uploadId: string;
-    uploadPart(partNumber: number, value: Uint8Array): Promise<{ partNumber: number; etag: string }>;
-    complete(parts: { partNumber: number; etag: string }[]): Promise<{ etag: string }>;
-    abort(): Promise<void>;
-  }>;
-}
-
-/**
- * Streamed bytes reach local R2 through this Worker, not through the
- * binding's Node proxy: the proxy encodes every byte array as base64 inside
- * JSON (several copies of each part in node's heap — ~1 GB RSS for a 200 MB
- * archive with 64 MiB parts) and refuses streams of unknown length. A request
- * body with a Content-Length is a known-length stream to R2, so each part is
- * sent as one plain PUT. `key`, `uploadId` and `part` travel in the query;
- * put options (metadata only; conditional puts take the proxy path) as JSON
- * in a header. Failures answer 500 with the runtime's message, which
- * retryBusy judges like the binding's own errors.
- */
-const STREAM_WRITER_SCRIPT = `export default {
-  async fetch(request, env) {
-    const url = new URL(request.url);
-    if (request.method !== 'PUT' || url.pathname !== '/__edge-registry/blob') return new Response(null, { status: 404 });
-    try {
-      const key = url.searchParams.get('key');
-      const uploadId = url.searchParams.get('uploadId');
-      if (uploadId) {
-        const part = await env.REGISTRY_R2.resumeMultipartUpload(key, uploadId).uploadPart(Number(url.searchParams.get('part')), request.body);
-        return Response.json({ partNumber: part.partNumber, etag: part.etag });
-      }
-      const object = await env.REGISTRY_R2.put(key, request.body, JSON.parse(request.headers.get('x-put-options') || '{}'));
-      return Response.json(object ? { etag: object.etag } : null);
-    } catch (error) {
-      return new Response(String(error && error.message || error), { status: 500 });
-    }
-  },
-};`;
-
-type Dispatch = (url: string, init: { method: string; body: Uint8Array; headers: Record<string, string> }) => Promise<Response>;
 
 /**
  * Streams are cut into parts of this size, each buffered once in node (R2
@@ -166,7 +118,7 @@ class LocalBlobStore implements BlobStore {
     }
   }
 
-  /** One PUT of `bytes` to STREAM_WRITER_SCRIPT; its JSON answer, or an error carrying the status and message. */
+  /** One PUT of `bytes` to LOCAL_RUNTIME_SCRIPT; its JSON answer, or an error carrying the status and message. */
   private async send<T>(query: Record<string, string>, bytes: Uint8Array, headers: Record<string, string> = {}): Promise<T> {
     const response = await this.dispatch(`http://local-store/__edge-registry/blob?${new URLSearchParams(query)}`, {
       method: 'PUT', body: bytes, headers: { ...headers, 'content-length': String(bytes.byteLength) },
@@ -210,116 +162,4 @@ function lockedKv(kv: KvStore, lock: StateLock): KvStore {
     delete: (key) => lock.run(() => retryBusy(() => kv.delete(key))),
     list: (options) => retryBusy(() => kv.list(options)),
   };
-}
-
-/**
- * A cross-process lock around each single write to the local state. The
- * state's SQLite files are opened by every process's own workerd, which
- * fails (rather than waits) when two write at once; taking turns per write
- * keeps concurrent publishes working. (Exclusion of whole publishes is the
- * provider lease's job, src/store/lease.ts; this only spaces out writes.)
- *
- * The lock file is written complete under a temporary name and then linked
- * into place, which is atomic and fails when the lock exists, so no reader
- * ever sees an empty or partial owner. A lock is stale when its owner's pid
- * on this host is gone, when it is older than STALE_LOCK_MS (no single write
- * takes that long), or when it is unreadable and older than 2 s (an empty
- * file left by an older version). A stale lock is renamed away — atomic, so
- * of two processes judging it stale only one removes it — and the remover
- * checks it removed exactly the lock it judged, putting back one it did not.
- */
-const STALE_LOCK_MS = 60_000;
-
-class StateLock {
-  constructor(private readonly path: string) {}
-
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    const token = await this.acquire();
-    try {
-      return await fn();
-    } finally {
-      // Remove only our own lock (a stale-lock taker may have replaced it).
-      if (this.read()?.token === token) rmSync(this.path, { force: true });
-    }
-  }
-
-  private async acquire(): Promise<string> {
-    const deadline = Date.now() + 120_000;
-    const token = `${process.pid}-${Math.random().toString(36).slice(2)}`;
-    const temp = `${this.path}.${token}`;
-    writeFileSync(temp, JSON.stringify({ pid: process.pid, host: hostname(), token, at: Date.now() }));
-    try {
-      for (;;) {
-        try {
-          linkSync(temp, this.path);
-          return token;
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        }
-        this.removeIfStale();
-        if (Date.now() > deadline) {
-          const owner = this.read();
-          throw new Error(`the local state stayed locked for 120 s by ${owner ? `pid ${owner.pid}` : 'an unknown process'} (${this.path}); remove that file if no publish is running, then run again`);
-        }
-        await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
-      }
-    } finally {
-      rmSync(temp, { force: true });
-    }
-  }
-
-  private read(): { pid: number; host: string; token: string; at: number } | null {
-    try {
-      const value = JSON.parse(readFileSync(this.path, 'utf8')) as { pid: number; host: string; token: string; at: number };
-      return typeof value?.token === 'string' ? value : null;
-    } catch {
-      return null;
-    }
-  }
-
-  private removeIfStale(): void {
-    const owner = this.read();
-    let stale: boolean;
-    if (owner) {
-      stale = Date.now() - owner.at > STALE_LOCK_MS || (owner.host === hostname() && !processExists(owner.pid));
-    } else {
-      try {
-        stale = Date.now() - statSync(this.path).mtimeMs > 2000;
-      } catch {
-        return; // released meanwhile
-      }
-    }
-    if (!stale) return;
-    const tomb = `${this.path}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
-    try {
-      renameSync(this.path, tomb);
-    } catch {
-      return; // someone else removed it first
-    }
-    let moved: { token: string } | null = null;
-    try {
-      moved = JSON.parse(readFileSync(tomb, 'utf8')) as { token: string };
-    } catch {
-      moved = null;
-    }
-    if ((moved?.token ?? null) !== (owner?.token ?? null)) {
-      // We moved a fresh lock taken after our check: put it back (unless the path is taken again).
-      try {
-        linkSync(tomb, this.path);
-      } catch {
-        /* the path was taken again; its owner proceeds */
-      }
-    }
-    rmSync(tomb, { force: true });
-  }
-}
-
-function processExists(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
 }

@@ -1,7 +1,8 @@
 import type { RegistryConfig } from '../config';
 import { openLocalStore } from './local';
 import { type StoreHandle } from './handle';
-import { openRemoteKv, openRemoteStore, type R2S3Options } from './remote';
+import { openRemoteKv, openRemoteStore } from './remote';
+import type { R2S3Options } from './r2-s3';
 
 /**
  * Opening the registry's state the one way every script does: the local

@@ -137,10 +137,7 @@ async function finish(pull: PullContext, manifest: PullManifest, pkg: PullManife
   const head = await bucket.head(key);
   if (!head) throw new Error(`${key} vanished before it was committed`);
   lease.check();
-  const digest = await zipDigest({
-    size: head.size,
-    read: async (offset, length) => (await bucket.get(key, { range: { offset, length } }))!.body,
-  }, key);
+  const digest = await zipDigest(bucket, key, head.size);
   const pattern = executableNamePattern(address.type, version, { os: pkg.os });
   if (!digest.names.some((name) => pattern.test(name))) {
     await bucket.delete(key);

@@ -1,7 +1,8 @@
 import type { Actor } from '../../identity/actor';
 import { formatAddress } from '../../protocol/address';
 import { InputError } from '../../protocol/errors';
-import { parseShasums, sha256Hex } from '../../protocol/hashes';
+import { sha256Hex } from '../../protocol/hashes';
+import { checkReleaseShasums } from '../../protocol/release-shasums';
 import { verifyDetached } from '../../protocol/openpgp-signature';
 import { executableName, executableNamePattern, parseReleaseFilename } from '../../protocol/release-files';
 import { parsePlatformName } from '../../protocol/platform';
@@ -38,7 +39,7 @@ export async function commitProvider(store: PublishStore, session: UploadSession
   // SHA256SUMS: one line per archive, each with the archive's SHA-256.
   const sumsFile = upload.files.find((f) => f.filename === draft.shasumsFilename)!;
   const sums = new Uint8Array(await (await bucket.get(staged.get(sumsFile.filename)!))!.arrayBuffer());
-  checkShasums(sums, draft, sumsFile.filename);
+  checkReleaseShasums(sums, draft.packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum, shown: p.filename })), sumsFile.filename, () => true);
 
   // Each archive: the executable at the top level, and h1 from the inflated entries.
   const packages = [];
@@ -83,33 +84,4 @@ export async function commitProvider(store: PublishStore, session: UploadSession
     publishVersion(store, record, files, () => {}, { lease }));
   const stored = outcome === 'published' ? record : (await readVersionRecord(store, address, upload.version)) ?? record;
   return publishResult(stored, outcome);
-}
-
-/** The CLI's SHA256SUMS checks (scripts/lib/release.ts), against the declared archives. */
-function checkShasums(bytes: Uint8Array, draft: VersionRecord, where: string): void {
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
-  } catch {
-    throw new InputError(`${where}: not UTF-8 text; expected sha256sum output`);
-  }
-  let entries;
-  try {
-    entries = parseShasums(text);
-  } catch (error) {
-    throw new InputError(`${where}: ${(error as Error).message}; regenerate it with sha256sum, or remove it (and its .sig) so it is generated`);
-  }
-  const listed = new Map(entries.map((e) => [e.filename, e.sha256Hex]));
-  for (const pkg of draft.packages) {
-    const hash = listed.get(pkg.filename);
-    if (hash === undefined) throw new InputError(`${where}: has no line for ${pkg.filename}; the SHA256SUMS must list every archive (regenerate it, or remove it and its .sig)`);
-    if (hash !== pkg.shasum) {
-      throw new InputError(`${where}: ${pkg.filename} is listed with SHA-256 ${hash} but the archive ${pkg.filename} has ${pkg.shasum}; the archive changed after SHA256SUMS was made — rebuild the release`);
-    }
-  }
-  for (const entry of entries) {
-    if (!draft.packages.some((p) => p.filename === entry.filename)) {
-      throw new InputError(`${where}: lists ${entry.filename}, which is not among the archives given; add that archive, or regenerate SHA256SUMS without it`);
-    }
-  }
 }

@@ -8,6 +8,7 @@ import { parsePlatformName } from '../../protocol/platform';
 import { parseReleaseFilename, shasumsFilename, shasumsSignatureFilename } from '../../protocol/release-files';
 import { parseVersion } from '../../protocol/version';
 import { providerLeaseName } from '../../store/layout';
+import { draftVersionRecord } from '../../store/providers/draft';
 import { differentContentsError, publishVersion, readVersionRecord, sameRelease } from '../../store/providers/write';
 import type { PackageRecord, VersionRecord } from '../../store/types';
 import { newUploadId, writeUploadSession, type ProviderUpload, type UploadSession } from '../../store/uploads/session';
@@ -71,17 +72,7 @@ export function draftRecord(address: ProviderAddress, upload: ProviderUpload): V
     const platform = parsePlatformName(parsed.platform!);
     return [{ os: platform.os, arch: platform.arch, filename: f.filename, shasum: f.sha256, h1: upload.h1?.[f.filename] ?? '', size: f.size }];
   });
-  return {
-    address,
-    version: upload.version,
-    protocols: upload.protocols,
-    packages,
-    shasumsFilename: shasumsFilename(upload.type, upload.version),
-    shasumsSignatureFilename: shasumsSignatureFilename(upload.type, upload.version),
-    signingKey: { key_id: '', ascii_armor: '' },
-    publishedAt: new Date().toISOString(),
-    shasumsFile: { sha256: sums.sha256, size: sums.size },
-  };
+  return draftVersionRecord(address, upload.version, upload.protocols, packages, { sha256: sums.sha256, size: sums.size });
 }
 
 /** The CLI's `--json` result shape for a record. */

@@ -1,3 +1,4 @@
+import { parseJsonObjectOrNull } from '../../protocol/shape';
 import { parseActor, type Actor } from '../../identity/actor';
 
 /**
@@ -77,14 +78,8 @@ export function entryNamespaces(entry: Pick<AuditEntry, 'target' | 'namespaces'>
  * entry, so one damaged object does not hide the others.
  */
 export function parseAuditEntry(text: string): AuditEntry | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null) return null;
-  const e = value as Record<string, unknown>;
+  const e = parseJsonObjectOrNull(text);
+  if (e === null) return null;
   const actor = parseActor(e.actor);
   if (actor === null || typeof e.time !== 'string' || typeof e.action !== 'string' || typeof e.target !== 'string') return null;
   if (typeof e.outcome !== 'string' || !OUTCOMES.includes(e.outcome)) return null;

@@ -1,7 +1,10 @@
+import { deriveAesGcmKey } from '../../auth/aes-key';
+
 /**
  * Encryption at rest of a registry-held private key (held-keys.ts), with
- * WebCrypto only: AES-256-GCM under a key derived by HKDF-SHA-256 from the
- * Worker secret SIGNING_KEY_SECRET and a random salt per sealed value; the
+ * WebCrypto only: AES-256-GCM under a key derived by HKDF-SHA-256
+ * (src/auth/aes-key.ts) from the Worker secret SIGNING_KEY_SECRET and a
+ * random salt per sealed value; the
  * additional data binds the ciphertext to where it belongs (hostname,
  * namespace, key id), so a sealed key copied to another namespace does not
  * open. Any change to salt, iv, ciphertext, data or secret makes `open` fail.
@@ -26,7 +29,7 @@ export class SealError extends Error {
   }
 }
 
-const INFO = new TextEncoder().encode('edge-registry held signing key v1');
+const INFO = 'edge-registry held signing key v1';
 /** Shortest secret accepted (characters): `npm start` and the docs generate 43 (32 random bytes, base64url). */
 export const MIN_SECRET_LENGTH = 32;
 
@@ -34,8 +37,7 @@ async function deriveKey(secret: string, salt: Uint8Array): Promise<CryptoKey> {
   if (secret.length < MIN_SECRET_LENGTH) {
     throw new SealError(`SIGNING_KEY_SECRET is ${secret ? 'shorter than 32 characters' : 'not set'}; generate one with \`openssl rand -base64 32\` (wrangler secret put SIGNING_KEY_SECRET)`);
   }
-  const material = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), 'HKDF', false, ['deriveKey']);
-  return crypto.subtle.deriveKey({ name: 'HKDF', hash: 'SHA-256', salt, info: INFO }, material, { name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt']);
+  return deriveAesGcmKey(secret, salt, INFO);
 }
 
 /** Encrypts `plaintext` under `secret`, bound to `additionalData`. Throws SealError for a missing or short secret. */

@@ -3,6 +3,7 @@ import type { ProviderAddress } from '../../protocol/address';
 import type { ProviderDocs } from './provider-docs';
 import { catalogKey, docsKey, providerPageKey } from '../layout';
 import type { LifecycleMark } from '../lifecycle/state';
+import type { PackageRecord } from '../types';
 
 /**
  * Page documents: what a page for people needs, materialised at publish time
@@ -20,14 +21,8 @@ export interface PageKey {
   ascii_armor: string;
 }
 
-export interface PagePlatform {
-  os: string;
-  arch: string;
-  filename: string;
-  shasum: string;
-  h1: string;
-  size: number;
-}
+/** A platform's package as a page shows it: the version record's own fields. */
+export type PagePlatform = PackageRecord;
 
 export interface PageVersion {
   version: string;

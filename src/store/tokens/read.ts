@@ -1,3 +1,4 @@
+import { parseJsonObjectOrNull } from '../../protocol/shape';
 import { tokenKey } from '../layout';
 
 /**
@@ -50,14 +51,8 @@ export const isTokenSha256 = (hex: string): boolean => HEX64.test(hex);
  * rather than failing the request.
  */
 export function parseTokenRecord(text: string): TokenRecord | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null) return null;
-  const r = value as Record<string, unknown>;
+  const r = parseJsonObjectOrNull(text);
+  if (r === null) return null;
   if (typeof r.sha256 !== 'string' || !HEX64.test(r.sha256)) return null;
   if (typeof r.id !== 'string' || typeof r.name !== 'string' || typeof r.created !== 'string') return null;
   if (!Array.isArray(r.scopes) || !r.scopes.every((s) => typeof s === 'string')) return null;

@@ -1,12 +1,14 @@
 import { InputError } from '../../protocol/errors';
 import type { ModuleArchiveFormat } from '../../protocol/modules-v1';
+import { checkedEntryName, checkedLinkTarget, requireRootConfiguration } from '../../protocol/module-package';
 import { storedZipEntries } from './stored-zip';
 
 /**
- * The module package rules of `publish-module` (scripts/lib/module/archive.ts),
- * checked on a package stored in R2 without holding it in memory: a zip from
- * its central directory (by range); a .tar.gz by streaming it once through the
- * runtime's gzip DecompressionStream and reading each 512-byte tar header
+ * The module package rules (src/protocol/module-package.ts), as `publish-module`
+ * checks them on a file (scripts/lib/module/archive.ts), checked on a package
+ * stored in R2 without holding it in memory: a zip from its central directory
+ * (by range); a .tar.gz by streaming it once through the runtime's gzip
+ * DecompressionStream and reading each 512-byte tar header
  * (file data is skipped, never copied). Refused: an absolute path or a ".."
  * segment, a link leaving the package, a device or FIFO, no .tf/.tofu file at
  * the root, a damaged archive.
@@ -15,31 +17,9 @@ import { storedZipEntries } from './stored-zip';
 /** Checks the package stored under `key`; throws InputError naming `label` for a package the CLI would refuse. */
 export async function checkStoredModulePackage(bucket: R2Bucket, key: string, size: number, format: ModuleArchiveFormat, label: string): Promise<void> {
   const names = format === 'zip'
-    ? (await storedZipEntries(bucket as never, key, size, label)).map((e) => checkedName(label, e.name))
+    ? (await storedZipEntries(bucket as never, key, size, label)).map((e) => checkedEntryName(label, e.name))
     : await tarNames(bucket, key, label);
-  if (!names.some((name) => !name.includes('/') && /\.(tf|tofu)$/.test(name))) {
-    throw new InputError(`${label} has no .tf or .tofu file at its root: pack the module's directory itself, not its parent (or publish the directory and let publish-module pack it)`);
-  }
-}
-
-function checkedName(archive: string, raw: string): string {
-  if (raw.includes('\0')) throw new InputError(`${archive}: entry name with a NUL character`);
-  if (raw.startsWith('/') || raw.startsWith('\\') || /^[a-zA-Z]:/.test(raw)) {
-    throw new InputError(`${archive}: entry "${raw}" has an absolute path; a module package holds relative paths only`);
-  }
-  const parts = raw.replace(/\\/g, '/').split('/').filter((p) => p !== '' && p !== '.');
-  if (parts.includes('..')) throw new InputError(`${archive}: entry "${raw}" has a ".." path segment that would unpack outside the module; refused`);
-  return parts.join('/');
-}
-
-function checkedLink(archive: string, name: string, target: string): void {
-  if (target.startsWith('/') || /^[a-zA-Z]:/.test(target)) throw new InputError(`${archive}: link "${name}" points to the absolute path ${target}; refused`);
-  let level = name.split('/').length - 1;
-  for (const part of target.replace(/\\/g, '/').split('/')) {
-    if (part === '..') level--;
-    else if (part !== '' && part !== '.') level++;
-    if (level < 0) throw new InputError(`${archive}: link "${name}" points to ${target}, outside the module; refused`);
-  }
+  requireRootConfiguration(label, names);
 }
 
 const decoder = new TextDecoder();
@@ -107,10 +87,10 @@ async function tarNames(bucket: R2Bucket, key: string, label: string): Promise<s
           continue;
         }
         if (type === 'g') continue;
-        const name = checkedName(label, paxPath ?? longName ?? headerName);
+        const name = checkedEntryName(label, paxPath ?? longName ?? headerName);
         paxPath = null;
         longName = null;
-        if (type === '2' || type === '1') checkedLink(label, name, field(block, 157, 100));
+        if (type === '2' || type === '1') checkedLinkTarget(label, name, field(block, 157, 100));
         else if (type !== '0' && type !== '\0' && type !== '5' && type !== '7') {
           throw new InputError(`${label}: entry "${name}" is a ${{ 3: 'character device', 4: 'block device', 6: 'FIFO' }[type] ?? `type ${type} entry`}; a module package holds only files, directories and links`);
         }

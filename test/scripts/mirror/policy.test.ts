@@ -3,7 +3,10 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { allowanceFor, formatPolicy, parsePolicy } from '../../../src/mirror/policy';
 import { configPath, runScript, tempDir } from '../helpers';
-import { StaticUpstream } from './upstream';
+import { StaticUpstream, releaseUpstreamGpgKey } from './upstream';
+
+// The upstream's GnuPG home and agent go with this file.
+afterAll(releaseUpstreamGpgKey);
 
 /**
  * The pull-through policy: what parsePolicy accepts (mirror.json plus `*`

@@ -7,7 +7,8 @@ import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig, type RegistryConfig } from '../../../scripts/lib/config';
 import { publishRelease } from '../../../scripts/lib/provider/publish';
-import { KvRestStore, R2S3Store } from '../../../scripts/lib/stores/remote';
+import { KvRestStore } from '../../../scripts/lib/stores/kv-rest';
+import { R2S3Store } from '../../../scripts/lib/stores/r2-s3';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from '../helpers';
 import { VersionConflictError } from '../../../src/store/errors';
 

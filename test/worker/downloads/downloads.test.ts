@@ -1,5 +1,7 @@
 import { env } from 'cloudflare:workers';
+import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
+import worker from '../../../src/index';
 import type { Env } from '../../../src/env';
 import { moduleAddress } from '../../../src/protocol/modules-v1';
 import type { DownloadSummary } from '../../../src/downloads/read';
@@ -11,7 +13,9 @@ import { address, fakeRelease, get, seed } from '../helpers';
  * DOWNLOADS Durable Object of wrangler.toml (Miniflare's real SQLite-backed
  * object, not a stand-in), the JSON route and the pages. Increments reach the
  * object in batches after the response (waitUntil), so each test waits until
- * the count settles and then checks it is exact.
+ * the count settles and then checks it is exact. The test project sends
+ * every download at once (DOWNLOAD_BATCH_MS 0, vitest.config.ts); the
+ * batching test below runs with the production window.
  */
 const bindings = env as unknown as Env;
 
@@ -82,5 +86,44 @@ describe('module downloads', () => {
     expect(summary).toMatchObject({ total: 4, versions: { '1.0.0': { total: 4, platforms: {} } } });
     const page = await (await get('/modules/acme/counted/aws', { headers: { accept: 'text/html' } })).text();
     expect(page).toContain('<strong>4</strong> of 1.0.0 · 4 of all versions');
+  });
+});
+
+describe('batching in the isolate (the production window, DOWNLOAD_BATCH_MS 500)', () => {
+  it("sends a window's downloads of a package in one request to its object, with after-response work for the batch only, and loses none", async () => {
+    const provider = address('acme', 'batched');
+    await seed([fakeRelease(provider, '1.0.0', ['linux_amd64'])]);
+    const path = '/v1/archives/registry.example.com/acme/batched/1.0.0/terraform-provider-batched_1.0.0_linux_amd64.zip';
+    // The real binding, wrapped to count the requests made to the objects (stubs taken).
+    let rpcs = 0;
+    const real = bindings.DOWNLOADS!;
+    const DOWNLOADS = new Proxy(real, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target);
+        if (property === 'get') return (...args: unknown[]) => { rpcs++; return (value as (...a: unknown[]) => unknown).apply(target, args); };
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const production = { ...bindings, DOWNLOADS, DOWNLOAD_BATCH_MS: '500' } as Env;
+    let waits = 0;
+    const download = async () => {
+      const ctx = createExecutionContext();
+      const counted = { waitUntil: (p: Promise<unknown>) => { waits++; ctx.waitUntil(p); }, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+      const response = await worker.fetch(new Request(new URL(path, 'https://registry.example.com')) as never, production, counted);
+      expect(response.status).toBe(200);
+      await response.arrayBuffer();
+      return ctx;
+    };
+    // A lone download (it also fills the edge cache) is sent at once: no wait for a window.
+    await waitOnExecutionContext(await download());
+    expect(rpcs).toBe(1);
+    // 20 at once, all edge-cache hits inside the window the first send opened: one batch, sent when it ends.
+    waits = 0;
+    const contexts = await Promise.all(Array.from({ length: 20 }, download));
+    await Promise.all(contexts.map((ctx) => waitOnExecutionContext(ctx)));
+    expect(waits, 'requests that registered after-response work').toBeLessThanOrEqual(2); // 1 unless the machine stalls 500 ms mid-burst
+    expect(rpcs, 'requests to the Durable Object').toBe(1 + waits);
+    const summary = await settled('/v1/downloads/providers/acme/batched', 21);
+    expect(summary).toMatchObject({ total: 21, versions: { '1.0.0': { total: 21, platforms: { linux_amd64: 21 } } } });
   });
 });
