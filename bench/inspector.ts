@@ -74,14 +74,14 @@ export async function connectHeaps(port: number, workerId = 'core:user:'): Promi
   };
 }
 
-interface Session {
+export interface Session {
   call(method: string, params?: object, timeoutMs?: number): Promise<unknown>;
   /** Calls `listener` with the params of every `method` event until the returned function is called. */
   listen(method: string, listener: (params: unknown) => void): () => void;
   close(): void;
 }
 
-async function open(url: string): Promise<Session> {
+export async function open(url: string): Promise<Session> {
   const socket = new WebSocket(url);
   await new Promise<void>((resolve, reject) => {
     socket.addEventListener('open', () => resolve());

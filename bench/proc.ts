@@ -51,3 +51,16 @@ export function rssParts(pid: number): { anon: number; file: number } {
   const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
   return { anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem') };
 }
+
+/** Nanoseconds of CPU all threads of the process have used (/proc/PID/task/TID/schedstat; finer than cpuMicros' 10 ms ticks). */
+export function cpuNanos(pid: number): number {
+  let total = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return total;
+}

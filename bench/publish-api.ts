@@ -1,29 +1,59 @@
 /**
- * `npm run bench:publish-api`: wall time of a publish through the publish API (`publish-provider --registry`,
- * the real CLI code in this process) of a small 3-platform release into a provider that has 1 version and into
- * one that has 200, against the built Worker in workerd (bench/runtime.ts). Prints one line per case and, with
- * --json, an object. The 200 versions are seeded through the store's own write path.
+ * The publish API's figures, against the built Worker in workerd (bench/runtime.ts), driven by the real CLI code
+ * in this process (`publish-provider --registry`, `publish-module --registry`):
+ *
+ * - wall time of a small 3-platform release into a provider that has 1 version and into one that has 200
+ *   (the 199 others seeded through the store's own write path);
+ * - the Worker's own CPU time per request (V8's profiler on the Worker's isolate, bench/worker-cpu.ts) of a
+ *   3-platform provider publish with small zips and with 3 × 20 MB executables (the server inflates and hashes
+ *   every entry for h1:), and of a module with 50 MB of incompressible data, with the Workers plan each fits.
+ *
+ * `npm run bench:publish-api` prints them (`--json`: one object); `npm run bench` prints the same summary.
  */
+import { randomFillSync } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { newToken, tokenId, tokenSha256 } from '../src/auth/tokens';
 import { providerAddress } from '../src/protocol/address';
 import { publishVersions, writeSigningKeys } from '../src/store/providers/write';
 import type { BlobStore, KvStore } from '../src/store/store';
 import { writeTokenRecord } from '../src/store/tokens/write';
 import { publishRelease } from '../scripts/lib/provider/publish';
+import { publishModule } from '../scripts/lib/module/publish';
+import { writeDemoModule } from '../scripts/lib/demo/module';
 import { fakeRelease } from '../test/fixtures/release';
 import { writeDist, writeKeyFile } from '../test/scripts/helpers';
+import { freePort } from '../test/e2e/server';
 import { build } from './build';
 import { startRuntime } from './runtime';
+import { planFor, withWebSocket, workerProfiler, type RequestCpu } from './worker-cpu';
 
 const HOST = 'registry.example.com';
 
-async function main(): Promise<void> {
-  const json = process.argv.includes('--json');
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-publish-api-'));
-  const runtime = await startRuntime({ bundlePath: await build(work, null) });
+export interface PublishCpuCase {
+  name: string;
+  /** Bytes sent (archives or package, SUMS, signature). */
+  uploadBytes: number;
+  requests: number;
+  /** Sum over the publish's requests, and the largest single request (what the per-request limit applies to). */
+  totalCpuMs: number;
+  maxRequest: RequestCpu;
+  plan: string;
+  perRequest: RequestCpu[];
+}
+
+export interface PublishApiFigures {
+  wall: { versionsAfter: number; seconds: number; status: string }[];
+  cpu: PublishCpuCase[];
+}
+
+/** Runs every case; `work` is a scratch directory (left for the caller to remove). */
+export async function benchPublishApi(work: string, log: (line: string) => void = () => {}): Promise<PublishApiFigures> {
+  const inspectorPort = await freePort();
+  const runtime = await startRuntime({ bundlePath: await build(work, null) }, undefined, { inspectorPort });
   try {
     const kv = await runtime.mf.getKVNamespace('REGISTRY_KV') as unknown as KvStore;
     const blobs = await runtime.mf.getR2Bucket('REGISTRY_R2') as unknown as BlobStore;
@@ -32,32 +62,87 @@ async function main(): Promise<void> {
     await writeTokenRecord(kv, { id: tokenId(sha256), name: 'bench', sha256, scopes: ['acme'], created: new Date().toISOString(), expires: null, purpose: 'publish' });
     const key = await writeKeyFile(work, 'bench.asc', 'ecc');
     await writeSigningKeys(kv, HOST, 'acme', [{ key_id: key.keyId, ascii_armor: key.publicArmor }]);
+    const processEnv = { ...process.env, EDGE_REGISTRY_TOKEN: token, EDGE_REGISTRY_SIGNING_KEY: '' };
+    const provider = (dist: string) => publishRelease({ paths: [dist], namespace: 'acme', keyFile: key.path, registry: runtime.origin, processEnv });
 
     // Provider "many" gets 199 versions first (one platform each), so the timed publish makes it 200.
     const many = providerAddress(HOST, 'acme', 'many');
     const seeded = Array.from({ length: 199 }, (_, i) => fakeRelease(many, `0.${Math.floor(i / 10)}.${i % 10}`, ['linux_amd64'], { archiveSize: 256 }));
     for (let i = 0; i < seeded.length; i += 40) await publishVersions({ kv, blobs }, seeded.slice(i, i + 40));
-
-    const results: { versionsAfter: number; seconds: number; status: string }[] = [];
+    const wall: PublishApiFigures['wall'] = [];
     for (const [type, versionsAfter] of [['one', 1], ['many', 200]] as const) {
       const dist = await writeDist(join(work, `dist-${type}`), type, '1.0.0');
       const started = performance.now();
-      const result = await publishRelease({
-        paths: [dist], namespace: 'acme', keyFile: key.path, registry: runtime.origin,
-        processEnv: { ...process.env, EDGE_REGISTRY_TOKEN: token, EDGE_REGISTRY_SIGNING_KEY: '' },
-      });
-      const seconds = (performance.now() - started) / 1000;
-      results.push({ versionsAfter, seconds, status: result.status });
-      if (!json) console.log(`publish-provider --registry, 3 platforms, into a provider with ${versionsAfter} version${versionsAfter === 1 ? '' : 's'} after it: ${seconds.toFixed(2)} s (${result.status})`);
+      const result = await provider(dist);
+      wall.push({ versionsAfter, seconds: (performance.now() - started) / 1000, status: result.status });
+      log(`publish-api: 3 platforms into a provider with ${versionsAfter} version(s) after it: ${wall.at(-1)!.seconds.toFixed(2)} s`);
     }
-    if (json) console.log(JSON.stringify({ apiPublish: results }));
+
+    const profiler = await workerProfiler(inspectorPort, runtime.pid);
+    const cpu: PublishCpuCase[] = [];
+    try {
+      const measure = async (name: string, uploadBytes: number, publish: () => Promise<unknown>) => {
+        const { cpu: recording } = await profiler.record(publish);
+        const perRequest = recording.requests;
+        const maxRequest = perRequest.reduce((a, b) => (b.cpuMs > a.cpuMs ? b : a));
+        cpu.push({ name, uploadBytes, requests: perRequest.length, totalCpuMs: perRequest.reduce((s, r) => s + r.cpuMs, 0), maxRequest, plan: planFor(maxRequest.cpuMs), perRequest });
+        log(`publish-api CPU: ${name}: ${cpu.at(-1)!.totalCpuMs.toFixed(1)} ms in ${perRequest.length} requests, largest ${maxRequest.cpuMs.toFixed(1)} ms (${maxRequest.request})`);
+      };
+      const small = await writeDist(join(work, 'dist-cpu-small'), 'cpusmall', '1.0.0');
+      await measure('provider, 3 platforms, small zips', 3 * 400, () => provider(small));
+      // 20 MB executables (compressible, so the zips are small but the server inflates 20 MB each for h1:).
+      const large = await writeDist(join(work, 'dist-cpu-large'), 'cpularge', '1.0.0', { padding: 20_000_000 });
+      await measure('provider, 3 platforms, 20 MB executables each', 3 * 20_000_000, () => provider(large));
+      const dir = join(work, 'module-50mb');
+      writeDemoModule(dir, '1.0.0');
+      mkdirSync(join(dir, 'files'), { recursive: true });
+      writeFileSync(join(dir, 'files', 'data.bin'), randomFillSync(Buffer.alloc(50_000_000)));
+      await measure('module, 50 MB of incompressible data', 50_000_000, () => publishModule({
+        path: dir, namespace: 'acme', name: 'big', system: 'aws', version: '1.0.0', registry: runtime.origin, hostname: HOST, processEnv,
+      }));
+    } finally {
+      profiler.close();
+    }
+    return { wall, cpu };
   } finally {
     await runtime.dispose();
+  }
+}
+
+/** The summary lines `npm run bench` and `bench:publish-api` print. */
+export function publishApiTable(figures: PublishApiFigures): string[] {
+  const lines = [`publish API (publish-provider --registry), 3 platforms: ${figures.wall.map((w) => `into a provider with ${w.versionsAfter} version(s) ${w.seconds.toFixed(2)} s (${w.status})`).join('; ')} (target < 1 s each)`];
+  lines.push('publish API, Worker CPU per publish (workerd\'s CPU × the Worker isolate\'s share of busy samples, bench/worker-cpu.ts; storage simulators excluded):');
+  for (const c of figures.cpu) {
+    lines.push(`  ${c.name}: ${c.totalCpuMs.toFixed(1)} ms over ${c.requests} requests; largest request ${c.maxRequest.cpuMs.toFixed(1)} ms, at most ${c.maxRequest.upperBoundMs.toFixed(1)} ms (${route(c.maxRequest.request)}) → ${c.plan}`);
+  }
+  return lines;
+}
+
+/** A request without its upload id and query. */
+export function route(request: string): string {
+  return request.replace(/\/v1\/publish\/uploads\/[^/]+/, '/v1/publish/uploads/ID').replace(/\?.*$/, '');
+}
+
+async function main(): Promise<void> {
+  await withWebSocket();
+  const json = process.argv.includes('--json');
+  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-publish-api-'));
+  try {
+    const figures = await benchPublishApi(work, (line) => process.stderr.write(`bench: ${line}\n`));
+    if (json) console.log(JSON.stringify({ apiPublish: figures }));
+    else {
+      console.log(publishApiTable(figures).join('\n'));
+      for (const c of figures.cpu) console.log(`  ${c.name}, per request: ${c.perRequest.map((r) => `${route(r.request).replace('/v1/publish/uploads/ID', '…')} ${r.cpuMs.toFixed(1)} ms (≤ ${r.upperBoundMs.toFixed(1)})`).join(', ')}`);
+    }
+  } finally {
     await rm(work, { recursive: true, force: true });
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

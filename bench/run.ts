@@ -23,6 +23,8 @@ import { benchEdgeCache, type EdgeCacheFigures } from './edge-cache';
 import { build } from './build';
 import { soak } from './soak';
 import { benchCost, costTable, costTargets, type CostFigures } from './cost';
+import { benchDownloadCounting, countingTable, type CountingFigures } from './download-counting';
+import { benchPublishApi, publishApiTable, type PublishApiFigures } from './publish-api';
 
 const args = new Set(process.argv.slice(2));
 const json = args.has('--json');
@@ -154,12 +156,19 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
     const modulePublish = await benchModulePublish(work);
     for (const m of modulePublish.sizes) log(`publish-module ${m.mb} MB (package ${(m.packageBytes / 1e6).toFixed(1)} MB): ${m.seconds.toFixed(2)} s`);
 
+    log('download counting: CPU, object requests and storage rows per download');
+    const downloadCounting = await benchDownloadCounting(work, { quick, log });
+    log('publish API: wall time at 1 and 200 versions, Worker CPU per request (3-platform provider, 50 MB module)');
+    const publishApi = await benchPublishApi(work, log);
+
     log('cost: requests, KV and R2 reads of a real terraform init, cold and with a warm edge cache');
     const cost = await benchCost(work, { quick, log });
 
     const targets = [
       ...evaluate(floor, floorP99, smallRoutes, largeRoutes, kvReads, archive, publish, bundleGzip),
       ...edgeCacheTargets(edgeCache), ...costTargets(cost), ...publishScaleTargets(publishScale),
+      ...publishApi.wall.map((w) => ({ name: `API publish, 3 platforms, into a provider with ${w.versionsAfter} version(s): wall time (s)`, value: Number(w.seconds.toFixed(2)), target: '< 1', met: w.seconds < 1 })),
+      { name: 'download counting: exact under load (counted − downloaded)', value: downloadCounting.load.counted - downloadCounting.load.downloads, target: '0', met: downloadCounting.load.counted === downloadCounting.load.downloads },
     ];
     const result = {
       machine: { cpus: cpus().length, node: process.version, loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg()[0]! },
@@ -177,6 +186,8 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       publish,
       publishScale,
       modulePublish,
+      downloadCounting,
+      publishApi,
       bundle: { gzipBytes: bundleGzip },
       cost,
       targets,
@@ -381,6 +392,8 @@ type Result = {
   publish: PublishFigures;
   publishScale: PublishScaleRow[];
   modulePublish: ModulePublishFigures;
+  downloadCounting: CountingFigures;
+  publishApi: PublishApiFigures;
   bundle: { gzipBytes: number };
   cost: CostFigures;
   targets: Target[];
@@ -414,6 +427,7 @@ function table(result: Result): string {
   lines.push(`publish hashing (${p.hashing.fileMb} MB provider-like zip): ${p.hashing.function} ${p.hashing.mbPerSecond.toFixed(0)} MB/s, floor (inflate + SHA-256, one thread) ${p.hashing.floorMbPerSecond.toFixed(0)} MB/s, sha256sum ${p.hashing.sha256sumMbPerSecond.toFixed(0)} MB/s; zh alone (sha256File) ${p.hashing.sha256FileMbPerSecond.toFixed(0)} MB/s${p.hashing.unzipPipeMbPerSecond === null ? '' : `; unzip -p | sha256sum ${p.hashing.unzipPipeMbPerSecond.toFixed(0)} MB/s`}`);
   lines.push(`local publish of 3 × 50 MB archives: ${p.localPublishSeconds.toFixed(2)} s (read + hash + sign ${p.readAndHashSeconds.toFixed(2)} s, writes to local R2/KV ${p.writeSeconds.toFixed(2)} s)`);
   lines.push(`publish of a 3-platform version (small zips) into a provider with N versions: ${result.publishScale.map((r) => `N = ${r.existingVersions}: ${r.seconds.toFixed(2)} s, ${r.requests} storage requests`).join('; ')}`);
+  lines.push(...countingTable(result.downloadCounting), ...publishApiTable(result.publishApi));
   lines.push(`bundle: ${(result.bundle.gzipBytes / 1024).toFixed(1)} KiB gzip`);
   lines.push('', ...costTable(result.cost));
   lines.push('');
@@ -433,12 +447,13 @@ if (missing) {
   process.stderr.write(`error: ${missing}\n`);
   process.exit(1);
 }
-if (soakAt === -1) {
-  await main();
-} else if (typeof globalThis.WebSocket === 'undefined') {
-  // The soak reads workerd's heaps over its inspector (a WebSocket): Node 20 has one behind a flag.
+if (typeof globalThis.WebSocket === 'undefined') {
+  // The soak reads workerd's heaps, and the publish API figures profile the Worker, over its inspector (a
+  // WebSocket): Node 20 has one behind a flag.
   const child = spawn(process.execPath, ['--experimental-websocket', '--no-warnings', ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
   process.exitCode = await new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
+} else if (soakAt === -1) {
+  await main();
 } else {
   const given = process.argv[soakAt + 1];
   const minutes = given !== undefined && /^\d+(\.\d+)?$/.test(given) ? Number(given) : 10;

@@ -32,10 +32,12 @@ const COMPATIBILITY_DATE = compatibilityDate(); // wrangler.toml's
  * files, so serving one streams from disk); without it they live in memory.
  * `persistCache` keeps the edge cache (Cache API) there as well; its entries
  * are keyed on the request's origin, so a later runtime that should find them
- * listens on the same `port`.
+ * listens on the same `port`. `downloads` binds the DOWNLOADS Durable
+ * Object (download counts) with that batch window.
  */
 export async function startRuntime(
-  worker: { bundlePath: string } | { script: string }, persistDir?: string, options: { persistCache?: boolean; port?: number; inspectorPort?: number } = {},
+  worker: { bundlePath: string } | { script: string }, persistDir?: string,
+  options: { persistCache?: boolean; port?: number; inspectorPort?: number; downloads?: { batchMs: number } } = {},
 ): Promise<Runtime> {
   const before = new Set(childPids('workerd'));
   const source = 'bundlePath' in worker
@@ -46,7 +48,9 @@ export async function startRuntime(
     compatibilityDate: COMPATIBILITY_DATE,
     host: '127.0.0.1',
     port: options.port ?? 0,
-    bindings: VARS,
+    bindings: options.downloads ? { ...VARS, DOWNLOAD_BATCH_MS: String(options.downloads.batchMs) } : VARS,
+    // Download counts (wrangler.toml's DOWNLOADS): the bundle must export DownloadCounter.
+    ...(options.downloads ? { durableObjects: { DOWNLOADS: { className: 'DownloadCounter', useSQLite: true } } } : {}),
     kvNamespaces: { REGISTRY_KV: 'bench-kv' },
     r2Buckets: { REGISTRY_R2: 'bench-r2' },
     // workerd logs a broken pipe for every connection wrk drops at the end of a run; keep the table readable.

@@ -7,7 +7,8 @@ import { mirrorPullDocument } from './routes/mirror-pull/documents';
 import { pullReleaseFile } from './routes/mirror-pull/archive';
 import { onlyGetAndHead, withoutBodyForHead } from './routes/methods';
 import { requireModuleReadToken, requireReadToken, requireSignedUrl } from './auth/access';
-import { listModuleVersions, moduleArchive, moduleDownload } from './routes/modules';
+import { moduleArchive } from './routes/modules';
+import { proxiedModuleDownload, proxiedModuleVersions } from './routes/module-proxy';
 import { modulePage, modulesIndexPage } from './pages/modules';
 import { homePage } from './pages/home';
 import { mirrorPage, providerPage, signingKeyFile, versionPage } from './pages/providers';
@@ -43,9 +44,9 @@ router
   .all('/v1/publish/lifecycle/modules/:namespace/:name/:system', moduleLifecycle)
   .all('/v1/publish/uploads/:id/commit', commitUpload)
   .all('/v1/publish/uploads/:id/:filename', uploadFile)
-  // modules.v1 and module pages
-  .all('/v1/modules/:namespace/:name/:system/versions', requireModuleReadToken, listModuleVersions)
-  .all('/v1/modules/:namespace/:name/:system/:version/download', requireModuleReadToken, moduleDownload)
+  // modules.v1 (with the module proxy of src/mirror/modules/) and module pages
+  .all('/v1/modules/:namespace/:name/:system/versions', requireModuleReadToken, proxiedModuleVersions)
+  .all('/v1/modules/:namespace/:name/:system/:version/download', requireModuleReadToken, proxiedModuleDownload)
   .all('/v1/module-archives/:hostname/:namespace/:name/:system/:version/:file', requireSignedUrlOrModuleToken, countingModuleArchives(moduleArchive))
   // download counts for scripts (src/downloads/)
   .all('/v1/downloads/providers/:namespace/:type', requireReadToken, providerDownloads)

@@ -17,6 +17,12 @@ import type { Env } from '../env';
 /** One increment: version, platform ('' for modules), how many. */
 export type Increment = [version: string, platform: string, count: number];
 
+/** SQLite rows one call read and wrote (Durable Object storage's billing units). */
+export interface StorageOps {
+  rowsRead: number;
+  rowsWritten: number;
+}
+
 /** What `totals` answers: per version and platform, and per day, within the window. */
 export interface DownloadTotals {
   /** First day counted (UTC, YYYY-MM-DD). */
@@ -39,19 +45,31 @@ export class DownloadCounter extends DurableObject<Env> {
     this.sql.exec('CREATE TABLE IF NOT EXISTS pruned (day TEXT NOT NULL)');
   }
 
-  /** Adds `increments` to `day` (YYYY-MM-DD, UTC) in one transaction. Ignores malformed entries (the Worker sends only its own). */
-  add(day: string, increments: Increment[]): void {
-    if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) return;
+  /**
+   * Adds `increments` to `day` (YYYY-MM-DD, UTC) in one transaction and
+   * answers the SQLite rows it read and wrote (what Durable Object storage
+   * bills; `npm run bench` reports them). Ignores malformed entries (the
+   * Worker sends only its own).
+   */
+  add(day: string, increments: Increment[]): StorageOps {
+    const ops: StorageOps = { rowsRead: 0, rowsWritten: 0 };
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) return ops;
+    const tally = (cursor: SqlStorageCursor<Record<string, SqlStorageValue>>) => {
+      cursor.toArray();
+      ops.rowsRead += cursor.rowsRead;
+      ops.rowsWritten += cursor.rowsWritten;
+    };
     this.ctx.storage.transactionSync(() => {
       for (const [version, platform, count] of increments) {
         if (typeof version !== 'string' || typeof platform !== 'string' || !Number.isInteger(count) || count <= 0) continue;
-        this.sql.exec(
+        tally(this.sql.exec(
           'INSERT INTO downloads (day, version, platform, count) VALUES (?, ?, ?, ?) ON CONFLICT (day, version, platform) DO UPDATE SET count = count + excluded.count',
           day, version, platform, count,
-        );
+        ));
       }
-      this.pruneOnce(day);
+      this.pruneOnce(day, tally);
     });
+    return ops;
   }
 
   /** Totals from `since` (YYYY-MM-DD, inclusive) on. */
@@ -66,12 +84,14 @@ export class DownloadCounter extends DurableObject<Env> {
   }
 
   /** Deletes rows past the retention, at most once per day. */
-  private pruneOnce(day: string): void {
-    const last = this.sql.exec<{ day: string }>('SELECT day FROM pruned').toArray()[0]?.day;
+  private pruneOnce(day: string, tally: (cursor: SqlStorageCursor<Record<string, SqlStorageValue>>) => void): void {
+    const read = this.sql.exec<{ day: string }>('SELECT day FROM pruned');
+    const last = read.toArray()[0]?.day;
+    tally(read);
     if (last === day) return;
     const cutoff = new Date(Date.parse(`${day}T00:00:00Z`) - RETENTION_DAYS * 86_400_000).toISOString().slice(0, 10);
-    this.sql.exec('DELETE FROM downloads WHERE day < ?', cutoff);
-    this.sql.exec('DELETE FROM pruned');
-    this.sql.exec('INSERT INTO pruned (day) VALUES (?)', day);
+    tally(this.sql.exec('DELETE FROM downloads WHERE day < ?', cutoff));
+    tally(this.sql.exec('DELETE FROM pruned'));
+    tally(this.sql.exec('INSERT INTO pruned (day) VALUES (?)', day));
   }
 }

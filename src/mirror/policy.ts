@@ -2,6 +2,7 @@ import { InputError } from '../protocol/errors';
 import { parseHostname, parseProviderName, truncate, type ProviderAddress } from '../protocol/address';
 import { meetsConstraints, parseConstraints, type VersionConstraint } from '../protocol/constraints';
 import { parsePlatformName, platformName, type Platform } from '../protocol/platform';
+import { formatModuleRule, parseModuleRules, type ModuleRule } from './module-policy';
 
 /**
  * The pull-through policy (`npm run mirror -- policy set mirror.json`): which
@@ -19,7 +20,10 @@ import { parsePlatformName, platformName, type Platform } from '../protocol/plat
  *
  * `source` may use `*` for the whole namespace or type (never the hostname);
  * `hosts` replaces service discovery for a hostname, as a Terraform CLI
- * `host` block does. Unknown fields are refused everywhere, so a typo never
+ * `host` block does; its `archives` replaces `https://HOST/` in module
+ * package URLs (codeload.github.com for GitHub sources: src/mirror/modules/).
+ * `modules` lists proxied module namespaces (src/mirror/module-policy.ts);
+ * a policy needs `providers`, `modules` or both. Unknown fields are refused everywhere, so a typo never
  * silently widens or narrows what the mirror fetches.
  */
 
@@ -40,10 +44,14 @@ export interface ProviderRule {
 export interface HostServices {
   'providers.v1'?: string;
   'modules.v1'?: string;
+  /** Base URL replacing https://HOST/ for module packages fetched from HOST. */
+  archives?: string;
 }
 
 export interface MirrorPolicy {
   rules: ProviderRule[];
+  /** Proxied module namespaces. */
+  modules: ModuleRule[];
   hosts: Record<string, HostServices>;
 }
 
@@ -55,14 +63,14 @@ export interface ProviderAllowance {
   platformsFor(version: string): Set<string> | null;
 }
 
-const TOP_FIELDS = ['$comment', 'platforms', 'providers', 'hosts'];
+const TOP_FIELDS = ['$comment', 'platforms', 'providers', 'modules', 'hosts'];
 const ENTRY_FIELDS = ['$comment', 'source', 'versions', 'platforms'];
-const SERVICE_FIELDS = ['providers.v1', 'modules.v1'];
+const SERVICE_FIELDS = ['providers.v1', 'modules.v1', 'archives'];
 
 /**
  * Parses policy text. Throws InputError naming `source`, the JSON path and
- * the fix for: not JSON, not an object, an unknown field at any level, a
- * missing or empty `providers`, a `source` that is not HOST/NS/TYPE or NS/TYPE
+ * the fix for: not JSON, not an object, an unknown field at any level, no
+ * non-empty `providers` and no `modules`, a malformed `modules` entry, a `source` that is not HOST/NS/TYPE or NS/TYPE
  * (or uses `*` in the hostname or inside a name), a missing or malformed
  * `versions` constraint, an unknown platform, a `hosts` entry that is not a
  * hostname or whose service URL is not absolute https (http only on loopback).
@@ -77,10 +85,12 @@ export function parsePolicy(text: string, source: string): MirrorPolicy {
   if (!isObject(json)) throw new InputError(`${source}: expected an object with a "providers" array`);
   refuseUnknown(json, TOP_FIELDS, source);
   const defaults = platformList(json.platforms, `${source}: platforms`);
-  if (!Array.isArray(json.providers) || json.providers.length === 0) {
-    throw new InputError(`${source}: "providers" must be a non-empty array of { "source", "versions" } entries`);
+  const modules = json.modules === undefined ? [] : parseModuleRules(json.modules, source, DEFAULT_UPSTREAM);
+  const providers = json.providers === undefined && modules.length > 0 ? [] : json.providers;
+  if (!Array.isArray(providers) || (providers.length === 0 && modules.length === 0)) {
+    throw new InputError(`${source}: "providers" must be a non-empty array of { "source", "versions" } entries (or give "modules")`);
   }
-  const rules = json.providers.map((raw: unknown, index: number) => {
+  const rules = providers.map((raw: unknown, index: number) => {
     const where = `${source}: providers[${index}]`;
     if (!isObject(raw)) throw new InputError(`${where}: expected an object`);
     refuseUnknown(raw, ENTRY_FIELDS, where);
@@ -110,7 +120,7 @@ export function parsePolicy(text: string, source: string): MirrorPolicy {
       } catch (error) {
         throw new InputError(`${where}: ${(error as Error).message}`);
       }
-      if (!isObject(services)) throw new InputError(`${where}: expected an object such as { "providers.v1": "https://…/v1/providers/" }`);
+      if (!isObject(services)) throw new InputError(`${where}: expected an object such as { "providers.v1": "https://…/v1/providers/" } or { "archives": "https://…/" }`);
       refuseUnknown(services, SERVICE_FIELDS, where);
       const parsed: HostServices = {};
       for (const service of SERVICE_FIELDS as (keyof HostServices)[]) {
@@ -119,7 +129,7 @@ export function parsePolicy(text: string, source: string): MirrorPolicy {
       hosts[hostname] = parsed;
     }
   }
-  return { rules, hosts };
+  return { rules, modules, hosts };
 }
 
 /** The policy as stored and shown: canonical JSON that parsePolicy reads back to the same policy. */
@@ -130,7 +140,8 @@ export function formatPolicy(policy: MirrorPolicy): string {
     ...(rule.platforms.length ? { platforms: rule.platforms.map(platformName) } : {}),
   }));
   const hosts = Object.keys(policy.hosts).length ? { hosts: policy.hosts } : {};
-  return `${JSON.stringify({ providers, ...hosts }, null, 2)}\n`;
+  const modules = policy.modules.length ? { modules: policy.modules.map(formatModuleRule) } : {};
+  return `${JSON.stringify({ providers, ...modules, ...hosts }, null, 2)}\n`;
 }
 
 /** What `policy` allows for `address`; null when no rule matches (the provider is outside the policy). */

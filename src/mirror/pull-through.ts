@@ -8,7 +8,7 @@ import { readManifest, writeManifest, type PullManifest } from '../store/mirror/
 import { buildManifest } from './manifest';
 import { allowanceFor, providersServiceFor, type MirrorPolicy, type ProviderAllowance } from './policy';
 import { discoverProviders, listVersions, type UpstreamVersion } from './upstream';
-import { DEFAULT_LIMITS, UpstreamClient, UpstreamError } from './upstream-http';
+import { DEFAULT_LIMITS, UpstreamClient, UpstreamError, type UpstreamLimits } from './upstream-http';
 
 /**
  * What a pull-through request needs, and the isolate's memory of it: the
@@ -53,27 +53,43 @@ export function forgetPullThroughMemory(): void {
   memory.clear();
 }
 
+/** The stored policy (null: none), read from KV at most once per INDEX_CACHE_SECONDS per isolate; InputError for a damaged one. */
+export async function storedPolicy(env: Env): Promise<MirrorPolicy | null> {
+  let policy = remembered<MirrorPolicy | null>('policy');
+  if (policy === undefined) {
+    policy = await readPolicy(env.REGISTRY_KV);
+    remember('policy', policy, Math.max(settings(env).listTtlMs, 1000));
+  }
+  return policy;
+}
+
 /**
  * The pull-through context of `address`, or null when pull-through does not
  * apply: no policy stored, our own hostname, or no rule of the policy
  * matches. Reads the policy from KV at most once per INDEX_CACHE_SECONDS per isolate.
  */
 export async function pullContext(env: Env, address: ProviderAddress): Promise<PullContext | null> {
-  const config = settings(env);
-  if (address.hostname === config.hostname) return null;
-  let policy = remembered<MirrorPolicy | null>('policy');
-  if (policy === undefined) {
-    policy = await readPolicy(env.REGISTRY_KV);
-    remember('policy', policy, Math.max(config.listTtlMs, 1000));
-  }
+  if (address.hostname === settings(env).hostname) return null;
+  const policy = await storedPolicy(env);
   if (!policy) return null;
   const allowance = allowanceFor(policy, address);
   if (!allowance) return null;
-  const seconds = Number(env.PULL_TIMEOUT_SECONDS ?? '');
-  const limits = Number.isFinite(seconds) && seconds > 0 ? { ...DEFAULT_LIMITS, timeoutMs: seconds * 1000, idleMs: seconds * 1000 } : DEFAULT_LIMITS;
+  const limits = upstreamLimits(env);
   const refresh = Number(env.PULL_REFRESH_SECONDS ?? '');
   const refreshMs = Number.isFinite(refresh) && refresh > 0 ? refresh * 1000 : MANIFEST_REFRESH_MS;
   return { env, address, policy, allowance, http: new UpstreamClient(limits), refreshMs };
+}
+
+/** How long an isolate reuses an upstream's version list: PULL_LIST_SECONDS, default UPSTREAM_LIST_MS. */
+export function upstreamListMs(env: Env): number {
+  const seconds = Number(env.PULL_LIST_SECONDS ?? '');
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : UPSTREAM_LIST_MS;
+}
+
+/** The upstream client limits: DEFAULT_LIMITS, or PULL_TIMEOUT_SECONDS for every timeout. */
+export function upstreamLimits(env: Env): UpstreamLimits {
+  const seconds = Number(env.PULL_TIMEOUT_SECONDS ?? '');
+  return Number.isFinite(seconds) && seconds > 0 ? { ...DEFAULT_LIMITS, timeoutMs: seconds * 1000, idleMs: seconds * 1000 } : DEFAULT_LIMITS;
 }
 
 /** The upstream's providers.v1 base and versions of the provider (isolate memory for UPSTREAM_LIST_MS); throws UpstreamError. */
@@ -83,7 +99,7 @@ export async function upstreamVersions(pull: PullContext): Promise<{ base: strin
   if (known) return known;
   const base = await discoverProviders(pull.http, pull.address.hostname, providersServiceFor(pull.policy, pull.address.hostname));
   const value = { base, versions: await listVersions(pull.http, base, pull.address) };
-  remember(key, value, UPSTREAM_LIST_MS);
+  remember(key, value, upstreamListMs(pull.env));
   return value;
 }
 

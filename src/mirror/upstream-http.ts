@@ -83,6 +83,37 @@ export class UpstreamClient {
     }
   }
 
+  /**
+   * GETs a modules.v1 download answer: 204 with its `X-Terraform-Get` (json
+   * null), or 200 with a JSON body of at most maxJsonBytes (header null).
+   * Throws UpstreamError as getJson does (any other status: "HTTP <status>").
+   */
+  async getModuleDownload(url: string, what: string): Promise<{ header: string | null; json: unknown; url: string }> {
+    this.counts.json++;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.limits.timeoutMs);
+    try {
+      const { response, url: finalUrl } = await this.follow(url, what, controller.signal, 'application/json', [200, 204]);
+      if (response.status === 204) {
+        await response.body?.cancel();
+        return { header: response.headers.get('x-terraform-get'), json: null, url: finalUrl };
+      }
+      const bytes = await readAtMost(response, this.limits.maxJsonBytes, `${what} ${finalUrl}`, controller.signal);
+      try {
+        return { header: response.headers.get('x-terraform-get'), json: JSON.parse(new TextDecoder().decode(bytes)), url: finalUrl };
+      } catch {
+        return { header: response.headers.get('x-terraform-get'), json: null, url: finalUrl };
+      }
+    } catch (error) {
+      if (controller.signal.aborted && !(error instanceof UpstreamError)) {
+        throw new UpstreamError(`${what} ${url}: timed out after ${this.limits.timeoutMs / 1000} s`, 504);
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   private async getSmall(url: string, what: string, limit: number, accept: string): Promise<{ bytes: Uint8Array; url: string }> {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), this.limits.timeoutMs);
@@ -104,7 +135,7 @@ export class UpstreamClient {
     }
   }
 
-  private async follow(url: string, what: string, signal: AbortSignal, accept: string): Promise<{ response: Response; url: string }> {
+  private async follow(url: string, what: string, signal: AbortSignal, accept: string, ok: readonly number[] = [200]): Promise<{ response: Response; url: string }> {
     let current = url;
     const seen = new Set<string>();
     for (let hop = 0; ; hop++) {
@@ -133,7 +164,7 @@ export class UpstreamClient {
         current = new URL(location, current).toString();
         continue;
       }
-      if (response.status !== 200) {
+      if (!ok.includes(response.status)) {
         await response.body?.cancel();
         throw new UpstreamError(`${what} ${current}: HTTP ${response.status}`);
       }

@@ -54,6 +54,15 @@ export async function moduleDownload(request: IRequest, env: Env): Promise<Respo
   const document = await readModuleDownload(env.REGISTRY_KV, address, version, config.listTtlMs);
   if (document === null) return notFound(`module ${formatModuleAddress(address)} has no version ${version}`);
   const { location } = JSON.parse(document.text) as ModuleDownloadBody;
+  return moduleDownloadAnswer(request, env, location);
+}
+
+/**
+ * The download answer for a package at `location` (path-absolute): 204 with
+ * X-Terraform-Get (signed in private mode), or OpenTofu ≥ 1.12's JSON form.
+ */
+export async function moduleDownloadAnswer(request: IRequest, env: Env, location: string): Promise<Response> {
+  const config = settings(env);
   // OpenTofu ≥ 1.12: the JSON form; it fetches the package with its registry token (src/routes/module-download-form.ts).
   if (wantsDirectModuleDownload(request.headers.get('user-agent'))) {
     return new Response(directModuleDownloadBody(config.archiveBaseUrl + location), {

@@ -157,7 +157,12 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
 /** --registry: the same validation of the files, then the publish API (publish-registry.ts); no storage opened here. */
 async function publishReleaseToRegistry(options: PublishOptions, namespace: string, log: (line: string) => void, env: NodeJS.ProcessEnv): Promise<PublishResult> {
   if (options.remote) throw new InputError('--registry publishes through the registry\'s API; --remote writes Cloudflare storage directly: use one');
-  if (options.docs) throw new InputError('--docs is not sent through --registry yet: publish the docs with --remote or locally');
+  // The publish API carries release files only (docs would need their own upload and server-side validation).
+  if (options.docs) {
+    throw new InputError('--docs cannot be sent through --registry: the publish API carries release files only. Publish the release with --registry '
+      + 'without --docs, then add its docs as the operator: npm run publish-provider -- DIST --namespace NS --docs FILE --remote '
+      + '(the published version is left as it is; only its docs and pages are written)');
+  }
   const plan = await readRelease({ paths: options.paths ?? [], binaries: options.binaries, type: options.type, version: options.version, log });
   try {
     for (const note of plan.notes) log(`note: ${note}`);

@@ -81,6 +81,16 @@ describe('publish-provider --docs', () => {
     expect(page.description).toBe('second');
   });
 
+  it('--docs with --registry is refused before anything is read or sent (exit 1), naming the way to add docs', async () => {
+    const dist = await writeDist(join(dir, 'dist-registry'), 'x', '3.0.0', { platforms: ['linux_amd64'] });
+    // Port 9 (discard) on loopback: nothing answers, so any request would fail differently.
+    const result = await runScript('publish-provider', [dist, '--namespace', 'acme', '--registry', 'http://127.0.0.1:9', '--docs', spec('api')], { EDGE_REGISTRY_TOKEN: 'ert_not-used' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^error: --docs cannot be sent through --registry/);
+    expect(result.stderr).toContain('npm run publish-provider -- DIST --namespace NS --docs FILE --remote');
+    expect(result.stderr).not.toMatch(/ECONNREFUSED|fetch failed|publishing to/);
+  });
+
   it('the CLI names the file and the JSON path, exits 1', async () => {
     const file = join(dir, 'broken.json');
     writeFileSync(file, JSON.stringify({ version: '9', provider: { name: 'x' } }));

@@ -61,7 +61,7 @@ describe('parsePolicy', () => {
   const refusals: [string, unknown, RegExp][] = [
     ['not JSON', '{', /mirror\.json: not JSON/],
     ['not an object', [], /expected an object with a "providers" array/],
-    ['an unknown top-level field', { ...good, platform: ['linux_amd64'] }, /mirror\.json: unknown field "platform" \(allowed: platforms, providers, hosts\)/],
+    ['an unknown top-level field', { ...good, platform: ['linux_amd64'] }, /mirror\.json: unknown field "platform" \(allowed: platforms, providers, modules, hosts\)/],
     ['no providers', { providers: [] }, /"providers" must be a non-empty array/],
     ['an unknown entry field', { providers: [{ source: 'a/b', versions: '1.0.0', version: '1' }] }, /providers\[0\]: unknown field "version" \(allowed: source, versions, platforms\)/],
     ['an entry without versions', { providers: [{ source: 'a/b' }] }, /providers\[0\]: "versions" .* is required/],
@@ -74,7 +74,7 @@ describe('parsePolicy', () => {
     ['an unknown platform', { platforms: ['linux_amd65'], providers: [{ source: 'a/b', versions: '1' }] }, /platforms: platform "linux_amd65": unknown arch/],
     ['an entry\'s unknown platform', { providers: [{ source: 'a/b', versions: '1', platforms: ['plan9'] }] }, /providers\[0\]\.platforms: platform "plan9" must look like os_arch/],
     ['hosts not an object', { ...good, hosts: [] }, /"hosts" must be an object/],
-    ['an unknown service', { ...good, hosts: { 'up.test': { 'provider.v1': 'https://up.test/' } } }, /hosts\["up\.test"\]: unknown field "provider\.v1" \(allowed: providers\.v1, modules\.v1\)/],
+    ['an unknown service', { ...good, hosts: { 'up.test': { 'provider.v1': 'https://up.test/' } } }, /hosts\["up\.test"\]: unknown field "provider\.v1" \(allowed: providers\.v1, modules\.v1, archives\)/],
     ['a host that is not a hostname', { ...good, hosts: { 'up test': {} } }, /hosts\["up test"\]: hostname "up test" is not a valid registry hostname/],
     ['a relative service URL', { ...good, hosts: { 'up.test': { 'providers.v1': '/v1/providers/' } } }, /is not an absolute URL/],
     ['plain http to another machine', { ...good, hosts: { 'up.test': { 'providers.v1': 'http://up.test/v1/providers/' } } }, /http:\/\/up\.test is not https/],

@@ -1,0 +1,149 @@
+import { spawn } from 'node:child_process';
+import { open, type Session } from './inspector';
+import { cpuNanos } from './proc';
+
+/**
+ * The Worker's own CPU time per request, as Cloudflare bills and limits it
+ * (Free: 10 ms per request). Requests are told apart by time: every fetch
+ * this process makes while recording is a window (requests must be
+ * sequential). Per window, two readings of workerd:
+ *
+ * - the process's CPU time (every thread's /proc schedstat, ns): true CPU,
+ *   but it includes Miniflare's KV/R2/cache simulators (R2's SHA-256 check of
+ *   a put, SQLite) and workerd's HTTP work, which on Cloudflare are not the
+ *   Worker's;
+ * - V8's sampling profiler on every isolate of the process (the Worker's is
+ *   `core:user:`): non-idle samples per isolate. These are wall-clock
+ *   samples, so on a loaded machine a preempted isolate still looks busy.
+ *
+ * The Worker's CPU = the process CPU × the Worker isolate's share of all
+ * isolates' busy samples (preemption inflates every isolate alike, so the
+ * share survives it); `upperBoundMs` = the smaller of the process CPU and the
+ * Worker's busy samples, each an upper bound on its own. Sampled every
+ * 100 µs: a figure is ± a fraction of a millisecond.
+ */
+
+export interface RequestCpu {
+  /** "METHOD /path" with ids and versions left in. */
+  request: string;
+  /** The Worker's CPU estimate (see above). */
+  cpuMs: number;
+  /** min(process CPU, the Worker isolate's busy samples) in the window. */
+  upperBoundMs: number;
+  wallMs: number;
+}
+
+export interface CpuRecording {
+  requests: RequestCpu[];
+  /** The Worker isolate's busy samples over the whole recording, requests or not (wall-clock based: an upper bound). */
+  totalCpuMs: number;
+}
+
+/** Connects to the Worker isolate's inspector on `port`. Throws when it is not there. */
+export async function workerProfiler(port: number, pid: number, targetId = 'core:user:'): Promise<{
+  /** Runs `work` while profiling the Worker and recording each fetch of this process as a window. */
+  record<T>(work: () => Promise<T>): Promise<{ result: T; cpu: CpuRecording }>;
+  close(): void;
+}> {
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as { id: string; webSocketDebuggerUrl: string }[];
+  if (!targets.some((t) => t.id === targetId)) throw new Error(`no inspector target ${targetId} among ${targets.map((t) => t.id).join(', ')}`);
+  const sessions = await Promise.all(targets.map(async (t) => ({ id: t.id, session: await open(t.webSocketDebuggerUrl) as Session })));
+  for (const { session } of sessions) {
+    await session.call('Profiler.enable');
+    await session.call('Profiler.setSamplingInterval', { interval: 100 });
+  }
+  return {
+    async record<T>(work: () => Promise<T>) {
+      const windows: Window[] = [];
+      const realFetch = globalThis.fetch;
+      const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+      globalThis.fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+        const url = new URL(input instanceof Request ? input.url : String(input));
+        const window: Window = { request: `${init?.method ?? (input instanceof Request ? input.method : 'GET')} ${url.pathname}${url.search}`, startUs: nowUs(), endUs: 0, cpuNs: -cpuNanos(pid) };
+        try {
+          const response = await realFetch(input, init);
+          // The body is read here so the window holds all of the Worker's work for it.
+          const body = await response.arrayBuffer();
+          window.endUs = nowUs();
+          window.cpuNs += cpuNanos(pid);
+          return new Response(response.status === 204 || response.status === 304 ? null : body, { status: response.status, statusText: response.statusText, headers: response.headers });
+        } finally {
+          if (window.endUs === 0) [window.endUs, window.cpuNs] = [nowUs(), window.cpuNs + cpuNanos(pid)];
+          windows.push(window);
+        }
+      };
+      for (const { session } of sessions) await session.call('Profiler.start');
+      let result!: T;
+      try {
+        result = await work();
+      } finally {
+        globalThis.fetch = realFetch;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50)); // let after-response work finish
+      const profiles = await Promise.all(sessions.map(async ({ id, session }) => ({ id, profile: ((await session.call('Profiler.stop', {}, 60_000)) as { profile: Profile }).profile })));
+      return { result, cpu: attribute(profiles.find((p) => p.id === targetId)!.profile, profiles.filter((p) => p.id !== targetId).map((p) => p.profile), windows) };
+    },
+    close: () => sessions.forEach(({ session }) => session.close()),
+  };
+}
+
+interface Profile {
+  nodes: { id: number; callFrame: { functionName: string } }[];
+  startTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+interface Window { request: string; startUs: number; endUs: number; cpuNs: number }
+
+/** Non-idle sample time (µs) of `profile` inside each window, and in all. */
+function busyIn(profile: Profile, windows: readonly Window[]): { perWindow: number[]; total: number } {
+  const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
+  const perWindow = windows.map(() => 0);
+  let total = 0;
+  let at = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const delta = profile.timeDeltas[i]!;
+    at += delta;
+    if (idle.has(profile.samples[i]!)) continue;
+    total += delta;
+    const w = windows.findIndex((x) => at >= x.startUs && at <= x.endUs);
+    if (w !== -1) perWindow[w]! += delta;
+  }
+  return { perWindow, total };
+}
+
+function attribute(worker: Profile, others: readonly Profile[], windows: readonly Window[]): CpuRecording {
+  const mine = busyIn(worker, windows);
+  const theirs = others.map((p) => busyIn(p, windows).perWindow);
+  return {
+    requests: windows.map((w, i) => {
+      const workerUs = mine.perWindow[i]!;
+      const allUs = workerUs + theirs.reduce((sum, t) => sum + t[i]!, 0);
+      const processMs = Math.max(0, w.cpuNs) / 1e6;
+      return {
+        request: w.request,
+        cpuMs: allUs === 0 ? 0 : processMs * (workerUs / allUs),
+        upperBoundMs: Math.min(processMs, workerUs / 1000),
+        wallMs: (w.endUs - w.startUs) / 1000,
+      };
+    }),
+    totalCpuMs: mine.total / 1000,
+  };
+}
+
+/**
+ * The inspector is a WebSocket, which Node 20 has behind a flag: when it is
+ * missing, runs this script again with the flag and exits with its code
+ * (never returns then). Call first thing in an entry point.
+ */
+export async function withWebSocket(): Promise<void> {
+  if (typeof globalThis.WebSocket !== 'undefined') return;
+  const child = spawn(process.execPath, ['--experimental-websocket', '--no-warnings', ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
+  process.exit(await new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1))));
+}
+
+/** The Workers plan a request with `cpuMs` of CPU fits: Free allows 10 ms per request, Paid 30 s by default. */
+export function planFor(cpuMs: number): string {
+  return cpuMs <= 10 ? 'Free (≤ 10 ms CPU per request)' : cpuMs <= 30_000 ? 'Paid (over Free\'s 10 ms; Paid allows 30 s by default)' : 'Paid with a raised cpu_ms limit';
+}

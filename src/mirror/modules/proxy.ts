@@ -1,0 +1,156 @@
+import type { Env } from '../../env';
+import { InputError } from '../../protocol/errors';
+import { formatModuleAddress, type ModuleAddress } from '../../protocol/modules-v1';
+import { moduleArchiveFilename, moduleLeaseName } from '../../store/layout';
+import { withLease } from '../../store/lease';
+import { publishModuleVersion, readModuleRecord } from '../../store/modules/write';
+import type { ModuleVersionRecord } from '../../store/modules/types';
+import type { Store } from '../../store/store';
+import { appendAuditEntry, type AuditOutcome } from '../../store/audit/write';
+import { PULL_ACTOR } from '../changes';
+import { moduleAllowanceFor, type ModuleAllowance } from '../module-policy';
+import type { MirrorPolicy } from '../policy';
+import { storedPolicy, upstreamLimits, upstreamListMs } from '../pull-through';
+import { UpstreamClient, UpstreamError } from '../upstream-http';
+import { proxiedModuleDocs } from './docs';
+import { readArchive } from './read-archive';
+import { repackModule } from './repack';
+import { packageSource, withArchivesOverride } from './source';
+import { discoverModules, listModuleVersions, moduleLocation } from './upstream';
+
+/**
+ * The module proxy (README "Module proxy"): a module of ours in a namespace
+ * the stored policy's `modules` maps to an upstream registry lists the
+ * upstream's allowed versions, and the first download of a version fetches
+ * its package, makes it a module package of ours (src/mirror/modules/repack.ts)
+ * and publishes it with src/store's publishModuleVersion under the module's
+ * lease (package, documents, the R2 record as commit point, list, catalog):
+ * from then on it is an ordinary, immutable module version, served from R2
+ * with the upstream gone. Nothing is stored unless every check passed.
+ */
+
+/**
+ * Largest upstream package fetched (compressed), and largest unpacked module:
+ * the package, its unpacked tar and the repacked one are in memory at once,
+ * within a Worker's 128 MB (public modules are kilobytes to a few MB).
+ */
+export const MAX_PACKAGE_BYTES = 16 * 1024 * 1024;
+export const MAX_UNPACKED_BYTES = 32 * 1024 * 1024;
+
+export interface ModuleProxyContext {
+  env: Env;
+  store: Store;
+  /** Our address of the module. */
+  address: ModuleAddress;
+  allowance: ModuleAllowance;
+  policy: MirrorPolicy;
+  http: UpstreamClient;
+}
+
+const lists = new Map<string, { versions: string[]; expires: number }>();
+
+/** Forgets the remembered upstream lists (tests, the bench). */
+export function forgetModuleLists(): void {
+  lists.clear();
+}
+
+/** The proxy context of `address` (ours), or null when no stored policy proxies it. */
+export async function moduleProxyContext(env: Env, address: ModuleAddress): Promise<ModuleProxyContext | null> {
+  const policy = await storedPolicy(env);
+  if (!policy || policy.modules.length === 0) return null;
+  const allowance = moduleAllowanceFor(policy.modules, address);
+  if (!allowance) return null;
+  return { env, store: { kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, address, allowance, policy, http: new UpstreamClient(upstreamLimits(env)) };
+}
+
+const upstreamLabel = (proxy: ModuleProxyContext) => formatModuleAddress(proxy.allowance.upstream);
+
+async function modulesBase(proxy: ModuleProxyContext): Promise<string> {
+  const host = proxy.allowance.upstream.hostname;
+  return discoverModules(proxy.http, host, proxy.policy.hosts[host]?.['modules.v1']);
+}
+
+/** The upstream's versions the policy allows (isolate memory for PULL_LIST_SECONDS, default 5 min); throws UpstreamError. */
+export async function allowedUpstreamModuleVersions(proxy: ModuleProxyContext): Promise<string[]> {
+  const key = upstreamLabel(proxy);
+  const known = lists.get(key);
+  let versions = known && known.expires > Date.now() ? known.versions : undefined;
+  if (!versions) {
+    versions = await listModuleVersions(proxy.http, await modulesBase(proxy), proxy.allowance.upstream);
+    if (lists.size >= 256) lists.delete(lists.keys().next().value!);
+    lists.set(key, { versions, expires: Date.now() + upstreamListMs(proxy.env) });
+  }
+  return versions.filter((v) => proxy.allowance.allows(v));
+}
+
+/**
+ * The committed record of `version`, proxying it first when it is not held:
+ * under the module's lease (a concurrent first download waits, then finds
+ * it committed), the upstream's download answer, the package source
+ * (src/mirror/modules/source.ts; `hosts[HOST].archives` applied), the bytes
+ * (at most MAX_PACKAGE_BYTES, PULL_TIMEOUT_SECONDS between chunks), the
+ * repacked package and its docs, then publishModuleVersion. Records the
+ * outcome in the audit log (module.proxy). Throws UpstreamError (404 unknown
+ * version, 422 a source it cannot fetch, 502 a broken upstream or package,
+ * 504 a timeout), LeaseBusyError (409) after waiting 60 s.
+ */
+export async function proxiedModuleRecord(proxy: ModuleProxyContext, version: string): Promise<ModuleVersionRecord> {
+  const { store, address } = proxy;
+  const held = await readModuleRecord(store, address, version);
+  if (held) return held;
+  const label = `${formatModuleAddress(address)} ${version}`;
+  return withLease(store.blobs, moduleLeaseName(address), {
+    owner: { host: 'worker', pid: 0, processStartedAt: ISOLATE_STARTED, purpose: `module proxy ${label} from ${upstreamLabel(proxy)}` },
+    maxWaitMs: 60_000,
+  }, async (lease) => {
+    const committed = await readModuleRecord(store, address, version);
+    if (committed) return committed; // pulled by the request we waited for
+    let source = '';
+    try {
+      const { location, url } = await moduleLocation(proxy.http, await modulesBase(proxy), proxy.allowance.upstream, version);
+      const where = packageSource(location, url);
+      source = where.described;
+      const fetchUrl = withArchivesOverride(where.url, (host) => proxy.policy.hosts[host]?.archives);
+      const opened = await proxy.http.openArchive(fetchUrl, `module package of ${upstreamLabel(proxy)} ${version}`);
+      const bytes = await readArchive(opened.response, MAX_PACKAGE_BYTES, proxy.http.limits.idleMs, opened.url);
+      let repacked;
+      try {
+        repacked = await repackModule(bytes, where.format, { stripTop: where.stripTop, subdir: where.subdir, label: opened.url, maxUnpackedBytes: MAX_UNPACKED_BYTES });
+      } catch (error) {
+        if (error instanceof InputError) throw new UpstreamError(`package check failed: ${error.message}`);
+        throw error;
+      }
+      const sha256 = hex(await crypto.subtle.digest('SHA-256', repacked.bytes));
+      const record: ModuleVersionRecord = {
+        address, version, filename: moduleArchiveFilename(address, version, 'tar.gz'), format: 'tar.gz',
+        sha256, size: repacked.bytes.length, publishedAt: new Date().toISOString(),
+      };
+      await publishModuleVersion(store, record, proxiedModuleDocs(repacked.texts), {
+        sha256Hex: sha256, size: record.size, contentType: 'application/gzip', open: () => repacked.bytes,
+      }, () => {}, { lease });
+      await audit(proxy, label, 'ok', `proxied from ${upstreamLabel(proxy)} (${source}, fetched ${opened.url}); ${repacked.fileCount} files repacked`, { [record.filename]: sha256 });
+      return (await readModuleRecord(store, address, version)) ?? record;
+    } catch (error) {
+      const why = (error as Error).message;
+      console.warn(`module proxy: ${label}: not stored: ${why}`);
+      if (!(error instanceof UpstreamError && error.status === 404)) {
+        await audit(proxy, label, error instanceof UpstreamError ? 'refused' : 'failed', `from ${upstreamLabel(proxy)}${source ? ` (${source})` : ''}: ${why}`);
+      }
+      throw error;
+    }
+  });
+}
+
+const ISOLATE_STARTED = new Date().toISOString();
+
+function hex(buffer: ArrayBuffer): string {
+  return [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+async function audit(proxy: ModuleProxyContext, target: string, outcome: AuditOutcome, reason: string, digests?: Record<string, string>): Promise<void> {
+  try {
+    await appendAuditEntry({ blobs: proxy.env.REGISTRY_R2 }, { actor: PULL_ACTOR, action: 'module.proxy', target, outcome, reason: reason.slice(0, 2000), ...(digests ? { digests } : {}) });
+  } catch (error) {
+    console.error(`module proxy: could not write the audit entry (${target}): ${(error as Error).message}`);
+  }
+}
