@@ -61,7 +61,7 @@ describe('publishVersion on the real KV and R2', () => {
     const provider = address('acme', 'protocols');
     await seed([fakeRelease(provider, '1.0.0')]);
     const changed = fakeRelease(provider, '1.0.0', undefined, { protocols: ['6.0'] });
-    await expect(publishVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, changed.record, changed.files)).rejects.toMatchObject({ status: 409 });
+    await expect(publishVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, changed.record, changed.files)).rejects.toBeInstanceOf(VersionConflictError);
     expect((await readVersionRecord({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, provider, '1.0.0'))!.protocols).toEqual(['5.0']);
   });
 
