@@ -279,8 +279,8 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'signed-url-path-case', file: 'src/auth/signed-urls.ts', tests: SIGNED,
     description: 'the path is compared case-insensitively',
-    from: 'const expected = await mac(env, method, url.pathname, expires);',
-    to: 'const expected = await mac(env, method, url.pathname.toLowerCase(), expires);',
+    from: 'const expected = await mac(config, method, url.pathname, expires);',
+    to: 'const expected = await mac(config, method, url.pathname.toLowerCase(), expires);',
   },
   {
     id: 'signed-url-expiry-rounded-up', file: 'src/auth/signed-urls.ts', tests: SIGNED,
