@@ -1,6 +1,7 @@
 import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
+import { refusalStatus } from '../../http/errors';
 import { errorResponse } from '../../http/responses';
 import type { Actor } from '../../identity/actor';
 import { authorizePublish, PublishRefusal } from '../../identity/publish-auth';
@@ -50,8 +51,8 @@ export interface AuditTarget {
 /**
  * Runs `handle` for an authorised actor: authorises the request for
  * `namespace`, then answers what `handle` returns. A refused credential
- * answers 401/403 (WWW-Authenticate on 401), an InputError its status and
- * message; both leave an audit entry `refused` when the caller is known
+ * answers 401/403 (WWW-Authenticate on 401), a refusal (InputError, a
+ * StoreRefusal) its status (src/http/errors.ts) and message; both leave an audit entry `refused` when the caller is known
  * (a token id, a CI job's claims). Other errors propagate (500, logged).
  */
 export async function asPublisher(
@@ -72,9 +73,11 @@ export async function asPublisher(
       const challenge = error.challenge;
       return errorResponse(error.status, error.message, challenge ? { 'www-authenticate': challenge } : {});
     }
-    if (error instanceof InputError) {
-      if (actor) await audit(store, ctx, { ...what, actor, outcome: 'refused', reason: error.message });
-      return errorResponse(error.status, error.message);
+    const status = refusalStatus(error);
+    if (status !== null) {
+      const reason = (error as Error).message;
+      if (actor) await audit(store, ctx, { ...what, actor, outcome: 'refused', reason });
+      return errorResponse(status, reason);
     }
     if (actor) await audit(store, ctx, { ...what, actor, outcome: 'failed', reason: String((error as Error)?.message ?? error) });
     throw error;

@@ -10,6 +10,7 @@ import { InputError } from '../../../src/protocol/errors';
 import { catalogKey, docsKey, providerPageKey } from '../../../src/store/layout';
 import type { ProviderPageData } from '../../../src/store/pages/read';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from '../helpers';
+import { VersionConflictError } from '../../../src/store/errors';
 
 // publish-provider --docs against a local state: validated before any write, stored per version, immutable.
 const { dir, cleanup } = tempDir('docs');
@@ -62,8 +63,8 @@ describe('publish-provider --docs', () => {
     const file = spec('first');
     expect((await publish('1.0.0', file)).status).toBe('unchanged');
     const before = await snapshot();
-    await expect(publish('1.0.0', spec('changed'))).rejects.toThrow('already has different docs');
-    await expect(publish('1.0.0', spec('changed'), true)).rejects.toThrow('already has different docs');
+    await expect(publish('1.0.0', spec('changed'))).rejects.toThrow(VersionConflictError);
+    await expect(publish('1.0.0', spec('changed'), true)).rejects.toThrow(VersionConflictError);
     expect(await snapshot()).toBe(before);
   });
 

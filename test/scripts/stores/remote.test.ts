@@ -9,10 +9,10 @@ import { readRegistryConfig, type RegistryConfig } from '../../../scripts/lib/co
 import { publishRelease } from '../../../scripts/lib/provider/publish';
 import { KvRestStore } from '../../../scripts/lib/stores/kv-rest';
 import { R2S3Store } from '../../../scripts/lib/stores/r2-s3';
-import { InputError } from '../../../src/protocol/errors';
 import { listAuditEntries } from '../../../src/store/audit/read';
 import { publishersKey } from '../../../src/store/layout';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from '../helpers';
+import { VersionConflictError } from '../../../src/store/errors';
 
 // The mirror test's upstream GnuPG home and agent (loaded lazily there) go with this file.
 afterAll(async () => (await import('../mirror/upstream')).releaseUpstreamGpgKey());
@@ -323,8 +323,7 @@ describe('publish-provider --remote', () => {
     expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(puts);
 
     const rebuilt = await writeDist(join(dir, 'dist-rebuilt'), 'cloud', '1.0.0', { platforms: ['linux_amd64'], salt: 'x' });
-    await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(InputError);
-    await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(/already published with different contents/);
+    await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(VersionConflictError);
   });
 });
 
@@ -350,7 +349,7 @@ describe('publish-module --remote', () => {
     expect((await publishModule(options)).status).toBe('unchanged');
     expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(puts);
     writeFileSync(join(tree, 'extra.tf'), 'variable "extra" {}\n');
-    await expect(publishModule(options)).rejects.toThrow(/already published with different contents/);
+    await expect(publishModule(options)).rejects.toThrow(VersionConflictError);
   });
 });
 
