@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { formatAddress, InputError, parsePlatformName, parseSourceAddress } from '../src/protocol/index';
 import { listMirroredProviders } from '../src/store/mirror/write';
-import { run, say, UsageError } from './lib/cli';
+import { isUsageError, isUserFixable, run, say, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
 import { openLocalStore } from './lib/stores/local';
 import { type StoreHandle } from './lib/stores/handle';
@@ -57,7 +57,7 @@ run(async () => {
     await main();
   } catch (error) {
     // Unexpected failures: one line unless --verbose (the runner prints the trace then).
-    if (!verbose && !(error instanceof InputError) && !(error instanceof UsageError) && !(error as { code?: string })?.code?.startsWith?.('ERR_PARSE_ARGS')) {
+    if (!verbose && !isUserFixable(error) && !isUsageError(error)) {
       say(`error: ${(error as Error)?.message ?? String(error)} (run again with --verbose for the trace; a re-run is safe)`);
       process.exit(3);
     }

@@ -1,7 +1,6 @@
 import type { Env } from './env';
 import { IMMUTABLE } from './http/responses';
 import { parseHostname } from './protocol/address';
-import { signedUrlMinutes } from './auth/signed-urls';
 import { parseOidcSettings, type OidcSettings } from './identity/config';
 
 /**
@@ -38,12 +37,29 @@ export interface Settings {
   oidc: OidcSettings | null;
 }
 
+/**
+ * A setting the registry cannot run with (REGISTRY_HOSTNAME not a hostname,
+ * URL_SIGNING_SECRET missing where it is needed): the operator fixes
+ * wrangler.toml or a secret. The Worker answers 500 without the message
+ * (src/http/errors.ts) and logs it.
+ */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const DEFAULT_SIGNED_URL_MINUTES = 15;
+const MAX_SIGNED_URL_MINUTES = 7 * 24 * 60;
+
 const parsed = new WeakMap<Env, Settings>();
 
 /**
  * The settings of `env`, parsed on first use and memoised per Env object.
- * Throws (a server misconfiguration, so a 500) when REGISTRY_HOSTNAME is not
- * a hostname; other malformed values fall back to their defaults.
+ * Throws ConfigError (a server misconfiguration, so a 500) when
+ * REGISTRY_HOSTNAME is not a hostname; other malformed values fall back to
+ * their defaults.
  */
 export function settings(env: Env): Settings {
   let result = parsed.get(env);
@@ -59,7 +75,7 @@ function parseSettings(env: Env): Settings {
   try {
     hostname = parseHostname(env.REGISTRY_HOSTNAME ?? '');
   } catch (error) {
-    throw new Error(`REGISTRY_HOSTNAME in wrangler.toml: ${(error as Error).message}`);
+    throw new ConfigError(`REGISTRY_HOSTNAME in wrangler.toml: ${(error as Error).message}`);
   }
   const access = env.ACCESS === 'public' ? 'public' : 'private';
   const seconds = Number(env.INDEX_CACHE_SECONDS ?? '5');
@@ -71,12 +87,18 @@ function parseSettings(env: Env): Settings {
     listCacheControl: `${access === 'private' ? 'private' : 'public'}, max-age=${Math.round(listTtlMs / 1000)}`,
     releaseDocumentCacheControl: access === 'private' ? 'private, no-store' : IMMUTABLE,
     archiveBaseUrl: (env.ARCHIVE_BASE_URL ?? '').replace(/\/+$/, ''),
-    signedUrlMinutes: signedUrlMinutes(env),
+    signedUrlMinutes: parseSignedUrlMinutes(env.SIGNED_URL_MINUTES),
     signingSecret: env.URL_SIGNING_SECRET ?? '',
     signingKeySecret: env.SIGNING_KEY_SECRET ?? '',
     gzipDocuments: env.GZIP_DOCUMENTS === 'true',
     oidc: parseOidcSettings(env),
   };
+}
+
+/** SIGNED_URL_MINUTES when it is a number in (0, 10080], else 15. */
+function parseSignedUrlMinutes(raw: string | undefined): number {
+  const minutes = Number(raw ?? '');
+  return raw && Number.isFinite(minutes) && minutes > 0 && minutes <= MAX_SIGNED_URL_MINUTES ? minutes : DEFAULT_SIGNED_URL_MINUTES;
 }
 
 /** True unless ACCESS is "public": private mode (bearer tokens for metadata, signed release-file URLs). */

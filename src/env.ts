@@ -27,6 +27,8 @@ export interface Env {
   DOWNLOADS?: DurableObjectNamespace<import('./downloads/counter').DownloadCounter>;
   /** Download counts: ms an isolate gathers a package's downloads before one request to its object (default 500; src/downloads/count.ts). */
   DOWNLOAD_BATCH_MS?: string;
+  /** Seconds of the window in which at most 10 refusals of unverified CI tokens are audited one by one (default 60; src/routes/publish/refusal-audit.ts). */
+  AUDIT_REFUSAL_WINDOW_SECONDS?: string;
   /** Pull-through: seconds before a version's verified upstream manifest is checked against the upstream again (default 3600). */
   PULL_REFRESH_SECONDS?: string;
   /** Pull-through and module proxy: seconds an isolate reuses an upstream's version list (default 300). */

@@ -1,6 +1,6 @@
 import { Router, type IRequest } from 'itty-router';
 import type { Env } from './env';
-import { errorToResponse } from './http/responses';
+import { errorToResponse } from './http/errors';
 import { discovery } from './routes/discovery';
 import { findPackage, listVersions } from './routes/registry';
 import { mirrorPullDocument } from './routes/mirror-pull/documents';

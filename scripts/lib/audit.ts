@@ -1,5 +1,6 @@
 import { describeActor, operatorActor, type Actor } from '../../src/identity/actor';
 import { InputError } from '../../src/protocol/errors';
+import { isUserFixable } from './cli';
 import { appendAuditEntry, type AuditEntry, type AuditStore } from '../../src/store/audit/write';
 
 /**
@@ -26,8 +27,10 @@ export async function recordAudit(store: AuditStore, remote: boolean | undefined
 
 /**
  * Runs `write` and records its outcome: `outcomeOf(result)` for a result
- * (which may also name the target more precisely; null: record nothing), `refused` with the message for an
- * InputError, `failed` for anything else; rethrows errors after recording.
+ * (which may also name the target more precisely; null: record nothing),
+ * `refused` with the message for an error the user can fix (isUserFixable:
+ * InputError, a StoreRefusal), `failed` for anything else; rethrows errors
+ * after recording.
  * A failure to record a failure is ignored (the original error matters).
  * With `store` null (a dry run) it only runs `write`: a dry run writes nothing, not even an entry.
  */
@@ -43,7 +46,7 @@ export async function audited<T>(
   try {
     result = await write();
   } catch (error) {
-    const refused = error instanceof InputError;
+    const refused = isUserFixable(error);
     await recordAudit(store, remote, { ...record, outcome: refused ? 'refused' : 'failed', reason: (error as Error)?.message ?? String(error) }).catch(() => {});
     throw error;
   }

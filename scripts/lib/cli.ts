@@ -2,17 +2,24 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { InputError } from '../../src/protocol/errors';
+import { StoreRefusal } from '../../src/store/errors';
 
 /**
  * Shared CLI plumbing for every script a user runs (publish-provider, keys,
  * token, demo, …): human output on stderr, one exit-code convention, and no
  * stack traces unless asked for.
  *
- * Exit codes: 0 success; 1 an error the user can fix (InputError: bad input,
- * a refused publish, a busy lease); 2 usage (UsageError, or an option
- * parseArgs rejects); 3 anything else (an internal or infrastructure
- * failure: one line saying what failed and to run again; the stack trace
- * with --verbose or EDGE_REGISTRY_VERBOSE=1).
+ * Exit codes, decided here and nowhere else (the Worker's counterpart is
+ * src/http/errors.ts):
+ *   0 success;
+ *   1 an error the user can fix (isUserFixable): InputError (bad input, a
+ *     refused publish) and every StoreRefusal of src/store/errors.ts —
+ *     VersionConflictError, NotStoredError, LeaseBusyError;
+ *   2 usage (UsageError, or an option parseArgs rejects);
+ *   3 anything else, StoreFailure included (StoredReleaseMismatchError,
+ *     ListRebuildRaceError, LeaseLostError, DamagedRecordError): an internal
+ *     or infrastructure failure — one line saying what failed and to run
+ *     again; the stack trace with --verbose or EDGE_REGISTRY_VERBOSE=1.
  */
 
 /** Writes a line to stderr. */
@@ -30,15 +37,23 @@ export function verboseRequested(argv: readonly string[] = process.argv, env: No
   return argv.includes('--verbose') || ['1', 'true', 'yes'].includes((env[VERBOSE_ENV] ?? '').toLowerCase());
 }
 
+/** True for an error the user can fix (exit 1, audited as `refused`): bad input or a store refusal. */
+export function isUserFixable(error: unknown): error is Error {
+  return error instanceof InputError || error instanceof StoreRefusal;
+}
+
+/** True for a usage error (exit 2): UsageError or an option parseArgs rejects. */
+export function isUsageError(error: unknown): error is Error {
+  return error instanceof UsageError || Boolean((error as { code?: string })?.code?.startsWith?.('ERR_PARSE_ARGS'));
+}
+
 /**
  * What `run` prints for an error and the exit code, without exiting (for
  * tests and for scripts that need to clean up first).
  */
 export function describeFailure(error: unknown, usage: string, verbose = verboseRequested()): { code: 1 | 2 | 3; text: string } {
-  if (error instanceof UsageError || (error as { code?: string })?.code?.startsWith?.('ERR_PARSE_ARGS')) {
-    return { code: 2, text: `error: ${(error as Error).message}\n\n${usage}` };
-  }
-  if (error instanceof InputError) return { code: 1, text: `error: ${error.message}` };
+  if (isUsageError(error)) return { code: 2, text: `error: ${error.message}\n\n${usage}` };
+  if (isUserFixable(error)) return { code: 1, text: `error: ${error.message}` };
   const message = oneLine(error instanceof Error ? error.message : String(error)) || (error as Error)?.name || 'unknown error';
   const trace = (error as Error)?.stack ?? String(error);
   const saved = verbose ? null : saveTrace(trace);

@@ -73,7 +73,7 @@ export function requireSignedUrl(request: IRequest, env: Env): Promise<Response 
 }
 
 async function checkSignedUrl(request: IRequest, env: Env): Promise<Response | undefined> {
-  const verification = await verifySignedUrl(request, env);
+  const verification = await verifySignedUrl(request, settings(env));
   return verification.ok ? undefined : errorResponse(403, verification.message);
 }
 

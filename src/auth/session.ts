@@ -1,4 +1,6 @@
 import type { Env } from '../env';
+import { settings } from '../config';
+import { hmacSha256 } from './hmac';
 import { readTokenRecord, parseTokenRecord, type TokenRecord } from '../store/tokens/read';
 import { base64url, constantTimeEqual, constantTimeEqualText, fromBase64url } from './bytes';
 import { authenticate, tokenSha256 } from './tokens';
@@ -28,21 +30,8 @@ export interface Session {
   person?: PersonSession;
 }
 
-let cachedKey: { secret: string; key: Promise<CryptoKey> } | undefined;
-
-function hmacKey(env: Pick<Env, 'URL_SIGNING_SECRET'>): Promise<CryptoKey> {
-  const secret = env.URL_SIGNING_SECRET ?? '';
-  if (secret === '') throw new Error('URL_SIGNING_SECRET is not set; private mode needs it (wrangler secret put URL_SIGNING_SECRET, locally .dev.vars)');
-  if (cachedKey?.secret !== secret) {
-    const key = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-    cachedKey = { secret, key };
-  }
-  return cachedKey.key;
-}
-
-async function mac(env: Pick<Env, 'URL_SIGNING_SECRET'>, hash: string, expires: number): Promise<Uint8Array> {
-  const signature = await crypto.subtle.sign('HMAC', await hmacKey(env), new TextEncoder().encode(`session\n${hash}\n${expires}`));
-  return new Uint8Array(signature);
+async function mac(env: Env, hash: string, expires: number): Promise<Uint8Array> {
+  return hmacSha256(settings(env).signingSecret, `session\n${hash}\n${expires}`);
 }
 
 /** The value of a cookie in a Cookie header, or null. */

@@ -1,5 +1,6 @@
-import type { Env } from '../env';
+import type { Settings } from '../config';
 import { base64url, constantTimeEqual, fromBase64url } from './bytes';
+import { hmacSha256 } from './hmac';
 
 /**
  * Time-limited signed release-file URLs for private mode. Terraform never
@@ -17,44 +18,20 @@ import { base64url, constantTimeEqual, fromBase64url } from './bytes';
  * of the same Worker.
  */
 
-export const DEFAULT_SIGNED_URL_MINUTES = 15;
-const MAX_SIGNED_URL_MINUTES = 7 * 24 * 60;
+/** What signing needs of the settings: the secret (and, to sign, the lifetime). */
+type SigningSettings = Pick<Settings, 'signingSecret'>;
 
-/** Minutes a signed URL stays valid: SIGNED_URL_MINUTES when it is a number in (0, 10080], else 15. */
-export function signedUrlMinutes(env: Pick<Env, 'SIGNED_URL_MINUTES'>): number {
-  const minutes = Number(env.SIGNED_URL_MINUTES ?? '');
-  return env.SIGNED_URL_MINUTES && Number.isFinite(minutes) && minutes > 0 && minutes <= MAX_SIGNED_URL_MINUTES
-    ? minutes
-    : DEFAULT_SIGNED_URL_MINUTES;
-}
-
-let cachedKey: { secret: string; key: Promise<CryptoKey> } | undefined;
-
-/** The HMAC key; throws (a server misconfiguration, so a 500) when URL_SIGNING_SECRET is not set. */
-function signingKey(env: Pick<Env, 'URL_SIGNING_SECRET'>): Promise<CryptoKey> {
-  const secret = env.URL_SIGNING_SECRET ?? '';
-  if (secret === '') {
-    throw new Error('URL_SIGNING_SECRET is not set; private mode needs it (wrangler secret put URL_SIGNING_SECRET, locally .dev.vars)');
-  }
-  if (cachedKey?.secret !== secret) {
-    const key = crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-    cachedKey = { secret, key };
-  }
-  return cachedKey.key;
-}
-
-async function mac(env: Pick<Env, 'URL_SIGNING_SECRET'>, method: string, path: string, expires: number): Promise<Uint8Array> {
-  const data = new TextEncoder().encode(`${method}\n${path}\n${expires}`);
-  return new Uint8Array(await crypto.subtle.sign('HMAC', await signingKey(env), data));
+async function mac(config: SigningSettings, method: string, path: string, expires: number): Promise<Uint8Array> {
+  return hmacSha256(config.signingSecret, `${method}\n${path}\n${expires}`);
 }
 
 /**
  * The query string ("expires=…&signature=…") that makes `path` fetchable
- * with GET or HEAD until `expires` (Unix seconds). Throws when
+ * with GET or HEAD until `expires` (Unix seconds). Throws ConfigError when
  * URL_SIGNING_SECRET is not set.
  */
-export async function signatureQuery(env: Pick<Env, 'URL_SIGNING_SECRET'>, path: string, expires: number): Promise<string> {
-  return `expires=${expires}&signature=${base64url(await mac(env, 'GET', path, expires))}`;
+export async function signatureQuery(config: SigningSettings, path: string, expires: number): Promise<string> {
+  return `expires=${expires}&signature=${base64url(await mac(config, 'GET', path, expires))}`;
 }
 
 // A stored release-file URL inside a JSON body: a path-absolute JSON string value. Any character but a
@@ -63,16 +40,17 @@ const RELEASE_URL = /"(\/v1\/archives\/[^"\\?#]+)"/g;
 
 /**
  * Signs every path-absolute release-file URL ("/v1/archives/…") in a stored
- * JSON body, valid for `minutes` (default signedUrlMinutes(env)) from `now`. Other bytes are kept.
- * Throws when URL_SIGNING_SECRET is not set, or (never expected) when a
- * release URL would be left unsigned.
+ * JSON body, valid for `config.signedUrlMinutes` from `now`. Other bytes are
+ * kept. Throws ConfigError when URL_SIGNING_SECRET is not set, or (never
+ * expected) an Error when a release URL would be left unsigned.
  */
 export async function signReleaseUrls(
-  body: string, env: Pick<Env, 'URL_SIGNING_SECRET' | 'SIGNED_URL_MINUTES'>, now = Date.now(), minutes = signedUrlMinutes(env),
+  body: string, config: Pick<Settings, 'signingSecret' | 'signedUrlMinutes'>, now = Date.now(),
 ): Promise<string> {
+  const minutes = config.signedUrlMinutes;
   const expires = Math.floor(now / 1000) + Math.round(minutes * 60);
   const paths = [...new Set([...body.matchAll(RELEASE_URL)].map((m) => m[1]!))];
-  const signed = new Map(await Promise.all(paths.map(async (p) => [p, await signatureQuery(env, p, expires)] as const)));
+  const signed = new Map(await Promise.all(paths.map(async (p) => [p, await signatureQuery(config, p, expires)] as const)));
   const result = body.replace(RELEASE_URL, (_, path: string) => `"${path}?${signed.get(path)}"`);
   // Fail closed: a release URL the pattern missed would be served unsigned.
   if (/"\/v1\/archives\/[^"?]*"/.test(result)) throw new Error('a release-file URL in a stored body could not be signed');
@@ -86,10 +64,10 @@ export type Verification = { ok: true; expires: number } | { ok: false; message:
  * 403 — when `expires` or `signature` is missing, repeated or malformed,
  * when the URL has expired, or when the signature does not match this
  * method (HEAD counts as GET), path and expiry: tampered or re-targeted to
- * another file. Throws only when URL_SIGNING_SECRET is not set.
+ * another file. Throws ConfigError only, when URL_SIGNING_SECRET is not set.
  */
 export async function verifySignedUrl(
-  request: Request, env: Pick<Env, 'URL_SIGNING_SECRET'>, now = Date.now(),
+  request: Request, config: SigningSettings, now = Date.now(),
 ): Promise<Verification> {
   const url = new URL(request.url);
   const expiresValues = url.searchParams.getAll('expires');
@@ -104,7 +82,7 @@ export async function verifySignedUrl(
   const given = fromBase64url(signatureValues[0]!);
   if (given === null || given.byteLength !== 32) return { ok: false, message: 'this download URL has a malformed signature' };
   const method = request.method === 'HEAD' ? 'GET' : request.method;
-  const expected = await mac(env, method, url.pathname, expires);
+  const expected = await mac(config, method, url.pathname, expires);
   if (!constantTimeEqual(given, expected)) return { ok: false, message: 'this download URL\'s signature does not match it' };
   if (expires * 1000 <= now) {
     return { ok: false, message: 'this download URL has expired; get a fresh one from the registry or mirror' };

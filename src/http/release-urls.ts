@@ -24,11 +24,11 @@ export function withArchiveBase(body: string, env: Env): string {
  * signed (signReleaseUrls: ?expires=…&signature=…, valid SIGNED_URL_MINUTES)
  * and then, like in public mode, made absolute on ARCHIVE_BASE_URL when set.
  * Public mode stays synchronous and returns withArchiveBase's result. Throws
- * (500) in private mode when URL_SIGNING_SECRET is not set.
+ * ConfigError (500) in private mode when URL_SIGNING_SECRET is not set.
  */
 export function withReleaseUrls(body: string, env: Env): string | Promise<string> {
-  const { access, signingSecret, signedUrlMinutes } = settings(env);
-  if (access === 'public') return withArchiveBase(body, env);
-  return signReleaseUrls(body, { URL_SIGNING_SECRET: signingSecret }, Date.now(), signedUrlMinutes)
+  const config = settings(env);
+  if (config.access === 'public') return withArchiveBase(body, env);
+  return signReleaseUrls(body, config, Date.now())
     .then((signed) => withArchiveBase(signed, env));
 }

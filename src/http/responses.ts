@@ -81,10 +81,3 @@ export function pathSegment(raw: string | undefined, what: string): string {
   if (/[\u0000-\u001f\u007f/\\]/.test(decoded)) throw new InputError(`${what} contains a control character or slash`);
   return decoded;
 }
-
-/** Maps an error thrown by a handler to a response: InputError → its 4xx, anything else → 500 without internals. */
-export function errorToResponse(error: unknown): Response {
-  if (error instanceof InputError) return errorResponse(error.status, error.message);
-  console.error('internal error', error);
-  return errorResponse(500, 'internal error');
-}

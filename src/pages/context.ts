@@ -1,9 +1,9 @@
 import type { IRequest } from 'itty-router';
 import { DocumentCache, Freshness } from '../store/document-cache';
-import { gzipDocuments, isPrivate, listTtlMs } from '../config';
+import { settings, type Settings } from '../config';
 import { StoredDocument } from '../http/stored-body';
 import type { Env } from '../env';
-import { InputError } from '../protocol/errors';
+import { refusalStatus } from '../http/errors';
 import { readSession, type Session } from '../auth/session';
 import { scopeAllows } from '../auth/tokens';
 import { errorPage, htmlResponse, redirect } from './respond';
@@ -16,6 +16,8 @@ import { errorPage, htmlResponse, redirect } from './respond';
 export interface PageContext {
   request: Request;
   env: Env;
+  /** The Worker's settings, parsed once (src/config.ts): pages read no raw env variable. */
+  config: Settings;
   url: URL;
   /** host[:port] as the browser sees this registry. */
   host: string;
@@ -27,7 +29,7 @@ export interface PageContext {
 
 /** True when the visitor may see providers of `namespace` at `hostname` (always in public mode). */
 export function canSee(ctx: PageContext, hostname: string, namespace: string): boolean {
-  return ctx.session === null || scopeAllows(ctx.session.record.scopes, hostname, namespace, ctx.env.REGISTRY_HOSTNAME);
+  return ctx.session === null || scopeAllows(ctx.session.record.scopes, hostname, namespace, ctx.config.hostname);
 }
 
 const rendered = new DocumentCache(8 * 1024 * 1024);
@@ -39,8 +41,9 @@ export interface RenderedPage {
 
 /**
  * Wraps a page handler: in private mode a request without a valid session
- * is redirected to /login (never a page body); InputError (a malformed
- * name or version) becomes an HTML error page with its status. In public
+ * is redirected to /login (never a page body); a refusal (a malformed
+ * name or version: InputError; NotStoredError, …) becomes an HTML error
+ * page with its status (src/http/errors.ts). In public
  * mode a 200 page is cached in the isolate until the earliest expiry of the
  * cached data it was rendered from (at most INDEX_CACHE_SECONDS, as that data
  * is), so a page is never staler than the API, and sent with that max-age;
@@ -49,15 +52,16 @@ export interface RenderedPage {
 export function page(render: (ctx: PageContext, params: Record<string, string>) => Promise<RenderedPage | Response>) {
   return async (request: IRequest, env: Env): Promise<Response> => {
     const url = new URL(request.url);
-    const privateMode = isPrivate(env);
+    const config = settings(env);
+    const privateMode = config.access === 'private';
     let session: Session | null = null;
     if (privateMode) {
       session = await readSession(request, env);
       if (session === null) return redirect(`/login?next=${encodeURIComponent(url.pathname + url.search)}`);
     }
-    const ctx: PageContext = { request, env, url, host: url.host, session, freshness: new Freshness() };
-    const ttl = listTtlMs(env);
-    const compress = gzipDocuments(env);
+    const ctx: PageContext = { request, env, config, url, host: url.host, session, freshness: new Freshness() };
+    const ttl = config.listTtlMs;
+    const compress = config.gzipDocuments;
     const cacheKey = `${url.host}${url.pathname}${url.search}`;
     if (!privateMode) {
       const cached = rendered.get(cacheKey);
@@ -67,7 +71,8 @@ export function page(render: (ctx: PageContext, params: Record<string, string>) 
     try {
       result = await render(ctx, request.params as Record<string, string>);
     } catch (error) {
-      if (error instanceof InputError) return errorPage(request, url.host, error.message, error.status);
+      const status = refusalStatus(error);
+      if (status !== null) return errorPage(request, url.host, (error as Error).message, status);
       throw error;
     }
     if (result instanceof Response) return result;

@@ -1,4 +1,3 @@
-import { listTtlMs } from '../config';
 import { pathSegment } from '../http/responses';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
@@ -28,9 +27,9 @@ interface Target {
 }
 
 async function load(ctx: PageContext, params: Record<string, string>): Promise<Target> {
-  const address = providerAddress(ctx.env.REGISTRY_HOSTNAME, pathSegment(params.namespace, 'namespace'), pathSegment(params.type, 'type'));
+  const address = providerAddress(ctx.config.hostname, pathSegment(params.namespace, 'namespace'), pathSegment(params.type, 'type'));
   const version = parseVersion(pathSegment(params.version, 'version'));
-  const docs = canSee(ctx, address.hostname, address.namespace) ? await readDocs(ctx.env.REGISTRY_KV, address, version, listTtlMs(ctx.env), ctx.freshness) : null;
+  const docs = canSee(ctx, address.hostname, address.namespace) ? await readDocs(ctx.env.REGISTRY_KV, address, version, ctx.config.listTtlMs, ctx.freshness) : null;
   if (docs === null) {
     throw new InputError(`No docs for ${address.namespace}/${address.type} ${version}: the version does not exist here, or was published without docs (npm run publish-provider -- … --docs spec.json adds them).`, 404);
   }

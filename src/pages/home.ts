@@ -1,4 +1,3 @@
-import { listTtlMs } from '../config';
 import { readCatalog, type CatalogEntry } from '../store/pages/read';
 import { canSee, page, type PageContext } from './context';
 import { html, path } from './html';
@@ -13,10 +12,10 @@ import { snippetAddress } from './snippets';
  */
 export const homePage = page(async (ctx) => {
   const q = (ctx.url.searchParams.get('q') ?? '').trim().toLowerCase().slice(0, 100);
-  const catalog = await readCatalog(ctx.env.REGISTRY_KV, listTtlMs(ctx.env), ctx.freshness);
+  const catalog = await readCatalog(ctx.env.REGISTRY_KV, ctx.config.listTtlMs, ctx.freshness);
   const visible = catalog.providers.filter((p) => canSee(ctx, p.hostname, p.namespace));
   const matching = visible.filter((p) => q === '' || searchText(p).includes(q));
-  const own = ctx.env.REGISTRY_HOSTNAME.toLowerCase();
+  const own = ctx.config.hostname;
   const ours = matching.filter((p) => p.hostname === own);
   const upstream = matching.filter((p) => p.hostname !== own);
   const empty = visible.length === 0

@@ -1,4 +1,3 @@
-import { settings } from '../config';
 import { pathSegment } from '../http/responses';
 import { parseSourceAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
@@ -33,7 +32,7 @@ import { withdrawnVersions, type LifecycleState } from '../store/lifecycle/state
 
 /** GET /modules */
 export const modulesIndexPage = page(async (ctx) => {
-  const config = settings(ctx.env);
+  const { config } = ctx;
   const document = await readModuleCatalog(ctx.env.REGISTRY_KV, config.hostname, config.listTtlMs, ctx.freshness);
   const catalog: ModuleCatalog = document === null ? { modules: [] } : (JSON.parse(document.text) as ModuleCatalog);
   const visible = catalog.modules.filter((m) => canSee(ctx, config.hostname, m.namespace));
@@ -52,7 +51,7 @@ ${visible.length === 0
 
 /** GET /modules/:namespace/:name/:system[/:version] — the named version, else the newest stable one. */
 export const modulePage = page(async (ctx, params) => {
-  const config = settings(ctx.env);
+  const { config } = ctx;
   const address = moduleAddress(config.hostname, pathSegment(params.namespace, 'namespace'), pathSegment(params.name, 'name'), pathSegment(params.system, 'system'));
   const requested = params.version === undefined ? null : parseVersion(pathSegment(params.version, 'version'));
   const title = `${address.namespace}/${address.name}/${address.system}`;
@@ -134,7 +133,7 @@ function providerSource(ctx: PageContext, source: string | null): Html | string 
   if (source === null) return '';
   try {
     const address = parseSourceAddress(source, 'registry.terraform.io');
-    if (address.hostname === settings(ctx.env).hostname) return html`<a href="${path('providers', address.namespace, address.type)}"><code>${source}</code></a>`;
+    if (address.hostname === ctx.config.hostname) return html`<a href="${path('providers', address.namespace, address.type)}"><code>${source}</code></a>`;
   } catch {
     // Not a provider address we can parse: shown as written.
   }

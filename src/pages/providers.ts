@@ -1,5 +1,4 @@
 import semver from 'semver';
-import { isPrivate, listTtlMs } from '../config';
 import { pathSegment } from '../http/responses';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
@@ -25,14 +24,14 @@ import { credentialsSnippet, hostBlockSnippet, networkMirrorSnippet, requiredPro
 
 async function load(ctx: PageContext, address: ProviderAddress): Promise<ProviderPageData> {
   const data = canSee(ctx, address.hostname, address.namespace)
-    ? await readProviderPage(ctx.env.REGISTRY_KV, address, listTtlMs(ctx.env), ctx.freshness)
+    ? await readProviderPage(ctx.env.REGISTRY_KV, address, ctx.config.listTtlMs, ctx.freshness)
     : null;
-  if (data === null) throw new InputError(`There is no provider ${address.hostname}/${address.namespace}/${address.type} here${isPrivate(ctx.env) ? ' that your token can read' : ''}.`, 404);
+  if (data === null) throw new InputError(`There is no provider ${address.hostname}/${address.namespace}/${address.type} here${ctx.config.access === 'private' ? ' that your token can read' : ''}.`, 404);
   return data;
 }
 
 function ownAddress(ctx: PageContext, params: Record<string, string>): ProviderAddress {
-  return providerAddress(ctx.env.REGISTRY_HOSTNAME, pathSegment(params.namespace, 'namespace'), pathSegment(params.type, 'type'));
+  return providerAddress(ctx.config.hostname, pathSegment(params.namespace, 'namespace'), pathSegment(params.type, 'type'));
 }
 
 /** The newest stable version that is not withdrawn (the default page and the suggested constraint). */
@@ -83,7 +82,7 @@ export const signingKeyFile = page(async (ctx, params) => {
   return new Response(key.ascii_armor, {
     headers: {
       'content-type': 'text/plain; charset=utf-8',
-      'cache-control': isPrivate(ctx.env) ? 'private, no-store' : 'public, max-age=31536000, immutable',
+      'cache-control': ctx.config.access === 'private' ? 'private, no-store' : 'public, max-age=31536000, immutable',
       ...PAGE_SECURITY_HEADERS,
     },
   });
@@ -97,11 +96,11 @@ function formatSize(bytes: number): string {
 
 function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, mirror: boolean, downloads: PageDownloads = null): RenderedPage {
   const { hostname, namespace, type } = data.address;
-  const own = hostname === ctx.env.REGISTRY_HOSTNAME.toLowerCase();
+  const own = hostname === ctx.config.hostname;
   const stable = newestStable(data);
   const isPre = semver.prerelease(current.version) !== null;
   const constraint = suggestedConstraint(current.version, stable);
-  const address = snippetAddress(ctx.url, ctx.env.REGISTRY_HOSTNAME);
+  const address = snippetAddress(ctx.url, ctx.config.hostname);
   // Own providers install from this registry under the address rule's host; mirrored ones keep their real address.
   const source = own && !mirror ? `${address.sourceHost}/${namespace}/${type}` : `${hostname}/${namespace}/${type}`;
   const base = mirror ? path('mirror', hostname, namespace, type) : path('providers', namespace, type);
@@ -117,7 +116,7 @@ function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, 
   snippets.push(snippet('snippet-mirror', 'Install through this network mirror', networkMirrorSnippet(address.origin),
     html`In the CLI configuration (<code>~/.terraformrc</code> or <code>TF_CLI_CONFIG_FILE</code>). Through the mirror the configuration keeps ${mirror ? 'the' : 'this'} provider's real address, <code>${hostname}/${namespace}/${type}</code>.${address.https ? '' : html` <strong>Terraform and OpenTofu accept a network mirror only at an <code>https:</code> URL</strong>: serve this instance over HTTPS to use it (<code>npm start -- --local-protocol https …</code>, see the README).`}`));
   if (mirror) snippets.push(snippet('snippet-required', 'Configuration', requiredProvidersSnippet(type, source, constraint)));
-  if (isPrivate(ctx.env)) {
+  if (ctx.config.access === 'private') {
     const blocks = mirror ? [{ host: address.browsedHost }] : [{ host: address.sourceHost },
       ...(address.browsedHost === address.sourceHost ? [] : [{ host: address.browsedHost, comment: `the network mirror at ${address.origin}/v1/mirror/` }])];
     snippets.push(snippet('snippet-credentials', 'Credentials (private registry)', credentialsSnippet(blocks),

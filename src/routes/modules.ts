@@ -72,7 +72,7 @@ export async function moduleDownloadAnswer(request: IRequest, env: Env, location
   let served = location;
   if (config.access === 'private') {
     const expires = Math.floor(Date.now() / 1000) + Math.round(config.signedUrlMinutes * 60);
-    served = `${location}?${await signatureQuery({ URL_SIGNING_SECRET: config.signingSecret }, location, expires)}`;
+    served = `${location}?${await signatureQuery(config, location, expires)}`;
   }
   return new Response(null, {
     status: 204,

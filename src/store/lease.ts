@@ -1,4 +1,4 @@
-import { InputError } from '../protocol/errors';
+import { LeaseBusyError, LeaseLostError } from './errors';
 import { leaseObjectKey } from './layout';
 import type { BlobStore } from './store';
 
@@ -74,22 +74,6 @@ export interface Lease {
   check(): void;
   /** Stops renewing and marks the lease released (best effort: an expired lease is free anyway). Idempotent. */
   release(): Promise<void>;
-}
-
-/** The lease was lost while held: stop writing; running again is safe. */
-export class LeaseLostError extends Error {
-  constructor(name: string, why: string) {
-    super(`lost the lease ${name} (${why}); stopped before writing more — run the command again`);
-    this.name = 'LeaseLostError';
-  }
-}
-
-/** Waited maxWaitMs for a lease that stayed held. */
-export class LeaseBusyError extends InputError {
-  constructor(message: string) {
-    super(message, 409);
-    this.name = 'LeaseBusyError';
-  }
 }
 
 const DEFAULT_TTL_MS = 30_000;

@@ -1,6 +1,7 @@
 import { mapLimit } from '../concurrency';
 import { listAllObjectKeys } from './list';
 import type { BlobStore, KvStore, Store } from './store';
+import { DamagedRecordError } from './errors';
 
 /**
  * The pieces every publish (providers and modules) is built from, so both
@@ -19,14 +20,6 @@ export interface PublishProgress {
 
 /** published: written now; unchanged: already published and verified whole; repaired: already published, missing parts rewritten. */
 export type PublishOutcome = 'published' | 'unchanged' | 'repaired';
-
-/** A stored version record that fails validation: which key, and why. */
-export class DamagedRecordError extends Error {
-  constructor(readonly key: string, why: string) {
-    super(`version record ${key} is damaged (${why}); it was skipped`);
-    this.name = 'DamagedRecordError';
-  }
-}
 
 /** Bytes to store in R2 with their identity (release file, module package). */
 export interface StoredFile {

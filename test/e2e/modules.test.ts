@@ -177,7 +177,7 @@ describe('modules over HTTPS in private mode', () => {
     expect((await https(location)).status).toBe(200);
     const path = location.split('?')[0]!;
     expect((await https(path)).status).toBe(403);
-    const expired = await https(`${path}?${await signatureQuery({ URL_SIGNING_SECRET: SECRET }, path, Math.floor(Date.now() / 1000) - 5)}`);
+    const expired = await https(`${path}?${await signatureQuery({ signingSecret: SECRET }, path, Math.floor(Date.now() / 1000) - 5)}`);
     expect(expired.status).toBe(403);
     expect(expired.body.toString()).toContain('expired');
   });

@@ -6,8 +6,8 @@ import { addNamespaceKey } from '../../scripts/lib/keys/namespace-keys';
 import { openLocalStore } from '../../scripts/lib/stores/local';
 import { type StoreHandle } from '../../scripts/lib/stores/handle';
 import { publishRelease } from '../../scripts/lib/provider/publish';
-import { InputError } from '../../src/protocol/errors';
 import { configPath, tempDir, writeDist, writeKeyFile } from './helpers';
+import { VersionConflictError } from '../../src/store/errors';
 
 /**
  * publish-provider decides "already published" by content: a rebuild whose
@@ -47,8 +47,9 @@ async function storedState(): Promise<string> {
 async function refusedAs(path: string, message: RegExp): Promise<void> {
   const before = await storedState();
   const attempt = publishRelease({ paths: [path], namespace: 'acme', config, store, keyFile });
-  await expect(attempt).rejects.toBeInstanceOf(InputError);
-  await expect(attempt).rejects.toMatchObject({ status: 409, message: expect.stringMatching(message) });
+  await expect(attempt).rejects.toBeInstanceOf(VersionConflictError);
+  // The wording names the differing file: what the publisher reads to find the mistake.
+  await expect(attempt).rejects.toThrow(message);
   expect(await storedState()).toBe(before);
 }
 
@@ -69,7 +70,8 @@ describe('republishing a version', () => {
     const before = await storedState();
     const lines: string[] = [];
     const attempt = publishRelease({ paths: [await dist('rebuilt-dry', 'cccc')], namespace: 'acme', config, store, keyFile, dryRun: true, log: (line) => lines.push(line) });
-    await expect(attempt).rejects.toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents \(terraform-provider-same_1\.0\.0_linux_amd64\.zip has SHA-256/) });
+    await expect(attempt).rejects.toBeInstanceOf(VersionConflictError);
+    await expect(attempt).rejects.toThrow(/terraform-provider-same_1\.0\.0_linux_amd64\.zip has SHA-256/);
     expect(lines.join('\n')).not.toMatch(/already published with these bytes/);
     expect(await storedState()).toBe(before);
   });

@@ -6,7 +6,8 @@ import { processLeaseOptions } from '../../scripts/lib/stores/lease';
 import { openLocalStore } from '../../scripts/lib/stores/local';
 import { type StoreHandle } from '../../scripts/lib/stores/handle';
 import { leaseObjectKey } from '../../src/store/layout';
-import { acquireLease, LeaseBusyError, LeaseLostError, withLease, type LeaseState } from '../../src/store/lease';
+import { acquireLease, withLease, type LeaseState } from '../../src/store/lease';
+import { LeaseBusyError, LeaseLostError } from '../../src/store/errors';
 import type { BlobStore } from '../../src/store/store';
 import { tempDir } from './helpers';
 

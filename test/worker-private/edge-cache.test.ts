@@ -5,6 +5,7 @@ import { forgetIsolateDocuments } from '../../src/store/read-document';
 import { downloadDocumentKey, releaseObjectKey } from '../../src/store/layout';
 import { address, bearer, countingKv, env, errorsOf, fakeRelease, issueToken, ORIGIN, seed } from './helpers';
 import { countingR2, evict, send } from '../worker/serving';
+import { settings } from '../../src/config';
 
 // Private mode and the location's edge cache: entries are keyed by the stored
 // object, filled only after the signature or token was accepted, and a hit
@@ -16,7 +17,7 @@ const path = `/v1/archives/registry.example.com/edgepriv/thing/1.0.0/${filename}
 const key = releaseObjectKey(provider, '1.0.0', filename);
 const download = '/v1/providers/edgepriv/thing/1.0.0/download/linux/amd64';
 
-const signed = async (p: string, expires = Math.floor(Date.now() / 1000) + 600) => `${p}?${await signatureQuery(env, p, expires)}`;
+const signed = async (p: string, expires = Math.floor(Date.now() / 1000) + 600) => `${p}?${await signatureQuery(settings(env), p, expires)}`;
 const cached = async () => (await caches.default.match(edgeCacheUrl(ORIGIN, 'r2', key))) !== undefined;
 
 let token: string;

@@ -6,6 +6,7 @@ import { sealPersonSession } from '../../src/identity/person-session';
 import { tokenKey } from '../../src/store/layout';
 import { address, bearer, env, fakeRelease, get, issueToken, seed } from './helpers';
 import { lastByteFlipped, lastHexFlipped } from './identity/helpers';
+import { settings } from '../../src/config';
 
 // Every MAC and hash comparison the registry makes, with a value that differs from the right one only in its
 // LAST bytes: a check that compared only a prefix (or stopped early) would accept these. The one-time login codes,
@@ -23,7 +24,7 @@ beforeAll(async () => {
 describe('signed download URLs', () => {
   it('a signature differing only in its last byte → 403; the right one → 200', async () => {
     const expires = Math.floor(Date.now() / 1000) + 600;
-    const query = new URLSearchParams(await signatureQuery(env, archive, expires));
+    const query = new URLSearchParams(await signatureQuery(settings(env), archive, expires));
     const signature = query.get('signature')!;
     expect((await get(`${archive}?expires=${expires}&signature=${signature}`)).status).toBe(200);
     expect((await get(`${archive}?expires=${expires}&signature=${lastByteFlipped(signature)}`)).status).toBe(403);

@@ -3,6 +3,7 @@ import { moduleAddress } from '../../src/protocol/modules-v1';
 import { seedModule } from '../fixtures/modules';
 import { signIn } from '../../src/auth/session';
 import { bearer, env, errorsOf, get, issueToken } from './helpers';
+import { settings } from '../../src/config';
 
 const vpc = moduleAddress(env.REGISTRY_HOSTNAME, 'acme', 'vpc', 'aws');
 const other = moduleAddress(env.REGISTRY_HOSTNAME, 'other_ns', 'net', 'aws');
@@ -63,7 +64,7 @@ describe('modules.v1 in private mode', () => {
     expect((await get(`/v1/module-archives/registry.example.com/other_ns/net/aws/1.0.0/net-aws-1.0.0.tar.gz?${query}`)).status).toBe(403);
     const { signatureQuery } = await import('../../src/auth/signed-urls');
     const past = Math.floor(Date.now() / 1000) - 1;
-    const expired = await get(`${path}?${await signatureQuery(env, path, past)}`);
+    const expired = await get(`${path}?${await signatureQuery(settings(env), path, past)}`);
     expect(expired.status).toBe(403);
     expect((await errorsOf(expired))[0]).toContain('expired');
   });

@@ -4,12 +4,12 @@ import { signReleaseUrls, verifySignedUrl } from '../../src/auth/signed-urls';
 // What a signature is bound to — method, path, expiry to the second — checked against an HMAC computed
 // here with WebCrypto (not the module's own signer), so the signed string's format is pinned too.
 
-const SECRET = { URL_SIGNING_SECRET: 'test-signing-secret-not-used-anywhere-else' };
+const SECRET = { signingSecret: 'test-signing-secret-not-used-anywhere-else', signedUrlMinutes: 15 };
 const PATH = '/v1/archives/registry.example.com/acme/thing/1.0.0/terraform-provider-thing_1.0.0_linux_amd64.zip';
 const EXPIRES = 1_900_000_000;
 
 /** HMAC-SHA256 over "METHOD\nPATH\nEXPIRES", base64url without padding: the documented signature. */
-async function independentSignature(method: string, path: string, expires: number, secret = SECRET.URL_SIGNING_SECRET): Promise<string> {
+async function independentSignature(method: string, path: string, expires: number, secret = SECRET.signingSecret): Promise<string> {
   const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
   const mac = new Uint8Array(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(`${method}\n${path}\n${expires}`)));
   return btoa(String.fromCharCode(...mac)).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
@@ -26,8 +26,8 @@ describe('signReleaseUrls', () => {
     expect(signed.other).toBe('/v1/providers/acme/thing/versions');
   });
 
-  it('SIGNED_URL_MINUTES changes the lifetime', async () => {
-    const signed = await signReleaseUrls(JSON.stringify({ u: PATH }), { ...SECRET, SIGNED_URL_MINUTES: '60' }, (EXPIRES - 3600) * 1000);
+  it('the signedUrlMinutes setting (SIGNED_URL_MINUTES) changes the lifetime', async () => {
+    const signed = await signReleaseUrls(JSON.stringify({ u: PATH }), { ...SECRET, signedUrlMinutes: 60 }, (EXPIRES - 3600) * 1000);
     expect(JSON.parse(signed).u).toContain(`?expires=${EXPIRES}&`);
   });
 });

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { signatureQuery } from '../../src/auth/signed-urls';
 import { address, bearer, env, errorsOf, fakeRelease, get, getWith, issueToken, resolve, seed, sha256HexOf } from './helpers';
+import { settings } from '../../src/config';
 
 // Private mode: every release-file URL in a metadata response is signed;
 // release files need a valid signature and never a token.
@@ -154,14 +155,14 @@ describe('release files in private mode', () => {
   it('an expired URL (correctly signed) → 403 saying it expired', async () => {
     const path = archivePath('linux_amd64');
     const expires = Math.floor(Date.now() / 1000) - 1;
-    const response = await get(`${path}?${await signatureQuery(env, path, expires)}`);
+    const response = await get(`${path}?${await signatureQuery(settings(env), path, expires)}`);
     expect(response.status).toBe(403);
     expect((await errorsOf(response))[0]).toContain('expired');
   });
 
   it('a URL signed with another secret → 403', async () => {
     const path = archivePath('linux_amd64');
-    const query = await signatureQuery({ URL_SIGNING_SECRET: 'another secret' }, path, Math.floor(Date.now() / 1000) + 600);
+    const query = await signatureQuery({ signingSecret: 'another secret' }, path, Math.floor(Date.now() / 1000) + 600);
     expect((await get(`${path}?${query}`)).status).toBe(403);
   });
 

@@ -4,6 +4,7 @@ import { mapLimit } from '../../src/concurrency';
 import {
   committedRecordKey, providerIndexKey, providerLeaseName, versionRecordKey, versionsDocumentKey,
 } from '../../src/store/layout';
+import { VersionConflictError } from '../../src/store/errors';
 import { withLease } from '../../src/store/lease';
 import { beginProviderPublish, publishVersion, rebuildProviderIndex } from '../../src/store/providers/write';
 import type { PublishProgress } from '../../src/store/records';
@@ -124,7 +125,7 @@ describe('the index is repaired from the records', () => {
     await expect(withLease(store.blobs, providerLeaseName(provider), { owner: OWNER }, async () => {
       const start = await beginProviderPublish(store, provider, '0.9.0');
       return publishVersion(store, other.record, other.files, () => {}, { existing: start.existing, lists: start.lists });
-    })).rejects.toMatchObject({ status: 409 });
+    })).rejects.toBeInstanceOf(VersionConflictError);
     expect(JSON.parse((await (await store.blobs.get(committedRecordKey(provider, '0.9.0')))!.text())).packages).toEqual(old.packages);
     expect(await store.kv.get(versionRecordKey(provider, '0.9.0'), 'text')).toBeNull();
     await countedPublish(provider, '1.0.0');

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RegistryConfig } from '../config';
 import type { StoreHandle } from '../stores/handle';
-import { InputError } from '../../../src/protocol/errors';
+import { VersionConflictError } from '../../../src/store/errors';
 import { publishModule, type PublishModuleResult } from '../module/publish';
 
 /**
@@ -120,7 +120,7 @@ export async function publishDemoModule(
         results.push(await publishModule({ path: dir, ...DEMO_MODULE, version, store, config, log }));
       } catch (error) {
         // A state an older `npm run demo` filled holds this version with an older README: keep it (immutable).
-        if (!(error instanceof InputError && error.status === 409)) throw error;
+        if (!(error instanceof VersionConflictError)) throw error;
         log(`kept      demo/vpc/aws ${version}: an earlier npm run demo published it with other contents (versions are immutable; start from an empty state to get the current one)`);
       }
     }

@@ -1,5 +1,6 @@
 import { formatAddress, parseHostname, parseProviderName, providerAddress, type ProviderAddress } from '../../../src/protocol/address';
 import { InputError } from '../../../src/protocol/errors';
+import { NotStoredError } from '../../../src/store/errors';
 import { formatModuleAddress, moduleAddress, type ModuleAddress } from '../../../src/protocol/modules-v1';
 import { parseVersion } from '../../../src/protocol/version';
 import { moduleLeaseName, moduleLifecycleKey, providerLeaseName, providerLifecycleKey } from '../../../src/store/layout';
@@ -94,8 +95,8 @@ export async function runLifecycle(options: LifecycleOptions): Promise<Lifecycle
       const [versions, lifecycle] = target.kind === 'provider'
         ? await Promise.all([committedProviderVersions(store, target.address), readLifecycle(store.blobs, providerLifecycleKey(target.address))])
         : await Promise.all([committedModuleVersions(store, target.address), readLifecycle(store.blobs, moduleLifecycleKey(target.address))]);
-      if (versions.length === 0) throw new InputError(`${target.kind} ${name} has no published version`, 404);
-      if (version && !versions.includes(version)) throw new InputError(`${target.kind} ${name} has no version ${version}; published: ${versions.join(', ')}`, 404);
+      if (versions.length === 0) throw new NotStoredError(`${target.kind} ${name} has no published version`);
+      if (version && !versions.includes(version)) throw new NotStoredError(`${target.kind} ${name} has no version ${version}; published: ${versions.join(', ')}`);
       return { kind: target.kind, address: name, command: 'status', version: version ?? null, status: 'status', versions, lifecycle };
     }
     const lease = target.kind === 'provider' ? providerLeaseName(target.address) : moduleLeaseName(target.address);

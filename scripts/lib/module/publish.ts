@@ -4,7 +4,7 @@ import { formatModuleAddress, moduleAddress, type ModuleArchiveFormat } from '..
 import { moduleArchiveFilename, moduleLeaseName } from '../../../src/store/layout';
 import { withLease } from '../../../src/store/lease';
 import { processLeaseOptions } from '../stores/lease';
-import { publishModuleVersion, readModuleRecord } from '../../../src/store/modules/write';
+import { differentPackageError, publishModuleVersion, readModuleRecord, samePackage } from '../../../src/store/modules/write';
 import { CRASH_ENV, KILL_ENV, progressLog } from '../progress';
 import type { ModuleDocs, ModuleVersionRecord } from '../../../src/store/modules/types';
 import { readRegistryConfig, type RegistryConfig } from '../config';
@@ -78,9 +78,10 @@ export interface PublishModuleResult {
 
 /**
  * Validates and publishes one module version. Throws InputError for what the
- * caller can fix (CLI exit 1; status 409 for a version published with other
- * bytes), other errors for infrastructure failures; nothing is written when
- * validation fails.
+ * caller can fix, VersionConflictError for a version published with other
+ * bytes, LeaseBusyError when another publish holds the module (all exit 1 in
+ * the CLI), other errors for infrastructure failures; nothing is written
+ * when validation fails.
  */
 export async function publishModule(options: PublishModuleOptions): Promise<PublishModuleResult> {
   const log = options.log ?? (() => {});
@@ -159,12 +160,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
     // Every publish that reaches the store leaves an audit entry (a dry run none).
     return await audited(options.dryRun ? null : store, options.remote, { action: 'module.publish', target: label }, async () => {
       const existing = await readModuleRecord(store, address, version);
-      if (existing && (existing.sha256 !== sha256 || existing.size !== record.size || existing.filename !== record.filename)) {
-        throw new InputError(
-          `${label} is already published with different contents (SHA-256 ${existing.sha256}, ${existing.filename}; this package ${sha256}, ${record.filename}); published versions are immutable — publish a new version instead`,
-          409,
-        );
-      }
+      if (existing && !samePackage(existing, record)) throw differentPackageError(record, existing);
       if (options.dryRun) {
         log(existing ? `dry run: ${label} is already published with these bytes` : `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`);
         return result('dry-run');

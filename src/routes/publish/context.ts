@@ -1,10 +1,12 @@
 import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
+import { refusalStatus } from '../../http/errors';
 import { errorResponse } from '../../http/responses';
 import type { Actor } from '../../identity/actor';
 import { authorizePublish, PublishRefusal } from '../../identity/publish-auth';
 import { InputError } from '../../protocol/errors';
+import { auditUnverifiedRefusal } from './refusal-audit';
 import { appendAuditEntry, type AuditAction } from '../../store/audit/write';
 import type { BlobStore, KvStore } from '../../store/store';
 
@@ -49,8 +51,8 @@ export interface AuditTarget {
 /**
  * Runs `handle` for an authorised actor: authorises the request for
  * `namespace`, then answers what `handle` returns. A refused credential
- * answers 401/403 (WWW-Authenticate on 401), an InputError its status and
- * message; both leave an audit entry `refused` when the caller is known
+ * answers 401/403 (WWW-Authenticate on 401), a refusal (InputError, a
+ * StoreRefusal) its status (src/http/errors.ts) and message; both leave an audit entry `refused` when the caller is known
  * (a token id, a CI job's claims). Other errors propagate (500, logged).
  */
 export async function asPublisher(
@@ -64,13 +66,18 @@ export async function asPublisher(
     return await handle(actor, store);
   } catch (error) {
     if (error instanceof PublishRefusal) {
-      if (error.claimed) await audit(store, ctx, { ...what, actor: error.claimed, outcome: 'refused', reason: error.message });
+      if (error.claimed && error.status !== 403 && error.claimed.kind === 'ci') {
+        // A CI token that did not verify: its claims are the sender's word, and senders are unlimited.
+        await auditUnverifiedRefusal(env, ctx, { ...what, actor: error.claimed, reason: error.message }, (entry) => audit(store, ctx, { ...entry, outcome: 'refused' }));
+      } else if (error.claimed) await audit(store, ctx, { ...what, actor: error.claimed, outcome: 'refused', reason: error.message });
       const challenge = error.challenge;
       return errorResponse(error.status, error.message, challenge ? { 'www-authenticate': challenge } : {});
     }
-    if (error instanceof InputError) {
-      if (actor) await audit(store, ctx, { ...what, actor, outcome: 'refused', reason: error.message });
-      return errorResponse(error.status, error.message);
+    const status = refusalStatus(error);
+    if (status !== null) {
+      const reason = (error as Error).message;
+      if (actor) await audit(store, ctx, { ...what, actor, outcome: 'refused', reason });
+      return errorResponse(status, reason);
     }
     if (actor) await audit(store, ctx, { ...what, actor, outcome: 'failed', reason: String((error as Error)?.message ?? error) });
     throw error;

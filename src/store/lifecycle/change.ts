@@ -1,6 +1,7 @@
 import { InputError } from '../../protocol/errors';
 import type { BlobStore } from '../store';
 import { parseLifecycle, serializeLifecycle, EMPTY_LIFECYCLE, type LifecycleState } from './state';
+import { ListRebuildRaceError } from '../errors';
 
 /**
  * One lifecycle change applied to the stored state: the pure part
@@ -101,7 +102,8 @@ export async function readLifecycle(blobs: BlobStore, key: string): Promise<Life
  * Applies `action` to the state under `key` and writes it only if the object
  * is still the one read (If-Match, or If-None-Match: * when there was none):
  * the commit point. A lost race (a writer without the lease) is retried
- * with the state read again. `check` runs before the write (the lease).
+ * with the state read again; after 5 lost races throws ListRebuildRaceError.
+ * `check` runs before the write (the lease).
  */
 export async function commitLifecycle(
   blobs: BlobStore, key: string, action: LifecycleAction, check: () => void, now = new Date(),
@@ -117,5 +119,5 @@ export async function commitLifecycle(
     });
     if (written) return result;
   }
-  throw new Error(`${key} kept changing while being written (writers without the lease); run the command again`);
+  throw new ListRebuildRaceError(`${key} kept changing while being written (writers without the lease); run the command again`);
 }

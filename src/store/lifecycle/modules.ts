@@ -1,4 +1,3 @@
-import { InputError } from '../../protocol/errors';
 import { formatModuleAddress, type ModuleAddress } from '../../protocol/modules-v1';
 import { moduleCommittedRecordPrefix, moduleLifecycleKey, moduleRecordPrefix } from '../layout';
 import { listAllKeys, listAllObjectKeys } from '../list';
@@ -8,6 +7,7 @@ import type { PublishProgress } from '../records';
 import type { Store } from '../store';
 import { commitLifecycle, type LifecycleAction } from './change';
 import type { LifecycleResult } from './providers';
+import { NotStoredError } from '../errors';
 
 /**
  * Deprecating, withdrawing and restoring a module's versions: the module
@@ -30,7 +30,7 @@ export async function committedModuleVersions({ kv, blobs }: Store, address: Mod
 }
 
 /**
- * Applies `action` to the module at `address`. Throws InputError (404) when
+ * Applies `action` to the module at `address`. Throws NotStoredError when
  * the module has no published version or the action names a version that
  * was never published (listing the published ones); LeaseLostError from
  * `lease.check()`. Idempotent.
@@ -43,9 +43,9 @@ export async function changeModuleLifecycle(
   const check = () => options.lease?.check();
   const versions = await committedModuleVersions(store, address);
   const name = formatModuleAddress(address);
-  if (versions.length === 0) throw new InputError(`module ${name} has no published version; check the address (NAMESPACE/NAME/SYSTEM of this registry)`, 404);
+  if (versions.length === 0) throw new NotStoredError(`module ${name} has no published version; check the address (NAMESPACE/NAME/SYSTEM of this registry)`);
   if (action.version !== undefined && !versions.includes(action.version)) {
-    throw new InputError(`module ${name} has no version ${action.version}; published: ${versions.join(', ')}`, 404);
+    throw new NotStoredError(`module ${name} has no version ${action.version}; published: ${versions.join(', ')}`);
   }
   const result = await commitLifecycle(blobs, moduleLifecycleKey(address), action, check, options.now);
   await rebuildModuleIndex(store, address, options.progress, check);

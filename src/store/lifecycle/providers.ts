@@ -1,5 +1,4 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
-import { InputError } from '../../protocol/errors';
 import { sortVersions } from '../../protocol/version';
 import { committedRecordPrefix, providerLifecycleKey, versionRecordPrefix } from '../layout';
 import { listAllKeys, listAllObjectKeys } from '../list';
@@ -8,6 +7,7 @@ import type { PublishProgress } from '../records';
 import type { Store } from '../store';
 import { commitLifecycle, type LifecycleAction } from './change';
 import type { LifecycleState } from './state';
+import { NotStoredError } from '../errors';
 
 /**
  * Deprecating, withdrawing and restoring a provider's versions (the write
@@ -38,7 +38,7 @@ export async function committedProviderVersions({ kv, blobs }: Store, address: P
 }
 
 /**
- * Applies `action` to the provider at `address`. Throws InputError (404)
+ * Applies `action` to the provider at `address`. Throws NotStoredError
  * when the provider has no published version, or the action names a version
  * that was never published (listing the published ones); LeaseLostError
  * from `lease.check()`. Idempotent: the same action again changes nothing.
@@ -51,9 +51,9 @@ export async function changeProviderLifecycle(
   const check = () => options.lease?.check();
   const versions = await committedProviderVersions(store, address);
   const name = formatAddress(address);
-  if (versions.length === 0) throw new InputError(`provider ${name} has no published version; check the address (NAMESPACE/TYPE of this registry)`, 404);
+  if (versions.length === 0) throw new NotStoredError(`provider ${name} has no published version; check the address (NAMESPACE/TYPE of this registry)`);
   if (action.version !== undefined && !versions.includes(action.version)) {
-    throw new InputError(`provider ${name} has no version ${action.version}; published: ${versions.join(', ')}`, 404);
+    throw new NotStoredError(`provider ${name} has no version ${action.version}; published: ${versions.join(', ')}`);
   }
   const result = await commitLifecycle(blobs, providerLifecycleKey(address), action, check, options.now);
   await rebuildProviderIndex(store, address, options.progress, check);

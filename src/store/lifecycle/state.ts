@@ -1,4 +1,4 @@
-import { DamagedRecordError } from '../records';
+import { DamagedRecordError } from '../errors';
 
 /**
  * The lifecycle of a provider's or module's versions: metadata beside the

@@ -68,7 +68,7 @@ export async function storePulledArchive(blobs: BlobStore, address: ProviderAddr
  * carries its h1 and size): takes the provider lease (waiting up to
  * `maxWaitMs` for a sync or another commit), adds the version or the platform
  * with storeMirroredVersion, and adds it to the provider's index and lists. Throws what
- * storeMirroredVersion throws — InputError 409 when the mirror already holds
+ * storeMirroredVersion throws — VersionConflictError when the mirror already holds
  * other bytes for that platform (mirrored bytes never change) — and
  * LeaseBusyError when the lease stays held.
  */

@@ -9,6 +9,7 @@ import { removeCatalogEntry } from '../pages/catalog';
 import { listVersionRecords, rebuildProviderIndex, readVersionRecord } from '../providers/write';
 import type { PublishProgress } from '../records';
 import type { Store } from '../store';
+import { NotStoredError } from '../errors';
 
 /**
  * Removing a mirrored upstream version (`npm run mirror -- remove`): the
@@ -43,7 +44,7 @@ export interface RemovedVersion {
 
 /**
  * Removes `version` of the mirrored provider `address`. Throws InputError
- * (400) for our own hostname, (404) when the mirror holds nothing of that
+ * for our own hostname, NotStoredError when the mirror holds nothing of that
  * version (naming the versions it holds); LeaseLostError from `lease.check()`.
  */
 export async function removeMirroredVersion(
@@ -68,7 +69,7 @@ export async function removeMirroredVersion(
   const leftovers = files.length + documents.length + ((await kv.get(mirrorVersionKey(address, version), 'text')) === null ? 0 : 1);
   if (!record && leftovers === 0) {
     const held = (await listVersionRecords(store, address)).map((r) => r.version).sort();
-    throw new InputError(`the mirror holds no ${name} ${version}${held.length ? `; it holds ${held.join(', ')}` : ' (nor any version of it)'}`, 404);
+    throw new NotStoredError(`the mirror holds no ${name} ${version}${held.length ? `; it holds ${held.join(', ')}` : ' (nor any version of it)'}`);
   }
 
   progress({ step: 'record', detail: `removing ${name} ${version}` });

@@ -1,5 +1,4 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
-import { InputError } from '../../protocol/errors';
 import { sortVersions } from '../../protocol/version';
 import { downloadDocument, mirrorVersionDocument } from '../providers/documents';
 import {
@@ -10,6 +9,7 @@ import { type PublishProgress, uploadUnlessStored } from '../records';
 import type { Store } from '../store';
 import { listAllKeys } from '../list';
 import type { PackageRecord, VersionRecord } from '../types';
+import { VersionConflictError } from '../errors';
 
 /**
  * The write side for providers mirrored from another registry (`npm run
@@ -27,8 +27,9 @@ export type MirrorOutcome = 'mirrored' | 'unchanged';
  * stored version gains the packages it lacks: their archives, then every
  * document, then the committed record (replaced only if it is still the one
  * read: an R2 conditional write). A package it already holds
- * must be identical (filename, SHA-256, h1, size) or this throws InputError
- * (409) and writes nothing. Returns 'unchanged' when nothing was missing.
+ * must be identical (filename, SHA-256, h1, size) or this throws
+ * VersionConflictError and writes nothing; so does a record changed
+ * meanwhile by a writer without the lease. Returns 'unchanged' when nothing was missing.
  * Never rebuilds the provider lists: call rebuildProviderIndex once after.
  */
 export async function storeMirroredVersion(
@@ -52,9 +53,8 @@ export async function storeMirroredVersion(
     if (!ours) {
       added.push(pkg);
     } else if (ours.shasum !== pkg.shasum || ours.h1 !== pkg.h1 || ours.size !== pkg.size || ours.filename !== pkg.filename) {
-      throw new InputError(
+      throw new VersionConflictError(
         `${formatAddress(record.address)} ${record.version} ${pkg.os}_${pkg.arch}: the mirror holds SHA-256 ${ours.shasum} (${ours.h1}), the source now has ${pkg.shasum} (${pkg.h1}); mirrored bytes never change — kept ours`,
-        409,
       );
     }
   }
@@ -81,7 +81,7 @@ export async function storeMirroredVersion(
     onlyIf: current ? { etagMatches: current.etag } : { etagDoesNotMatch: '*' },
   });
   if (!written) {
-    throw new InputError(`${formatAddress(record.address)} ${record.version} changed while platforms were being added (another writer without the lease); run the sync again`, 409);
+    throw new VersionConflictError(`${formatAddress(record.address)} ${record.version} changed while platforms were being added (another writer without the lease); run the sync again`);
   }
   return 'mirrored';
 }

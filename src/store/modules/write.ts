@@ -1,6 +1,5 @@
 import { compareVersionsDescending } from './order';
 import { formatModuleAddress, moduleDownloadBody, moduleVersionsBody, type ModuleAddress } from '../../protocol/modules-v1';
-import { InputError } from '../../protocol/errors';
 import {
   moduleArchivePath, moduleCatalogKey, moduleCommittedRecordKey, moduleCommittedRecordPrefix, moduleCommittedRecordsOfHostPrefix,
   moduleDocsKey, moduleDownloadKey, moduleLifecycleKey, moduleObjectKey, moduleRecordKey, moduleRecordPrefix, moduleRecordsOfHostPrefix, moduleVersionsKey,
@@ -9,13 +8,14 @@ import {
 import type { KvStore, Store } from '../store';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import {
-  commitRecord, DamagedRecordError, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
+  commitRecord, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
   type PublishOutcome, type PublishProgress, type StoredFile,
 } from '../records';
 import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from './types';
 import { readLifecycle } from '../lifecycle/change';
 import { withoutWithdrawnInCatalog, writeModuleLifecyclePage } from '../lifecycle/module-lists';
 import { withoutWithdrawn } from '../lifecycle/state';
+import { DamagedRecordError, ListRebuildRaceError, StoredReleaseMismatchError, VersionConflictError } from '../errors';
 
 /**
  * The write side of the module store, used by `npm run publish-module`
@@ -77,10 +77,10 @@ export function samePackage(a: ModuleVersionRecord, b: ModuleVersionRecord): boo
   return a.sha256 === b.sha256 && a.size === b.size && a.filename === b.filename;
 }
 
-export function differentPackageError(record: ModuleVersionRecord, existing: ModuleVersionRecord): InputError {
-  return new InputError(
+/** The VersionConflictError for a module version published with another package. */
+export function differentPackageError(record: ModuleVersionRecord, existing: ModuleVersionRecord): VersionConflictError {
+  return new VersionConflictError(
     `${formatModuleAddress(record.address)} ${record.version} is already published with different contents (SHA-256 ${existing.sha256}, ${existing.filename}; this package ${record.sha256}, ${record.filename}); published versions are immutable — publish a new version instead`,
-    409,
   );
 }
 
@@ -89,9 +89,10 @@ export function differentPackageError(record: ModuleVersionRecord, existing: Mod
  * (`options.lease` is checked before every write: LeaseLostError when lost).
  * Already committed with the same bytes: verifies the package object (size,
  * SHA-256), the documents, the KV record and the lists, rewrites what is
- * missing ('repaired') or nothing ('unchanged'), and throws an Error naming
- * a stored package that differs and cannot be restored. Committed with other
- * bytes: throws InputError (409) — versions are immutable.
+ * missing ('repaired') or nothing ('unchanged'), and throws
+ * StoredReleaseMismatchError naming a stored package that differs and cannot
+ * be restored. Committed with other bytes: throws VersionConflictError —
+ * versions are immutable. ListRebuildRaceError when the lists kept changing.
  * `rebuildIndex: false` skips the list rebuild (a bulk import calls
  * rebuildModuleIndex once at the end).
  */
@@ -166,7 +167,7 @@ export async function verifyModuleVersion(
   );
   if (outcome === 'repaired') repairs++;
   else if (outcome !== 'ok') {
-    throw new Error(`${name} is published but its stored package does not match its record: ${outcome}. Publish the same package again to restore it`);
+    throw new StoredReleaseMismatchError(`${name} is published but its stored package does not match its record: ${outcome}. Publish the same package again to restore it`);
   }
   const recordKey = moduleRecordKey(address, version);
   repairs += await repairDocuments(kv, [
@@ -234,7 +235,7 @@ export async function rebuildModuleIndex(
       return;
     }
   }
-  throw new Error(`the version list of ${formatModuleAddress(address)} kept changing while being rebuilt; run the publish again`);
+  throw new ListRebuildRaceError(`the version list of ${formatModuleAddress(address)} kept changing while being rebuilt; run the publish again`);
 }
 
 /** The module's listed versions, newest first: valid R2 records, plus legacy KV records without one. */

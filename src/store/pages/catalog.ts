@@ -8,6 +8,7 @@ import type { PublishProgress } from '../records';
 import type { BlobStore, KvStore } from '../store';
 import type { ProviderAddress } from '../../protocol/address';
 import { indexDescription, indexedRecords, readProviderIndex } from '../providers/version-index';
+import { ListRebuildRaceError } from '../errors';
 
 /**
  * The provider catalogue (the home page's list), write side: one R2 object
@@ -105,7 +106,7 @@ async function changeCatalog(
     if (now?.etag === etag) return;
     verify = true;
   }
-  throw new Error('the provider catalogue kept changing while being rebuilt; run the publish again');
+  throw new ListRebuildRaceError('the provider catalogue kept changing while being rebuilt; run the publish again');
 }
 
 function parseCatalog(text: string): Catalog | null {

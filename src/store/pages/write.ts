@@ -1,6 +1,5 @@
 import semver from 'semver';
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
-import { InputError } from '../../protocol/errors';
 import { sortVersions } from '../../protocol/version';
 import { fingerprintOf } from '../../protocol/openpgp-packets';
 import type { ProviderDocs } from './provider-docs';
@@ -9,6 +8,7 @@ import type { PageKey, ProviderPageData } from './read';
 import type { KvStore } from '../store';
 import type { SigningKey, VersionRecord } from '../types';
 import { EMPTY_LIFECYCLE, type LifecycleState } from '../lifecycle/state';
+import { VersionConflictError } from '../errors';
 
 /**
  * The write side of the page documents (scripts only, never the Worker): a
@@ -20,7 +20,7 @@ import { EMPTY_LIFECYCLE, type LifecycleState } from '../lifecycle/state';
 /**
  * Stores a version's docs. Docs are immutable like the rest of a version:
  * the same docs again is a no-op ('unchanged'); different docs for a version
- * that has some throws InputError (409). A version published without docs
+ * that has some throws VersionConflictError. A version published without docs
  * may get them later ('written'). With dryRun it only checks ('would write').
  */
 export async function writeVersionDocs(
@@ -30,7 +30,7 @@ export async function writeVersionDocs(
   const existing = await kv.get(docsKey(address, version), 'text');
   if (existing === text) return 'unchanged';
   if (existing !== null) {
-    throw new InputError(`${formatAddress(address)} ${version} already has different docs; docs are immutable like the version — publish a new version with the new docs`, 409);
+    throw new VersionConflictError(`${formatAddress(address)} ${version} already has different docs; docs are immutable like the version — publish a new version with the new docs`);
   }
   if (dryRun) return 'would write';
   await kv.put(docsKey(address, version), text);

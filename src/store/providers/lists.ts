@@ -8,7 +8,8 @@ import {
 } from '../layout';
 import { listAllKeys } from '../list';
 import { providerPageData } from '../pages/write';
-import { commitRecord, DamagedRecordError, readRecordObjects, repairDocuments, warnOnce, type PublishProgress } from '../records';
+import { commitRecord, readRecordObjects, repairDocuments, warnOnce, type PublishProgress } from '../records';
+import { DamagedRecordError, ListRebuildRaceError } from '../errors';
 import type { BlobStore, KvStore } from '../store';
 import type { VersionRecord } from '../types';
 import type { ProviderDocs } from '../pages/provider-docs';
@@ -57,7 +58,7 @@ const ATTEMPTS = 10;
  * unchanged, also the three documents and the catalogue's KV copy. Writes:
  * the index (only when it changed), the three documents, the catalogue. A
  * missing or damaged index is rebuilt from the records first (repair).
- * Throws Error ("kept changing") when other writers changed the index
+ * Throws ListRebuildRaceError when other writers changed the index
  * ATTEMPTS times in a row.
  */
 export async function updateProviderLists(
@@ -141,7 +142,7 @@ async function applyToIndex(
     if (now?.etag === etag) return;
     verify = true;
   }
-  throw new Error(`the version lists of ${formatAddress(address)} kept changing while being rebuilt; run the publish again`);
+  throw new ListRebuildRaceError(`the version lists of ${formatAddress(address)} kept changing while being rebuilt; run the publish again`);
 }
 
 /** Writes (or with `verify`, checks and repairs) the version lists and the page data the index and the lifecycle build; returns the page data. */

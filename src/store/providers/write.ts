@@ -1,5 +1,4 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
-import { InputError } from '../../protocol/errors';
 import { downloadDocument, mirrorVersionDocument } from './documents';
 import {
   committedRecordKey, committedRecordPrefix, downloadDocumentKey, mirrorVersionKey,
@@ -9,11 +8,12 @@ import { mapLimit } from '../../concurrency';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import { loadProviderLists, rebuildProviderLists, updateProviderLists, type ListsState } from './lists';
 import {
-  commitRecord, DamagedRecordError, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject,
+  commitRecord, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject,
   type PublishOutcome, type PublishProgress, type StoredFile,
 } from '../records';
 import type { KvStore, Store } from '../store';
 import type { PackageRecord, SigningKey, VersionRecord } from '../types';
+import { DamagedRecordError, StoredReleaseMismatchError, VersionConflictError } from '../errors';
 
 /**
  * The write side of the store, used by the publish, mirror and keys scripts
@@ -167,12 +167,11 @@ export function sameRelease(a: VersionRecord, b: VersionRecord): boolean {
   return files(a) === files(b) && sums && JSON.stringify(a.protocols) === JSON.stringify(b.protocols);
 }
 
-/** The InputError (409) for a version published with other bytes. */
-export function differentContentsError(record: VersionRecord, existing: VersionRecord): InputError {
-  return new InputError(
+/** The VersionConflictError for a version published with other bytes. */
+export function differentContentsError(record: VersionRecord, existing: VersionRecord): VersionConflictError {
+  return new VersionConflictError(
     `${formatAddress(record.address)} ${record.version} is already published with different contents (${describeDifference(existing, record)}); ` +
       'published versions are immutable — publish a new version instead',
-    409,
   );
 }
 
@@ -181,9 +180,10 @@ export function differentContentsError(record: VersionRecord, existing: VersionR
  * version is committed with the same bytes, verifies what is stored against
  * the record and rewrites what is missing or wrong ('repaired') or nothing
  * ('unchanged'); throws when the stored release differs and `files` cannot
- * restore it. When it is committed with different bytes throws InputError
- * (409, "already published with different contents"): published versions
- * are immutable.
+ * restore it (StoredReleaseMismatchError). When it is committed with
+ * different bytes throws VersionConflictError ("already published with
+ * different contents"): published versions are immutable. LeaseLostError
+ * from `options.lease`, ListRebuildRaceError when the lists kept changing.
  */
 export async function publishVersion(
   store: Store,
@@ -262,7 +262,7 @@ export async function publishVersions(
  * (release files whose bytes match the record): release files present with
  * the recorded size and SHA-256, every document equal to what the record
  * builds, the KV record present. Returns how many things it rewrote; throws
- * an Error naming every mismatch it cannot repair.
+ * StoredReleaseMismatchError naming every mismatch it cannot repair.
  */
 export async function verifyVersion(
   { kv, blobs }: Store,
@@ -294,7 +294,7 @@ export async function verifyVersion(
   ], progress, check);
 
   if (problems.length > 0) {
-    throw new Error(
+    throw new StoredReleaseMismatchError(
       `${name} is published but its stored files do not match its record: ${problems.join('; ')}. ` +
         'Publish the same release files again to restore them (the signature cannot be re-created byte for byte; re-sign by publishing a new version)',
     );

@@ -10,6 +10,7 @@ import { InputError } from '../../../src/protocol/errors';
 import { catalogKey, docsKey, providerPageKey } from '../../../src/store/layout';
 import type { ProviderPageData } from '../../../src/store/pages/read';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from '../helpers';
+import { VersionConflictError } from '../../../src/store/errors';
 
 // publish-provider --docs against a local state: validated before any write, stored per version, immutable.
 const { dir, cleanup } = tempDir('docs');
@@ -62,8 +63,8 @@ describe('publish-provider --docs', () => {
     const file = spec('first');
     expect((await publish('1.0.0', file)).status).toBe('unchanged');
     const before = await snapshot();
-    await expect(publish('1.0.0', spec('changed'))).rejects.toThrow('already has different docs');
-    await expect(publish('1.0.0', spec('changed'), true)).rejects.toThrow('already has different docs');
+    await expect(publish('1.0.0', spec('changed'))).rejects.toThrow(VersionConflictError);
+    await expect(publish('1.0.0', spec('changed'), true)).rejects.toThrow(VersionConflictError);
     expect(await snapshot()).toBe(before);
   });
 
@@ -78,6 +79,16 @@ describe('publish-provider --docs', () => {
     page = JSON.parse((await store.kv.get(providerPageKey(address()), 'text'))!) as ProviderPageData;
     expect(page.versions[0]).toMatchObject({ version: '1.1.0', docs: true });
     expect(page.description).toBe('second');
+  });
+
+  it('--docs with --registry is refused before anything is read or sent (exit 1), naming the way to add docs', async () => {
+    const dist = await writeDist(join(dir, 'dist-registry'), 'x', '3.0.0', { platforms: ['linux_amd64'] });
+    // Port 9 (discard) on loopback: nothing answers, so any request would fail differently.
+    const result = await runScript('publish-provider', [dist, '--namespace', 'acme', '--registry', 'http://127.0.0.1:9', '--docs', spec('api')], { EDGE_REGISTRY_TOKEN: 'ert_not-used' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^error: --docs cannot be sent through --registry/);
+    expect(result.stderr).toContain('npm run publish-provider -- DIST --namespace NS --docs FILE --remote');
+    expect(result.stderr).not.toMatch(/ECONNREFUSED|fetch failed|publishing to/);
   });
 
   it('the CLI names the file and the JSON path, exits 1', async () => {

@@ -9,8 +9,10 @@ import { readRegistryConfig, type RegistryConfig } from '../../../scripts/lib/co
 import { publishRelease } from '../../../scripts/lib/provider/publish';
 import { KvRestStore } from '../../../scripts/lib/stores/kv-rest';
 import { R2S3Store } from '../../../scripts/lib/stores/r2-s3';
-import { InputError } from '../../../src/protocol/errors';
+import { listAuditEntries } from '../../../src/store/audit/read';
+import { publishersKey } from '../../../src/store/layout';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from '../helpers';
+import { VersionConflictError } from '../../../src/store/errors';
 
 // The mirror test's upstream GnuPG home and agent (loaded lazily there) go with this file.
 afterAll(async () => (await import('../mirror/upstream')).releaseUpstreamGpgKey());
@@ -321,8 +323,7 @@ describe('publish-provider --remote', () => {
     expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(puts);
 
     const rebuilt = await writeDist(join(dir, 'dist-rebuilt'), 'cloud', '1.0.0', { platforms: ['linux_amd64'], salt: 'x' });
-    await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(InputError);
-    await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(/already published with different contents/);
+    await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(VersionConflictError);
   });
 });
 
@@ -348,7 +349,7 @@ describe('publish-module --remote', () => {
     expect((await publishModule(options)).status).toBe('unchanged');
     expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(puts);
     writeFileSync(join(tree, 'extra.tf'), 'variable "extra" {}\n');
-    await expect(publishModule(options)).rejects.toThrow(/already published with different contents/);
+    await expect(publishModule(options)).rejects.toThrow(VersionConflictError);
   });
 });
 
@@ -364,6 +365,43 @@ describe('lifecycle --remote', () => {
     const refused = await runScript('lifecycle', ['withdraw', 'acme/net/aws', '--version', '9.0.0', '--message', 'x', '--remote', '--env', 'production', '--config', configPath], remoteEnv());
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('has no version 9.0.0; published: 1.0.0');
+  });
+});
+
+describe('publisher --remote', () => {
+  it('adds, lists and removes a trusted publisher in KV through the REST API, each change audited in R2 through the S3 API as the operator via --remote', async () => {
+    const remote = ['--remote', '--env', 'production', '--config', configPath];
+    const added = await runScript('publisher', ['add', '--namespace', 'acme', '--issuer', 'https://token.actions.githubusercontent.com',
+      '--repository', 'acme/terraform-provider-thing', '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--json', ...remote], remoteEnv());
+    expect(added.code, added.stderr).toBe(0);
+    const { publisher } = JSON.parse(added.stdout) as { publisher: { id: string; repository: string } };
+    expect(publisher.repository).toBe('acme/terraform-provider-thing');
+    // Stored where the Worker reads it: the production namespace's publishers key, through the KV REST API.
+    const stored = kvApi.values.get(`${config.kvNamespaceId}/${publishersKey(config.hostname, 'acme')}`);
+    expect(JSON.parse(stored!)).toMatchObject([{ id: publisher.id, workflow: 'release.yml', ref: 'refs/tags/v*' }]);
+    // Adding it again changes nothing; list reads it back.
+    expect((await runScript('publisher', ['add', '--namespace', 'acme', '--issuer', 'https://token.actions.githubusercontent.com',
+      '--repository', 'acme/terraform-provider-thing', '--workflow', 'release.yml', '--ref', 'refs/tags/v*', ...remote], remoteEnv())).code).toBe(0);
+    const listed = await runScript('publisher', ['list', '--namespace', 'acme', '--json', ...remote], remoteEnv());
+    expect(listed.code, listed.stderr).toBe(0);
+    expect((JSON.parse(listed.stdout) as { publishers: { id: string }[] }).publishers.map((p) => p.id)).toEqual([publisher.id]);
+    // A bad issuer is refused (exit 1) and writes nothing.
+    const refused = await runScript('publisher', ['add', '--namespace', 'acme', '--issuer', 'http://ci.example.com', '--repository', 'a/b', ...remote], remoteEnv());
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(kvApi.values.get(`${config.kvNamespaceId}/${publishersKey(config.hostname, 'acme')}`)!)).toHaveLength(1);
+    const removed = await runScript('publisher', ['remove', '--namespace', 'acme', publisher.id, ...remote], remoteEnv());
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(kvApi.values.has(`${config.kvNamespaceId}/${publishersKey(config.hostname, 'acme')}`)).toBe(false);
+
+    // The audit log in R2 (read back through the S3 API): operator via --remote, with the outcomes.
+    const r2 = new R2S3Store({ endpoint: s3Endpoint, bucket: config.bucketName, accessKeyId: S3_KEY, secretAccessKey: S3_KEY, region: 'us-east-1' });
+    const entries = (await listAuditEntries({ blobs: r2 }, { namespace: 'acme' })).entries.filter((e) => e.action.startsWith('publisher.'));
+    expect(entries.map((e) => [e.action, e.outcome, e.target, e.actor])).toEqual([
+      ['publisher.add', 'ok', `${config.hostname}/acme`, { kind: 'operator', via: 'remote' }],
+      ['publisher.add', 'unchanged', `${config.hostname}/acme`, { kind: 'operator', via: 'remote' }],
+      ['publisher.add', 'refused', `${config.hostname}/acme`, { kind: 'operator', via: 'remote' }],
+      ['publisher.remove', 'ok', `${config.hostname}/acme`, { kind: 'operator', via: 'remote' }],
+    ]);
   });
 });
 

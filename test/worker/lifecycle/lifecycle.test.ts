@@ -2,7 +2,6 @@ import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Env } from '../../../src/env';
 import { moduleAddress } from '../../../src/protocol/modules-v1';
-import { InputError } from '../../../src/protocol/errors';
 import { providerLifecycleKey } from '../../../src/store/layout';
 import { withLease } from '../../../src/store/lease';
 import { commitLifecycle } from '../../../src/store/lifecycle/change';
@@ -10,6 +9,7 @@ import { changeModuleLifecycle } from '../../../src/store/lifecycle/modules';
 import { changeProviderLifecycle } from '../../../src/store/lifecycle/providers';
 import { seedModule } from '../../fixtures/modules';
 import { address, atFakeTime, fakeRelease, get, seed } from '../helpers';
+import { NotStoredError } from '../../../src/store/errors';
 
 /**
  * Deprecate and withdraw as the Worker serves them, through the store's real
@@ -110,13 +110,15 @@ describe('deprecate a provider or a version', () => {
 });
 
 describe('bad input changes nothing', () => {
-  it('refuses an unknown version or provider with a 404 InputError naming what exists', async () => {
+  it('refuses an unknown version or provider with a NotStoredError naming what exists', async () => {
     const provider = await publish('strict', ['1.0.0']);
     const before = await (await get('/v1/providers/acme/strict/versions')).text();
-    await expect(changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'deprecate', version: '9.9.9', message: 'x' }))
-      .rejects.toThrow(new InputError('provider registry.example.com/acme/strict has no version 9.9.9; published: 1.0.0', 404));
-    await expect(changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'withdraw', version: '1.0.1', message: 'x' })).rejects.toThrow(/has no version 1\.0\.1/);
-    await expect(changeProviderLifecycle({ kv, blobs: r2 }, address('acme', 'nonesuch'), { kind: 'deprecate', message: 'x' })).rejects.toThrow(/has no published version/);
+    const unknown = changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'deprecate', version: '9.9.9', message: 'x' });
+    await expect(unknown).rejects.toThrow(NotStoredError);
+    // The message lists the published versions: what the maintainer meant to name.
+    await expect(unknown).rejects.toThrow('published: 1.0.0');
+    await expect(changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'withdraw', version: '1.0.1', message: 'x' })).rejects.toThrow(NotStoredError);
+    await expect(changeProviderLifecycle({ kv, blobs: r2 }, address('acme', 'nonesuch'), { kind: 'deprecate', message: 'x' })).rejects.toThrow(NotStoredError);
     expect(await r2.head(providerLifecycleKey(provider))).toBeNull();
     // Past the list's isolate lifetime: what KV holds now, unchanged.
     expect(await atFakeTime(Date.now() + 60_000, async () => (await get('/v1/providers/acme/strict/versions')).text())).toBe(before);

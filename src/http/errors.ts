@@ -1,0 +1,31 @@
+import { InputError } from '../protocol/errors';
+import { LeaseBusyError, NotStoredError, StoreRefusal, VersionConflictError } from '../store/errors';
+import { errorResponse } from './responses';
+
+/**
+ * The one place where an error a handler throws becomes an HTTP status
+ * (the CLI's counterpart is scripts/lib/cli.ts describeFailure):
+ *
+ *   InputError (bad input)                → its status (400 unless a route chose 404, 413, …)
+ *   NotStoredError                        → 404
+ *   VersionConflictError, LeaseBusyError  → 409
+ *   any other error (StoreFailure included: StoredReleaseMismatchError,
+ *   ListRebuildRaceError, LeaseLostError, DamagedRecordError; ConfigError)
+ *                                         → null: a 500 without internals
+ */
+export function refusalStatus(error: unknown): number | null {
+  if (error instanceof InputError) return error.status;
+  if (error instanceof NotStoredError) return 404;
+  if (error instanceof VersionConflictError || error instanceof LeaseBusyError) return 409;
+  // A refusal added to src/store/errors.ts without a status here is still the caller's to fix.
+  if (error instanceof StoreRefusal) return 409;
+  return null;
+}
+
+/** Maps an error thrown by a handler to a response: a refusal → its 4xx and message, anything else → 500 without internals (logged). */
+export function errorToResponse(error: unknown): Response {
+  const status = refusalStatus(error);
+  if (status !== null) return errorResponse(status, (error as Error).message);
+  console.error('internal error', error);
+  return errorResponse(500, 'internal error');
+}

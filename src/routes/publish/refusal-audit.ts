@@ -1,0 +1,97 @@
+import type { Env } from '../../env';
+import type { Actor } from '../../identity/actor';
+import type { AuditAction } from '../../store/audit/entry';
+
+/**
+ * Audit entries for refusals of credentials nobody verified — a CI ID token
+ * whose signature, issuer, audience or dates failed, so its claims are
+ * whatever the sender wrote. Anyone can send those without limit; one R2
+ * object each would let them fill the audit log (and the R2 bill). So per
+ * isolate and window (AUDIT_REFUSAL_WINDOW_SECONDS, default 60) the first
+ * UNVERIFIED_PER_WINDOW are written one by one as before; the rest are only
+ * counted, and the first of those schedules (ctx.waitUntil) one summary
+ * entry at the window's end: how many, from when to when, per target and
+ * reason, with the last one's claimed actor. Bound: UNVERIFIED_PER_WINDOW + 1
+ * entries per window per isolate (Cloudflare runs many isolates: the bound
+ * multiplies by those an attacker reaches). Refusals of a verified actor — a
+ * CI job whose token verified but matches no trusted publisher (403), an
+ * expired or out-of-scope publish token — are not limited: each costs its
+ * sender a real credential.
+ */
+
+export const UNVERIFIED_PER_WINDOW = 10;
+const DEFAULT_WINDOW_SECONDS = 60;
+
+export interface RefusalEntry {
+  action: AuditAction;
+  target: string;
+  actor: Actor;
+  reason: string;
+}
+
+interface Window {
+  start: number;
+  written: number;
+  suppressed: number;
+  first: number;
+  last: number;
+  byTarget: Map<string, number>;
+  byReason: Map<string, number>;
+  lastEntry: RefusalEntry | null;
+  summaryScheduled: boolean;
+}
+
+let current: Window | null = null;
+
+/** The window in ms: AUDIT_REFUSAL_WINDOW_SECONDS when a number in (0, 3600], else 60 s. */
+export function refusalWindowMs(env: Env): number {
+  const seconds = Number(env.AUDIT_REFUSAL_WINDOW_SECONDS ?? DEFAULT_WINDOW_SECONDS);
+  return (Number.isFinite(seconds) && seconds > 0 && seconds <= 3600 ? seconds : DEFAULT_WINDOW_SECONDS) * 1000;
+}
+
+/**
+ * Records one refusal of an unverified credential: calls `write` with its
+ * entry when the window has room, else counts it and makes sure a summary is
+ * written (through `write`, in ctx.waitUntil) when the window ends.
+ * `write` must not throw (the caller's audit() logs failures).
+ */
+export async function auditUnverifiedRefusal(
+  env: Env, ctx: ExecutionContext, entry: RefusalEntry, write: (entry: RefusalEntry) => Promise<void>, now = Date.now(),
+): Promise<void> {
+  const windowMs = refusalWindowMs(env);
+  if (current === null || now - current.start >= windowMs) {
+    current = { start: now, written: 0, suppressed: 0, first: now, last: now, byTarget: new Map(), byReason: new Map(), lastEntry: null, summaryScheduled: false };
+  }
+  if (current.written < UNVERIFIED_PER_WINDOW) {
+    current.written++;
+    await write(entry);
+    return;
+  }
+  const w = current;
+  if (w.suppressed === 0) w.first = now;
+  w.suppressed++;
+  w.last = now;
+  w.byTarget.set(entry.target, (w.byTarget.get(entry.target) ?? 0) + 1);
+  const reason = entry.reason.slice(0, 160);
+  w.byReason.set(reason, (w.byReason.get(reason) ?? 0) + 1);
+  w.lastEntry = entry;
+  if (w.summaryScheduled) return;
+  w.summaryScheduled = true;
+  const wait = Math.max(0, w.start + windowMs - now);
+  ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, wait)).then(() => write(summary(w))));
+}
+
+/** The summary entry of a window's counted refusals. */
+function summary(w: Window): RefusalEntry {
+  const top = (counts: Map<string, number>) => [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([k, n]) => `${k} ×${n}`).join('; ');
+  const targets = [...w.byTarget].sort((a, b) => b[1] - a[1]);
+  const last = w.lastEntry!;
+  return {
+    action: last.action,
+    target: targets[0]![0],
+    actor: last.actor,
+    reason: `${w.suppressed} more refusals of unverified CI ID tokens between ${new Date(w.first).toISOString()} and ${new Date(w.last).toISOString()}, `
+      + `counted here rather than logged one by one (at most ${UNVERIFIED_PER_WINDOW} are, per window and isolate). `
+      + `Targets: ${top(w.byTarget)}. Reasons: ${top(w.byReason)}. Actor: what the last token claimed (unverified).`,
+  };
+}

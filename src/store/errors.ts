@@ -1,0 +1,86 @@
+/**
+ * The outcomes the store reports by type. None carries an HTTP status or an
+ * exit code: the Worker chooses the status in src/http/errors.ts, the
+ * scripts choose the exit code in scripts/lib/cli.ts. Messages name what
+ * happened and the fix; where users read them (a refused publish) they are
+ * the product.
+ *
+ * StoreRefusal: the caller can act on it (a conflict with what is stored,
+ * nothing stored under the name, a writer holding the lease) — a 4xx in the
+ * Worker, exit 1 in the CLI. StoreFailure: the stored state or a race that
+ * running the command again resolves (or an operator must look at) — a 500
+ * in the Worker, exit 3 in the CLI.
+ */
+
+/** A refusal the caller can act on; see the subclasses. */
+export abstract class StoreRefusal extends Error {}
+
+/** A failure of the stored state or a race; see the subclasses. */
+export abstract class StoreFailure extends Error {}
+
+/**
+ * A version (provider, module, mirrored platform, or its docs) is already
+ * committed with other contents: published versions are immutable. Also a
+ * stored version that changed under a writer without the lease.
+ */
+export class VersionConflictError extends StoreRefusal {
+  constructor(message: string) {
+    super(message);
+    this.name = 'VersionConflictError';
+  }
+}
+
+/** Nothing is stored under what was asked for (no such provider, module or version). */
+export class NotStoredError extends StoreRefusal {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NotStoredError';
+  }
+}
+
+/** Waited for a lease another live writer kept holding (the message names the owner): try again later. */
+export class LeaseBusyError extends StoreRefusal {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LeaseBusyError';
+  }
+}
+
+/**
+ * What R2 holds for a committed version (a release file, a module package)
+ * does not match its record, and the bytes to restore it were not supplied.
+ */
+export class StoredReleaseMismatchError extends StoreFailure {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoredReleaseMismatchError';
+  }
+}
+
+/**
+ * A list (version lists, catalogue, a lifecycle object) kept changing while
+ * it was rebuilt or written: writers without the lease. Running the command
+ * again completes it.
+ */
+export class ListRebuildRaceError extends StoreFailure {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ListRebuildRaceError';
+  }
+}
+
+/** The lease was lost while held: stop writing; running again is safe. */
+export class LeaseLostError extends StoreFailure {
+  constructor(name: string, why: string) {
+    super(`lost the lease ${name} (${why}); stopped before writing more — run the command again`);
+    this.name = 'LeaseLostError';
+  }
+}
+
+/** A stored record that fails validation: which key, and why. Readers report it and skip the record. */
+export class DamagedRecordError extends StoreFailure {
+  constructor(readonly key: string, why: string) {
+    super(`version record ${key} is damaged (${why}); it was skipped`);
+    this.name = 'DamagedRecordError';
+  }
+}

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { errorToResponse, refusalStatus } from '../../../src/http/errors';
+import { InputError } from '../../../src/protocol/errors';
+import {
+  DamagedRecordError, LeaseBusyError, LeaseLostError, ListRebuildRaceError, NotStoredError, StoredReleaseMismatchError, VersionConflictError,
+} from '../../../src/store/errors';
+
+describe('store outcomes become HTTP statuses in one place (src/http/errors.ts)', () => {
+  it('refusals answer their 4xx with the message in the registry error shape', async () => {
+    const cases: [Error, number][] = [
+      [new InputError('bad name'), 400],
+      [new InputError('too big', 413), 413],
+      [new NotStoredError('provider x has no published version'), 404],
+      [new VersionConflictError('x 1.0.0 is already published with different contents'), 409],
+      [new LeaseBusyError('x is being written by y'), 409],
+    ];
+    for (const [error, status] of cases) {
+      expect(refusalStatus(error), error.name).toBe(status);
+      const response = errorToResponse(error);
+      expect(response.status, error.name).toBe(status);
+      expect(response.headers.get('cache-control')).toBe('no-store');
+      expect(await response.json()).toEqual({ errors: [error.message] });
+    }
+  });
+
+  it('store failures and anything unknown answer 500 without their message (internals stay in the log)', async () => {
+    const failures = [
+      new StoredReleaseMismatchError('x: stored files do not match its record'), new ListRebuildRaceError('x kept changing'),
+      new LeaseLostError('providers/x', 'taken over'), new DamagedRecordError('records/x', 'not JSON'), new Error('R2 down'),
+    ];
+    const logged = console.error;
+    console.error = () => {};
+    try {
+      for (const error of failures) {
+        expect(refusalStatus(error), error.name).toBeNull();
+        const response = errorToResponse(error);
+        expect(response.status, error.name).toBe(500);
+        expect(await response.json()).toEqual({ errors: ['internal error'] });
+      }
+    } finally {
+      console.error = logged;
+    }
+  });
+});
