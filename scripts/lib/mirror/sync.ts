@@ -9,7 +9,8 @@ import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../.
 import { providerLeaseName, releaseObjectKey } from '../../../src/store/layout';
 import { withLease, type Lease } from '../../../src/store/lease';
 import { storeMirroredVersion } from '../../../src/store/mirror/write';
-import { readVersionRecord, rebuildProviderIndex, type ReleaseFile } from '../../../src/store/providers/write';
+import { rebuildProviderIndex, type ReleaseFile } from '../../../src/store/providers/write';
+import { readVersionRecord } from '../../../src/store/providers/version-records';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
 import type { StoreHandle } from '../stores/handle';
 import { processLeaseOptions } from '../stores/lease';

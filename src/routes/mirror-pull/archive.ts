@@ -8,7 +8,7 @@ import { parseVersion } from '../../protocol/version';
 import { pullLeaseName, releaseObjectKey } from '../../store/layout';
 import { acquireLease, type Lease } from '../../store/lease';
 import { commitPulledPackage, storePulledArchive, type PullManifest } from '../../store/mirror/pull';
-import { readVersionRecord } from '../../store/providers/write';
+import { readVersionRecord } from '../../store/providers/version-records';
 import { manifestFor, pullContext, type PullContext } from '../../mirror/pull-through';
 import { UpstreamError } from '../../mirror/upstream-http';
 import { verifiedCopy } from '../../mirror/verified-copy';
