@@ -21,3 +21,22 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
   await Promise.all(workers);
   return results;
 }
+
+/** A function that runs `task` when a slot is free (see limiter). */
+export type Limiter = <T>(task: () => Promise<T>) => Promise<T>;
+
+/** Runs at most `n` tasks at once, in call order; each call resolves or rejects as its task does. */
+export function limiter(n: number): Limiter {
+  let active = 0;
+  const queue: (() => void)[] = [];
+  return async <T>(task: () => Promise<T>): Promise<T> => {
+    if (active >= n) await new Promise<void>((resolve) => queue.push(resolve));
+    active++;
+    try {
+      return await task();
+    } finally {
+      active--;
+      queue.shift()?.();
+    }
+  };
+}

@@ -1,4 +1,5 @@
 import { InputError } from '../protocol/errors';
+import { concatBytes } from '../bytes';
 
 /**
  * The Worker's HTTP client for upstream registries (pull-through): follows a
@@ -193,11 +194,5 @@ async function readAtMost(response: Response, limit: number, what: string, signa
     }
     chunks.push(value);
   }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
+  return concatBytes(chunks, total);
 }

@@ -1,5 +1,6 @@
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { UpstreamError } from './upstream-http';
+import { concatBytes } from '../bytes';
 
 /**
  * Copying an upstream archive to R2 and to the client at once, verified on
@@ -71,7 +72,7 @@ async function pump(
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
   const takeBlock = (): Uint8Array => {
-    const block = pending.length === 1 ? pending[0]! : concat(pending, pendingBytes);
+    const block = pending.length === 1 ? pending[0]! : concatBytes(pending, pendingBytes);
     pending = [];
     pendingBytes = 0;
     return block;
@@ -116,16 +117,6 @@ async function pump(
 }
 
 const BLOCK_BYTES = 1024 * 1024;
-
-function concat(chunks: readonly Uint8Array[], length: number): Uint8Array {
-  const block = new Uint8Array(length);
-  let offset = 0;
-  for (const chunk of chunks) {
-    block.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return block;
-}
 
 async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number, what: string): Promise<ReadableStreamReadResult<Uint8Array>> {
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -512,13 +512,13 @@ export const MUTANTS: Mutant[] = [
     to: 'if (false) {',
   },
   {
-    id: 'empty-protocols', file: 'scripts/lib/provider/release.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
+    id: 'empty-protocols', file: 'scripts/lib/provider/release-checks.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
     description: 'a manifest with protocol_versions [] is accepted',
     from: 'if (!Array.isArray(versions) || versions.length === 0 || ',
     to: 'if (!Array.isArray(versions) || ',
   },
   {
-    id: 'empty-executable', file: 'scripts/lib/provider/release.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
+    id: 'empty-executable', file: 'scripts/lib/provider/release-checks.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
     description: 'an empty provider executable is accepted',
     from: 'if (found.size === 0) throw new InputError(`archive ${path}: executable',
     to: 'if (false) throw new InputError(`archive ${path}: executable',
@@ -566,15 +566,15 @@ export const MUTANTS: Mutant[] = [
     to: 'const TRANSIENT_LOCAL_ERROR = /\\b[45]\\d\\d\\b|',
   },
   {
-    id: 'mirror-download-sha-unchecked', file: 'scripts/lib/mirror/sync.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    id: 'mirror-download-sha-unchecked', file: 'scripts/lib/mirror/verify.ts', tests: ['test/scripts/mirror/sync.test.ts'],
     description: 'mirror sync does not compare a downloaded archive\'s SHA-256 with the download document\'s shasum',
     from: 'if (downloaded.sha256Hex !== doc.shasum) {',
     to: 'if (false) {',
   },
   {
-    id: 'mirror-sums-line-unchecked', file: 'scripts/lib/mirror/sync.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    id: 'mirror-sums-line-unchecked', file: 'scripts/lib/mirror/verify.ts', tests: ['test/scripts/mirror/sync.test.ts'],
     description: 'mirror sync does not check the archive against the signed SHA256SUMS',
-    from: 'checkSumsLine(sumLines, doc.filename, doc.shasum, doc.shasumsUrl);',
+    from: 'checkSumsLine(sums, doc.filename, doc.shasum, doc.shasumsUrl);',
     to: '',
   },
   {

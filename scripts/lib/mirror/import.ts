@@ -1,9 +1,8 @@
-import { createReadStream, existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
-import { Readable } from 'node:stream';
 import {
   formatAddress, formatShasums, InputError, parseJson, parseMirrorIndexResponse, parseMirrorVersionResponse, parsePlatformName,
-  parseVersion, providerAddress, sha256Hex, sortVersions, zhHash, type MirrorVersionResponse, type ProviderAddress,
+  parseVersion, providerAddress, sortVersions, zhHash, type MirrorVersionResponse, type ProviderAddress,
 } from '../../../src/protocol/index';
 import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
 import { providerLeaseName } from '../../../src/store/layout';
@@ -14,6 +13,7 @@ import { storeMirroredVersion } from '../../../src/store/mirror/write';
 import { rebuildProviderIndex, type ReleaseFile } from '../../../src/store/providers/write';
 import type { PackageRecord, VersionRecord } from '../../../src/store/types';
 import type { StoreHandle } from '../stores/handle';
+import { diskFile, memoryFile } from '../stores/release-files';
 import { combinedStatus, type MirrorSummary, type PlatformSummary, type ProviderSummary, type VersionSummary } from './summary';
 import { verifyArchive } from './verify';
 
@@ -184,11 +184,8 @@ async function importVersion(
     publishedAt: new Date().toISOString(),
   };
   const files: ReleaseFile[] = [
-    ...verified.map(({ pkg, path }) => ({
-      filename: pkg.filename, sha256Hex: pkg.shasum, size: pkg.size, contentType: 'application/zip',
-      open: () => Readable.toWeb(createReadStream(path, { highWaterMark: 1 << 20 })) as ReadableStream,
-    })),
-    { filename: record.shasumsFilename, sha256Hex: sha256Hex(sums), size: sums.byteLength, contentType: 'text/plain; charset=utf-8', open: () => sums },
+    ...verified.map(({ pkg, path }) => diskFile(pkg.filename, path, { sha256Hex: pkg.shasum, size: pkg.size }, 'application/zip')),
+    memoryFile(record.shasumsFilename, sums, 'text/plain; charset=utf-8'),
   ];
   let outcome: string;
   try {

@@ -1,24 +1,26 @@
-import { createReadStream, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import {
   formatAddress, meetsConstraints, parseConstraints, platformName, sha256Hex, sortVersions, zhHash,
   type Platform, type ProviderAddress,
 } from '../../../src/protocol/index';
-import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
+import { shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
 import { providerLeaseName, releaseObjectKey } from '../../../src/store/layout';
 import { withLease, type Lease } from '../../../src/store/lease';
 import { storeMirroredVersion } from '../../../src/store/mirror/write';
 import { rebuildProviderIndex, type ReleaseFile } from '../../../src/store/providers/write';
 import { readVersionRecord } from '../../../src/store/providers/version-records';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
+import { limiter, type Limiter } from '../../../src/concurrency';
 import type { StoreHandle } from '../stores/handle';
 import { processLeaseOptions } from '../stores/lease';
+import { diskFile, memoryFile } from '../stores/release-files';
 import { CRASH_ENV } from '../progress';
 import { combinedStatus, type MirrorSummary, type PlatformSummary, type ProviderSummary, type VersionSummary } from './summary';
 import { discoverProviders, findPackage, listVersions, type UpstreamPackage } from './upstream';
 import type { UpstreamHttp } from './upstream-http';
-import { checkSumsLine, readSums, verifyArchive, verifySumsSignature } from './verify';
+import { verifySumsSignature } from '../../../src/mirror/signature';
+import { downloadVerified, readSums } from './verify';
 import { makeSyncWorkDir } from './work-dir';
 
 /**
@@ -234,28 +236,10 @@ async function syncVersion(
 
     const verified: { pkg: PackageRecord; path: string }[] = [];
     const results = await Promise.allSettled(missing.map((doc) => limit(async () => {
-      const platform = platformName(doc.platform);
-      const path = join(versionDir, `${platform}.zip`);
-      const started = Date.now();
-      let lastLogged = 0;
-      const downloaded = await options.http.download(doc.downloadUrl, path, 'archive', (bytes, total) => {
-        if (bytes - lastLogged >= 32 * 1024 * 1024) {
-          lastLogged = bytes;
-          const rate = bytes / 1e6 / Math.max(0.001, (Date.now() - started) / 1000);
-          log(`  ${label} ${platform}: ${(bytes / 1e6).toFixed(0)}${total ? ` of ${(total / 1e6).toFixed(0)}` : ''} MB (${rate.toFixed(0)} MB/s)`);
-        }
-      });
-      if (downloaded.sha256Hex !== doc.shasum) {
-        throw new Error(`checksum check failed: ${doc.downloadUrl} has SHA-256 ${downloaded.sha256Hex}, ${doc.documentUrl} says shasum ${doc.shasum}`);
-      }
-      checkSumsLine(sumLines, doc.filename, doc.shasum, doc.shasumsUrl);
-      const digest = await verifyArchive(path, { type: address.type, version, platform: doc.platform, sha256Hex: doc.shasum, source: doc.downloadUrl });
-      const pkg: PackageRecord = {
-        os: doc.platform.os, arch: doc.platform.arch, filename: archiveFilename(address.type, version, doc.platform),
-        shasum: digest.sha256Hex, h1: digest.h1, size: digest.size,
-      };
+      const path = join(versionDir, `${platformName(doc.platform)}.zip`);
+      const pkg = await downloadVerified(options.http, doc, path, sumLines, { address, version, label }, log);
       verified.push({ pkg, path });
-      log(`  ${label} ${platform}: verified (${(digest.size / 1e6).toFixed(1)} MB, signed by ${signer.key_id}, ${digest.h1})`);
+      log(`  ${label} ${platformName(doc.platform)}: verified (${(pkg.size / 1e6).toFixed(1)} MB, signed by ${signer.key_id}, ${pkg.h1})`);
     })));
     const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ doc: missing[i]!, reason: (r.reason as Error).message }] : []));
     for (const { doc, reason } of failures) platforms.push({ platform: platformName(doc.platform), status: 'failed', reason });
@@ -276,10 +260,7 @@ async function syncVersion(
       publishedAt: existing?.publishedAt ?? new Date().toISOString(),
     };
     const files: ReleaseFile[] = [
-      ...verified.map(({ pkg, path }) => ({
-        filename: pkg.filename, sha256Hex: pkg.shasum, size: pkg.size, contentType: 'application/zip',
-        open: () => Readable.toWeb(createReadStream(path, { highWaterMark: 1 << 20 })) as ReadableStream,
-      })),
+      ...verified.map(({ pkg, path }) => diskFile(pkg.filename, path, { sha256Hex: pkg.shasum, size: pkg.size }, 'application/zip')),
       memoryFile(record.shasumsFilename, sums, 'text/plain; charset=utf-8'),
       memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature'),
     ];
@@ -303,26 +284,4 @@ async function syncVersion(
   } finally {
     rmSync(versionDir, { recursive: true, force: true });
   }
-}
-
-function memoryFile(filename: string, bytes: Uint8Array, contentType: string): ReleaseFile {
-  return { filename, sha256Hex: sha256Hex(bytes), size: bytes.byteLength, contentType, open: () => bytes };
-}
-
-type Limiter = <T>(task: () => Promise<T>) => Promise<T>;
-
-/** Runs at most `n` tasks at once, in call order. */
-export function limiter(n: number): Limiter {
-  let active = 0;
-  const queue: (() => void)[] = [];
-  return async <T>(task: () => Promise<T>): Promise<T> => {
-    if (active >= n) await new Promise<void>((resolve) => queue.push(resolve));
-    active++;
-    try {
-      return await task();
-    } finally {
-      active--;
-      queue.shift()?.();
-    }
-  };
 }

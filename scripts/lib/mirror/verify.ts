@@ -1,15 +1,19 @@
 import {
   executableNamePattern, InputError, parseShasums, platformName, type Platform, type ShasumEntry,
 } from '../../../src/protocol/index';
+import { archiveFilename } from '../../../src/protocol/release-files';
+import type { PackageRecord } from '../../../src/store/types';
 import { inspectArchive, type ArchiveDigest } from '../provider/archive';
+import type { UpstreamPackage } from './upstream';
+import type { UpstreamHttp } from './upstream-http';
 
 /**
  * The checks Terraform's installer makes on a provider package, each failing
- * with a message that names the file or URL and the check.
+ * with a message that names the file or URL and the check. (The SHA256SUMS
+ * signature check is the Worker's, src/mirror/signature.ts: one for
+ * `mirror sync` and pull-through.)
  */
 
-// The signature check is the Worker's (src/mirror/signature.ts): one implementation for `mirror sync` and pull-through.
-export { verifySumsSignature } from '../../../src/mirror/signature';
 
 /** Parses SHA256SUMS; an unreadable document fails with its URL. */
 export function readSums(bytes: Uint8Array, url: string): ShasumEntry[] {
@@ -57,4 +61,40 @@ export async function verifyArchive(
     );
   }
   return digest;
+}
+
+/**
+ * Downloads one upstream package to `path` (streamed, progress logged every
+ * 32 MB) and verifies it: its SHA-256 equals the document's `shasum` and the
+ * verified SHA256SUMS line (`sums`), and the zip holds the provider
+ * executable. Returns the package record to store. Throws (UpstreamError or
+ * InputError, naming the URL and the failed check) otherwise.
+ */
+export async function downloadVerified(
+  http: Pick<UpstreamHttp, 'download'>,
+  doc: UpstreamPackage,
+  path: string,
+  sums: readonly ShasumEntry[],
+  of: { address: { type: string }; version: string; label: string },
+  log: (line: string) => void,
+): Promise<PackageRecord> {
+  const platform = platformName(doc.platform);
+  const started = Date.now();
+  let lastLogged = 0;
+  const downloaded = await http.download(doc.downloadUrl, path, 'archive', (bytes, total) => {
+    if (bytes - lastLogged >= 32 * 1024 * 1024) {
+      lastLogged = bytes;
+      const rate = bytes / 1e6 / Math.max(0.001, (Date.now() - started) / 1000);
+      log(`  ${of.label} ${platform}: ${(bytes / 1e6).toFixed(0)}${total ? ` of ${(total / 1e6).toFixed(0)}` : ''} MB (${rate.toFixed(0)} MB/s)`);
+    }
+  });
+  if (downloaded.sha256Hex !== doc.shasum) {
+    throw new Error(`checksum check failed: ${doc.downloadUrl} has SHA-256 ${downloaded.sha256Hex}, ${doc.documentUrl} says shasum ${doc.shasum}`);
+  }
+  checkSumsLine(sums, doc.filename, doc.shasum, doc.shasumsUrl);
+  const digest = await verifyArchive(path, { type: of.address.type, version: of.version, platform: doc.platform, sha256Hex: doc.shasum, source: doc.downloadUrl });
+  return {
+    os: doc.platform.os, arch: doc.platform.arch, filename: archiveFilename(of.address.type, of.version, doc.platform),
+    shasum: digest.sha256Hex, h1: digest.h1, size: digest.size,
+  };
 }

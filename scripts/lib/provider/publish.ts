@@ -1,6 +1,3 @@
-import { createReadStream, existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import {
   formatAddress, formatShasums, InputError, parseHostname, parseProviderName, providerAddress, sha256Hex,
   type ProviderAddress,
@@ -8,23 +5,20 @@ import {
 import { providerLeaseName } from '../../../src/store/layout';
 import { draftVersionRecord } from '../../../src/store/providers/draft';
 import { withLease } from '../../../src/store/lease';
-import { beginProviderPublish, publishVersion, type ReleaseFile } from '../../../src/store/providers/write';
+import { beginProviderPublish, publishVersion } from '../../../src/store/providers/write';
 import { differentContentsError, readVersionRecord, sameRelease } from '../../../src/store/providers/version-records';
 import { readSigningKeys, writeSigningKeys } from '../../../src/store/providers/signing-keys';
-import { type PublishProgress } from '../../../src/store/records';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
 import { readRegistryConfig, type RegistryConfig } from '../config';
-import {
-  explicitPrivateKey, generateSigningKey, loadPrivateKey, localKeyPath, PASSPHRASE_ENV, writePrivateKeyFile, KEY_ENV,
-  type LoadedKey,
-} from '../keys/keyring';
 import { CRASH_ENV, KILL_ENV, progressLog } from '../progress';
 import { processLeaseOptions } from '../stores/lease';
 import type { StoreHandle } from '../stores/handle';
 import { openStore } from '../stores/open';
+import { diskFile, memoryFile } from '../stores/release-files';
 import { readRelease, type ReleasePlan } from './release';
 import type { R2S3Options } from '../stores/r2-s3';
-import { signDetached, verifyDetached } from './sign';
+import { verifyDetached } from '../../../src/protocol/openpgp-signature';
+import { chooseSigner, signDetached } from './sign';
 import { readDocsFile } from './docs/index';
 import { audited } from '../audit';
 import { publishToRegistry } from './publish-registry';
@@ -217,7 +211,7 @@ async function publishPlan(
       supplied = await verifyDetached(plan.shasums.bytes, plan.signature.bytes, namespaceKeys, plan.signature.path);
       log(`${plan.signature.path}: signature verified with key ${supplied.key_id}; publishing it as is`);
     }
-    const signer = existing || supplied ? null : await findSigner(address, config, namespaceKeys, options, env, log);
+    const signer = existing || supplied ? null : await chooseSigner(address, config, namespaceKeys, options, env, log);
     const keyId = existing?.signingKey.key_id ?? supplied?.key_id ?? signer!.keyId;
     return { existing, namespaceKeys, supplied, signer, keyId };
   };
@@ -238,13 +232,7 @@ async function publishPlan(
     return result(keyId, 'dry-run');
   }
 
-  const archiveFiles: ReleaseFile[] = plan.archives.map((a) => ({
-    filename: a.filename,
-    sha256Hex: a.digest.sha256Hex,
-    size: a.digest.size,
-    contentType: 'application/zip',
-    open: () => Readable.toWeb(createReadStream(a.path, { highWaterMark: 1 << 20 })) as ReadableStream,
-  }));
+  const archiveFiles = plan.archives.map((a) => diskFile(a.filename, a.path, a.digest, 'application/zip'));
   const sumsFile = memoryFile(draft.shasumsFilename, shasums, 'text/plain; charset=utf-8');
   const progress = progressLog(log, env[CRASH_ENV], env[KILL_ENV]);
 
@@ -300,73 +288,4 @@ async function publishPlan(
     log(`${name} was already published; nothing rewritten`);
     return result(stored?.signingKey.key_id ?? signingKey.key_id, 'unchanged');
   });
-}
-
-interface Signer {
-  keyId: string;
-  /** Loads (or, in local mode, creates) the private key; may write the key file. */
-  load(): Promise<LoadedKey>;
-  /** What load() will do that a dry run does not. */
-  pending?: string;
-}
-
-/**
- * The key that will sign SHA256SUMS: --key-file, EDGE_REGISTRY_SIGNING_KEY,
- * or (local mode only) .keys/HOST/NS.asc, generated when missing. With
- * --remote the key must already be one of the namespace's keys.
- */
-async function findSigner(
-  address: ProviderAddress,
-  config: RegistryConfig,
-  namespaceKeys: SigningKey[],
-  options: PublishOptions,
-  env: NodeJS.ProcessEnv,
-  log: (line: string) => void,
-): Promise<Signer> {
-  // A key must be one of the namespace's keys, so a rotated-out key cannot
-  // come back through a stale CI secret. Only a local namespace without any
-  // key yet adopts the first key it is given.
-  const requireRegistered = (key: LoadedKey) => {
-    if (namespaceKeys.some((k) => k.key_id === key.publicKey.key_id)) return;
-    if (!options.remote && namespaceKeys.length === 0) return;
-    throw new InputError(
-      `${key.source}: key ${key.publicKey.key_id} is not a signing key of namespace ${address.namespace} (it has ${namespaceKeys.map((k) => k.key_id).join(', ') || 'none'}); ` +
-        `register it first with npm run keys -- import --namespace ${address.namespace}${options.remote ? ' --remote' : ''} --key-file PUBLIC_OR_PRIVATE_KEY_FILE, or sign with a registered key`,
-    );
-  };
-  const explicit = await explicitPrivateKey({ keyFile: options.keyFile, env });
-  if (explicit) {
-    requireRegistered(explicit);
-    return { keyId: explicit.publicKey.key_id, load: async () => explicit };
-  }
-  if (options.remote) {
-    throw new InputError(`no signing key: pass --key-file PATH or set ${KEY_ENV} (and ${PASSPHRASE_ENV} if it is encrypted); create one with npm run keys -- generate --namespace ${address.namespace}`);
-  }
-  const keysDir = options.keysDir ?? join(config.projectRoot, '.keys');
-  const path = localKeyPath(keysDir, address.hostname, address.namespace);
-  if (existsSync(path)) {
-    const key = await loadPrivateKey(readFileSync(path, 'utf8'), path, env[PASSPHRASE_ENV] || undefined);
-    requireRegistered(key);
-    return { keyId: key.publicKey.key_id, load: async () => key };
-  }
-  if (namespaceKeys.length > 0) {
-    throw new InputError(
-      `no private key for namespace ${address.namespace} (its keys: ${namespaceKeys.map((k) => k.key_id).join(', ')}): pass --key-file PATH or set ${KEY_ENV}; ` +
-        `${path} does not exist`,
-    );
-  }
-  return {
-    keyId: '(new key)',
-    pending: `would generate a local signing key into ${path}`,
-    load: async () => {
-      const generated = await generateSigningKey({ name: `edge-registry ${address.hostname}/${address.namespace} (local)` });
-      writePrivateKeyFile(path, generated.armoredPrivateKey);
-      log(`warning: no signing key for namespace ${address.namespace}: generated RSA-4096 key ${generated.publicKey.key_id} into ${path} (git-ignored; local mode only — use npm run keys for real keys)`);
-      return loadPrivateKey(generated.armoredPrivateKey, path);
-    },
-  };
-}
-
-function memoryFile(filename: string, bytes: Uint8Array, contentType: string): ReleaseFile {
-  return { filename, sha256Hex: sha256Hex(bytes), size: bytes.byteLength, contentType, open: () => bytes };
 }

@@ -1,16 +1,13 @@
-import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import {
-  InputError, parsePlatformName, parseProviderName, parseVersion, platformName, type Platform,
-} from '../../../src/protocol/index';
-import {
-  ANY_EXECUTABLE_NAME, RELEASE_FILE_PATTERNS, archiveFilename, executableName, executableNamePattern, shasumsFilename,
-} from '../../../src/protocol/release-files';
+import { InputError, platformName, type Platform } from '../../../src/protocol/index';
+import { RELEASE_FILE_PATTERNS, archiveFilename, shasumsFilename } from '../../../src/protocol/release-files';
 import { mapLimit } from '../../../src/concurrency';
-import { checkReleaseShasums } from '../../../src/protocol/release-shasums';
-import { inspectArchive, sha256File, type ArchiveDigest, type ProgressSink } from './archive';
-import { assertReadableBinary, zipBinary } from './zip-binary';
+import { inspectArchive, type ArchiveDigest, type ProgressSink } from './archive';
+import { checkShasums, findExecutable, readManifestProtocols } from './release-checks';
+import { parseBinaryOption, pickName, platformFrom, readDirectory, type Named } from './release-inputs';
+import { zipBinary } from './zip-binary';
 
 /**
  * Reading a release from disk into a validated plan, before anything is
@@ -64,10 +61,6 @@ export interface ReleasePlan {
 }
 
 const { archive: ARCHIVE, manifest: MANIFEST, shasums: SUMS, signature: SIG } = RELEASE_FILE_PATTERNS;
-const EXECUTABLE = ANY_EXECUTABLE_NAME;
-const PROTOCOL = /^[0-9]+\.[0-9]+$/;
-
-interface Named { path: string; type: string; version: string }
 
 /**
  * Validates the input and returns the plan. Throws InputError for the first
@@ -188,165 +181,6 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
   } catch (error) {
     cleanup();
     throw error;
-  }
-}
-
-/** A release file's name (archive, manifest, SHA256SUMS, signature) — what a dist/ directory is read for. */
-function isReleaseFileName(name: string): boolean {
-  return ARCHIVE.test(name) || MANIFEST.test(name) || SUMS.test(name) || SIG.test(name) || (name.startsWith('terraform-provider-') && name.endsWith('.zip'));
-}
-
-/**
- * Reads a dist/ directory. Regular files are considered; a symlink is
- * followed only to a regular file inside the directory. A release file name
- * that is anything else (a symlink out of the directory, a dangling one, a
- * directory) is refused, so a publish never goes ahead with fewer files than
- * the directory holds; any other entry is listed in a note as ignored.
- * Throws InputError for an empty directory.
- */
-function readDirectory(raw: string, path: string, consider: (path: string, fromDirectory: boolean) => void, notes: string[]): void {
-  const entries = readdirSync(path, { withFileTypes: true });
-  if (entries.length === 0) {
-    throw new InputError(`${raw} is empty: expected a goreleaser dist/ with terraform-provider-TYPE_VERSION_OS_ARCH.zip files (run goreleaser first), or pass --binary OS_ARCH=PATH`);
-  }
-  const root = realpathSync(path);
-  const ignored: string[] = [];
-  for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
-    const full = join(path, entry.name);
-    if (entry.isFile()) {
-      if (isReleaseFileName(entry.name)) consider(full, true);
-      else ignored.push(entry.name);
-      continue;
-    }
-    if (entry.isSymbolicLink()) {
-      let target: string | null = null;
-      try {
-        target = realpathSync(full);
-      } catch {
-        target = null;
-      }
-      const inside = target !== null && target.startsWith(`${root}/`) && statSync(target).isFile();
-      if (inside) {
-        if (isReleaseFileName(entry.name)) {
-          consider(full, true);
-          notes.push(`${entry.name} is a symlink to ${target!.slice(root.length + 1)} in the same directory; published its contents`);
-        } else {
-          ignored.push(`${entry.name} (symlink)`);
-        }
-        continue;
-      }
-      const why = target === null ? 'a dangling symlink' : `a symlink to ${target}, ${statSync(target).isFile() ? 'outside the directory' : 'not a regular file'}`;
-      if (isReleaseFileName(entry.name)) {
-        throw new InputError(`${full} is ${why}; only symlinks to files inside ${raw} are followed — copy the file into the directory, or pass it as an argument`);
-      }
-      ignored.push(`${entry.name} (${why})`);
-      continue;
-    }
-    if (isReleaseFileName(entry.name)) {
-      throw new InputError(`${full} is not a regular file (${entry.isDirectory() ? 'a directory' : 'a special file'}); a release file must be a file`);
-    }
-    ignored.push(entry.isDirectory() ? `${entry.name}/` : entry.name);
-  }
-  if (ignored.length > 0) {
-    notes.push(`ignored in ${raw} (not release files): ${ignored.slice(0, 12).join(', ')}${ignored.length > 12 ? `, … (${ignored.length} in all)` : ''}`);
-  }
-}
-
-interface BinaryOption { raw: string; platform: Platform; path: string; type?: string; version?: string }
-
-function parseBinaryOption(raw: string): BinaryOption {
-  const index = raw.indexOf('=');
-  if (index <= 0 || index === raw.length - 1) throw new InputError(`--binary ${raw}: expected OS_ARCH=PATH, e.g. --binary linux_amd64=./terraform-provider-acme`);
-  const platform = parsePlatformName(raw.slice(0, index));
-  const path = resolve(raw.slice(index + 1));
-  // Checked here, before the type and version are read from its name: a wrong path is the real problem.
-  assertReadableBinary(path);
-  const match = EXECUTABLE.exec(basename(path));
-  return { raw, platform, path, ...(match ? { type: match[1]!, version: match[2]! } : {}) };
-}
-
-function platformFrom(path: string, name: string): Platform {
-  try {
-    return parsePlatformName(name);
-  } catch (error) {
-    throw new InputError(`${path}: ${(error as Error).message}; rename the archive`);
-  }
-}
-
-/** The type or version: the override, else the one every file name agrees on. */
-function pickName(what: 'type' | 'version', override: string | undefined, files: Named[], binaries: BinaryOption[]): string {
-  const parse = (value: string) => (what === 'type' ? parseProviderName(value, 'type') : parseVersion(value));
-  if (override !== undefined) {
-    try {
-      return parse(override);
-    } catch (error) {
-      throw new InputError(`--${what}: ${(error as Error).message}`);
-    }
-  }
-  const found = new Map<string, string>();
-  for (const file of files) found.set(file[what], file.path);
-  if (files.length === 0) for (const binary of binaries) if (binary[what]) found.set(binary[what]!, binary.path);
-  if (found.size === 0) throw new InputError(`cannot tell the provider ${what} from the file names; pass --${what}`);
-  if (found.size > 1) {
-    throw new InputError(`the files name different ${what}s (${[...found].map(([v, p]) => `${v} in ${basename(p)}`).join(', ')}); publish one provider version at a time, or pass --${what}`);
-  }
-  const [value, path] = [...found][0]!;
-  try {
-    const parsed = parse(value);
-    if (parsed !== value) throw new InputError(`${what} "${value}" must be lower case`);
-    return parsed;
-  } catch (error) {
-    throw new InputError(`${path}: ${(error as Error).message}; rename the file or pass --${what}`);
-  }
-}
-
-/** Requires the provider executable at the zip's top level; returns its name. */
-function findExecutable(path: string, digest: ArchiveDigest, type: string, version: string, platform: Platform): string {
-  const exact = executableName(type, version, platform);
-  const accepted = executableNamePattern(type, version, platform);
-  const found = digest.entries.find((entry) => !entry.isDirectory && accepted.test(entry.name));
-  if (!found) {
-    const names = digest.entries.map((e) => e.name);
-    const shown = names.slice(0, 8).join(', ') + (names.length > 8 ? `, … (${names.length} entries)` : '');
-    throw new InputError(`archive ${path}: expected executable ${exact} at the top level, found ${shown || 'no files'}; build with goreleaser's binary name "{{ .ProjectName }}_v{{ .Version }}" or use --binary`);
-  }
-  if (found.size === 0) throw new InputError(`archive ${path}: executable ${found.name} is empty; rebuild the provider`);
-  return found.name;
-}
-
-function readManifestProtocols(path: string): string[] {
-  let manifest: unknown;
-  try {
-    manifest = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (error) {
-    throw new InputError(`${path}: not valid JSON (${(error as Error).message}); expected {"version": 1, "metadata": {"protocol_versions": ["6.0"]}}`);
-  }
-  const metadata = (manifest as { metadata?: { protocol_versions?: unknown } } | null)?.metadata;
-  const versions = metadata?.protocol_versions;
-  if (versions === undefined) {
-    throw new InputError(`${path}: metadata.protocol_versions is missing; expected {"version": 1, "metadata": {"protocol_versions": ["6.0"]}}`);
-  }
-  if (!Array.isArray(versions) || versions.length === 0 || !versions.every((v) => typeof v === 'string' && PROTOCOL.test(v))) {
-    throw new InputError(`${path}: metadata.protocol_versions must be a non-empty list like ["5.0"] or ["6.0"]`);
-  }
-  return [...new Set(versions as string[])];
-}
-
-/** checkReleaseShasums, plus the manifest's line when the release has one. */
-async function checkShasums(
-  shasums: { path: string; bytes: Uint8Array },
-  archives: PlannedArchive[],
-  manifestPath: string | undefined,
-): Promise<void> {
-  const where = shasums.path;
-  const listed = archives.map((a) => ({ filename: a.filename, sha256Hex: a.digest.sha256Hex, shown: a.path }));
-  const entries = checkReleaseShasums(shasums.bytes, listed, where, (filename) => ARCHIVE.test(filename));
-  const manifest = manifestPath === undefined ? undefined : entries.find((e) => e.filename === basename(manifestPath));
-  if (manifest) {
-    const { sha256Hex } = await sha256File(manifestPath!);
-    if (sha256Hex !== manifest.sha256Hex) {
-      throw new InputError(`${where}: ${manifest.filename} is listed with SHA-256 ${manifest.sha256Hex} but ${manifestPath} has ${sha256Hex}; rebuild the release`);
-    }
   }
 }
 

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Miniflare } from 'miniflare';
-import type { BlobHead, BlobStore, BlobWriteCondition, KvStore } from '../../../src/store/store';
+import type { BlobHead, BlobStore, KvStore } from '../../../src/store/store';
 import { compatibilityDate, type RegistryConfig } from '../config';
 import { fixedParts } from './parts';
 import { LOCAL_RUNTIME_SCRIPT, dispatchKv, dispatchR2, type Dispatch, type PutOptions, type R2Like } from './local-runtime';

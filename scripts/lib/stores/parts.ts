@@ -1,3 +1,5 @@
+import { concatBytes } from '../../../src/bytes';
+
 /**
  * Splits a stream into chunks of exactly `size` bytes (the last may be
  * shorter), each its own buffer — never a view on a larger one, since the
@@ -16,7 +18,7 @@ export async function* fixedParts(stream: ReadableStream<Uint8Array>, size: numb
       while (pendingBytes + piece.byteLength >= size) {
         const take = size - pendingBytes;
         pending.push(piece.subarray(0, take));
-        yield concat(pending, size);
+        yield concatBytes(pending, size);
         pending = [];
         pendingBytes = 0;
         piece = piece.subarray(take);
@@ -26,19 +28,8 @@ export async function* fixedParts(stream: ReadableStream<Uint8Array>, size: numb
         pendingBytes += piece.byteLength;
       }
     }
-    if (pendingBytes > 0) yield concat(pending, pendingBytes);
+    if (pendingBytes > 0) yield concatBytes(pending, pendingBytes);
   } finally {
     reader.releaseLock();
   }
-}
-
-/** One new buffer holding `chunks` (`length` bytes in all). */
-export function concat(chunks: Uint8Array[], length: number): Uint8Array {
-  const out = new Uint8Array(length);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
 }

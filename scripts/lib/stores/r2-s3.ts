@@ -1,6 +1,7 @@
 import { AwsClient } from 'aws4fetch';
 import type { BlobHead, BlobStore, BlobWriteCondition } from '../../../src/store/store';
-import { concat, fixedParts } from './parts';
+import { concatBytes } from '../../../src/bytes';
+import { fixedParts } from './parts';
 import { backoff, sleep } from './retry';
 
 /**
@@ -110,7 +111,7 @@ export class R2S3Store implements BlobStore {
       next = await parts.next();
     }
     if (next.done) {
-      const body = concat(head, buffered);
+      const body = concatBytes(head, buffered);
       let response = await this.client.fetch(this.url(key), { method: 'PUT', headers: { ...headers, 'content-length': String(body.byteLength) }, body });
       // S3-compatible stores answer 409 ConditionalRequestConflict when two conditional writes of one key race;
       // the write is to be sent again, and then its condition decides (412 for the loser).

@@ -2,6 +2,7 @@ import { InputError } from '../../protocol/errors';
 import type { ModuleArchiveFormat } from '../../protocol/modules-v1';
 import { checkedEntryName, checkedLinkTarget, requireRootConfiguration } from '../../protocol/module-package';
 import { storedZipEntries } from './stored-zip';
+import { concatBytes } from '../../bytes';
 
 /**
  * The module package rules (src/protocol/module-package.ts), as `publish-module`
@@ -57,7 +58,7 @@ async function tarNames(bucket: R2Bucket, key: string, label: string): Promise<s
           skip -= n;
           chunk = chunk.subarray(n);
           if (skip === 0 && collecting) {
-            const text = decoder.decode(concat(collecting.bytes));
+            const text = decoder.decode(concatBytes(collecting.bytes));
             if (collecting.kind === 'longname') longName = text.replace(/\0.*$/s, '');
             else paxPath = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(text)?.[1] ?? null;
             collecting = null;
@@ -66,7 +67,7 @@ async function tarNames(bucket: R2Bucket, key: string, label: string): Promise<s
         }
         const need = 512 - pending.byteLength;
         const take = chunk.subarray(0, need);
-        pending = concat([pending, take]);
+        pending = concatBytes([pending, take]);
         chunk = chunk.subarray(take.byteLength);
         if (pending.byteLength < 512) continue;
         const block = pending;
@@ -105,14 +106,4 @@ async function tarNames(bucket: R2Bucket, key: string, label: string): Promise<s
     await reader.cancel().catch(() => {});
   }
   return names;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
 }
