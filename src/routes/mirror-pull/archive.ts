@@ -9,7 +9,7 @@ import { pullLeaseName, releaseObjectKey } from '../../store/layout';
 import { acquireLease, type Lease } from '../../store/lease';
 import { commitPulledPackage, readManifest, storePulledArchive, type PullManifest } from '../../store/mirror/pull';
 import { storePulledArchiveInParts } from '../../store/mirror/pull-parts';
-import { readVersionRecord } from '../../store/providers/write';
+import { readVersionRecord } from '../../store/providers/version-records';
 import { manifestFor, pullContext, type PullContext } from '../../mirror/pull-through';
 import { UpstreamError } from '../../mirror/upstream-http';
 import { verifiedCopy } from '../../mirror/verified-copy';

@@ -6,7 +6,7 @@ import { parsePolicy } from '../../../src/mirror/policy';
 import { releaseObjectKey } from '../../../src/store/layout';
 import { clearPolicy, writePolicy } from '../../../src/store/mirror/policy';
 import { writeManifest, type PullManifest } from '../../../src/store/mirror/pull';
-import { readVersionRecord } from '../../../src/store/providers/write';
+import { readVersionRecord } from '../../../src/store/providers/version-records';
 import { zipStored } from '../../fixtures/archives';
 import { address, atFakeTime, get, sha256HexOf } from '../helpers';
 
