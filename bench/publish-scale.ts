@@ -12,7 +12,8 @@ import { committedRecordKey, moduleArchiveFilename, moduleCommittedRecordKey } f
 import { moduleAddress } from '../src/protocol/modules-v1';
 import { rebuildModuleIndex } from '../src/store/modules/write';
 import { seedModule } from '../test/fixtures/modules';
-import { rebuildProviderIndex, writeSigningKeys } from '../src/store/providers/write';
+import { rebuildProviderIndex } from '../src/store/providers/write';
+import { writeSigningKeys } from '../src/store/providers/signing-keys';
 import { commitRecord } from '../src/store/records';
 import { countingStore, type StoreOperation } from '../test/fixtures/counting-store';
 import { fakeRelease } from '../test/fixtures/release';

@@ -9,11 +9,17 @@
  * memory: no I/O, so the process CPU it takes is the Worker's own work.
  * what=h1&key=K computes the h1 of R2 object K as the pull does; what=read&key=K
  * only reads it (the simulator's share, to subtract).
+ *
+ * POST /__bench/repack?times=N with a GitHub tarball as the body runs the
+ * module proxy's own work on it N times (unpack, checks, deterministic
+ * repack, gzip, docs, SHA-256): no I/O, for the module bench.
  */
 import worker from '../src/index';
 import type { Env } from '../src/env';
 import { verifiedCopy } from '../src/mirror/verified-copy';
 import { zipDigest } from '../src/mirror/zip-digest';
+import { repackModule } from '../src/mirror/modules/repack';
+import { proxiedModuleDocs } from '../src/mirror/modules/docs';
 
 const ops: Record<string, number> = {};
 const count = (name: string) => (ops[name] = (ops[name] ?? 0) + 1);
@@ -53,6 +59,7 @@ export default {
       return new Response(body, { headers: { 'content-type': 'application/json' } });
     }
     if (url.pathname === '/__bench/cpu') return cpu(url, env);
+    if (url.pathname === '/__bench/repack') return repack(request, url);
     return worker.fetch(request, countingEnv(env), ctx);
   },
 } satisfies ExportedHandler<Env>;
@@ -94,3 +101,16 @@ async function cpu(url: URL, env: Env): Promise<Response> {
   return Response.json(digest);
 }
 export { DownloadCounter } from '../src/downloads/counter';
+
+async function repack(request: Request, url: URL): Promise<Response> {
+  const bytes = new Uint8Array(await request.arrayBuffer());
+  const times = Number(url.searchParams.get('times') ?? '1');
+  let size = 0;
+  for (let i = 0; i < times; i++) {
+    const repacked = await repackModule(bytes, 'tar.gz', { stripTop: true, subdir: '', label: 'bench', maxUnpackedBytes: 64 * 1024 * 1024 });
+    proxiedModuleDocs(repacked.texts);
+    await crypto.subtle.digest('SHA-256', repacked.bytes);
+    size = repacked.bytes.length;
+  }
+  return Response.json({ size });
+}

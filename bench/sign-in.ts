@@ -10,6 +10,7 @@ import { parseCliAuthzRequest } from '../src/identity/login-v1';
 import { evaluatePolicy, parsePolicy } from '../src/identity/policy';
 import { newProviderRequest } from '../src/identity/provider';
 import { seal, unseal } from '../src/identity/seal';
+import { settings } from '../src/config';
 
 /**
  * `npm run bench:sign-in`: the Worker CPU of each sign-in step's own work —
@@ -21,7 +22,8 @@ import { seal, unseal } from '../src/identity/seal';
  * derivations) and the mean of the next ones.
  */
 const N = Number(process.env.BENCH_N ?? 300);
-const env = { URL_SIGNING_SECRET: 'bench-signing-secret' } as Env;
+const env = { URL_SIGNING_SECRET: 'bench-signing-secret', REGISTRY_HOSTNAME: 'registry.example.com' } as Env;
+const config = settings(env);
 const policy = parsePolicy(JSON.stringify({ rules: [{ if: { groups: 'platform' }, scopes: ['*'] }, { if: { email_domain: 'acme.com' }, scopes: ['acme'] }], admins: { groups: 'registry-admins' } }));
 const issuer = 'https://idp.acme.example';
 const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
@@ -64,8 +66,8 @@ async function tokenStep(verifier: string, challenge: string): Promise<void> {
 
 async function pageStep(): Promise<void> {
   // The cookie's crypto (the per-request R2 head of the offboarding marker is I/O).
-  const value = await seal(env, 'person-session', { person: { issuer, subject: 'alice', email: 'alice@acme.com' }, scopes: ['*'], admin: false, expires: Math.floor(Date.now() / 1000) + 3600, issued: Math.floor(Date.now() / 1000) });
-  if (!(await unseal(env, 'person-session', value))) throw new Error('session');
+  const value = await seal(config, 'person-session', { person: { issuer, subject: 'alice', email: 'alice@acme.com' }, scopes: ['*'], admin: false, expires: Math.floor(Date.now() / 1000) + 3600, issued: Math.floor(Date.now() / 1000) });
+  if (!(await unseal(config, 'person-session', value))) throw new Error('session');
 }
 
 async function idTokenBody(nonce: string): Promise<string> {

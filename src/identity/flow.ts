@@ -1,4 +1,5 @@
 import type { Env } from '../env';
+import { settings } from '../config';
 import { sha256Hex } from '../protocol/hashes';
 import { cookieValue } from '../auth/session';
 import type { CliAuthzRequest } from './login-v1';
@@ -31,7 +32,7 @@ const flowCookieName = (state: string) => `__Host-login-${sha256Hex(state).slice
 
 /** The Set-Cookie value that stores `flow`. */
 export async function flowCookie(env: Env, flow: LoginFlow): Promise<string> {
-  const value = await seal(env, 'login-flow', flow);
+  const value = await seal(settings(env), 'login-flow', flow);
   return `${flowCookieName(flow.provider.state)}=${value}; Path=/; Max-Age=${FLOW_SECONDS}; HttpOnly; Secure; SameSite=Lax`;
 }
 
@@ -49,7 +50,7 @@ export async function readFlow(request: Request, env: Env, state: string, now = 
   if (state === '' || state.length > 512) return null;
   const value = cookieValue(request.headers.get('cookie'), flowCookieName(state));
   if (value === null) return null;
-  const flow = await unseal(env, 'login-flow', value) as LoginFlow | null;
+  const flow = await unseal(settings(env), 'login-flow', value) as LoginFlow | null;
   if (flow === null || typeof flow !== 'object' || typeof flow.expiresAt !== 'number' || flow.expiresAt <= now) return null;
   if (flow.provider?.state !== state) return null;
   return flow;

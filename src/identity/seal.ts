@@ -1,4 +1,4 @@
-import type { Env } from '../env';
+import { ConfigError, type Settings } from '../config';
 import { base64url, fromBase64url } from '../auth/bytes';
 import { deriveAesGcmKey } from '../auth/aes-key';
 
@@ -18,9 +18,12 @@ export type SealPurpose = 'login-flow' | 'person-session';
 const keys = new Map<string, Promise<CryptoKey>>();
 const SALT = new TextEncoder().encode('edge-registry seal v1');
 
-function sealKey(env: Pick<Env, 'URL_SIGNING_SECRET'>, purpose: SealPurpose): Promise<CryptoKey> {
-  const secret = env.URL_SIGNING_SECRET ?? '';
-  if (secret === '') throw new Error('URL_SIGNING_SECRET is not set; sign-in needs it (wrangler secret put URL_SIGNING_SECRET, locally .dev.vars)');
+/** What sealing needs of the settings: Settings.signingSecret (URL_SIGNING_SECRET). */
+type SealSettings = Pick<Settings, 'signingSecret'>;
+
+function sealKey(config: SealSettings, purpose: SealPurpose): Promise<CryptoKey> {
+  const secret = config.signingSecret;
+  if (secret === '') throw new ConfigError('URL_SIGNING_SECRET is not set; sign-in needs it (wrangler secret put URL_SIGNING_SECRET, locally .dev.vars)');
   const id = `${purpose}\n${secret}`;
   let key = keys.get(id);
   if (!key) {
@@ -31,11 +34,11 @@ function sealKey(env: Pick<Env, 'URL_SIGNING_SECRET'>, purpose: SealPurpose): Pr
   return key;
 }
 
-/** Seals `value` (JSON-serialisable) for `purpose`. Throws only when URL_SIGNING_SECRET is unset. */
-export async function seal(env: Pick<Env, 'URL_SIGNING_SECRET'>, purpose: SealPurpose, value: unknown): Promise<string> {
+/** Seals `value` (JSON-serialisable) for `purpose`. Throws ConfigError only, when URL_SIGNING_SECRET is unset. */
+export async function seal(config: SealSettings, purpose: SealPurpose, value: unknown): Promise<string> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const plain = new TextEncoder().encode(JSON.stringify(value));
-  const cipher = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, await sealKey(env, purpose), plain));
+  const cipher = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, await sealKey(config, purpose), plain));
   const out = new Uint8Array(iv.byteLength + cipher.byteLength);
   out.set(iv);
   out.set(cipher, iv.byteLength);
@@ -43,12 +46,12 @@ export async function seal(env: Pick<Env, 'URL_SIGNING_SECRET'>, purpose: SealPu
 }
 
 /** Opens a sealed value: the parsed JSON, or null (never throws for bad input) when it is malformed, altered or sealed for another purpose or key. */
-export async function unseal(env: Pick<Env, 'URL_SIGNING_SECRET'>, purpose: SealPurpose, sealed: string): Promise<unknown> {
+export async function unseal(config: SealSettings, purpose: SealPurpose, sealed: string): Promise<unknown> {
   if (sealed.length > 8192) return null;
   const bytes = fromBase64url(sealed);
   if (bytes === null || bytes.byteLength < 12 + 16) return null;
   try {
-    const plain = await crypto.subtle.decrypt({ name: 'AES-GCM', iv: bytes.slice(0, 12) }, await sealKey(env, purpose), bytes.slice(12));
+    const plain = await crypto.subtle.decrypt({ name: 'AES-GCM', iv: bytes.slice(0, 12) }, await sealKey(config, purpose), bytes.slice(12));
     return JSON.parse(new TextDecoder().decode(plain));
   } catch {
     return null;

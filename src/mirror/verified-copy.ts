@@ -18,8 +18,13 @@ import { concatBytes } from '../bytes';
 
 export interface VerifiedCopyOptions {
   sha256Hex: string;
-  /** Exact size (Content-Length); the copy fails if the body differs. */
-  size: number;
+  /**
+   * Exact size (Content-Length); the copy fails if the body differs. Null when
+   * the upstream sent none: then both streams have no length (the store side
+   * goes to a multipart upload, src/store/mirror/pull-parts.ts), the client's
+   * download is chunked, and the body may be at most MAX_UNSIZED_BYTES.
+   */
+  size: number | null;
   /** Time allowed between two chunks from upstream (ms). */
   idleMs: number;
   /** Names the archive in error messages. */
@@ -35,7 +40,7 @@ export interface VerifiedCopyOptions {
 export interface VerifiedCopy {
   /** The client's body (errors when verification fails). */
   client: ReadableStream<Uint8Array>;
-  /** The R2 put's body, with its known length (R2 needs one). */
+  /** The R2 put's body, with its known length (R2 needs one), or without one when `size` is null. */
   store: ReadableStream<Uint8Array>;
   /** Resolves when every byte verified and was handed to both; rejects with UpstreamError otherwise. */
   done: Promise<void>;
@@ -45,8 +50,8 @@ export interface VerifiedCopy {
 export function verifiedCopy(source: ReadableStream<Uint8Array>, options: VerifiedCopyOptions): VerifiedCopy {
   // Both with the known length: R2 needs it, and the client gets a Content-Length, so a download cut short
   // by a failed check is visibly incomplete to any HTTP client, whatever proxy stands in between.
-  const client = new FixedLengthStream(options.size);
-  const store = new FixedLengthStream(options.size);
+  const client = options.size === null ? new IdentityTransformStream() : new FixedLengthStream(options.size);
+  const store = options.size === null ? new IdentityTransformStream() : new FixedLengthStream(options.size);
   const done = pump(source, client.writable.getWriter() as WritableStreamDefaultWriter<Uint8Array>, store.writable.getWriter() as WritableStreamDefaultWriter<Uint8Array>, options);
   return { client: client.readable as ReadableStream<Uint8Array>, store: store.readable as ReadableStream<Uint8Array>, done };
 }
@@ -83,7 +88,11 @@ async function pump(
       if (done) break;
       if (value.byteLength === 0) continue;
       total += value.byteLength;
-      if (total > options.size) throw new UpstreamError(`checksum check failed: ${options.what} sent more than the ${options.size} bytes it announced`);
+      if (total > (options.size ?? MAX_UNSIZED_BYTES)) {
+        throw new UpstreamError(options.size === null
+          ? `${options.what} sent no Content-Length and more than ${MAX_UNSIZED_BYTES} bytes; refused`
+          : `checksum check failed: ${options.what} sent more than the ${options.size} bytes it announced`);
+      }
       pending.push(value);
       pendingBytes += value.byteLength;
       if (pendingBytes < BLOCK_BYTES) continue;
@@ -100,7 +109,7 @@ async function pump(
     }
     await digestWriter.close();
     const actual = bytesToHex(new Uint8Array(await digest.digest));
-    if (total !== options.size) throw new UpstreamError(`checksum check failed: ${options.what} ended after ${total} of ${options.size} bytes`);
+    if (options.size !== null && total !== options.size) throw new UpstreamError(`checksum check failed: ${options.what} ended after ${total} of ${options.size} bytes`);
     if (actual !== options.sha256Hex) {
       throw new UpstreamError(`checksum check failed: ${options.what} has SHA-256 ${actual}, the signed SHA256SUMS says ${options.sha256Hex}; nothing was stored`);
     }
@@ -117,6 +126,8 @@ async function pump(
 }
 
 const BLOCK_BYTES = 1024 * 1024;
+/** Largest archive accepted from an upstream that sends no Content-Length. */
+export const MAX_UNSIZED_BYTES = 1024 * 1024 * 1024;
 
 async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number, what: string): Promise<ReadableStreamReadResult<Uint8Array>> {
   let timer: ReturnType<typeof setTimeout> | undefined;

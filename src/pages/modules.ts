@@ -3,7 +3,7 @@ import { parseSourceAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { moduleAddress, type ModuleAddress, type ModuleVersionsBody } from '../protocol/modules-v1';
 import { parseVersion } from '../protocol/version';
-import { compareVersionsDescending, newestVersion } from '../store/modules/order';
+import { compareVersionsDescending, newestVersion } from '../protocol/version';
 import { readModuleCatalog, readModuleDocs, readModuleVersions } from '../store/modules/read';
 import type { ModuleCatalog, ModuleDocs, ModuleInterface } from '../store/modules/types';
 import { canSee, page, type PageContext } from './context';

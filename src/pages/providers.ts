@@ -2,7 +2,7 @@ import semver from 'semver';
 import { pathSegment } from '../http/responses';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
-import { parseVersion } from '../protocol/version';
+import { newestStable, parseVersion } from '../protocol/version';
 import { readProviderPage, type PageVersion, type ProviderPageData } from '../store/pages/read';
 import { canSee, page, type PageContext, type RenderedPage } from './context';
 import { sessionName } from './home';
@@ -35,8 +35,8 @@ function ownAddress(ctx: PageContext, params: Record<string, string>): ProviderA
 }
 
 /** The newest stable version that is not withdrawn (the default page and the suggested constraint). */
-function newestStable(data: ProviderPageData): string | null {
-  return data.versions.find((v) => semver.prerelease(v.version) === null && !v.withdrawn)?.version ?? null;
+function newestListed(data: ProviderPageData): string | null {
+  return newestStable(data.versions.filter((v) => !v.withdrawn).map((v) => v.version));
 }
 
 /** GET /providers/:namespace/:type — the newest stable version's page; ?version=V redirects to it (the no-JS switcher). */
@@ -45,7 +45,7 @@ export const providerPage = page(async (ctx, params) => {
   const wanted = ctx.url.searchParams.get('version');
   if (wanted !== null) return redirect(`${path('providers', address.namespace, address.type, parseVersion(wanted))}`);
   const data = await load(ctx, address);
-  const current = data.versions.find((v) => v.version === newestStable(data)) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!;
+  const current = data.versions.find((v) => v.version === newestListed(data)) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!;
   return render(ctx, data, current, false, await loadDownloads(ctx, providerCounterName(address)));
 });
 
@@ -65,7 +65,7 @@ export const mirrorPage = page(async (ctx, params) => {
   const data = await load(ctx, address);
   const wanted = ctx.url.searchParams.get('version');
   const current = wanted === null
-    ? data.versions.find((v) => v.version === newestStable(data)) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!
+    ? data.versions.find((v) => v.version === newestListed(data)) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!
     : data.versions.find((v) => v.version === parseVersion(wanted));
   if (!current) throw new InputError(`The mirror holds no version ${wanted} of ${address.hostname}/${address.namespace}/${address.type}.`, 404);
   return render(ctx, data, current, true);
@@ -97,7 +97,7 @@ function formatSize(bytes: number): string {
 function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, mirror: boolean, downloads: PageDownloads = null): RenderedPage {
   const { hostname, namespace, type } = data.address;
   const own = hostname === ctx.config.hostname;
-  const stable = newestStable(data);
+  const stable = newestListed(data);
   const isPre = semver.prerelease(current.version) !== null;
   const constraint = suggestedConstraint(current.version, stable);
   const address = snippetAddress(ctx.url, ctx.config.hostname);

@@ -23,3 +23,18 @@ export function parseVersion(raw: string): string {
 export function sortVersions(versions: readonly string[]): string[] {
   return [...versions].sort(semver.compare);
 }
+
+/** Orders semantic versions newest first (the order lists and pages show them in). */
+export function compareVersionsDescending(a: string, b: string): number {
+  return semver.rcompare(a, b);
+}
+
+/** The newest version that is not a prerelease; null when every one is (or there is none). */
+export function newestStable(versions: readonly string[]): string | null {
+  return [...versions].sort(compareVersionsDescending).find((v) => semver.prerelease(v) === null) ?? null;
+}
+
+/** The version a list or page leads with: newestStable, else the newest prerelease; null for an empty list. */
+export function newestVersion(versions: readonly string[]): string | null {
+  return newestStable(versions) ?? [...versions].sort(compareVersionsDescending)[0] ?? null;
+}

@@ -6,7 +6,7 @@ import { formatModuleAddress, moduleAddress, moduleVersionsBody, type ModuleAddr
 import { parseVersion } from '../protocol/version';
 import { moduleArchivePath } from '../store/layout';
 import { readModuleDownload, readModuleVersions } from '../store/modules/read';
-import { compareVersionsDescending } from '../store/modules/order';
+import { compareVersionsDescending } from '../protocol/version';
 import { allowedUpstreamModuleVersions, moduleProxyContext, proxiedModuleRecord, type ModuleProxyContext } from '../mirror/modules/proxy';
 import { UpstreamError } from '../mirror/upstream-http';
 import { listModuleVersions, moduleDownload, moduleDownloadAnswer } from './modules';

@@ -24,11 +24,10 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   .index/HOST/NS/TYPE.json                            the provider's index: what its lists, page and catalogue entry are built from
  *                                                       (src/store/providers/version-index.ts); changed only by conditional writes, rebuilt from the records when missing
  *   .catalog/providers.json                             every provider's catalogue entry (the home page's list), changed only by conditional writes
-// ---- Sign-in (src/identity/, src/store/identity/) ----
+ *   sign-in (src/identity/, src/store/identity/):
  *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
  *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
  *   .people/PERSON/revoked                              when an admin last revoked all of a person's tokens (ends older page sessions)
-
  *   .audit/YYYY-MM-DD/HHMMSSmmm-NONCE.json              one audit entry (src/store/audit/), created only if absent, never rewritten
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *

@@ -35,7 +35,7 @@ const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest(
 
 if (!terraform) console.warn('e2e mirror-pull: skipping: no terraform binary in /usr/local/bin or /usr/bin');
 
-const HOSTILE_RELEASES: (ReleaseSpec & { defect: NonNullable<ReleaseSpec['defect']> })[] = [
+const HOSTILE_RELEASES: ReleaseSpec[] = [
   { version: '1.0.1', platforms: ['linux_amd64'], defect: 'bad-signature' },
   { version: '1.0.2', platforms: ['linux_amd64'], defect: 'foreign-key' },
   { version: '1.0.3', platforms: ['linux_amd64'], defect: 'tampered-archive' },
@@ -45,6 +45,9 @@ const HOSTILE_RELEASES: (ReleaseSpec & { defect: NonNullable<ReleaseSpec['defect
   { version: '1.0.7', platforms: ['linux_amd64'], defect: 'huge-json' },
   { version: '1.0.8', platforms: ['linux_amd64'], defect: 'hang-archive' },
   { version: '1.0.9', platforms: ['linux_amd64'], defect: 'wrong-shasum' },
+  // Sent without Content-Length (chunked): streamed and checked all the same.
+  { version: '1.0.10', platforms: ['linux_amd64'], defect: 'tampered-archive', chunked: true },
+  { version: '1.0.11', platforms: ['linux_amd64'], chunked: true },
 ];
 
 describe.skipIf(!terraform)('pull-through: terraform init through an empty mirror with a policy', () => {
@@ -77,7 +80,7 @@ describe.skipIf(!terraform)('pull-through: terraform init through an empty mirro
     const set = await runScript('mirror', ['policy', 'set', join(root, 'mirror.json'), '--persist-to', state, '--wrangler-config', configPath]);
     expect(set.code, set.stderr).toBe(0);
     certificate = makeCertificate(root);
-    server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { PULL_TIMEOUT_SECONDS: '2', PULL_REFRESH_SECONDS: '2' } });
+    server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { PULL_TIMEOUT_SECONDS: '2', PULL_REFRESH_SECONDS: '2', PULL_LIST_SECONDS: '2' } });
   });
   afterAll(async () => {
     await server?.stop();
@@ -198,7 +201,10 @@ describe.skipIf(!terraform)('pull-through: terraform init through an empty mirro
       });
     }
 
-    for (const [what, version] of [['archive bytes that do not match SHA256SUMS', '1.0.3'], ['an archive that stalls half-way', '1.0.8']] as const) {
+    for (const [what, version] of [
+      ['archive bytes that do not match SHA256SUMS', '1.0.3'], ['an archive that stalls half-way', '1.0.8'],
+      ['archive bytes that do not match SHA256SUMS, sent without Content-Length', '1.0.10'],
+    ] as const) {
       it(`${what}: the client's download is aborted, not completed`, async () => {
         const document = await at(`/v1/mirror/${hostileSource}/${version}.json`);
         expect(document.status).toBe(200); // the signed SUMS verified: only the bytes are wrong
@@ -216,9 +222,28 @@ describe.skipIf(!terraform)('pull-through: terraform init through an empty mirro
           refused = (await auditEntries()).filter((e) => e.action === 'mirror.pull' && e.target === `${hostileSource} ${version}`);
         }
         expect(refused.map((e) => e.outcome)).toEqual(['refused', 'refused']);
-        expect(refused[0]!.reason).toMatch(version === '1.0.3' ? /checksum check failed: .* has SHA-256 [0-9a-f]{64}, the signed SHA256SUMS says/ : /no data for 2 s/);
+        expect(refused[0]!.reason).toMatch(version !== '1.0.8' ? /checksum check failed: .* has SHA-256 [0-9a-f]{64}, the signed SHA256SUMS says/ : /no data for 2 s/);
       });
     }
+  });
+
+  it('an archive sent without Content-Length is checked while stored (multipart), then served from R2 with its length', async () => {
+    const file = 'terraform-provider-hostile_1.0.11_linux_amd64.zip';
+    expect((await at(`/v1/mirror/${HOSTILE}/acme/hostile/1.0.11.json`)).status).toBe(200);
+    const response = await at(`/v1/archives/${HOSTILE}/acme/hostile/1.0.11/${file}`);
+    expect(response.status, response.body.toString()).toBe(200);
+    const upstreamBytes = Buffer.from(await (await fetch(`${hostile.origin}/files/${file}`)).arrayBuffer());
+    expect(response.headers['content-length']).toBe(String(upstreamBytes.length));
+    expect(sha256(response.body)).toBe(sha256(upstreamBytes));
+    let held: { address: string; versions: { version: string }[] }[] = [];
+    for (let waited = 0; waited < 15_000 && !held.some((p) => p.address === `${HOSTILE}/acme/hostile`); waited += 1000) {
+      if (waited) await new Promise((resolve) => setTimeout(resolve, 1000));
+      const list = await runScript('mirror', ['list', '--json', '--persist-to', state, '--wrangler-config', configPath]);
+      held = (JSON.parse(list.stdout) as { providers: typeof held }).providers;
+    }
+    expect(held.find((p) => p.address === `${HOSTILE}/acme/hostile`)?.versions.map((v) => v.version)).toEqual(['1.0.11']);
+    expect(sha256((await at(`/v1/archives/${HOSTILE}/acme/hostile/1.0.11/${file}`)).body)).toBe(sha256(upstreamBytes));
+    expect(hostile.archiveRequestsFor(file)).toBe(2); // 1 by the Worker, 1 by this test
   });
 
   it('private mode: a request without a valid token, scope or signature never reaches the upstream', async () => {
@@ -268,8 +293,14 @@ describe.skipIf(!terraform)('pull-through: terraform init through an empty mirro
 
   it('a second init in a fresh directory works with the upstream gone, from what the mirror holds', async () => {
     await good.stop();
+    await new Promise((resolve) => setTimeout(resolve, 2500)); // PULL_LIST_SECONDS and PULL_REFRESH_SECONDS: nothing remembered from the upstream
     const index = await at(`/v1/mirror/${source}/index.json`);
     expect(index.status).toBe(200);
+    expect(Object.keys((JSON.parse(index.body.toString('utf8')) as { versions: Record<string, unknown> }).versions).sort()).toEqual(['1.0.0', '1.1.0']);
+    expect(String(index.headers['x-mirror-upstream'])).toMatch(/^unreachable; listing only the versions this mirror holds \(list versions http:\/\/127\.0\.0\.1:\d+\//);
+    const document = await at(`/v1/mirror/${source}/1.1.0.json`);
+    expect(document.status).toBe(200);
+    expect(String(document.headers['x-mirror-upstream'])).toMatch(/^unreachable; listing only the platforms this mirror holds/);
     const warm = await terraformInit('warm', '~> 1.0');
     expect(warm.ok, `${warm.output}\n${server.log().slice(-3000)}`).toBe(true);
     expect(warm.output).toContain(`Installed ${source} v1.1.0 (verified checksum)`);

@@ -24,6 +24,8 @@ export interface UpstreamModuleVersion {
   /** The go-getter address the download answer gives (before the origin is known: {origin} is replaced). */
   source: string;
   defect?: ModuleDefect;
+  /** Extra files of about 5 KB of Terraform text each (examples/eN/main.tf): a module of realistic size (the bench). */
+  extraFiles?: number;
 }
 
 export interface UpstreamModule {
@@ -139,6 +141,9 @@ export class ModuleUpstream {
       default: break;
     }
     const files = v.defect === 'no-tf' ? { 'README.md': 'no module here' } : moduleFiles(m.name, v.version);
+    for (let i = 0; i < (v.extraFiles ?? 0); i++) {
+      files[`examples/e${i}/main.tf`] = Array.from({ length: 60 }, (_, line) => `resource "aws_subnet" "s${i}_${line}" {\n  cidr_block = "10.${i % 256}.${line}.0/24"\n}\n`).join('');
+    }
     const key = `${m.name}@${v.version}@${v.defect ?? ''}`;
     let bytes = this.archives.get(key);
     if (!bytes) {

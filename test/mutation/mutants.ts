@@ -352,13 +352,13 @@ export const MUTANTS: Mutant[] = [
 
   // src/store
   {
-    id: 'same-release-ignores-sha256', file: 'src/store/providers/write.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
+    id: 'same-release-ignores-sha256', file: 'src/store/providers/version-records.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
     description: 'immutability compares file names and sizes but not SHA-256',
     from: '.map((p) => [p.filename, p.shasum, p.size]));',
     to: '.map((p) => [p.filename, p.size]));',
   },
   {
-    id: 'same-release-ignores-protocols', file: 'src/store/providers/write.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
+    id: 'same-release-ignores-protocols', file: 'src/store/providers/version-records.ts', tests: [...STORE, 'test/scripts/immutability.test.ts'],
     description: 'immutability ignores the protocols',
     from: 'return files(a) === files(b) && sums && JSON.stringify(a.protocols) === JSON.stringify(b.protocols);',
     to: 'return files(a) === files(b) && sums;',

@@ -6,7 +6,7 @@ import { readRegistryConfig } from '../../scripts/lib/config';
 import { openLocalStore } from '../../scripts/lib/stores/local';
 import { heldSigningKeyKey } from '../../src/store/layout';
 import { signShasumsWithHeldKey } from '../../src/store/keys/held-keys';
-import { readSigningKeys } from '../../src/store/providers/write';
+import { readSigningKeys } from '../../src/store/providers/signing-keys';
 import { configPath, runScript, tempDir, writeKeyFile } from './helpers';
 
 /**

@@ -22,6 +22,18 @@ export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/**
+ * The environment for a CLI run a test kills with SIGKILL: its own TMPDIR
+ * inside `dir` (removed with it). A killed process cannot remove what it put
+ * in the temp directory (Miniflare's miniflare-* folder), and the run's leak
+ * check (test/fixtures/leaks.setup.ts) would count that against the suite.
+ */
+export function killableEnv(dir: string): { TMPDIR: string } {
+  const tmp = join(dir, `tmp-${process.pid}-${Math.random().toString(36).slice(2)}`);
+  mkdirSync(tmp, { recursive: true });
+  return { TMPDIR: tmp };
+}
+
 export interface DistOptions {
   platforms?: string[];
   /** Changes the executables' bytes (a "rebuilt" release). */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig } from '../../scripts/lib/config';
 import { openLocalStore } from '../../scripts/lib/stores/local';
-import { readSigningKeys } from '../../src/store/providers/write';
+import { readSigningKeys } from '../../src/store/providers/signing-keys';
 import { configPath, runScript, tempDir, writeDist } from './helpers';
 
 /** npm run keys (real GnuPG checks the generated keys). Local-mode key generation and npm run demo: demo.test.ts. */

@@ -6,7 +6,7 @@ import * as openpgp from 'openpgp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig, type RegistryConfig } from '../../scripts/lib/config';
 import { KILL_ENV } from '../../scripts/lib/progress';
-import { configPath, root, runScript, tempDir, writeDist } from './helpers';
+import { configPath, killableEnv, root, runScript, tempDir, writeDist } from './helpers';
 
 /**
  * The crash-safety matrix and the same-version race, with the real CLI on a
@@ -31,7 +31,7 @@ const publishArgs = (dist: string) => ['scripts/publish-provider.ts', dist, '--n
 /** Runs a publish; kills it with SIGKILL after `killAfterMs` from its "publishing" line when given. */
 function runPublish(dist: string, env: NodeJS.ProcessEnv = {}, killAfterMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; ms: number }> {
   const started = Date.now();
-  const child = spawn(tsx, publishArgs(dist), { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(tsx, publishArgs(dist), { cwd: root, env: { ...process.env, ...killableEnv(dir), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));

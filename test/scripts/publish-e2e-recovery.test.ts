@@ -9,7 +9,7 @@ import { readRegistryConfig } from '../../scripts/lib/config';
 import { publishRelease, type PublishResult } from '../../scripts/lib/provider/publish';
 import { signDetached } from '../../scripts/lib/provider/sign';
 import { formatShasums } from '../../src/protocol/hashes';
-import { configPath, runScript, sleep, startWranglerDev, tempDir, writeDist, type WranglerDev } from './helpers';
+import { configPath, killableEnv, runScript, sleep, startWranglerDev, tempDir, writeDist, type WranglerDev } from './helpers';
 import { servedRegistry, sha256 } from './served';
 
 /**
@@ -84,7 +84,7 @@ describe(`publish-provider interrupted, supplied and --binary, served by wrangle
     const listed = await servedVersions('widget');
     expect(listed).toEqual(['1.0.0', '2.0.0']);
 
-    const child = spawn(join(process.cwd(), 'node_modules', '.bin', 'tsx'), ['scripts/publish-provider.ts', dist, '--namespace', 'acme', '--persist-to', state, '--key-file', keyFile], { detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(join(process.cwd(), 'node_modules', '.bin', 'tsx'), ['scripts/publish-provider.ts', dist, '--namespace', 'acme', '--persist-to', state, '--key-file', keyFile], { detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...killableEnv(dir) } });
     let stderr = '';
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
     await new Promise<void>((resolve) => child.stderr!.on('data', (d) => {

@@ -24,7 +24,7 @@ import {
 import { publishModuleVersion, readModuleRecord, rebuildModuleIndex, verifyModuleVersion } from '../../src/store/modules/write';
 import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from '../../src/store/modules/types';
 import { fakeDocs } from '../fixtures/modules';
-import { configPath, runScript, tempDir } from './helpers';
+import { configPath, killableEnv, runScript, tempDir } from './helpers';
 import { LaggingKv, type Write } from './lagging-kv';
 import { StoredReleaseMismatchError, VersionConflictError } from '../../src/store/errors';
 
@@ -394,7 +394,7 @@ describe('npm run publish-module (the CLI)', () => {
     const dir = moduleDir({ 'main.tf': `variable "stage_${stage}" {}\n` });
     const args = [dir, '--namespace', 'acme', '--name', 'crashy', '--system', 'aws', '--version', version, '--json', '--persist-to', persistTo];
     const before = await served();
-    const killed = await runScript('publish-module', args, { [KILL_ENV]: stage });
+    const killed = await runScript('publish-module', args, { [KILL_ENV]: stage, ...killableEnv(work.dir) });
     expect(killed.code, killed.stderr).not.toBe(0);
     expect(killed.stdout).toBe('');
     expect([before, [...before, version].sort()]).toContainEqual(await served());

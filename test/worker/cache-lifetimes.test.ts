@@ -1,7 +1,8 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { address, atFakeTime, fakeRelease, getWith, seed } from './helpers';
-import { publishVersion, readVersionRecord, rebuildProviderIndex } from '../../src/store/providers/write';
+import { publishVersion, rebuildProviderIndex } from '../../src/store/providers/write';
+import { readVersionRecord } from '../../src/store/providers/version-records';
 import { storeMirroredVersion } from '../../src/store/mirror/write';
 
 // With INDEX_CACHE_SECONDS > 0 an isolate reuses version lists and "not found" answers for that long and

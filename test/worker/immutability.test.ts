@@ -1,7 +1,8 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { address, fakeRelease, seed } from './helpers';
-import { publishVersion, readVersionRecord, sameRelease } from '../../src/store/providers/write';
+import { publishVersion } from '../../src/store/providers/write';
+import { readVersionRecord, sameRelease } from '../../src/store/providers/version-records';
 import { committedRecordKey, releaseObjectKey } from '../../src/store/layout';
 import { VersionConflictError } from '../../src/store/errors';
 

@@ -3,7 +3,7 @@ import { mapLimit } from '../../../src/concurrency';
 import { namespacePagesPrefix } from '../../../src/store/layout';
 import type { ProviderPageData } from '../../../src/store/pages/read';
 import { listAllKeys } from '../../../src/store/list';
-import { readSigningKeys, writeSigningKeys } from '../../../src/store/providers/write';
+import { readSigningKeys, writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import type { KvStore } from '../../../src/store/store';
 import type { SigningKey } from '../../../src/store/types';
 import { describeKey } from './keyring';

@@ -8,7 +8,8 @@ import { shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol
 import { providerLeaseName, releaseObjectKey } from '../../../src/store/layout';
 import { withLease, type Lease } from '../../../src/store/lease';
 import { storeMirroredVersion } from '../../../src/store/mirror/write';
-import { readVersionRecord, rebuildProviderIndex, type ReleaseFile } from '../../../src/store/providers/write';
+import { rebuildProviderIndex, type ReleaseFile } from '../../../src/store/providers/write';
+import { readVersionRecord } from '../../../src/store/providers/version-records';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
 import { limiter, type Limiter } from '../../../src/concurrency';
 import type { StoreHandle } from '../stores/handle';

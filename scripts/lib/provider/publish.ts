@@ -5,9 +5,9 @@ import {
 import { providerLeaseName } from '../../../src/store/layout';
 import { draftVersionRecord } from '../../../src/store/providers/draft';
 import { withLease } from '../../../src/store/lease';
-import {
-  beginProviderPublish, differentContentsError, publishVersion, readSigningKeys, readVersionRecord, sameRelease, writeSigningKeys,
-} from '../../../src/store/providers/write';
+import { beginProviderPublish, publishVersion } from '../../../src/store/providers/write';
+import { differentContentsError, readVersionRecord, sameRelease } from '../../../src/store/providers/version-records';
+import { readSigningKeys, writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
 import { readRegistryConfig, type RegistryConfig } from '../config';
 import { CRASH_ENV, KILL_ENV, progressLog } from '../progress';

@@ -2,13 +2,14 @@ import type { IRequest } from 'itty-router';
 import type { Env } from '../../env';
 import { releaseFileCacheControl } from '../../config';
 import { errorResponse, notFound, pathSegment } from '../../http/responses';
-import { formatAddress, providerAddress } from '../../protocol/address';
+import { formatAddress, providerAddress, type ProviderAddress } from '../../protocol/address';
 import { executableNamePattern, servedReleaseFileKind } from '../../protocol/release-files';
 import { parseVersion } from '../../protocol/version';
 import { pullLeaseName, releaseObjectKey } from '../../store/layout';
 import { acquireLease, type Lease } from '../../store/lease';
-import { commitPulledPackage, storePulledArchive, type PullManifest } from '../../store/mirror/pull';
-import { readVersionRecord } from '../../store/providers/write';
+import { commitPulledPackage, readManifest, storePulledArchive, type PullManifest } from '../../store/mirror/pull';
+import { storePulledArchiveInParts } from '../../store/mirror/pull-parts';
+import { readVersionRecord } from '../../store/providers/version-records';
 import { manifestFor, pullContext, type PullContext } from '../../mirror/pull-through';
 import { UpstreamError } from '../../mirror/upstream-http';
 import { verifiedCopy } from '../../mirror/verified-copy';
@@ -29,19 +30,30 @@ import { upstreamFailure } from './documents';
  * (storeMirroredVersion under the provider lease) — all before the client's
  * last block, so the work is part of the request, not a waitUntil with its
  * time limit — and releases the lease.
+ * An upstream that sends no Content-Length is read the same way into an R2
+ * multipart upload (src/store/mirror/pull-parts.ts) and the client is served
+ * from R2 once it verified and committed (a 502 naming the failure otherwise):
+ * a chunked download cut short may look complete behind a proxy.
+ * An archive R2 holds is served; if a pull stored it but was stopped before
+ * its commit, the commit is completed after the response (commitIfUncommitted).
  * Requests arriving meanwhile wait for the lease and are then served from
  * R2. HEAD of an archive not held answers 200 without Accept-Ranges (so a
  * client never takes an empty file for a complete one) and fetches nothing.
  */
 export async function pullReleaseFile(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
   const served = await releaseFile(request, env, ctx);
-  if (served.status !== 404) return served;
+  if (served.status !== 404 && served.status !== 200 && served.status !== 206) return served;
   const address = providerAddress(
     pathSegment(request.params.hostname, 'hostname'), pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'),
   );
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const filename = pathSegment(request.params.file, 'file');
   if (servedReleaseFileKind(address.type, version, filename) !== 'archive') return served;
+  if (served.status !== 404) {
+    // Stored: served as is; a pulled archive whose commit never happened (a Worker stopped after the put) is committed now.
+    ctx?.waitUntil(commitIfUncommitted(env, address, version, filename));
+    return served;
+  }
   const pull = await pullContext(env, address);
   if (!pull || !pull.allowance.allows(version)) return served;
   const label = `${formatAddress(address)} ${version}`;
@@ -80,10 +92,30 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
       console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: ${error.message}`);
       return upstreamFailure(error, `provider ${label} ${pkg.os}_${pkg.arch} could not be pulled through: ${error.message}`);
     }
-    const size = Number(opened.response.headers.get('content-length') ?? NaN);
-    if (!Number.isSafeInteger(size) || size <= 0 || !opened.response.body) {
+    const declared = Number(opened.response.headers.get('content-length') ?? NaN);
+    // No Content-Length: streamed all the same, into a multipart upload (src/store/mirror/pull-parts.ts).
+    const size = Number.isSafeInteger(declared) && declared > 0 ? declared : null;
+    if (!opened.response.body || declared === 0) {
       await opened.response.body?.cancel();
-      return errorResponse(502, `provider ${label} ${pkg.os}_${pkg.arch} could not be pulled through: ${opened.url} sent no Content-Length (R2 needs the size to store a stream)`);
+      return errorResponse(502, `provider ${label} ${pkg.os}_${pkg.arch} could not be pulled through: ${opened.url} sent an empty body`);
+    }
+    if (size === null) {
+      // No Content-Length: a chunked download cut short can look complete to a client behind a proxy, so the
+      // client gets nothing unverified: the bytes go (checked) into a multipart upload, then R2 serves them.
+      const copy = verifiedCopy(opened.response.body, { sha256Hex: pkg.shasum, size: null, idleMs: pull.http.limits.idleMs, what: `${opened.url} (${label} ${pkg.os}_${pkg.arch})` });
+      await copy.client.cancel();
+      try {
+        await Promise.all([copy.done, storePulledArchiveInParts(env.REGISTRY_R2, address, version, filename, copy.store, pkg.shasum)]);
+        await finish(pull, manifest, pkg, lease, false);
+      } catch (error) {
+        const why = (error as Error).message;
+        console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: not stored: ${why}`);
+        await notePull(env, address, version, error instanceof UpstreamError ? 'refused' : 'failed', `${pkg.os}_${pkg.arch} from ${opened.url}: ${why}`);
+        if (!(error instanceof UpstreamError)) throw error;
+        return upstreamFailure(error, `provider ${label} ${pkg.os}_${pkg.arch} could not be pulled through: ${why}`);
+      }
+      await notePull(env, address, version, 'ok', `pulled ${pkg.os}_${pkg.arch} from ${opened.url} (no Content-Length: stored, then served) on first request, verified against SHA256SUMS signed by ${manifest.signer.key_id}`, { [filename]: pkg.shasum });
+      return releaseFile(request, env, ctx);
     }
     let stored: Promise<void> | undefined;
     const copy = verifiedCopy(opened.response.body, {
@@ -124,6 +156,52 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
 }
 
 const ISOLATE_STARTED = new Date().toISOString();
+
+/** Archives this isolate saw committed: the check below costs one R2 read per archive and isolate. */
+const committed = new Set<string>();
+
+/**
+ * Completes a pull that stored its archive but never committed it (the
+ * Worker was stopped between the verified put and the commit): when the
+ * policy still allows the version, the stored manifest lists the archive,
+ * the stored object carries its verified SHA-256 and the version record
+ * lacks it, the commit runs now under the pull lease (finish). Runs after
+ * the response (waitUntil); failures are logged, never thrown.
+ */
+async function commitIfUncommitted(env: Env, address: ProviderAddress, version: string, filename: string): Promise<void> {
+  const key = releaseObjectKey(address, version, filename);
+  if (committed.has(key)) return;
+  try {
+    const pull = await pullContext(env, address);
+    if (!pull || !pull.allowance.allows(version)) return;
+    const isCommitted = async () => (await readVersionRecord({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, address, version))?.packages.some((p) => p.filename === filename) ?? false;
+    if (await isCommitted()) {
+      if (committed.size >= 4096) committed.clear();
+      committed.add(key);
+      return;
+    }
+    const manifest = await readManifest(env.REGISTRY_R2, address, version);
+    const pkg = manifest?.packages.find((p) => p.filename === filename);
+    const head = pkg ? await env.REGISTRY_R2.head(key) : null;
+    if (!manifest || !pkg || head?.customMetadata?.sha256 !== pkg.shasum) return; // not a pulled archive (sync stores record and archive together)
+    const label = `${formatAddress(address)} ${version}`;
+    const lease = await acquireLease(env.REGISTRY_R2, pullLeaseName(address, version), {
+      owner: { host: 'worker', pid: 0, processStartedAt: ISOLATE_STARTED, purpose: `pull-through repair ${label} ${pkg.os}_${pkg.arch}` },
+      ttlMs: 60_000,
+      maxWaitMs: 60_000,
+    });
+    try {
+      if (await isCommitted()) return;
+      await finish(pull, manifest, pkg, lease, true);
+      console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: committed an archive stored earlier by a pull that did not finish`);
+      await notePull(env, address, version, 'ok', `committed ${pkg.os}_${pkg.arch}, stored earlier (verified against SHA256SUMS signed by ${manifest.signer.key_id}) by a pull that did not finish`, { [filename]: pkg.shasum });
+    } finally {
+      await lease.release();
+    }
+  } catch (error) {
+    console.warn(`pull-through: ${formatAddress(address)} ${version} ${filename}: completing an uncommitted pull failed: ${(error as Error).message}`);
+  }
+}
 
 /**
  * After the archive is stored: its h1 and the provider executable, from the

@@ -9,7 +9,8 @@ import { parseReleaseFilename, shasumsFilename, shasumsSignatureFilename } from 
 import { parseVersion } from '../../protocol/version';
 import { providerLeaseName } from '../../store/layout';
 import { draftVersionRecord } from '../../store/providers/draft';
-import { differentContentsError, publishVersion, readVersionRecord, sameRelease } from '../../store/providers/write';
+import { publishVersion } from '../../store/providers/write';
+import { differentContentsError, readVersionRecord, sameRelease } from '../../store/providers/version-records';
 import type { PackageRecord, VersionRecord } from '../../store/types';
 import { newUploadId, writeUploadSession, type ProviderUpload, type UploadSession } from '../../store/uploads/session';
 import { asPublisher, audit, json, onlyMethod, PART_BYTES, readJsonBody, type PublishStore } from './context';

@@ -1,7 +1,7 @@
 import { InputError } from '../../protocol/errors';
 import { shasumsSignatureFilename } from '../../protocol/release-files';
 import { heldKeyInfo, signShasumsWithHeldKey } from '../../store/keys/held-keys';
-import { readSigningKeys } from '../../store/providers/write';
+import { readSigningKeys } from '../../store/providers/signing-keys';
 import type { KvStore } from '../../store/store';
 import type { SigningKey } from '../../store/types';
 

@@ -112,4 +112,3 @@ async function readRecord(kv: KvStore, hostname: string, namespace: string): Pro
   }
 }
 
-export { SealError } from './seal';

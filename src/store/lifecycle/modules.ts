@@ -2,7 +2,7 @@ import { formatModuleAddress, type ModuleAddress } from '../../protocol/modules-
 import { moduleCommittedRecordPrefix, moduleLifecycleKey, moduleRecordPrefix } from '../layout';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import { rebuildModuleIndex } from '../modules/write';
-import { compareVersionsDescending } from '../modules/order';
+import { compareVersionsDescending } from '../../protocol/version';
 import type { PublishProgress } from '../records';
 import type { Store } from '../store';
 import { commitLifecycle, type LifecycleAction } from './change';

@@ -4,7 +4,8 @@ import { shasumsFilename, shasumsSignatureFilename } from '../../protocol/releas
 import { providerLeaseName, pullManifestKey, releaseObjectKey } from '../layout';
 import { acquireLease, type LeaseOptions } from '../lease';
 import { storeMirroredVersion } from './write';
-import { readVersionRecord, type ReleaseFile } from '../providers/write';
+import { type ReleaseFile } from '../providers/write';
+import { readVersionRecord } from '../providers/version-records';
 import { updateProviderLists } from '../providers/lists';
 import type { BlobStore, KvStore } from '../store';
 import type { PackageRecord, SigningKey, VersionRecord } from '../types';

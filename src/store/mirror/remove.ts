@@ -6,7 +6,8 @@ import {
 } from '../layout';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import { removeCatalogEntry } from '../pages/catalog';
-import { listVersionRecords, rebuildProviderIndex, readVersionRecord } from '../providers/write';
+import { rebuildProviderIndex } from '../providers/write';
+import { listVersionRecords, readVersionRecord } from '../providers/version-records';
 import type { PublishProgress } from '../records';
 import type { Store } from '../store';
 import { NotStoredError } from '../errors';

@@ -4,7 +4,8 @@ import { downloadDocument, mirrorVersionDocument } from '../providers/documents'
 import {
   committedRecordKey, downloadDocumentKey, mirrorIndexPrefix, mirrorVersionKey, parseMirrorIndexKey, releaseObjectKey,
 } from '../layout';
-import { listVersionRecords, publishVersion, readVersionRecord, type ReleaseFile } from '../providers/write';
+import { publishVersion, type ReleaseFile } from '../providers/write';
+import { listVersionRecords, readVersionRecord } from '../providers/version-records';
 import { type PublishProgress, uploadUnlessStored } from '../records';
 import type { Store } from '../store';
 import { listAllKeys } from '../list';

@@ -1,4 +1,4 @@
-import { compareVersionsDescending } from './order';
+import { compareVersionsDescending } from '../../protocol/version';
 import { formatModuleAddress, moduleDownloadBody, moduleVersionsBody, type ModuleAddress } from '../../protocol/modules-v1';
 import {
   moduleArchivePath, moduleCatalogKey, moduleCommittedRecordKey, moduleCommittedRecordPrefix, moduleCommittedRecordsOfHostPrefix,

@@ -1,7 +1,8 @@
 import { mapLimit } from '../../concurrency';
 import { catalogKey, catalogObjectKey, parseProviderIndexKey, providerIndexPrefix, providerLifecycleKey, summaryPrefix } from '../layout';
 import { listAllKeys, listAllObjectKeys } from '../list';
-import { latestVersion, providerPageData } from './write';
+import { providerPageData } from './write';
+import { newestVersion } from '../../protocol/version';
 import type { Catalog, CatalogEntry, ProviderPageData } from './read';
 import { readLifecycle } from '../lifecycle/change';
 import type { PublishProgress } from '../records';
@@ -28,7 +29,7 @@ const ATTEMPTS = 10;
 /** A provider's catalogue entry, from its page data (which lists at least one version). */
 export function catalogEntryOf(page: ProviderPageData): CatalogEntry {
   // A withdrawn version is never "latest" (unless every version is withdrawn: the entry still names one).
-  const latest = latestVersion(page.versions.filter((v) => !v.withdrawn).map((v) => v.version)) ?? latestVersion(page.versions.map((v) => v.version))!;
+  const latest = newestVersion(page.versions.filter((v) => !v.withdrawn).map((v) => v.version)) ?? newestVersion(page.versions.map((v) => v.version))!;
   return {
     ...page.address,
     latest,

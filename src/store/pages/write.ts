@@ -1,4 +1,3 @@
-import semver from 'semver';
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { sortVersions } from '../../protocol/version';
 import { fingerprintOf } from '../../protocol/openpgp-packets';
@@ -41,12 +40,6 @@ export async function writeVersionDocs(
 export async function readVersionDocs(kv: KvStore, address: ProviderAddress, version: string): Promise<ProviderDocs | null> {
   const text = await kv.get(docsKey(address, version), 'text');
   return text === null ? null : (JSON.parse(text) as ProviderDocs);
-}
-
-/** The newest stable version, or the newest prerelease when none is stable; null for none. */
-export function latestVersion(versions: readonly string[]): string | null {
-  const sorted = sortVersions(versions).reverse();
-  return sorted.find((v) => semver.prerelease(v) === null) ?? sorted[0] ?? null;
 }
 
 /** The page data of a provider from its version records and which versions have docs. */

@@ -13,7 +13,7 @@ import { DamagedRecordError, ListRebuildRaceError } from '../errors';
 import type { BlobStore, KvStore } from '../store';
 import type { VersionRecord } from '../types';
 import type { ProviderDocs } from '../pages/provider-docs';
-import { parseVersionRecord } from './write';
+import { parseVersionRecord } from './version-records';
 import { updateCatalogEntry, catalogEntryOf } from '../pages/catalog';
 import type { ProviderPageData } from '../pages/read';
 import { readLifecycle } from '../lifecycle/change';

@@ -1,19 +1,14 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { downloadDocument, mirrorVersionDocument } from './documents';
-import {
-  committedRecordKey, committedRecordPrefix, downloadDocumentKey, mirrorVersionKey,
-  releaseObjectKey, signingKeysKey, versionRecordKey, versionRecordPrefix,
-} from '../layout';
+import { committedRecordKey, downloadDocumentKey, mirrorVersionKey, releaseObjectKey } from '../layout';
 import { mapLimit } from '../../concurrency';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import { loadProviderLists, rebuildProviderLists, updateProviderLists, type ListsState } from './lists';
-import {
-  commitRecord, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject,
-  type PublishOutcome, type PublishProgress, type StoredFile,
-} from '../records';
+import { commitRecord, uploadUnlessStored, type PublishOutcome, type PublishProgress, type StoredFile } from '../records';
 import type { KvStore, Store } from '../store';
-import type { PackageRecord, SigningKey, VersionRecord } from '../types';
-import { DamagedRecordError, StoredReleaseMismatchError, VersionConflictError } from '../errors';
+import type { VersionRecord } from '../types';
+import { differentContentsError, parseVersionRecord, readVersionRecord, sameRelease } from './version-records';
+import { verifyVersion } from './verify';
 
 /**
  * The write side of the store, used by the publish, mirror and keys scripts
@@ -82,97 +77,6 @@ export async function beginProviderPublish(
   const migrated = !object && !lists.stored && lists.index.versions.some((v) => v.version === version);
   const text = object ? await object.text() : migrated ? ((await blobs.get(key).then((o) => o?.text())) ?? null) : null;
   return { existing: text === null ? null : parseVersionRecord(text, key), lists };
-}
-
-/**
- * Parses and validates a stored version record. Throws DamagedRecordError
- * naming `key` when it is not JSON or lacks a field the documents need.
- */
-export function parseVersionRecord(text: string, key: string): VersionRecord {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new DamagedRecordError(key, 'not JSON');
-  }
-  const r = value as Partial<VersionRecord>;
-  const fail = (why: string): never => {
-    throw new DamagedRecordError(key, why);
-  };
-  if (typeof r !== 'object' || r === null) fail('not an object');
-  if (typeof r.version !== 'string' || !r.version) fail('no version');
-  const a = r.address as Partial<ProviderAddress> | undefined;
-  if (!a || typeof a.hostname !== 'string' || typeof a.namespace !== 'string' || typeof a.type !== 'string') fail('no address');
-  if (!Array.isArray(r.protocols) || !r.protocols.every((p) => typeof p === 'string')) fail('protocols is not a list of strings');
-  if (!Array.isArray(r.packages) || r.packages.length === 0) fail('no packages');
-  for (const p of r.packages as Partial<PackageRecord>[]) {
-    if (typeof p?.os !== 'string' || typeof p.arch !== 'string' || typeof p.filename !== 'string' ||
-        typeof p.shasum !== 'string' || !/^[0-9a-f]{64}$/.test(p.shasum) || typeof p.h1 !== 'string' || typeof p.size !== 'number') {
-      fail(`package ${JSON.stringify(p?.filename ?? p)} is incomplete`);
-    }
-  }
-  if (typeof r.shasumsFilename !== 'string' || typeof r.shasumsSignatureFilename !== 'string') fail('no SHA256SUMS file names');
-  if (typeof r.signingKey?.key_id !== 'string' || typeof r.signingKey.ascii_armor !== 'string') fail('no signing key');
-  return r as VersionRecord;
-}
-
-/**
- * The committed record of a version, or null when it was never (completely)
- * published. Reads the R2 record (strongly consistent); a version published
- * before records were kept in R2 is found through its KV record. Throws
- * DamagedRecordError for a damaged record.
- */
-export async function readVersionRecord(store: Store, address: ProviderAddress, version: string): Promise<VersionRecord | null> {
-  return readCommittedRecord(store, committedRecordKey(address, version), versionRecordKey(address, version), parseVersionRecord);
-}
-
-/**
- * Every committed version record of a provider: the R2 records, plus KV
- * records of versions published before R2 records existed. A damaged record
- * is reported through `onDamaged` (with its key) and skipped.
- */
-export async function listVersionRecords(
-  { kv, blobs }: Store,
-  address: ProviderAddress,
-  onDamaged: (error: DamagedRecordError) => void = () => {},
-): Promise<VersionRecord[]> {
-  const records = new Map<string, VersionRecord>();
-  const load = async (key: string, read: () => Promise<string | null>) => {
-    const text = await read();
-    if (text === null) return;
-    try {
-      const record = parseVersionRecord(text, key);
-      records.set(record.version, record);
-    } catch (error) {
-      if (error instanceof DamagedRecordError) onDamaged(error);
-      else throw error;
-    }
-  };
-  for (const record of await readRecordObjects(blobs, committedRecordPrefix(address), parseVersionRecord, onDamaged)) records.set(record.version, record);
-  const prefix = versionRecordPrefix(address);
-  const legacy = (await listAllKeys(kv, prefix)).filter((key) => !records.has(key.slice(prefix.length)));
-  await mapLimit(legacy, 16, (key) => load(key, () => kv.get(key, 'text')));
-  return [...records.values()];
-}
-
-/**
- * True when two records describe the same release: the same archives (file
- * name, SHA-256 and size of each), the same SHA256SUMS when both know it, and
- * the same protocols. The signature may differ (a re-run signs again).
- */
-export function sameRelease(a: VersionRecord, b: VersionRecord): boolean {
-  const files = (r: VersionRecord) =>
-    JSON.stringify([...r.packages].sort((x, y) => x.filename.localeCompare(y.filename)).map((p) => [p.filename, p.shasum, p.size]));
-  const sums = a.shasumsFile && b.shasumsFile ? a.shasumsFile.sha256 === b.shasumsFile.sha256 && a.shasumsFile.size === b.shasumsFile.size : true;
-  return files(a) === files(b) && sums && JSON.stringify(a.protocols) === JSON.stringify(b.protocols);
-}
-
-/** The VersionConflictError for a version published with other bytes. */
-export function differentContentsError(record: VersionRecord, existing: VersionRecord): VersionConflictError {
-  return new VersionConflictError(
-    `${formatAddress(record.address)} ${record.version} is already published with different contents (${describeDifference(existing, record)}); ` +
-      'published versions are immutable — publish a new version instead',
-  );
 }
 
 /**
@@ -258,51 +162,6 @@ export async function publishVersions(
 }
 
 /**
- * Checks a committed version against its record and repairs it from `files`
- * (release files whose bytes match the record): release files present with
- * the recorded size and SHA-256, every document equal to what the record
- * builds, the KV record present. Returns how many things it rewrote; throws
- * StoredReleaseMismatchError naming every mismatch it cannot repair.
- */
-export async function verifyVersion(
-  { kv, blobs }: Store,
-  record: VersionRecord,
-  files: readonly ReleaseFile[],
-  progress: PublishProgress = () => {},
-  check: () => void = () => {},
-): Promise<number> {
-  const { address, version } = record;
-  const name = `${formatAddress(address)} ${version}`;
-  const expected = new Map<string, { sha256: string | undefined; size: number | undefined }>();
-  for (const p of record.packages) expected.set(p.filename, { sha256: p.shasum, size: p.size });
-  expected.set(record.shasumsFilename, { sha256: record.shasumsFile?.sha256, size: record.shasumsFile?.size });
-  expected.set(record.shasumsSignatureFilename, { sha256: record.signatureFile?.sha256, size: record.signatureFile?.size });
-  const available = new Map(files.map((f) => [f.filename, f]));
-  const problems: string[] = [];
-  let repairs = 0;
-  progress({ step: 'verify', detail: `${expected.size} release files, ${record.packages.length + 1} documents and the record of ${name}` });
-
-  for (const [filename, want] of expected) {
-    const outcome = await verifyObject(blobs, releaseObjectKey(address, version, filename), filename, want, available.get(filename), progress, check);
-    if (outcome === 'repaired') repairs++;
-    else if (outcome !== 'ok') problems.push(outcome);
-  }
-
-  repairs += await repairDocuments(kv, [
-    ...record.packages.map((pkg) => ({ key: downloadDocumentKey(address, version, pkg), body: downloadDocument(record, pkg) })),
-    { key: mirrorVersionKey(address, version), body: mirrorVersionDocument(record) },
-  ], progress, check);
-
-  if (problems.length > 0) {
-    throw new StoredReleaseMismatchError(
-      `${name} is published but its stored files do not match its record: ${problems.join('; ')}. ` +
-        'Publish the same release files again to restore them (the signature cannot be re-created byte for byte; re-sign by publishing a new version)',
-    );
-  }
-  return repairs;
-}
-
-/**
  * The repair path: rebuilds the provider's index from the committed version
  * records in R2 (strongly consistent; records kept only in KV are moved to
  * R2 first) and the stored docs, then rewrites every list document (registry
@@ -317,16 +176,6 @@ export async function rebuildProviderIndex(
   check: () => void = () => {},
 ): Promise<void> {
   await rebuildProviderLists(store, address, { progress, check });
-}
-
-/** The namespace's public signing keys, oldest first. */
-export async function readSigningKeys(kv: KvStore, hostname: string, namespace: string): Promise<SigningKey[]> {
-  const text = await kv.get(signingKeysKey(hostname, namespace), 'text');
-  return text === null ? [] : (JSON.parse(text) as SigningKey[]);
-}
-
-export async function writeSigningKeys(kv: KvStore, hostname: string, namespace: string, keys: readonly SigningKey[]): Promise<void> {
-  await kv.put(signingKeysKey(hostname, namespace), JSON.stringify(keys));
 }
 
 async function writeDocuments(kv: KvStore, record: VersionRecord, check: () => void): Promise<void> {
@@ -367,23 +216,4 @@ async function removeLeftovers(
     check();
     await kv.delete(key);
   }
-}
-
-/** One phrase saying how `draft` differs from `existing`. */
-export function describeDifference(existing: VersionRecord, draft: VersionRecord): string {
-  if (JSON.stringify(existing.protocols) !== JSON.stringify(draft.protocols)) {
-    return `protocols ${JSON.stringify(existing.protocols)} → ${JSON.stringify(draft.protocols)}`;
-  }
-  const before = new Map(existing.packages.map((p) => [p.filename, p]));
-  for (const p of draft.packages) {
-    const old = before.get(p.filename);
-    if (!old) return `${p.filename} is new`;
-    if (old.shasum !== p.shasum) return `${p.filename} has SHA-256 ${p.shasum}, published ${old.shasum}`;
-    if (old.size !== p.size) return `${p.filename} has ${p.size} bytes, published ${old.size}`;
-  }
-  const now = new Set(draft.packages.map((p) => p.filename));
-  const gone = existing.packages.find((p) => !now.has(p.filename));
-  if (gone) return `${gone.filename} is missing`;
-  if (existing.shasumsFile && draft.shasumsFile && existing.shasumsFile.sha256 !== draft.shasumsFile.sha256) return 'the SHA256SUMS file differs';
-  return 'different packages';
 }

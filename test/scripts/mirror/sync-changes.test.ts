@@ -7,7 +7,7 @@ import { openLocalStore } from '../../../scripts/lib/stores/local';
 import type { MirrorSummary } from '../../../scripts/lib/mirror/summary';
 import { providerAddress } from '../../../src/protocol/index';
 import { mirrorIndexKey, mirrorVersionKey, releaseObjectKey } from '../../../src/store/layout';
-import { configPath, root, runScript, tempDir } from '../helpers';
+import { configPath, killableEnv, root, runScript, tempDir } from '../helpers';
 import { StaticUpstream, type ReleaseSpec, releaseUpstreamGpgKey } from './upstream';
 
 // The upstream's GnuPG home and agent go with this file.
@@ -68,7 +68,7 @@ describe('mirror sync over time', () => {
   it('a killed sync leaves only whole versions listed; the re-run completes it without downloading what it stored', async () => {
     // Kill the CLI (its whole process group) when the upstream is asked for 1.2.0's first archive.
     const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), [join(root, 'scripts', 'mirror.ts'), ...args()], {
-      cwd: root, env: { ...process.env, ...env() }, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: root, env: { ...process.env, ...env(), ...killableEnv(state) }, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));

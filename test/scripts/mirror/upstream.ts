@@ -34,6 +34,8 @@ export interface ReleaseSpec {
   defect?: Defect;
   /** Changes every byte of the release ("upstream rebuilt it"). */
   salt?: string;
+  /** Archives sent without Content-Length (chunked). */
+  chunked?: boolean;
   /** Incompressible filler bytes in each executable (large archives). */
   padding?: number;
 }
@@ -230,6 +232,15 @@ export class StaticUpstream {
           const other = Buffer.from(zip);
           other[other.length >> 1]! ^= 0xff;
           routes.set(archivePath, bytes(other, 'application/zip'));
+        }
+        if (release.chunked) {
+          // No Content-Length: the body is sent chunked, in two writes.
+          const served = defect === 'tampered-archive' ? Buffer.from(zip).map((b, i) => (i === zip.length >> 1 ? b ^ 0xff : b)) : zip;
+          routes.set(archivePath, (_req, res) => {
+            res.writeHead(200, { 'content-type': 'application/zip' });
+            res.write(served.subarray(0, served.byteLength >> 1));
+            res.end(served.subarray(served.byteLength >> 1));
+          });
         }
         if (defect === 'hang-archive') {
           routes.set(archivePath, (_req, res) => {

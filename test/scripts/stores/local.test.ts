@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { retryBusy } from '../../../scripts/lib/stores/local';
 import { KILL_ENV } from '../../../scripts/lib/progress';
-import { runScript, sleep, tempDir } from '../helpers';
+import { killableEnv, runScript, sleep, tempDir } from '../helpers';
 
 const work = tempDir('local-store');
 afterAll(() => work.cleanup());
@@ -70,7 +70,7 @@ describe('the local store (scripts/lib/stores/local.ts)', () => {
     const mark = `EDGE_REGISTRY_TEST_MARK=${randomUUID()}`;
     const [name, value] = mark.split('=') as [string, string];
     const killed = await runScript('publish-module', [dir, '--namespace', 'acme', '--name', 'orphan', '--system', 'aws', '--version', '1.0.0', '--persist-to', join(work.dir, 'state')], {
-      [KILL_ENV]: 'documents', [name]: value,
+      [KILL_ENV]: 'documents', [name]: value, ...killableEnv(work.dir),
     });
     expect(killed.code, killed.stderr).not.toBe(0);
     // The kernel delivers the parent-death signal at once; allow a moment for the exit.

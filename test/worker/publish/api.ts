@@ -4,7 +4,7 @@ import { inject } from 'vitest';
 import { newToken, tokenId, tokenSha256 } from '../../../src/auth/tokens';
 import { formatShasums, h1Hash } from '../../../src/protocol/hashes';
 import { archiveFilename, executableName, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
-import { writeSigningKeys } from '../../../src/store/providers/write';
+import { writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import { writeTokenRecord } from '../../../src/store/tokens/write';
 import { TEST_KEY } from '../../fixtures/release';
 import { zipStored } from '../../fixtures/archives';

@@ -6,7 +6,7 @@ import { listAuditEntries } from '../../../src/store/audit/read';
 import { storeHeldKey } from '../../../src/store/keys/held-keys';
 import { versionsDocumentKey } from '../../../src/store/layout';
 import { writePublishers } from '../../../src/store/publishers';
-import { writeSigningKeys } from '../../../src/store/providers/write';
+import { writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import type { BlobStore } from '../../../src/store/store';
 import { atFakeTime, get } from '../helpers';
 import { buildRelease, HOST, manifestOf, publishRelease, startPublish } from './api';

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import * as openpgp from 'openpgp';
 import { describe, expect, it } from 'vitest';
 import { storeHeldKey } from '../../../src/store/keys/held-keys';
-import { writeSigningKeys } from '../../../src/store/providers/write';
+import { writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import { getWith } from '../helpers';
 import { bearer, buildRelease, HOST, issue, manifestOf, type Session } from './api';
 

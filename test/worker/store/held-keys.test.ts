@@ -2,7 +2,8 @@ import { env } from 'cloudflare:workers';
 import * as openpgp from 'openpgp';
 import { describe, expect, inject, it } from 'vitest';
 import { heldSigningKeyKey, signingKeysKey } from '../../../src/store/layout';
-import { deleteHeldKey, heldKeyInfo, SealError, signShasumsWithHeldKey, storeHeldKey } from '../../../src/store/keys/held-keys';
+import { deleteHeldKey, heldKeyInfo, signShasumsWithHeldKey, storeHeldKey } from '../../../src/store/keys/held-keys';
+import { SealError } from '../../../src/store/keys/seal';
 import { open, seal } from '../../../src/store/keys/seal';
 
 /**
