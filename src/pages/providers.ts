@@ -68,7 +68,8 @@ export const mirrorPage = page(async (ctx, params) => {
     ? data.versions.find((v) => v.version === newestListed(data)) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!
     : data.versions.find((v) => v.version === parseVersion(wanted));
   if (!current) throw new InputError(`The mirror holds no version ${wanted} of ${address.hostname}/${address.namespace}/${address.type}.`, 404);
-  return render(ctx, data, current, true);
+  // Mirrored archives are served (and counted) by the same archive route, under their upstream hostname.
+  return render(ctx, data, current, true, await loadDownloads(ctx, providerCounterName(address)));
 });
 
 /** GET /providers/:namespace/:type/:version/signing-key.asc — the armored public key that signed that version. */

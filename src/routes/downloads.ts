@@ -3,13 +3,15 @@ import type { Env } from '../env';
 import { settings } from '../config';
 import { errorResponse, pathSegment } from '../http/responses';
 import { moduleAddress } from '../protocol/modules-v1';
+import { providerAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { moduleCounterName, providerCounterName } from '../downloads/names';
 import { readDownloads, WINDOW_DAYS } from '../downloads/read';
 import { requestAddress } from './params';
 
 /**
- * GET /v1/downloads/providers/:namespace/:type and
+ * GET /v1/downloads/providers/:namespace/:type,
+ * GET /v1/downloads/mirror/:hostname/:namespace/:type and
  * GET /v1/downloads/modules/:namespace/:name/:system — download counts for
  * scripts: {"days": 30, "since": "YYYY-MM-DD", "total": N, "versions":
  * {"1.2.0": {"total": N, "platforms": {"linux_amd64": N}}}, "daily": [{"day",
@@ -21,6 +23,12 @@ import { requestAddress } from './params';
  */
 export async function providerDownloads(request: IRequest, env: Env): Promise<Response> {
   const address = requestAddress(request, settings(env).hostname);
+  return answer(env, providerCounterName(address), request);
+}
+
+/** GET /v1/downloads/mirror/:hostname/:namespace/:type — the same for a provider the network mirror holds (its archives are counted by the same route). */
+export async function mirrorDownloads(request: IRequest, env: Env): Promise<Response> {
+  const address = providerAddress(pathSegment(request.params.hostname, 'hostname'), pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'));
   return answer(env, providerCounterName(address), request);
 }
 

@@ -7,6 +7,8 @@ import { parseVersion } from '../protocol/version';
 import { moduleArchivePath } from '../store/layout';
 import { readModuleDownload, readModuleVersions } from '../store/modules/read';
 import { compareVersionsDescending } from '../protocol/version';
+import { readModuleLifecyclePage } from '../store/lifecycle/read';
+import { withdrawnVersions } from '../store/lifecycle/state';
 import { allowedUpstreamModuleVersions, moduleProxyContext, proxiedModuleRecord, type ModuleProxyContext } from '../mirror/modules/proxy';
 import { UpstreamError } from '../mirror/upstream-http';
 import { listModuleVersions, moduleDownload, moduleDownloadAnswer } from './modules';
@@ -16,7 +18,8 @@ import { listModuleVersions, moduleDownload, moduleDownloadAnswer } from './modu
  * no policy rule proxies is answered by routes/modules.ts exactly as before.
  * A proxied one: `versions` lists the versions held plus the upstream's
  * versions the policy allows (with the upstream unreachable, what is held,
- * and `X-Mirror-Upstream: unreachable; …`); `download` of an allowed version
+ * and `X-Mirror-Upstream: unreachable; …`; versions withdrawn here stay
+ * out); `download` of an allowed version
  * not held yet proxies it first, then answers like any held version. In
  * private mode the route guards run before these handlers, so an
  * unauthorised request never reaches the upstream.
@@ -47,7 +50,10 @@ export async function proxiedModuleVersions(request: IRequest, env: Env): Promis
     response.headers.set(UNREACHABLE, `unreachable; listing only the versions this registry holds (${error.message.slice(0, 200)})`);
     return response;
   }
-  const versions = [...new Set([...held, ...upstream])];
+  // A version the operator withdrew (npm run lifecycle) leaves our list; the upstream's list must not bring it back.
+  const lifecycle = await readModuleLifecyclePage(env.REGISTRY_KV, address, config.listTtlMs);
+  const withdrawn = lifecycle ? withdrawnVersions(lifecycle) : new Set<string>();
+  const versions = [...new Set([...held, ...upstream.filter((v) => !withdrawn.has(v))])];
   if (versions.length === 0) {
     return notFound(`module ${formatModuleAddress(address)}: ${formatModuleAddress(proxy.allowance.upstream)} offers no version the proxy policy allows`);
   }

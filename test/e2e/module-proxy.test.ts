@@ -230,6 +230,23 @@ describe.skipIf(!terraform)('module proxy: terraform init of an upstream registr
     expect(upstream.count('tar.gz/v1.0.0')).toBe(1);
   });
 
+  it('a proxied version the operator withdraws leaves the list, though the upstream still offers it; restored, it is back', async () => {
+    const lifecycle = (...args: string[]) => runScript('lifecycle', [...args, '--hostname', HOST, '--persist-to', state, '--config', configPath]);
+    const withdrawn = await lifecycle('withdraw', `${NS}/vpc/aws`, '--version', '1.0.0', '--message', 'use 1.1.0');
+    expect(withdrawn.code, withdrawn.stderr).toBe(0);
+    const listed = async (want: string[]) => {
+      let versions: string[] = [];
+      for (let waited = 0; waited < 15_000 && versions.join() !== want.join(); waited += 500) {
+        if (waited) await new Promise((resolve) => setTimeout(resolve, 500));
+        versions = versionsOf(await at(`/v1/modules/${NS}/vpc/aws/versions`));
+      }
+      return versions;
+    };
+    expect(await listed(['1.1.0'])).toEqual(['1.1.0']);
+    expect((await lifecycle('restore', `${NS}/vpc/aws`, '--version', '1.0.0')).code).toBe(0);
+    expect(await listed(['1.1.0', '1.0.0'])).toEqual(['1.1.0', '1.0.0']);
+  });
+
   it('private mode: a request without a valid token or scope never reaches the upstream', async () => {
     const token = async (namespace: string) => {
       const created = await runScript('token', ['create', '--namespace', namespace, '--persist-to', state, '--config', configPath]);

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { InputError } from '../../../src/protocol/errors';
+import { proxiedModuleDocs } from '../../../src/mirror/modules/docs';
+import { repackModule } from '../../../src/mirror/modules/repack';
+import { readTar } from '../../../src/mirror/modules/tar';
+import { tarGz, zipStored, type TarEntry } from '../../fixtures/archives';
+
+/**
+ * The module proxy's package checks and repacking (src/mirror/modules/repack.ts)
+ * on archives built by the test fixtures' own ustar/zip writers: what
+ * publish-module refuses is refused, the result is deterministic, GitHub's
+ * top-level directory and a //subdir are handled, and the docs are read.
+ */
+const LIMITS = { maxUnpackedBytes: 1024 * 1024 };
+const repack = (bytes: Uint8Array, options: { stripTop?: boolean; subdir?: string; format?: 'tar.gz' | 'zip' } = {}) =>
+  repackModule(bytes, options.format ?? 'tar.gz', { stripTop: options.stripTop ?? false, subdir: options.subdir ?? '', label: 'pkg', ...LIMITS });
+const gunzip = async (bytes: Uint8Array) => new Uint8Array(await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer());
+const names = async (bytes: Uint8Array) => readTar(await gunzip(bytes)).map((e) => e.name);
+
+const MAIN = 'variable "name" {\n  description = "The \\"name\\""\n  type = string\n}\n\noutput "id" {\n  value = var.name # the id\n  sensitive = true\n}\n';
+
+describe('repackModule', () => {
+  it('strips GitHub\'s top-level directory, sorts, keeps links to files as their bytes, drops links leaving the package', async () => {
+    const entries: TarEntry[] = [
+      { name: 'repo-1.0.0/', type: '5' },
+      { name: 'repo-1.0.0/variables.tf', content: 'variable "b" {}\n' },
+      { name: 'repo-1.0.0/main.tf', content: MAIN },
+      { name: 'repo-1.0.0/README.md', content: '# <script>x</script>' },
+      { name: 'repo-1.0.0/link.md', type: '2', link: 'README.md' },
+      { name: 'repo-1.0.0/escape', type: '2', link: '../../etc/passwd' },
+      { name: 'repo-1.0.0/.git/config', content: 'x' },
+      { name: 'repo-1.0.0/terraform.tfstate', content: '{}' },
+    ];
+    const repacked = await repack(await tarGz(entries), { stripTop: true });
+    expect(await names(repacked.bytes)).toEqual(['README.md', 'link.md', 'main.tf', 'variables.tf']);
+    const again = await repack(await tarGz([...entries].reverse()), { stripTop: true });
+    expect(again.bytes).toEqual(repacked.bytes); // the same files give the same bytes, whatever their order
+    const docs = proxiedModuleDocs(repacked.texts);
+    expect(docs.inputs.map((i) => [i.name, i.description, i.type, i.required])).toEqual([['b', null, null, true], ['name', 'The "name"', 'string', true]]);
+    expect(docs.outputs).toEqual([{ name: 'id', description: null, sensitive: true }]);
+    expect(docs.readmeHtml).toBe('<pre># &lt;script&gt;x&lt;/script&gt;</pre>');
+  });
+
+  it('narrows to a //subdir', async () => {
+    const bytes = await tarGz([{ name: 'r/modules/a/main.tf', content: MAIN }, { name: 'r/main.tf', content: MAIN }]);
+    expect(await names((await repack(bytes, { stripTop: true, subdir: 'modules/a' })).bytes)).toEqual(['main.tf']);
+    await expect(repack(bytes, { stripTop: true, subdir: 'modules/b' })).rejects.toThrow(/has no subdirectory modules\/b/);
+  });
+
+  it('reads a zip as well', async () => {
+    expect(await names((await repack(zipStored({ 'main.tf': MAIN, 'modules/x/main.tf': MAIN }), { format: 'zip' })).bytes)).toEqual(['main.tf', 'modules/x/main.tf']);
+  });
+
+  const refusals: [string, Promise<Uint8Array>, RegExp][] = [
+    ['a ".." path', tarGz([{ name: 'main.tf', content: MAIN }, { name: '../evil.tf', content: 'x' }]), /has a "\.\." path segment/],
+    ['an absolute path', tarGz([{ name: 'main.tf', content: MAIN }, { name: '/etc/evil.tf', content: 'x' }]), /has an absolute path/],
+    ['a character device', tarGz([{ name: 'main.tf', content: MAIN }, { name: 'dev', type: '3' }]), /is a character device/],
+    ['a FIFO', tarGz([{ name: 'main.tf', content: MAIN }, { name: 'fifo', type: '6' }]), /is a FIFO/],
+    ['no .tf at the root', tarGz([{ name: 'sub/main.tf', content: MAIN }]), /has no \.tf or \.tofu file at its root/],
+    ['more than the unpacked limit', tarGz([{ name: 'main.tf', content: 'x'.repeat(1024 * 1024 + 1) }]), /unpacks to more than 1048576 bytes/],
+    ['not gzip', Promise.resolve(new TextEncoder().encode('<html>')), /not a valid tar\.gz archive/],
+  ];
+  for (const [what, bytes, message] of refusals) {
+    it(`refuses ${what} with an InputError naming the package`, async () => {
+      const error = await repack(await bytes).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InputError);
+      expect((error as Error).message).toMatch(/^pkg: /);
+      expect((error as Error).message).toMatch(message);
+    });
+  }
+
+  it('refuses a truncated tar', async () => {
+    const whole = await gunzip(await tarGz([{ name: 'main.tf', content: MAIN.repeat(20) }]));
+    const cut = new Uint8Array(await new Response(new Blob([whole.subarray(0, 700)]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer());
+    await expect(repack(cut)).rejects.toThrow(/truncated/);
+  });
+});
