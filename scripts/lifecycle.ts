@@ -6,7 +6,7 @@
  * src/store/lifecycle/.
  */
 import { parseArgs } from 'node:util';
-import { run, say, STATE_OPTIONS, UsageError } from './lib/cli';
+import { checkStateTarget, run, say, STATE_OPTIONS, UsageError } from './lib/cli';
 import { LIFECYCLE_COMMANDS, runLifecycle, type LifecycleCommand, type LifecycleOutput } from './lib/lifecycle/run';
 
 const USAGE = `usage: npm run lifecycle -- COMMAND ADDRESS [--version X.Y.Z] [--message "…"] [options]
@@ -50,7 +50,7 @@ run(async () => {
     throw new UsageError(command ? `unknown command "${command}"` : `give a command: ${LIFECYCLE_COMMANDS.join(', ')}`);
   }
   if (!address || rest.length > 0) throw new UsageError('give exactly one address: NAMESPACE/TYPE or NAMESPACE/NAME/SYSTEM');
-  if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
+  checkStateTarget(values);
   if (command === 'status' && values.message !== undefined) throw new UsageError('status takes no --message');
 
   const output = await runLifecycle({

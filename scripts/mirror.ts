@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { formatAddress, InputError, parsePlatformName, parseSourceAddress } from '../src/protocol/index';
 import { listMirroredProviders } from '../src/store/mirror/write';
-import { isUsageError, isUserFixable, run, say, UsageError } from './lib/cli';
+import { checkStateTarget, isUsageError, isUserFixable, run, say, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
 import { openLocalStore } from './lib/stores/local';
 import { type StoreHandle } from './lib/stores/handle';
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     return;
   }
   if (!command || !['sync', 'import', 'list', 'policy', 'remove'].includes(command)) throw new UsageError(command ? `unknown command "${command}"` : 'give a command: sync, import, list, policy or remove');
-  if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
+  checkStateTarget(values);
   const count = (name: string, value: string | undefined, fallback: number, min: number) => {
     if (value === undefined) return fallback;
     const n = Number(value);

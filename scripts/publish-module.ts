@@ -7,7 +7,7 @@
  * scripts/lib/module/publish.ts for the function API.
  */
 import { parseArgs } from 'node:util';
-import { run, say, STATE_OPTIONS, UsageError } from './lib/cli';
+import { checkStateTarget, run, say, STATE_OPTIONS, UsageError } from './lib/cli';
 import { DEFAULT_MAX_MB, publishModule } from './lib/module/publish';
 
 const USAGE = `usage: npm run publish-module -- DIR|PACKAGE --namespace NS --name NAME --system SYSTEM --version VERSION [options]
@@ -53,8 +53,7 @@ run(async () => {
   const missing = (['namespace', 'name', 'system', 'version'] as const).filter((option) => !values[option]).map((option) => `--${option}`);
   if (positionals.length !== 1) missing.unshift(positionals.length === 0 ? 'the module directory or package' : 'exactly one module directory or package');
   if (missing.length > 0) throw new UsageError(`${missing.length === 1 ? missing[0] : `${missing.slice(0, -1).join(', ')} and ${missing.at(-1)}`} ${missing.length === 1 ? 'is' : 'are'} required`);
-  if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
-  if (values.registry !== undefined && values.remote) throw new UsageError('--registry publishes through the API and --remote writes storage: use one');
+  checkStateTarget(values);
   const maxMB = values['max-size'] === undefined ? undefined : Number(values['max-size']);
   if (maxMB !== undefined && !(maxMB > 0)) throw new UsageError(`--max-size takes a positive number of MB, not "${values['max-size']}"`);
 

@@ -7,7 +7,7 @@
  * scripts/lib/provider/publish.ts for the function API.
  */
 import { parseArgs } from 'node:util';
-import { run, say, SIGNING_STATE_OPTIONS, UsageError } from './lib/cli';
+import { checkStateTarget, run, say, SIGNING_STATE_OPTIONS, UsageError } from './lib/cli';
 import { publishRelease } from './lib/provider/publish';
 
 const USAGE = `usage: npm run publish-provider -- [DIST_DIR|FILE…] --namespace NS [options]
@@ -56,8 +56,7 @@ run(async () => {
   }
   if (!values.namespace) throw new UsageError('--namespace is required');
   if (positionals.length === 0 && !values.binary?.length) throw new UsageError('give a dist/ directory, release files or --binary OS_ARCH=PATH');
-  if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
-  if (values.registry !== undefined && values.remote) throw new UsageError('--registry publishes through the API and --remote writes storage: use one');
+  checkStateTarget(values);
 
   const result = await publishRelease({
     paths: positionals,

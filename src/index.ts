@@ -18,6 +18,7 @@ import { asset, notFoundFor } from './pages/static';
 import { countingModuleArchives, countingProviderArchives } from './downloads/routes';
 import { requireSignedUrlOrModuleToken } from './auth/module-archive-access';
 import { mirrorDownloads, moduleDownloads, providerDownloads } from './routes/downloads';
+import { moduleLifecycleJson } from './routes/lifecycle';
 import { tokenEndpoint } from './identity/token-endpoint';
 import { tokensPage, tokensSubmit } from './pages/tokens';
 import { createProviderUpload } from './routes/publish/providers';
@@ -52,6 +53,8 @@ router
   .all('/v1/downloads/providers/:namespace/:type', requireReadToken, providerDownloads)
   .all('/v1/downloads/mirror/:hostname/:namespace/:type', requireReadToken, mirrorDownloads)
   .all('/v1/downloads/modules/:namespace/:name/:system', requireModuleReadToken, moduleDownloads)
+  // a module's deprecations and withdrawals for scripts (modules.v1 has no warnings field)
+  .all('/v1/lifecycle/modules/:namespace/:name/:system', requireModuleReadToken, moduleLifecycleJson)
   .all('/modules', modulesIndexPage)
   .all('/modules/:namespace/:name/:system/:version?', modulePage)
   // Pages for people (src/pages/); private mode: a session cookie, else a redirect to /login.

@@ -118,3 +118,13 @@ export const SIGNING_STATE_OPTIONS = {
   'key-file': { type: 'string' },
   json: { type: 'boolean' },
 } as const;
+
+/**
+ * The checks every command taking STATE_OPTIONS makes on where it writes:
+ * --env only with --remote, and (for the publish commands) --registry not
+ * with --remote. Throws UsageError (exit 2) naming the conflict.
+ */
+export function checkStateTarget(values: { env?: string; remote?: boolean; registry?: string }): void {
+  if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
+  if (values.registry !== undefined && values.remote) throw new UsageError('--registry publishes through the API and --remote writes storage: use one');
+}

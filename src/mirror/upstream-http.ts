@@ -91,41 +91,39 @@ export class UpstreamClient {
    */
   async getModuleDownload(url: string, what: string): Promise<{ header: string | null; json: unknown; url: string }> {
     this.counts.json++;
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), this.limits.timeoutMs);
-    try {
-      const { response, url: finalUrl } = await this.follow(url, what, controller.signal, 'application/json', [200, 204]);
+    return this.withinTimeout(url, what, async (signal) => {
+      const { response, url: finalUrl } = await this.follow(url, what, signal, 'application/json', [200, 204]);
       if (response.status === 204) {
         await response.body?.cancel();
         return { header: response.headers.get('x-terraform-get'), json: null, url: finalUrl };
       }
-      const bytes = await readAtMost(response, this.limits.maxJsonBytes, `${what} ${finalUrl}`, controller.signal);
+      const bytes = await readAtMost(response, this.limits.maxJsonBytes, `${what} ${finalUrl}`, signal);
       try {
         return { header: response.headers.get('x-terraform-get'), json: JSON.parse(new TextDecoder().decode(bytes)), url: finalUrl };
       } catch {
         return { header: response.headers.get('x-terraform-get'), json: null, url: finalUrl };
       }
-    } catch (error) {
-      if (controller.signal.aborted && !(error instanceof UpstreamError)) {
-        throw new UpstreamError(`${what} ${url}: timed out after ${this.limits.timeoutMs / 1000} s`, 504);
-      }
-      throw error;
-    } finally {
-      clearTimeout(timer);
-    }
+    });
   }
 
-  private async getSmall(url: string, what: string, limit: number, accept: string): Promise<{ bytes: Uint8Array; url: string }> {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), this.limits.timeoutMs);
-    try {
-      const { response, url: finalUrl } = await this.follow(url, what, controller.signal, accept);
+  private getSmall(url: string, what: string, limit: number, accept: string): Promise<{ bytes: Uint8Array; url: string }> {
+    return this.withinTimeout(url, what, async (signal) => {
+      const { response, url: finalUrl } = await this.follow(url, what, signal, accept);
       const declared = Number(response.headers.get('content-length') ?? NaN);
       if (declared > limit) {
         await response.body?.cancel();
         throw new UpstreamError(`${what} ${finalUrl}: the body is ${declared} bytes, over the ${limit}-byte limit`);
       }
-      return { bytes: await readAtMost(response, limit, `${what} ${finalUrl}`, controller.signal), url: finalUrl };
+      return { bytes: await readAtMost(response, limit, `${what} ${finalUrl}`, signal), url: finalUrl };
+    });
+  }
+
+  /** Runs `fetch` with a signal aborted after timeoutMs; an abort that surfaces as another error becomes UpstreamError 504 naming `url`. */
+  private async withinTimeout<T>(url: string, what: string, fetch: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.limits.timeoutMs);
+    try {
+      return await fetch(controller.signal);
     } catch (error) {
       if (controller.signal.aborted && !(error instanceof UpstreamError)) {
         throw new UpstreamError(`${what} ${url}: timed out after ${this.limits.timeoutMs / 1000} s`, 504);

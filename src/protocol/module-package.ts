@@ -7,8 +7,23 @@ import { InputError } from './errors';
  * in R2 (src/store/uploads/stored-module.ts): every entry name relative and
  * inside the package (no absolute path, drive letter, `..` segment or NUL),
  * every link pointing inside it, and a .tf or .tofu file at its root (a
- * single top-level "./" prefix is allowed).
+ * single top-level "./" prefix is allowed). The module proxy
+ * (src/mirror/modules/repack.ts) repacks upstream packages by the same rules.
  */
+
+/** True when a package path (relative, "/"-separated) is left out of a package publish-module packs: .git/, .terraform/, state files, nested lock files. */
+export function isExcludedFromPackage(path: string): boolean {
+  const parts = path.split('/');
+  if (parts.some((p) => p === '.git' || p === '.terraform')) return true;
+  const base = parts[parts.length - 1]!;
+  if (/\.tfstate/.test(base)) return true;
+  return base === '.terraform.lock.hcl' && parts.length > 1;
+}
+
+/** True for the files module docs are read from: the root's and each modules/NAME/'s .tf and .tofu files, the root README.md. */
+export function isDocFile(path: string): boolean {
+  return path === 'README.md' || /^(?:modules\/[^/]+\/)?[^/]+\.(tf|tofu)$/.test(path);
+}
 
 /**
  * Normalises an entry name ("./a/b" → "a/b"). Throws InputError naming
@@ -16,11 +31,12 @@ import { InputError } from './errors';
  */
 export function checkedEntryName(archive: string, raw: string): string {
   if (raw.includes('\0')) throw new InputError(`${archive}: entry name with a NUL character`);
+  const shown = raw.slice(0, 100); // an upstream's name may be long: the message stays one line
   if (raw.startsWith('/') || raw.startsWith('\\') || /^[a-zA-Z]:/.test(raw)) {
-    throw new InputError(`${archive}: entry "${raw}" has an absolute path; a module package holds relative paths only`);
+    throw new InputError(`${archive}: entry "${shown}" has an absolute path; a module package holds relative paths only`);
   }
   const parts = raw.replace(/\\/g, '/').split('/').filter((p) => p !== '' && p !== '.');
-  if (parts.includes('..')) throw new InputError(`${archive}: entry "${raw}" has a ".." path segment that would unpack outside the module; refused`);
+  if (parts.includes('..')) throw new InputError(`${archive}: entry "${shown}" has a ".." path segment that would unpack outside the module; refused`);
   return parts.join('/');
 }
 

@@ -5,7 +5,7 @@ import tar from 'tar-stream';
 import yauzl from 'yauzl';
 import { InputError } from '../../../src/protocol/errors';
 import type { ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
-import { checkedEntryName, checkedLinkTarget, requireRootConfiguration } from '../../../src/protocol/module-package';
+import { checkedEntryName, checkedLinkTarget, isDocFile, requireRootConfiguration } from '../../../src/protocol/module-package';
 import { formatMB } from './pack';
 
 /**
@@ -30,11 +30,6 @@ export function archiveFormatOf(path: string): ModuleArchiveFormat | null {
   if (/\.(tar\.gz|tgz)$/i.test(path)) return 'tar.gz';
   if (/\.zip$/i.test(path)) return 'zip';
   return null;
-}
-
-/** True for the files module docs are read from. */
-export function isDocFile(path: string): boolean {
-  return path === 'README.md' || /^(?:modules\/[^/]+\/)?[^/]+\.(tf|tofu)$/.test(path);
 }
 
 /**

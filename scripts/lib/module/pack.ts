@@ -3,6 +3,7 @@ import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { constants as zlibConstants, createGzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { InputError } from '../../../src/protocol/errors';
+import { isExcludedFromPackage } from '../../../src/protocol/module-package';
 
 /**
  * Packing a module directory into a deterministic .tar.gz: the same tree
@@ -45,16 +46,6 @@ export interface PackResult {
   excluded: string[];
 }
 
-/** True when the path (relative, "/"-separated) is left out of a package. */
-export function isExcluded(path: string): boolean {
-  const parts = path.split('/');
-  if (parts.some((p) => p === '.git' || p === '.terraform')) return true;
-  const base = parts[parts.length - 1]!;
-  if (/\.tfstate/.test(base)) return true;
-  if (base === '.terraform.lock.hcl' && parts.length > 1) return true;
-  return false;
-}
-
 /**
  * Lists the files a package of `dir` holds, in package order. Throws
  * InputError when `dir` is not a directory, holds no .tf or .tofu file at its
@@ -78,7 +69,7 @@ export function listModuleFiles(dir: string): { files: PackedFile[]; excluded: s
     for (const name of readdirSync(absolute).sort()) {
       const path = relativePath === '' ? name : `${relativePath}/${name}`;
       const full = join(absolute, name);
-      if (isExcluded(path)) {
+      if (isExcludedFromPackage(path)) {
         excluded.push(path);
         continue;
       }

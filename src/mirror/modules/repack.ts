@@ -1,5 +1,7 @@
 import { InputError } from '../../protocol/errors';
 import { entryDataOffset, locateCentralDirectory, parseCentralDirectory, ZIP_TAIL_BYTES } from '../../protocol/zip';
+import { checkedEntryName, isDocFile, isExcludedFromPackage } from '../../protocol/module-package';
+import { concatBytes } from '../../bytes';
 import { readTar, writeTar, type TarEntry } from './tar';
 
 /**
@@ -50,7 +52,7 @@ export async function repackModule(
     if (error instanceof InputError) throw new InputError(`${label}: ${error.message}`);
     throw new InputError(`${label}: not a valid ${format} archive (${String((error as Error)?.message ?? error).slice(0, 120)})`);
   }
-  const cleaned = entries.map((e) => ({ ...e, name: checkedName(label, e.name) })).filter((e) => e.name !== '');
+  const cleaned = entries.map((e) => ({ ...e, name: checkedEntryName(label, e.name) })).filter((e) => e.name !== '');
   let prefix = '';
   if (options.stripTop) {
     const tops = new Set(cleaned.map((e) => e.name.split('/')[0]));
@@ -65,11 +67,11 @@ export async function repackModule(
   const files: FileEntry[] = [];
   let unpacked = 0;
   for (const entry of inside) {
-    if (isExcluded(entry.name)) continue;
+    if (isExcludedFromPackage(entry.name)) continue;
     let data: Uint8Array | null = null;
     if (entry.type === '0' || entry.type === '7') data = entry.data;
     else if (entry.type === '1' || entry.type === '2') {
-      const target = entry.type === '1' ? checkedName(label, entry.linkname).slice(prefix.length) : resolveLink(entry.name, entry.linkname);
+      const target = entry.type === '1' ? checkedEntryName(label, entry.linkname).slice(prefix.length) : resolveLink(entry.name, entry.linkname);
       data = target === null ? null : regular.get(target)?.data ?? null; // a link leaving the package or to a directory is left out
     } else if (entry.type !== '5') {
       throw new InputError(`${label}: entry "${entry.name}" is a ${{ 3: 'character device', 4: 'block device', 6: 'FIFO' }[entry.type] ?? `type ${entry.type} entry`}; a module package holds only files, directories and links`);
@@ -87,25 +89,9 @@ export async function repackModule(
   const texts = new Map<string, string>();
   const decoder = new TextDecoder();
   for (const file of unique) {
-    if (/^(?:modules\/[^/]+\/)?[^/]+\.(?:tf|tofu)$/.test(file.name) || file.name === 'README.md') texts.set(file.name, decoder.decode(file.data));
+    if (isDocFile(file.name)) texts.set(file.name, decoder.decode(file.data));
   }
   return { bytes: await gzip(writeTar(unique)), texts, fileCount: unique.length };
-}
-
-/** publish-module's exclusions (scripts/lib/module/pack.ts isExcluded). */
-function isExcluded(path: string): boolean {
-  const parts = path.split('/');
-  if (parts.some((p) => p === '.git' || p === '.terraform')) return true;
-  const base = parts[parts.length - 1]!;
-  return /\.tfstate/.test(base) || (base === '.terraform.lock.hcl' && parts.length > 1);
-}
-
-function checkedName(label: string, raw: string): string {
-  if (raw.includes('\0')) throw new InputError(`${label}: entry name with a NUL character`);
-  if (raw.startsWith('/') || raw.startsWith('\\') || /^[a-zA-Z]:/.test(raw)) throw new InputError(`${label}: entry "${raw.slice(0, 100)}" has an absolute path; refused`);
-  const parts = raw.replace(/\\/g, '/').split('/').filter((p) => p !== '' && p !== '.');
-  if (parts.includes('..')) throw new InputError(`${label}: entry "${raw.slice(0, 100)}" has a ".." path segment that would unpack outside the module; refused`);
-  return parts.join('/');
 }
 
 /** A symlink's target as a package path, or null when it leaves the package. */
@@ -135,13 +121,7 @@ async function collect(stream: ReadableStream<Uint8Array>, limit: number, what: 
     }
     chunks.push(value);
   }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return out;
+  return concatBytes(chunks, total);
 }
 
 async function gunzip(bytes: Uint8Array, limit: number): Promise<Uint8Array> {

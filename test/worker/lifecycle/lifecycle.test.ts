@@ -169,4 +169,20 @@ describe('modules', () => {
     expect(index).toMatch(/acme\/net\/aws[\s\S]*?v1\.0\.0/);
     await expect(changeModuleLifecycle({ kv, blobs: r2 }, net, { kind: 'withdraw', version: '3.0.0', message: 'x' })).rejects.toThrow(/module registry\.example\.com\/acme\/net\/aws has no version 3\.0\.0; published: 1\.0\.0, 1\.1\.0/);
   });
+
+  it('a deprecation reaches scripts in GET /v1/lifecycle/modules/… (modules.v1 has no warnings field for clients to print)', async () => {
+    const vpc = moduleAddress(bindings.REGISTRY_HOSTNAME, 'acme', 'vpc', 'aws');
+    for (const v of ['1.0.0', '2.0.0']) await seedModule(kv, r2, vpc, v);
+    // A module never marked (here: never published) has no marks.
+    const empty = await get('/v1/lifecycle/modules/acme/unmarked/aws');
+    expect(empty.status).toBe(200);
+    expect(await empty.json()).toEqual({ module: 'registry.example.com/acme/unmarked/aws', deprecated: null, versions: {}, warnings: [] });
+    await changeModuleLifecycle({ kv, blobs: r2 }, vpc, { kind: 'deprecate', version: '1.0.0', message: 'IPv4 only; use 2.0.0' });
+    const body = await (await get('/v1/lifecycle/modules/acme/vpc/aws')).json<{ versions: Record<string, { deprecated?: { message: string } }>; warnings: string[] }>();
+    expect(body.versions['1.0.0']?.deprecated?.message).toBe('IPv4 only; use 2.0.0');
+    expect(body.warnings).toEqual(['registry.example.com/acme/vpc/aws 1.0.0 is deprecated: IPv4 only; use 2.0.0']);
+    // The modules.v1 response is unchanged: both versions listed, no extra fields.
+    expect(await (await get('/v1/modules/acme/vpc/aws/versions')).json()).toEqual({ modules: [{ versions: [{ version: '2.0.0' }, { version: '1.0.0' }] }] });
+    expect((await get('/v1/lifecycle/modules/ac..me/vpc/aws')).status).toBe(400);
+  });
 });
