@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { formatAddress, InputError, parsePlatformName, parseSourceAddress } from '../src/protocol/index';
 import { listMirroredProviders } from '../src/store/mirror/write';
-import { checkStateTarget, isUsageError, isUserFixable, run, say, UsageError } from './lib/cli';
+import { checkStateTarget, run, say, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
 import { openLocalStore } from './lib/stores/local';
 import { type StoreHandle } from './lib/stores/handle';
@@ -50,20 +50,8 @@ $TF_CLI_CONFIG_FILE or ~/.terraformrc; host "NAME" { services = { "providers.v1"
 replace discovery for NAME. A private CA: NODE_EXTRA_CA_CERTS=/path/ca.pem.
 Exit status: 0 when everything verified (or was up to date), 1 when anything failed, 2 for usage.`;
 
-const verbose = process.argv.includes('--verbose');
-
-run(async () => {
-  try {
-    await main();
-  } catch (error) {
-    // Unexpected failures: one line unless --verbose (the runner prints the trace then).
-    if (!verbose && !isUserFixable(error) && !isUsageError(error)) {
-      say(`error: ${(error as Error)?.message ?? String(error)} (run again with --verbose for the trace; a re-run is safe)`);
-      process.exit(3);
-    }
-    throw error;
-  }
-}, USAGE);
+// Exit codes and the one-line report of an unexpected failure come from scripts/lib/cli.ts like every command's.
+run(main, USAGE);
 
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({

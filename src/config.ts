@@ -35,6 +35,16 @@ export interface Settings {
   gzipDocuments: boolean;
   /** Sign-in with the identity provider (OIDC_*, LOGIN_POLICY); null without OIDC_ISSUER. */
   oidc: OidcSettings | null;
+  /** PULL_TIMEOUT_SECONDS > 0 in ms (every upstream timeout of the pull-through mirror); null: its defaults. */
+  pullTimeoutMs: number | null;
+  /** PULL_REFRESH_SECONDS > 0 in ms (how long a pulled version's manifest is trusted); null: its default. */
+  pullRefreshMs: number | null;
+  /** PULL_LIST_SECONDS > 0 in ms (how long an isolate reuses an upstream's version list); null: its default. */
+  pullListMs: number | null;
+  /** AUDIT_REFUSAL_WINDOW_SECONDS in (0, 3600] in ms (src/routes/publish/refusal-audit.ts); null: its default. */
+  auditRefusalWindowMs: number | null;
+  /** DOWNLOAD_BATCH_MS in [0, 10000] (src/downloads/count.ts); null: its default. */
+  downloadBatchMs: number | null;
 }
 
 /**
@@ -92,7 +102,25 @@ function parseSettings(env: Env): Settings {
     signingKeySecret: env.SIGNING_KEY_SECRET ?? '',
     gzipDocuments: env.GZIP_DOCUMENTS === 'true',
     oidc: parseOidcSettings(env),
+    pullTimeoutMs: secondsToMs(env.PULL_TIMEOUT_SECONDS, Infinity),
+    pullRefreshMs: secondsToMs(env.PULL_REFRESH_SECONDS, Infinity),
+    pullListMs: secondsToMs(env.PULL_LIST_SECONDS, Infinity),
+    auditRefusalWindowMs: secondsToMs(env.AUDIT_REFUSAL_WINDOW_SECONDS, 3600),
+    downloadBatchMs: downloadBatchMs(env.DOWNLOAD_BATCH_MS),
   };
+}
+
+/** A number of seconds in (0, max] as milliseconds; null when unset or anything else (the caller's default). */
+function secondsToMs(raw: string | undefined, max: number): number | null {
+  const seconds = Number(raw ?? '');
+  return Number.isFinite(seconds) && seconds > 0 && seconds <= max ? seconds * 1000 : null;
+}
+
+/** DOWNLOAD_BATCH_MS when a number in [0, 10000] (0 included: no batching); null when unset or anything else. */
+function downloadBatchMs(raw: string | undefined): number | null {
+  if (raw === undefined) return null;
+  const ms = Number(raw);
+  return Number.isFinite(ms) && ms >= 0 && ms <= 10_000 ? ms : null;
 }
 
 /** SIGNED_URL_MINUTES when it is a number in (0, 10080], else 15. */
@@ -104,26 +132,6 @@ function parseSignedUrlMinutes(raw: string | undefined): number {
 /** True unless ACCESS is "public": private mode (bearer tokens for metadata, signed release-file URLs). */
 export function isPrivate(env: Env): boolean {
   return settings(env).access === 'private';
-}
-
-/** True when stored documents go out gzip-compressed to clients that accept it (GZIP_DOCUMENTS = "true"). */
-export function gzipDocuments(env: Env): boolean {
-  return settings(env).gzipDocuments;
-}
-
-/** Milliseconds an isolate may reuse a version list (INDEX_CACHE_SECONDS, default 5). */
-export function listTtlMs(env: Env): number {
-  return settings(env).listTtlMs;
-}
-
-/** See Settings.listCacheControl. */
-export function listCacheControl(env: Env): string {
-  return settings(env).listCacheControl;
-}
-
-/** See Settings.releaseDocumentCacheControl. */
-export function releaseDocumentCacheControl(env: Env): string {
-  return settings(env).releaseDocumentCacheControl;
 }
 
 /**

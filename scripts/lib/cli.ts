@@ -43,7 +43,7 @@ export function isUserFixable(error: unknown): error is Error {
 }
 
 /** True for a usage error (exit 2): UsageError or an option parseArgs rejects. */
-export function isUsageError(error: unknown): error is Error {
+function isUsageError(error: unknown): error is Error {
   return error instanceof UsageError || Boolean((error as { code?: string })?.code?.startsWith?.('ERR_PARSE_ARGS'));
 }
 

@@ -1,3 +1,4 @@
+import { settings } from '../config';
 import type { Env } from '../env';
 import type { DownloadCounter, Increment } from './counter';
 
@@ -35,8 +36,7 @@ const lastSent = new Map<string, number>();
 
 /** The batch window in ms: DOWNLOAD_BATCH_MS when a number in [0, 10000], else BATCH_MS. */
 export function batchWindowMs(env: Env): number {
-  const ms = Number(env.DOWNLOAD_BATCH_MS ?? BATCH_MS);
-  return Number.isFinite(ms) && ms >= 0 && ms <= 10_000 ? ms : BATCH_MS;
+  return settings(env).downloadBatchMs ?? BATCH_MS;
 }
 
 /** True when `response` to `request` is one download (see above). */

@@ -75,21 +75,19 @@ export async function pullContext(env: Env, address: ProviderAddress): Promise<P
   const allowance = allowanceFor(policy, address);
   if (!allowance) return null;
   const limits = upstreamLimits(env);
-  const refresh = Number(env.PULL_REFRESH_SECONDS ?? '');
-  const refreshMs = Number.isFinite(refresh) && refresh > 0 ? refresh * 1000 : MANIFEST_REFRESH_MS;
+  const refreshMs = settings(env).pullRefreshMs ?? MANIFEST_REFRESH_MS;
   return { env, address, policy, allowance, http: new UpstreamClient(limits), refreshMs };
 }
 
 /** How long an isolate reuses an upstream's version list: PULL_LIST_SECONDS, default UPSTREAM_LIST_MS. */
 export function upstreamListMs(env: Env): number {
-  const seconds = Number(env.PULL_LIST_SECONDS ?? '');
-  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : UPSTREAM_LIST_MS;
+  return settings(env).pullListMs ?? UPSTREAM_LIST_MS;
 }
 
 /** The upstream client limits: DEFAULT_LIMITS, or PULL_TIMEOUT_SECONDS for every timeout. */
 export function upstreamLimits(env: Env): UpstreamLimits {
-  const seconds = Number(env.PULL_TIMEOUT_SECONDS ?? '');
-  return Number.isFinite(seconds) && seconds > 0 ? { ...DEFAULT_LIMITS, timeoutMs: seconds * 1000, idleMs: seconds * 1000 } : DEFAULT_LIMITS;
+  const ms = settings(env).pullTimeoutMs;
+  return ms === null ? DEFAULT_LIMITS : { ...DEFAULT_LIMITS, timeoutMs: ms, idleMs: ms };
 }
 
 /** The upstream's providers.v1 base and versions of the provider (isolate memory for UPSTREAM_LIST_MS); throws UpstreamError. */

@@ -1,6 +1,6 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
-import { listCacheControl, settings } from '../config';
+import { settings } from '../config';
 import { pathSegment } from '../http/responses';
 import { moduleAddress } from '../protocol/modules-v1';
 import { readModuleLifecyclePage } from '../store/lifecycle/read';
@@ -29,5 +29,5 @@ export async function moduleLifecycleJson(request: IRequest, env: Env): Promise<
     versions: state?.versions ?? {},
     warnings: state ? lifecycleWarnings(state, name) : [],
   };
-  return new Response(JSON.stringify(body), { headers: { 'content-type': 'application/json', 'cache-control': listCacheControl(env) } });
+  return new Response(JSON.stringify(body), { headers: { 'content-type': 'application/json', 'cache-control': settings(env).listCacheControl } });
 }

@@ -161,7 +161,8 @@ describe.skipIf(!terraform)('module proxy: terraform init of an upstream registr
       page = (await at(`/modules/${NS}/vpc/aws/1.1.0`)).body.toString('utf8');
     }
     expect(page).toContain('Name of the vpc');
-    expect(page).toContain('&lt;b&gt;module&lt;/b&gt;'); // the README as escaped text
+    expect(page).toContain('<h1>vpc 1.1.0</h1>'); // the README rendered…
+    expect(page).toContain('Proxied &lt;b&gt;module&lt;/b&gt;.'); // …its own HTML shown as text
   });
 
   it('versions list the held and the upstream\'s allowed versions; outside the policy is refused with a 4xx naming why', async () => {

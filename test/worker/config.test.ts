@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { settings } from '../../src/config';
+import { ConfigError, settings } from '../../src/config';
 import type { Env } from '../../src/env';
 import { withArchiveBase, withReleaseUrls } from '../../src/http/release-urls';
 
@@ -18,11 +18,13 @@ describe('settings', () => {
     const s = settings(with_({
       REGISTRY_HOSTNAME: 'Registry.Example.com', ACCESS: 'public', INDEX_CACHE_SECONDS: '30',
       ARCHIVE_BASE_URL: 'https://dl.example.com//', SIGNED_URL_MINUTES: '60', GZIP_DOCUMENTS: 'true', URL_SIGNING_SECRET: 's', SIGNING_KEY_SECRET: 'k',
+      PULL_TIMEOUT_SECONDS: '2', PULL_REFRESH_SECONDS: '3', PULL_LIST_SECONDS: '4', AUDIT_REFUSAL_WINDOW_SECONDS: '5', DOWNLOAD_BATCH_MS: '250',
     }));
     expect(s).toEqual({
       hostname: 'registry.example.com', access: 'public', listTtlMs: 30_000, listCacheControl: 'public, max-age=30',
       releaseDocumentCacheControl: 'public, max-age=31536000, immutable', archiveBaseUrl: 'https://dl.example.com',
       signedUrlMinutes: 60, signingSecret: 's', gzipDocuments: true, oidc: null, signingKeySecret: 'k',
+      pullTimeoutMs: 2000, pullRefreshMs: 3000, pullListMs: 4000, auditRefusalWindowMs: 5000, downloadBatchMs: 250,
     });
   });
 
@@ -32,9 +34,14 @@ describe('settings', () => {
     expect(s.listCacheControl).toBe('private, max-age=5');
     expect(s.releaseDocumentCacheControl).toBe('private, no-store');
     expect([s.listTtlMs, s.signedUrlMinutes, s.gzipDocuments, s.signingSecret]).toEqual([5000, 15, false, '']);
+    // null: the feature's own default (pull-through timeouts, the audit refusal window, the download batch window).
+    const t = settings(with_({ PULL_TIMEOUT_SECONDS: 'soon', PULL_REFRESH_SECONDS: '0', PULL_LIST_SECONDS: undefined, AUDIT_REFUSAL_WINDOW_SECONDS: '7200', DOWNLOAD_BATCH_MS: '-1' }));
+    expect([t.pullTimeoutMs, t.pullRefreshMs, t.pullListMs, t.auditRefusalWindowMs, t.downloadBatchMs]).toEqual([null, null, null, null, null]);
+    expect(settings(with_({ DOWNLOAD_BATCH_MS: '0' })).downloadBatchMs).toBe(0);
   });
 
   it('refuse a REGISTRY_HOSTNAME that is not a hostname, naming the variable', () => {
+    expect(() => settings(with_({ REGISTRY_HOSTNAME: 'not a host' }))).toThrow(ConfigError);
     expect(() => settings(with_({ REGISTRY_HOSTNAME: 'not a host' }))).toThrow(/^REGISTRY_HOSTNAME in wrangler.toml: hostname "not a host"/);
   });
 });

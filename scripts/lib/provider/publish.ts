@@ -102,8 +102,9 @@ export interface PublishResult {
 /**
  * Validates and publishes one provider version. Resolves with the result
  * (also for an identical re-run: status "unchanged"). Throws InputError for
- * anything the caller can fix (exit code 1 in the CLI; status 409 when the
- * version exists with different bytes), other errors for infrastructure
+ * anything the caller can fix, VersionConflictError when the version exists
+ * with different bytes, LeaseBusyError when another publish holds the
+ * provider (all exit 1 in the CLI), other errors for infrastructure
  * failures; nothing is written when validation fails.
  */
 export async function publishRelease(options: PublishOptions): Promise<PublishResult> {

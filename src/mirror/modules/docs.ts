@@ -1,3 +1,4 @@
+import { renderProxiedReadme } from './readme';
 import type { ModuleDocs, ModuleInput, ModuleInterface, ModuleOutput, ModuleProviderRequirement } from '../../store/modules/types';
 
 /**
@@ -8,7 +9,7 @@ import type { ModuleDocs, ModuleInput, ModuleInterface, ModuleOutput, ModuleProv
  * required_providers, required_version }` at the top level of each .tf
  * file of the root and of modules/NAME/ — with their simple attributes
  * (description, type, default, sensitive, nullable, validation blocks), and
- * the README is shown as escaped preformatted text. Whatever the scanner
+ * the README is rendered by src/mirror/modules/readme.ts. Whatever the scanner
  * cannot read is left out, never guessed; the package itself is unchanged.
  */
 
@@ -23,11 +24,7 @@ export function proxiedModuleDocs(texts: ReadonlyMap<string, string>): ModuleDoc
   const root = interfaceOf(byDir.get('') ?? []);
   const submodules = [...byDir.keys()].filter((d) => d !== '').sort().map((path) => ({ path, ...interfaceOf(byDir.get(path)!) }));
   const readme = texts.get('README.md');
-  return { ...root, submodules, readmeHtml: readme === undefined ? null : `<pre>${escapeHtml(readme)}</pre>` };
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+  return { ...root, submodules, readmeHtml: readme === undefined ? null : renderProxiedReadme(readme) };
 }
 
 interface Block {

@@ -1,3 +1,4 @@
+import { settings } from '../../config';
 import type { Env } from '../../env';
 import type { Actor } from '../../identity/actor';
 import type { AuditAction } from '../../store/audit/entry';
@@ -45,8 +46,7 @@ let current: Window | null = null;
 
 /** The window in ms: AUDIT_REFUSAL_WINDOW_SECONDS when a number in (0, 3600], else 60 s. */
 export function refusalWindowMs(env: Env): number {
-  const seconds = Number(env.AUDIT_REFUSAL_WINDOW_SECONDS ?? DEFAULT_WINDOW_SECONDS);
-  return (Number.isFinite(seconds) && seconds > 0 && seconds <= 3600 ? seconds : DEFAULT_WINDOW_SECONDS) * 1000;
+  return settings(env).auditRefusalWindowMs ?? DEFAULT_WINDOW_SECONDS * 1000;
 }
 
 /**

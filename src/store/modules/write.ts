@@ -151,8 +151,9 @@ function downloadBody(record: ModuleVersionRecord): string {
  * package object with the recorded size and SHA-256 (uploaded again from
  * `pkg` when its bytes match), the download document, the docs (written
  * when missing or damaged; otherwise immutable, never replaced) and the KV
- * record. Returns how many things it rewrote; throws an Error naming a
- * stored package that differs when `pkg` cannot restore it.
+ * record. Returns how many things it rewrote; throws
+ * StoredReleaseMismatchError naming a stored package that differs when `pkg`
+ * cannot restore it.
  */
 export async function verifyModuleVersion(
   { kv, blobs }: Store, record: ModuleVersionRecord, docs: ModuleDocs, pkg: StoredFile | undefined,
@@ -204,7 +205,7 @@ function isJsonObject(text: string): boolean {
  * and skipped), plus KV records of versions published before R2 records
  * existed (by key). Writes nothing when both are current; lists again after
  * writing and repeats while records appeared meanwhile (writers without the
- * lease).
+ * lease); throws ListRebuildRaceError when they keep appearing.
  */
 export async function rebuildModuleIndex(
   store: Store, address: ModuleAddress, progress: PublishProgress = () => {}, check: () => void = () => {},

@@ -44,8 +44,8 @@ const addressOf = (e: CatalogEntry) => `${e.hostname}/${e.namespace}/${e.type}`;
 /**
  * Puts `entry` into the catalogue (replacing the provider's previous entry)
  * and writes the KV copy. With `verify`, also rewrites the KV copy when it
- * differs although the entry was already there. Throws Error ("kept
- * changing") after ATTEMPTS lost conditional writes in a row.
+ * differs although the entry was already there. Throws ListRebuildRaceError
+ * after ATTEMPTS lost conditional writes in a row.
  */
 export async function updateCatalogEntry(
   store: Store,

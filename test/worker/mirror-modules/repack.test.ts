@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../../src/protocol/errors';
 import { proxiedModuleDocs } from '../../../src/mirror/modules/docs';
+import { renderProxiedReadme } from '../../../src/mirror/modules/readme';
 import { repackModule } from '../../../src/mirror/modules/repack';
 import { readTar } from '../../../src/mirror/modules/tar';
 import { tarGz, zipStored, type TarEntry } from '../../fixtures/archives';
@@ -38,7 +39,7 @@ describe('repackModule', () => {
     const docs = proxiedModuleDocs(repacked.texts);
     expect(docs.inputs.map((i) => [i.name, i.description, i.type, i.required])).toEqual([['b', null, null, true], ['name', 'The "name"', 'string', true]]);
     expect(docs.outputs).toEqual([{ name: 'id', description: null, sensitive: true }]);
-    expect(docs.readmeHtml).toBe('<pre># &lt;script&gt;x&lt;/script&gt;</pre>');
+    expect(docs.readmeHtml).toBe('<h1>&lt;script&gt;x&lt;/script&gt;</h1>\n');
   });
 
   it('narrows to a //subdir', async () => {
@@ -73,5 +74,28 @@ describe('repackModule', () => {
     const whole = await gunzip(await tarGz([{ name: 'main.tf', content: MAIN.repeat(20) }]));
     const cut = new Uint8Array(await new Response(new Blob([whole.subarray(0, 700)]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer());
     await expect(repack(cut)).rejects.toThrow(/truncated/);
+  });
+});
+
+describe('renderProxiedReadme', () => {
+  it('renders Markdown, and no markup of the README\'s own: raw HTML as text, unsafe links and images dropped', () => {
+    const html = renderProxiedReadme([
+      '# Title', '', 'Some *text* with `code` and [docs](https://example.com/a?b=1&c="2") and [rel](docs/x.md).', '',
+      '<script>alert(1)</script>', '', '<img src=x onerror=alert(1)> inline <b onclick="x">b</b>', '',
+      '[js](javascript:alert(1)) [data](data:text/html;base64,PHNjcmlwdD4=) [proto](//evil.example/x)', '',
+      '![ok](https://img.example/a.png) ![local](./a.png) ![js](javascript:alert(1))', '',
+      '| a | b |', '| - | - |', '| 1 | 2 |',
+    ].join('\n'));
+    expect(html).toContain('<h1>Title</h1>');
+    expect(html).toContain('<em>text</em>');
+    expect(html).toContain('<a href="https://example.com/a?b=1&amp;c=&quot;2&quot;">docs</a>');
+    expect(html).toContain('<a href="docs/x.md">rel</a>');
+    expect(html).toContain('<table>');
+    expect(html).toContain('<img src="https://img.example/a.png" alt="ok">');
+    expect(html).not.toMatch(/<(script|b |img src=x)/);
+    expect(html).not.toMatch(/<[^>]*\son[a-z]+=/);
+    expect(html).not.toMatch(/(href|src)="(javascript|data|\/\/|\.\/)/);
+    expect(html).toContain('<p>js data proto</p>'); // the link texts stay
+    expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
   });
 });
