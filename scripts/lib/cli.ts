@@ -129,3 +129,10 @@ export function checkStateTarget(values: { env?: string; remote?: boolean; regis
   if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
   if (values.registry !== undefined && values.remote) throw new UsageError('--registry publishes through the API and --remote writes storage: use one');
 }
+
+/** Where a command reads and writes, from its STATE_OPTIONS values (plus --hostname), as the publish and lifecycle functions take it. Never throws. */
+export function stateTarget(values: { remote?: boolean; env?: string; config?: string; 'persist-to'?: string; hostname?: string }): {
+  remote?: boolean; env?: string; configPath?: string; persistTo?: string; hostname?: string;
+} {
+  return { remote: values.remote, env: values.env, configPath: values.config, persistTo: values['persist-to'], hostname: values.hostname };
+}
