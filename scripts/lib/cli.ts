@@ -17,9 +17,10 @@ import { StoreRefusal } from '../../src/store/errors';
  *     VersionConflictError, NotStoredError, LeaseBusyError;
  *   2 usage (UsageError, or an option parseArgs rejects);
  *   3 anything else, StoreFailure included (StoredReleaseMismatchError,
- *     ListRebuildRaceError, LeaseLostError, DamagedRecordError): an internal
- *     or infrastructure failure — one line saying what failed and to run
- *     again; the stack trace with --verbose or EDGE_REGISTRY_VERBOSE=1.
+ *     ListRebuildRaceError, LeaseLostError, DamagedRecordError, SealError):
+ *     an internal or infrastructure failure — one line saying what failed
+ *     and to run again; the stack trace with --verbose or
+ *     EDGE_REGISTRY_VERBOSE=1.
  */
 
 /** Writes a line to stderr. */
