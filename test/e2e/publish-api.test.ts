@@ -158,6 +158,19 @@ describe('publish-provider --registry', () => {
     expect(createHash('sha256').update(served.body).digest('hex')).toBe(sha256);
   });
 
+  it('--docs goes with the release through the API: the version\'s docs pages show it', async () => {
+    const dist = await writeDist(join(dir, 'dist-documented'), 'documented', '1.0.0');
+    const spec = join(dir, 'documented-spec.json');
+    writeFileSync(spec, JSON.stringify({ version: '0.1', provider: { name: 'documented', description: 'Documented things.' },
+      resources: [{ name: 'thing', schema: { attributes: [{ name: 'id', string: { computed_optional_required: 'computed' } }] } }] }));
+    const published = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path, '--docs', spec, '--json']);
+    expect(published.code, published.stderr).toBe(0);
+    expect(JSON.parse(published.stdout)).toMatchObject({ status: 'published' });
+    const page = await https('/providers/acme/documented/1.0.0/docs/resources/documented_thing');
+    expect(page.status).toBe(200);
+    expect(page.body.toString()).toContain('documented_thing');
+  });
+
   it('a client killed mid-upload leaves nothing listed; running it again publishes the version', async () => {
     const dist = await writeDist(join(dir, 'dist-killed'), 'killed', '1.0.0');
     // The CLI's own test hook: SIGKILL as the second file is about to go — one file staged, nothing committed.

@@ -631,4 +631,10 @@ export const MUTANTS: Mutant[] = [
     from: 'if (!session.person?.admin) return',
     to: 'if (false) return',
   },
+  {
+    id: 'provider-docs-unknown-keys', file: 'src/protocol/provider-docs.ts', tests: ['test/worker/publish/provider-docs.test.ts'],
+    description: 'provider docs sent through the publish API may carry fields the server does not know',
+    from: 'if (unknown !== undefined) throw',
+    to: 'if (false) throw',
+  },
 ];

@@ -5,6 +5,7 @@ import { RegistryClient, type UploadableFile } from '../registry-api';
 import type { PublishResult } from './publish';
 import type { ReleasePlan } from './release';
 import { signDetached } from './sign';
+import type { ProviderDocs } from '../../../src/store/pages/provider-docs';
 
 /**
  * `publish-provider … --registry URL`: publishes a validated release plan
@@ -18,7 +19,7 @@ import { signDetached } from './sign';
  */
 export async function publishToRegistry(
   plan: ReleasePlan, namespace: string,
-  options: { registry: string; keyFile?: string; dryRun?: boolean },
+  options: { registry: string; keyFile?: string; dryRun?: boolean; docs?: ProviderDocs },
   log: (line: string) => void, env: NodeJS.ProcessEnv,
 ): Promise<PublishResult> {
   const client = await RegistryClient.open(options.registry, env, log);
@@ -42,6 +43,7 @@ export async function publishToRegistry(
     protocols: plan.protocols,
     files: files.map((f) => ({ filename: f.filename, size: f.size, sha256: f.sha256, ...(f.h1 ? { h1: f.h1 } : {}) })),
     ...(options.dryRun ? { dry_run: true } : {}),
+    ...(options.docs ? { docs: options.docs } : {}),
   };
   const name = `${namespace}/${plan.type} ${plan.version}`;
   const started = await client.start<PublishResult>(`/v1/publish/providers/${namespace}/${plan.type}/${plan.version}`, manifest);

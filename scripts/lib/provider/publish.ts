@@ -152,16 +152,12 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
 /** --registry: the same validation of the files, then the publish API (publish-registry.ts); no storage opened here. */
 async function publishReleaseToRegistry(options: PublishOptions, namespace: string, log: (line: string) => void, env: NodeJS.ProcessEnv): Promise<PublishResult> {
   if (options.remote) throw new InputError('--registry publishes through the registry\'s API; --remote writes Cloudflare storage directly: use one');
-  // The publish API carries release files only (docs would need their own upload and server-side validation).
-  if (options.docs) {
-    throw new InputError('--docs cannot be sent through --registry: the publish API carries release files only. Publish the release with --registry '
-      + 'without --docs, then add its docs as the operator: npm run publish-provider -- DIST --namespace NS --docs FILE --remote '
-      + '(the published version is left as it is; only its docs and pages are written)');
-  }
   const plan = await readRelease({ paths: options.paths ?? [], binaries: options.binaries, type: options.type, version: options.version, log });
   try {
     for (const note of plan.notes) log(`note: ${note}`);
-    return await publishToRegistry(plan, namespace, { registry: options.registry!, keyFile: options.keyFile, dryRun: options.dryRun }, log, env);
+    // --docs: checked and normalised here as for a local publish, sent in the manifest, checked again by the server.
+    const docs = options.docs ? readDocsFile(options.docs, namespace, plan.type) : undefined;
+    return await publishToRegistry(plan, namespace, { registry: options.registry!, keyFile: options.keyFile, dryRun: options.dryRun, docs }, log, env);
   } finally {
     plan.cleanup();
   }

@@ -1,3 +1,4 @@
+import { parseProviderDocs } from '../../protocol/provider-docs';
 import { InputError } from '../../protocol/errors';
 import { parsePlatformName } from '../../protocol/platform';
 import { parseReleaseFilename, shasumsFilename, shasumsSignatureFilename } from '../../protocol/release-files';
@@ -85,8 +86,9 @@ export function parseProviderManifest(body: unknown, type: string, version: stri
   if (sums !== 1) throw new InputError(`send exactly one ${shasumsFilename(type, version)} (the sha256sum lines of every archive)`);
   if (sigs > 1) throw new InputError(`send at most one ${shasumsSignatureFilename(type, version)}`);
   if (m.dry_run !== undefined && typeof m.dry_run !== 'boolean') throw new InputError('"dry_run" must be true or false');
+  const docs = m.docs === undefined ? undefined : parseProviderDocs(m.docs, type);
   return {
-    upload: { kind: 'provider', type, version, protocols: protocols as string[], files, ...(Object.keys(h1).length ? { h1 } : {}) },
+    upload: { kind: 'provider', type, version, protocols: protocols as string[], files, ...(Object.keys(h1).length ? { h1 } : {}), ...(docs ? { docs } : {}) },
     dryRun: m.dry_run === true,
   };
 }

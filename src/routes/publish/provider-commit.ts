@@ -8,6 +8,7 @@ import { executableName, executableNamePattern, parseReleaseFilename } from '../
 import { parsePlatformName } from '../../protocol/platform';
 import { providerLeaseName } from '../../store/layout';
 import { publishVersion, type ReleaseFile } from '../../store/providers/write';
+import { writeUploadDocs } from './provider-docs';
 import { readVersionRecord } from '../../store/providers/version-records';
 import { readSigningKeys } from '../../store/providers/signing-keys';
 import type { SigningKey, VersionRecord } from '../../store/types';
@@ -82,8 +83,9 @@ export async function commitProvider(store: PublishStore, session: UploadSession
   files.push({ filename: record.shasumsSignatureFilename, sha256Hex: record.signatureFile!.sha256, size: signature.byteLength, contentType: 'application/pgp-signature', open: () => signature });
 
   const name = `${formatAddress(address)} ${upload.version}`;
-  const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${name}`, (lease) =>
-    publishVersion(store, record, files, () => {}, { lease }));
+  const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${name}`, async (lease) =>
+    publishVersion(store, record, files, () => {}, { lease, docs: await writeUploadDocs(store, address, upload, lease) }));
   const stored = outcome === 'published' ? record : (await readVersionRecord(store, address, upload.version)) ?? record;
   return publishResult(stored, outcome);
 }
+

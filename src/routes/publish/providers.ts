@@ -14,6 +14,7 @@ import { differentContentsError, readVersionRecord, sameRelease } from '../../st
 import type { PackageRecord, VersionRecord } from '../../store/types';
 import { newUploadId, writeUploadSession, type ProviderUpload, type UploadSession } from '../../store/uploads/session';
 import { asPublisher, audit, json, onlyMethod, PART_BYTES, readJsonBody, type PublishStore } from './context';
+import { writeUploadDocs } from './provider-docs';
 import { withWorkerLease } from './lease';
 import { parseProviderManifest } from './manifest';
 import { signerFor } from './signing';
@@ -31,7 +32,8 @@ import { signerFor } from './signing';
  */
 
 const SESSION_HOURS = 24;
-const MAX_MANIFEST_BYTES = 256 * 1024;
+// Room for the docs of a large provider (publish-provider --docs); KV holds up to 25 MiB.
+const MAX_MANIFEST_BYTES = 8 * 1024 * 1024;
 
 export async function createProviderUpload(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
   const wrongMethod = onlyMethod(request, 'POST');
@@ -48,10 +50,13 @@ export async function createProviderUpload(request: IRequest, env: Env, ctx: Exe
     const existing = await readVersionRecord(store, address, version);
     if (existing) {
       if (!sameRelease(existing, draft)) throw differentContentsError(draft, existing);
-      if (dryRun) return json(publishResult(existing, 'dry-run'));
-      // Already committed: verify it and complete what an interrupted commit left (documents, lists).
-      const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${what.target}`, (lease) =>
-        publishVersion(store, existing, [], () => {}, { lease }));
+      if (dryRun) {
+        await writeUploadDocs(store, address, upload, null, true);
+        return json(publishResult(existing, 'dry-run'));
+      }
+      // Already committed: verify it and complete what an interrupted commit left (documents, lists); add docs it lacks.
+      const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${what.target}`, async (lease) =>
+        publishVersion(store, existing, [], () => {}, { lease, docs: await writeUploadDocs(store, address, upload, lease) }));
       const status = outcome === 'repaired' ? 'repaired' : 'unchanged';
       await audit(store, ctx, { ...what, actor, outcome: status === 'repaired' ? 'ok' : 'unchanged', ...(status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}) });
       return json(publishResult(existing, status));

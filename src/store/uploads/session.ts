@@ -32,6 +32,8 @@ export interface ProviderUpload {
   files: DeclaredFile[];
   /** h1 the client computed per archive (checked against the server's own at commit when given). */
   h1?: Record<string, string>;
+  /** Docs for the version's pages (publish-provider --docs), checked by src/protocol/provider-docs.ts. */
+  docs?: import('../pages/provider-docs').ProviderDocs;
 }
 
 export interface ModuleUpload {

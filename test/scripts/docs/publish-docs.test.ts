@@ -81,13 +81,14 @@ describe('publish-provider --docs', () => {
     expect(page.description).toBe('second');
   });
 
-  it('--docs with --registry is refused before anything is read or sent (exit 1), naming the way to add docs', async () => {
+  it('--docs with --registry: invalid docs are refused before anything is sent (exit 1)', async () => {
     const dist = await writeDist(join(dir, 'dist-registry'), 'x', '3.0.0', { platforms: ['linux_amd64'] });
+    const file = join(dir, 'broken-registry.json');
+    writeFileSync(file, JSON.stringify({ version: '9', provider: { name: 'x' } }));
     // Port 9 (discard) on loopback: nothing answers, so any request would fail differently.
-    const result = await runScript('publish-provider', [dist, '--namespace', 'acme', '--registry', 'http://127.0.0.1:9', '--docs', spec('api')], { EDGE_REGISTRY_TOKEN: 'ert_not-used' });
+    const result = await runScript('publish-provider', [dist, '--namespace', 'acme', '--registry', 'http://127.0.0.1:9', '--docs', file], { EDGE_REGISTRY_TOKEN: 'ert_not-used' });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^error: --docs cannot be sent through --registry/);
-    expect(result.stderr).toContain('npm run publish-provider -- DIST --namespace NS --docs FILE --remote');
+    expect(result.stderr).toContain(`docs ${file}: 1 problem; nothing was published`);
     expect(result.stderr).not.toMatch(/ECONNREFUSED|fetch failed|publishing to/);
   });
 
