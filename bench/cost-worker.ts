@@ -81,3 +81,6 @@ export default {
     return worker.fetch(request, { ...env, REGISTRY_KV: kv, REGISTRY_R2: r2 }, ctx);
   },
 } satisfies ExportedHandler<Env>;
+
+// wrangler.toml binds the DOWNLOADS Durable Object: a Worker built with it must export the class.
+export { DownloadCounter } from '../src/downloads/counter';

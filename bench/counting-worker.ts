@@ -142,3 +142,6 @@ export default {
     return tracked(request, async () => worker.fetch(request, countingEnv(env), ctx));
   },
 } satisfies ExportedHandler<Env>;
+
+// wrangler.toml binds the DOWNLOADS Durable Object: a Worker built with it must export the class.
+export { DownloadCounter } from '../src/downloads/counter';

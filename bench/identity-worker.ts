@@ -36,3 +36,6 @@ export default {
     return new Response('not found', { status: 404 });
   },
 };
+
+// wrangler.toml binds the DOWNLOADS Durable Object: a Worker built with it must export the class.
+export { DownloadCounter } from '../src/downloads/counter';

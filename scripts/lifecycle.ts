@@ -6,7 +6,7 @@
  * src/store/lifecycle/.
  */
 import { parseArgs } from 'node:util';
-import { checkStateTarget, run, say, STATE_OPTIONS, UsageError } from './lib/cli';
+import { checkStateTarget, run, stateTarget, say, STATE_OPTIONS, UsageError } from './lib/cli';
 import { LIFECYCLE_COMMANDS, runLifecycle, type LifecycleCommand, type LifecycleOutput } from './lib/lifecycle/run';
 
 const USAGE = `usage: npm run lifecycle -- COMMAND ADDRESS [--version X.Y.Z] [--message "…"] [options]
@@ -55,7 +55,7 @@ run(async () => {
 
   const output = await runLifecycle({
     command: command as LifecycleCommand, address, version: values.version, message: values.message,
-    remote: values.remote, env: values.env, configPath: values.config, persistTo: values['persist-to'], hostname: values.hostname, log: say,
+    ...stateTarget(values), log: say,
   });
   describe(output);
   if (values.json) process.stdout.write(`${JSON.stringify(output)}\n`);

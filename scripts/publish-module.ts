@@ -7,7 +7,7 @@
  * scripts/lib/module/publish.ts for the function API.
  */
 import { parseArgs } from 'node:util';
-import { checkStateTarget, run, say, STATE_OPTIONS, UsageError } from './lib/cli';
+import { checkStateTarget, run, stateTarget, say, STATE_OPTIONS, UsageError } from './lib/cli';
 import { DEFAULT_MAX_MB, publishModule } from './lib/module/publish';
 
 const USAGE = `usage: npm run publish-module -- DIR|PACKAGE --namespace NS --name NAME --system SYSTEM --version VERSION [options]
@@ -64,11 +64,7 @@ run(async () => {
     system: values.system!,
     version: values.version!,
     maxMB,
-    remote: values.remote,
-    env: values.env,
-    configPath: values.config,
-    persistTo: values['persist-to'],
-    hostname: values.hostname,
+    ...stateTarget(values),
     dryRun: values['dry-run'],
     registry: values.registry,
     log: say,

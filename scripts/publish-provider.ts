@@ -7,7 +7,7 @@
  * scripts/lib/provider/publish.ts for the function API.
  */
 import { parseArgs } from 'node:util';
-import { checkStateTarget, run, say, SIGNING_STATE_OPTIONS, UsageError } from './lib/cli';
+import { checkStateTarget, run, stateTarget, say, SIGNING_STATE_OPTIONS, UsageError } from './lib/cli';
 import { publishRelease } from './lib/provider/publish';
 
 const USAGE = `usage: npm run publish-provider -- [DIST_DIR|FILE…] --namespace NS [options]
@@ -65,11 +65,7 @@ run(async () => {
     type: values.type,
     version: values.version,
     keyFile: values['key-file'],
-    remote: values.remote,
-    env: values.env,
-    configPath: values.config,
-    persistTo: values['persist-to'],
-    hostname: values.hostname,
+    ...stateTarget(values),
     keysDir: values['keys-dir'],
     dryRun: values['dry-run'],
     docs: values.docs,

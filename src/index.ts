@@ -21,6 +21,7 @@ import { mirrorDownloads, moduleDownloads, providerDownloads } from './routes/do
 import { moduleLifecycleJson } from './routes/lifecycle';
 import { tokenEndpoint } from './identity/token-endpoint';
 import { tokensPage, tokensSubmit } from './pages/tokens';
+import { auditPage } from './pages/audit';
 import { createProviderUpload } from './routes/publish/providers';
 import { createModuleUpload } from './routes/publish/modules';
 import { moduleLifecycle, providerLifecycle } from './routes/publish/lifecycle';
@@ -77,6 +78,7 @@ router
   .all('/login/sso', async (request, env) => (await import('./identity/broker')).pageSignIn(request, env))
   .all('/tokens', (request, env) => (request.method === 'POST' ? tokensSubmit(request, env) : tokensPage(request, env)))
   .all('/tokens/:action', tokensSubmit)
+  .all('/audit', auditPage)
   .all('*', notFoundFor);
 
 export default { fetch: router.fetch } satisfies ExportedHandler<Env>;

@@ -1,7 +1,8 @@
 import { describeActor, operatorActor, type Actor } from '../../src/identity/actor';
 import { InputError } from '../../src/protocol/errors';
 import { isUserFixable } from './cli';
-import { appendAuditEntry, type AuditEntry, type AuditStore } from '../../src/store/audit/write';
+import { appendAuditEntry, type AuditStore } from '../../src/store/audit/write';
+import type { AuditEntry } from '../../src/store/audit/entry';
 
 /**
  * The audit log from the command line: how the write commands record what

@@ -17,9 +17,10 @@ import { StoreRefusal } from '../../src/store/errors';
  *     VersionConflictError, NotStoredError, LeaseBusyError;
  *   2 usage (UsageError, or an option parseArgs rejects);
  *   3 anything else, StoreFailure included (StoredReleaseMismatchError,
- *     ListRebuildRaceError, LeaseLostError, DamagedRecordError): an internal
- *     or infrastructure failure — one line saying what failed and to run
- *     again; the stack trace with --verbose or EDGE_REGISTRY_VERBOSE=1.
+ *     ListRebuildRaceError, LeaseLostError, DamagedRecordError, SealError):
+ *     an internal or infrastructure failure — one line saying what failed
+ *     and to run again; the stack trace with --verbose or
+ *     EDGE_REGISTRY_VERBOSE=1.
  */
 
 /** Writes a line to stderr. */
@@ -127,4 +128,11 @@ export const SIGNING_STATE_OPTIONS = {
 export function checkStateTarget(values: { env?: string; remote?: boolean; registry?: string }): void {
   if (values.env && !values.remote) throw new UsageError('--env selects the remote environment; use it with --remote');
   if (values.registry !== undefined && values.remote) throw new UsageError('--registry publishes through the API and --remote writes storage: use one');
+}
+
+/** Where a command reads and writes, from its STATE_OPTIONS values (plus --hostname), as the publish and lifecycle functions take it. Never throws. */
+export function stateTarget(values: { remote?: boolean; env?: string; config?: string; 'persist-to'?: string; hostname?: string }): {
+  remote?: boolean; env?: string; configPath?: string; persistTo?: string; hostname?: string;
+} {
+  return { remote: values.remote, env: values.env, configPath: values.config, persistTo: values['persist-to'], hostname: values.hostname };
 }

@@ -10,7 +10,8 @@ import { errorResponse } from './responses';
  *   NotStoredError                        → 404
  *   VersionConflictError, LeaseBusyError  → 409
  *   any other error (StoreFailure included: StoredReleaseMismatchError,
- *   ListRebuildRaceError, LeaseLostError, DamagedRecordError; ConfigError)
+ *   ListRebuildRaceError, LeaseLostError, DamagedRecordError, SealError;
+ *   ConfigError)
  *                                         → null: a 500 without internals
  */
 export function refusalStatus(error: unknown): number | null {

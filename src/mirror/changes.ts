@@ -1,7 +1,8 @@
 import type { Env } from '../env';
 import type { Actor } from '../identity/actor';
 import { formatAddress, type ProviderAddress } from '../protocol/address';
-import { appendAuditEntry, type AuditOutcome } from '../store/audit/write';
+import { appendAuditEntry } from '../store/audit/write';
+import type { AuditOutcome } from '../store/audit/entry';
 
 /**
  * What pull-through tells the operator: the audit log (src/store/audit/)

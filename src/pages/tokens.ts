@@ -62,6 +62,7 @@ async function render(request: Request, env: Env, session: Person, notice?: Html
     const people = new Map<string, TokenPerson>();
     for (const record of all) if (record.person) people.set(personKey(record.person), record.person);
     adminSection = html`<section aria-labelledby="all-tokens"><h2 id="all-tokens">Everyone’s tokens (admin)</h2>
+<p><a href="/audit">Audit log</a>: every write, sign-in and token change.</p>
 ${tokenRows(all.map((r) => ({ ...r, owner: r.person ? (r.person.email ?? r.person.subject) : 'operator (npm run token)' })), true)}
 ${people.size > 0 ? html`<h3>Offboarding</h3><form method="post" action="/tokens/revoke-person"><label for="person">Revoke every token of</label>
 <select id="person" name="person">${[...people].map(([key, p]) => html`<option value="${key}">${p.email ?? p.subject} (${p.issuer})</option>`)}</select>

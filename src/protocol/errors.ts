@@ -1,10 +1,13 @@
 /**
  * An error caused by input the caller can fix: a malformed name, version,
- * platform, file or key. The Worker maps it to a 4xx status, the scripts to a
- * non-zero exit with the message; neither treats it as an internal failure.
+ * platform, file or key. The Worker maps it to a 4xx status
+ * (src/http/errors.ts), the scripts to exit 1 (scripts/lib/cli.ts); neither
+ * treats it as an internal failure. Outcomes of the stored state (a version
+ * published with other bytes, nothing stored, a busy lease) are not
+ * InputErrors: the store throws the typed outcomes of src/store/errors.ts.
  */
 export class InputError extends Error {
-  /** HTTP status the Worker answers with (400 unless a route says otherwise). */
+  /** HTTP status the Worker answers with: 400 unless route or page code (never the store) chose another 4xx. */
   readonly status: number;
   constructor(message: string, status = 400) {
     super(message);

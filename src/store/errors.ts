@@ -77,6 +77,18 @@ export class LeaseLostError extends StoreFailure {
   }
 }
 
+/**
+ * A registry-held signing key cannot be sealed or opened: SIGNING_KEY_SECRET
+ * is missing or too short, or is not the one the key was sealed with. The
+ * operator fixes the secret (src/store/keys/seal.ts).
+ */
+export class SealError extends StoreFailure {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SealError';
+  }
+}
+
 /** A stored record that fails validation: which key, and why. Readers report it and skip the record. */
 export class DamagedRecordError extends StoreFailure {
   constructor(readonly key: string, why: string) {

@@ -68,6 +68,18 @@ export const MUTANTS: Mutant[] = [
     to: 'if (false) throw',
   },
   {
+    id: 'module-link-escapes', file: 'src/protocol/module-package.ts', tests: ['test/protocol/module-package.test.ts', 'test/scripts/publish-module.test.ts'],
+    description: 'a module package link pointing outside the package is accepted (publish-module, the publish API, the module proxy)',
+    from: 'if (level < 0) throw new InputError(`${archive}: link',
+    to: 'if (false) throw new InputError(`${archive}: link',
+  },
+  {
+    id: 'sums-missing-line', file: 'src/protocol/release-shasums.ts', tests: ['test/protocol/release-shasums.test.ts', ...VALIDATION],
+    description: 'a SHA256SUMS without a line for one of the archives is accepted (publish CLI and publish API)',
+    from: 'if (hash === undefined) {',
+    to: 'if (false) {',
+  },
+  {
     id: 'name-trailing-dash', file: 'src/protocol/address.ts', tests: ERRORS,
     description: 'names may end with a dash',
     from: 'const NAME_PATTERN = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;',

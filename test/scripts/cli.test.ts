@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { describeFailure, UsageError } from '../../scripts/lib/cli';
 import { InputError } from '../../src/protocol/errors';
 import {
-  DamagedRecordError, LeaseBusyError, LeaseLostError, ListRebuildRaceError, NotStoredError, StoredReleaseMismatchError, VersionConflictError,
+  DamagedRecordError, LeaseBusyError, LeaseLostError, ListRebuildRaceError, NotStoredError, SealError, StoredReleaseMismatchError, VersionConflictError,
 } from '../../src/store/errors';
 
 describe('the CLI runner (scripts/lib/cli.ts)', () => {
@@ -33,7 +33,7 @@ describe('the CLI runner (scripts/lib/cli.ts)', () => {
     }
     const failures = [
       new StoredReleaseMismatchError('x does not match'), new ListRebuildRaceError('x kept changing'),
-      new LeaseLostError('providers/x', 'taken over'), new DamagedRecordError('records/x', 'not JSON'),
+      new LeaseLostError('providers/x', 'taken over'), new DamagedRecordError('records/x', 'not JSON'), new SealError('SIGNING_KEY_SECRET is not set'),
     ];
     for (const failure of failures) {
       const described = describeFailure(failure, 'usage', true);

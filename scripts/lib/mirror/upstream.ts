@@ -6,9 +6,8 @@ import { UpstreamError, type UpstreamHttp } from './upstream-http';
  * discovery, list versions, find a package. The client itself is shared with
  * the Worker's pull-through (src/mirror/upstream.ts); this adds what only the
  * CLI has: `host` blocks of the Terraform CLI configuration, checked here.
+ * (List versions and find a package: import them from src/mirror/upstream.ts.)
  */
-
-export { findPackage, listVersions, type UpstreamPackage, type UpstreamVersion } from '../../../src/mirror/upstream';
 
 /**
  * Discovers the providers.v1 base URL of `hostname` (absolute, ends with "/"),

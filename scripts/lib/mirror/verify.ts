@@ -4,7 +4,7 @@ import {
 import { archiveFilename } from '../../../src/protocol/release-files';
 import type { PackageRecord } from '../../../src/store/types';
 import { inspectArchive, type ArchiveDigest } from '../provider/archive';
-import type { UpstreamPackage } from './upstream';
+import type { UpstreamPackage } from '../../../src/mirror/upstream';
 import type { UpstreamHttp } from './upstream-http';
 
 /**

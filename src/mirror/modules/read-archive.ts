@@ -1,4 +1,5 @@
 import { UpstreamError } from '../upstream-http';
+import { concatBytes } from '../../bytes';
 
 /**
  * Reads an upstream package body whole, bounded: more than `limit` bytes
@@ -33,11 +34,5 @@ export async function readArchive(response: Response, limit: number, idleMs: num
     }
     chunks.push(next.value);
   }
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return bytes;
+  return concatBytes(chunks, total);
 }

@@ -7,7 +7,8 @@ import type { Actor } from '../../identity/actor';
 import { authorizePublish, PublishRefusal } from '../../identity/publish-auth';
 import { InputError } from '../../protocol/errors';
 import { auditUnverifiedRefusal } from './refusal-audit';
-import { appendAuditEntry, type AuditAction } from '../../store/audit/write';
+import { appendAuditEntry } from '../../store/audit/write';
+import type { AuditAction } from '../../store/audit/entry';
 import type { BlobStore, KvStore } from '../../store/store';
 
 /**

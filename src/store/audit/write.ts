@@ -2,7 +2,6 @@ import { auditEntryKey } from '../layout';
 import type { BlobStore } from '../store';
 import { validateAuditEntry, type AuditEntry } from './entry';
 
-export type { AuditEntry, AuditAction, AuditOutcome } from './entry';
 
 /** What the audit log needs of a store: R2 only (strongly consistent, conditional writes). Any `Store = { kv, blobs }` fits. */
 export interface AuditStore {

@@ -1,7 +1,8 @@
 import { heldSigningKeyKey, signingKeysKey } from '../layout';
 import type { KvStore } from '../store';
 import type { SigningKey } from '../types';
-import { open, seal, SealError, type Sealed } from './seal';
+import { open, seal, type Sealed } from './seal';
+import { SealError } from '../errors';
 
 /**
  * Signing keys held by the registry: a namespace's private OpenPGP key kept

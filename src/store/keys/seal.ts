@@ -1,4 +1,5 @@
 import { deriveAesGcmKey } from '../../auth/aes-key';
+import { SealError } from '../errors';
 
 /**
  * Encryption at rest of a registry-held private key (held-keys.ts), with
@@ -19,14 +20,6 @@ export interface Sealed {
   iv: string;
   /** base64 of ciphertext + 16-byte tag. */
   ciphertext: string;
-}
-
-/** The secret is missing, too short, or does not open the value: the operator must fix configuration. */
-export class SealError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SealError';
-  }
 }
 
 const INFO = 'edge-registry held signing key v1';

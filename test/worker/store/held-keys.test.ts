@@ -3,7 +3,7 @@ import * as openpgp from 'openpgp';
 import { describe, expect, inject, it } from 'vitest';
 import { heldSigningKeyKey, signingKeysKey } from '../../../src/store/layout';
 import { deleteHeldKey, heldKeyInfo, signShasumsWithHeldKey, storeHeldKey } from '../../../src/store/keys/held-keys';
-import { SealError } from '../../../src/store/keys/seal';
+import { SealError } from '../../../src/store/errors';
 import { open, seal } from '../../../src/store/keys/seal';
 
 /**
