@@ -613,6 +613,24 @@ export const MUTANTS: Mutant[] = [
     from: 'if (storedSums?.customMetadata?.sha256 && storedSums.customMetadata.sha256 !== sha256Hex(sums)) {',
     to: 'if (false) {',
   },
+  {
+    id: 'download-batch-per-request', file: 'src/downloads/count.ts', tests: ['test/worker/downloads/downloads.test.ts'],
+    description: 'every counted download registers its own after-response send instead of joining the open batch',
+    from: 'if (open.has(counter)) return; // the open batch carries it',
+    to: 'if (false) return;',
+  },
+  {
+    id: 'unverified-refusals-unlimited', file: 'src/routes/publish/refusal-audit.ts', tests: ['test/worker/publish/refusal-flood.test.ts'],
+    description: 'every refusal of an unverified CI token writes its own audit entry (forged tokens fill the log)',
+    from: 'if (current.written < UNVERIFIED_PER_WINDOW) {',
+    to: 'if (true) {',
+  },
+  {
+    id: 'audit-page-not-admin-only', file: 'src/pages/audit.ts', tests: ['test/worker-private/identity/audit-page.test.ts'],
+    description: 'the audit log page is shown to any signed-in person, not only admins',
+    from: 'if (!session.person?.admin) return',
+    to: 'if (false) return',
+  },
   // the module proxy (src/mirror/modules/, src/routes/module-proxy.ts)
   {
     id: 'module-proxy-branch-head', file: 'src/mirror/modules/source.ts', tests: ['test/worker/mirror-modules/source.test.ts'],
