@@ -613,4 +613,53 @@ export const MUTANTS: Mutant[] = [
     from: 'if (storedSums?.customMetadata?.sha256 && storedSums.customMetadata.sha256 !== sha256Hex(sums)) {',
     to: 'if (false) {',
   },
+  {
+    id: 'download-batch-per-request', file: 'src/downloads/count.ts', tests: ['test/worker/downloads/downloads.test.ts'],
+    description: 'every counted download registers its own after-response send instead of joining the open batch',
+    from: 'if (open.has(counter)) return; // the open batch carries it',
+    to: 'if (false) return;',
+  },
+  {
+    id: 'unverified-refusals-unlimited', file: 'src/routes/publish/refusal-audit.ts', tests: ['test/worker/publish/refusal-flood.test.ts'],
+    description: 'every refusal of an unverified CI token writes its own audit entry (forged tokens fill the log)',
+    from: 'if (current.written < UNVERIFIED_PER_WINDOW) {',
+    to: 'if (true) {',
+  },
+  {
+    id: 'audit-page-not-admin-only', file: 'src/pages/audit.ts', tests: ['test/worker-private/identity/audit-page.test.ts'],
+    description: 'the audit log page is shown to any signed-in person, not only admins',
+    from: 'if (!session.person?.admin) return',
+    to: 'if (false) return',
+  },
+  // the module proxy (src/mirror/modules/, src/routes/module-proxy.ts)
+  {
+    id: 'module-proxy-branch-head', file: 'src/mirror/modules/source.ts', tests: ['test/worker/mirror-modules/source.test.ts'],
+    description: 'a git source without ?ref= (a moving branch head) is proxied',
+    from: "if (!ref) refuse('it names no ?ref= (a branch head is not a fixed version)');",
+    to: "if (false) refuse('');",
+  },
+  {
+    id: 'module-proxy-readme-html', file: 'src/mirror/modules/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
+    description: 'a proxied README\'s raw HTML reaches the page unescaped',
+    from: 'return escapeHtml(text);',
+    to: 'return text;',
+  },
+  {
+    id: 'module-proxy-namespace-twice', file: 'src/mirror/module-policy.ts', tests: ['test/scripts/mirror/module-policy.test.ts'],
+    description: 'two module rules may give one of our namespaces different upstreams',
+    from: 'if (earlier !== undefined && earlier !== upstream) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'module-proxy-outside-policy', file: 'src/routes/module-proxy.ts', tests: ['test/e2e/module-proxy.test.ts'],
+    description: 'a download of a version outside the policy is proxied anyway',
+    from: 'if (!proxy.allowance.allows(version)) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'module-proxy-withdrawn-relisted', file: 'src/routes/module-proxy.ts', tests: ['test/e2e/module-proxy.test.ts'],
+    description: 'the upstream\'s list brings back a version withdrawn here',
+    from: 'const versions = [...new Set([...held, ...upstream.filter((v) => !withdrawn.has(v))])];',
+    to: 'const versions = [...new Set([...held, ...upstream])];',
+  },
 ];

@@ -10,17 +10,21 @@ import type { AuditAction } from '../../store/audit/entry';
  * object each would let them fill the audit log (and the R2 bill). So per
  * isolate and window (AUDIT_REFUSAL_WINDOW_SECONDS, default 60) the first
  * UNVERIFIED_PER_WINDOW are written one by one as before; the rest are only
- * counted, and the first of those schedules (ctx.waitUntil) one summary
- * entry at the window's end: how many, from when to when, per target and
- * reason, with the last one's claimed actor. Bound: UNVERIFIED_PER_WINDOW + 1
- * entries per window per isolate (Cloudflare runs many isolates: the bound
- * multiplies by those an attacker reaches). Refusals of a verified actor — a
+ * counted, and the first of those schedules (ctx.waitUntil) a summary
+ * entry at the window's end or SUMMARY_MAX_WAIT_MS later, whichever is
+ * first (waitUntil work is cut about 30 s after the response): how many,
+ * from when to when, per target and reason, with the last one's claimed
+ * actor. Bound with the defaults: 10 + 3 entries a minute per isolate
+ * (Cloudflare runs many isolates: the bound multiplies by those an attacker
+ * reaches). Refusals of a verified actor — a
  * CI job whose token verified but matches no trusted publisher (403), an
  * expired or out-of-scope publish token — are not limited: each costs its
  * sender a real credential.
  */
 
 export const UNVERIFIED_PER_WINDOW = 10;
+/** The longest a summary waits in waitUntil (Cloudflare allows about 30 s after the response). */
+export const SUMMARY_MAX_WAIT_MS = 20_000;
 const DEFAULT_WINDOW_SECONDS = 60;
 
 export interface RefusalEntry {
@@ -77,8 +81,17 @@ export async function auditUnverifiedRefusal(
   w.lastEntry = entry;
   if (w.summaryScheduled) return;
   w.summaryScheduled = true;
-  const wait = Math.max(0, w.start + windowMs - now);
-  ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, wait)).then(() => write(summary(w))));
+  // waitUntil work gets about 30 s after the response on Cloudflare: a summary waits at most SUMMARY_MAX_WAIT_MS.
+  const wait = Math.min(SUMMARY_MAX_WAIT_MS, Math.max(0, w.start + windowMs - now));
+  ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, wait)).then(() => {
+    const entry = summary(w);
+    // What is counted from now on goes into the next summary (same window) or the next window.
+    w.suppressed = 0;
+    w.byTarget = new Map();
+    w.byReason = new Map();
+    w.summaryScheduled = false;
+    return write(entry);
+  }));
 }
 
 /** The summary entry of a window's counted refusals. */
