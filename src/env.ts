@@ -33,6 +33,8 @@ export interface Env {
   PULL_REFRESH_SECONDS?: string;
   /** Pull-through and module proxy: seconds an isolate reuses an upstream's version list (default 300). */
   PULL_LIST_SECONDS?: string;
+  /** Module proxy: largest upstream package in MB (default and maximum 16; unpacked at most twice that). */
+  MODULE_PROXY_MAX_MB?: string;
   /** Minutes a signed release-file URL stays valid (private mode). */
   SIGNED_URL_MINUTES?: string;
   /** Sign in with the organisation's identity provider (issue 21, src/identity/): the OpenID Provider's issuer URL. Unset = no login. */

@@ -180,3 +180,12 @@ export async function repairDocuments(
   });
   return repairs;
 }
+
+/** Parses a stored object's JSON text. Throws DamagedRecordError naming `key` ("not JSON") when it does not parse; the caller checks the shape. */
+export function parseStoredJson(text: string, key: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new DamagedRecordError(key, 'not JSON');
+  }
+}

@@ -89,7 +89,7 @@ describe.skipIf(!terraform)('module proxy: terraform init of an upstream registr
     expect(set.code, set.stderr).toBe(0);
     expect(set.stderr + set.stdout).toContain('1 module rule');
     certificate = makeCertificate(root);
-    server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { PULL_TIMEOUT_SECONDS: '2', PULL_LIST_SECONDS: '2' } });
+    server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { PULL_TIMEOUT_SECONDS: '2', PULL_LIST_SECONDS: '2', MODULE_PROXY_MAX_MB: '1' } });
   });
   afterAll(async () => {
     await server?.stop();
@@ -192,7 +192,7 @@ describe.skipIf(!terraform)('module proxy: terraform init of an upstream registr
     const cases: [string, string, number, RegExp, string | null][] = [
       ['a 5xx', '1.0.1', 502, /HTTP 500/, 'h1.0.1'],
       ['a hang', '1.0.2', 504, /no data for 2 s/, 'h1.0.2'],
-      ['an oversize package (no Content-Length)', '1.0.3', 502, /over the module proxy's 16777216-byte limit/, 'h1.0.3'],
+      ['an oversize package (no Content-Length)', '1.0.3', 502, /over the module proxy's 1048576-byte limit/, 'h1.0.3'],
       ['a package that is not an archive', '1.0.4', 502, /package check failed: .*not a valid tar\.gz archive/, 'h1.0.4'],
       ['a package with no .tf at its root', '1.0.7', 502, /package check failed: .*has no \.tf or \.tofu file at its root/, 'h1.0.7'],
       ['an s3:: source', '1.0.5', 422, /"s3::https:\/\/s3-eu-west-1\.amazonaws\.com\/acme-modules\/hostile\.zip" cannot be proxied: s3:: sources need/, null],

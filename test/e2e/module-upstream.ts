@@ -128,10 +128,10 @@ export class ModuleUpstream {
         return;
       }
       case 'oversize': {
-        // 20 MiB without Content-Length (chunked): the proxy must count, not trust a header.
+        // 3 MiB without Content-Length (chunked): the proxy must count, not trust a header.
         res.writeHead(200, { 'content-type': 'application/gzip' });
         const chunk = Buffer.alloc(1024 * 1024, 7);
-        for (let i = 0; i < 20 && !res.destroyed; i++) {
+        for (let i = 0; i < 3 && !res.destroyed; i++) {
           if (!res.write(chunk)) await new Promise((resolve) => { res.once('drain', resolve); res.once('close', resolve); });
         }
         res.end();

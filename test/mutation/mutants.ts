@@ -637,4 +637,35 @@ export const MUTANTS: Mutant[] = [
     from: 'if (unknown !== undefined) throw',
     to: 'if (false) throw',
   },
+  // the module proxy (src/mirror/modules/, src/routes/module-proxy.ts)
+  {
+    id: 'module-proxy-branch-head', file: 'src/mirror/modules/source.ts', tests: ['test/worker/mirror-modules/source.test.ts'],
+    description: 'a git source without ?ref= (a moving branch head) is proxied',
+    from: "if (!ref) refuse('it names no ?ref= (a branch head is not a fixed version)');",
+    to: "if (false) refuse('');",
+  },
+  {
+    id: 'module-proxy-readme-html', file: 'src/mirror/modules/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
+    description: 'a proxied README\'s raw HTML reaches the page unescaped',
+    from: 'return escapeHtml(text);',
+    to: 'return text;',
+  },
+  {
+    id: 'module-proxy-namespace-twice', file: 'src/mirror/module-policy.ts', tests: ['test/scripts/mirror/module-policy.test.ts'],
+    description: 'two module rules may give one of our namespaces different upstreams',
+    from: 'if (earlier !== undefined && earlier !== upstream) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'module-proxy-outside-policy', file: 'src/routes/module-proxy.ts', tests: ['test/e2e/module-proxy.test.ts'],
+    description: 'a download of a version outside the policy is proxied anyway',
+    from: 'if (!proxy.allowance.allows(version)) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'module-proxy-withdrawn-relisted', file: 'src/routes/module-proxy.ts', tests: ['test/e2e/module-proxy.test.ts'],
+    description: 'the upstream\'s list brings back a version withdrawn here',
+    from: 'const versions = [...new Set([...held, ...upstream.filter((v) => !withdrawn.has(v))])];',
+    to: 'const versions = [...new Set([...held, ...upstream])];',
+  },
 ];

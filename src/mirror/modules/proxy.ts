@@ -31,12 +31,18 @@ import { discoverModules, listModuleVersions, moduleLocation } from './upstream'
  */
 
 /**
- * Largest upstream package fetched (compressed), and largest unpacked module:
- * the package, its unpacked tar and the repacked one are in memory at once,
- * within a Worker's 128 MB (public modules are kilobytes to a few MB).
+ * Largest upstream package fetched (compressed; MODULE_PROXY_MAX_MB lowers
+ * it), and largest unpacked module (twice that): the package, its unpacked
+ * tar and the repacked one are in memory at once, within a Worker's 128 MB
+ * (public modules are kilobytes to a few MB).
  */
 export const MAX_PACKAGE_BYTES = 16 * 1024 * 1024;
-export const MAX_UNPACKED_BYTES = 32 * 1024 * 1024;
+
+/** The package limit in force: MODULE_PROXY_MAX_MB when set to a smaller positive number, else MAX_PACKAGE_BYTES. */
+export function packageLimit(env: Env): number {
+  const mb = Number(env.MODULE_PROXY_MAX_MB ?? '');
+  return Number.isFinite(mb) && mb > 0 ? Math.min(MAX_PACKAGE_BYTES, Math.round(mb * 1024 * 1024)) : MAX_PACKAGE_BYTES;
+}
 
 export interface ModuleProxyContext {
   env: Env;
@@ -89,7 +95,7 @@ export async function allowedUpstreamModuleVersions(proxy: ModuleProxyContext): 
  * under the module's lease (a concurrent first download waits, then finds
  * it committed), the upstream's download answer, the package source
  * (src/mirror/modules/source.ts; `hosts[HOST].archives` applied), the bytes
- * (at most MAX_PACKAGE_BYTES, PULL_TIMEOUT_SECONDS between chunks), the
+ * (at most packageLimit, PULL_TIMEOUT_SECONDS between chunks), the
  * repacked package and its docs, then publishModuleVersion. Records the
  * outcome in the audit log (module.proxy). Throws UpstreamError (404 unknown
  * version, 422 a source it cannot fetch, 502 a broken upstream or package,
@@ -113,10 +119,11 @@ export async function proxiedModuleRecord(proxy: ModuleProxyContext, version: st
       source = where.described;
       const fetchUrl = withArchivesOverride(where.url, (host) => proxy.policy.hosts[host]?.archives);
       const opened = await proxy.http.openArchive(fetchUrl, `module package of ${upstreamLabel(proxy)} ${version}`);
-      const bytes = await readArchive(opened.response, MAX_PACKAGE_BYTES, proxy.http.limits.idleMs, opened.url);
+      const limit = packageLimit(proxy.env);
+      const bytes = await readArchive(opened.response, limit, proxy.http.limits.idleMs, opened.url);
       let repacked;
       try {
-        repacked = await repackModule(bytes, where.format, { stripTop: where.stripTop, subdir: where.subdir, label: opened.url, maxUnpackedBytes: MAX_UNPACKED_BYTES });
+        repacked = await repackModule(bytes, where.format, { stripTop: where.stripTop, subdir: where.subdir, label: opened.url, maxUnpackedBytes: 2 * limit });
       } catch (error) {
         if (error instanceof InputError) throw new UpstreamError(`package check failed: ${error.message}`);
         throw error;

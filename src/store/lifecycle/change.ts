@@ -1,7 +1,7 @@
 import { InputError } from '../../protocol/errors';
 import type { BlobStore } from '../store';
 import { parseLifecycle, serializeLifecycle, EMPTY_LIFECYCLE, type LifecycleState } from './state';
-import { ListRebuildRaceError } from '../errors';
+import { ListRebuildRaceError, NotStoredError } from '../errors';
 
 /**
  * One lifecycle change applied to the stored state: the pure part
@@ -120,4 +120,28 @@ export async function commitLifecycle(
     if (written) return result;
   }
   throw new ListRebuildRaceError(`${key} kept changing while being written (writers without the lease); run the command again`);
+}
+
+/**
+ * A lifecycle change of one provider or module, the same for both: refuses
+ * with NotStoredError when it has no published `versions` or the action
+ * names a version not among them (listing them; `what` names it, e.g.
+ * "provider registry.example.com/acme/thing", and `form` is the address form
+ * to check, e.g. "NAMESPACE/TYPE"); else commits the action under `key`
+ * (commitLifecycle) and rebuilds its lists with `rebuild`. Idempotent.
+ */
+export async function changeLifecycle(
+  blobs: BlobStore, key: string, versions: string[], action: LifecycleAction,
+  about: { what: string; form: string },
+  rebuild: (check: () => void) => Promise<unknown>,
+  options: { lease?: { check(): void }; now?: Date },
+): Promise<{ changed: boolean; state: LifecycleState; versions: string[] }> {
+  const check = () => options.lease?.check();
+  if (versions.length === 0) throw new NotStoredError(`${about.what} has no published version; check the address (${about.form} of this registry)`);
+  if (action.version !== undefined && !versions.includes(action.version)) {
+    throw new NotStoredError(`${about.what} has no version ${action.version}; published: ${versions.join(', ')}`);
+  }
+  const result = await commitLifecycle(blobs, key, action, check, options.now);
+  await rebuild(check);
+  return { ...result, versions };
 }

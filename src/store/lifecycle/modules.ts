@@ -5,9 +5,8 @@ import { rebuildModuleIndex } from '../modules/write';
 import { compareVersionsDescending } from '../../protocol/version';
 import type { PublishProgress } from '../records';
 import type { Store } from '../store';
-import { commitLifecycle, type LifecycleAction } from './change';
+import { changeLifecycle, type LifecycleAction } from './change';
 import type { LifecycleResult } from './providers';
-import { NotStoredError } from '../errors';
 
 /**
  * Deprecating, withdrawing and restoring a module's versions: the module
@@ -39,15 +38,9 @@ export async function changeModuleLifecycle(
   store: Store, address: ModuleAddress, action: LifecycleAction,
   options: { lease?: { check(): void }; progress?: PublishProgress; now?: Date } = {},
 ): Promise<LifecycleResult> {
-  const { blobs } = store;
-  const check = () => options.lease?.check();
   const versions = await committedModuleVersions(store, address);
-  const name = formatModuleAddress(address);
-  if (versions.length === 0) throw new NotStoredError(`module ${name} has no published version; check the address (NAMESPACE/NAME/SYSTEM of this registry)`);
-  if (action.version !== undefined && !versions.includes(action.version)) {
-    throw new NotStoredError(`module ${name} has no version ${action.version}; published: ${versions.join(', ')}`);
-  }
-  const result = await commitLifecycle(blobs, moduleLifecycleKey(address), action, check, options.now);
-  await rebuildModuleIndex(store, address, options.progress, check);
-  return { ...result, versions };
+  return changeLifecycle(
+    store.blobs, moduleLifecycleKey(address), versions, action, { what: `module ${formatModuleAddress(address)}`, form: 'NAMESPACE/NAME/SYSTEM' },
+    (check) => rebuildModuleIndex(store, address, options.progress, check), options,
+  );
 }

@@ -5,9 +5,8 @@ import { listAllKeys, listAllObjectKeys } from '../list';
 import { rebuildProviderIndex } from '../providers/write';
 import type { PublishProgress } from '../records';
 import type { Store } from '../store';
-import { commitLifecycle, type LifecycleAction } from './change';
+import { changeLifecycle, type LifecycleAction } from './change';
 import type { LifecycleState } from './state';
-import { NotStoredError } from '../errors';
 
 /**
  * Deprecating, withdrawing and restoring a provider's versions (the write
@@ -47,15 +46,9 @@ export async function changeProviderLifecycle(
   store: Store, address: ProviderAddress, action: LifecycleAction,
   options: { lease?: { check(): void }; progress?: PublishProgress; now?: Date } = {},
 ): Promise<LifecycleResult> {
-  const { blobs } = store;
-  const check = () => options.lease?.check();
   const versions = await committedProviderVersions(store, address);
-  const name = formatAddress(address);
-  if (versions.length === 0) throw new NotStoredError(`provider ${name} has no published version; check the address (NAMESPACE/TYPE of this registry)`);
-  if (action.version !== undefined && !versions.includes(action.version)) {
-    throw new NotStoredError(`provider ${name} has no version ${action.version}; published: ${versions.join(', ')}`);
-  }
-  const result = await commitLifecycle(blobs, providerLifecycleKey(address), action, check, options.now);
-  await rebuildProviderIndex(store, address, options.progress, check);
-  return { ...result, versions };
+  return changeLifecycle(
+    store.blobs, providerLifecycleKey(address), versions, action, { what: `provider ${formatAddress(address)}`, form: 'NAMESPACE/TYPE' },
+    (check) => rebuildProviderIndex(store, address, options.progress, check), options,
+  );
 }

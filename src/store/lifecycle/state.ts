@@ -1,4 +1,5 @@
 import { DamagedRecordError } from '../errors';
+import { parseStoredJson } from '../records';
 
 /**
  * The lifecycle of a provider's or module's versions: metadata beside the
@@ -59,12 +60,7 @@ export function withoutWithdrawn<T>(items: readonly T[], state: LifecycleState, 
  * silently read as "nothing withdrawn").
  */
 export function parseLifecycle(text: string, key: string): LifecycleState {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new DamagedRecordError(key, 'not JSON');
-  }
+  const value = parseStoredJson(text, key);
   const fail = (why: string): never => {
     throw new DamagedRecordError(key, why);
   };

@@ -5,10 +5,10 @@ import {
   moduleDocsKey, moduleDownloadKey, moduleLifecycleKey, moduleObjectKey, moduleRecordKey, moduleRecordPrefix, moduleRecordsOfHostPrefix, moduleVersionsKey,
   parseModuleCommittedRecordKey, parseModuleRecordKey,
 } from '../layout';
-import type { KvStore, Store } from '../store';
+import type { Store } from '../store';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import {
-  commitRecord, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
+  commitRecord, parseStoredJson, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
   type PublishOutcome, type PublishProgress, type StoredFile,
 } from '../records';
 import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from './types';
@@ -41,12 +41,7 @@ import { DamagedRecordError, ListRebuildRaceError, StoredReleaseMismatchError, V
  * DamagedRecordError naming `key` when it is not JSON or lacks a field.
  */
 export function parseModuleRecord(text: string, key: string): ModuleVersionRecord {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new DamagedRecordError(key, 'not JSON');
-  }
+  const value = parseStoredJson(text, key);
   const r = value as Partial<ModuleVersionRecord> | null;
   const fail = (why: string): never => {
     throw new DamagedRecordError(key, why);

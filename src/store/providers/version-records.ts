@@ -2,7 +2,7 @@ import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { committedRecordKey, committedRecordPrefix, versionRecordKey, versionRecordPrefix } from '../layout';
 import { mapLimit } from '../../concurrency';
 import { listAllKeys } from '../list';
-import { readCommittedRecord, readRecordObjects } from '../records';
+import { parseStoredJson, readCommittedRecord, readRecordObjects } from '../records';
 import type { Store } from '../store';
 import type { PackageRecord, VersionRecord } from '../types';
 import { DamagedRecordError, VersionConflictError } from '../errors';
@@ -19,12 +19,7 @@ import { DamagedRecordError, VersionConflictError } from '../errors';
  * naming `key` when it is not JSON or lacks a field the documents need.
  */
 export function parseVersionRecord(text: string, key: string): VersionRecord {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new DamagedRecordError(key, 'not JSON');
-  }
+  const value = parseStoredJson(text, key);
   const r = value as Partial<VersionRecord>;
   const fail = (why: string): never => {
     throw new DamagedRecordError(key, why);
