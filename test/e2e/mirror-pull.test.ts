@@ -80,7 +80,7 @@ describe.skipIf(!terraform)('pull-through: terraform init through an empty mirro
     const set = await runScript('mirror', ['policy', 'set', join(root, 'mirror.json'), '--persist-to', state, '--wrangler-config', configPath]);
     expect(set.code, set.stderr).toBe(0);
     certificate = makeCertificate(root);
-    server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { PULL_TIMEOUT_SECONDS: '2', PULL_REFRESH_SECONDS: '2', PULL_LIST_SECONDS: '2' } });
+    server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { PULL_TIMEOUT_SECONDS: '6', PULL_REFRESH_SECONDS: '2', PULL_LIST_SECONDS: '2' } });
   });
   afterAll(async () => {
     await server?.stop();
@@ -178,7 +178,7 @@ describe.skipIf(!terraform)('pull-through: terraform init through an empty mirro
     const cases: [string, string, 'document' | 'archive', RegExp][] = [
       ['a bad signature', '1.0.1', 'document', /signature check failed: .*SHA256SUMS\.sig .*does not verify SHA256SUMS with any key in signing_keys/],
       ['a key not in signing_keys', '1.0.2', 'document', /signature check failed: .*made by key [0-9A-F]+\) does not verify/],
-      ['a hang', '1.0.4', 'document', /timed out after 2 s/],
+      ['a hang', '1.0.4', 'document', /timed out after 6 s/],
       ['oversize JSON', '1.0.7', 'document', /over the 8388608-byte limit/],
       ['a document whose shasum is not its signed SHA256SUMS line', '1.0.9', 'document', /checksum check failed: .* says shasum [0-9a-f]{64} for linux_amd64, the signed SHA256SUMS says/],
       ['a 5xx', '1.0.5', 'archive', /HTTP 500/],
@@ -222,7 +222,7 @@ describe.skipIf(!terraform)('pull-through: terraform init through an empty mirro
           refused = (await auditEntries()).filter((e) => e.action === 'mirror.pull' && e.target === `${hostileSource} ${version}`);
         }
         expect(refused.map((e) => e.outcome)).toEqual(['refused', 'refused']);
-        expect(refused[0]!.reason).toMatch(version !== '1.0.8' ? /checksum check failed: .* has SHA-256 [0-9a-f]{64}, the signed SHA256SUMS says/ : /no data for 2 s/);
+        expect(refused[0]!.reason).toMatch(version !== '1.0.8' ? /checksum check failed: .* has SHA-256 [0-9a-f]{64}, the signed SHA256SUMS says/ : /no data for 6 s/);
       });
     }
   });

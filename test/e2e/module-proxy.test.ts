@@ -89,7 +89,7 @@ describe.skipIf(!terraform)('module proxy: terraform init of an upstream registr
     expect(set.code, set.stderr).toBe(0);
     expect(set.stderr + set.stdout).toContain('1 module rule');
     certificate = makeCertificate(root);
-    server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { PULL_TIMEOUT_SECONDS: '2', PULL_LIST_SECONDS: '2', MODULE_PROXY_MAX_MB: '1' } });
+    server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { PULL_TIMEOUT_SECONDS: '6', PULL_LIST_SECONDS: '2', MODULE_PROXY_MAX_MB: '1' } });
   });
   afterAll(async () => {
     await server?.stop();
@@ -191,7 +191,7 @@ describe.skipIf(!terraform)('module proxy: terraform init of an upstream registr
   describe('hostile upstream: nothing stored, a clear error, a later request retries', () => {
     const cases: [string, string, number, RegExp, string | null][] = [
       ['a 5xx', '1.0.1', 502, /HTTP 500/, 'h1.0.1'],
-      ['a hang', '1.0.2', 504, /no data for 2 s/, 'h1.0.2'],
+      ['a hang', '1.0.2', 504, /no data for 6 s/, 'h1.0.2'],
       ['an oversize package (no Content-Length)', '1.0.3', 502, /over the module proxy's 1048576-byte limit/, 'h1.0.3'],
       ['a package that is not an archive', '1.0.4', 502, /package check failed: .*not a valid tar\.gz archive/, 'h1.0.4'],
       ['a package with no .tf at its root', '1.0.7', 502, /package check failed: .*has no \.tf or \.tofu file at its root/, 'h1.0.7'],
@@ -255,7 +255,7 @@ describe.skipIf(!terraform)('module proxy: terraform init of an upstream registr
       return created.stdout.trim().split('\n').at(-1)!;
     };
     const [other, ours] = [await token('other'), await token(NS)];
-    const locked = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { ACCESS: 'private', URL_SIGNING_SECRET: 'module-proxy-test-secret-0123456789', PULL_TIMEOUT_SECONDS: '2' } });
+    const locked = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { ACCESS: 'private', URL_SIGNING_SECRET: 'module-proxy-test-secret-0123456789', PULL_TIMEOUT_SECONDS: '6' } });
     try {
       const ask = (path: string, bearer?: string) => get(`${locked.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) } });
       const before = upstream.requests.length;
