@@ -1,6 +1,7 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { get } from './http';
 
@@ -85,17 +86,24 @@ export async function startDevServer(options: {
   if (options.certificate) {
     args.push('--local-protocol', 'https', '--https-key-path', options.certificate.keyPath, '--https-cert-path', options.certificate.certPath);
   }
+  // Its own temp directory, removed once it has exited: a server that has to be SIGKILLed (it did not stop
+  // within 5 s of SIGTERM on a loaded machine) cannot remove Miniflare's miniflare-* folder itself.
+  const ownTmp = mkdtempSync(join(tmpdir(), 'edge-registry-wrangler-'));
   const child = spawn(wrangler, args, {
     cwd: root,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
+    env: { ...process.env, TMPDIR: ownTmp, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
   });
   running.add(child);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.on('exit', () => { running.delete(child); resolve(); }));
+  const exited = new Promise<void>((resolve) => child.on('exit', () => {
+    running.delete(child);
+    // Its workerd children are in its process group and were stopped with it; give them a moment.
+    setTimeout(() => { rmSync(ownTmp, { recursive: true, force: true }); resolve(); }, 100);
+  }));
 
   const origin = `${options.certificate ? 'https' : 'http'}://localhost:${options.port}`;
   const server: DevServer = {
