@@ -9,7 +9,7 @@ import { createHash, randomFillSync } from 'node:crypto';
 import { writeDemoModule } from '../../scripts/lib/demo/module';
 import { PART_BYTES } from '../../src/routes/publish/context';
 import { zipStored } from '../fixtures/archives';
-import { runScript, writeDist, writeKeyFile } from '../scripts/helpers';
+import { killableEnv, runScript, writeDist, writeKeyFile } from '../scripts/helpers';
 import { get } from './http';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
 
@@ -174,7 +174,7 @@ describe('publish-provider --registry', () => {
   it('a client killed mid-upload leaves nothing listed; running it again publishes the version', async () => {
     const dist = await writeDist(join(dir, 'dist-killed'), 'killed', '1.0.0');
     // The CLI's own test hook: SIGKILL as the second file is about to go — one file staged, nothing committed.
-    const killed = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path], publishToken, { EDGE_REGISTRY_TEST_KILL_AT: 'upload#2' });
+    const killed = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path], publishToken, { EDGE_REGISTRY_TEST_KILL_AT: 'upload#2', ...killableEnv(dir) });
     expect(killed.code).not.toBe(0);
     const stderr = killed.stderr;
     expect(stderr.match(/ {2}uploading /g)).toHaveLength(1);
