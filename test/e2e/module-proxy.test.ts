@@ -1,10 +1,7 @@
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import tar from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +9,7 @@ import { configPath, runScript } from '../scripts/helpers';
 import { get, type HttpResponse } from './http';
 import { ModuleUpstream, moduleFiles, type UpstreamModule } from './module-upstream';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
+import { terraform, terraformInit, type InitResult } from './terraform-init';
 
 /**
  * The module proxy as a user meets it: a policy file that maps our
@@ -25,8 +23,6 @@ import { freePort, makeCertificate, startDevServer, type Certificate, type DevSe
  * stand-in for GitHub's archive endpoint serves, an HTTPS zip, and hostile
  * packages.
  */
-const run = promisify(execFile);
-const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path) => existsSync(path));
 if (!terraform) console.warn('e2e module-proxy: skipping: no terraform binary in /usr/local/bin or /usr/bin');
 
 const HOST = 'registry.example.com';
@@ -106,29 +102,16 @@ describe.skipIf(!terraform)('module proxy: terraform init of an upstream registr
     return (JSON.parse(listed.stdout) as { entries: { action: string; target: string; outcome: string; reason?: string; digests?: Record<string, string> }[] }).entries;
   };
 
-  async function terraformInit(name: string, version: string, origin = server.origin): Promise<{ ok: boolean; output: string; work: string; modules: { Key: string; Version?: string; Dir: string }[] }> {
+  async function initModules(name: string, version: string, origin = server.origin): Promise<InitResult & { work: string }> {
     const work = join(root, name);
     await mkdir(work, { recursive: true });
     await writeFile(join(work, 'main.tf'), `module "vpc" {\n  source  = "${HOST}/${NS}/vpc/aws"\n  version = "${version}"\n  name    = "main"\n}\n\nmodule "subnet" {\n  source  = "${HOST}/${NS}/vpc/aws//modules/subnet"\n  version = "${version}"\n  cidr    = "10.0.1.0/24"\n}\n`);
     await writeFile(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "modules.v1" = "${origin}/v1/modules/"\n  }\n}\n`);
-    const env = { PATH: process.env.PATH, HOME: work, TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'), SSL_CERT_FILE: certificate.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1' };
-    let ok = true;
-    let output: string;
-    try {
-      const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color', '-backend=false'], { cwd: work, env, timeout: 120_000 });
-      output = stdout + stderr;
-    } catch (error) {
-      const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-      ok = false;
-      output = `${stdout ?? ''}${stderr ?? ''}`;
-    }
-    const manifest = join(work, '.terraform', 'modules', 'modules.json');
-    const modules = existsSync(manifest) ? (JSON.parse(readFileSync(manifest, 'utf8')) as { Modules: { Key: string; Version?: string; Dir: string }[] }).Modules : [];
-    return { ok, output, work, modules };
+    return { ...(await terraformInit(work, certificate.certPath)), work };
   }
 
   it('the first init installs the newest allowed version from the upstream\'s GitHub source; the package is stored as ours', async () => {
-    const first = await terraformInit('cold', '~> 1.0');
+    const first = await initModules('cold', '~> 1.0');
     expect(first.ok, `${first.output}\n${server.log().slice(-3000)}`).toBe(true);
     const vpc = first.modules.find((m) => m.Key === 'vpc')!;
     const subnet = first.modules.find((m) => m.Key === 'subnet')!;
@@ -170,7 +153,7 @@ describe.skipIf(!terraform)('module proxy: terraform init of an upstream registr
     const outside = await at(`/v1/modules/${NS}/vpc/aws/2.0.0/download`);
     expect(outside.status).toBe(404);
     expect(errorOf(outside)).toBe(`module ${HOST}/${NS}/vpc/aws has no version 2.0.0, and the proxy policy does not allow it from ${UPSTREAM}/${NS}/vpc/aws`);
-    const init = await terraformInit('outside', '2.0.0');
+    const init = await initModules('outside', '2.0.0');
     expect(init.ok).toBe(false);
     expect(init.output.replace(/\s+/g, ' ')).toMatch(/no available releases match the given constraints 2\.0\.0|Unresolvable module version/);
     const before = upstream.requests.length;
@@ -280,7 +263,7 @@ describe.skipIf(!terraform)('module proxy: terraform init of an upstream registr
     expect(listed.status).toBe(200);
     expect(versionsOf(listed)).toEqual(['1.1.0', '1.0.0']);
     expect(String(listed.headers['x-mirror-upstream'])).toMatch(/^unreachable; listing only the versions this registry holds/);
-    const warm = await terraformInit('warm', '~> 1.0');
+    const warm = await initModules('warm', '~> 1.0');
     expect(warm.ok, `${warm.output}\n${server.log().slice(-3000)}`).toBe(true);
     expect(warm.modules.find((m) => m.Key === 'vpc')?.Version).toBe('1.1.0');
     // Nothing held and the upstream gone: a clear 502 naming the module, not a crash.

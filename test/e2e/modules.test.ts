@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { publishModule } from '../../scripts/lib/module/publish';
 import { signatureQuery } from '../../src/auth/signed-urls';
 import { get } from './http';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
+import { terraform, terraformInit, type InitResult } from './terraform-init';
 
 /**
  * Modules end to end: versions published with the real publish-module code
@@ -24,7 +25,6 @@ import { freePort, makeCertificate, startDevServer, type Certificate, type DevSe
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
-const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path) => existsSync(path));
 if (!terraform) console.warn('e2e: skipping the module terraform init tests: no terraform binary in /usr/local/bin or /usr/bin');
 
 const VERSIONS = ['1.0.0', '2.0.0', '2.1.0', '2.2.0-beta.1', '3.0.0'];
@@ -65,7 +65,7 @@ async function publishAll(stateDir: string): Promise<void> {
 const hostBlock = (server: DevServer) => `host "${HOST}" {\n  services = {\n    "modules.v1" = "${server.origin}/v1/modules/"\n  }\n}\n`;
 
 /** terraform init of a root module calling acme/vpc/aws and its submodule; returns success, output and the installed modules. */
-async function init(name: string, hostname: string, cliConfig: string): Promise<{ ok: boolean; output: string; modules: { Key: string; Source: string; Version?: string; Dir: string }[]; work: string }> {
+async function init(name: string, hostname: string, cliConfig: string): Promise<InitResult & { work: string }> {
   const work = join(dir, 'terraform', name);
   await mkdir(work, { recursive: true });
   await writeFile(join(work, 'main.tf'), `module "vpc" {
@@ -82,23 +82,7 @@ module "subnet" {
 }
 `);
   await writeFile(join(work, 'cli.tfrc'), cliConfig);
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH, HOME: work, TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'),
-    SSL_CERT_FILE: certificate.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1',
-  };
-  let ok = true;
-  let output: string;
-  try {
-    const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color', '-backend=false'], { cwd: work, env, timeout: 90_000 });
-    output = stdout + stderr;
-  } catch (error) {
-    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    ok = false;
-    output = `${stdout ?? ''}${stderr ?? ''}`;
-  }
-  const manifest = join(work, '.terraform', 'modules', 'modules.json');
-  const modules = existsSync(manifest) ? (JSON.parse(readFileSync(manifest, 'utf8')) as { Modules: { Key: string; Source: string; Version?: string; Dir: string }[] }).Modules : [];
-  return { ok, output, modules, work };
+  return { ...(await terraformInit(work, certificate.certPath, 90_000)), work };
 }
 
 const flat = (text: string) => text.replace(/\s+/g, ' ');

@@ -1,3 +1,4 @@
+import { concatBytes } from '../../bytes';
 import { InputError } from '../../protocol/errors';
 
 /**
@@ -151,11 +152,5 @@ export function writeTar(files: readonly { name: string; mode: number; data: Uin
     parts.push(header(file.name, file.data.length, file.mode, '0'), file.data, pad(file.data.length));
   }
   parts.push(new Uint8Array(1024));
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
+  return concatBytes(parts);
 }
