@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config';
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
 import { quietExpectedWorkerdLines } from './test/fixtures/quiet-workerd';
+import { runTmpdir } from './test/fixtures/leaks.setup';
 
 // workerd's "WebSocket peer disconnected" after every Worker test file is expected: keep it out of the log.
 quietExpectedWorkerdLines();
@@ -46,6 +47,8 @@ export default defineConfig({
           name: 'node',
           include: ['test/scripts/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/identity/**/*.test.ts'],
           environment: 'node',
+          // The run's own temp directory for these tests and every process they start (LEAKS_SETUP checks it).
+          env: { TMPDIR: runTmpdir() },
           // LEAKS_SETUP fails the run when a test leaves a process or temp folder behind.
           globalSetup: [SIGNING_KEY_SETUP, LEAKS_SETUP],
           testTimeout: 240_000, // a slow machine makes the CLI-driven tests slow; a hang still fails
