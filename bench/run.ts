@@ -15,16 +15,18 @@ import { cpuMicros, rssBytes } from './proc';
 import { startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, archivePath, seedLarge, seedLargeArchive, seedSmall } from './seed';
 import { MODULE_ROUTES, seedModules } from './seed-modules';
-import { benchModulePublish, type ModulePublishFigures } from './publish-module';
-import { wrk, wrkMissing, type LoadResult } from './wrk';
-import { benchPublish, type PublishFigures } from './publish';
-import { benchPublishScale, type PublishScaleRow } from './publish-scale';
-import { benchEdgeCache, type EdgeCacheFigures } from './edge-cache';
+import { benchModulePublish } from './publish-module';
+import { wrk, wrkMissing } from './wrk';
+import { benchPublish } from './publish';
+import { benchPublishScale } from './publish-scale';
+import { benchEdgeCache } from './edge-cache';
 import { build } from './build';
 import { soak } from './soak';
-import { benchCost, costTable, costTargets, type CostFigures } from './cost';
-import { benchDownloadCounting, countingTable, type CountingFigures } from './download-counting';
-import { benchPublishApi, publishApiTable, type PublishApiFigures } from './publish-api';
+import { benchCost, costTargets } from './cost';
+import { benchDownloadCounting } from './download-counting';
+import { benchPublishApi } from './publish-api';
+import { edgeCacheTargets, evaluate, floorP99Of, median, publishScaleTargets, type FloorP99, type RouteFigures } from './targets';
+import { round1, strip, table } from './report';
 
 const args = new Set(process.argv.slice(2));
 const json = args.has('--json');
@@ -35,31 +37,6 @@ const CONNECTIONS = 50;
 const ARCHIVE_BYTES = 200 * 1024 * 1024;
 
 const log = (message: string) => process.stderr.write(`bench: ${message}\n`);
-
-interface RouteFigures extends LoadResult {
-  name: string;
-  path: string;
-  bytes: number;
-  cpuMicrosPerRequest: number;
-}
-
-interface Target {
-  name: string;
-  value: number;
-  target: string;
-  met: boolean;
-  /** Why the figure may not mean what it says (e.g. the floor's own p99 was unstable). */
-  note?: string;
-}
-
-/** The floor's p99 in each run: the comparisons use the median; over 2× between runs, p99 ratios are noise. */
-interface FloorP99 {
-  runsMs: number[];
-  medianMs: number;
-  /** Largest ÷ smallest p99 between runs. */
-  spread: number;
-  unstable: boolean;
-}
 
 async function main(): Promise<void> {
   const started = Date.now();
@@ -288,157 +265,6 @@ async function inIsolate(
   }
 }
 
-function evaluate(
-  floor: RouteFigures, floorP99: FloorP99, small: RouteFigures[], large: RouteFigures[],
-  kvReads: { name: string; first: number; cached: number }[],
-  archive: { rssGrowthMb: number }, publish: PublishFigures, bundleGzip: number,
-): Target[] {
-  const targets: Target[] = [];
-  const round = (n: number, digits = 2) => Number(n.toFixed(digits));
-  for (const route of small) {
-    const rps = route.rps / floor.rps;
-    const p99 = route.p99Ms / floor.p99Ms;
-    targets.push({ name: `${route.name}: req/s ÷ floor`, value: round(rps), target: '≥ 0.8', met: rps >= 0.8 });
-    // Both are medians of the interleaved runs (3; 1 with --quick): one run's p99 swings with a few starved connections.
-    const note = floorP99.unstable
-      ? `the floor's own p99 varied ${floorP99.spread.toFixed(1)}× between runs: noise`
-      : floorP99.runsMs.length < 3 ? 'one run (--quick), not a median of three' : undefined;
-    targets.push({ name: `${route.name}: median p99 ÷ floor's median p99`, value: round(p99), target: '≤ 2', met: p99 <= 2, ...(note ? { note } : {}) });
-  }
-  for (const route of large) {
-    const base = small.find((s) => s.name === route.name)!;
-    // Mean latency (connections ÷ req/s): wrk's percentiles here swing ±50% between identical runs
-    // (a few starved connections), the throughput does not.
-    const ratio = route.meanMs / base.meanMs;
-    targets.push({ name: `${route.name}: mean latency at 1,000 versions ÷ at 1`, value: round(ratio), target: '≤ 1.2', met: ratio <= 1.2 });
-  }
-  for (const { name, first, cached } of kvReads) {
-    const limit = name === 'discovery' ? 0 : 1;
-    targets.push({ name: `${name}: KV reads, first request`, value: first, target: `≤ ${limit}`, met: first <= limit });
-    targets.push({ name: `${name}: KV reads, cached`, value: cached, target: '0', met: cached === 0 });
-  }
-  targets.push({ name: 'archive 200 MB: workerd RSS growth (MB)', value: round(archive.rssGrowthMb, 1), target: '≤ 64', met: archive.rssGrowthMb <= 64 });
-  // h1 needs every entry inflated, so its floor is inflating + hashing in one Node thread, not sha256sum.
-  const hashing = publish.hashing.mbPerSecond / publish.hashing.floorMbPerSecond;
-  targets.push({ name: 'publish hashing (zh + h1, inspectArchive) ÷ floor (inflate + SHA-256 in one Node thread)', value: round(hashing), target: '≥ 0.8', met: hashing >= 0.8 });
-  const zh = publish.hashing.sha256FileMbPerSecond / publish.hashing.sha256sumMbPerSecond;
-  targets.push({ name: 'publish hashing (zh alone, sha256File) ÷ sha256sum', value: round(zh), target: '≥ 0.8', met: zh >= 0.8 });
-  targets.push({ name: 'bundle gzip (KiB)', value: round(bundleGzip / 1024, 1), target: '≤ 64', met: bundleGzip <= 64 * 1024 });
-  return targets;
-}
-
-/** A publish costs the same however many versions the provider has: wall time within 1.5× and the same storage requests. */
-function publishScaleTargets(rows: readonly PublishScaleRow[]): Target[] {
-  const first = rows[0]!;
-  return rows.slice(1).flatMap((r) => [
-    { name: `publish wall time at ${r.existingVersions} existing versions ÷ at ${first.existingVersions}`, value: Number((r.seconds / first.seconds).toFixed(2)), target: '≤ 1.5', met: r.seconds / first.seconds <= 1.5 },
-    { name: `publish storage requests at ${r.existingVersions} existing versions − at ${first.existingVersions}`, value: r.requests - first.requests, target: '0', met: r.requests === first.requests },
-  ]);
-}
-
-/** Every release file and immutable document: no R2 or KV read in a fresh isolate once its location has it. */
-function edgeCacheTargets(figures: EdgeCacheFigures): Target[] {
-  return figures.reads.filter((r) => !r.name.endsWith('(list)')).map((r) => ({
-    name: `${r.name}: R2 + KV reads in a fresh isolate of a location that has it`,
-    value: r.freshIsolate.kv + r.freshIsolate.r2, target: '0', met: r.freshIsolate.kv + r.freshIsolate.r2 === 0,
-  }));
-}
-
-function round1(n: number | null): number | null {
-  return n === null ? null : Math.round(n * 10) / 10;
-}
-
-function floorP99Of(runs: readonly RouteFigures[]): FloorP99 {
-  const runsMs = runs.map((r) => r.p99Ms);
-  const sorted = [...runsMs].sort((a, b) => a - b);
-  const spread = sorted[sorted.length - 1]! / Math.max(sorted[0]!, 1e-9);
-  return { runsMs, medianMs: sorted[Math.floor(sorted.length / 2)]!, spread, unstable: runs.length > 1 && spread > 2 };
-}
-
-/** Per-field median of repeated runs of one route. */
-function median(runs: RouteFigures[]): RouteFigures {
-  const mid = <K extends keyof RouteFigures>(key: K) => {
-    const values = runs.map((r) => r[key] as number).sort((a, b) => a - b);
-    return values[Math.floor(values.length / 2)]!;
-  };
-  return {
-    ...runs[0]!,
-    requests: runs.reduce((sum, r) => sum + r.requests, 0),
-    rps: mid('rps'), meanMs: mid('meanMs'), p50Ms: mid('p50Ms'), p99Ms: mid('p99Ms'), cpuMicrosPerRequest: mid('cpuMicrosPerRequest'),
-    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0), errors: runs.reduce((sum, r) => sum + r.errors, 0),
-  };
-}
-
-function strip(route: RouteFigures) {
-  return {
-    name: route.name, path: route.path, bytes: route.bytes, requests: route.requests, rps: Math.round(route.rps),
-    meanMs: route.meanMs, p50Ms: route.p50Ms, p99Ms: route.p99Ms, cpuMicrosPerRequest: Math.round(route.cpuMicrosPerRequest),
-    non2xx: route.non2xx, errors: route.errors,
-  };
-}
-
-type Row = ReturnType<typeof strip> & { workerJsMicrosPerRequest: number | null };
-
-type Result = {
-  machine: { cpus: number; loadAverageAtStart: number; loadAverageAtEnd: number };
-  settings: { connections: number; secondsPerRun: number; rounds: number; quick: boolean };
-  floor: Row;
-  floorP99: FloorP99;
-  routes: (Row & { rpsRatioToFloor: number; p99RatioToFloor: number })[];
-  routes1000Versions: (Row & { meanRatioTo1Version: number; p50RatioTo1Version: number; p99RatioTo1Version: number; rpsRatioToFloor: number })[];
-  kvReads: { name: string; first: number; cached: number }[];
-  archive: { seconds: number; mbPerSecond: number; rssGrowthMb: number; baselineRssMb: number };
-  edgeCache: EdgeCacheFigures;
-  publish: PublishFigures;
-  publishScale: PublishScaleRow[];
-  modulePublish: ModulePublishFigures;
-  downloadCounting: CountingFigures;
-  publishApi: PublishApiFigures;
-  bundle: { gzipBytes: number };
-  cost: CostFigures;
-  targets: Target[];
-  seconds: number;
-};
-
-function table(result: Result): string {
-  const lines: string[] = [];
-  const pad = (cells: (string | number)[], widths: number[]) => cells.map((c, i) => String(c)[i === 0 ? 'padEnd' : 'padStart'](widths[i]!)).join('  ');
-  const widths = [27, 7, 7, 8, 7, 8, 11, 7, 9];
-  lines.push(`edge-registry bench — wrk, ${result.settings.connections} connections, ${result.settings.secondsPerRun} s per run, median of ${result.settings.rounds} interleaved round(s)${result.settings.quick ? ' (quick)' : ''}`);
-  lines.push(`machine: ${result.machine.cpus} CPUs, load average ${result.machine.loadAverageAtStart.toFixed(2)} at start, ${result.machine.loadAverageAtEnd.toFixed(2)} at end${result.machine.loadAverageAtStart > result.machine.cpus / 2 ? ' — busy: figures are low and noisy' : ''}`);
-  lines.push('');
-  lines.push(pad(['route (1 version × 12)', 'bytes', 'req/s', 'mean ms', 'p50 ms', 'p99 ms', 'workerd CPU', 'JS µs', 'rps÷floor'], widths));
-  const row = (r: Row, ratio: string) => pad([r.name, r.bytes, r.rps, r.meanMs.toFixed(2), r.p50Ms.toFixed(2), r.p99Ms.toFixed(2), `${r.cpuMicrosPerRequest} µs`, r.workerJsMicrosPerRequest ?? '—', ratio], widths);
-  lines.push(row(result.floor, '1.00'));
-  for (const r of result.routes) lines.push(row(r, r.rpsRatioToFloor.toFixed(2)));
-  lines.push('');
-  lines.push(pad(['route (1,000 versions × 12)', 'bytes', 'req/s', 'mean ms', 'p50 ms', 'p99 ms', 'workerd CPU', 'JS µs', 'mean÷1v'], widths));
-  for (const r of result.routes1000Versions) lines.push(row(r, r.meanRatioTo1Version.toFixed(2)));
-  lines.push('workerd CPU: process CPU time ÷ requests under load; JS µs: the Worker\'s own JavaScript per request, in-isolate loop (— in --quick for 1,000 versions)');
-  lines.push('');
-  lines.push(`KV reads per request (first / cached): ${result.kvReads.map((k) => `${k.name} ${k.first}/${k.cached}`).join(', ')}`);
-  lines.push(`publish-module (local): ${result.modulePublish.sizes.map((m) => `${m.mb} MB module ${m.seconds.toFixed(2)} s`).join(', ')}`);
-  lines.push(`archive 200 MB: ${result.archive.mbPerSecond.toFixed(0)} MB/s (${result.archive.seconds.toFixed(2)} s), workerd RSS +${result.archive.rssGrowthMb.toFixed(1)} MB over ${result.archive.baselineRssMb.toFixed(0)} MB`);
-  const e = result.edgeCache;
-  const fmt = (r: { kv: number; r2: number }) => `${r.r2}/${r.kv}`;
-  lines.push(`edge cache, R2/KV reads per request — first in the location; again, same isolate; fresh isolate: ${e.reads.map((r) => `${r.name} ${fmt(r.first)}; ${fmt(r.sameIsolate)}; ${fmt(r.freshIsolate)}`).join(' | ')}`);
-  lines.push(`edge cache, archive ${e.archive.mb} MB: from R2 ${e.archive.fromR2MbPerSecond.toFixed(0)} MB/s, from the cache ${e.archive.fromCacheMbPerSecond.toFixed(0)} MB/s (fresh isolate ${e.archive.fromCacheFreshIsolateMbPerSecond.toFixed(0)} MB/s)`);
-  const p = result.publish;
-  lines.push(`publish hashing (${p.hashing.fileMb} MB provider-like zip): ${p.hashing.function} ${p.hashing.mbPerSecond.toFixed(0)} MB/s, floor (inflate + SHA-256, one thread) ${p.hashing.floorMbPerSecond.toFixed(0)} MB/s, sha256sum ${p.hashing.sha256sumMbPerSecond.toFixed(0)} MB/s; zh alone (sha256File) ${p.hashing.sha256FileMbPerSecond.toFixed(0)} MB/s${p.hashing.unzipPipeMbPerSecond === null ? '' : `; unzip -p | sha256sum ${p.hashing.unzipPipeMbPerSecond.toFixed(0)} MB/s`}`);
-  lines.push(`local publish of 3 × 50 MB archives: ${p.localPublishSeconds.toFixed(2)} s (read + hash + sign ${p.readAndHashSeconds.toFixed(2)} s, writes to local R2/KV ${p.writeSeconds.toFixed(2)} s)`);
-  lines.push(`publish of a 3-platform version (small zips) into a provider with N versions: ${result.publishScale.map((r) => `N = ${r.existingVersions}: ${r.seconds.toFixed(2)} s, ${r.requests} storage requests`).join('; ')}`);
-  lines.push(...countingTable(result.downloadCounting), ...publishApiTable(result.publishApi));
-  lines.push(`bundle: ${(result.bundle.gzipBytes / 1024).toFixed(1)} KiB gzip`);
-  lines.push('', ...costTable(result.cost));
-  lines.push('');
-  lines.push('targets');
-  for (const t of result.targets) lines.push(`  ${t.met ? 'met    ' : 'MISSED '}  ${t.name}: ${t.value} (target ${t.target})${t.note ? ` — ${t.note}` : ''}`);
-  const f = result.floorP99;
-  lines.push(`  floor p99 per run: ${f.runsMs.join(', ')} ms (median ${f.medianMs} ms, spread ${f.spread.toFixed(1)}×)${f.unstable ? ' — varied more than 2× between runs: the p99 ratios above are noise, not a regression' : ''}`);
-  lines.push('');
-  lines.push(`total ${result.seconds.toFixed(0)} s`);
-  return `${lines.join('\n')}\n`;
-}
 
 // `--soak [MINUTES]` (default 10) runs the memory soak (bench/soak.ts) instead of the bench.
 const soakAt = process.argv.indexOf('--soak');
