@@ -27,55 +27,13 @@ import { cpuMicros, rssBytes, rssParts } from './proc';
 import { startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, PLATFORMS, stores } from './seed';
 import { wrk, type LoadResult } from './wrk';
+import { analyse, report, type RouteFigures, type SoakResult, type SoakSample } from './soak-report';
 
 const CONNECTIONS = 50;
 const VERSIONS = 300;
 const ARCHIVE_BYTES = 256 * 1024;
 // A real RSA-4096 public key in ASCII armor is ~3 KB; every download document carries one.
 const ARMOR = `-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n${'A'.repeat(3000).replace(/(.{64})/g, '$1\n')}\n-----END PGP PUBLIC KEY BLOCK-----\n`;
-
-export interface SoakSample {
-  seconds: number;
-  rssMb: number;
-  /** Of rssMb: anonymous memory (malloc, V8 heaps); the rest is file-backed (workerd's binary). */
-  anonMb: number;
-  cpuSeconds: number;
-  /** The cache's figures; null when /__bench/cache did not answer (3 tries) behind the load's 50 connections. */
-  cache: { entries: number; bytes: number; maxBytes: number; evictions: number } | null;
-  /** V8 heaps in workerd (null when the inspector could not be read). */
-  heap: HeapFigures | null;
-}
-
-export interface SoakResult {
-  minutes: number;
-  connections: number;
-  paths: number;
-  storedDocumentMb: number;
-  load: LoadResult;
-  samples: SoakSample[];
-  rss: {
-    startMb: number; afterWarmupMb: number; endMb: number; peakMb: number;
-    /** Least-squares slope after the warm-up (the first fifth of the run). */
-    slopeMbPerMinute: number;
-    /** Mean RSS of the last third minus that of the middle third. */
-    lastThirdMinusMiddleThirdMb: number;
-    plateaus: boolean;
-  };
-  cache: { maxBytesSeen: number; bound: number; heldAtEverySample: boolean; evictions: number; samplesRead: number };
-  /** The Worker isolate's V8 heap size (null without inspector figures): its slope after the warm-up, like RSS's. */
-  workerHeap: { startMb: number; endMb: number; peakMb: number; slopeMbPerMinute: number } | null;
-  /** How often Miniflare's own isolates were made to collect their garbage during the load (null: never, see SoakOptions.rawHelpers). */
-  helperCollections?: { everySeconds: number; count: number } | null;
-  /** After the load, once every isolate has run a full garbage collection (null: no inspector). */
-  afterCollection?: { rssMb: number; anonMb: number; heap: HeapFigures } | null;
-  /** The Worker's own count of answers per route and status, and the requests it never answered (null: not read). */
-  routes?: RouteFigures | null;
-}
-
-export interface RouteFigures {
-  statuses: Record<string, number>;
-  stuck: { route: string; path: string; gzip: boolean; ageSeconds: number }[];
-}
 
 /** /__bench/statuses: the Worker's answers per route and status, and requests never answered. */
 async function routeFigures(origin: string): Promise<RouteFigures | null> {
@@ -214,7 +172,7 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
       // After a pause, so requests wrk gave up on have had time to finish (or be found hung).
       await new Promise((resolve) => setTimeout(resolve, 12_000));
       const routes = await routeFigures(runtime.origin);
-      const result = analyse(minutes, paths.length, storedBytes, load, samples);
+      const result = analyse(CONNECTIONS, minutes, paths.length, storedBytes, load, samples);
       result.routes = routes;
       result.afterCollection = collected;
       result.helperCollections = heaps && !options.rawHelpers ? { everySeconds: HELPER_COLLECTION_SECONDS, count: collections } : null;
@@ -295,39 +253,6 @@ function luaRotation(paths: readonly string[]): string {
   ].join('\n');
 }
 
-function analyse(minutes: number, pathCount: number, storedBytes: number, load: LoadResult, samples: SoakSample[]): SoakResult {
-  const total = samples[samples.length - 1]!.seconds;
-  const afterWarmup = samples.filter((s) => s.seconds >= total / 5);
-  const slope = leastSquaresSlope(afterWarmup.map((s) => [s.seconds / 60, s.rssMb]));
-  const mean = (list: SoakSample[]) => list.reduce((sum, s) => sum + s.rssMb, 0) / Math.max(1, list.length);
-  const middle = samples.filter((s) => s.seconds >= total / 3 && s.seconds < (2 * total) / 3);
-  const last = samples.filter((s) => s.seconds >= (2 * total) / 3);
-  const drift = mean(last) - mean(middle);
-  const windowMinutes = (total * 4) / 5 / 60;
-  // Plateau: what is left of the growth after the warm-up would add less than 5% (and under 16 MB) over the window.
-  const allowed = Math.min(16, 0.05 * mean(afterWarmup));
-  const plateaus = slope * windowMinutes <= allowed && drift <= allowed;
-  const withHeap = samples.filter((s) => s.heap !== null);
-  const workerHeap = withHeap.length < 2 ? null : {
-    startMb: withHeap[0]!.heap!.workerTotalMb,
-    endMb: withHeap[withHeap.length - 1]!.heap!.workerTotalMb,
-    peakMb: Math.max(...withHeap.map((s) => s.heap!.workerTotalMb)),
-    slopeMbPerMinute: leastSquaresSlope(withHeap.filter((s) => s.seconds >= total / 5).map((s) => [s.seconds / 60, s.heap!.workerTotalMb])),
-  };
-  const caches = samples.flatMap((s) => (s.cache ? [s.cache] : []));
-  const bound = caches[0]?.maxBytes ?? 0;
-  const maxBytesSeen = Math.max(0, ...caches.map((c) => c.bytes));
-  return {
-    minutes, connections: CONNECTIONS, paths: pathCount, storedDocumentMb: storedBytes / 1024 / 1024, load, samples,
-    rss: {
-      startMb: samples[0]!.rssMb, afterWarmupMb: afterWarmup[0]?.rssMb ?? samples[0]!.rssMb, endMb: samples[samples.length - 1]!.rssMb,
-      peakMb: Math.max(...samples.map((s) => s.rssMb)), slopeMbPerMinute: slope, lastThirdMinusMiddleThirdMb: drift, plateaus,
-    },
-    cache: { maxBytesSeen, bound, heldAtEverySample: caches.length > 0 && maxBytesSeen <= bound, evictions: caches[caches.length - 1]?.evictions ?? 0, samplesRead: caches.length },
-    workerHeap,
-  };
-}
-
 /** /__bench/cache, tried 3 times (the load keeps workerd busy); null when it never answered. */
 async function cacheFigures(origin: string): Promise<NonNullable<SoakSample['cache']>| null> {
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -350,61 +275,4 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
-}
-
-function leastSquaresSlope(points: readonly (readonly [number, number])[]): number {
-  if (points.length < 2) return 0;
-  const n = points.length;
-  const mx = points.reduce((s, [x]) => s + x, 0) / n;
-  const my = points.reduce((s, [, y]) => s + y, 0) / n;
-  const sxy = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
-  const sxx = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
-  return sxx === 0 ? 0 : sxy / sxx;
-}
-
-function report(result: SoakResult): string {
-  const lines: string[] = [];
-  const mb = (n: number) => n.toFixed(1);
-  lines.push(`edge-registry soak — wrk, ${result.connections} connections, ${result.minutes} min, random picks among ${result.paths} paths (${mb(result.storedDocumentMb)} MB of stored documents)`);
-  lines.push(`load: ${result.load.requests} requests, ${result.load.rps.toFixed(0)} req/s, p50 ${result.load.p50Ms} ms, p99 ${result.load.p99Ms} ms, ${result.load.non2xx} non-2xx, ${result.load.errors} socket errors`);
-  for (const line of (result.load.non200 ?? []).slice(0, 5)) lines.push(`  non-200 response: ${line}`);
-  if (result.routes) {
-    lines.push(`  answers by route and status (the Worker's count): ${Object.entries(result.routes.statuses).map(([k, n]) => `${k}: ${n}`).join(', ')}`);
-    const stuck = result.routes.stuck;
-    lines.push(`  requests the Worker never answered (hung, or cancelled by workerd before an answer): ${stuck.length}${stuck.length ? ` — ${stuck.slice(0, 5).map((s) => `${s.path}${s.gzip ? ' (gzip)' : ''} ${s.ageSeconds} s`).join('; ')}` : ''}`);
-  }
-  const collected = result.helperCollections;
-  lines.push(collected
-    ? `  Miniflare's own isolates (entry worker, KV/R2/cache simulators) collected their garbage every ${collected.everySeconds} s (${collected.count} times), the Worker's isolate never (--raw-helpers: leave them alone)`
-    : '  Miniflare\'s own isolates left to V8 (--raw-helpers, or no inspector): RSS includes the native memory their uncollected garbage holds');
-  lines.push('');
-  lines.push('   time   RSS MB  anon MB  Worker heap used/total MB  other isolates MB  cache MB  entries  evictions  CPU s');
-  const peak = result.rss.peakMb;
-  // At most ~30 rows: every k-th sample, always the last.
-  const step = Math.max(1, Math.ceil(result.samples.length / 30));
-  result.samples.forEach((s, i) => {
-    if (i % step !== 0 && i !== result.samples.length - 1) return;
-    const bar = '#'.repeat(Math.round((s.rssMb / peak) * 40));
-    const heap = s.heap ? `${mb(s.heap.workerUsedMb)} / ${mb(s.heap.workerTotalMb)}` : '—';
-    lines.push(`${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${mb(s.anonMb).padStart(7)}  ${heap.padStart(25)}  ${(s.heap ? mb(s.heap.othersTotalMb) : '—').padStart(17)}  ${(s.cache ? mb(s.cache.bytes / 1024 / 1024) : '—').padStart(8)}  ${String(s.cache?.entries ?? '—').padStart(7)}  ${String(s.cache?.evictions ?? '—').padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(5)}  ${bar}`);
-  });
-  lines.push('');
-  const r = result.rss;
-  lines.push(`RSS: ${mb(r.startMb)} MB at start, ${mb(r.afterWarmupMb)} MB after the warm-up (first fifth), ${mb(r.endMb)} MB at the end, peak ${mb(r.peakMb)} MB`);
-  lines.push(`     slope after the warm-up ${r.slopeMbPerMinute.toFixed(2)} MB/min; last third − middle third ${r.lastThirdMinusMiddleThirdMb.toFixed(1)} MB → ${r.plateaus ? 'plateaus' : 'DOES NOT plateau'}`);
-  const a = result.afterCollection;
-  if (a) lines.push(`     after the load and a full garbage collection in every isolate: RSS ${mb(a.rssMb)} MB (anonymous ${mb(a.anonMb)} MB; V8 heaps: Worker ${mb(a.heap.workerUsedMb)} used of ${mb(a.heap.workerTotalMb)} MB, others ${mb(a.heap.othersTotalMb)} MB)`);
-  const h = result.workerHeap;
-  if (h) lines.push(`Worker isolate's V8 heap: ${mb(h.startMb)} MB at start, ${mb(h.endMb)} MB at the end, peak ${mb(h.peakMb)} MB; slope after the warm-up ${h.slopeMbPerMinute.toFixed(2)} MB/min`);
-  const withHeap = result.samples.filter((s) => s.heap);
-  if (withHeap.length >= 2) {
-    const [first, final] = [withHeap[0]!.heap!, withHeap[withHeap.length - 1]!.heap!];
-    const ids = Object.keys(final.totalMbByTarget).sort((a, b) => final.totalMbByTarget[b]! - final.totalMbByTarget[a]!);
-    lines.push(`V8 heap per isolate, MB at start → end: ${ids.map((id) => `${id} ${mb(first.totalMbByTarget[id] ?? 0)} → ${mb(final.totalMbByTarget[id]!)}`).join(', ')}`);
-  }
-  const c = result.cache;
-  lines.push(c.samplesRead === 0
-    ? 'isolate cache: its figures could not be read (/__bench/cache never answered)'
-    : `isolate cache: at most ${mb(c.maxBytesSeen / 1024 / 1024)} MB counted of its ${mb(c.bound / 1024 / 1024)} MB bound in ${c.samplesRead} of ${result.samples.length} samples read → ${c.heldAtEverySample ? 'bound held' : 'BOUND EXCEEDED'}; ${c.evictions} evictions`);
-  return `${lines.join('\n')}\n`;
 }
