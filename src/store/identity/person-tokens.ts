@@ -5,7 +5,7 @@ import { type TokenPerson, type TokenRecord } from '../tokens/read';
 
 /**
  * People's tokens: the KV token record (what requests are authenticated
- * against, src/store/tokens.ts) plus an index in R2 under the person
+ * against, src/store/tokens/) plus an index in R2 under the person
  * (.people/PERSON/tokens/SHA256, metadata only), so a person's Tokens page
  * and an offboarding are one strongly consistent R2 list instead of reading
  * every token record. The KV record is written first: an index entry
