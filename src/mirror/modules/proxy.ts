@@ -1,4 +1,5 @@
 import type { Env } from '../../env';
+import { settings } from '../../config';
 import { InputError } from '../../protocol/errors';
 import { formatModuleAddress, type ModuleAddress } from '../../protocol/modules-v1';
 import { moduleArchiveFilename, moduleLeaseName } from '../../store/layout';
@@ -61,12 +62,17 @@ export function forgetModuleLists(): void {
   lists.clear();
 }
 
-/** The proxy context of `address` (ours), or null when no stored policy proxies it. */
+/**
+ * The proxy context of `address` (ours), or null when no stored policy
+ * proxies it — also when the matching rule's upstream is this registry's own
+ * hostname: proxying ourselves would only fetch our own answers in a loop
+ * (pull-through ignores our hostname the same way).
+ */
 export async function moduleProxyContext(env: Env, address: ModuleAddress): Promise<ModuleProxyContext | null> {
   const policy = await storedPolicy(env);
   if (!policy || policy.modules.length === 0) return null;
   const allowance = moduleAllowanceFor(policy.modules, address);
-  if (!allowance) return null;
+  if (!allowance || allowance.upstream.hostname === settings(env).hostname) return null;
   return { env, store: { kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, address, allowance, policy, http: new UpstreamClient(upstreamLimits(env)) };
 }
 
