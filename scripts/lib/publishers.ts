@@ -1,6 +1,7 @@
 import { describePublisher, MAX_PUBLISHERS, parsePublisherInput, type PublisherInput, type TrustedPublisher } from '../../src/identity/publishers';
 import { InputError } from '../../src/protocol/errors';
-import { readPublishers, writePublishers } from '../../src/store/publishers';
+import { readPublishers } from '../../src/store/publishers/read';
+import { writePublishers } from '../../src/store/publishers/write';
 import type { KvStore } from '../../src/store/store';
 
 /**

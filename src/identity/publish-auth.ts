@@ -1,7 +1,7 @@
 import { constantTimeEqualText } from '../auth/bytes';
 import { tokenId, tokenSha256 } from '../auth/tokens';
 import { tokenKey } from '../store/layout';
-import { readPublishers } from '../store/publishers';
+import { readPublishers } from '../store/publishers/read';
 import { parseTokenRecord } from '../store/tokens/read';
 import type { KvStore } from '../store/store';
 import type { Actor } from './actor';

@@ -14,7 +14,7 @@ import { parseIssuerUrl } from './issuer-url';
  *
  * Refs are full git refs (`refs/tags/v*`, `refs/heads/main`) for both CIs, so
  * a tag pattern never matches a branch of the same name; `*` matches any run
- * of characters. Stored per namespace by src/store/publishers.ts; matched
+ * of characters. Stored per namespace by src/store/publishers/; matched
  * against a verified token by ci-claims.ts.
  */
 

@@ -63,7 +63,7 @@ export const versionRecordKey = (address: ProviderAddress, version: string) =>
 
 export const signingKeysKey = (hostname: string, namespace: string) => `signing-keys/${hostname}/${namespace}`;
 
-/** Trusted publishers of a namespace (JSON list; src/store/publishers.ts). */
+/** Trusted publishers of a namespace (JSON list; src/store/publishers/). */
 export const publishersKey = (hostname: string, namespace: string) => `publishers/${hostname}/${namespace}`;
 
 /** The registry-held signing key of a namespace, encrypted at rest (src/store/keys/held-keys.ts). */

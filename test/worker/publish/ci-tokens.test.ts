@@ -5,7 +5,7 @@ import { parsePublisherInput } from '../../../src/identity/publishers';
 import { listAuditEntries } from '../../../src/store/audit/read';
 import { storeHeldKey } from '../../../src/store/keys/held-keys';
 import { versionsDocumentKey } from '../../../src/store/layout';
-import { writePublishers } from '../../../src/store/publishers';
+import { writePublishers } from '../../../src/store/publishers/write';
 import { writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import type { BlobStore } from '../../../src/store/store';
 import { atFakeTime, get } from '../helpers';
