@@ -39,7 +39,7 @@ describe('repackModule', () => {
     const docs = proxiedModuleDocs(repacked.texts);
     expect(docs.inputs.map((i) => [i.name, i.description, i.type, i.required])).toEqual([['b', null, null, true], ['name', 'The "name"', 'string', true]]);
     expect(docs.outputs).toEqual([{ name: 'id', description: null, sensitive: true }]);
-    expect(docs.readmeHtml).toBe('<h1>&lt;script&gt;x&lt;/script&gt;</h1>\n');
+    expect(docs.readmeHtml).toBe('<h1>x</h1>\n'); // the README's own tags dropped, its text kept
   });
 
   it('narrows to a //subdir', async () => {
@@ -78,7 +78,7 @@ describe('repackModule', () => {
 });
 
 describe('renderProxiedReadme', () => {
-  it('renders Markdown, and no markup of the README\'s own: raw HTML as text, unsafe links and images dropped', () => {
+  it('renders Markdown, and no markup of the README\'s own: raw HTML reduced to text, unsafe links and images dropped', () => {
     const html = renderProxiedReadme([
       '# Title', '', 'Some *text* with `code` and [docs](https://example.com/a?b=1&c="2") and [rel](docs/x.md).', '',
       '<script>alert(1)</script>', '', '<img src=x onerror=alert(1)> inline <b onclick="x">b</b>', '',
@@ -96,6 +96,32 @@ describe('renderProxiedReadme', () => {
     expect(html).not.toMatch(/<[^>]*\son[a-z]+=/);
     expect(html).not.toMatch(/(href|src)="(javascript|data|\/\/|\.\/)/);
     expect(html).toContain('<p>js data proto</p>'); // the link texts stay
-    expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(html).not.toContain('alert(1)</'); // a script block's content is dropped, not shown
+  });
+
+  it('reduces a README\'s own HTML to what a reader needs: its text, http(s) images and line breaks', () => {
+    const html = renderProxiedReadme([
+      '<!-- BEGIN_TF_DOCS -->',
+      '<p align="center"><img src="https://img.example/logo.png?a=1&amp;b=2" alt="Logo &quot;x&quot;" width="100" onload="alert(1)"></p>', '',
+      '<details><summary>More inputs</summary>', '', 'Some *detail*', '', '</details>', '',
+      'Line one<br/>line two <span style="color:red">red</span> <a href="javascript:alert(1)">link text</a>', '',
+      '<div><img src=javascript:alert(1)><img src="//evil.example/x"><style>p{}</style><svg onload=alert(2)><script>x()</script></div>',
+      '<!-- END_TF_DOCS -->', '', '1 < 2 & 3 > 2',
+    ].join('\n'));
+    expect(html).not.toMatch(/TF_DOCS|<!--/);
+    expect(html).toContain('<img src="https://img.example/logo.png?a=1&amp;b=2" alt="Logo &quot;x&quot;">');
+    expect(html).toContain('More inputs');
+    expect(html).toContain('<em>detail</em>');
+    expect(html).toContain('Line one<br>line two red link text');
+    expect(html).toContain('1 &lt; 2 &amp; 3 &gt; 2');
+    // Every tag left is one of ours: no attribute other than an image's src and alt, no script, style, svg or unsafe src.
+    const tags = [...html.matchAll(/<\/?([a-z0-9]+)([^>]*)>/g)];
+    expect(tags.length).toBeGreaterThan(0);
+    for (const [tag, name, rest] of tags) {
+      expect(['p', 'em', 'br', 'img'], tag).toContain(name);
+      if (name === 'img') expect(rest, tag).toMatch(/^ src="https:\/\/[^"]*" alt="[^"]*"$/);
+      else expect(rest, tag).toBe('');
+    }
+    expect(html).not.toMatch(/x\(\)|p\{\}|alert\(2\)|evil/);
   });
 });
