@@ -647,8 +647,20 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'module-proxy-readme-html', file: 'src/mirror/modules/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
     description: 'a proxied README\'s raw HTML reaches the page unescaped',
-    from: 'return escapeHtml(text);',
+    from: 'return reduceHtml(text);',
     to: 'return text;',
+  },
+  {
+    id: 'module-proxy-readme-img-src', file: 'src/mirror/modules/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
+    description: 'a proxied README\'s own <img> keeps any src (javascript:, protocol-relative)',
+    from: "if (src && /^https?:\\/\\//i.test(src)) out +=",
+    to: 'if (src) out +=',
+  },
+  {
+    id: 'module-proxy-own-hostname', file: 'src/mirror/modules/proxy.ts', tests: ['test/worker/mirror-modules/own-hostname.test.ts'],
+    description: 'a module rule naming our own hostname as the upstream is followed (the Worker fetches itself)',
+    from: 'if (!allowance || allowance.upstream.hostname === settings(env).hostname) return null;',
+    to: 'if (!allowance) return null;',
   },
   {
     id: 'module-proxy-namespace-twice', file: 'src/mirror/module-policy.ts', tests: ['test/scripts/mirror/module-policy.test.ts'],
