@@ -39,7 +39,7 @@ export interface UpstreamModule {
 export function moduleFiles(name: string, version: string): Record<string, string> {
   return {
     'main.tf': `terraform {\n  required_version = ">= 1.0"\n}\n\nvariable "name" {\n  description = "Name of the ${name}"\n  type        = string\n}\n\nvariable "cidr" {\n  type    = string\n  default = "10.0.0.0/16"\n}\n\noutput "id" {\n  description = "The ${name}'s id"\n  value       = "${name}-\${var.name}-${version}"\n}\n`,
-    'README.md': `# ${name} ${version}\n\nProxied <b>module</b>.\n`,
+    'README.md': `# ${name} ${version}\n\nProxied <b onclick="alert(1)">module</b>.\n`,
     'modules/subnet/main.tf': `variable "cidr" {\n  type = string\n}\n\noutput "cidr" {\n  value = var.cidr\n}\n`,
     'examples/simple/main.tf': `module "x" {\n  source = "../../"\n  name   = "x"\n}\n`,
   };
