@@ -1,6 +1,7 @@
 import { InputError } from '../protocol/errors';
 import { parseHostname, truncate } from '../protocol/address';
-import { parseConstraints, meetsConstraints, type VersionConstraint } from '../protocol/constraints';
+import { meetsConstraints, type VersionConstraint } from '../protocol/constraints';
+import { ruleEntry } from './policy-entry';
 import { parseModuleName, parseModuleSystem, type ModuleAddress } from '../protocol/modules-v1';
 
 /**
@@ -56,26 +57,14 @@ export function parseModuleRules(value: unknown, where: string, defaultHost: str
   if (!Array.isArray(value)) throw new InputError(`${where}: "modules" must be an array of { "source", "versions" } entries`);
   const rules = value.map((raw: unknown, index: number) => {
     const at = `${where}: modules[${index}]`;
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InputError(`${at}: expected an object`);
-    const entry = raw as Record<string, unknown>;
-    for (const key of Object.keys(entry)) {
-      if (!ENTRY_FIELDS.includes(key)) throw new InputError(`${at}: unknown field "${truncate(key)}" (allowed: source, versions, as)`);
-    }
-    if (typeof entry.source !== 'string') throw new InputError(`${at}: "source" (e.g. "registry.terraform.io/terraform-aws-modules/*/*") is required`);
-    if (typeof entry.versions !== 'string') throw new InputError(`${at}: "versions" (a constraint such as ">= 5") is required`);
-    let constraints: VersionConstraint[];
-    try {
-      constraints = parseConstraints(entry.versions);
-    } catch (error) {
-      throw new InputError(`${at}.versions: ${(error as Error).message}`);
-    }
-    const pattern = parseModulePattern(entry.source, `${at}.source`, defaultHost);
+    const { entry, source, versions, constraints } = ruleEntry(raw, at, ENTRY_FIELDS, 'registry.terraform.io/terraform-aws-modules/*/*', '>= 5');
+    const pattern = parseModulePattern(source, `${at}.source`, defaultHost);
     let as = pattern.namespace;
     if (entry.as !== undefined) {
       if (typeof entry.as !== 'string') throw new InputError(`${at}.as: expected our namespace as a string`);
       as = named(() => parseModuleName(entry.as as string, 'namespace'), `${at}.as`);
     }
-    return { ...pattern, as, versions: entry.versions, constraints };
+    return { ...pattern, as, versions, constraints };
   });
   const upstreamOf = new Map<string, string>();
   for (const rule of rules) {

@@ -1,8 +1,9 @@
 import { InputError } from '../protocol/errors';
 import { parseHostname, parseProviderName, truncate, type ProviderAddress } from '../protocol/address';
-import { meetsConstraints, parseConstraints, type VersionConstraint } from '../protocol/constraints';
+import { meetsConstraints, type VersionConstraint } from '../protocol/constraints';
 import { parsePlatformName, platformName, type Platform } from '../protocol/platform';
 import { formatModuleRule, parseModuleRules, type ModuleRule } from './module-policy';
+import { isObject, refuseUnknown, ruleEntry } from './policy-entry';
 
 /**
  * The pull-through policy (`npm run mirror -- policy set mirror.json`): which
@@ -92,21 +93,12 @@ export function parsePolicy(text: string, source: string): MirrorPolicy {
   }
   const rules = providers.map((raw: unknown, index: number) => {
     const where = `${source}: providers[${index}]`;
-    if (!isObject(raw)) throw new InputError(`${where}: expected an object`);
-    refuseUnknown(raw, ENTRY_FIELDS, where);
-    if (typeof raw.source !== 'string') throw new InputError(`${where}: "source" (e.g. "registry.terraform.io/hashicorp/*") is required`);
-    if (typeof raw.versions !== 'string') throw new InputError(`${where}: "versions" (a constraint such as ">= 4") is required`);
-    let constraints: VersionConstraint[];
-    try {
-      constraints = parseConstraints(raw.versions);
-    } catch (error) {
-      throw new InputError(`${where}.versions: ${(error as Error).message}`);
-    }
+    const { entry, source: pattern, versions, constraints } = ruleEntry(raw, where, ENTRY_FIELDS, 'registry.terraform.io/hashicorp/*', '>= 4');
     return {
-      ...parsePattern(raw.source, `${where}.source`),
-      versions: raw.versions,
+      ...parsePattern(pattern, `${where}.source`),
+      versions,
       constraints,
-      platforms: raw.platforms === undefined ? defaults : platformList(raw.platforms, `${where}.platforms`),
+      platforms: entry.platforms === undefined ? defaults : platformList(entry.platforms, `${where}.platforms`),
     };
   });
   const hosts: Record<string, HostServices> = {};
@@ -222,16 +214,4 @@ export function platformList(value: unknown, where: string): Platform[] {
   } catch (error) {
     throw new InputError(`${where}: ${(error as Error).message}`);
   }
-}
-
-function refuseUnknown(value: Record<string, unknown>, allowed: readonly string[], where: string): void {
-  for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) {
-      throw new InputError(`${where}: unknown field "${truncate(key)}" (allowed: ${allowed.filter((k) => k !== '$comment').join(', ')})`);
-    }
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
