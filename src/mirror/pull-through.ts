@@ -33,7 +33,8 @@ export interface PullContext {
 
 const memory = new Map<string, { value: unknown; expires: number }>();
 
-function remembered<T>(key: string): T | undefined {
+/** A value `remember` kept in this isolate, or undefined once its time is up. */
+export function remembered<T>(key: string): T | undefined {
   const entry = memory.get(key);
   if (!entry) return undefined;
   if (entry.expires <= Date.now()) {
@@ -43,7 +44,8 @@ function remembered<T>(key: string): T | undefined {
   return entry.value as T;
 }
 
-function remember(key: string, value: unknown, ttlMs: number): void {
+/** Keeps `value` in this isolate for `ttlMs` (at most 512 entries, oldest first out); the pull-through and module proxy share it. */
+export function remember(key: string, value: unknown, ttlMs: number): void {
   if (memory.size >= 512) memory.delete(memory.keys().next().value!);
   memory.set(key, { value, expires: Date.now() + ttlMs });
 }

@@ -1,17 +1,18 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings } from '../config';
-import { errorResponse, jsonBody, notFound, pathSegment } from '../http/responses';
+import { jsonBody, notFound, pathSegment } from '../http/responses';
 import { formatModuleAddress, moduleAddress, moduleVersionsBody, type ModuleAddress, type ModuleVersionsBody } from '../protocol/modules-v1';
 import { parseVersion } from '../protocol/version';
 import { moduleArchivePath } from '../store/layout';
 import { readModuleDownload, readModuleVersions } from '../store/modules/read';
 import { compareVersionsDescending } from '../protocol/version';
 import { readModuleLifecyclePage } from '../store/lifecycle/read';
-import { withdrawnVersions } from '../store/lifecycle/state';
+import { withoutWithdrawn } from '../store/lifecycle/state';
 import { allowedUpstreamModuleVersions, moduleProxyContext, proxiedModuleRecord, type ModuleProxyContext } from '../mirror/modules/proxy';
 import { UpstreamError } from '../mirror/upstream-http';
 import { listModuleVersions, moduleDownload, moduleDownloadAnswer } from './modules';
+import { UNREACHABLE, upstreamFailure } from './mirror-pull/documents';
 
 /**
  * modules.v1 with the module proxy (src/mirror/modules/proxy.ts). A module
@@ -24,8 +25,6 @@ import { listModuleVersions, moduleDownload, moduleDownloadAnswer } from './modu
  * private mode the route guards run before these handlers, so an
  * unauthorised request never reaches the upstream.
  */
-
-const UNREACHABLE = 'x-mirror-upstream';
 
 function ourAddress(request: IRequest, env: Env): ModuleAddress {
   return moduleAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.name, 'name'), pathSegment(request.params.system, 'system'));
@@ -45,15 +44,14 @@ export async function proxiedModuleVersions(request: IRequest, env: Env): Promis
   } catch (error) {
     if (!(error instanceof UpstreamError)) throw error;
     console.warn(`module proxy: ${formatModuleAddress(address)}: listing the upstream failed: ${error.message}`);
-    if (held.length === 0) return failure(error, `module ${formatModuleAddress(address)} is not held here and its upstream could not be listed: ${error.message}`);
+    if (held.length === 0) return upstreamFailure(error, `module ${formatModuleAddress(address)} is not held here and its upstream could not be listed: ${error.message}`);
     const response = versionsBody(held, config.listCacheControl);
     response.headers.set(UNREACHABLE, `unreachable; listing only the versions this registry holds (${error.message.slice(0, 200)})`);
     return response;
   }
   // A version the operator withdrew (npm run lifecycle) leaves our list; the upstream's list must not bring it back.
   const lifecycle = await readModuleLifecyclePage(env.REGISTRY_KV, address, config.listTtlMs);
-  const withdrawn = lifecycle ? withdrawnVersions(lifecycle) : new Set<string>();
-  const versions = [...new Set([...held, ...upstream.filter((v) => !withdrawn.has(v))])];
+  const versions = [...new Set([...held, ...(lifecycle ? withoutWithdrawn(upstream, lifecycle, (v) => v) : upstream)])];
   if (versions.length === 0) {
     return notFound(`module ${formatModuleAddress(address)}: ${formatModuleAddress(proxy.allowance.upstream)} offers no version the proxy policy allows`);
   }
@@ -84,11 +82,7 @@ async function pullAndAnswer(request: IRequest, env: Env, proxy: ModuleProxyCont
     return moduleDownloadAnswer(request, env, moduleArchivePath(record.address, record.version, record.filename));
   } catch (error) {
     if (!(error instanceof UpstreamError)) throw error;
-    return failure(error, `module ${formatModuleAddress(proxy.address)} ${version} could not be proxied from ${formatModuleAddress(proxy.allowance.upstream)}: ${error.message}`);
+    return upstreamFailure(error, `module ${formatModuleAddress(proxy.address)} ${version} could not be proxied from ${formatModuleAddress(proxy.allowance.upstream)}: ${error.message}`);
   }
 }
 
-/** An upstream failure as the answer: 404 (not offered), 422 (a source it cannot fetch), 504 (timeout), else 502. */
-function failure(error: UpstreamError, message: string): Response {
-  return errorResponse([404, 422, 504].includes(error.status) ? error.status : 502, message);
-}

@@ -1,3 +1,4 @@
+import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Env } from '../../env';
 import { settings } from '../../config';
 import { InputError } from '../../protocol/errors';
@@ -12,7 +13,7 @@ import type { AuditOutcome } from '../../store/audit/entry';
 import { PULL_ACTOR } from '../changes';
 import { moduleAllowanceFor, type ModuleAllowance } from '../module-policy';
 import type { MirrorPolicy } from '../policy';
-import { storedPolicy, upstreamLimits, upstreamListMs } from '../pull-through';
+import { remember, remembered, storedPolicy, upstreamLimits, upstreamListMs } from '../pull-through';
 import { UpstreamClient, UpstreamError } from '../upstream-http';
 import { proxiedModuleDocs } from './docs';
 import { readArchive } from './read-archive';
@@ -55,13 +56,6 @@ export interface ModuleProxyContext {
   http: UpstreamClient;
 }
 
-const lists = new Map<string, { versions: string[]; expires: number }>();
-
-/** Forgets the remembered upstream lists (tests, the bench). */
-export function forgetModuleLists(): void {
-  lists.clear();
-}
-
 /**
  * The proxy context of `address` (ours), or null when no stored policy
  * proxies it — also when the matching rule's upstream is this registry's own
@@ -78,20 +72,24 @@ export async function moduleProxyContext(env: Env, address: ModuleAddress): Prom
 
 const upstreamLabel = (proxy: ModuleProxyContext) => formatModuleAddress(proxy.allowance.upstream);
 
+/** The upstream's modules.v1 base, discovered once per PULL_LIST_SECONDS per isolate (a list and the first download that follows share it). */
 async function modulesBase(proxy: ModuleProxyContext): Promise<string> {
   const host = proxy.allowance.upstream.hostname;
-  return discoverModules(proxy.http, host, proxy.policy.hosts[host]?.['modules.v1']);
+  const key = `modules.v1:${host}`;
+  const known = remembered<string>(key);
+  if (known) return known;
+  const base = await discoverModules(proxy.http, host, proxy.policy.hosts[host]?.['modules.v1']);
+  remember(key, base, upstreamListMs(proxy.env));
+  return base;
 }
 
 /** The upstream's versions the policy allows (isolate memory for PULL_LIST_SECONDS, default 5 min); throws UpstreamError. */
 export async function allowedUpstreamModuleVersions(proxy: ModuleProxyContext): Promise<string[]> {
-  const key = upstreamLabel(proxy);
-  const known = lists.get(key);
-  let versions = known && known.expires > Date.now() ? known.versions : undefined;
+  const key = `module versions:${upstreamLabel(proxy)}`;
+  let versions = remembered<string[]>(key);
   if (!versions) {
     versions = await listModuleVersions(proxy.http, await modulesBase(proxy), proxy.allowance.upstream);
-    if (lists.size >= 256) lists.delete(lists.keys().next().value!);
-    lists.set(key, { versions, expires: Date.now() + upstreamListMs(proxy.env) });
+    remember(key, versions, upstreamListMs(proxy.env));
   }
   return versions.filter((v) => proxy.allowance.allows(v));
 }
@@ -134,7 +132,7 @@ export async function proxiedModuleRecord(proxy: ModuleProxyContext, version: st
         if (error instanceof InputError) throw new UpstreamError(`package check failed: ${error.message}`);
         throw error;
       }
-      const sha256 = hex(await crypto.subtle.digest('SHA-256', repacked.bytes));
+      const sha256 = bytesToHex(new Uint8Array(await crypto.subtle.digest('SHA-256', repacked.bytes)));
       const record: ModuleVersionRecord = {
         address, version, filename: moduleArchiveFilename(address, version, 'tar.gz'), format: 'tar.gz',
         sha256, size: repacked.bytes.length, publishedAt: new Date().toISOString(),
@@ -143,7 +141,7 @@ export async function proxiedModuleRecord(proxy: ModuleProxyContext, version: st
         sha256Hex: sha256, size: record.size, contentType: 'application/gzip', open: () => repacked.bytes,
       }, () => {}, { lease });
       await audit(proxy, label, 'ok', `proxied from ${upstreamLabel(proxy)} (${source}, fetched ${opened.url}); ${repacked.fileCount} files repacked`, { [record.filename]: sha256 });
-      return (await readModuleRecord(store, address, version)) ?? record;
+      return record;
     } catch (error) {
       const why = (error as Error).message;
       console.warn(`module proxy: ${label}: not stored: ${why}`);
@@ -156,10 +154,6 @@ export async function proxiedModuleRecord(proxy: ModuleProxyContext, version: st
 }
 
 const ISOLATE_STARTED = new Date().toISOString();
-
-function hex(buffer: ArrayBuffer): string {
-  return [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, '0')).join('');
-}
 
 async function audit(proxy: ModuleProxyContext, target: string, outcome: AuditOutcome, reason: string, digests?: Record<string, string>): Promise<void> {
   try {

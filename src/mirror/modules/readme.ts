@@ -1,4 +1,5 @@
 import { Marked, type Tokens } from 'marked';
+import { escapeHtml } from '../../pages/html';
 
 /**
  * A proxied module's README.md as HTML for its page, rendered in the Worker
@@ -15,8 +16,6 @@ import { Marked, type Tokens } from 'marked';
  * tag in the output is one this file writes, with escaped values.
  */
 
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** `href` if it is http(s), mailto or relative (not protocol-relative); null otherwise. */
 function safeHref(href: string): string | null {

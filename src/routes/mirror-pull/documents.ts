@@ -34,7 +34,8 @@ export async function mirrorPullDocument(request: IRequest, env: Env, ctx?: Exec
   return pullVersion(request, env, ctx, pull, parseVersion(file.slice(0, -'.json'.length)));
 }
 
-const UNREACHABLE = 'x-mirror-upstream';
+/** The header saying the upstream could not be asked and only what is held is listed. */
+export const UNREACHABLE = 'x-mirror-upstream';
 
 async function pullIndex(pull: PullContext): Promise<Response> {
   const config = settings(pull.env);
@@ -101,8 +102,12 @@ async function pullVersion(request: IRequest, env: Env, ctx: ExecutionContext | 
   return response;
 }
 
-/** A failed upstream as the client's answer: its own status when it is a 4xx/5xx we chose (404 not offered, 504 timeout), else 502. */
+/**
+ * A failed upstream as the client's answer: its own status when it is one we
+ * chose (404 not offered, 422 a module source the proxy cannot fetch, 504
+ * timeout), else 502.
+ */
 export function upstreamFailure(error: unknown, message: string): Response {
   const status = (error as { status?: number }).status;
-  return errorResponse(status === 404 || status === 504 ? status : 502, message);
+  return errorResponse(status === 404 || status === 422 || status === 504 ? status : 502, message);
 }

@@ -1,7 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Env } from '../../../src/env';
-import { forgetModuleLists } from '../../../src/mirror/modules/proxy';
 import { parsePolicy } from '../../../src/mirror/policy';
 import { forgetPullThroughMemory } from '../../../src/mirror/pull-through';
 import { clearPolicy, writePolicy } from '../../../src/store/mirror/policy';
@@ -18,7 +17,6 @@ const bindings = env as unknown as Env;
 afterAll(async () => {
   await clearPolicy(bindings.REGISTRY_KV);
   forgetPullThroughMemory();
-  forgetModuleLists();
 });
 
 describe('module proxy: a rule pointing at our own hostname', () => {
