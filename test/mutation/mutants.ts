@@ -677,7 +677,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'module-proxy-withdrawn-relisted', file: 'src/routes/module-proxy.ts', tests: ['test/e2e/module-proxy.test.ts'],
     description: 'the upstream\'s list brings back a version withdrawn here',
-    from: 'const versions = [...new Set([...held, ...upstream.filter((v) => !withdrawn.has(v))])];',
+    from: 'const versions = [...new Set([...held, ...(lifecycle ? withoutWithdrawn(upstream, lifecycle, (v) => v) : upstream)])];',
     to: 'const versions = [...new Set([...held, ...upstream])];',
   },
 ];

@@ -9,7 +9,7 @@ import { parsePlatformName } from '../../protocol/platform';
 import { providerLeaseName } from '../../store/layout';
 import { publishVersion, type ReleaseFile } from '../../store/providers/write';
 import { writeUploadDocs } from './provider-docs';
-import { readVersionRecord } from '../../store/providers/version-records';
+import { differentContentsError, readVersionRecord, sameRelease } from '../../store/providers/version-records';
 import { readSigningKeys } from '../../store/providers/signing-keys';
 import type { SigningKey, VersionRecord } from '../../store/types';
 import type { ProviderUpload, UploadSession } from '../../store/uploads/session';
@@ -29,8 +29,9 @@ import { signerFor } from './signing';
  * with a key of the namespace (or made now by the registry-held key) — then
  * publishes with src/store's publishVersion under the provider's lease:
  * release files copied from the staging area, documents, the R2 record (the
- * commit point), the lists. Throws InputError (400; 409 for a version
- * published meanwhile with other bytes) with nothing published.
+ * commit point), the lists. Throws InputError (400) or VersionConflictError
+ * (409: the version was published meanwhile with other bytes) with nothing
+ * written, docs included.
  */
 export async function commitProvider(store: PublishStore, session: UploadSession, actor: Actor, upload: ProviderUpload, signingKeySecret: string) {
   const { bucket } = store;
@@ -83,9 +84,14 @@ export async function commitProvider(store: PublishStore, session: UploadSession
   files.push({ filename: record.shasumsSignatureFilename, sha256Hex: record.signatureFile!.sha256, size: signature.byteLength, contentType: 'application/pgp-signature', open: () => signature });
 
   const name = `${formatAddress(address)} ${upload.version}`;
-  const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${name}`, async (lease) =>
-    publishVersion(store, record, files, () => {}, { lease, docs: await writeUploadDocs(store, address, upload, lease) }));
-  const stored = outcome === 'published' ? record : (await readVersionRecord(store, address, upload.version)) ?? record;
-  return publishResult(stored, outcome);
+  const { outcome, existing } = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${name}`, async (lease) => {
+    // Decide on the stored record before writing anything, docs included (they never change once written): a
+    // version committed meanwhile with other bytes is a 409 with nothing written, as in publish-provider.
+    const existing = await readVersionRecord(store, address, upload.version);
+    if (existing && !sameRelease(existing, record)) throw differentContentsError(record, existing);
+    const docs = await writeUploadDocs(store, address, upload, lease);
+    return { existing, outcome: await publishVersion(store, record, files, () => {}, { lease, existing, docs }) };
+  });
+  return publishResult(existing ?? record, outcome);
 }
 

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { docsKey } from '../../../src/store/layout';
 import { get } from '../helpers';
-import { buildRelease, HOST, issue, manifestOf, publishRelease, registerFixtureKey, startPublish } from './api';
+import { buildRelease, commit, HOST, issue, manifestOf, publishRelease, put, registerFixtureKey, startPublish, type Session } from './api';
 
 // Provider docs through the publish API (publish-provider --registry --docs): checked field by field (the sender
 // is a publisher), stored with the version like a local --docs publish, immutable, and served on the docs pages.
@@ -40,6 +40,20 @@ describe('provider docs through the publish API', { timeout: 60_000 }, () => {
     const other = await startPublish(publisher, 'acme', release, await manifestOf(release, { docs: docs('documented', 'Another description.') }));
     expect(other.status).toBe(409);
     expect(await other.text()).toContain('already has different docs');
+  });
+
+  it('an upload whose version was published meanwhile with other bytes is 409 and leaves its docs unwritten', async () => {
+    const mine = await buildRelease('overtaken', '1.0.0', { salt: 'mine' });
+    const theirs = await buildRelease('overtaken', '1.0.0', { salt: 'theirs' });
+    const session = await (await startPublish(publisher, 'acme', mine, await manifestOf(mine, { docs: docs('overtaken') }))).json() as Session;
+    for (const file of session.files) expect((await put(publisher, file.url, mine.files.get(file.filename)!)).status).toBe(200);
+    expect((await publishRelease(publisher, 'acme', theirs)).committed?.status).toBe(200);
+
+    const late = await commit(publisher, session);
+    expect(late.status).toBe(409);
+    expect(await late.text()).toContain('already published with different contents');
+    // Docs are immutable once written: attaching these to the other release would be for good.
+    expect(await env.REGISTRY_KV.get(docsKey({ hostname: HOST, namespace: 'acme', type: 'overtaken' }, '1.0.0'))).toBeNull();
   });
 
   it('a version published without docs gets them by publishing it again with docs', async () => {
