@@ -45,7 +45,8 @@ export const providerPage = page(async (ctx, params) => {
   const wanted = ctx.url.searchParams.get('version');
   if (wanted !== null) return redirect(`${path('providers', address.namespace, address.type, parseVersion(wanted))}`);
   const data = await load(ctx, address);
-  const current = data.versions.find((v) => v.version === newestListed(data)) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!;
+  const newest = newestListed(data);
+  const current = data.versions.find((v) => v.version === newest) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!;
   return render(ctx, data, current, false, await loadDownloads(ctx, providerCounterName(address)));
 });
 
@@ -64,8 +65,9 @@ export const mirrorPage = page(async (ctx, params) => {
   const address = providerAddress(pathSegment(params.hostname, 'hostname'), pathSegment(params.namespace, 'namespace'), pathSegment(params.type, 'type'));
   const data = await load(ctx, address);
   const wanted = ctx.url.searchParams.get('version');
+  const newest = wanted === null ? newestListed(data) : null;
   const current = wanted === null
-    ? data.versions.find((v) => v.version === newestListed(data)) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!
+    ? data.versions.find((v) => v.version === newest) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!
     : data.versions.find((v) => v.version === parseVersion(wanted));
   if (!current) throw new InputError(`The mirror holds no version ${wanted} of ${address.hostname}/${address.namespace}/${address.type}.`, 404);
   // Mirrored archives are served (and counted) by the same archive route, under their upstream hostname.

@@ -36,5 +36,6 @@ export function newestStable(versions: readonly string[]): string | null {
 
 /** The version a list or page leads with: newestStable, else the newest prerelease; null for an empty list. */
 export function newestVersion(versions: readonly string[]): string | null {
-  return newestStable(versions) ?? [...versions].sort(compareVersionsDescending)[0] ?? null;
+  const sorted = [...versions].sort(compareVersionsDescending);
+  return sorted.find((v) => semver.prerelease(v) === null) ?? sorted[0] ?? null;
 }
