@@ -1,13 +1,11 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings } from '../config';
-import { errorResponse, pathSegment } from '../http/responses';
-import { moduleAddress } from '../protocol/modules-v1';
-import { providerAddress } from '../protocol/address';
+import { errorResponse } from '../http/responses';
 import { InputError } from '../protocol/errors';
 import { moduleCounterName, providerCounterName } from '../downloads/names';
 import { readDownloads, WINDOW_DAYS } from '../downloads/read';
-import { requestAddress } from './params';
+import { requestAddress, requestModuleAddress } from './params';
 
 /**
  * GET /v1/downloads/providers/:namespace/:type,
@@ -28,13 +26,12 @@ export async function providerDownloads(request: IRequest, env: Env): Promise<Re
 
 /** GET /v1/downloads/mirror/:hostname/:namespace/:type — the same for a provider the network mirror holds (its archives are counted by the same route). */
 export async function mirrorDownloads(request: IRequest, env: Env): Promise<Response> {
-  const address = providerAddress(pathSegment(request.params.hostname, 'hostname'), pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'));
+  const address = requestAddress(request);
   return answer(env, providerCounterName(address), request);
 }
 
 export async function moduleDownloads(request: IRequest, env: Env): Promise<Response> {
-  const address = moduleAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.name, 'name'), pathSegment(request.params.system, 'system'));
+  const address = requestModuleAddress(request, settings(env).hostname);
   return answer(env, moduleCounterName(address), request);
 }
 

@@ -1,8 +1,8 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings } from '../config';
-import { pathSegment } from '../http/responses';
-import { moduleAddress } from '../protocol/modules-v1';
+import { requestModuleAddress } from './params';
+import { formatModuleAddress } from '../protocol/modules-v1';
 import { readModuleLifecyclePage } from '../store/lifecycle/read';
 import { lifecycleWarnings } from '../store/lifecycle/state';
 
@@ -19,10 +19,9 @@ import { lifecycleWarnings } from '../store/lifecycle/state';
  * token for the namespace (src/index.ts).
  */
 export async function moduleLifecycleJson(request: IRequest, env: Env): Promise<Response> {
-  const address = moduleAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.name, 'name'), pathSegment(request.params.system, 'system'));
+  const address = requestModuleAddress(request, settings(env).hostname);
   const state = await readModuleLifecyclePage(env.REGISTRY_KV, address, settings(env).listTtlMs);
-  const name = `${address.hostname}/${address.namespace}/${address.name}/${address.system}`;
+  const name = formatModuleAddress(address);
   const body = {
     module: name,
     deprecated: state?.deprecated ?? null,

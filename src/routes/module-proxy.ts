@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings } from '../config';
 import { jsonBody, notFound, pathSegment } from '../http/responses';
-import { formatModuleAddress, moduleAddress, moduleVersionsBody, type ModuleAddress, type ModuleVersionsBody } from '../protocol/modules-v1';
+import { formatModuleAddress, moduleVersionsBody, type ModuleAddress, type ModuleVersionsBody } from '../protocol/modules-v1';
 import { parseVersion } from '../protocol/version';
 import { moduleArchivePath } from '../store/layout';
 import { readModuleDownload, readModuleVersions } from '../store/modules/read';
@@ -13,6 +13,7 @@ import { allowedUpstreamModuleVersions, moduleProxyContext, proxiedModuleRecord,
 import { UpstreamError } from '../mirror/upstream-http';
 import { listModuleVersions, moduleDownload, moduleDownloadAnswer } from './modules';
 import { UNREACHABLE, upstreamFailure } from './mirror-pull/documents';
+import { requestModuleAddress } from './params';
 
 /**
  * modules.v1 with the module proxy (src/mirror/modules/proxy.ts). A module
@@ -27,7 +28,7 @@ import { UNREACHABLE, upstreamFailure } from './mirror-pull/documents';
  */
 
 function ourAddress(request: IRequest, env: Env): ModuleAddress {
-  return moduleAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.name, 'name'), pathSegment(request.params.system, 'system'));
+  return requestModuleAddress(request, settings(env).hostname);
 }
 
 /** GET …/versions with the proxy. */

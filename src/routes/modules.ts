@@ -5,7 +5,7 @@ import { documentResponse, notFound, pathSegment } from '../http/responses';
 import { signatureQuery } from '../auth/signed-urls';
 import { InputError } from '../protocol/errors';
 import {
-  formatModuleAddress, moduleAddress, TERRAFORM_GET_HEADER, type ModuleAddress, type ModuleDownloadBody,
+  formatModuleAddress, TERRAFORM_GET_HEADER, type ModuleDownloadBody,
 } from '../protocol/modules-v1';
 import { parseVersion } from '../protocol/version';
 import { moduleArchiveFilename, moduleObjectKey } from '../store/layout';
@@ -13,16 +13,7 @@ import { readModuleDownload, readModuleVersions } from '../store/modules/read';
 import { edgeCacheFor } from '../http/edge-cache';
 import { serveR2Object } from '../http/r2-object';
 import { directModuleDownloadBody, wantsDirectModuleDownload } from './module-download-form';
-
-/** The module address in a modules.v1 path (this registry's hostname); InputError (400) for a malformed part. */
-function addressOf(request: IRequest, hostname: string): ModuleAddress {
-  return moduleAddress(
-    hostname,
-    pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.name, 'name'),
-    pathSegment(request.params.system, 'system'),
-  );
-}
+import { requestModuleAddress } from './params';
 
 /**
  * GET /v1/modules/:namespace/:name/:system/versions — modules.v1 "list
@@ -33,7 +24,7 @@ function addressOf(request: IRequest, hostname: string): ModuleAddress {
  */
 export async function listModuleVersions(request: IRequest, env: Env): Promise<Response> {
   const config = settings(env);
-  const address = addressOf(request, config.hostname);
+  const address = requestModuleAddress(request, config.hostname);
   const document = await readModuleVersions(env.REGISTRY_KV, address, config.listTtlMs);
   if (document === null) return notFound(`module ${formatModuleAddress(address)} not found`);
   return documentResponse(request, document, config.listCacheControl, { compress: config.gzipDocuments });
@@ -49,7 +40,7 @@ export async function listModuleVersions(request: IRequest, env: Env): Promise<R
  */
 export async function moduleDownload(request: IRequest, env: Env): Promise<Response> {
   const config = settings(env);
-  const address = addressOf(request, config.hostname);
+  const address = requestModuleAddress(request, config.hostname);
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const document = await readModuleDownload(env.REGISTRY_KV, address, version, config.listTtlMs);
   if (document === null) return notFound(`module ${formatModuleAddress(address)} has no version ${version}`);
@@ -88,7 +79,7 @@ export async function moduleDownloadAnswer(request: IRequest, env: Env, location
  * NAME-SYSTEM-VERSION.tar.gz or .zip and stored; 400 for malformed parts.
  */
 export async function moduleArchive(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
-  const address = addressOf(request, pathSegment(request.params.hostname, 'hostname'));
+  const address = requestModuleAddress(request, pathSegment(request.params.hostname, 'hostname'));
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const filename = pathSegment(request.params.file, 'file');
   const contentType = filename === moduleArchiveFilename(address, version, 'tar.gz')
