@@ -27,15 +27,13 @@ import type { DownloadCounter, Increment } from './counter';
 
 export const BATCH_MS = 500;
 
-/** counter → "version\0platform" → downloads not sent yet. */
+/** counter → "version\0platform" → downloads not sent yet. A counter here has an open batch: some request's waitUntil will send it. */
 const pending = new Map<string, Map<string, number>>();
-/** Counters whose batch is open: some request's waitUntil will send it. */
-const open = new Set<string>();
 /** counter → when this isolate last sent its batch (ms). */
 const lastSent = new Map<string, number>();
 
 /** The batch window in ms: DOWNLOAD_BATCH_MS when a number in [0, 10000], else BATCH_MS. */
-export function batchWindowMs(env: Env): number {
+function batchWindowMs(env: Env): number {
   return settings(env).downloadBatchMs ?? BATCH_MS;
 }
 
@@ -54,11 +52,11 @@ export function isDownload(request: Request, response: Response): boolean {
 export function countDownload(env: Env, ctx: ExecutionContext | undefined, counter: string, version: string, platform: string): void {
   if (!env.DOWNLOADS || !ctx) return;
   let items = pending.get(counter);
+  const batchOpen = items !== undefined;
   if (!items) pending.set(counter, (items = new Map()));
   const item = `${version}\u0000${platform}`;
   items.set(item, (items.get(item) ?? 0) + 1);
-  if (open.has(counter)) return; // the open batch carries it
-  open.add(counter);
+  if (batchOpen) return; // the open batch carries it
   const wait = Math.max(0, (lastSent.get(counter) ?? -Infinity) + batchWindowMs(env) - Date.now());
   ctx.waitUntil(send(env.DOWNLOADS, counter, wait));
 }
@@ -68,10 +66,9 @@ async function send(namespace: DurableObjectNamespace<DownloadCounter>, counter:
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
   const items = pending.get(counter);
   pending.delete(counter);
-  open.delete(counter);
   lastSent.set(counter, Date.now());
   if (lastSent.size > 1024) forgetQuiet();
-  if (!items || items.size === 0) return;
+  if (!items) return;
   const increments: Increment[] = [...items].map(([item, count]) => {
     const [version, platform] = item.split('\u0000') as [string, string];
     return [version, platform, count];
@@ -88,5 +85,5 @@ async function send(namespace: DurableObjectNamespace<DownloadCounter>, counter:
 /** Drops the send times of packages quiet for over 10 s (longer than any window), so the map stays small. */
 function forgetQuiet(): void {
   const before = Date.now() - 10_000;
-  for (const [counter, at] of lastSent) if (at < before && !open.has(counter)) lastSent.delete(counter);
+  for (const [counter, at] of lastSent) if (at < before && !pending.has(counter)) lastSent.delete(counter);
 }

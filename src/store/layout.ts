@@ -223,6 +223,12 @@ export function auditEntryKey(time: string, nonce: string): string {
   return `${auditDayPrefix(day)}${clock}-${nonce}.json`;
 }
 
+/** The time (ms) auditEntryKey encoded in `key`; NaN for a name not of that form. */
+export function auditKeyTime(key: string): number {
+  const match = /^\.audit\/(\d{4}-\d{2}-\d{2})\/(\d{2})(\d{2})(\d{2})(\d{3})-[^/]*$/.exec(key);
+  return match ? Date.parse(`${match[1]}T${match[2]}:${match[3]}:${match[4]}.${match[5]}Z`) : Number.NaN;
+}
+
 // ---- Pull-through mirror (src/mirror/, src/store/mirror/) ----
 //
 // KV:

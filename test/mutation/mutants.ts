@@ -616,7 +616,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'download-batch-per-request', file: 'src/downloads/count.ts', tests: ['test/worker/downloads/downloads.test.ts'],
     description: 'every counted download registers its own after-response send instead of joining the open batch',
-    from: 'if (open.has(counter)) return; // the open batch carries it',
+    from: 'if (batchOpen) return; // the open batch carries it',
     to: 'if (false) return;',
   },
   {

@@ -24,7 +24,7 @@ import type { AuditAction } from '../../store/audit/entry';
 
 export const UNVERIFIED_PER_WINDOW = 10;
 /** The longest a summary waits in waitUntil (Cloudflare allows about 30 s after the response). */
-export const SUMMARY_MAX_WAIT_MS = 20_000;
+const SUMMARY_MAX_WAIT_MS = 20_000;
 const DEFAULT_WINDOW_SECONDS = 60;
 
 export interface RefusalEntry {
@@ -43,13 +43,12 @@ interface Window {
   byTarget: Map<string, number>;
   byReason: Map<string, number>;
   lastEntry: RefusalEntry | null;
-  summaryScheduled: boolean;
 }
 
 let current: Window | null = null;
 
 /** The window in ms: AUDIT_REFUSAL_WINDOW_SECONDS when a number in (0, 3600], else 60 s. */
-export function refusalWindowMs(env: Env): number {
+function refusalWindowMs(env: Env): number {
   return settings(env).auditRefusalWindowMs ?? DEFAULT_WINDOW_SECONDS * 1000;
 }
 
@@ -64,7 +63,7 @@ export async function auditUnverifiedRefusal(
 ): Promise<void> {
   const windowMs = refusalWindowMs(env);
   if (current === null || now - current.start >= windowMs) {
-    current = { start: now, written: 0, suppressed: 0, first: now, last: now, byTarget: new Map(), byReason: new Map(), lastEntry: null, summaryScheduled: false };
+    current = { start: now, written: 0, suppressed: 0, first: now, last: now, byTarget: new Map(), byReason: new Map(), lastEntry: null };
   }
   if (current.written < UNVERIFIED_PER_WINDOW) {
     current.written++;
@@ -72,15 +71,16 @@ export async function auditUnverifiedRefusal(
     return;
   }
   const w = current;
-  if (w.suppressed === 0) w.first = now;
+  // The first refusal counted since the last summary schedules the next one.
+  const summaryScheduled = w.suppressed > 0;
+  if (!summaryScheduled) w.first = now;
   w.suppressed++;
   w.last = now;
   w.byTarget.set(entry.target, (w.byTarget.get(entry.target) ?? 0) + 1);
   const reason = entry.reason.slice(0, 160);
   w.byReason.set(reason, (w.byReason.get(reason) ?? 0) + 1);
   w.lastEntry = entry;
-  if (w.summaryScheduled) return;
-  w.summaryScheduled = true;
+  if (summaryScheduled) return;
   // waitUntil work gets about 30 s after the response on Cloudflare: a summary waits at most SUMMARY_MAX_WAIT_MS.
   const wait = Math.min(SUMMARY_MAX_WAIT_MS, Math.max(0, w.start + windowMs - now));
   ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, wait)).then(() => {
@@ -89,7 +89,6 @@ export async function auditUnverifiedRefusal(
     w.suppressed = 0;
     w.byTarget = new Map();
     w.byReason = new Map();
-    w.summaryScheduled = false;
     return write(entry);
   }));
 }

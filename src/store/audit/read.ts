@@ -1,5 +1,5 @@
 import { mapLimit } from '../../concurrency';
-import { auditDayPrefix, auditPrefix } from '../layout';
+import { auditDayPrefix, auditKeyTime, auditPrefix } from '../layout';
 import { listAllObjectKeys } from '../list';
 import { entryNamespaces, parseAuditEntry, type AuditEntry } from './entry';
 import type { AuditStore } from './write';
@@ -11,6 +11,12 @@ export interface AuditQuery {
   namespace?: string;
   /** Now, for tests (default the clock). */
   now?: Date;
+  /**
+   * Read only the newest N matching entries (a page showing the latest):
+   * entry names sort by time, so the rest are counted from the listing, not
+   * read. Ignored with `namespace`, which needs every entry's content.
+   */
+  newest?: number;
 }
 
 export interface AuditListing {
@@ -18,6 +24,8 @@ export interface AuditListing {
   entries: AuditEntry[];
   /** Keys of objects that are not entries (damaged), reported rather than failing the listing. */
   damaged: string[];
+  /** How many entries match: entries.length, or with `newest` every matching name (damaged ones unread among them). */
+  total: number;
 }
 
 /**
@@ -32,7 +40,14 @@ export async function listAuditEntries(store: AuditStore, query: AuditQuery = {}
   const now = query.now ?? new Date();
   // One list per day for recent windows; a long window lists everything once instead.
   const prefixes = since === null || now.getTime() - since.getTime() > 400 * 86_400_000 ? [auditPrefix] : dayPrefixes(since, now);
-  const keys = (await mapLimit(prefixes, 4, (prefix) => listAllObjectKeys(store.blobs, prefix))).flat();
+  let keys = (await mapLimit(prefixes, 4, (prefix) => listAllObjectKeys(store.blobs, prefix))).flat();
+  const onlyNewest = query.newest !== undefined && query.namespace === undefined;
+  let total = 0;
+  if (onlyNewest) {
+    keys = keys.filter((key) => since === null || !(auditKeyTime(key) < since.getTime())).sort(); // a name of another form is kept
+    total = keys.length;
+    keys = keys.slice(-query.newest!);
+  }
   const damaged: string[] = [];
   const read = await mapLimit(keys, 16, async (key) => {
     const object = await store.blobs.get(key);
@@ -47,7 +62,7 @@ export async function listAuditEntries(store: AuditStore, query: AuditQuery = {}
     .filter((e) => since === null || Date.parse(e.time) >= since.getTime())
     .filter((e) => namespace === undefined || entryNamespaces(e).some((n) => n.toLowerCase() === namespace))
     .sort((a, b) => a.time.localeCompare(b.time));
-  return { entries, damaged };
+  return { entries, damaged, total: onlyNewest ? total : entries.length };
 }
 
 /** The day prefixes from `since`'s UTC day to `now`'s, inclusive. */

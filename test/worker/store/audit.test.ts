@@ -87,5 +87,17 @@ describe('listAuditEntries', () => {
     // Within the first day of the window, the exact time still counts.
     const sinceNoon = await listAuditEntries(store, { since: '2026-05-09T12:00:00.000Z', now });
     expect(sinceNoon.entries.map((e) => e.target)).toEqual(['registry.example.com/other/thing 1.0.0', 'token 0123456789ab']);
+
+    // The newest N only (the audit page): the same entries as the tail of the full listing, the rest counted by name.
+    const newest = await listAuditEntries(store, { since: '2026-05-09T12:00:00.000Z', now, newest: 2 });
+    expect(newest.entries.map((e) => e.target)).toEqual(['token 0123456789ab']);
+    expect(newest.damaged).toEqual(['.audit/2026-05-10/000000000-damaged.json']); // the other of the newest two
+    expect(newest.total).toBe(3); // with the older entry, counted by its name and not read
+    const newestOne = await listAuditEntries(store, { since: '2026-04-30T00:00:00.000Z', now, newest: 1 });
+    expect(newestOne.entries.map((e) => e.target)).toEqual(['token 0123456789ab']);
+    expect(newestOne.total).toBe(5);
+    expect(newestOne.damaged).toEqual([]);
+    // A namespace filter reads every entry, whatever `newest` says.
+    expect((await listAuditEntries(store, { since: '2026-04-30T00:00:00.000Z', namespace: 'acme', now, newest: 1 })).total).toBe(3);
   });
 });
