@@ -24,6 +24,7 @@ export interface R2Like {
   delete(key: string): Promise<void>;
   createMultipartUpload(key: string, options?: PutOptions): Promise<{
     uploadId: string;
+    uploadPart(partNumber: number, bytes: Uint8Array): Promise<{ partNumber: number; etag: string }>;
     complete(parts: { partNumber: number; etag: string }[]): Promise<{ etag: string }>;
     abort(): Promise<void>;
   }>;
@@ -151,6 +152,10 @@ export function dispatchR2(dispatch: Dispatch): R2Like {
       const { uploadId } = (await (await call(dispatch, 'R2 multipart start', 'POST', 'multipart/create', { key }, '', withOptions(options))).json()) as { uploadId: string };
       return {
         uploadId,
+        async uploadPart(part, bytes) {
+          const query = { key, uploadId, part: String(part) };
+          return (await call(dispatch, 'R2 write', 'PUT', 'blob', query, bytes, { 'content-length': String(bytes.byteLength) })).json() as Promise<{ partNumber: number; etag: string }>;
+        },
         async complete(parts) {
           return (await call(dispatch, 'R2 multipart completion', 'POST', 'multipart/complete', { key, uploadId }, JSON.stringify(parts))).json() as Promise<{ etag: string }>;
         },

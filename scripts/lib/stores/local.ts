@@ -41,7 +41,7 @@ async function startLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' |
     const lock = new StateLock(join(config.localPersistRoot, '.edge-registry-write.lock'));
     return {
       kv: lockedKv(dispatchKv(dispatch), lock),
-      blobs: new LocalBlobStore(dispatchR2(dispatch), lock, dispatch),
+      blobs: new LocalBlobStore(dispatchR2(dispatch), lock),
       description: `local state ${config.localPersistRoot}`,
       close: () => mf.dispose(),
     };
@@ -59,7 +59,7 @@ async function startLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' |
 const LOCAL_PART_SIZE = 8 * 1024 * 1024;
 
 class LocalBlobStore implements BlobStore {
-  constructor(private readonly r2: R2Like, private readonly lock: StateLock, private readonly dispatch: Dispatch) {}
+  constructor(private readonly r2: R2Like, private readonly lock: StateLock) {}
 
   head(key: string): Promise<BlobHead | null> {
     return retryBusy(() => this.r2.head(key));
@@ -94,7 +94,7 @@ class LocalBlobStore implements BlobStore {
   async put(key: string, value: ReadableStream | ArrayBuffer | Uint8Array | string, options?: PutOptions): Promise<{ etag: string } | null> {
     const write = <T>(call: () => Promise<T>) => this.lock.run(() => retryBusy(call));
     if (!(value instanceof ReadableStream)) {
-      // A view on a larger buffer would be sent whole; give the binding exactly the bytes.
+      // Exactly the view's bytes, whatever buffer it is a view on.
       const exact = value instanceof Uint8Array && (value.byteOffset !== 0 || value.byteLength !== value.buffer.byteLength) ? value.slice() : value;
       return write(() => this.r2.put(key, exact, options));
     }
@@ -104,11 +104,11 @@ class LocalBlobStore implements BlobStore {
     const second = first.done ? first : await parts.next();
     if (second.done) {
       const bytes = first.done ? new Uint8Array(0) : first.value;
-      return write(() => this.send<{ etag: string } | null>({ key }, bytes, { 'x-put-options': JSON.stringify(options ?? {}) }));
+      return write(() => this.r2.put(key, bytes, options));
     }
     const upload = await write(() => this.r2.createMultipartUpload(key, options));
     try {
-      const part = (n: number, bytes: Uint8Array) => write(() => this.send<{ partNumber: number; etag: string }>({ key, uploadId: upload.uploadId, part: String(n) }, bytes));
+      const part = (n: number, bytes: Uint8Array) => write(() => upload.uploadPart(n, bytes));
       const uploaded = [await part(1, first.value as Uint8Array), await part(2, second.value)];
       for await (const bytes of parts) uploaded.push(await part(uploaded.length + 1, bytes));
       return await write(() => upload.complete(uploaded));
@@ -116,15 +116,6 @@ class LocalBlobStore implements BlobStore {
       await write(() => upload.abort()).catch(() => undefined);
       throw error;
     }
-  }
-
-  /** One PUT of `bytes` to LOCAL_RUNTIME_SCRIPT; its JSON answer, or an error carrying the status and message. */
-  private async send<T>(query: Record<string, string>, bytes: Uint8Array, headers: Record<string, string> = {}): Promise<T> {
-    const response = await this.dispatch(`http://local-store/__edge-registry/blob?${new URLSearchParams(query)}`, {
-      method: 'PUT', body: bytes, headers: { ...headers, 'content-length': String(bytes.byteLength) },
-    });
-    if (!response.ok) throw new Error(`local R2 write of ${query.key} failed: ${response.status} ${await response.text()}`);
-    return (await response.json()) as T;
   }
 }
 
