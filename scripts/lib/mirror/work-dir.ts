@@ -1,6 +1,7 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { processExists } from '../process-exists';
 
 const PREFIX = 'edge-registry-mirror-';
 
@@ -16,7 +17,7 @@ export function makeSyncWorkDir(): string {
   const dir = tmpdir();
   for (const name of safeList(dir)) {
     const pid = Number(/^edge-registry-mirror-(\d+)-/.exec(name)?.[1]);
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !isRunning(pid)) {
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !processExists(pid)) {
       rmSync(join(dir, name), { recursive: true, force: true });
     }
   }
@@ -28,14 +29,5 @@ function safeList(dir: string): string[] {
     return readdirSync(dir).filter((name) => name.startsWith(PREFIX));
   } catch {
     return [];
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'; // alive, someone else's
   }
 }

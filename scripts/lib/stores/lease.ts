@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import type { LeaseOptions, LeaseOwner } from '../../../src/store/lease';
+import { processExists } from '../process-exists';
 
 /**
  * Lease options for a script process: the owner is this host, pid and
@@ -25,10 +26,5 @@ export function processOwner(purpose: string): LeaseOwner {
 export function ownerIsGone(owner: LeaseOwner): boolean {
   if (owner.host !== hostname() || !Number.isInteger(owner.pid) || owner.pid <= 0) return false;
   if (owner.pid === process.pid) return false;
-  try {
-    process.kill(owner.pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return !processExists(owner.pid);
 }

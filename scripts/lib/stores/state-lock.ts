@@ -1,5 +1,6 @@
 import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { processExists } from '../process-exists';
 
 /**
  * A cross-process lock around each single write to the local state. The
@@ -102,15 +103,5 @@ export class StateLock {
       }
     }
     rmSync(tomb, { force: true });
-  }
-}
-
-function processExists(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
