@@ -31,7 +31,7 @@ const COLD_ROUNDS = 5;
 async function main(): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-identity-'));
   const ci = await startCiIssuers();
-  const bundle = await build(work, 'bench/identity-worker.ts').then((path) => path.replace(/counting-worker\.js$/, 'identity-worker.js'));
+  const bundle = await build(work, 'bench/identity-worker.ts');
   const rows: [string, string][] = [];
   const ms = (micros: number) => `${(micros / 1000).toFixed(2)} ms`;
   const keys = await Promise.all((['rsa', 'ecc'] as const).map(async (type) => ({ type, key: await generateSigningKey({ type, name: `bench ${type}` }) })));

@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   log('building the Worker');
   const bundle = await build(work, 'bench/pull-worker.ts');
   const upstream = await ModuleUpstream.start(modules);
-  const runtime = await startRuntime({ bundlePath: bundle.replace('counting-worker.js', 'pull-worker.js') }, join(work, 'state'));
+  const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
   try {
     const policy = parsePolicy(JSON.stringify({
       modules: [{ source: `upstream.test/${NS}/*/aws`, versions: '>= 1.0.0' }],

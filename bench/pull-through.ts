@@ -44,7 +44,7 @@ async function main(): Promise<void> {
       { version: '9.0.0', platforms: ['linux_amd64'], padding: sizes[0]! * MiB },
     ],
   });
-  const runtime = await startRuntime({ bundlePath: bundle.replace('counting-worker.js', 'pull-worker.js') }, join(work, 'state'));
+  const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
   try {
     const policy = parsePolicy(JSON.stringify({
       providers: [{ source: 'upstream.test/acme/big', versions: '>= 1.0.0', platforms: ['linux_amd64'] }],

@@ -6,6 +6,8 @@ import type { LoadResult } from './wrk';
 import type { PublishFigures } from './publish';
 import type { PublishScaleRow } from './publish-scale';
 import type { EdgeCacheFigures } from './edge-cache';
+import type { PublishApiFigures } from './publish-api';
+import type { CountingFigures } from './download-counting';
 
 export interface RouteFigures extends LoadResult {
   name: string;
@@ -88,6 +90,17 @@ export function edgeCacheTargets(figures: EdgeCacheFigures): Target[] {
     name: `${r.name}: R2 + KV reads in a fresh isolate of a location that has it`,
     value: r.freshIsolate.kv + r.freshIsolate.r2, target: '0', met: r.freshIsolate.kv + r.freshIsolate.r2 === 0,
   }));
+}
+
+/** An API publish of a 3-platform version takes under a second, at 1 and at 200 existing versions. */
+export function publishApiTargets(figures: PublishApiFigures): Target[] {
+  return figures.wall.map((w) => ({ name: `API publish, 3 platforms, into a provider with ${w.versionsAfter} version(s): wall time (s)`, value: Number(w.seconds.toFixed(2)), target: '< 1', met: w.seconds < 1 }));
+}
+
+/** Every download under load is counted, none twice. */
+export function countingTargets(figures: CountingFigures): Target[] {
+  const { counted, downloads } = figures.load;
+  return [{ name: 'download counting: exact under load (counted − downloaded)', value: counted - downloads, target: '0', met: counted === downloads }];
 }
 
 export function floorP99Of(runs: readonly RouteFigures[]): FloorP99 {
