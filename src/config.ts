@@ -45,6 +45,8 @@ export interface Settings {
   auditRefusalWindowMs: number | null;
   /** DOWNLOAD_BATCH_MS in [0, 10000] (src/downloads/count.ts); null: its default. */
   downloadBatchMs: number | null;
+  /** MODULE_PROXY_MAX_MB > 0 in bytes (src/mirror/modules/proxy.ts lowers its package limit to it); null: its default. */
+  moduleProxyMaxBytes: number | null;
 }
 
 /**
@@ -107,6 +109,7 @@ function parseSettings(env: Env): Settings {
     pullListMs: secondsToMs(env.PULL_LIST_SECONDS, Infinity),
     auditRefusalWindowMs: secondsToMs(env.AUDIT_REFUSAL_WINDOW_SECONDS, 3600),
     downloadBatchMs: downloadBatchMs(env.DOWNLOAD_BATCH_MS),
+    moduleProxyMaxBytes: megabytes(env.MODULE_PROXY_MAX_MB),
   };
 }
 
@@ -114,6 +117,12 @@ function parseSettings(env: Env): Settings {
 function secondsToMs(raw: string | undefined, max: number): number | null {
   const seconds = Number(raw ?? '');
   return Number.isFinite(seconds) && seconds > 0 && seconds <= max ? seconds * 1000 : null;
+}
+
+/** A positive number of MB (MiB) in bytes; null when unset or anything else (the caller's default). */
+function megabytes(raw: string | undefined): number | null {
+  const mb = Number(raw ?? '');
+  return Number.isFinite(mb) && mb > 0 ? Math.round(mb * 1024 * 1024) : null;
 }
 
 /** DOWNLOAD_BATCH_MS when a number in [0, 10000] (0 included: no batching); null when unset or anything else. */

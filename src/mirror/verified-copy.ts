@@ -127,7 +127,7 @@ async function pump(
 
 const BLOCK_BYTES = 1024 * 1024;
 /** Largest archive accepted from an upstream that sends no Content-Length. */
-export const MAX_UNSIZED_BYTES = 1024 * 1024 * 1024;
+const MAX_UNSIZED_BYTES = 1024 * 1024 * 1024;
 
 async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number, what: string): Promise<ReadableStreamReadResult<Uint8Array>> {
   let timer: ReturnType<typeof setTimeout> | undefined;

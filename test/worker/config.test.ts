@@ -19,12 +19,14 @@ describe('settings', () => {
       REGISTRY_HOSTNAME: 'Registry.Example.com', ACCESS: 'public', INDEX_CACHE_SECONDS: '30',
       ARCHIVE_BASE_URL: 'https://dl.example.com//', SIGNED_URL_MINUTES: '60', GZIP_DOCUMENTS: 'true', URL_SIGNING_SECRET: 's', SIGNING_KEY_SECRET: 'k',
       PULL_TIMEOUT_SECONDS: '2', PULL_REFRESH_SECONDS: '3', PULL_LIST_SECONDS: '4', AUDIT_REFUSAL_WINDOW_SECONDS: '5', DOWNLOAD_BATCH_MS: '250',
+      MODULE_PROXY_MAX_MB: '1.5',
     }));
     expect(s).toEqual({
       hostname: 'registry.example.com', access: 'public', listTtlMs: 30_000, listCacheControl: 'public, max-age=30',
       releaseDocumentCacheControl: 'public, max-age=31536000, immutable', archiveBaseUrl: 'https://dl.example.com',
       signedUrlMinutes: 60, signingSecret: 's', gzipDocuments: true, oidc: null, signingKeySecret: 'k',
       pullTimeoutMs: 2000, pullRefreshMs: 3000, pullListMs: 4000, auditRefusalWindowMs: 5000, downloadBatchMs: 250,
+      moduleProxyMaxBytes: 1_572_864,
     });
   });
 
@@ -35,8 +37,8 @@ describe('settings', () => {
     expect(s.releaseDocumentCacheControl).toBe('private, no-store');
     expect([s.listTtlMs, s.signedUrlMinutes, s.gzipDocuments, s.signingSecret]).toEqual([5000, 15, false, '']);
     // null: the feature's own default (pull-through timeouts, the audit refusal window, the download batch window).
-    const t = settings(with_({ PULL_TIMEOUT_SECONDS: 'soon', PULL_REFRESH_SECONDS: '0', PULL_LIST_SECONDS: undefined, AUDIT_REFUSAL_WINDOW_SECONDS: '7200', DOWNLOAD_BATCH_MS: '-1' }));
-    expect([t.pullTimeoutMs, t.pullRefreshMs, t.pullListMs, t.auditRefusalWindowMs, t.downloadBatchMs]).toEqual([null, null, null, null, null]);
+    const t = settings(with_({ PULL_TIMEOUT_SECONDS: 'soon', PULL_REFRESH_SECONDS: '0', PULL_LIST_SECONDS: undefined, AUDIT_REFUSAL_WINDOW_SECONDS: '7200', DOWNLOAD_BATCH_MS: '-1', MODULE_PROXY_MAX_MB: 'big' }));
+    expect([t.pullTimeoutMs, t.pullRefreshMs, t.pullListMs, t.auditRefusalWindowMs, t.downloadBatchMs, t.moduleProxyMaxBytes]).toEqual([null, null, null, null, null, null]);
     expect(settings(with_({ DOWNLOAD_BATCH_MS: '0' })).downloadBatchMs).toBe(0);
   });
 

@@ -38,12 +38,11 @@ import { discoverModules, listModuleVersions, moduleLocation } from './upstream'
  * tar and the repacked one are in memory at once, within a Worker's 128 MB
  * (public modules are kilobytes to a few MB).
  */
-export const MAX_PACKAGE_BYTES = 16 * 1024 * 1024;
+const MAX_PACKAGE_BYTES = 16 * 1024 * 1024;
 
 /** The package limit in force: MODULE_PROXY_MAX_MB when set to a smaller positive number, else MAX_PACKAGE_BYTES. */
-export function packageLimit(env: Env): number {
-  const mb = Number(env.MODULE_PROXY_MAX_MB ?? '');
-  return Number.isFinite(mb) && mb > 0 ? Math.min(MAX_PACKAGE_BYTES, Math.round(mb * 1024 * 1024)) : MAX_PACKAGE_BYTES;
+function packageLimit(env: Env): number {
+  return Math.min(MAX_PACKAGE_BYTES, settings(env).moduleProxyMaxBytes ?? MAX_PACKAGE_BYTES);
 }
 
 export interface ModuleProxyContext {

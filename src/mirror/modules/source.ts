@@ -36,7 +36,7 @@ export interface PackageSource {
 }
 
 /** Refused sources answer 422: a policy choice about an upstream, not a broken upstream (5xx) nor a missing module (404). */
-export const UNFETCHABLE = 422;
+const UNFETCHABLE = 422;
 
 /**
  * Classifies `location` (as the upstream gave it; `base` is the URL of the
