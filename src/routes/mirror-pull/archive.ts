@@ -80,8 +80,7 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
     const head = await env.REGISTRY_R2.head(key);
     if (head && head.customMetadata?.sha256 === pkg.shasum) {
       // Pulled by the request we waited for (or stored by one that died before committing).
-      const record = await readVersionRecord({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, address, version);
-      if (!record?.packages.some((p) => p.os === pkg.os && p.arch === pkg.arch)) await finish(pull, manifest, pkg, lease, true);
+      if (!(await isCommitted(env, address, version, filename))) await finish(pull, manifest, pkg, lease, true);
       return releaseFile(request, env, ctx);
     }
     let opened: { response: Response; url: string };
@@ -108,9 +107,7 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
         await Promise.all([copy.done, storePulledArchiveInParts(env.REGISTRY_R2, address, version, filename, copy.store, pkg.shasum)]);
         await finish(pull, manifest, pkg, lease, false);
       } catch (error) {
-        const why = (error as Error).message;
-        console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: not stored: ${why}`);
-        await notePull(env, address, version, error instanceof UpstreamError ? 'refused' : 'failed', `${pkg.os}_${pkg.arch} from ${opened.url}: ${why}`);
+        const why = await noteNotStored(env, manifest, pkg, opened.url, error);
         if (!(error instanceof UpstreamError)) throw error;
         return upstreamFailure(error, `provider ${label} ${pkg.os}_${pkg.arch} could not be pulled through: ${why}`);
       }
@@ -132,9 +129,7 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
         await Promise.all([copy.done, stored]);
         await notePull(env, address, version, 'ok', `pulled ${pkg.os}_${pkg.arch} from ${opened.url} on first request, verified against SHA256SUMS signed by ${manifest.signer.key_id}`, { [filename]: pkg.shasum });
       } catch (error) {
-        const why = (error as Error).message;
-        console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: not stored: ${why}`);
-        await notePull(env, address, version, error instanceof UpstreamError ? 'refused' : 'failed', `${pkg.os}_${pkg.arch} from ${opened.url}: ${why}`);
+        await noteNotStored(env, manifest, pkg, opened.url, error);
       } finally {
         await lease.release();
       }
@@ -157,6 +152,20 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
 
 const ISOLATE_STARTED = new Date().toISOString();
 
+/** Whether the version's record lists `filename` (the commit point of a pulled archive). */
+async function isCommitted(env: Env, address: ProviderAddress, version: string, filename: string): Promise<boolean> {
+  const record = await readVersionRecord({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, address, version);
+  return record?.packages.some((p) => p.filename === filename) ?? false;
+}
+
+/** A pull that stored nothing: logged and audited (refused: the upstream's fault; failed: ours). Returns the reason. */
+async function noteNotStored(env: Env, manifest: PullManifest, pkg: PullManifest['packages'][number], from: string, error: unknown): Promise<string> {
+  const why = (error as Error).message;
+  console.warn(`pull-through: ${formatAddress(manifest.address)} ${manifest.version} ${pkg.os}_${pkg.arch}: not stored: ${why}`);
+  await notePull(env, manifest.address, manifest.version, error instanceof UpstreamError ? 'refused' : 'failed', `${pkg.os}_${pkg.arch} from ${from}: ${why}`);
+  return why;
+}
+
 /** Archives this isolate saw committed: the check below costs one R2 read per archive and isolate. */
 const committed = new Set<string>();
 
@@ -174,8 +183,7 @@ async function commitIfUncommitted(env: Env, address: ProviderAddress, version: 
   try {
     const pull = await pullContext(env, address);
     if (!pull || !pull.allowance.allows(version)) return;
-    const isCommitted = async () => (await readVersionRecord({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, address, version))?.packages.some((p) => p.filename === filename) ?? false;
-    if (await isCommitted()) {
+    if (await isCommitted(env, address, version, filename)) {
       if (committed.size >= 4096) committed.clear();
       committed.add(key);
       return;
@@ -191,7 +199,7 @@ async function commitIfUncommitted(env: Env, address: ProviderAddress, version: 
       maxWaitMs: 60_000,
     });
     try {
-      if (await isCommitted()) return;
+      if (await isCommitted(env, address, version, filename)) return;
       await finish(pull, manifest, pkg, lease, true);
       console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: committed an archive stored earlier by a pull that did not finish`);
       await notePull(env, address, version, 'ok', `committed ${pkg.os}_${pkg.arch}, stored earlier (verified against SHA256SUMS signed by ${manifest.signer.key_id}) by a pull that did not finish`, { [filename]: pkg.shasum });
