@@ -24,7 +24,7 @@ import { BATCH_MS } from '../src/downloads/count';
 import type { StorageOps } from '../src/downloads/counter';
 import { build } from './build';
 import { cpuNanos } from './proc';
-import { startRuntime, type Runtime } from './runtime';
+import { startRuntime } from './runtime';
 import { HOSTNAME, archivePath, seedSmall } from './seed';
 
 export interface CountingFigures {

@@ -4,7 +4,7 @@ import type { Env } from '../env';
 import { SESSION_SECONDS, sessionCookie } from '../auth/session';
 import { base64url } from '../auth/bytes';
 import { sha256Hex } from '../protocol/hashes';
-import { errorPage, redirect } from '../pages/respond';
+import { errorPage } from '../pages/respond';
 import { safeNext } from '../pages/login';
 import { storeLoginCode } from '../store/identity/login-codes';
 import type { OidcSettings } from './config';

@@ -1,9 +1,8 @@
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash, randomFillSync } from 'node:crypto';
 import { writeDemoModule } from '../../scripts/lib/demo/module';
@@ -11,6 +10,7 @@ import { PART_BYTES } from '../../src/routes/publish/context';
 import { zipStored } from '../fixtures/archives';
 import { killableEnv, runScript, writeDist, writeKeyFile } from '../scripts/helpers';
 import { get } from './http';
+import { terraform, terraformInit } from './terraform-init';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
 
 /**
@@ -21,10 +21,8 @@ import { freePort, makeCertificate, startDevServer, type Certificate, type DevSe
  * and exit codes for unchanged, immutable and refused publishes, and a client killed mid-upload.
  */
 
-const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
-const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path) => existsSync(path));
 const HOST = 'registry.example.com';
 
 let dir: string;
@@ -101,12 +99,10 @@ describe('publish-provider --registry', () => {
     mkdirSync(work, { recursive: true });
     writeFileSync(join(work, 'main.tf'), `terraform {\n  required_providers {\n    thing = {\n      source  = "${HOST}/acme/thing"\n      version = "1.0.0"\n    }\n  }\n}\n`);
     writeFileSync(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "providers.v1" = "${server.origin}/v1/providers/"\n  }\n}\n`);
-    const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color', '-backend=false'], {
-      cwd: work, timeout: 120_000,
-      env: { PATH: process.env.PATH, HOME: work, TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'), SSL_CERT_FILE: certificate.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1' },
-    });
-    console.log(`--- terraform init of a release published through the API ---\n${stdout}${stderr}`);
-    expect(stdout).toContain(`Installed ${HOST}/acme/thing v1.0.0 (self-signed, key ID ${key.keyId})`);
+    const init = await terraformInit(work, certificate.certPath);
+    console.log(`--- terraform init of a release published through the API ---\n${init.output}`);
+    expect(init.ok, init.output).toBe(true);
+    expect(init.output).toContain(`Installed ${HOST}/acme/thing v1.0.0 (self-signed, key ID ${key.keyId})`);
     expect(readFileSync(join(work, '.terraform.lock.hcl'), 'utf8')).toMatch(/h1:[A-Za-z0-9+/]{43}=/);
 
     const doc = JSON.parse((await https('/v1/providers/acme/thing/1.0.0/download/linux/amd64')).body.toString()) as { shasums_url: string; shasums_signature_url: string };
@@ -204,13 +200,10 @@ describe('publish-module --registry', () => {
     mkdirSync(work, { recursive: true });
     writeFileSync(join(work, 'main.tf'), `module "vpc" {\n  source  = "${HOST}/acme/vpc/aws"\n  version = "1.0.0"\n  name    = "main"\n}\n`);
     writeFileSync(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "modules.v1" = "${server.origin}/v1/modules/"\n  }\n}\n`);
-    const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color', '-backend=false'], {
-      cwd: work, timeout: 120_000,
-      env: { PATH: process.env.PATH, HOME: work, TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'), SSL_CERT_FILE: certificate.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1' },
-    });
-    console.log(`--- terraform init of a module published through the API ---\n${stdout}${stderr}`);
-    const modules = JSON.parse(readFileSync(join(work, '.terraform', 'modules', 'modules.json'), 'utf8')).Modules as { Key: string; Version?: string; Dir: string }[];
-    const vpc = modules.find((m) => m.Key === 'vpc')!;
+    const init = await terraformInit(work, certificate.certPath);
+    console.log(`--- terraform init of a module published through the API ---\n${init.output}`);
+    expect(init.ok, init.output).toBe(true);
+    const vpc = init.modules.find((m) => m.Key === 'vpc')!;
     expect(vpc.Version).toBe('1.0.0');
     expect(readFileSync(join(work, vpc.Dir, 'main.tf'), 'utf8')).toContain('1.0.0');
   });
