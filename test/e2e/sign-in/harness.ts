@@ -133,6 +133,8 @@ export interface LoginRun {
   token: string | undefined;
   /** What the browser showed last. */
   pageText: string;
+  /** The browser was sent on to Terraform's own listener with a code (the last hop of login.v1), whatever that listener then answered. */
+  reachedTerraform: boolean;
 }
 
 /** A fresh HOME (~/.terraform.d, ~/.terraformrc with `cliConfig`) for terraform; `home`'s env to run it with. */
@@ -179,6 +181,10 @@ export async function terraformLogin(world: SignInWorld, name: string, login: st
   let pageText = '';
   const navigations: string[] = [];
   page.on('response', (response) => { if (response.request().isNavigationRequest()) navigations.push(`${response.status()} ${response.url().replace(/code=[^&]+/, 'code=…')}`); });
+  let reachedTerraform = false;
+  page.on('request', (request) => {
+    if (request.isNavigationRequest() && /^http:\/\/(localhost|127\.0\.0\.1):100(0\d|10)\/login\?(.*&)?code=/.test(request.url())) reachedTerraform = true;
+  });
   try {
     await page.goto(url);
     await signInAtProvider(page, world.idp.issuer, login).catch((error: Error) => { throw new Error(`${error.message}\nnavigations:\n${navigations.join('\n')}`); });
@@ -198,7 +204,7 @@ export async function terraformLogin(world: SignInWorld, name: string, login: st
     ? (JSON.parse(readFileSync(file, 'utf8')) as { credentials?: Record<string, { token?: string }> }).credentials?.[host]?.token
     : undefined;
   // eslint-disable-next-line no-control-regex
-  return { code, output: output.replace(/\u001b\[[0-9;]*m/g, ''), token, pageText };
+  return { code, output: output.replace(/\u001b\[[0-9;]*m/g, ''), token, pageText, reachedTerraform };
 }
 
 /** `terraform init` in a fresh directory with these files; `cli.tfrc` (if given) becomes a fresh HOME's ~/.terraformrc unless `homeEnv` is given. */

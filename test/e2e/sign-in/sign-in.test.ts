@@ -33,7 +33,11 @@ describe.skipIf(!ready)('terraform login with the organisation\'s identity provi
     expect(login.code, `${login.output}\n--- page ---\n${login.pageText}\n--- server ---\n${world.server.log().slice(-3000)}`).toBe(0);
     expect(login.output).toContain('Success! Terraform has obtained and saved an API token.');
     expect(login.token).toMatch(/^ert_[A-Za-z0-9_-]{43}$/);
-    expect(login.pageText).toContain('The login server has returned an authentication code to Terraform.');
+    expect(login.reachedTerraform).toBe(true);
+    // Terraform's one-shot listener shows its page, unless it closed first (a loaded machine: an empty response).
+    if (!/ERR_EMPTY_RESPONSE|ERR_CONNECTION_(REFUSED|RESET|CLOSED)/.test(login.pageText)) {
+      expect(login.pageText).toContain('The login server has returned an authentication code to Terraform.');
+    }
 
     const provider = await terraformInit(world, 'alice-provider', { 'main.tf': providerConfig(world.hostname) }, undefined);
     // Without the credentials Terraform saved, the same init is refused: the token is what let it in.
