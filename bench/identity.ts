@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const ms = (micros: number) => `${(micros / 1000).toFixed(2)} ms`;
   const keys = await Promise.all((['rsa', 'ecc'] as const).map(async (type) => ({ type, key: await generateSigningKey({ type, name: `bench ${type}` }) })));
   ci.githubJob = githubClaims('acme/terraform-provider-thing');
-  const publishers = [await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*' })];
+  const publishers = [await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', repositoryId: '123456', ownerId: '654321' })];
   const token = await ci.github.mint({ ...githubClaims('acme/terraform-provider-thing'), aud: 'registry.example.com' }, { lifetimeSeconds: 3600 });
   const cold = { sign: 0, verify: 0 };
   try {

@@ -22,12 +22,19 @@ import { addPublisher, formatPublishers, listPublishers, removePublisher } from 
 const USAGE = `usage: npm run publisher -- COMMAND --namespace NS [options]
 
   add --issuer URL (--repository OWNER/REPO | --project-path GROUP/PROJECT)
-      [--workflow FILE.yml] [--ref 'refs/tags/v*'] [--environment NAME]
+      (--ref 'refs/tags/v*' | --environment NAME | --any-ref) [ids] [--api URL]
         trust a CI job to publish into NS:
           GitHub Actions: --issuer ${GITHUB_ISSUER} --repository OWNER/REPO
-                          [--workflow release.yml]  (.github/workflows/release.yml)
+                          --workflow release.yml  (.github/workflows/release.yml, required;
+                          a reusable workflow of another repository: OWNER/REPO/.github/workflows/FILE.yml[@REF])
+                          [--repository-id N --owner-id N]
           GitLab CI:      --issuer https://gitlab.com --project-path GROUP/PROJECT
-        --ref is a full git ref, '*' matching anything; --environment the job's deployment environment
+                          [--project-id N --namespace-id N] [--allow-unprotected-ref]
+        --ref is a full git ref, '*' matching anything; --environment the job's deployment environment;
+        one of them is required unless --any-ref. The publisher is pinned to the repository's (project's)
+        immutable ids: given, or looked up from --api (default https://api.github.com, https://HOST/api/v3
+        for GitHub Enterprise Server, the GitLab instance's /api/v4; GITHUB_TOKEN / GITLAB_TOKEN for private
+        ones). GitLab jobs must run on a protected branch or tag unless --allow-unprotected-ref.
   list [--json]
         the namespace's trusted publishers
   remove ID
@@ -53,6 +60,13 @@ run(async () => {
       workflow: { type: 'string' },
       ref: { type: 'string' },
       environment: { type: 'string' },
+      'repository-id': { type: 'string' },
+      'owner-id': { type: 'string' },
+      'project-id': { type: 'string' },
+      'namespace-id': { type: 'string' },
+      'any-ref': { type: 'boolean' },
+      'allow-unprotected-ref': { type: 'boolean' },
+      api: { type: 'string' },
     },
   });
   if (values.help) {
@@ -64,7 +78,7 @@ run(async () => {
   if (command === 'remove' ? rest.length !== 1 : rest.length > 0) {
     throw new UsageError(command === 'remove' ? 'remove takes one publisher id (npm run publisher -- list prints them)' : `unexpected argument "${rest[0]}"`);
   }
-  const matching = ['issuer', 'repository', 'project-path', 'workflow', 'ref', 'environment'] as const;
+  const matching = ['issuer', 'repository', 'project-path', 'workflow', 'ref', 'environment', 'repository-id', 'owner-id', 'project-id', 'namespace-id', 'any-ref', 'allow-unprotected-ref', 'api'] as const;
   if (command !== 'add') {
     const given = matching.filter((name) => values[name] !== undefined);
     if (given.length) throw new UsageError(`--${given[0]} is an option of add`);
@@ -84,8 +98,11 @@ run(async () => {
       const input = {
         issuer: values.issuer, repository: values.repository, projectPath: values['project-path'],
         workflow: values.workflow, ref: values.ref, environment: values.environment,
+        repositoryId: values['repository-id'], ownerId: values['owner-id'], projectId: values['project-id'], namespaceId: values['namespace-id'],
+        anyRef: values['any-ref'], allowUnprotectedRef: values['allow-unprotected-ref'],
       };
-      const { publisher, added } = await audited(auditStore, values.remote, { action: 'publisher.add', target }, () => addPublisher(store.kv, hostname, namespace, input),
+      const lookup = { api: values.api, env: process.env };
+      const { publisher, added } = await audited(auditStore, values.remote, { action: 'publisher.add', target }, () => addPublisher(store.kv, hostname, namespace, input, lookup),
         (result) => ({ outcome: result.added ? 'ok' : 'unchanged', reason: describePublisher(result.publisher).replace(/\s+/g, ' ') }));
       say(added ? `trusted publisher added to ${hostname}/${namespace} in ${where}:` : `${hostname}/${namespace} already trusts this publisher:`);
       say(`  ${describePublisher(publisher)}`);

@@ -11,7 +11,7 @@
  */
 export type Actor =
   | { kind: 'token'; tokenId: string; name: string }
-  | { kind: 'ci'; issuer: string; subject: string; repository?: string; workflow?: string; ref?: string; runId?: string; environment?: string }
+  | { kind: 'ci'; issuer: string; subject: string; repository?: string; workflow?: string; ref?: string; runId?: string; environment?: string; jti?: string }
   | { kind: 'person'; issuer: string; subject: string; email?: string }
   | { kind: 'operator'; via: 'local' | 'remote' };
 
@@ -51,7 +51,7 @@ export function parseActor(value: unknown): Actor | null {
     case 'token':
       return str(a.tokenId) && str(a.name) ? { kind: 'token', tokenId: a.tokenId as string, name: a.name as string } : null;
     case 'ci':
-      return str(a.issuer) && str(a.subject) && optional('repository', 'workflow', 'ref', 'runId', 'environment') ? (a as Actor) : null;
+      return str(a.issuer) && str(a.subject) && optional('repository', 'workflow', 'ref', 'runId', 'environment', 'jti') ? (a as Actor) : null;
     case 'person':
       return str(a.issuer) && str(a.subject) && optional('email') ? (a as Actor) : null;
     case 'operator':

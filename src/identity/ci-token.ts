@@ -1,5 +1,5 @@
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify } from 'jose';
-import { ciActor, matchingPublisher, type CiActor, type CiClaims } from './ci-claims';
+import { ciActor, matchingPublisher, namesMatchButIdsDiffer, type CiActor, type CiClaims } from './ci-claims';
 import { IssuerUnavailableError, issuerKeys, type IssuerKeyCache } from './issuer-keys';
 import type { TrustedPublisher } from './publishers';
 
@@ -14,7 +14,9 @@ import type { TrustedPublisher } from './publishers';
  *   3. the signature verifies with the issuer's key named by `kid` (discovery
  *      + JWKS, cached, refetched on an unknown `kid`: issuer-keys.ts);
  *   4. `iss` equals that issuer, `aud` names this registry (its hostname,
- *      or `https://` + hostname), `exp`, `nbf` and `iat` hold with 30 s of skew;
+ *      or `https://` + hostname), `exp`, `nbf` and `iat` hold with 30 s of skew,
+ *      the token was issued at most MAX_TOKEN_AGE_SECONDS ago and carries a `jti`
+ *      (publish-auth.ts lets each `jti` start one publish);
  *   5. the claims meet one of the namespace's publishers (ci-claims.ts).
  *
  * Every refusal is a CiTokenError saying why, carrying the actor the token
@@ -24,6 +26,12 @@ import type { TrustedPublisher } from './publishers';
 
 export const CLOCK_SKEW_SECONDS = 30;
 export const ALGORITHMS = ['RS256', 'ES256'];
+/**
+ * The oldest token accepted, by `iat`, whatever its `exp` says: GitHub's
+ * tokens live minutes, GitLab's as long as the job (up to its timeout), so a
+ * job publishes within an hour of asking for its token or asks again.
+ */
+export const MAX_TOKEN_AGE_SECONDS = 3600;
 /** Longer than any real ID token (GitHub's are ~1 KB); refused before parsing. */
 const MAX_TOKEN_LENGTH = 16 * 1024;
 
@@ -118,7 +126,8 @@ export async function verifyCiToken(token: string, options: VerifyCiTokenOptions
       audience: [hostname, `https://${hostname}`],
       algorithms: ALGORITHMS,
       clockTolerance: CLOCK_SKEW_SECONDS,
-      requiredClaims: ['exp', 'iat', 'sub'],
+      requiredClaims: ['exp', 'iat', 'sub', 'jti'],
+      maxTokenAge: MAX_TOKEN_AGE_SECONDS,
       currentDate: now,
     }));
   } catch (error) {
@@ -130,16 +139,24 @@ export async function verifyCiToken(token: string, options: VerifyCiTokenOptions
   const publisher = matchingPublisher(claims, candidates);
   const actor = ciActor(claims, publisher);
   if (!publisher) {
-    throw new CiTokenError('no-publisher', `${describeRun(actor)} matches none of the trusted publishers of namespace ${namespace} (npm run publisher -- list --namespace ${namespace})`, actor);
+    const renamed = candidates.some((p) => namesMatchButIdsDiffer(p, claims))
+      ? ': its repository or project has the trusted name but not the trusted id (recreated, or moved to another owner); if that is intended, remove the publisher and add it again'
+      : '';
+    throw new CiTokenError('no-publisher', `${describeRun(actor)} matches none of the trusted publishers of namespace ${namespace}${renamed} (npm run publisher -- list --namespace ${namespace})`, actor);
   }
   return { publisher, claims, actor };
 }
 
 function refusal(error: unknown, issuer: string, hostname: string, claimed: CiActor): CiTokenError {
   if (error instanceof IssuerUnavailableError) return new CiTokenError('issuer-unavailable', error.message, claimed);
-  if (error instanceof errors.JWTExpired) return new CiTokenError('expired', 'the CI ID token has expired; request a fresh one in the job', claimed);
+  if (error instanceof errors.JWTExpired) {
+    if (error.claim === 'iat') return new CiTokenError('expired', `the CI ID token was issued more than ${MAX_TOKEN_AGE_SECONDS / 60} minutes ago (iat), the most accepted whatever its exp; request a fresh one in the job`, claimed);
+    return new CiTokenError('expired', 'the CI ID token has expired; request a fresh one in the job', claimed);
+  }
   if (error instanceof errors.JWTClaimValidationFailed) {
-    const fix = error.claim === 'aud' ? ` (request it with audience ${hostname})` : '';
+    if (error.claim === 'iat' && error.reason === 'check_failed') return new CiTokenError('invalid', 'the CI ID token was issued in the future (iat); check the clocks', claimed);
+    const fix = error.claim === 'aud' ? ` (request it with audience ${hostname})`
+      : '';
     return new CiTokenError('invalid', `the CI ID token's "${error.claim}" claim is not acceptable: ${error.reason}${fix}`, claimed);
   }
   if (error instanceof errors.JWKSNoMatchingKey) return new CiTokenError('invalid', `no key of ${issuer} matches the CI ID token's kid`, claimed);

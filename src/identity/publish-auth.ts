@@ -1,11 +1,16 @@
 import { constantTimeEqualText } from '../auth/bytes';
 import { tokenId, tokenSha256 } from '../auth/tokens';
 import { tokenKey } from '../store/layout';
+import { appendAuditEntry } from '../store/audit/write';
 import { readPublishers } from '../store/publishers/read';
+import { claimTokenUse } from '../store/publishers/token-uses';
+import { writePublishers } from '../store/publishers/write';
 import { parseTokenRecord } from '../store/tokens/read';
-import type { KvStore } from '../store/store';
+import type { BlobStore, KvStore } from '../store/store';
 import type { Actor } from './actor';
+import { presentedIds, type CiClaims } from './ci-claims';
 import { CiTokenError, looksLikeJwt, verifyCiToken } from './ci-token';
+import { describePublisher, type TrustedPublisher } from './publishers';
 
 /**
  * Who may write through the publish API (src/routes/publish/): a request
@@ -16,7 +21,11 @@ import { CiTokenError, looksLikeJwt, verifyCiToken } from './ci-token';
  *     expiry checked, and one of its scopes must be the namespace or "*";
  *     a read token never publishes;
  *   - a CI job's OIDC ID token (a JWT): verified and matched against the
- *     namespace's trusted publishers by src/identity/ci-token.ts.
+ *     namespace's trusted publishers by src/identity/ci-token.ts; a token
+ *     starts one publish (`starts`: its `jti` is recorded in R2 until it
+ *     expires, src/store/publishers/token-uses.ts), and the first publish a
+ *     publisher stored before ids were pinned allows pins the ids the token
+ *     presented (an audit entry `publisher.pin` says so).
  * Statuses as the read API: 401 (with WWW-Authenticate) for missing,
  * malformed, unknown, revoked, expired or unverifiable credentials; 403 for
  * valid credentials that may not publish into this namespace.
@@ -49,14 +58,17 @@ const PUBLISH_TOKEN = /^ert_[A-Za-z0-9_-]{43}$/;
 
 /**
  * Authorises `request` to publish into `namespace` (lower case, already
- * validated) of this registry (`config.hostname`). Resolves with the actor
- * for the audit log; throws PublishRefusal (401/403, 503 when a CI issuer
- * cannot be reached) otherwise. Never throws anything else for bad input.
- * Cost: one KV read (publish token) or one KV read plus the issuer's cached
- * keys (CI token).
+ * validated) of this registry (`config.hostname`). `starts` names what the
+ * request starts (`provider.publish HOST/NS/TYPE VERSION`), or is null when
+ * it continues an upload session (whose route checks the token's `jti` is the
+ * one that started it). Resolves with the actor for the audit log; throws
+ * PublishRefusal (401/403, 503 when a CI issuer cannot be reached) otherwise,
+ * 401 for a CI token that already started another publish. Never throws
+ * anything else for bad input. Cost: one KV read (publish token) or one KV
+ * read, the issuer's cached keys and one R2 create-only put (CI token).
  */
 export async function authorizePublish(
-  request: Request, config: { hostname: string }, store: { kv: KvStore }, namespace: string, now = new Date(),
+  request: Request, config: { hostname: string }, store: { kv: KvStore; blobs: BlobStore }, namespace: string, starts: string | null, now = new Date(),
 ): Promise<Actor> {
   const header = request.headers.get('authorization');
   if (header === null || header.trim() === '') {
@@ -68,7 +80,7 @@ export async function authorizePublish(
     throw new PublishRefusal(401, 'the Authorization header is not "Bearer <publish token or CI ID token>"', null, 'invalid_token');
   }
   if (PUBLISH_TOKEN.test(credential)) return publishTokenActor(credential, store.kv, namespace, now);
-  if (looksLikeJwt(credential)) return ciTokenActor(credential, config, store.kv, namespace, now);
+  if (looksLikeJwt(credential)) return ciTokenActor(credential, config, store, namespace, starts, now);
   throw new PublishRefusal(401, 'the bearer credential is neither a token of this registry (ert_…) nor a CI ID token (a JWT)', null, 'invalid_token');
 }
 
@@ -93,14 +105,55 @@ async function publishTokenActor(token: string, kv: KvStore, namespace: string, 
 }
 
 // CI ID tokens: verification and publisher matching are src/identity/ci-token.ts's (the trusted-publishers work).
-async function ciTokenActor(token: string, config: { hostname: string }, kv: KvStore, namespace: string, now: Date): Promise<Actor> {
-  const publishers = await readPublishers(kv, config.hostname, namespace);
+async function ciTokenActor(
+  token: string, config: { hostname: string }, store: { kv: KvStore; blobs: BlobStore }, namespace: string, starts: string | null, now: Date,
+): Promise<Actor> {
+  const publishers = await readPublishers(store.kv, config.hostname, namespace);
+  let verified;
   try {
-    const verified = await verifyCiToken(token, { namespace, publishers, hostname: config.hostname, now });
-    return verified.actor;
+    verified = await verifyCiToken(token, { namespace, publishers, hostname: config.hostname, now });
   } catch (error) {
     if (!(error instanceof CiTokenError)) throw error;
     const status = error.reason === 'no-publisher' ? 403 : error.reason === 'issuer-unavailable' ? 503 : 401;
     throw new PublishRefusal(status, error.message, error.claimed, status === 401 ? 'invalid_token' : undefined);
+  }
+  const { claims, actor, publisher } = verified;
+  if (starts !== null) {
+    // jti and exp are required claims (ci-token.ts).
+    const earlier = await claimTokenUse(store.blobs, config.hostname, { issuer: actor.issuer, jti: String(claims.jti), expires: new Date(Number(claims.exp) * 1000) }, starts, now);
+    if (earlier !== null) {
+      throw new PublishRefusal(401, `this CI ID token already started ${earlier.started}${earlier.time ? ` at ${earlier.time}` : ''}; a token starts one publish: request a fresh one for this one`, actor, 'invalid_token');
+    }
+    await pinIds(store, config.hostname, namespace, publisher, claims, actor);
+  }
+  return actor;
+}
+
+/**
+ * A publisher stored before ids were pinned matched on names: pin the ids the
+ * token presented (re-reading the list, so a concurrent edit is kept) and
+ * audit it. From then on only that repository or project, by id, matches.
+ * A failure to pin is logged, not a failed publish (the next publish pins).
+ */
+async function pinIds(store: { kv: KvStore; blobs: BlobStore }, hostname: string, namespace: string, publisher: TrustedPublisher, claims: CiClaims, actor: Actor): Promise<void> {
+  if (publisher.kind === 'github' ? publisher.repositoryId !== undefined : publisher.projectId !== undefined) return;
+  const ids = presentedIds(claims, publisher.kind);
+  if (!ids) return;
+  try {
+    const current = await readPublishers(store.kv, hostname, namespace);
+    let pinned: TrustedPublisher | null = null;
+    const updated = current.map((p) => {
+      if (p.id !== publisher.id) return p;
+      pinned = p.kind === 'github' ? { ...p, repositoryId: ids.id, ownerId: ids.ownerId } : { ...p, projectId: ids.id, namespaceId: ids.ownerId };
+      return pinned;
+    });
+    if (pinned === null) return;
+    await writePublishers(store.kv, hostname, namespace, updated);
+    await appendAuditEntry(store, {
+      action: 'publisher.pin', target: `${hostname}/${namespace}`, actor, outcome: 'ok',
+      reason: `pinned by its first publish to the ids its token presented: ${describePublisher(pinned).replace(/\s+/g, ' ')}`,
+    });
+  } catch (error) {
+    console.error(`publisher ${publisher.id} of ${hostname}/${namespace} not pinned: ${(error as Error)?.message ?? error}`);
   }
 }

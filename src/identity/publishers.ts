@@ -7,10 +7,19 @@ import { parseIssuerUrl } from './issuer-url';
  * names an issuer (the CI's OpenID Connect token service) and the claims its
  * ID token must carry:
  *
- *   github  `repository` (OWNER/REPO), optionally the workflow file of
+ *   github  `repository_id` and `repository_owner_id` (immutable: a deleted or
+ *           renamed repository's name can be registered again, its id never),
+ *           then `repository` (OWNER/REPO), the workflow file of
  *           `workflow_ref`/`job_workflow_ref`, the `ref` and the `environment`
- *   gitlab  `project_path` (GROUP[/SUBGROUP…]/PROJECT), optionally the ref
- *           (`ref_type` + `ref`) and the `environment`
+ *   gitlab  `project_id` and `namespace_id`, then `project_path`
+ *           (GROUP[/SUBGROUP…]/PROJECT), the ref (`ref_type` + `ref`),
+ *           `ref_protected` and the `environment`
+ *
+ * New publishers must be pinned to the ids, GitHub ones must name the
+ * workflow, and every one must name a ref or an environment unless the
+ * operator says --any-ref. Publishers stored before the ids existed carry
+ * none: the first publish they allow pins the ids its token presented
+ * (publish-auth.ts).
  *
  * Refs are full git refs (`refs/tags/v*`, `refs/heads/main`) for both CIs, so
  * a tag pattern never matches a branch of the same name; `*` matches any run
@@ -35,20 +44,33 @@ interface PublisherCommon {
   environment?: string;
   /** ISO 8601 time it was added. */
   created: string;
+  /** The operator allowed any ref and any environment (--any-ref); else a new publisher names a ref or an environment. */
+  anyRef?: true;
 }
 
 export interface GitHubPublisher extends PublisherCommon {
   kind: 'github';
   /** OWNER/REPO as given (compared case-insensitively, as GitHub names are). */
   repository: string;
-  /** Workflow file name under .github/workflows/ (`release.yml`); absent = any workflow of the repository. */
+  /** Workflow file name under .github/workflows/ (`release.yml`), or a reusable workflow of another repository as
+   *  OWNER/REPO/.github/workflows/FILE[@REF]; absent (only publishers stored before it was required) = any workflow. */
   workflow?: string;
+  /** `repository_id` (decimal); absent only on publishers stored before ids were pinned (the first publish pins it). */
+  repositoryId?: string;
+  /** `repository_owner_id` (decimal); present whenever repositoryId is. */
+  ownerId?: string;
 }
 
 export interface GitLabPublisher extends PublisherCommon {
   kind: 'gitlab';
   /** GROUP[/SUBGROUP…]/PROJECT (compared case-insensitively). */
   projectPath: string;
+  /** `project_id` (decimal); absent only on publishers stored before ids were pinned (the first publish pins it). */
+  projectId?: string;
+  /** `namespace_id` (decimal); present whenever projectId is. */
+  namespaceId?: string;
+  /** Accept tokens whose `ref_protected` is not "true" (--allow-unprotected-ref); else only protected branches and tags publish. */
+  allowUnprotectedRef?: true;
 }
 
 export type TrustedPublisher = GitHubPublisher | GitLabPublisher;
@@ -61,20 +83,33 @@ export interface PublisherInput {
   workflow?: string;
   ref?: string;
   environment?: string;
+  /** GitHub: --repository-id and --owner-id; GitLab: --project-id and --namespace-id (decimal). */
+  repositoryId?: string;
+  ownerId?: string;
+  projectId?: string;
+  namespaceId?: string;
+  anyRef?: boolean;
+  allowUnprotectedRef?: boolean;
 }
 
 const OWNER = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/;
 const REPO = /^[A-Za-z0-9._-]{1,100}$/;
 const GITLAB_SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$/;
 const WORKFLOW = /^[A-Za-z0-9_.-]{1,200}\.ya?ml$/;
+/** A reusable workflow of another repository: OWNER/REPO/.github/workflows/FILE.yml, optionally @REF. */
+const REUSABLE_WORKFLOW = /^([A-Za-z0-9][A-Za-z0-9-]{0,38})\/([A-Za-z0-9._-]{1,100})\/\.github\/workflows\/([A-Za-z0-9_.-]{1,200}\.ya?ml)(@[^\s\u0000-\u001f\u007f]{1,255})?$/;
+const NUMERIC_ID = /^[1-9][0-9]{0,19}$/;
 
 /**
  * Validates an operator's input into a publisher (id and created filled in).
  * Throws InputError naming the option and the fix for: a missing or non-https
  * issuer, neither or both of --repository and --project-path, a malformed
  * repository, project path, workflow file, ref pattern or environment,
- * --workflow with --project-path, or a GitLab path given for GitHub's issuer
- * (and the reverse).
+ * --workflow with --project-path, a GitLab path given for GitHub's issuer
+ * (and the reverse), missing or malformed ids (GitHub: --repository-id and
+ * --owner-id; GitLab: --project-id and --namespace-id), a GitHub publisher
+ * without --workflow, neither --ref nor --environment without --any-ref, and
+ * --allow-unprotected-ref for GitHub.
  */
 export async function parsePublisherInput(input: PublisherInput, now = new Date()): Promise<TrustedPublisher> {
   if (!input.issuer) throw new InputError(`--issuer is required (GitHub Actions: ${GITHUB_ISSUER}; GitLab: your instance, e.g. ${GITLAB_COM_ISSUER})`);
@@ -84,19 +119,46 @@ export async function parsePublisherInput(input: PublisherInput, now = new Date(
   }
   const ref = input.ref === undefined ? undefined : parseRefPattern(input.ref);
   const environment = input.environment === undefined ? undefined : parseEnvironment(input.environment);
+  const requireRefOrEnvironment = () => {
+    if (!ref && !environment && !input.anyRef) {
+      throw new InputError('give --ref (e.g. \'refs/tags/v*\') or --environment NAME: without either, any branch anyone with write access pushes can publish; --any-ref allows that explicitly');
+    }
+  };
+  const anyRef = input.anyRef ? { anyRef: true as const } : {};
   const created = now.toISOString();
   if (input.repository) {
     if (issuer === GITLAB_COM_ISSUER) throw new InputError(`--repository is for GitHub Actions; a GitLab project is --project-path GROUP/PROJECT`);
+    if (input.projectId !== undefined || input.namespaceId !== undefined) throw new InputError('--project-id and --namespace-id are for GitLab publishers; a GitHub repository takes --repository-id and --owner-id');
+    if (input.allowUnprotectedRef) throw new InputError('--allow-unprotected-ref is for GitLab publishers (GitHub tokens carry no ref_protected); use --environment with protection rules on GitHub');
     const repository = parseRepository(input.repository);
-    const workflow = input.workflow === undefined ? undefined : parseWorkflow(input.workflow);
-    const fields = { kind: 'github' as const, issuer, repository, ...(workflow ? { workflow } : {}), ...(ref ? { ref } : {}), ...(environment ? { environment } : {}) };
+    if (input.workflow === undefined) throw new InputError('--workflow FILE.yml is required for GitHub publishers (the file under .github/workflows/ that publishes): without it, any workflow of the repository could publish');
+    const workflow = parseWorkflow(input.workflow);
+    requireRefOrEnvironment();
+    const repositoryId = parseNumericId(input.repositoryId, '--repository-id', 'the repository\'s id');
+    const ownerId = parseNumericId(input.ownerId, '--owner-id', 'the id of the repository\'s owner');
+    const fields = { kind: 'github' as const, issuer, repository, workflow, repositoryId, ownerId, ...(ref ? { ref } : {}), ...(environment ? { environment } : {}), ...anyRef };
     return { id: await publisherId(fields), ...fields, created };
   }
   if (issuer === GITHUB_ISSUER) throw new InputError('--project-path is for GitLab CI; a GitHub repository is --repository OWNER/REPO');
   if (input.workflow !== undefined) throw new InputError('--workflow is for GitHub Actions publishers; a GitLab publisher is matched on --project-path, --ref and --environment');
+  if (input.repositoryId !== undefined || input.ownerId !== undefined) throw new InputError('--repository-id and --owner-id are for GitHub publishers; a GitLab project takes --project-id and --namespace-id');
   const projectPath = parseProjectPath(input.projectPath!);
-  const fields = { kind: 'gitlab' as const, issuer, projectPath, ...(ref ? { ref } : {}), ...(environment ? { environment } : {}) };
+  requireRefOrEnvironment();
+  const projectId = parseNumericId(input.projectId, '--project-id', 'the project\'s id');
+  const namespaceId = parseNumericId(input.namespaceId, '--namespace-id', 'the id of the project\'s group or user namespace');
+  const fields = {
+    kind: 'gitlab' as const, issuer, projectPath, projectId, namespaceId, ...(ref ? { ref } : {}), ...(environment ? { environment } : {}), ...anyRef,
+    ...(input.allowUnprotectedRef ? { allowUnprotectedRef: true as const } : {}),
+  };
   return { id: await publisherId(fields), ...fields, created };
+}
+
+/** A decimal id as the CIs put in their tokens; InputError naming `option` otherwise. */
+export function parseNumericId(raw: string | undefined, option: string, what: string): string {
+  if (raw === undefined) throw new InputError(`${option} is required: ${what}, which a recreated repository of the same name never has (npm run publisher -- add looks it up when the CI's API is reachable)`);
+  const trimmed = raw.trim();
+  if (!NUMERIC_ID.test(trimmed)) throw new InputError(`${option} "${raw}" must be ${what}: a positive decimal number`);
+  return trimmed;
 }
 
 /** OWNER/REPO; InputError otherwise. */
@@ -117,10 +179,15 @@ export function parseProjectPath(raw: string): string {
   return raw;
 }
 
-/** A workflow file name (`release.yml`; a leading `.github/workflows/` is dropped); InputError otherwise. */
+/**
+ * A workflow file name (`release.yml`; a leading `.github/workflows/` is
+ * dropped), or a reusable workflow of another repository
+ * (`OWNER/REPO/.github/workflows/FILE.yml`, optionally `@REF`); InputError otherwise.
+ */
 export function parseWorkflow(raw: string): string {
+  if (REUSABLE_WORKFLOW.test(raw)) return raw;
   const name = raw.replace(/^\.github\/workflows\//, '');
-  if (!WORKFLOW.test(name)) throw new InputError(`--workflow "${raw}" must be a file name under .github/workflows/, e.g. release.yml`);
+  if (!WORKFLOW.test(name)) throw new InputError(`--workflow "${raw}" must be a file name under .github/workflows/, e.g. release.yml, or a reusable workflow OWNER/REPO/.github/workflows/FILE.yml[@REF]`);
   return name;
 }
 
@@ -172,15 +239,19 @@ function isPublisher(value: unknown): value is TrustedPublisher {
   const p = value as Record<string, unknown>;
   const str = (v: unknown) => typeof v === 'string' && v.length > 0;
   const optional = (v: unknown) => v === undefined || str(v);
-  if (!str(p.id) || !str(p.issuer) || !str(p.created) || !optional(p.ref) || !optional(p.environment)) return false;
-  if (p.kind === 'github') return str(p.repository) && optional(p.workflow);
-  if (p.kind === 'gitlab') return str(p.projectPath);
+  const ids = (a: unknown, b: unknown) => (a === undefined && b === undefined) || (str(a) && str(b) && NUMERIC_ID.test(a as string) && NUMERIC_ID.test(b as string));
+  const flag = (v: unknown) => v === undefined || v === true;
+  if (!str(p.id) || !str(p.issuer) || !str(p.created) || !optional(p.ref) || !optional(p.environment) || !flag(p.anyRef)) return false;
+  if (p.kind === 'github') return str(p.repository) && optional(p.workflow) && ids(p.repositoryId, p.ownerId);
+  if (p.kind === 'gitlab') return str(p.projectPath) && ids(p.projectId, p.namespaceId) && flag(p.allowUnprotectedRef);
   return false;
 }
 
 /** One line describing a publisher for listings and messages. */
 export function describePublisher(p: TrustedPublisher): string {
-  const what = p.kind === 'github' ? `${p.repository}${p.workflow ? ` workflow ${p.workflow}` : ''}` : `${p.projectPath}`;
+  const what = p.kind === 'github'
+    ? `${p.repository} (${p.repositoryId ? `id ${p.repositoryId}, owner id ${p.ownerId}` : 'ids not pinned yet'})${p.workflow ? ` workflow ${p.workflow}` : ''}`
+    : `${p.projectPath} (${p.projectId ? `id ${p.projectId}, namespace id ${p.namespaceId}` : 'ids not pinned yet'})${p.allowUnprotectedRef ? ' unprotected refs allowed' : ''}`;
   return `${p.id}  ${p.kind}  ${p.issuer}  ${what}  ref ${p.ref ?? 'any'}  environment ${p.environment ?? 'any'}`;
 }
 
@@ -190,6 +261,9 @@ async function publisherId(fields: Omit<GitHubPublisher, 'id' | 'created'> | Omi
     (fields.kind === 'github' ? fields.repository : fields.projectPath).toLowerCase(),
     fields.kind === 'github' ? fields.workflow ?? '' : '',
     fields.ref ?? '', (fields.environment ?? '').toLowerCase(),
+    // Ids and flags only when present, so publishers stored before them keep their ids.
+    ...(fields.kind === 'github' ? (fields.repositoryId ? [fields.repositoryId, fields.ownerId] : []) : (fields.projectId ? [fields.projectId, fields.namespaceId] : [])),
+    ...(fields.anyRef ? ['any-ref'] : []), ...(fields.kind === 'gitlab' && fields.allowUnprotectedRef ? ['unprotected'] : []),
   ]);
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonical)));
   return [...digest.subarray(0, 6)].map((b) => b.toString(16).padStart(2, '0')).join('');

@@ -65,6 +65,8 @@ export const signingKeysKey = (hostname: string, namespace: string) => `signing-
 
 /** Trusted publishers of a namespace (JSON list; src/store/publishers/). */
 export const publishersKey = (hostname: string, namespace: string) => `publishers/${hostname}/${namespace}`;
+/** R2: the one publish a CI ID token started (src/store/publishers/token-uses.ts), by SHA-256 of issuer and `jti`; kept until the token's exp. */
+export const ciTokenUseKey = (hostname: string, digest: string) => `.ci-token-uses/${hostname}/${digest}`;
 
 /** The registry-held signing key of a namespace, encrypted at rest (src/store/keys/held-keys.ts). */
 export const heldSigningKeyKey = (hostname: string, namespace: string) => `held-signing-keys/${hostname}/${namespace}`;

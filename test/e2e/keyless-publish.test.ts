@@ -96,8 +96,9 @@ beforeAll(async () => {
   const generated = await operator('keys', ['generate', '--namespace', 'acme', '--held-by-registry', '--type', 'ecc', '--json']);
   heldKeyId = (JSON.parse(generated.stdout) as { key_id: string }).key_id;
   await operator('publisher', ['add', '--namespace', 'acme', '--issuer', ci.github.url, '--repository', PROVIDER_REPO,
-    '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--environment', 'release']);
-  await operator('publisher', ['add', '--namespace', 'acme', '--issuer', ci.gitlab.url, '--project-path', MODULE_PROJECT, '--ref', 'refs/tags/v*']);
+    '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--environment', 'release', '--repository-id', '123456', '--owner-id', '654321']);
+  await operator('publisher', ['add', '--namespace', 'acme', '--issuer', ci.gitlab.url, '--project-path', MODULE_PROJECT, '--ref', 'refs/tags/v*',
+    '--project-id', '4242', '--namespace-id', '42']);
   server = await startDevServer({ stateDir, port: await freePort(), certificate, vars: { SIGNING_KEY_SECRET: SECRET, REGISTRY_HOSTNAME: HOST } });
 }, 300_000);
 
@@ -212,6 +213,8 @@ module "vpc" {
     };
     const cases: [string, Result, RegExp][] = [
       ['another repository', await attempt(githubClaims('acme/terraform-provider-other', { ref: 'refs/tags/v1.1.0', environment: 'release' })), /matches none of the trusted publishers/],
+      ['a recreated repository of the trusted name (other ids)', await attempt({ ...githubClaims(PROVIDER_REPO, { ref: 'refs/tags/v1.1.0', environment: 'release' }), repository_id: '999001', repository_owner_id: '999002' }),
+        /has the trusted name but not the trusted id/],
       ['another workflow', await attempt(githubClaims(PROVIDER_REPO, { workflow: 'ci.yml', ref: 'refs/tags/v1.1.0', environment: 'release' })), /matches none of the trusted publishers/],
       ['a branch, not a tag', await attempt(githubClaims(PROVIDER_REPO, { ref: 'refs/heads/main', environment: 'release' })), /matches none of the trusted publishers/],
       ['outside the environment', await attempt(githubClaims(PROVIDER_REPO, { ref: 'refs/tags/v1.1.0' })), /matches none of the trusted publishers/],

@@ -1,6 +1,6 @@
 import { base64url, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CiTokenError, verifyCiToken, type CiTokenRefusal } from '../../src/identity/ci-token';
+import { CiTokenError, MAX_TOKEN_AGE_SECONDS, verifyCiToken, type CiTokenRefusal } from '../../src/identity/ci-token';
 import { IssuerKeyCache } from '../../src/identity/issuer-keys';
 import { parsePublisherInput, type TrustedPublisher } from '../../src/identity/publishers';
 import { githubClaims, gitlabClaims, startCiIssuers, type CiIssuers } from '../fixtures/ci-issuers';
@@ -11,15 +11,18 @@ import { githubClaims, gitlabClaims, startCiIssuers, type CiIssuers } from '../f
  * the Worker runs, every hostile case refused with its reason.
  */
 const HOST = 'registry.example.com';
+// The ids the stand-in issuers put in their tokens (test/fixtures/ci-issuers.ts).
+const GITHUB_IDS = { repositoryId: '123456', ownerId: '654321' };
+const GITLAB_IDS = { projectId: '4242', namespaceId: '42' };
 let ci: CiIssuers;
 let publishers: TrustedPublisher[];
 
 beforeAll(async () => {
   ci = await startCiIssuers();
   publishers = [
-    await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*' }),
-    await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-env', environment: 'release' }),
-    await parsePublisherInput({ issuer: ci.gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*' }),
+    await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', ...GITHUB_IDS }),
+    await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-env', workflow: 'release.yml', environment: 'release', ...GITHUB_IDS }),
+    await parsePublisherInput({ issuer: ci.gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*', ...GITLAB_IDS }),
   ];
 });
 afterAll(() => ci?.close());
@@ -49,7 +52,7 @@ describe('accepted', () => {
     expect(actor).toEqual({
       kind: 'ci', issuer: ci.github.url, subject: 'repo:acme/terraform-provider-thing:ref:refs/tags/v1.2.3',
       repository: 'acme/terraform-provider-thing', workflow: 'acme/terraform-provider-thing/.github/workflows/release.yml@refs/tags/v1.2.3',
-      ref: 'refs/tags/v1.2.3', runId: '555/1',
+      ref: 'refs/tags/v1.2.3', runId: '555/1', jti: expect.any(String),
     });
   });
 
@@ -124,9 +127,9 @@ describe('refused (hostile or misconfigured)', () => {
     await expectRefused(verify(await ci.github.mint({ ...thing(), aud: HOST, iat: now() + 120, nbf: now() })), 'invalid', /issued in the future/);
   });
 
-  it('missing exp, iat or sub', async () => {
-    for (const claim of ['exp', 'iat', 'sub']) {
-      const claims: Record<string, unknown> = { ...thing(), aud: HOST, iss: ci.github.url, nbf: now(), iat: now(), exp: now() + 300 };
+  it('missing exp, iat, sub or jti', async () => {
+    for (const claim of ['exp', 'iat', 'sub', 'jti']) {
+      const claims: Record<string, unknown> = { ...thing(), aud: HOST, iss: ci.github.url, nbf: now(), iat: now(), exp: now() + 300, jti: 'j' };
       delete claims[claim];
       const key = ci.github.keys[0]!;
       const token = await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: key.kid }).sign(key.privateKey);
@@ -188,6 +191,48 @@ describe('refused (hostile or misconfigured)', () => {
     await expectRefused(verify(await ci.gitlab.mint({ ...gitlabClaims('acme/modules/other'), aud: HOST })), 'no-publisher');
   });
 
+  it('a recreated repository (same names, other ids) and a transferred one (same repository id, other owner id)', async () => {
+    const recreated = await expectRefused(verify(await ci.github.mint({ ...thing(), repository_id: '999001', repository_owner_id: '999002', aud: HOST })),
+      'no-publisher', /has the trusted name but not the trusted id/);
+    expect(recreated.claimed?.repository).toBe('acme/terraform-provider-thing');
+    await expectRefused(verify(await ci.github.mint({ ...thing(), repository_owner_id: '999002', aud: HOST })), 'no-publisher', /not the trusted id/);
+    // A token with no ids at all matches no pinned publisher.
+    const noIds: Record<string, unknown> = { ...thing(), aud: HOST };
+    delete noIds.repository_id;
+    await expectRefused(verify(await ci.github.mint(noIds)), 'no-publisher');
+    // GitLab: a project recreated under the same path, and one moved to another namespace.
+    await expectRefused(verify(await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc'), project_id: '777', namespace_id: '778', aud: HOST })), 'no-publisher', /not the trusted id/);
+    await expectRefused(verify(await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc'), namespace_id: '778', aud: HOST })), 'no-publisher', /not the trusted id/);
+  });
+
+  it('a GitLab job on an unprotected tag, unless the publisher allows unprotected refs', async () => {
+    const token = await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc'), ref_protected: 'false', aud: HOST });
+    await expectRefused(verify(token), 'no-publisher');
+    const missing: Record<string, unknown> = { ...gitlabClaims('acme/modules/vpc'), aud: HOST };
+    delete missing.ref_protected;
+    await expectRefused(verify(await ci.gitlab.mint(missing)), 'no-publisher');
+    const allowing = await parsePublisherInput({ issuer: ci.gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*', allowUnprotectedRef: true, ...GITLAB_IDS });
+    expect((await verify(token, { publishers: [allowing] })).publisher).toBe(allowing);
+  });
+
+  it('a token older than MAX_TOKEN_AGE_SECONDS, whatever its exp says', async () => {
+    const old = await ci.github.mint({ ...thing(), aud: HOST, iat: now() - MAX_TOKEN_AGE_SECONDS - 60, nbf: now() - MAX_TOKEN_AGE_SECONDS - 60, exp: now() + 3600 });
+    await expectRefused(verify(old), 'expired', /issued more than 60 minutes ago \(iat\)/);
+  });
+
+  it('a publisher stored before ids were pinned matches on names (publish-auth.ts pins it)', async () => {
+    const legacy = { ...publishers[0]!, repositoryId: undefined, ownerId: undefined } as TrustedPublisher;
+    expect((await verify(await ci.github.mint({ ...thing(), repository_id: '999001', aud: HOST }), { publishers: [legacy] })).publisher).toBe(legacy);
+  });
+
+  it('a reusable workflow of another repository, when the publisher names it in full', async () => {
+    const shared = await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-thing', workflow: 'acme/shared-workflows/.github/workflows/build.yml@refs/heads/main', ref: 'refs/tags/v*', ...GITHUB_IDS });
+    const claims = { ...thing(), workflow_ref: 'acme/terraform-provider-thing/.github/workflows/ci.yml@refs/tags/v1.2.3', job_workflow_ref: 'acme/shared-workflows/.github/workflows/build.yml@refs/heads/main', aud: HOST };
+    expect((await verify(await ci.github.mint(claims), { publishers: [shared] })).publisher).toBe(shared);
+    await expectRefused(verify(await ci.github.mint({ ...claims, job_workflow_ref: 'acme/shared-workflows/.github/workflows/build.yml@refs/heads/evil' }), { publishers: [shared] }), 'no-publisher');
+    await expectRefused(verify(await ci.github.mint({ ...claims, job_workflow_ref: 'evil/shared-workflows/.github/workflows/build.yml@refs/heads/main' }), { publishers: [shared] }), 'no-publisher');
+  });
+
   it('a namespace with no publishers', async () => {
     await expectRefused(verify(await ci.github.mint({ ...thing(), aud: HOST }), { publishers: [] }), 'untrusted-issuer', /no trusted publishers/);
   });
@@ -200,10 +245,10 @@ describe('refused (hostile or misconfigured)', () => {
   });
 
   it('an issuer that is down or whose discovery is wrong: unavailable, not the caller\'s fault', async () => {
-    const down = await parsePublisherInput({ issuer: 'http://127.0.0.1:9/nothing', repository: 'acme/terraform-provider-thing' });
+    const down = await parsePublisherInput({ issuer: 'http://127.0.0.1:9/nothing', repository: 'acme/terraform-provider-thing', workflow: 'release.yml', anyRef: true, ...GITHUB_IDS });
     const token = await ci.github.mint({ ...thing(), iss: down.issuer, aud: HOST });
     await expectRefused(verify(token, { publishers: [down] }), 'issuer-unavailable', /could not be reached/);
-    const wrong = await parsePublisherInput({ issuer: `${ci.github.url}/..%2Fgitlab`, repository: 'acme/terraform-provider-thing' });
+    const wrong = await parsePublisherInput({ issuer: `${ci.github.url}/..%2Fgitlab`, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', anyRef: true, ...GITHUB_IDS });
     await expectRefused(verify(await ci.github.mint({ ...thing(), iss: wrong.issuer, aud: HOST }), { publishers: [wrong] }), 'issuer-unavailable');
   });
 });

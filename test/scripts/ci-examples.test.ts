@@ -108,6 +108,8 @@ describe('examples/github-actions', () => {
       const environments = Object.values(workflow.jobs).map((job) => job.environment);
       expect(environments).toEqual(['release']);
       expect(add).toContain('--environment release');
+      // Pinned to the repository's immutable ids (a recreated repository of the same name has others).
+      expect(add).toMatch(/--repository-id \d+ --owner-id \d+/);
       expect(Object.keys(workflow.on)).toEqual(['push']);
       expect(String((workflow.on.push as { tags: string[] }).tags[0])).toMatch(/^v\*/);
     });

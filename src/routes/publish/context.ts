@@ -59,11 +59,13 @@ export interface AuditTarget {
 export async function asPublisher(
   request: IRequest, env: Env, ctx: ExecutionContext, namespace: string, what: AuditTarget,
   handle: (actor: Actor, store: PublishStore) => Promise<Response>,
+  /** 'continues' for an upload session's requests: a CI token starts one publish (publish-auth.ts), and these continue it. */
+  mode: 'starts' | 'continues' = 'starts',
 ): Promise<Response> {
   const store = publishStore(env);
   let actor: Actor | null = null;
   try {
-    actor = await authorizePublish(request, settings(env), store, namespace);
+    actor = await authorizePublish(request, settings(env), store, namespace, mode === 'starts' ? `${what.action} ${what.target}` : null);
     return await handle(actor, store);
   } catch (error) {
     if (error instanceof PublishRefusal) {

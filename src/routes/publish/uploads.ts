@@ -90,13 +90,13 @@ function asSessionPublisher(request: IRequest, env: Env, ctx: ExecutionContext, 
     if (!sameActor(actor, session.actor)) throw new InputError('this upload was started with other credentials; only they may upload to it or commit it', 403);
     if (Date.parse(session.expires) <= Date.now()) throw new InputError(`this upload expired at ${session.expires}; start the publish again`, 410);
     return handle(actor);
-  });
+  }, 'continues');
 }
 
-/** Two actors are the same publisher: the same token, or the same CI identity (issuer, subject, repository). */
+/** Two actors are the same publisher: the same token, or the same CI token (issuer, subject, repository, jti: a CI token continues only the publish it started). */
 function sameActor(a: Actor, b: Actor): boolean {
   if (a.kind === 'token' && b.kind === 'token') return a.tokenId === b.tokenId;
-  if (a.kind === 'ci' && b.kind === 'ci') return a.issuer === b.issuer && a.subject === b.subject && a.repository === b.repository;
+  if (a.kind === 'ci' && b.kind === 'ci') return a.issuer === b.issuer && a.subject === b.subject && a.repository === b.repository && a.jti === b.jti;
   if (a.kind === 'person' && b.kind === 'person') return a.issuer === b.issuer && a.subject === b.subject;
   return a.kind === 'operator' && b.kind === 'operator';
 }

@@ -372,7 +372,7 @@ describe('publisher --remote', () => {
   it('adds, lists and removes a trusted publisher in KV through the REST API, each change audited in R2 through the S3 API as the operator via --remote', async () => {
     const remote = ['--remote', '--env', 'production', '--config', configPath];
     const added = await runScript('publisher', ['add', '--namespace', 'acme', '--issuer', 'https://token.actions.githubusercontent.com',
-      '--repository', 'acme/terraform-provider-thing', '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--json', ...remote], remoteEnv());
+      '--repository', 'acme/terraform-provider-thing', '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--repository-id', '1', '--owner-id', '2', '--json', ...remote], remoteEnv());
     expect(added.code, added.stderr).toBe(0);
     const { publisher } = JSON.parse(added.stdout) as { publisher: { id: string; repository: string } };
     expect(publisher.repository).toBe('acme/terraform-provider-thing');
@@ -381,7 +381,7 @@ describe('publisher --remote', () => {
     expect(JSON.parse(stored!)).toMatchObject([{ id: publisher.id, workflow: 'release.yml', ref: 'refs/tags/v*' }]);
     // Adding it again changes nothing; list reads it back.
     expect((await runScript('publisher', ['add', '--namespace', 'acme', '--issuer', 'https://token.actions.githubusercontent.com',
-      '--repository', 'acme/terraform-provider-thing', '--workflow', 'release.yml', '--ref', 'refs/tags/v*', ...remote], remoteEnv())).code).toBe(0);
+      '--repository', 'acme/terraform-provider-thing', '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--repository-id', '1', '--owner-id', '2', ...remote], remoteEnv())).code).toBe(0);
     const listed = await runScript('publisher', ['list', '--namespace', 'acme', '--json', ...remote], remoteEnv());
     expect(listed.code, listed.stderr).toBe(0);
     expect((JSON.parse(listed.stdout) as { publishers: { id: string }[] }).publishers.map((p) => p.id)).toEqual([publisher.id]);

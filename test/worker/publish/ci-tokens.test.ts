@@ -24,14 +24,14 @@ const now = () => Math.floor(Date.now() / 1000);
 
 async function mint(issuer: typeof github, claims: JWTPayload, header: Record<string, unknown> = {}): Promise<string> {
   const key = await importJWK(issuer.privateJwk, issuer.alg);
-  return new SignJWT({ iss: issuer.url, aud: HOST, iat: now(), nbf: now(), exp: now() + 300, ...claims })
+  return new SignJWT({ iss: issuer.url, aud: HOST, iat: now(), nbf: now(), exp: now() + 300, jti: crypto.randomUUID(), ...claims })
     .setProtectedHeader({ alg: issuer.alg, kid: issuer.kid, ...header }).sign(key);
 }
 
 /** What GitHub puts in the token of REPO's release.yml on a tag, in environment release. */
 function job(overrides: JWTPayload = {}, ref = 'refs/tags/v1.0.0', workflow = 'release.yml', repository = REPO): JWTPayload {
   return {
-    sub: `repo:${repository}:environment:release`, repository, ref, environment: 'release', run_id: '99', run_attempt: '2',
+    sub: `repo:${repository}:environment:release`, repository, repository_id: '123456', repository_owner_id: '654321', ref, environment: 'release', run_id: '99', run_attempt: '2',
     workflow_ref: `${repository}/.github/workflows/${workflow}@${ref}`, job_workflow_ref: `${repository}/.github/workflows/${workflow}@${ref}`,
     ...overrides,
   };
@@ -50,8 +50,8 @@ beforeAll(async () => {
   await writeSigningKeys(env.REGISTRY_KV, HOST, 'ci', [{ key_id: key.keyId, ascii_armor: key.armoredPublicKey }]);
   await storeHeldKey(env.REGISTRY_KV, env.SIGNING_KEY_SECRET!, HOST, 'ci', key.keyId, key.armoredPrivateKey);
   await writePublishers(env.REGISTRY_KV, HOST, 'ci', [
-    await parsePublisherInput({ issuer: github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*', environment: 'release' }),
-    await parsePublisherInput({ issuer: gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*' }),
+    await parsePublisherInput({ issuer: github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*', environment: 'release', repositoryId: '123456', ownerId: '654321' }),
+    await parsePublisherInput({ issuer: gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*', projectId: '4242', namespaceId: '42' }),
   ]);
 });
 
@@ -66,7 +66,7 @@ describe('publishing with a CI ID token', { timeout: 60_000 }, () => {
     const { entries } = await listAuditEntries({ blobs: env.REGISTRY_R2 as unknown as BlobStore }, { namespace: 'ci' });
     expect(entries.find((e) => e.target === `${HOST}/ci/thing 1.0.0` && e.outcome === 'ok')?.actor).toEqual({
       kind: 'ci', issuer: github.url, subject: `repo:${REPO}:environment:release`, repository: REPO,
-      workflow: `${REPO}/.github/workflows/release.yml@refs/tags/v1.0.0`, ref: 'refs/tags/v1.0.0', runId: '99/2', environment: 'release',
+      workflow: `${REPO}/.github/workflows/release.yml@refs/tags/v1.0.0`, ref: 'refs/tags/v1.0.0', runId: '99/2', environment: 'release', jti: expect.any(String),
     });
   });
 
