@@ -42,6 +42,8 @@ export class PublishRefusal extends Error {
     readonly claimed: Actor | null,
     /** RFC 6750 error code for WWW-Authenticate (401 only). */
     readonly error?: 'invalid_token',
+    /** The credential verified (its `claimed` actor is who it is): a CI token no publisher allows, or one already used. */
+    readonly verified = status === 403,
   ) {
     super(message);
     this.name = 'PublishRefusal';
@@ -122,7 +124,7 @@ async function ciTokenActor(
     // jti and exp are required claims (ci-token.ts).
     const earlier = await claimTokenUse(store.blobs, config.hostname, { issuer: actor.issuer, jti: String(claims.jti), expires: new Date(Number(claims.exp) * 1000) }, starts, now);
     if (earlier !== null) {
-      throw new PublishRefusal(401, `this CI ID token already started ${earlier.started}${earlier.time ? ` at ${earlier.time}` : ''}; a token starts one publish: request a fresh one for this one`, actor, 'invalid_token');
+      throw new PublishRefusal(401, `this CI ID token already started ${earlier.started}${earlier.time ? ` at ${earlier.time}` : ''}; a token starts one publish: request a fresh one for this one`, actor, 'invalid_token', true);
     }
     await pinIds(store, config.hostname, namespace, publisher, claims, actor);
   }

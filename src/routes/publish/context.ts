@@ -6,7 +6,7 @@ import { errorResponse } from '../../http/responses';
 import type { Actor } from '../../identity/actor';
 import { authorizePublish, PublishRefusal } from '../../identity/publish-auth';
 import { InputError } from '../../protocol/errors';
-import { auditUnverifiedRefusal } from './refusal-audit';
+import { auditCiRefusal } from './refusal-audit';
 import { appendAuditEntry } from '../../store/audit/write';
 import type { AuditAction } from '../../store/audit/entry';
 import type { BlobStore, KvStore } from '../../store/store';
@@ -69,9 +69,10 @@ export async function asPublisher(
     return await handle(actor, store);
   } catch (error) {
     if (error instanceof PublishRefusal) {
-      if (error.claimed && error.status !== 403 && error.claimed.kind === 'ci') {
-        // A CI token that did not verify: its claims are the sender's word, and senders are unlimited.
-        await auditUnverifiedRefusal(env, ctx, { ...what, actor: error.claimed, reason: error.message }, (entry) => audit(store, ctx, { ...entry, outcome: 'refused' }));
+      if (error.claimed && error.claimed.kind === 'ci') {
+        // Anyone can mint CI tokens (forged, or genuine for their own repository) without limit: refusals are rate-limited.
+        await auditCiRefusal(env, ctx, error.verified ? 'verified' : 'unverified', { ...what, actor: error.claimed, reason: error.message },
+          (entry) => audit(store, ctx, { ...entry, outcome: 'refused' }));
       } else if (error.claimed) await audit(store, ctx, { ...what, actor: error.claimed, outcome: 'refused', reason: error.message });
       const challenge = error.challenge;
       return errorResponse(error.status, error.message, challenge ? { 'www-authenticate': challenge } : {});

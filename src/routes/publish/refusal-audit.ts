@@ -4,25 +4,31 @@ import type { Actor } from '../../identity/actor';
 import type { AuditAction } from '../../store/audit/entry';
 
 /**
- * Audit entries for refusals of credentials nobody verified — a CI ID token
- * whose signature, issuer, audience or dates failed, so its claims are
- * whatever the sender wrote. Anyone can send those without limit; one R2
- * object each would let them fill the audit log (and the R2 bill). So per
- * isolate and window (AUDIT_REFUSAL_WINDOW_SECONDS, default 60) the first
- * UNVERIFIED_PER_WINDOW are written one by one as before; the rest are only
- * counted, and the first of those schedules (ctx.waitUntil) a summary
- * entry at the window's end or SUMMARY_MAX_WAIT_MS later, whichever is
- * first (waitUntil work is cut about 30 s after the response): how many,
- * from when to when, per target and reason, with the last one's claimed
- * actor. Bound with the defaults: 10 + 3 entries a minute per isolate
- * (Cloudflare runs many isolates: the bound multiplies by those an attacker
- * reaches). Refusals of a verified actor — a
- * CI job whose token verified but matches no trusted publisher (403), an
- * expired or out-of-scope publish token — are not limited: each costs its
- * sender a real credential.
+ * Audit entries for refusals of CI ID tokens, in two classes counted apart:
+ *   unverified  a token whose signature, issuer, audience or dates failed, so
+ *               its claims are whatever the sender wrote;
+ *   verified    a genuine token that matches no trusted publisher (any GitHub
+ *               user can mint one for their own repository, choosing our
+ *               audience) or that already started another publish.
+ * Anyone can send either without limit; one R2 object each would let them
+ * fill the audit log (and the R2 bill). So per isolate, class and window
+ * (AUDIT_REFUSAL_WINDOW_SECONDS, default 60) the first REFUSALS_PER_WINDOW are
+ * written one by one; the rest are only counted, and the first of those
+ * schedules (ctx.waitUntil) a summary entry at the window's end or
+ * SUMMARY_MAX_WAIT_MS later, whichever is first (waitUntil work is cut about
+ * 30 s after the response): how many, from when to when, per target, reason
+ * and issuer + subject, with the last one's actor. Bound with the defaults:
+ * 10 + 3 entries a minute per class and isolate, 26 for both (Cloudflare runs
+ * many isolates: the bound multiplies by those an attacker reaches).
+ * Successful writes are never limited, and the /audit page filters to them
+ * (?outcome=ok). Refusals of `ert_` publish tokens are not limited: each costs
+ * its sender a token the operator issued.
  */
 
-export const UNVERIFIED_PER_WINDOW = 10;
+export const REFUSALS_PER_WINDOW = 10;
+/** The name the forged-token tests know the limit by. */
+export const UNVERIFIED_PER_WINDOW = REFUSALS_PER_WINDOW;
+export type RefusalClass = 'unverified' | 'verified';
 /** The longest a summary waits in waitUntil (Cloudflare allows about 30 s after the response). */
 const SUMMARY_MAX_WAIT_MS = 20_000;
 const DEFAULT_WINDOW_SECONDS = 60;
@@ -42,10 +48,12 @@ interface Window {
   last: number;
   byTarget: Map<string, number>;
   byReason: Map<string, number>;
+  /** Per `issuer subject` the tokens named (claimed, for the unverified class). */
+  byActor: Map<string, number>;
   lastEntry: RefusalEntry | null;
 }
 
-let current: Window | null = null;
+const windows = new Map<RefusalClass, Window>();
 
 /** The window in ms: AUDIT_REFUSAL_WINDOW_SECONDS when a number in (0, 3600], else 60 s. */
 function refusalWindowMs(env: Env): number {
@@ -53,19 +61,21 @@ function refusalWindowMs(env: Env): number {
 }
 
 /**
- * Records one refusal of an unverified credential: calls `write` with its
- * entry when the window has room, else counts it and makes sure a summary is
- * written (through `write`, in ctx.waitUntil) when the window ends.
- * `write` must not throw (the caller's audit() logs failures).
+ * Records one refusal of a CI ID token of `kind`: calls `write` with its
+ * entry when the class's window has room, else counts it and makes sure a
+ * summary is written (through `write`, in ctx.waitUntil) when the window
+ * ends. `write` must not throw (the caller's audit() logs failures).
  */
-export async function auditUnverifiedRefusal(
-  env: Env, ctx: ExecutionContext, entry: RefusalEntry, write: (entry: RefusalEntry) => Promise<void>, now = Date.now(),
+export async function auditCiRefusal(
+  env: Env, ctx: ExecutionContext, kind: RefusalClass, entry: RefusalEntry, write: (entry: RefusalEntry) => Promise<void>, now = Date.now(),
 ): Promise<void> {
   const windowMs = refusalWindowMs(env);
-  if (current === null || now - current.start >= windowMs) {
-    current = { start: now, written: 0, suppressed: 0, first: now, last: now, byTarget: new Map(), byReason: new Map(), lastEntry: null };
+  let current = windows.get(kind);
+  if (current === undefined || now - current.start >= windowMs) {
+    current = { start: now, written: 0, suppressed: 0, first: now, last: now, byTarget: new Map(), byReason: new Map(), byActor: new Map(), lastEntry: null };
+    windows.set(kind, current);
   }
-  if (current.written < UNVERIFIED_PER_WINDOW) {
+  if (current.written < REFUSALS_PER_WINDOW) {
     current.written++;
     await write(entry);
     return;
@@ -79,22 +89,25 @@ export async function auditUnverifiedRefusal(
   w.byTarget.set(entry.target, (w.byTarget.get(entry.target) ?? 0) + 1);
   const reason = entry.reason.slice(0, 160);
   w.byReason.set(reason, (w.byReason.get(reason) ?? 0) + 1);
+  const who = entry.actor.kind === 'ci' ? `${entry.actor.issuer} ${entry.actor.subject}`.slice(0, 200) : entry.actor.kind;
+  w.byActor.set(who, (w.byActor.get(who) ?? 0) + 1);
   w.lastEntry = entry;
   if (summaryScheduled) return;
   // waitUntil work gets about 30 s after the response on Cloudflare: a summary waits at most SUMMARY_MAX_WAIT_MS.
   const wait = Math.min(SUMMARY_MAX_WAIT_MS, Math.max(0, w.start + windowMs - now));
   ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, wait)).then(() => {
-    const entry = summary(w);
+    const entry = summary(w, kind);
     // What is counted from now on goes into the next summary (same window) or the next window.
     w.suppressed = 0;
     w.byTarget = new Map();
     w.byReason = new Map();
+    w.byActor = new Map();
     return write(entry);
   }));
 }
 
 /** The summary entry of a window's counted refusals. */
-function summary(w: Window): RefusalEntry {
+function summary(w: Window, kind: RefusalClass): RefusalEntry {
   const top = (counts: Map<string, number>) => [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([k, n]) => `${k} ×${n}`).join('; ');
   const targets = [...w.byTarget].sort((a, b) => b[1] - a[1]);
   const last = w.lastEntry!;
@@ -102,8 +115,10 @@ function summary(w: Window): RefusalEntry {
     action: last.action,
     target: targets[0]![0],
     actor: last.actor,
-    reason: `${w.suppressed} more refusals of unverified CI ID tokens between ${new Date(w.first).toISOString()} and ${new Date(w.last).toISOString()}, `
-      + `counted here rather than logged one by one (at most ${UNVERIFIED_PER_WINDOW} are, per window and isolate). `
-      + `Targets: ${top(w.byTarget)}. Reasons: ${top(w.byReason)}. Actor: what the last token claimed (unverified).`,
+    reason: `${w.suppressed} more refusals of ${kind === 'unverified' ? 'unverified CI ID tokens' : 'genuine CI ID tokens no trusted publisher allows'} `
+      + `between ${new Date(w.first).toISOString()} and ${new Date(w.last).toISOString()}, `
+      + `counted here rather than logged one by one (at most ${REFUSALS_PER_WINDOW} are, per window and isolate). `
+      + `Targets: ${top(w.byTarget)}. Reasons: ${top(w.byReason)}. Issuer and subject: ${top(w.byActor)}. `
+      + `Actor: ${kind === 'unverified' ? 'what the last token claimed (unverified)' : 'the last token\'s'}.`,
   };
 }

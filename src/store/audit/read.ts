@@ -1,7 +1,7 @@
 import { mapLimit } from '../../concurrency';
 import { auditDayPrefix, auditKeyTime, auditPrefix } from '../layout';
 import { listAllObjectKeys } from '../list';
-import { entryNamespaces, parseAuditEntry, type AuditEntry } from './entry';
+import { entryNamespaces, parseAuditEntry, type AuditEntry, type AuditOutcome } from './entry';
 import type { AuditStore } from './write';
 
 export interface AuditQuery {
@@ -9,12 +9,14 @@ export interface AuditQuery {
   since?: string | Date;
   /** Only entries concerning this namespace (see entryNamespaces). */
   namespace?: string;
+  /** Only entries with this outcome (`ok`: the writes that happened, however many refusals surround them). */
+  outcome?: AuditOutcome;
   /** Now, for tests (default the clock). */
   now?: Date;
   /**
    * Read only the newest N matching entries (a page showing the latest):
    * entry names sort by time, so the rest are counted from the listing, not
-   * read. Ignored with `namespace`, which needs every entry's content.
+   * read. Ignored with `namespace` or `outcome`, which need every entry's content.
    */
   newest?: number;
 }
@@ -41,7 +43,7 @@ export async function listAuditEntries(store: AuditStore, query: AuditQuery = {}
   // One list per day for recent windows; a long window lists everything once instead.
   const prefixes = since === null || now.getTime() - since.getTime() > 400 * 86_400_000 ? [auditPrefix] : dayPrefixes(since, now);
   let keys = (await mapLimit(prefixes, 4, (prefix) => listAllObjectKeys(store.blobs, prefix))).flat();
-  const onlyNewest = query.newest !== undefined && query.namespace === undefined;
+  const onlyNewest = query.newest !== undefined && query.namespace === undefined && query.outcome === undefined;
   let total = 0;
   if (onlyNewest) {
     keys = keys.filter((key) => since === null || !(auditKeyTime(key) < since.getTime())).sort(); // a name of another form is kept
@@ -61,6 +63,7 @@ export async function listAuditEntries(store: AuditStore, query: AuditQuery = {}
     .filter((e): e is AuditEntry => e !== null)
     .filter((e) => since === null || Date.parse(e.time) >= since.getTime())
     .filter((e) => namespace === undefined || entryNamespaces(e).some((n) => n.toLowerCase() === namespace))
+    .filter((e) => query.outcome === undefined || e.outcome === query.outcome)
     .sort((a, b) => a.time.localeCompare(b.time));
   return { entries, damaged, total: onlyNewest ? total : entries.length };
 }

@@ -41,6 +41,13 @@ describe('/audit', () => {
     const acme = await (await getWith(config, '/audit?namespace=acme&days=1', { headers: { cookie: await cookieOf('admin', true) } })).text();
     expect(acme).toContain('thing 1.0.0');
     expect(acme).not.toContain('registry.example.com/other');
+    // Only the writes that happened: a flood of refusals never hides them.
+    const ok = await (await getWith(config, '/audit?outcome=ok', { headers: { cookie: await cookieOf('admin', true) } })).text();
+    expect(ok).toContain('thing 1.0.0');
+    expect(ok).toContain('key.add');
+    expect(ok).not.toContain('thing 1.1.0');
+    expect(ok).toContain('<option value="ok" selected>');
+    expect((await getWith(config, '/audit?outcome=bogus', { headers: { cookie: await cookieOf('admin', true) } })).status).toBe(400);
     expect((await getWith(config, '/audit?days=99', { headers: { cookie: await cookieOf('admin', true) } })).status).toBe(400);
     expect((await getWith(config, '/audit?namespace=Bad..NS', { headers: { cookie: await cookieOf('admin', true) } })).status).toBe(400);
   });

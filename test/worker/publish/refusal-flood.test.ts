@@ -1,10 +1,12 @@
 import { env } from 'cloudflare:workers';
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
-import { base64url } from 'jose';
-import { describe, expect, it } from 'vitest';
+import { base64url, importJWK, SignJWT } from 'jose';
+import { describe, expect, inject, it } from 'vitest';
+import { parsePublisherInput } from '../../../src/identity/publishers';
+import { writePublishers } from '../../../src/store/publishers/write';
 import worker from '../../../src/index';
 import type { Env } from '../../../src/env';
-import { UNVERIFIED_PER_WINDOW } from '../../../src/routes/publish/refusal-audit';
+import { REFUSALS_PER_WINDOW, UNVERIFIED_PER_WINDOW } from '../../../src/routes/publish/refusal-audit';
 import { listAuditEntries } from '../../../src/store/audit/read';
 import type { BlobStore } from '../../../src/store/store';
 import { HOST, issue } from './api';
@@ -25,17 +27,17 @@ const forged = (repository: string) => [
   base64url.encode('not a signature'),
 ].join('.');
 
-async function post(credential: string): Promise<{ status: number; ctx: ExecutionContext }> {
+async function post(credential: string, namespace = 'flood', window: Partial<Env> = WINDOW): Promise<{ status: number; ctx: ExecutionContext }> {
   const ctx = createExecutionContext();
-  const request = new Request(`https://${HOST}/v1/publish/providers/flood/thing/1.0.0`, {
+  const request = new Request(`https://${HOST}/v1/publish/providers/${namespace}/thing/1.0.0`, {
     method: 'POST', headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' }, body: '{"files": []}',
   });
-  const response = await worker.fetch(request as never, { ...env, ...WINDOW } as Env, ctx);
+  const response = await worker.fetch(request as never, { ...env, ...window } as Env, ctx);
   await response.arrayBuffer();
   return { status: response.status, ctx };
 }
 
-const refusals = async () => (await listAuditEntries({ blobs: env.REGISTRY_R2 as unknown as BlobStore }, { namespace: 'flood' })).entries
+const refusals = async (namespace = 'flood') => (await listAuditEntries({ blobs: env.REGISTRY_R2 as unknown as BlobStore }, { namespace })).entries
   .filter((e) => e.outcome === 'refused');
 
 describe('refusals of unverified CI ID tokens', () => {
@@ -67,5 +69,46 @@ describe('refusals of unverified CI ID tokens', () => {
     await new Promise((resolve) => setTimeout(resolve, 2100));
     expect((await post(forged('evil/late'))).status).toBe(401);
     expect((await refusals()).filter((e) => e.actor.kind === 'ci')).toHaveLength(UNVERIFIED_PER_WINDOW + 2);
+  });
+});
+
+describe('refusals of genuine CI ID tokens that no publisher allows', () => {
+  it('a flood of 300 genuine tokens of other repositories: at most REFUSALS_PER_WINDOW entries + one summary per window, every refusal accounted for', { timeout: 120_000 }, async () => {
+    const { github } = inject('ciIssuers');
+    await writePublishers(env.REGISTRY_KV, HOST, 'genuine', [
+      await parsePublisherInput({ issuer: github.url, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', repositoryId: '1', ownerId: '2' }),
+    ]);
+    // Signed by the issuer for attackers' own repositories, with our audience: each verifies, none matches.
+    const key = await importJWK(github.privateJwk, github.alg);
+    const now = Math.floor(Date.now() / 1000);
+    const flood = 300;
+    const tokens = await Promise.all(Array.from({ length: flood }, (_, i) => {
+      const repository = `attacker-${i % 7}/terraform-provider-thing`;
+      return new SignJWT({
+        iss: github.url, aud: HOST, iat: now, nbf: now, exp: now + 600, jti: crypto.randomUUID(), sub: `repo:${repository}:ref:refs/tags/v1`, repository,
+        repository_id: String(1000 + i), repository_owner_id: String(2000 + (i % 7)), ref: 'refs/tags/v1', workflow_ref: `${repository}/.github/workflows/release.yml@refs/tags/v1`,
+      }).setProtectedHeader({ alg: github.alg, kid: github.kid }).sign(key);
+    }));
+    const windowSeconds = 10;
+    const started = Date.now();
+    const sent = [];
+    for (const token of tokens) sent.push(await post(token, 'genuine', { AUDIT_REFUSAL_WINDOW_SECONDS: String(windowSeconds) } as Partial<Env>));
+    const elapsed = Date.now() - started;
+    expect(sent.every((s) => s.status === 403)).toBe(true);
+    await Promise.all(sent.map((s) => waitOnExecutionContext(s.ctx)));
+
+    const entries = await refusals('genuine');
+    const summaries = entries.filter((e) => /more refusals of genuine CI ID tokens no trusted publisher allows/.test(e.reason ?? ''));
+    const single = entries.filter((e) => !summaries.includes(e));
+    const windows = Math.floor(elapsed / (windowSeconds * 1000)) + 1;
+    // The bound: per window, REFUSALS_PER_WINDOW one by one and one summary (the window is under SUMMARY_MAX_WAIT_MS).
+    expect(single.length).toBeLessThanOrEqual(windows * REFUSALS_PER_WINDOW);
+    expect(summaries.length).toBeLessThanOrEqual(windows);
+    expect(entries.length).toBeLessThan(flood / 10);
+    // Nothing lost: the summaries count every refusal not written one by one, per issuer and subject.
+    const counted = summaries.reduce((n, e) => n + Number(/^(\d+) more refusals/.exec(e.reason ?? '')?.[1]), 0);
+    expect(single.length + counted).toBe(flood);
+    expect(summaries[0]!.reason).toMatch(new RegExp(`Issuer and subject: ${github.url.replace(/[.]/g, '\\.')} repo:attacker-\\d/terraform-provider-thing:ref:refs/tags/v1 ×\\d+`));
+    expect(single.every((e) => e.actor.kind === 'ci' && /matches none of the trusted publishers/.test(e.reason ?? ''))).toBe(true);
   });
 });
