@@ -10,7 +10,7 @@ import { storeLoginCode } from '../store/identity/login-codes';
 import type { OidcSettings } from './config';
 import { clearFlowCookie, flowCookie, FLOW_SECONDS, readFlow, type LoginFlow } from './flow';
 import { CALLBACK_PATH, parseCliAuthzRequest } from './login-v1';
-import { evaluatePolicy, type LoginPolicy } from './policy';
+import { evaluatePolicy, GROUP_SESSION_SECONDS, type LoginPolicy } from './policy';
 import { authorizationUrl, completeSignIn, newProviderRequest, ProviderError, SignInRefused } from './provider';
 import { sealPersonSession } from './person-session';
 import { recordLogin } from './audit';
@@ -129,9 +129,10 @@ export async function callback(request: IRequest, env: Env): Promise<Response> {
     target.searchParams.set('state', flow.cli.state);
     return new Response(null, { status: 302, headers: { location: target.toString(), 'cache-control': 'no-store', ...clear } });
   }
-  // A page session: never longer than SESSION_SECONDS after the provider issued the identity.
+  // A page session: never longer than SESSION_SECONDS after the provider issued the identity, and
+  // GROUP_SESSION_SECONDS when its scopes come from groups (someone who leaves a group loses them within the hour).
   const now = Math.floor(Date.now() / 1000);
-  const expires = Math.min(now, claims.iat) + SESSION_SECONDS;
+  const expires = Math.min(now, claims.iat) + (grant.fromGroups ? GROUP_SESSION_SECONDS : SESSION_SECONDS);
   const value = await sealPersonSession(env, { person, scopes: grant.scopes, admin: grant.admin, expires, issued: now });
   const headers = new Headers({ location: flow.next ?? '/', 'cache-control': 'no-store' });
   headers.append('set-cookie', clear['set-cookie']);

@@ -1,6 +1,7 @@
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify } from 'jose';
 import { ciActor, matchingPublisher, namesMatchButIdsDiffer, type CiActor, type CiClaims } from './ci-claims';
 import { IssuerUnavailableError, issuerKeys, type IssuerKeyCache } from './issuer-keys';
+import { transportCause, withJwksRetry } from './jwks-retry';
 import type { TrustedPublisher } from './publishers';
 
 /**
@@ -121,7 +122,8 @@ export async function verifyCiToken(token: string, options: VerifyCiTokenOptions
   let claims: CiClaims;
   try {
     const getKey = await (options.keys ?? issuerKeys).keys(issuer, now.getTime());
-    ({ payload: claims } = await jwtVerify(token, getKey, {
+    // A connection lost once while fetching the issuer's keys is retried once (jwks-retry.ts).
+    ({ payload: claims } = await withJwksRetry(() => jwtVerify(token, getKey, {
       issuer,
       audience: [hostname, `https://${hostname}`],
       algorithms: ALGORITHMS,
@@ -129,7 +131,7 @@ export async function verifyCiToken(token: string, options: VerifyCiTokenOptions
       requiredClaims: ['exp', 'iat', 'sub', 'jti'],
       maxTokenAge: MAX_TOKEN_AGE_SECONDS,
       currentDate: now,
-    }));
+    })));
   } catch (error) {
     throw refusal(error, issuer, hostname, claimed);
   }
@@ -165,7 +167,7 @@ function refusal(error: unknown, issuer: string, hostname: string, claimed: CiAc
     return new CiTokenError('invalid', `the CI ID token is not acceptable (${error.message})`, claimed);
   }
   // Fetching the JWKS failed (timeout, status, network): the issuer's problem, not the caller's.
-  return new CiTokenError('issuer-unavailable', `the JWKS of ${issuer} could not be fetched (${String((error as Error)?.message ?? error).slice(0, 200)}); try again later`, claimed);
+  return new CiTokenError('issuer-unavailable', `the JWKS of ${issuer} could not be fetched, twice (${transportCause(error)}); try again later`, claimed);
 }
 
 function describeRun(actor: CiActor): string {

@@ -1,5 +1,6 @@
 import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { constantTimeEqualText } from '../auth/bytes';
+import { isJwksTransportFailure, transportCause, withJwksRetry } from './jwks-retry';
 
 /**
  * Verification of the identity provider's ID token with `jose` (never by
@@ -44,14 +45,15 @@ export async function verifyIdToken(idToken: string, expect: IdTokenExpectations
   const now = expect.now ?? Date.now();
   let payload: JWTPayload;
   try {
-    ({ payload } = await jwtVerify(idToken, expect.keys, {
+    // A connection lost once while fetching the provider's keys is retried once (jwks-retry.ts).
+    ({ payload } = await withJwksRetry(() => jwtVerify(idToken, expect.keys, {
       issuer: expect.issuer,
       audience: expect.clientId,
       algorithms: ID_TOKEN_ALGORITHMS,
       clockTolerance: CLOCK_SKEW_SECONDS,
       requiredClaims: ['sub', 'iat', 'exp', 'nonce'],
       currentDate: new Date(now),
-    }));
+    })));
   } catch (error) {
     throw new IdTokenError(`the identity provider's ID token was refused: ${describe(error)}`);
   }
@@ -69,7 +71,8 @@ function describe(error: unknown): string {
   if (error instanceof errors.JOSEAlgNotAllowed) return 'its algorithm is not RS256 or ES256';
   if (error instanceof errors.JWKSNoMatchingKey) return 'no key of the provider matches its "kid"';
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'its signature does not verify';
-  if (error instanceof errors.JWKSTimeout || error instanceof errors.JWKSInvalid) return 'the provider\'s key set could not be read';
+  if (isJwksTransportFailure(error)) return `the provider's key set (JWKS) could not be fetched, twice (${transportCause(error)}); try again, and check the provider is reachable from Cloudflare`;
+  if (error instanceof errors.JWKSInvalid) return 'the provider\'s key set could not be read';
   if (error instanceof errors.JOSEError) return `${error.code}: ${error.message}`;
   return 'it could not be checked';
 }

@@ -10,7 +10,8 @@ import { parseScope } from '../auth/tokens';
  *
  * A condition `{ CLAIM: VALUE, … }` holds when every listed claim matches: a
  * string claim equals VALUE, an array claim contains it. `email_domain` is
- * the domain of `email`, only when `email_verified` is true. Scopes are the
+ * the domain of `email`, and `email` matches, only when `email_verified` is
+ * true (an unverified address is whatever the person typed). Scopes are the
  * union of the matching rules. Nobody is let in by default.
  */
 export interface LoginPolicy {
@@ -28,7 +29,19 @@ export type Condition = Record<string, string>;
 export interface Grant {
   scopes: string[];
   admin: boolean;
+  /**
+   * A matching rule (or the admin condition) names a claim other than the
+   * person's identity (`sub`, `email`, `email_domain`): group membership and
+   * the like, which the identity provider changes when someone leaves. Page
+   * sessions of such grants last GROUP_SESSION_SECONDS, not 12 hours.
+   */
+  fromGroups: boolean;
 }
+
+/** How long a page session lasts when its scopes or admin role come from groups (see Grant.fromGroups). */
+export const GROUP_SESSION_SECONDS = 60 * 60;
+const IDENTITY_CLAIMS = new Set(['sub', 'email', 'email_domain']);
+const namesGroups = (condition: Condition) => Object.keys(condition).some((claim) => !IDENTITY_CLAIMS.has(claim));
 
 /** Thrown by parsePolicy: the message names the problem and the fix (shown on the 503 page). */
 export class PolicyError extends Error {
@@ -103,6 +116,8 @@ function claimMatches(claims: Record<string, unknown>, claim: string, wanted: st
     const at = email.lastIndexOf('@');
     return at > 0 && email.slice(at + 1).toLowerCase() === wanted.toLowerCase();
   }
+  // An address the provider has not verified proves nothing.
+  if (claim === 'email' && claims.email_verified !== true) return false;
   const value = claims[claim];
   if (typeof value === 'string') return value === wanted;
   if (Array.isArray(value)) return value.some((item) => item === wanted);
@@ -116,6 +131,13 @@ function holds(condition: Condition, claims: Record<string, unknown>): boolean {
 /** The scopes (union of matching rules, in rule order, no duplicates) and admin role the policy grants these ID-token claims. Empty scopes = no access. */
 export function evaluatePolicy(policy: LoginPolicy, claims: Record<string, unknown>): Grant {
   const scopes = new Set<string>();
-  for (const rule of policy.rules) if (holds(rule.if, claims)) for (const scope of rule.scopes) scopes.add(scope);
-  return { scopes: [...scopes], admin: policy.admins !== null && holds(policy.admins, claims) };
+  let fromGroups = false;
+  for (const rule of policy.rules) {
+    if (!holds(rule.if, claims)) continue;
+    for (const scope of rule.scopes) scopes.add(scope);
+    fromGroups ||= namesGroups(rule.if);
+  }
+  const admin = policy.admins !== null && holds(policy.admins, claims);
+  if (admin) fromGroups ||= namesGroups(policy.admins!);
+  return { scopes: [...scopes], admin, fromGroups };
 }

@@ -1,5 +1,7 @@
+import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { evaluatePolicy, parsePolicy, PolicyError } from '../../../src/identity/policy';
+import { verifyIdToken } from '../../../src/identity/id-token';
+import { evaluatePolicy, GROUP_SESSION_SECONDS, parsePolicy, PolicyError } from '../../../src/identity/policy';
 import { ORIGIN, getWith } from '../helpers';
 import { oidcEnv, POLICY } from './helpers';
 
@@ -62,14 +64,38 @@ describe('evaluatePolicy', () => {
 
   it('scopes are the union of matching rules; every claim of a rule must match; admin by its own condition', () => {
     const both = evaluatePolicy(policy, { groups: ['platform', 'registry-admins'], email: 'a@acme.com', email_verified: true });
-    expect(both).toEqual({ scopes: ['acme', 'registry.terraform.io/*'], admin: true });
+    expect(both).toEqual({ scopes: ['acme', 'registry.terraform.io/*'], admin: true, fromGroups: true });
     const strict = parsePolicy('{"rules":[{"if":{"groups":"a","hd":"acme.com"},"scopes":["acme"]}]}');
     expect(evaluatePolicy(strict, { groups: 'a' }).scopes).toEqual([]);
-    expect(evaluatePolicy(strict, { groups: 'a', hd: 'acme.com' })).toEqual({ scopes: ['acme'], admin: false });
+    expect(evaluatePolicy(strict, { groups: 'a', hd: 'acme.com' })).toEqual({ scopes: ['acme'], admin: false, fromGroups: true });
   });
 
   it('nobody is let in by default: no claims, no scopes', () => {
-    expect(evaluatePolicy(policy, {})).toEqual({ scopes: [], admin: false });
+    expect(evaluatePolicy(policy, {})).toEqual({ scopes: [], admin: false, fromGroups: false });
+  });
+
+  it('a grant from group membership is marked fromGroups (its page session lasts GROUP_SESSION_SECONDS); one from the verified email alone is not', () => {
+    expect(GROUP_SESSION_SECONDS).toBe(3600);
+    expect(evaluatePolicy(policy, { groups: 'platform' }).fromGroups).toBe(true);
+    expect(evaluatePolicy(policy, { email: 'a@acme.com', email_verified: true }).fromGroups).toBe(false);
+    expect(evaluatePolicy(policy, { groups: 'registry-admins' })).toEqual({ scopes: [], admin: true, fromGroups: true });
+  });
+
+  it('a rule on email needs email_verified true: a real signed ID token, verified, with an unverified address gets nothing', async () => {
+    const byEmail = parsePolicy(JSON.stringify({ rules: [{ if: { email: 'alice@acme.com' }, scopes: ['acme'] }] }));
+    const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+    const keys = createLocalJWKSet({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256' }] });
+    const now = Math.floor(Date.now() / 1000);
+    const signIn = async (extra: Record<string, unknown>) => {
+      const token = await new SignJWT({ iss: 'https://idp.acme.example', aud: 'edge-registry', sub: 'alice', nonce: 'n', iat: now, exp: now + 300, email: 'alice@acme.com', ...extra })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k' }).sign(privateKey);
+      const claims = await verifyIdToken(token, { issuer: 'https://idp.acme.example', clientId: 'edge-registry', nonce: 'n', keys });
+      return evaluatePolicy(byEmail, claims as Record<string, unknown>).scopes;
+    };
+    expect(await signIn({ email_verified: true })).toEqual(['acme']);
+    expect(await signIn({ email_verified: false })).toEqual([]);
+    expect(await signIn({})).toEqual([]);
+    expect(await signIn({ email_verified: 'true' })).toEqual([]);
   });
 });
 
