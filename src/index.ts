@@ -76,10 +76,10 @@ router
   .post('/logout', logout)
   // Sign-in with the identity provider (src/identity/, only with OIDC_ISSUER): login.v1 and the pages' SSO.
   // The broker loads jose and oauth4webapi: imported on first use, so other routes never wait for them.
-  .get('/oauth/authorization', async (request, env) => (await import('./identity/broker')).authorize(request, env))
-  .get('/oauth/callback', async (request, env) => (await import('./identity/broker')).callback(request, env))
+  .get('/oauth/authorization', async (request, env) => (await import('./pages/sign-in')).authorize(request, env))
+  .get('/oauth/callback', async (request, env) => (await import('./pages/sign-in')).callback(request, env))
   .post('/oauth/token', tokenEndpoint)
-  .get('/login/sso', async (request, env) => (await import('./identity/broker')).pageSignIn(request, env))
+  .get('/login/sso', async (request, env) => (await import('./pages/sign-in')).pageSignIn(request, env))
   .get('/tokens', tokensPage)
   .post('/tokens', tokensSubmit)
   .get('/tokens/:action', () => redirect('/tokens'))

@@ -4,7 +4,7 @@ import { tokenKey } from '../store/layout';
 import { readPublishers } from '../store/publishers/read';
 import { parseTokenRecord } from '../store/tokens/read';
 import type { KvStore } from '../store/store';
-import type { Actor } from './actor';
+import type { Actor } from '../store/audit/actor';
 import { CiTokenError, looksLikeJwt, verifyCiToken } from './ci-token';
 
 /**

@@ -1,5 +1,9 @@
 import { InputError } from '../protocol/errors';
 import { parseIssuerUrl } from './issuer-url';
+import type { GitHubPublisher, GitLabPublisher, TrustedPublisher } from '../store/publishers/record';
+
+// The stored record (its fields and the list's parser) is the store's: src/store/publishers/record.ts.
+export type { GitHubPublisher, GitLabPublisher, TrustedPublisher };
 
 /**
  * Trusted publishers: the CI identities allowed to publish into a namespace
@@ -24,34 +28,6 @@ export const GITLAB_COM_ISSUER = 'https://gitlab.com';
 /** Most publishers one namespace may have (each publish is matched against all of them). */
 export const MAX_PUBLISHERS = 100;
 
-interface PublisherCommon {
-  /** Short public id: the first 12 hex digits of the SHA-256 of the matching fields (so the same publisher is never added twice). */
-  id: string;
-  /** Canonical issuer URL; the token's `iss` must equal it. */
-  issuer: string;
-  /** Full git ref pattern (`refs/tags/v*`); absent = any ref. */
-  ref?: string;
-  /** Deployment environment the job must run in; absent = any (or none). */
-  environment?: string;
-  /** ISO 8601 time it was added. */
-  created: string;
-}
-
-export interface GitHubPublisher extends PublisherCommon {
-  kind: 'github';
-  /** OWNER/REPO as given (compared case-insensitively, as GitHub names are). */
-  repository: string;
-  /** Workflow file name under .github/workflows/ (`release.yml`); absent = any workflow of the repository. */
-  workflow?: string;
-}
-
-export interface GitLabPublisher extends PublisherCommon {
-  kind: 'gitlab';
-  /** GROUP[/SUBGROUP…]/PROJECT (compared case-insensitively). */
-  projectPath: string;
-}
-
-export type TrustedPublisher = GitHubPublisher | GitLabPublisher;
 
 /** What `npm run publisher -- add` is given (raw strings, unvalidated). */
 export interface PublisherInput {
@@ -148,34 +124,6 @@ export function parseEnvironment(raw: string): string {
 export function refMatches(pattern: string, ref: string): boolean {
   const parts = pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&'));
   return new RegExp(`^${parts.join('.*')}$`, 's').test(ref);
-}
-
-/**
- * Parses a namespace's stored list. Returns only well-formed entries (never
- * throws), so a damaged entry makes that publisher match nothing rather than
- * failing every publish.
- */
-export function parsePublisherList(text: string | null): TrustedPublisher[] {
-  if (text === null) return [];
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return [];
-  }
-  if (!Array.isArray(value)) return [];
-  return value.filter(isPublisher);
-}
-
-function isPublisher(value: unknown): value is TrustedPublisher {
-  if (typeof value !== 'object' || value === null) return false;
-  const p = value as Record<string, unknown>;
-  const str = (v: unknown) => typeof v === 'string' && v.length > 0;
-  const optional = (v: unknown) => v === undefined || str(v);
-  if (!str(p.id) || !str(p.issuer) || !str(p.created) || !optional(p.ref) || !optional(p.environment)) return false;
-  if (p.kind === 'github') return str(p.repository) && optional(p.workflow);
-  if (p.kind === 'gitlab') return str(p.projectPath);
-  return false;
 }
 
 /** One line describing a publisher for listings and messages. */

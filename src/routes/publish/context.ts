@@ -3,7 +3,7 @@ import { settings } from '../../config';
 import type { Env } from '../../env';
 import { refusalStatus } from '../../http/errors';
 import { errorResponse } from '../../http/responses';
-import type { Actor } from '../../identity/actor';
+import type { Actor } from '../../store/audit/actor';
 import { authorizePublish, PublishRefusal } from '../../identity/publish-auth';
 import { InputError } from '../../protocol/errors';
 import { auditUnverifiedRefusal } from './refusal-audit';

@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
 import { pathSegment } from '../../http/responses';
-import type { Actor } from '../../identity/actor';
+import type { Actor } from '../../store/audit/actor';
 import { formatAddress, parseProviderName, providerAddress, type ProviderAddress } from '../../protocol/address';
 import { parsePlatformName } from '../../protocol/platform';
 import { parseReleaseFilename, shasumsFilename, shasumsSignatureFilename } from '../../protocol/release-files';

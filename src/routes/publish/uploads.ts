@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
 import { errorResponse, pathSegment } from '../../http/responses';
-import type { Actor } from '../../identity/actor';
+import type { Actor } from '../../store/audit/actor';
 import { InputError } from '../../protocol/errors';
 import { readUploadSession, removeUpload, type UploadSession } from '../../store/uploads/session';
 import { partCount, partLength, stagePart, stageWholeFile } from '../../store/uploads/staged';

@@ -1,0 +1,62 @@
+/**
+ * A namespace's trusted publisher as stored (src/store/publishers/), and the
+ * parser of the stored list. What the fields mean and how they are matched:
+ * src/identity/publishers.ts and ci-claims.ts.
+ */
+
+export interface PublisherCommon {
+  /** Short public id: the first 12 hex digits of the SHA-256 of the matching fields (so the same publisher is never added twice). */
+  id: string;
+  /** Canonical issuer URL; the token's `iss` must equal it. */
+  issuer: string;
+  /** Full git ref pattern (`refs/tags/v*`); absent = any ref. */
+  ref?: string;
+  /** Deployment environment the job must run in; absent = any (or none). */
+  environment?: string;
+  /** ISO 8601 time it was added. */
+  created: string;
+}
+
+export interface GitHubPublisher extends PublisherCommon {
+  kind: 'github';
+  /** OWNER/REPO as given (compared case-insensitively, as GitHub names are). */
+  repository: string;
+  /** Workflow file name under .github/workflows/ (`release.yml`); absent = any workflow of the repository. */
+  workflow?: string;
+}
+
+export interface GitLabPublisher extends PublisherCommon {
+  kind: 'gitlab';
+  /** GROUP[/SUBGROUP…]/PROJECT (compared case-insensitively). */
+  projectPath: string;
+}
+
+export type TrustedPublisher = GitHubPublisher | GitLabPublisher;
+
+/**
+ * Parses a namespace's stored list. Returns only well-formed entries (never
+ * throws), so a damaged entry makes that publisher match nothing rather than
+ * failing every publish.
+ */
+export function parsePublisherList(text: string | null): TrustedPublisher[] {
+  if (text === null) return [];
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(value)) return [];
+  return value.filter(isPublisher);
+}
+
+function isPublisher(value: unknown): value is TrustedPublisher {
+  if (typeof value !== 'object' || value === null) return false;
+  const p = value as Record<string, unknown>;
+  const str = (v: unknown) => typeof v === 'string' && v.length > 0;
+  const optional = (v: unknown) => v === undefined || str(v);
+  if (!str(p.id) || !str(p.issuer) || !str(p.created) || !optional(p.ref) || !optional(p.environment)) return false;
+  if (p.kind === 'github') return str(p.repository) && optional(p.workflow);
+  if (p.kind === 'gitlab') return str(p.projectPath);
+  return false;
+}
