@@ -19,7 +19,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ModuleUpstream, type UpstreamModule } from '../test/e2e/module-upstream';
-import { formatPolicy, parsePolicy } from '../src/mirror/policy';
+import { formatPolicy, parsePolicy } from '../src/protocol/mirror-policy';
 import { mirrorPolicyKey } from '../src/store/layout';
 import { build } from './build';
 import { cpuMicros } from './proc';

@@ -12,7 +12,7 @@ import { readRegistryConfig } from './lib/config';
 import { openLocalStore } from './lib/stores/local';
 import { type StoreHandle } from './lib/stores/handle';
 import { readSyncConfig } from './lib/mirror/allow-list';
-import { DEFAULT_UPSTREAM } from '../src/mirror/policy';
+import { DEFAULT_UPSTREAM } from '../src/protocol/mirror-policy';
 import { terraformCredentials } from './lib/mirror/cli-config';
 import { findPackedProviders, importDirectory } from './lib/mirror/import';
 import { policyCommand, validatePolicyFile } from './lib/mirror/policy-cli';

@@ -1,4 +1,4 @@
-import { describeActor, operatorActor, type Actor } from '../../src/identity/actor';
+import { describeActor, operatorActor, type Actor } from '../../src/store/audit/actor';
 import { InputError } from '../../src/protocol/errors';
 import { isUserFixable } from './cli';
 import { appendAuditEntry, type AuditStore } from '../../src/store/audit/write';

@@ -28,7 +28,7 @@ interface Session { upload: string; part_size: number; files: SessionFile[]; com
 
 export class RegistryClient {
   private constructor(
-    private readonly base: string, private readonly credential: PublishCredential, private readonly log: (line: string) => void,
+    private readonly base: string, private readonly credential: PublishCredential,
     /** Progress lines, with the CLI's test hooks (EDGE_REGISTRY_TEST_KILL_AT=upload#2 kills the client before its second file). */
     private readonly progress: ReturnType<typeof progressLog>,
   ) {}
@@ -47,7 +47,7 @@ export class RegistryClient {
     const credential = await publishCredential(url, env);
     log(`publishing to ${base.origin} with ${credential.source}`);
     // Every route and every URL the server returns is path-absolute from the origin.
-    return new RegistryClient(base.origin, credential, log, progressLog(log, env[CRASH_ENV], env[KILL_ENV]));
+    return new RegistryClient(base.origin, credential, progressLog(log, env[CRASH_ENV], env[KILL_ENV]));
   }
 
   /**

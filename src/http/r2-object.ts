@@ -1,6 +1,6 @@
 import { errorResponse } from './responses';
 import { evaluateConditions, parseRange, type Outcome, type Validators } from './conditional';
-import { EDGE_CACHE_MAX_BYTES, storedResponse, type EdgeCache } from './edge-cache';
+import { EDGE_CACHE_MAX_BYTES, storedResponse, type EdgeCache } from '../store/edge-cache';
 
 /**
  * Serves one stored R2 object (a release file, a module archive) with full

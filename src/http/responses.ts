@@ -1,5 +1,5 @@
 import { errorBody, InputError } from '../protocol/errors';
-import type { StoredDocument } from './stored-body';
+import type { StoredDocument } from '../store/stored-body';
 
 /** Cache-Control for things that never change once published (release files, a version's documents). */
 export const IMMUTABLE = 'public, max-age=31536000, immutable';

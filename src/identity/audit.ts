@@ -1,7 +1,7 @@
 import type { Env } from '../env';
 import { appendAuditEntry } from '../store/audit/write';
 import type { TokenPerson } from '../store/tokens/read';
-import type { Actor } from './actor';
+import type { Actor } from '../store/audit/actor';
 
 /**
  * Sign-in's entries in the audit log (src/store/audit/, one R2 object

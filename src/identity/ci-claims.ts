@@ -21,7 +21,7 @@ import { refMatches, type GitHubPublisher, type GitLabPublisher, type TrustedPub
 
 export type CiClaims = Record<string, unknown>;
 
-/** The audit actor of a CI job (the `ci` shape of src/identity/actor.ts's Actor). */
+/** The audit actor of a CI job (the `ci` shape of src/store/audit/actor.ts's Actor). */
 export interface CiActor {
   kind: 'ci';
   issuer: string;

@@ -7,7 +7,7 @@ import { claimTokenUse } from '../store/publishers/token-uses';
 import { writePublishers } from '../store/publishers/write';
 import { parseTokenRecord } from '../store/tokens/read';
 import type { BlobStore, KvStore } from '../store/store';
-import type { Actor } from './actor';
+import type { Actor } from '../store/audit/actor';
 import { presentedIds, type CiClaims } from './ci-claims';
 import { CiTokenError, looksLikeJwt, verifyCiToken } from './ci-token';
 import { describePublisher, type TrustedPublisher } from './publishers';

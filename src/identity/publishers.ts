@@ -1,5 +1,9 @@
 import { InputError } from '../protocol/errors';
 import { parseIssuerUrl } from './issuer-url';
+import { NUMERIC_ID, type GitHubPublisher, type GitLabPublisher, type TrustedPublisher } from '../store/publishers/record';
+
+// The stored record (its fields and the list's parser) is the store's: src/store/publishers/record.ts.
+export type { GitHubPublisher, GitLabPublisher, TrustedPublisher };
 
 /**
  * Trusted publishers: the CI identities allowed to publish into a namespace
@@ -33,47 +37,6 @@ export const GITLAB_COM_ISSUER = 'https://gitlab.com';
 /** Most publishers one namespace may have (each publish is matched against all of them). */
 export const MAX_PUBLISHERS = 100;
 
-interface PublisherCommon {
-  /** Short public id: the first 12 hex digits of the SHA-256 of the matching fields (so the same publisher is never added twice). */
-  id: string;
-  /** Canonical issuer URL; the token's `iss` must equal it. */
-  issuer: string;
-  /** Full git ref pattern (`refs/tags/v*`); absent = any ref. */
-  ref?: string;
-  /** Deployment environment the job must run in; absent = any (or none). */
-  environment?: string;
-  /** ISO 8601 time it was added. */
-  created: string;
-  /** The operator allowed any ref and any environment (--any-ref); else a new publisher names a ref or an environment. */
-  anyRef?: true;
-}
-
-export interface GitHubPublisher extends PublisherCommon {
-  kind: 'github';
-  /** OWNER/REPO as given (compared case-insensitively, as GitHub names are). */
-  repository: string;
-  /** Workflow file name under .github/workflows/ (`release.yml`), or a reusable workflow of another repository as
-   *  OWNER/REPO/.github/workflows/FILE[@REF]; absent (only publishers stored before it was required) = any workflow. */
-  workflow?: string;
-  /** `repository_id` (decimal); absent only on publishers stored before ids were pinned (the first publish pins it). */
-  repositoryId?: string;
-  /** `repository_owner_id` (decimal); present whenever repositoryId is. */
-  ownerId?: string;
-}
-
-export interface GitLabPublisher extends PublisherCommon {
-  kind: 'gitlab';
-  /** GROUP[/SUBGROUP…]/PROJECT (compared case-insensitively). */
-  projectPath: string;
-  /** `project_id` (decimal); absent only on publishers stored before ids were pinned (the first publish pins it). */
-  projectId?: string;
-  /** `namespace_id` (decimal); present whenever projectId is. */
-  namespaceId?: string;
-  /** Accept tokens whose `ref_protected` is not "true" (--allow-unprotected-ref); else only protected branches and tags publish. */
-  allowUnprotectedRef?: true;
-}
-
-export type TrustedPublisher = GitHubPublisher | GitLabPublisher;
 
 /** What `npm run publisher -- add` is given (raw strings, unvalidated). */
 export interface PublisherInput {
@@ -98,8 +61,6 @@ const GITLAB_SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$/;
 const WORKFLOW = /^[A-Za-z0-9_.-]{1,200}\.ya?ml$/;
 /** A reusable workflow of another repository: OWNER/REPO/.github/workflows/FILE.yml, optionally @REF. */
 const REUSABLE_WORKFLOW = /^([A-Za-z0-9][A-Za-z0-9-]{0,38})\/([A-Za-z0-9._-]{1,100})\/\.github\/workflows\/([A-Za-z0-9_.-]{1,200}\.ya?ml)(@[^\s\u0000-\u001f\u007f]{1,255})?$/;
-const NUMERIC_ID = /^[1-9][0-9]{0,19}$/;
-
 /**
  * Validates an operator's input into a publisher (id and created filled in).
  * Throws InputError naming the option and the fix for: a missing or non-https
@@ -215,36 +176,6 @@ export function parseEnvironment(raw: string): string {
 export function refMatches(pattern: string, ref: string): boolean {
   const parts = pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&'));
   return new RegExp(`^${parts.join('.*')}$`, 's').test(ref);
-}
-
-/**
- * Parses a namespace's stored list. Returns only well-formed entries (never
- * throws), so a damaged entry makes that publisher match nothing rather than
- * failing every publish.
- */
-export function parsePublisherList(text: string | null): TrustedPublisher[] {
-  if (text === null) return [];
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return [];
-  }
-  if (!Array.isArray(value)) return [];
-  return value.filter(isPublisher);
-}
-
-function isPublisher(value: unknown): value is TrustedPublisher {
-  if (typeof value !== 'object' || value === null) return false;
-  const p = value as Record<string, unknown>;
-  const str = (v: unknown) => typeof v === 'string' && v.length > 0;
-  const optional = (v: unknown) => v === undefined || str(v);
-  const ids = (a: unknown, b: unknown) => (a === undefined && b === undefined) || (str(a) && str(b) && NUMERIC_ID.test(a as string) && NUMERIC_ID.test(b as string));
-  const flag = (v: unknown) => v === undefined || v === true;
-  if (!str(p.id) || !str(p.issuer) || !str(p.created) || !optional(p.ref) || !optional(p.environment) || !flag(p.anyRef)) return false;
-  if (p.kind === 'github') return str(p.repository) && optional(p.workflow) && ids(p.repositoryId, p.ownerId);
-  if (p.kind === 'gitlab') return str(p.projectPath) && ids(p.projectId, p.namespaceId) && flag(p.allowUnprotectedRef);
-  return false;
 }
 
 /** One line describing a publisher for listings and messages. */

@@ -1,5 +1,5 @@
 import type { Env } from '../env';
-import type { Actor } from '../identity/actor';
+import type { Actor } from '../store/audit/actor';
 import { formatAddress, type ProviderAddress } from '../protocol/address';
 import { appendAuditEntry } from '../store/audit/write';
 import type { AuditOutcome } from '../store/audit/entry';

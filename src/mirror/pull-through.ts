@@ -6,7 +6,7 @@ import { platformName } from '../protocol/platform';
 import { readPolicy } from '../store/mirror/policy';
 import { readManifest, writeManifest, type PullManifest } from '../store/mirror/pull';
 import { buildManifest } from './manifest';
-import { allowanceFor, providersServiceFor, type MirrorPolicy, type ProviderAllowance } from './policy';
+import { allowanceFor, providersServiceFor, type MirrorPolicy, type ProviderAllowance } from '../protocol/mirror-policy';
 import { discoverProviders, listVersions, type UpstreamVersion } from './upstream';
 import { DEFAULT_LIMITS, UpstreamClient, UpstreamError, type UpstreamLimits } from './upstream-http';
 

@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import { isPrivate } from '../config';
 import type { Env } from '../env';
 import { readSession } from '../auth/session';
-import { describeActor } from '../identity/actor';
+import { describeActor } from '../store/audit/actor';
 import { parseProviderName } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { listAuditEntries } from '../store/audit/read';

@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import { DocumentCache, Freshness } from '../store/document-cache';
 import { settings, type Settings } from '../config';
-import { StoredDocument } from '../http/stored-body';
+import { StoredDocument } from '../store/stored-body';
 import type { Env } from '../env';
 import { refusalStatus } from '../http/errors';
 import { readSession, type Session } from '../auth/session';

@@ -2,7 +2,7 @@ import { pathSegment } from '../http/responses';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { parseVersion } from '../protocol/version';
-import type { DocAttribute, DocBlock, DocEntity, DocSchema, ProviderDocs } from '../store/pages/provider-docs';
+import type { DocAttribute, DocBlock, DocEntity, DocSchema, ProviderDocs } from '../protocol/provider-docs-shape';
 import { readDocs } from '../store/pages/read';
 import { canSee, page, type PageContext } from './context';
 import { exampleBlock } from './example-hcl';

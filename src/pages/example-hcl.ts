@@ -1,4 +1,4 @@
-import type { DocAttribute, DocBlock, DocSchema } from '../store/pages/provider-docs';
+import type { DocAttribute, DocBlock, DocSchema } from '../protocol/provider-docs-shape';
 
 /**
  * A generated example configuration block: the required arguments (and

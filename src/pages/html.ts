@@ -1,3 +1,5 @@
+import { escapeHtml } from '../http/escape-html';
+
 /**
  * Escaping by default: `html` is a tagged template whose interpolations are
  * HTML-escaped unless they are already Html (built by `html` itself) —
@@ -13,12 +15,8 @@ export class Html {
 
 export type Interpolation = Html | string | number | boolean | null | undefined | readonly Interpolation[];
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-/** Escapes text for an HTML text node or a quoted attribute value. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
-}
+// Lives in src/http/ so the module proxy and the publish API escape the same way without importing pages.
+export { escapeHtml };
 
 function render(value: Interpolation): string {
   if (value instanceof Html) return value.value;

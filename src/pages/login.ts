@@ -69,7 +69,6 @@ export async function loginSubmit(request: IRequest, env: Env): Promise<Response
 
 /** POST /logout — clears the session and goes to /login; 403 cross-origin. */
 export async function logout(request: IRequest): Promise<Response> {
-  if (request.method !== 'POST') return new Response('sign out with POST (the Sign out button)\n', { status: 405, headers: { allow: 'POST', 'content-type': 'text/plain; charset=utf-8' } });
   if (!sameOrigin(request)) return errorPage(request, new URL(request.url).host, 'Sign-out must come from this site’s own form.', 403);
   return redirect('/login', { 'set-cookie': SIGN_OUT_COOKIE });
 }

@@ -1,5 +1,5 @@
 import { acceptsGzip } from '../http/responses';
-import { StoredDocument } from '../http/stored-body';
+import { StoredDocument } from '../store/stored-body';
 import { layout } from './layout';
 import { html } from './html';
 

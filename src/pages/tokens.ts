@@ -98,7 +98,6 @@ export async function tokensPage(request: IRequest, env: Env): Promise<Response>
 /** POST /tokens, /tokens/revoke, /tokens/revoke-person (same-origin only: 403 otherwise; a refused input: 400 with the page and the reason). */
 export async function tokensSubmit(request: IRequest, env: Env): Promise<Response> {
   const host = new URL(request.url).host;
-  if (request.method !== 'POST') return redirect('/tokens');
   if (!sameOrigin(request)) return errorPage(request, host, 'Token changes must come from this site’s own forms.', 403);
   const session = await personOrResponse(request, env);
   if (session instanceof Response) return session;

@@ -1,6 +1,6 @@
 import type * as OpenPgp from 'openpgp';
 import { InputError } from './errors';
-import type { SigningKey } from '../store/types';
+import type { SigningKey } from './providers-v1';
 
 /**
  * Verifying a detached OpenPGP signature over a release's SHA256SUMS against

@@ -1,5 +1,5 @@
 import { InputError } from './errors';
-import type { AttributeMode, DocAttribute, DocBlock, DocEntity, DocSchema, ProviderDocs } from '../store/pages/provider-docs';
+import type { AttributeMode, DocAttribute, DocBlock, DocEntity, DocSchema, ProviderDocs } from './provider-docs-shape';
 
 /**
  * Provider docs as the publish API receives them (`"docs"` of a provider

@@ -35,6 +35,9 @@ export interface GpgPublicKey {
   source_url?: string;
 }
 
+/** A public signing key as stored and served in `signing_keys.gpg_public_keys` (the protocol's type, its two fields we use). */
+export type SigningKey = Pick<GpgPublicKey, 'key_id' | 'ascii_armor'>;
+
 /** OpenTofu's per-platform hashes: "zh:…" (the zip) and "h1:…" (its contents), and the zip's size. */
 export interface PackageHashes {
   hashes: string[];

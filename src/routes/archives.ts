@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { releaseFileCacheControl } from '../config';
 import { notFound, pathSegment } from '../http/responses';
-import { edgeCacheFor } from '../http/edge-cache';
+import { edgeCacheFor } from '../store/edge-cache';
 import { serveR2Object } from '../http/r2-object';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';

@@ -1,21 +1,38 @@
-import type { IRequest } from 'itty-router';
+import type { IRequest, RouteEntry } from 'itty-router';
 import { errorResponse } from '../http/responses';
 
+/** The order methods are listed in an Allow header. */
+const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
 /**
-/**
- * The read routes answer GET and HEAD only: any other method gets 405 with Allow.
- * The exceptions: POST to the pages' /login and /logout forms, login.v1's
- * token endpoint and the Tokens page's forms, and the publish API
- * (/v1/publish/…), whose routes check their own methods.
+ * Makes every GET route of the table answer HEAD too (RFC 9110 §9.3.2):
+ * itty-router matches a route's method exactly, so a HEAD entry is added
+ * right after each GET one, with the same pattern and handlers. Call once,
+ * after the table is complete; withoutBodyForHead then drops the body.
  */
-export function onlyGetAndHead(request: IRequest): Response | undefined {
-  if (request.method === 'GET' || request.method === 'HEAD') return undefined;
-  const path = new URL(request.url).pathname;
-  if (request.method === 'POST' && /^\/log(in|out)$/.test(path)) return undefined;
-  // Sign-in (src/identity/): login.v1's token endpoint and the Tokens page's forms.
-  if (request.method === 'POST' && /^\/(oauth\/token|tokens(\/[a-z-]+)?)$/.test(path)) return undefined;
-  if (path.startsWith('/v1/publish/')) return undefined;
-  return errorResponse(405, `method ${request.method} is not allowed; this registry is read-only`, { allow: 'GET, HEAD' });
+export function answerHeadLikeGet<R, A extends unknown[]>(routes: RouteEntry<R, A>[]): void {
+  const withHead = routes.flatMap((route) => (route[0] === 'GET' ? [route, ['HEAD', ...route.slice(1)] as RouteEntry<R, A>] : [route]));
+  routes.splice(0, routes.length, ...withHead);
+}
+
+/**
+ * The methods the table has for `path` (routes registered for every method,
+ * like the catch-all, are not counted), in Allow-header order.
+ */
+export function allowedMethods<R, A extends unknown[]>(routes: RouteEntry<R, A>[], path: string): string[] {
+  const methods = new Set<string>();
+  for (const [method, pattern] of routes) if (method !== 'ALL' && pattern.test(path)) methods.add(method);
+  return [...methods].sort((a, b) => ORDER.indexOf(a) - ORDER.indexOf(b));
+}
+
+/**
+ * 405 with Allow when the path exists in the table with other methods only;
+ * undefined otherwise (no such path, or the route let the request fall through).
+ */
+export function wrongMethod<R, A extends unknown[]>(routes: RouteEntry<R, A>[], request: IRequest): Response | undefined {
+  const allow = allowedMethods(routes, new URL(request.url).pathname);
+  if (allow.length === 0 || allow.includes(request.method)) return undefined;
+  return errorResponse(405, `method ${request.method} is not allowed here; use ${allow.join(', ')}`, { allow: allow.join(', ') });
 }
 
 /**

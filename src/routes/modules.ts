@@ -10,7 +10,7 @@ import {
 import { parseVersion } from '../protocol/version';
 import { moduleArchiveFilename, moduleObjectKey } from '../store/layout';
 import { readModuleDownload, readModuleVersions } from '../store/modules/read';
-import { edgeCacheFor } from '../http/edge-cache';
+import { edgeCacheFor } from '../store/edge-cache';
 import { serveR2Object } from '../http/r2-object';
 import { directModuleDownloadBody, wantsDirectModuleDownload } from './module-download-form';
 import { requestModuleAddress } from './params';

@@ -1,9 +1,9 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings } from '../config';
-import { withReleaseUrls } from '../http/release-urls';
+import { withReleaseUrls } from '../auth/release-urls';
 import { documentResponse, notFound, pathSegment } from '../http/responses';
-import { edgeCacheFor } from '../http/edge-cache';
+import { edgeCacheFor } from '../store/edge-cache';
 import { formatAddress } from '../protocol/address';
 import { requestAddress } from './params';
 import { parsePlatform } from '../protocol/platform';

@@ -1,4 +1,4 @@
-import type { StoredDocument } from '../http/stored-body';
+import type { StoredDocument } from './stored-body';
 
 /**
  * A bounded in-isolate cache of stored documents, so repeated requests skip

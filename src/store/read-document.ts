@@ -1,6 +1,6 @@
 import { DocumentCache } from './document-cache';
-import { StoredDocument } from '../http/stored-body';
-import { storedResponse, type EdgeCache } from '../http/edge-cache';
+import { StoredDocument } from './stored-body';
+import { storedResponse, type EdgeCache } from './edge-cache';
 
 /**
  * The read side of the store, used by the Worker: readDocument makes at

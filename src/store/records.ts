@@ -30,6 +30,11 @@ export interface StoredFile {
   open(): ReadableStream | Uint8Array;
 }
 
+/** A release file to store: its bytes and the name it is published under. */
+export interface ReleaseFile extends StoredFile {
+  filename: string;
+}
+
 /** Writes `file` under `key`, its SHA-256 in the object's metadata (what verification compares). */
 export async function uploadObject(blobs: BlobStore, key: string, file: StoredFile): Promise<void> {
   await blobs.put(key, file.open(), {

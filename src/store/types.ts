@@ -1,5 +1,5 @@
 import type { ProviderAddress } from '../protocol/address';
-import type { GpgPublicKey } from '../protocol/providers-v1';
+import type { SigningKey } from '../protocol/providers-v1';
 
 /** One platform's package within a published version. */
 export interface PackageRecord {
@@ -14,8 +14,8 @@ export interface PackageRecord {
   size: number;
 }
 
-/** A public signing key as stored and served in `signing_keys.gpg_public_keys` (the protocol's type, its two fields we use). */
-export type SigningKey = Pick<GpgPublicKey, 'key_id' | 'ascii_armor'>;
+/** Defined with the protocol's types (src/protocol/openpgp-signature.ts checks signatures against it). */
+export type { SigningKey };
 
 /**
  * Everything known about one published version; the stored response bodies

@@ -21,8 +21,6 @@ import { freePort, makeCertificate, startDevServer, type Certificate, type DevSe
  * and exit codes for unchanged, immutable and refused publishes, and a client killed mid-upload.
  */
 
-const root = join(import.meta.dirname, '..', '..');
-const tsx = join(root, 'node_modules', '.bin', 'tsx');
 const HOST = 'registry.example.com';
 
 let dir: string;

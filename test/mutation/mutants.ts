@@ -754,7 +754,7 @@ export const MUTANTS: Mutant[] = [
     to: 'if (!allowance) return null;',
   },
   {
-    id: 'module-proxy-namespace-twice', file: 'src/mirror/module-policy.ts', tests: ['test/scripts/mirror/module-policy.test.ts'],
+    id: 'module-proxy-namespace-twice', file: 'src/protocol/module-policy.ts', tests: ['test/scripts/mirror/module-policy.test.ts'],
     description: 'two module rules may give one of our namespaces different upstreams',
     from: 'if (earlier !== undefined && earlier !== upstream) {',
     to: 'if (false) {',

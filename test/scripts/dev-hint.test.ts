@@ -2,8 +2,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { devPort, emptyStateHint } from '../../scripts/lib/dev/hint';
-import { devOrigin, devStateDir, recordServer, runningServer } from '../../scripts/lib/dev/server';
+import { emptyStateHint } from '../../scripts/lib/dev/hint';
+import { devOrigin, devPort, devStateDir, recordServer, runningServer } from '../../scripts/lib/dev/server';
 
 const dir = mkdtempSync(join(tmpdir(), 'edge-registry-dev-hint-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { signatureQuery } from '../../src/auth/signed-urls';
-import { edgeCacheUrl } from '../../src/http/edge-cache';
+import { edgeCacheUrl } from '../../src/store/edge-cache';
 import { forgetIsolateDocuments } from '../../src/store/read-document';
 import { downloadDocumentKey, releaseObjectKey } from '../../src/store/layout';
 import { address, bearer, countingKv, env, errorsOf, fakeRelease, issueToken, ORIGIN, seed } from './helpers';

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { address, countingKv, fakeRelease, getWith, seed } from './helpers';
 import { publishVersion } from '../../src/store/providers/write';
 import { DocumentCache } from '../../src/store/document-cache';
-import { StoredDocument } from '../../src/http/stored-body';
+import { StoredDocument } from '../../src/store/stored-body';
 
 const provider = address('acme', 'cached');
 

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { address, countingKv, fakeRelease, ORIGIN, seed, sha256HexOf } from './helpers';
 import { countingR2, evict, send, warm } from './serving';
-import { edgeCacheFor, edgeCacheUrl } from '../../src/http/edge-cache';
+import { edgeCacheFor, edgeCacheUrl } from '../../src/store/edge-cache';
 import { serveR2Object } from '../../src/http/r2-object';
 import { forgetIsolateDocuments } from '../../src/store/read-document';
 import { downloadDocumentKey, mirrorVersionKey, releaseObjectKey } from '../../src/store/layout';

@@ -27,6 +27,26 @@ describe('methods other than GET and HEAD', () => {
       }
     }
   });
+
+  it('Allow lists the methods the route table has for the path; a path no route has is 404 whatever the method', async () => {
+    const login = await get('/login', { method: 'PUT', body: 'x' });
+    expect(login.headers.get('allow')).toBe('GET, HEAD, POST');
+    await expectError(login, 405, 'PUT');
+    const logout = await get('/logout');
+    expect(logout.headers.get('allow')).toBe('POST');
+    await expectError(logout, 405, 'GET');
+    const tokens = await get('/tokens/revoke', { method: 'DELETE' });
+    expect(tokens.headers.get('allow')).toBe('GET, HEAD, POST');
+    await expectError(await get('/no/such/route', { method: 'POST', body: 'x' }), 404);
+    await expectError(await get('/v1/providers/acme/thing', { method: 'DELETE' }), 404);
+  });
+
+  it('HEAD is answered wherever GET is, without a body', async () => {
+    const response = await get('/.well-known/terraform.json', { method: 'HEAD' });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('application/json');
+    expect(await response.text()).toBe('');
+  });
 });
 
 describe('malformed input', () => {

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import worker from '../../src/index';
 import type { Env } from '../../src/env';
-import { edgeCacheUrl, type EdgeCacheKind } from '../../src/http/edge-cache';
+import { edgeCacheUrl, type EdgeCacheKind } from '../../src/store/edge-cache';
 import { ORIGIN } from './helpers';
 
 /**

@@ -16,14 +16,3 @@ export function emptyStateHint(args: readonly string[]): string {
     '',
   ].join('\n') + '\n';
 }
-
-/** The port `wrangler dev ARGS` listens on: the last --port given (as wrangler reads it), else 8787. */
-export function devPort(args: readonly string[]): string {
-  let port = '8787';
-  for (let i = 0; i < args.length; i++) {
-    const inline = /^--port=(\d+)$/.exec(args[i]!);
-    if (inline) port = inline[1]!;
-    else if (args[i] === '--port' && /^\d+$/.test(args[i + 1] ?? '')) port = args[i + 1]!;
-  }
-  return port;
-}

@@ -1,6 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { devPort } from './hint';
 
 /**
  * Where a running `npm start` can be reached, so hints name the real
@@ -10,6 +9,17 @@ import { devPort } from './hint';
  */
 
 const MARKER = 'edge-registry-server.json';
+
+/** The port `wrangler dev ARGS` listens on: the last --port given (as wrangler reads it), else 8787. */
+export function devPort(args: readonly string[]): string {
+  let port = '8787';
+  for (let i = 0; i < args.length; i++) {
+    const inline = /^--port=(\d+)$/.exec(args[i]!);
+    if (inline) port = inline[1]!;
+    else if (args[i] === '--port' && /^\d+$/.test(args[i + 1] ?? '')) port = args[i + 1]!;
+  }
+  return port;
+}
 
 /** The origin `wrangler dev ARGS` serves: http or https (`--local-protocol`), localhost, its port. */
 export function devOrigin(args: readonly string[]): string {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { InputError, parseConstraints, parseSourceAddress } from '../../../src/protocol/index';
 import type { SyncRequest } from './sync';
-import { DEFAULT_UPSTREAM, parsePolicy, platformList } from '../../../src/mirror/policy';
+import { DEFAULT_UPSTREAM, parsePolicy, platformList } from '../../../src/protocol/mirror-policy';
 
 /**
  * mirror.json, the allow-list `mirror sync --config` reads:
@@ -68,7 +68,7 @@ export interface SyncConfig {
 
 /**
  * Reads the allow-list, or a pull-through policy file (the same format plus
- * `*` patterns and `hosts`, src/mirror/policy.ts): a policy's exact entries are
+ * `*` patterns and `hosts`, src/protocol/mirror-policy.ts): a policy's exact entries are
  * synced, its pattern entries skipped (named in `skipped`), its `hosts` used
  * instead of discovery. Throws InputError as parseAllowList / parsePolicy do,
  * and when a policy has no exact entry at all.

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { InputError } from '../../../src/protocol/index';
-import { formatPolicy, parsePolicy } from '../../../src/mirror/policy';
+import { formatPolicy, parsePolicy } from '../../../src/protocol/mirror-policy';
 import { clearPolicy, readPolicy, writePolicy } from '../../../src/store/mirror/policy';
 import type { StoreHandle } from '../stores/handle';
 import { UsageError } from '../cli';
 
 /**
  * `npm run mirror -- policy set FILE | show | clear`: the pull-through policy
- * the Worker enforces (src/mirror/policy.ts). `set` validates the whole file
+ * the Worker enforces (src/protocol/mirror-policy.ts). `set` validates the whole file
  * before writing anything; `show` prints the stored policy (canonical JSON)
  * or says there is none.
  */

@@ -7,7 +7,7 @@ import { audited } from '../audit';
 import { say } from '../cli';
 import { processLeaseOptions } from '../stores/lease';
 import type { StoreHandle } from '../stores/handle';
-import { DEFAULT_UPSTREAM } from '../../../src/mirror/policy';
+import { DEFAULT_UPSTREAM } from '../../../src/protocol/mirror-policy';
 
 /**
  * `npm run mirror -- remove HOST/NS/TYPE --version V`: parses the address

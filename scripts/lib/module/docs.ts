@@ -68,7 +68,7 @@ async function interfaceOf(files: [string, string][]): Promise<ModuleInterface> 
     }
     for (const [name, blocks] of Object.entries((hcl.variable ?? {}) as Record<string, Hcl[]>)) {
       const v = blocks[0] ?? {};
-      const hasDefault = Object.prototype.hasOwnProperty.call(v, 'default');
+      const hasDefault = Object.hasOwn(v, 'default');
       inputs.push({
         name,
         type: typeof v.type === 'string' ? expression(v.type) : null,

@@ -2,10 +2,10 @@ import { formatShasums, sha256Hex } from '../../../src/protocol/hashes';
 import { shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
 import { explicitPrivateKey } from '../keys/keyring';
 import { RegistryClient, type UploadableFile } from '../registry-api';
-import type { PublishResult } from './publish';
+import type { PublishResult } from './result';
 import type { ReleasePlan } from './release';
 import { signDetached } from './sign';
-import type { ProviderDocs } from '../../../src/store/pages/provider-docs';
+import type { ProviderDocs } from '../../../src/protocol/provider-docs-shape';
 
 /**
  * `publish-provider … --registry URL`: publishes a validated release plan

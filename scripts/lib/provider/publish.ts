@@ -8,7 +8,7 @@ import { withLease } from '../../../src/store/lease';
 import { beginProviderPublish, publishVersion } from '../../../src/store/providers/write';
 import { differentContentsError, readVersionRecord, sameRelease } from '../../../src/store/providers/version-records';
 import { readSigningKeys, writeSigningKeys } from '../../../src/store/providers/signing-keys';
-import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
+import type { SigningKey, VersionRecord } from '../../../src/store/types';
 import { readRegistryConfig, type RegistryConfig } from '../config';
 import { CRASH_ENV, KILL_ENV, progressLog } from '../progress';
 import { processLeaseOptions } from '../stores/lease';
@@ -22,8 +22,11 @@ import { chooseSigner, signDetached } from './sign';
 import { readDocsFile } from './docs/index';
 import { audited } from '../audit';
 import { publishToRegistry } from './publish-registry';
+import type { PublishedPlatform, PublishResult } from './result';
 import { writeVersionDocs } from '../../../src/store/pages/write';
-import type { ProviderDocs } from '../../../src/store/pages/provider-docs';
+import type { ProviderDocs } from '../../../src/protocol/provider-docs-shape';
+
+export type { PublishedPlatform, PublishResult };
 
 /**
  * publishRelease: the function behind `npm run publish-provider`, for the
@@ -78,25 +81,6 @@ export interface PublishOptions {
   config?: RegistryConfig;
   /** Multipart tuning for --remote (tests). */
   remoteTuning?: Pick<R2S3Options, 'multipartThreshold' | 'partSize' | 'region' | 'onProgress'>;
-}
-
-/** One platform in the `--json` output: the stored package record, field for field. */
-export type PublishedPlatform = PackageRecord;
-
-/** What `--json` prints. */
-export interface PublishResult {
-  /** hostname/namespace/type */
-  address: string;
-  version: string;
-  protocols: string[];
-  platforms: PublishedPlatform[];
-  key_id: string;
-  /**
-   * published: written now; unchanged: already published with these bytes and
-   * verified whole; repaired: already published, missing or damaged parts
-   * rewritten; dry-run: nothing written.
-   */
-  status: 'published' | 'unchanged' | 'repaired' | 'dry-run';
 }
 
 /**

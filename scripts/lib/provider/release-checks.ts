@@ -4,7 +4,7 @@ import { InputError, type Platform } from '../../../src/protocol/index';
 import { executableName, executableNamePattern, RELEASE_FILE_PATTERNS } from '../../../src/protocol/release-files';
 import { checkReleaseShasums } from '../../../src/protocol/release-shasums';
 import { sha256File, type ArchiveDigest } from './archive';
-import type { PlannedArchive } from './release';
+import type { PlannedArchive } from './planned-archive';
 
 /**
  * The checks readRelease (./release.ts) makes on what it read: the provider

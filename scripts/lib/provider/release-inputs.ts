@@ -50,7 +50,7 @@ export function readDirectory(raw: string, path: string, consider: (path: string
       } catch {
         target = null;
       }
-      const inside = target !== null && target.startsWith(`${root}/`) && statSync(target).isFile();
+      const inside = target?.startsWith(`${root}/`) === true && statSync(target).isFile();
       if (inside) {
         if (isReleaseFileName(entry.name)) {
           consider(full, true);

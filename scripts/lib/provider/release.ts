@@ -4,10 +4,13 @@ import { basename, join, resolve } from 'node:path';
 import { InputError, platformName, type Platform } from '../../../src/protocol/index';
 import { RELEASE_FILE_PATTERNS, archiveFilename, shasumsFilename } from '../../../src/protocol/release-files';
 import { mapLimit } from '../../../src/concurrency';
-import { inspectArchive, type ArchiveDigest, type ProgressSink } from './archive';
+import { inspectArchive, type ProgressSink } from './archive';
 import { checkShasums, findExecutable, readManifestProtocols } from './release-checks';
+import type { PlannedArchive } from './planned-archive';
 import { parseBinaryOption, pickName, platformFrom, readDirectory, type Named } from './release-inputs';
 import { zipBinary } from './zip-binary';
+
+export type { PlannedArchive };
 
 /**
  * Reading a release from disk into a validated plan, before anything is
@@ -30,17 +33,6 @@ export interface ReleaseInput {
   log?: (line: string) => void;
   /** Archives hashed at the same time (default: 2). */
   concurrency?: number;
-}
-
-export interface PlannedArchive {
-  platform: Platform;
-  /** Name it is published under: terraform-provider-TYPE_VERSION_OS_ARCH.zip. */
-  filename: string;
-  /** The file on disk (a temporary zip for --binary). */
-  path: string;
-  digest: ArchiveDigest;
-  /** The executable found inside. */
-  executable: string;
 }
 
 export interface ReleasePlan {

@@ -8,7 +8,6 @@ import {
   explicitPrivateKey, generateSigningKey, loadPrivateKey, localKeyPath, PASSPHRASE_ENV, writePrivateKeyFile, KEY_ENV,
   type LoadedKey,
 } from '../keys/keyring';
-import type { PublishOptions } from './publish';
 
 /**
  * Signing a provider release's SHA256SUMS in the publish CLI: which key signs
@@ -44,7 +43,7 @@ export async function chooseSigner(
   address: ProviderAddress,
   config: RegistryConfig,
   namespaceKeys: SigningKey[],
-  options: Pick<PublishOptions, 'keyFile' | 'remote' | 'keysDir'>,
+  options: { keyFile?: string; remote?: boolean; keysDir?: string },
   env: NodeJS.ProcessEnv,
   log: (line: string) => void,
 ): Promise<Signer> {

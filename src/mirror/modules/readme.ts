@@ -1,5 +1,5 @@
 import { Marked, type Tokens } from 'marked';
-import { escapeHtml } from '../../pages/html';
+import { escapeHtml } from '../../http/escape-html';
 
 /**
  * A proxied module's README.md as HTML for its page, rendered in the Worker

@@ -55,7 +55,7 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
     return served;
   }
   const pull = await pullContext(env, address);
-  if (!pull || !pull.allowance.allows(version)) return served;
+  if (!pull?.allowance.allows(version)) return served;
   const label = `${formatAddress(address)} ${version}`;
   let manifest: PullManifest;
   try {
@@ -182,7 +182,7 @@ async function commitIfUncommitted(env: Env, address: ProviderAddress, version: 
   if (committed.has(key)) return;
   try {
     const pull = await pullContext(env, address);
-    if (!pull || !pull.allowance.allows(version)) return;
+    if (!pull?.allowance.allows(version)) return;
     if (await isCommitted(env, address, version, filename)) {
       if (committed.size >= 4096) committed.clear();
       committed.add(key);

@@ -3,7 +3,7 @@ import { settings } from '../../config';
 import type { Env } from '../../env';
 import { refusalStatus } from '../../http/errors';
 import { errorResponse } from '../../http/responses';
-import type { Actor } from '../../identity/actor';
+import type { Actor } from '../../store/audit/actor';
 import { authorizePublish, PublishRefusal } from '../../identity/publish-auth';
 import { InputError } from '../../protocol/errors';
 import { auditCiRefusal } from './refusal-audit';
@@ -15,7 +15,7 @@ import type { BlobStore, KvStore } from '../../store/store';
  * What every publish API handler shares: the store over the Worker's
  * bindings, authorisation, the audit entry of each outcome, and turning
  * refusals into responses (401/403 like the read API, InputError's 400/409/413
- * with the CLI's messages). Write routes never answer GET or HEAD (405).
+ * with the CLI's messages). Methods are the route table's (src/index.ts): 405 for others.
  */
 
 export interface PublishStore {
@@ -33,11 +33,6 @@ export function publishStore(env: Env): PublishStore {
 export const MAX_BODY_BYTES = 100 * 1024 * 1024;
 /** Size of every part but the last of a file sent in parts (R2 wants them equal, ≥ 5 MiB; under MAX_BODY_BYTES). */
 export const PART_BYTES = 64 * 1024 * 1024;
-
-/** 405 unless the request uses `method`. */
-export function onlyMethod(request: Request, method: 'POST' | 'PUT'): Response | null {
-  return request.method === method ? null : errorResponse(405, `method ${request.method} is not allowed here; use ${method}`, { allow: method });
-}
 
 /** A JSON response that is never cached. */
 export function json(body: unknown, status = 200): Response {

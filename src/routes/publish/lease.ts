@@ -1,5 +1,5 @@
-import type { Actor } from '../../identity/actor';
-import { describeActor } from '../../identity/actor';
+import type { Actor } from '../../store/audit/actor';
+import { describeActor } from '../../store/audit/actor';
 import { withLease, type Lease } from '../../store/lease';
 import type { BlobStore } from '../../store/store';
 

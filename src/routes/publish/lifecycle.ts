@@ -10,7 +10,7 @@ import { moduleLeaseName, providerLeaseName } from '../../store/layout';
 import { parseLifecycleMessage, type LifecycleAction } from '../../store/lifecycle/change';
 import { changeModuleLifecycle } from '../../store/lifecycle/modules';
 import { changeProviderLifecycle } from '../../store/lifecycle/providers';
-import { asPublisher, audit, json, onlyMethod, readJsonBody } from './context';
+import { asPublisher, audit, json, readJsonBody } from './context';
 import { withWorkerLease } from './lease';
 
 /**
@@ -29,8 +29,6 @@ import { withWorkerLease } from './lease';
 const ACTIONS = ['deprecate', 'undeprecate', 'withdraw', 'restore'] as const;
 
 export function providerLifecycle(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
-  const wrongMethod = onlyMethod(request, 'POST');
-  if (wrongMethod) return wrongMethod;
   const address = providerAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'));
   return handle(request, env, ctx, address.namespace, formatAddress(address), (store, action, check) =>
     withWorkerLease(store.blobs, providerLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatAddress(address)}`, (lease) =>
@@ -38,8 +36,6 @@ export function providerLifecycle(request: IRequest, env: Env, ctx: ExecutionCon
 }
 
 export function moduleLifecycle(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
-  const wrongMethod = onlyMethod(request, 'POST');
-  if (wrongMethod) return wrongMethod;
   const address = moduleAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'),
     pathSegment(request.params.name, 'name'), pathSegment(request.params.system, 'system'));
   return handle(request, env, ctx, address.namespace, formatModuleAddress(address), (store, action, check) =>

@@ -1,4 +1,4 @@
-import type { Actor } from '../../identity/actor';
+import type { Actor } from '../../store/audit/actor';
 import { formatModuleAddress } from '../../protocol/modules-v1';
 import { moduleLeaseName } from '../../store/layout';
 import { publishModuleVersion, readModuleRecord } from '../../store/modules/write';

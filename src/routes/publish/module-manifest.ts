@@ -1,4 +1,4 @@
-import { escapeHtml } from '../../pages/html';
+import { escapeHtml } from '../../http/escape-html';
 import { InputError } from '../../protocol/errors';
 import type { ModuleArchiveFormat } from '../../protocol/modules-v1';
 import type { ModuleDocs, ModuleInterface } from '../../store/modules/types';

@@ -8,7 +8,7 @@ import { moduleArchiveFilename, moduleLeaseName } from '../../store/layout';
 import { differentPackageError, readModuleRecord, rebuildModuleIndex, samePackage, verifyModuleVersion } from '../../store/modules/write';
 import type { ModuleVersionRecord } from '../../store/modules/types';
 import { newUploadId, writeUploadSession, type ModuleUpload, type UploadSession } from '../../store/uploads/session';
-import { asPublisher, audit, json, onlyMethod, PART_BYTES, readJsonBody } from './context';
+import { asPublisher, audit, json, PART_BYTES, readJsonBody } from './context';
 import { withWorkerLease } from './lease';
 import { parseModuleManifest } from './module-manifest';
 import { sessionResponse } from './providers';
@@ -24,8 +24,6 @@ import { sessionResponse } from './providers';
 const MAX_MANIFEST_BYTES = 2 * 1024 * 1024;
 
 export async function createModuleUpload(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
-  const wrongMethod = onlyMethod(request, 'POST');
-  if (wrongMethod) return wrongMethod;
   const address = moduleAddress(
     settings(env).hostname,
     pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.name, 'name'), pathSegment(request.params.system, 'system'),

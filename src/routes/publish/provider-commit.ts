@@ -1,4 +1,4 @@
-import type { Actor } from '../../identity/actor';
+import type { Actor } from '../../store/audit/actor';
 import { formatAddress } from '../../protocol/address';
 import { InputError } from '../../protocol/errors';
 import { sha256Hex } from '../../protocol/hashes';

@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
 import { pathSegment } from '../../http/responses';
-import type { Actor } from '../../identity/actor';
+import type { Actor } from '../../store/audit/actor';
 import { formatAddress, parseProviderName, providerAddress, type ProviderAddress } from '../../protocol/address';
 import { parsePlatformName } from '../../protocol/platform';
 import { parseReleaseFilename, shasumsFilename, shasumsSignatureFilename } from '../../protocol/release-files';
@@ -13,7 +13,7 @@ import { publishVersion } from '../../store/providers/write';
 import { differentContentsError, readVersionRecord, sameRelease } from '../../store/providers/version-records';
 import type { PackageRecord, VersionRecord } from '../../store/types';
 import { newUploadId, writeUploadSession, type ProviderUpload, type UploadSession } from '../../store/uploads/session';
-import { asPublisher, audit, json, onlyMethod, PART_BYTES, readJsonBody, type PublishStore } from './context';
+import { asPublisher, audit, json, PART_BYTES, readJsonBody, type PublishStore } from './context';
 import { writeUploadDocs } from './provider-docs';
 import { withWorkerLease } from './lease';
 import { parseProviderManifest } from './manifest';
@@ -36,8 +36,6 @@ const SESSION_HOURS = 24;
 const MAX_MANIFEST_BYTES = 8 * 1024 * 1024;
 
 export async function createProviderUpload(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
-  const wrongMethod = onlyMethod(request, 'POST');
-  if (wrongMethod) return wrongMethod;
   const namespace = parseProviderName(pathSegment(request.params.namespace, 'namespace'), 'namespace');
   const type = parseProviderName(pathSegment(request.params.type, 'type'), 'type');
   const version = parseVersion(pathSegment(request.params.version, 'version'));

@@ -1,6 +1,6 @@
 import { settings } from '../../config';
 import type { Env } from '../../env';
-import type { Actor } from '../../identity/actor';
+import type { Actor } from '../../store/audit/actor';
 import type { AuditAction } from '../../store/audit/entry';
 
 /**

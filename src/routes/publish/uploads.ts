@@ -2,11 +2,11 @@ import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
 import { errorResponse, pathSegment } from '../../http/responses';
-import type { Actor } from '../../identity/actor';
+import type { Actor } from '../../store/audit/actor';
 import { InputError } from '../../protocol/errors';
 import { readUploadSession, removeUpload, type UploadSession } from '../../store/uploads/session';
 import { partCount, partLength, stagePart, stageWholeFile } from '../../store/uploads/staged';
-import { asPublisher, audit, json, MAX_BODY_BYTES, onlyMethod, publishStore, type AuditTarget } from './context';
+import { asPublisher, audit, json, MAX_BODY_BYTES, publishStore, type AuditTarget } from './context';
 import { commitModule } from './module-commit';
 import { commitProvider } from './provider-commit';
 
@@ -25,8 +25,6 @@ import { commitProvider } from './provider-commit';
  */
 
 export async function uploadFile(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
-  const wrongMethod = onlyMethod(request, 'PUT');
-  if (wrongMethod) return wrongMethod;
   const session = await sessionOf(request, env);
   if (session instanceof Response) return session;
   const filename = pathSegment(request.params.filename, 'filename');
@@ -54,8 +52,6 @@ export async function uploadFile(request: IRequest, env: Env, ctx: ExecutionCont
 }
 
 export async function commitUpload(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
-  const wrongMethod = onlyMethod(request, 'POST');
-  if (wrongMethod) return wrongMethod;
   const session = await sessionOf(request, env);
   if (session instanceof Response) return session;
   return asSessionPublisher(request, env, ctx, session, async (actor) => {

@@ -1,5 +1,5 @@
 import { parseJsonObjectOrNull } from '../../protocol/shape';
-import { parseActor, type Actor } from '../../identity/actor';
+import { parseActor, type Actor } from './actor';
 
 /**
  * One audit entry: who did what to which thing, and how it ended. Written

@@ -1,10 +1,10 @@
-import { deriveAesGcmKey } from '../../auth/aes-key';
+import { deriveAesGcmKey } from './aes-key';
 import { SealError } from '../errors';
 
 /**
  * Encryption at rest of a registry-held private key (held-keys.ts), with
  * WebCrypto only: AES-256-GCM under a key derived by HKDF-SHA-256
- * (src/auth/aes-key.ts) from the Worker secret SIGNING_KEY_SECRET and a
+ * (aes-key.ts) from the Worker secret SIGNING_KEY_SECRET and a
  * random salt per sealed value; the
  * additional data binds the ciphertext to where it belongs (hostname,
  * namespace, key id), so a sealed key copied to another namespace does not

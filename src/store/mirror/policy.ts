@@ -1,4 +1,4 @@
-import { formatPolicy, parsePolicy, type MirrorPolicy } from '../../mirror/policy';
+import { formatPolicy, parsePolicy, type MirrorPolicy } from '../../protocol/mirror-policy';
 import { mirrorPolicyKey } from '../layout';
 import type { KvStore } from '../store';
 

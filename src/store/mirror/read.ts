@@ -1,4 +1,4 @@
-import type { EdgeCache } from '../../http/edge-cache';
+import type { EdgeCache } from '../edge-cache';
 import type { ProviderAddress } from '../../protocol/address';
 import { mirrorIndexKey, mirrorVersionKey } from '../layout';
 import { readDocument } from '../read-document';

@@ -1,5 +1,5 @@
 import { DocumentCache, type Freshness } from '../document-cache';
-import { StoredDocument } from '../../http/stored-body';
+import { StoredDocument } from '../stored-body';
 import type { ModuleAddress } from '../../protocol/modules-v1';
 import { moduleCatalogKey, moduleDocsKey, moduleDownloadKey, moduleVersionsKey } from '../layout';
 

@@ -1,6 +1,6 @@
 import { DocumentCache, type Freshness } from '../document-cache';
 import type { ProviderAddress } from '../../protocol/address';
-import type { ProviderDocs } from './provider-docs';
+import type { ProviderDocs } from '../../protocol/provider-docs-shape';
 import { catalogKey, docsKey, providerPageKey } from '../layout';
 import type { LifecycleMark } from '../lifecycle/state';
 import type { PackageRecord } from '../types';

@@ -1,7 +1,7 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { sortVersions } from '../../protocol/version';
 import { fingerprintOf } from '../../protocol/openpgp-packets';
-import type { ProviderDocs } from './provider-docs';
+import type { ProviderDocs } from '../../protocol/provider-docs-shape';
 import { docsKey } from '../layout';
 import type { PageKey, ProviderPageData } from './read';
 import type { KvStore } from '../store';

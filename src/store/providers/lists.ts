@@ -12,7 +12,7 @@ import { commitRecord, readRecordObjects, repairDocuments, warnOnce, type Publis
 import { DamagedRecordError, ListRebuildRaceError } from '../errors';
 import type { BlobStore, KvStore } from '../store';
 import type { VersionRecord } from '../types';
-import type { ProviderDocs } from '../pages/provider-docs';
+import type { ProviderDocs } from '../../protocol/provider-docs-shape';
 import { parseVersionRecord } from './version-records';
 import { updateCatalogEntry, catalogEntryOf } from '../pages/catalog';
 import type { ProviderPageData } from '../pages/read';

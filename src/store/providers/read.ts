@@ -1,4 +1,4 @@
-import type { EdgeCache } from '../../http/edge-cache';
+import type { EdgeCache } from '../edge-cache';
 import type { ProviderAddress } from '../../protocol/address';
 import type { Platform } from '../../protocol/platform';
 import { downloadDocumentKey, versionsDocumentKey } from '../layout';

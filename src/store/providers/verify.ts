@@ -5,7 +5,7 @@ import { repairDocuments, verifyObject, type PublishProgress } from '../records'
 import type { Store } from '../store';
 import type { VersionRecord } from '../types';
 import { StoredReleaseMismatchError } from '../errors';
-import type { ReleaseFile } from './write';
+import type { ReleaseFile } from '../records';
 
 /**
  * Checks a committed version against its record and repairs it from `files`

@@ -4,7 +4,9 @@ import { committedRecordKey, downloadDocumentKey, mirrorVersionKey, releaseObjec
 import { mapLimit } from '../../concurrency';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import { loadProviderLists, rebuildProviderLists, updateProviderLists, type ListsState } from './lists';
-import { commitRecord, uploadUnlessStored, type PublishOutcome, type PublishProgress, type StoredFile } from '../records';
+import { commitRecord, uploadUnlessStored, type PublishOutcome, type PublishProgress, type ReleaseFile } from '../records';
+
+export type { ReleaseFile };
 import type { KvStore, Store } from '../store';
 import type { VersionRecord } from '../types';
 import { differentContentsError, parseVersionRecord, readVersionRecord, sameRelease } from './version-records';
@@ -37,9 +39,6 @@ import { verifyVersion } from './verify';
  */
 
 /** A release file to upload: archive, SHA256SUMS or signature. */
-export interface ReleaseFile extends StoredFile {
-  filename: string;
-}
 
 export interface PublishVersionOptions {
   /** Update the provider's lists at the end (default true). */

@@ -1,4 +1,4 @@
-import { parsePublisherList, type TrustedPublisher } from '../../identity/publishers';
+import { parsePublisherList, type TrustedPublisher } from './record';
 import { publishersKey } from '../layout';
 import type { KvStore } from '../store';
 

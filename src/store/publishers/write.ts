@@ -1,4 +1,4 @@
-import type { TrustedPublisher } from '../../identity/publishers';
+import type { TrustedPublisher } from './record';
 import { publishersKey } from '../layout';
 import type { KvStore } from '../store';
 

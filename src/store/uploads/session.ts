@@ -1,4 +1,4 @@
-import { parseActor, type Actor } from '../../identity/actor';
+import { parseActor, type Actor } from '../audit/actor';
 import { uploadPrefix, uploadSessionKey } from '../layout';
 import { listAllObjectKeys } from '../list';
 import type { ModuleDocs } from '../modules/types';
@@ -33,7 +33,7 @@ export interface ProviderUpload {
   /** h1 the client computed per archive (checked against the server's own at commit when given). */
   h1?: Record<string, string>;
   /** Docs for the version's pages (publish-provider --docs), checked by src/protocol/provider-docs.ts. */
-  docs?: import('../pages/provider-docs').ProviderDocs;
+  docs?: import('../../protocol/provider-docs-shape').ProviderDocs;
 }
 
 export interface ModuleUpload {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { formatPolicy, parsePolicy } from '../../../src/mirror/policy';
-import { moduleAllowanceFor } from '../../../src/mirror/module-policy';
+import { formatPolicy, parsePolicy } from '../../../src/protocol/mirror-policy';
+import { moduleAllowanceFor } from '../../../src/protocol/module-policy';
 
 /**
- * The module part of the pull-through policy (src/mirror/module-policy.ts):
+ * The module part of the pull-through policy (src/protocol/module-policy.ts):
  * which upstream modules are proxied under which of our namespaces, each
  * refusal with the path and the fix.
  */

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { allowanceFor, formatPolicy, parsePolicy } from '../../../src/mirror/policy';
+import { allowanceFor, formatPolicy, parsePolicy } from '../../../src/protocol/mirror-policy';
 import { configPath, runScript, tempDir } from '../helpers';
 import { StaticUpstream, releaseUpstreamGpgKey } from './upstream';
 

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Env } from '../../../src/env';
-import { parsePolicy } from '../../../src/mirror/policy';
+import { parsePolicy } from '../../../src/protocol/mirror-policy';
 import { forgetPullThroughMemory } from '../../../src/mirror/pull-through';
 import { clearPolicy, writePolicy } from '../../../src/store/mirror/policy';
 import { get } from '../helpers';

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Env } from '../../../src/env';
 import { forgetPullThroughMemory } from '../../../src/mirror/pull-through';
-import { parsePolicy } from '../../../src/mirror/policy';
+import { parsePolicy } from '../../../src/protocol/mirror-policy';
 import { releaseObjectKey } from '../../../src/store/layout';
 import { clearPolicy, writePolicy } from '../../../src/store/mirror/policy';
 import { writeManifest, type PullManifest } from '../../../src/store/mirror/pull';

@@ -1,4 +1,4 @@
-import type { AttributeMode, DocAttribute, DocBlock, DocEntity, DocSchema, ProviderDocs } from '../../../../src/store/pages/provider-docs';
+import type { AttributeMode, DocAttribute, DocBlock, DocEntity, DocSchema, ProviderDocs } from '../../../../src/protocol/provider-docs-shape';
 import { DocsProblems, isObject, LOWER_IDENTIFIER, optionalString } from './errors';
 
 /**

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { InputError } from '../../../../src/protocol/errors';
-import type { ProviderDocs } from '../../../../src/store/pages/provider-docs';
+import type { ProviderDocs } from '../../../../src/protocol/provider-docs-shape';
 import { fromCodeSpec, isCodeSpec } from './code-spec';
 import { fromTerraformSchema, isTerraformSchema } from './terraform-schema';
 

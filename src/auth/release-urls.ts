@@ -1,6 +1,6 @@
 import type { Env } from '../env';
 import { settings } from '../config';
-import { signReleaseUrls } from '../auth/signed-urls';
+import { signReleaseUrls } from './signed-urls';
 
 /**
  * Rewriting the release-file URLs of a stored body as it is served. Stored

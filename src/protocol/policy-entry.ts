@@ -1,6 +1,6 @@
-import { InputError } from '../protocol/errors';
-import { truncate } from '../protocol/address';
-import { parseConstraints, type VersionConstraint } from '../protocol/constraints';
+import { InputError } from './errors';
+import { truncate } from './address';
+import { parseConstraints, type VersionConstraint } from './constraints';
 
 /**
  * What the policy's provider rules (./policy.ts) and module rules

@@ -1,11 +1,11 @@
-import { InputError } from '../protocol/errors';
-import { parseHostname, truncate } from '../protocol/address';
-import { meetsConstraints, type VersionConstraint } from '../protocol/constraints';
+import { InputError } from './errors';
+import { parseHostname, truncate } from './address';
+import { meetsConstraints, type VersionConstraint } from './constraints';
 import { ruleEntry } from './policy-entry';
-import { parseModuleName, parseModuleSystem, type ModuleAddress } from '../protocol/modules-v1';
+import { parseModuleName, parseModuleSystem, type ModuleAddress } from './modules-v1';
 
 /**
- * The module part of the pull-through policy (src/mirror/policy.ts): which
+ * The module part of the pull-through policy (src/protocol/mirror-policy.ts): which
  * upstream registry modules this registry proxies, and under which of our
  * namespaces.
  *

@@ -4,16 +4,16 @@ import type { Env } from '../env';
 import { SESSION_SECONDS, sessionCookie } from '../auth/session';
 import { base64url } from '../auth/bytes';
 import { sha256Hex } from '../protocol/hashes';
-import { errorPage } from '../pages/respond';
-import { safeNext } from '../pages/login';
+import { errorPage } from './respond';
+import { safeNext } from './login';
 import { storeLoginCode } from '../store/identity/login-codes';
-import type { OidcSettings } from './config';
-import { clearFlowCookie, flowCookie, FLOW_SECONDS, readFlow, type LoginFlow } from './flow';
-import { CALLBACK_PATH, parseCliAuthzRequest } from './login-v1';
-import { evaluatePolicy, GROUP_SESSION_SECONDS, type LoginPolicy } from './policy';
-import { authorizationUrl, completeSignIn, newProviderRequest, ProviderError, SignInRefused } from './provider';
-import { sealPersonSession } from './person-session';
-import { recordLogin } from './audit';
+import type { OidcSettings } from '../identity/config';
+import { clearFlowCookie, flowCookie, FLOW_SECONDS, readFlow, type LoginFlow } from '../identity/flow';
+import { CALLBACK_PATH, parseCliAuthzRequest } from '../identity/login-v1';
+import { evaluatePolicy, GROUP_SESSION_SECONDS, type LoginPolicy } from '../identity/policy';
+import { authorizationUrl, completeSignIn, newProviderRequest, ProviderError, SignInRefused } from '../identity/provider';
+import { sealPersonSession } from '../identity/person-session';
+import { recordLogin } from '../identity/audit';
 
 /**
  * The login broker's browser-facing steps (the token endpoint is in

@@ -1,7 +1,7 @@
-import { InputError } from '../protocol/errors';
-import { parseHostname, parseProviderName, truncate, type ProviderAddress } from '../protocol/address';
-import { meetsConstraints, type VersionConstraint } from '../protocol/constraints';
-import { parsePlatformName, platformName, type Platform } from '../protocol/platform';
+import { InputError } from './errors';
+import { parseHostname, parseProviderName, truncate, type ProviderAddress } from './address';
+import { meetsConstraints, type VersionConstraint } from './constraints';
+import { parsePlatformName, platformName, type Platform } from './platform';
 import { formatModuleRule, parseModuleRules, type ModuleRule } from './module-policy';
 import { isObject, refuseUnknown, ruleEntry } from './policy-entry';
 
@@ -23,7 +23,7 @@ import { isObject, refuseUnknown, ruleEntry } from './policy-entry';
  * `hosts` replaces service discovery for a hostname, as a Terraform CLI
  * `host` block does; its `archives` replaces `https://HOST/` in module
  * package URLs (codeload.github.com for GitHub sources: src/mirror/modules/).
- * `modules` lists proxied module namespaces (src/mirror/module-policy.ts);
+ * `modules` lists proxied module namespaces (module-policy.ts);
  * a policy needs `providers`, `modules` or both. Unknown fields are refused everywhere, so a typo never
  * silently widens or narrows what the mirror fetches.
  */
