@@ -530,10 +530,10 @@ export const MUTANTS: Mutant[] = [
     to: 'if (!Array.isArray(versions) || ',
   },
   {
-    id: 'empty-executable', file: 'scripts/lib/provider/release-checks.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
-    description: 'an empty provider executable is accepted',
-    from: 'if (found.size === 0) throw new InputError(`archive ${path}: executable',
-    to: 'if (false) throw new InputError(`archive ${path}: executable',
+    id: 'empty-executable', file: 'src/protocol/provider-executable.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
+    description: 'an empty provider executable is accepted (the one check every way in calls)',
+    from: "if (found.size === 0) return { ok: false, problem: 'empty'",
+    to: "if (false) return { ok: false, problem: 'empty'",
   },
   {
     id: 'zip-duplicate-entry', file: 'scripts/lib/provider/archive.ts', tests: ARCHIVE,
@@ -602,10 +602,10 @@ export const MUTANTS: Mutant[] = [
     to: 'if (false) {',
   },
   {
-    id: 'mirror-no-executable', file: 'scripts/lib/mirror/verify.ts', tests: ['test/scripts/mirror/sync.test.ts'],
-    description: 'mirror sync accepts a zip without the provider executable',
-    from: 'if (!executable) {',
-    to: 'if (false) {',
+    id: 'mirror-no-executable', file: 'src/protocol/provider-executable.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'the provider-executable check (every way in, mirror sync included) takes any top-level file for the executable',
+    from: 'const found = entries.find((entry) => !isDirectory(entry) && accepted.test(entry.name));',
+    to: 'const found = entries.find((entry) => !isDirectory(entry));',
   },
   {
     id: 'mirror-changed-sums-accepted', file: 'scripts/lib/mirror/sync.ts', tests: ['test/scripts/mirror/sync-changes.test.ts'],
