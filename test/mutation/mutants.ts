@@ -645,16 +645,34 @@ export const MUTANTS: Mutant[] = [
     to: "if (false) refuse('');",
   },
   {
-    id: 'module-proxy-readme-html', file: 'src/mirror/modules/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
+    id: 'module-proxy-readme-html', file: 'src/pages/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
     description: 'a proxied README\'s raw HTML reaches the page unescaped',
     from: 'return reduceHtml(text);',
     to: 'return text;',
   },
   {
-    id: 'module-proxy-readme-img-src', file: 'src/mirror/modules/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
+    id: 'module-proxy-readme-img-src', file: 'src/pages/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
     description: 'a proxied README\'s own <img> keeps any src (javascript:, protocol-relative)',
-    from: "if (src && /^https?:\\/\\//i.test(src)) out +=",
-    to: 'if (src) out +=',
+    from: "const src = safeUrl(attribute(match[0], 'src') ?? '', 'image');",
+    to: "const src = attribute(match[0], 'src');",
+  },
+  {
+    id: 'readme-scheme-allow-list', file: 'src/pages/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts', 'test/worker/publish/module-manifest.test.ts'],
+    description: 'a README link or image keeps any scheme the URL parser reads (javascript:, data:, java<TAB>script:)',
+    from: "if (!(kind === 'link' ? LINK_SCHEMES : IMAGE_SCHEMES).has(url.protocol)) return null;",
+    to: '',
+  },
+  {
+    id: 'readme-url-entities', file: 'src/pages/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
+    description: 'a README link target is checked without decoding its entities (jav&#x61;script: kept as a link)',
+    from: 'const value = decodeEntities(target).trim();',
+    to: 'const value = target.trim();',
+  },
+  {
+    id: 'readme-protocol-relative', file: 'src/pages/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
+    description: 'a README link or image to another host without a scheme (//evil, /\\evil) is kept',
+    from: 'return absolute ? value : null;',
+    to: 'return value;',
   },
   {
     id: 'module-proxy-own-hostname', file: 'src/mirror/modules/proxy.ts', tests: ['test/worker/mirror-modules/own-hostname.test.ts'],
