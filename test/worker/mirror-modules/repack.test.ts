@@ -3,7 +3,7 @@ import { InputError } from '../../../src/protocol/errors';
 import { proxiedModuleDocs } from '../../../src/mirror/modules/docs';
 import { renderReadme } from '../../../src/pages/readme';
 import { repackModule } from '../../../src/mirror/modules/repack';
-import { readTar } from '../../../src/mirror/modules/tar';
+import { readTar } from '../../../src/protocol/tar';
 import { tarGz, zipStored, type TarEntry } from '../../fixtures/archives';
 
 /**
