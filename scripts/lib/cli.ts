@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { InputError } from '../../src/protocol/errors';
+import { InputError, UpstreamError } from '../../src/protocol/errors';
 import { StoreRefusal } from '../../src/store/errors';
 
 /**
@@ -40,7 +40,7 @@ export function verboseRequested(argv: readonly string[] = process.argv, env: No
 
 /** True for an error the user can fix (exit 1, audited as `refused`): bad input or a store refusal. */
 export function isUserFixable(error: unknown): error is Error {
-  return error instanceof InputError || error instanceof StoreRefusal;
+  return error instanceof InputError || error instanceof UpstreamError || error instanceof StoreRefusal;
 }
 
 /** True for a usage error (exit 2): UsageError or an option parseArgs rejects. */

@@ -1,4 +1,4 @@
-import { InputError } from '../protocol/errors';
+import { InputError, UpstreamError } from '../protocol/errors';
 import { LeaseBusyError, NotStoredError, StoreRefusal, VersionConflictError } from '../store/errors';
 import { errorResponse } from './responses';
 
@@ -7,6 +7,7 @@ import { errorResponse } from './responses';
  * (the CLI's counterpart is scripts/lib/cli.ts describeFailure):
  *
  *   InputError (bad input)                → its status (400 unless a route chose 404, 413, …)
+ *   UpstreamError (an upstream failed)    → its status (502 unless a route chose 404, 422, 504)
  *   NotStoredError                        → 404
  *   VersionConflictError, LeaseBusyError  → 409
  *   any other error (StoreFailure included: StoredReleaseMismatchError,
@@ -15,7 +16,7 @@ import { errorResponse } from './responses';
  *                                         → null: a 500 without internals
  */
 export function refusalStatus(error: unknown): number | null {
-  if (error instanceof InputError) return error.status;
+  if (error instanceof InputError || error instanceof UpstreamError) return error.status;
   if (error instanceof NotStoredError) return 404;
   if (error instanceof VersionConflictError || error instanceof LeaseBusyError) return 409;
   // A refusal added to src/store/errors.ts without a status here is still the caller's to fix.

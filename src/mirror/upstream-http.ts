@@ -1,4 +1,4 @@
-import { InputError } from '../protocol/errors';
+import { UpstreamError } from '../protocol/errors';
 import { concatBytes } from '../bytes';
 
 /**
@@ -13,12 +13,7 @@ import { concatBytes } from '../bytes';
  * went wrong. Each fetch is counted in `counts` (the bench's subrequests).
  */
 
-export class UpstreamError extends InputError {
-  constructor(message: string, status = 502) {
-    super(message, status);
-    this.name = 'UpstreamError';
-  }
-}
+export { UpstreamError };
 
 export interface UpstreamLimits {
   /** Time for the response headers of any request, and for the whole of a small body (ms). */
@@ -165,7 +160,7 @@ export class UpstreamClient {
       }
       if (!ok.includes(response.status)) {
         await response.body?.cancel();
-        throw new UpstreamError(`${what} ${current}: HTTP ${response.status}`);
+        throw new UpstreamError(`${what} ${current}: HTTP ${response.status}`, 502, response.status);
       }
       return { response, url: current };
     }

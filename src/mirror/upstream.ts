@@ -60,7 +60,7 @@ export async function listVersions(http: JsonGetter, base: string, address: Prov
   try {
     ({ json } = await http.getJson(url, 'list versions'));
   } catch (error) {
-    if (error instanceof UpstreamError && / HTTP 404$/.test(error.message)) {
+    if (error instanceof UpstreamError && error.httpStatus === 404) {
       throw new UpstreamError(`${formatAddress(address)} not found on ${address.hostname} (${url}: HTTP 404)`, 404);
     }
     throw error;

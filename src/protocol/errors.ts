@@ -17,6 +17,26 @@ export class InputError extends Error {
 }
 
 /**
+ * An upstream (a registry, a mirror, a module source) failed or answered with
+ * something unusable: the message names the URL and what went wrong. Not an
+ * InputError — the caller's own input was fine — but the Worker answers with
+ * `status` (502 unless a route chose 404, 422 or 504; src/http/errors.ts) and
+ * the scripts exit 1 (scripts/lib/cli.ts), as the fix lies upstream or in the
+ * configuration. `httpStatus` is the upstream's own HTTP status when that is
+ * what failed, so callers decide on it, never on the message's wording.
+ */
+export class UpstreamError extends Error {
+  readonly status: number;
+  readonly httpStatus: number | undefined;
+  constructor(message: string, status = 502, httpStatus?: number) {
+    super(message);
+    this.name = 'UpstreamError';
+    this.status = status;
+    this.httpStatus = httpStatus;
+  }
+}
+
+/**
  * A JSON value that does not have the shape a protocol defines (a response
  * from a registry or mirror, a stored document). Says where and what was
  * expected: `versions[2].version: expected a string, got 12`.

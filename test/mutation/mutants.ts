@@ -530,10 +530,10 @@ export const MUTANTS: Mutant[] = [
     to: 'if (!Array.isArray(versions) || ',
   },
   {
-    id: 'empty-executable', file: 'scripts/lib/provider/release-checks.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
-    description: 'an empty provider executable is accepted',
-    from: 'if (found.size === 0) throw new InputError(`archive ${path}: executable',
-    to: 'if (false) throw new InputError(`archive ${path}: executable',
+    id: 'empty-executable', file: 'src/protocol/provider-executable.ts', tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
+    description: 'an empty provider executable is accepted (the one check every way in calls)',
+    from: "if (found.size === 0) return { ok: false, problem: 'empty'",
+    to: "if (false) return { ok: false, problem: 'empty'",
   },
   {
     id: 'zip-duplicate-entry', file: 'scripts/lib/provider/archive.ts', tests: ARCHIVE,
@@ -602,10 +602,10 @@ export const MUTANTS: Mutant[] = [
     to: 'if (false) {',
   },
   {
-    id: 'mirror-no-executable', file: 'scripts/lib/mirror/verify.ts', tests: ['test/scripts/mirror/sync.test.ts'],
-    description: 'mirror sync accepts a zip without the provider executable',
-    from: 'if (!executable) {',
-    to: 'if (false) {',
+    id: 'mirror-no-executable', file: 'src/protocol/provider-executable.ts', tests: ['test/scripts/mirror/sync.test.ts'],
+    description: 'the provider-executable check (every way in, mirror sync included) takes any top-level file for the executable',
+    from: 'const found = entries.find((entry) => !isDirectory(entry) && accepted.test(entry.name));',
+    to: 'const found = entries.find((entry) => !isDirectory(entry));',
   },
   {
     id: 'mirror-changed-sums-accepted', file: 'scripts/lib/mirror/sync.ts', tests: ['test/scripts/mirror/sync-changes.test.ts'],
@@ -736,16 +736,34 @@ export const MUTANTS: Mutant[] = [
     to: "if (false) refuse('');",
   },
   {
-    id: 'module-proxy-readme-html', file: 'src/mirror/modules/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
+    id: 'module-proxy-readme-html', file: 'src/pages/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
     description: 'a proxied README\'s raw HTML reaches the page unescaped',
     from: 'return reduceHtml(text);',
     to: 'return text;',
   },
   {
-    id: 'module-proxy-readme-img-src', file: 'src/mirror/modules/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
+    id: 'module-proxy-readme-img-src', file: 'src/pages/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
     description: 'a proxied README\'s own <img> keeps any src (javascript:, protocol-relative)',
-    from: "if (src && /^https?:\\/\\//i.test(src)) out +=",
-    to: 'if (src) out +=',
+    from: "const src = safeUrl(attribute(match[0], 'src') ?? '', 'image');",
+    to: "const src = attribute(match[0], 'src');",
+  },
+  {
+    id: 'readme-scheme-allow-list', file: 'src/pages/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts', 'test/worker/publish/module-manifest.test.ts'],
+    description: 'a README link or image keeps any scheme the URL parser reads (javascript:, data:, java<TAB>script:)',
+    from: "if (!(kind === 'link' ? LINK_SCHEMES : IMAGE_SCHEMES).has(url.protocol)) return null;",
+    to: '',
+  },
+  {
+    id: 'readme-url-entities', file: 'src/pages/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
+    description: 'a README link target is checked without decoding its entities (jav&#x61;script: kept as a link)',
+    from: 'const value = decodeEntities(target).trim();',
+    to: 'const value = target.trim();',
+  },
+  {
+    id: 'readme-protocol-relative', file: 'src/pages/readme.ts', tests: ['test/worker/mirror-modules/repack.test.ts'],
+    description: 'a README link or image to another host without a scheme (//evil, /\\evil) is kept',
+    from: 'return absolute ? value : null;',
+    to: 'return value;',
   },
   {
     id: 'module-proxy-own-hostname', file: 'src/mirror/modules/proxy.ts', tests: ['test/worker/mirror-modules/own-hostname.test.ts'],

@@ -10,7 +10,8 @@ import { openLocalStore } from '../../scripts/lib/stores/local';
 import { type StoreHandle } from '../../scripts/lib/stores/handle';
 import { readSuppliedPackage } from '../../scripts/lib/module/archive';
 import { DEMO_MODULE, publishDemoModule, writeDemoModule } from '../../scripts/lib/demo/module';
-import { extractModuleDocs, renderReadme } from '../../scripts/lib/module/docs';
+import { extractModuleDocs } from '../../scripts/lib/module/docs';
+import { renderReadme } from '../../src/pages/readme';
 import { packModule } from '../../scripts/lib/module/pack';
 import { publishModule } from '../../scripts/lib/module/publish';
 import { KILL_ENV } from '../../scripts/lib/progress';
@@ -342,9 +343,9 @@ terraform {
     expect(renderReadme('<iframe src="https://evil"></iframe><style>body{}</style>x')).toBe('x');
   });
 
-  it('keeps the raw-text-in-SVG/MathML payloads of sanitize-html 2.17.6/2.17.7 out (our pin, 2.17.5, predates those fixes)', () => {
-    // The pinned version is the newest whose engines include Node 20; these bypasses needed svg/math or
-    // SVG animation elements allowed, which our allow-list is not: each payload must come out inert.
+  it('keeps the raw-text-in-SVG/MathML payloads fixed in sanitize-html 2.17.6/2.17.7 out', () => {
+    // These bypassed sanitize-html (used here before the one README renderer) where svg/math or SVG
+    // animation elements were allowed; the renderer keeps no tag of the README's own: each must come out inert.
     for (const payload of [
       '<svg><textarea><img src=x onerror=alert(1)></textarea></svg>',
       '<math><xmp><img src=x onerror=alert(1)></xmp></math>',

@@ -12,8 +12,8 @@ import { createWriteStream } from 'node:fs';
  */
 
 // One error class for the CLI's and the Worker's upstream clients (src/mirror/upstream-http.ts), so the shared
-// providers.v1 client (src/mirror/upstream.ts) recognises either's failures.
-import { UpstreamError } from '../../../src/mirror/upstream-http';
+// providers.v1 client (src/mirror/upstream.ts) recognises either's failures (by httpStatus, never by wording).
+import { UpstreamError } from '../../../src/protocol/errors';
 export { UpstreamError };
 
 export interface UpstreamHttpOptions {
@@ -177,16 +177,18 @@ export class UpstreamHttp {
         }
         await response.body?.cancel().catch(() => undefined);
         if (response.status !== 429 && response.status < 500) {
-          throw new UpstreamError(`${what} ${finalUrl}: HTTP ${response.status}${response.status === 401 || response.status === 403 ? authHint(finalUrl, withToken && !!this.options.tokenFor?.(new URL(finalUrl).host)) : ''}`);
+          const hint = response.status === 401 || response.status === 403 ? authHint(finalUrl, withToken && !!this.options.tokenFor?.(new URL(finalUrl).host)) : '';
+          throw new UpstreamError(`${what} ${finalUrl}: HTTP ${response.status}${hint}`, 502, response.status);
         }
         failure = `HTTP ${response.status}`;
         retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
       } catch (error) {
         clearTimeout(timer);
         if (error instanceof UpstreamError) throw error;
-        failure = describeNetworkError(controller.signal.aborted ? controller.signal.reason : error);
+        const network = describeNetworkError(controller.signal.aborted ? controller.signal.reason : error);
+        failure = network.text;
         // Trust problems do not go away by retrying: fail at once.
-        if (failure.startsWith('TLS certificate')) throw new UpstreamError(`${what} ${url}: ${failure}`);
+        if (!network.retryable) throw new UpstreamError(`${what} ${url}: ${failure}`);
       }
       clearTimeout(timer);
       if (attempt >= this.retries) {
@@ -226,17 +228,18 @@ export class UpstreamHttp {
 class RetryableError extends Error {}
 class TimeoutError extends Error {}
 
-function describeNetworkError(error: unknown): string {
-  if (error instanceof TimeoutError) return `timed out (${error.message})`;
-  if (error instanceof RetryableError) return error.message;
+/** What went wrong on the way to a response, and whether another attempt may help (not for an untrusted certificate). */
+function describeNetworkError(error: unknown): { text: string; retryable: boolean } {
+  if (error instanceof TimeoutError) return { text: `timed out (${error.message})`, retryable: true };
+  if (error instanceof RetryableError) return { text: error.message, retryable: true };
   const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
   const code = cause?.code ?? (error as { code?: string })?.code;
-  if (code === 'ECONNREFUSED') return 'connection refused';
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
+  if (code === 'ECONNREFUSED') return { text: 'connection refused', retryable: true };
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { text: 'host not found', retryable: true };
   if (code && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) {
-    return `TLS certificate not trusted (${code}); add the upstream's CA with NODE_EXTRA_CA_CERTS=/path/ca.pem`;
+    return { text: `TLS certificate not trusted (${code}); add the upstream's CA with NODE_EXTRA_CA_CERTS=/path/ca.pem`, retryable: false };
   }
-  return `${code ?? 'connection failed'}${cause?.message ? ` (${cause.message})` : (error as Error)?.message ? ` (${(error as Error).message})` : ''}`;
+  return { text: `${code ?? 'connection failed'}${cause?.message ? ` (${cause.message})` : (error as Error)?.message ? ` (${(error as Error).message})` : ''}`, retryable: true };
 }
 
 function authHint(url: string, sentToken: boolean): string {

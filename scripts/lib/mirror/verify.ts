@@ -1,7 +1,8 @@
 import {
-  executableNamePattern, InputError, parseShasums, platformName, type Platform, type ShasumEntry,
+  InputError, parseShasums, platformName, type Platform, type ShasumEntry,
 } from '../../../src/protocol/index';
 import { archiveFilename } from '../../../src/protocol/release-files';
+import { checkProviderExecutable, executableProblem } from '../../../src/protocol/provider-executable';
 import type { PackageRecord } from '../../../src/store/types';
 import { inspectArchive, type ArchiveDigest } from '../provider/archive';
 import type { UpstreamPackage } from '../../../src/mirror/upstream';
@@ -52,14 +53,8 @@ export async function verifyArchive(
   if (expected.sha256Hex !== undefined && digest.sha256Hex !== expected.sha256Hex) {
     throw new InputError(`archive check failed: ${expected.source} changed while being read (SHA-256 ${digest.sha256Hex}, expected ${expected.sha256Hex})`);
   }
-  const pattern = executableNamePattern(expected.type, expected.version, expected.platform);
-  const executable = digest.entries.find((entry) => !entry.isDirectory && pattern.test(entry.name));
-  if (!executable) {
-    throw new InputError(
-      `archive check failed: ${expected.source} (${platformName(expected.platform)}) holds no provider executable terraform-provider-${expected.type}_v${expected.version}${expected.platform.os === 'windows' ? '.exe' : ''} ` +
-        `(found ${digest.entries.map((e) => e.name).slice(0, 5).join(', ') || 'no entries'})`,
-    );
-  }
+  const check = checkProviderExecutable(digest.entries, expected);
+  if (!check.ok) throw new InputError(executableProblem(check, `archive check failed: ${expected.source} (${platformName(expected.platform)})`, 'mirror'));
   return digest;
 }
 

@@ -1,7 +1,6 @@
 import { createRequire } from 'node:module';
-import { marked } from 'marked';
-import sanitizeHtml from 'sanitize-html';
 import { InputError } from '../../../src/protocol/errors';
+import { renderReadme } from '../../../src/pages/readme';
 import type {
   ModuleDocs, ModuleInput, ModuleInterface, ModuleOutput, ModuleProviderRequirement, ModuleSubmodule,
 } from '../../../src/store/modules/types';
@@ -10,9 +9,8 @@ import type {
  * Module docs, extracted at publish time from the package's own files:
  * HashiCorp's HCL parser (hcl2json, compiled to WASM) reads every .tf/.tofu
  * file of the root and of each modules/NAME/ directory; README.md is
- * rendered with marked and then sanitised with sanitize-html (an allow-list:
- * no scripts, styles, event handlers or javascript: URLs), so pages can show
- * it as HTML. .tf.json files are not read (their blocks are not in the docs).
+ * rendered by the one README renderer (src/pages/readme.ts), so pages can
+ * show it as HTML. .tf.json files are not read (their blocks are not in the docs).
  */
 
 type Hcl = Record<string, unknown>;
@@ -40,18 +38,6 @@ export async function extractModuleDocs(files: ReadonlyMap<string, string>): Pro
   }
   const readme = files.get('README.md');
   return { ...root, submodules, readmeHtml: readme === undefined ? null : renderReadme(readme) };
-}
-
-/** Markdown → sanitised HTML (GitHub-flavoured Markdown; raw HTML kept only where the allow-list permits). */
-export function renderReadme(markdown: string): string {
-  const html = marked.parse(markdown, { async: false, gfm: true }) as string;
-  return sanitizeHtml(html, {
-    allowedTags: [...sanitizeHtml.defaults.allowedTags, 'img', 'details', 'summary'],
-    allowedAttributes: { a: ['href', 'title'], img: ['src', 'alt', 'title'], code: ['class'], th: ['align'], td: ['align'] },
-    allowedSchemes: ['http', 'https', 'mailto'],
-    allowedSchemesByTag: { img: ['http', 'https'] },
-    allowProtocolRelative: false,
-  });
 }
 
 async function interfaceOf(files: [string, string][]): Promise<ModuleInterface> {

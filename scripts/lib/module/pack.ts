@@ -1,14 +1,17 @@
 import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { constants as zlibConstants, createGzip } from 'node:zlib';
-import tar from 'tar-stream';
+import { once } from 'node:events';
 import { InputError } from '../../../src/protocol/errors';
 import { isExcludedFromPackage } from '../../../src/protocol/module-package';
+import { tarChunks } from '../../../src/protocol/tar';
 
 /**
  * Packing a module directory into a deterministic .tar.gz: the same tree
  * gives the same bytes on every run and machine with the same Node (zlib),
- * so re-publishing an unchanged module is recognised as `unchanged`.
+ * so re-publishing an unchanged module is recognised as `unchanged`. The tar
+ * is the one module tar writer (src/protocol/tar.ts, shared with the module
+ * proxy); the gzip is Node's zlib at level 9, as it always was here.
  *
  * - Entries are regular files only (directories are implied by the paths;
  *   go-getter creates them), sorted by path in byte order.
@@ -116,42 +119,24 @@ export function listModuleFiles(dir: string): { files: PackedFile[]; excluded: s
 export async function packModule(dir: string, maxBytes: number): Promise<PackResult> {
   const { files, excluded } = listModuleFiles(dir);
   const unpackedSize = files.reduce((sum, f) => sum + f.size, 0);
-  const pack = tar.pack();
   const gzip = createGzip({ level: 9, memLevel: 9, strategy: zlibConstants.Z_DEFAULT_STRATEGY });
   const chunks: Buffer[] = [];
   let packed = 0;
-  let tooLarge = false;
-  const done = new Promise<void>((resolvePromise, reject) => {
-    gzip.on('data', (chunk: Buffer) => {
-      packed += chunk.byteLength;
-      if (packed > maxBytes) tooLarge = true;
-      chunks.push(chunk);
-    });
-    gzip.on('end', () => resolvePromise());
-    gzip.on('error', reject);
-    pack.on('error', reject);
+  gzip.on('data', (chunk: Buffer) => {
+    packed += chunk.byteLength;
+    chunks.push(chunk);
   });
-  pack.pipe(gzip);
-  for (const file of files) {
-    if (tooLarge) break;
-    const content = readFileExactly(file);
-    await new Promise<void>((resolveEntry, reject) => {
-      pack.entry({
-        name: file.path,
-        size: content.byteLength,
-        mode: file.executable ? 0o755 : 0o644,
-        mtime: new Date(0),
-        uid: 0,
-        gid: 0,
-        uname: '',
-        gname: '',
-        type: 'file',
-      }, content, (error) => (error ? reject(error) : resolveEntry()));
-    });
+  const done = once(gzip, 'end');
+  const entries = function* () {
+    for (const file of files) yield { name: file.path, mode: file.executable ? 0o755 : 0o644, data: readFileExactly(file) };
+  };
+  for (const chunk of tarChunks(entries())) {
+    if (packed > maxBytes) break; // packing stops as soon as the package is over
+    if (!gzip.write(chunk)) await once(gzip, 'drain');
   }
-  pack.finalize();
+  gzip.end();
   await done;
-  if (tooLarge) throw new InputError(`${dir}: the package is over the size limit of ${formatMB(maxBytes)}; raise it with --max-size MB if this is intended`);
+  if (packed > maxBytes) throw new InputError(`${dir}: the package is over the size limit of ${formatMB(maxBytes)}; raise it with --max-size MB if this is intended`);
   const bytes = new Uint8Array(Buffer.concat(chunks));
   bytes[9] = 3; // gzip header OS byte: Unix, whatever the platform zlib was built for
   return { bytes, files, unpackedSize, excluded };

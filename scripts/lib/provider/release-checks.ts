@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { InputError, type Platform } from '../../../src/protocol/index';
-import { executableName, executableNamePattern, RELEASE_FILE_PATTERNS } from '../../../src/protocol/release-files';
+import { checkProviderExecutable, executableProblem } from '../../../src/protocol/provider-executable';
+import { RELEASE_FILE_PATTERNS } from '../../../src/protocol/release-files';
 import { checkReleaseShasums } from '../../../src/protocol/release-shasums';
 import { sha256File, type ArchiveDigest } from './archive';
 import type { PlannedArchive } from './planned-archive';
@@ -20,16 +21,9 @@ const ARCHIVE = RELEASE_FILE_PATTERNS.archive;
  * Throws InputError naming the archive when it is missing or empty.
  */
 export function findExecutable(path: string, digest: ArchiveDigest, type: string, version: string, platform: Platform): string {
-  const exact = executableName(type, version, platform);
-  const accepted = executableNamePattern(type, version, platform);
-  const found = digest.entries.find((entry) => !entry.isDirectory && accepted.test(entry.name));
-  if (!found) {
-    const names = digest.entries.map((e) => e.name);
-    const shown = names.slice(0, 8).join(', ') + (names.length > 8 ? `, … (${names.length} entries)` : '');
-    throw new InputError(`archive ${path}: expected executable ${exact} at the top level, found ${shown || 'no files'}; build with goreleaser's binary name "{{ .ProjectName }}_v{{ .Version }}" or use --binary`);
-  }
-  if (found.size === 0) throw new InputError(`archive ${path}: executable ${found.name} is empty; rebuild the provider`);
-  return found.name;
+  const check = checkProviderExecutable(digest.entries, { type, version, platform });
+  if (!check.ok) throw new InputError(executableProblem(check, `archive ${path}`, 'publisher'));
+  return check.name;
 }
 
 /** The plugin protocols of a goreleaser manifest. Throws InputError naming `path` for a malformed one. */

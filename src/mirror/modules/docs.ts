@@ -1,15 +1,15 @@
-import { renderProxiedReadme } from './readme';
+import { renderReadme } from '../../pages/readme';
 import type { ModuleDocs, ModuleInput, ModuleInterface, ModuleOutput, ModuleProviderRequirement } from '../../store/modules/types';
 
 /**
  * Docs of a proxied module, read in the Worker from the package's files.
  * publish-module uses HashiCorp's HCL parser (WASM, too large for a Worker
- * bundle) and renders README.md to sanitised HTML; here a small scanner
+ * bundle); here a small scanner
  * reads the same blocks — `variable`, `output`, `terraform {
  * required_providers, required_version }` at the top level of each .tf
  * file of the root and of modules/NAME/ — with their simple attributes
  * (description, type, default, sensitive, nullable, validation blocks), and
- * the README is rendered by src/mirror/modules/readme.ts. Whatever the scanner
+ * the README is rendered by src/pages/readme.ts (the one renderer). Whatever the scanner
  * cannot read is left out, never guessed; the package itself is unchanged.
  */
 
@@ -24,7 +24,7 @@ export function proxiedModuleDocs(texts: ReadonlyMap<string, string>): ModuleDoc
   const root = interfaceOf(byDir.get('') ?? []);
   const submodules = [...byDir.keys()].filter((d) => d !== '').sort().map((path) => ({ path, ...interfaceOf(byDir.get(path)!) }));
   const readme = texts.get('README.md');
-  return { ...root, submodules, readmeHtml: readme === undefined ? null : renderProxiedReadme(readme) };
+  return { ...root, submodules, readmeHtml: readme === undefined ? null : renderReadme(readme) };
 }
 
 interface Block {

@@ -2,7 +2,7 @@ import { InputError } from '../../protocol/errors';
 import { entryDataOffset, locateCentralDirectory, parseCentralDirectory, ZIP_TAIL_BYTES } from '../../protocol/zip';
 import { checkedEntryName, isDocFile, isExcludedFromPackage } from '../../protocol/module-package';
 import { concatBytes } from '../../bytes';
-import { readTar, writeTar, type TarEntry } from './tar';
+import { readTar, writeTar, type TarEntry } from '../../protocol/tar';
 
 /**
  * A fetched upstream package made into a module package of ours: the

@@ -35,7 +35,7 @@ export async function listModuleVersions(http: UpstreamClient, base: string, add
   try {
     ({ json } = await http.getJson(url, 'list module versions'));
   } catch (error) {
-    if (error instanceof UpstreamError && / HTTP 404$/.test(error.message)) {
+    if (error instanceof UpstreamError && error.httpStatus === 404) {
       throw new UpstreamError(`module ${formatModuleAddress(address)} not found on ${address.hostname} (${url}: HTTP 404)`, 404);
     }
     throw error;
@@ -60,7 +60,7 @@ export async function moduleLocation(http: UpstreamClient, base: string, address
   try {
     answer = await http.getModuleDownload(url, 'module download');
   } catch (error) {
-    if (error instanceof UpstreamError && / HTTP 404$/.test(error.message)) {
+    if (error instanceof UpstreamError && error.httpStatus === 404) {
       throw new UpstreamError(`module ${formatModuleAddress(address)} ${version} not found on ${address.hostname} (${url}: HTTP 404)`, 404);
     }
     throw error;

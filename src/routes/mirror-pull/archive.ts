@@ -3,7 +3,8 @@ import type { Env } from '../../env';
 import { releaseFileCacheControl } from '../../config';
 import { errorResponse, notFound, pathSegment } from '../../http/responses';
 import { formatAddress, providerAddress, type ProviderAddress } from '../../protocol/address';
-import { executableNamePattern, servedReleaseFileKind } from '../../protocol/release-files';
+import { servedReleaseFileKind } from '../../protocol/release-files';
+import { checkProviderExecutable, executableProblem } from '../../protocol/provider-executable';
 import { parseVersion } from '../../protocol/version';
 import { pullLeaseName, releaseObjectKey } from '../../store/layout';
 import { acquireLease, type Lease } from '../../store/lease';
@@ -224,10 +225,10 @@ async function finish(pull: PullContext, manifest: PullManifest, pkg: PullManife
   if (!head) throw new Error(`${key} vanished before it was committed`);
   lease.check();
   const digest = await zipDigest(bucket, key, head.size);
-  const pattern = executableNamePattern(address.type, version, { os: pkg.os });
-  if (!digest.names.some((name) => pattern.test(name))) {
+  const check = checkProviderExecutable(digest.names.map((name) => ({ name })), { type: address.type, version, platform: { os: pkg.os } });
+  if (!check.ok) {
     await bucket.delete(key);
-    throw new UpstreamError(`archive check failed: ${pkg.downloadUrl} holds no provider executable terraform-provider-${address.type}_v${version} (found ${digest.names.slice(0, 5).join(', ')}); deleted it again`);
+    throw new UpstreamError(`${executableProblem(check, `archive check failed: ${pkg.downloadUrl}`, 'mirror')}; deleted it again`);
   }
   await commitPulledPackage(pull.env.REGISTRY_KV, bucket, manifest, {
     os: pkg.os, arch: pkg.arch, filename: pkg.filename, shasum: pkg.shasum, h1: digest.h1, size: head.size,

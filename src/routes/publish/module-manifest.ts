@@ -1,4 +1,4 @@
-import { escapeHtml } from '../../http/escape-html';
+import { renderReadme } from '../../pages/readme';
 import { InputError } from '../../protocol/errors';
 import type { ModuleArchiveFormat } from '../../protocol/modules-v1';
 import type { ModuleDocs, ModuleInterface } from '../../store/modules/types';
@@ -13,8 +13,11 @@ import type { ModuleDocs, ModuleInterface } from '../../store/modules/types';
  *
  * Docs are extracted by the client (the Worker parses no HCL) and checked
  * here for shape and size; they are plain data, escaped on the pages. The
- * README is NOT taken as HTML from a client: it is stored as escaped
- * preformatted text, so an API publisher cannot put markup on the pages.
+ * README is NOT taken as HTML from a client: it is sent as Markdown text and
+ * rendered here by the one README renderer (src/pages/readme.ts), as
+ * publish-module and the module proxy render it, so an API publisher cannot
+ * put markup of its own on the pages. (Versions published before kept their
+ * stored `<pre>` text.)
  */
 
 export const DEFAULT_MAX_MODULE_BYTES = 100 * 1000 * 1000;
@@ -49,7 +52,7 @@ export function parseModuleManifest(body: unknown, maxBytes = DEFAULT_MAX_MODULE
       if (typeof path !== 'string' || !/^[A-Za-z0-9._/-]{1,200}$/.test(path) || path.split('/').includes('..')) throw new InputError(`docs.submodules[${i}].path must be a relative path like modules/NAME`);
       return { path, ...moduleInterface(s, `docs.submodules[${i}]`) };
     }),
-    readmeHtml: typeof m.readme === 'string' && m.readme.trim() !== '' ? `<pre class="readme-text">${escapeHtml(m.readme)}</pre>` : null,
+    readmeHtml: typeof m.readme === 'string' && m.readme.trim() !== '' ? renderReadme(m.readme) : null,
   };
   return { format: m.format, size: m.size as number, sha256: m.sha256, docs, dryRun: m.dry_run === true };
 }

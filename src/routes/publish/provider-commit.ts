@@ -4,7 +4,8 @@ import { InputError } from '../../protocol/errors';
 import { sha256Hex } from '../../protocol/hashes';
 import { checkReleaseShasums } from '../../protocol/release-shasums';
 import { verifyDetached } from '../../protocol/openpgp-signature';
-import { executableName, executableNamePattern, parseReleaseFilename } from '../../protocol/release-files';
+import { parseReleaseFilename } from '../../protocol/release-files';
+import { checkProviderExecutable, executableProblem } from '../../protocol/provider-executable';
 import { parsePlatformName } from '../../protocol/platform';
 import { providerLeaseName } from '../../store/layout';
 import { publishVersion, type ReleaseFile } from '../../store/providers/write';
@@ -52,14 +53,8 @@ export async function commitProvider(store: PublishStore, session: UploadSession
     const key = staged.get(pkg.filename)!;
     const entries = await storedZipEntries(bucket, key, pkg.size, label);
     const platform = parsePlatformName(parseReleaseFilename(pkg.filename)!.platform!);
-    const accepted = executableNamePattern(upload.type, upload.version, platform);
-    const found = entries.find((e) => !e.isDirectory && accepted.test(e.name));
-    if (!found) {
-      const names = entries.map((e) => e.name);
-      const shown = names.slice(0, 8).join(', ') + (names.length > 8 ? `, … (${names.length} entries)` : '');
-      throw new InputError(`${label}: expected executable ${executableName(upload.type, upload.version, platform)} at the top level, found ${shown || 'no files'}; build with goreleaser's binary name "{{ .ProjectName }}_v{{ .Version }}" or use --binary`);
-    }
-    if (found.uncompressedSize === 0) throw new InputError(`${label}: executable ${found.name} is empty; rebuild the provider`);
+    const check = checkProviderExecutable(entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory, size: e.uncompressedSize })), { type: upload.type, version: upload.version, platform });
+    if (!check.ok) throw new InputError(executableProblem(check, label, 'publisher'));
     const h1 = await storedZipH1(bucket, key, entries, label);
     if (pkg.h1 && pkg.h1 !== h1) throw new InputError(`${label}: its contents hash to ${h1}, the manifest says ${pkg.h1}`);
     packages.push({ ...pkg, h1 });

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../../src/protocol/errors';
 import { proxiedModuleDocs } from '../../../src/mirror/modules/docs';
-import { renderProxiedReadme } from '../../../src/mirror/modules/readme';
+import { renderReadme } from '../../../src/pages/readme';
 import { repackModule } from '../../../src/mirror/modules/repack';
-import { readTar } from '../../../src/mirror/modules/tar';
+import { readTar } from '../../../src/protocol/tar';
 import { tarGz, zipStored, type TarEntry } from '../../fixtures/archives';
 
 /**
@@ -77,9 +77,9 @@ describe('repackModule', () => {
   });
 });
 
-describe('renderProxiedReadme', () => {
+describe('renderReadme', () => {
   it('renders Markdown, and no markup of the README\'s own: raw HTML reduced to text, unsafe links and images dropped', () => {
-    const html = renderProxiedReadme([
+    const html = renderReadme([
       '# Title', '', 'Some *text* with `code` and [docs](https://example.com/a?b=1&c="2") and [rel](docs/x.md).', '',
       '<script>alert(1)</script>', '', '<img src=x onerror=alert(1)> inline <b onclick="x">b</b>', '',
       '[js](javascript:alert(1)) [data](data:text/html;base64,PHNjcmlwdD4=) [proto](//evil.example/x)', '',
@@ -100,7 +100,7 @@ describe('renderProxiedReadme', () => {
   });
 
   it('reduces a README\'s own HTML to what a reader needs: its text, http(s) images and line breaks', () => {
-    const html = renderProxiedReadme([
+    const html = renderReadme([
       '<!-- BEGIN_TF_DOCS -->',
       '<p align="center"><img src="https://img.example/logo.png?a=1&amp;b=2" alt="Logo &quot;x&quot;" width="100" onload="alert(1)"></p>', '',
       '<details><summary>More inputs</summary>', '', 'Some *detail*', '', '</details>', '',
@@ -123,5 +123,27 @@ describe('renderProxiedReadme', () => {
       else expect(rest, tag).toBe('');
     }
     expect(html).not.toMatch(/x\(\)|p\{\}|alert\(2\)|evil/);
+  });
+
+  it('reads every link and image target with the URL parser: no javascript: in disguise, no protocol-relative host (issue 26)', () => {
+    const dropped = [
+      '<java\tscript:alert(1)>', '<\u0001javascript:alert(1)>', 'jav&#x61;script:alert(1)',
+      '&#106;avascript:alert(1)', 'javascript&colon;alert(1)', 'java&Tab;script:alert(1)', 'JaVaScRiPt:alert(1)',
+      ' javascript:alert(1)', 'vbscript:msgbox(1)', 'data:text/html,x', '//evil.example/x', '<\\\\\\\\evil.example/x>', '</\\evil.example/x>', // Markdown: \\\\ is one backslash
+    ];
+    for (const target of dropped) {
+      const html = renderReadme(`[x](${target}) ![i](${target})`);
+      expect(html, target).toBe('<p>x i</p>\n'); // the texts stay, no tag of a link or image
+    }
+    // A newline ends a Markdown link destination (no link at all); in raw HTML it is a target like the others.
+    expect(renderReadme('[x](<java\nscript:alert(1)>)')).not.toMatch(/<a|href/);
+    expect(renderReadme('<img src="java\nscript:alert(1)"><img src="  https://x.example/a.png">')).toBe('<p><img src="https://x.example/a.png" alt=""></p>\n');
+    // Images load only from absolute http(s) URLs; relative links stay on our own pages.
+    expect(renderReadme('![i](docs/a.png) ![j](/a.png)')).toBe('<p>i j</p>\n');
+    expect(renderReadme('<img src="//evil.example/a.png"><img src="jav&#x61;script:alert(1)"><img src="java\tscript:x">')).not.toMatch(/<img/);
+    expect(renderReadme('[a](docs/x.md) [b](/abs) [c](#top) [d](?q=1)')).toBe('<p><a href="docs/x.md">a</a> <a href="/abs">b</a> <a href="#top">c</a> <a href="?q=1">d</a></p>\n');
+    expect(renderReadme('[m](mailto:a@example.com) [h](HTTPS://example.com/) [e](https://example.com/?a=1&amp;b=2)')).toBe(
+      '<p><a href="mailto:a@example.com">m</a> <a href="HTTPS://example.com/">h</a> <a href="https://example.com/?a=1&amp;b=2">e</a></p>\n',
+    );
   });
 });
