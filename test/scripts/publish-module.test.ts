@@ -11,7 +11,7 @@ import { type StoreHandle } from '../../scripts/lib/stores/handle';
 import { readSuppliedPackage } from '../../scripts/lib/module/archive';
 import { DEMO_MODULE, publishDemoModule, writeDemoModule } from '../../scripts/lib/demo/module';
 import { extractModuleDocs } from '../../scripts/lib/module/docs';
-import { renderReadme } from '../../src/pages/readme';
+import { renderReadme } from '../../src/http/readme';
 import { packModule } from '../../scripts/lib/module/pack';
 import { publishModule } from '../../scripts/lib/module/publish';
 import { KILL_ENV } from '../../scripts/lib/progress';

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { InputError } from '../../../src/protocol/errors';
-import { renderReadme } from '../../../src/pages/readme';
+import { renderReadme } from '../../../src/http/readme';
 import type {
   ModuleDocs, ModuleInput, ModuleInterface, ModuleOutput, ModuleProviderRequirement, ModuleSubmodule,
 } from '../../../src/store/modules/types';
@@ -9,7 +9,7 @@ import type {
  * Module docs, extracted at publish time from the package's own files:
  * HashiCorp's HCL parser (hcl2json, compiled to WASM) reads every .tf/.tofu
  * file of the root and of each modules/NAME/ directory; README.md is
- * rendered by the one README renderer (src/pages/readme.ts), so pages can
+ * rendered by the one README renderer (src/http/readme.ts), so pages can
  * show it as HTML. .tf.json files are not read (their blocks are not in the docs).
  */
 

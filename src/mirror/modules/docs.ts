@@ -1,4 +1,4 @@
-import { renderReadme } from '../../pages/readme';
+import { renderReadme } from '../../http/readme';
 import type { ModuleDocs, ModuleInput, ModuleInterface, ModuleOutput, ModuleProviderRequirement } from '../../store/modules/types';
 
 /**
@@ -9,7 +9,7 @@ import type { ModuleDocs, ModuleInput, ModuleInterface, ModuleOutput, ModuleProv
  * required_providers, required_version }` at the top level of each .tf
  * file of the root and of modules/NAME/ — with their simple attributes
  * (description, type, default, sensitive, nullable, validation blocks), and
- * the README is rendered by src/pages/readme.ts (the one renderer). Whatever the scanner
+ * the README is rendered by src/http/readme.ts (the one renderer). Whatever the scanner
  * cannot read is left out, never guessed; the package itself is unchanged.
  */
 

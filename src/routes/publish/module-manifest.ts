@@ -1,4 +1,4 @@
-import { renderReadme } from '../../pages/readme';
+import { renderReadme } from '../../http/readme';
 import { InputError } from '../../protocol/errors';
 import type { ModuleArchiveFormat } from '../../protocol/modules-v1';
 import type { ModuleDocs, ModuleInterface } from '../../store/modules/types';
@@ -14,7 +14,7 @@ import type { ModuleDocs, ModuleInterface } from '../../store/modules/types';
  * Docs are extracted by the client (the Worker parses no HCL) and checked
  * here for shape and size; they are plain data, escaped on the pages. The
  * README is NOT taken as HTML from a client: it is sent as Markdown text and
- * rendered here by the one README renderer (src/pages/readme.ts), as
+ * rendered here by the one README renderer (src/http/readme.ts), as
  * publish-module and the module proxy render it, so an API publisher cannot
  * put markup of its own on the pages. (Versions published before kept their
  * stored `<pre>` text.)

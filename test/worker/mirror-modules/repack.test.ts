@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../../src/protocol/errors';
 import { proxiedModuleDocs } from '../../../src/mirror/modules/docs';
-import { renderReadme } from '../../../src/pages/readme';
+import { renderReadme } from '../../../src/http/readme';
 import { repackModule } from '../../../src/mirror/modules/repack';
 import { readTar } from '../../../src/protocol/tar';
 import { tarGz, zipStored, type TarEntry } from '../../fixtures/archives';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderReadme } from '../../../src/pages/readme';
+import { renderReadme } from '../../../src/http/readme';
 import { parseModuleManifest } from '../../../src/routes/publish/module-manifest';
 
 const manifest = (readme: unknown) => ({

@@ -1,5 +1,5 @@
 import { Marked, type Tokens } from 'marked';
-import { escapeHtml } from './html';
+import { escapeHtml } from './escape-html';
 
 /**
  * The one README renderer: a module's README.md as HTML for its page, for
