@@ -26,6 +26,7 @@ import { createProviderUpload } from './routes/publish/providers';
 import { createModuleUpload } from './routes/publish/modules';
 import { moduleLifecycle, providerLifecycle } from './routes/publish/lifecycle';
 import { commitUpload, uploadFile } from './routes/publish/uploads';
+import { moduleProvenance, provenanceKeys, providerProvenance } from './routes/provenance';
 
 const router = Router<IRequest, [Env, ExecutionContext]>({
   before: [onlyGetAndHead],
@@ -54,6 +55,10 @@ router
   .all('/v1/downloads/providers/:namespace/:type', requireReadToken, providerDownloads)
   .all('/v1/downloads/mirror/:hostname/:namespace/:type', requireReadToken, mirrorDownloads)
   .all('/v1/downloads/modules/:namespace/:name/:system', requireModuleReadToken, moduleDownloads)
+  // signed provenance of releases (src/routes/provenance.ts)
+  .all('/v1/provenance/keys', provenanceKeys)
+  .all('/v1/provenance/providers/:namespace/:type/:version', requireReadToken, providerProvenance)
+  .all('/v1/provenance/modules/:namespace/:name/:system/:version', requireModuleReadToken, moduleProvenance)
   // a module's deprecations and withdrawals for scripts (modules.v1 has no warnings field)
   .all('/v1/lifecycle/modules/:namespace/:name/:system', requireModuleReadToken, moduleLifecycleJson)
   .all('/modules', modulesIndexPage)

@@ -4,7 +4,8 @@ import type { Env } from '../../env';
 import { refusalStatus } from '../../http/errors';
 import { errorResponse } from '../../http/responses';
 import type { Actor } from '../../identity/actor';
-import { authorizePublish, PublishRefusal } from '../../identity/publish-auth';
+import { authorizePublisher, PublishRefusal } from '../../identity/publish-auth';
+import type { VerifiedCiToken } from '../../identity/ci-token';
 import { InputError } from '../../protocol/errors';
 import { auditUnverifiedRefusal } from './refusal-audit';
 import { appendAuditEntry } from '../../store/audit/write';
@@ -58,13 +59,14 @@ export interface AuditTarget {
  */
 export async function asPublisher(
   request: IRequest, env: Env, ctx: ExecutionContext, namespace: string, what: AuditTarget,
-  handle: (actor: Actor, store: PublishStore) => Promise<Response>,
+  handle: (actor: Actor, store: PublishStore, ci: VerifiedCiToken | null) => Promise<Response>,
 ): Promise<Response> {
   const store = publishStore(env);
   let actor: Actor | null = null;
   try {
-    actor = await authorizePublish(request, settings(env), store, namespace);
-    return await handle(actor, store);
+    const authorization = await authorizePublisher(request, settings(env), store, namespace);
+    actor = authorization.actor;
+    return await handle(actor, store, authorization.ci);
   } catch (error) {
     if (error instanceof PublishRefusal) {
       if (error.claimed && error.status !== 403 && error.claimed.kind === 'ci') {
