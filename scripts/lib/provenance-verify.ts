@@ -90,7 +90,7 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
   if (statement._type !== STATEMENT_TYPE) throw new ProvenanceMismatchError(`the statement type is ${JSON.stringify(statement._type)}, not ${STATEMENT_TYPE}`);
   if (statement.predicateType === PUBLISH_ATTESTATION_V1) {
     const actor = (statement.predicate as { actor?: { kind?: string } }).actor?.kind ?? 'unknown';
-    throw new ProvenanceMismatchError(`${options.address} ${options.version} has no build provenance: it was published by ${actor === 'token' ? 'a publish token' : actor === 'operator' ? 'the CLI' : actor} (the registry signed only a publish attestation)`);
+    throw new ProvenanceMismatchError(`${options.address} ${options.version} has no build provenance: it was published by ${actor === 'token' ? 'a publish token' : actor === 'operator' ? 'the CLI' : actor === 'ci' ? 'a CI job whose token lacked the claims provenance states' : actor} (the registry signed only a publish attestation)`);
   }
   if (statement.predicateType !== SLSA_PROVENANCE_V1) throw new ProvenanceMismatchError(`the predicate type is ${JSON.stringify(statement.predicateType)}, not ${SLSA_PROVENANCE_V1}`);
 
