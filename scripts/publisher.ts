@@ -1,5 +1,5 @@
 /**
- * `npm run publisher -- add|list|remove --namespace NS [options]`
+ * `npm run publisher -- add|list|remove|require-provenance --namespace NS [options]`
  *
  * Trusted publishers: the CI jobs allowed to publish into a namespace with
  * their own short-lived OpenID Connect ID token and no stored secret
@@ -17,6 +17,7 @@ import { run, say, STATE_OPTIONS, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
 import { openKvStore, openStore } from './lib/stores/open';
 import { audited } from './lib/audit';
+import { setProvenanceRequired } from '../src/store/provenance';
 import { addPublisher, formatPublishers, listPublishers, removePublisher } from './lib/publishers';
 
 const USAGE = `usage: npm run publisher -- COMMAND --namespace NS [options]
@@ -39,6 +40,9 @@ const USAGE = `usage: npm run publisher -- COMMAND --namespace NS [options]
         the namespace's trusted publishers
   remove ID
         stop trusting a publisher (ID as list prints it)
+  require-provenance [--off]
+        NS accepts only releases with build provenance: any publish not from a trusted
+        publisher (publish tokens, the CLI) is refused; --off accepts them again (docs/provenance.md)
 
   --remote, --env NAME     the KV namespace of wrangler.toml (needs $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN)
   --config PATH            wrangler.toml (default ./wrangler.toml)
@@ -67,6 +71,7 @@ run(async () => {
       'any-ref': { type: 'boolean' },
       'allow-unprotected-ref': { type: 'boolean' },
       api: { type: 'string' },
+      off: { type: 'boolean' },
     },
   });
   if (values.help) {
@@ -74,7 +79,8 @@ run(async () => {
     return;
   }
   const [command, ...rest] = positionals;
-  if (!command || !['add', 'list', 'remove'].includes(command)) throw new UsageError('expected one command: add, list or remove');
+  if (!command || !['add', 'list', 'remove', 'require-provenance'].includes(command)) throw new UsageError('expected one command: add, list, remove or require-provenance');
+  if (values.off && command !== 'require-provenance') throw new UsageError('--off is an option of require-provenance');
   if (command === 'remove' ? rest.length !== 1 : rest.length > 0) {
     throw new UsageError(command === 'remove' ? 'remove takes one publisher id (npm run publisher -- list prints them)' : `unexpected argument "${rest[0]}"`);
   }
@@ -108,6 +114,15 @@ run(async () => {
       say(`  ${describePublisher(publisher)}`);
       if (added) say('  CI jobs it matches can now publish with `--registry URL` and their ID token (production KV takes up to 60 s to propagate)');
       if (values.json) process.stdout.write(`${JSON.stringify({ publisher, added })}\n`);
+    } else if (command === 'require-provenance') {
+      // Its own R2 object, not part of the publisher records (src/store/provenance.ts).
+      const required = !values.off;
+      await audited(auditStore, values.remote, { action: 'publisher.require-provenance', target, reason: required ? 'on' : 'off' },
+        () => setProvenanceRequired(store.blobs!, hostname, namespace, required), () => ({ outcome: 'ok', reason: required ? 'on' : 'off' }));
+      say(required
+        ? `${hostname}/${namespace} now requires build provenance: only trusted publishers (CI jobs) may publish into it`
+        : `${hostname}/${namespace} no longer requires build provenance`);
+      if (values.json) process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, requireProvenance: required })}\n`);
     } else if (command === 'list') {
       const publishers = await listPublishers(store.kv, hostname, namespace);
       if (values.json) process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, publishers })}\n`);

@@ -27,6 +27,7 @@ import { createProviderUpload } from './routes/publish/providers';
 import { createModuleUpload } from './routes/publish/modules';
 import { moduleLifecycle, providerLifecycle } from './routes/publish/lifecycle';
 import { commitUpload, uploadFile } from './routes/publish/uploads';
+import { moduleProvenance, provenanceKeys, providerProvenance } from './routes/provenance';
 
 const router = Router<IRequest, [Env, ExecutionContext]>({
   catch: errorToResponse,
@@ -57,6 +58,10 @@ router
   .get('/v1/downloads/providers/:namespace/:type', requireReadToken, providerDownloads)
   .get('/v1/downloads/mirror/:hostname/:namespace/:type', requireReadToken, mirrorDownloads)
   .get('/v1/downloads/modules/:namespace/:name/:system', requireModuleReadToken, moduleDownloads)
+  // signed provenance of releases (src/routes/provenance.ts)
+  .get('/v1/provenance/keys', provenanceKeys)
+  .get('/v1/provenance/providers/:namespace/:type/:version', requireReadToken, providerProvenance)
+  .get('/v1/provenance/modules/:namespace/:name/:system/:version', requireModuleReadToken, moduleProvenance)
   // a module's deprecations and withdrawals for scripts (modules.v1 has no warnings field)
   .get('/v1/lifecycle/modules/:namespace/:name/:system', requireModuleReadToken, moduleLifecycleJson)
   .get('/modules', modulesIndexPage)

@@ -1,5 +1,5 @@
 import { InputError, UpstreamError } from '../protocol/errors';
-import { LeaseBusyError, NotStoredError, StoreRefusal, VersionConflictError } from '../store/errors';
+import { LeaseBusyError, NotStoredError, ProvenanceRequiredError, StoreRefusal, VersionConflictError } from '../store/errors';
 import { errorResponse } from './responses';
 
 /**
@@ -10,6 +10,7 @@ import { errorResponse } from './responses';
  *   UpstreamError (an upstream failed)    → its status (502 unless a route chose 404, 422, 504)
  *   NotStoredError                        → 404
  *   VersionConflictError, LeaseBusyError  → 409
+ *   ProvenanceRequiredError               → 403
  *   any other error (StoreFailure included: StoredReleaseMismatchError,
  *   ListRebuildRaceError, LeaseLostError, DamagedRecordError, SealError;
  *   ConfigError)
@@ -19,6 +20,7 @@ export function refusalStatus(error: unknown): number | null {
   if (error instanceof InputError || error instanceof UpstreamError) return error.status;
   if (error instanceof NotStoredError) return 404;
   if (error instanceof VersionConflictError || error instanceof LeaseBusyError) return 409;
+  if (error instanceof ProvenanceRequiredError) return 403;
   // A refusal added to src/store/errors.ts without a status here is still the caller's to fix.
   if (error instanceof StoreRefusal) return 409;
   return null;

@@ -9,7 +9,7 @@ import { parseTokenRecord } from '../store/tokens/read';
 import type { BlobStore, KvStore } from '../store/store';
 import type { Actor } from '../store/audit/actor';
 import { presentedIds, type CiClaims } from './ci-claims';
-import { CiTokenError, looksLikeJwt, verifyCiToken } from './ci-token';
+import { CiTokenError, looksLikeJwt, verifyCiToken, type VerifiedCiToken } from './ci-token';
 import { describePublisher, type TrustedPublisher } from './publishers';
 
 /**
@@ -72,6 +72,19 @@ const PUBLISH_TOKEN = /^ert_[A-Za-z0-9_-]{43}$/;
 export async function authorizePublish(
   request: Request, config: { hostname: string }, store: { kv: KvStore; blobs: BlobStore }, namespace: string, starts: string | null, now = new Date(),
 ): Promise<Actor> {
+  return (await authorizePublisher(request, config, store, namespace, starts, now)).actor;
+}
+
+/** What authorised a publish: the actor, and for a CI job the verified token (claims and the publisher rule they matched), else null. */
+export interface PublishAuthorization {
+  actor: Actor;
+  ci: VerifiedCiToken | null;
+}
+
+/** authorizePublish, also handing on the verified CI token (build provenance states only its claims). Same refusals. */
+export async function authorizePublisher(
+  request: Request, config: { hostname: string }, store: { kv: KvStore; blobs: BlobStore }, namespace: string, starts: string | null, now = new Date(),
+): Promise<PublishAuthorization> {
   const header = request.headers.get('authorization');
   if (header === null || header.trim() === '') {
     throw new PublishRefusal(401, 'publishing needs credentials: a publish token (npm run token -- create --publish NS; EDGE_REGISTRY_TOKEN) or a CI job\'s OIDC ID token of a trusted publisher', null);
@@ -81,8 +94,11 @@ export async function authorizePublish(
   if (credential === undefined) {
     throw new PublishRefusal(401, 'the Authorization header is not "Bearer <publish token or CI ID token>"', null, 'invalid_token');
   }
-  if (PUBLISH_TOKEN.test(credential)) return publishTokenActor(credential, store.kv, namespace, now);
-  if (looksLikeJwt(credential)) return ciTokenActor(credential, config, store, namespace, starts, now);
+  if (PUBLISH_TOKEN.test(credential)) return { actor: await publishTokenActor(credential, store.kv, namespace, now), ci: null };
+  if (looksLikeJwt(credential)) {
+    const ci = await ciTokenActor(credential, config, store, namespace, starts, now);
+    return { actor: ci.actor, ci };
+  }
   throw new PublishRefusal(401, 'the bearer credential is neither a token of this registry (ert_…) nor a CI ID token (a JWT)', null, 'invalid_token');
 }
 
@@ -109,7 +125,7 @@ async function publishTokenActor(token: string, kv: KvStore, namespace: string, 
 // CI ID tokens: verification and publisher matching are src/identity/ci-token.ts's (the trusted-publishers work).
 async function ciTokenActor(
   token: string, config: { hostname: string }, store: { kv: KvStore; blobs: BlobStore }, namespace: string, starts: string | null, now: Date,
-): Promise<Actor> {
+): Promise<VerifiedCiToken> {
   const publishers = await readPublishers(store.kv, config.hostname, namespace);
   let verified;
   try {
@@ -128,7 +144,7 @@ async function ciTokenActor(
     }
     await pinIds(store, config.hostname, namespace, publisher, claims, actor);
   }
-  return actor;
+  return verified;
 }
 
 /**

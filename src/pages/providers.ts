@@ -12,6 +12,9 @@ import { lifecycleBadges, lifecycleNotes } from './lifecycle';
 import { downloadsFact, loadDownloads, platformDownloads, type PageDownloads } from './downloads';
 import { providerCounterName } from '../downloads/names';
 import { PAGE_SECURITY_HEADERS, redirect } from './respond';
+import { provenanceFact } from './provenance';
+import { readVersionRecord } from '../store/providers/version-records';
+import type { BlobStore, KvStore } from '../store/store';
 import { credentialsSnippet, hostBlockSnippet, networkMirrorSnippet, requiredProvidersSnippet, snippetAddress, suggestedConstraint } from './snippets';
 
 /**
@@ -47,7 +50,7 @@ export const providerPage = page(async (ctx, params) => {
   const data = await load(ctx, address);
   const newest = newestListed(data);
   const current = data.versions.find((v) => v.version === newest) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!;
-  return render(ctx, data, current, false, await loadDownloads(ctx, providerCounterName(address)));
+  return render(ctx, data, current, false, await loadDownloads(ctx, providerCounterName(address)), await loadProvenance(ctx, address, current.version));
 });
 
 /** GET /providers/:namespace/:type/:version */
@@ -57,7 +60,7 @@ export const versionPage = page(async (ctx, params) => {
   const data = await load(ctx, address);
   const current = data.versions.find((v) => v.version === version);
   if (!current) throw new InputError(`${address.namespace}/${address.type} has no version ${version}.`, 404);
-  return render(ctx, data, current, false, await loadDownloads(ctx, providerCounterName(address)));
+  return render(ctx, data, current, false, await loadDownloads(ctx, providerCounterName(address)), await loadProvenance(ctx, address, version));
 });
 
 /** GET /mirror/:hostname/:namespace/:type — what the mirror holds of a provider: versions and platforms. */
@@ -97,7 +100,13 @@ function formatSize(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, mirror: boolean, downloads: PageDownloads = null): RenderedPage {
+/** The version's statement reference, from its R2 record (one read); null for mirrored providers. */
+async function loadProvenance(ctx: PageContext, address: ProviderAddress, version: string): Promise<Html> {
+  const record = await readVersionRecord({ kv: ctx.env.REGISTRY_KV as unknown as KvStore, blobs: ctx.env.REGISTRY_R2 as unknown as BlobStore }, address, version);
+  return provenanceFact(record?.provenance, path('v1', 'provenance', 'providers', address.namespace, address.type, version));
+}
+
+function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, mirror: boolean, downloads: PageDownloads = null, provenance: Html | null = null): RenderedPage {
   const { hostname, namespace, type } = data.address;
   const own = hostname === ctx.config.hostname;
   const stable = newestListed(data);
@@ -140,6 +149,7 @@ ${lifecycleNotes('provider', data.deprecated, current.version, current)}
 <dt>Published</dt><dd><time datetime="${current.publishedAt}">${current.publishedAt.slice(0, 10)}</time></dd>
 <dt>Protocols</dt><dd>${current.protocols.join(', ')}</dd>
 ${downloadsFact(downloads, current.version)}
+${provenance ?? ''}
 <dt>Signing key</dt><dd><code class="copyable">${current.keyId}</code>${key?.fingerprint ? html`<br><span class="hash">fingerprint <span class="copyable">${key.fingerprint}</span></span>` : ''}${mirror ? '' : html`<br><a href="${base}/${encodeURIComponent(current.version)}/signing-key.asc">Armored public key</a>`}</dd>
 ${mirror ? '' : html`<dt>Documentation</dt><dd>${current.docs
     ? html`<a href="${base}/${encodeURIComponent(current.version)}/docs">Resources, data sources and schema</a>`

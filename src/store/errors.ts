@@ -96,3 +96,15 @@ export class DamagedRecordError extends StoreFailure {
     this.name = 'DamagedRecordError';
   }
 }
+
+/**
+ * The namespace requires build provenance (`npm run publisher --
+ * require-provenance`) and this publish is not from a trusted CI publisher
+ * with complete claims (a token, the CLI, or a CI token lacking them).
+ */
+export class ProvenanceRequiredError extends StoreRefusal {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProvenanceRequiredError';
+  }
+}

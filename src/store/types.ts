@@ -37,6 +37,8 @@ export interface VersionRecord {
    */
   shasumsFile?: FileDigest;
   signatureFile?: FileDigest;
+  /** The signed statement of this release (src/store/provenance.ts); absent for releases published without one. */
+  provenance?: import('./provenance').ProvenanceRef;
 }
 
 /** Hex SHA-256 and size of a stored file. */

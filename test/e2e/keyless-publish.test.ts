@@ -1,4 +1,6 @@
 import { execFile, spawnSync } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -29,6 +31,9 @@ const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path)
 const HOST = 'registry.example.com';
 const SECRET = 'keyless-e2e-signing-key-secret-0123456789abcdef';
 const PROVIDER_REPO = 'acme/terraform-provider-thing';
+// The independent DSSE verifier (Debian's python3-securesystemslib; .ci/run installs it): required in CI.
+const PYTHON = '/usr/bin/python3';
+const independentVerifier = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import securesystemslib.signer']).status === 0;
 const MODULE_PROJECT = 'acme/terraform-aws-vpc';
 
 let dir: string;
@@ -166,6 +171,96 @@ describe('keyless publishing from CI', () => {
     expect(entries.find((e) => e.action === 'module.publish' && e.outcome === 'ok')?.actor).toMatchObject({
       kind: 'ci', issuer: ci.gitlab.url, repository: MODULE_PROJECT, ref: 'refs/tags/v1.0.0',
     });
+  });
+
+  it('both releases carry signed build provenance: npm run verify passes, and the independent verifier agrees', async () => {
+    const env = { NODE_EXTRA_CA_CERTS: certificate.certPath };
+    const provider = await script('verify', [`${HOST}/acme/thing`, '1.0.0', '--repository', PROVIDER_REPO, '--workflow', 'release.yml', '--registry', server.origin, '--json'], env);
+    expect(provider.code, provider.stderr).toBe(0);
+    expect(JSON.parse(provider.stdout)).toMatchObject({ repository: PROVIDER_REPO, repositoryId: '123456', workflow: '.github/workflows/release.yml', ref: 'refs/tags/v1.0.0', commit: 'a'.repeat(40) });
+    expect(provider.stderr).toMatch(/verified: .* was built from acme\/terraform-provider-thing \(id 123456\)/);
+    const module = await script('verify', [`${HOST}/acme/vpc/aws`, '1.0.0', '--repository', MODULE_PROJECT, '--registry', server.origin], env);
+    expect(module.code, module.stderr).toBe(0);
+
+    // The page of the version says so, linking the commit and the run.
+    const page = (await https('/providers/acme/thing/1.0.0')).body.toString();
+    expect(page).toMatch(/Built from <a href="[^"]+\/acme\/terraform-provider-thing\/commit\/a{40}">acme\/terraform-provider-thing@aaaaaaa<\/a> by release\.yml, <a href="[^"]+\/actions\/runs\/4242\/attempts\/1">run 4242<\/a> — verified/);
+
+    // The independent check: the envelope, the key set and the served files, through Debian's securesystemslib.
+    const envelope = (await https('/v1/provenance/providers/acme/thing/1.0.0')).body;
+    const statement = JSON.parse(Buffer.from(JSON.parse(envelope.toString()).payload, 'base64').toString()) as { subject: { name: string }[] };
+    console.log(`--- provenance statement of ${HOST}/acme/thing 1.0.0 ---\n${JSON.stringify(statement, null, 2)}`);
+    await writeFile(join(dir, 'envelope.json'), envelope);
+    await writeFile(join(dir, 'keys.json'), (await https('/v1/provenance/keys')).body);
+    const files: string[] = [];
+    for (const { name } of statement.subject) {
+      const path = join(dir, 'served', name);
+      await mkdir(join(dir, 'served'), { recursive: true });
+      await writeFile(path, await getBytes(`${server.origin}/v1/archives/${HOST}/acme/thing/1.0.0/${name}`, { ca: certificate.pem }));
+      files.push(path);
+    }
+    if (!independentVerifier) {
+      if (process.env.CI) throw new Error(`${PYTHON} with securesystemslib is missing: apt-get install python3-securesystemslib (.ci/run does)`);
+      console.warn('skipping the independent DSSE verifier: /usr/bin/python3 with securesystemslib is not installed');
+      return;
+    }
+    const checked = spawnSync(PYTHON, [join(root, 'test', 'provenance', 'verify_dsse.py'), join(dir, 'envelope.json'), join(dir, 'keys.json'), ...files], { encoding: 'utf8' });
+    console.log(`--- independent verifier ---\n${checked.stdout}${checked.stderr}`);
+    expect(checked.status, checked.stderr).toBe(0);
+    expect(checked.stdout).toMatch(/ed25519 signature over DSSEv1 PAE verified/);
+    // …and it refuses a file that is not the one stated.
+    const forged = join(dir, 'served', statement.subject[0]!.name);
+    const bytes = readFileSync(forged);
+    bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 1;
+    await writeFile(forged, bytes);
+    const refused = spawnSync(PYTHON, [join(root, 'test', 'provenance', 'verify_dsse.py'), join(dir, 'envelope.json'), join(dir, 'keys.json'), ...files], { encoding: 'utf8' });
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/NOT VERIFIED: .* hashes to/);
+  });
+
+  it('npm run verify catches a changed byte of a file, a changed envelope, another release\'s statement, and the wrong repository or workflow', async () => {
+    // A registry in the middle that changes one thing per mode; everything else is passed through from the dev server.
+    let mode = '';
+    const proxy: Server = createServer((request, response) => {
+      void (async () => {
+        let path = request.url!;
+        if (mode === 'other' && path === '/v1/provenance/providers/acme/thing/1.0.0') path = '/v1/provenance/modules/acme/vpc/aws/1.0.0';
+        const upstream = await get(`${server.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity' } });
+        let body = upstream.body;
+        if (mode === 'zip' && path.endsWith('_linux_amd64.zip')) { body = Buffer.from(body); body[100] = body[100]! ^ 1; }
+        if (mode === 'envelope' && path.startsWith('/v1/provenance/providers/')) {
+          const envelope = JSON.parse(body.toString()) as { payload: string };
+          const payload = Buffer.from(envelope.payload, 'base64');
+          payload[payload.length - 5] = payload[payload.length - 5]! ^ 1;
+          body = Buffer.from(JSON.stringify({ ...envelope, payload: payload.toString('base64') }));
+        }
+        response.writeHead(upstream.status, { 'content-type': String(upstream.headers['content-type'] ?? 'application/octet-stream') });
+        response.end(body);
+      })().catch((error: Error) => { response.writeHead(502); response.end(String(error.message)); });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const origin = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const verify = (args: string[] = []) => script('verify', [`${HOST}/acme/thing`, '1.0.0', '--registry', origin, ...args], {});
+    try {
+      mode = '';
+      expect((await verify(['--repository', PROVIDER_REPO])).code).toBe(0);
+      const cases: [string, string[], RegExp][] = [
+        ['zip', [], /terraform-provider-thing_1\.0\.0_linux_amd64\.zip.* hash/],
+        ['envelope', [], /signature .* does not verify/],
+        ['other', [], /is served but is not a subject|does not serve/],
+        ['', ['--repository', 'acme/terraform-provider-other'], /built from repository acme\/terraform-provider-thing \(id 123456\), expected acme\/terraform-provider-other/],
+        ['', ['--workflow', 'ci.yml'], /built by workflow \.github\/workflows\/release\.yml, expected ci\.yml/],
+      ];
+      for (const [m, args, message] of cases) {
+        mode = m;
+        const result = await verify(args);
+        expect(result.code, `${m} ${args.join(' ')}: ${result.stderr}`).toBe(1);
+        expect(result.stderr, m).toMatch(/provenance does not match/);
+        expect(result.stderr, m).toMatch(message);
+      }
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 
   it.skipIf(!terraform)('real terraform init installs the provider (verifying the registry\'s signature) and the module', async () => {

@@ -789,4 +789,35 @@ export const MUTANTS: Mutant[] = [
     from: 'const versions = [...new Set([...held, ...(lifecycle ? withoutWithdrawn(upstream, lifecycle, (v) => v) : upstream)])];',
     to: 'const versions = [...new Set([...held, ...upstream])];',
   },
+  // provenance (issue 30)
+  {
+    id: 'provenance-policy-accepts-attestation', file: 'src/store/provenance.ts', tests: ['test/worker/publish/provenance.test.ts'],
+    description: 'a namespace requiring build provenance accepts a token publish (a publish attestation is taken for provenance)',
+    from: "if (attester.kind === 'build') return;",
+    to: "if (attester.kind !== 'none') return;",
+  },
+  {
+    id: 'provenance-policy-late', file: 'src/routes/publish/providers.ts', tests: ['test/worker/publish/provenance.test.ts'],
+    description: 'the provider publish API checks the provenance policy only at commit, after the uploads were accepted',
+    from: '    await checkProvenancePolicy(store.blobs, address.hostname, namespace, attest);\n',
+    to: '',
+  },
+  {
+    id: 'provenance-incomplete-claims-build', file: 'src/provenance/statement.ts', tests: ['test/worker/publish/provenance.test.ts'],
+    description: 'a CI token without the commit sha still counts as build provenance',
+    from: '  if (missing.length) throw new IncompleteClaimsError(missing);',
+    to: '  if (missing.length > 1) throw new IncompleteClaimsError(missing);',
+  },
+  {
+    id: 'dsse-any-payload-type', file: 'src/provenance/dsse.ts', tests: ['test/worker/publish/provenance.test.ts'],
+    description: 'an envelope of another payload type is accepted by the verifier',
+    from: 'if (e.payloadType !== IN_TOTO_PAYLOAD_TYPE) throw',
+    to: 'if (false) throw',
+  },
+  {
+    id: 'verify-any-repository', file: 'scripts/lib/provenance-verify.ts', tests: ['test/e2e/keyless-publish.test.ts'],
+    description: 'npm run verify ignores --repository',
+    from: 'if (options.repository && facts.repository.toLowerCase() !== options.repository.toLowerCase()) {',
+    to: 'if (false) {',
+  },
 ];

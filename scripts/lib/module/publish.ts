@@ -1,4 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
+import { cliAttester } from '../provenance';
+import { checkProvenancePolicy } from '../../../src/store/provenance';
 import { InputError, parseHostname, parseVersion, sha256Hex } from '../../../src/protocol/index';
 import { formatModuleAddress, moduleAddress, type ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
 import { moduleArchiveFilename, moduleLeaseName } from '../../../src/store/layout';
@@ -160,6 +162,9 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   try {
     // Every publish that reaches the store leaves an audit entry (a dry run none).
     return await audited(options.dryRun ? null : store, options.remote, { action: 'module.publish', target: label }, async () => {
+      // A namespace requiring build provenance refuses the CLI before anything is written.
+      const attest = cliAttester(storeConfig, options.remote, store.blobs, env);
+      await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
       const existing = await readModuleRecord(store, address, version);
       if (existing && !samePackage(existing, record)) throw differentPackageError(record, existing);
       if (options.dryRun) {
@@ -171,7 +176,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
       const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
         publishModuleVersion(store, record, docs, {
           sha256Hex: sha256, size: bytes.byteLength, contentType: format === 'zip' ? 'application/zip' : 'application/gzip', open: () => bytes,
-        }, progressLog(log, env[CRASH_ENV], env[KILL_ENV]), { lease }));
+        }, progressLog(log, env[CRASH_ENV], env[KILL_ENV]), { lease, attest }));
       log(outcome === 'published' ? `published ${label}`
         : outcome === 'repaired' ? `${label} was already published; repaired what an interrupted publish left missing`
         : `${label} was already published; verified, nothing rewritten`);

@@ -21,6 +21,8 @@ import { verifyDetached } from '../../../src/protocol/openpgp-signature';
 import { chooseSigner, signDetached } from './sign';
 import { readDocsFile } from './docs/index';
 import { audited } from '../audit';
+import { cliAttester } from '../provenance';
+import { checkProvenancePolicy } from '../../../src/store/provenance';
 import { publishToRegistry } from './publish-registry';
 import type { PublishedPlatform, PublishResult } from './result';
 import { writeVersionDocs } from '../../../src/store/pages/write';
@@ -159,6 +161,9 @@ async function publishPlan(
 ): Promise<PublishResult> {
   const { kv, blobs } = store;
   const name = `${formatAddress(address)} ${plan.version}`;
+  // A namespace requiring build provenance refuses the CLI before anything is written (dry runs say so too).
+  const attest = cliAttester(config, options.remote, blobs, env);
+  await checkProvenancePolicy(blobs, address.hostname, address.namespace, attest);
   const packages = plan.archives.map((a) => ({
     os: a.platform.os,
     arch: a.platform.arch,
@@ -235,7 +240,7 @@ async function publishPlan(
     if (current) {
       const files = [archiveFiles, [sumsFile], supplied ? [memoryFile(draft.shasumsSignatureFilename, plan.signature!.bytes, 'application/pgp-signature')] : []].flat();
       const docsDone = await docsWritten();
-      const outcome = await publishVersion(store, { ...current }, files, progress, { lease, existing: current, lists: start.lists, docs: docsDone });
+      const outcome = await publishVersion(store, { ...current }, files, progress, { lease, existing: current, lists: start.lists, docs: docsDone, attest });
       log(outcome === 'repaired' ? `${name} was already published; repaired what was missing (see above)` : `${name} is already published with these bytes; verified, nothing to write`);
       return result(current.signingKey.key_id, outcome === 'repaired' ? 'repaired' : 'unchanged');
     }
@@ -259,7 +264,7 @@ async function publishPlan(
     const files = [...archiveFiles, sumsFile, memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature')];
     log(`publishing ${name} to ${store.description}`);
     const docsDone = await docsWritten();
-    const outcome = await publishVersion(store, record, files, progress, { lease, existing: null, lists: start.lists, docs: docsDone });
+    const outcome = await publishVersion(store, record, files, progress, { lease, existing: null, lists: start.lists, docs: docsDone, attest });
     if (outcome === 'published') {
       log(`published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})`);
       return result(signingKey.key_id, 'published');

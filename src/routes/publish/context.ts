@@ -4,7 +4,8 @@ import type { Env } from '../../env';
 import { refusalStatus } from '../../http/errors';
 import { errorResponse } from '../../http/responses';
 import type { Actor } from '../../store/audit/actor';
-import { authorizePublish, PublishRefusal } from '../../identity/publish-auth';
+import { authorizePublisher, PublishRefusal } from '../../identity/publish-auth';
+import type { VerifiedCiToken } from '../../identity/ci-token';
 import { InputError } from '../../protocol/errors';
 import { auditCiRefusal } from './refusal-audit';
 import { appendAuditEntry } from '../../store/audit/write';
@@ -53,15 +54,16 @@ export interface AuditTarget {
  */
 export async function asPublisher(
   request: IRequest, env: Env, ctx: ExecutionContext, namespace: string, what: AuditTarget,
-  handle: (actor: Actor, store: PublishStore) => Promise<Response>,
+  handle: (actor: Actor, store: PublishStore, ci: VerifiedCiToken | null) => Promise<Response>,
   /** 'continues' for an upload session's requests: a CI token starts one publish (publish-auth.ts), and these continue it. */
   mode: 'starts' | 'continues' = 'starts',
 ): Promise<Response> {
   const store = publishStore(env);
   let actor: Actor | null = null;
   try {
-    actor = await authorizePublish(request, settings(env), store, namespace, mode === 'starts' ? `${what.action} ${what.target}` : null);
-    return await handle(actor, store);
+    const authorization = await authorizePublisher(request, settings(env), store, namespace, mode === 'starts' ? `${what.action} ${what.target}` : null);
+    actor = authorization.actor;
+    return await handle(actor, store, authorization.ci);
   } catch (error) {
     if (error instanceof PublishRefusal) {
       if (error.claimed && error.claimed.kind === 'ci') {

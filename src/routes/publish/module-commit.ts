@@ -6,6 +6,7 @@ import type { ModuleUpload, UploadSession } from '../../store/uploads/session';
 import { completeStagedFile, stagedStream } from '../../store/uploads/staged';
 import { checkStoredModulePackage } from '../../store/uploads/stored-module';
 import type { PublishStore } from './context';
+import { checkProvenancePolicy, type Attester } from '../../store/provenance';
 import { withWorkerLease } from './lease';
 import { moduleDraft, moduleResult } from './modules';
 
@@ -17,9 +18,10 @@ import { moduleDraft, moduleResult } from './modules';
  * record as commit point, list and catalog). Throws InputError (400; 409 for
  * a version published meanwhile with another package) with nothing published.
  */
-export async function commitModule(store: PublishStore, session: UploadSession, actor: Actor, upload: ModuleUpload) {
+export async function commitModule(store: PublishStore, session: UploadSession, actor: Actor, upload: ModuleUpload, attest?: Attester) {
   const address = { hostname: session.hostname, namespace: session.namespace, name: upload.name, system: upload.system };
   const file = upload.files[0];
+  if (attest) await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
   const key = await completeStagedFile(store.bucket, session, file);
   await checkStoredModulePackage(store.bucket, key, file.size, upload.format, file.filename);
   const record = moduleDraft(address, upload.version, { format: upload.format, size: file.size, sha256: file.sha256 });
@@ -27,7 +29,7 @@ export async function commitModule(store: PublishStore, session: UploadSession, 
   const outcome = await withWorkerLease(store.blobs, moduleLeaseName(address), actor, `publish ${label}`, (lease) =>
     publishModuleVersion(store, record, upload.docs, {
       sha256Hex: file.sha256, size: file.size, contentType: file.contentType, open: () => stagedStream(store.bucket, key, file.size),
-    }, () => {}, { lease }));
+    }, () => {}, { lease, ...(attest ? { attest } : {}) }));
   const stored = outcome === 'published' ? record : (await readModuleRecord(store, address, upload.version)) ?? record;
   return moduleResult(stored, outcome);
 }

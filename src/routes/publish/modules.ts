@@ -12,6 +12,8 @@ import { asPublisher, audit, json, PART_BYTES, readJsonBody } from './context';
 import { withWorkerLease } from './lease';
 import { parseModuleManifest } from './module-manifest';
 import { sessionResponse } from './providers';
+import { attesterFor } from '../../provenance/attest';
+import { checkProvenancePolicy } from '../../store/provenance';
 
 /**
  * `POST /v1/publish/modules/:namespace/:name/:system/:version` — starts a
@@ -31,7 +33,9 @@ export async function createModuleUpload(request: IRequest, env: Env, ctx: Execu
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const what = { action: 'module.publish', target: `${formatModuleAddress(address)} ${version}` } as const;
 
-  return asPublisher(request, env, ctx, address.namespace, what, async (actor, store) => {
+  return asPublisher(request, env, ctx, address.namespace, what, async (actor, store, ci) => {
+    // A namespace requiring provenance refuses other publishers before anything is read or written.
+    await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attesterFor(actor, ci, settings(env), store.blobs));
     const manifest = parseModuleManifest(await readJsonBody(request, MAX_MANIFEST_BYTES));
     const draft = moduleDraft(address, version, manifest);
     const existing = await readModuleRecord(store, address, version);

@@ -17,6 +17,7 @@ import type { ProviderUpload, UploadSession } from '../../store/uploads/session'
 import { completeStagedFile, stagedStream } from '../../store/uploads/staged';
 import { storedZipEntries, storedZipH1 } from '../../store/uploads/stored-zip';
 import type { PublishStore } from './context';
+import { checkProvenancePolicy, type Attester } from '../../store/provenance';
 import { withWorkerLease } from './lease';
 import { draftRecord, publishResult } from './providers';
 import { signerFor } from './signing';
@@ -34,10 +35,12 @@ import { signerFor } from './signing';
  * (409: the version was published meanwhile with other bytes) with nothing
  * written, docs included.
  */
-export async function commitProvider(store: PublishStore, session: UploadSession, actor: Actor, upload: ProviderUpload, signingKeySecret: string) {
+export async function commitProvider(store: PublishStore, session: UploadSession, actor: Actor, upload: ProviderUpload, signingKeySecret: string, attest?: Attester) {
   const { bucket } = store;
   const address = { hostname: session.hostname, namespace: session.namespace, type: upload.type };
   const draft = draftRecord(address, upload);
+  // The provenance policy before any work (publishVersion checks it again under the lease).
+  if (attest) await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
   const staged = new Map<string, string>();
   for (const file of upload.files) staged.set(file.filename, await completeStagedFile(bucket, session, file));
 
@@ -85,7 +88,7 @@ export async function commitProvider(store: PublishStore, session: UploadSession
     const existing = await readVersionRecord(store, address, upload.version);
     if (existing && !sameRelease(existing, record)) throw differentContentsError(record, existing);
     const docs = await writeUploadDocs(store, address, upload, lease);
-    return { existing, outcome: await publishVersion(store, record, files, () => {}, { lease, existing, docs }) };
+    return { existing, outcome: await publishVersion(store, record, files, () => {}, { lease, existing, docs, ...(attest ? { attest } : {}) }) };
   });
   return publishResult(existing ?? record, outcome);
 }

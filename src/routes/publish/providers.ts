@@ -18,6 +18,8 @@ import { writeUploadDocs } from './provider-docs';
 import { withWorkerLease } from './lease';
 import { parseProviderManifest } from './manifest';
 import { signerFor } from './signing';
+import { attesterFor } from '../../provenance/attest';
+import { checkProvenancePolicy } from '../../store/provenance';
 
 /**
  * `POST /v1/publish/providers/:namespace/:type/:version` — starts a provider
@@ -42,7 +44,10 @@ export async function createProviderUpload(request: IRequest, env: Env, ctx: Exe
   const address = providerAddress(settings(env).hostname, namespace, type);
   const what = { action: 'provider.publish', target: `${formatAddress(address)} ${version}` } as const;
 
-  return asPublisher(request, env, ctx, namespace, what, async (actor, store) => {
+  return asPublisher(request, env, ctx, namespace, what, async (actor, store, ci) => {
+    // A namespace requiring provenance refuses other publishers before anything is read or written.
+    const attest = attesterFor(actor, ci, settings(env), store.blobs);
+    await checkProvenancePolicy(store.blobs, address.hostname, namespace, attest);
     const { upload, dryRun } = parseProviderManifest(await readJsonBody(request, MAX_MANIFEST_BYTES), type, version);
     const draft = draftRecord(address, upload);
     const existing = await readVersionRecord(store, address, version);
@@ -54,7 +59,7 @@ export async function createProviderUpload(request: IRequest, env: Env, ctx: Exe
       }
       // Already committed: verify it and complete what an interrupted commit left (documents, lists); add docs it lacks.
       const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${what.target}`, async (lease) =>
-        publishVersion(store, existing, [], () => {}, { lease, docs: await writeUploadDocs(store, address, upload, lease) }));
+        publishVersion(store, existing, [], () => {}, { lease, attest, docs: await writeUploadDocs(store, address, upload, lease) }));
       const status = outcome === 'repaired' ? 'repaired' : 'unchanged';
       await audit(store, ctx, { ...what, actor, outcome: status === 'repaired' ? 'ok' : 'unchanged', ...(status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}) });
       return json(publishResult(existing, status));

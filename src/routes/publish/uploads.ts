@@ -8,6 +8,8 @@ import { readUploadSession, removeUpload, type UploadSession } from '../../store
 import { partCount, partLength, stagePart, stageWholeFile } from '../../store/uploads/staged';
 import { asPublisher, audit, json, MAX_BODY_BYTES, publishStore, type AuditTarget } from './context';
 import { commitModule } from './module-commit';
+import { attesterFor } from '../../provenance/attest';
+import type { VerifiedCiToken } from '../../identity/ci-token';
 import { commitProvider } from './provider-commit';
 
 /**
@@ -54,11 +56,13 @@ export async function uploadFile(request: IRequest, env: Env, ctx: ExecutionCont
 export async function commitUpload(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
   const session = await sessionOf(request, env);
   if (session instanceof Response) return session;
-  return asSessionPublisher(request, env, ctx, session, async (actor) => {
+  return asSessionPublisher(request, env, ctx, session, async (actor, ci) => {
     const store = publishStore(env);
+    // The statement states the committing job's verified claims (the same identity that started the session).
+    const attest = attesterFor(actor, ci, settings(env), store.blobs);
     const result = session.upload.kind === 'provider'
-      ? await commitProvider(store, session, actor, session.upload, settings(env).signingKeySecret)
-      : await commitModule(store, session, actor, session.upload);
+      ? await commitProvider(store, session, actor, session.upload, settings(env).signingKeySecret, attest)
+      : await commitModule(store, session, actor, session.upload, attest);
     const digests = Object.fromEntries(session.upload.files.map((f) => [f.filename, f.sha256]));
     await audit(store, ctx, { ...auditTarget(session), actor, outcome: result.status === 'unchanged' ? 'unchanged' : 'ok', digests });
     // Staged copies are garbage now; removing them need not delay the answer.
@@ -81,11 +85,13 @@ function auditTarget(session: UploadSession): AuditTarget {
     : { action: 'module.publish', target: `${session.hostname}/${session.namespace}/${u.name}/${u.system} ${u.version}` };
 }
 
-function asSessionPublisher(request: IRequest, env: Env, ctx: ExecutionContext, session: UploadSession, handle: (actor: Actor) => Promise<Response>): Promise<Response> {
-  return asPublisher(request, env, ctx, session.namespace, auditTarget(session), async (actor) => {
+function asSessionPublisher(
+  request: IRequest, env: Env, ctx: ExecutionContext, session: UploadSession, handle: (actor: Actor, ci: VerifiedCiToken | null) => Promise<Response>,
+): Promise<Response> {
+  return asPublisher(request, env, ctx, session.namespace, auditTarget(session), async (actor, _store, ci) => {
     if (!sameActor(actor, session.actor)) throw new InputError('this upload was started with other credentials; only they may upload to it or commit it', 403);
     if (Date.parse(session.expires) <= Date.now()) throw new InputError(`this upload expired at ${session.expires}; start the publish again`, 410);
-    return handle(actor);
+    return handle(actor, ci);
   }, 'continues');
 }
 

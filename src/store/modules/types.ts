@@ -70,6 +70,8 @@ export interface ModuleVersionRecord {
   sha256: string;
   size: number;
   publishedAt: string;
+  /** The signed statement of this version (src/store/provenance.ts); absent for versions published without one. */
+  provenance?: import('../provenance').ProvenanceRef;
 }
 
 /** The module catalog of a hostname (the /modules page), rebuilt from the records at every publish. */

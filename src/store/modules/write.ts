@@ -15,6 +15,7 @@ import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from './types';
 import { readLifecycle } from '../lifecycle/change';
 import { withoutWithdrawnInCatalog, writeModuleLifecyclePage } from '../lifecycle/module-lists';
 import { withoutWithdrawn } from '../lifecycle/state';
+import { checkProvenancePolicy, moduleStatementPrefix, storeStatement, type Attester } from '../provenance';
 import { DamagedRecordError, ListRebuildRaceError, StoredReleaseMismatchError, VersionConflictError } from '../errors';
 
 /**
@@ -94,12 +95,14 @@ export function differentPackageError(record: ModuleVersionRecord, existing: Mod
 export async function publishModuleVersion(
   store: Store, record: ModuleVersionRecord, docs: ModuleDocs, pkg: StoredFile,
   progress: PublishProgress = () => {},
-  options: { rebuildIndex?: boolean; lease?: { check(): void } } = {},
+  options: { rebuildIndex?: boolean; lease?: { check(): void }; attest?: Attester } = {},
 ): Promise<PublishOutcome> {
   const { kv, blobs } = store;
   const rebuild = options.rebuildIndex ?? true;
   const check = () => options.lease?.check();
   const { address, version } = record;
+  // The namespace's provenance policy before anything is read or written (src/store/provenance.ts).
+  if (options.attest) await checkProvenancePolicy(blobs, address.hostname, address.namespace, options.attest);
   const existing = await readModuleRecord(store, address, version);
   if (existing) {
     if (!samePackage(existing, record)) throw differentPackageError(record, existing);
@@ -124,6 +127,13 @@ export async function publishModuleVersion(
   check();
   await kv.put(moduleDownloadKey(address, version), downloadBody(record));
   await kv.put(moduleDocsKey(address, version), JSON.stringify(docs));
+
+  // The statement before the record (the commit point), which names it: both absent or both whole.
+  const prepared = await options.attest?.sign([{ name: record.filename, digest: { sha256: record.sha256 } }]);
+  if (prepared) {
+    progress({ step: 'documents', detail: `${prepared.kind === 'build' ? 'build provenance' : 'publish attestation'} statement` });
+    record = { ...record, provenance: await storeStatement(blobs, moduleStatementPrefix(address.hostname, address.namespace, address.name, address.system, version), prepared, check) };
+  }
 
   progress({ step: 'record', detail: version });
   check();

@@ -11,6 +11,7 @@ import type { KvStore, Store } from '../store';
 import type { VersionRecord } from '../types';
 import { differentContentsError, parseVersionRecord, readVersionRecord, sameRelease } from './version-records';
 import { verifyVersion } from './verify';
+import { checkProvenancePolicy, providerStatementPrefix, storeStatement, type Attester } from '../provenance';
 
 /**
  * The write side of the store, used by the publish, mirror and keys scripts
@@ -51,6 +52,13 @@ export interface PublishVersionOptions {
   lists?: ListsState;
   /** Versions whose docs this publish wrote → the provider description in them (for the pages). */
   docs?: Readonly<Record<string, string>>;
+  /**
+   * How this publish attests (src/provenance/attest.ts): the namespace's
+   * provenance policy is checked first (ProvenanceRequiredError, nothing
+   * written) and the signed statement stored before the record, which names
+   * it. Absent (a mirror, a backfill): no policy, no statement.
+   */
+  attest?: Attester;
 }
 
 /** What a publish reads under the lease before deciding, each object once: the provider's index and the version's record. */
@@ -102,6 +110,7 @@ export async function publishVersion(
   const existing = options.existing !== undefined ? options.existing : await readVersionRecord(store, address, version);
   const lists = (records: VersionRecord[], verify: boolean) =>
     updateProviderLists(store, address, { records, docs: options.docs ?? {} }, { progress, check, verify, ...(options.lists ? { state: options.lists } : {}) });
+  if (options.attest) await checkProvenancePolicy(blobs, address.hostname, address.namespace, options.attest);
   if (existing) {
     if (!sameRelease(existing, record)) throw differentContentsError(record, existing);
     const repairs = await verifyVersion(store, existing, files, progress, check);
@@ -119,6 +128,16 @@ export async function publishVersion(
 
   progress({ step: 'documents', detail: `${record.packages.length} download documents and the mirror document` });
   await writeDocuments(kv, record, check);
+
+  // The statement before the record (the commit point), which names it: both absent or both whole.
+  const prepared = await options.attest?.sign([
+    ...record.packages.map((p) => ({ name: p.filename, digest: { sha256: p.shasum } })),
+    ...(record.shasumsFile ? [{ name: record.shasumsFilename, digest: { sha256: record.shasumsFile.sha256 } }] : []),
+  ]);
+  if (prepared) {
+    progress({ step: 'documents', detail: `${prepared.kind === 'build' ? 'build provenance' : 'publish attestation'} statement` });
+    record = { ...record, provenance: await storeStatement(blobs, providerStatementPrefix(address.hostname, address.namespace, address.type, version), prepared, check) };
+  }
 
   progress({ step: 'record', detail: version });
   check();
