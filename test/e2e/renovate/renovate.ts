@@ -63,6 +63,8 @@ export async function runRenovate(dir: string, config: Record<string, unknown>, 
     LOG_FORMAT: 'json', LOG_LEVEL: 'debug', RENOVATE_CONFIG_FILE: configFile,
     HTTPS_PROXY: options.proxy, HTTP_PROXY: options.proxy, NO_PROXY: '',
     NODE_EXTRA_CA_CERTS: options.caPath, GIT_CONFIG_NOSYSTEM: '1',
+    // re2 is an optional native module, not installed (see above): JavaScript regular expressions, no warning.
+    RENOVATE_X_IGNORE_RE2: 'true',
   };
   const started = Date.now();
   return new Promise((resolve) => {
