@@ -32,3 +32,17 @@ export function withReleaseUrls(body: string, env: Env): string | Promise<string
   return signReleaseUrls(body, config, Date.now())
     .then((signed) => withArchiveBase(signed, env));
 }
+
+/**
+ * A providers.v1 download document's release-file URLs as served: as
+ * withReleaseUrls, then — when ARCHIVE_BASE_URL is not set — absolute on
+ * `origin` (the scheme and host the request came to). The protocol allows a
+ * relative download_url, and Terraform and OpenTofu resolve all three URLs
+ * against the document's URL, but Renovate's terraform-provider datasource
+ * fetches download_url and shasums_url exactly as given and cannot use a
+ * path-absolute one ("cannot parse url": no lock-file hashes). Absolute URLs
+ * work for every client.
+ */
+export async function withAbsoluteReleaseUrls(body: string, env: Env, origin: string): Promise<string> {
+  return (await withReleaseUrls(body, env)).replaceAll('"/v1/archives/', `"${origin}/v1/archives/`);
+}

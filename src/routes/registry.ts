@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings } from '../config';
-import { withReleaseUrls } from '../auth/release-urls';
+import { withAbsoluteReleaseUrls } from '../auth/release-urls';
 import { documentResponse, notFound, pathSegment } from '../http/responses';
 import { edgeCacheFor } from '../store/edge-cache';
 import { formatAddress } from '../protocol/address';
@@ -30,7 +30,8 @@ export async function listVersions(request: IRequest, env: Env): Promise<Respons
  * arch echo the request; OpenTofu's `packages` lists every platform); 404 when
  * that version or platform is not published; 400 for malformed parts. The
  * stored body comes from the isolate, else the location's edge cache, else KV
- * (and then goes into the edge cache).
+ * (and then goes into the edge cache). Its release-file URLs are served
+ * absolute (withAbsoluteReleaseUrls), so sent uncompressed.
  */
 export async function findPackage(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
   const config = settings(env);
@@ -43,6 +44,6 @@ export async function findPackage(request: IRequest, env: Env, ctx?: ExecutionCo
   }
   return documentResponse(request, document, config.releaseDocumentCacheControl, {
     compress: config.gzipDocuments,
-    served: await withReleaseUrls(document.text, env),
+    served: await withAbsoluteReleaseUrls(document.text, env, new URL(request.url).origin),
   });
 }

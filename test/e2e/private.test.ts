@@ -82,10 +82,12 @@ describe('private mode over HTTPS (wrangler dev)', () => {
     expect(download.headers['cache-control']).toBe('private, no-store');
     const doc = parseProviderPackageResponse(JSON.parse(download.body.toString('utf8')));
     expect(doc.download_url).toContain('?expires=');
-    const archive = await https(doc.download_url);
+    expect(doc.download_url.startsWith(`${server.origin}/v1/archives/`)).toBe(true); // absolute on the origin asked
+    const signedPath = doc.download_url.slice(server.origin.length);
+    const archive = await https(signedPath);
     expect(archive.status).toBe(200);
     expect(String(archive.headers['cache-control'])).toMatch(/^private, max-age=\d+$/);
-    expect((await https(doc.download_url.split('?')[0]!)).status).toBe(403);
+    expect((await https(signedPath.split('?')[0]!)).status).toBe(403);
   });
 });
 

@@ -104,8 +104,9 @@ describe('publish-provider --registry', () => {
     expect(readFileSync(join(work, '.terraform.lock.hcl'), 'utf8')).toMatch(/h1:[A-Za-z0-9+/]{43}=/);
 
     const doc = JSON.parse((await https('/v1/providers/acme/thing/1.0.0/download/linux/amd64')).body.toString()) as { shasums_url: string; shasums_signature_url: string };
-    writeFileSync(join(dir, 'SHA256SUMS'), (await https(doc.shasums_url)).body);
-    writeFileSync(join(dir, 'SHA256SUMS.sig'), (await https(doc.shasums_signature_url)).body);
+    // The release-file URLs are absolute on the origin asked.
+    writeFileSync(join(dir, 'SHA256SUMS'), (await https(new URL(doc.shasums_url).pathname)).body);
+    writeFileSync(join(dir, 'SHA256SUMS.sig'), (await https(new URL(doc.shasums_signature_url).pathname)).body);
     const home = join(dir, 'gnupg');
     mkdirSync(home, { recursive: true });
     chmodSync(home, 0o700);
