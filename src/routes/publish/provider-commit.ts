@@ -60,7 +60,7 @@ export async function commitProvider(store: PublishStore, session: UploadSession
       throw new InputError(`${label}: expected executable ${executableName(upload.type, upload.version, platform)} at the top level, found ${shown || 'no files'}; build with goreleaser's binary name "{{ .ProjectName }}_v{{ .Version }}" or use --binary`);
     }
     if (found.uncompressedSize === 0) throw new InputError(`${label}: executable ${found.name} is empty; rebuild the provider`);
-    const h1 = await storedZipH1(bucket, key, entries, label);
+    const h1 = await storedZipH1(bucket, key, pkg.size, entries, label);
     if (pkg.h1 && pkg.h1 !== h1) throw new InputError(`${label}: its contents hash to ${h1}, the manifest says ${pkg.h1}`);
     packages.push({ ...pkg, h1 });
   }
