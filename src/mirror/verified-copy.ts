@@ -62,6 +62,7 @@ async function pump(
 ): Promise<void> {
   const reader = source.getReader();
   const digest = new crypto.DigestStream('SHA-256');
+  digest.digest.catch(() => {}); // rejects when the copy is aborted, which `done` reports
   const digestWriter = digest.getWriter();
   const idle = idleWatch(options.idleMs, options.what);
   let clientAlive = true;

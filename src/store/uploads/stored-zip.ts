@@ -70,6 +70,7 @@ async function entrySha256(bucket: RangeReader, key: string, entry: ZipEntry, of
     throw new InputError(`${label}: entry ${JSON.stringify(entry.name)} holds ${entry.compressedSize} bytes, its header says ${entry.uncompressedSize}; rebuild the zip`);
   }
   const digest = new crypto.DigestStream('SHA-256');
+  digest.digest.catch(() => {}); // rejects when the pipe fails, which is reported below
   let source: ReadableStream<Uint8Array>;
   if (entry.compressedSize === 0) {
     source = new Response(new Uint8Array(0)).body!;
@@ -82,7 +83,11 @@ async function entrySha256(bucket: RangeReader, key: string, entry: ZipEntry, of
   // (native), which errors when it inflates to more or fewer bytes than its header says: either way no JS runs
   // per chunk (a counting TransformStream cost up to 1.3× the floor; a FixedLengthStream on stored bytes, 3.8×).
   try {
-    await (entry.method === 8 ? source.pipeThrough(new DecompressionStream('deflate-raw')).pipeThrough(new FixedLengthStream(entry.uncompressedSize)) : source).pipeTo(digest);
+    if (entry.method === 8) {
+      await source.pipeThrough(new DecompressionStream('deflate-raw')).pipeThrough(new FixedLengthStream(entry.uncompressedSize)).pipeTo(digest);
+    } else {
+      await source.pipeTo(digest);
+    }
   } catch (error) {
     throw new InputError(`${label}: entry ${JSON.stringify(entry.name)} does not inflate to the ${entry.uncompressedSize} bytes its header says (${String((error as Error)?.message ?? error).slice(0, 120)}); rebuild the zip`);
   }
