@@ -37,7 +37,7 @@ const COMPATIBILITY_DATE = compatibilityDate(); // wrangler.toml's
  */
 export async function startRuntime(
   worker: { bundlePath: string } | { script: string }, persistDir?: string,
-  options: { persistCache?: boolean; port?: number; inspectorPort?: number; downloads?: { batchMs: number } } = {},
+  options: { persistCache?: boolean; port?: number; inspectorPort?: number; downloads?: { batchMs: number }; bindings?: Record<string, string> } = {},
 ): Promise<Runtime> {
   const before = new Set(childPids('workerd'));
   const source = 'bundlePath' in worker
@@ -48,7 +48,7 @@ export async function startRuntime(
     compatibilityDate: COMPATIBILITY_DATE,
     host: '127.0.0.1',
     port: options.port ?? 0,
-    bindings: options.downloads ? { ...VARS, DOWNLOAD_BATCH_MS: String(options.downloads.batchMs) } : VARS,
+    bindings: { ...VARS, ...(options.downloads ? { DOWNLOAD_BATCH_MS: String(options.downloads.batchMs) } : {}), ...options.bindings },
     // Download counts (wrangler.toml's DOWNLOADS): the bundle must export DownloadCounter.
     ...(options.downloads ? { durableObjects: { DOWNLOADS: { className: 'DownloadCounter', useSQLite: true } } } : {}),
     kvNamespaces: { REGISTRY_KV: 'bench-kv' },
