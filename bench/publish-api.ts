@@ -107,6 +107,7 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
         const dist = await writeDist(join(work, `dist-keyless-${namespace}`), 'keyless', '1.0.0');
         await measure(`provider, 3 platforms, small zips, keyless: registry-held ${label}`, 3 * 400, () => keyless(dist, namespace));
       }
+      if (process.argv.includes('--small')) return { wall, cpu }; // `--small`: the small publishes only
       // 20 MB executables (compressible, so the zips are small but the server inflates 20 MB each for h1:).
       const large = await writeDist(join(work, 'dist-cpu-large'), 'cpularge', '1.0.0', { padding: 20_000_000 });
       await measure('provider, 3 platforms, 20 MB executables each', 3 * 20_000_000, () => provider(large));
@@ -150,6 +151,7 @@ async function main(): Promise<void> {
     if (json) console.log(JSON.stringify({ apiPublish: figures }));
     else {
       console.log(publishApiTable(figures).join('\n'));
+      for (const c of figures.cpu) console.log(`  ${c.name}, the largest request's busy samples by function (wall-clock samples, ms): ${c.maxRequest.topFunctions.map((f) => `${f.name} ${f.ms.toFixed(1)}`).join('; ')}`);
       for (const c of figures.cpu) console.log(`  ${c.name}, per request: ${c.perRequest.map((r) => `${route(r.request).replace('/v1/publish/uploads/ID', '…')} ${r.cpuMs.toFixed(1)} ms (≤ ${r.upperBoundMs.toFixed(1)})`).join(', ')}`);
     }
   } finally {
