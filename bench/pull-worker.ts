@@ -13,6 +13,19 @@
  * POST /__bench/repack?times=N with a GitHub tarball as the body runs the
  * module proxy's own work on it N times (unpack, checks, deterministic
  * repack, gzip, docs, SHA-256): no I/O, for the module bench.
+ *
+ * For bench/write-floor.ts (ours ÷ the runtime's native floor, per MiB):
+ * PUT /__bench/object?key=K stores the body in R2; /__bench/cpu?what=
+ * keeps the body in the isolate (no storage I/O while measuring; 64 KiB
+ * chunks when read, as from the network); /__bench/cpu?what=mem-zh-copy&
+ * key=K&sha=HEX runs the pull's verified copy over it (both destinations
+ * drained), mem-h1 the pull's h1, mem-commit-hash the publish commit's
+ * checks of a multipart-staged zip (whole-object SHA-256, entries, h1);
+ * the floors: mem-floor-zh only pipes it into crypto.DigestStream,
+ * mem-floor-h1 only pipes each entry through DecompressionStream into
+ * crypto.DigestStream, mem-floor-delivery only tees it into two
+ * FixedLengthStreams; POST /__bench/floor-repack?times=N gunzips the body,
+ * gzips it again and hashes it, natively (the module proxy's floor).
  */
 import worker from '../src/index';
 import type { Env } from '../src/env';
@@ -20,6 +33,8 @@ import { verifiedCopy } from '../src/mirror/verified-copy';
 import { zipDigest } from '../src/mirror/zip-digest';
 import { repackModule } from '../src/mirror/modules/repack';
 import { proxiedModuleDocs } from '../src/mirror/modules/docs';
+import { storedZipEntries, storedZipH1 } from '../src/store/uploads/stored-zip';
+import { entryDataOffset, LOCAL_HEADER_BYTES } from '../src/protocol/zip';
 
 const ops: Record<string, number> = {};
 const count = (name: string) => (ops[name] = (ops[name] ?? 0) + 1);
@@ -60,6 +75,14 @@ export default {
     }
     if (url.pathname === '/__bench/cpu') return cpu(url, env);
     if (url.pathname === '/__bench/repack') return repack(request, url);
+    if (url.pathname === '/__bench/floor-repack') return floorRepack(request, url);
+    if (url.pathname === '/__bench/sign') return sign(request, url);
+    if (url.pathname === '/__bench/object' && request.method === 'PUT') {
+      return request.arrayBuffer().then((b) => {
+        memory.set(url.searchParams.get('key')!, new Uint8Array(b));
+        return Response.json({ size: b.byteLength });
+      });
+    }
     return worker.fetch(request, countingEnv(env), ctx);
   },
 } satisfies ExportedHandler<Env>;
@@ -93,6 +116,7 @@ async function cpu(url: URL, env: Env): Promise<Response> {
     const [a, b, done] = await Promise.allSettled([drain(copy.client), drain(copy.store), copy.done]);
     return Response.json({ client: a.status, store: b.status, done: done.status === 'rejected' ? String((done.reason as Error).message).slice(0, 60) : 'ok' });
   }
+  if (what?.startsWith('mem-')) return memoryCpu(what.slice(4), url);
   const key = url.searchParams.get('key')!;
   const head = await env.REGISTRY_R2.head(key);
   if (!head) return new Response('no such object', { status: 404 });
@@ -101,6 +125,128 @@ async function cpu(url: URL, env: Env): Promise<Response> {
   return Response.json(digest);
 }
 export { DownloadCounter } from '../src/downloads/counter';
+
+// Objects held in the isolate for the floor comparison (no storage I/O in the measured requests).
+const memory = new Map<string, Uint8Array>();
+const memoryBucket = {
+  async get(key: string, options?: { range?: { offset: number; length: number } }) {
+    const all = memory.get(key);
+    if (!all) return null;
+    const bytes = options?.range ? all.subarray(options.range.offset, options.range.offset + options.range.length) : all;
+    return { get body() { return chunked(bytes); }, arrayBuffer: async () => bytes.slice().buffer as ArrayBuffer };
+  },
+};
+/** `bytes` in 64 KiB chunks (views, no copies), as a network body arrives. */
+function chunked(bytes: Uint8Array): ReadableStream<Uint8Array> {
+  let at = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (at >= bytes.byteLength) return controller.close();
+      controller.enqueue(bytes.subarray(at, Math.min(at + CHUNK, bytes.byteLength)));
+      at += CHUNK;
+    },
+  });
+}
+const CHUNK = 64 * 1024;
+// A native-side sink that keeps nothing, standing in for an R2 put or a client's response.
+const sink = () => new WritableStream<Uint8Array>();
+const hex = (buffer: ArrayBuffer) => [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, '0')).join('');
+
+async function memoryCpu(what: string, url: URL): Promise<Response> {
+  const key = url.searchParams.get('key')!;
+  const bytes = memory.get(key);
+  if (!bytes) return new Response('no such object', { status: 404 });
+  const body = async () => (await memoryBucket.get(key))!.body;
+  if (what === 'zh-copy') {
+    // The pull's verified copy, both destinations drained natively.
+    const copy = verifiedCopy(await body(), { sha256Hex: url.searchParams.get('sha')!, size: bytes.byteLength, idleMs: 60_000, what: 'bench' });
+    await Promise.all([copy.client.pipeTo(sink()), copy.store.pipeTo(sink()), copy.done]);
+    return Response.json({ ok: true });
+  }
+  if (what === 'h1') return Response.json(await zipDigest(memoryBucket, key, bytes.byteLength));
+  if (what === 'commit-hash') {
+    // As src/store/uploads/staged.ts's storedSha256 (a multipart-staged file), then provider-commit.ts's entries and h1.
+    const digest = new crypto.DigestStream('SHA-256');
+    await (await body()).pipeTo(digest);
+    const sha256 = hex(await digest.digest);
+    const entries = await storedZipEntries(memoryBucket, key, bytes.byteLength, key);
+    return Response.json({ sha256, h1: await storedZipH1(memoryBucket, key, bytes.byteLength, entries, key) });
+  }
+  if (what === 'floor-zh') {
+    const digest = new crypto.DigestStream('SHA-256');
+    await (await body()).pipeTo(digest);
+    return Response.json({ sha256: hex(await digest.digest) });
+  }
+  if (what === 'floor-h1') {
+    // Only the native work: each entry (its offsets from the central directory) inflated into a DigestStream.
+    const entries = await storedZipEntries(memoryBucket, key, bytes.byteLength, key);
+    const digests: string[] = [];
+    for (const entry of entries) {
+      const offset = entryDataOffset(bytes.subarray(entry.localHeaderOffset, entry.localHeaderOffset + LOCAL_HEADER_BYTES), entry, key);
+      const digest = new crypto.DigestStream('SHA-256');
+      const source = chunked(bytes.subarray(offset, offset + entry.compressedSize));
+      await (entry.method === 8 ? source.pipeThrough(new DecompressionStream('deflate-raw')) : source).pipeTo(digest);
+      digests.push(`${hex(await digest.digest)}  ${entry.name}`);
+    }
+    return Response.json({ digests });
+  }
+  if (what === 'floor-delivery') {
+    // The runtime's least cost of handing the bytes to two length-fixed destinations (an R2 put and a client's
+    // response need FixedLengthStreams), no hashing: a native tee into two FixedLengthStreams, drained.
+    const [a, b] = (await body()).tee();
+    await Promise.all([a, b].map((s) => s.pipeThrough(new FixedLengthStream(bytes.byteLength)).pipeTo(sink())));
+    return Response.json({ ok: true });
+  }
+  if (what === 'chunks') {
+    const sizes: number[] = [];
+    const reader = (await body()).getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      sizes.push(value.byteLength);
+    }
+    return Response.json({ count: sizes.length, first: sizes.slice(0, 5) });
+  }
+  return new Response(`unknown ${what}`, { status: 400 });
+}
+
+/**
+ * POST /__bench/sign?times=N with an armored private key: signs a SHA256SUMS-sized document N times as
+ * src/store/keys/held-keys.ts does (read the key, detached binary signature); ?native=Ed25519|RSA signs the
+ * same with a WebCrypto key of that type instead (the native floor of the signature itself).
+ */
+async function sign(request: Request, url: URL): Promise<Response> {
+  const armored = await request.text();
+  const times = Number(url.searchParams.get('times') ?? '1');
+  const sums = new TextEncoder().encode(`${'0'.repeat(64)}  terraform-provider-x_1.0.0_linux_amd64.zip\n`.repeat(3));
+  const native = url.searchParams.get('native');
+  if (native) {
+    const algorithm = native === 'Ed25519' ? { name: 'Ed25519' } : { name: 'RSASSA-PKCS1-v1_5', modulusLength: 4096, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' };
+    const keys = (await crypto.subtle.generateKey(algorithm, false, ['sign', 'verify'])) as CryptoKeyPair;
+    const started = Date.now();
+    for (let i = 0; i < times; i++) await crypto.subtle.sign(algorithm.name, keys.privateKey, sums);
+    return Response.json({ ok: true, started });
+  }
+  const openpgp = await import('openpgp');
+  let size = 0;
+  for (let i = 0; i < times; i++) {
+    const privateKey = await openpgp.readPrivateKey({ armoredKey: armored });
+    const message = await openpgp.createMessage({ binary: sums });
+    size = (await openpgp.sign({ message, signingKeys: privateKey, detached: true, format: 'binary' })).byteLength;
+  }
+  return Response.json({ size });
+}
+
+async function floorRepack(request: Request, url: URL): Promise<Response> {
+  const bytes = new Uint8Array(await request.arrayBuffer());
+  const times = Number(url.searchParams.get('times') ?? '1');
+  for (let i = 0; i < times; i++) {
+    const digest = new crypto.DigestStream('SHA-256');
+    await new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip')).pipeThrough(new CompressionStream('gzip')).pipeTo(digest);
+    await digest.digest;
+  }
+  return Response.json({ size: bytes.byteLength });
+}
 
 async function repack(request: Request, url: URL): Promise<Response> {
   const bytes = new Uint8Array(await request.arrayBuffer());

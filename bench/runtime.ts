@@ -48,7 +48,7 @@ export async function startRuntime(
     compatibilityDate: COMPATIBILITY_DATE,
     host: '127.0.0.1',
     port: options.port ?? 0,
-    bindings: { ...(options.downloads ? { ...VARS, DOWNLOAD_BATCH_MS: String(options.downloads.batchMs) } : VARS), ...options.bindings },
+    bindings: { ...VARS, ...(options.downloads ? { DOWNLOAD_BATCH_MS: String(options.downloads.batchMs) } : {}), ...options.bindings },
     // Download counts (wrangler.toml's DOWNLOADS): the bundle must export DownloadCounter.
     ...(options.downloads ? { durableObjects: { DOWNLOADS: { className: 'DownloadCounter', useSQLite: true } } } : {}),
     kvNamespaces: { REGISTRY_KV: 'bench-kv' },

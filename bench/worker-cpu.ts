@@ -31,6 +31,8 @@ export interface RequestCpu {
   /** min(process CPU, the Worker isolate's busy samples) in the window. */
   upperBoundMs: number;
   wallMs: number;
+  /** The Worker isolate's busy samples in the window by function (self time, ms; largest first, top 12). */
+  topFunctions: { name: string; ms: number }[];
 }
 
 export interface CpuRecording {
@@ -88,7 +90,7 @@ export async function workerProfiler(port: number, pid: number, targetId = 'core
 }
 
 interface Profile {
-  nodes: { id: number; callFrame: { functionName: string } }[];
+  nodes: { id: number; callFrame: { functionName: string; url?: string; lineNumber?: number } }[];
   startTime: number;
   samples: number[];
   timeDeltas: number[];
@@ -113,6 +115,22 @@ function busyIn(profile: Profile, windows: readonly Window[]): { perWindow: numb
   return { perWindow, total };
 }
 
+/** Self time (ms) per function of `profile`'s busy samples inside `window`, largest first. */
+function topFunctions(profile: Profile, window: Window): { name: string; ms: number }[] {
+  const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  const totals = new Map<string, number>();
+  let at = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    at += profile.timeDeltas[i]!;
+    if (at < window.startUs || at > window.endUs) continue;
+    const frame = byNode.get(profile.samples[i]!);
+    if (!frame || frame.functionName === '(idle)') continue;
+    const name = `${frame.functionName || '(anonymous)'}${frame.url ? ` ${frame.url.split('/').at(-1)}:${(frame.lineNumber ?? 0) + 1}` : ''}`;
+    totals.set(name, (totals.get(name) ?? 0) + profile.timeDeltas[i]! / 1000);
+  }
+  return [...totals].map(([name, ms]) => ({ name, ms })).sort((a, b) => b.ms - a.ms).slice(0, 12);
+}
+
 function attribute(worker: Profile, others: readonly Profile[], windows: readonly Window[]): CpuRecording {
   const mine = busyIn(worker, windows);
   const theirs = others.map((p) => busyIn(p, windows).perWindow);
@@ -126,6 +144,7 @@ function attribute(worker: Profile, others: readonly Profile[], windows: readonl
         cpuMs: allUs === 0 ? 0 : processMs * (workerUs / allUs),
         upperBoundMs: Math.min(processMs, workerUs / 1000),
         wallMs: (w.endUs - w.startUs) / 1000,
+        topFunctions: topFunctions(worker, w),
       };
     }),
     totalCpuMs: mine.total / 1000,

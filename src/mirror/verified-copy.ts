@@ -62,18 +62,22 @@ async function pump(
 ): Promise<void> {
   const reader = source.getReader();
   const digest = new crypto.DigestStream('SHA-256');
+  digest.digest.catch(() => {}); // rejects when the copy is aborted, which `done` reports
   const digestWriter = digest.getWriter();
+  const idle = idleWatch(options.idleMs, options.what);
   let clientAlive = true;
   let total = 0;
   let held: Uint8Array | null = null;
-  const forward = async (chunk: Uint8Array) => {
-    const writes = [storeWriter.ready.then(() => storeWriter.write(chunk))];
+  // A block goes to the digest and both destinations at once; the three are native streams.
+  const forward = async (block: Uint8Array) => {
+    const writes = [storeWriter.ready.then(() => storeWriter.write(block))];
     if (clientAlive) {
-      writes.push(clientWriter.ready.then(() => clientWriter.write(chunk)).catch(() => { clientAlive = false; }));
+      writes.push(clientWriter.ready.then(() => clientWriter.write(block)).catch(() => { clientAlive = false; }));
     }
     await Promise.all(writes);
   };
-  // Chunks are gathered into blocks of BLOCK_BYTES: per-write overhead, not hashing, dominated with small chunks.
+  // Chunks are gathered into blocks of BLOCK_BYTES: the per-write cost of the length-fixed destinations
+  // (FixedLengthStream), not hashing or the copy, dominates with 64 KiB chunks.
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
   const takeBlock = (): Uint8Array => {
@@ -82,10 +86,17 @@ async function pump(
     pendingBytes = 0;
     return block;
   };
+  const next = async (block: Uint8Array) => {
+    const hashed = digestWriter.write(block);
+    if (held) await forward(held);
+    await hashed;
+    held = block;
+  };
   try {
     for (;;) {
-      const { done, value } = await readWithin(reader, options.idleMs, options.what);
+      const { done, value } = await Promise.race([reader.read(), idle.expired]);
       if (done) break;
+      idle.touch();
       if (value.byteLength === 0) continue;
       total += value.byteLength;
       if (total > (options.size ?? MAX_UNSIZED_BYTES)) {
@@ -95,18 +106,9 @@ async function pump(
       }
       pending.push(value);
       pendingBytes += value.byteLength;
-      if (pendingBytes < BLOCK_BYTES) continue;
-      const block = takeBlock();
-      await digestWriter.write(block);
-      if (held) await forward(held);
-      held = block;
+      if (pendingBytes >= BLOCK_BYTES) await next(takeBlock());
     }
-    if (pendingBytes > 0) {
-      const block = takeBlock();
-      await digestWriter.write(block);
-      if (held) await forward(held);
-      held = block;
-    }
+    if (pendingBytes > 0) await next(takeBlock());
     await digestWriter.close();
     const actual = bytesToHex(new Uint8Array(await digest.digest));
     if (options.size !== null && total !== options.size) throw new UpstreamError(`checksum check failed: ${options.what} ended after ${total} of ${options.size} bytes`);
@@ -122,6 +124,8 @@ async function pump(
     const reason = error instanceof UpstreamError ? error : new UpstreamError(`${options.what}: ${(error as Error).message}`);
     await Promise.allSettled([reader.cancel(reason), storeWriter.abort(reason), clientWriter.abort(reason), digestWriter.abort(reason)]);
     throw reason;
+  } finally {
+    idle.stop();
   }
 }
 
@@ -129,14 +133,21 @@ const BLOCK_BYTES = 1024 * 1024;
 /** Largest archive accepted from an upstream that sends no Content-Length. */
 const MAX_UNSIZED_BYTES = 1024 * 1024 * 1024;
 
-async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number, what: string): Promise<ReadableStreamReadResult<Uint8Array>> {
+/**
+ * One timer for the whole copy (a timer armed and cleared per chunk cost more than hashing the chunk):
+ * `expired` rejects with a 504 UpstreamError once no chunk came for `ms`; `touch` notes a chunk.
+ */
+function idleWatch(ms: number, what: string): { expired: Promise<never>; touch(): void; stop(): void } {
+  let last = Date.now();
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new UpstreamError(`${what}: no data for ${ms / 1000} s`, 504)), ms);
+  const expired = new Promise<never>((_, reject) => {
+    const check = () => {
+      const quiet = Date.now() - last;
+      if (quiet >= ms) reject(new UpstreamError(`${what}: no data for ${ms / 1000} s`, 504));
+      else timer = setTimeout(check, ms - quiet);
+    };
+    timer = setTimeout(check, ms);
   });
-  try {
-    return await Promise.race([reader.read(), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+  expired.catch(() => {});
+  return { expired, touch: () => { last = Date.now(); }, stop: () => clearTimeout(timer) };
 }

@@ -26,7 +26,7 @@ export interface ZipDigest {
 export async function zipDigest(bucket: RangeReader, key: string, size: number): Promise<ZipDigest> {
   try {
     const entries = await storedZipEntries(bucket, key, size, key);
-    return { h1: await storedZipH1(bucket, key, entries, key), names: entries.map((e) => e.name) };
+    return { h1: await storedZipH1(bucket, key, size, entries, key), names: entries.map((e) => e.name) };
   } catch (error) {
     if (error instanceof InputError) throw new UpstreamError(`archive check failed: ${error.message}`);
     throw error;

@@ -596,6 +596,18 @@ export const MUTANTS: Mutant[] = [
     to: '',
   },
   {
+    id: 'stored-entry-size-unchecked', file: 'src/store/uploads/stored-zip.ts', tests: ['test/worker/publish/providers.test.ts'],
+    description: 'the publish commit accepts a stored zip entry whose headers record another size than it holds (its h1 would describe bytes Terraform refuses to unpack)',
+    from: 'if (entry.method !== 8 && entry.compressedSize !== entry.uncompressedSize) {',
+    to: 'if (false) {',
+  },
+  {
+    id: 'deflated-entry-size-unchecked', file: 'src/store/uploads/stored-zip.ts', tests: ['test/worker/publish/providers.test.ts'],
+    description: 'the publish commit accepts a deflated zip entry that inflates to another size than its headers record',
+    from: '.pipeThrough(new FixedLengthStream(entry.uncompressedSize))',
+    to: '',
+  },
+  {
     id: 'pull-through-bytes-unchecked', file: 'src/mirror/verified-copy.ts', tests: ['test/e2e/mirror-pull.test.ts'],
     description: 'pull-through stores and completes archive bytes that do not match the signed SHA256SUMS line',
     from: 'if (actual !== options.sha256Hex) {',

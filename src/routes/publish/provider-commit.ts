@@ -58,7 +58,7 @@ export async function commitProvider(store: PublishStore, session: UploadSession
     const platform = parsePlatformName(parseReleaseFilename(pkg.filename)!.platform!);
     const check = checkProviderExecutable(entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory, size: e.uncompressedSize })), { type: upload.type, version: upload.version, platform });
     if (!check.ok) throw new InputError(executableProblem(check, label, 'publisher'));
-    const h1 = await storedZipH1(bucket, key, entries, label);
+    const h1 = await storedZipH1(bucket, key, pkg.size, entries, label);
     if (pkg.h1 && pkg.h1 !== h1) throw new InputError(`${label}: its contents hash to ${h1}, the manifest says ${pkg.h1}`);
     packages.push({ ...pkg, h1 });
   }

@@ -48,29 +48,29 @@ export async function storedZipEntries(bucket: RangeReader, key: string, size: n
 }
 
 /**
- * Go's dirhash Hash1 of the stored zip: every entry inflated and hashed, by
- * range. Throws InputError naming `label` for an entry that does not
- * inflate to its recorded size.
+ * Go's dirhash Hash1 of the stored zip (`size` bytes): every entry inflated
+ * and hashed, by range. Throws InputError naming `label` for an entry whose
+ * data runs past the archive or that does not inflate to its recorded size.
  */
-export async function storedZipH1(bucket: RangeReader, key: string, entries: readonly ZipEntry[], label: string): Promise<string> {
+export async function storedZipH1(bucket: RangeReader, key: string, size: number, entries: readonly ZipEntry[], label: string): Promise<string> {
   const digests: ZipEntryDigest[] = [];
   for (const entry of entries) {
     const header = await readRange(bucket, key, entry.localHeaderOffset, LOCAL_HEADER_BYTES);
     const offset = entryDataOffset(header, entry, label);
+    // The ranged read below then yields exactly compressedSize bytes.
+    if (offset + entry.compressedSize > size) throw new InputError(`${label}: entry ${JSON.stringify(entry.name)} runs past the end of the file; rebuild the zip`);
     digests.push({ name: entry.name, sha256Hex: await entrySha256(bucket, key, entry, offset, label) });
   }
   return h1Hash(digests);
 }
 
 async function entrySha256(bucket: RangeReader, key: string, entry: ZipEntry, offset: number, label: string): Promise<string> {
+  // A stored entry's bytes are exactly its compressedSize (a range inside the archive, checked by the caller).
+  if (entry.method !== 8 && entry.compressedSize !== entry.uncompressedSize) {
+    throw new InputError(`${label}: entry ${JSON.stringify(entry.name)} holds ${entry.compressedSize} bytes, its header says ${entry.uncompressedSize}; rebuild the zip`);
+  }
   const digest = new crypto.DigestStream('SHA-256');
-  let counted = 0;
-  const counter = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      counted += chunk.byteLength;
-      controller.enqueue(chunk);
-    },
-  });
+  digest.digest.catch(() => {}); // rejects when the pipe fails, which is reported below
   let source: ReadableStream<Uint8Array>;
   if (entry.compressedSize === 0) {
     source = new Response(new Uint8Array(0)).body!;
@@ -79,14 +79,17 @@ async function entrySha256(bucket: RangeReader, key: string, entry: ZipEntry, of
     if (object === null) throw new Error(`${key} disappeared while being read`);
     source = object.body;
   }
-  const inflated = entry.method === 8 ? source.pipeThrough(new DecompressionStream('deflate-raw')) : source;
+  // So a stored entry's bytes go straight into the digest. A deflated one goes through a FixedLengthStream
+  // (native), which errors when it inflates to more or fewer bytes than its header says: either way no JS runs
+  // per chunk (a counting TransformStream cost up to 1.3× the floor; a FixedLengthStream on stored bytes, 3.8×).
   try {
-    await inflated.pipeThrough(counter).pipeTo(digest);
+    if (entry.method === 8) {
+      await source.pipeThrough(new DecompressionStream('deflate-raw')).pipeThrough(new FixedLengthStream(entry.uncompressedSize)).pipeTo(digest);
+    } else {
+      await source.pipeTo(digest);
+    }
   } catch (error) {
-    throw new InputError(`${label}: entry ${JSON.stringify(entry.name)} does not inflate (${String((error as Error)?.message ?? error).slice(0, 120)}); rebuild the zip`);
-  }
-  if (counted !== entry.uncompressedSize) {
-    throw new InputError(`${label}: entry ${JSON.stringify(entry.name)} holds ${counted} bytes, its header says ${entry.uncompressedSize}; rebuild the zip`);
+    throw new InputError(`${label}: entry ${JSON.stringify(entry.name)} does not inflate to the ${entry.uncompressedSize} bytes its header says (${String((error as Error)?.message ?? error).slice(0, 120)}); rebuild the zip`);
   }
   return [...new Uint8Array(await digest.digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }

@@ -48,7 +48,11 @@ let privateKey: Promise<openpgp.PrivateKey> | undefined;
 /** A release of real zips: each holds the executable (or `executable(platform)`), a signed SHA256SUMS. */
 export async function buildRelease(
   type: string, version: string,
-  options: { platforms?: string[]; salt?: string; executable?: (platform: string) => string; unsigned?: boolean; sums?: (text: string) => string } = {},
+  options: {
+    platforms?: string[]; salt?: string; executable?: (platform: string) => string; unsigned?: boolean; sums?: (text: string) => string;
+    /** Builds the zip of a platform instead of zipStored (entries: name → content). */
+    zip?: (platform: string, entries: Record<string, string>) => Promise<Uint8Array>;
+  } = {},
 ): Promise<BuiltRelease> {
   const files = new Map<string, Uint8Array>();
   const h1 = new Map<string, string>();
@@ -57,7 +61,7 @@ export async function buildRelease(
     const [os, arch] = platform.split('_') as [string, string];
     const exe = options.executable?.(platform) ?? executableName(type, version, { os });
     const entries = { [exe]: `#!/bin/sh\necho ${type} ${version} ${platform} ${options.salt ?? ''}\n`, 'README.md': `# ${type}\n` };
-    const zip = zipStored(entries);
+    const zip = options.zip ? await options.zip(platform, entries) : zipStored(entries);
     const filename = archiveFilename(type, version, { os, arch });
     files.set(filename, zip);
     const digests = await Promise.all(Object.entries(entries).map(async ([name, content]) => ({ name, sha256Hex: await hex(new TextEncoder().encode(content)) })));

@@ -4,6 +4,7 @@ import { listAuditEntries } from '../../../src/store/audit/read';
 import type { BlobStore } from '../../../src/store/store';
 import { versionsDocumentKey } from '../../../src/store/layout';
 import { get } from '../helpers';
+import { zipDeflated, zipStored } from '../../fixtures/archives';
 import {
   bearer, buildRelease, commit, hex, HOST, issue, manifestOf, publishRelease, put, registerFixtureKey, startPublish, type Session,
 } from './api';
@@ -125,6 +126,17 @@ describe('credentials', { timeout: 60_000 }, () => {
   });
 });
 
+/** The offset of `name`'s central directory entry in `zip`. */
+function findCentral(zip: Uint8Array, name: string): number {
+  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  const wanted = new TextEncoder().encode(name);
+  for (let at = 0; at + 46 <= zip.byteLength; at++) {
+    if (view.getUint32(at, true) !== 0x02014b50 || view.getUint16(at + 28, true) !== wanted.length) continue;
+    if (wanted.every((b, i) => zip[at + 46 + i] === b)) return at;
+  }
+  throw new Error(`${name} is not in the central directory`);
+}
+
 describe('refusals, each with nothing listed', { timeout: 60_000 }, () => {
   const refusedAt = async (stage: 'started' | 'uploaded' | 'committed', type: string, release: Awaited<ReturnType<typeof buildRelease>>, message: RegExp, status = 400, extra: object = {}) => {
     const result = await publishRelease(publisher, 'acme', release, extra);
@@ -152,6 +164,32 @@ describe('refusals, each with nothing listed', { timeout: 60_000 }, () => {
   it('a zip whose contents do not match its name', async () => {
     const release = await buildRelease('wrongexe', '1.0.0', { executable: (p) => (p === 'darwin_arm64' ? 'terraform-provider-other_v1.0.0' : `terraform-provider-wrongexe_v1.0.0${p.startsWith('windows') ? '.exe' : ''}`) });
     await refusedAt('committed', 'wrongexe', release, /archive terraform-provider-wrongexe_1\.0\.0_darwin_arm64\.zip: expected executable terraform-provider-wrongexe_v1\.0\.0 at the top level, found terraform-provider-other_v1\.0\.0, README\.md/);
+  });
+
+  it('a zip whose entry does not hold the size its headers record (stored: more or fewer bytes; deflated: inflating to more or fewer)', async () => {
+    const lie = (entries: Record<string, string>, by: number) => ({ 'README.md': entries['README.md']!.length + by });
+    // Stored: the README's headers claim one byte more than it holds.
+    const stored = await buildRelease('badsize', '1.0.0', {
+      platforms: ['linux_amd64'],
+      zip: async (_, entries) => {
+        const zip = zipStored(entries);
+        const at = findCentral(zip, 'README.md');
+        new DataView(zip.buffer, zip.byteOffset).setUint32(at + 24, entries['README.md']!.length + 1, true);
+        return zip;
+      },
+    });
+    await refusedAt('committed', 'badsize', stored, /archive terraform-provider-badsize_1\.0\.0_linux_amd64\.zip: entry "README\.md" holds \d+ bytes, its header says \d+; rebuild the zip/);
+    // Deflated (the executable's data is deflated too, so h1 goes through DecompressionStream): more, then fewer.
+    for (const [type, by] of [['inflatemore', -1], ['inflateless', 1]] as const) {
+      const release = await buildRelease(type, '1.0.0', { platforms: ['linux_amd64'], zip: (_, entries) => zipDeflated(entries, lie(entries, by)) });
+      await refusedAt('committed', type, release, new RegExp(`archive terraform-provider-${type}_1\\.0\\.0_linux_amd64\\.zip: entry "README\\.md" does not inflate to the \\d+ bytes its header says .*; rebuild the zip`));
+    }
+    // The same deflated zip with true sizes publishes, with the h1 of the inflated entries.
+    const good = await buildRelease('inflategood', '1.0.0', { platforms: ['linux_amd64'], zip: (_, entries) => zipDeflated(entries) });
+    const result = await publishRelease(publisher, 'acme', good);
+    expect(result.committed?.status, JSON.stringify(result.body)).toBe(200);
+    const doc = await (await get('/v1/providers/acme/inflategood/1.0.0/download/linux/amd64')).json() as { packages: Record<string, { hashes: string[] }> };
+    expect(doc.packages.linux_amd64!.hashes).toContain(good.h1.get('terraform-provider-inflategood_1.0.0_linux_amd64.zip'));
   });
 
   it('a SHA256SUMS that does not match the archives', async () => {
