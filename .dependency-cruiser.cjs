@@ -6,8 +6,8 @@ const layers = [
   ['protocol', '^src/protocol/'],
   ['store', '^src/store/'],
   ['http', '^src/http/'],
-  ['access', '^src/(auth|identity)/|^src/config\\.ts$'],
-  ['services', '^src/(mirror|downloads)/'],
+  ['access', '^src/access/|^src/config\\.ts$'],
+  ['services', '^src/(mirror|downloads|provenance)/'],
   ['handlers', '^src/(routes|pages)/'],
   ['index', '^src/index\\.ts$'],
   ['scripts', '^scripts/'],
@@ -27,6 +27,13 @@ module.exports = {
   forbidden: [
     ...upward,
     {
+      name: 'every-file-in-a-layer',
+      comment: 'a new folder under src/ is given its place in the layers above (and in README) before anything imports from it',
+      severity: 'error',
+      from: { path: '^src/', pathNot: layers.map(([, p]) => `(${p})`).join('|') },
+      to: {},
+    },
+    {
       name: 'no-sibling-handlers',
       comment: 'routes and pages do not import each other: what both need lives in a lower layer',
       severity: 'error',
@@ -35,10 +42,10 @@ module.exports = {
     },
     {
       name: 'no-sibling-services',
-      comment: 'mirror and downloads do not import each other',
+      comment: 'mirror, downloads and provenance do not import each other',
       severity: 'error',
-      from: { path: '^src/(mirror|downloads)/' },
-      to: { path: '^src/(mirror|downloads)/', pathNot: '^src/$1/' },
+      from: { path: '^src/(mirror|downloads|provenance)/' },
+      to: { path: '^src/(mirror|downloads|provenance)/', pathNot: '^src/$1/' },
     },
     {
       name: 'no-circular',

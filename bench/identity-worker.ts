@@ -7,8 +7,8 @@
  *   POST /__verify?n=N          N × verifyCiToken of the token in the body against the
  *                               publishers in X-Publishers (JSON), aud registry.example.com
  */
-import { verifyCiToken } from '../src/identity/ci-token';
-import type { TrustedPublisher } from '../src/identity/publishers';
+import { verifyCiToken } from '../src/access/ci-token';
+import type { TrustedPublisher } from '../src/access/publishers';
 import { signShasumsWithHeldKey } from '../src/store/keys/held-keys';
 import type { Env } from '../src/env';
 

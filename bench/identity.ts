@@ -16,7 +16,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parsePublisherInput } from '../src/identity/publishers';
+import { parsePublisherInput } from '../src/access/publishers';
 import { storeHeldKey } from '../src/store/keys/held-keys';
 import { signingKeysKey } from '../src/store/layout';
 import { generateSigningKey } from '../scripts/lib/keys/keyring';

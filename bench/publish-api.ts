@@ -16,7 +16,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { newToken, tokenId, tokenSha256 } from '../src/auth/tokens';
+import { newToken, tokenId, tokenSha256 } from '../src/access/tokens';
 import { providerAddress } from '../src/protocol/address';
 import { publishVersions } from '../src/store/providers/write';
 import { writeSigningKeys } from '../src/store/providers/signing-keys';

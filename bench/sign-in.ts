@@ -1,15 +1,15 @@
 import * as oauth from 'oauth4webapi';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import type { Env } from '../src/env';
-import { base64url, constantTimeEqualText } from '../src/auth/bytes';
-import { newToken, tokenSha256 } from '../src/auth/tokens';
+import { base64url, constantTimeEqualText } from '../src/access/crypto/bytes';
+import { newToken, tokenSha256 } from '../src/access/tokens';
 import { sha256Hex } from '../src/protocol/hashes';
-import { flowCookie, readFlow } from '../src/identity/flow';
-import { verifyIdToken } from '../src/identity/id-token';
-import { parseCliAuthzRequest } from '../src/identity/login-v1';
-import { evaluatePolicy, parsePolicy } from '../src/identity/policy';
-import { newProviderRequest } from '../src/identity/provider';
-import { seal, unseal } from '../src/identity/seal';
+import { flowCookie, readFlow } from '../src/access/flow';
+import { verifyIdToken } from '../src/access/id-token';
+import { parseCliAuthzRequest } from '../src/access/login-v1';
+import { evaluatePolicy, parsePolicy } from '../src/access/policy';
+import { newProviderRequest } from '../src/access/provider';
+import { seal, unseal } from '../src/access/crypto/seal';
 import { settings } from '../src/config';
 
 /**

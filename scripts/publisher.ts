@@ -12,7 +12,7 @@
  */
 import { parseArgs } from 'node:util';
 import { parseHostname, parseProviderName } from '../src/protocol/index';
-import { describePublisher, GITHUB_ISSUER } from '../src/identity/publishers';
+import { describePublisher, GITHUB_ISSUER } from '../src/access/publishers';
 import { run, say, STATE_OPTIONS, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
 import { openKvStore, openStore } from './lib/stores/open';

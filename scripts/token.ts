@@ -28,7 +28,7 @@ import { run, STATE_OPTIONS, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
 import { openKvStore, openStore } from './lib/stores/open';
 import { audited } from './lib/audit';
-import { tokenId, tokenSha256 } from '../src/auth/tokens';
+import { tokenId, tokenSha256 } from '../src/access/tokens';
 
 const TOKEN_SHAPE = /^ert_[A-Za-z0-9_-]{43}$/;
 import { createToken, formatTokenTable, listTokens, parseExpiry, revokeToken } from './lib/tokens';

@@ -1,7 +1,7 @@
 import type { Env } from './env';
 import { IMMUTABLE } from './http/responses';
 import { parseHostname } from './protocol/address';
-import { parseOidcSettings, type OidcSettings } from './identity/config';
+import { parseOidcSettings, type OidcSettings } from './access/config';
 
 /**
  * The Worker's settings: wrangler.toml's variables parsed once per Env

@@ -37,12 +37,12 @@ export interface Env {
   MODULE_PROXY_MAX_MB?: string;
   /** Minutes a signed release-file URL stays valid (private mode). */
   SIGNED_URL_MINUTES?: string;
-  /** Sign in with the organisation's identity provider (issue 21, src/identity/): the OpenID Provider's issuer URL. Unset = no login. */
+  /** Sign in with the organisation's identity provider (issue 21, src/access/): the OpenID Provider's issuer URL. Unset = no login. */
   OIDC_ISSUER?: string;
   /** The client id registered at the identity provider. */
   OIDC_CLIENT_ID?: string;
   /** The client secret (a secret); absent for a public client that uses PKCE only. */
   OIDC_CLIENT_SECRET?: string;
-  /** JSON: ID-token claims → token scopes and the admin role (src/identity/policy.ts). */
+  /** JSON: ID-token claims → token scopes and the admin role (src/access/policy.ts). */
   LOGIN_POLICY?: string;
 }

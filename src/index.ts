@@ -6,7 +6,7 @@ import { findPackage, listVersions } from './routes/registry';
 import { mirrorPullDocument } from './routes/mirror-pull/documents';
 import { pullReleaseFile } from './routes/mirror-pull/archive';
 import { answerHeadLikeGet, withoutBodyForHead, wrongMethod } from './routes/methods';
-import { requireModuleReadToken, requireReadToken, requireSignedUrl } from './auth/access';
+import { requireModuleReadToken, requireReadToken, requireSignedUrl } from './access/access';
 import { moduleArchive } from './routes/modules';
 import { proxiedModuleDownload, proxiedModuleVersions } from './routes/module-proxy';
 import { modulePage, modulesIndexPage } from './pages/modules';
@@ -17,10 +17,10 @@ import { loginPage, loginSubmit, logout } from './pages/login';
 import { asset, notFoundFor } from './pages/static';
 import { redirect } from './pages/respond';
 import { countingModuleArchives, countingProviderArchives } from './downloads/routes';
-import { requireSignedUrlOrModuleToken } from './auth/module-archive-access';
+import { requireSignedUrlOrModuleToken } from './access/module-archive-access';
 import { mirrorDownloads, moduleDownloads, providerDownloads } from './routes/downloads';
 import { moduleLifecycleJson } from './routes/lifecycle';
-import { tokenEndpoint } from './identity/token-endpoint';
+import { tokenEndpoint } from './access/token-endpoint';
 import { tokensPage, tokensSubmit } from './pages/tokens';
 import { auditPage } from './pages/audit';
 import { createProviderUpload } from './routes/publish/providers';
@@ -79,7 +79,7 @@ router
   .get('/login', loginPage)
   .post('/login', loginSubmit)
   .post('/logout', logout)
-  // Sign-in with the identity provider (src/identity/, only with OIDC_ISSUER): login.v1 and the pages' SSO.
+  // Sign-in with the identity provider (src/access/, only with OIDC_ISSUER): login.v1 and the pages' SSO.
   // The broker loads jose and oauth4webapi: imported on first use, so other routes never wait for them.
   .get('/oauth/authorization', async (request, env) => (await import('./pages/sign-in')).authorize(request, env))
   .get('/oauth/callback', async (request, env) => (await import('./pages/sign-in')).callback(request, env))

@@ -1,5 +1,5 @@
 import { InputError, parseShasums, sha256Hex } from '../../src/protocol/index';
-import { DsseError, verifyEnvelope, type AttestationPublicJwk } from '../../src/provenance/dsse';
+import { DsseError, verifyEnvelope, type AttestationPublicJwk } from '../../src/protocol/dsse';
 import { SLSA_PROVENANCE_V1, STATEMENT_TYPE, PUBLISH_ATTESTATION_V1, type Statement } from '../../src/provenance/statement';
 
 /**

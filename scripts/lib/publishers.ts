@@ -1,5 +1,5 @@
-import { describePublisher, GITHUB_ISSUER, MAX_PUBLISHERS, parsePublisherInput, parseProjectPath, parseRepository, type PublisherInput, type TrustedPublisher } from '../../src/identity/publishers';
-import { parseIssuerUrl } from '../../src/identity/issuer-url';
+import { describePublisher, GITHUB_ISSUER, MAX_PUBLISHERS, parsePublisherInput, parseProjectPath, parseRepository, type PublisherInput, type TrustedPublisher } from '../../src/access/publishers';
+import { parseIssuerUrl } from '../../src/access/issuer-url';
 import { InputError } from '../../src/protocol/errors';
 import { readPublishers } from '../../src/store/publishers/read';
 import { writePublishers } from '../../src/store/publishers/write';

@@ -1,4 +1,4 @@
-import { newToken, parseScope, tokenId, tokenSha256 } from '../../src/auth/tokens';
+import { newToken, parseScope, tokenId, tokenSha256 } from '../../src/access/tokens';
 import { InputError } from '../../src/protocol/errors';
 import { deleteTokenRecord, listTokenRecords, writeTokenRecord } from '../../src/store/tokens/write';
 import { type TokenPurpose, type TokenRecord } from '../../src/store/tokens/read';

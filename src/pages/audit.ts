@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import { isPrivate } from '../config';
 import type { Env } from '../env';
-import { readSession } from '../auth/session';
+import { readSession } from '../access/session';
 import { describeActor } from '../store/audit/actor';
 import { parseProviderName } from '../protocol/address';
 import { InputError } from '../protocol/errors';

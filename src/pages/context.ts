@@ -4,8 +4,8 @@ import { settings, type Settings } from '../config';
 import { StoredDocument } from '../store/stored-body';
 import type { Env } from '../env';
 import { refusalStatus } from '../http/errors';
-import { readSession, type Session } from '../auth/session';
-import { scopeAllows } from '../auth/tokens';
+import { readSession, type Session } from '../access/session';
+import { scopeAllows } from '../access/tokens';
 import { errorPage, htmlResponse, redirect } from './respond';
 
 /**

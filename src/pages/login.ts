@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import { isPrivate, settings } from '../config';
 import type { Env } from '../env';
-import { readSession, sameOrigin, signIn, SIGN_OUT_COOKIE } from '../auth/session';
+import { readSession, sameOrigin, signIn, SIGN_OUT_COOKIE } from '../access/session';
 import { html } from './html';
 import { layout } from './layout';
 import { errorPage, htmlResponse, redirect } from './respond';
@@ -20,7 +20,7 @@ export function safeNext(next: string | null): string {
 
 function form(request: Request, next: string, error?: string, status = 200, env?: Env): Promise<Response> {
   const host = new URL(request.url).host;
-  // With an identity provider configured (src/identity/), single sign-on first; the token form stays for CI tokens.
+  // With an identity provider configured (src/access/), single sign-on first; the token form stays for CI tokens.
   const sso = env && settings(env).oidc
     ? html`<p><a class="button" href="/login/sso?next=${encodeURIComponent(next)}">Sign in with SSO</a></p><p class="muted">Or with a read token:</p>`
     : '';

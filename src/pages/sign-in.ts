@@ -1,19 +1,19 @@
 import type { IRequest } from 'itty-router';
 import { settings } from '../config';
 import type { Env } from '../env';
-import { SESSION_SECONDS, sessionCookie } from '../auth/session';
-import { base64url } from '../auth/bytes';
+import { SESSION_SECONDS, sessionCookie } from '../access/session';
+import { base64url } from '../access/crypto/bytes';
 import { sha256Hex } from '../protocol/hashes';
 import { errorPage } from './respond';
 import { safeNext } from './login';
 import { storeLoginCode } from '../store/identity/login-codes';
-import type { OidcSettings } from '../identity/config';
-import { clearFlowCookie, flowCookie, FLOW_SECONDS, readFlow, type LoginFlow } from '../identity/flow';
-import { CALLBACK_PATH, parseCliAuthzRequest } from '../identity/login-v1';
-import { evaluatePolicy, GROUP_SESSION_SECONDS, type LoginPolicy } from '../identity/policy';
-import { authorizationUrl, completeSignIn, newProviderRequest, ProviderError, SignInRefused } from '../identity/provider';
-import { sealPersonSession } from '../identity/person-session';
-import { recordLogin } from '../identity/audit';
+import type { OidcSettings } from '../access/config';
+import { clearFlowCookie, flowCookie, FLOW_SECONDS, readFlow, type LoginFlow } from '../access/flow';
+import { CALLBACK_PATH, parseCliAuthzRequest } from '../access/login-v1';
+import { evaluatePolicy, GROUP_SESSION_SECONDS, type LoginPolicy } from '../access/policy';
+import { authorizationUrl, completeSignIn, newProviderRequest, ProviderError, SignInRefused } from '../access/provider';
+import { sealPersonSession } from '../access/person-session';
+import { recordLogin } from '../access/audit';
 
 /**
  * The login broker's browser-facing steps (the token endpoint is in

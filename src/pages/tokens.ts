@@ -1,13 +1,13 @@
 import type { IRequest } from 'itty-router';
 import { isPrivate, settings } from '../config';
 import type { Env } from '../env';
-import { readSession, sameOrigin, type Session } from '../auth/session';
+import { readSession, sameOrigin, type Session } from '../access/session';
 import { listTokenRecords } from '../store/tokens/write';
 import { type TokenPerson } from '../store/tokens/read';
 import { listPersonTokens, markPersonRevoked, personKey, revokePersonToken, type PersonTokenEntry } from '../store/identity/person-tokens';
-import { issuePersonToken } from '../identity/issue';
-import { recordTokenEvent } from '../identity/audit';
-import type { PersonSession } from '../identity/person-session';
+import { issuePersonToken } from '../access/issue';
+import { recordTokenEvent } from '../access/audit';
+import type { PersonSession } from '../access/person-session';
 import { html, type Html } from './html';
 import { layout, snippet } from './layout';
 import { errorPage, htmlResponse, redirect } from './respond';

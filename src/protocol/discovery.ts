@@ -8,7 +8,7 @@ import { asObject, asString, optional } from './shape';
 export interface ServiceDiscovery {
   'providers.v1'?: string;
   'modules.v1'?: string;
-  /** Terraform's login protocol (src/identity/login-v1.ts). */
+  /** Terraform's login protocol (src/access/login-v1.ts). */
   'login.v1'?: { client: string; grant_types: string[]; authz: string; token: string; ports: number[] };
 }
 

@@ -1,9 +1,9 @@
 import type { Actor } from '../store/audit/actor';
-import type { VerifiedCiToken } from '../identity/ci-token';
+import type { VerifiedCiToken } from '../access/ci-token';
 import { currentAttestationKey } from '../store/keys/attestation-keys';
 import type { Attester, PreparedStatement } from '../store/provenance';
 import type { BlobStore } from '../store/store';
-import { signEnvelope } from './dsse';
+import { signEnvelope } from '../protocol/dsse';
 import { buildProvenance, IncompleteClaimsError, publishAttestation, type Subject } from './statement';
 
 /**

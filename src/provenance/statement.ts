@@ -1,5 +1,7 @@
-import type { CiClaims } from '../identity/ci-claims';
-import type { TrustedPublisher } from '../identity/publishers';
+import type { CiClaims } from '../access/ci-claims';
+import type { TrustedPublisher } from '../access/publishers';
+import type { BuildSummary } from '../store/provenance';
+export type { BuildSummary };
 
 /**
  * The statements the registry signs for a release (docs/provenance.md):
@@ -7,7 +9,7 @@ import type { TrustedPublisher } from '../identity/publishers';
  *   build provenance   an in-toto Statement v1 with predicate SLSA Provenance
  *                      v1, for a release published by a trusted CI job; every
  *                      field comes from the CI ID token the registry verified
- *                      (src/identity/ci-token.ts) and from the registry's own
+ *                      (src/access/ci-token.ts) and from the registry's own
  *                      facts (time, the publisher rule that matched) — never
  *                      from anything the uploader sent.
  *   publish attestation  a smaller Statement for a release published with a
@@ -38,21 +40,6 @@ export interface Statement {
   predicate: Record<string, unknown>;
 }
 
-/** What the pages and the verifier show of a build: all from verified claims. */
-export interface BuildSummary {
-  ci: 'github' | 'gitlab';
-  /** OWNER/REPO (GitLab: GROUP/PROJECT). */
-  repository: string;
-  repositoryId: string;
-  repositoryUrl: string;
-  /** The workflow file (release.yml; GitLab: the CI config path). */
-  workflow: string;
-  ref: string;
-  commit: string;
-  commitUrl: string;
-  runId: string;
-  runUrl: string;
-}
 
 export interface RegistryFacts {
   /** The registry's hostname. */

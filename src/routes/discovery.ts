@@ -3,7 +3,7 @@ import { MODULES_V1_PATH } from '../protocol/modules-v1';
 import type { IRequest } from 'itty-router';
 import { settings } from '../config';
 import type { Env } from '../env';
-import { loginV1Service } from '../identity/login-v1';
+import { loginV1Service } from '../access/login-v1';
 
 // Built once: discovery never reads KV.
 const DISCOVERY = discoveryBody({ 'providers.v1': PROVIDERS_V1_PATH, 'modules.v1': MODULES_V1_PATH });

@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings } from '../config';
-import { withReleaseUrls } from '../auth/release-urls';
+import { withReleaseUrls } from '../access/release-urls';
 import { documentResponse, notFound, pathSegment } from '../http/responses';
 import { edgeCacheFor } from '../store/edge-cache';
 import { formatAddress } from '../protocol/address';

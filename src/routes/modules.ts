@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings, releaseFileCacheControl } from '../config';
 import { documentResponse, notFound, pathSegment } from '../http/responses';
-import { signatureQuery } from '../auth/signed-urls';
+import { signatureQuery } from '../access/signed-urls';
 import { InputError } from '../protocol/errors';
 import {
   formatModuleAddress, TERRAFORM_GET_HEADER, type ModuleDownloadBody,

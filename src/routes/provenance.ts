@@ -21,7 +21,7 @@ import { requestAddress, requestModuleAddress } from './params';
  *   GET /v1/provenance/modules/:namespace/:name/:system/:version
  *
  * A version without a statement, or no such version, is 404. In private mode
- * the statement routes take a read token like the documents (src/auth/access.ts
+ * the statement routes take a read token like the documents (src/access/access.ts
  * guards in src/index.ts). Costs: the version's R2 record and the envelope.
  */
 

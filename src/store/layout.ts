@@ -14,7 +14,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   records/HOST/NS/TYPE/VERSION                        version record (JSON), a copy of the R2 record below (read only for versions published before R2 records were kept)
  *   signing-keys/HOST/NS                                namespace public keys (JSON)
  *   tokens/SHA256                                       read-token record, by the SHA-256 of the token
- *   publishers/HOST/NS                                  the namespace's trusted CI publishers (JSON list, src/identity/publishers.ts)
+ *   publishers/HOST/NS                                  the namespace's trusted CI publishers (JSON list, src/access/publishers.ts)
  *   held-signing-keys/HOST/NS                           the namespace's registry-held private signing key, encrypted (src/store/keys/held-keys.ts)
  *
  * R2:
@@ -24,7 +24,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   .index/HOST/NS/TYPE.json                            the provider's index: what its lists, page and catalogue entry are built from
  *                                                       (src/store/providers/version-index.ts); changed only by conditional writes, rebuilt from the records when missing
  *   .catalog/providers.json                             every provider's catalogue entry (the home page's list), changed only by conditional writes
- *   sign-in (src/identity/, src/store/identity/):
+ *   sign-in (src/access/, src/store/identity/):
  *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
  *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
  *   .people/PERSON/revoked                              when an admin last revoked all of a person's tokens (ends older page sessions)
@@ -74,7 +74,7 @@ export const heldSigningKeyKey = (hostname: string, namespace: string) => `held-
 export const tokenKey = (tokenSha256Hex: string) => `tokens/${tokenSha256Hex}`;
 export const tokenPrefix = 'tokens/';
 
-// ---- Sign-in (src/identity/, src/store/identity/) ----
+// ---- Sign-in (src/access/, src/store/identity/) ----
 /** A one-time login.v1 code, by the SHA-256 of the code (R2: single use needs strong consistency). */
 export const loginCodeObjectKey = (codeSha256Hex: string) => `.login-codes/${codeSha256Hex}`;
 

@@ -1,4 +1,3 @@
-import type { BuildSummary } from '../provenance/statement';
 import { ProvenanceRequiredError } from './errors';
 import type { BlobStore } from './store';
 
@@ -100,3 +99,19 @@ export const providerStatementPrefix = (hostname: string, namespace: string, typ
   `.provenance/${hostname}/providers/${namespace}/${type}/${version}/`;
 export const moduleStatementPrefix = (hostname: string, namespace: string, name: string, system: string, version: string) =>
   `.provenance/${hostname}/modules/${namespace}/${name}/${system}/${version}/`;
+
+/** What the pages and the verifier show of a build: all from verified claims. */
+export interface BuildSummary {
+  ci: 'github' | 'gitlab';
+  /** OWNER/REPO (GitLab: GROUP/PROJECT). */
+  repository: string;
+  repositoryId: string;
+  repositoryUrl: string;
+  /** The workflow file (release.yml; GitLab: the CI config path). */
+  workflow: string;
+  ref: string;
+  commit: string;
+  commitUrl: string;
+  runId: string;
+  runUrl: string;
+}

@@ -9,7 +9,7 @@ import { readRegistryConfig } from '../../scripts/lib/config';
 import { openLocalStore } from '../../scripts/lib/stores/local';
 import { writeDemoModule } from '../../scripts/lib/demo/module';
 import { publishModule } from '../../scripts/lib/module/publish';
-import { signatureQuery } from '../../src/auth/signed-urls';
+import { signatureQuery } from '../../src/access/signed-urls';
 import { get } from './http';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
 import { terraform, terraformInit, type InitResult } from './terraform-init';

@@ -1,8 +1,8 @@
 import { base64url, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CiTokenError, MAX_TOKEN_AGE_SECONDS, verifyCiToken, type CiTokenRefusal } from '../../src/identity/ci-token';
-import { IssuerKeyCache } from '../../src/identity/issuer-keys';
-import { parsePublisherInput, type TrustedPublisher } from '../../src/identity/publishers';
+import { CiTokenError, MAX_TOKEN_AGE_SECONDS, verifyCiToken, type CiTokenRefusal } from '../../src/access/ci-token';
+import { IssuerKeyCache } from '../../src/access/issuer-keys';
+import { parsePublisherInput, type TrustedPublisher } from '../../src/access/publishers';
 import { githubClaims, gitlabClaims, startCiIssuers, type CiIssuers } from '../fixtures/ci-issuers';
 
 /**

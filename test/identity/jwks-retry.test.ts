@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRemoteJWKSet, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IdTokenError, verifyIdToken } from '../../src/identity/id-token';
+import { IdTokenError, verifyIdToken } from '../../src/access/id-token';
 
 /**
  * A JWKS fetch that loses its connection: a local HTTP server standing in

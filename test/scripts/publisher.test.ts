@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parsePublisherInput, refMatches, type PublisherInput } from '../../src/identity/publishers';
+import { parsePublisherInput, refMatches, type PublisherInput } from '../../src/access/publishers';
 import { publishersKey } from '../../src/store/layout';
 import { openLocalStore } from '../../scripts/lib/stores/local';
 import { type StoreHandle } from '../../scripts/lib/stores/handle';

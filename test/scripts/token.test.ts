@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tokenSha256 } from '../../src/auth/tokens';
+import { tokenSha256 } from '../../src/access/tokens';
 import { tokenKey } from '../../src/store/layout';
 import { parseTokenRecord } from '../../src/store/tokens/read';
 import { ensureDevVars } from '../../scripts/lib/dev/vars';

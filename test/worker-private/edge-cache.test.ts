@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { signatureQuery } from '../../src/auth/signed-urls';
+import { signatureQuery } from '../../src/access/signed-urls';
 import { edgeCacheUrl } from '../../src/store/edge-cache';
 import { forgetIsolateDocuments } from '../../src/store/read-document';
 import { downloadDocumentKey, releaseObjectKey } from '../../src/store/layout';

@@ -1,6 +1,6 @@
 import { env as workersEnv } from 'cloudflare:workers';
 import type { Env } from '../../src/env';
-import { newToken, parseScope, tokenId, tokenSha256 } from '../../src/auth/tokens';
+import { newToken, parseScope, tokenId, tokenSha256 } from '../../src/access/tokens';
 import { writeTokenRecord } from '../../src/store/tokens/write';
 import { type TokenRecord } from '../../src/store/tokens/read';
 

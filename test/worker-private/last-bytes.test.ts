@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { signatureQuery } from '../../src/auth/signed-urls';
-import { readSession, SESSION_COOKIE, signIn } from '../../src/auth/session';
-import { tokenSha256 } from '../../src/auth/tokens';
-import { sealPersonSession } from '../../src/identity/person-session';
+import { signatureQuery } from '../../src/access/signed-urls';
+import { readSession, SESSION_COOKIE, signIn } from '../../src/access/session';
+import { tokenSha256 } from '../../src/access/tokens';
+import { sealPersonSession } from '../../src/access/person-session';
 import { tokenKey } from '../../src/store/layout';
 import { address, bearer, env, fakeRelease, get, issueToken, seed } from './helpers';
 import { lastByteFlipped, lastHexFlipped } from './identity/helpers';

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { moduleAddress } from '../../src/protocol/modules-v1';
 import { seedModule } from '../fixtures/modules';
-import { signIn } from '../../src/auth/session';
+import { signIn } from '../../src/access/session';
 import { bearer, env, errorsOf, get, issueToken } from './helpers';
 import { settings } from '../../src/config';
 
@@ -62,7 +62,7 @@ describe('modules.v1 in private mode', () => {
     expect((await get(path, bearer(acmeToken))).status).toBe(200);
     expect((await get(`${path}?${query.replace(/signature=./, 'signature=A')}`)).status).toBe(403);
     expect((await get(`/v1/module-archives/registry.example.com/other_ns/net/aws/1.0.0/net-aws-1.0.0.tar.gz?${query}`)).status).toBe(403);
-    const { signatureQuery } = await import('../../src/auth/signed-urls');
+    const { signatureQuery } = await import('../../src/access/signed-urls');
     const past = Math.floor(Date.now() / 1000) - 1;
     const expired = await get(`${path}?${await signatureQuery(settings(env), path, past)}`);
     expect(expired.status).toBe(403);

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { address, env, fakeRelease, get, issueToken, ORIGIN, seed } from './helpers';
-import { readSession, SESSION_COOKIE, signIn } from '../../src/auth/session';
+import { readSession, SESSION_COOKIE, signIn } from '../../src/access/session';
 import { tokenKey } from '../../src/store/layout';
 import { deleteTokenRecord } from '../../src/store/tokens/write';
 import { moduleAddress } from '../../src/protocol/modules-v1';

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { authenticate, parseScope, scopeAllows, tokenSha256 } from '../../src/auth/tokens';
+import { authenticate, parseScope, scopeAllows, tokenSha256 } from '../../src/access/tokens';
 import { tokenKey } from '../../src/store/layout';
 import { address, bearer, env, fakeRelease, get, issueToken, seed } from './helpers';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { signReleaseUrls, verifySignedUrl } from '../../src/auth/signed-urls';
+import { signReleaseUrls, verifySignedUrl } from '../../src/access/signed-urls';
 
 // What a signature is bound to — method, path, expiry to the second — checked against an HMAC computed
 // here with WebCrypto (not the module's own signer), so the signed string's format is pinned too.

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { signatureQuery } from '../../src/auth/signed-urls';
+import { signatureQuery } from '../../src/access/signed-urls';
 import { address, bearer, env, errorsOf, fakeRelease, get, getWith, issueToken, resolve, seed, sha256HexOf } from './helpers';
 import { settings } from '../../src/config';
 

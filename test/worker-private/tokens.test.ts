@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { tokenSha256 } from '../../src/auth/tokens';
+import { tokenSha256 } from '../../src/access/tokens';
 import { tokenKey } from '../../src/store/layout';
 import { deleteTokenRecord } from '../../src/store/tokens/write';
 import { address, bearer, env, errorsOf, fakeRelease, get, issueToken, seed } from './helpers';

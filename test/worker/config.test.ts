@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, settings } from '../../src/config';
 import type { Env } from '../../src/env';
-import { withArchiveBase, withReleaseUrls } from '../../src/auth/release-urls';
+import { withArchiveBase, withReleaseUrls } from '../../src/access/release-urls';
 
 const base = { ...env } as Env;
 const with_ = (overrides: Partial<Record<keyof Env, unknown>>) => ({ ...base, ...overrides }) as Env;

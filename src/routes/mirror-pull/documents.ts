@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Env } from '../../env';
 import { settings } from '../../config';
 import { errorResponse, jsonBody, notFound, pathSegment } from '../../http/responses';
-import { withReleaseUrls } from '../../auth/release-urls';
+import { withReleaseUrls } from '../../access/release-urls';
 import { formatAddress } from '../../protocol/address';
 import { parseVersion, sortVersions } from '../../protocol/version';
 import { releaseFilePath } from '../../store/layout';

@@ -9,7 +9,7 @@ import { partCount, partLength, stagePart, stageWholeFile } from '../../store/up
 import { asPublisher, audit, json, MAX_BODY_BYTES, publishStore, type AuditTarget } from './context';
 import { commitModule } from './module-commit';
 import { attesterFor } from '../../provenance/attest';
-import type { VerifiedCiToken } from '../../identity/ci-token';
+import type { VerifiedCiToken } from '../../access/ci-token';
 import { commitProvider } from './provider-commit';
 
 /**

@@ -1,6 +1,6 @@
 /**
  * Who did a write: recorded in every audit entry (src/store/audit/) and
- * returned by request authentication (src/identity/publish-auth.ts).
+ * returned by request authentication (src/access/publish-auth.ts).
  *
  *   token     a stored `ert_` publish token; `tokenId` is its short public id
  *             (the first 12 hex digits of its SHA-256), never the token

@@ -3,7 +3,7 @@
  * key: HKDF-SHA-256 (with a `salt` and a per-purpose `info`, so keys for
  * different purposes never coincide and the secret itself is never used as
  * a key) to a non-extractable AES-256-GCM key. Used by the sealed browser
- * values (src/identity/seal.ts) and the registry-held signing keys at rest
+ * values (src/access/crypto/seal.ts) and the registry-held signing keys at rest
  * (src/store/keys/seal.ts).
  */
 

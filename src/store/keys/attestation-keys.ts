@@ -1,4 +1,4 @@
-import type { AttestationPublicJwk } from '../../provenance/dsse';
+import type { AttestationPublicJwk } from '../../protocol/dsse';
 import { SealError } from '../errors';
 import type { BlobStore } from '../store';
 import { open, seal, type Sealed } from './seal';

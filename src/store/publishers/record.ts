@@ -1,7 +1,7 @@
 /**
  * A namespace's trusted publisher as stored (src/store/publishers/), and the
  * parser of the stored list. What the fields mean and how they are matched:
- * src/identity/publishers.ts and ci-claims.ts.
+ * src/access/publishers.ts and ci-claims.ts.
  */
 
 /** Decimal ids as GitHub and GitLab issue them (repository_id, project_id, …). */

@@ -15,7 +15,7 @@ export interface TokenRecord {
   name: string;
   /** Lower-case hex SHA-256 of the token (the same as in the KV key). */
   sha256: string;
-  /** Normalised scopes: "*", "NAMESPACE", "HOST/NAMESPACE" or "HOST/*" (see src/auth/tokens.ts). */
+  /** Normalised scopes: "*", "NAMESPACE", "HOST/NAMESPACE" or "HOST/*" (see src/access/tokens.ts). */
   scopes: string[];
   /** ISO 8601 time of creation. */
   created: string;

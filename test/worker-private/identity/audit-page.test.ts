@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SESSION_COOKIE } from '../../../src/auth/session';
-import { sealPersonSession } from '../../../src/identity/person-session';
+import { SESSION_COOKIE } from '../../../src/access/session';
+import { sealPersonSession } from '../../../src/access/person-session';
 import { appendAuditEntry } from '../../../src/store/audit/write';
 import type { BlobStore } from '../../../src/store/store';
 import { env, getWith, issueToken } from '../helpers';

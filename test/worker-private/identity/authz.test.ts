@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { flowCookie } from '../../../src/identity/flow';
-import { isCliRedirectUri, parseCliAuthzRequest } from '../../../src/identity/login-v1';
+import { flowCookie } from '../../../src/access/flow';
+import { isCliRedirectUri, parseCliAuthzRequest } from '../../../src/access/login-v1';
 import { getWith } from '../helpers';
 import { lastByteFlipped, oidcEnv, pkce } from './helpers';
 

@@ -1,5 +1,5 @@
 import type { Env } from '../../../src/env';
-import { base64url, fromBase64url } from '../../../src/auth/bytes';
+import { base64url, fromBase64url } from '../../../src/access/crypto/bytes';
 import { env } from '../helpers';
 
 /** A policy granting group "platform" the namespace acme, admins by group "registry-admins", 7-day tokens. */

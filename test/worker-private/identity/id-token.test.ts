@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLocalJWKSet, exportJWK, exportSPKI, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
-import { base64url } from '../../../src/auth/bytes';
-import { IdTokenError, verifyIdToken } from '../../../src/identity/id-token';
+import { base64url } from '../../../src/access/crypto/bytes';
+import { IdTokenError, verifyIdToken } from '../../../src/access/id-token';
 import { lastByteFlipped } from './helpers';
 
 // The ID token check (jose): signature with the provider's key by kid, RS256/ES256 only, iss, aud (+azp), exp/nbf/iat

@@ -1,7 +1,7 @@
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { verifyIdToken } from '../../../src/identity/id-token';
-import { evaluatePolicy, GROUP_SESSION_SECONDS, parsePolicy, PolicyError } from '../../../src/identity/policy';
+import { verifyIdToken } from '../../../src/access/id-token';
+import { evaluatePolicy, GROUP_SESSION_SECONDS, parsePolicy, PolicyError } from '../../../src/access/policy';
 import { ORIGIN, getWith } from '../helpers';
 import { oidcEnv, POLICY } from './helpers';
 

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { base64url } from '../../../src/auth/bytes';
-import { tokenSha256 } from '../../../src/auth/tokens';
+import { base64url } from '../../../src/access/crypto/bytes';
+import { tokenSha256 } from '../../../src/access/tokens';
 import { sha256Hex } from '../../../src/protocol/hashes';
 import { loginCodeObjectKey, tokenKey } from '../../../src/store/layout';
 import { storeLoginCode } from '../../../src/store/identity/login-codes';

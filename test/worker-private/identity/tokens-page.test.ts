@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { SESSION_COOKIE } from '../../../src/auth/session';
-import { sealPersonSession, type PersonSession } from '../../../src/identity/person-session';
-import { issuePersonToken } from '../../../src/identity/issue';
+import { SESSION_COOKIE } from '../../../src/access/session';
+import { sealPersonSession, type PersonSession } from '../../../src/access/person-session';
+import { issuePersonToken } from '../../../src/access/issue';
 import { listPersonTokens, personKey } from '../../../src/store/identity/person-tokens';
 import { env, getWith, issueToken, ORIGIN } from '../helpers';
 import { oidcEnv } from './helpers';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { base64url, fromBase64url } from '../../../src/auth/bytes';
+import { base64url, fromBase64url } from '../../../src/access/crypto/bytes';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
-describe('base64url (src/auth/bytes.ts)', () => {
+describe('base64url (src/access/crypto/bytes.ts)', () => {
   it('decodes only the canonical spelling: the 3 other last characters of a 32-byte MAC with the same bytes are refused', () => {
     const mac = new Uint8Array(32).map((_, i) => (i * 37 + 11) & 0xff);
     const canonical = base64url(mac);

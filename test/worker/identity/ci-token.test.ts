@@ -1,8 +1,8 @@
 import { importJWK, SignJWT } from 'jose';
 import { describe, expect, inject, it } from 'vitest';
-import { CiTokenError, verifyCiToken } from '../../../src/identity/ci-token';
-import { IssuerKeyCache } from '../../../src/identity/issuer-keys';
-import { parsePublisherInput } from '../../../src/identity/publishers';
+import { CiTokenError, verifyCiToken } from '../../../src/access/ci-token';
+import { IssuerKeyCache } from '../../../src/access/issuer-keys';
+import { parsePublisherInput } from '../../../src/access/publishers';
 
 /**
  * CI ID-token verification inside workerd, the runtime that does it: jose on

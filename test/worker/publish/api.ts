@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import * as openpgp from 'openpgp';
 import { inject } from 'vitest';
-import { newToken, tokenId, tokenSha256 } from '../../../src/auth/tokens';
+import { newToken, tokenId, tokenSha256 } from '../../../src/access/tokens';
 import { formatShasums, h1Hash } from '../../../src/protocol/hashes';
 import { archiveFilename, executableName, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
 import { writeSigningKeys } from '../../../src/store/providers/signing-keys';

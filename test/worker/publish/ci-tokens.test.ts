@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { base64url, exportJWK, generateKeyPair, importJWK, SignJWT, type JWTPayload } from 'jose';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { parsePublisherInput } from '../../../src/identity/publishers';
+import { parsePublisherInput } from '../../../src/access/publishers';
 import { listAuditEntries } from '../../../src/store/audit/read';
 import { storeHeldKey } from '../../../src/store/keys/held-keys';
 import { versionsDocumentKey } from '../../../src/store/layout';

@@ -1,8 +1,8 @@
 import { env } from 'cloudflare:workers';
 import { importJWK, SignJWT, type JWTPayload } from 'jose';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { parsePublisherInput } from '../../../src/identity/publishers';
-import { verifyEnvelope, type AttestationPublicJwk, type DsseEnvelope } from '../../../src/provenance/dsse';
+import { parsePublisherInput } from '../../../src/access/publishers';
+import { verifyEnvelope, type AttestationPublicJwk, type DsseEnvelope } from '../../../src/protocol/dsse';
 import { listAuditEntries } from '../../../src/store/audit/read';
 import { rotateAttestationKey } from '../../../src/store/keys/attestation-keys';
 import { storeHeldKey } from '../../../src/store/keys/held-keys';

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { base64url, importJWK, SignJWT } from 'jose';
 import { describe, expect, inject, it } from 'vitest';
-import { parsePublisherInput } from '../../../src/identity/publishers';
+import { parsePublisherInput } from '../../../src/access/publishers';
 import { writePublishers } from '../../../src/store/publishers/write';
 import worker from '../../../src/index';
 import type { Env } from '../../../src/env';

@@ -3,7 +3,7 @@ import { parseModuleName } from '../protocol/modules-v1';
 import { InputError } from '../protocol/errors';
 import { sha256Hex } from '../protocol/hashes';
 import { readTokenRecord, parseTokenRecord, type TokenRecord } from '../store/tokens/read';
-import { base64url, constantTimeEqualText } from './bytes';
+import { base64url, constantTimeEqualText } from './crypto/bytes';
 
 /**
  * Read tokens: what Terraform and OpenTofu send as `Authorization: Bearer …`

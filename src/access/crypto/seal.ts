@@ -1,6 +1,6 @@
-import { ConfigError, type Settings } from '../config';
-import { base64url, fromBase64url } from '../auth/bytes';
-import { deriveAesGcmKey } from '../store/keys/aes-key';
+import { ConfigError, type Settings } from '../../config';
+import { base64url, fromBase64url } from './bytes';
+import { deriveAesGcmKey } from '../../store/keys/aes-key';
 
 /**
  * Sealed values (the broker's in-flight login state and people's session

@@ -1,6 +1,6 @@
 import type { Settings } from '../config';
-import { base64url, constantTimeEqual, fromBase64url } from './bytes';
-import { hmacSha256 } from './hmac';
+import { base64url, constantTimeEqual, fromBase64url } from './crypto/bytes';
+import { hmacSha256 } from './crypto/hmac';
 
 /**
  * Time-limited signed release-file URLs for private mode. Terraform never

@@ -1,5 +1,5 @@
-import { constantTimeEqualText } from '../auth/bytes';
-import { tokenId, tokenSha256 } from '../auth/tokens';
+import { constantTimeEqualText } from './crypto/bytes';
+import { tokenId, tokenSha256 } from './tokens';
 import { tokenKey } from '../store/layout';
 import { appendAuditEntry } from '../store/audit/write';
 import { readPublishers } from '../store/publishers/read';
@@ -21,7 +21,7 @@ import { describePublisher, type TrustedPublisher } from './publishers';
  *     expiry checked, and one of its scopes must be the namespace or "*";
  *     a read token never publishes;
  *   - a CI job's OIDC ID token (a JWT): verified and matched against the
- *     namespace's trusted publishers by src/identity/ci-token.ts; a token
+ *     namespace's trusted publishers by src/access/ci-token.ts; a token
  *     starts one publish (`starts`: its `jti` is recorded in R2 until it
  *     expires, src/store/publishers/token-uses.ts), and the first publish a
  *     publisher stored before ids were pinned allows pins the ids the token
@@ -122,7 +122,7 @@ async function publishTokenActor(token: string, kv: KvStore, namespace: string, 
   return actor;
 }
 
-// CI ID tokens: verification and publisher matching are src/identity/ci-token.ts's (the trusted-publishers work).
+// CI ID tokens: verification and publisher matching are src/access/ci-token.ts's (the trusted-publishers work).
 async function ciTokenActor(
   token: string, config: { hostname: string }, store: { kv: KvStore; blobs: BlobStore }, namespace: string, starts: string | null, now: Date,
 ): Promise<VerifiedCiToken> {

@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import { settings } from '../config';
 import type { Env } from '../env';
-import { base64url, constantTimeEqualText } from '../auth/bytes';
+import { base64url, constantTimeEqualText } from './crypto/bytes';
 import { sha256Hex } from '../protocol/hashes';
 import { redeemLoginCode } from '../store/identity/login-codes';
 import { issuePersonToken } from './issue';

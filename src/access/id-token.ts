@@ -1,5 +1,5 @@
 import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import { constantTimeEqualText } from '../auth/bytes';
+import { constantTimeEqualText } from './crypto/bytes';
 import { isJwksTransportFailure, transportCause, withJwksRetry } from './jwks-retry';
 
 /**

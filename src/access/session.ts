@@ -1,10 +1,10 @@
 import type { Env } from '../env';
 import { settings } from '../config';
-import { hmacSha256 } from './hmac';
+import { hmacSha256 } from './crypto/hmac';
 import { readTokenRecord, parseTokenRecord, type TokenRecord } from '../store/tokens/read';
-import { base64url, constantTimeEqual, constantTimeEqualText, fromBase64url } from './bytes';
+import { base64url, constantTimeEqual, constantTimeEqualText, fromBase64url } from './crypto/bytes';
 import { authenticate, tokenSha256 } from './tokens';
-import { openPersonSession, type PersonSession } from '../identity/person-session';
+import { openPersonSession, type PersonSession } from './person-session';
 
 /**
  * Browser sessions for the pages of a private registry. Signing in with a
@@ -26,7 +26,7 @@ export const SESSION_SECONDS = 12 * 60 * 60;
 export interface Session {
   record: TokenRecord;
   expires: number;
-  /** Set when a person signed in with the identity provider (src/identity/person-session.ts); `record` then mirrors it. */
+  /** Set when a person signed in with the identity provider (src/access/person-session.ts); `record` then mirrors it. */
   person?: PersonSession;
 }
 

@@ -1,4 +1,4 @@
-import { ConfigError } from '../config';
+import { ConfigError } from '../../config';
 
 /**
  * HMAC-SHA256 keyed with URL_SIGNING_SECRET: the one key helper behind

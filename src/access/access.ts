@@ -21,7 +21,7 @@ import { authenticate, scopeAllows } from './tokens';
  * - 400 for a malformed hostname or namespace in the path (after the token
  *   is accepted, so unauthenticated callers learn nothing about names);
  * - 403 when the token is valid but none of its scopes covers the
- *   requested namespace (see src/auth/tokens.ts for how scopes name
+ *   requested namespace (see src/access/tokens.ts for how scopes name
  *   hostnames). 403 rather than 404: the scope is checked before the store
  *   is read, so the answer is the same whether the provider exists or not —
  *   it reveals nothing — and it tells the user their token, not the

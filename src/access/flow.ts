@@ -1,10 +1,10 @@
 import type { Env } from '../env';
 import { settings } from '../config';
 import { sha256Hex } from '../protocol/hashes';
-import { cookieValue } from '../auth/session';
+import { cookieValue } from './session';
 import type { CliAuthzRequest } from './login-v1';
 import type { ProviderRequest } from './provider';
-import { seal, unseal } from './seal';
+import { seal, unseal } from './crypto/seal';
 
 /**
  * The broker's in-flight state between sending the browser to the identity

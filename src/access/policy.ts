@@ -1,4 +1,4 @@
-import { parseScope } from '../auth/tokens';
+import { parseScope } from './tokens';
 
 /**
  * LOGIN_POLICY: which people get which read scopes when they sign in with

@@ -1,4 +1,4 @@
-import { newToken, tokenId, tokenSha256 } from '../auth/tokens';
+import { newToken, tokenId, tokenSha256 } from './tokens';
 import type { TokenPerson, TokenRecord } from '../store/tokens/read';
 import { writePersonToken } from '../store/identity/person-tokens';
 

@@ -2,7 +2,7 @@ import type { Env } from '../env';
 import { settings } from '../config';
 import type { TokenPerson } from '../store/tokens/read';
 import { personKey, personRevokedAt } from '../store/identity/person-tokens';
-import { seal, unseal } from './seal';
+import { seal, unseal } from './crypto/seal';
 
 /**
  * The page session of a person who signed in with the identity provider:
