@@ -4,7 +4,7 @@ import {
 } from '../../../src/protocol/index';
 import { providerLeaseName } from '../../../src/store/layout';
 import { draftVersionRecord } from '../../../src/store/providers/draft';
-import { withLease } from '../../../src/store/lease';
+import { withLease, type Lease } from '../../../src/store/lease';
 import { beginProviderPublish, publishVersion } from '../../../src/store/providers/write';
 import { differentContentsError, readVersionRecord, sameRelease } from '../../../src/store/providers/version-records';
 import { readSigningKeys, writeSigningKeys } from '../../../src/store/providers/signing-keys';
@@ -135,7 +135,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     try {
       // Every publish that reaches the store leaves an audit entry (a dry run none): ok, unchanged, refused or failed.
       return await audited(options.dryRun ? null : store, options.remote, { action: 'provider.publish', target: `${formatAddress(address)} ${plan.version}` },
-        () => publishPlan(plan, address, store, config, options, log, env, docs),
+        () => publishPlan({ plan, address, store, config, options, log, env, docs }),
         (result) => result.status === 'dry-run' ? null : {
           outcome: result.status === 'unchanged' ? 'unchanged' : 'ok',
           ...(result.status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
@@ -163,18 +163,47 @@ async function publishReleaseToRegistry(options: PublishOptions, namespace: stri
   }
 }
 
-async function publishPlan(
-  plan: ReleasePlan,
-  address: ProviderAddress,
-  store: StoreHandle,
-  config: RegistryConfig,
-  options: PublishOptions,
-  log: (line: string) => void,
-  env: NodeJS.ProcessEnv,
-  docs: ProviderDocs | null = null,
-): Promise<PublishResult> {
-  const { kv, blobs } = store;
-  const name = `${formatAddress(address)} ${plan.version}`;
+/** What publishPlan works from: the validated release, where it goes, and how the run was asked for. */
+interface PlanContext {
+  plan: ReleasePlan;
+  address: ProviderAddress;
+  store: StoreHandle;
+  config: RegistryConfig;
+  options: PublishOptions;
+  log: (line: string) => void;
+  env: NodeJS.ProcessEnv;
+  docs: ProviderDocs | null;
+}
+
+/** The release as it will be stored: packages, SHA256SUMS bytes, the draft record, and the result it reports. */
+interface Prepared {
+  name: string;
+  packages: PackageRecord[];
+  shasums: Uint8Array;
+  draft: ReturnType<typeof draftVersionRecord>;
+  result: (keyId: string, status: PublishResult['status']) => PublishResult;
+  /** Decides on what the store holds (the version's record, the namespace's keys): refuses other bytes, finds the signer. */
+  decide: (read: { existing: VersionRecord | null; namespaceKeys: SigningKey[] }) => Promise<Decision>;
+}
+
+interface Decision {
+  existing: VersionRecord | null;
+  supplied: SigningKey | null;
+  signer: Awaited<ReturnType<typeof chooseSigner>> | null;
+  keyId: string;
+}
+
+async function publishPlan(ctx: PlanContext): Promise<PublishResult> {
+  const prepared = prepare(ctx);
+  if (ctx.options.dryRun) return dryRun(ctx, prepared);
+  const { address, store, log, env } = ctx;
+  // One writer per provider: everything from here on holds the provider's lease.
+  return withLease(store.blobs, providerLeaseName(address), processLeaseOptions(`publish-provider ${prepared.name}`, log), (lease) =>
+    publishUnderLease(ctx, prepared, lease, progressLog(log, env[CRASH_ENV], env[KILL_ENV])));
+}
+
+function prepare(ctx: PlanContext): Prepared {
+  const { plan, address, config, options, log, env } = ctx;
   const packages = plan.archives.map((a) => ({
     os: a.platform.os,
     arch: a.platform.arch,
@@ -183,6 +212,11 @@ async function publishPlan(
     h1: a.digest.h1,
     size: a.digest.size,
   }));
+  // SHA256SUMS: supplied, or one sorted line per zip (deterministic, so a re-run makes the same bytes).
+  const shasums = plan.shasums?.bytes ?? new TextEncoder().encode(
+    formatShasums(packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum }))),
+  );
+  const draft = draftVersionRecord(address, plan.version, plan.protocols, packages, { sha256: sha256Hex(shasums), size: shasums.byteLength });
   const result = (keyId: string, status: PublishResult['status']): PublishResult => ({
     address: formatAddress(address),
     version: plan.version,
@@ -191,16 +225,9 @@ async function publishPlan(
     key_id: keyId,
     status,
   });
-
-  // SHA256SUMS: supplied, or one sorted line per zip (deterministic, so a re-run makes the same bytes).
-  const shasums = plan.shasums?.bytes ?? new TextEncoder().encode(
-    formatShasums(packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum }))),
-  );
-  const draft = draftVersionRecord(address, plan.version, plan.protocols, packages, { sha256: sha256Hex(shasums), size: shasums.byteLength });
   // What the store holds decides the rest: the version's record and the namespace's keys, each read once —
   // for a dry run now, otherwise under the lease (a publish decides on what it reads there).
-  const decide = async (read: { existing: VersionRecord | null; namespaceKeys: SigningKey[] }) => {
-    const { existing, namespaceKeys } = read;
+  const decide = async ({ existing, namespaceKeys }: { existing: VersionRecord | null; namespaceKeys: SigningKey[] }): Promise<Decision> => {
     if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);
     // Signature: verify a supplied one, or find the key that will sign.
     let supplied: SigningKey | null = null;
@@ -210,79 +237,86 @@ async function publishPlan(
     }
     const signer = existing || supplied ? null : await chooseSigner(address, config, namespaceKeys, options, env, log);
     const keyId = existing?.signingKey.key_id ?? supplied?.key_id ?? signer!.keyId;
-    return { existing, namespaceKeys, supplied, signer, keyId };
+    return { existing, supplied, signer, keyId };
   };
+  return { name: `${formatAddress(address)} ${plan.version}`, packages, shasums, draft, result, decide };
+}
 
-  if (options.dryRun) {
-    const [existing, namespaceKeys] = await Promise.all([readVersionRecord(store, address, plan.version), readSigningKeys(kv, address.hostname, address.namespace)]);
-    const { supplied, signer, keyId } = await decide({ existing, namespaceKeys });
-    if (existing) {
-      if (docs) log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs, true)}`);
-      log(`dry run: ${name} is already published with these bytes; a run would verify it and complete anything missing`);
-      return result(keyId, 'dry-run');
-    }
-    log(`dry run: would publish ${name} to ${store.description}:`);
-    for (const p of packages) log(`  ${p.filename}  ${(p.size / 1e6).toFixed(1)} MB  zh:${p.shasum}  ${p.h1}`);
-    log(`  ${draft.shasumsFilename}${plan.shasums ? ' (supplied)' : ''} and ${draft.shasumsSignatureFilename}${supplied ? ' (supplied)' : ` (signed with key ${keyId})`}`);
-    log(`  protocols ${JSON.stringify(plan.protocols)}`);
-    if (signer?.pending) log(`  ${signer.pending}`);
+/** --dry-run: decides as a publish would, says what it would write, writes nothing. */
+async function dryRun(ctx: PlanContext, prepared: Prepared): Promise<PublishResult> {
+  const { plan, address, store, docs, log } = ctx;
+  const { name, packages, draft, result } = prepared;
+  const [existing, namespaceKeys] = await Promise.all([readVersionRecord(store, address, plan.version), readSigningKeys(store.kv, address.hostname, address.namespace)]);
+  const { supplied, signer, keyId } = await prepared.decide({ existing, namespaceKeys });
+  if (existing) {
+    if (docs) log(`docs: ${await writeVersionDocs(store.kv, address, plan.version, docs, true)}`);
+    log(`dry run: ${name} is already published with these bytes; a run would verify it and complete anything missing`);
     return result(keyId, 'dry-run');
   }
+  log(`dry run: would publish ${name} to ${store.description}:`);
+  for (const p of packages) log(`  ${p.filename}  ${(p.size / 1e6).toFixed(1)} MB  zh:${p.shasum}  ${p.h1}`);
+  log(`  ${draft.shasumsFilename}${plan.shasums ? ' (supplied)' : ''} and ${draft.shasumsSignatureFilename}${supplied ? ' (supplied)' : ` (signed with key ${keyId})`}`);
+  log(`  protocols ${JSON.stringify(plan.protocols)}`);
+  if (signer?.pending) log(`  ${signer.pending}`);
+  return result(keyId, 'dry-run');
+}
 
+/** The publish proper, under the provider's lease: verify and repair a stored version, or sign and publish a new one. */
+async function publishUnderLease(ctx: PlanContext, prepared: Prepared, lease: Lease, progress: ReturnType<typeof progressLog>): Promise<PublishResult> {
+  const { plan, address, store, docs, log } = ctx;
+  const { name, packages, shasums, draft, result } = prepared;
+  progress({ step: 'lease', detail: `holding ${providerLeaseName(address)}` });
+  const [start, namespaceKeys] = await Promise.all([
+    beginProviderPublish(store, address, plan.version, progress, () => lease.check()),
+    readSigningKeys(store.kv, address.hostname, address.namespace),
+  ]);
+  const { supplied, signer } = await prepared.decide({ existing: start.existing, namespaceKeys });
+  const current = start.existing;
   const archiveFiles = plan.archives.map((a) => diskFile(a.filename, a.path, a.digest, 'application/zip'));
   const sumsFile = memoryFile(draft.shasumsFilename, shasums, 'text/plain; charset=utf-8');
-  const progress = progressLog(log, env[CRASH_ENV], env[KILL_ENV]);
-
-  // One writer per provider: everything from here on holds the provider's lease.
-  return withLease(blobs, providerLeaseName(address), processLeaseOptions(`publish-provider ${name}`, log), async (lease) => {
-    progress({ step: 'lease', detail: `holding ${providerLeaseName(address)}` });
-    const [start, namespaceKeys] = await Promise.all([
-      beginProviderPublish(store, address, plan.version, progress, () => lease.check()),
-      readSigningKeys(kv, address.hostname, address.namespace),
-    ]);
-    const { supplied, signer } = await decide({ existing: start.existing, namespaceKeys });
-    const current = start.existing;
-    const docsWritten = async (): Promise<Record<string, string>> => {
-      if (!docs) return {};
-      lease.check();
-      log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)}${current ? '' : ` (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`}`);
-      return { [plan.version]: docs.providerSchema.description ?? '' };
-    };
-    if (current) {
-      const files = [archiveFiles, [sumsFile], supplied ? [memoryFile(draft.shasumsSignatureFilename, plan.signature!.bytes, 'application/pgp-signature')] : []].flat();
-      const docsDone = await docsWritten();
-      const outcome = await publishVersion(store, { ...current }, files, progress, { lease, existing: current, lists: start.lists, docs: docsDone });
-      log(outcome === 'repaired' ? `${name} was already published; repaired what was missing (see above)` : `${name} is already published with these bytes; verified, nothing to write`);
-      return result(current.signingKey.key_id, outcome === 'repaired' ? 'repaired' : 'unchanged');
-    }
-
-    let signingKey: SigningKey;
-    let signature: Uint8Array;
-    if (supplied) {
-      signingKey = supplied;
-      signature = plan.signature!.bytes;
-    } else {
-      const key = await signer!.load();
-      signingKey = key.publicKey;
-      if (!namespaceKeys.some((k) => k.key_id === signingKey.key_id)) {
-        lease.check();
-        await writeSigningKeys(kv, address.hostname, address.namespace, [...namespaceKeys, signingKey]);
-        log(`registered signing key ${signingKey.key_id} for namespace ${address.namespace}`);
-      }
-      signature = await signDetached(shasums, key.privateKey);
-    }
-    const record: VersionRecord = { ...draft, signingKey, signatureFile: { sha256: sha256Hex(signature), size: signature.byteLength } };
-    const files = [...archiveFiles, sumsFile, memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature')];
-    log(`publishing ${name} to ${store.description}`);
+  const docsWritten = async (): Promise<Record<string, string>> => {
+    if (!docs) return {};
+    lease.check();
+    log(`docs: ${await writeVersionDocs(store.kv, address, plan.version, docs)}${current ? '' : ` (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`}`);
+    return { [plan.version]: docs.providerSchema.description ?? '' };
+  };
+  if (current) {
+    const files = [archiveFiles, [sumsFile], supplied ? [memoryFile(draft.shasumsSignatureFilename, plan.signature!.bytes, 'application/pgp-signature')] : []].flat();
     const docsDone = await docsWritten();
-    const outcome = await publishVersion(store, record, files, progress, { lease, existing: null, lists: start.lists, docs: docsDone });
-    if (outcome === 'published') {
-      log(`published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})`);
-      return result(signingKey.key_id, 'published');
-    }
-    // Only a writer without the lease can have committed it meanwhile.
-    const stored = await readVersionRecord(store, address, plan.version);
-    log(`${name} was already published; nothing rewritten`);
-    return result(stored?.signingKey.key_id ?? signingKey.key_id, 'unchanged');
-  });
+    const outcome = await publishVersion(store, { ...current }, files, progress, { lease, existing: current, lists: start.lists, docs: docsDone });
+    log(outcome === 'repaired' ? `${name} was already published; repaired what was missing (see above)` : `${name} is already published with these bytes; verified, nothing to write`);
+    return result(current.signingKey.key_id, outcome === 'repaired' ? 'repaired' : 'unchanged');
+  }
+
+  const { signingKey, signature } = supplied
+    ? { signingKey: supplied, signature: plan.signature!.bytes }
+    : await signWithNewOrKnownKey(ctx, signer!, namespaceKeys, shasums, lease);
+  const record: VersionRecord = { ...draft, signingKey, signatureFile: { sha256: sha256Hex(signature), size: signature.byteLength } };
+  const files = [...archiveFiles, sumsFile, memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature')];
+  log(`publishing ${name} to ${store.description}`);
+  const docsDone = await docsWritten();
+  const outcome = await publishVersion(store, record, files, progress, { lease, existing: null, lists: start.lists, docs: docsDone });
+  if (outcome === 'published') {
+    log(`published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})`);
+    return result(signingKey.key_id, 'published');
+  }
+  // Only a writer without the lease can have committed it meanwhile.
+  const stored = await readVersionRecord(store, address, plan.version);
+  log(`${name} was already published; nothing rewritten`);
+  return result(stored?.signingKey.key_id ?? signingKey.key_id, 'unchanged');
+}
+
+/** Signs SHA256SUMS with the chosen key, registering its public half for the namespace first when it is new there. */
+async function signWithNewOrKnownKey(
+  ctx: PlanContext, signer: NonNullable<Decision['signer']>, namespaceKeys: SigningKey[], shasums: Uint8Array, lease: Lease,
+): Promise<{ signingKey: SigningKey; signature: Uint8Array }> {
+  const { address, store, log } = ctx;
+  const key = await signer.load();
+  const signingKey = key.publicKey;
+  if (!namespaceKeys.some((k) => k.key_id === signingKey.key_id)) {
+    lease.check();
+    await writeSigningKeys(store.kv, address.hostname, address.namespace, [...namespaceKeys, signingKey]);
+    log(`registered signing key ${signingKey.key_id} for namespace ${address.namespace}`);
+  }
+  return { signingKey, signature: await signDetached(shasums, key.privateKey) };
 }
