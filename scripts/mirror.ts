@@ -50,29 +50,31 @@ $TF_CLI_CONFIG_FILE or ~/.terraformrc; host "NAME" { services = { "providers.v1"
 replace discovery for NAME. A private CA: NODE_EXTRA_CA_CERTS=/path/ca.pem.
 Exit status: 0 when everything verified (or was up to date), 1 when anything failed, 2 for usage.`;
 
+const OPTIONS = {
+  version: { type: 'string' },
+  platform: { type: 'string', multiple: true },
+  config: { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  json: { type: 'boolean' },
+  concurrency: { type: 'string' },
+  timeout: { type: 'string' },
+  retries: { type: 'string' },
+  remote: { type: 'boolean' },
+  env: { type: 'string' },
+  'wrangler-config': { type: 'string' },
+  'persist-to': { type: 'string' },
+  verbose: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ allowPositionals: true; options: typeof OPTIONS }>>['values'];
+type Command = 'sync' | 'import' | 'list' | 'policy' | 'remove';
+
 // Exit codes and the one-line report of an unexpected failure come from scripts/lib/cli.ts like every command's.
 run(main, USAGE);
 
 async function main(): Promise<void> {
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: {
-      version: { type: 'string' },
-      platform: { type: 'string', multiple: true },
-      config: { type: 'string' },
-      'dry-run': { type: 'boolean' },
-      json: { type: 'boolean' },
-      concurrency: { type: 'string' },
-      timeout: { type: 'string' },
-      retries: { type: 'string' },
-      remote: { type: 'boolean' },
-      env: { type: 'string' },
-      'wrangler-config': { type: 'string' },
-      'persist-to': { type: 'string' },
-      verbose: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: OPTIONS });
   const [command, ...rest] = positionals;
   if (values.help) {
     say(USAGE);
@@ -80,35 +82,67 @@ async function main(): Promise<void> {
   }
   if (!command || !['sync', 'import', 'list', 'policy', 'remove'].includes(command)) throw new UsageError(command ? `unknown command "${command}"` : 'give a command: sync, import, list, policy or remove');
   checkStateTarget(values);
+  const counts = runCounts(values);
+  const sync = command === 'sync' ? syncRequests(values, rest) : { requests: [], policyHosts: {} };
+  checkCommandOptions(command as Command, values, rest);
+
+  const config = await readRegistryConfig({ configPath: values['wrangler-config'], env: values.env, persistTo: values['persist-to'] });
+  // The directory is checked before the store is opened: a wrong or empty folder is named first, not missing credentials.
+  if (command === 'import') findPackedProviders(rest[0]!);
+  const store: StoreHandle = values.remote
+    ? openRemoteStore(config, process.env, { onProgress: (key, sent) => { if (sent >= 64 * 1024 * 1024) say(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`); } })
+    : await openLocalStore(config);
+  try {
+    if (command === 'policy') {
+      await policyCommand(rest, store, { say, print: (text) => process.stdout.write(text) });
+    } else if (command === 'remove') {
+      const result = await removeCommand(rest[0]!, values.version!, store, config.hostname, values.remote);
+      if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    } else if (command === 'list') {
+      await listCommand(store, config.hostname, values.json);
+    } else {
+      await syncOrImport(command as 'sync' | 'import', rest, values, { store, hostname: config.hostname, ...sync, ...counts });
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** --concurrency, --timeout (seconds → ms) and --retries, with their defaults. Throws UsageError for a value below its minimum. */
+function runCounts(values: Values): { concurrency: number; timeoutMs: number; retries: number } {
   const count = (name: string, value: string | undefined, fallback: number, min: number) => {
     if (value === undefined) return fallback;
     const n = Number(value);
     if (!Number.isFinite(n) || n < min) throw new UsageError(`--${name} must be a number ≥ ${min}`);
     return n;
   };
-  const concurrency = Math.floor(count('concurrency', values.concurrency, 4, 1));
-  const timeoutMs = count('timeout', values.timeout, 30, 0.05) * 1000;
-  const retries = Math.floor(count('retries', values.retries, 4, 0));
+  return {
+    concurrency: Math.floor(count('concurrency', values.concurrency, 4, 1)),
+    timeoutMs: count('timeout', values.timeout, 30, 0.05) * 1000,
+    retries: Math.floor(count('retries', values.retries, 4, 0)),
+  };
+}
 
-  let requests: SyncRequest[] = [];
-  let policyHosts: Record<string, string> = {};
-  if (command === 'sync') {
-    if (values.config) {
-      if (rest.length || values.version || values.platform) throw new UsageError('--config takes the providers from the file: no address, --version or --platform with it');
-      const fromFile = readSyncConfig(values.config);
-      for (const line of fromFile.skipped) say(line);
-      requests = fromFile.requests;
-      policyHosts = fromFile.providersService;
-    } else {
-      if (rest.length !== 1) throw new UsageError('sync takes one provider address (or --config mirror.json)');
-      if (values.version === undefined) throw new UsageError('--version CONSTRAINT is required (e.g. --version "~> 3.5"); an allow-list names what it allows');
-      requests = [{
-        address: parseSourceAddress(rest[0]!, DEFAULT_UPSTREAM),
-        constraints: values.version,
-        platforms: (values.platform ?? []).map(parsePlatformName),
-      }];
-    }
-  } else if (command === 'policy') {
+/** What `sync` is asked for: from --config mirror.json, or one address with --version (and --platform). */
+function syncRequests(values: Values, rest: readonly string[]): { requests: SyncRequest[]; policyHosts: Record<string, string> } {
+  if (values.config) {
+    if (rest.length || values.version || values.platform) throw new UsageError('--config takes the providers from the file: no address, --version or --platform with it');
+    const fromFile = readSyncConfig(values.config);
+    for (const line of fromFile.skipped) say(line);
+    return { requests: fromFile.requests, policyHosts: fromFile.providersService };
+  }
+  if (rest.length !== 1) throw new UsageError('sync takes one provider address (or --config mirror.json)');
+  if (values.version === undefined) throw new UsageError('--version CONSTRAINT is required (e.g. --version "~> 3.5"); an allow-list names what it allows');
+  return {
+    requests: [{ address: parseSourceAddress(rest[0]!, DEFAULT_UPSTREAM), constraints: values.version, platforms: (values.platform ?? []).map(parsePlatformName) }],
+    policyHosts: {},
+  };
+}
+
+/** The arguments each command other than sync takes; UsageError for any other. */
+function checkCommandOptions(command: Command, values: Values, rest: readonly string[]): void {
+  if (command === 'sync') return;
+  if (command === 'policy') {
     if (values.version || values.platform || values.config || values['dry-run']) throw new UsageError('policy takes an action (set FILE, show, clear) and the state options');
     if (rest[0] === 'set' && rest.length === 2) validatePolicyFile(rest[1]!); // refuse a bad file before opening any store
   } else if (command === 'remove') {
@@ -121,61 +155,51 @@ async function main(): Promise<void> {
   } else if (rest.length || values.version || values.platform || values.config || values['dry-run']) {
     throw new UsageError('list takes only --json and the state options');
   }
+}
 
-  const config = await readRegistryConfig({ configPath: values['wrangler-config'], env: values.env, persistTo: values['persist-to'] });
-  // The directory is checked before the store is opened: a wrong or empty folder is named first, not missing credentials.
-  if (command === 'import') findPackedProviders(rest[0]!);
-  const store: StoreHandle = values.remote
-    ? openRemoteStore(config, process.env, { onProgress: (key, sent) => { if (sent >= 64 * 1024 * 1024) say(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`); } })
-    : await openLocalStore(config);
-  try {
-    if (command === 'policy') {
-      await policyCommand(rest, store, { say, print: (text) => process.stdout.write(text) });
-      return;
+/** `list`: what the mirror holds, as text or --json. */
+async function listCommand(store: StoreHandle, hostname: string, json: boolean | undefined): Promise<void> {
+  const providers = await listMirroredProviders(store);
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ providers: providers.map((p) => ({ address: formatAddress(p.address), own: p.address.hostname === hostname, versions: p.versions })) })}\n`);
+  } else if (providers.length === 0) {
+    say(`the mirror in ${store.description} holds no providers`);
+  } else {
+    for (const p of providers) {
+      const own = p.address.hostname === hostname ? ' (published here)' : '';
+      process.stdout.write(`${formatAddress(p.address)}${own}\n`);
+      for (const v of p.versions) process.stdout.write(`  ${v.version}  ${v.platforms.join(' ')}\n`);
     }
-    if (command === 'remove') {
-      const result = await removeCommand(rest[0]!, values.version!, store, config.hostname, values.remote);
-      if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
-      return;
-    }
-    if (command === 'list') {
-      const providers = await listMirroredProviders(store);
-      if (values.json) {
-        process.stdout.write(`${JSON.stringify({ providers: providers.map((p) => ({ address: formatAddress(p.address), own: p.address.hostname === config.hostname, versions: p.versions })) })}\n`);
-      } else if (providers.length === 0) {
-        say(`the mirror in ${store.description} holds no providers`);
-      } else {
-        for (const p of providers) {
-          const own = p.address.hostname === config.hostname ? ' (published here)' : '';
-          process.stdout.write(`${formatAddress(p.address)}${own}\n`);
-          for (const v of p.versions) process.stdout.write(`  ${v.version}  ${v.platforms.join(' ')}\n`);
-        }
-      }
-      return;
-    }
+  }
+}
 
-    let summary: MirrorSummary;
-    if (command === 'sync') {
-      const credentials = terraformCredentials(process.env);
-      const http = new UpstreamHttp({ timeoutMs, retries, tokenFor: credentials.tokenFor, log: say });
-      say(`${values['dry-run'] ? 'dry run: ' : ''}syncing ${requests.length} provider${requests.length === 1 ? '' : 's'} into ${store.description}`);
-      summary = await syncProviders(requests, { store, ownHostname: config.hostname, http, providersServiceFor: (host) => policyHosts[host] ?? credentials.providersServiceFor(host), dryRun: values['dry-run'], concurrency, log: say });
-      const r = summary.upstream_requests!;
-      say(`upstream requests: ${r.json} metadata, ${r.small} SHA256SUMS/signatures, ${r.archive} archives`);
-    } else {
-      summary = await importDirectory(rest[0]!, { store, ownHostname: config.hostname, dryRun: values['dry-run'], log: say });
-    }
-    if (!summary.dry_run) await recordMirrorAudit(store, values.remote, summary);
-    if (values.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
-    const versions = summary.providers.flatMap((p) => p.versions);
-    const upToDate = versions.length > 0 && versions.every((v) => v.status === 'unchanged' || v.status === 'skipped');
-    if (summary.ok && upToDate) say('up to date: nothing to download');
-    if (!summary.ok) {
-      const failed = summary.providers.filter((p) => p.status === 'failed').map((p) => p.address);
-      throw new InputError(`not everything was mirrored (${failed.join(', ')}): see the reasons above; what verified is stored, run again after fixing the cause`);
-    }
-  } finally {
-    await store.close();
+/** `sync` or `import`, then the audit entries and the summary; InputError (exit 1) when not everything was mirrored. */
+async function syncOrImport(
+  command: 'sync' | 'import',
+  rest: readonly string[],
+  values: Values,
+  run: { store: StoreHandle; hostname: string; requests: SyncRequest[]; policyHosts: Record<string, string>; concurrency: number; timeoutMs: number; retries: number },
+): Promise<void> {
+  const { store, requests, policyHosts } = run;
+  let summary: MirrorSummary;
+  if (command === 'sync') {
+    const credentials = terraformCredentials(process.env);
+    const http = new UpstreamHttp({ timeoutMs: run.timeoutMs, retries: run.retries, tokenFor: credentials.tokenFor, log: say });
+    say(`${values['dry-run'] ? 'dry run: ' : ''}syncing ${requests.length} provider${requests.length === 1 ? '' : 's'} into ${store.description}`);
+    summary = await syncProviders(requests, { store, ownHostname: run.hostname, http, providersServiceFor: (host) => policyHosts[host] ?? credentials.providersServiceFor(host), dryRun: values['dry-run'], concurrency: run.concurrency, log: say });
+    const r = summary.upstream_requests!;
+    say(`upstream requests: ${r.json} metadata, ${r.small} SHA256SUMS/signatures, ${r.archive} archives`);
+  } else {
+    summary = await importDirectory(rest[0]!, { store, ownHostname: run.hostname, dryRun: values['dry-run'], log: say });
+  }
+  if (!summary.dry_run) await recordMirrorAudit(store, values.remote, summary);
+  if (values.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
+  const versions = summary.providers.flatMap((p) => p.versions);
+  const upToDate = versions.length > 0 && versions.every((v) => v.status === 'unchanged' || v.status === 'skipped');
+  if (summary.ok && upToDate) say('up to date: nothing to download');
+  if (!summary.ok) {
+    const failed = summary.providers.filter((p) => p.status === 'failed').map((p) => p.address);
+    throw new InputError(`not everything was mirrored (${failed.join(', ')}): see the reasons above; what verified is stored, run again after fixing the cause`);
   }
 }
 

@@ -116,7 +116,7 @@ async function syncProvider(
 
   // One writer per provider: the same lease publish-provider takes, held while this provider is synced.
   const syncAll = (lease?: Lease) => Promise.all(
-    selected.map((entry) => syncVersion(address, base, entry, request.platforms, options, work, limit, log, lease)),
+    selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease })),
   );
   const versions: VersionSummary[] = options.dryRun
     ? await syncAll()
@@ -136,45 +136,60 @@ async function syncProvider(
   return summary;
 }
 
-async function syncVersion(
-  address: ProviderAddress,
-  base: string,
-  listed: { version: string; platforms: Platform[] },
-  requested: readonly Platform[],
-  options: MirrorRunOptions,
-  work: string,
-  limit: Limiter,
-  log: (line: string) => void,
-  lease?: Lease,
-): Promise<VersionSummary> {
-  const { version } = listed;
-  const label = `${formatAddress(address)} ${version}`;
-  const offered = new Set(listed.platforms.map(platformName));
-  const wanted = requested.length ? requested : listed.platforms;
-  const platforms: PlatformSummary[] = [];
-  const available = wanted.filter((p) => {
-    if (offered.has(platformName(p))) return true;
-    platforms.push({ platform: platformName(p), status: 'skipped', reason: `${version} is not published for ${platformName(p)} upstream` });
-    log(`${label}: skipped ${platformName(p)}: not published upstream for this version`);
-    return false;
-  });
-  const done = (reason?: string): VersionSummary => {
+/** One version to sync: where it is listed upstream, which platforms were asked for, and the run's tools. */
+interface VersionSync {
+  address: ProviderAddress;
+  base: string;
+  listed: { version: string; platforms: Platform[] };
+  requested: readonly Platform[];
+  options: MirrorRunOptions;
+  work: string;
+  limit: Limiter;
+  log: (line: string) => void;
+  lease?: Lease;
+}
+
+/** The per-platform outcomes of one version as they are decided, and the version's summary from them. */
+class VersionOutcome {
+  readonly platforms: PlatformSummary[] = [];
+  constructor(private readonly version: string, private readonly label: string, private readonly log: (line: string) => void) {}
+
+  done(reason?: string): VersionSummary {
+    const { version, platforms } = this;
     platforms.sort((a, b) => a.platform.localeCompare(b.platform));
     const status = reason ? 'failed' : combinedStatus(platforms.map((p) => p.status));
     return reason ? { version, status, reason, platforms } : { version, status, platforms };
-  };
-  if (available.length === 0) return done();
+  }
+
+  /** The version is not mirrored: every platform not decided yet is failed (or unchanged when held). */
+  fail(reason: string, available: readonly Platform[], held: ReadonlyMap<string, PackageRecord>): VersionSummary {
+    this.log(`${this.label}: NOT mirrored: ${reason}`);
+    for (const p of available) {
+      const already = this.platforms.find((s) => s.platform === platformName(p));
+      if (!already) this.platforms.push({ platform: platformName(p), status: held.has(platformName(p)) ? 'unchanged' : 'failed', ...(held.has(platformName(p)) ? {} : { reason }) });
+    }
+    return this.done(reason);
+  }
+}
+
+async function syncVersion(sync: VersionSync): Promise<VersionSummary> {
+  const { address, base, listed, requested, options, limit, log } = sync;
+  const { version } = listed;
+  const label = `${formatAddress(address)} ${version}`;
+  const outcome = new VersionOutcome(version, label, log);
+  const offered = new Set(listed.platforms.map(platformName));
+  const wanted = requested.length ? requested : listed.platforms;
+  const available = wanted.filter((p) => {
+    if (offered.has(platformName(p))) return true;
+    outcome.platforms.push({ platform: platformName(p), status: 'skipped', reason: `${version} is not published for ${platformName(p)} upstream` });
+    log(`${label}: skipped ${platformName(p)}: not published upstream for this version`);
+    return false;
+  });
+  if (available.length === 0) return outcome.done();
 
   const existing = await readVersionRecord(options.store, address, version);
   const held = new Map((existing?.packages ?? []).map((p) => [`${p.os}_${p.arch}`, p]));
-  const fail = (reason: string): VersionSummary => {
-    log(`${label}: NOT mirrored: ${reason}`);
-    for (const p of available) {
-      const already = platforms.find((s) => s.platform === platformName(p));
-      if (!already) platforms.push({ platform: platformName(p), status: held.has(platformName(p)) ? 'unchanged' : 'failed', ...(held.has(platformName(p)) ? {} : { reason }) });
-    }
-    return done(reason);
-  };
+  const fail = (reason: string) => outcome.fail(reason, available, held);
 
   // Documents first (small): also for held platforms, to notice an upstream that changed its bytes.
   let documents: UpstreamPackage[];
@@ -188,101 +203,125 @@ async function syncVersion(
     if (ours && ours.shasum !== doc.shasum) {
       const reason = `UPSTREAM CHANGED: ${doc.documentUrl} now gives shasum ${doc.shasum} for ${platformName(doc.platform)}, the mirror holds ${ours.shasum} (${ours.h1}); mirrored bytes never change — kept ours; investigate the upstream`;
       log(`${label}: ${reason}`);
-      platforms.push({ platform: platformName(doc.platform), status: 'failed', reason });
+      outcome.platforms.push({ platform: platformName(doc.platform), status: 'failed', reason });
     }
   }
-  if (platforms.some((p) => p.status === 'failed')) return fail('the upstream changed a mirrored package (see the platform)');
+  if (outcome.platforms.some((p) => p.status === 'failed')) return fail('the upstream changed a mirrored package (see the platform)');
   const missing = documents.filter((doc) => !held.has(platformName(doc.platform)));
   for (const doc of documents) {
     const ours = held.get(platformName(doc.platform));
-    if (ours) platforms.push({ platform: platformName(doc.platform), status: 'unchanged', h1: ours.h1, zh: zhHash(ours.shasum), size: ours.size });
+    if (ours) outcome.platforms.push({ platform: platformName(doc.platform), status: 'unchanged', h1: ours.h1, zh: zhHash(ours.shasum), size: ours.size });
   }
-  if (missing.length === 0) return done();
+  if (missing.length === 0) return outcome.done();
   if (options.dryRun) {
     for (const doc of missing) {
-      platforms.push({ platform: platformName(doc.platform), status: 'planned' });
+      outcome.platforms.push({ platform: platformName(doc.platform), status: 'planned' });
       log(`${label}: would fetch ${doc.downloadUrl}`);
     }
-    return done();
+    return outcome.done();
   }
-
-  const versionDir = mkdtempSync(join(work, `${version}-`));
+  const versionDir = mkdtempSync(join(sync.work, `${version}-`));
   try {
-    // SHA256SUMS and its signature: one per version (every platform's document must name the same).
-    const first = missing[0]!;
-    for (const doc of missing) {
-      if (doc.shasumsUrl !== first.shasumsUrl || doc.shasumsSignatureUrl !== first.shasumsSignatureUrl) {
-        return fail(`${doc.documentUrl} names another SHA256SUMS (${doc.shasumsUrl}) than ${first.documentUrl} (${first.shasumsUrl})`);
-      }
-    }
-    let sums: Uint8Array;
-    let signature: Uint8Array;
-    let signer: SigningKey;
-    try {
-      [sums, signature] = await Promise.all([
-        options.http.getFile(first.shasumsUrl, 'SHA256SUMS'),
-        options.http.getFile(first.shasumsSignatureUrl, 'SHA256SUMS.sig'),
-      ]);
-      signer = await verifySumsSignature(sums, signature, first.signingKeys, { signatureUrl: first.shasumsSignatureUrl, documentUrl: first.documentUrl });
-    } catch (error) {
-      return fail((error as Error).message);
-    }
-    if (existing) {
-      const storedSums = await options.store.blobs.head(releaseObjectKey(address, version, existing.shasumsFilename));
-      if (storedSums?.customMetadata?.sha256 && storedSums.customMetadata.sha256 !== sha256Hex(sums)) {
-        return fail(`UPSTREAM CHANGED: ${first.shasumsUrl} differs from the SHA256SUMS mirrored with ${version}; mirrored files never change — kept ours`);
-      }
-    }
-    const sumLines = readSums(sums, first.shasumsUrl);
-
-    const verified: { pkg: PackageRecord; path: string }[] = [];
-    const results = await Promise.allSettled(missing.map((doc) => limit(async () => {
-      const path = join(versionDir, `${platformName(doc.platform)}.zip`);
-      const pkg = await downloadVerified(options.http, doc, path, sumLines, { address, version, label }, log);
-      verified.push({ pkg, path });
-      log(`  ${label} ${platformName(doc.platform)}: verified (${(pkg.size / 1e6).toFixed(1)} MB, signed by ${signer.key_id}, ${pkg.h1})`);
-    })));
-    const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ doc: missing[i]!, reason: (r.reason as Error).message }] : []));
-    for (const { doc, reason } of failures) platforms.push({ platform: platformName(doc.platform), status: 'failed', reason });
-    if (failures.length > 0) {
-      for (const { pkg } of verified) platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: 'failed', reason: 'verified, but another platform of this version failed: the version is mirrored whole or not at all' });
-      return fail(failures.map((f) => f.reason).join('; '));
-    }
-
-    const protocols = existing?.protocols ?? (first.protocols.length ? first.protocols : ['5.0']);
-    const record: VersionRecord = {
-      address,
-      version,
-      protocols,
-      packages: [...(existing?.packages ?? []), ...verified.map((v) => v.pkg)],
-      shasumsFilename: existing?.shasumsFilename ?? shasumsFilename(address.type, version),
-      shasumsSignatureFilename: existing?.shasumsSignatureFilename ?? shasumsSignatureFilename(address.type, version),
-      signingKey: existing?.signingKey ?? signer,
-      publishedAt: existing?.publishedAt ?? new Date().toISOString(),
-    };
-    const files: ReleaseFile[] = [
-      ...verified.map(({ pkg, path }) => diskFile(pkg.filename, path, { sha256Hex: pkg.shasum, size: pkg.size }, 'application/zip')),
-      memoryFile(record.shasumsFilename, sums, 'text/plain; charset=utf-8'),
-      memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature'),
-    ];
-    try {
-      await storeMirroredVersion(options.store, record, files, (event) => {
-        if (process.env[CRASH_ENV] === event.step) {
-          log(`${CRASH_ENV}=${event.step}: exiting before "${event.step}" of ${label} (test hook)`);
-          process.exit(70);
-        }
-        if (event.step === 'upload') log(`  ${label}: storing ${event.detail}`);
-        if (event.step === 'skip-upload') log(`  ${label}: already stored: ${event.detail}`);
-      }, lease);
-    } catch (error) {
-      return fail((error as Error).message);
-    }
-    for (const { pkg } of verified) {
-      platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: 'mirrored', h1: pkg.h1, zh: zhHash(pkg.shasum), size: pkg.size });
-    }
-    log(`${label}: mirrored ${verified.map((v) => `${v.pkg.os}_${v.pkg.arch}`).join(', ')}`);
-    return done();
+    return await fetchAndStore(sync, { label, existing, missing, versionDir, outcome, fail });
   } finally {
     rmSync(versionDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The missing platforms of a version: its SHA256SUMS and signature verified
+ * (and unchanged from what the mirror holds), every archive downloaded and
+ * verified, then stored whole with storeMirroredVersion — or nothing stored.
+ */
+async function fetchAndStore(
+  sync: VersionSync,
+  v: { label: string; existing: VersionRecord | null; missing: UpstreamPackage[]; versionDir: string; outcome: VersionOutcome; fail: (reason: string) => VersionSummary },
+): Promise<VersionSummary> {
+  const { address, options, limit, log } = sync;
+  const { version } = sync.listed;
+  const { label, existing, missing, outcome, fail } = v;
+  // SHA256SUMS and its signature: one per version (every platform's document must name the same).
+  const first = missing[0]!;
+  for (const doc of missing) {
+    if (doc.shasumsUrl !== first.shasumsUrl || doc.shasumsSignatureUrl !== first.shasumsSignatureUrl) {
+      return fail(`${doc.documentUrl} names another SHA256SUMS (${doc.shasumsUrl}) than ${first.documentUrl} (${first.shasumsUrl})`);
+    }
+  }
+  let sums: Uint8Array;
+  let signature: Uint8Array;
+  let signer: SigningKey;
+  try {
+    [sums, signature] = await Promise.all([
+      options.http.getFile(first.shasumsUrl, 'SHA256SUMS'),
+      options.http.getFile(first.shasumsSignatureUrl, 'SHA256SUMS.sig'),
+    ]);
+    signer = await verifySumsSignature(sums, signature, first.signingKeys, { signatureUrl: first.shasumsSignatureUrl, documentUrl: first.documentUrl });
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  if (existing) {
+    const storedSums = await options.store.blobs.head(releaseObjectKey(address, version, existing.shasumsFilename));
+    if (storedSums?.customMetadata?.sha256 && storedSums.customMetadata.sha256 !== sha256Hex(sums)) {
+      return fail(`UPSTREAM CHANGED: ${first.shasumsUrl} differs from the SHA256SUMS mirrored with ${version}; mirrored files never change — kept ours`);
+    }
+  }
+  const sumLines = readSums(sums, first.shasumsUrl);
+
+  const verified: { pkg: PackageRecord; path: string }[] = [];
+  const results = await Promise.allSettled(missing.map((doc) => limit(async () => {
+    const path = join(v.versionDir, `${platformName(doc.platform)}.zip`);
+    const pkg = await downloadVerified(options.http, doc, path, sumLines, { address, version, label }, log);
+    verified.push({ pkg, path });
+    log(`  ${label} ${platformName(doc.platform)}: verified (${(pkg.size / 1e6).toFixed(1)} MB, signed by ${signer.key_id}, ${pkg.h1})`);
+  })));
+  const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ doc: missing[i]!, reason: (r.reason as Error).message }] : []));
+  for (const { doc, reason } of failures) outcome.platforms.push({ platform: platformName(doc.platform), status: 'failed', reason });
+  if (failures.length > 0) {
+    for (const { pkg } of verified) outcome.platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: 'failed', reason: 'verified, but another platform of this version failed: the version is mirrored whole or not at all' });
+    return fail(failures.map((f) => f.reason).join('; '));
+  }
+  try {
+    await storeVerified(sync, { label, existing, first, signer, sums, signature, verified });
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  for (const { pkg } of verified) {
+    outcome.platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: 'mirrored', h1: pkg.h1, zh: zhHash(pkg.shasum), size: pkg.size });
+  }
+  log(`${label}: mirrored ${verified.map((x) => `${x.pkg.os}_${x.pkg.arch}`).join(', ')}`);
+  return outcome.done();
+}
+
+/** The version record (the held one extended by the verified packages) and its files, stored with storeMirroredVersion. */
+async function storeVerified(
+  sync: VersionSync,
+  v: { label: string; existing: VersionRecord | null; first: UpstreamPackage; signer: SigningKey; sums: Uint8Array; signature: Uint8Array; verified: { pkg: PackageRecord; path: string }[] },
+): Promise<void> {
+  const { address, options, log } = sync;
+  const { version } = sync.listed;
+  const { label, existing, first, verified } = v;
+  const protocols = existing?.protocols ?? (first.protocols.length ? first.protocols : ['5.0']);
+  const record: VersionRecord = {
+    address,
+    version,
+    protocols,
+    packages: [...(existing?.packages ?? []), ...verified.map((x) => x.pkg)],
+    shasumsFilename: existing?.shasumsFilename ?? shasumsFilename(address.type, version),
+    shasumsSignatureFilename: existing?.shasumsSignatureFilename ?? shasumsSignatureFilename(address.type, version),
+    signingKey: existing?.signingKey ?? v.signer,
+    publishedAt: existing?.publishedAt ?? new Date().toISOString(),
+  };
+  const files: ReleaseFile[] = [
+    ...verified.map(({ pkg, path }) => diskFile(pkg.filename, path, { sha256Hex: pkg.shasum, size: pkg.size }, 'application/zip')),
+    memoryFile(record.shasumsFilename, v.sums, 'text/plain; charset=utf-8'),
+    memoryFile(record.shasumsSignatureFilename, v.signature, 'application/pgp-signature'),
+  ];
+  await storeMirroredVersion(options.store, record, files, (event) => {
+    if (process.env[CRASH_ENV] === event.step) {
+      log(`${CRASH_ENV}=${event.step}: exiting before "${event.step}" of ${label} (test hook)`);
+      process.exit(70);
+    }
+    if (event.step === 'upload') log(`  ${label}: storing ${event.detail}`);
+    if (event.step === 'skip-upload') log(`  ${label}: already stored: ${event.detail}`);
+  }, sync.lease);
 }

@@ -4,11 +4,11 @@ import {
 } from '../../../src/protocol/index';
 import { providerLeaseName } from '../../../src/store/layout';
 import { draftVersionRecord } from '../../../src/store/providers/draft';
-import { withLease } from '../../../src/store/lease';
+import { withLease, type Lease } from '../../../src/store/lease';
 import { beginProviderPublish, publishVersion } from '../../../src/store/providers/write';
 import { differentContentsError, readVersionRecord, sameRelease } from '../../../src/store/providers/version-records';
 import { readSigningKeys, writeSigningKeys } from '../../../src/store/providers/signing-keys';
-import type { SigningKey, VersionRecord } from '../../../src/store/types';
+import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
 import { readRegistryConfig, type RegistryConfig } from '../config';
 import { CRASH_ENV, KILL_ENV, progressLog } from '../progress';
 import { processLeaseOptions } from '../stores/lease';
@@ -24,11 +24,8 @@ import { audited } from '../audit';
 import { cliAttester } from '../provenance';
 import { checkProvenancePolicy } from '../../../src/store/provenance';
 import { publishToRegistry } from './publish-registry';
-import type { PublishedPlatform, PublishResult } from './result';
 import { writeVersionDocs } from '../../../src/store/pages/write';
 import type { ProviderDocs } from '../../../src/protocol/provider-docs-shape';
-
-export type { PublishedPlatform, PublishResult };
 
 /**
  * publishRelease: the function behind `npm run publish-provider`, for the
@@ -85,6 +82,25 @@ export interface PublishOptions {
   remoteTuning?: Pick<R2S3Options, 'multipartThreshold' | 'partSize' | 'region' | 'onProgress'>;
 }
 
+/** One platform in the `--json` output: the stored package record, field for field. */
+export type PublishedPlatform = PackageRecord;
+
+/** What `--json` prints. */
+export interface PublishResult {
+  /** hostname/namespace/type */
+  address: string;
+  version: string;
+  protocols: string[];
+  platforms: PublishedPlatform[];
+  key_id: string;
+  /**
+   * published: written now; unchanged: already published with these bytes and
+   * verified whole; repaired: already published, missing or damaged parts
+   * rewritten; dry-run: nothing written.
+   */
+  status: 'published' | 'unchanged' | 'repaired' | 'dry-run';
+}
+
 /**
  * Validates and publishes one provider version. Resolves with the result
  * (also for an identical re-run: status "unchanged"). Throws InputError for
@@ -121,7 +137,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     try {
       // Every publish that reaches the store leaves an audit entry (a dry run none): ok, unchanged, refused or failed.
       return await audited(options.dryRun ? null : store, options.remote, { action: 'provider.publish', target: `${formatAddress(address)} ${plan.version}` },
-        () => publishPlan(plan, address, store, config, options, log, env, docs),
+        () => publishPlan({ plan, address, store, config, options, log, env, docs }),
         (result) => result.status === 'dry-run' ? null : {
           outcome: result.status === 'unchanged' ? 'unchanged' : 'ok',
           ...(result.status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
@@ -149,21 +165,52 @@ async function publishReleaseToRegistry(options: PublishOptions, namespace: stri
   }
 }
 
-async function publishPlan(
-  plan: ReleasePlan,
-  address: ProviderAddress,
-  store: StoreHandle,
-  config: RegistryConfig,
-  options: PublishOptions,
-  log: (line: string) => void,
-  env: NodeJS.ProcessEnv,
-  docs: ProviderDocs | null = null,
-): Promise<PublishResult> {
-  const { kv, blobs } = store;
-  const name = `${formatAddress(address)} ${plan.version}`;
+/** What publishPlan works from: the validated release, where it goes, and how the run was asked for. */
+interface PlanContext {
+  plan: ReleasePlan;
+  address: ProviderAddress;
+  store: StoreHandle;
+  config: RegistryConfig;
+  options: PublishOptions;
+  log: (line: string) => void;
+  env: NodeJS.ProcessEnv;
+  docs: ProviderDocs | null;
+}
+
+/** The release as it will be stored: packages, SHA256SUMS bytes, the draft record, and the result it reports. */
+interface Prepared {
+  name: string;
+  /** Writes the release's statement beside it (a publish attestation from the CLI; src/store/provenance.ts). */
+  attest: ReturnType<typeof cliAttester>;
+  packages: PackageRecord[];
+  shasums: Uint8Array;
+  draft: ReturnType<typeof draftVersionRecord>;
+  result: (keyId: string, status: PublishResult['status']) => PublishResult;
+  /** Decides on what the store holds (the version's record, the namespace's keys): refuses other bytes, finds the signer. */
+  decide: (read: { existing: VersionRecord | null; namespaceKeys: SigningKey[] }) => Promise<Decision>;
+}
+
+interface Decision {
+  existing: VersionRecord | null;
+  supplied: SigningKey | null;
+  signer: Awaited<ReturnType<typeof chooseSigner>> | null;
+  keyId: string;
+}
+
+async function publishPlan(ctx: PlanContext): Promise<PublishResult> {
   // A namespace requiring build provenance refuses the CLI before anything is written (dry runs say so too).
-  const attest = cliAttester(config, options.remote, blobs, env);
-  await checkProvenancePolicy(blobs, address.hostname, address.namespace, attest);
+  const attest = cliAttester(ctx.config, ctx.options.remote, ctx.store.blobs, ctx.env);
+  await checkProvenancePolicy(ctx.store.blobs, ctx.address.hostname, ctx.address.namespace, attest);
+  const prepared = prepare(ctx, attest);
+  if (ctx.options.dryRun) return dryRun(ctx, prepared);
+  const { address, store, log, env } = ctx;
+  // One writer per provider: everything from here on holds the provider's lease.
+  return withLease(store.blobs, providerLeaseName(address), processLeaseOptions(`publish-provider ${prepared.name}`, log), (lease) =>
+    publishUnderLease(ctx, prepared, lease, progressLog(log, env[CRASH_ENV], env[KILL_ENV])));
+}
+
+function prepare(ctx: PlanContext, attest: Prepared['attest']): Prepared {
+  const { plan, address, config, options, log, env } = ctx;
   const packages = plan.archives.map((a) => ({
     os: a.platform.os,
     arch: a.platform.arch,
@@ -172,6 +219,11 @@ async function publishPlan(
     h1: a.digest.h1,
     size: a.digest.size,
   }));
+  // SHA256SUMS: supplied, or one sorted line per zip (deterministic, so a re-run makes the same bytes).
+  const shasums = plan.shasums?.bytes ?? new TextEncoder().encode(
+    formatShasums(packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum }))),
+  );
+  const draft = draftVersionRecord(address, plan.version, plan.protocols, packages, { sha256: sha256Hex(shasums), size: shasums.byteLength });
   const result = (keyId: string, status: PublishResult['status']): PublishResult => ({
     address: formatAddress(address),
     version: plan.version,
@@ -180,16 +232,9 @@ async function publishPlan(
     key_id: keyId,
     status,
   });
-
-  // SHA256SUMS: supplied, or one sorted line per zip (deterministic, so a re-run makes the same bytes).
-  const shasums = plan.shasums?.bytes ?? new TextEncoder().encode(
-    formatShasums(packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum }))),
-  );
-  const draft = draftVersionRecord(address, plan.version, plan.protocols, packages, { sha256: sha256Hex(shasums), size: shasums.byteLength });
   // What the store holds decides the rest: the version's record and the namespace's keys, each read once —
   // for a dry run now, otherwise under the lease (a publish decides on what it reads there).
-  const decide = async (read: { existing: VersionRecord | null; namespaceKeys: SigningKey[] }) => {
-    const { existing, namespaceKeys } = read;
+  const decide = async ({ existing, namespaceKeys }: { existing: VersionRecord | null; namespaceKeys: SigningKey[] }): Promise<Decision> => {
     if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);
     // Signature: verify a supplied one, or find the key that will sign.
     let supplied: SigningKey | null = null;
@@ -199,79 +244,86 @@ async function publishPlan(
     }
     const signer = existing || supplied ? null : await chooseSigner(address, config, namespaceKeys, options, env, log);
     const keyId = existing?.signingKey.key_id ?? supplied?.key_id ?? signer!.keyId;
-    return { existing, namespaceKeys, supplied, signer, keyId };
+    return { existing, supplied, signer, keyId };
   };
+  return { name: `${formatAddress(address)} ${plan.version}`, packages, shasums, draft, result, decide, attest };
+}
 
-  if (options.dryRun) {
-    const [existing, namespaceKeys] = await Promise.all([readVersionRecord(store, address, plan.version), readSigningKeys(kv, address.hostname, address.namespace)]);
-    const { supplied, signer, keyId } = await decide({ existing, namespaceKeys });
-    if (existing) {
-      if (docs) log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs, true)}`);
-      log(`dry run: ${name} is already published with these bytes; a run would verify it and complete anything missing`);
-      return result(keyId, 'dry-run');
-    }
-    log(`dry run: would publish ${name} to ${store.description}:`);
-    for (const p of packages) log(`  ${p.filename}  ${(p.size / 1e6).toFixed(1)} MB  zh:${p.shasum}  ${p.h1}`);
-    log(`  ${draft.shasumsFilename}${plan.shasums ? ' (supplied)' : ''} and ${draft.shasumsSignatureFilename}${supplied ? ' (supplied)' : ` (signed with key ${keyId})`}`);
-    log(`  protocols ${JSON.stringify(plan.protocols)}`);
-    if (signer?.pending) log(`  ${signer.pending}`);
+/** --dry-run: decides as a publish would, says what it would write, writes nothing. */
+async function dryRun(ctx: PlanContext, prepared: Prepared): Promise<PublishResult> {
+  const { plan, address, store, docs, log } = ctx;
+  const { name, packages, draft, result } = prepared;
+  const [existing, namespaceKeys] = await Promise.all([readVersionRecord(store, address, plan.version), readSigningKeys(store.kv, address.hostname, address.namespace)]);
+  const { supplied, signer, keyId } = await prepared.decide({ existing, namespaceKeys });
+  if (existing) {
+    if (docs) log(`docs: ${await writeVersionDocs(store.kv, address, plan.version, docs, true)}`);
+    log(`dry run: ${name} is already published with these bytes; a run would verify it and complete anything missing`);
     return result(keyId, 'dry-run');
   }
+  log(`dry run: would publish ${name} to ${store.description}:`);
+  for (const p of packages) log(`  ${p.filename}  ${(p.size / 1e6).toFixed(1)} MB  zh:${p.shasum}  ${p.h1}`);
+  log(`  ${draft.shasumsFilename}${plan.shasums ? ' (supplied)' : ''} and ${draft.shasumsSignatureFilename}${supplied ? ' (supplied)' : ` (signed with key ${keyId})`}`);
+  log(`  protocols ${JSON.stringify(plan.protocols)}`);
+  if (signer?.pending) log(`  ${signer.pending}`);
+  return result(keyId, 'dry-run');
+}
 
+/** The publish proper, under the provider's lease: verify and repair a stored version, or sign and publish a new one. */
+async function publishUnderLease(ctx: PlanContext, prepared: Prepared, lease: Lease, progress: ReturnType<typeof progressLog>): Promise<PublishResult> {
+  const { plan, address, store, docs, log } = ctx;
+  const { name, packages, shasums, draft, result } = prepared;
+  progress({ step: 'lease', detail: `holding ${providerLeaseName(address)}` });
+  const [start, namespaceKeys] = await Promise.all([
+    beginProviderPublish(store, address, plan.version, progress, () => lease.check()),
+    readSigningKeys(store.kv, address.hostname, address.namespace),
+  ]);
+  const { supplied, signer } = await prepared.decide({ existing: start.existing, namespaceKeys });
+  const current = start.existing;
   const archiveFiles = plan.archives.map((a) => diskFile(a.filename, a.path, a.digest, 'application/zip'));
   const sumsFile = memoryFile(draft.shasumsFilename, shasums, 'text/plain; charset=utf-8');
-  const progress = progressLog(log, env[CRASH_ENV], env[KILL_ENV]);
-
-  // One writer per provider: everything from here on holds the provider's lease.
-  return withLease(blobs, providerLeaseName(address), processLeaseOptions(`publish-provider ${name}`, log), async (lease) => {
-    progress({ step: 'lease', detail: `holding ${providerLeaseName(address)}` });
-    const [start, namespaceKeys] = await Promise.all([
-      beginProviderPublish(store, address, plan.version, progress, () => lease.check()),
-      readSigningKeys(kv, address.hostname, address.namespace),
-    ]);
-    const { supplied, signer } = await decide({ existing: start.existing, namespaceKeys });
-    const current = start.existing;
-    const docsWritten = async (): Promise<Record<string, string>> => {
-      if (!docs) return {};
-      lease.check();
-      log(`docs: ${await writeVersionDocs(kv, address, plan.version, docs)}${current ? '' : ` (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`}`);
-      return { [plan.version]: docs.providerSchema.description ?? '' };
-    };
-    if (current) {
-      const files = [archiveFiles, [sumsFile], supplied ? [memoryFile(draft.shasumsSignatureFilename, plan.signature!.bytes, 'application/pgp-signature')] : []].flat();
-      const docsDone = await docsWritten();
-      const outcome = await publishVersion(store, { ...current }, files, progress, { lease, existing: current, lists: start.lists, docs: docsDone, attest });
-      log(outcome === 'repaired' ? `${name} was already published; repaired what was missing (see above)` : `${name} is already published with these bytes; verified, nothing to write`);
-      return result(current.signingKey.key_id, outcome === 'repaired' ? 'repaired' : 'unchanged');
-    }
-
-    let signingKey: SigningKey;
-    let signature: Uint8Array;
-    if (supplied) {
-      signingKey = supplied;
-      signature = plan.signature!.bytes;
-    } else {
-      const key = await signer!.load();
-      signingKey = key.publicKey;
-      if (!namespaceKeys.some((k) => k.key_id === signingKey.key_id)) {
-        lease.check();
-        await writeSigningKeys(kv, address.hostname, address.namespace, [...namespaceKeys, signingKey]);
-        log(`registered signing key ${signingKey.key_id} for namespace ${address.namespace}`);
-      }
-      signature = await signDetached(shasums, key.privateKey);
-    }
-    const record: VersionRecord = { ...draft, signingKey, signatureFile: { sha256: sha256Hex(signature), size: signature.byteLength } };
-    const files = [...archiveFiles, sumsFile, memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature')];
-    log(`publishing ${name} to ${store.description}`);
+  const docsWritten = async (): Promise<Record<string, string>> => {
+    if (!docs) return {};
+    lease.check();
+    log(`docs: ${await writeVersionDocs(store.kv, address, plan.version, docs)}${current ? '' : ` (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`}`);
+    return { [plan.version]: docs.providerSchema.description ?? '' };
+  };
+  if (current) {
+    const files = [archiveFiles, [sumsFile], supplied ? [memoryFile(draft.shasumsSignatureFilename, plan.signature!.bytes, 'application/pgp-signature')] : []].flat();
     const docsDone = await docsWritten();
-    const outcome = await publishVersion(store, record, files, progress, { lease, existing: null, lists: start.lists, docs: docsDone, attest });
-    if (outcome === 'published') {
-      log(`published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})`);
-      return result(signingKey.key_id, 'published');
-    }
-    // Only a writer without the lease can have committed it meanwhile.
-    const stored = await readVersionRecord(store, address, plan.version);
-    log(`${name} was already published; nothing rewritten`);
-    return result(stored?.signingKey.key_id ?? signingKey.key_id, 'unchanged');
-  });
+    const outcome = await publishVersion(store, { ...current }, files, progress, { lease, existing: current, lists: start.lists, docs: docsDone, attest: prepared.attest });
+    log(outcome === 'repaired' ? `${name} was already published; repaired what was missing (see above)` : `${name} is already published with these bytes; verified, nothing to write`);
+    return result(current.signingKey.key_id, outcome === 'repaired' ? 'repaired' : 'unchanged');
+  }
+
+  const { signingKey, signature } = supplied
+    ? { signingKey: supplied, signature: plan.signature!.bytes }
+    : await signWithNewOrKnownKey(ctx, signer!, namespaceKeys, shasums, lease);
+  const record: VersionRecord = { ...draft, signingKey, signatureFile: { sha256: sha256Hex(signature), size: signature.byteLength } };
+  const files = [...archiveFiles, sumsFile, memoryFile(record.shasumsSignatureFilename, signature, 'application/pgp-signature')];
+  log(`publishing ${name} to ${store.description}`);
+  const docsDone = await docsWritten();
+  const outcome = await publishVersion(store, record, files, progress, { lease, existing: null, lists: start.lists, docs: docsDone, attest: prepared.attest });
+  if (outcome === 'published') {
+    log(`published ${name} (${packages.length} platforms, signed by ${signingKey.key_id})`);
+    return result(signingKey.key_id, 'published');
+  }
+  // Only a writer without the lease can have committed it meanwhile.
+  const stored = await readVersionRecord(store, address, plan.version);
+  log(`${name} was already published; nothing rewritten`);
+  return result(stored?.signingKey.key_id ?? signingKey.key_id, 'unchanged');
+}
+
+/** Signs SHA256SUMS with the chosen key, registering its public half for the namespace first when it is new there. */
+async function signWithNewOrKnownKey(
+  ctx: PlanContext, signer: NonNullable<Decision['signer']>, namespaceKeys: SigningKey[], shasums: Uint8Array, lease: Lease,
+): Promise<{ signingKey: SigningKey; signature: Uint8Array }> {
+  const { address, store, log } = ctx;
+  const key = await signer.load();
+  const signingKey = key.publicKey;
+  if (!namespaceKeys.some((k) => k.key_id === signingKey.key_id)) {
+    lease.check();
+    await writeSigningKeys(store.kv, address.hostname, address.namespace, [...namespaceKeys, signingKey]);
+    log(`registered signing key ${signingKey.key_id} for namespace ${address.namespace}`);
+  }
+  return { signingKey, signature: await signDetached(shasums, key.privateKey) };
 }

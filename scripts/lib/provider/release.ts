@@ -65,39 +65,7 @@ const { archive: ARCHIVE, manifest: MANIFEST, shasums: SUMS, signature: SIG } = 
 export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
   const log = input.log ?? (() => {});
   const notes: string[] = [];
-  const archives: Named[] = [];
-  const manifests: Named[] = [];
-  const sums: Named[] = [];
-  const sigs: Named[] = [];
-
-  const consider = (path: string, fromDirectory: boolean) => {
-    const name = basename(path);
-    let match: RegExpExecArray | null;
-    if ((match = ARCHIVE.exec(name))) archives.push({ path, type: match[1]!, version: match[2]! });
-    else if ((match = MANIFEST.exec(name))) manifests.push({ path, type: match[1]!, version: match[2]! });
-    else if ((match = SUMS.exec(name))) sums.push({ path, type: match[1]!, version: match[2]! });
-    else if ((match = SIG.exec(name))) sigs.push({ path, type: match[1]!, version: match[2]! });
-    else if (name.endsWith('.zip') && name.startsWith('terraform-provider-')) {
-      throw new InputError(`${path}: archive names must be terraform-provider-TYPE_VERSION_OS_ARCH.zip (as goreleaser names them); rename it`);
-    } else if (!fromDirectory) {
-      throw new InputError(`${path}: not a provider release file (terraform-provider-TYPE_VERSION_OS_ARCH.zip, …_manifest.json, …_SHA256SUMS or …_SHA256SUMS.sig)`);
-    }
-  };
-
-  for (const raw of input.paths) {
-    const path = resolve(raw);
-    let stat;
-    try {
-      stat = statSync(path);
-    } catch {
-      throw new InputError(`${raw}: no such file or directory; pass a goreleaser dist/ directory or release files`);
-    }
-    if (stat.isDirectory()) {
-      readDirectory(raw, path, consider, notes);
-    } else {
-      consider(path, false);
-    }
-  }
+  const { archives, manifests, sums, sigs } = collectReleaseFiles(input.paths, notes);
 
   // What is missing, in the order a user can fix it: the files themselves (paths above, archives or
   // executables here) before the names read from them, so an empty or wrong folder is named as such
@@ -111,9 +79,70 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
   for (const [list, what] of [[manifests, 'manifest'], [sums, 'SHA256SUMS'], [sigs, 'SHA256SUMS.sig']] as const) {
     if (list.length > 1) throw new InputError(`found ${list.length} ${what} files (${list.map((f) => f.path).join(', ')}); keep one`);
   }
+  const sources = platformSources(archives, binaries);
 
-  // Platforms: each once, known GOOS/GOARCH.
-  const sources: { platform: Platform; path: string; fromBinary: boolean }[] = [];
+  // Manifest → protocols.
+  const protocolsFromManifest = manifests[0] !== undefined;
+  const protocols = manifests[0] ? readManifestProtocols(manifests[0].path) : ['5.0'];
+  if (!protocolsFromManifest) {
+    notes.push('no terraform-provider-TYPE_VERSION_manifest.json: serving protocols ["5.0"] (add the manifest with metadata.protocol_versions for plugin protocol 6)');
+  }
+
+  const signature = sigs[0] ? { path: sigs[0].path, bytes: readBytes(sigs[0].path) } : null;
+  const shasums = sums[0] ? { path: sums[0].path, bytes: readBytes(sums[0].path) } : null;
+  if (signature && !shasums) {
+    throw new InputError(`${signature.path}: a signature without its ${shasumsFilename(type, version)}; add the SHA256SUMS file it signs, or remove the .sig`);
+  }
+
+  const tempDir = binaries.length > 0 ? mkdtempSync(join(tmpdir(), 'edge-registry-zip-')) : null;
+  const cleanup = () => {
+    if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+  };
+  try {
+    const planned = await planArchives(sources, { type, version, tempDir, concurrency: input.concurrency ?? 2, log, notes });
+    if (shasums) await checkShasums(shasums, planned, manifests[0]?.path);
+    return { type, version, protocols, protocolsFromManifest, archives: planned, shasums, signature, notes, cleanup };
+  } catch (error) {
+    cleanup();
+    throw error;
+  }
+}
+
+/** The release files named by `paths` (files, or directories read by readDirectory), sorted by kind. Throws InputError for a file that is not one. */
+function collectReleaseFiles(paths: readonly string[], notes: string[]): { archives: Named[]; manifests: Named[]; sums: Named[]; sigs: Named[] } {
+  const found = { archives: [] as Named[], manifests: [] as Named[], sums: [] as Named[], sigs: [] as Named[] };
+  const consider = (path: string, fromDirectory: boolean) => {
+    const name = basename(path);
+    let match: RegExpExecArray | null;
+    if ((match = ARCHIVE.exec(name))) found.archives.push({ path, type: match[1]!, version: match[2]! });
+    else if ((match = MANIFEST.exec(name))) found.manifests.push({ path, type: match[1]!, version: match[2]! });
+    else if ((match = SUMS.exec(name))) found.sums.push({ path, type: match[1]!, version: match[2]! });
+    else if ((match = SIG.exec(name))) found.sigs.push({ path, type: match[1]!, version: match[2]! });
+    else if (name.endsWith('.zip') && name.startsWith('terraform-provider-')) {
+      throw new InputError(`${path}: archive names must be terraform-provider-TYPE_VERSION_OS_ARCH.zip (as goreleaser names them); rename it`);
+    } else if (!fromDirectory) {
+      throw new InputError(`${path}: not a provider release file (terraform-provider-TYPE_VERSION_OS_ARCH.zip, …_manifest.json, …_SHA256SUMS or …_SHA256SUMS.sig)`);
+    }
+  };
+  for (const raw of paths) {
+    const path = resolve(raw);
+    let stat;
+    try {
+      stat = statSync(path);
+    } catch {
+      throw new InputError(`${raw}: no such file or directory; pass a goreleaser dist/ directory or release files`);
+    }
+    if (stat.isDirectory()) readDirectory(raw, path, consider, notes);
+    else consider(path, false);
+  }
+  return found;
+}
+
+type PlatformSource = { platform: Platform; path: string; fromBinary: boolean };
+
+/** One source per platform (archives, then --binary executables). Throws InputError for a platform given twice. */
+function platformSources(archives: readonly Named[], binaries: readonly ReturnType<typeof parseBinaryOption>[]): PlatformSource[] {
+  const sources: PlatformSource[] = [];
   const seen = new Map<string, string>();
   const claim = (platform: Platform, path: string) => {
     const key = platformName(platform);
@@ -130,50 +159,35 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
     claim(binary.platform, `--binary ${binary.raw}`);
     sources.push({ platform: binary.platform, path: binary.path, fromBinary: true });
   }
+  return sources;
+}
 
-  // Manifest → protocols.
-  let protocols = ['5.0'];
-  let protocolsFromManifest = false;
-  if (manifests[0]) {
-    protocols = readManifestProtocols(manifests[0].path);
-    protocolsFromManifest = true;
-  } else {
-    notes.push('no terraform-provider-TYPE_VERSION_manifest.json: serving protocols ["5.0"] (add the manifest with metadata.protocol_versions for plugin protocol 6)');
-  }
-
-  const signature = sigs[0] ? { path: sigs[0].path, bytes: readBytes(sigs[0].path) } : null;
-  const shasums = sums[0] ? { path: sums[0].path, bytes: readBytes(sums[0].path) } : null;
-  if (signature && !shasums) {
-    throw new InputError(`${signature.path}: a signature without its ${shasumsFilename(type, version)}; add the SHA256SUMS file it signs, or remove the .sig`);
-  }
-
-  const tempDir = binaries.length > 0 ? mkdtempSync(join(tmpdir(), 'edge-registry-zip-')) : null;
-  const cleanup = () => {
-    if (tempDir) rmSync(tempDir, { recursive: true, force: true });
-  };
-  try {
-    const planned = await mapLimit(sources, input.concurrency ?? 2, async (source) => {
-      const filename = archiveFilename(type, version, source.platform);
-      let path = source.path;
-      if (source.fromBinary) {
-        path = await zipBinary(source.path, tempDir!, { type, version, platform: source.platform });
-        log(`zipped ${source.path} → ${filename}`);
-      }
-      const digest = await inspectArchive(path, progressLogger(log, basename(path)));
-      const executable = findExecutable(path, digest, type, version, source.platform);
-      const unixMode = digest.entries.find((e) => e.name === executable)?.unixMode;
-      if (source.platform.os !== 'windows' && unixMode != null && (unixMode & 0o111) === 0) {
-        notes.push(`${basename(path)}: ${executable} is not marked executable in the zip (mode ${unixMode.toString(8)}); Terraform may fail to start it`);
-      }
-      return { platform: source.platform, filename, path, digest, executable } satisfies PlannedArchive;
-    });
-    planned.sort((a, b) => (a.filename < b.filename ? -1 : a.filename > b.filename ? 1 : 0));
-    if (shasums) await checkShasums(shasums, planned, manifests[0]?.path);
-    return { type, version, protocols, protocolsFromManifest, archives: planned, shasums, signature, notes, cleanup };
-  } catch (error) {
-    cleanup();
-    throw error;
-  }
+/**
+ * Each source as a planned archive, sorted by file name: --binary executables
+ * zipped into `tempDir`, every zip read and hashed, its executable found (a
+ * note when it is not marked executable). Throws InputError as findExecutable.
+ */
+async function planArchives(
+  sources: readonly PlatformSource[],
+  o: { type: string; version: string; tempDir: string | null; concurrency: number; log: (line: string) => void; notes: string[] },
+): Promise<PlannedArchive[]> {
+  const { type, version, log } = o;
+  const planned = await mapLimit(sources, o.concurrency, async (source) => {
+    const filename = archiveFilename(type, version, source.platform);
+    let path = source.path;
+    if (source.fromBinary) {
+      path = await zipBinary(source.path, o.tempDir!, { type, version, platform: source.platform });
+      log(`zipped ${source.path} → ${filename}`);
+    }
+    const digest = await inspectArchive(path, progressLogger(log, basename(path)));
+    const executable = findExecutable(path, digest, type, version, source.platform);
+    const unixMode = digest.entries.find((e) => e.name === executable)?.unixMode;
+    if (source.platform.os !== 'windows' && unixMode != null && (unixMode & 0o111) === 0) {
+      o.notes.push(`${basename(path)}: ${executable} is not marked executable in the zip (mode ${unixMode.toString(8)}); Terraform may fail to start it`);
+    }
+    return { platform: source.platform, filename, path, digest, executable } satisfies PlannedArchive;
+  });
+  return planned.sort((a, b) => (a.filename < b.filename ? -1 : a.filename > b.filename ? 1 : 0));
 }
 
 function readBytes(path: string): Uint8Array {
