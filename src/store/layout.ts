@@ -4,7 +4,8 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
 
 /**
  * The storage layout. This file alone knows KV key names and R2 object names;
- * the Worker and the scripts both derive every key through it.
+ * the Worker and the scripts both derive every key through it. The map of every
+ * name (each section below repeats its own with more detail):
  *
  * KV (values that are already response bodies are served byte for byte):
  *   v1/providers/HOST/NS/TYPE/versions                  registry "list versions" body
@@ -13,17 +14,36 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   v1/mirror/HOST/NS/TYPE/VERSION.json                 mirror "list packages" body (immutable)
  *   records/HOST/NS/TYPE/VERSION                        version record (JSON), a copy of the R2 record below (read only for versions published before R2 records were kept)
  *   signing-keys/HOST/NS                                namespace public keys (JSON)
- *   tokens/SHA256                                       read-token record, by the SHA-256 of the token
- *   publishers/HOST/NS                                  the namespace's trusted CI publishers (JSON list, src/access/publishers.ts)
+ *   tokens/SHA256                                       read or publish token record, by the SHA-256 of the token
+ *   publishers/HOST/NS                                  the namespace's trusted CI publishers (JSON list, src/store/publishers/record.ts)
  *   held-signing-keys/HOST/NS                           the namespace's registry-held private signing key, encrypted (src/store/keys/held-keys.ts)
+ *   pages/catalog                                       the home page's list of every provider
+ *   pages/summaries/HOST/NS/TYPE                        one provider's catalogue entry
+ *   pages/providers/HOST/NS/TYPE                        a provider's page data
+ *   pages/docs/HOST/NS/TYPE/VERSION                     a version's docs (immutable)
+ *   v1/modules/HOST/NS/NAME/SYSTEM/versions             modules.v1 "list versions" body
+ *   v1/modules/HOST/NS/NAME/SYSTEM/VERSION/download     {"location": …} of the version's package (immutable)
+ *   module-docs/HOST/NS/NAME/SYSTEM/VERSION             a module version's docs (immutable)
+ *   module-records/HOST/NS/NAME/SYSTEM/VERSION          module version record, a copy of the R2 one
+ *   module-catalog/HOST                                 every module of HOST (the /modules page)
+ *   module-lifecycle/HOST/NS/NAME/SYSTEM                a copy of a module's lifecycle for its page
+ *   mirror-policy                                       the pull-through policy (absent = no pull-through)
  *
  * R2:
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
+ *   modules/HOST/NS/NAME/SYSTEM/VERSION/FILENAME        a module package (NAME-SYSTEM-VERSION.tar.gz or .zip)
  *   .records/HOST/NS/TYPE/VERSION.json                  committed version record: the commit point and the source of truth (strongly consistent: lists, pages and bodies are built from these)
- *   .leases/NAME                                        an exclusive writer lease (JSON owner + expiry), e.g. NAME = providers/HOST/NS/TYPE
+ *   .module-records/HOST/NS/NAME/SYSTEM/VERSION.json    committed module version record (the commit point)
+ *   .leases/NAME                                        an exclusive writer lease (JSON owner + expiry): NAME = providers/HOST/NS/TYPE,
+ *                                                       modules/HOST/NS/NAME/SYSTEM or pull/HOST/NS/TYPE/VERSION
  *   .index/HOST/NS/TYPE.json                            the provider's index: what its lists, page and catalogue entry are built from
  *                                                       (src/store/providers/version-index.ts); changed only by conditional writes, rebuilt from the records when missing
  *   .catalog/providers.json                             every provider's catalogue entry (the home page's list), changed only by conditional writes
+ *   .lifecycle/providers/HOST/NS/TYPE.json              a provider's deprecations and withdrawals (the commit point of a lifecycle change)
+ *   .lifecycle/modules/HOST/NS/NAME/SYSTEM.json         the same for a module
+ *   .pull/HOST/NS/TYPE/VERSION.json                     pull-through: a verified upstream manifest
+ *   .uploads/ID/session.json, files/FILENAME,           publish API uploads: the session, staged files, a multipart upload id,
+ *     multipart/FILENAME, parts/FILENAME/N              and its parts' etags (never served or listed; expire after a day)
  *   sign-in (src/access/, src/store/identity/):
  *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
  *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject

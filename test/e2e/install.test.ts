@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { access, constants, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -12,6 +11,7 @@ import { newestMatching, parseConstraints } from '../../src/protocol/constraints
 import { zipDigests } from './release';
 import type { DevServer } from './server';
 import { get as httpGet } from './http';
+import { missing, terraform } from '../tools';
 
 /**
  * The registry as Terraform's installer sees it: a signed release published
@@ -21,7 +21,6 @@ import { get as httpGet } from './http';
  * terraform binary exists) by real `terraform init`.
  */
 const run = promisify(execFile);
-const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path) => existsSync(path)) ?? onPath('terraform');
 const goPlatform = { os: process.platform === 'win32' ? 'windows' : process.platform, arch: process.arch === 'x64' ? 'amd64' : process.arch };
 
 let state: PublishedState;
@@ -152,7 +151,7 @@ describe.each([{ https: true }, { https: false }])('install from wrangler dev (h
       }
     }
 
-    it.skipIf(!terraform)('installs from the origin registry (source = localhost:PORT/acme/thing) and locks every platform', async () => {
+    it.skipIf(missing('terraform', terraform))('installs from the origin registry (source = localhost:PORT/acme/thing) and locks every platform', async () => {
       const source = `${state.hostname}/${NAMESPACE}/${TYPE}`;
       const { dir, lock, output } = await init('origin', source, '# no provider_installation: direct from the origin registry\n');
       console.log(`terraform init (origin registry):\n${output}\n.terraform.lock.hcl:\n${lock}`);
@@ -169,7 +168,7 @@ describe.each([{ https: true }, { https: false }])('install from wrangler dev (h
       await access(join(dir, '.terraform', 'providers', state.hostname, NAMESPACE, TYPE, '1.3.0', `${goPlatform.os}_${goPlatform.arch}`, `terraform-provider-${TYPE}_v1.3.0`), constants.X_OK);
     });
 
-    it.skipIf(!terraform)('installs through provider_installation { network_mirror } and locks the h1 it verified', async () => {
+    it.skipIf(missing('terraform', terraform))('installs through provider_installation { network_mirror } and locks the h1 it verified', async () => {
       const source = `${MIRRORED_HOSTNAME}/${NAMESPACE}/${TYPE}`;
       const mirror = `${server.origin}/v1/mirror/`;
       const { dir, lock, output } = await init('mirror', source, `provider_installation {\n  network_mirror {\n    url = "${mirror}"\n  }\n}\n`);
@@ -184,7 +183,7 @@ describe.each([{ https: true }, { https: false }])('install from wrangler dev (h
     });
 
     // Real terraform as the oracle for src/protocol/constraints.ts: one init per operator family, in parallel.
-    it.skipIf(!terraform)('selects the same version as src/protocol/constraints.ts for every operator family', async () => {
+    it.skipIf(missing('terraform', terraform))('selects the same version as src/protocol/constraints.ts for every operator family', async () => {
       expect(VERSIONS).toEqual(['1.2.0', '1.2.5', '1.3.0', '1.4.0-beta.1', '2.0.0']);
       const table: [constraint: string, expected: string | null][] = [
         ['= 1.2.5', '1.2.5'],
@@ -214,10 +213,3 @@ describe.each([{ https: true }, { https: false }])('install from wrangler dev (h
     });
   });
 });
-
-function onPath(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    if (dir && existsSync(join(dir, name))) return join(dir, name);
-  }
-  return undefined;
-}

@@ -12,6 +12,7 @@ import { githubClaims, gitlabClaims, startCiIssuers, type CiIssuers } from '../f
 import { writeDist } from '../scripts/helpers';
 import { get, getBytes } from './http';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
+import { missing, terraform } from '../tools';
 
 /**
  * The goal of keyless CI publishing, end to end: a GitHub Actions-shaped job
@@ -27,7 +28,6 @@ import { freePort, makeCertificate, startDevServer, type Certificate, type DevSe
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
-const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path) => existsSync(path));
 const HOST = 'registry.example.com';
 const SECRET = 'keyless-e2e-signing-key-secret-0123456789abcdef';
 const PROVIDER_REPO = 'acme/terraform-provider-thing';
@@ -263,7 +263,7 @@ describe('keyless publishing from CI', () => {
     }
   });
 
-  it.skipIf(!terraform)('real terraform init installs the provider (verifying the registry\'s signature) and the module', async () => {
+  it.skipIf(missing('terraform', terraform))('real terraform init installs the provider (verifying the registry\'s signature) and the module', async () => {
     const work = join(dir, 'terraform');
     await mkdir(work, { recursive: true });
     await writeFile(join(work, 'main.tf'), `terraform {

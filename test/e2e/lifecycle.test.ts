@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NAMESPACE, TYPE, publishState, type PublishedState } from './fixture';
 import { parseLockFile } from './installer';
 import { startDevServer, type DevServer } from './server';
+import { missing, terraform } from '../tools';
 
 /**
  * Deprecate and withdraw as real `terraform init` (1.11) sees them: the CLI
@@ -17,7 +18,6 @@ import { startDevServer, type DevServer } from './server';
  */
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
-const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path) => existsSync(path));
 
 let state: PublishedState;
 let server: DevServer;
@@ -63,7 +63,7 @@ async function init(dir: string, constraint: string, ...args: string[]): Promise
   }
 }
 
-describe.skipIf(!terraform)('terraform init against deprecated and withdrawn versions', () => {
+describe.skipIf(missing('terraform', terraform))('terraform init against deprecated and withdrawn versions', () => {
   it('prints deprecations; a withdrawn version is no longer selected, and a lock file pinning it stops with a warning saying why and what to run', async () => {
     const dirs = (name: string) => join(state.root, 'lifecycle', name);
     // Before: "~> 1.2" selects 1.3.0, locked.

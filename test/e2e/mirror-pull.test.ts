@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import { configPath, runScript } from '../scripts/helpers';
 import { parseLockFile } from './installer';
 import { get, type HttpResponse } from './http';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
+import { missing, terraform } from '../tools';
 
 // The upstream's GnuPG home and agent go with this file.
 afterAll(releaseUpstreamGpgKey);
@@ -25,7 +25,6 @@ afterAll(releaseUpstreamGpgKey);
  * a hostile one whose every version carries one defect.
  */
 const run = promisify(execFile);
-const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path) => existsSync(path));
 const goPlatform = `${process.platform}_${process.arch === 'x64' ? 'amd64' : process.arch}`;
 const PLATFORMS = [...new Set([goPlatform, 'darwin_arm64'])];
 const GOOD = 'upstream.test';
@@ -50,7 +49,7 @@ const HOSTILE_RELEASES: ReleaseSpec[] = [
   { version: '1.0.11', platforms: ['linux_amd64'], chunked: true },
 ];
 
-describe.skipIf(!terraform)('pull-through: terraform init through an empty mirror with a policy', () => {
+describe.skipIf(missing('terraform', terraform))('pull-through: terraform init through an empty mirror with a policy', () => {
   let root: string;
   let state: string;
   let good: StaticUpstream;

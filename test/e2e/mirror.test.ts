@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +9,7 @@ import { configPath, runScript } from '../scripts/helpers';
 import { parseLockFile } from './installer';
 import { get, getBytes } from './http';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
+import { missing, terraform } from '../tools';
 
 // The upstream's GnuPG home and agent go with this file.
 afterAll(releaseUpstreamGpgKey);
@@ -23,7 +23,6 @@ afterAll(releaseUpstreamGpgKey);
  * through `network_mirror`, whose lock file must agree with the reference.
  */
 const run = promisify(execFile);
-const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path) => existsSync(path));
 const goPlatform = `${process.platform}_${process.arch === 'x64' ? 'amd64' : process.arch}`;
 const PLATFORMS = [...new Set([goPlatform, 'darwin_arm64', 'windows_amd64'])];
 const NS = 'acme';
@@ -32,7 +31,7 @@ const UPSTREAM_NAME = 'upstream.test';
 
 if (!terraform) console.warn('e2e mirror: skipping the terraform tests: no terraform binary in /usr/local/bin or /usr/bin');
 
-describe.skipIf(!terraform)('terraform init through a mirror filled by npm run mirror', () => {
+describe.skipIf(missing('terraform', terraform))('terraform init through a mirror filled by npm run mirror', () => {
   let root: string;
   let upstream: StaticUpstream;
   let certificate: Certificate;

@@ -9,7 +9,8 @@ import { configPath, runScript } from '../scripts/helpers';
 import { get, type HttpResponse } from './http';
 import { ModuleUpstream, moduleFiles, type UpstreamModule } from './module-upstream';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
-import { terraform, terraformInit, type InitResult } from './terraform-init';
+import { terraformInit, type InitResult } from './terraform-init';
+import { missing, terraform } from '../tools';
 
 /**
  * The module proxy as a user meets it: a policy file that maps our
@@ -62,7 +63,7 @@ async function tarNames(gz: Buffer): Promise<string[]> {
   return names;
 }
 
-describe.skipIf(!terraform)('module proxy: terraform init of an upstream registry module through us', () => {
+describe.skipIf(missing('terraform', terraform))('module proxy: terraform init of an upstream registry module through us', () => {
   let root: string;
   let state: string;
   let upstream: ModuleUpstream;

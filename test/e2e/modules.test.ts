@@ -12,7 +12,8 @@ import { publishModule } from '../../scripts/lib/module/publish';
 import { signatureQuery } from '../../src/access/signed-urls';
 import { get } from './http';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
-import { terraform, terraformInit, type InitResult } from './terraform-init';
+import { terraformInit, type InitResult } from './terraform-init';
+import { missing, terraform } from '../tools';
 
 /**
  * Modules end to end: versions published with the real publish-module code
@@ -119,7 +120,7 @@ describe('modules over HTTPS (wrangler dev, public)', () => {
     expect(archive.headers['content-type']).toBe('application/gzip');
   });
 
-  it.skipIf(!terraform)('terraform init resolves ~> 2.0 to 2.1.0, downloads and unpacks it, and installs the //modules/subnet submodule', async () => {
+  it.skipIf(missing('terraform', terraform))('terraform init resolves ~> 2.0 to 2.1.0, downloads and unpacks it, and installs the //modules/subnet submodule', async () => {
     const result = await init('public', hostname, hostBlock(server));
     console.log(`--- terraform init, public modules ---\n${result.output}`);
     expect(result.ok).toBe(true);
@@ -166,7 +167,7 @@ describe('modules over HTTPS in private mode', () => {
     expect(expired.body.toString()).toContain('expired');
   });
 
-  it.skipIf(!terraform)('terraform init with a credentials block installs the modules; without one, or out of scope, it is refused', async () => {
+  it.skipIf(missing('terraform', terraform))('terraform init with a credentials block installs the modules; without one, or out of scope, it is refused', async () => {
     const ok = await init('private-ok', hostname, credentials(tokens.acme));
     console.log(`--- terraform init, private modules ---\n${ok.output.replaceAll(/ert_[A-Za-z0-9_-]{43}/g, 'ert_…')}`);
     expect(ok.ok).toBe(true);

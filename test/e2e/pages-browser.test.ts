@@ -8,6 +8,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishDemo } from '../../scripts/lib/demo/provider';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
+import { CHROMIUM, missing, terraform } from '../tools';
 
 /**
  * The pages in a real browser (Debian's chromium driven by playwright-core)
@@ -25,8 +26,6 @@ import { freePort, makeCertificate, startDevServer, type Certificate, type DevSe
  */
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
-const CHROMIUM = '/usr/bin/chromium';
-const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((p) => existsSync(p));
 const SHOTS = join(root, 'test-artifacts', 'screenshots');
 const AXE = readFileSync(join(root, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
@@ -138,7 +137,7 @@ async function terraformInitFails(name: string, files: Record<string, string>): 
 
 const DEMO_MODULE = 'registry.example.com/demo/vpc/aws';
 
-describe.skipIf(!haveChromium)('pages in chromium (public registry over HTTP, as npm start serves it)', () => {
+describe.skipIf(missing('chromium', haveChromium))('pages in chromium (public registry over HTTP, as npm start serves it)', () => {
   let server: DevServer;
 
   beforeAll(async () => {
@@ -186,7 +185,7 @@ describe.skipIf(!haveChromium)('pages in chromium (public registry over HTTP, as
     await context.close();
   }, 180_000);
 
-  it.skipIf(!terraform)('over HTTP: the copied provider and module snippets with the copied host block are what terraform init installs; the mirror snippet is refused as the page says', async () => {
+  it.skipIf(missing('terraform', terraform))('over HTTP: the copied provider and module snippets with the copied host block are what terraform init installs; the mirror snippet is refused as the page says', async () => {
     const context = await newContext(server.origin);
     const { page } = await open(context, `${server.origin}/providers/demo/example`);
     const required = await copy(page, 'snippet-required');
@@ -263,7 +262,7 @@ describe.skipIf(!haveChromium)('pages in chromium (public registry over HTTP, as
   }, 240_000);
 });
 
-describe.skipIf(!haveChromium)('pages in chromium (private registry)', () => {
+describe.skipIf(missing('chromium', haveChromium))('pages in chromium (private registry)', () => {
   let server: DevServer;
   let token: string;
 
@@ -330,7 +329,7 @@ describe.skipIf(!haveChromium)('pages in chromium (private registry)', () => {
     await context.close();
   }, 240_000);
 
-  it.skipIf(!terraform)('at a dotted host (https://127.0.0.1:PORT) the snippets name that host, need no host block, and install as copied', async () => {
+  it.skipIf(missing('terraform', terraform))('at a dotted host (https://127.0.0.1:PORT) the snippets name that host, need no host block, and install as copied', async () => {
     const origin = `https://127.0.0.1:${server.port}`;
     const context = await newContext(origin);
     const page = await signIn(context, origin, '/providers/demo/example');

@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +9,7 @@ import { get } from './http';
 import { publishIntoState } from './local-publish';
 import { generateRelease, generateSigningKey } from './release';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
+import { missing, terraform } from '../tools';
 
 /**
  * Private mode as a user runs it: `wrangler dev --var ACCESS:private` over
@@ -21,7 +21,6 @@ import { freePort, makeCertificate, startDevServer, type Certificate, type DevSe
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
 const tsx = join(root, 'node_modules', '.bin', 'tsx');
-const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path) => existsSync(path));
 if (!terraform) console.warn('e2e: skipping the private-mode terraform init tests: no terraform binary in /usr/local/bin or /usr/bin');
 
 const MIRRORED = 'registry.example.com';
@@ -91,7 +90,7 @@ describe('private mode over HTTPS (wrangler dev)', () => {
   });
 });
 
-describe.skipIf(!terraform)('terraform init against a private registry', () => {
+describe.skipIf(missing('terraform', terraform))('terraform init against a private registry', () => {
   /** terraform init in a fresh directory; returns whether it succeeded and everything it printed. */
   async function init(name: string, source: string, cliConfig: string): Promise<{ ok: boolean; output: string }> {
     const work = join(dir, 'terraform', name);

@@ -10,7 +10,8 @@ import { PART_BYTES } from '../../src/routes/publish/context';
 import { zipStored } from '../fixtures/archives';
 import { killableEnv, runScript, writeDist, writeKeyFile } from '../scripts/helpers';
 import { get } from './http';
-import { terraform, terraformInit } from './terraform-init';
+import { terraformInit } from './terraform-init';
+import { missing, terraform } from '../tools';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
 
 /**
@@ -92,7 +93,7 @@ describe('publish-provider --registry', () => {
     expect(other.stderr).toMatch(/\(403\): this publish token may not publish into namespace "other"/);
   });
 
-  it.skipIf(!terraform)('terraform init installs and verifies the release published through the API; gpg --verify accepts its signature', async () => {
+  it.skipIf(missing('terraform', terraform))('terraform init installs and verifies the release published through the API; gpg --verify accepts its signature', async () => {
     const work = join(dir, 'tf-provider');
     mkdirSync(work, { recursive: true });
     writeFileSync(join(work, 'main.tf'), `terraform {\n  required_providers {\n    thing = {\n      source  = "${HOST}/acme/thing"\n      version = "1.0.0"\n    }\n  }\n}\n`);
@@ -188,7 +189,7 @@ describe('publish-provider --registry', () => {
 });
 
 describe('publish-module --registry', () => {
-  it.skipIf(!terraform)('publishes a module directory that terraform init then installs', async () => {
+  it.skipIf(missing('terraform', terraform))('publishes a module directory that terraform init then installs', async () => {
     const tree = join(dir, 'module-tree');
     writeDemoModule(tree, '1.0.0');
     const published = await cli('publish-module', [tree, '--namespace', 'acme', '--name', 'vpc', '--system', 'aws', '--version', '1.0.0', '--hostname', HOST, '--json']);

@@ -2,11 +2,10 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { terraform } from '../tools';
 
 const run = promisify(execFile);
 
-/** The installed terraform CLI, or undefined (the tests that need it skip). */
-export const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((path) => existsSync(path));
 
 export interface InitResult {
   ok: boolean;

@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { providerAddress } from '../../src/protocol/address';
 import { fakeRelease, signRelease, TEST_KEY } from '../fixtures/release';
+import { missing } from '../tools';
 
 // The Worker tests' release fixtures carry real signatures (test/worker/signatures.test.ts verifies the served
 // ones with openpgp inside workerd). Here GnuPG, an implementation that is not ours, checks the same kind of
 // fixture: the signature of its SHA256SUMS by the key its version record publishes as ascii_armor.
 
 const gpgMissing = spawnSync('gpg', ['--version'], { stdio: 'ignore' }).error !== undefined;
-if (gpgMissing) console.warn('fixture-signatures: skipped, gpg is not installed (.ci/run installs gnupg)');
 
 const home = mkdtempSync(join(tmpdir(), 'fixture-gnupg-'));
 afterAll(() => {
@@ -27,7 +27,7 @@ function gpgVerify(sums: Uint8Array, signature: Uint8Array): { status: number | 
   return { status: run.status, lines: run.stdout.split('\n') };
 }
 
-describe.skipIf(gpgMissing)('release fixture signatures under gpg --verify', () => {
+describe.skipIf(missing('gpg', !gpgMissing))('release fixture signatures under gpg --verify', () => {
   const release = fakeRelease(providerAddress('registry.example.com', 'acme', 'thing'), '1.2.3', ['linux_amd64', 'darwin_arm64']);
   const sums = () => release.bytes.get(release.record.shasumsFilename)!;
   const signature = () => release.bytes.get(release.record.shasumsSignatureFilename)!;

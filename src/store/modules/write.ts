@@ -19,8 +19,9 @@ import { checkProvenancePolicy, moduleStatementPrefix, storeStatement, type Atte
 import { DamagedRecordError, ListRebuildRaceError, StoredReleaseMismatchError, VersionConflictError } from '../errors';
 
 /**
- * The write side of the module store, used by `npm run publish-module`
- * (never by the Worker). Callers hold the module's lease (moduleLeaseName).
+ * The write side of the module store, used by `npm run publish-module` and by
+ * the Worker's publish API (src/routes/publish/) and module proxy
+ * (src/mirror/modules/proxy.ts). Callers hold the module's lease (moduleLeaseName).
  * The same machinery and order as providers (src/store/providers/write.ts,
  * src/store/records.ts):
  *

@@ -10,7 +10,8 @@ import { EMPTY_LIFECYCLE, type LifecycleState } from '../lifecycle/state';
 import { VersionConflictError } from '../errors';
 
 /**
- * The write side of the page documents (scripts only, never the Worker): a
+ * The write side of the page documents (publish-provider, and the Worker's
+ * publish API in src/routes/publish/provider-docs.ts): a
  * version's docs, and the page data a provider's versions build (written by
  * src/store/providers/lists.ts from the provider's index; the catalogue by
  * src/store/pages/catalog.ts).

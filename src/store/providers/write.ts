@@ -14,8 +14,9 @@ import { verifyVersion } from './verify';
 import { checkProvenancePolicy, providerStatementPrefix, storeStatement, type Attester } from '../provenance';
 
 /**
- * The write side of the store, used by the publish, mirror and keys scripts
- * (never by the Worker). Callers hold the provider's lease
+ * The write side of the store, used by the scripts (publish-provider, mirror
+ * sync, import and remove, lifecycle) and by the Worker's publish API
+ * (src/routes/publish/: commits and lifecycle changes). Callers hold the provider's lease
  * (src/store/lease.ts, providerLeaseName) so there is one writer per
  * provider; the order of writes is what keeps readers safe from a writer
  * that dies at any point:

@@ -13,6 +13,7 @@ import { startIdp, type IdpAccount, type RunningIdp } from '../../../scripts/lib
 import { publishIntoState } from '../local-publish';
 import { generateRelease, generateSigningKey } from '../release';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from '../server';
+import { CHROMIUM, terraform } from '../../tools';
 
 /**
  * Sign-in as people use it: a real OpenID Provider (oidc-provider, started
@@ -23,8 +24,6 @@ import { freePort, makeCertificate, startDevServer, type Certificate, type DevSe
  */
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..', '..');
-export const CHROMIUM = '/usr/bin/chromium';
-export const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((p) => existsSync(p));
 export const ready = existsSync(CHROMIUM) && terraform !== undefined;
 
 export const CLIENT_ID = 'edge-registry';

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerConfig, ready, startWorld, terraformInit, terraformLogin, type SignInWorld } from './harness';
+import { missing } from '../../tools';
 
 /**
  * A public client (no OIDC_CLIENT_SECRET: PKCE only), as `npm run idp`
@@ -13,7 +14,7 @@ beforeAll(async () => {
 }, 240_000);
 afterAll(async () => world?.stop());
 
-describe.skipIf(!ready)('sign-in with a public OIDC client', () => {
+describe.skipIf(missing('chromium and terraform', ready))('sign-in with a public OIDC client', () => {
   it('terraform login and init work without a client secret', async () => {
     const login = await terraformLogin(world, 'public', 'alice');
     expect(login.code, login.output).toBe(0);

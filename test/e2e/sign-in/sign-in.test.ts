@@ -3,6 +3,7 @@ import type { Page } from 'playwright-core';
 import { get } from '../http';
 import { MODULE_HOST } from './harness';
 import { hostBlockWithLogin, moduleCliConfig, moduleConfig, providerConfig, ready, signInAtProvider, startWorld, terraformInit, terraformLogin, type SignInWorld } from './harness';
+import { missing } from '../../tools';
 
 /**
  * `terraform login localhost:PORT` end to end with a real OpenID Provider:
@@ -20,7 +21,7 @@ beforeAll(async () => {
 }, 240_000);
 afterAll(async () => world?.stop());
 
-describe.skipIf(!ready)('terraform login with the organisation\'s identity provider', () => {
+describe.skipIf(missing('chromium and terraform', ready))('terraform login with the organisation\'s identity provider', () => {
   it('discovery advertises login.v1', async () => {
     const response = await get(`${world.server.origin}/.well-known/terraform.json`, { ca: world.certificate.pem });
     expect(JSON.parse(response.body.toString())['login.v1']).toEqual({
@@ -68,7 +69,7 @@ describe.skipIf(!ready)('terraform login with the organisation\'s identity provi
   });
 });
 
-describe.skipIf(!ready)('the pages with single sign-on (chromium)', () => {
+describe.skipIf(missing('chromium and terraform', ready))('the pages with single sign-on (chromium)', () => {
   const versions = (token: string) => get(`${world.server.origin}/v1/providers/acme/thing/versions`, { ca: world.certificate.pem, headers: { authorization: `Bearer ${token}` } });
 
   async function signIn(login: string): Promise<Page> {

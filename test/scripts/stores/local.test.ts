@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { retryBusy } from '../../../scripts/lib/stores/local';
 import { KILL_ENV } from '../../../scripts/lib/progress';
 import { killableEnv, runScript, sleep, tempDir } from '../helpers';
+import { missing } from '../../tools';
 
 const work = tempDir('local-store');
 afterAll(() => work.cleanup());
@@ -63,7 +64,7 @@ describe('the local store (scripts/lib/stores/local.ts)', () => {
 
   const noSetpriv = process.platform !== 'linux' || spawnSync('setpriv', ['--help']).status !== 0;
   if (noSetpriv) console.warn('skipping the orphaned-workerd test: it needs Linux and util-linux setpriv (the wrapper is not used without them)');
-  it.skipIf(noSetpriv)('a publish killed with SIGKILL leaves no workerd running', async () => {
+  it.skipIf(missing('setpriv', !noSetpriv))('a publish killed with SIGKILL leaves no workerd running', async () => {
     const dir = join(work.dir, 'module');
     spawnSync('mkdir', ['-p', dir]);
     writeFileSync(join(dir, 'main.tf'), 'variable "a" {}\n');
