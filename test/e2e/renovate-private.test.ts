@@ -6,7 +6,7 @@ import { ensureRenovate, type RenovateRun } from './renovate/renovate';
 import { HOST, MODULE, PLATFORMS, PROVIDER, startRenovateRegistry, type RenovateRegistry } from './renovate/registry';
 import { repositoryFiles } from './renovate/repository';
 import { get } from './http';
-import { terraform } from './terraform-init';
+import { missing, terraform } from '../tools';
 import { EXPECTED_PROPOSALS } from './renovate/expected';
 
 /**
@@ -66,7 +66,7 @@ describe('Renovate 44 against the registry, private mode', () => {
     expect(lockOn(forge, 'renovate/lock-file-maintenance', 'range')).toEqual({ version: '1.2.0', constraints: '~> 1.0', hashes: registry.hashes.get('1.2.0') });
   });
 
-  it.skipIf(!terraform && process.env.CI !== 'true')('terraform init -lockfile=readonly accepts them with the token in a credentials block', async () => {
+  it.skipIf(missing('terraform', terraform))('terraform init -lockfile=readonly accepts them with the token in a credentials block', async () => {
     for (const [branch, dir, version] of [['renovate/thing-1.x', 'infra', '1.2.0'], ['renovate/lock-file-maintenance', 'range', '1.2.0']] as const) {
       const init = await terraformReadonlyInit(registry, forge, branch, dir, registry.readToken);
       console.log(`--- terraform init -lockfile=readonly on ${branch} (${dir}/), private:\n${init.output}`);
@@ -77,7 +77,7 @@ describe('Renovate 44 against the registry, private mode', () => {
 });
 
 describe("Dependabot's path, private mode", () => {
-  it.skipIf(!terraform && process.env.CI !== 'true')('terraform providers lock -platform=linux_amd64 -platform=darwin_arm64 -platform=windows_amd64 with the token in the CLI configuration', async () => {
+  it.skipIf(missing('terraform', terraform))('terraform providers lock -platform=linux_amd64 -platform=darwin_arm64 -platform=windows_amd64 with the token in the CLI configuration', async () => {
     const platforms = ['linux_amd64', 'darwin_arm64', 'windows_amd64'];
     const locked = await terraformProvidersLock(registry, '2.0.0', platforms, registry.readToken);
     console.log(`--- terraform providers lock (private, token):\n${locked.output}\n${locked.lock}`);

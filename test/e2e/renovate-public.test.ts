@@ -6,7 +6,7 @@ import { ensureRenovate, type RenovateRun } from './renovate/renovate';
 import { DEPRECATED, HOST, MODULE, PROVIDER, WITHDRAWN, startRenovateRegistry, type RenovateRegistry } from './renovate/registry';
 import { repositoryFiles } from './renovate/repository';
 import { EXPECTED_PROPOSALS } from './renovate/expected';
-import { terraform } from './terraform-init';
+import { missing, terraform } from '../tools';
 
 /**
  * A REAL Renovate 44 (test/renovate/) as a bot against the registry in public
@@ -71,7 +71,7 @@ describe('Renovate 44 against the registry, public mode', () => {
     expect(major).toContain('version = "~> 2.0.0"');
   });
 
-  it.skipIf(!terraform && process.env.CI !== 'true')('terraform init -lockfile=readonly accepts the lock files Renovate pushed and installs that version', async () => {
+  it.skipIf(missing('terraform', terraform))('terraform init -lockfile=readonly accepts the lock files Renovate pushed and installs that version', async () => {
     for (const [branch, dir, version] of [['renovate/thing-1.x', 'infra', '1.2.0'], ['renovate/thing-2.x', 'infra', '2.0.0'], ['renovate/lock-file-maintenance', 'range', '1.2.0']] as const) {
       const init = await terraformReadonlyInit(registry, forge, branch, dir);
       console.log(`--- terraform init -lockfile=readonly on ${branch} (${dir}/):\n${init.output}`);

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseLockFile } from '../installer';
-import { terraform } from '../terraform-init';
+import { terraform } from '../../tools';
 import { FORGE_TOKEN, pushedBranches, readPushed, type Forge } from './forge';
 import { runRenovate, type LogLine, type RenovateRun } from './renovate';
 import { HOST, PROVIDER, type RenovateRegistry } from './registry';
