@@ -1,4 +1,5 @@
 import { deriveAesGcmKey } from '../../auth/aes-key';
+import { MIN_SECRET_LENGTH } from '../../config';
 import { SealError } from '../errors';
 
 /**
@@ -23,8 +24,8 @@ export interface Sealed {
 }
 
 const INFO = 'edge-registry held signing key v1';
-/** Shortest secret accepted (characters): `npm start` and the docs generate 43 (32 random bytes, base64url). */
-export const MIN_SECRET_LENGTH = 32;
+/** Shortest secret accepted (characters): src/config.ts's rule for every secret; `npm start` generates 43. */
+export { MIN_SECRET_LENGTH };
 
 async function deriveKey(secret: string, salt: Uint8Array): Promise<CryptoKey> {
   if (secret.length < MIN_SECRET_LENGTH) {
