@@ -723,6 +723,12 @@ export const MUTANTS: Mutant[] = [
     to: '',
   },
   {
+    id: 'group-session-twelve-hours', file: 'src/identity/broker.ts', tests: ['test/e2e/sign-in/sign-in.test.ts'],
+    description: 'a page session whose scopes come from groups lasts 12 h, not 1 h',
+    from: '(grant.fromGroups ? GROUP_SESSION_SECONDS : SESSION_SECONDS)',
+    to: '(SESSION_SECONDS)',
+  },
+  {
     id: 'short-secret-accepted', file: 'src/config.ts', tests: ['test/worker/config.test.ts'],
     description: 'a URL_SIGNING_SECRET or SIGNING_KEY_SECRET shorter than 32 characters is used',
     from: 'if (weak !== null) throw new ConfigError(weak);',
