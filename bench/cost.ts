@@ -133,7 +133,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
     httpsKeyPath: certificate.keyPath,
     httpsCertPath: certificate.certPath,
     // As deployed: wrangler.toml's production environment.
-    bindings: { ...VARS, REGISTRY_HOSTNAME: hostname, ACCESS: 'private', INDEX_CACHE_SECONDS: '30', GZIP_DOCUMENTS: 'true', URL_SIGNING_SECRET: 'bench-cost-signing-secret' },
+    bindings: { ...VARS, REGISTRY_HOSTNAME: hostname, ACCESS: 'private', INDEX_CACHE_SECONDS: '30', GZIP_DOCUMENTS: 'true', URL_SIGNING_SECRET: 'bench-cost-signing-secret-0123456789' },
     kvNamespaces: { REGISTRY_KV: 'edge-registry-local' },
     r2Buckets: { REGISTRY_R2: 'edge-registry' },
     defaultPersistRoot: join(stateDir, 'v3'),

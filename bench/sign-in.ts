@@ -22,7 +22,7 @@ import { settings } from '../src/config';
  * derivations) and the mean of the next ones.
  */
 const N = Number(process.env.BENCH_N ?? 300);
-const env = { URL_SIGNING_SECRET: 'bench-signing-secret', REGISTRY_HOSTNAME: 'registry.example.com' } as Env;
+const env = { URL_SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef', REGISTRY_HOSTNAME: 'registry.example.com' } as Env;
 const config = settings(env);
 const policy = parsePolicy(JSON.stringify({ rules: [{ if: { groups: 'platform' }, scopes: ['*'] }, { if: { email_domain: 'acme.com' }, scopes: ['acme'] }], admins: { groups: 'registry-admins' } }));
 const issuer = 'https://idp.acme.example';

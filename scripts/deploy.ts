@@ -6,7 +6,9 @@
  * (found by name otherwise), writes their ids, the hostname and its custom
  * domain route into wrangler.toml's [env.production], sets
  * URL_SIGNING_SECRET when the Worker has none, deploys, checks service
- * discovery on the deployed URL and prints the next steps. Safe to re-run:
+ * discovery on the deployed URL and prints the next steps. Refuses, before
+ * anything changes, a URL_SIGNING_SECRET or SIGNING_KEY_SECRET in the
+ * environment shorter than 32 characters (src/config.ts). Safe to re-run:
  * every decision is made from what the account holds now.
  */
 import { resolve } from 'node:path';
@@ -18,6 +20,7 @@ import { nextSteps } from './lib/deploy/next-steps';
 import { chooseHostname, PlanError } from './lib/deploy/plan';
 import { PLACEHOLDER_HOSTNAME, readProductionConfig } from './lib/deploy/production-config';
 import { InputError } from '../src/protocol/errors';
+import { weakSecret } from '../src/config';
 
 const USAGE = `usage: npm run deploy -- --hostname registry.acme.com [options]
 
@@ -81,6 +84,10 @@ async function main(argv: string[]): Promise<void> {
     smokeTimeoutMs: Number(values['smoke-timeout'] ?? 180) * 1000,
     say,
   };
+  // The secrets the operator holds in the environment for the Worker (SIGNING_KEY_SECRET for keys --remote):
+  // a short one is refused here, before anything changes, as the Worker would refuse it at its first request.
+  const weak = weakSecret({ URL_SIGNING_SECRET: process.env.URL_SIGNING_SECRET, SIGNING_KEY_SECRET: process.env.SIGNING_KEY_SECRET });
+  if (weak !== null) throw new InputError(`deploy stopped before changing anything: ${weak}`);
   try {
     await executeDeploy(options);
     if (options.dryRun) return;

@@ -2,6 +2,7 @@ import type { Env } from './env';
 import { IMMUTABLE } from './http/responses';
 import { parseHostname } from './protocol/address';
 import { parseOidcSettings, type OidcSettings } from './access/config';
+import { MIN_SECRET_LENGTH } from './store/keys/seal';
 
 /**
  * The Worker's settings: wrangler.toml's variables parsed once per Env
@@ -62,6 +63,27 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * The shortest secret accepted (characters) for every secret the registry
+ * keys its own cryptography with: URL_SIGNING_SECRET (signed URLs, sealed
+ * sessions, admin sessions included) and SIGNING_KEY_SECRET (held signing
+ * keys). `npm start` and `npm run deploy` generate 43/44 (32 random bytes).
+ * OIDC_CLIENT_SECRET is the identity provider's to choose, not checked.
+ */
+export { MIN_SECRET_LENGTH };
+export const CHECKED_SECRETS = ['URL_SIGNING_SECRET', 'SIGNING_KEY_SECRET'] as const;
+
+/** The first problem with the secrets in `values` (set and shorter than MIN_SECRET_LENGTH), naming it and the fix; null when none. */
+export function weakSecret(values: Partial<Record<(typeof CHECKED_SECRETS)[number], string | undefined>>): string | null {
+  for (const name of CHECKED_SECRETS) {
+    const value = values[name];
+    if (value && value.length < MIN_SECRET_LENGTH) {
+      return `${name} is ${value.length} characters; at least ${MIN_SECRET_LENGTH} are required: generate one with \`openssl rand -base64 32\` (wrangler secret put ${name})`;
+    }
+  }
+  return null;
+}
+
 const DEFAULT_SIGNED_URL_MINUTES = 15;
 const MAX_SIGNED_URL_MINUTES = 7 * 24 * 60;
 
@@ -70,8 +92,8 @@ const parsed = new WeakMap<Env, Settings>();
 /**
  * The settings of `env`, parsed on first use and memoised per Env object.
  * Throws ConfigError (a server misconfiguration, so a 500) when
- * REGISTRY_HOSTNAME is not a hostname; other malformed values fall back to
- * their defaults.
+ * REGISTRY_HOSTNAME is not a hostname or a secret is set but shorter than
+ * MIN_SECRET_LENGTH; other malformed values fall back to their defaults.
  */
 export function settings(env: Env): Settings {
   let result = parsed.get(env);
@@ -89,6 +111,9 @@ function parseSettings(env: Env): Settings {
   } catch (error) {
     throw new ConfigError(`REGISTRY_HOSTNAME in wrangler.toml: ${(error as Error).message}`);
   }
+  // A short secret is refused outright, never used: it seals admin sessions and signs download URLs.
+  const weak = weakSecret(env);
+  if (weak !== null) throw new ConfigError(weak);
   const access = env.ACCESS === 'public' ? 'public' : 'private';
   const seconds = Number(env.INDEX_CACHE_SECONDS ?? '5');
   const listTtlMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 5000;

@@ -29,7 +29,7 @@ const tsx = join(root, 'node_modules', '.bin', 'tsx');
 if (!terraform) console.warn('e2e: skipping the module terraform init tests: no terraform binary in /usr/local/bin or /usr/bin');
 
 const VERSIONS = ['1.0.0', '2.0.0', '2.1.0', '2.2.0-beta.1', '3.0.0'];
-const SECRET = 'e2e-modules-signing-secret';
+const SECRET = 'e2e-modules-signing-secret-0123456789';
 let dir: string;
 let certificate: Certificate;
 

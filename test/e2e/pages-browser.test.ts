@@ -271,7 +271,7 @@ describe.skipIf(missing('chromium', haveChromium))('pages in chromium (private r
     token = stdout.trimEnd().split('\n').at(-1)!;
     server = await startDevServer({
       stateDir, port: await freePort(), certificate,
-      vars: { ACCESS: 'private', URL_SIGNING_SECRET: 'browser-test-signing-secret' },
+      vars: { ACCESS: 'private', URL_SIGNING_SECRET: 'browser-test-signing-secret-0123456789' },
     });
   }, 120_000);
   afterAll(async () => server?.stop());

@@ -54,7 +54,7 @@ beforeAll(async () => {
   certificate = makeCertificate(dir);
   server = await startDevServer({
     stateDir, port, certificate,
-    vars: { REGISTRY_HOSTNAME: hostname, ACCESS: 'private', URL_SIGNING_SECRET: 'e2e-private-mode-signing-secret' },
+    vars: { REGISTRY_HOSTNAME: hostname, ACCESS: 'private', URL_SIGNING_SECRET: 'e2e-private-mode-signing-secret-0123456789' },
   });
 }, 180_000);
 

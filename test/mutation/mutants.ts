@@ -723,6 +723,48 @@ export const MUTANTS: Mutant[] = [
     to: ';',
   },
   {
+    id: 'email-rule-unverified', file: 'src/access/policy.ts', tests: ['test/worker-private/identity/policy.test.ts'],
+    description: 'a sign-in rule on email matches an address the provider has not verified',
+    from: "if (claim === 'email' && claims.email_verified !== true) return false;",
+    to: '',
+  },
+  {
+    id: 'group-session-long', file: 'src/access/policy.ts', tests: ['test/worker-private/identity/policy.test.ts'],
+    description: 'a grant from group membership is not marked: its page session lasts 12 h after the person leaves the group',
+    from: 'fromGroups ||= namesGroups(rule.if);',
+    to: '',
+  },
+  {
+    id: 'group-session-twelve-hours', file: 'src/pages/sign-in.ts', tests: ['test/e2e/sign-in/sign-in.test.ts'],
+    description: 'a page session whose scopes come from groups lasts 12 h, not 1 h',
+    from: '(grant.fromGroups ? GROUP_SESSION_SECONDS : SESSION_SECONDS)',
+    to: '(SESSION_SECONDS)',
+  },
+  {
+    id: 'short-secret-accepted', file: 'src/config.ts', tests: ['test/worker/config.test.ts'],
+    description: 'a URL_SIGNING_SECRET or SIGNING_KEY_SECRET shorter than 32 characters is used',
+    from: 'if (weak !== null) throw new ConfigError(weak);',
+    to: '',
+  },
+  {
+    id: 'deploy-short-secret', file: 'scripts/deploy.ts', tests: ['test/scripts/deploy/deploy-cli.test.ts'],
+    description: 'npm run deploy goes ahead with a short secret in the environment',
+    from: 'if (weak !== null) throw new InputError(`deploy stopped before changing anything: ${weak}`);',
+    to: '',
+  },
+  {
+    id: 'module-proxy-plain-http', file: 'src/mirror/modules/source.ts', tests: ['test/worker/mirror-modules/source.test.ts'],
+    description: 'the module proxy stores a package fetched over plain http:// from a host the policy does not name',
+    from: "if (parsed.protocol === 'http:' && !namedByPolicy(parsed.hostname)) {",
+    to: 'if (false) {',
+  },
+  {
+    id: 'jwks-no-retry', file: 'src/access/jwks-retry.ts', tests: ['test/identity/jwks-retry.test.ts'],
+    description: 'a JWKS fetch that loses its connection once fails the sign-in',
+    from: 'if (!isJwksTransportFailure(error)) throw error;\n    return verify();',
+    to: 'throw error;',
+  },
+  {
     id: 'ci-token-any-age', file: 'src/access/ci-token.ts', tests: ['test/identity/ci-token.test.ts'],
     description: 'a CI token is accepted however long ago it was issued (as long as its exp allows)',
     from: '      maxTokenAge: MAX_TOKEN_AGE_SECONDS,\n',

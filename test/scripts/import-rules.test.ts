@@ -19,12 +19,13 @@ const files: Record<string, string> = {
   'src/pages/page.ts': 'export const page = 1;',
   'src/mirror/m.ts': "import { cli } from '../../scripts/cli';\nexport const m = cli;",
   'scripts/cli.ts': 'export const cli = 1;',
-  'src/auth/a.ts': "import { b } from './b';\nexport const a = b;",
-  'src/auth/b.ts': "import type { a } from './a';\nexport const b: typeof a = 1;",
+  'src/access/a.ts': "import { b } from './b';\nexport const a = b;",
+  'src/newfolder/n.ts': "import { p } from '../protocol/p';\nexport const n = p;",
+  'src/access/b.ts': "import type { a } from './a';\nexport const b: typeof a = 1;",
 };
 
 describe('the import rules (npm run deps)', { timeout: 60_000 }, () => {
-  it('report an upward import, a handler importing another, src importing scripts and a type-only cycle; a downward import passes', () => {
+  it('report an upward import, a handler importing another, src importing scripts, a type-only cycle and a folder in no layer; a downward import passes', () => {
     for (const [name, text] of Object.entries(files)) {
       mkdirSync(dirname(join(dir, name)), { recursive: true });
       writeFileSync(join(dir, name), `${text}\n`);
@@ -40,12 +41,13 @@ describe('the import rules (npm run deps)', { timeout: 60_000 }, () => {
     expect(run.status).not.toBe(0);
     const errors = run.stdout.split('\n').filter((line) => line.includes('error '));
     expect(errors.map((line) => line.trim().split(':')[0])).toEqual(
-      expect.arrayContaining(['error layer-store', 'error no-sibling-handlers', 'error layer-services', 'error no-circular']),
+      expect.arrayContaining(['error layer-store', 'error no-sibling-handlers', 'error layer-services', 'error no-circular', 'error every-file-in-a-layer']),
     );
     expect(run.stdout).toMatch(/layer-store: src\/store\/up\.ts → src\/http\/h\.ts/);
     expect(run.stdout).toMatch(/no-sibling-handlers: src\/routes\/r\.ts → src\/pages\/page\.ts/);
     expect(run.stdout).toMatch(/layer-services: src\/mirror\/m\.ts → scripts\/cli\.ts/);
     expect(run.stdout).not.toMatch(/src\/http\/h\.ts → src\/protocol/);
-    expect(errors).toHaveLength(4);
+    expect(run.stdout).toMatch(/every-file-in-a-layer: src\/newfolder\/n\.ts → src\/protocol\/p\.ts/);
+    expect(errors).toHaveLength(5);
   });
 });

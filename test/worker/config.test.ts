@@ -17,17 +17,23 @@ describe('settings', () => {
   it('read wrangler.toml\'s variables into typed values', () => {
     const s = settings(with_({
       REGISTRY_HOSTNAME: 'Registry.Example.com', ACCESS: 'public', INDEX_CACHE_SECONDS: '30',
-      ARCHIVE_BASE_URL: 'https://dl.example.com//', SIGNED_URL_MINUTES: '60', GZIP_DOCUMENTS: 'true', URL_SIGNING_SECRET: 's', SIGNING_KEY_SECRET: 'k',
+      ARCHIVE_BASE_URL: 'https://dl.example.com//', SIGNED_URL_MINUTES: '60', GZIP_DOCUMENTS: 'true', URL_SIGNING_SECRET: 's'.repeat(32), SIGNING_KEY_SECRET: 'k'.repeat(32),
       PULL_TIMEOUT_SECONDS: '2', PULL_REFRESH_SECONDS: '3', PULL_LIST_SECONDS: '4', AUDIT_REFUSAL_WINDOW_SECONDS: '5', DOWNLOAD_BATCH_MS: '250',
       MODULE_PROXY_MAX_MB: '1.5',
     }));
     expect(s).toEqual({
       hostname: 'registry.example.com', access: 'public', listTtlMs: 30_000, listCacheControl: 'public, max-age=30',
       releaseDocumentCacheControl: 'public, max-age=31536000, immutable', archiveBaseUrl: 'https://dl.example.com',
-      signedUrlMinutes: 60, signingSecret: 's', gzipDocuments: true, oidc: null, signingKeySecret: 'k',
+      signedUrlMinutes: 60, signingSecret: 's'.repeat(32), gzipDocuments: true, oidc: null, signingKeySecret: 'k'.repeat(32),
       pullTimeoutMs: 2000, pullRefreshMs: 3000, pullListMs: 4000, auditRefusalWindowMs: 5000, downloadBatchMs: 250,
       moduleProxyMaxBytes: 1_572_864,
     });
+  });
+
+  it('refuse a secret shorter than 32 characters, naming it (every request then answers 500; the message is logged)', () => {
+    expect(() => settings(with_({ URL_SIGNING_SECRET: 'x'.repeat(31) }))).toThrow(/^URL_SIGNING_SECRET is 31 characters; at least 32 are required: generate one with `openssl rand -base64 32`/);
+    expect(() => settings(with_({ SIGNING_KEY_SECRET: 'short' }))).toThrow(/SIGNING_KEY_SECRET is 5 characters; at least 32/);
+    expect(settings(with_({ URL_SIGNING_SECRET: 'x'.repeat(32), SIGNING_KEY_SECRET: '' })).signingSecret).toBe('x'.repeat(32));
   });
 
   it('fail closed or fall back to defaults on malformed values', () => {
@@ -58,7 +64,7 @@ describe('release URLs as served', () => {
   });
 
   it('are signed in private mode, then made absolute', async () => {
-    const served = await withReleaseUrls('{"u":"/v1/archives/h/n/t/1.0.0/f.zip"}', with_({ ACCESS: 'private', URL_SIGNING_SECRET: 'k', ARCHIVE_BASE_URL: 'https://dl.example.com' }));
+    const served = await withReleaseUrls('{"u":"/v1/archives/h/n/t/1.0.0/f.zip"}', with_({ ACCESS: 'private', URL_SIGNING_SECRET: 'k'.repeat(32), ARCHIVE_BASE_URL: 'https://dl.example.com' }));
     expect(served).toMatch(/^\{"u":"https:\/\/dl\.example\.com\/v1\/archives\/h\/n\/t\/1\.0\.0\/f\.zip\?expires=\d+&signature=[A-Za-z0-9_-]{43}"\}$/);
   });
 

@@ -18,7 +18,7 @@ import { UpstreamClient, UpstreamError } from '../upstream-http';
 import { proxiedModuleDocs } from './docs';
 import { readArchive } from './read-archive';
 import { repackModule } from './repack';
-import { packageSource, withArchivesOverride } from './source';
+import { packageSource, requireHttps, withArchivesOverride } from './source';
 import { discoverModules, listModuleVersions, moduleLocation } from './upstream';
 
 /**
@@ -120,8 +120,11 @@ export async function proxiedModuleRecord(proxy: ModuleProxyContext, version: st
       const { location, url } = await moduleLocation(proxy.http, await modulesBase(proxy), proxy.allowance.upstream, version);
       const where = packageSource(location, url);
       source = where.described;
-      const fetchUrl = withArchivesOverride(where.url, (host) => proxy.policy.hosts[host]?.archives);
+      const named = (host: string) => proxy.policy.hosts[host] !== undefined;
+      const fetchUrl = withArchivesOverride(requireHttps(where.url, named, where.described), (host) => proxy.policy.hosts[host]?.archives);
       const opened = await proxy.http.openArchive(fetchUrl, `module package of ${upstreamLabel(proxy)} ${version}`);
+      // A redirect to plain http:// is refused the same way (an archives override is the operator's choice).
+      if (fetchUrl === where.url) requireHttps(opened.url, named, where.described);
       const limit = packageLimit(proxy.env);
       const bytes = await readArchive(opened.response, limit, proxy.http.limits.idleMs, opened.url);
       let repacked;

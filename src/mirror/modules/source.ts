@@ -134,3 +134,17 @@ export function withArchivesOverride(url: string, archivesFor: (hostname: string
   if (base === undefined) return url;
   return new URL(`${parsed.pathname.replace(/^\//, '')}${parsed.search}`, base).toString();
 }
+
+/**
+ * Refuses (UpstreamError 422) a package URL of plain `http://` unless the
+ * policy names its host (`hosts[HOST]`): a proxied version is stored as an
+ * immutable version of ours, and bytes anyone on the path could have
+ * changed must not become one. Returns `url` otherwise.
+ */
+export function requireHttps(url: string, namedByPolicy: (hostname: string) => boolean, described = url): string {
+  const parsed = new URL(url);
+  if (parsed.protocol === 'http:' && !namedByPolicy(parsed.hostname)) {
+    throw new UpstreamError(`the upstream's package source ${JSON.stringify(described)} cannot be proxied: it is plain http://, which anyone on the path can change; only https:// is fetched unless the mirror policy names the host (hosts["${parsed.hostname}"])`, UNFETCHABLE);
+  }
+  return url;
+}

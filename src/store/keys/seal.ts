@@ -23,7 +23,8 @@ export interface Sealed {
 }
 
 const INFO = 'edge-registry held signing key v1';
-/** Shortest secret accepted (characters): `npm start` and the docs generate 43 (32 random bytes, base64url). */
+/** Shortest secret accepted (characters): src/config.ts's rule for every secret; `npm start` generates 43. */
+/** The shortest secret accepted anywhere (URL_SIGNING_SECRET, SIGNING_KEY_SECRET): src/config.ts refuses shorter ones at start-up. */
 export const MIN_SECRET_LENGTH = 32;
 
 async function deriveKey(secret: string, salt: Uint8Array): Promise<CryptoKey> {

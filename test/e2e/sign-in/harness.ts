@@ -81,7 +81,7 @@ export async function startWorld(options: { vars?: Record<string, string>; publi
   const server = await startDevServer({
     stateDir, port, certificate,
     vars: {
-      REGISTRY_HOSTNAME: hostname, ACCESS: 'private', URL_SIGNING_SECRET: 'e2e-sign-in-signing-secret',
+      REGISTRY_HOSTNAME: hostname, ACCESS: 'private', URL_SIGNING_SECRET: 'e2e-sign-in-signing-secret-0123456789',
       OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID: CLIENT_ID, ...(options.publicClient ? {} : { OIDC_CLIENT_SECRET: CLIENT_SECRET }), LOGIN_POLICY: JSON.stringify(POLICY),
       ...options.vars,
     },

@@ -27,7 +27,7 @@ beforeAll(async () => {
   server = await startDevServer({
     stateDir: join(dir, 'state'), port: await freePort(), certificate,
     vars: {
-      ACCESS: 'private', URL_SIGNING_SECRET: 'hostile-signing-secret', OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID: 'edge-registry',
+      ACCESS: 'private', URL_SIGNING_SECRET: 'hostile-signing-secret-0123456789abcdef', OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID: 'edge-registry',
       OIDC_CLIENT_SECRET: CLIENT_SECRET, LOGIN_POLICY: JSON.stringify({ rules: [{ if: { groups: 'platform' }, scopes: ['acme'] }] }),
     },
   });

@@ -87,6 +87,10 @@ describe.skipIf(missing('chromium and terraform', ready))('the pages with single
   it('a person signs in with SSO, creates a token, uses it with terraform init, revokes it: refused on the next request', async () => {
     const page = await signIn('alice');
     expect(await page.locator('header').innerText()).toContain('Signed in as alice@acme.com');
+    // Her scopes come from a group (LOGIN_POLICY rule on groups): the page session lasts 1 hour, not 12.
+    const session = (await page.context().cookies()).find((c) => c.name === '__Host-session');
+    expect(session!.expires - Date.now() / 1000).toBeLessThanOrEqual(3600 + 5);
+    expect(session!.expires - Date.now() / 1000).toBeGreaterThan(3000);
     await page.fill('#name', 'ci-network');
     await page.fill('#days', '3');
     await page.click('button:has-text("Create token")');

@@ -183,6 +183,13 @@ describe('npm run deploy', () => {
     expect((await readProductionConfig(paths().toml, 'production')).kvNamespaceId).toBe('9f0c5a3e2b1d4c6e8a7f9b0d1c2e3f4a');
   });
 
+  it('a secret in the environment shorter than 32 characters: refused naming it, before anything changes', async () => {
+    const { code, stderr } = await deploy(['--hostname', 'registry.acme.com'], { SIGNING_KEY_SECRET: 'short-secret' });
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/deploy stopped before changing anything: SIGNING_KEY_SECRET is 12 characters; at least 32 are required/);
+    expect(await commands()).toEqual([]);
+  });
+
   it('a failing step names itself, shows wrangler\'s output and the fix; re-running continues from there', async () => {
     const failed = await deploy(['--hostname', 'registry.acme.com'], { FAKE_WRANGLER_FAIL: 'r2 bucket create' });
     expect(failed.code).toBe(1);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { packageSource, withArchivesOverride } from '../../../src/mirror/modules/source';
+import { UpstreamError } from '../../../src/mirror/upstream-http';
+import { packageSource, requireHttps, withArchivesOverride } from '../../../src/mirror/modules/source';
 
 /**
  * What the module proxy fetches for an upstream's X-Terraform-Get: GitHub
@@ -64,5 +65,26 @@ describe('withArchivesOverride', () => {
     const archives = (host: string) => (host === 'codeload.github.com' ? 'http://127.0.0.1:9000/codeload/' : undefined);
     expect(withArchivesOverride('https://codeload.github.com/o/r/tar.gz/v1?x=1', archives)).toBe('http://127.0.0.1:9000/codeload/o/r/tar.gz/v1?x=1');
     expect(withArchivesOverride('https://example.com/a.zip', archives)).toBe('https://example.com/a.zip');
+  });
+});
+
+describe('requireHttps', () => {
+  const named = (host: string) => host === 'downloads.internal.example';
+  it('fetches https:// packages, and plain http:// only from a host the policy names', () => {
+    expect(requireHttps('https://downloads.example.com/x.zip', named)).toBe('https://downloads.example.com/x.zip');
+    expect(requireHttps('http://downloads.internal.example/x.zip', named)).toBe('http://downloads.internal.example/x.zip');
+    const refused = (() => {
+      try {
+        requireHttps('http://downloads.example.com/x.zip', named, 'http://downloads.example.com/x.zip');
+        return null;
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(refused).toBeInstanceOf(UpstreamError);
+    expect((refused as UpstreamError).status).toBe(422);
+    expect((refused as Error).message).toMatch(/cannot be proxied: it is plain http:\/\/.*hosts\["downloads\.example\.com"\]/);
+    // packageSource still classifies an http:// archive: the proxy applies requireHttps to it before fetching.
+    expect(packageSource('http://downloads.example.com/x.zip', 'https://registry.example.com/v1/').url).toBe('http://downloads.example.com/x.zip');
   });
 });
