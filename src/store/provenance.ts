@@ -1,6 +1,7 @@
 import type { BuildSummary } from '../provenance/statement';
 import { ProvenanceRequiredError } from './errors';
 import type { BlobStore } from './store';
+import { provenancePolicyKey } from './layout';
 
 /**
  * Where provenance lives in R2 (docs/provenance.md):
@@ -52,8 +53,6 @@ export interface Attester {
   sign(subjects: { name: string; digest: { sha256: string } }[]): Promise<PreparedStatement | null>;
 }
 
-export const provenancePolicyKey = (hostname: string, namespace: string) => `.provenance-policy/${hostname}/${namespace}.json`;
-
 /** True when `namespace` requires build provenance (one R2 read, strongly consistent). */
 export async function provenanceRequired(blobs: BlobStore, hostname: string, namespace: string): Promise<boolean> {
   return (await blobs.head(provenancePolicyKey(hostname, namespace))) !== null;
@@ -95,8 +94,3 @@ export async function storeStatement(blobs: BlobStore, prefix: string, prepared:
   await blobs.put(key, prepared.envelope, { httpMetadata: { contentType: 'application/json' }, customMetadata: { sha256 }, onlyIf: { etagDoesNotMatch: '*' } });
   return { kind: prepared.kind, key, sha256, size: prepared.envelope.byteLength, ...(prepared.summary ? { summary: prepared.summary } : {}) };
 }
-
-export const providerStatementPrefix = (hostname: string, namespace: string, type: string, version: string) =>
-  `.provenance/${hostname}/providers/${namespace}/${type}/${version}/`;
-export const moduleStatementPrefix = (hostname: string, namespace: string, name: string, system: string, version: string) =>
-  `.provenance/${hostname}/modules/${namespace}/${name}/${system}/${version}/`;

@@ -2,6 +2,7 @@ import type { AttestationPublicJwk } from '../../provenance/dsse';
 import { SealError } from '../errors';
 import type { BlobStore } from '../store';
 import { open, seal, type Sealed } from './seal';
+import { attestationKeysKey } from '../layout';
 
 /**
  * The registry's attestation keys (src/provenance/): Ed25519 key pairs that
@@ -25,7 +26,6 @@ interface KeysObject {
   keys: AttestationKeyEntry[];
 }
 
-export const attestationKeysKey = (hostname: string) => `.attestation-keys/${hostname}.json`;
 const sealedFor = (hostname: string, kid: string) => `attestation-key:v1:${hostname}:${kid}`;
 
 /** The public keys of `hostname`, oldest first ([] when none was made yet). Throws SealError for a damaged object. */
