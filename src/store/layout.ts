@@ -49,6 +49,11 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
  *   .people/PERSON/revoked                              when an admin last revoked all of a person's tokens (ends older page sessions)
  *   .audit/YYYY-MM-DD/HHMMSSmmm-NONCE.json              one audit entry (src/store/audit/), created only if absent, never rewritten
+ *   provenance (src/store/provenance.ts, docs/provenance.md):
+ *   .provenance/HOST/providers/NS/TYPE/VERSION/SHA256.json        a version's signed DSSE envelope, content-addressed, created only if absent
+ *   .provenance/HOST/modules/NS/NAME/SYSTEM/VERSION/SHA256.json   the same for a module version
+ *   .provenance-policy/HOST/NS.json                     the namespace requires build provenance (absent: it does not)
+ *   .attestation-keys/HOST.json                         the registry's attestation keys, private halves sealed (src/store/keys/attestation-keys.ts)
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *
  * All names are lower case; HOST may carry a :port.
@@ -277,3 +282,11 @@ export const uploadFileKey = (id: string, filename: string) => `${uploadPrefix(i
 export const uploadMultipartKey = (id: string, filename: string) => `${uploadPrefix(id)}multipart/${filename}`;
 export const uploadPartsPrefix = (id: string, filename: string) => `${uploadPrefix(id)}parts/${filename}/`;
 export const uploadPartKey = (id: string, filename: string, part: number) => `${uploadPartsPrefix(id, filename)}${String(part).padStart(5, '0')}`;
+
+// Provenance (src/store/provenance.ts, src/store/keys/attestation-keys.ts).
+export const providerStatementPrefix = (address: ProviderAddress, version: string) =>
+  `.provenance/${address.hostname}/providers/${address.namespace}/${address.type}/${version}/`;
+export const moduleStatementPrefix = (address: ModuleAddress, version: string) =>
+  `.provenance/${address.hostname}/modules/${address.namespace}/${address.name}/${address.system}/${version}/`;
+export const provenancePolicyKey = (hostname: string, namespace: string) => `.provenance-policy/${hostname}/${namespace}.json`;
+export const attestationKeysKey = (hostname: string) => `.attestation-keys/${hostname}.json`;

@@ -1,5 +1,6 @@
 import { ProvenanceRequiredError } from './errors';
 import type { BlobStore } from './store';
+import { provenancePolicyKey } from './layout';
 
 /**
  * Where provenance lives in R2 (docs/provenance.md):
@@ -51,8 +52,6 @@ export interface Attester {
   sign(subjects: { name: string; digest: { sha256: string } }[]): Promise<PreparedStatement | null>;
 }
 
-export const provenancePolicyKey = (hostname: string, namespace: string) => `.provenance-policy/${hostname}/${namespace}.json`;
-
 /** True when `namespace` requires build provenance (one R2 read, strongly consistent). */
 export async function provenanceRequired(blobs: BlobStore, hostname: string, namespace: string): Promise<boolean> {
   return (await blobs.head(provenancePolicyKey(hostname, namespace))) !== null;
@@ -95,10 +94,6 @@ export async function storeStatement(blobs: BlobStore, prefix: string, prepared:
   return { kind: prepared.kind, key, sha256, size: prepared.envelope.byteLength, ...(prepared.summary ? { summary: prepared.summary } : {}) };
 }
 
-export const providerStatementPrefix = (hostname: string, namespace: string, type: string, version: string) =>
-  `.provenance/${hostname}/providers/${namespace}/${type}/${version}/`;
-export const moduleStatementPrefix = (hostname: string, namespace: string, name: string, system: string, version: string) =>
-  `.provenance/${hostname}/modules/${namespace}/${name}/${system}/${version}/`;
 
 /** What the pages and the verifier show of a build: all from verified claims. */
 export interface BuildSummary {

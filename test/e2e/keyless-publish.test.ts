@@ -6,6 +6,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeDemoModule } from '../../scripts/lib/demo/module';
 import { githubClaims, gitlabClaims, startCiIssuers, type CiIssuers } from '../fixtures/ci-issuers';
@@ -42,6 +43,9 @@ let certificate: Certificate;
 let ci: CiIssuers;
 let server: DevServer;
 let heldKeyId: string;
+let publishToken: string;
+const CHROMIUM = '/usr/bin/chromium';
+const AXE = readFileSync(join(root, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 
 interface Result {
   code: number;
@@ -104,6 +108,7 @@ beforeAll(async () => {
     '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--environment', 'release', '--repository-id', '123456', '--owner-id', '654321']);
   await operator('publisher', ['add', '--namespace', 'acme', '--issuer', ci.gitlab.url, '--project-path', MODULE_PROJECT, '--ref', 'refs/tags/v*',
     '--project-id', '4242', '--namespace-id', '42']);
+  publishToken = (await operator('token', ['create', '--publish', 'acme', '--name', 'no-provenance'])).stdout.trimEnd().split('\n').at(-1)!;
   server = await startDevServer({ stateDir, port: await freePort(), certificate, vars: { SIGNING_KEY_SECRET: SECRET, REGISTRY_HOSTNAME: HOST } });
 }, 300_000);
 
@@ -330,6 +335,56 @@ module "vpc" {
     const refused = (await auditEntries()).filter((e) => e.action === 'provider.publish' && e.outcome === 'refused');
     expect(refused.length).toBeGreaterThanOrEqual(cases.length);
     expect(refused.map((e) => e.actor.repository)).toEqual(expect.arrayContaining(['acme/terraform-provider-other', PROVIDER_REPO, MODULE_PROJECT]));
+  });
+
+  it('the version pages show both cases in a browser — built from the verified repository, or plainly no build provenance — axe-clean, no CSP errors', async () => {
+    // A version published with a publish token (the registry signs SHA256SUMS with its held key): no build provenance.
+    const dist = await writeDist(join(dir, 'dist-token'), 'thing', '0.9.0', { platforms: ['linux_amd64'] });
+    const published = await script('publish-provider', [dist, '--namespace', 'acme', '--registry', server.origin, '--json'], { EDGE_REGISTRY_TOKEN: publishToken, NODE_EXTRA_CA_CERTS: certificate.certPath });
+    expect(published.code, published.stderr).toBe(0);
+    const unproven = await script('verify', [`${HOST}/acme/thing`, '0.9.0', '--registry', server.origin], { NODE_EXTRA_CA_CERTS: certificate.certPath });
+    expect(unproven.code).toBe(1);
+    expect(unproven.stderr).toMatch(/has no build provenance: it was published by a publish token/);
+    if (!existsSync(CHROMIUM)) {
+      if (process.env.CI) throw new Error(`${CHROMIUM} is missing (apt-get install chromium)`);
+      return;
+    }
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] });
+    try {
+      const context = await browser.newContext({ ignoreHTTPSErrors: true });
+      const seen: Record<string, { text: string; links: string[]; violations: string[]; errors: string[] }> = {};
+      for (const path of ['/providers/acme/thing/1.0.0', '/providers/acme/thing/0.9.0', '/modules/acme/vpc/aws/1.0.0']) {
+        const page = await context.newPage();
+        const errors: string[] = [];
+        page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+        page.on('pageerror', (e) => errors.push(e.message));
+        await page.goto(`${server.origin}${path}`);
+        const fact = page.locator('dt:text-is("Provenance") + dd');
+        await page.evaluate(AXE);
+        const result = await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null }[] }> } }).axe.run());
+        seen[path] = {
+          text: (await fact.innerText()).replace(/\s+/g, ' '),
+          links: await fact.locator('a').evaluateAll((as) => as.map((a) => a.getAttribute('href') ?? '')),
+          violations: result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id),
+          errors,
+        };
+        await page.close();
+      }
+      console.log(`--- the provenance fact of the version pages ---\n${JSON.stringify(seen, null, 2)}`);
+      const built = seen['/providers/acme/thing/1.0.0']!;
+      expect(built.text).toMatch(/^Built from acme\/terraform-provider-thing@aaaaaaa by release\.yml, run 4242 — verified/);
+      expect(built.links[0]).toMatch(/\/acme\/terraform-provider-thing\/commit\/a{40}$/);
+      expect(built.links[1]).toMatch(/\/acme\/terraform-provider-thing\/actions\/runs\/4242\/attempts\/1$/);
+      expect(built.links[2]).toBe('/v1/provenance/providers/acme/thing/1.0.0');
+      expect(seen['/providers/acme/thing/0.9.0']!.text).toMatch(/^No build provenance: published with a token or the CLI/);
+      expect(seen['/modules/acme/vpc/aws/1.0.0']!.text).toMatch(/^Built from acme\/terraform-aws-vpc@bbbbbbb by \.gitlab-ci\.yml, run 1001\/2002 — verified/);
+      for (const [path, s] of Object.entries(seen)) {
+        expect(s.violations, path).toEqual([]);
+        expect(s.errors, path).toEqual([]);
+      }
+    } finally {
+      await browser.close();
+    }
   });
 });
 

@@ -2,6 +2,7 @@ import type { AttestationPublicJwk } from '../../protocol/dsse';
 import { SealError } from '../errors';
 import type { BlobStore } from '../store';
 import { open, seal, type Sealed } from './seal';
+import { attestationKeysKey } from '../layout';
 
 /**
  * The registry's attestation keys (src/provenance/): Ed25519 key pairs that
@@ -25,7 +26,6 @@ interface KeysObject {
   keys: AttestationKeyEntry[];
 }
 
-export const attestationKeysKey = (hostname: string) => `.attestation-keys/${hostname}.json`;
 const sealedFor = (hostname: string, kid: string) => `attestation-key:v1:${hostname}:${kid}`;
 
 /** The public keys of `hostname`, oldest first ([] when none was made yet). Throws SealError for a damaged object. */
@@ -79,7 +79,19 @@ async function makeKey(secret: string, hostname: string, now = new Date()): Prom
   };
 }
 
+// Opened keys of this isolate, by hostname, kid and public key (the secret that opened them is checked once).
+const openedKeys = new Map<string, { secret: string; key: CryptoKey }>();
+
 async function openKey(secret: string, hostname: string, entry: AttestationKeyEntry): Promise<CryptoKey> {
+  const id = `${hostname}\n${entry.public.kid}\n${entry.public.x}`;
+  const cached = openedKeys.get(id);
+  if (cached && cached.secret === secret) return cached.key;
+  const key = await openSealedKey(secret, hostname, entry);
+  openedKeys.set(id, { secret, key });
+  return key;
+}
+
+async function openSealedKey(secret: string, hostname: string, entry: AttestationKeyEntry): Promise<CryptoKey> {
   const opened = JSON.parse(new TextDecoder().decode(await open(secret, entry.sealed, sealedFor(hostname, entry.public.kid)))) as { d: string; x: string };
   if (opened.x !== entry.public.x) throw new SealError(`the sealed attestation key ${entry.public.kid} is not the listed one`);
   return crypto.subtle.importKey('jwk', { kty: 'OKP', crv: 'Ed25519', x: opened.x, d: opened.d }, { name: 'Ed25519' }, false, ['sign']);

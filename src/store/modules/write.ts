@@ -2,7 +2,7 @@ import { compareVersionsDescending } from '../../protocol/version';
 import { formatModuleAddress, moduleDownloadBody, moduleVersionsBody, type ModuleAddress } from '../../protocol/modules-v1';
 import {
   moduleArchivePath, moduleCatalogKey, moduleCommittedRecordKey, moduleCommittedRecordPrefix, moduleCommittedRecordsOfHostPrefix,
-  moduleDocsKey, moduleDownloadKey, moduleLifecycleKey, moduleObjectKey, moduleRecordKey, moduleRecordPrefix, moduleRecordsOfHostPrefix, moduleVersionsKey,
+  moduleDocsKey, moduleDownloadKey, moduleStatementPrefix, moduleLifecycleKey, moduleObjectKey, moduleRecordKey, moduleRecordPrefix, moduleRecordsOfHostPrefix, moduleVersionsKey,
   parseModuleCommittedRecordKey, parseModuleRecordKey,
 } from '../layout';
 import type { Store } from '../store';
@@ -15,7 +15,7 @@ import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from './types';
 import { readLifecycle } from '../lifecycle/change';
 import { withoutWithdrawnInCatalog, writeModuleLifecyclePage } from '../lifecycle/module-lists';
 import { withoutWithdrawn } from '../lifecycle/state';
-import { checkProvenancePolicy, moduleStatementPrefix, storeStatement, type Attester } from '../provenance';
+import { checkProvenancePolicy, storeStatement, type Attester } from '../provenance';
 import { DamagedRecordError, ListRebuildRaceError, StoredReleaseMismatchError, VersionConflictError } from '../errors';
 
 /**
@@ -133,7 +133,7 @@ export async function publishModuleVersion(
   const prepared = await options.attest?.sign([{ name: record.filename, digest: { sha256: record.sha256 } }]);
   if (prepared) {
     progress({ step: 'documents', detail: `${prepared.kind === 'build' ? 'build provenance' : 'publish attestation'} statement` });
-    record = { ...record, provenance: await storeStatement(blobs, moduleStatementPrefix(address.hostname, address.namespace, address.name, address.system, version), prepared, check) };
+    record = { ...record, provenance: await storeStatement(blobs, moduleStatementPrefix(address, version), prepared, check) };
   }
 
   progress({ step: 'record', detail: version });

@@ -1,6 +1,6 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { downloadDocument, mirrorVersionDocument } from './documents';
-import { committedRecordKey, downloadDocumentKey, mirrorVersionKey, releaseObjectKey } from '../layout';
+import { committedRecordKey, downloadDocumentKey, mirrorVersionKey, providerStatementPrefix, releaseObjectKey } from '../layout';
 import { mapLimit } from '../../concurrency';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import { loadProviderLists, rebuildProviderLists, updateProviderLists, type ListsState } from './lists';
@@ -11,7 +11,7 @@ import type { KvStore, Store } from '../store';
 import type { VersionRecord } from '../types';
 import { differentContentsError, parseVersionRecord, readVersionRecord, sameRelease } from './version-records';
 import { verifyVersion } from './verify';
-import { checkProvenancePolicy, providerStatementPrefix, storeStatement, type Attester } from '../provenance';
+import { checkProvenancePolicy, storeStatement, type Attester } from '../provenance';
 
 /**
  * The write side of the store, used by the scripts (publish-provider, mirror
@@ -137,7 +137,7 @@ export async function publishVersion(
   ]);
   if (prepared) {
     progress({ step: 'documents', detail: `${prepared.kind === 'build' ? 'build provenance' : 'publish attestation'} statement` });
-    record = { ...record, provenance: await storeStatement(blobs, providerStatementPrefix(address.hostname, address.namespace, address.type, version), prepared, check) };
+    record = { ...record, provenance: await storeStatement(blobs, providerStatementPrefix(address, version), prepared, check) };
   }
 
   progress({ step: 'record', detail: version });
