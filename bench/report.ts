@@ -6,6 +6,7 @@ import type { EdgeCacheFigures } from './edge-cache';
 import { costTable, type CostFigures } from './cost';
 import { countingTable, type CountingFigures } from './download-counting';
 import { publishApiTable, type PublishApiFigures } from './publish-api';
+import { writeFloorTable, type SigningFigures, type WritePathFigures } from './write-floor';
 import type { FloorP99, RouteFigures, Target } from './targets';
 
 export function round1(n: number | null): number | null {
@@ -37,6 +38,7 @@ export type Result = {
   modulePublish: ModulePublishFigures;
   downloadCounting: CountingFigures;
   publishApi: PublishApiFigures;
+  writeFloor: { paths: WritePathFigures[]; signing: SigningFigures[] };
   bundle: { gzipBytes: number };
   cost: CostFigures;
   targets: Target[];
@@ -71,6 +73,8 @@ export function table(result: Result): string {
   lines.push(`local publish of 3 × 50 MB archives: ${p.localPublishSeconds.toFixed(2)} s (read + hash + sign ${p.readAndHashSeconds.toFixed(2)} s, writes to local R2/KV ${p.writeSeconds.toFixed(2)} s)`);
   lines.push(`publish of a 3-platform version (small zips) into a provider with N versions: ${result.publishScale.map((r) => `N = ${r.existingVersions}: ${r.seconds.toFixed(2)} s, ${r.requests} storage requests`).join('; ')}`);
   lines.push(...countingTable(result.downloadCounting), ...publishApiTable(result.publishApi));
+  lines.push('', 'write paths, Worker CPU per MiB against the runtime\'s native floor (bench/write-floor.ts):', ...writeFloorTable(result.writeFloor.paths));
+  lines.push('signature by a registry-held key, Worker CPU: ' + result.writeFloor.signing.map((r) => `${r.key} ${r.cpuMs.toFixed(2)} ms`).join('; '));
   lines.push(`bundle: ${(result.bundle.gzipBytes / 1024).toFixed(1)} KiB gzip`);
   lines.push('', ...costTable(result.cost));
   lines.push('');

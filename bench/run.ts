@@ -25,6 +25,7 @@ import { soak } from './soak';
 import { benchCost, costTargets } from './cost';
 import { benchDownloadCounting } from './download-counting';
 import { benchPublishApi } from './publish-api';
+import { benchSigning, benchWriteFloor } from './write-floor';
 import { countingTargets, edgeCacheTargets, evaluate, floorP99Of, median, publishApiTargets, publishScaleTargets, type FloorP99, type RouteFigures } from './targets';
 import { round1, strip, table } from './report';
 import { withWebSocket } from './worker-cpu';
@@ -138,6 +139,8 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
     const downloadCounting = await benchDownloadCounting(work, { quick, log });
     log('publish API: wall time at 1 and 200 versions, Worker CPU per request (3-platform provider, 50 MB module)');
     const publishApi = await benchPublishApi(work, log);
+    log('write paths: Worker CPU per MiB against the runtime\'s native floor, and signing per key type (bench/write-floor.ts)');
+    const writeFloor = { paths: await benchWriteFloor(work, quick ? [1, 10] : [1, 10, 50], log), signing: await benchSigning(work, log) };
 
     log('cost: requests, KV and R2 reads of a real terraform init, cold and with a warm edge cache');
     const cost = await benchCost(work, { quick, log });
@@ -165,6 +168,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       modulePublish,
       downloadCounting,
       publishApi,
+      writeFloor,
       bundle: { gzipBytes: bundleGzip },
       cost,
       targets,

@@ -94,9 +94,10 @@ async function pump(
   };
   try {
     for (;;) {
+      idle.waiting(true);
       const { done, value } = await Promise.race([reader.read(), idle.expired]);
+      idle.waiting(false);
       if (done) break;
-      idle.touch();
       if (value.byteLength === 0) continue;
       total += value.byteLength;
       if (total > (options.size ?? MAX_UNSIZED_BYTES)) {
@@ -135,19 +136,28 @@ const MAX_UNSIZED_BYTES = 1024 * 1024 * 1024;
 
 /**
  * One timer for the whole copy (a timer armed and cleared per chunk cost more than hashing the chunk):
- * `expired` rejects with a 504 UpstreamError once no chunk came for `ms`; `touch` notes a chunk.
+ * `expired` rejects with a 504 UpstreamError once a read of the upstream has waited `ms` without a chunk.
+ * Only reads count: time spent while the destinations take a block (a slow client) does not.
  */
-function idleWatch(ms: number, what: string): { expired: Promise<never>; touch(): void; stop(): void } {
-  let last = Date.now();
+function idleWatch(ms: number, what: string): { expired: Promise<never>; waiting(on: boolean): void; stop(): void } {
+  let since = Date.now();
+  let reading = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<never>((_, reject) => {
     const check = () => {
-      const quiet = Date.now() - last;
+      const quiet = reading ? Date.now() - since : 0;
       if (quiet >= ms) reject(new UpstreamError(`${what}: no data for ${ms / 1000} s`, 504));
       else timer = setTimeout(check, ms - quiet);
     };
     timer = setTimeout(check, ms);
   });
   expired.catch(() => {});
-  return { expired, touch: () => { last = Date.now(); }, stop: () => clearTimeout(timer) };
+  return {
+    expired,
+    waiting(on) {
+      reading = on;
+      if (on) since = Date.now();
+    },
+    stop: () => clearTimeout(timer),
+  };
 }
