@@ -11,7 +11,7 @@ import { UpstreamError } from './upstream-http';
  * origin registry), for the Worker's pull-through: service discovery, list
  * versions, find a package. Every answer is checked for the fields used
  * later; a missing or ill-typed field is an UpstreamError naming the URL and
- * the field. `http` is anything with getJson (src/mirror/upstream-http.ts).
+ * the field. `http` is anything with getJson (the client of src/http/upstream-client.ts).
  */
 
 export interface JsonGetter {
