@@ -62,7 +62,14 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
   const base = new URL(options.registry ?? `https://${host}`);
   const headers: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
   const get = async (url: string, what: string): Promise<Response> => {
-    const response = await doFetch(new URL(url, base), { headers, redirect: 'follow' });
+    let response: Response;
+    try {
+      response = await doFetch(new URL(url, base), { headers, redirect: 'follow' });
+    } catch (error) {
+      // Unreachable, refused, or a certificate Node does not trust (NODE_EXTRA_CA_CERTS names a private CA): a fixable problem, exit 1.
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new InputError(`${what}: could not fetch ${new URL(url, base).href}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
+    }
     if (response.status === 404) throw new ProvenanceMismatchError(`${what} is not there (404 at ${url})`);
     if (!response.ok) throw new InputError(`${what}: ${url} answered ${response.status} ${(await response.text()).slice(0, 200)}${response.status === 401 ? ' (private registry: set EDGE_REGISTRY_TOKEN to a read token)' : ''}`);
     return response;
@@ -148,19 +155,28 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
 /** Repository, workflow, ref, commit and run as the statement states them (GitHub's or our GitLab build type). */
 function buildFacts(statement: Statement): Omit<VerifyResult, 'address' | 'version' | 'keyid' | 'subjects'> {
   const p = statement.predicate as {
-    buildDefinition?: { externalParameters?: Record<string, any>; internalParameters?: Record<string, any>; resolvedDependencies?: { uri: string; digest: { gitCommit?: string } }[] };
+    buildDefinition?: {
+      externalParameters?: {
+        workflow?: { repository?: string; path?: string; ref?: string };
+        project?: { path?: string; id?: string };
+        config?: { path?: string };
+        ref?: string;
+      };
+      internalParameters?: { github?: { repository_id?: string } };
+      resolvedDependencies?: { uri: string; digest: { gitCommit?: string } }[];
+    };
     runDetails?: { metadata?: { invocationId?: string } };
   };
   const ext = p.buildDefinition?.externalParameters ?? {};
   const int = p.buildDefinition?.internalParameters ?? {};
   const dep = p.buildDefinition?.resolvedDependencies?.[0];
   const github = ext.workflow !== undefined;
-  const repository = github ? String(ext.workflow.repository ?? '').replace(/^https?:\/\/[^/]+\//, '') : String(ext.project?.path ?? '');
+  const repository = github ? String(ext.workflow?.repository ?? '').replace(/^https?:\/\/[^/]+\//, '') : String(ext.project?.path ?? '');
   return {
     repository,
     repositoryId: String(github ? int.github?.repository_id ?? '' : ext.project?.id ?? ''),
-    workflow: String(github ? ext.workflow.path ?? '' : ext.config?.path ?? ''),
-    ref: String(github ? ext.workflow.ref ?? '' : ext.ref ?? ''),
+    workflow: String(github ? ext.workflow?.path ?? '' : ext.config?.path ?? ''),
+    ref: String(github ? ext.workflow?.ref ?? '' : ext.ref ?? ''),
     commit: String(dep?.digest?.gitCommit ?? ''),
     invocation: String(p.runDetails?.metadata?.invocationId ?? ''),
   };

@@ -226,12 +226,15 @@ describe('keyless publishing from CI', () => {
   it('npm run verify catches a changed byte of a file, a changed envelope, another release\'s statement, and the wrong repository or workflow', async () => {
     // A registry in the middle that changes one thing per mode; everything else is passed through from the dev server.
     let mode = '';
+    let origin = '';
     const proxy: Server = createServer((request, response) => {
       void (async () => {
         let path = request.url!;
         if (mode === 'other' && path === '/v1/provenance/providers/acme/thing/1.0.0') path = '/v1/provenance/modules/acme/vpc/aws/1.0.0';
         const upstream = await get(`${server.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity' } });
         let body = upstream.body;
+        // The download document's URLs are absolute on the origin asked (for Renovate): keep the client on this proxy.
+        if (String(upstream.headers['content-type'] ?? '').includes('json')) body = Buffer.from(body.toString().replaceAll(server.origin, origin));
         if (mode === 'zip' && path.endsWith('_linux_amd64.zip')) { body = Buffer.from(body); body[100] = body[100]! ^ 1; }
         if (mode === 'envelope' && path.startsWith('/v1/provenance/providers/')) {
           const envelope = JSON.parse(body.toString()) as { payload: string };
@@ -244,7 +247,7 @@ describe('keyless publishing from CI', () => {
       })().catch((error: Error) => { response.writeHead(502); response.end(String(error.message)); });
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const origin = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    origin = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
     const verify = (args: string[] = []) => script('verify', [`${HOST}/acme/thing`, '1.0.0', '--registry', origin, ...args], {});
     try {
       mode = '';

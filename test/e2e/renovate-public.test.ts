@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { botConfig, lockOn, proposals, pushedBranches, renovate, repositoryWarnings, tail, terraformReadonlyInit } from './renovate/bot';
 import { readPushed, startForge, type Forge } from './renovate/forge';
 import { ensureRenovate, type RenovateRun } from './renovate/renovate';
-import { DEPRECATED, HOST, MODULE, PROVIDER, WITHDRAWN, startRenovateRegistry, type RenovateRegistry } from './renovate/registry';
+import { DEPRECATED, HOST, PROVIDER, WITHDRAWN, startRenovateRegistry, type RenovateRegistry } from './renovate/registry';
 import { repositoryFiles } from './renovate/repository';
 import { EXPECTED_PROPOSALS } from './renovate/expected';
 import { missing, terraform } from '../tools';

@@ -25,11 +25,13 @@ interface Workflow {
   jobs: Record<string, { 'runs-on': string; environment?: string; steps: { uses?: string; run?: string; with?: Record<string, unknown>; env?: Record<string, string> }[] }>;
 }
 
-/** The source file of an npm script run with tsx, if it exists. */
+/** The source file of an npm script (`node scripts/run.mjs NAME` runs scripts/NAME.ts; bench and tests use tsx FILE), if it exists. */
 function scriptSource(name: string): string | null {
   const command = scripts[name];
-  const match = command && /tsx (\S+\.ts)/.exec(command);
-  return match ? readFileSync(join(root, match[1]!), 'utf8') : null;
+  const viaRunner = command && /node scripts\/run\.mjs (\S+)/.exec(command);
+  const viaTsx = command && /tsx (\S+\.ts)/.exec(command);
+  const file = viaRunner ? `scripts/${viaRunner[1]}.ts` : viaTsx ? viaTsx[1]! : null;
+  return file ? readFileSync(join(root, file), 'utf8') : null;
 }
 
 describe('examples/github-actions', () => {

@@ -102,7 +102,7 @@ export async function startRenovateRegistry(access: 'public' | 'private'): Promi
   const port = await freePort();
   const server = await startDevServer({
     stateDir, port, certificate,
-    vars: { REGISTRY_HOSTNAME: HOST, GZIP_DOCUMENTS: 'true', ...(access === 'private' ? { ACCESS: 'private', URL_SIGNING_SECRET: 'e2e-renovate-signing-secret' } : {}) },
+    vars: { REGISTRY_HOSTNAME: HOST, GZIP_DOCUMENTS: 'true', ...(access === 'private' ? { ACCESS: 'private', URL_SIGNING_SECRET: 'e2e-renovate-signing-secret-at-least-32-characters' } : {}) },
   });
   const proxy = await startRoutingProxy({ [`${HOST}:443`]: port });
   return {

@@ -28,7 +28,8 @@ const now = () => Math.floor(Date.now() / 1000);
 
 async function mint(claims: JWTPayload): Promise<string> {
   const key = await importJWK(github.privateJwk, github.alg);
-  return new SignJWT({ iss: github.url, aud: HOST, iat: now(), nbf: now(), exp: now() + 300, ...claims })
+  // A fresh jti each: a CI token starts one publish (issue 26).
+  return new SignJWT({ iss: github.url, aud: HOST, iat: now(), nbf: now(), exp: now() + 300, jti: crypto.randomUUID(), ...claims })
     .setProtectedHeader({ alg: github.alg, kid: github.kid }).sign(key);
 }
 
@@ -49,7 +50,7 @@ beforeAll(async () => {
   for (const ns of ['prov', 'strict']) {
     await writeSigningKeys(env.REGISTRY_KV, HOST, ns, [{ key_id: key.keyId, ascii_armor: key.armoredPublicKey }]);
     await storeHeldKey(env.REGISTRY_KV, env.SIGNING_KEY_SECRET!, HOST, ns, key.keyId, key.armoredPrivateKey);
-    await writePublishers(env.REGISTRY_KV, HOST, ns, [await parsePublisherInput({ issuer: github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*' })]);
+    await writePublishers(env.REGISTRY_KV, HOST, ns, [await parsePublisherInput({ issuer: github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*', repositoryId: '123456789', ownerId: '4242001' })]);
   }
   await registerFixtureKey('prov');
 });
