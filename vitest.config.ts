@@ -29,7 +29,12 @@ export default defineConfig({
     projects: [
       {
         // SIGNING_KEY_SECRET: registry-held signing keys (a test value, as .dev.vars holds one locally).
-        plugins: [cloudflareTest({ wrangler: { configPath: './wrangler.toml' }, miniflare: { bindings: { SIGNING_KEY_SECRET: 'test-held-key-secret-0123456789abcdefghij', DOWNLOAD_BATCH_MS: NO_BATCH_WINDOW } } })],
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: './wrangler.toml' },
+            miniflare: { bindings: { SIGNING_KEY_SECRET: 'test-held-key-secret-0123456789abcdefghij', DOWNLOAD_BATCH_MS: NO_BATCH_WINDOW } },
+          }),
+        ],
         test: { name: 'worker', include: ['test/worker/**/*.test.ts', 'test/protocol/**/*.test.ts'], globalSetup: [SIGNING_KEY_SETUP, CI_ISSUERS_SETUP] },
       },
       {
@@ -37,7 +42,9 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: './wrangler.toml' },
-            miniflare: { bindings: { ACCESS: 'private', URL_SIGNING_SECRET: 'test-signing-secret-not-used-anywhere-else', DOWNLOAD_BATCH_MS: NO_BATCH_WINDOW } },
+            miniflare: {
+              bindings: { ACCESS: 'private', URL_SIGNING_SECRET: 'test-signing-secret-not-used-anywhere-else', DOWNLOAD_BATCH_MS: NO_BATCH_WINDOW },
+            },
           }),
         ],
         test: { name: 'worker-private', include: ['test/worker-private/**/*.test.ts'], globalSetup: [SIGNING_KEY_SETUP] },

@@ -10,7 +10,8 @@ export async function build(work: string, entry: string | null): Promise<string>
   const name = entry ? basename(entry, '.ts') : null;
   const outdir = join(work, name ?? 'worker');
   await run(join(root, 'node_modules', '.bin', 'wrangler'), ['deploy', ...(entry ? [entry] : []), '--dry-run', '--outdir', outdir], {
-    cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
+    cwd: root,
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
   });
   return join(outdir, name ? `${name}.js` : 'index.js');
 }

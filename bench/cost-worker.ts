@@ -75,8 +75,7 @@ export default {
       if (p === 'get' || p === 'head') {
         counts.r2ClassB++;
         counts.r2ClassBByRoute[kind] = (counts.r2ClassBByRoute[kind] ?? 0) + 1;
-      }
-      else if (p === 'put' || p === 'list' || p.startsWith('createMultipart')) counts.r2ClassA++;
+      } else if (p === 'put' || p === 'list' || p.startsWith('createMultipart')) counts.r2ClassA++;
     });
     return worker.fetch(request, { ...env, REGISTRY_KV: kv, REGISTRY_R2: r2 }, ctx);
   },

@@ -72,17 +72,18 @@ export interface CostScenario {
 export type CostFigures =
   | { skipped: string }
   | {
-    providers: number;
-    platforms: string[];
-    scenarios: CostScenario[];
-    typical: {
-      providers: number; initsPerDay: number;
-      /** Share of each free-plan limit 1,000 inits a day use, at the steady state (warm edge cache, fresh isolate), origin registry. */
-      usage: { requests: number; kvReads: number; r2ClassBPerMonth: number };
-      storage: { versionMb: number; versionsThatFit: number; perProvider: number };
+      providers: number;
+      platforms: string[];
+      scenarios: CostScenario[];
+      typical: {
+        providers: number;
+        initsPerDay: number;
+        /** Share of each free-plan limit 1,000 inits a day use, at the steady state (warm edge cache, fresh isolate), origin registry. */
+        usage: { requests: number; kvReads: number; r2ClassBPerMonth: number };
+        storage: { versionMb: number; versionsThatFit: number; perProvider: number };
+      };
+      seconds: number;
     };
-    seconds: number;
-  };
 
 /** Runs the measurement; `{skipped}` with the reason when terraform or openssl is missing. */
 export async function benchCost(work: string, options: { quick: boolean; log: (message: string) => void }): Promise<CostFigures> {
@@ -96,7 +97,8 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
   log('cost: building the counting Worker');
   const outdir = join(dir, 'worker');
   await run(join(root, 'node_modules', '.bin', 'wrangler'), ['deploy', 'bench/cost-worker.ts', '--dry-run', '--outdir', outdir], {
-    cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
+    cwd: root,
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
   });
   const bundlePath = join(outdir, 'cost-worker.js');
 
@@ -118,33 +120,53 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
   // One module (acme/vpc/aws), published with publish-module's own code into the same state.
   const moduleDir = join(dir, 'module-vpc');
   await mkdir(moduleDir, { recursive: true });
-  await writeFile(join(moduleDir, 'main.tf'), 'variable "cidr" {\n  type    = string\n  default = "10.0.0.0/16"\n}\n\noutput "cidr" {\n  value = var.cidr\n}\n');
+  await writeFile(
+    join(moduleDir, 'main.tf'),
+    'variable "cidr" {\n  type    = string\n  default = "10.0.0.0/16"\n}\n\noutput "cidr" {\n  value = var.cidr\n}\n',
+  );
   await writeFile(join(moduleDir, 'README.md'), '# vpc\n\nA bench module.\n');
-  await publishModule({ path: moduleDir, namespace: 'acme', name: 'vpc', system: 'aws', version: '1.0.0', persistTo: stateDir, hostname, configPath: join(root, 'wrangler.toml') });
+  await publishModule({
+    path: moduleDir,
+    namespace: 'acme',
+    name: 'vpc',
+    system: 'aws',
+    version: '1.0.0',
+    persistTo: stateDir,
+    hostname,
+    configPath: join(root, 'wrangler.toml'),
+  });
   const certificate = makeCertificate(dir);
 
-  const start = (cacheDir: string) => new Miniflare({
-    modules: [{ type: 'ESModule', path: bundlePath }],
-    modulesRoot: dirname(bundlePath),
-    compatibilityDate: '2026-04-20',
-    host: '127.0.0.1',
-    port,
-    https: true,
-    httpsKeyPath: certificate.keyPath,
-    httpsCertPath: certificate.certPath,
-    // As deployed: wrangler.toml's production environment.
-    bindings: { ...VARS, REGISTRY_HOSTNAME: hostname, ACCESS: 'private', INDEX_CACHE_SECONDS: '30', GZIP_DOCUMENTS: 'true', URL_SIGNING_SECRET: 'bench-cost-signing-secret-0123456789' },
-    kvNamespaces: { REGISTRY_KV: 'edge-registry-local' },
-    r2Buckets: { REGISTRY_R2: 'edge-registry' },
-    defaultPersistRoot: join(stateDir, 'v3'),
-    kvPersist: true,
-    r2Persist: true,
-    cachePersist: cacheDir,
-    handleRuntimeStdio(stdout, stderr) {
-      stdout.resume();
-      stderr.resume();
-    },
-  });
+  const start = (cacheDir: string) =>
+    new Miniflare({
+      modules: [{ type: 'ESModule', path: bundlePath }],
+      modulesRoot: dirname(bundlePath),
+      compatibilityDate: '2026-04-20',
+      host: '127.0.0.1',
+      port,
+      https: true,
+      httpsKeyPath: certificate.keyPath,
+      httpsCertPath: certificate.certPath,
+      // As deployed: wrangler.toml's production environment.
+      bindings: {
+        ...VARS,
+        REGISTRY_HOSTNAME: hostname,
+        ACCESS: 'private',
+        INDEX_CACHE_SECONDS: '30',
+        GZIP_DOCUMENTS: 'true',
+        URL_SIGNING_SECRET: 'bench-cost-signing-secret-0123456789',
+      },
+      kvNamespaces: { REGISTRY_KV: 'edge-registry-local' },
+      r2Buckets: { REGISTRY_R2: 'edge-registry' },
+      defaultPersistRoot: join(stateDir, 'v3'),
+      kvPersist: true,
+      r2Persist: true,
+      cachePersist: cacheDir,
+      handleRuntimeStdio(stdout, stderr) {
+        stdout.resume();
+        stderr.resume();
+      },
+    });
 
   let token = '';
   const scenarios: CostScenario[] = [];
@@ -160,7 +182,13 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
       const read = async () => (await (await mf.dispatchFetch(`https://${hostname}/__cost/counts?reset`)).json()) as InitCounts;
       await read();
       const measure = async (cache: CostScenario['cache'], runIndex: number) => {
-        await terraformInit(terraform, join(dir, 'init', `${path.replace(' ', '-')}-${runIndex}`), { hostname, providers, token, mirror: path === 'network mirror', certPath: certificate.certPath });
+        await terraformInit(terraform, join(dir, 'init', `${path.replace(' ', '-')}-${runIndex}`), {
+          hostname,
+          providers,
+          token,
+          mirror: path === 'network mirror',
+          certPath: certificate.certPath,
+        });
         const measured = await read();
         scenarios.push(scenario(path, cache, measured, providers));
         log(`cost: ${path}, ${cache}: ${measured.requests} requests, ${measured.kvReads} KV reads, ${measured.r2ClassB} R2 reads (${providers} providers)`);
@@ -201,8 +229,8 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
 export function scenario(path: CostScenario['path'], cache: CostScenario['cache'], measured: InitCounts, providers: number): CostScenario {
   // Discovery and the module are once per init; everything else is per provider.
   const scale = TYPICAL.providers / providers;
-  const scaled = (byRoute: Record<string, number>) => Object.entries(byRoute)
-    .reduce((sum, [route, count]) => sum + (/discovery|module/.test(route) ? count : count * scale), 0);
+  const scaled = (byRoute: Record<string, number>) =>
+    Object.entries(byRoute).reduce((sum, [route, count]) => sum + (/discovery|module/.test(route) ? count : count * scale), 0);
   const perTypicalInit = {
     requests: scaled(measured.byRoute),
     kvReads: scaled(measured.kvReadsByRoute),
@@ -218,13 +246,16 @@ export function scenario(path: CostScenario['path'], cache: CostScenario['cache'
 }
 
 async function terraformInit(
-  terraform: string, dir: string,
+  terraform: string,
+  dir: string,
   options: { hostname: string; providers: number; token: string; mirror: boolean; certPath: string },
 ): Promise<void> {
   await mkdir(dir, { recursive: true });
   const sourceHost = options.mirror ? MIRRORED_HOSTNAME : options.hostname;
-  const required = Array.from({ length: options.providers }, (_, i) =>
-    `    thing${i + 1} = { source = "${sourceHost}/acme/thing${i + 1}", version = "~> 1.0" }`).join('\n');
+  const required = Array.from(
+    { length: options.providers },
+    (_, i) => `    thing${i + 1} = { source = "${sourceHost}/acme/thing${i + 1}", version = "~> 1.0" }`,
+  ).join('\n');
   // The module comes through the registry protocol either way (network mirrors are for providers only).
   // Terraform wants a dot in a module registry hostname: the CLI configuration's host block points
   // modules.host.example at this Worker's modules.v1 (as discovery would).
@@ -238,7 +269,14 @@ async function terraformInit(
     await run(terraform, ['init', '-input=false', '-no-color'], {
       cwd: dir,
       timeout: 180_000,
-      env: { PATH: process.env.PATH, HOME: dir, TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'), SSL_CERT_FILE: options.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1' },
+      env: {
+        PATH: process.env.PATH,
+        HOME: dir,
+        TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'),
+        SSL_CERT_FILE: options.certPath,
+        CHECKPOINT_DISABLE: '1',
+        TF_IN_AUTOMATION: '1',
+      },
     });
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: string; stderr?: string };
@@ -251,20 +289,41 @@ export function costTable(figures: CostFigures): string[] {
   if ('skipped' in figures) return [`what it costs to run: skipped (${figures.skipped})`];
   const lines: string[] = [];
   const n = (value: number) => (Number.isInteger(value) ? String(value) : value.toFixed(1));
-  lines.push(`what it costs to run — real terraform init of ${figures.providers} providers (${figures.platforms.length} platforms each) and 1 module, private mode with a token, per init${figures.providers === TYPICAL.providers ? '' : ` (provider part scaled to ${TYPICAL.providers} providers)`}:`);
+  lines.push(
+    `what it costs to run — real terraform init of ${figures.providers} providers (${figures.platforms.length} platforms each) and 1 module, private mode with a token, per init${figures.providers === TYPICAL.providers ? '' : ` (provider part scaled to ${TYPICAL.providers} providers)`}:`,
+  );
   const widths = [16, 31, 9, 9, 9, 20];
   const pad = (cells: string[]) => cells.map((c, i) => c[i < 2 ? 'padEnd' : 'padStart'](widths[i]!)).join('  ');
   lines.push(pad(['install path', 'cache', 'requests', 'KV reads', 'R2 reads', 'free-plan inits/day']));
   for (const s of figures.scenarios) {
-    lines.push(pad([s.path, s.cache, n(s.perTypicalInit.requests), n(s.perTypicalInit.kvReads), n(s.perTypicalInit.r2ClassB), `${s.freePlanInitsPerDay.toLocaleString('en-US')} (${s.bindingLimit.split(' (')[0]})`]));
+    lines.push(
+      pad([
+        s.path,
+        s.cache,
+        n(s.perTypicalInit.requests),
+        n(s.perTypicalInit.kvReads),
+        n(s.perTypicalInit.r2ClassB),
+        `${s.freePlanInitsPerDay.toLocaleString('en-US')} (${s.bindingLimit.split(' (')[0]})`,
+      ]),
+    );
   }
   for (const s of figures.scenarios.filter((x) => x.cache === 'cold')) {
-    lines.push(`  ${s.path}, one cold init of ${figures.providers} providers: requests ${Object.entries(s.measured.byRoute).map(([k, v]) => `${k} ${v}`).join(', ')}; KV reads by key ${Object.entries(s.measured.kvReadsByKey).map(([k, v]) => `${k}/… ${v}`).join(', ')}`);
+    lines.push(
+      `  ${s.path}, one cold init of ${figures.providers} providers: requests ${Object.entries(s.measured.byRoute)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}; KV reads by key ${Object.entries(s.measured.kvReadsByKey)
+        .map(([k, v]) => `${k}/… ${v}`)
+        .join(', ')}`,
+    );
   }
   const t = figures.typical;
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-  lines.push(`typical organisation (${t.providers} providers + 1 module per init, ${t.initsPerDay.toLocaleString('en-US')} inits/day, warm edge cache, fresh isolates): ${pct(t.usage.requests)} of the free Worker requests, ${pct(t.usage.kvReads)} of the free KV reads, ${pct(t.usage.r2ClassBPerMonth)} of the free R2 class-B reads`);
-  lines.push(`storage: 10 GB holds ${t.storage.versionsThatFit} provider versions of ${t.storage.versionMb} MB (${STORAGE.platformsPerVersion} platforms × ${STORAGE.archiveMb} MB zips), ${t.storage.perProvider} per provider for ${t.providers} providers`);
+  lines.push(
+    `typical organisation (${t.providers} providers + 1 module per init, ${t.initsPerDay.toLocaleString('en-US')} inits/day, warm edge cache, fresh isolates): ${pct(t.usage.requests)} of the free Worker requests, ${pct(t.usage.kvReads)} of the free KV reads, ${pct(t.usage.r2ClassBPerMonth)} of the free R2 class-B reads`,
+  );
+  lines.push(
+    `storage: 10 GB holds ${t.storage.versionsThatFit} provider versions of ${t.storage.versionMb} MB (${STORAGE.platformsPerVersion} platforms × ${STORAGE.archiveMb} MB zips), ${t.storage.perProvider} per provider for ${t.providers} providers`,
+  );
   return lines;
 }
 
@@ -275,7 +334,12 @@ export function costTargets(figures: CostFigures): { name: string; value: number
   const worst = Math.max(t.usage.requests, t.usage.kvReads, t.usage.r2ClassBPerMonth);
   const warmR2 = Math.max(...figures.scenarios.filter((s) => s.cache !== 'cold').map((s) => s.measured.r2ClassB));
   return [
-    { name: `${t.providers} providers × ${t.initsPerDay} inits/day: largest share of a free-plan limit`, value: Number(worst.toFixed(2)), target: '≤ 1', met: worst <= 1 },
+    {
+      name: `${t.providers} providers × ${t.initsPerDay} inits/day: largest share of a free-plan limit`,
+      value: Number(worst.toFixed(2)),
+      target: '≤ 1',
+      met: worst <= 1,
+    },
     { name: 'terraform init with a warm edge cache: R2 reads', value: warmR2, target: '0', met: warmR2 === 0 },
   ];
 }

@@ -72,9 +72,10 @@ async function loop(url: URL, env: Env, ctx: ExecutionContext): Promise<Response
   const n = Number(url.searchParams.get('n') ?? '1000');
   const target = new URL(path, url).href;
   for (let i = 0; i < n; i++) {
-    const response = path === '-'
-      ? new Response('{"providers.v1":"/v1/providers/"}', { headers: { 'content-type': 'application/json' } })
-      : await worker.fetch(new Request(target), env, ctx);
+    const response =
+      path === '-'
+        ? new Response('{"providers.v1":"/v1/providers/"}', { headers: { 'content-type': 'application/json' } })
+        : await worker.fetch(new Request(target), env, ctx);
     await response.arrayBuffer();
   }
   return new Response(null, { status: 204 });

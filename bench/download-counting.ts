@@ -65,16 +65,19 @@ export async function benchDownloadCounting(work: string, options: { quick?: boo
 
     // Under load: `concurrency` clients downloading one archive from one isolate as fast as they can.
     const counted = '/v1/downloads/providers/bench/counted?days=1';
-    const total = async () => ((await (await fetch(`${runtime.origin}${counted}`, { headers: { 'cache-control': 'no-cache' } })).json()) as { total: number }).total;
+    const total = async () =>
+      ((await (await fetch(`${runtime.origin}${counted}`, { headers: { 'cache-control': 'no-cache' } })).json()) as { total: number }).total;
     const before = await total();
     await rpcs(true);
     const downloads = options.quick ? 500 : 2000;
     const concurrency = 20;
     let next = 0;
     const started = performance.now();
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (next++ < downloads) await get(path);
-    }));
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next++ < downloads) await get(path);
+      }),
+    );
     const seconds = (performance.now() - started) / 1000;
     await sleep(BATCH_MS * 2 + 500);
     const load = { downloads, concurrency, seconds, rpcs: await rpcs(), counted: (await total()) - before };

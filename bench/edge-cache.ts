@@ -13,7 +13,10 @@ import { HOSTNAME, archivePath, seedLargeArchive, seedSmall } from './seed';
 import { releaseFilePath } from '../src/store/layout';
 import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../src/protocol/release-files';
 
-export interface Reads { kv: number; r2: number }
+export interface Reads {
+  kv: number;
+  r2: number;
+}
 
 export interface EdgeCacheFigures {
   reads: { name: string; first: Reads; sameIsolate: Reads; freshIsolate: Reads }[];
@@ -70,8 +73,15 @@ export async function benchEdgeCache(countingBundle: string, work: string, quick
     runtime = await start();
     const fromCacheFresh = await curl(runtime, bigPath, bytes);
     const mbps = (seconds: number) => bytes / 1024 / 1024 / seconds;
-    archive = { mb: bytes / 1024 / 1024, fromR2MbPerSecond: mbps(fromR2), fromCacheMbPerSecond: mbps(fromCache), fromCacheFreshIsolateMbPerSecond: mbps(fromCacheFresh) };
-    log(`edge cache: archive from R2 ${archive.fromR2MbPerSecond.toFixed(0)} MB/s, from the cache ${archive.fromCacheMbPerSecond.toFixed(0)} MB/s (fresh isolate ${archive.fromCacheFreshIsolateMbPerSecond.toFixed(0)} MB/s)`);
+    archive = {
+      mb: bytes / 1024 / 1024,
+      fromR2MbPerSecond: mbps(fromR2),
+      fromCacheMbPerSecond: mbps(fromCache),
+      fromCacheFreshIsolateMbPerSecond: mbps(fromCacheFresh),
+    };
+    log(
+      `edge cache: archive from R2 ${archive.fromR2MbPerSecond.toFixed(0)} MB/s, from the cache ${archive.fromCacheMbPerSecond.toFixed(0)} MB/s (fresh isolate ${archive.fromCacheFreshIsolateMbPerSecond.toFixed(0)} MB/s)`,
+    );
   } finally {
     await runtime.dispose();
   }
@@ -126,7 +136,8 @@ function curl(runtime: Runtime, path: string, size: number): Promise<number> {
     child.on('error', reject);
     child.on('exit', (code) => {
       const [status, downloaded, seconds] = out.split(' ').map(Number);
-      if (code !== 0 || status !== 200 || downloaded !== size) reject(new Error(`edge cache bench: curl ${path}: exit ${code}, HTTP ${status}, ${downloaded} bytes`));
+      if (code !== 0 || status !== 200 || downloaded !== size)
+        reject(new Error(`edge cache bench: curl ${path}: exit ${code}, HTTP ${status}, ${downloaded} bytes`));
       else resolve(seconds!);
     });
   });

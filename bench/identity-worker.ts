@@ -21,7 +21,13 @@ export default {
     if (url.pathname === '/__sign') {
       let keyId = '';
       for (let i = 0; i < n; i++) {
-        const signed = await signShasumsWithHeldKey({ kv: env.REGISTRY_KV }, { signingKeySecret: request.headers.get('x-secret') ?? '' }, 'registry.example.com', url.searchParams.get('ns')!, SUMS);
+        const signed = await signShasumsWithHeldKey(
+          { kv: env.REGISTRY_KV },
+          { signingKeySecret: request.headers.get('x-secret') ?? '' },
+          'registry.example.com',
+          url.searchParams.get('ns')!,
+          SUMS,
+        );
         keyId = signed?.keyId ?? 'none';
       }
       return new Response(keyId);

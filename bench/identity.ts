@@ -36,7 +36,16 @@ async function main(): Promise<void> {
   const ms = (micros: number) => `${(micros / 1000).toFixed(2)} ms`;
   const keys = await Promise.all((['rsa', 'ecc'] as const).map(async (type) => ({ type, key: await generateSigningKey({ type, name: `bench ${type}` }) })));
   ci.githubJob = githubClaims('acme/terraform-provider-thing');
-  const publishers = [await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', repositoryId: '123456', ownerId: '654321' })];
+  const publishers = [
+    await parsePublisherInput({
+      issuer: ci.github.url,
+      repository: 'acme/terraform-provider-thing',
+      workflow: 'release.yml',
+      ref: 'refs/tags/v*',
+      repositoryId: '123456',
+      ownerId: '654321',
+    }),
+  ];
   const token = await ci.github.mint({ ...githubClaims('acme/terraform-provider-thing'), aud: 'registry.example.com' }, { lifetimeSeconds: 3600 });
   const cold = { sign: 0, verify: 0 };
   try {
@@ -62,7 +71,7 @@ async function main(): Promise<void> {
         cold.verify += await verify(1);
         if (round === COLD_ROUNDS - 1) {
           rows.push(['first held-key signature in an isolate (ed25519; evaluates openpgp)', ms(cold.sign / COLD_ROUNDS)]);
-          rows.push(['held-key signature, RSA-4096 (keys generate\'s default), each', ms((await sign('rsa', 40)) / 40)]);
+          rows.push(["held-key signature, RSA-4096 (keys generate's default), each", ms((await sign('rsa', 40)) / 40)]);
           rows.push(['held-key signature, ed25519 (--type ecc), each', ms((await sign('ecc', 200)) / 200)]);
           rows.push(['first CI token verification in an isolate (RS256; fetches discovery + JWKS)', ms(cold.verify / COLD_ROUNDS)]);
           rows.push(['CI token verification (RS256, keys cached), each', ms((await verify(1000)) / 1000)]);
@@ -76,7 +85,9 @@ async function main(): Promise<void> {
     await rm(work, { recursive: true, force: true });
   }
   const width = Math.max(...rows.map(([name]) => name.length));
-  process.stdout.write(`Worker CPU (workerd, this machine; /proc user+system of the workerd process)\n${rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n')}\n`);
+  process.stdout.write(
+    `Worker CPU (workerd, this machine; /proc user+system of the workerd process)\n${rows.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n')}\n`,
+  );
 }
 
 void main().catch((error: unknown) => {

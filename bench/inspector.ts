@@ -18,10 +18,16 @@ export interface HeapFigures {
   totalMbByTarget: Record<string, number>;
 }
 
-interface Target { id: string; webSocketDebuggerUrl: string }
+interface Target {
+  id: string;
+  webSocketDebuggerUrl: string;
+}
 
 /** Connects to every isolate of the workerd whose inspector listens on `port`; `workerId` names the Worker's ("core:user:" for Miniflare's first worker). */
-export async function connectHeaps(port: number, workerId = 'core:user:'): Promise<{
+export async function connectHeaps(
+  port: number,
+  workerId = 'core:user:',
+): Promise<{
   sample(): Promise<HeapFigures>;
   /**
    * A full garbage collection in every isolate ('others': all but the Worker's), one after
@@ -36,8 +42,7 @@ export async function connectHeaps(port: number, workerId = 'core:user:'): Promi
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as Target[];
   const sessions = await Promise.all(targets.map(async (target) => ({ id: target.id, session: await open(target.webSocketDebuggerUrl) })));
   if (!sessions.some((s) => s.id === workerId)) throw new Error(`no inspector target ${workerId} among ${targets.map((t) => t.id).join(', ')}`);
-  const usage = async (session: Session) =>
-    (await session.call('Runtime.getHeapUsage')) as { usedSize: number; totalSize: number };
+  const usage = async (session: Session) => (await session.call('Runtime.getHeapUsage')) as { usedSize: number; totalSize: number };
   return {
     async sample() {
       const figures = await Promise.all(sessions.map(async (s) => ({ id: s.id, ...(await usage(s.session)) })));

@@ -45,13 +45,34 @@ function tree(pid: number): number[] {
   return all;
 }
 
-async function sync(upstream: StaticUpstream, state: string, version: string, platforms = PLATFORMS): Promise<{ seconds: number; peakRssMb: number; nodeRssMb: number; archives: number }> {
+async function sync(
+  upstream: StaticUpstream,
+  state: string,
+  version: string,
+  platforms = PLATFORMS,
+): Promise<{ seconds: number; peakRssMb: number; nodeRssMb: number; archives: number }> {
   const before = upstream.archiveRequests();
   const started = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'mirror.ts'), 'sync', `${upstream.host}/acme/thing`, '--version', version,
-    ...platforms.flatMap((p) => ['--platform', p]), '--persist-to', state], {
-    cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, NODE_EXTRA_CA_CERTS: upstream.caPath, TF_CLI_CONFIG_FILE: '/dev/null' },
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(root, 'scripts', 'mirror.ts'),
+      'sync',
+      `${upstream.host}/acme/thing`,
+      '--version',
+      version,
+      ...platforms.flatMap((p) => ['--platform', p]),
+      '--persist-to',
+      state,
+    ],
+    {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, NODE_EXTRA_CA_CERTS: upstream.caPath, TF_CLI_CONFIG_FILE: '/dev/null' },
+    },
+  );
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   let peak = 0;
@@ -80,8 +101,12 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'edge-registry-bench-mirror-'));
   const versions = ['1.0.0', '1.1.0', '1.2.0'];
   const upstream = await StaticUpstream.start({
-    namespace: 'acme', type: 'thing',
-    releases: [...versions.map((version) => ({ version, platforms: PLATFORMS, padding: archiveBytes })), { version: '9.0.0', platforms: ['linux_amd64'], padding: bigBytes }],
+    namespace: 'acme',
+    type: 'thing',
+    releases: [
+      ...versions.map((version) => ({ version, platforms: PLATFORMS, padding: archiveBytes })),
+      { version: '9.0.0', platforms: ['linux_amd64'], padding: bigBytes },
+    ],
   });
   try {
     await writeFile(join(dir, 'wrangler-state-marker'), '');

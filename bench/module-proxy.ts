@@ -33,9 +33,15 @@ async function main(): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-modules-'));
   const NS = 'bench';
   const source = (name: string, version: string) => `git::https://github.com/${NS}/terraform-aws-${name}.git?ref=${name}-v${version}`;
-  const sizes = [{ name: 'tiny', extraFiles: 0 }, { name: 'vpc', extraFiles: 200 }, { name: 'large', extraFiles: 1600 }];
+  const sizes = [
+    { name: 'tiny', extraFiles: 0 },
+    { name: 'vpc', extraFiles: 200 },
+    { name: 'large', extraFiles: 1600 },
+  ];
   const modules: UpstreamModule[] = sizes.map(({ name, extraFiles }) => ({
-    namespace: NS, name, system: 'aws',
+    namespace: NS,
+    name,
+    system: 'aws',
     versions: ['1.0.0', '1.1.0'].map((version) => ({ version, source: source(name, version), extraFiles })),
   }));
   log('building the Worker');
@@ -43,13 +49,19 @@ async function main(): Promise<void> {
   const upstream = await ModuleUpstream.start(modules);
   const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
   try {
-    const policy = parsePolicy(JSON.stringify({
-      modules: [{ source: `upstream.test/${NS}/*/aws`, versions: '>= 1.0.0' }],
-      hosts: { 'upstream.test': { 'modules.v1': `${upstream.origin}/v1/modules/` }, 'codeload.github.com': { archives: `${upstream.origin}/codeload/` } },
-    }), 'bench policy');
+    const policy = parsePolicy(
+      JSON.stringify({
+        modules: [{ source: `upstream.test/${NS}/*/aws`, versions: '>= 1.0.0' }],
+        hosts: { 'upstream.test': { 'modules.v1': `${upstream.origin}/v1/modules/` }, 'codeload.github.com': { archives: `${upstream.origin}/codeload/` } },
+      }),
+      'bench policy',
+    );
     await (await runtime.mf.getKVNamespace('REGISTRY_KV')).put(mirrorPolicyKey, formatPolicy(policy));
     const ops = async (reset = false) => (await (await fetch(`${runtime.origin}/__bench/ops${reset ? '?reset' : ''}`)).json()) as Record<string, number>;
-    const sum = (counts: Record<string, number>, pattern: RegExp) => Object.entries(counts).filter(([k]) => pattern.test(k)).reduce((s, [, n]) => s + n, 0);
+    const sum = (counts: Record<string, number>, pattern: RegExp) =>
+      Object.entries(counts)
+        .filter(([k]) => pattern.test(k))
+        .reduce((s, [, n]) => s + n, 0);
     const download = async (name: string, version: string) => {
       const answer = await fetch(`${runtime.origin}/v1/modules/${NS}/${name}/aws/${version}/download`, { redirect: 'manual' });
       const location = answer.headers.get('x-terraform-get');
@@ -82,11 +94,20 @@ async function main(): Promise<void> {
       await repacked.arrayBuffer();
       const ownCpuMs = (cpuMicros(runtime.pid) - before) / 1000 / times;
       cold.push({
-        module: name, files: extraFiles + 5, upstreamTarballBytes: tarball.length, packageBytes,
-        wallMs: Math.round(wallMs), workerdProcessCpuMs: Math.round(processCpuMs), workerOwnCpuMs: Math.round(ownCpuMs * 10) / 10,
-        subrequests: counts['subrequest:fetch'] ?? 0, upstreamRequests,
-        r2Writes: sum(counts, /^r2:(put|delete|createMultipartUpload)/), r2Reads: sum(counts, /^r2:(get|head|list)/),
-        kvWrites: sum(counts, /^kv:(put|delete)/), kvReads: sum(counts, /^kv:(get|list)/), ops: counts,
+        module: name,
+        files: extraFiles + 5,
+        upstreamTarballBytes: tarball.length,
+        packageBytes,
+        wallMs: Math.round(wallMs),
+        workerdProcessCpuMs: Math.round(processCpuMs),
+        workerOwnCpuMs: Math.round(ownCpuMs * 10) / 10,
+        subrequests: counts['subrequest:fetch'] ?? 0,
+        upstreamRequests,
+        r2Writes: sum(counts, /^r2:(put|delete|createMultipartUpload)/),
+        r2Reads: sum(counts, /^r2:(get|head|list)/),
+        kvWrites: sum(counts, /^kv:(put|delete)/),
+        kvReads: sum(counts, /^kv:(get|list)/),
+        ops: counts,
       });
       log(`cold ${name}: ${JSON.stringify(cold.at(-1))}`);
     }
@@ -98,8 +119,11 @@ async function main(): Promise<void> {
     const warmStarted = performance.now();
     await download('vpc', '1.0.0');
     const warm = {
-      module: 'vpc', wallMs: Math.round(performance.now() - warmStarted), workerdProcessCpuMs: Math.round((cpuMicros(runtime.pid) - warmCpu0) / 1000),
-      upstreamRequests: upstream.requests.length - upstreamBefore, subrequests: (await ops(true))['subrequest:fetch'] ?? 0,
+      module: 'vpc',
+      wallMs: Math.round(performance.now() - warmStarted),
+      workerdProcessCpuMs: Math.round((cpuMicros(runtime.pid) - warmCpu0) / 1000),
+      upstreamRequests: upstream.requests.length - upstreamBefore,
+      subrequests: (await ops(true))['subrequest:fetch'] ?? 0,
     };
     log(`warm: ${JSON.stringify(warm)}`);
 
@@ -109,7 +133,9 @@ async function main(): Promise<void> {
     const concurrentStarted = performance.now();
     const results = await Promise.all(Array.from({ length: 10 }, () => download('vpc', '1.1.0')));
     const concurrent = {
-      requests: 10, sameSize: new Set(results).size === 1, upstreamPackageFetches: upstream.count('tar.gz/vpc-v1.1.0') - fetchesBefore,
+      requests: 10,
+      sameSize: new Set(results).size === 1,
+      upstreamPackageFetches: upstream.count('tar.gz/vpc-v1.1.0') - fetchesBefore,
       wallMs: Math.round(performance.now() - concurrentStarted),
     };
     log(`concurrent: ${JSON.stringify(concurrent)}`);
@@ -118,15 +144,20 @@ async function main(): Promise<void> {
     if (json) {
       process.stdout.write(`${JSON.stringify(figures)}\n`);
     } else {
-      process.stdout.write([
-        '| cold proxied download | files | upstream tarball (KB) | our package (KB) | wall (ms) | workerd process CPU, all (ms) | Worker own CPU (ms) | subrequests (fetch) | R2 writes | R2 reads | KV writes | KV reads |',
-        '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-        ...cold.map((c) => `| ${c.module} | ${c.files} | ${Math.round(c.upstreamTarballBytes / 1024)} | ${Math.round(c.packageBytes / 1024)} | ${c.wallMs} | ${c.workerdProcessCpuMs} | ${c.workerOwnCpuMs} | ${c.subrequests} | ${c.r2Writes} | ${c.r2Reads} | ${c.kvWrites} | ${c.kvReads} |`),
-        '',
-        `warm download (vpc): ${warm.wallMs} ms, workerd process CPU ${warm.workerdProcessCpuMs} ms, upstream requests ${warm.upstreamRequests}, subrequests ${warm.subrequests}`,
-        `10 simultaneous first downloads (vpc 1.1.0): same package for all: ${concurrent.sameSize}, upstream package fetches: ${concurrent.upstreamPackageFetches}, ${concurrent.wallMs} ms`,
-        '',
-      ].join('\n'));
+      process.stdout.write(
+        [
+          '| cold proxied download | files | upstream tarball (KB) | our package (KB) | wall (ms) | workerd process CPU, all (ms) | Worker own CPU (ms) | subrequests (fetch) | R2 writes | R2 reads | KV writes | KV reads |',
+          '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+          ...cold.map(
+            (c) =>
+              `| ${c.module} | ${c.files} | ${Math.round(c.upstreamTarballBytes / 1024)} | ${Math.round(c.packageBytes / 1024)} | ${c.wallMs} | ${c.workerdProcessCpuMs} | ${c.workerOwnCpuMs} | ${c.subrequests} | ${c.r2Writes} | ${c.r2Reads} | ${c.kvWrites} | ${c.kvReads} |`,
+          ),
+          '',
+          `warm download (vpc): ${warm.wallMs} ms, workerd process CPU ${warm.workerdProcessCpuMs} ms, upstream requests ${warm.upstreamRequests}, subrequests ${warm.subrequests}`,
+          `10 simultaneous first downloads (vpc 1.1.0): same package for all: ${concurrent.sameSize}, upstream package fetches: ${concurrent.upstreamPackageFetches}, ${concurrent.wallMs} ms`,
+          '',
+        ].join('\n'),
+      );
     }
   } finally {
     await runtime.dispose();

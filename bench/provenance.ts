@@ -59,13 +59,18 @@ export async function benchProvenance(work: string, log: (line: string) => void 
   try {
     for (const statements of [false, true]) {
       const inspectorPort = await freePort();
-      const runtime = await startRuntime({ bundlePath }, undefined, { inspectorPort, bindings: statements ? { SIGNING_KEY_SECRET: 'bench-signing-key-secret-0123456789abcdefgh' } : {} });
+      const runtime = await startRuntime({ bundlePath }, undefined, {
+        inspectorPort,
+        bindings: statements ? { SIGNING_KEY_SECRET: 'bench-signing-key-secret-0123456789abcdefgh' } : {},
+      });
       try {
-        const kv = await runtime.mf.getKVNamespace('REGISTRY_KV') as unknown as KvStore;
-        const blobs = await runtime.mf.getR2Bucket('REGISTRY_R2') as unknown as BlobStore;
+        const kv = (await runtime.mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore;
+        const blobs = (await runtime.mf.getR2Bucket('REGISTRY_R2')) as unknown as BlobStore;
         const key = await writeKeyFile(work, `bench-${statements}.asc`, 'ecc');
         await writeSigningKeys(kv, HOST, 'acme', [{ key_id: key.keyId, ascii_armor: key.publicArmor }]);
-        await writePublishers(kv, HOST, 'acme', [await parsePublisherInput({ issuer: ci.github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*' })]);
+        await writePublishers(kv, HOST, 'acme', [
+          await parsePublisherInput({ issuer: ci.github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*' }),
+        ]);
         const profiler = await workerProfiler(inspectorPort, runtime.pid);
         const publishes: number[] = [];
         const commits: number[] = [];
@@ -73,10 +78,15 @@ export async function benchProvenance(work: string, log: (line: string) => void 
           for (const version of VERSIONS) {
             const dist = await writeDist(join(work, `dist-${statements}-${version}`), 'thing', version);
             const token = await ci.github.mint({ ...githubClaims(REPO, { ref: `refs/tags/v${version}` }), aud: HOST });
-            const { cpu } = await profiler.record(() => publishRelease({
-              paths: [dist], namespace: 'acme', keyFile: key.path, registry: runtime.origin,
-              processEnv: { ...process.env, EDGE_REGISTRY_ID_TOKEN: token, EDGE_REGISTRY_TOKEN: '', EDGE_REGISTRY_SIGNING_KEY: '' },
-            }));
+            const { cpu } = await profiler.record(() =>
+              publishRelease({
+                paths: [dist],
+                namespace: 'acme',
+                keyFile: key.path,
+                registry: runtime.origin,
+                processEnv: { ...process.env, EDGE_REGISTRY_ID_TOKEN: token, EDGE_REGISTRY_TOKEN: '', EDGE_REGISTRY_SIGNING_KEY: '' },
+              }),
+            );
             publishes.push(cpu.requests.reduce((s, r) => s + r.cpuMs, 0));
             commits.push(cpu.requests.find((r) => r.request.includes('/commit'))?.cpuMs ?? NaN);
           }
@@ -92,9 +102,16 @@ export async function benchProvenance(work: string, log: (line: string) => void 
           // The statement's own work, without the noise of a whole publish: the attester the commit uses, 100 times.
           const claims = { ...githubClaims(REPO, { ref: 'refs/tags/v9.9.9' }), iss: ci.github.url };
           const publisher = await parsePublisherInput({ issuer: ci.github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*' });
-          const attester = attesterFor({ kind: 'ci', issuer: ci.github.url, subject: 'x' }, { claims, publisher, actor: { kind: 'ci', issuer: ci.github.url, subject: 'x' } },
-            { hostname: HOST, signingKeySecret: 'bench-signing-key-secret-0123456789abcdefgh' }, blobs);
-          const subjects = ['linux_amd64', 'darwin_arm64', 'windows_amd64', 'SHA256SUMS'].map((n) => ({ name: `terraform-provider-thing_9.9.9_${n}`, digest: { sha256: 'ab'.repeat(32) } }));
+          const attester = attesterFor(
+            { kind: 'ci', issuer: ci.github.url, subject: 'x' },
+            { claims, publisher, actor: { kind: 'ci', issuer: ci.github.url, subject: 'x' } },
+            { hostname: HOST, signingKeySecret: 'bench-signing-key-secret-0123456789abcdefgh' },
+            blobs,
+          );
+          const subjects = ['linux_amd64', 'darwin_arm64', 'windows_amd64', 'SHA256SUMS'].map((n) => ({
+            name: `terraform-provider-thing_9.9.9_${n}`,
+            digest: { sha256: 'ab'.repeat(32) },
+          }));
           await attester.sign(subjects);
           const cpu = async (work: () => Promise<unknown>) => {
             const start = process.cpuUsage();
@@ -106,15 +123,26 @@ export async function benchProvenance(work: string, log: (line: string) => void 
           const opened = await currentAttestationKey(blobs, 'bench-signing-key-secret-0123456789abcdefgh', HOST);
           statementCpuMs = await cpu(async () => {
             const { statement } = buildProvenance(claims, publisher, subjects, { hostname: HOST, publishedAt: new Date().toISOString() });
-            const envelope = new TextEncoder().encode(JSON.stringify(await signEnvelope(new TextEncoder().encode(JSON.stringify(statement)), opened.privateKey, opened.kid)));
+            const envelope = new TextEncoder().encode(
+              JSON.stringify(await signEnvelope(new TextEncoder().encode(JSON.stringify(statement)), opened.privateKey, opened.kid)),
+            );
             await crypto.subtle.digest('SHA-256', envelope);
           });
           keyOpenCpuMs = await cpu(() => currentAttestationKey(blobs, 'bench-signing-key-secret-0123456789abcdefgh', HOST));
           wholeCpuMs = await cpu(() => attester.sign(subjects));
           r2ReadCpuMs = await cpu(async () => (await blobs.get(attestationKeysKey(HOST)))!.text());
         }
-        results.push({ statements, publishMs: median(publishes.slice(1)), commitMs: median(commits.slice(1)), firstCommitMs: commits[0]!, statementObjects, ...(statementCpuMs !== undefined ? { statementCpuMs, keyOpenCpuMs, wholeCpuMs, r2ReadCpuMs } : {}) });
-        log(`provenance: ${statements ? 'with' : 'without'} statements: publish ${results.at(-1)!.publishMs.toFixed(1)} ms, commit ${results.at(-1)!.commitMs.toFixed(1)} ms (first commit ${commits[0]!.toFixed(1)} ms); per publish ${publishes.map((p) => p.toFixed(1)).join(', ')}; commits ${commits.map((c) => c.toFixed(1)).join(', ')}`);
+        results.push({
+          statements,
+          publishMs: median(publishes.slice(1)),
+          commitMs: median(commits.slice(1)),
+          firstCommitMs: commits[0]!,
+          statementObjects,
+          ...(statementCpuMs !== undefined ? { statementCpuMs, keyOpenCpuMs, wholeCpuMs, r2ReadCpuMs } : {}),
+        });
+        log(
+          `provenance: ${statements ? 'with' : 'without'} statements: publish ${results.at(-1)!.publishMs.toFixed(1)} ms, commit ${results.at(-1)!.commitMs.toFixed(1)} ms (first commit ${commits[0]!.toFixed(1)} ms); per publish ${publishes.map((p) => p.toFixed(1)).join(', ')}; commits ${commits.map((c) => c.toFixed(1)).join(', ')}`,
+        );
       } finally {
         await runtime.dispose();
       }
@@ -132,10 +160,14 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     const [without, withStatements] = await benchProvenance(work, console.log);
     console.log(`\nsigned provenance, Worker CPU of a keyless 3-platform publish (median of ${VERSIONS.length - 1} after a warm-up):`);
     console.log(`  without statements: ${without!.publishMs.toFixed(1)} ms per publish, commit request ${without!.commitMs.toFixed(1)} ms`);
-    console.log(`  with statements:    ${withStatements!.publishMs.toFixed(1)} ms per publish, commit request ${withStatements!.commitMs.toFixed(1)} ms ` +
-      `(the first commit, which also makes the attestation key: ${withStatements!.firstCommitMs.toFixed(1)} ms)`);
+    console.log(
+      `  with statements:    ${withStatements!.publishMs.toFixed(1)} ms per publish, commit request ${withStatements!.commitMs.toFixed(1)} ms ` +
+        `(the first commit, which also makes the attestation key: ${withStatements!.firstCommitMs.toFixed(1)} ms)`,
+    );
     const w = withStatements!;
-    console.log(`  one statement in Node: build + Ed25519 sign + SHA-256 ${w.statementCpuMs!.toFixed(2)} ms CPU; reading the keys object and opening the sealed key ${w.keyOpenCpuMs!.toFixed(2)} ms (of which the R2 read through Miniflare's client alone: ${w.r2ReadCpuMs!.toFixed(2)} ms); both ${w.wholeCpuMs!.toFixed(2)} ms`);
+    console.log(
+      `  one statement in Node: build + Ed25519 sign + SHA-256 ${w.statementCpuMs!.toFixed(2)} ms CPU; reading the keys object and opening the sealed key ${w.keyOpenCpuMs!.toFixed(2)} ms (of which the R2 read through Miniflare's client alone: ${w.r2ReadCpuMs!.toFixed(2)} ms); both ${w.wholeCpuMs!.toFixed(2)} ms`,
+    );
     console.log(`  statement objects written: ${withStatements!.statementObjects} for ${VERSIONS.length} publishes (one R2 write each)`);
   } finally {
     await rm(work, { recursive: true, force: true });

@@ -57,17 +57,31 @@ export interface PublishApiFigures {
 /** Runs every case; `work` is a scratch directory (left for the caller to remove). */
 export async function benchPublishApi(work: string, log: (line: string) => void = () => {}): Promise<PublishApiFigures> {
   const inspectorPort = await freePort();
-  const runtime = await startRuntime({ bundlePath: await build(work, null) }, undefined, { inspectorPort, bindings: { SIGNING_KEY_SECRET: BENCH_SIGNING_KEY_SECRET } });
+  const runtime = await startRuntime({ bundlePath: await build(work, null) }, undefined, {
+    inspectorPort,
+    bindings: { SIGNING_KEY_SECRET: BENCH_SIGNING_KEY_SECRET },
+  });
   try {
-    const kv = await runtime.mf.getKVNamespace('REGISTRY_KV') as unknown as KvStore;
-    const blobs = await runtime.mf.getR2Bucket('REGISTRY_R2') as unknown as BlobStore;
+    const kv = (await runtime.mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore;
+    const blobs = (await runtime.mf.getR2Bucket('REGISTRY_R2')) as unknown as BlobStore;
     const token = newToken();
     const sha256 = tokenSha256(token);
-    await writeTokenRecord(kv, { id: tokenId(sha256), name: 'bench', sha256, scopes: ['acme', 'heldecc', 'heldrsa'], created: new Date().toISOString(), expires: null, purpose: 'publish' });
+    await writeTokenRecord(kv, {
+      id: tokenId(sha256),
+      name: 'bench',
+      sha256,
+      scopes: ['acme', 'heldecc', 'heldrsa'],
+      created: new Date().toISOString(),
+      expires: null,
+      purpose: 'publish',
+    });
     const key = await writeKeyFile(work, 'bench.asc', 'ecc');
     await writeSigningKeys(kv, HOST, 'acme', [{ key_id: key.keyId, ascii_armor: key.publicArmor }]);
     // Keyless publishing: namespaces whose key the registry holds (as `npm run keys -- generate --held-by-registry`).
-    for (const [namespace, type] of [['heldecc', 'ecc'], ['heldrsa', 'rsa']] as const) {
+    for (const [namespace, type] of [
+      ['heldecc', 'ecc'],
+      ['heldrsa', 'rsa'],
+    ] as const) {
       const held = await generateSigningKey({ name: `bench ${namespace}`, type });
       await storeHeldKey(kv, BENCH_SIGNING_KEY_SECRET, HOST, namespace, held.publicKey.key_id, held.armoredPrivateKey);
       await writeSigningKeys(kv, HOST, namespace, [held.publicKey]);
@@ -81,7 +95,10 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
     const seeded = Array.from({ length: 199 }, (_, i) => fakeRelease(many, `0.${Math.floor(i / 10)}.${i % 10}`, ['linux_amd64'], { archiveSize: 256 }));
     for (let i = 0; i < seeded.length; i += 40) await publishVersions({ kv, blobs }, seeded.slice(i, i + 40));
     const wall: PublishApiFigures['wall'] = [];
-    for (const [type, versionsAfter] of [['one', 1], ['many', 200]] as const) {
+    for (const [type, versionsAfter] of [
+      ['one', 1],
+      ['many', 200],
+    ] as const) {
       const dist = await writeDist(join(work, `dist-${type}`), type, '1.0.0');
       const started = performance.now();
       const result = await provider(dist);
@@ -96,13 +113,26 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
         const { cpu: recording } = await profiler.record(publish);
         const perRequest = recording.requests;
         const maxRequest = perRequest.reduce((a, b) => (b.cpuMs > a.cpuMs ? b : a));
-        cpu.push({ name, uploadBytes, requests: perRequest.length, totalCpuMs: perRequest.reduce((s, r) => s + r.cpuMs, 0), maxRequest, plan: planFor(maxRequest.cpuMs), perRequest });
-        log(`publish-api CPU: ${name}: ${cpu.at(-1)!.totalCpuMs.toFixed(1)} ms in ${perRequest.length} requests, largest ${maxRequest.cpuMs.toFixed(1)} ms (${maxRequest.request})`);
+        cpu.push({
+          name,
+          uploadBytes,
+          requests: perRequest.length,
+          totalCpuMs: perRequest.reduce((s, r) => s + r.cpuMs, 0),
+          maxRequest,
+          plan: planFor(maxRequest.cpuMs),
+          perRequest,
+        });
+        log(
+          `publish-api CPU: ${name}: ${cpu.at(-1)!.totalCpuMs.toFixed(1)} ms in ${perRequest.length} requests, largest ${maxRequest.cpuMs.toFixed(1)} ms (${maxRequest.request})`,
+        );
       };
       const small = await writeDist(join(work, 'dist-cpu-small'), 'cpusmall', '1.0.0');
       await measure('provider, 3 platforms, small zips', 3 * 400, () => provider(small));
       // Keyless, signed by the registry-held key: the first publish warms the isolate's openpgp, the second is measured.
-      for (const [namespace, label] of [['heldecc', 'Ed25519 (keys generate --type ecc)'], ['heldrsa', 'RSA-4096 (keys generate default)']] as const) {
+      for (const [namespace, label] of [
+        ['heldecc', 'Ed25519 (keys generate --type ecc)'],
+        ['heldrsa', 'RSA-4096 (keys generate default)'],
+      ] as const) {
         await keyless(await writeDist(join(work, `dist-warm-${namespace}`), 'warm', '1.0.0'), namespace);
         const dist = await writeDist(join(work, `dist-keyless-${namespace}`), 'keyless', '1.0.0');
         await measure(`provider, 3 platforms, small zips, keyless: registry-held ${label}`, 3 * 400, () => keyless(dist, namespace));
@@ -115,9 +145,18 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
       writeDemoModule(dir, '1.0.0');
       mkdirSync(join(dir, 'files'), { recursive: true });
       writeFileSync(join(dir, 'files', 'data.bin'), randomFillSync(Buffer.alloc(50_000_000)));
-      await measure('module, 50 MB of incompressible data', 50_000_000, () => publishModule({
-        path: dir, namespace: 'acme', name: 'big', system: 'aws', version: '1.0.0', registry: runtime.origin, hostname: HOST, processEnv,
-      }));
+      await measure('module, 50 MB of incompressible data', 50_000_000, () =>
+        publishModule({
+          path: dir,
+          namespace: 'acme',
+          name: 'big',
+          system: 'aws',
+          version: '1.0.0',
+          registry: runtime.origin,
+          hostname: HOST,
+          processEnv,
+        }),
+      );
     } finally {
       profiler.close();
     }
@@ -129,10 +168,16 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
 
 /** The summary lines `npm run bench` and `bench:publish-api` print. */
 export function publishApiTable(figures: PublishApiFigures): string[] {
-  const lines = [`publish API (publish-provider --registry), 3 platforms: ${figures.wall.map((w) => `into a provider with ${w.versionsAfter} version(s) ${w.seconds.toFixed(2)} s (${w.status})`).join('; ')} (target < 1 s each)`];
-  lines.push('publish API, Worker CPU per publish (workerd\'s CPU × the Worker isolate\'s share of busy samples, bench/worker-cpu.ts; storage simulators excluded):');
+  const lines = [
+    `publish API (publish-provider --registry), 3 platforms: ${figures.wall.map((w) => `into a provider with ${w.versionsAfter} version(s) ${w.seconds.toFixed(2)} s (${w.status})`).join('; ')} (target < 1 s each)`,
+  ];
+  lines.push(
+    "publish API, Worker CPU per publish (workerd's CPU × the Worker isolate's share of busy samples, bench/worker-cpu.ts; storage simulators excluded):",
+  );
   for (const c of figures.cpu) {
-    lines.push(`  ${c.name}: ${c.totalCpuMs.toFixed(1)} ms over ${c.requests} requests; largest request ${c.maxRequest.cpuMs.toFixed(1)} ms, at most ${c.maxRequest.upperBoundMs.toFixed(1)} ms (${route(c.maxRequest.request)}) → ${c.plan}`);
+    lines.push(
+      `  ${c.name}: ${c.totalCpuMs.toFixed(1)} ms over ${c.requests} requests; largest request ${c.maxRequest.cpuMs.toFixed(1)} ms, at most ${c.maxRequest.upperBoundMs.toFixed(1)} ms (${route(c.maxRequest.request)}) → ${c.plan}`,
+    );
   }
   return lines;
 }
@@ -151,8 +196,14 @@ async function main(): Promise<void> {
     if (json) console.log(JSON.stringify({ apiPublish: figures }));
     else {
       console.log(publishApiTable(figures).join('\n'));
-      for (const c of figures.cpu) console.log(`  ${c.name}, the largest request's busy samples by function (wall-clock samples, ms): ${c.maxRequest.topFunctions.map((f) => `${f.name} ${f.ms.toFixed(1)}`).join('; ')}`);
-      for (const c of figures.cpu) console.log(`  ${c.name}, per request: ${c.perRequest.map((r) => `${route(r.request).replace('/v1/publish/uploads/ID', '…')} ${r.cpuMs.toFixed(1)} ms (≤ ${r.upperBoundMs.toFixed(1)})`).join(', ')}`);
+      for (const c of figures.cpu)
+        console.log(
+          `  ${c.name}, the largest request's busy samples by function (wall-clock samples, ms): ${c.maxRequest.topFunctions.map((f) => `${f.name} ${f.ms.toFixed(1)}`).join('; ')}`,
+        );
+      for (const c of figures.cpu)
+        console.log(
+          `  ${c.name}, per request: ${c.perRequest.map((r) => `${route(r.request).replace('/v1/publish/uploads/ID', '…')} ${r.cpuMs.toFixed(1)} ms (≤ ${r.upperBoundMs.toFixed(1)})`).join(', ')}`,
+        );
     }
   } finally {
     await rm(work, { recursive: true, force: true });

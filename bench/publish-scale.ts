@@ -43,7 +43,12 @@ export interface PublishScaleRow {
 const HOST = 'registry.example.com';
 const PLATFORMS = ['linux_amd64', 'darwin_arm64', 'windows_amd64'];
 
-export async function benchPublishScale(work: string, sizes: readonly number[] = [1, 100, 1000], publishes = 3, log: (line: string) => void = () => {}): Promise<PublishScaleRow[]> {
+export async function benchPublishScale(
+  work: string,
+  sizes: readonly number[] = [1, 100, 1000],
+  publishes = 3,
+  log: (line: string) => void = () => {},
+): Promise<PublishScaleRow[]> {
   const { armoredPrivateKey, publicKey } = await generateSigningKey({ name: 'bench', type: 'ecc' });
   const keyFile = join(work, 'scale-key.asc');
   await writeFile(keyFile, armoredPrivateKey, { mode: 0o600 });
@@ -56,10 +61,14 @@ export async function benchPublishScale(work: string, sizes: readonly number[] =
       const address: ProviderAddress = { hostname: HOST, namespace: 'scale', type: 'thing' };
       const started = Date.now();
       await writeSigningKeys(handle.kv, HOST, 'scale', [publicKey]);
-      await mapLimit(Array.from({ length: size }, (_, i) => `0.${Math.floor(i / 100)}.${i % 100}`), 16, async (version) => {
-        const { record } = fakeRelease(address, version, PLATFORMS, { archiveSize: 64 });
-        await commitRecord(handle.blobs, committedRecordKey(address, version), record);
-      });
+      await mapLimit(
+        Array.from({ length: size }, (_, i) => `0.${Math.floor(i / 100)}.${i % 100}`),
+        16,
+        async (version) => {
+          const { record } = fakeRelease(address, version, PLATFORMS, { archiveSize: 64 });
+          await commitRecord(handle.blobs, committedRecordKey(address, version), record);
+        },
+      );
       await rebuildProviderIndex(handle, address, () => {});
       log(`publish scale: seeded ${size} versions in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       const counted = countingStore(handle);
@@ -81,8 +90,11 @@ export async function benchPublishScale(work: string, sizes: readonly number[] =
         if (process.env.SCALE_TRACE && i === 0) for (const r of counted.counter.requests) process.stderr.write(`  ${r.op} ${r.key}\n`);
         if (!first) {
           first = {
-            existingVersions: size, seconds: 0, requests: counted.counter.requests.length,
-            byOperation: counted.counter.byOperation(), repeatedReads: counted.counter.repeatedReads().size,
+            existingVersions: size,
+            seconds: 0,
+            requests: counted.counter.requests.length,
+            byOperation: counted.counter.byOperation(),
+            repeatedReads: counted.counter.repeatedReads().size,
           };
         }
       }
@@ -108,16 +120,32 @@ export async function benchModulePublishScale(work: string, sizes: readonly numb
     const handle = await openLocalStore(config);
     try {
       const address = moduleAddress(HOST, 'scale', 'net', 'aws');
-      await mapLimit(Array.from({ length: size }, (_, i) => `0.${Math.floor(i / 100)}.${i % 100}`), 16, (version) =>
-        commitRecord(handle.blobs, moduleCommittedRecordKey(address, version), {
-          address, version, filename: moduleArchiveFilename(address, version, 'tar.gz'), format: 'tar.gz', sha256: '0'.repeat(64), size: 1, publishedAt: new Date(0).toISOString(),
-        }));
+      await mapLimit(
+        Array.from({ length: size }, (_, i) => `0.${Math.floor(i / 100)}.${i % 100}`),
+        16,
+        (version) =>
+          commitRecord(handle.blobs, moduleCommittedRecordKey(address, version), {
+            address,
+            version,
+            filename: moduleArchiveFilename(address, version, 'tar.gz'),
+            format: 'tar.gz',
+            sha256: '0'.repeat(64),
+            size: 1,
+            publishedAt: new Date(0).toISOString(),
+          }),
+      );
       await rebuildModuleIndex(handle, address, () => {});
       const counted = countingStore(handle);
       const t0 = process.hrtime.bigint();
       await seedModule(counted.kv, counted.blobs, address, '1.0.0');
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-      const row = { existingVersions: size, seconds, requests: counted.counter.requests.length, byOperation: counted.counter.byOperation(), repeatedReads: counted.counter.repeatedReads().size };
+      const row = {
+        existingVersions: size,
+        seconds,
+        requests: counted.counter.requests.length,
+        byOperation: counted.counter.byOperation(),
+        repeatedReads: counted.counter.repeatedReads().size,
+      };
       log(`module publish scale: ${size} versions: ${seconds.toFixed(2)} s, ${row.requests} storage requests ${JSON.stringify(row.byOperation)}`);
       rows.push(row);
     } finally {
@@ -133,7 +161,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const { tmpdir } = await import('node:os');
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-scale-'));
   try {
-    const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
+    const sizes = process.argv
+      .slice(2)
+      .map(Number)
+      .filter((n) => n > 0);
     const say = (line: string) => process.stderr.write(`${line}\n`);
     const rows = process.argv.includes('--modules')
       ? await benchModulePublishScale(work, sizes.length ? sizes : [1, 100, 1000], say)

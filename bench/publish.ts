@@ -61,7 +61,8 @@ export async function benchPublish(work: string, quick: boolean): Promise<Publis
   const whole = await best(tries, async () => (await sha256File(first)).sha256Hex);
   const inspect = await best(tries, async () => (await inspectArchive(first)).sha256Hex);
   const floor = await best(tries, async () => inflateAndHashFloor(first));
-  if (whole.value !== sha256sum.value || inspect.value !== sha256sum.value || floor.value !== sha256sum.value) throw new Error('the publish hashing disagrees with sha256sum');
+  if (whole.value !== sha256sum.value || inspect.value !== sha256sum.value || floor.value !== sha256sum.value)
+    throw new Error('the publish hashing disagrees with sha256sum');
   let unzipPipe: { seconds: number } | null = null;
   if (!quick) {
     try {
@@ -78,8 +79,13 @@ export async function benchPublish(work: string, quick: boolean): Promise<Publis
   const elapsed = () => Number(process.hrtime.bigint() - started) / 1e9;
   let firstUpload: number | null = null;
   const result = await publishRelease({
-    paths: [dist], namespace: 'bench', persistTo: join(work, 'publish-state'), hostname: 'registry.example.com',
-    keyFile, keysDir: join(work, 'keys'), processEnv: {},
+    paths: [dist],
+    namespace: 'bench',
+    persistTo: join(work, 'publish-state'),
+    hostname: 'registry.example.com',
+    keyFile,
+    keysDir: join(work, 'keys'),
+    processEnv: {},
     log: (line) => {
       if (firstUpload === null && /^\s*uploading /.test(line)) firstUpload = elapsed();
     },
@@ -144,7 +150,9 @@ export function inflateAndHashFloor(path: string): string {
     const local = zip.readUInt32LE(at + 42);
     const dataStart = local + 30 + zip.readUInt16LE(local + 26) + zip.readUInt16LE(local + 28);
     const data = zip.subarray(dataStart, dataStart + compressed);
-    createHash('sha256').update(method === 8 ? inflateRawSync(data) : data).digest();
+    createHash('sha256')
+      .update(method === 8 ? inflateRawSync(data) : data)
+      .digest();
     at += 46 + nameLength + extraLength + commentLength;
   }
   return whole;

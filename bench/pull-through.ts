@@ -38,7 +38,9 @@ async function main(): Promise<void> {
   const bundle = await build(work, 'bench/pull-worker.ts');
   const versions = sizes.map((_, i) => `${i + 1}.0.0`);
   const upstream = await StaticUpstream.start({
-    namespace: 'acme', type: 'big', plainHttp: true,
+    namespace: 'acme',
+    type: 'big',
+    plainHttp: true,
     releases: [
       ...sizes.map((mb, i) => ({ version: versions[i]!, platforms: ['linux_amd64'], padding: mb * MiB })),
       { version: '9.0.0', platforms: ['linux_amd64'], padding: sizes[0]! * MiB },
@@ -46,10 +48,13 @@ async function main(): Promise<void> {
   });
   const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
   try {
-    const policy = parsePolicy(JSON.stringify({
-      providers: [{ source: 'upstream.test/acme/big', versions: '>= 1.0.0', platforms: ['linux_amd64'] }],
-      hosts: { 'upstream.test': { 'providers.v1': `${upstream.origin}/v1/providers/` } },
-    }), 'bench policy');
+    const policy = parsePolicy(
+      JSON.stringify({
+        providers: [{ source: 'upstream.test/acme/big', versions: '>= 1.0.0', platforms: ['linux_amd64'] }],
+        hosts: { 'upstream.test': { 'providers.v1': `${upstream.origin}/v1/providers/` } },
+      }),
+      'bench policy',
+    );
     await (await runtime.mf.getKVNamespace('REGISTRY_KV')).put(mirrorPolicyKey, formatPolicy(policy));
     const r2 = await runtime.mf.getR2Bucket('REGISTRY_R2');
     const base = `${runtime.origin}/v1`;
@@ -73,7 +78,10 @@ async function main(): Promise<void> {
       }
       throw new Error(`${version} was never committed`);
     };
-    const upstreamSha = async (version: string) => createHash('sha256').update(Buffer.from(await (await fetch(`${upstream.origin}/files/${file(version)}`)).arrayBuffer())).digest('hex');
+    const upstreamSha = async (version: string) =>
+      createHash('sha256')
+        .update(Buffer.from(await (await fetch(`${upstream.origin}/files/${file(version)}`)).arrayBuffer()))
+        .digest('hex');
 
     const cold = [];
     for (const [i, mb] of sizes.entries()) {
@@ -91,11 +99,20 @@ async function main(): Promise<void> {
       const toCommit = performance.now() - started;
       const processCpuMs = (cpuMicros(runtime.pid) - cpu0) / 1000;
       const counts = await ops(true);
-      if (got.status !== 200 || got.sha256 !== expected) throw new Error(`cold pull of ${version}: HTTP ${got.status}, SHA-256 ${got.sha256}, expected ${expected}`);
-      const r2Writes = Object.entries(counts).filter(([k]) => /^r2:(put|delete|createMultipartUpload)/.test(k)).reduce((s, [, n]) => s + n, 0);
-      const r2Reads = Object.entries(counts).filter(([k]) => /^r2:(get|head|list)/.test(k)).reduce((s, [, n]) => s + n, 0);
-      const kvWrites = Object.entries(counts).filter(([k]) => /^kv:(put|delete)/.test(k)).reduce((s, [, n]) => s + n, 0);
-      const kvReads = Object.entries(counts).filter(([k]) => /^kv:(get|list)/.test(k)).reduce((s, [, n]) => s + n, 0);
+      if (got.status !== 200 || got.sha256 !== expected)
+        throw new Error(`cold pull of ${version}: HTTP ${got.status}, SHA-256 ${got.sha256}, expected ${expected}`);
+      const r2Writes = Object.entries(counts)
+        .filter(([k]) => /^r2:(put|delete|createMultipartUpload)/.test(k))
+        .reduce((s, [, n]) => s + n, 0);
+      const r2Reads = Object.entries(counts)
+        .filter(([k]) => /^r2:(get|head|list)/.test(k))
+        .reduce((s, [, n]) => s + n, 0);
+      const kvWrites = Object.entries(counts)
+        .filter(([k]) => /^kv:(put|delete)/.test(k))
+        .reduce((s, [, n]) => s + n, 0);
+      const kvReads = Object.entries(counts)
+        .filter(([k]) => /^kv:(get|list)/.test(k))
+        .reduce((s, [, n]) => s + n, 0);
       // The Worker's own share, measured without I/O: the verified copy over as many bytes, and h1 minus a plain read.
       const key = `upstream.test/acme/big/${version}/${file(version)}`;
       const measure = async (query: string) => {
@@ -109,11 +126,21 @@ async function main(): Promise<void> {
       const h1Ms = await measure(`what=h1&key=${encodeURIComponent(key)}`);
       const readMs = await measure(`what=read&key=${encodeURIComponent(key)}`);
       cold.push({
-        mb, wallToLastByteMs: Math.round(toLastByte), wallToCommitMs: Math.round(toCommit),
+        mb,
+        wallToLastByteMs: Math.round(toLastByte),
+        wallToCommitMs: Math.round(toCommit),
         workerdProcessCpuMs: Math.round(processCpuMs),
-        workerOwnCpuMs: Math.round(copyMs + Math.max(0, h1Ms - readMs)), copyCpuMs: Math.round(copyMs), h1CpuMs: Math.round(h1Ms), plainReadCpuMs: Math.round(readMs),
-        subrequests: counts['subrequest:fetch'] ?? 0, upstreamRequests: upstream.requests.length - upstreamBefore,
-        r2Writes, r2Reads, kvWrites, kvReads, ops: counts,
+        workerOwnCpuMs: Math.round(copyMs + Math.max(0, h1Ms - readMs)),
+        copyCpuMs: Math.round(copyMs),
+        h1CpuMs: Math.round(h1Ms),
+        plainReadCpuMs: Math.round(readMs),
+        subrequests: counts['subrequest:fetch'] ?? 0,
+        upstreamRequests: upstream.requests.length - upstreamBefore,
+        r2Writes,
+        r2Reads,
+        kvWrites,
+        kvReads,
+        ops: counts,
       });
       log(`cold ${mb} MiB: ${JSON.stringify(cold.at(-1))}`);
     }
@@ -128,8 +155,13 @@ async function main(): Promise<void> {
     const warmWall = performance.now() - warmStarted;
     const warmCounts = await ops(true);
     const warmFigures = {
-      mb: sizes[0]!, status: warm.status, wallMs: Math.round(warmWall), workerdProcessCpuMs: Math.round((cpuMicros(runtime.pid) - warmCpu0) / 1000),
-      upstreamRequests: upstream.requests.length - upstreamBefore, subrequests: warmCounts['subrequest:fetch'] ?? 0, ops: warmCounts,
+      mb: sizes[0]!,
+      status: warm.status,
+      wallMs: Math.round(warmWall),
+      workerdProcessCpuMs: Math.round((cpuMicros(runtime.pid) - warmCpu0) / 1000),
+      upstreamRequests: upstream.requests.length - upstreamBefore,
+      subrequests: warmCounts['subrequest:fetch'] ?? 0,
+      ops: warmCounts,
     };
     log(`warm: ${JSON.stringify(warmFigures)}`);
 
@@ -142,8 +174,12 @@ async function main(): Promise<void> {
     const concurrentWall = performance.now() - concurrentStarted;
     const expected = await upstreamSha(concurrentVersion);
     const concurrent = {
-      requests: 10, mb: sizes[0]!, statuses: results.map((r) => r.status), identical: results.every((r) => r.sha256 === expected),
-      upstreamDownloads: upstream.archiveRequestsFor(file(concurrentVersion)) - beforeArchives - 1, wallMs: Math.round(concurrentWall),
+      requests: 10,
+      mb: sizes[0]!,
+      statuses: results.map((r) => r.status),
+      identical: results.every((r) => r.sha256 === expected),
+      upstreamDownloads: upstream.archiveRequestsFor(file(concurrentVersion)) - beforeArchives - 1,
+      wallMs: Math.round(concurrentWall),
     };
     log(`concurrent: ${JSON.stringify(concurrent)}`);
 
@@ -151,16 +187,21 @@ async function main(): Promise<void> {
     if (json) {
       process.stdout.write(`${JSON.stringify(figures)}\n`);
     } else {
-      const rows = cold.map((c) => `| ${c.mb} MiB | ${c.wallToLastByteMs} | ${c.wallToCommitMs} | ${c.workerdProcessCpuMs} | ${c.workerOwnCpuMs} (${c.copyCpuMs} + ${c.h1CpuMs} − ${c.plainReadCpuMs}) | ${c.subrequests} | ${c.r2Writes} | ${c.r2Reads} | ${c.kvWrites} | ${c.kvReads} |`);
-      process.stdout.write([
-        '| cold pull | wall to last byte (ms) | wall to commit (ms) | workerd process CPU, all (ms) | Worker own CPU: copy + (h1 − read) (ms) | subrequests (fetch) | R2 writes | R2 reads | KV writes | KV reads |',
-        '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-        ...rows,
-        '',
-        `warm hit (${warmFigures.mb} MiB): HTTP ${warmFigures.status}, ${warmFigures.wallMs} ms, workerd process CPU ${warmFigures.workerdProcessCpuMs} ms, upstream requests ${warmFigures.upstreamRequests}, subrequests ${warmFigures.subrequests}`,
-        `10 simultaneous cold requests (${concurrent.mb} MiB): statuses ${[...new Set(concurrent.statuses)].join(',')}, identical bytes: ${concurrent.identical}, upstream downloads: ${concurrent.upstreamDownloads}, ${concurrent.wallMs} ms`,
-        '',
-      ].join('\n'));
+      const rows = cold.map(
+        (c) =>
+          `| ${c.mb} MiB | ${c.wallToLastByteMs} | ${c.wallToCommitMs} | ${c.workerdProcessCpuMs} | ${c.workerOwnCpuMs} (${c.copyCpuMs} + ${c.h1CpuMs} − ${c.plainReadCpuMs}) | ${c.subrequests} | ${c.r2Writes} | ${c.r2Reads} | ${c.kvWrites} | ${c.kvReads} |`,
+      );
+      process.stdout.write(
+        [
+          '| cold pull | wall to last byte (ms) | wall to commit (ms) | workerd process CPU, all (ms) | Worker own CPU: copy + (h1 − read) (ms) | subrequests (fetch) | R2 writes | R2 reads | KV writes | KV reads |',
+          '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+          ...rows,
+          '',
+          `warm hit (${warmFigures.mb} MiB): HTTP ${warmFigures.status}, ${warmFigures.wallMs} ms, workerd process CPU ${warmFigures.workerdProcessCpuMs} ms, upstream requests ${warmFigures.upstreamRequests}, subrequests ${warmFigures.subrequests}`,
+          `10 simultaneous cold requests (${concurrent.mb} MiB): statuses ${[...new Set(concurrent.statuses)].join(',')}, identical bytes: ${concurrent.identical}, upstream downloads: ${concurrent.upstreamDownloads}, ${concurrent.wallMs} ms`,
+          '',
+        ].join('\n'),
+      );
     }
   } finally {
     await runtime.dispose();

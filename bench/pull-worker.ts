@@ -133,7 +133,12 @@ const memoryBucket = {
     const all = memory.get(key);
     if (!all) return null;
     const bytes = options?.range ? all.subarray(options.range.offset, options.range.offset + options.range.length) : all;
-    return { get body() { return chunked(bytes); }, arrayBuffer: async () => bytes.slice().buffer as ArrayBuffer };
+    return {
+      get body() {
+        return chunked(bytes);
+      },
+      arrayBuffer: async () => bytes.slice().buffer as ArrayBuffer,
+    };
   },
 };
 /** `bytes` in 64 KiB chunks (views, no copies), as a network body arrives. */
@@ -221,7 +226,10 @@ async function sign(request: Request, url: URL): Promise<Response> {
   const sums = new TextEncoder().encode(`${'0'.repeat(64)}  terraform-provider-x_1.0.0_linux_amd64.zip\n`.repeat(3));
   const native = url.searchParams.get('native');
   if (native) {
-    const algorithm = native === 'Ed25519' ? { name: 'Ed25519' } : { name: 'RSASSA-PKCS1-v1_5', modulusLength: 4096, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' };
+    const algorithm =
+      native === 'Ed25519'
+        ? { name: 'Ed25519' }
+        : { name: 'RSASSA-PKCS1-v1_5', modulusLength: 4096, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' };
     const keys = (await crypto.subtle.generateKey(algorithm, false, ['sign', 'verify'])) as CryptoKeyPair;
     const started = Date.now();
     for (let i = 0; i < times; i++) await crypto.subtle.sign(algorithm.name, keys.privateKey, sums);

@@ -26,7 +26,17 @@ import { benchCost, costTargets } from './cost';
 import { benchDownloadCounting } from './download-counting';
 import { benchPublishApi } from './publish-api';
 import { benchSigning, benchWriteFloor } from './write-floor';
-import { countingTargets, edgeCacheTargets, evaluate, floorP99Of, median, publishApiTargets, publishScaleTargets, type FloorP99, type RouteFigures } from './targets';
+import {
+  countingTargets,
+  edgeCacheTargets,
+  evaluate,
+  floorP99Of,
+  median,
+  publishApiTargets,
+  publishScaleTargets,
+  type FloorP99,
+  type RouteFigures,
+} from './targets';
 import { round1, strip, table } from './report';
 import { withWebSocket } from './worker-cpu';
 
@@ -45,7 +55,8 @@ async function main(): Promise<void> {
   const { loadavg, cpus } = await import('node:os');
   const loadAtStart = loadavg()[0]!;
   // The figures are only as good as the machine is quiet: say so when something else is running.
-  if (loadAtStart > 0.5 * cpus().length) log(`warning: load average ${loadAtStart.toFixed(2)} on ${cpus().length} CPUs before starting; figures will be low and noisy`);
+  if (loadAtStart > 0.5 * cpus().length)
+    log(`warning: load average ${loadAtStart.toFixed(2)} on ${cpus().length} CPUs before starting; figures will be low and noisy`);
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-'));
   try {
     log('building the Worker (wrangler deploy --dry-run)');
@@ -100,7 +111,8 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       const figures = rounds.map(median);
       floor = figures[0]!;
       floorP99 = floorP99Of(rounds[0]!);
-      if (floorP99.unstable) log(`the floor's own p99 varied ${floorP99.spread.toFixed(1)}× between runs (${floorP99.runsMs.join(', ')} ms): p99 ratios are noise this time`);
+      if (floorP99.unstable)
+        log(`the floor's own p99 varied ${floorP99.spread.toFixed(1)}× between runs (${floorP99.runsMs.join(', ')} ms): p99 ratios are noise this time`);
       smallRoutes = figures.filter((_, i) => plan[i]!.group === 'small');
       largeRoutes = figures.filter((_, i) => plan[i]!.group === 'large');
 
@@ -120,7 +132,10 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
     }
 
     log('KV reads per request and Worker JS per request (counting wrapper around the same Worker)');
-    const isolate = await inIsolate(countingBundle, small, quick ? null : large, [...routesOf('small', '1.0.0'), ...MODULE_ROUTES.small], (v) => [...routesOf('large', v), ...MODULE_ROUTES.large]);
+    const isolate = await inIsolate(countingBundle, small, quick ? null : large, [...routesOf('small', '1.0.0'), ...MODULE_ROUTES.small], (v) => [
+      ...routesOf('large', v),
+      ...MODULE_ROUTES.large,
+    ]);
     const kvReads = isolate.kvReads;
     const js = (group: string, name: string) => isolate.jsMicros.find((j) => j.group === group && j.name === name)?.micros ?? null;
 
@@ -139,7 +154,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
     const downloadCounting = await benchDownloadCounting(work, { quick, log });
     log('publish API: wall time at 1 and 200 versions, Worker CPU per request (3-platform provider, 50 MB module)');
     const publishApi = await benchPublishApi(work, log);
-    log('write paths: Worker CPU per MiB against the runtime\'s native floor, and signing per key type (bench/write-floor.ts)');
+    log("write paths: Worker CPU per MiB against the runtime's native floor, and signing per key type (bench/write-floor.ts)");
     const writeFloor = { paths: await benchWriteFloor(work, quick ? [1, 10] : [1, 10, 50], log), signing: await benchSigning(work, log) };
 
     log('cost: requests, KV and R2 reads of a real terraform init, cold and with a warm edge cache');
@@ -147,18 +162,33 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
 
     const targets = [
       ...evaluate(floor, floorP99, smallRoutes, largeRoutes, kvReads, archive, publish, bundleGzip),
-      ...edgeCacheTargets(edgeCache), ...costTargets(cost), ...publishScaleTargets(publishScale),
-      ...publishApiTargets(publishApi), ...countingTargets(downloadCounting),
+      ...edgeCacheTargets(edgeCache),
+      ...costTargets(cost),
+      ...publishScaleTargets(publishScale),
+      ...publishApiTargets(publishApi),
+      ...countingTargets(downloadCounting),
     ];
     const result = {
       machine: { cpus: cpus().length, node: process.version, loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg()[0]! },
       settings: { connections: CONNECTIONS, secondsPerRun: SECONDS, rounds: ROUNDS, quick },
       floor: { ...strip(floor), workerJsMicrosPerRequest: round1(js('floor', floor.name)) },
       floorP99,
-      routes: smallRoutes.map((r) => ({ ...strip(r), workerJsMicrosPerRequest: round1(js('small', r.name)), rpsRatioToFloor: r.rps / floor.rps, p99RatioToFloor: r.p99Ms / floor.p99Ms })),
+      routes: smallRoutes.map((r) => ({
+        ...strip(r),
+        workerJsMicrosPerRequest: round1(js('small', r.name)),
+        rpsRatioToFloor: r.rps / floor.rps,
+        p99RatioToFloor: r.p99Ms / floor.p99Ms,
+      })),
       routes1000Versions: largeRoutes.map((r) => {
         const base = smallRoutes.find((s) => s.name === r.name)!;
-        return { ...strip(r), workerJsMicrosPerRequest: round1(js('large', r.name)), meanRatioTo1Version: r.meanMs / base.meanMs, p50RatioTo1Version: r.p50Ms / base.p50Ms, p99RatioTo1Version: r.p99Ms / base.p99Ms, rpsRatioToFloor: r.rps / floor.rps };
+        return {
+          ...strip(r),
+          workerJsMicrosPerRequest: round1(js('large', r.name)),
+          meanRatioTo1Version: r.meanMs / base.meanMs,
+          p50RatioTo1Version: r.p50Ms / base.p50Ms,
+          p99RatioTo1Version: r.p99Ms / base.p99Ms,
+          rpsRatioToFloor: r.rps / floor.rps,
+        };
       }),
       kvReads,
       archive,
@@ -214,7 +244,12 @@ async function download(runtime: Runtime, path: string) {
   peak = Math.max(peak, rssBytes(runtime.pid));
   const [status, size] = output.split(' ').map(Number);
   if (status !== 200 || size !== ARCHIVE_BYTES) throw new Error(`archive download: HTTP ${status}, ${size} bytes`);
-  const archive = { seconds, mbPerSecond: ARCHIVE_BYTES / 1024 / 1024 / seconds, rssGrowthMb: (peak - baseline) / 1024 / 1024, baselineRssMb: baseline / 1024 / 1024 };
+  const archive = {
+    seconds,
+    mbPerSecond: ARCHIVE_BYTES / 1024 / 1024 / seconds,
+    rssGrowthMb: (peak - baseline) / 1024 / 1024,
+    baselineRssMb: baseline / 1024 / 1024,
+  };
   log(`archive: ${archive.mbPerSecond.toFixed(0)} MB/s, RSS +${archive.rssGrowthMb.toFixed(1)} MB`);
   return archive;
 }
@@ -226,8 +261,11 @@ async function download(runtime: Runtime, path: string) {
  * inside one, so the HTTP stack is left out), against a constant Response.
  */
 async function inIsolate(
-  bundle: string, small: { hostname: string; namespace: string; type: string }, large: { hostname: string; namespace: string; type: string } | null,
-  routes: { name: string; path: string }[], largeRoutes: (version: string) => { name: string; path: string }[],
+  bundle: string,
+  small: { hostname: string; namespace: string; type: string },
+  large: { hostname: string; namespace: string; type: string } | null,
+  routes: { name: string; path: string }[],
+  largeRoutes: (version: string) => { name: string; path: string }[],
 ) {
   const runtime = await startRuntime({ bundlePath: bundle });
   try {
@@ -261,14 +299,14 @@ async function inIsolate(
     const jsMicros: { name: string; group: string; micros: number }[] = [{ name: 'floor (constant JSON)', group: 'floor', micros: await loop('-', n) }];
     for (const route of all) jsMicros.push({ name: route.name, group: 'small', micros: await loop(route.path, n) });
     if (newest) {
-      for (const route of largeRoutes(newest)) jsMicros.push({ name: route.name, group: 'large', micros: await loop(route.path, route.name === 'versions' ? n / 20 : n) });
+      for (const route of largeRoutes(newest))
+        jsMicros.push({ name: route.name, group: 'large', micros: await loop(route.path, route.name === 'versions' ? n / 20 : n) });
     }
     return { kvReads, jsMicros };
   } finally {
     await runtime.dispose();
   }
 }
-
 
 // `--soak [MINUTES]` (default 10) runs the memory soak (bench/soak.ts) instead of the bench.
 const soakAt = process.argv.indexOf('--soak');

@@ -36,13 +36,15 @@ const COMPATIBILITY_DATE = compatibilityDate(); // wrangler.toml's
  * Object (download counts) with that batch window.
  */
 export async function startRuntime(
-  worker: { bundlePath: string } | { script: string }, persistDir?: string,
+  worker: { bundlePath: string } | { script: string },
+  persistDir?: string,
   options: { persistCache?: boolean; port?: number; inspectorPort?: number; downloads?: { batchMs: number }; bindings?: Record<string, string> } = {},
 ): Promise<Runtime> {
   const before = new Set(childPids('workerd'));
-  const source = 'bundlePath' in worker
-    ? { modules: [{ type: 'ESModule' as const, path: worker.bundlePath }], modulesRoot: dirname(worker.bundlePath) }
-    : { modules: true, script: worker.script };
+  const source =
+    'bundlePath' in worker
+      ? { modules: [{ type: 'ESModule' as const, path: worker.bundlePath }], modulesRoot: dirname(worker.bundlePath) }
+      : { modules: true, script: worker.script };
   const mf = new Miniflare({
     ...source,
     compatibilityDate: COMPATIBILITY_DATE,

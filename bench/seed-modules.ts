@@ -29,12 +29,14 @@ export async function seedModules(runtime: Runtime): Promise<void> {
   const versions = Array.from({ length: 1000 }, (_, i) => `${Math.floor(i / 100) + 1}.${i % 100}.0`);
   const newest = versions.pop()!;
   let next = 0;
-  await Promise.all(Array.from({ length: 32 }, async () => {
-    while (next < versions.length) {
-      const version = versions[next++]!;
-      await kv.put(moduleRecordKey(big, version), JSON.stringify({ address: big, version }));
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < versions.length) {
+        const version = versions[next++]!;
+        await kv.put(moduleRecordKey(big, version), JSON.stringify({ address: big, version }));
+      }
+    }),
+  );
   await seedModule(kv, r2, big, newest, { rebuildIndex: false });
   await rebuildModuleIndex({ kv, blobs: r2 }, big, () => {});
 }

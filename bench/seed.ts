@@ -14,8 +14,18 @@ import type { Runtime } from './runtime';
 
 export const HOSTNAME = 'registry.example.com';
 export const PLATFORMS = [
-  'linux_amd64', 'linux_arm64', 'linux_386', 'linux_arm', 'darwin_amd64', 'darwin_arm64',
-  'windows_amd64', 'windows_386', 'windows_arm64', 'freebsd_amd64', 'freebsd_386', 'freebsd_arm',
+  'linux_amd64',
+  'linux_arm64',
+  'linux_386',
+  'linux_arm',
+  'darwin_amd64',
+  'darwin_arm64',
+  'windows_amd64',
+  'windows_386',
+  'windows_arm64',
+  'freebsd_amd64',
+  'freebsd_386',
+  'freebsd_arm',
 ];
 
 export async function stores(runtime: Runtime): Promise<{ kv: KvStore; r2: BlobStore }> {
@@ -45,13 +55,15 @@ export async function seedLarge(runtime: Runtime, address: ProviderAddress, coun
   const versions = Array.from({ length: count }, (_, i) => `${Math.floor(i / 100) + 1}.${i % 100}.0`);
   const newest = versions.pop()!;
   let next = 0;
-  await Promise.all(Array.from({ length: 32 }, async () => {
-    while (next < versions.length) {
-      const version = versions[next++]!;
-      const { record } = fakeRelease(address, version, PLATFORMS, { archiveSize: 64 });
-      await commitRecord(r2, committedRecordKey(address, version), record);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < versions.length) {
+        const version = versions[next++]!;
+        const { record } = fakeRelease(address, version, PLATFORMS, { archiveSize: 64 });
+        await commitRecord(r2, committedRecordKey(address, version), record);
+      }
+    }),
+  );
   const release = fakeRelease(address, newest, PLATFORMS, { archiveSize: 64 });
   await publishVersion({ kv, blobs: r2 }, release.record, release.files);
   return newest;
@@ -65,18 +77,29 @@ export async function seedLargeArchive(runtime: Runtime, address: ProviderAddres
   const filename = archiveFilename(address.type, version, { os: 'linux', arch: 'amd64' });
   const sums = new TextEncoder().encode(`${shasum}  ${filename}\n`);
   const record: VersionRecord = {
-    address, version, protocols: ['5.0'],
-    packages: [{ os: 'linux', arch: 'amd64', filename, shasum, h1: h1Hash([{ name: `terraform-provider-${address.type}_v${version}`, sha256Hex: shasum }]), size }],
+    address,
+    version,
+    protocols: ['5.0'],
+    packages: [
+      { os: 'linux', arch: 'amd64', filename, shasum, h1: h1Hash([{ name: `terraform-provider-${address.type}_v${version}`, sha256Hex: shasum }]), size },
+    ],
     shasumsFilename: shasumsFilename(address.type, version),
     shasumsSignatureFilename: shasumsSignatureFilename(address.type, version),
     signingKey: { key_id: '0123456789ABCDEF', ascii_armor: 'bench' },
     publishedAt: new Date().toISOString(),
   };
   const file = (name: string, content: Uint8Array) => ({
-    filename: name, size: content.byteLength, contentType: 'application/octet-stream',
-    sha256Hex: createHash('sha256').update(content).digest('hex'), open: () => content,
+    filename: name,
+    size: content.byteLength,
+    contentType: 'application/octet-stream',
+    sha256Hex: createHash('sha256').update(content).digest('hex'),
+    open: () => content,
   });
-  await publishVersion({ kv, blobs: r2 }, record, [file(filename, bytes), file(record.shasumsFilename, sums), file(record.shasumsSignatureFilename, new Uint8Array([1]))]);
+  await publishVersion({ kv, blobs: r2 }, record, [
+    file(filename, bytes),
+    file(record.shasumsFilename, sums),
+    file(record.shasumsSignatureFilename, new Uint8Array([1])),
+  ]);
   return archivePath(address, version);
 }
 

@@ -24,7 +24,15 @@ import { settings } from '../src/config';
 const N = Number(process.env.BENCH_N ?? 300);
 const env = { URL_SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef', REGISTRY_HOSTNAME: 'registry.example.com' } as Env;
 const config = settings(env);
-const policy = parsePolicy(JSON.stringify({ rules: [{ if: { groups: 'platform' }, scopes: ['*'] }, { if: { email_domain: 'acme.com' }, scopes: ['acme'] }], admins: { groups: 'registry-admins' } }));
+const policy = parsePolicy(
+  JSON.stringify({
+    rules: [
+      { if: { groups: 'platform' }, scopes: ['*'] },
+      { if: { email_domain: 'acme.com' }, scopes: ['acme'] },
+    ],
+    admins: { groups: 'registry-admins' },
+  }),
+);
 const issuer = 'https://idp.acme.example';
 const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
 const keys = createLocalJWKSet({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256' }] });
@@ -32,8 +40,12 @@ const as: oauth.AuthorizationServer = { issuer, token_endpoint: `${issuer}/token
 const client: oauth.Client = { client_id: 'edge-registry' };
 
 const authzQuery = new URLSearchParams({
-  response_type: 'code', client_id: 'terraform-cli', redirect_uri: 'http://localhost:10000/login', state: 'terraform-state',
-  code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256',
+  response_type: 'code',
+  client_id: 'terraform-cli',
+  redirect_uri: 'http://localhost:10000/login',
+  state: 'terraform-state',
+  code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+  code_challenge_method: 'S256',
 });
 
 async function authzStep(): Promise<{ cookie: string; state: string; nonce: string }> {
@@ -48,7 +60,12 @@ async function authzStep(): Promise<{ cookie: string; state: string; nonce: stri
 async function callbackStep(input: { cookie: string; state: string; idTokenBody: string; nonce: string }): Promise<void> {
   const flow = await readFlow(new Request('https://r/', { headers: { cookie: input.cookie } }), env, input.state);
   if (!flow) throw new Error('no flow');
-  const result = await oauth.processAuthorizationCodeResponse(as, client, new Response(input.idTokenBody, { headers: { 'content-type': 'application/json' } }), { expectedNonce: input.nonce, requireIdToken: true });
+  const result = await oauth.processAuthorizationCodeResponse(
+    as,
+    client,
+    new Response(input.idTokenBody, { headers: { 'content-type': 'application/json' } }),
+    { expectedNonce: input.nonce, requireIdToken: true },
+  );
   const claims = await verifyIdToken(result.id_token!, { issuer, clientId: 'edge-registry', nonce: input.nonce, keys });
   const grant = evaluatePolicy(policy, claims);
   const code = `erc_${base64url(crypto.getRandomValues(new Uint8Array(32)))}`;
@@ -56,7 +73,13 @@ async function callbackStep(input: { cookie: string; state: string; idTokenBody:
 }
 
 async function tokenStep(verifier: string, challenge: string): Promise<void> {
-  const form = new URLSearchParams({ grant_type: 'authorization_code', code: `erc_${'A'.repeat(43)}`, code_verifier: verifier, client_id: 'terraform-cli', redirect_uri: 'http://localhost:10000/login' });
+  const form = new URLSearchParams({
+    grant_type: 'authorization_code',
+    code: `erc_${'A'.repeat(43)}`,
+    code_verifier: verifier,
+    client_id: 'terraform-cli',
+    redirect_uri: 'http://localhost:10000/login',
+  });
   sha256Hex(form.get('code')!);
   const computed = base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(form.get('code_verifier')!))));
   if (!constantTimeEqualText(computed, challenge)) throw new Error('pkce');
@@ -66,14 +89,31 @@ async function tokenStep(verifier: string, challenge: string): Promise<void> {
 
 async function pageStep(): Promise<void> {
   // The cookie's crypto (the per-request R2 head of the offboarding marker is I/O).
-  const value = await seal(config, 'person-session', { person: { issuer, subject: 'alice', email: 'alice@acme.com' }, scopes: ['*'], admin: false, expires: Math.floor(Date.now() / 1000) + 3600, issued: Math.floor(Date.now() / 1000) });
+  const value = await seal(config, 'person-session', {
+    person: { issuer, subject: 'alice', email: 'alice@acme.com' },
+    scopes: ['*'],
+    admin: false,
+    expires: Math.floor(Date.now() / 1000) + 3600,
+    issued: Math.floor(Date.now() / 1000),
+  });
   if (!(await unseal(config, 'person-session', value))) throw new Error('session');
 }
 
 async function idTokenBody(nonce: string): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  const idToken = await new SignJWT({ iss: issuer, aud: 'edge-registry', sub: 'alice', nonce, iat: now, exp: now + 300, email: 'alice@acme.com', email_verified: true, groups: ['platform'] })
-    .setProtectedHeader({ alg: 'RS256', kid: 'k1' }).sign(privateKey);
+  const idToken = await new SignJWT({
+    iss: issuer,
+    aud: 'edge-registry',
+    sub: 'alice',
+    nonce,
+    iat: now,
+    exp: now + 300,
+    email: 'alice@acme.com',
+    email_verified: true,
+    groups: ['platform'],
+  })
+    .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+    .sign(privateKey);
   return JSON.stringify({ access_token: 'at', token_type: 'Bearer', expires_in: 300, id_token: idToken });
 }
 

@@ -22,7 +22,10 @@ export interface SoakResult {
   load: LoadResult;
   samples: SoakSample[];
   rss: {
-    startMb: number; afterWarmupMb: number; endMb: number; peakMb: number;
+    startMb: number;
+    afterWarmupMb: number;
+    endMb: number;
+    peakMb: number;
     /** Least-squares slope after the warm-up (the first fifth of the run). */
     slopeMbPerMinute: number;
     /** Mean RSS of the last third minus that of the middle third. */
@@ -59,22 +62,41 @@ export function analyse(connections: number, minutes: number, pathCount: number,
   const allowed = Math.min(16, 0.05 * mean(afterWarmup));
   const plateaus = slope * windowMinutes <= allowed && drift <= allowed;
   const withHeap = samples.filter((s) => s.heap !== null);
-  const workerHeap = withHeap.length < 2 ? null : {
-    startMb: withHeap[0]!.heap!.workerTotalMb,
-    endMb: withHeap[withHeap.length - 1]!.heap!.workerTotalMb,
-    peakMb: Math.max(...withHeap.map((s) => s.heap!.workerTotalMb)),
-    slopeMbPerMinute: leastSquaresSlope(withHeap.filter((s) => s.seconds >= total / 5).map((s) => [s.seconds / 60, s.heap!.workerTotalMb])),
-  };
+  const workerHeap =
+    withHeap.length < 2
+      ? null
+      : {
+          startMb: withHeap[0]!.heap!.workerTotalMb,
+          endMb: withHeap[withHeap.length - 1]!.heap!.workerTotalMb,
+          peakMb: Math.max(...withHeap.map((s) => s.heap!.workerTotalMb)),
+          slopeMbPerMinute: leastSquaresSlope(withHeap.filter((s) => s.seconds >= total / 5).map((s) => [s.seconds / 60, s.heap!.workerTotalMb])),
+        };
   const caches = samples.flatMap((s) => (s.cache ? [s.cache] : []));
   const bound = caches[0]?.maxBytes ?? 0;
   const maxBytesSeen = Math.max(0, ...caches.map((c) => c.bytes));
   return {
-    minutes, connections, paths: pathCount, storedDocumentMb: storedBytes / 1024 / 1024, load, samples,
+    minutes,
+    connections,
+    paths: pathCount,
+    storedDocumentMb: storedBytes / 1024 / 1024,
+    load,
+    samples,
     rss: {
-      startMb: samples[0]!.rssMb, afterWarmupMb: afterWarmup[0]?.rssMb ?? samples[0]!.rssMb, endMb: samples[samples.length - 1]!.rssMb,
-      peakMb: Math.max(...samples.map((s) => s.rssMb)), slopeMbPerMinute: slope, lastThirdMinusMiddleThirdMb: drift, plateaus,
+      startMb: samples[0]!.rssMb,
+      afterWarmupMb: afterWarmup[0]?.rssMb ?? samples[0]!.rssMb,
+      endMb: samples[samples.length - 1]!.rssMb,
+      peakMb: Math.max(...samples.map((s) => s.rssMb)),
+      slopeMbPerMinute: slope,
+      lastThirdMinusMiddleThirdMb: drift,
+      plateaus,
     },
-    cache: { maxBytesSeen, bound, heldAtEverySample: caches.length > 0 && maxBytesSeen <= bound, evictions: caches[caches.length - 1]?.evictions ?? 0, samplesRead: caches.length },
+    cache: {
+      maxBytesSeen,
+      bound,
+      heldAtEverySample: caches.length > 0 && maxBytesSeen <= bound,
+      evictions: caches[caches.length - 1]?.evictions ?? 0,
+      samplesRead: caches.length,
+    },
     workerHeap,
   };
 }
@@ -93,18 +115,37 @@ function leastSquaresSlope(points: readonly (readonly [number, number])[]): numb
 export function report(result: SoakResult): string {
   const lines: string[] = [];
   const mb = (n: number) => n.toFixed(1);
-  lines.push(`edge-registry soak — wrk, ${result.connections} connections, ${result.minutes} min, random picks among ${result.paths} paths (${mb(result.storedDocumentMb)} MB of stored documents)`);
-  lines.push(`load: ${result.load.requests} requests, ${result.load.rps.toFixed(0)} req/s, p50 ${result.load.p50Ms} ms, p99 ${result.load.p99Ms} ms, ${result.load.non2xx} non-2xx, ${result.load.errors} socket errors`);
+  lines.push(
+    `edge-registry soak — wrk, ${result.connections} connections, ${result.minutes} min, random picks among ${result.paths} paths (${mb(result.storedDocumentMb)} MB of stored documents)`,
+  );
+  lines.push(
+    `load: ${result.load.requests} requests, ${result.load.rps.toFixed(0)} req/s, p50 ${result.load.p50Ms} ms, p99 ${result.load.p99Ms} ms, ${result.load.non2xx} non-2xx, ${result.load.errors} socket errors`,
+  );
   for (const line of (result.load.non200 ?? []).slice(0, 5)) lines.push(`  non-200 response: ${line}`);
   if (result.routes) {
-    lines.push(`  answers by route and status (the Worker's count): ${Object.entries(result.routes.statuses).map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+    lines.push(
+      `  answers by route and status (the Worker's count): ${Object.entries(result.routes.statuses)
+        .map(([k, n]) => `${k}: ${n}`)
+        .join(', ')}`,
+    );
     const stuck = result.routes.stuck;
-    lines.push(`  requests the Worker never answered (hung, or cancelled by workerd before an answer): ${stuck.length}${stuck.length ? ` — ${stuck.slice(0, 5).map((s) => `${s.path}${s.gzip ? ' (gzip)' : ''} ${s.ageSeconds} s`).join('; ')}` : ''}`);
+    lines.push(
+      `  requests the Worker never answered (hung, or cancelled by workerd before an answer): ${stuck.length}${
+        stuck.length
+          ? ` — ${stuck
+              .slice(0, 5)
+              .map((s) => `${s.path}${s.gzip ? ' (gzip)' : ''} ${s.ageSeconds} s`)
+              .join('; ')}`
+          : ''
+      }`,
+    );
   }
   const collected = result.helperCollections;
-  lines.push(collected
-    ? `  Miniflare's own isolates (entry worker, KV/R2/cache simulators) collected their garbage every ${collected.everySeconds} s (${collected.count} times), the Worker's isolate never (--raw-helpers: leave them alone)`
-    : '  Miniflare\'s own isolates left to V8 (--raw-helpers, or no inspector): RSS includes the native memory their uncollected garbage holds');
+  lines.push(
+    collected
+      ? `  Miniflare's own isolates (entry worker, KV/R2/cache simulators) collected their garbage every ${collected.everySeconds} s (${collected.count} times), the Worker's isolate never (--raw-helpers: leave them alone)`
+      : "  Miniflare's own isolates left to V8 (--raw-helpers, or no inspector): RSS includes the native memory their uncollected garbage holds",
+  );
   lines.push('');
   lines.push('   time   RSS MB  anon MB  Worker heap used/total MB  other isolates MB  cache MB  entries  evictions  CPU s');
   const peak = result.rss.peakMb;
@@ -114,25 +155,41 @@ export function report(result: SoakResult): string {
     if (i % step !== 0 && i !== result.samples.length - 1) return;
     const bar = '#'.repeat(Math.round((s.rssMb / peak) * 40));
     const heap = s.heap ? `${mb(s.heap.workerUsedMb)} / ${mb(s.heap.workerTotalMb)}` : '—';
-    lines.push(`${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${mb(s.anonMb).padStart(7)}  ${heap.padStart(25)}  ${(s.heap ? mb(s.heap.othersTotalMb) : '—').padStart(17)}  ${(s.cache ? mb(s.cache.bytes / 1024 / 1024) : '—').padStart(8)}  ${String(s.cache?.entries ?? '—').padStart(7)}  ${String(s.cache?.evictions ?? '—').padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(5)}  ${bar}`);
+    lines.push(
+      `${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${mb(s.anonMb).padStart(7)}  ${heap.padStart(25)}  ${(s.heap ? mb(s.heap.othersTotalMb) : '—').padStart(17)}  ${(s.cache ? mb(s.cache.bytes / 1024 / 1024) : '—').padStart(8)}  ${String(s.cache?.entries ?? '—').padStart(7)}  ${String(s.cache?.evictions ?? '—').padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(5)}  ${bar}`,
+    );
   });
   lines.push('');
   const r = result.rss;
-  lines.push(`RSS: ${mb(r.startMb)} MB at start, ${mb(r.afterWarmupMb)} MB after the warm-up (first fifth), ${mb(r.endMb)} MB at the end, peak ${mb(r.peakMb)} MB`);
-  lines.push(`     slope after the warm-up ${r.slopeMbPerMinute.toFixed(2)} MB/min; last third − middle third ${r.lastThirdMinusMiddleThirdMb.toFixed(1)} MB → ${r.plateaus ? 'plateaus' : 'DOES NOT plateau'}`);
+  lines.push(
+    `RSS: ${mb(r.startMb)} MB at start, ${mb(r.afterWarmupMb)} MB after the warm-up (first fifth), ${mb(r.endMb)} MB at the end, peak ${mb(r.peakMb)} MB`,
+  );
+  lines.push(
+    `     slope after the warm-up ${r.slopeMbPerMinute.toFixed(2)} MB/min; last third − middle third ${r.lastThirdMinusMiddleThirdMb.toFixed(1)} MB → ${r.plateaus ? 'plateaus' : 'DOES NOT plateau'}`,
+  );
   const a = result.afterCollection;
-  if (a) lines.push(`     after the load and a full garbage collection in every isolate: RSS ${mb(a.rssMb)} MB (anonymous ${mb(a.anonMb)} MB; V8 heaps: Worker ${mb(a.heap.workerUsedMb)} used of ${mb(a.heap.workerTotalMb)} MB, others ${mb(a.heap.othersTotalMb)} MB)`);
+  if (a)
+    lines.push(
+      `     after the load and a full garbage collection in every isolate: RSS ${mb(a.rssMb)} MB (anonymous ${mb(a.anonMb)} MB; V8 heaps: Worker ${mb(a.heap.workerUsedMb)} used of ${mb(a.heap.workerTotalMb)} MB, others ${mb(a.heap.othersTotalMb)} MB)`,
+    );
   const h = result.workerHeap;
-  if (h) lines.push(`Worker isolate's V8 heap: ${mb(h.startMb)} MB at start, ${mb(h.endMb)} MB at the end, peak ${mb(h.peakMb)} MB; slope after the warm-up ${h.slopeMbPerMinute.toFixed(2)} MB/min`);
+  if (h)
+    lines.push(
+      `Worker isolate's V8 heap: ${mb(h.startMb)} MB at start, ${mb(h.endMb)} MB at the end, peak ${mb(h.peakMb)} MB; slope after the warm-up ${h.slopeMbPerMinute.toFixed(2)} MB/min`,
+    );
   const withHeap = result.samples.filter((s) => s.heap);
   if (withHeap.length >= 2) {
     const [first, final] = [withHeap[0]!.heap!, withHeap[withHeap.length - 1]!.heap!];
     const ids = Object.keys(final.totalMbByTarget).sort((a, b) => final.totalMbByTarget[b]! - final.totalMbByTarget[a]!);
-    lines.push(`V8 heap per isolate, MB at start → end: ${ids.map((id) => `${id} ${mb(first.totalMbByTarget[id] ?? 0)} → ${mb(final.totalMbByTarget[id]!)}`).join(', ')}`);
+    lines.push(
+      `V8 heap per isolate, MB at start → end: ${ids.map((id) => `${id} ${mb(first.totalMbByTarget[id] ?? 0)} → ${mb(final.totalMbByTarget[id]!)}`).join(', ')}`,
+    );
   }
   const c = result.cache;
-  lines.push(c.samplesRead === 0
-    ? 'isolate cache: its figures could not be read (/__bench/cache never answered)'
-    : `isolate cache: at most ${mb(c.maxBytesSeen / 1024 / 1024)} MB counted of its ${mb(c.bound / 1024 / 1024)} MB bound in ${c.samplesRead} of ${result.samples.length} samples read → ${c.heldAtEverySample ? 'bound held' : 'BOUND EXCEEDED'}; ${c.evictions} evictions`);
+  lines.push(
+    c.samplesRead === 0
+      ? 'isolate cache: its figures could not be read (/__bench/cache never answered)'
+      : `isolate cache: at most ${mb(c.maxBytesSeen / 1024 / 1024)} MB counted of its ${mb(c.bound / 1024 / 1024)} MB bound in ${c.samplesRead} of ${result.samples.length} samples read → ${c.heldAtEverySample ? 'bound held' : 'BOUND EXCEEDED'}; ${c.evictions} evictions`,
+  );
   return `${lines.join('\n')}\n`;
 }

@@ -119,7 +119,9 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
           await snapshots(heaps, heap, options.snapshotDir, 'warm');
         }
         if (samples.length % Math.max(1, Math.round(60 / interval)) === 1) {
-          log(`${seconds.toFixed(0)} s: RSS ${rssMb.toFixed(1)} MB, Worker heap ${heap ? heap.workerTotalMb.toFixed(1) : '?'} MB, cache ${cache ? `${(cache.bytes / 1024 / 1024).toFixed(1)} MB in ${cache.entries} entries, ${cache.evictions} evictions` : 'not read'}`);
+          log(
+            `${seconds.toFixed(0)} s: RSS ${rssMb.toFixed(1)} MB, Worker heap ${heap ? heap.workerTotalMb.toFixed(1) : '?'} MB, cache ${cache ? `${(cache.bytes / 1024 / 1024).toFixed(1)} MB in ${cache.entries} entries, ${cache.evictions} evictions` : 'not read'}`,
+          );
         }
       };
       await sample();
@@ -128,23 +130,38 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
       let collections = 0;
       // Miniflare's own isolates (see SoakOptions.rawHelpers); never the Worker's, whose heap is left to V8.
       let collectionRunning = false;
-      const collector = heaps && !options.rawHelpers
-        ? setInterval(() => {
-          if (collectionRunning) return;
-          collectionRunning = true;
-          collecting = collecting
-            .then(async () => { await heaps!.collectGarbage('others'); collections++; })
-            .catch((error: unknown) => { log(`collection failed: ${String(error)}`); })
-            .finally(() => { collectionRunning = false; });
-        }, HELPER_COLLECTION_SECONDS * 1000)
-        : undefined;
+      const collector =
+        heaps && !options.rawHelpers
+          ? setInterval(() => {
+              if (collectionRunning) return;
+              collectionRunning = true;
+              collecting = collecting
+                .then(async () => {
+                  await heaps!.collectGarbage('others');
+                  collections++;
+                })
+                .catch((error: unknown) => {
+                  log(`collection failed: ${String(error)}`);
+                })
+                .finally(() => {
+                  collectionRunning = false;
+                });
+            }, HELPER_COLLECTION_SECONDS * 1000)
+          : undefined;
       // A tick that comes while the previous sample is still being read (a busy workerd answers slowly) is skipped,
       // never queued: queued samples would all be read at once after the load, as rows that never happened.
       let sampleRunning = false;
       const timer = setInterval(() => {
         if (sampleRunning) return;
         sampleRunning = true;
-        sampling = sampling.then(sample).catch((error: unknown) => { log(`sample failed: ${String(error)}`); }).finally(() => { sampleRunning = false; });
+        sampling = sampling
+          .then(sample)
+          .catch((error: unknown) => {
+            log(`sample failed: ${String(error)}`);
+          })
+          .finally(() => {
+            sampleRunning = false;
+          });
       }, interval * 1000);
       let load: LoadResult;
       try {
@@ -190,7 +207,9 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
 /** Heap snapshots of the Worker's isolate and the largest other one, named STAGE-TARGET.heapsnapshot. */
 async function snapshots(heaps: Awaited<ReturnType<typeof connectHeaps>>, heap: HeapFigures, dir: string, stage: string): Promise<void> {
   await mkdir(dir, { recursive: true });
-  const others = Object.entries(heap.totalMbByTarget).filter(([id]) => id !== 'core:user:').sort((a, b) => b[1] - a[1]);
+  const others = Object.entries(heap.totalMbByTarget)
+    .filter(([id]) => id !== 'core:user:')
+    .sort((a, b) => b[1] - a[1]);
   for (const id of ['core:user:', ...others.slice(0, 1).map(([id]) => id)]) {
     const file = join(dir, `${stage}-${id.replace(/[^\w.-]+/g, '_')}.heapsnapshot`);
     log(`heap snapshot of ${id} → ${file}`);
@@ -207,15 +226,17 @@ async function seed(runtime: Runtime, address: ProviderAddress): Promise<{ paths
   const { kv, r2 } = await stores(runtime);
   const versions = Array.from({ length: VERSIONS }, (_, i) => `${Math.floor(i / 100) + 1}.${i % 100}.0`);
   let next = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (next < versions.length) {
-      const version = versions[next++]!;
-      const full = version === versions[0];
-      const release = fakeRelease(address, version, PLATFORMS, { archiveSize: full ? ARCHIVE_BYTES : 64 });
-      release.record.signingKey = { key_id: '0123456789ABCDEF', ascii_armor: ARMOR };
-      await publishVersion({ kv, blobs: r2 }, release.record, full ? release.files : [], () => {}, { rebuildIndex: false });
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < versions.length) {
+        const version = versions[next++]!;
+        const full = version === versions[0];
+        const release = fakeRelease(address, version, PLATFORMS, { archiveSize: full ? ARCHIVE_BYTES : 64 });
+        release.record.signingKey = { key_id: '0123456789ABCDEF', ascii_armor: ARMOR };
+        await publishVersion({ kv, blobs: r2 }, release.record, full ? release.files : [], () => {}, { rebuildIndex: false });
+      }
+    }),
+  );
   await rebuildProviderIndex({ kv, blobs: r2 }, address, () => {});
 
   const paths: string[] = [
@@ -254,7 +275,7 @@ function luaRotation(paths: readonly string[]): string {
 }
 
 /** /__bench/cache, tried 3 times (the load keeps workerd busy); null when it never answered. */
-async function cacheFigures(origin: string): Promise<NonNullable<SoakSample['cache']>| null> {
+async function cacheFigures(origin: string): Promise<NonNullable<SoakSample['cache']> | null> {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const response = await fetch(`${origin}/__bench/cache`, { signal: AbortSignal.timeout(10_000) });

@@ -42,14 +42,18 @@ export interface CpuRecording {
 }
 
 /** Connects to the Worker isolate's inspector on `port`. Throws when it is not there. */
-export async function workerProfiler(port: number, pid: number, targetId = 'core:user:'): Promise<{
+export async function workerProfiler(
+  port: number,
+  pid: number,
+  targetId = 'core:user:',
+): Promise<{
   /** Runs `work` while profiling the Worker and recording each fetch of this process as a window. */
   record<T>(work: () => Promise<T>): Promise<{ result: T; cpu: CpuRecording }>;
   close(): void;
 }> {
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as { id: string; webSocketDebuggerUrl: string }[];
   if (!targets.some((t) => t.id === targetId)) throw new Error(`no inspector target ${targetId} among ${targets.map((t) => t.id).join(', ')}`);
-  const sessions = await Promise.all(targets.map(async (t) => ({ id: t.id, session: await open(t.webSocketDebuggerUrl) as Session })));
+  const sessions = await Promise.all(targets.map(async (t) => ({ id: t.id, session: (await open(t.webSocketDebuggerUrl)) as Session })));
   for (const { session } of sessions) {
     await session.call('Profiler.enable');
     await session.call('Profiler.setSamplingInterval', { interval: 100 });
@@ -61,14 +65,23 @@ export async function workerProfiler(port: number, pid: number, targetId = 'core
       const nowUs = () => Number(process.hrtime.bigint() / 1000n);
       globalThis.fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
         const url = new URL(input instanceof Request ? input.url : String(input));
-        const window: Window = { request: `${init?.method ?? (input instanceof Request ? input.method : 'GET')} ${url.pathname}${url.search}`, startUs: nowUs(), endUs: 0, cpuNs: -cpuNanos(pid) };
+        const window: Window = {
+          request: `${init?.method ?? (input instanceof Request ? input.method : 'GET')} ${url.pathname}${url.search}`,
+          startUs: nowUs(),
+          endUs: 0,
+          cpuNs: -cpuNanos(pid),
+        };
         try {
           const response = await realFetch(input, init);
           // The body is read here so the window holds all of the Worker's work for it.
           const body = await response.arrayBuffer();
           window.endUs = nowUs();
           window.cpuNs += cpuNanos(pid);
-          return new Response(response.status === 204 || response.status === 304 ? null : body, { status: response.status, statusText: response.statusText, headers: response.headers });
+          return new Response(response.status === 204 || response.status === 304 ? null : body, {
+            status: response.status,
+            statusText: response.statusText,
+            headers: response.headers,
+          });
         } finally {
           if (window.endUs === 0) [window.endUs, window.cpuNs] = [nowUs(), window.cpuNs + cpuNanos(pid)];
           windows.push(window);
@@ -82,8 +95,17 @@ export async function workerProfiler(port: number, pid: number, targetId = 'core
         globalThis.fetch = realFetch;
       }
       await new Promise((resolve) => setTimeout(resolve, 50)); // let after-response work finish
-      const profiles = await Promise.all(sessions.map(async ({ id, session }) => ({ id, profile: ((await session.call('Profiler.stop', {}, 60_000)) as { profile: Profile }).profile })));
-      return { result, cpu: attribute(profiles.find((p) => p.id === targetId)!.profile, profiles.filter((p) => p.id !== targetId).map((p) => p.profile), windows) };
+      const profiles = await Promise.all(
+        sessions.map(async ({ id, session }) => ({ id, profile: ((await session.call('Profiler.stop', {}, 60_000)) as { profile: Profile }).profile })),
+      );
+      return {
+        result,
+        cpu: attribute(
+          profiles.find((p) => p.id === targetId)!.profile,
+          profiles.filter((p) => p.id !== targetId).map((p) => p.profile),
+          windows,
+        ),
+      };
     },
     close: () => sessions.forEach(({ session }) => session.close()),
   };
@@ -96,7 +118,12 @@ interface Profile {
   timeDeltas: number[];
 }
 
-interface Window { request: string; startUs: number; endUs: number; cpuNs: number }
+interface Window {
+  request: string;
+  startUs: number;
+  endUs: number;
+  cpuNs: number;
+}
 
 /** Non-idle sample time (µs) of `profile` inside each window, and in all. */
 function busyIn(profile: Profile, windows: readonly Window[]): { perWindow: number[]; total: number } {
@@ -128,7 +155,10 @@ function topFunctions(profile: Profile, window: Window): { name: string; ms: num
     const name = `${frame.functionName || '(anonymous)'}${frame.url ? ` ${frame.url.split('/').at(-1)}:${(frame.lineNumber ?? 0) + 1}` : ''}`;
     totals.set(name, (totals.get(name) ?? 0) + profile.timeDeltas[i]! / 1000);
   }
-  return [...totals].map(([name, ms]) => ({ name, ms })).sort((a, b) => b.ms - a.ms).slice(0, 12);
+  return [...totals]
+    .map(([name, ms]) => ({ name, ms }))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 12);
 }
 
 function attribute(worker: Profile, others: readonly Profile[], windows: readonly Window[]): CpuRecording {
@@ -164,5 +194,9 @@ export async function withWebSocket(): Promise<void> {
 
 /** The Workers plan a request with `cpuMs` of CPU fits: Free allows 10 ms per request, Paid 30 s by default. */
 export function planFor(cpuMs: number): string {
-  return cpuMs <= 10 ? 'Free (≤ 10 ms CPU per request)' : cpuMs <= 30_000 ? 'Paid (over Free\'s 10 ms; Paid allows 30 s by default)' : 'Paid with a raised cpu_ms limit';
+  return cpuMs <= 10
+    ? 'Free (≤ 10 ms CPU per request)'
+    : cpuMs <= 30_000
+      ? "Paid (over Free's 10 ms; Paid allows 30 s by default)"
+      : 'Paid with a raised cpu_ms limit';
 }

@@ -58,7 +58,11 @@ async function makeZip(kind: 'stored' | 'deflated', zipBytes: number): Promise<B
   const zip = new yazl.ZipFile();
   const mtime = new Date('2026-01-01T00:00:00Z');
   // A 4-bit-entropy body deflates to ~0.53 of its size.
-  zip.addBuffer(body(kind, kind === 'stored' ? zipBytes : Math.round(zipBytes / 0.53)), 'terraform-provider-big_v1.0.0', { compress: kind === 'deflated', mtime, mode: 0o100755 });
+  zip.addBuffer(body(kind, kind === 'stored' ? zipBytes : Math.round(zipBytes / 0.53)), 'terraform-provider-big_v1.0.0', {
+    compress: kind === 'deflated',
+    mtime,
+    mode: 0o100755,
+  });
   zip.addBuffer(Buffer.from('# big\n'.repeat(200)), 'README.md', { compress: kind === 'deflated', mtime });
   zip.addBuffer(Buffer.from('Mozilla Public License 2.0\n'.repeat(400)), 'LICENSE', { compress: kind === 'deflated', mtime });
   zip.end();
@@ -98,11 +102,21 @@ export async function benchWriteFloor(work: string, sizes: number[], log: (line:
     };
     const push = (path: string, kind: string, mib: number, oursMs: number, floorMs: number, deliveryMs?: number) => {
       rows.push({
-        path, kind, mib, oursMs, floorMs, oursPerMiB: oursMs / mib, floorPerMiB: floorMs / mib, ratio: floorMs > 0 ? oursMs / floorMs : NaN, plan: planFor(oursMs),
+        path,
+        kind,
+        mib,
+        oursMs,
+        floorMs,
+        oursPerMiB: oursMs / mib,
+        floorPerMiB: floorMs / mib,
+        ratio: floorMs > 0 ? oursMs / floorMs : NaN,
+        plan: planFor(oursMs),
         ...(deliveryMs === undefined ? {} : { deliveryMs, ratioWithDelivery: oursMs / (floorMs + deliveryMs) }),
       });
       const r = rows.at(-1)!;
-      log(`write-floor: ${path}, ${kind} ${mib.toFixed(1)} MiB: ours ${r.oursMs.toFixed(1)} ms, floor ${r.floorMs.toFixed(1)} ms (${r.ratio.toFixed(2)}×)${deliveryMs === undefined ? '' : `, + delivery ${deliveryMs.toFixed(1)} ms (${r.ratioWithDelivery!.toFixed(2)}×)`}`);
+      log(
+        `write-floor: ${path}, ${kind} ${mib.toFixed(1)} MiB: ours ${r.oursMs.toFixed(1)} ms, floor ${r.floorMs.toFixed(1)} ms (${r.ratio.toFixed(2)}×)${deliveryMs === undefined ? '' : `, + delivery ${deliveryMs.toFixed(1)} ms (${r.ratioWithDelivery!.toFixed(2)}×)`}`,
+      );
     };
     for (const mib of sizes) {
       for (const kind of ['stored', 'deflated'] as const) {
@@ -115,7 +129,8 @@ export async function benchWriteFloor(work: string, sizes: number[], log: (line:
         const q = `key=${encodeURIComponent(key)}`;
         const size = zip.byteLength / MiB;
         // Warm the code paths once (a warm isolate, as the goals say), then measure ours and the floor interleaved.
-        if (mib === sizes[0] && kind === 'stored') log(`write-floor: source chunks ${await (await fetch(`${runtime.origin}/__bench/cpu?what=mem-chunks&${q}`)).text()}`);
+        if (mib === sizes[0] && kind === 'stored')
+          log(`write-floor: source chunks ${await (await fetch(`${runtime.origin}/__bench/cpu?what=mem-chunks&${q}`)).text()}`);
         const floorZh = await cpuOf(`/__bench/cpu?what=mem-floor-zh&${q}`);
         const floorH1 = await cpuOf(`/__bench/cpu?what=mem-floor-h1&${q}`);
         const copy = await cpuOf(`/__bench/cpu?what=mem-zh-copy&${q}&sha=${sha}`);
@@ -170,7 +185,10 @@ export async function benchSigning(work: string, log: (line: string) => void = (
     const keys = [
       ['openpgp.js, RSA-4096 (keys generate default)', (await openpgp.generateKey({ userIDs, type: 'rsa', rsaBits: 4096, format: 'armored' })).privateKey],
       ['openpgp.js, RSA-3072', (await openpgp.generateKey({ userIDs, type: 'rsa', rsaBits: 3072, format: 'armored' })).privateKey],
-      ['openpgp.js, EdDSA ed25519Legacy (keys generate --type ecc)', (await openpgp.generateKey({ userIDs, type: 'ecc', curve: 'ed25519Legacy', format: 'armored' })).privateKey],
+      [
+        'openpgp.js, EdDSA ed25519Legacy (keys generate --type ecc)',
+        (await openpgp.generateKey({ userIDs, type: 'ecc', curve: 'ed25519Legacy', format: 'armored' })).privateKey,
+      ],
       ['openpgp.js, ECDSA P-256', (await openpgp.generateKey({ userIDs, type: 'ecc', curve: 'nistP256', format: 'armored' })).privateKey],
     ] as const;
     for (const [name, armored] of keys) {
@@ -180,7 +198,10 @@ export async function benchSigning(work: string, log: (line: string) => void = (
     }
     for (const native of ['Ed25519', 'RSA'] as const) {
       await cpuOf(`native=${native}&times=1`, '');
-      rows.push({ key: `WebCrypto ${native === 'RSA' ? 'RSASSA-PKCS1-v1_5 4096' : 'Ed25519'} (signature only)`, cpuMs: Math.max(0, (await cpuOf(`native=${native}&times=${N}`, '')) - (await cpuOf(`native=${native}&times=0`, ''))) / N });
+      rows.push({
+        key: `WebCrypto ${native === 'RSA' ? 'RSASSA-PKCS1-v1_5 4096' : 'Ed25519'} (signature only)`,
+        cpuMs: Math.max(0, (await cpuOf(`native=${native}&times=${N}`, '')) - (await cpuOf(`native=${native}&times=0`, ''))) / N,
+      });
       log(`signing: ${rows.at(-1)!.key}: ${rows.at(-1)!.cpuMs.toFixed(2)} ms`);
     }
   } finally {
@@ -194,25 +215,37 @@ export function writeFloorTable(rows: readonly WritePathFigures[]): string[] {
   return [
     '| write path | archive | MiB | ours: Worker CPU (ms) | floor (ms) | ours per MiB | floor per MiB | ours ÷ floor | + native delivery to R2 and client (ms) | ours ÷ (floor + delivery) | plan (ours) |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
-    ...rows.map((r) => `| ${r.path} | ${r.kind} | ${r.mib.toFixed(1)} | ${r.oursMs.toFixed(1)} | ${r.floorMs.toFixed(1)} | ${r.oursPerMiB.toFixed(2)} | ${r.floorPerMiB.toFixed(2)} | ${r.ratio.toFixed(2)} | ${r.deliveryMs?.toFixed(1) ?? '—'} | ${r.ratioWithDelivery?.toFixed(2) ?? '—'} | ${r.plan.split(' ')[0]} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.path} | ${r.kind} | ${r.mib.toFixed(1)} | ${r.oursMs.toFixed(1)} | ${r.floorMs.toFixed(1)} | ${r.oursPerMiB.toFixed(2)} | ${r.floorPerMiB.toFixed(2)} | ${r.ratio.toFixed(2)} | ${r.deliveryMs?.toFixed(1) ?? '—'} | ${r.ratioWithDelivery?.toFixed(2) ?? '—'} | ${r.plan.split(' ')[0]} |`,
+    ),
   ];
 }
 
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
   const json = process.argv.includes('--json');
-  const given = process.argv.slice(2).filter((a) => /^\d+$/.test(a)).map(Number);
+  const given = process.argv
+    .slice(2)
+    .filter((a) => /^\d+$/.test(a))
+    .map(Number);
   const sizes = given.length ? given : quick ? [1, 10] : [1, 10, 50];
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-floor-'));
   try {
     const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
     const rows = process.argv.includes('--signing-only') ? [] : await benchWriteFloor(work, sizes, log);
     const signing = process.argv.includes('--no-signing') ? [] : await benchSigning(work, log);
-    console.log(json ? JSON.stringify({ writeFloor: rows, signing }) : [
-      ...writeFloorTable(rows), '',
-      '| signature by a registry-held key | Worker CPU per signature (ms) |', '| --- | ---: |',
-      ...signing.map((r) => `| ${r.key} | ${r.cpuMs.toFixed(2)} |`),
-    ].join('\n'));
+    console.log(
+      json
+        ? JSON.stringify({ writeFloor: rows, signing })
+        : [
+            ...writeFloorTable(rows),
+            '',
+            '| signature by a registry-held key | Worker CPU per signature (ms) |',
+            '| --- | ---: |',
+            ...signing.map((r) => `| ${r.key} | ${r.cpuMs.toFixed(2)} |`),
+          ].join('\n'),
+    );
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -10,8 +10,10 @@ const run = promisify(execFile);
 export function wrkMissing(): string | null {
   const probe = spawnSync('wrk', ['--version'], { stdio: 'ignore' });
   if (!probe.error) return null;
-  return `npm run bench needs wrk, the HTTP load generator it measures with, and it is not installed (${(probe.error as NodeJS.ErrnoException).code ?? probe.error.message}): ` +
-    'install it with "sudo apt-get install wrk" (Debian/Ubuntu; .ci/run does this) or "brew install wrk" (macOS), then run the bench again';
+  return (
+    `npm run bench needs wrk, the HTTP load generator it measures with, and it is not installed (${(probe.error as NodeJS.ErrnoException).code ?? probe.error.message}): ` +
+    'install it with "sudo apt-get install wrk" (Debian/Ubuntu; .ci/run does this) or "brew install wrk" (macOS), then run the bench again'
+  );
 }
 
 /** One wrk run: throughput and latency percentiles. */
@@ -41,9 +43,24 @@ export interface LoadResult {
 export async function wrk(url: string, options: { connections: number; seconds: number; script?: string }): Promise<LoadResult> {
   if (!/^http:\/\/127\.0\.0\.1:\d+\//.test(url)) throw new Error(`wrk target ${url} is not on loopback`);
   // Terraform's and OpenTofu's Go HTTP client always sends Accept-Encoding: gzip.
-  const { stdout } = await run('wrk', ['-t1', `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '5s', '--latency', '-H', 'Accept-Encoding: gzip', ...(options.script ? ['-s', options.script] : []), url], {
-    timeout: (options.seconds + 30) * 1000,
-  });
+  const { stdout } = await run(
+    'wrk',
+    [
+      '-t1',
+      `-c${options.connections}`,
+      `-d${options.seconds}s`,
+      '--timeout',
+      '5s',
+      '--latency',
+      '-H',
+      'Accept-Encoding: gzip',
+      ...(options.script ? ['-s', options.script] : []),
+      url,
+    ],
+    {
+      timeout: (options.seconds + 30) * 1000,
+    },
+  );
   return parseWrk(stdout, options.connections);
 }
 

@@ -50,8 +50,13 @@ run(async () => {
   try {
     if (command === 'rotate') {
       const secret = heldKeySecret(config, values.remote);
-      const key = await audited(store, values.remote, { action: 'attestation-key.rotate', target: hostname }, () => rotateAttestationKey(store.blobs, secret, hostname),
-        (k) => ({ outcome: 'ok', reason: `new key ${k.kid}` }));
+      const key = await audited(
+        store,
+        values.remote,
+        { action: 'attestation-key.rotate', target: hostname },
+        () => rotateAttestationKey(store.blobs, secret, hostname),
+        (k) => ({ outcome: 'ok', reason: `new key ${k.kid}` }),
+      );
       say(`attestation key ${key.kid} of ${hostname} signs from now on; older keys stay listed at /v1/provenance/keys`);
       if (values.json) process.stdout.write(`${JSON.stringify({ key })}\n`);
     } else {

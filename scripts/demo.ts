@@ -28,12 +28,17 @@ run(async () => {
     return;
   }
   say('');
-  for (const result of results) say(`${result.status.padEnd(9)} ${result.address} ${result.version} (${result.platforms.length} platforms, key ${result.key_id})`);
+  for (const result of results)
+    say(`${result.status.padEnd(9)} ${result.address} ${result.version} (${result.platforms.length} platforms, key ${result.key_id})`);
   say('');
   const config = await readRegistryConfig({ configPath: values.config, persistTo: values['persist-to'] });
   const running = runningServer(dirname(config.localPersistRoot));
   const origin = running ?? 'http://localhost:8787';
-  say(running ? `Your npm start at ${origin} serves it now (new versions show within a few seconds). Try:` : `Serve it with \`npm start\` (${origin}; \`-- --port N\` for another port), then try:`);
+  say(
+    running
+      ? `Your npm start at ${origin} serves it now (new versions show within a few seconds). Try:`
+      : `Serve it with \`npm start\` (${origin}; \`-- --port N\` for another port), then try:`,
+  );
   say(`  ${origin}/  and  ${origin}/modules/demo/vpc/aws  (the pages; their snippets work with terraform init as shown)`);
   say(`  curl ${origin}/v1/providers/${DEMO_NAMESPACE}/${DEMO_TYPE}/versions`);
   say(`  curl ${origin}/v1/providers/${DEMO_NAMESPACE}/${DEMO_TYPE}/1.2.0/download/linux/amd64`);

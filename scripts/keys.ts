@@ -12,7 +12,13 @@ import { InputError, parseHostname, parseProviderName } from '../src/protocol/in
 import { run, say, SIGNING_STATE_OPTIONS, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
 import {
-  explicitPrivateKey, generateSigningKey, KEY_ENV, localKeyPath, PASSPHRASE_ENV, readPublicKey, writePrivateKeyFile,
+  explicitPrivateKey,
+  generateSigningKey,
+  KEY_ENV,
+  localKeyPath,
+  PASSPHRASE_ENV,
+  readPublicKey,
+  writePrivateKeyFile,
   type KeyType,
 } from './lib/keys/keyring';
 import { addNamespaceKey, listNamespaceKeys, removeNamespaceKey } from './lib/keys/namespace-keys';
@@ -83,14 +89,16 @@ run(async () => {
   }
   if (command === 'remove' && !values['key-id']) throw new UsageError('remove needs --key-id ID');
   if (held && command !== 'generate' && command !== 'import') throw new UsageError('--held-by-registry is an option of generate and import');
-  if (held && command === 'generate' && values['key-file']) throw new UsageError('generate --held-by-registry writes no private key file: leave out --key-file');
+  if (held && command === 'generate' && values['key-file'])
+    throw new UsageError('generate --held-by-registry writes no private key file: leave out --key-file');
   // The key to import is read before the secret and the store: a missing or wrong key file is the problem
   // to name first (not missing Cloudflare credentials), and nothing starts or writes for a key that can't be used.
   const importing = command === 'import' ? await keyToImport(values['key-file'], held) : null;
   const secret = held ? heldKeySecret(config, values.remote) : '';
 
   // Writes leave an audit entry (R2); list only reads KV.
-  const store = command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
+  const store =
+    command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
   const auditStore = store.blobs ? { blobs: store.blobs } : null;
   const target = `${hostname}/${namespace}`;
   try {
@@ -99,10 +107,16 @@ run(async () => {
       case 'generate': {
         if (held) {
           const generated = await generateSigningKey({ type, name: values.name ?? `edge-registry ${hostname}/${namespace}` });
-          await audited(auditStore, values.remote, { action: 'key.add', target }, async () => {
-            await storeHeldKey(store.kv, secret, hostname, namespace, generated.publicKey.key_id, generated.armoredPrivateKey);
-            return addNamespaceKey(store.kv, hostname, namespace, generated.publicKey);
-          }, () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}, held by the registry` }));
+          await audited(
+            auditStore,
+            values.remote,
+            { action: 'key.add', target },
+            async () => {
+              await storeHeldKey(store.kv, secret, hostname, namespace, generated.publicKey.key_id, generated.armoredPrivateKey);
+              return addNamespaceKey(store.kv, hostname, namespace, generated.publicKey);
+            },
+            () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}, held by the registry` }),
+          );
           say(`generated ${type === 'ecc' ? 'ed25519 (OpenPGP v4)' : 'RSA-4096 (OpenPGP v4)'} key ${generated.publicKey.key_id}, held by the registry`);
           say(`  private key: sealed under SIGNING_KEY_SECRET in ${where}; never written to a file or printed`);
           say(`  public key registered for ${hostname}/${namespace}; publishes authorised for ${namespace} are signed with it`);
@@ -111,10 +125,19 @@ run(async () => {
         }
         const path = values['key-file'] ?? localKeyPath(values['keys-dir'] ?? join(config.projectRoot, '.keys'), hostname, namespace);
         const passphrase = process.env[PASSPHRASE_ENV] || undefined;
-        const generated = await generateSigningKey({ type, name: values.name ?? `edge-registry ${hostname}/${namespace}`, ...(passphrase ? { passphrase } : {}) });
+        const generated = await generateSigningKey({
+          type,
+          name: values.name ?? `edge-registry ${hostname}/${namespace}`,
+          ...(passphrase ? { passphrase } : {}),
+        });
         writePrivateKeyFile(path, generated.armoredPrivateKey);
-        await audited(auditStore, values.remote, { action: 'key.add', target }, () => addNamespaceKey(store.kv, hostname, namespace, generated.publicKey),
-          () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}` }));
+        await audited(
+          auditStore,
+          values.remote,
+          { action: 'key.add', target },
+          () => addNamespaceKey(store.kv, hostname, namespace, generated.publicKey),
+          () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}` }),
+        );
         say(`generated ${type === 'ecc' ? 'ed25519 (OpenPGP v4)' : 'RSA-4096 (OpenPGP v4)'} key ${generated.publicKey.key_id}`);
         say(`  private key: ${path}${passphrase ? ' (encrypted with the passphrase)' : ' (unencrypted; keep it out of the repository)'}`);
         say(`  public key registered for ${hostname}/${namespace} in ${where}`);
@@ -124,20 +147,37 @@ run(async () => {
       case 'import': {
         if (importing!.held) {
           const loaded = importing!.held;
-          const added = await audited(auditStore, values.remote, { action: 'key.add', target }, async () => {
-            await storeHeldKey(store.kv, secret, hostname, namespace, loaded.publicKey.key_id, loaded.privateKey.armor());
-            return addNamespaceKey(store.kv, hostname, namespace, loaded.publicKey);
-          }, () => ({ outcome: 'ok', reason: `imported key ${loaded.publicKey.key_id}, held by the registry` }));
-          say(`key ${loaded.publicKey.key_id} (from ${loaded.source}) is now held by the registry for ${hostname}/${namespace}, sealed under SIGNING_KEY_SECRET in ${where}${added ? '; public key registered' : ''}`);
+          const added = await audited(
+            auditStore,
+            values.remote,
+            { action: 'key.add', target },
+            async () => {
+              await storeHeldKey(store.kv, secret, hostname, namespace, loaded.publicKey.key_id, loaded.privateKey.armor());
+              return addNamespaceKey(store.kv, hostname, namespace, loaded.publicKey);
+            },
+            () => ({ outcome: 'ok', reason: `imported key ${loaded.publicKey.key_id}, held by the registry` }),
+          );
+          say(
+            `key ${loaded.publicKey.key_id} (from ${loaded.source}) is now held by the registry for ${hostname}/${namespace}, sealed under SIGNING_KEY_SECRET in ${where}${added ? '; public key registered' : ''}`,
+          );
           say('  the registry signs publishes authorised for the namespace with it; delete your copy if only the registry should sign');
           if (values.json) process.stdout.write(`${JSON.stringify({ key_id: loaded.publicKey.key_id, added, held_by_registry: true })}\n`);
           break;
         }
         const key = importing!.publicKey;
         const imported = key;
-        const added = await audited(auditStore, values.remote, { action: 'key.add', target }, () => addNamespaceKey(store.kv, hostname, namespace, imported),
-          (fresh) => ({ outcome: fresh ? 'ok' : 'unchanged', reason: `imported key ${imported.key_id}` }));
-        say(added ? `registered key ${key.key_id} for ${hostname}/${namespace} in ${where}` : `key ${key.key_id} is already registered for ${hostname}/${namespace}`);
+        const added = await audited(
+          auditStore,
+          values.remote,
+          { action: 'key.add', target },
+          () => addNamespaceKey(store.kv, hostname, namespace, imported),
+          (fresh) => ({ outcome: fresh ? 'ok' : 'unchanged', reason: `imported key ${imported.key_id}` }),
+        );
+        say(
+          added
+            ? `registered key ${key.key_id} for ${hostname}/${namespace} in ${where}`
+            : `key ${key.key_id} is already registered for ${hostname}/${namespace}`,
+        );
         if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, added })}\n`);
         break;
       }
@@ -152,20 +192,26 @@ run(async () => {
           for (const key of keys) {
             const signed = key.signed.length ? `; signed ${key.signed.join(', ')}` : '';
             const where = key.key_id === heldKey?.keyId ? '  (held by the registry)' : '';
-            process.stdout.write(`${key.key_id}  ${key.status.padEnd(10)}  ${key.algorithm}  created ${key.created.slice(0, 10)}  ${key.user_id}${signed}${where}\n`);
+            process.stdout.write(
+              `${key.key_id}  ${key.status.padEnd(10)}  ${key.algorithm}  created ${key.created.slice(0, 10)}  ${key.user_id}${signed}${where}\n`,
+            );
           }
         }
         break;
       }
       case 'remove': {
         let heldDeleted = false;
-        const signed = await audited(auditStore, values.remote, { action: 'key.remove', target, reason: `key ${values['key-id']!.toUpperCase()}` },
+        const signed = await audited(
+          auditStore,
+          values.remote,
+          { action: 'key.remove', target, reason: `key ${values['key-id']!.toUpperCase()}` },
           async () => {
             const versions = await removeNamespaceKey(store.kv, hostname, namespace, values['key-id']!);
             heldDeleted = await deleteHeldKey(store.kv, hostname, namespace, values['key-id']!.replace(/^0x/i, ''));
             return versions;
           },
-          () => ({ outcome: 'ok', reason: `removed key ${values['key-id']!.toUpperCase()}${heldDeleted ? ' and its registry-held private key' : ''}` }));
+          () => ({ outcome: 'ok', reason: `removed key ${values['key-id']!.toUpperCase()}${heldDeleted ? ' and its registry-held private key' : ''}` }),
+        );
         if (heldDeleted) say('  the registry-held private key was deleted');
         say(`removed key ${values['key-id']!.toUpperCase()} from ${hostname}/${namespace}: new releases can no longer be signed with it`);
         if (signed.length) say(`  still served for the versions it signed: ${signed.join(', ')}`);
@@ -184,7 +230,10 @@ run(async () => {
  * Throws InputError naming the file or variable when it is missing,
  * unreadable or not a usable key.
  */
-async function keyToImport(keyFile: string | undefined, held: boolean): Promise<{
+async function keyToImport(
+  keyFile: string | undefined,
+  held: boolean,
+): Promise<{
   publicKey: Awaited<ReturnType<typeof readPublicKey>>;
   held: NonNullable<Awaited<ReturnType<typeof explicitPrivateKey>>> | null;
 }> {

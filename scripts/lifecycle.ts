@@ -54,8 +54,12 @@ run(async () => {
   if (command === 'status' && values.message !== undefined) throw new UsageError('status takes no --message');
 
   const output = await runLifecycle({
-    command: command as LifecycleCommand, address, version: values.version, message: values.message,
-    ...stateTarget(values), log: say,
+    command: command as LifecycleCommand,
+    address,
+    version: values.version,
+    message: values.message,
+    ...stateTarget(values),
+    log: say,
   });
   describe(output);
   if (values.json) process.stdout.write(`${JSON.stringify(output)}\n`);

@@ -80,7 +80,8 @@ async function main(): Promise<void> {
     say(USAGE);
     return;
   }
-  if (!command || !['sync', 'import', 'list', 'policy', 'remove'].includes(command)) throw new UsageError(command ? `unknown command "${command}"` : 'give a command: sync, import, list, policy or remove');
+  if (!command || !['sync', 'import', 'list', 'policy', 'remove'].includes(command))
+    throw new UsageError(command ? `unknown command "${command}"` : 'give a command: sync, import, list, policy or remove');
   checkStateTarget(values);
   const counts = runCounts(values);
   const sync = command === 'sync' ? syncRequests(values, rest) : { requests: [], policyHosts: {} };
@@ -90,7 +91,11 @@ async function main(): Promise<void> {
   // The directory is checked before the store is opened: a wrong or empty folder is named first, not missing credentials.
   if (command === 'import') findPackedProviders(rest[0]!);
   const store: StoreHandle = values.remote
-    ? openRemoteStore(config, process.env, { onProgress: (key, sent) => { if (sent >= 64 * 1024 * 1024) say(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`); } })
+    ? openRemoteStore(config, process.env, {
+        onProgress: (key, sent) => {
+          if (sent >= 64 * 1024 * 1024) say(`  sent ${(sent / 1e6).toFixed(0)} MB of ${key.slice(key.lastIndexOf('/') + 1)}`);
+        },
+      })
     : await openLocalStore(config);
   try {
     if (command === 'policy') {
@@ -126,7 +131,8 @@ function runCounts(values: Values): { concurrency: number; timeoutMs: number; re
 /** What `sync` is asked for: from --config mirror.json, or one address with --version (and --platform). */
 function syncRequests(values: Values, rest: readonly string[]): { requests: SyncRequest[]; policyHosts: Record<string, string> } {
   if (values.config) {
-    if (rest.length || values.version || values.platform) throw new UsageError('--config takes the providers from the file: no address, --version or --platform with it');
+    if (rest.length || values.version || values.platform)
+      throw new UsageError('--config takes the providers from the file: no address, --version or --platform with it');
     const fromFile = readSyncConfig(values.config);
     for (const line of fromFile.skipped) say(line);
     return { requests: fromFile.requests, policyHosts: fromFile.providersService };
@@ -134,7 +140,9 @@ function syncRequests(values: Values, rest: readonly string[]): { requests: Sync
   if (rest.length !== 1) throw new UsageError('sync takes one provider address (or --config mirror.json)');
   if (values.version === undefined) throw new UsageError('--version CONSTRAINT is required (e.g. --version "~> 3.5"); an allow-list names what it allows');
   return {
-    requests: [{ address: parseSourceAddress(rest[0]!, DEFAULT_UPSTREAM), constraints: values.version, platforms: (values.platform ?? []).map(parsePlatformName) }],
+    requests: [
+      { address: parseSourceAddress(rest[0]!, DEFAULT_UPSTREAM), constraints: values.version, platforms: (values.platform ?? []).map(parsePlatformName) },
+    ],
     policyHosts: {},
   };
 }
@@ -143,7 +151,8 @@ function syncRequests(values: Values, rest: readonly string[]): { requests: Sync
 function checkCommandOptions(command: Command, values: Values, rest: readonly string[]): void {
   if (command === 'sync') return;
   if (command === 'policy') {
-    if (values.version || values.platform || values.config || values['dry-run']) throw new UsageError('policy takes an action (set FILE, show, clear) and the state options');
+    if (values.version || values.platform || values.config || values['dry-run'])
+      throw new UsageError('policy takes an action (set FILE, show, clear) and the state options');
     if (rest[0] === 'set' && rest.length === 2) validatePolicyFile(rest[1]!); // refuse a bad file before opening any store
   } else if (command === 'remove') {
     if (rest.length !== 1) throw new UsageError('remove takes one provider address: HOST/NS/TYPE (e.g. registry.terraform.io/hashicorp/random)');
@@ -161,7 +170,9 @@ function checkCommandOptions(command: Command, values: Values, rest: readonly st
 async function listCommand(store: StoreHandle, hostname: string, json: boolean | undefined): Promise<void> {
   const providers = await listMirroredProviders(store);
   if (json) {
-    process.stdout.write(`${JSON.stringify({ providers: providers.map((p) => ({ address: formatAddress(p.address), own: p.address.hostname === hostname, versions: p.versions })) })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ providers: providers.map((p) => ({ address: formatAddress(p.address), own: p.address.hostname === hostname, versions: p.versions })) })}\n`,
+    );
   } else if (providers.length === 0) {
     say(`the mirror in ${store.description} holds no providers`);
   } else {
@@ -178,7 +189,15 @@ async function syncOrImport(
   command: 'sync' | 'import',
   rest: readonly string[],
   values: Values,
-  run: { store: StoreHandle; hostname: string; requests: SyncRequest[]; policyHosts: Record<string, string>; concurrency: number; timeoutMs: number; retries: number },
+  run: {
+    store: StoreHandle;
+    hostname: string;
+    requests: SyncRequest[];
+    policyHosts: Record<string, string>;
+    concurrency: number;
+    timeoutMs: number;
+    retries: number;
+  },
 ): Promise<void> {
   const { store, requests, policyHosts } = run;
   let summary: MirrorSummary;
@@ -186,7 +205,15 @@ async function syncOrImport(
     const credentials = terraformCredentials(process.env);
     const http = new UpstreamHttp({ timeoutMs: run.timeoutMs, retries: run.retries, tokenFor: credentials.tokenFor, log: say });
     say(`${values['dry-run'] ? 'dry run: ' : ''}syncing ${requests.length} provider${requests.length === 1 ? '' : 's'} into ${store.description}`);
-    summary = await syncProviders(requests, { store, ownHostname: run.hostname, http, providersServiceFor: (host) => policyHosts[host] ?? credentials.providersServiceFor(host), dryRun: values['dry-run'], concurrency: run.concurrency, log: say });
+    summary = await syncProviders(requests, {
+      store,
+      ownHostname: run.hostname,
+      http,
+      providersServiceFor: (host) => policyHosts[host] ?? credentials.providersServiceFor(host),
+      dryRun: values['dry-run'],
+      concurrency: run.concurrency,
+      log: say,
+    });
     const r = summary.upstream_requests!;
     say(`upstream requests: ${r.json} metadata, ${r.small} SHA256SUMS/signatures, ${r.archive} archives`);
   } else {
@@ -199,7 +226,9 @@ async function syncOrImport(
   if (summary.ok && upToDate) say('up to date: nothing to download');
   if (!summary.ok) {
     const failed = summary.providers.filter((p) => p.status === 'failed').map((p) => p.address);
-    throw new InputError(`not everything was mirrored (${failed.join(', ')}): see the reasons above; what verified is stored, run again after fixing the cause`);
+    throw new InputError(
+      `not everything was mirrored (${failed.join(', ')}): see the reasons above; what verified is stored, run again after fixing the cause`,
+    );
   }
 }
 
@@ -218,7 +247,9 @@ async function recordMirrorAudit(store: StoreHandle, remote: boolean | undefined
       if (version.status !== 'mirrored' && version.status !== 'unchanged' && version.status !== 'failed') continue;
       const digests = Object.fromEntries(version.platforms.filter((p) => p.zh).map((p) => [p.platform, p.zh!.replace(/^zh:/, '')]));
       await recordAudit(store, remote, {
-        action, target: `${provider.address} ${version.version}`, outcome: outcome[version.status],
+        action,
+        target: `${provider.address} ${version.version}`,
+        outcome: outcome[version.status],
         ...(version.reason ? { reason: version.reason } : {}),
         ...(Object.keys(digests).length ? { digests } : {}),
       });

@@ -52,7 +52,10 @@ run(async () => {
   // Every missing part at once, not one per run.
   const missing = (['namespace', 'name', 'system', 'version'] as const).filter((option) => !values[option]).map((option) => `--${option}`);
   if (positionals.length !== 1) missing.unshift(positionals.length === 0 ? 'the module directory or package' : 'exactly one module directory or package');
-  if (missing.length > 0) throw new UsageError(`${missing.length === 1 ? missing[0] : `${missing.slice(0, -1).join(', ')} and ${missing.at(-1)}`} ${missing.length === 1 ? 'is' : 'are'} required`);
+  if (missing.length > 0)
+    throw new UsageError(
+      `${missing.length === 1 ? missing[0] : `${missing.slice(0, -1).join(', ')} and ${missing.at(-1)}`} ${missing.length === 1 ? 'is' : 'are'} required`,
+    );
   checkStateTarget(values);
   const maxMB = values['max-size'] === undefined ? undefined : Number(values['max-size']);
   if (maxMB !== undefined && !(maxMB > 0)) throw new UsageError(`--max-size takes a positive number of MB, not "${values['max-size']}"`);

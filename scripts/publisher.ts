@@ -79,12 +79,27 @@ run(async () => {
     return;
   }
   const [command, ...rest] = positionals;
-  if (!command || !['add', 'list', 'remove', 'require-provenance'].includes(command)) throw new UsageError('expected one command: add, list, remove or require-provenance');
+  if (!command || !['add', 'list', 'remove', 'require-provenance'].includes(command))
+    throw new UsageError('expected one command: add, list, remove or require-provenance');
   if (values.off && command !== 'require-provenance') throw new UsageError('--off is an option of require-provenance');
   if (command === 'remove' ? rest.length !== 1 : rest.length > 0) {
     throw new UsageError(command === 'remove' ? 'remove takes one publisher id (npm run publisher -- list prints them)' : `unexpected argument "${rest[0]}"`);
   }
-  const matching = ['issuer', 'repository', 'project-path', 'workflow', 'ref', 'environment', 'repository-id', 'owner-id', 'project-id', 'namespace-id', 'any-ref', 'allow-unprotected-ref', 'api'] as const;
+  const matching = [
+    'issuer',
+    'repository',
+    'project-path',
+    'workflow',
+    'ref',
+    'environment',
+    'repository-id',
+    'owner-id',
+    'project-id',
+    'namespace-id',
+    'any-ref',
+    'allow-unprotected-ref',
+    'api',
+  ] as const;
   if (command !== 'add') {
     const given = matching.filter((name) => values[name] !== undefined);
     if (given.length) throw new UsageError(`--${given[0]} is an option of add`);
@@ -95,21 +110,35 @@ run(async () => {
   const hostname = values.hostname ? parseHostname(values.hostname) : config.hostname;
 
   // Writes leave an audit entry (R2); list only reads KV.
-  const store = command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
+  const store =
+    command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
   const auditStore = store.blobs ? { blobs: store.blobs } : null;
   const target = `${hostname}/${namespace}`;
   try {
     const where = store.description;
     if (command === 'add') {
       const input = {
-        issuer: values.issuer, repository: values.repository, projectPath: values['project-path'],
-        workflow: values.workflow, ref: values.ref, environment: values.environment,
-        repositoryId: values['repository-id'], ownerId: values['owner-id'], projectId: values['project-id'], namespaceId: values['namespace-id'],
-        anyRef: values['any-ref'], allowUnprotectedRef: values['allow-unprotected-ref'],
+        issuer: values.issuer,
+        repository: values.repository,
+        projectPath: values['project-path'],
+        workflow: values.workflow,
+        ref: values.ref,
+        environment: values.environment,
+        repositoryId: values['repository-id'],
+        ownerId: values['owner-id'],
+        projectId: values['project-id'],
+        namespaceId: values['namespace-id'],
+        anyRef: values['any-ref'],
+        allowUnprotectedRef: values['allow-unprotected-ref'],
       };
       const lookup = { api: values.api, env: process.env };
-      const { publisher, added } = await audited(auditStore, values.remote, { action: 'publisher.add', target }, () => addPublisher(store.kv, hostname, namespace, input, lookup),
-        (result) => ({ outcome: result.added ? 'ok' : 'unchanged', reason: describePublisher(result.publisher).replace(/\s+/g, ' ') }));
+      const { publisher, added } = await audited(
+        auditStore,
+        values.remote,
+        { action: 'publisher.add', target },
+        () => addPublisher(store.kv, hostname, namespace, input, lookup),
+        (result) => ({ outcome: result.added ? 'ok' : 'unchanged', reason: describePublisher(result.publisher).replace(/\s+/g, ' ') }),
+      );
       say(added ? `trusted publisher added to ${hostname}/${namespace} in ${where}:` : `${hostname}/${namespace} already trusts this publisher:`);
       say(`  ${describePublisher(publisher)}`);
       if (added) say('  CI jobs it matches can now publish with `--registry URL` and their ID token (production KV takes up to 60 s to propagate)');
@@ -117,19 +146,31 @@ run(async () => {
     } else if (command === 'require-provenance') {
       // Its own R2 object, not part of the publisher records (src/store/provenance.ts).
       const required = !values.off;
-      await audited(auditStore, values.remote, { action: 'publisher.require-provenance', target, reason: required ? 'on' : 'off' },
-        () => setProvenanceRequired(store.blobs!, hostname, namespace, required), () => ({ outcome: 'ok', reason: required ? 'on' : 'off' }));
-      say(required
-        ? `${hostname}/${namespace} now requires build provenance: only trusted publishers (CI jobs) may publish into it`
-        : `${hostname}/${namespace} no longer requires build provenance`);
+      await audited(
+        auditStore,
+        values.remote,
+        { action: 'publisher.require-provenance', target, reason: required ? 'on' : 'off' },
+        () => setProvenanceRequired(store.blobs!, hostname, namespace, required),
+        () => ({ outcome: 'ok', reason: required ? 'on' : 'off' }),
+      );
+      say(
+        required
+          ? `${hostname}/${namespace} now requires build provenance: only trusted publishers (CI jobs) may publish into it`
+          : `${hostname}/${namespace} no longer requires build provenance`,
+      );
       if (values.json) process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, requireProvenance: required })}\n`);
     } else if (command === 'list') {
       const publishers = await listPublishers(store.kv, hostname, namespace);
       if (values.json) process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, publishers })}\n`);
       else process.stdout.write(`${formatPublishers(hostname, namespace, publishers)}\n`);
     } else {
-      const removed = await audited(auditStore, values.remote, { action: 'publisher.remove', target, reason: `publisher ${rest[0]!}` },
-        () => removePublisher(store.kv, hostname, namespace, rest[0]!), (result) => ({ outcome: 'ok', reason: describePublisher(result).replace(/\s+/g, ' ') }));
+      const removed = await audited(
+        auditStore,
+        values.remote,
+        { action: 'publisher.remove', target, reason: `publisher ${rest[0]!}` },
+        () => removePublisher(store.kv, hostname, namespace, rest[0]!),
+        (result) => ({ outcome: 'ok', reason: describePublisher(result).replace(/\s+/g, ' ') }),
+      );
       say(`removed trusted publisher ${removed.id} from ${hostname}/${namespace} in ${where}`);
       if (values.json) process.stdout.write(`${JSON.stringify({ removed })}\n`);
     }

@@ -17,7 +17,12 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const [name, ...rest] = process.argv.slice(2);
 const entry = name ? join(root, 'scripts', `${name}.ts`) : '';
 if (!name || !existsSync(entry)) {
-  process.stderr.write(`usage: node scripts/run.mjs NAME [ARGS…] (NAME: one of ${readdirSync(join(root, 'scripts')).filter((f) => f.endsWith('.ts')).map((f) => f.slice(0, -3)).join(', ')})\n`);
+  process.stderr.write(
+    `usage: node scripts/run.mjs NAME [ARGS…] (NAME: one of ${readdirSync(join(root, 'scripts'))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => f.slice(0, -3))
+      .join(', ')})\n`,
+  );
   process.exit(2);
 }
 
@@ -57,18 +62,22 @@ if (!existsSync(bundle)) {
     packages: 'external',
     logLevel: 'error',
     // Packages resolve from the repository's node_modules, wherever the bundle lives.
-    banner: { js: `import { createRequire as __edgeRegistryRequire } from 'node:module'; const require = __edgeRegistryRequire(${JSON.stringify(pathToFileURL(entry).href)});` },
-    plugins: [{
-      name: 'source-locations',
-      setup(build) {
-        build.onLoad({ filter: /\.ts$/ }, (args) => ({
-          loader: 'ts',
-          contents: readFileSync(args.path, 'utf8')
-            .replaceAll('import.meta.dirname', JSON.stringify(dirname(args.path)))
-            .replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href)),
-        }));
+    banner: {
+      js: `import { createRequire as __edgeRegistryRequire } from 'node:module'; const require = __edgeRegistryRequire(${JSON.stringify(pathToFileURL(entry).href)});`,
+    },
+    plugins: [
+      {
+        name: 'source-locations',
+        setup(build) {
+          build.onLoad({ filter: /\.ts$/ }, (args) => ({
+            loader: 'ts',
+            contents: readFileSync(args.path, 'utf8')
+              .replaceAll('import.meta.dirname', JSON.stringify(dirname(args.path)))
+              .replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href)),
+          }));
+        },
       },
-    }],
+    ],
   });
   renameSync(partial, bundle); // whole or not at all: two runs building at once both end with a complete file
 }

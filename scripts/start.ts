@@ -19,7 +19,8 @@ const args = process.argv.slice(2);
 // Private mode (`npm start -- --var ACCESS:private`) signs download URLs with URL_SIGNING_SECRET from .dev.vars.
 if (ensureDevVars(root)) process.stderr.write('edge-registry: generated URL_SIGNING_SECRET in .dev.vars (git-ignored) for private mode\n');
 // Registry-held signing keys (npm run keys -- generate --held-by-registry) are sealed under SIGNING_KEY_SECRET.
-if (ensureDevSecret(root, SIGNING_KEY_SECRET)) process.stderr.write('edge-registry: generated SIGNING_KEY_SECRET in .dev.vars (git-ignored) for registry-held signing keys\n');
+if (ensureDevSecret(root, SIGNING_KEY_SECRET))
+  process.stderr.write('edge-registry: generated SIGNING_KEY_SECRET in .dev.vars (git-ignored) for registry-held signing keys\n');
 
 if (!hasLocalProviders()) {
   process.stderr.write(emptyStateHint(args));

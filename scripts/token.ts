@@ -72,18 +72,25 @@ async function main(argv: string[]): Promise<void> {
 
   const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
   // create and revoke leave an audit entry (R2); list only reads KV.
-  const store = command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
+  const store =
+    command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
   const { kv, description: where, close } = store;
   const auditStore = store.blobs ? { blobs: store.blobs } : null;
 
   try {
     if (command === 'create') {
-      const { token, record } = await audited(auditStore, values.remote, { action: 'token.create', target: 'token (new)' },
+      const { token, record } = await audited(
+        auditStore,
+        values.remote,
+        { action: 'token.create', target: 'token (new)' },
         () => createToken(kv, { scopes: (purpose === 'publish' ? values.publish : values.namespace) ?? [], name: values.name, expires, purpose }),
         ({ record: r }) => ({
-          outcome: 'ok', target: `token ${r.id}`, namespaces: r.scopes,
+          outcome: 'ok',
+          target: `token ${r.id}`,
+          namespaces: r.scopes,
           reason: `${r.purpose} token${r.name ? ` "${r.name}"` : ''}, scopes ${r.scopes.join(', ')}, expires ${r.expires ?? 'never'}`,
-        }));
+        }),
+      );
       const lines = [
         `created ${record.purpose} token ${record.id}${record.name ? ` (${record.name})` : ''} in ${where}`,
         `  scopes:  ${record.scopes.join(', ')}`,
@@ -91,8 +98,8 @@ async function main(argv: string[]): Promise<void> {
         record.purpose === 'publish'
           ? `Publish with it: EDGE_REGISTRY_TOKEN=… npm run publish-provider -- dist --namespace ${record.scopes[0] === '*' ? 'NS' : record.scopes[0]} --registry https://${config.hostname}. It is shown only this once:`
           : `Use it as credentials "${config.hostname}" { token = "…" } in the Terraform CLI configuration${
-          config.hostname.includes(':') ? '' : `,\nor as the variable TF_TOKEN_${config.hostname.replace(/-/g, '__').replace(/\./g, '_')}`
-        }. It is shown only this once:`,
+              config.hostname.includes(':') ? '' : `,\nor as the variable TF_TOKEN_${config.hostname.replace(/-/g, '__').replace(/\./g, '_')}`
+            }. It is shown only this once:`,
         token,
       ];
       process.stdout.write(`${lines.join('\n')}\n`);
@@ -101,8 +108,13 @@ async function main(argv: string[]): Promise<void> {
     } else {
       // Given the token itself, revoke it by its id: the secret never reaches a message or the audit log.
       const which = TOKEN_SHAPE.test(rest[0]!.trim()) ? tokenId(tokenSha256(rest[0]!.trim())) : rest[0]!;
-      const record = await audited(auditStore, values.remote, { action: 'token.revoke', target: `token ${which.slice(0, 100)}` }, () => revokeToken(kv, which),
-        (r) => ({ outcome: 'ok', target: `token ${r.id}`, namespaces: r.scopes, ...(r.name ? { reason: `name "${r.name}"` } : {}) }));
+      const record = await audited(
+        auditStore,
+        values.remote,
+        { action: 'token.revoke', target: `token ${which.slice(0, 100)}` },
+        () => revokeToken(kv, which),
+        (r) => ({ outcome: 'ok', target: `token ${r.id}`, namespaces: r.scopes, ...(r.name ? { reason: `name "${r.name}"` } : {}) }),
+      );
       process.stdout.write(`revoked token ${record.id}${record.name ? ` (${record.name})` : ''} in ${where}\n`);
     }
   } finally {

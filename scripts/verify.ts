@@ -29,8 +29,12 @@ run(async () => {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {
-      repository: { type: 'string' }, workflow: { type: 'string' }, registry: { type: 'string' }, json: { type: 'boolean' },
-      verbose: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      repository: { type: 'string' },
+      workflow: { type: 'string' },
+      registry: { type: 'string' },
+      json: { type: 'boolean' },
+      verbose: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
@@ -40,10 +44,17 @@ run(async () => {
   if (positionals.length !== 2) throw new UsageError('expected the address and the version');
   const [address, version] = positionals as [string, string];
   const result = await verifyProvenance({
-    address, version, repository: values.repository, workflow: values.workflow, registry: values.registry,
-    token: process.env[TOKEN_ENV] || undefined, log: say,
+    address,
+    version,
+    repository: values.repository,
+    workflow: values.workflow,
+    registry: values.registry,
+    token: process.env[TOKEN_ENV] || undefined,
+    log: say,
   });
-  say(`verified: ${address} ${version} was built from ${result.repository} (id ${result.repositoryId})@${result.commit.slice(0, 12)} ` +
-    `by ${result.workflow} at ${result.ref}, ${result.invocation}`);
+  say(
+    `verified: ${address} ${version} was built from ${result.repository} (id ${result.repositoryId})@${result.commit.slice(0, 12)} ` +
+      `by ${result.workflow} at ${result.ref}, ${result.invocation}`,
+  );
   if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
 }, USAGE);

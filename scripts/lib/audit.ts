@@ -40,7 +40,7 @@ export async function audited<T>(
   remote: boolean | undefined,
   record: Omit<AuditRecord, 'outcome'>,
   write: () => Promise<T>,
-  outcomeOf: (result: T) => Pick<AuditEntry, 'outcome'> & Partial<Pick<AuditEntry, 'digests' | 'reason' | 'target' | 'namespaces'>> | null,
+  outcomeOf: (result: T) => (Pick<AuditEntry, 'outcome'> & Partial<Pick<AuditEntry, 'digests' | 'reason' | 'target' | 'namespaces'>>) | null,
 ): Promise<T> {
   if (store === null) return write();
   let result: T;
@@ -48,7 +48,9 @@ export async function audited<T>(
     result = await write();
   } catch (error) {
     const refused = isUserFixable(error);
-    await recordAudit(store, remote, { ...record, outcome: refused ? 'refused' : 'failed', reason: (error as Error)?.message ?? String(error) }).catch(() => {});
+    await recordAudit(store, remote, { ...record, outcome: refused ? 'refused' : 'failed', reason: (error as Error)?.message ?? String(error) }).catch(
+      () => {},
+    );
     throw error;
   }
   const outcome = outcomeOf(result);
@@ -77,8 +79,10 @@ export function parseSince(raw: string, now = Date.now()): Date {
 /** The human listing: one line per entry, oldest first (no secrets: entries never hold one). */
 export function formatAuditLines(entries: readonly AuditEntry[]): string {
   if (entries.length === 0) return 'no audit entries';
-  return entries.map((e) => {
-    const reason = e.reason ? ` — ${e.reason}` : '';
-    return `${e.time.slice(0, 19).replace('T', ' ')}  ${e.outcome.padEnd(9)}  ${e.action.padEnd(16)}  ${e.target}  by ${describeActor(e.actor)}${reason}`;
-  }).join('\n');
+  return entries
+    .map((e) => {
+      const reason = e.reason ? ` — ${e.reason}` : '';
+      return `${e.time.slice(0, 19).replace('T', ' ')}  ${e.outcome.padEnd(9)}  ${e.action.padEnd(16)}  ${e.target}  by ${describeActor(e.actor)}${reason}`;
+    })
+    .join('\n');
 }

@@ -49,7 +49,11 @@ export function registryAudience(registryUrl: string, env: NodeJS.ProcessEnv = p
  * InputError naming what to set when the environment offers none, and when
  * GitHub's token service refuses or answers unusably.
  */
-export async function publishCredential(registryUrl: string, env: NodeJS.ProcessEnv = process.env, fetchImpl: typeof fetch = fetch): Promise<PublishCredential> {
+export async function publishCredential(
+  registryUrl: string,
+  env: NodeJS.ProcessEnv = process.env,
+  fetchImpl: typeof fetch = fetch,
+): Promise<PublishCredential> {
   const token = env[TOKEN_ENV]?.trim();
   if (token) return { bearer: token, kind: 'token', source: TOKEN_ENV };
   const idToken = env[ID_TOKEN_ENV]?.trim();
@@ -61,7 +65,9 @@ export async function publishCredential(registryUrl: string, env: NodeJS.Process
     return { bearer: await githubIdToken(requestUrl, requestToken, audience, fetchImpl), kind: 'ci', source: `GitHub Actions OIDC (audience ${audience})` };
   }
   if (requestUrl || requestToken) {
-    throw new InputError(`${requestUrl ? GITHUB_REQUEST_TOKEN_ENV : GITHUB_REQUEST_URL_ENV} is not set: GitHub sets both only for a job with \`permissions: id-token: write\``);
+    throw new InputError(
+      `${requestUrl ? GITHUB_REQUEST_TOKEN_ENV : GITHUB_REQUEST_URL_ENV} is not set: GitHub sets both only for a job with \`permissions: id-token: write\``,
+    );
   }
   throw new InputError(
     `--registry needs a credential: ${TOKEN_ENV} (a publish token: npm run token -- create --publish NAMESPACE), ` +
@@ -81,12 +87,17 @@ async function githubIdToken(requestUrl: string, requestToken: string, audience:
   url.searchParams.set('audience', audience);
   let response: Response;
   try {
-    response = await fetchImpl(url, { headers: { authorization: `bearer ${requestToken}`, accept: 'application/json; api-version=2.0' }, signal: AbortSignal.timeout(30_000) });
+    response = await fetchImpl(url, {
+      headers: { authorization: `bearer ${requestToken}`, accept: 'application/json; api-version=2.0' },
+      signal: AbortSignal.timeout(30_000),
+    });
   } catch (error) {
     throw new Error(`GitHub's OIDC token service (${url.origin}) could not be reached: ${(error as Error).message}`);
   }
   if (!response.ok) {
-    throw new InputError(`GitHub's OIDC token service answered ${response.status} for audience ${audience}: does the job have \`permissions: id-token: write\`?`);
+    throw new InputError(
+      `GitHub's OIDC token service answered ${response.status} for audience ${audience}: does the job have \`permissions: id-token: write\`?`,
+    );
   }
   const body = (await response.json().catch(() => null)) as { value?: unknown } | null;
   if (typeof body?.value !== 'string' || body.value.split('.').length !== 3) {

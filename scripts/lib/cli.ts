@@ -58,7 +58,8 @@ export function describeFailure(error: unknown, usage: string, verbose = verbose
   const message = oneLine(error instanceof Error ? error.message : String(error)) || (error as Error)?.name || 'unknown error';
   const trace = (error as Error)?.stack ?? String(error);
   const saved = verbose ? null : saveTrace(trace);
-  const text = `error: ${message} — an internal or infrastructure failure, not a problem with your input; nothing half-done is served, so run the same command again` +
+  const text =
+    `error: ${message} — an internal or infrastructure failure, not a problem with your input; nothing half-done is served, so run the same command again` +
     (verbose ? `\n${trace}` : saved ? ` (stack trace in ${saved}; --verbose prints it)` : ' (add --verbose for the stack trace)');
   return { code: 3, text };
 }
@@ -94,7 +95,12 @@ export function run(main: () => Promise<void>, usage: string): void {
 }
 
 function oneLine(text: string): string {
-  return text.split('\n').map((line) => line.trim()).filter(Boolean).join(' ').slice(0, 500);
+  return text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean)
+    .join(' ')
+    .slice(0, 500);
 }
 
 /**
@@ -132,7 +138,11 @@ export function checkStateTarget(values: { env?: string; remote?: boolean; regis
 
 /** Where a command reads and writes, from its STATE_OPTIONS values (plus --hostname), as the publish and lifecycle functions take it. Never throws. */
 export function stateTarget(values: { remote?: boolean; env?: string; config?: string; 'persist-to'?: string; hostname?: string }): {
-  remote?: boolean; env?: string; configPath?: string; persistTo?: string; hostname?: string;
+  remote?: boolean;
+  env?: string;
+  configPath?: string;
+  persistTo?: string;
+  hostname?: string;
 } {
   return { remote: values.remote, env: values.env, configPath: values.config, persistTo: values['persist-to'], hostname: values.hostname };
 }

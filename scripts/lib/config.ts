@@ -99,8 +99,10 @@ async function readWranglerBindings(configPath: string, env: string | undefined)
     const wranglerEntry = createRequire(import.meta.url).resolve('wrangler');
     const installed = statSync(wranglerEntry);
     const key = createHash('sha256')
-      .update(readFileSync(configPath)).update(`\0${env ?? ''}\0${wranglerEntry}\0${installed.size}\0${installed.mtimeMs}`)
-      .digest('hex').slice(0, 32);
+      .update(readFileSync(configPath))
+      .update(`\0${env ?? ''}\0${wranglerEntry}\0${installed.size}\0${installed.mtimeMs}`)
+      .digest('hex')
+      .slice(0, 32);
     const modules = wranglerEntry.lastIndexOf(`${sep}node_modules${sep}`);
     if (modules >= 0) cachePath = join(wranglerEntry.slice(0, modules), 'node_modules', '.cache', 'edge-registry', `wrangler-config-${key}.json`);
     if (cachePath && existsSync(cachePath)) return JSON.parse(readFileSync(cachePath, 'utf8')) as WranglerBindings;

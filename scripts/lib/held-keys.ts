@@ -18,12 +18,15 @@ import { ensureDevSecret, readDevVar, SIGNING_KEY_SECRET } from './dev/vars';
 export function heldKeySecret(config: RegistryConfig, remote: boolean | undefined, env: NodeJS.ProcessEnv = process.env): string {
   let secret = env[SIGNING_KEY_SECRET];
   if (!secret && remote) {
-    throw new InputError(`--held-by-registry --remote: set ${SIGNING_KEY_SECRET} to the Worker's secret (the value of \`wrangler secret put ${SIGNING_KEY_SECRET}\`; generate one with \`openssl rand -base64 32\` and put it there first)`);
+    throw new InputError(
+      `--held-by-registry --remote: set ${SIGNING_KEY_SECRET} to the Worker's secret (the value of \`wrangler secret put ${SIGNING_KEY_SECRET}\`; generate one with \`openssl rand -base64 32\` and put it there first)`,
+    );
   }
   if (!secret) {
     ensureDevSecret(config.projectRoot, SIGNING_KEY_SECRET);
     secret = readDevVar(config.projectRoot, SIGNING_KEY_SECRET);
   }
-  if (!secret || secret.length < MIN_SECRET_LENGTH) throw new InputError(`${SIGNING_KEY_SECRET} must be at least ${MIN_SECRET_LENGTH} characters (openssl rand -base64 32)`);
+  if (!secret || secret.length < MIN_SECRET_LENGTH)
+    throw new InputError(`${SIGNING_KEY_SECRET} must be at least ${MIN_SECRET_LENGTH} characters (openssl rand -base64 32)`);
   return secret;
 }

@@ -57,7 +57,8 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
   const log = options.log ?? (() => {});
   const doFetch = options.fetch ?? fetch;
   const parts = options.address.split('/');
-  if (parts.length !== 3 && parts.length !== 4) throw new InputError(`"${options.address}" is neither HOST/NAMESPACE/TYPE (a provider) nor HOST/NAMESPACE/NAME/SYSTEM (a module)`);
+  if (parts.length !== 3 && parts.length !== 4)
+    throw new InputError(`"${options.address}" is neither HOST/NAMESPACE/TYPE (a provider) nor HOST/NAMESPACE/NAME/SYSTEM (a module)`);
   const [host, ...path] = parts as [string, ...string[]];
   const base = new URL(options.registry ?? `https://${host}`);
   const headers: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
@@ -71,15 +72,23 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
       throw new InputError(`${what}: could not fetch ${new URL(url, base).href}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
     }
     if (response.status === 404) throw new ProvenanceMismatchError(`${what} is not there (404 at ${url})`);
-    if (!response.ok) throw new InputError(`${what}: ${url} answered ${response.status} ${(await response.text()).slice(0, 200)}${response.status === 401 ? ' (private registry: set EDGE_REGISTRY_TOKEN to a read token)' : ''}`);
+    if (!response.ok)
+      throw new InputError(
+        `${what}: ${url} answered ${response.status} ${(await response.text()).slice(0, 200)}${response.status === 401 ? ' (private registry: set EDGE_REGISTRY_TOKEN to a read token)' : ''}`,
+      );
     return response;
   };
   const bytes = async (url: string, what: string) => new Uint8Array(await (await get(url, what)).arrayBuffer());
 
   const module = parts.length === 4;
   const kind = module ? 'modules' : 'providers';
-  const keys = ((await (await get('/v1/provenance/keys', 'the registry\'s attestation keys')).json()) as { keys: AttestationPublicJwk[] }).keys;
-  const envelope = await (await get(`/v1/provenance/${kind}/${path.map(encodeURIComponent).join('/')}/${encodeURIComponent(options.version)}`, `the provenance of ${options.address} ${options.version}`)).json();
+  const keys = ((await (await get('/v1/provenance/keys', "the registry's attestation keys")).json()) as { keys: AttestationPublicJwk[] }).keys;
+  const envelope = await (
+    await get(
+      `/v1/provenance/${kind}/${path.map(encodeURIComponent).join('/')}/${encodeURIComponent(options.version)}`,
+      `the provenance of ${options.address} ${options.version}`,
+    )
+  ).json();
   let verified;
   try {
     verified = await verifyEnvelope(envelope, keys);
@@ -97,9 +106,12 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
   if (statement._type !== STATEMENT_TYPE) throw new ProvenanceMismatchError(`the statement type is ${JSON.stringify(statement._type)}, not ${STATEMENT_TYPE}`);
   if (statement.predicateType === PUBLISH_ATTESTATION_V1) {
     const actor = (statement.predicate as { actor?: { kind?: string } }).actor?.kind ?? 'unknown';
-    throw new ProvenanceMismatchError(`${options.address} ${options.version} has no build provenance: it was published by ${actor === 'token' ? 'a publish token' : actor === 'operator' ? 'the CLI' : actor === 'ci' ? 'a CI job whose token lacked the claims provenance states' : actor} (the registry signed only a publish attestation)`);
+    throw new ProvenanceMismatchError(
+      `${options.address} ${options.version} has no build provenance: it was published by ${actor === 'token' ? 'a publish token' : actor === 'operator' ? 'the CLI' : actor === 'ci' ? 'a CI job whose token lacked the claims provenance states' : actor} (the registry signed only a publish attestation)`,
+    );
   }
-  if (statement.predicateType !== SLSA_PROVENANCE_V1) throw new ProvenanceMismatchError(`the predicate type is ${JSON.stringify(statement.predicateType)}, not ${SLSA_PROVENANCE_V1}`);
+  if (statement.predicateType !== SLSA_PROVENANCE_V1)
+    throw new ProvenanceMismatchError(`the predicate type is ${JSON.stringify(statement.predicateType)}, not ${SLSA_PROVENANCE_V1}`);
 
   // The files as served, by name → SHA-256 of the downloaded bytes.
   const served = new Map<string, string>();
@@ -111,13 +123,19 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
     served.set(decodeURIComponent(url.pathname.slice(url.pathname.lastIndexOf('/') + 1)), sha256Hex(await bytes(url.href, 'the module package')));
   } else {
     const [ns, type] = path as [string, string];
-    const versions = (await (await get(`/v1/providers/${ns}/${type}/versions`, `provider ${options.address}`)).json()) as { versions: { version: string; platforms: { os: string; arch: string }[] }[] };
+    const versions = (await (await get(`/v1/providers/${ns}/${type}/versions`, `provider ${options.address}`)).json()) as {
+      versions: { version: string; platforms: { os: string; arch: string }[] }[];
+    };
     const entry = versions.versions.find((v) => v.version === options.version);
     if (!entry) throw new InputError(`${options.address} has no version ${options.version}`);
     let shasumsUrl = '';
     let shasumsName = '';
     for (const p of entry.platforms) {
-      const doc = (await (await get(`/v1/providers/${ns}/${type}/${options.version}/download/${p.os}/${p.arch}`, `the ${p.os}_${p.arch} download`)).json()) as { filename: string; download_url: string; shasums_url: string };
+      const doc = (await (await get(`/v1/providers/${ns}/${type}/${options.version}/download/${p.os}/${p.arch}`, `the ${p.os}_${p.arch} download`)).json()) as {
+        filename: string;
+        download_url: string;
+        shasums_url: string;
+      };
       served.set(doc.filename, sha256Hex(await bytes(doc.download_url, doc.filename)));
       shasumsUrl = doc.shasums_url;
       shasumsName = decodeURIComponent(new URL(doc.shasums_url, base).pathname.split('/').at(-1)!);
@@ -127,7 +145,8 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
     // SHA256SUMS as served must list each zip with the digest of its bytes.
     const lines = new Map(parseShasums(new TextDecoder().decode(sums)).map((e) => [e.filename, e.sha256Hex]));
     for (const [name, digest] of served) {
-      if (name !== shasumsName && lines.get(name) !== digest) throw new ProvenanceMismatchError(`${shasumsName} lists ${name} as ${lines.get(name) ?? 'nothing'}, its bytes hash to ${digest}`);
+      if (name !== shasumsName && lines.get(name) !== digest)
+        throw new ProvenanceMismatchError(`${shasumsName} lists ${name} as ${lines.get(name) ?? 'nothing'}, its bytes hash to ${digest}`);
     }
   }
 
@@ -138,7 +157,8 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
     if (stated === undefined) throw new ProvenanceMismatchError(`${name} is served but is not a subject of the statement (a statement of another release?)`);
     if (stated !== digest) throw new ProvenanceMismatchError(`${name}: the statement says sha256 ${stated}, the served bytes hash to ${digest}`);
   }
-  for (const s of subjects) if (!served.has(s.name)) throw new ProvenanceMismatchError(`the statement names ${s.name}, which ${options.address} ${options.version} does not serve`);
+  for (const s of subjects)
+    if (!served.has(s.name)) throw new ProvenanceMismatchError(`the statement names ${s.name}, which ${options.address} ${options.version} does not serve`);
   log(`subjects: ${served.size} files, each digest equal to the served bytes${module ? '' : ' and to SHA256SUMS'}`);
 
   const facts = buildFacts(statement);
@@ -147,9 +167,15 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
   }
   if (options.workflow) {
     const want = options.workflow.includes('/') ? options.workflow : `/${options.workflow}`;
-    if (!(`/${facts.workflow}`).endsWith(want)) throw new ProvenanceMismatchError(`built by workflow ${facts.workflow}, expected ${options.workflow}`);
+    if (!`/${facts.workflow}`.endsWith(want)) throw new ProvenanceMismatchError(`built by workflow ${facts.workflow}, expected ${options.workflow}`);
   }
-  return { address: options.address, version: options.version, keyid: verified.kid, ...facts, subjects: subjects.map((s) => ({ name: s.name, sha256: s.digest.sha256 })) };
+  return {
+    address: options.address,
+    version: options.version,
+    keyid: verified.kid,
+    ...facts,
+    subjects: subjects.map((s) => ({ name: s.name, sha256: s.digest.sha256 })),
+  };
 }
 
 /** Repository, workflow, ref, commit and run as the statement states them (GitHub's or our GitLab build type). */
@@ -174,9 +200,9 @@ function buildFacts(statement: Statement): Omit<VerifyResult, 'address' | 'versi
   const repository = github ? String(ext.workflow?.repository ?? '').replace(/^https?:\/\/[^/]+\//, '') : String(ext.project?.path ?? '');
   return {
     repository,
-    repositoryId: String(github ? int.github?.repository_id ?? '' : ext.project?.id ?? ''),
-    workflow: String(github ? ext.workflow?.path ?? '' : ext.config?.path ?? ''),
-    ref: String(github ? ext.workflow?.ref ?? '' : ext.ref ?? ''),
+    repositoryId: String(github ? (int.github?.repository_id ?? '') : (ext.project?.id ?? '')),
+    workflow: String(github ? (ext.workflow?.path ?? '') : (ext.config?.path ?? '')),
+    ref: String(github ? (ext.workflow?.ref ?? '') : (ext.ref ?? '')),
     commit: String(dep?.digest?.gitCommit ?? ''),
     invocation: String(p.runDetails?.metadata?.invocationId ?? ''),
   };

@@ -1,4 +1,13 @@
-import { describePublisher, GITHUB_ISSUER, MAX_PUBLISHERS, parsePublisherInput, parseProjectPath, parseRepository, type PublisherInput, type TrustedPublisher } from '../../src/access/publishers';
+import {
+  describePublisher,
+  GITHUB_ISSUER,
+  MAX_PUBLISHERS,
+  parsePublisherInput,
+  parseProjectPath,
+  parseRepository,
+  type PublisherInput,
+  type TrustedPublisher,
+} from '../../src/access/publishers';
 import { parseIssuerUrl } from '../../src/access/issuer-url';
 import { InputError } from '../../src/protocol/errors';
 import { readPublishers } from '../../src/store/publishers/read';
@@ -48,7 +57,7 @@ export async function resolvePublisherIds(input: PublisherInput, lookup: IdLooku
   const api = (lookup.api ?? defaultApi(input)).replace(/\/+$/, '');
   const url = github ? `${api}/repos/${name}` : `${api}/projects/${encodeURIComponent(name)}`;
   const token = github ? lookup.env?.GITHUB_TOKEN : lookup.env?.GITLAB_TOKEN;
-  const give = `give ${idFlag} N ${ownerFlag} N (${github ? 'gh api repos/OWNER/REPO --jq \'.id, .owner.id\'' : 'the project\'s overview page shows its id; the group\'s id is on the group page'})`;
+  const give = `give ${idFlag} N ${ownerFlag} N (${github ? "gh api repos/OWNER/REPO --jq '.id, .owner.id'" : "the project's overview page shows its id; the group's id is on the group page"})`;
   let response: Response;
   try {
     response = await fetch(url, {
@@ -59,10 +68,11 @@ export async function resolvePublisherIds(input: PublisherInput, lookup: IdLooku
     throw new InputError(`could not look up ${name}'s ids at ${url} (${(error as Error).message}); offline, or another API (--api URL)? ${give}`);
   }
   if (!response.ok) {
-    const hint = response.status === 404 || response.status === 401 || response.status === 403 ? ` (private? set ${github ? 'GITHUB_TOKEN' : 'GITLAB_TOKEN'})` : '';
+    const hint =
+      response.status === 404 || response.status === 401 || response.status === 403 ? ` (private? set ${github ? 'GITHUB_TOKEN' : 'GITLAB_TOKEN'})` : '';
     throw new InputError(`looking up ${name} at ${url} answered ${response.status}${hint}; ${give}`);
   }
-  const body = await response.json().catch(() => null) as Record<string, unknown> | null;
+  const body = (await response.json().catch(() => null)) as Record<string, unknown> | null;
   const owner = body?.[github ? 'owner' : 'namespace'] as Record<string, unknown> | undefined;
   const found = body?.[github ? 'full_name' : 'path_with_namespace'];
   const numeric = (v: unknown) => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? String(v) : undefined);
@@ -83,10 +93,18 @@ export async function resolvePublisherIds(input: PublisherInput, lookup: IdLooku
  * parsePublisherInput), a failed lookup, or when the namespace already has
  * MAX_PUBLISHERS.
  */
-export async function addPublisher(kv: KvStore, hostname: string, namespace: string, input: PublisherInput, lookup?: IdLookup): Promise<{ publisher: TrustedPublisher; added: boolean }> {
+export async function addPublisher(
+  kv: KvStore,
+  hostname: string,
+  namespace: string,
+  input: PublisherInput,
+  lookup?: IdLookup,
+): Promise<{ publisher: TrustedPublisher; added: boolean }> {
   // Everything but the ids is checked before the lookup, so a typo is not sent to the CI's API.
   if (lookup) {
-    const placeholders = input.repository ? { repositoryId: input.repositoryId ?? '1', ownerId: input.ownerId ?? '1' } : { projectId: input.projectId ?? '1', namespaceId: input.namespaceId ?? '1' };
+    const placeholders = input.repository
+      ? { repositoryId: input.repositoryId ?? '1', ownerId: input.ownerId ?? '1' }
+      : { projectId: input.projectId ?? '1', namespaceId: input.namespaceId ?? '1' };
     await parsePublisherInput({ ...input, ...placeholders });
   }
   const publisher = await parsePublisherInput(lookup ? await resolvePublisherIds(input, lookup) : input);
@@ -115,7 +133,12 @@ export async function removePublisher(kv: KvStore, hostname: string, namespace: 
   if (!found) {
     throw new InputError(`namespace ${namespace} has no trusted publisher ${wanted} (it has: ${existing.map((p) => p.id).join(', ') || 'none'})`);
   }
-  await writePublishers(kv, hostname, namespace, existing.filter((p) => p.id !== wanted));
+  await writePublishers(
+    kv,
+    hostname,
+    namespace,
+    existing.filter((p) => p.id !== wanted),
+  );
   return found;
 }
 

@@ -23,12 +23,23 @@ export interface UploadableFile {
   bytes?: Uint8Array;
 }
 
-interface SessionFile { filename: string; size: number; url: string; parts: number }
-interface Session { upload: string; part_size: number; files: SessionFile[]; commit_url: string }
+interface SessionFile {
+  filename: string;
+  size: number;
+  url: string;
+  parts: number;
+}
+interface Session {
+  upload: string;
+  part_size: number;
+  files: SessionFile[];
+  commit_url: string;
+}
 
 export class RegistryClient {
   private constructor(
-    private readonly base: string, private readonly credential: PublishCredential,
+    private readonly base: string,
+    private readonly credential: PublishCredential,
     /** Progress lines, with the CLI's test hooks (EDGE_REGISTRY_TEST_KILL_AT=upload#2 kills the client before its second file). */
     private readonly progress: ReturnType<typeof progressLog>,
   ) {}
@@ -57,7 +68,7 @@ export class RegistryClient {
    */
   async start<R>(path: string, manifest: object): Promise<{ result: R } | { session: Session }> {
     const response = await this.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(manifest) });
-    const body = await response.json() as R & Session;
+    const body = (await response.json()) as R & Session;
     return response.status === 201 ? { session: body } : { result: body };
   }
 
@@ -87,14 +98,18 @@ export class RegistryClient {
     let response: Response;
     try {
       response = await fetch(new URL(path, this.base), {
-        ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${this.credential.bearer}` },
+        ...init,
+        headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${this.credential.bearer}` },
       });
     } catch (error) {
-      throw new Error(`${init.method} ${this.base}: ${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`);
+      throw new Error(
+        `${init.method} ${this.base}: ${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`,
+      );
     }
     if (response.ok) return response;
     const message = await errorMessage(response);
-    if (response.status >= 400 && response.status < 500) throw new InputError(`the registry refused the publish (${response.status}): ${message}`, response.status);
+    if (response.status >= 400 && response.status < 500)
+      throw new InputError(`the registry refused the publish (${response.status}): ${message}`, response.status);
     throw new Error(`the registry answered ${response.status}: ${message}`);
   }
 }

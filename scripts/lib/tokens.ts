@@ -56,9 +56,11 @@ export interface CreateOptions {
 export async function createToken(kv: KvStore, options: CreateOptions): Promise<{ token: string; record: TokenRecord }> {
   const purpose = options.purpose ?? 'read';
   if (options.scopes.length === 0) {
-    throw new InputError(purpose === 'publish'
-      ? 'give at least one --publish NS (repeatable; "*" for every namespace of this registry)'
-      : 'give at least one --namespace NS (repeatable; "*" for every namespace, HOST/NS for a mirrored upstream one)');
+    throw new InputError(
+      purpose === 'publish'
+        ? 'give at least one --publish NS (repeatable; "*" for every namespace of this registry)'
+        : 'give at least one --namespace NS (repeatable; "*" for every namespace, HOST/NS for a mirrored upstream one)',
+    );
   }
   const scopes = [...new Set(options.scopes.map(purpose === 'publish' ? parsePublishScope : parseScope))];
   const name = (options.name ?? '').trim();
@@ -84,7 +86,8 @@ export async function createToken(kv: KvStore, options: CreateOptions): Promise<
  */
 export function parsePublishScope(raw: string): string {
   const scope = parseScope(raw);
-  if (scope.includes('/')) throw new InputError(`--publish "${raw}": a publish token is scoped to namespaces of this registry (NS, or "*" for all), not HOST/NS`);
+  if (scope.includes('/'))
+    throw new InputError(`--publish "${raw}": a publish token is scoped to namespaces of this registry (NS, or "*" for all), not HOST/NS`);
   return scope;
 }
 
@@ -122,5 +125,12 @@ export function formatTokenTable(records: readonly TokenRecord[], now = Date.now
   ]);
   const header = ['ID', 'NAME', 'SCOPES', 'CREATED (UTC)', 'EXPIRES (UTC)'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  return [header, ...rows].map((row) => row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return [header, ...rows]
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }

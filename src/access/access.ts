@@ -44,15 +44,11 @@ export function requireModuleReadToken(request: IRequest, env: Env): Promise<Res
 export async function checkReadToken(request: IRequest, env: Env, parseNamespace: (raw: string) => string): Promise<Response | undefined> {
   const auth = await authenticate(request, env.REGISTRY_KV);
   if (!auth.ok) {
-    const challenge = auth.error
-      ? `Bearer realm="edge-registry", error="${auth.error}"`
-      : 'Bearer realm="edge-registry"';
+    const challenge = auth.error ? `Bearer realm="edge-registry", error="${auth.error}"` : 'Bearer realm="edge-registry"';
     return errorResponse(401, auth.message, { 'www-authenticate': challenge });
   }
   const ownHostname = settings(env).hostname;
-  const hostname = request.params.hostname === undefined
-    ? ownHostname
-    : parseHostname(pathSegment(request.params.hostname, 'hostname'));
+  const hostname = request.params.hostname === undefined ? ownHostname : parseHostname(pathSegment(request.params.hostname, 'hostname'));
   const namespace = parseNamespace(pathSegment(request.params.namespace, 'namespace'));
   if (!scopeAllows(auth.record.scopes, hostname, namespace, ownHostname)) {
     return errorResponse(403, `this token has no access to namespace "${namespace}" at ${hostname}; its scopes: ${auth.record.scopes.join(', ')}`);
@@ -76,4 +72,3 @@ async function checkSignedUrl(request: IRequest, env: Env): Promise<Response | u
   const verification = await verifySignedUrl(request, settings(env));
   return verification.ok ? undefined : errorResponse(403, verification.message);
 }
-

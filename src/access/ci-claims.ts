@@ -138,21 +138,21 @@ export function ciActor(claims: CiClaims, publisher: TrustedPublisher | null): C
   const gitlab = publisher ? publisher.kind === 'gitlab' : text(claims.project_path) !== undefined;
   const fields = gitlab
     ? {
-      repository: text(claims.project_path),
-      workflow: text(claims.ci_config_ref_uri),
-      ref: gitLabFullRef(claims) ?? text(claims.ref),
-      runId: [idText(claims.pipeline_id), idText(claims.job_id)].filter(Boolean).join('/') || undefined,
-      environment: text(claims.environment),
-      jti: text(claims.jti),
-    }
+        repository: text(claims.project_path),
+        workflow: text(claims.ci_config_ref_uri),
+        ref: gitLabFullRef(claims) ?? text(claims.ref),
+        runId: [idText(claims.pipeline_id), idText(claims.job_id)].filter(Boolean).join('/') || undefined,
+        environment: text(claims.environment),
+        jti: text(claims.jti),
+      }
     : {
-      repository: text(claims.repository),
-      workflow: text(claims.job_workflow_ref) ?? text(claims.workflow_ref),
-      ref: text(claims.ref),
-      runId: [idText(claims.run_id), idText(claims.run_attempt)].filter(Boolean).join('/') || undefined,
-      environment: text(claims.environment),
-      jti: text(claims.jti),
-    };
+        repository: text(claims.repository),
+        workflow: text(claims.job_workflow_ref) ?? text(claims.workflow_ref),
+        ref: text(claims.ref),
+        runId: [idText(claims.run_id), idText(claims.run_attempt)].filter(Boolean).join('/') || undefined,
+        environment: text(claims.environment),
+        jti: text(claims.jti),
+      };
   const actor: CiActor = { kind: 'ci', issuer: text(claims.iss) ?? '', subject: text(claims.sub) ?? '' };
   for (const [key, value] of Object.entries(fields)) if (value !== undefined) (actor as unknown as Record<string, unknown>)[key] = value.slice(0, 512);
   return actor;

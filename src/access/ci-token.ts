@@ -114,7 +114,9 @@ export async function verifyCiToken(token: string, options: VerifyCiTokenOptions
     throw new CiTokenError(
       'untrusted-issuer',
       `the CI ID token's issuer ${JSON.stringify(issuer)} is not trusted for namespace ${namespace}` +
-        (publishers.length ? ` (trusted: ${[...new Set(publishers.map((p) => p.issuer))].join(', ')})` : ' (it has no trusted publishers: npm run publisher -- add)'),
+        (publishers.length
+          ? ` (trusted: ${[...new Set(publishers.map((p) => p.issuer))].join(', ')})`
+          : ' (it has no trusted publishers: npm run publisher -- add)'),
       claimed,
     );
   }
@@ -123,15 +125,17 @@ export async function verifyCiToken(token: string, options: VerifyCiTokenOptions
   try {
     const getKey = await (options.keys ?? issuerKeys).keys(issuer, now.getTime());
     // A connection lost once while fetching the issuer's keys is retried once (jwks-retry.ts).
-    ({ payload: claims } = await withJwksRetry(() => jwtVerify(token, getKey, {
-      issuer,
-      audience: [hostname, `https://${hostname}`],
-      algorithms: ALGORITHMS,
-      clockTolerance: CLOCK_SKEW_SECONDS,
-      requiredClaims: ['exp', 'iat', 'sub', 'jti'],
-      maxTokenAge: MAX_TOKEN_AGE_SECONDS,
-      currentDate: now,
-    })));
+    ({ payload: claims } = await withJwksRetry(() =>
+      jwtVerify(token, getKey, {
+        issuer,
+        audience: [hostname, `https://${hostname}`],
+        algorithms: ALGORITHMS,
+        clockTolerance: CLOCK_SKEW_SECONDS,
+        requiredClaims: ['exp', 'iat', 'sub', 'jti'],
+        maxTokenAge: MAX_TOKEN_AGE_SECONDS,
+        currentDate: now,
+      }),
+    ));
   } catch (error) {
     throw refusal(error, issuer, hostname, claimed);
   }
@@ -144,7 +148,11 @@ export async function verifyCiToken(token: string, options: VerifyCiTokenOptions
     const renamed = candidates.some((p) => namesMatchButIdsDiffer(p, claims))
       ? ': its repository or project has the trusted name but not the trusted id (recreated, or moved to another owner); if that is intended, remove the publisher and add it again'
       : '';
-    throw new CiTokenError('no-publisher', `${describeRun(actor)} matches none of the trusted publishers of namespace ${namespace}${renamed} (npm run publisher -- list --namespace ${namespace})`, actor);
+    throw new CiTokenError(
+      'no-publisher',
+      `${describeRun(actor)} matches none of the trusted publishers of namespace ${namespace}${renamed} (npm run publisher -- list --namespace ${namespace})`,
+      actor,
+    );
   }
   return { publisher, claims, actor };
 }
@@ -152,18 +160,29 @@ export async function verifyCiToken(token: string, options: VerifyCiTokenOptions
 function refusal(error: unknown, issuer: string, hostname: string, claimed: CiActor): CiTokenError {
   if (error instanceof IssuerUnavailableError) return new CiTokenError('issuer-unavailable', error.message, claimed);
   if (error instanceof errors.JWTExpired) {
-    if (error.claim === 'iat') return new CiTokenError('expired', `the CI ID token was issued more than ${MAX_TOKEN_AGE_SECONDS / 60} minutes ago (iat), the most accepted whatever its exp; request a fresh one in the job`, claimed);
+    if (error.claim === 'iat')
+      return new CiTokenError(
+        'expired',
+        `the CI ID token was issued more than ${MAX_TOKEN_AGE_SECONDS / 60} minutes ago (iat), the most accepted whatever its exp; request a fresh one in the job`,
+        claimed,
+      );
     return new CiTokenError('expired', 'the CI ID token has expired; request a fresh one in the job', claimed);
   }
   if (error instanceof errors.JWTClaimValidationFailed) {
-    if (error.claim === 'iat' && error.reason === 'check_failed') return new CiTokenError('invalid', 'the CI ID token was issued in the future (iat); check the clocks', claimed);
-    const fix = error.claim === 'aud' ? ` (request it with audience ${hostname})`
-      : '';
+    if (error.claim === 'iat' && error.reason === 'check_failed')
+      return new CiTokenError('invalid', 'the CI ID token was issued in the future (iat); check the clocks', claimed);
+    const fix = error.claim === 'aud' ? ` (request it with audience ${hostname})` : '';
     return new CiTokenError('invalid', `the CI ID token's "${error.claim}" claim is not acceptable: ${error.reason}${fix}`, claimed);
   }
   if (error instanceof errors.JWKSNoMatchingKey) return new CiTokenError('invalid', `no key of ${issuer} matches the CI ID token's kid`, claimed);
-  if (error instanceof errors.JWSSignatureVerificationFailed) return new CiTokenError('invalid', 'the CI ID token\'s signature does not verify', claimed);
-  if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid || error instanceof errors.JOSENotSupported || error instanceof errors.JWKSMultipleMatchingKeys) {
+  if (error instanceof errors.JWSSignatureVerificationFailed) return new CiTokenError('invalid', "the CI ID token's signature does not verify", claimed);
+  if (
+    error instanceof errors.JOSEAlgNotAllowed ||
+    error instanceof errors.JWSInvalid ||
+    error instanceof errors.JWTInvalid ||
+    error instanceof errors.JOSENotSupported ||
+    error instanceof errors.JWKSMultipleMatchingKeys
+  ) {
     return new CiTokenError('invalid', `the CI ID token is not acceptable (${error.message})`, claimed);
   }
   // Fetching the JWKS failed (timeout, status, network): the issuer's problem, not the caller's.
@@ -172,8 +191,10 @@ function refusal(error: unknown, issuer: string, hostname: string, claimed: CiAc
 
 function describeRun(actor: CiActor): string {
   const parts = [
-    actor.repository && `repository ${actor.repository}`, actor.workflow && `workflow ${actor.workflow}`,
-    actor.ref && `ref ${actor.ref}`, actor.environment && `environment ${actor.environment}`,
+    actor.repository && `repository ${actor.repository}`,
+    actor.workflow && `workflow ${actor.workflow}`,
+    actor.ref && `ref ${actor.ref}`,
+    actor.environment && `environment ${actor.environment}`,
   ].filter(Boolean);
   return `the CI job (${parts.join(', ') || actor.subject})`;
 }

@@ -50,7 +50,7 @@ export async function readFlow(request: Request, env: Env, state: string, now = 
   if (state === '' || state.length > 512) return null;
   const value = cookieValue(request.headers.get('cookie'), flowCookieName(state));
   if (value === null) return null;
-  const flow = await unseal(settings(env), 'login-flow', value) as LoginFlow | null;
+  const flow = (await unseal(settings(env), 'login-flow', value)) as LoginFlow | null;
   if (flow === null || typeof flow !== 'object' || typeof flow.expiresAt !== 'number' || flow.expiresAt <= now) return null;
   if (flow.provider?.state !== state) return null;
   return flow;

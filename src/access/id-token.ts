@@ -46,22 +46,26 @@ export async function verifyIdToken(idToken: string, expect: IdTokenExpectations
   let payload: JWTPayload;
   try {
     // A connection lost once while fetching the provider's keys is retried once (jwks-retry.ts).
-    ({ payload } = await withJwksRetry(() => jwtVerify(idToken, expect.keys, {
-      issuer: expect.issuer,
-      audience: expect.clientId,
-      algorithms: ID_TOKEN_ALGORITHMS,
-      clockTolerance: CLOCK_SKEW_SECONDS,
-      requiredClaims: ['sub', 'iat', 'exp', 'nonce'],
-      currentDate: new Date(now),
-    })));
+    ({ payload } = await withJwksRetry(() =>
+      jwtVerify(idToken, expect.keys, {
+        issuer: expect.issuer,
+        audience: expect.clientId,
+        algorithms: ID_TOKEN_ALGORITHMS,
+        clockTolerance: CLOCK_SKEW_SECONDS,
+        requiredClaims: ['sub', 'iat', 'exp', 'nonce'],
+        currentDate: new Date(now),
+      }),
+    ));
   } catch (error) {
     throw new IdTokenError(`the identity provider's ID token was refused: ${describe(error)}`);
   }
   const claims = payload as IdTokenClaims;
   if (typeof claims.sub !== 'string' || claims.sub === '' || claims.sub.length > 255) throw new IdTokenError('the ID token has no usable "sub"');
   if (typeof claims.iat !== 'number' || claims.iat > now / 1000 + CLOCK_SKEW_SECONDS) throw new IdTokenError('the ID token was issued in the future ("iat")');
-  if (Array.isArray(claims.aud) && claims.aud.length > 1 && claims.azp !== expect.clientId) throw new IdTokenError('the ID token has several audiences and "azp" is not this registry');
-  if (typeof claims.nonce !== 'string' || !constantTimeEqualText(claims.nonce, expect.nonce)) throw new IdTokenError('the ID token\'s "nonce" is not the one this login sent');
+  if (Array.isArray(claims.aud) && claims.aud.length > 1 && claims.azp !== expect.clientId)
+    throw new IdTokenError('the ID token has several audiences and "azp" is not this registry');
+  if (typeof claims.nonce !== 'string' || !constantTimeEqualText(claims.nonce, expect.nonce))
+    throw new IdTokenError('the ID token\'s "nonce" is not the one this login sent');
   return claims;
 }
 
@@ -71,8 +75,9 @@ function describe(error: unknown): string {
   if (error instanceof errors.JOSEAlgNotAllowed) return 'its algorithm is not RS256 or ES256';
   if (error instanceof errors.JWKSNoMatchingKey) return 'no key of the provider matches its "kid"';
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'its signature does not verify';
-  if (isJwksTransportFailure(error)) return `the provider's key set (JWKS) could not be fetched, twice (${transportCause(error)}); try again, and check the provider is reachable from Cloudflare`;
-  if (error instanceof errors.JWKSInvalid) return 'the provider\'s key set could not be read';
+  if (isJwksTransportFailure(error))
+    return `the provider's key set (JWKS) could not be fetched, twice (${transportCause(error)}); try again, and check the provider is reachable from Cloudflare`;
+  if (error instanceof errors.JWKSInvalid) return "the provider's key set could not be read";
   if (error instanceof errors.JOSEError) return `${error.code}: ${error.message}`;
   return 'it could not be checked';
 }

@@ -12,7 +12,8 @@ const DAY_MS = 86_400_000;
  * grants and `days` to LOGIN_POLICY.token_days.
  */
 export async function issuePersonToken(
-  kv: KVNamespace, blobs: R2Bucket,
+  kv: KVNamespace,
+  blobs: R2Bucket,
   options: { person: TokenPerson; scopes: string[]; days: number; name: string; now?: number },
 ): Promise<{ token: string; record: TokenRecord & { person: TokenPerson } }> {
   const now = options.now ?? Date.now();

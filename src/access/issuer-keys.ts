@@ -17,7 +17,10 @@ import { parseAllowedUrl } from './issuer-url';
  */
 
 export class IssuerUnavailableError extends Error {
-  constructor(readonly issuer: string, detail: string) {
+  constructor(
+    readonly issuer: string,
+    detail: string,
+  ) {
     super(`the issuer ${issuer} could not be reached or answered unusably (${detail}); try again later`);
     this.name = 'IssuerUnavailableError';
   }
@@ -71,7 +74,9 @@ export class IssuerKeyCache {
     let document: Record<string, unknown>;
     try {
       const response = await fetchImpl(`${issuer}/.well-known/openid-configuration`, {
-        redirect: 'manual', signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' },
+        redirect: 'manual',
+        signal: AbortSignal.timeout(timeoutMs),
+        headers: { accept: 'application/json' },
       });
       if (response.status !== 200) throw new Error(`discovery answered ${response.status}`);
       const body = await response.text();

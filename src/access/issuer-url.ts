@@ -40,6 +40,7 @@ export function parseAllowedUrl(raw: string, what: string): URL {
   if (url.username || url.password) throw new InputError(`${what} "${raw}" must not carry a user name or password`);
   if (url.protocol === 'https:') return url;
   if (url.protocol === 'http:' && isLoopbackHost(url.hostname)) return url;
-  if (url.protocol === 'http:') throw new InputError(`${what} "${raw}" must use https (http is accepted only on a loopback host, for local development and tests)`);
+  if (url.protocol === 'http:')
+    throw new InputError(`${what} "${raw}" must use https (http is accepted only on a loopback host, for local development and tests)`);
   throw new InputError(`${what} "${raw}" must be an https URL`);
 }

@@ -29,13 +29,13 @@ export interface PersonSession {
 
 /** The cookie value for a new person session. */
 export async function sealPersonSession(env: Env, session: PersonSession): Promise<string> {
-  return PERSON_SESSION_PREFIX + await seal(settings(env), 'person-session', session);
+  return PERSON_SESSION_PREFIX + (await seal(settings(env), 'person-session', session));
 }
 
 /** The person session in a cookie value, or null (never throws for bad input): not ours, altered, or expired. */
 export async function openPersonSession(env: Env, value: string, now = Date.now()): Promise<PersonSession | null> {
   if (!value.startsWith(PERSON_SESSION_PREFIX)) return null;
-  const opened = await unseal(settings(env), 'person-session', value.slice(PERSON_SESSION_PREFIX.length)) as PersonSession | null;
+  const opened = (await unseal(settings(env), 'person-session', value.slice(PERSON_SESSION_PREFIX.length))) as PersonSession | null;
   if (opened === null || typeof opened !== 'object' || typeof opened.expires !== 'number' || opened.expires * 1000 <= now) return null;
   if (typeof opened.person?.issuer !== 'string' || typeof opened.person.subject !== 'string') return null;
   if (!Array.isArray(opened.scopes) || typeof opened.admin !== 'boolean' || typeof opened.issued !== 'number') return null;

@@ -72,7 +72,8 @@ function parseCondition(value: unknown, where: string): Condition {
  * condition is refused.
  */
 export function parsePolicy(text: string | undefined): LoginPolicy {
-  if (text === undefined || text.trim() === '') throw new PolicyError('LOGIN_POLICY is not set: nobody could sign in (set it to a JSON policy, see docs/sign-in.md)');
+  if (text === undefined || text.trim() === '')
+    throw new PolicyError('LOGIN_POLICY is not set: nobody could sign in (set it to a JSON policy, see docs/sign-in.md)');
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -43,7 +43,7 @@ export async function provider(oidc: OidcSettings, now = Date.now()): Promise<Pr
     throw new ProviderError(`the identity provider's discovery (${oidc.issuer}/.well-known/openid-configuration) failed: ${reason(error)}`);
   }
   if (!as.authorization_endpoint || !as.token_endpoint || !as.jwks_uri) {
-    throw new ProviderError('the identity provider\'s discovery lacks authorization_endpoint, token_endpoint or jwks_uri');
+    throw new ProviderError("the identity provider's discovery lacks authorization_endpoint, token_endpoint or jwks_uri");
   }
   const keys = createRemoteJWKSet(new URL(as.jwks_uri), { timeoutDuration: TIMEOUT_MS, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
   const entry = { as, keys, at: now };
@@ -104,11 +104,12 @@ export async function completeSignIn(oidc: OidcSettings, callbackUrl: URL, callb
     throw new SignInRefused(`the identity provider's answer was refused: ${reason(error)}`);
   }
   const methods = as.token_endpoint_auth_methods_supported;
-  const auth = oidc.clientSecret === ''
-    ? oauth.None()
-    : methods && !methods.includes('client_secret_basic') && methods.includes('client_secret_post')
-      ? oauth.ClientSecretPost(oidc.clientSecret)
-      : oauth.ClientSecretBasic(oidc.clientSecret);
+  const auth =
+    oidc.clientSecret === ''
+      ? oauth.None()
+      : methods && !methods.includes('client_secret_basic') && methods.includes('client_secret_post')
+        ? oauth.ClientSecretPost(oidc.clientSecret)
+        : oauth.ClientSecretBasic(oidc.clientSecret);
   let idToken: string | undefined;
   try {
     const response = await oauth.authorizationCodeGrantRequest(as, client, auth, params, callback, request.codeVerifier, options(oidc));

@@ -70,7 +70,12 @@ const PUBLISH_TOKEN = /^ert_[A-Za-z0-9_-]{43}$/;
  * read, the issuer's cached keys and one R2 create-only put (CI token).
  */
 export async function authorizePublish(
-  request: Request, config: { hostname: string }, store: { kv: KvStore; blobs: BlobStore }, namespace: string, starts: string | null, now = new Date(),
+  request: Request,
+  config: { hostname: string },
+  store: { kv: KvStore; blobs: BlobStore },
+  namespace: string,
+  starts: string | null,
+  now = new Date(),
 ): Promise<Actor> {
   return (await authorizePublisher(request, config, store, namespace, starts, now)).actor;
 }
@@ -83,11 +88,20 @@ export interface PublishAuthorization {
 
 /** authorizePublish, also handing on the verified CI token (build provenance states only its claims). Same refusals. */
 export async function authorizePublisher(
-  request: Request, config: { hostname: string }, store: { kv: KvStore; blobs: BlobStore }, namespace: string, starts: string | null, now = new Date(),
+  request: Request,
+  config: { hostname: string },
+  store: { kv: KvStore; blobs: BlobStore },
+  namespace: string,
+  starts: string | null,
+  now = new Date(),
 ): Promise<PublishAuthorization> {
   const header = request.headers.get('authorization');
   if (header === null || header.trim() === '') {
-    throw new PublishRefusal(401, 'publishing needs credentials: a publish token (npm run token -- create --publish NS; EDGE_REGISTRY_TOKEN) or a CI job\'s OIDC ID token of a trusted publisher', null);
+    throw new PublishRefusal(
+      401,
+      "publishing needs credentials: a publish token (npm run token -- create --publish NS; EDGE_REGISTRY_TOKEN) or a CI job's OIDC ID token of a trusted publisher",
+      null,
+    );
   }
   const match = /^\s*bearer +(\S+)\s*$/i.exec(header);
   const credential = match?.[1];
@@ -124,7 +138,12 @@ async function publishTokenActor(token: string, kv: KvStore, namespace: string, 
 
 // CI ID tokens: verification and publisher matching are src/access/ci-token.ts's (the trusted-publishers work).
 async function ciTokenActor(
-  token: string, config: { hostname: string }, store: { kv: KvStore; blobs: BlobStore }, namespace: string, starts: string | null, now: Date,
+  token: string,
+  config: { hostname: string },
+  store: { kv: KvStore; blobs: BlobStore },
+  namespace: string,
+  starts: string | null,
+  now: Date,
 ): Promise<VerifiedCiToken> {
   const publishers = await readPublishers(store.kv, config.hostname, namespace);
   let verified;
@@ -138,9 +157,21 @@ async function ciTokenActor(
   const { claims, actor, publisher } = verified;
   if (starts !== null) {
     // jti and exp are required claims (ci-token.ts).
-    const earlier = await claimTokenUse(store.blobs, config.hostname, { issuer: actor.issuer, jti: String(claims.jti), expires: new Date(Number(claims.exp) * 1000) }, starts, now);
+    const earlier = await claimTokenUse(
+      store.blobs,
+      config.hostname,
+      { issuer: actor.issuer, jti: String(claims.jti), expires: new Date(Number(claims.exp) * 1000) },
+      starts,
+      now,
+    );
     if (earlier !== null) {
-      throw new PublishRefusal(401, `this CI ID token already started ${earlier.started}${earlier.time ? ` at ${earlier.time}` : ''}; a token starts one publish: request a fresh one for this one`, actor, 'invalid_token', true);
+      throw new PublishRefusal(
+        401,
+        `this CI ID token already started ${earlier.started}${earlier.time ? ` at ${earlier.time}` : ''}; a token starts one publish: request a fresh one for this one`,
+        actor,
+        'invalid_token',
+        true,
+      );
     }
     await pinIds(store, config.hostname, namespace, publisher, claims, actor);
   }
@@ -153,7 +184,14 @@ async function ciTokenActor(
  * audit it. From then on only that repository or project, by id, matches.
  * A failure to pin is logged, not a failed publish (the next publish pins).
  */
-async function pinIds(store: { kv: KvStore; blobs: BlobStore }, hostname: string, namespace: string, publisher: TrustedPublisher, claims: CiClaims, actor: Actor): Promise<void> {
+async function pinIds(
+  store: { kv: KvStore; blobs: BlobStore },
+  hostname: string,
+  namespace: string,
+  publisher: TrustedPublisher,
+  claims: CiClaims,
+  actor: Actor,
+): Promise<void> {
   if (publisher.kind === 'github' ? publisher.repositoryId !== undefined : publisher.projectId !== undefined) return;
   const ids = presentedIds(claims, publisher.kind);
   if (!ids) return;
@@ -168,7 +206,10 @@ async function pinIds(store: { kv: KvStore; blobs: BlobStore }, hostname: string
     if (pinned === null) return;
     await writePublishers(store.kv, hostname, namespace, updated);
     await appendAuditEntry(store, {
-      action: 'publisher.pin', target: `${hostname}/${namespace}`, actor, outcome: 'ok',
+      action: 'publisher.pin',
+      target: `${hostname}/${namespace}`,
+      actor,
+      outcome: 'ok',
       reason: `pinned by its first publish to the ids its token presented: ${describePublisher(pinned).replace(/\s+/g, ' ')}`,
     });
   } catch (error) {

@@ -37,7 +37,6 @@ export const GITLAB_COM_ISSUER = 'https://gitlab.com';
 /** Most publishers one namespace may have (each publish is matched against all of them). */
 export const MAX_PUBLISHERS = 100;
 
-
 /** What `npm run publisher -- add` is given (raw strings, unvalidated). */
 export interface PublisherInput {
   issuer?: string;
@@ -60,7 +59,8 @@ const REPO = /^[A-Za-z0-9._-]{1,100}$/;
 const GITLAB_SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$/;
 const WORKFLOW = /^[A-Za-z0-9_.-]{1,200}\.ya?ml$/;
 /** A reusable workflow of another repository: OWNER/REPO/.github/workflows/FILE.yml, optionally @REF. */
-const REUSABLE_WORKFLOW = /^([A-Za-z0-9][A-Za-z0-9-]{0,38})\/([A-Za-z0-9._-]{1,100})\/\.github\/workflows\/([A-Za-z0-9_.-]{1,200}\.ya?ml)(@[^\s\u0000-\u001f\u007f]{1,255})?$/;
+const REUSABLE_WORKFLOW =
+  /^([A-Za-z0-9][A-Za-z0-9-]{0,38})\/([A-Za-z0-9._-]{1,100})\/\.github\/workflows\/([A-Za-z0-9_.-]{1,200}\.ya?ml)(@[^\s\u0000-\u001f\u007f]{1,255})?$/;
 /**
  * Validates an operator's input into a publisher (id and created filled in).
  * Throws InputError naming the option and the fix for: a missing or non-https
@@ -82,33 +82,61 @@ export async function parsePublisherInput(input: PublisherInput, now = new Date(
   const environment = input.environment === undefined ? undefined : parseEnvironment(input.environment);
   const requireRefOrEnvironment = () => {
     if (!ref && !environment && !input.anyRef) {
-      throw new InputError('give --ref (e.g. \'refs/tags/v*\') or --environment NAME: without either, any branch anyone with write access pushes can publish; --any-ref allows that explicitly');
+      throw new InputError(
+        "give --ref (e.g. 'refs/tags/v*') or --environment NAME: without either, any branch anyone with write access pushes can publish; --any-ref allows that explicitly",
+      );
     }
   };
   const anyRef = input.anyRef ? { anyRef: true as const } : {};
   const created = now.toISOString();
   if (input.repository) {
     if (issuer === GITLAB_COM_ISSUER) throw new InputError(`--repository is for GitHub Actions; a GitLab project is --project-path GROUP/PROJECT`);
-    if (input.projectId !== undefined || input.namespaceId !== undefined) throw new InputError('--project-id and --namespace-id are for GitLab publishers; a GitHub repository takes --repository-id and --owner-id');
-    if (input.allowUnprotectedRef) throw new InputError('--allow-unprotected-ref is for GitLab publishers (GitHub tokens carry no ref_protected); use --environment with protection rules on GitHub');
+    if (input.projectId !== undefined || input.namespaceId !== undefined)
+      throw new InputError('--project-id and --namespace-id are for GitLab publishers; a GitHub repository takes --repository-id and --owner-id');
+    if (input.allowUnprotectedRef)
+      throw new InputError(
+        '--allow-unprotected-ref is for GitLab publishers (GitHub tokens carry no ref_protected); use --environment with protection rules on GitHub',
+      );
     const repository = parseRepository(input.repository);
-    if (input.workflow === undefined) throw new InputError('--workflow FILE.yml is required for GitHub publishers (the file under .github/workflows/ that publishes): without it, any workflow of the repository could publish');
+    if (input.workflow === undefined)
+      throw new InputError(
+        '--workflow FILE.yml is required for GitHub publishers (the file under .github/workflows/ that publishes): without it, any workflow of the repository could publish',
+      );
     const workflow = parseWorkflow(input.workflow);
     requireRefOrEnvironment();
-    const repositoryId = parseNumericId(input.repositoryId, '--repository-id', 'the repository\'s id');
-    const ownerId = parseNumericId(input.ownerId, '--owner-id', 'the id of the repository\'s owner');
-    const fields = { kind: 'github' as const, issuer, repository, workflow, repositoryId, ownerId, ...(ref ? { ref } : {}), ...(environment ? { environment } : {}), ...anyRef };
+    const repositoryId = parseNumericId(input.repositoryId, '--repository-id', "the repository's id");
+    const ownerId = parseNumericId(input.ownerId, '--owner-id', "the id of the repository's owner");
+    const fields = {
+      kind: 'github' as const,
+      issuer,
+      repository,
+      workflow,
+      repositoryId,
+      ownerId,
+      ...(ref ? { ref } : {}),
+      ...(environment ? { environment } : {}),
+      ...anyRef,
+    };
     return { id: await publisherId(fields), ...fields, created };
   }
   if (issuer === GITHUB_ISSUER) throw new InputError('--project-path is for GitLab CI; a GitHub repository is --repository OWNER/REPO');
-  if (input.workflow !== undefined) throw new InputError('--workflow is for GitHub Actions publishers; a GitLab publisher is matched on --project-path, --ref and --environment');
-  if (input.repositoryId !== undefined || input.ownerId !== undefined) throw new InputError('--repository-id and --owner-id are for GitHub publishers; a GitLab project takes --project-id and --namespace-id');
+  if (input.workflow !== undefined)
+    throw new InputError('--workflow is for GitHub Actions publishers; a GitLab publisher is matched on --project-path, --ref and --environment');
+  if (input.repositoryId !== undefined || input.ownerId !== undefined)
+    throw new InputError('--repository-id and --owner-id are for GitHub publishers; a GitLab project takes --project-id and --namespace-id');
   const projectPath = parseProjectPath(input.projectPath!);
   requireRefOrEnvironment();
-  const projectId = parseNumericId(input.projectId, '--project-id', 'the project\'s id');
-  const namespaceId = parseNumericId(input.namespaceId, '--namespace-id', 'the id of the project\'s group or user namespace');
+  const projectId = parseNumericId(input.projectId, '--project-id', "the project's id");
+  const namespaceId = parseNumericId(input.namespaceId, '--namespace-id', "the id of the project's group or user namespace");
   const fields = {
-    kind: 'gitlab' as const, issuer, projectPath, projectId, namespaceId, ...(ref ? { ref } : {}), ...(environment ? { environment } : {}), ...anyRef,
+    kind: 'gitlab' as const,
+    issuer,
+    projectPath,
+    projectId,
+    namespaceId,
+    ...(ref ? { ref } : {}),
+    ...(environment ? { environment } : {}),
+    ...anyRef,
     ...(input.allowUnprotectedRef ? { allowUnprotectedRef: true as const } : {}),
   };
   return { id: await publisherId(fields), ...fields, created };
@@ -116,7 +144,10 @@ export async function parsePublisherInput(input: PublisherInput, now = new Date(
 
 /** A decimal id as the CIs put in their tokens; InputError naming `option` otherwise. */
 export function parseNumericId(raw: string | undefined, option: string, what: string): string {
-  if (raw === undefined) throw new InputError(`${option} is required: ${what}, which a recreated repository of the same name never has (npm run publisher -- add looks it up when the CI's API is reachable)`);
+  if (raw === undefined)
+    throw new InputError(
+      `${option} is required: ${what}, which a recreated repository of the same name never has (npm run publisher -- add looks it up when the CI's API is reachable)`,
+    );
   const trimmed = raw.trim();
   if (!NUMERIC_ID.test(trimmed)) throw new InputError(`${option} "${raw}" must be ${what}: a positive decimal number`);
   return trimmed;
@@ -148,7 +179,10 @@ export function parseProjectPath(raw: string): string {
 export function parseWorkflow(raw: string): string {
   if (REUSABLE_WORKFLOW.test(raw)) return raw;
   const name = raw.replace(/^\.github\/workflows\//, '');
-  if (!WORKFLOW.test(name)) throw new InputError(`--workflow "${raw}" must be a file name under .github/workflows/, e.g. release.yml, or a reusable workflow OWNER/REPO/.github/workflows/FILE.yml[@REF]`);
+  if (!WORKFLOW.test(name))
+    throw new InputError(
+      `--workflow "${raw}" must be a file name under .github/workflows/, e.g. release.yml, or a reusable workflow OWNER/REPO/.github/workflows/FILE.yml[@REF]`,
+    );
   return name;
 }
 
@@ -180,21 +214,31 @@ export function refMatches(pattern: string, ref: string): boolean {
 
 /** One line describing a publisher for listings and messages. */
 export function describePublisher(p: TrustedPublisher): string {
-  const what = p.kind === 'github'
-    ? `${p.repository} (${p.repositoryId ? `id ${p.repositoryId}, owner id ${p.ownerId}` : 'ids not pinned yet'})${p.workflow ? ` workflow ${p.workflow}` : ''}`
-    : `${p.projectPath} (${p.projectId ? `id ${p.projectId}, namespace id ${p.namespaceId}` : 'ids not pinned yet'})${p.allowUnprotectedRef ? ' unprotected refs allowed' : ''}`;
+  const what =
+    p.kind === 'github'
+      ? `${p.repository} (${p.repositoryId ? `id ${p.repositoryId}, owner id ${p.ownerId}` : 'ids not pinned yet'})${p.workflow ? ` workflow ${p.workflow}` : ''}`
+      : `${p.projectPath} (${p.projectId ? `id ${p.projectId}, namespace id ${p.namespaceId}` : 'ids not pinned yet'})${p.allowUnprotectedRef ? ' unprotected refs allowed' : ''}`;
   return `${p.id}  ${p.kind}  ${p.issuer}  ${what}  ref ${p.ref ?? 'any'}  environment ${p.environment ?? 'any'}`;
 }
 
 async function publisherId(fields: Omit<GitHubPublisher, 'id' | 'created'> | Omit<GitLabPublisher, 'id' | 'created'>): Promise<string> {
   const canonical = JSON.stringify([
-    fields.kind, fields.issuer,
+    fields.kind,
+    fields.issuer,
     (fields.kind === 'github' ? fields.repository : fields.projectPath).toLowerCase(),
-    fields.kind === 'github' ? fields.workflow ?? '' : '',
-    fields.ref ?? '', (fields.environment ?? '').toLowerCase(),
+    fields.kind === 'github' ? (fields.workflow ?? '') : '',
+    fields.ref ?? '',
+    (fields.environment ?? '').toLowerCase(),
     // Ids and flags only when present, so publishers stored before them keep their ids.
-    ...(fields.kind === 'github' ? (fields.repositoryId ? [fields.repositoryId, fields.ownerId] : []) : (fields.projectId ? [fields.projectId, fields.namespaceId] : [])),
-    ...(fields.anyRef ? ['any-ref'] : []), ...(fields.kind === 'gitlab' && fields.allowUnprotectedRef ? ['unprotected'] : []),
+    ...(fields.kind === 'github'
+      ? fields.repositoryId
+        ? [fields.repositoryId, fields.ownerId]
+        : []
+      : fields.projectId
+        ? [fields.projectId, fields.namespaceId]
+        : []),
+    ...(fields.anyRef ? ['any-ref'] : []),
+    ...(fields.kind === 'gitlab' && fields.allowUnprotectedRef ? ['unprotected'] : []),
   ]);
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonical)));
   return [...digest.subarray(0, 6)].map((b) => b.toString(16).padStart(2, '0')).join('');

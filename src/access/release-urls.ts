@@ -29,8 +29,7 @@ export function withArchiveBase(body: string, env: Env): string {
 export function withReleaseUrls(body: string, env: Env): string | Promise<string> {
   const config = settings(env);
   if (config.access === 'public') return withArchiveBase(body, env);
-  return signReleaseUrls(body, config, Date.now())
-    .then((signed) => withArchiveBase(signed, env));
+  return signReleaseUrls(body, config, Date.now()).then((signed) => withArchiveBase(signed, env));
 }
 
 /**

@@ -44,9 +44,7 @@ const RELEASE_URL = /"(\/v1\/archives\/[^"\\?#]+)"/g;
  * kept. Throws ConfigError when URL_SIGNING_SECRET is not set, or (never
  * expected) an Error when a release URL would be left unsigned.
  */
-export async function signReleaseUrls(
-  body: string, config: Pick<Settings, 'signingSecret' | 'signedUrlMinutes'>, now = Date.now(),
-): Promise<string> {
+export async function signReleaseUrls(body: string, config: Pick<Settings, 'signingSecret' | 'signedUrlMinutes'>, now = Date.now()): Promise<string> {
   const minutes = config.signedUrlMinutes;
   const expires = Math.floor(now / 1000) + Math.round(minutes * 60);
   const paths = [...new Set([...body.matchAll(RELEASE_URL)].map((m) => m[1]!))];
@@ -66,9 +64,7 @@ export type Verification = { ok: true; expires: number } | { ok: false; message:
  * method (HEAD counts as GET), path and expiry: tampered or re-targeted to
  * another file. Throws ConfigError only, when URL_SIGNING_SECRET is not set.
  */
-export async function verifySignedUrl(
-  request: Request, config: SigningSettings, now = Date.now(),
-): Promise<Verification> {
+export async function verifySignedUrl(request: Request, config: SigningSettings, now = Date.now()): Promise<Verification> {
   const url = new URL(request.url);
   const expiresValues = url.searchParams.getAll('expires');
   const signatureValues = url.searchParams.getAll('signature');
@@ -83,7 +79,7 @@ export async function verifySignedUrl(
   if (given === null || given.byteLength !== 32) return { ok: false, message: 'this download URL has a malformed signature' };
   const method = request.method === 'HEAD' ? 'GET' : request.method;
   const expected = await mac(config, method, url.pathname, expires);
-  if (!constantTimeEqual(given, expected)) return { ok: false, message: 'this download URL\'s signature does not match it' };
+  if (!constantTimeEqual(given, expected)) return { ok: false, message: "this download URL's signature does not match it" };
   if (expires * 1000 <= now) {
     return { ok: false, message: 'this download URL has expired; get a fresh one from the registry or mirror' };
   }

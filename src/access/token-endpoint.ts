@@ -23,7 +23,8 @@ const CODE = /^erc_[A-Za-z0-9_-]{43}$/;
 
 function oauthError(status: number, error: string, description: string): Response {
   return new Response(JSON.stringify({ error, error_description: description }), {
-    status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' },
+    status,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' },
   });
 }
 
@@ -31,10 +32,11 @@ export async function tokenEndpoint(request: IRequest, env: Env): Promise<Respon
   const now = Date.now();
   const oidc = settings(env).oidc;
   if (oidc === null) return oauthError(404, 'invalid_request', 'sign-in is not configured on this registry');
-  if (oidc.problem || !oidc.policy) return oauthError(503, 'temporarily_unavailable', 'sign-in is unavailable: the registry\'s configuration is invalid');
+  if (oidc.problem || !oidc.policy) return oauthError(503, 'temporarily_unavailable', "sign-in is unavailable: the registry's configuration is invalid");
   if (request.method !== 'POST') return oauthError(405, 'invalid_request', 'use POST');
   const type = request.headers.get('content-type') ?? '';
-  if (!type.toLowerCase().startsWith('application/x-www-form-urlencoded')) return oauthError(400, 'invalid_request', 'the body must be application/x-www-form-urlencoded');
+  if (!type.toLowerCase().startsWith('application/x-www-form-urlencoded'))
+    return oauthError(400, 'invalid_request', 'the body must be application/x-www-form-urlencoded');
   let form: URLSearchParams;
   try {
     const text = await request.text();
@@ -55,11 +57,16 @@ export async function tokenEndpoint(request: IRequest, env: Env): Promise<Respon
   const record = await redeemLoginCode(env.REGISTRY_R2, sha256Hex(code));
   if (record === null) return oauthError(400, 'invalid_grant', 'the code is unknown, expired or already used');
   if (record.expiresAt <= now) return oauthError(400, 'invalid_grant', 'the code has expired; run login again');
-  if (!constantTimeEqualText(form.get('redirect_uri') ?? '', record.redirectUri)) return oauthError(400, 'invalid_grant', 'redirect_uri differs from the authorization request');
+  if (!constantTimeEqualText(form.get('redirect_uri') ?? '', record.redirectUri))
+    return oauthError(400, 'invalid_grant', 'redirect_uri differs from the authorization request');
   const challenge = base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))));
   if (!constantTimeEqualText(challenge, record.codeChallenge)) return oauthError(400, 'invalid_grant', 'code_verifier does not match the code_challenge');
   const { token, record: tokenRecord } = await issuePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, {
-    person: record.person, scopes: record.scopes, days: record.tokenDays, name: `terraform login (${record.person.email ?? record.person.subject})`, now,
+    person: record.person,
+    scopes: record.scopes,
+    days: record.tokenDays,
+    name: `terraform login (${record.person.email ?? record.person.subject})`,
+    now,
   });
   await recordTokenEvent(env, record.person, 'token.create', { id: tokenRecord.id, scopes: tokenRecord.scopes, owner: record.person });
   return new Response(JSON.stringify({ access_token: token, token_type: 'bearer', expires_in: record.tokenDays * 86_400 }), {

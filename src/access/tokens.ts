@@ -116,9 +116,7 @@ export function parseScope(raw: string): string {
  * `hostname` (both already normalised to lower case); `registryHostname` is
  * the host a bare NAMESPACE scope refers to.
  */
-export function scopeAllows(
-  scopes: readonly string[], hostname: string, namespace: string, registryHostname: string,
-): boolean {
+export function scopeAllows(scopes: readonly string[], hostname: string, namespace: string, registryHostname: string): boolean {
   const ownHost = registryHostname.toLowerCase();
   return scopes.some((scope) => {
     if (scope === '*') return true;

@@ -62,10 +62,15 @@ export class DownloadCounter extends DurableObject<unknown> {
     this.ctx.storage.transactionSync(() => {
       for (const [version, platform, count] of increments) {
         if (typeof version !== 'string' || typeof platform !== 'string' || !Number.isInteger(count) || count <= 0) continue;
-        tally(this.sql.exec(
-          'INSERT INTO downloads (day, version, platform, count) VALUES (?, ?, ?, ?) ON CONFLICT (day, version, platform) DO UPDATE SET count = count + excluded.count',
-          day, version, platform, count,
-        ));
+        tally(
+          this.sql.exec(
+            'INSERT INTO downloads (day, version, platform, count) VALUES (?, ?, ?, ?) ON CONFLICT (day, version, platform) DO UPDATE SET count = count + excluded.count',
+            day,
+            version,
+            platform,
+            count,
+          ),
+        );
       }
       this.pruneOnce(day, tally);
     });
@@ -74,12 +79,15 @@ export class DownloadCounter extends DurableObject<unknown> {
 
   /** Totals from `since` (YYYY-MM-DD, inclusive) on. */
   totals(since: string): DownloadTotals {
-    const rows = this.sql.exec<{ version: string; platform: string; count: number }>(
-      'SELECT version, platform, SUM(count) AS count FROM downloads WHERE day >= ? GROUP BY version, platform ORDER BY version, platform', since,
-    ).toArray();
-    const daily = this.sql.exec<{ day: string; count: number }>(
-      'SELECT day, SUM(count) AS count FROM downloads WHERE day >= ? GROUP BY day ORDER BY day', since,
-    ).toArray();
+    const rows = this.sql
+      .exec<{ version: string; platform: string; count: number }>(
+        'SELECT version, platform, SUM(count) AS count FROM downloads WHERE day >= ? GROUP BY version, platform ORDER BY version, platform',
+        since,
+      )
+      .toArray();
+    const daily = this.sql
+      .exec<{ day: string; count: number }>('SELECT day, SUM(count) AS count FROM downloads WHERE day >= ? GROUP BY day ORDER BY day', since)
+      .toArray();
     return { since, rows: rows.map((r) => ({ ...r })), daily: daily.map((d) => ({ ...d })) };
   }
 

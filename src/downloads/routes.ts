@@ -47,7 +47,12 @@ export function countingModuleArchives(handler: Handler): Handler {
 function decoded(request: IRequest): Record<'hostname' | 'namespace' | 'type' | 'name' | 'system' | 'version' | 'file', string> {
   const part = (key: string) => (request.params[key] === undefined ? '' : pathSegment(request.params[key], key));
   return {
-    hostname: part('hostname'), namespace: part('namespace'), type: part('type'), name: part('name'), system: part('system'),
-    version: parseVersion(part('version')), file: part('file'),
+    hostname: part('hostname'),
+    namespace: part('namespace'),
+    type: part('type'),
+    name: part('name'),
+    system: part('system'),
+    version: parseVersion(part('version')),
+    file: part('file'),
   };
 }

@@ -131,11 +131,16 @@ function parseEtagCondition(header: string | null): EtagCondition | null {
 function parseEtagList(value: string): string[] | null {
   const tags: string[] = [];
   let i = 0;
-  const skipSpace = () => { while (value[i] === ' ' || value[i] === '\t') i++; };
+  const skipSpace = () => {
+    while (value[i] === ' ' || value[i] === '\t') i++;
+  };
   while (i < value.length) {
     skipSpace();
     if (i >= value.length) break;
-    if (value[i] === ',') { i++; continue; }
+    if (value[i] === ',') {
+      i++;
+      continue;
+    }
     const start = i;
     if (value.startsWith('W/', i)) i += 2;
     if (value[i] !== '"') return null;

@@ -56,7 +56,7 @@ export async function serveR2Object(request: Request, bucket: R2Bucket, key: str
     if (!head) fillEdgeCache(bucket, key, validators, options);
     if (head || outcome.status !== 206) {
       // The whole object only when a GET's Range turned out to be ignored (another unit, If-Range failed…).
-      const body = !head && outcome.status === 200 ? (await bucket.get(key))?.body ?? null : null;
+      const body = !head && outcome.status === 200 ? ((await bucket.get(key))?.body ?? null) : null;
       return answer(outcome, validators, options, body);
     }
     const part = await bucket.get(key, { range: { offset: outcome.offset, length: outcome.length } });
@@ -85,9 +85,7 @@ export async function serveR2Object(request: Request, bucket: R2Bucket, key: str
 }
 
 /** The answer from the edge cache, or undefined on a miss (or an entry without usable validators). */
-async function fromEdgeCache(
-  request: Request, key: string, edgeCache: EdgeCache, options: ObjectServeOptions,
-): Promise<Response | undefined> {
+async function fromEdgeCache(request: Request, key: string, edgeCache: EdgeCache, options: ObjectServeOptions): Promise<Response | undefined> {
   const hit = await edgeCache.match('r2', key);
   if (!hit?.body) return undefined;
   const validators = cachedValidators(hit.headers);
@@ -113,7 +111,10 @@ async function fromEdgeCache(
  * entry was evicted since the first lookup.
  */
 async function cachedRange(
-  key: string, edgeCache: EdgeCache, range: { offset: number; length: number }, validators: Validators,
+  key: string,
+  edgeCache: EdgeCache,
+  range: { offset: number; length: number },
+  validators: Validators,
 ): Promise<ReadableStream | null> {
   const last = range.offset + range.length - 1;
   const response = await edgeCache.match('r2', key, { range: `bytes=${range.offset}-${last}` });
@@ -168,8 +169,11 @@ export function sliceStream(body: ReadableStream<Uint8Array>, offset: number, le
 function fillEdgeCache(bucket: R2Bucket, key: string, validators: Validators, options: ObjectServeOptions): void {
   const { edgeCache, contentType } = options;
   if (!edgeCache || validators.size > (options.edgeCacheMaxBytes ?? EDGE_CACHE_MAX_BYTES)) return;
-  edgeCache.put('r2', key, bucket.get(key).then((object) =>
-    object ? storedResponse(object.body, storedHeaders(r2Validators(object), contentType)) : undefined));
+  edgeCache.put(
+    'r2',
+    key,
+    bucket.get(key).then((object) => (object ? storedResponse(object.body, storedHeaders(r2Validators(object), contentType)) : undefined)),
+  );
 }
 
 function r2Validators(object: R2Object): Validators {

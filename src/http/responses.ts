@@ -27,7 +27,9 @@ const COMPRESS_FROM_BYTES = 1024;
  * with `Vary: Accept-Encoding` either way.
  */
 export async function documentResponse(
-  request: Request, document: StoredDocument, cacheControl: string,
+  request: Request,
+  document: StoredDocument,
+  cacheControl: string,
   options: { compress: boolean; served?: string },
 ): Promise<Response> {
   const served = options.served ?? document.text;

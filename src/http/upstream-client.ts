@@ -77,7 +77,10 @@ export class UpstreamClient {
   readonly counts = { json: 0, small: 0, archive: 0, subrequests: 0 };
 
   // The runtime's fetch must be called unbound from an object (workerd: "Illegal invocation").
-  constructor(readonly limits: UpstreamLimits, private readonly fetcher: typeof fetch = (input, init) => fetch(input, init)) {}
+  constructor(
+    readonly limits: UpstreamLimits,
+    private readonly fetcher: typeof fetch = (input, init) => fetch(input, init),
+  ) {}
 
   /**
    * GETs a JSON document (sends the host's token when tokenFor gives one).
@@ -189,7 +192,12 @@ export class UpstreamClient {
    * timeouts, network errors, a TransientUpstreamFailure from `read`) with
    * backoff. An UpstreamError from `read` is never retried.
    */
-  async request<T>(url: string, what: string, options: RequestOptions, read: (response: Response, finalUrl: string, context: ReadContext) => Promise<T>): Promise<T> {
+  async request<T>(
+    url: string,
+    what: string,
+    options: RequestOptions,
+    read: (response: Response, finalUrl: string, context: ReadContext) => Promise<T>,
+  ): Promise<T> {
     const retry = this.limits.retry;
     for (let attempt = 0; ; attempt++) {
       const controller = new AbortController();
@@ -221,7 +229,11 @@ export class UpstreamClient {
         clearTimeout(timer);
       }
       if (!retry || attempt >= retry.retries) {
-        throw new UpstreamError(`${what} ${url}: ${failure.text} (gave up after ${attempt + 1} attempts); check that the upstream is reachable, or retry later`, failure.status, failure.httpStatus);
+        throw new UpstreamError(
+          `${what} ${url}: ${failure.text} (gave up after ${attempt + 1} attempts); check that the upstream is reachable, or retry later`,
+          failure.status,
+          failure.httpStatus,
+        );
       }
       const backoff = retry.backoffMs * 2 ** attempt * (0.75 + Math.random() / 2);
       const wait = failure.retryAfterMs !== null ? Math.min(failure.retryAfterMs, retry.maxRetryAfterMs) : backoff;
@@ -234,7 +246,12 @@ export class UpstreamClient {
     return this.limits.idleTimeout ? `timed out (no data for ${this.limits.timeoutMs / 1000} s)` : `timed out after ${this.limits.timeoutMs / 1000} s`;
   }
 
-  private async follow(url: string, what: string, options: RequestOptions, signal: AbortSignal): Promise<{ response: Response; finalUrl: string; sentToken: boolean }> {
+  private async follow(
+    url: string,
+    what: string,
+    options: RequestOptions,
+    signal: AbortSignal,
+  ): Promise<{ response: Response; finalUrl: string; sentToken: boolean }> {
     let current = url;
     const seen = new Set<string>();
     for (let hop = 0; ; hop++) {
@@ -275,7 +292,12 @@ class TimeoutFailure extends Error {}
 
 /** What went wrong on the way to a response, at which URL, and whether another attempt may help. */
 class NetworkFailure extends Error {
-  constructor(readonly url: string, readonly text: string, readonly retryable: boolean, readonly status = 502) {
+  constructor(
+    readonly url: string,
+    readonly text: string,
+    readonly retryable: boolean,
+    readonly status = 502,
+  ) {
     super(text);
   }
 }
@@ -294,7 +316,11 @@ function describeNetworkError(url: string, error: unknown): NetworkFailure {
   }
   // workerd's fetch errors carry neither code nor cause: their message is the text.
   if (!code && !cause) return new NetworkFailure(url, (error as Error)?.message ?? String(error), true);
-  return new NetworkFailure(url, `${code ?? 'connection failed'}${cause?.message ? ` (${cause.message})` : (error as Error)?.message ? ` (${(error as Error).message})` : ''}`, true);
+  return new NetworkFailure(
+    url,
+    `${code ?? 'connection failed'}${cause?.message ? ` (${cause.message})` : (error as Error)?.message ? ` (${(error as Error).message})` : ''}`,
+    true,
+  );
 }
 
 /** Retry-After as delay-seconds or an HTTP date (ms); null when absent or unreadable. */

@@ -20,7 +20,13 @@ const noted = new Set<string>();
 
 /** Logs and records (action mirror.upstream-changed, outcome refused) an upstream that changed a held package. */
 export async function noteUpstreamChange(
-  env: Env, address: ProviderAddress, version: string, platform: string, ours: readonly string[], theirs: string, documentUrl: string,
+  env: Env,
+  address: ProviderAddress,
+  version: string,
+  platform: string,
+  ours: readonly string[],
+  theirs: string,
+  documentUrl: string,
 ): Promise<void> {
   const reason = `UPSTREAM CHANGED: ${documentUrl} now gives shasum ${theirs} for ${platform}; the mirror holds ${ours.join(' ')} and keeps it (mirrored bytes never change) — investigate the upstream`;
   console.warn(`pull-through: ${formatAddress(address)} ${version}: ${reason}`);
@@ -32,7 +38,12 @@ export async function noteUpstreamChange(
 
 /** Records a pull-through write (mirror.pull): stored (ok, with the archive's digest) or refused (the failed check). */
 export async function notePull(
-  env: Env, address: ProviderAddress, version: string, outcome: AuditOutcome, reason: string, digests?: Record<string, string>,
+  env: Env,
+  address: ProviderAddress,
+  version: string,
+  outcome: AuditOutcome,
+  reason: string,
+  digests?: Record<string, string>,
 ): Promise<void> {
   await audit(env, 'mirror.pull', `${formatAddress(address)} ${version}`, outcome, reason, digests);
 }

@@ -18,7 +18,11 @@ import { UpstreamError, type UpstreamClient } from './upstream-http';
  * UpstreamError naming the URL and the check.
  */
 export async function buildManifest(
-  http: UpstreamClient & JsonGetter, base: string, address: ProviderAddress, version: string, platforms: readonly Platform[],
+  http: UpstreamClient & JsonGetter,
+  base: string,
+  address: ProviderAddress,
+  version: string,
+  platforms: readonly Platform[],
 ): Promise<PullManifest> {
   const label = `${formatAddress(address)} ${version}`;
   if (platforms.length === 0) throw new UpstreamError(`${label}: the upstream offers no platform the pull-through policy allows`, 404);
@@ -29,10 +33,7 @@ export async function buildManifest(
       throw new UpstreamError(`${label}: ${doc.documentUrl} names another SHA256SUMS (${doc.shasumsUrl}) than ${first.documentUrl} (${first.shasumsUrl})`);
     }
   }
-  const [sums, signature] = await Promise.all([
-    http.getFile(first.shasumsUrl, 'SHA256SUMS'),
-    http.getFile(first.shasumsSignatureUrl, 'SHA256SUMS.sig'),
-  ]);
+  const [sums, signature] = await Promise.all([http.getFile(first.shasumsUrl, 'SHA256SUMS'), http.getFile(first.shasumsSignatureUrl, 'SHA256SUMS.sig')]);
   // Terraform trusts the keys of the document it verifies with; every document names the same signer in practice.
   const keys = new Map<string, SigningKey>();
   for (const doc of documents) for (const key of doc.signingKeys) keys.set(`${key.key_id}\n${key.ascii_armor}`, key);
@@ -47,16 +48,23 @@ export async function buildManifest(
     const line = lines.find((entry) => entry.filename === doc.filename);
     if (!line) throw new UpstreamError(`SHA256SUMS check failed: ${first.shasumsUrl} has no line for ${doc.filename}`);
     if (line.sha256Hex !== doc.shasum) {
-      throw new UpstreamError(`checksum check failed: ${doc.documentUrl} says shasum ${doc.shasum} for ${platformName(doc.platform)}, the signed SHA256SUMS says ${line.sha256Hex}`);
+      throw new UpstreamError(
+        `checksum check failed: ${doc.documentUrl} says shasum ${doc.shasum} for ${platformName(doc.platform)}, the signed SHA256SUMS says ${line.sha256Hex}`,
+      );
     }
     return {
-      os: doc.platform.os, arch: doc.platform.arch,
-      filename: archiveFilename(address.type, version, doc.platform), upstreamFilename: doc.filename,
-      shasum: doc.shasum, downloadUrl: doc.downloadUrl, documentUrl: doc.documentUrl,
+      os: doc.platform.os,
+      arch: doc.platform.arch,
+      filename: archiveFilename(address.type, version, doc.platform),
+      upstreamFilename: doc.filename,
+      shasum: doc.shasum,
+      downloadUrl: doc.downloadUrl,
+      documentUrl: doc.documentUrl,
     };
   });
   return {
-    address, version,
+    address,
+    version,
     protocols: first.protocols,
     signer,
     shasumsUrl: first.shasumsUrl,

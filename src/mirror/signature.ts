@@ -16,7 +16,10 @@ import { UpstreamError } from './upstream-http';
  * listing the signer's key id and the keys tried.
  */
 export async function verifySumsSignature(
-  sums: Uint8Array, signature: Uint8Array, keys: readonly SigningKey[], where: { signatureUrl: string; documentUrl: string },
+  sums: Uint8Array,
+  signature: Uint8Array,
+  keys: readonly SigningKey[],
+  where: { signatureUrl: string; documentUrl: string },
 ): Promise<SigningKey> {
   const check = await findSigner(sums, signature, keys);
   if (check.ok) return check.key;

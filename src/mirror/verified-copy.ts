@@ -52,13 +52,20 @@ export function verifiedCopy(source: ReadableStream<Uint8Array>, options: Verifi
   // by a failed check is visibly incomplete to any HTTP client, whatever proxy stands in between.
   const client = options.size === null ? new IdentityTransformStream() : new FixedLengthStream(options.size);
   const store = options.size === null ? new IdentityTransformStream() : new FixedLengthStream(options.size);
-  const done = pump(source, client.writable.getWriter() as WritableStreamDefaultWriter<Uint8Array>, store.writable.getWriter() as WritableStreamDefaultWriter<Uint8Array>, options);
+  const done = pump(
+    source,
+    client.writable.getWriter() as WritableStreamDefaultWriter<Uint8Array>,
+    store.writable.getWriter() as WritableStreamDefaultWriter<Uint8Array>,
+    options,
+  );
   return { client: client.readable as ReadableStream<Uint8Array>, store: store.readable as ReadableStream<Uint8Array>, done };
 }
 
 async function pump(
-  source: ReadableStream<Uint8Array>, clientWriter: WritableStreamDefaultWriter<Uint8Array>,
-  storeWriter: WritableStreamDefaultWriter<Uint8Array>, options: VerifiedCopyOptions,
+  source: ReadableStream<Uint8Array>,
+  clientWriter: WritableStreamDefaultWriter<Uint8Array>,
+  storeWriter: WritableStreamDefaultWriter<Uint8Array>,
+  options: VerifiedCopyOptions,
 ): Promise<void> {
   const reader = source.getReader();
   const digest = new crypto.DigestStream('SHA-256');
@@ -72,7 +79,13 @@ async function pump(
   const forward = async (block: Uint8Array) => {
     const writes = [storeWriter.ready.then(() => storeWriter.write(block))];
     if (clientAlive) {
-      writes.push(clientWriter.ready.then(() => clientWriter.write(block)).catch(() => { clientAlive = false; }));
+      writes.push(
+        clientWriter.ready
+          .then(() => clientWriter.write(block))
+          .catch(() => {
+            clientAlive = false;
+          }),
+      );
     }
     await Promise.all(writes);
   };
@@ -101,9 +114,11 @@ async function pump(
       if (value.byteLength === 0) continue;
       total += value.byteLength;
       if (total > (options.size ?? MAX_UNSIZED_BYTES)) {
-        throw new UpstreamError(options.size === null
-          ? `${options.what} sent no Content-Length and more than ${MAX_UNSIZED_BYTES} bytes; refused`
-          : `checksum check failed: ${options.what} sent more than the ${options.size} bytes it announced`);
+        throw new UpstreamError(
+          options.size === null
+            ? `${options.what} sent no Content-Length and more than ${MAX_UNSIZED_BYTES} bytes; refused`
+            : `checksum check failed: ${options.what} sent more than the ${options.size} bytes it announced`,
+        );
       }
       pending.push(value);
       pendingBytes += value.byteLength;
@@ -112,14 +127,22 @@ async function pump(
     if (pendingBytes > 0) await next(takeBlock());
     await digestWriter.close();
     const actual = bytesToHex(new Uint8Array(await digest.digest));
-    if (options.size !== null && total !== options.size) throw new UpstreamError(`checksum check failed: ${options.what} ended after ${total} of ${options.size} bytes`);
+    if (options.size !== null && total !== options.size)
+      throw new UpstreamError(`checksum check failed: ${options.what} ended after ${total} of ${options.size} bytes`);
     if (actual !== options.sha256Hex) {
-      throw new UpstreamError(`checksum check failed: ${options.what} has SHA-256 ${actual}, the signed SHA256SUMS says ${options.sha256Hex}; nothing was stored`);
+      throw new UpstreamError(
+        `checksum check failed: ${options.what} has SHA-256 ${actual}, the signed SHA256SUMS says ${options.sha256Hex}; nothing was stored`,
+      );
     }
     if (held) await storeWriter.ready.then(() => storeWriter.write(held!));
     await storeWriter.close();
     await options.beforeClientEnd?.();
-    if (clientAlive && held) await clientWriter.ready.then(() => clientWriter.write(held!)).catch(() => { clientAlive = false; });
+    if (clientAlive && held)
+      await clientWriter.ready
+        .then(() => clientWriter.write(held!))
+        .catch(() => {
+          clientAlive = false;
+        });
     if (clientAlive) await clientWriter.close().catch(() => {});
   } catch (error) {
     const reason = error instanceof UpstreamError ? error : new UpstreamError(`${options.what}: ${(error as Error).message}`);

@@ -42,24 +42,32 @@ export async function auditPage(request: IRequest, env: Env): Promise<Response> 
     const rawNamespace = url.searchParams.get('namespace');
     namespace = rawNamespace === null || rawNamespace === '' ? undefined : parseProviderName(rawNamespace, 'namespace');
     const rawOutcome = url.searchParams.get('outcome');
-    if (rawOutcome !== null && rawOutcome !== '' && !OUTCOMES.includes(rawOutcome as AuditOutcome)) throw new InputError(`outcome must be one of ${OUTCOMES.join(', ')}, not "${rawOutcome}"`);
-    outcome = rawOutcome === null || rawOutcome === '' ? undefined : rawOutcome as AuditOutcome;
+    if (rawOutcome !== null && rawOutcome !== '' && !OUTCOMES.includes(rawOutcome as AuditOutcome))
+      throw new InputError(`outcome must be one of ${OUTCOMES.join(', ')}, not "${rawOutcome}"`);
+    outcome = rawOutcome === null || rawOutcome === '' ? undefined : (rawOutcome as AuditOutcome);
   } catch (error) {
     if (error instanceof InputError) return errorPage(request, url.host, error.message, 400);
     throw error;
   }
   const since = new Date(Date.now() - days * 86_400_000);
   // Without a namespace filter only the entries shown are read (the rest are counted from their names).
-  const { entries, damaged, total } = await listAuditEntries({ blobs: env.REGISTRY_R2 as never }, { since, newest: MAX_SHOWN, ...(namespace ? { namespace } : {}), ...(outcome ? { outcome } : {}) });
+  const { entries, damaged, total } = await listAuditEntries(
+    { blobs: env.REGISTRY_R2 as never },
+    { since, newest: MAX_SHOWN, ...(namespace ? { namespace } : {}), ...(outcome ? { outcome } : {}) },
+  );
   const shown = entries.slice(-MAX_SHOWN).reverse();
   const body = html`<h1>Audit log</h1>
 <form method="get" action="/audit" class="inline"><label for="days">Last</label> <input id="days" name="days" type="number" min="1" max="31" value="${String(days)}"> days
 <label for="namespace">namespace</label> <input id="namespace" name="namespace" value="${namespace ?? ''}" placeholder="any">
 <label for="outcome">outcome</label> <select id="outcome" name="outcome"><option value="">any</option>${OUTCOMES.map((o) => html`<option value="${o}"${o === outcome ? html` selected` : ''}>${o}</option>`)}</select> <button type="submit">Show</button></form>
 <p class="muted">${String(total)} entr${total === 1 ? 'y' : 'ies'} since ${since.toISOString().slice(0, 16).replace('T', ' ')} UTC${total > shown.length ? `, the newest ${shown.length} shown (npm run audit lists all)` : ''}${damaged.length ? `; ${damaged.length} damaged object(s) under .audit/ skipped` : ''}.</p>
-${shown.length === 0 ? html`<p>No entries.</p>` : html`<table class="tokens audit"><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Outcome</th><th scope="col">Actor</th><th scope="col">Reason</th></tr></thead><tbody>
+${
+  shown.length === 0
+    ? html`<p>No entries.</p>`
+    : html`<table class="tokens audit"><thead><tr><th scope="col">Time (UTC)</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Outcome</th><th scope="col">Actor</th><th scope="col">Reason</th></tr></thead><tbody>
 ${shown.map(row)}
-</tbody></table>`}`;
+</tbody></table>`
+}`;
   return htmlResponse(request, layout({ title: 'Audit log', hostname: url.host, session: { name: session.record.name }, crumbs: [['Providers', '/']], body }), {
     cacheControl: 'private, no-store',
   });

@@ -29,21 +29,27 @@ interface Target {
 async function load(ctx: PageContext, params: Record<string, string>): Promise<Target> {
   const address = providerAddress(ctx.config.hostname, pathSegment(params.namespace, 'namespace'), pathSegment(params.type, 'type'));
   const version = parseVersion(pathSegment(params.version, 'version'));
-  const docs = canSee(ctx, address.hostname, address.namespace) ? await readDocs(ctx.env.REGISTRY_KV, address, version, ctx.config.listTtlMs, ctx.freshness) : null;
+  const docs = canSee(ctx, address.hostname, address.namespace)
+    ? await readDocs(ctx.env.REGISTRY_KV, address, version, ctx.config.listTtlMs, ctx.freshness)
+    : null;
   if (docs === null) {
-    throw new InputError(`No docs for ${address.namespace}/${address.type} ${version}: the version does not exist here, or was published without docs (npm run publish-provider -- … --docs spec.json adds them).`, 404);
+    throw new InputError(
+      `No docs for ${address.namespace}/${address.type} ${version}: the version does not exist here, or was published without docs (npm run publish-provider -- … --docs spec.json adds them).`,
+      404,
+    );
   }
   return { address, version, docs, base: `${path('providers', address.namespace, address.type, version)}/docs` };
 }
 
 function frame(ctx: PageContext, t: Target, title: string, current: string, main: Html) {
   const { namespace, type } = t.address;
-  const list = (label: string, kind: string, entities: DocEntity[]) => entities.length
-    ? html`<h2>${label}</h2><ul class="toc">${entities.map((e) => {
-      const href = `${t.base}/${kind}/${encodeURIComponent(e.name)}`;
-      return html`<li><a href="${href}"${href === current ? html` aria-current="page"` : ''}>${e.name}</a></li>`;
-    })}</ul>`
-    : '';
+  const list = (label: string, kind: string, entities: DocEntity[]) =>
+    entities.length
+      ? html`<h2>${label}</h2><ul class="toc">${entities.map((e) => {
+          const href = `${t.base}/${kind}/${encodeURIComponent(e.name)}`;
+          return html`<li><a href="${href}"${href === current ? html` aria-current="page"` : ''}>${e.name}</a></li>`;
+        })}</ul>`
+      : '';
   const body = html`<div class="layout">
 <div>${main}</div>
 <nav class="side card" aria-label="Resources and data sources">
@@ -56,7 +62,12 @@ ${list('Data sources', 'data-sources', t.docs.dataSources)}
       title,
       hostname: ctx.host,
       session: sessionName(ctx),
-      crumbs: [['Providers', '/'], [`${namespace}/${type}`, path('providers', namespace, type)], [t.version, path('providers', namespace, type, t.version)], ['Docs', t.base]],
+      crumbs: [
+        ['Providers', '/'],
+        [`${namespace}/${type}`, path('providers', namespace, type)],
+        [t.version, path('providers', namespace, type, t.version)],
+        ['Docs', t.base],
+      ],
       body,
     }),
   };
@@ -65,9 +76,10 @@ ${list('Data sources', 'data-sources', t.docs.dataSources)}
 /** GET /providers/:namespace/:type/:version/docs */
 export const docsIndexPage = page(async (ctx, params) => {
   const t = await load(ctx, params);
-  const entities = (label: string, kind: string, list: DocEntity[]) => list.length
-    ? html`<h2>${label}</h2><div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Description</th></tr></thead><tbody>${list.map((e) => html`<tr><td><a href="${t.base}/${kind}/${encodeURIComponent(e.name)}"><code>${e.name}</code></a></td><td>${firstLine(e.schema.description)}${e.schema.deprecation ? html` <span class="badge pre">deprecated</span>` : ''}</td></tr>`)}</tbody></table></div>`
-    : '';
+  const entities = (label: string, kind: string, list: DocEntity[]) =>
+    list.length
+      ? html`<h2>${label}</h2><div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Description</th></tr></thead><tbody>${list.map((e) => html`<tr><td><a href="${t.base}/${kind}/${encodeURIComponent(e.name)}"><code>${e.name}</code></a></td><td>${firstLine(e.schema.description)}${e.schema.deprecation ? html` <span class="badge pre">deprecated</span>` : ''}</td></tr>`)}</tbody></table></div>`
+      : '';
   const main = html`<h1>${t.address.namespace}/${t.address.type} <span class="badge accent">v${t.version}</span></h1>
 <p class="lead">${t.docs.providerSchema.description || 'Provider documentation generated from its schema.'}</p>
 <p class="muted">${t.docs.resources.length} resources, ${t.docs.dataSources.length} data sources.</p>
@@ -93,7 +105,13 @@ ${entity.schema.description ? html`<p class="lead">${entity.schema.description}<
 <h2>Example</h2>
 ${snippet('example', 'Example usage (required arguments)', exampleBlock(kind === 'resources' ? 'resource' : 'data', entity.name, entity.schema))}
 ${schemaSection(entity.schema)}`;
-    return frame(ctx, t, `${entity.name} · ${t.address.namespace}/${t.address.type} ${t.version}`, `${t.base}/${kind}/${encodeURIComponent(entity.name)}`, main);
+    return frame(
+      ctx,
+      t,
+      `${entity.name} · ${t.address.namespace}/${t.address.type} ${t.version}`,
+      `${t.base}/${kind}/${encodeURIComponent(entity.name)}`,
+      main,
+    );
   });
 }
 

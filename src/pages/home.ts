@@ -18,11 +18,14 @@ export const homePage = page(async (ctx) => {
   const own = ctx.config.hostname;
   const ours = matching.filter((p) => p.hostname === own);
   const upstream = matching.filter((p) => p.hostname !== own);
-  const empty = visible.length === 0
-    ? catalog.providers.length > 0
-      ? html`<div class="card empty"><p><strong>Your token can read none of the providers here.</strong></p><p>Its scopes: <code>${ctx.session?.record.scopes.join(', ') ?? ''}</code>. Ask for a token with the namespaces you need.</p></div>`
-      : html`<div class="card empty"><p><strong>No providers yet.</strong></p><p>Publish one with <code>npm run publish-provider -- ./dist --namespace NAME</code>, or try <code>npm run demo</code>.</p></div>`
-    : matching.length === 0 ? html`<p class="card empty">No provider matches “${q}”. <a href="/">Show all</a></p>` : '';
+  const empty =
+    visible.length === 0
+      ? catalog.providers.length > 0
+        ? html`<div class="card empty"><p><strong>Your token can read none of the providers here.</strong></p><p>Its scopes: <code>${ctx.session?.record.scopes.join(', ') ?? ''}</code>. Ask for a token with the namespaces you need.</p></div>`
+        : html`<div class="card empty"><p><strong>No providers yet.</strong></p><p>Publish one with <code>npm run publish-provider -- ./dist --namespace NAME</code>, or try <code>npm run demo</code>.</p></div>`
+      : matching.length === 0
+        ? html`<p class="card empty">No provider matches “${q}”. <a href="/">Show all</a></p>`
+        : '';
   const body = html`<h1>Providers</h1>
 <p class="lead">Terraform and OpenTofu providers served by <strong>${ctx.host}</strong>: find one, pick a version, copy the configuration.</p>
 <form class="filter" method="get" action="/" role="search">
@@ -34,7 +37,9 @@ export const homePage = page(async (ctx) => {
 ${empty}
 ${ours.length ? html`<section aria-labelledby="own"><h2 id="own">This registry</h2>${grid(ours, snippetAddress(ctx.url, own).sourceHost)}</section>` : ''}
 ${upstream.length ? html`<section aria-labelledby="mirrored"><h2 id="mirrored">Mirrored providers</h2><p class="muted">Upstream providers this network mirror holds, under their own hostnames.</p>${grid(upstream, null)}</section>` : ''}`;
-  return { html: layout({ title: 'Providers', hostname: ctx.host, session: sessionName(ctx), body, description: `Terraform and OpenTofu providers at ${ctx.host}` }) };
+  return {
+    html: layout({ title: 'Providers', hostname: ctx.host, session: sessionName(ctx), body, description: `Terraform and OpenTofu providers at ${ctx.host}` }),
+  };
 });
 
 function searchText(p: CatalogEntry): string {
@@ -44,12 +49,16 @@ function searchText(p: CatalogEntry): string {
 /** Provider cards; `sourceHost` (the address rule's host) for our own providers, null for mirrored ones (their real hostname). */
 function grid(entries: CatalogEntry[], sourceHost: string | null) {
   const mirrored = sourceHost === null;
-  return html`<ul class="grid">${entries.map((p) => html`<li data-name="${searchText(p)}"><a class="card" href="${mirrored ? path('mirror', p.hostname, p.namespace, p.type) : path('providers', p.namespace, p.type)}">
+  return html`<ul class="grid">${entries.map(
+    (
+      p,
+    ) => html`<li data-name="${searchText(p)}"><a class="card" href="${mirrored ? path('mirror', p.hostname, p.namespace, p.type) : path('providers', p.namespace, p.type)}">
 <div class="name">${p.namespace}/${p.type}</div>
 <div class="addr">${sourceHost ?? p.hostname}/${p.namespace}/${p.type}</div>
 <p class="desc">${p.description || html`<span class="muted">No description</span>`}</p>
 <span class="badge accent">v${p.latest}</span> <span class="muted">${p.versionCount} ${p.versionCount === 1 ? 'version' : 'versions'} · ${p.publishedAt.slice(0, 10)}</span>
-</a></li>`)}</ul>`;
+</a></li>`,
+  )}</ul>`;
 }
 
 /** The header's "signed in as" for layout(): null in public mode. */

@@ -20,7 +20,9 @@ export interface PageFrame {
   body: Interpolation;
 }
 
-const LOGO = raw('<svg viewBox="0 0 24 24" aria-hidden="true" focusable="false"><rect x="2" y="2" width="20" height="20" rx="5" fill="currentColor" opacity=".14"/><path d="M7 7.5l4.5 2.6v5.2L7 12.7zM12.5 10.1L17 7.5v5.2l-4.5 2.6zM12 4.8l4.5 2.6L12 10 7.5 7.4z" fill="currentColor"/></svg>');
+const LOGO = raw(
+  '<svg viewBox="0 0 24 24" aria-hidden="true" focusable="false"><rect x="2" y="2" width="20" height="20" rx="5" fill="currentColor" opacity=".14"/><path d="M7 7.5l4.5 2.6v5.2L7 12.7zM12.5 10.1L17 7.5v5.2l-4.5 2.6zM12 4.8l4.5 2.6L12 10 7.5 7.4z" fill="currentColor"/></svg>',
+);
 
 export function layout(frame: PageFrame): string {
   const crumbs = frame.crumbs?.length

@@ -21,9 +21,10 @@ export function safeNext(next: string | null): string {
 function form(request: Request, next: string, error?: string, status = 200, env?: Env): Promise<Response> {
   const host = new URL(request.url).host;
   // With an identity provider configured (src/access/), single sign-on first; the token form stays for CI tokens.
-  const sso = env && settings(env).oidc
-    ? html`<p><a class="button" href="/login/sso?next=${encodeURIComponent(next)}">Sign in with SSO</a></p><p class="muted">Or with a read token:</p>`
-    : '';
+  const sso =
+    env && settings(env).oidc
+      ? html`<p><a class="button" href="/login/sso?next=${encodeURIComponent(next)}">Sign in with SSO</a></p><p class="muted">Or with a read token:</p>`
+      : '';
   const body = html`<div class="login card">
 <h1>Sign in</h1>
 <p class="muted">This registry is private. Sign in with a read token; you will see the namespaces it can read.</p>

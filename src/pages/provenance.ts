@@ -12,9 +12,10 @@ import { html, type Html } from './html';
 export function provenanceFact(ref: ProvenanceRef | undefined, statementUrl: string): Html {
   const s = ref?.kind === 'build' ? ref.summary : undefined;
   if (!s) {
-    const why = ref?.kind === 'publish'
-      ? html`published with a token or the CLI; <a href="${statementUrl}">signed publish attestation</a> only`
-      : 'published without a statement';
+    const why =
+      ref?.kind === 'publish'
+        ? html`published with a token or the CLI; <a href="${statementUrl}">signed publish attestation</a> only`
+        : 'published without a statement';
     return html`<dt>Provenance</dt><dd><span class="muted">No build provenance: ${why}.</span></dd>`;
   }
   const link = (url: string, text: string | Html) => (/^https?:\/\//.test(url) ? html`<a href="${url}">${text}</a>` : html`${text}`);

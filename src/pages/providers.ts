@@ -29,7 +29,11 @@ async function load(ctx: PageContext, address: ProviderAddress): Promise<Provide
   const data = canSee(ctx, address.hostname, address.namespace)
     ? await readProviderPage(ctx.env.REGISTRY_KV, address, ctx.config.listTtlMs, ctx.freshness)
     : null;
-  if (data === null) throw new InputError(`There is no provider ${address.hostname}/${address.namespace}/${address.type} here${ctx.config.access === 'private' ? ' that your token can read' : ''}.`, 404);
+  if (data === null)
+    throw new InputError(
+      `There is no provider ${address.hostname}/${address.namespace}/${address.type} here${ctx.config.access === 'private' ? ' that your token can read' : ''}.`,
+      404,
+    );
   return data;
 }
 
@@ -69,9 +73,10 @@ export const mirrorPage = page(async (ctx, params) => {
   const data = await load(ctx, address);
   const wanted = ctx.url.searchParams.get('version');
   const newest = wanted === null ? newestListed(data) : null;
-  const current = wanted === null
-    ? data.versions.find((v) => v.version === newest) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!
-    : data.versions.find((v) => v.version === parseVersion(wanted));
+  const current =
+    wanted === null
+      ? (data.versions.find((v) => v.version === newest) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!)
+      : data.versions.find((v) => v.version === parseVersion(wanted));
   if (!current) throw new InputError(`The mirror holds no version ${wanted} of ${address.hostname}/${address.namespace}/${address.type}.`, 404);
   // Mirrored archives are served (and counted) by the same archive route, under their upstream hostname.
   return render(ctx, data, current, true, await loadDownloads(ctx, providerCounterName(address)));
@@ -102,11 +107,22 @@ function formatSize(bytes: number): string {
 
 /** The version's statement reference, from its R2 record (one read); null for mirrored providers. */
 async function loadProvenance(ctx: PageContext, address: ProviderAddress, version: string): Promise<Html> {
-  const record = await readVersionRecord({ kv: ctx.env.REGISTRY_KV as unknown as KvStore, blobs: ctx.env.REGISTRY_R2 as unknown as BlobStore }, address, version);
+  const record = await readVersionRecord(
+    { kv: ctx.env.REGISTRY_KV as unknown as KvStore, blobs: ctx.env.REGISTRY_R2 as unknown as BlobStore },
+    address,
+    version,
+  );
   return provenanceFact(record?.provenance, path('v1', 'provenance', 'providers', address.namespace, address.type, version));
 }
 
-function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, mirror: boolean, downloads: PageDownloads = null, provenance: Html | null = null): RenderedPage {
+function render(
+  ctx: PageContext,
+  data: ProviderPageData,
+  current: PageVersion,
+  mirror: boolean,
+  downloads: PageDownloads = null,
+  provenance: Html | null = null,
+): RenderedPage {
   const { hostname, namespace, type } = data.address;
   const own = hostname === ctx.config.hostname;
   const stable = newestListed(data);
@@ -121,18 +137,40 @@ function render(ctx: PageContext, data: ProviderPageData, current: PageVersion, 
 
   const snippets: Html[] = [];
   if (!mirror) {
-    snippets.push(snippet('snippet-required', 'Use this provider', requiredProvidersSnippet(type, source, constraint),
-      html`In your configuration; then run <code>terraform init</code> or <code>tofu init</code>.`));
+    snippets.push(
+      snippet(
+        'snippet-required',
+        'Use this provider',
+        requiredProvidersSnippet(type, source, constraint),
+        html`In your configuration; then run <code>terraform init</code> or <code>tofu init</code>.`,
+      ),
+    );
     if (own && address.hostBlock) snippets.push(hostBlockSnippet(address));
   }
-  snippets.push(snippet('snippet-mirror', 'Install through this network mirror', networkMirrorSnippet(address.origin),
-    html`In the CLI configuration (<code>~/.terraformrc</code> or <code>TF_CLI_CONFIG_FILE</code>). Through the mirror the configuration keeps ${mirror ? 'the' : 'this'} provider's real address, <code>${hostname}/${namespace}/${type}</code>.${address.https ? '' : html` <strong>Terraform and OpenTofu accept a network mirror only at an <code>https:</code> URL</strong>: serve this instance over HTTPS to use it (<code>npm start -- --local-protocol https …</code>, see the README).`}`));
+  snippets.push(
+    snippet(
+      'snippet-mirror',
+      'Install through this network mirror',
+      networkMirrorSnippet(address.origin),
+      html`In the CLI configuration (<code>~/.terraformrc</code> or <code>TF_CLI_CONFIG_FILE</code>). Through the mirror the configuration keeps ${mirror ? 'the' : 'this'} provider's real address, <code>${hostname}/${namespace}/${type}</code>.${address.https ? '' : html` <strong>Terraform and OpenTofu accept a network mirror only at an <code>https:</code> URL</strong>: serve this instance over HTTPS to use it (<code>npm start -- --local-protocol https …</code>, see the README).`}`,
+    ),
+  );
   if (mirror) snippets.push(snippet('snippet-required', 'Configuration', requiredProvidersSnippet(type, source, constraint)));
   if (ctx.config.access === 'private') {
-    const blocks = mirror ? [{ host: address.browsedHost }] : [{ host: address.sourceHost },
-      ...(address.browsedHost === address.sourceHost ? [] : [{ host: address.browsedHost, comment: `the network mirror at ${address.origin}/v1/mirror/` }])];
-    snippets.push(snippet('snippet-credentials', 'Credentials (private registry)', credentialsSnippet(blocks),
-      html`In the CLI configuration, with a read token for this namespace (<code>npm run token -- create --namespace ${own ? namespace : `${hostname}/${namespace}`}</code>).`));
+    const blocks = mirror
+      ? [{ host: address.browsedHost }]
+      : [
+          { host: address.sourceHost },
+          ...(address.browsedHost === address.sourceHost ? [] : [{ host: address.browsedHost, comment: `the network mirror at ${address.origin}/v1/mirror/` }]),
+        ];
+    snippets.push(
+      snippet(
+        'snippet-credentials',
+        'Credentials (private registry)',
+        credentialsSnippet(blocks),
+        html`In the CLI configuration, with a read token for this namespace (<code>npm run token -- create --namespace ${own ? namespace : `${hostname}/${namespace}`}</code>).`,
+      ),
+    );
   }
 
   const body = html`<div class="layout">
@@ -151,9 +189,15 @@ ${lifecycleNotes('provider', data.deprecated, current.version, current)}
 ${downloadsFact(downloads, current.version)}
 ${provenance ?? ''}
 <dt>Signing key</dt><dd><code class="copyable">${current.keyId}</code>${key?.fingerprint ? html`<br><span class="hash">fingerprint <span class="copyable">${key.fingerprint}</span></span>` : ''}${mirror ? '' : html`<br><a href="${base}/${encodeURIComponent(current.version)}/signing-key.asc">Armored public key</a>`}</dd>
-${mirror ? '' : html`<dt>Documentation</dt><dd>${current.docs
-    ? html`<a href="${base}/${encodeURIComponent(current.version)}/docs">Resources, data sources and schema</a>`
-    : html`<span class="muted">Not published for this version. Add it with <code>npm run publish-provider -- … --docs spec.json</code> (a Provider Code Specification or <code>terraform providers schema -json</code> output).</span>`}</dd>`}
+${
+  mirror
+    ? ''
+    : html`<dt>Documentation</dt><dd>${
+        current.docs
+          ? html`<a href="${base}/${encodeURIComponent(current.version)}/docs">Resources, data sources and schema</a>`
+          : html`<span class="muted">Not published for this version. Add it with <code>npm run publish-provider -- … --docs spec.json</code> (a Provider Code Specification or <code>terraform providers schema -json</code> output).</span>`
+      }</dd>`
+}
 </dl></section>
 <section aria-labelledby="platforms"><h2 id="platforms">Platforms</h2>
 <div class="scroll"><table>
@@ -171,7 +215,15 @@ ${mirror ? '' : html`<dt>Documentation</dt><dd>${current.docs
 <ul class="versions">${data.versions.map((v) => html`<li${v.version === current.version ? html` aria-current="page"` : ''}><a href="${versionHref(v.version)}">${v.version}</a>${semver.prerelease(v.version) ? html` <span class="badge pre">pre</span>` : ''}${lifecycleBadges(v)}<span class="muted">${v.publishedAt.slice(0, 10)}</span></li>`)}</ul>
 </aside>
 </div>`;
-  const crumbs: [string, string][] = mirror ? [['Providers', '/'], [hostname, '/']] : [['Providers', '/'], [namespace, `/?q=${encodeURIComponent(namespace)}`]];
+  const crumbs: [string, string][] = mirror
+    ? [
+        ['Providers', '/'],
+        [hostname, '/'],
+      ]
+    : [
+        ['Providers', '/'],
+        [namespace, `/?q=${encodeURIComponent(namespace)}`],
+      ];
   return {
     html: layout({
       title: `${namespace}/${type} ${current.version}`,

@@ -10,7 +10,8 @@ import { html } from './html';
  */
 
 export const PAGE_SECURITY_HEADERS: Record<string, string> = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
   'x-frame-options': 'DENY',
@@ -24,7 +25,8 @@ const COMPRESS_FROM_BYTES = 1024;
  * stored documents) and when the client accepts gzip.
  */
 export async function htmlResponse(
-  request: Request, page: string | StoredDocument,
+  request: Request,
+  page: string | StoredDocument,
   options: { status?: number; cacheControl: string; headers?: Record<string, string>; compress?: boolean },
 ): Promise<Response> {
   const document = typeof page === 'string' ? new StoredDocument(page) : page;

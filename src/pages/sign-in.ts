@@ -63,7 +63,12 @@ async function toProvider(request: Request, env: Env, ready: Ready, flow: Omit<L
 function providerFailed(request: Request, error: unknown): Promise<Response> {
   if (!(error instanceof ProviderError)) throw error;
   console.error(`sign-in: ${error.message}`);
-  return errorPage(request, new URL(request.url).host, `The identity provider could not be reached or answered something unexpected. Try again later. (${error.message})`, 502);
+  return errorPage(
+    request,
+    new URL(request.url).host,
+    `The identity provider could not be reached or answered something unexpected. Try again later. (${error.message})`,
+    502,
+  );
 }
 
 /** GET /oauth/authorization (login.v1 authz): 400 page for an invalid request (never a redirect to an unchecked URI), else 302 to the provider. */
@@ -71,7 +76,8 @@ export async function authorize(request: IRequest, env: Env): Promise<Response> 
   const ready = await readyOrPage(request, env);
   if (ready instanceof Response) return ready;
   const cli = parseCliAuthzRequest(new URL(request.url).searchParams);
-  if ('error' in cli) return errorPage(request, new URL(request.url).host, `This sign-in request is invalid: ${cli.error}. Run terraform login (or tofu login) again.`, 400);
+  if ('error' in cli)
+    return errorPage(request, new URL(request.url).host, `This sign-in request is invalid: ${cli.error}. Run terraform login (or tofu login) again.`, 400);
   return toProvider(request, env, ready, { kind: 'cli', cli });
 }
 
@@ -115,14 +121,26 @@ export async function callback(request: IRequest, env: Env): Promise<Response> {
   if (grant.scopes.length === 0) {
     console.warn(`sign-in refused by LOGIN_POLICY: no rule matches subject ${claims.sub} of ${ready.oidc.issuer}`);
     await recordLogin(env, person, 'refused', []);
-    return withHeaders(await errorPage(request, host, `You signed in as ${person.email ?? person.subject}, but the registry's policy grants this account no access. Ask the registry's administrators.`, 403), clear);
+    return withHeaders(
+      await errorPage(
+        request,
+        host,
+        `You signed in as ${person.email ?? person.subject}, but the registry's policy grants this account no access. Ask the registry's administrators.`,
+        403,
+      ),
+      clear,
+    );
   }
   await recordLogin(env, person, flow.kind === 'cli' ? 'cli' : 'page', grant.scopes);
   if (flow.kind === 'cli' && flow.cli) {
     const code = `erc_${base64url(crypto.getRandomValues(new Uint8Array(32)))}`;
     await storeLoginCode(env.REGISTRY_R2, sha256Hex(code), {
-      codeChallenge: flow.cli.codeChallenge, redirectUri: flow.cli.redirectUri, expiresAt: Date.now() + CODE_SECONDS * 1000,
-      person, scopes: grant.scopes, tokenDays: ready.policy.tokenDays,
+      codeChallenge: flow.cli.codeChallenge,
+      redirectUri: flow.cli.redirectUri,
+      expiresAt: Date.now() + CODE_SECONDS * 1000,
+      person,
+      scopes: grant.scopes,
+      tokenDays: ready.policy.tokenDays,
     });
     const target = new URL(flow.cli.redirectUri);
     target.searchParams.set('code', code);

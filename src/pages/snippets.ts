@@ -98,14 +98,22 @@ export const TOKEN_PLACEHOLDER = 'ert_…';
  * the mirror URL's host), each with an optional comment line.
  */
 export function credentialsSnippet(blocks: { host: string; comment?: string }[]): string {
-  return blocks.map(({ host, comment }) => `${comment ? `# ${comment}\n` : ''}credentials "${host}" {
+  return blocks
+    .map(
+      ({ host, comment }) => `${comment ? `# ${comment}\n` : ''}credentials "${host}" {
   token = "${TOKEN_PLACEHOLDER}"
 }
-`).join('');
+`,
+    )
+    .join('');
 }
 
 /** The `host` block as a snippet to copy, saying why it is there (only when the address rule needs one). */
 export function hostBlockSnippet(address: SnippetAddress): Html {
-  return snippet('snippet-host', `CLI configuration for ${address.sourceHost}`, address.hostBlock ?? '',
-    html`In the CLI configuration (<code>~/.terraformrc</code> or <code>TF_CLI_CONFIG_FILE</code>). You are browsing <code>${address.browsedHost}</code>${address.https ? '' : ' over http'}: Terraform wants a registry hostname with a dot, found over HTTPS, so snippets name <code>${address.sourceHost}</code> (<code>REGISTRY_HOSTNAME</code>) and this block sends it to <code>${address.origin}</code>.`);
+  return snippet(
+    'snippet-host',
+    `CLI configuration for ${address.sourceHost}`,
+    address.hostBlock ?? '',
+    html`In the CLI configuration (<code>~/.terraformrc</code> or <code>TF_CLI_CONFIG_FILE</code>). You are browsing <code>${address.browsedHost}</code>${address.https ? '' : ' over http'}: Terraform wants a registry hostname with a dot, found over HTTPS, so snippets name <code>${address.sourceHost}</code> (<code>REGISTRY_HOSTNAME</code>) and this block sends it to <code>${address.origin}</code>.`,
+  );
 }

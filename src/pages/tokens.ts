@@ -28,10 +28,12 @@ type Person = Session & { person: PersonSession };
 
 async function personOrResponse(request: Request, env: Env): Promise<Person | Response> {
   const url = new URL(request.url);
-  if (settings(env).oidc === null) return errorPage(request, url.host, 'The Tokens page needs sign-in with an identity provider (OIDC_ISSUER), which this registry does not have.');
+  if (settings(env).oidc === null)
+    return errorPage(request, url.host, 'The Tokens page needs sign-in with an identity provider (OIDC_ISSUER), which this registry does not have.');
   const session = await readSession(request, env);
   if (session === null) return redirect(`${isPrivate(env) ? '/login' : '/login/sso'}?next=/tokens`);
-  if (!session.person) return errorPage(request, url.host, 'Tokens are minted by people signed in with single sign-on. Sign out and use “Sign in with SSO”.', 403);
+  if (!session.person)
+    return errorPage(request, url.host, 'Tokens are minted by people signed in with single sign-on. Sign out and use “Sign in with SSO”.', 403);
   return session as Person;
 }
 
@@ -40,15 +42,20 @@ const tfTokenVariable = (host: string) => `TF_TOKEN_${host.replace(/\./g, '_').r
 function frame(request: Request, session: Person, body: Html, status = 200): Promise<Response> {
   const host = new URL(request.url).host;
   return htmlResponse(request, layout({ title: 'Tokens', hostname: host, session: { name: session.record.name }, crumbs: [['Providers', '/']], body }), {
-    status, cacheControl: 'private, no-store',
+    status,
+    cacheControl: 'private, no-store',
   });
 }
 
 function tokenRows(tokens: { id: string; name: string; scopes: string[]; created: string; expires: string | null; owner?: string }[], admin: boolean): Html {
   if (tokens.length === 0) return html`<p class="muted">No tokens.</p>`;
   return html`<table class="tokens"><thead><tr><th scope="col">ID</th>${admin ? html`<th scope="col">Person</th>` : ''}<th scope="col">Name</th><th scope="col">Scopes</th><th scope="col">Created (UTC)</th><th scope="col">Expires (UTC)</th><th scope="col"><span class="visually-hidden">Revoke</span></th></tr></thead><tbody>
-${tokens.map((t) => html`<tr><td><code>${t.id}</code></td>${admin ? html`<td>${t.owner ?? '—'}</td>` : ''}<td>${t.name || '—'}</td><td>${t.scopes.join(', ')}</td><td>${t.created.slice(0, 16).replace('T', ' ')}</td><td>${t.expires ? t.expires.slice(0, 16).replace('T', ' ') : 'never'}</td>
-<td><form class="inline" method="post" action="/tokens/revoke"><input type="hidden" name="id" value="${t.id}"><button class="quiet" type="submit" aria-label="Revoke token ${t.id}">Revoke</button></form></td></tr>`)}
+${tokens.map(
+  (
+    t,
+  ) => html`<tr><td><code>${t.id}</code></td>${admin ? html`<td>${t.owner ?? '—'}</td>` : ''}<td>${t.name || '—'}</td><td>${t.scopes.join(', ')}</td><td>${t.created.slice(0, 16).replace('T', ' ')}</td><td>${t.expires ? t.expires.slice(0, 16).replace('T', ' ') : 'never'}</td>
+<td><form class="inline" method="post" action="/tokens/revoke"><input type="hidden" name="id" value="${t.id}"><button class="quiet" type="submit" aria-label="Revoke token ${t.id}">Revoke</button></form></td></tr>`,
+)}
 </tbody></table>`;
 }
 
@@ -63,10 +70,17 @@ async function render(request: Request, env: Env, session: Person, notice?: Html
     for (const record of all) if (record.person) people.set(personKey(record.person), record.person);
     adminSection = html`<section aria-labelledby="all-tokens"><h2 id="all-tokens">Everyone’s tokens (admin)</h2>
 <p><a href="/audit">Audit log</a>: every write, sign-in and token change.</p>
-${tokenRows(all.map((r) => ({ ...r, owner: r.person ? (r.person.email ?? r.person.subject) : 'operator (npm run token)' })), true)}
-${people.size > 0 ? html`<h3>Offboarding</h3><form method="post" action="/tokens/revoke-person"><label for="person">Revoke every token of</label>
+${tokenRows(
+  all.map((r) => ({ ...r, owner: r.person ? (r.person.email ?? r.person.subject) : 'operator (npm run token)' })),
+  true,
+)}
+${
+  people.size > 0
+    ? html`<h3>Offboarding</h3><form method="post" action="/tokens/revoke-person"><label for="person">Revoke every token of</label>
 <select id="person" name="person">${[...people].map(([key, p]) => html`<option value="${key}">${p.email ?? p.subject} (${p.issuer})</option>`)}</select>
-<button type="submit">Revoke all</button></form>` : ''}
+<button type="submit">Revoke all</button></form>`
+    : ''
+}
 </section>`;
   }
   const body = html`<h1>Tokens</h1>
@@ -126,9 +140,11 @@ export async function tokensSubmit(request: IRequest, env: Env): Promise<Respons
 <p><strong>Copy it now: it is shown only once.</strong> It expires ${record.expires!.slice(0, 10)} and reads ${record.scopes.join(', ')}.</p>
 ${snippet('new-token', 'Token', token)}
 ${snippet('new-token-credentials', 'CLI configuration (~/.terraformrc)', `credentials "${host}" {\n  token = "${token}"\n}`)}
-${host.includes(':')
+${
+  host.includes(':')
     ? html`<p class="muted">Terraform reads <code>TF_TOKEN_…</code> variables only for hostnames without a port: use the credentials block for ${host}.</p>`
-    : snippet('new-token-env', 'Or an environment variable (CI)', `${tfTokenVariable(host)}=${token}`)}
+    : snippet('new-token-env', 'Or an environment variable (CI)', `${tfTokenVariable(host)}=${token}`)
+}
 </div>`;
     return render(request, env, session, notice);
   }
@@ -144,7 +160,12 @@ ${host.includes(':')
     if (!revoked) return refuse(`No token ${id} that you may revoke.`);
     await revokePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, revoked.owner ? personKey(revoked.owner) : '-', revoked.sha256);
     await recordTokenEvent(env, me.person, 'token.revoke', { id, owner: revoked.owner });
-    return render(request, env, session, html`<p class="notice" role="status">Token <code>${id}</code> is revoked: it is refused from the next request on.</p>`);
+    return render(
+      request,
+      env,
+      session,
+      html`<p class="notice" role="status">Token <code>${id}</code> is revoked: it is refused from the next request on.</p>`,
+    );
   }
   if (action === 'revoke-person') {
     if (!me.admin) return errorPage(request, host, 'Only the registry’s admins may revoke another person’s tokens.', 403);
@@ -156,7 +177,12 @@ ${host.includes(':')
     for (const sha256 of hashes) await revokePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, key, sha256);
     await markPersonRevoked(env.REGISTRY_R2, key);
     for (const record of theirs) await recordTokenEvent(env, me.person, 'token.revoke', { id: record.id, owner: record.person });
-    return render(request, env, session, html`<p class="notice" role="status">Revoked ${hashes.size} token(s) of that person, and ended their page sessions.</p>`);
+    return render(
+      request,
+      env,
+      session,
+      html`<p class="notice" role="status">Revoked ${hashes.size} token(s) of that person, and ended their page sessions.</p>`,
+    );
   }
   return errorPage(request, host, 'Unknown token action.', 404);
 }

@@ -27,9 +27,7 @@ export function parseProviderName(raw: string, what: 'namespace' | 'type'): stri
     throw new InputError(`${what} "${truncate(raw)}" is longer than ${MAX_NAME_LENGTH} characters`);
   }
   if (!NAME_PATTERN.test(name)) {
-    throw new InputError(
-      `${what} "${truncate(raw)}" is invalid: use letters, digits and dashes, not starting or ending with a dash`,
-    );
+    throw new InputError(`${what} "${truncate(raw)}" is invalid: use letters, digits and dashes, not starting or ending with a dash`);
   }
   if (what === 'type' && name.startsWith('terraform-provider-')) {
     throw new InputError(`type "${raw}" must not include the "terraform-provider-" prefix`);

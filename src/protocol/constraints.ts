@@ -67,12 +67,18 @@ function isStrictVersion(version: string): boolean {
 
 function meetsOne(candidate: semver.SemVer, { operator, version, parts }: VersionConstraint): boolean {
   switch (operator) {
-    case '=': return semver.eq(candidate, version);
-    case '!=': return !semver.eq(candidate, version);
-    case '>': return semver.gt(candidate, version);
-    case '>=': return semver.gte(candidate, version);
-    case '<': return semver.lt(candidate, version);
-    case '<=': return semver.lte(candidate, version);
+    case '=':
+      return semver.eq(candidate, version);
+    case '!=':
+      return !semver.eq(candidate, version);
+    case '>':
+      return semver.gt(candidate, version);
+    case '>=':
+      return semver.gte(candidate, version);
+    case '<':
+      return semver.lt(candidate, version);
+    case '<=':
+      return semver.lte(candidate, version);
     case '~>': {
       const lower = semver.parse(version)!;
       const upper = parts >= 3 ? `${lower.major}.${lower.minor + 1}.0` : `${lower.major + 1}.0.0`;

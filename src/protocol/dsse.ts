@@ -76,7 +76,9 @@ export async function verifyEnvelope(envelope: unknown, keys: readonly Attestati
     if (await crypto.subtle.verify('Ed25519', key, fromBase64(signature.sig, 'signature'), message)) return { body, kid: jwk.kid };
   }
   const ids = e.signatures.map((s) => s?.keyid).join(', ');
-  throw new DsseError(`the envelope's signature (key ${ids || 'unnamed'}) does not verify with any of the registry's attestation keys (${keys.map((k) => k.kid).join(', ') || 'none'})`);
+  throw new DsseError(
+    `the envelope's signature (key ${ids || 'unnamed'}) does not verify with any of the registry's attestation keys (${keys.map((k) => k.kid).join(', ') || 'none'})`,
+  );
 }
 
 export function toBase64(bytes: Uint8Array): string {

@@ -42,7 +42,11 @@ export class UpstreamError extends Error {
  * expected: `versions[2].version: expected a string, got 12`.
  */
 export class WireShapeError extends Error {
-  constructor(readonly where: string, expected: string, got: unknown) {
+  constructor(
+    readonly where: string,
+    expected: string,
+    got: unknown,
+  ) {
     super(`${where}: expected ${expected}, got ${describe(got)}`);
     this.name = 'WireShapeError';
   }
@@ -50,7 +54,7 @@ export class WireShapeError extends Error {
 
 function describe(value: unknown): string {
   if (value === undefined) return 'nothing';
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
   return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
 

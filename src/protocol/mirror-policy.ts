@@ -112,7 +112,8 @@ export function parsePolicy(text: string, source: string): MirrorPolicy {
       } catch (error) {
         throw new InputError(`${where}: ${(error as Error).message}`);
       }
-      if (!isObject(services)) throw new InputError(`${where}: expected an object such as { "providers.v1": "https://…/v1/providers/" } or { "archives": "https://…/" }`);
+      if (!isObject(services))
+        throw new InputError(`${where}: expected an object such as { "providers.v1": "https://…/v1/providers/" } or { "archives": "https://…/" }`);
       refuseUnknown(services, SERVICE_FIELDS, where);
       const parsed: HostServices = {};
       for (const service of SERVICE_FIELDS as (keyof HostServices)[]) {
@@ -138,10 +139,12 @@ export function formatPolicy(policy: MirrorPolicy): string {
 
 /** What `policy` allows for `address`; null when no rule matches (the provider is outside the policy). */
 export function allowanceFor(policy: MirrorPolicy, address: ProviderAddress): ProviderAllowance | null {
-  const rules = policy.rules.filter((rule) =>
-    rule.hostname === address.hostname
-    && (rule.namespace === null || rule.namespace === address.namespace)
-    && (rule.type === null || rule.type === address.type));
+  const rules = policy.rules.filter(
+    (rule) =>
+      rule.hostname === address.hostname &&
+      (rule.namespace === null || rule.namespace === address.namespace) &&
+      (rule.type === null || rule.type === address.type),
+  );
   if (rules.length === 0) return null;
   const allowing = (version: string) => rules.filter((rule) => meetsConstraints(version, rule.constraints));
   return {

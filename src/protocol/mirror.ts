@@ -47,13 +47,18 @@ export function parseMirrorIndexResponse(json: unknown): MirrorIndexResponse {
 export function parseMirrorVersionResponse(json: unknown): MirrorVersionResponse {
   const archives = asObject(asObject(json, 'VERSION.json').archives, 'archives');
   return {
-    archives: Object.fromEntries(Object.entries(archives).map(([platform, value]) => {
-      const where = `archives.${platform}`;
-      const archive = asObject(value, where);
-      return [platform, {
-        url: asString(archive.url, `${where}.url`),
-        hashes: optional(archive.hashes, `${where}.hashes`, asStringArray),
-      }];
-    })),
+    archives: Object.fromEntries(
+      Object.entries(archives).map(([platform, value]) => {
+        const where = `archives.${platform}`;
+        const archive = asObject(value, where);
+        return [
+          platform,
+          {
+            url: asString(archive.url, `${where}.url`),
+            hashes: optional(archive.hashes, `${where}.hashes`, asStringArray),
+          },
+        ];
+      }),
+    ),
   };
 }

@@ -35,7 +35,10 @@ export function checkedEntryName(archive: string, raw: string): string {
   if (raw.startsWith('/') || raw.startsWith('\\') || /^[a-zA-Z]:/.test(raw)) {
     throw new InputError(`${archive}: entry "${shown}" has an absolute path; a module package holds relative paths only`);
   }
-  const parts = raw.replace(/\\/g, '/').split('/').filter((p) => p !== '' && p !== '.');
+  const parts = raw
+    .replace(/\\/g, '/')
+    .split('/')
+    .filter((p) => p !== '' && p !== '.');
   if (parts.includes('..')) throw new InputError(`${archive}: entry "${shown}" has a ".." path segment that would unpack outside the module; refused`);
   return parts.join('/');
 }
@@ -56,6 +59,8 @@ export function checkedLinkTarget(archive: string, name: string, target: string)
 /** Throws InputError naming `archive` unless one of the (normalised) file `names` is a .tf or .tofu file at the root. */
 export function requireRootConfiguration(archive: string, names: readonly string[]): void {
   if (!names.some((name) => !name.includes('/') && /\.(tf|tofu)$/.test(name))) {
-    throw new InputError(`${archive} has no .tf or .tofu file at its root: pack the module's directory itself, not its parent (or publish the directory and let publish-module pack it)`);
+    throw new InputError(
+      `${archive} has no .tf or .tofu file at its root: pack the module's directory itself, not its parent (or publish the directory and let publish-module pack it)`,
+    );
   }
 }

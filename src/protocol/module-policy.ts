@@ -71,7 +71,9 @@ export function parseModuleRules(value: unknown, where: string, defaultHost: str
     const upstream = `${rule.hostname}/${rule.namespace}`;
     const earlier = upstreamOf.get(rule.as);
     if (earlier !== undefined && earlier !== upstream) {
-      throw new InputError(`${where}: our namespace "${rule.as}" is given two upstreams (${earlier} and ${upstream}); give one of them another namespace with "as"`);
+      throw new InputError(
+        `${where}: our namespace "${rule.as}" is given two upstreams (${earlier} and ${upstream}); give one of them another namespace with "as"`,
+      );
     }
     upstreamOf.set(rule.as, upstream);
   }
@@ -92,9 +94,9 @@ export function formatModuleRule(rule: ModuleRule): Record<string, string> {
  * when no rule proxies it.
  */
 export function moduleAllowanceFor(rules: readonly ModuleRule[], address: ModuleAddress): ModuleAllowance | null {
-  const matching = rules.filter((rule) => rule.as === address.namespace
-    && (rule.name === null || rule.name === address.name)
-    && (rule.system === null || rule.system === address.system));
+  const matching = rules.filter(
+    (rule) => rule.as === address.namespace && (rule.name === null || rule.name === address.name) && (rule.system === null || rule.system === address.system),
+  );
   if (matching.length === 0) return null;
   const { hostname, namespace } = matching[0]!;
   return {
@@ -110,7 +112,8 @@ function parseModulePattern(raw: string, where: string, defaultHost: string): Pi
   }
   const [host, namespace, name, system] = parts.length === 4 ? parts : [defaultHost, ...parts];
   if (host!.includes('*')) throw new InputError(`${where}: "${truncate(raw)}": the hostname cannot be a pattern; name the upstream registry`);
-  if (namespace!.includes('*')) throw new InputError(`${where}: "${truncate(raw)}": the namespace cannot be a pattern; a proxy namespace maps one upstream namespace`);
+  if (namespace!.includes('*'))
+    throw new InputError(`${where}: "${truncate(raw)}": the namespace cannot be a pattern; a proxy namespace maps one upstream namespace`);
   const part = <T>(value: string, what: string, parse: (v: string) => T): T | null => {
     if (value === '*') return null;
     if (value.includes('*')) throw new InputError(`${where}: "${truncate(raw)}": * stands for a whole ${what}, not part of one`);

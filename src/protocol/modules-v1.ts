@@ -31,7 +31,9 @@ export function parseModuleName(raw: string, what: 'namespace' | 'name'): string
   if (name.length === 0) throw new InputError(`module ${what} is empty`);
   if (name.length > MAX_NAME_LENGTH) throw new InputError(`module ${what} "${truncate(raw)}" is longer than ${MAX_NAME_LENGTH} characters`);
   if (!MODULE_NAME_PATTERN.test(name)) {
-    throw new InputError(`module ${what} "${truncate(raw)}" is invalid: use letters, digits, dashes and underscores, starting and ending with a letter or digit`);
+    throw new InputError(
+      `module ${what} "${truncate(raw)}" is invalid: use letters, digits, dashes and underscores, starting and ending with a letter or digit`,
+    );
   }
   return name;
 }
@@ -44,7 +46,8 @@ export function parseModuleSystem(raw: string): string {
   const system = raw.toLowerCase();
   if (system.length === 0) throw new InputError('module system is empty');
   if (system.length > MAX_NAME_LENGTH) throw new InputError(`module system "${truncate(raw)}" is longer than ${MAX_NAME_LENGTH} characters`);
-  if (!SYSTEM_PATTERN.test(system)) throw new InputError(`module system "${truncate(raw)}" is invalid: use letters and digits only (like aws, azurerm, google)`);
+  if (!SYSTEM_PATTERN.test(system))
+    throw new InputError(`module system "${truncate(raw)}" is invalid: use letters and digits only (like aws, azurerm, google)`);
   return system;
 }
 

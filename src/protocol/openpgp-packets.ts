@@ -13,13 +13,16 @@ import type { GpgPublicKey } from './providers-v1';
 export function fingerprintOf(key: Pick<GpgPublicKey, 'key_id' | 'ascii_armor'>): string {
   try {
     const body = key.ascii_armor.replace(/\r/g, '').split('\n\n').slice(1).join('\n\n');
-    const base64 = body.split('\n').filter((line) => line !== '' && !line.startsWith('=') && !line.startsWith('-----')).join('');
+    const base64 = body
+      .split('\n')
+      .filter((line) => line !== '' && !line.startsWith('=') && !line.startsWith('-----'))
+      .join('');
     const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
     const first = bytes[0]!;
     let offset: number;
     let length: number;
     if ((first & 0x40) !== 0) {
-      if (((first & 0x3f) >>> 0) !== 6) return '';
+      if ((first & 0x3f) >>> 0 !== 6) return '';
       const l0 = bytes[1]!;
       if (l0 < 192) [length, offset] = [l0, 2];
       else if (l0 < 224) [length, offset] = [((l0 - 192) << 8) + bytes[2]! + 192, 3];
@@ -37,7 +40,9 @@ export function fingerprintOf(key: Pick<GpgPublicKey, 'key_id' | 'ascii_armor'>)
       fingerprint = bytesToHex(sha1(Uint8Array.from([0x99, length >> 8, length & 0xff, ...packet]))).toUpperCase();
       if (!fingerprint.endsWith(key.key_id.toUpperCase())) return '';
     } else if (packet[0] === 6) {
-      fingerprint = bytesToHex(sha256(Uint8Array.from([0x9b, length >>> 24, (length >> 16) & 0xff, (length >> 8) & 0xff, length & 0xff, ...packet]))).toUpperCase();
+      fingerprint = bytesToHex(
+        sha256(Uint8Array.from([0x9b, length >>> 24, (length >> 16) & 0xff, (length >> 8) & 0xff, length & 0xff, ...packet])),
+      ).toUpperCase();
       if (!fingerprint.startsWith(key.key_id.toUpperCase())) return '';
     } else {
       return '';

@@ -62,12 +62,7 @@ export async function findSigner(document: Uint8Array, signature: Uint8Array, ke
  * naming `signatureName` when the signature is unreadable or none of the keys
  * verifies it (listing the signer's key id and the keys tried).
  */
-export async function verifyDetached(
-  document: Uint8Array,
-  signature: Uint8Array,
-  keys: readonly SigningKey[],
-  signatureName: string,
-): Promise<SigningKey> {
+export async function verifyDetached(document: Uint8Array, signature: Uint8Array, keys: readonly SigningKey[], signatureName: string): Promise<SigningKey> {
   const check = await findSigner(document, signature, keys);
   if (check.ok) return check.key;
   if (check.unreadable) {
@@ -76,6 +71,6 @@ export async function verifyDetached(
   const tried = keys.length === 0 ? 'the namespace has no signing keys' : `keys tried: ${keys.map((k) => k.key_id).join(', ')}`;
   throw new InputError(
     `${signatureName}: the signature (by key ${check.signers.join(', ') || 'unknown'}) does not verify against the namespace's public keys (${tried}); ` +
-      'import the signer\'s public key with `npm run keys -- import`, or remove the .sig so the release is signed at publish',
+      "import the signer's public key with `npm run keys -- import`, or remove the .sig so the release is signed at publish",
   );
 }

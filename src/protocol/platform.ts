@@ -11,13 +11,38 @@ const TOKEN_PATTERN = /^[a-z0-9]{1,32}$/;
 
 /** GOOS values Go can build providers for; the publish step refuses others (typos such as "linx"). */
 export const KNOWN_OS = [
-  'aix', 'android', 'darwin', 'dragonfly', 'freebsd', 'illumos', 'ios', 'js', 'linux',
-  'netbsd', 'openbsd', 'plan9', 'solaris', 'wasip1', 'windows',
+  'aix',
+  'android',
+  'darwin',
+  'dragonfly',
+  'freebsd',
+  'illumos',
+  'ios',
+  'js',
+  'linux',
+  'netbsd',
+  'openbsd',
+  'plan9',
+  'solaris',
+  'wasip1',
+  'windows',
 ] as const;
 /** GOARCH values. */
 export const KNOWN_ARCH = [
-  '386', 'amd64', 'arm', 'arm64', 'loong64', 'mips', 'mips64', 'mips64le', 'mipsle',
-  'ppc64', 'ppc64le', 'riscv64', 's390x', 'wasm',
+  '386',
+  'amd64',
+  'arm',
+  'arm64',
+  'loong64',
+  'mips',
+  'mips64',
+  'mips64le',
+  'mipsle',
+  'ppc64',
+  'ppc64le',
+  'riscv64',
+  's390x',
+  'wasm',
 ] as const;
 
 /**

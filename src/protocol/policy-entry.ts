@@ -27,8 +27,13 @@ export function refuseUnknown(value: Record<string, unknown>, allowed: readonly 
  * InputError naming `where` for each of those, `where.versions` for a
  * malformed constraint.
  */
-export function ruleEntry(raw: unknown, where: string, fields: readonly string[], sourceExample: string, versionsExample: string):
-  { entry: Record<string, unknown>; source: string; versions: string; constraints: VersionConstraint[] } {
+export function ruleEntry(
+  raw: unknown,
+  where: string,
+  fields: readonly string[],
+  sourceExample: string,
+  versionsExample: string,
+): { entry: Record<string, unknown>; source: string; versions: string; constraints: VersionConstraint[] } {
   if (!isObject(raw)) throw new InputError(`${where}: expected an object`);
   refuseUnknown(raw, fields, where);
   if (typeof raw.source !== 'string') throw new InputError(`${where}: "source" (e.g. "${sourceExample}") is required`);

@@ -22,7 +22,8 @@ const MAX_DEPTH = 16;
 /** Parses `value` as docs of provider `type`. Throws InputError (400) naming the JSON path of the first problem. */
 export function parseProviderDocs(value: unknown, type: string): ProviderDocs {
   const o = object(value, 'docs', ['source', 'provider', 'providerSchema', 'resources', 'dataSources']);
-  if (o.source !== 'provider-code-spec' && o.source !== 'terraform-schema') throw new InputError('docs.source must be "provider-code-spec" or "terraform-schema"');
+  if (o.source !== 'provider-code-spec' && o.source !== 'terraform-schema')
+    throw new InputError('docs.source must be "provider-code-spec" or "terraform-schema"');
   if (o.provider !== type) throw new InputError(`docs.provider must be "${type}", the provider being published`);
   return {
     source: o.source,
@@ -53,7 +54,9 @@ function attribute(value: unknown, where: string, depth: number): DocAttribute {
   if (typeof o.mode !== 'string' || !MODES.includes(o.mode as AttributeMode)) throw new InputError(`${where}.mode must be one of ${MODES.join(', ')}`);
   if (o.sensitive !== undefined && typeof o.sensitive !== 'boolean') throw new InputError(`${where}.sensitive must be true or false`);
   const result: DocAttribute = {
-    name: name(o.name, `${where}.name`), type: text(o.type, `${where}.type`), mode: o.mode as AttributeMode,
+    name: name(o.name, `${where}.name`),
+    type: text(o.type, `${where}.type`),
+    mode: o.mode as AttributeMode,
     ...(o.sensitive !== undefined ? { sensitive: o.sensitive } : {}),
     ...texts(o, where, ['deprecation', 'description']),
   };
@@ -76,7 +79,8 @@ function block(value: unknown, where: string, depth: number): DocBlock {
     if (o[key] !== undefined && !(Number.isSafeInteger(o[key]) && (o[key] as number) >= 0)) throw new InputError(`${where}.${key} must be a whole number ≥ 0`);
   }
   return {
-    name: name(o.name, `${where}.name`), nesting: o.nesting as DocBlock['nesting'],
+    name: name(o.name, `${where}.name`),
+    nesting: o.nesting as DocBlock['nesting'],
     ...texts(o, where, ['description', 'deprecation']),
     ...(o.minItems !== undefined ? { minItems: o.minItems as number } : {}),
     ...(o.maxItems !== undefined ? { maxItems: o.maxItems as number } : {}),

@@ -53,7 +53,9 @@ export function checkProviderExecutable(
  */
 export function executableProblem(check: Exclude<ExecutableCheck, { ok: true }>, label: string, reader: 'publisher' | 'mirror'): string {
   if (check.problem === 'empty') {
-    return reader === 'publisher' ? `${label}: executable ${check.name} is empty; rebuild the provider` : `${label} holds an empty provider executable ${check.name}`;
+    return reader === 'publisher'
+      ? `${label}: executable ${check.name} is empty; rebuild the provider`
+      : `${label} holds an empty provider executable ${check.name}`;
   }
   if (reader === 'mirror') return `${label} holds no provider executable ${check.expected} (found ${check.found.slice(0, 5).join(', ') || 'no entries'})`;
   const shown = check.found.slice(0, 8).join(', ') + (check.found.length > 8 ? `, … (${check.found.length} entries)` : '');

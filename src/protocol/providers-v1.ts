@@ -1,7 +1,5 @@
 import type { Platform } from './platform';
-import {
-  asArray, asNumber, asObject, asString, asStringArray, optional, type JsonObject,
-} from './shape';
+import { asArray, asNumber, asObject, asString, asStringArray, optional, type JsonObject } from './shape';
 
 /**
  * The providers.v1 wire shapes (Terraform's provider registry protocol, with
@@ -102,8 +100,7 @@ export function parseProviderVersionsResponse(json: unknown): ProviderVersionsRe
       return {
         version: asString(entry.version, `${where}.version`),
         protocols: optional(entry.protocols, `${where}.protocols`, asStringArray),
-        platforms: optional(entry.platforms, `${where}.platforms`, (list, at) =>
-          asArray(list, at).map((p, i) => parsePlatformObject(p, `${at}[${i}]`))),
+        platforms: optional(entry.platforms, `${where}.platforms`, (list, at) => asArray(list, at).map((p, i) => parsePlatformObject(p, `${at}[${i}]`))),
       };
     }),
     warnings: optional(body.warnings, 'warnings', asStringArray),
@@ -134,14 +131,20 @@ export function parseProviderPackageResponse(json: unknown): ProviderPackageResp
       }),
     },
     packages: optional(body.packages, 'packages', (value, where) =>
-      Object.fromEntries(Object.entries(asObject(value, where)).map(([platform, entry]) => {
-        const at = `${where}.${platform}`;
-        const hashes = asObject(entry, at);
-        return [platform, {
-          hashes: asStringArray(hashes.hashes, `${at}.hashes`),
-          package_size: optional(hashes.package_size, `${at}.package_size`, asNumber),
-        }];
-      }))),
+      Object.fromEntries(
+        Object.entries(asObject(value, where)).map(([platform, entry]) => {
+          const at = `${where}.${platform}`;
+          const hashes = asObject(entry, at);
+          return [
+            platform,
+            {
+              hashes: asStringArray(hashes.hashes, `${at}.hashes`),
+              package_size: optional(hashes.package_size, `${at}.package_size`, asNumber),
+            },
+          ];
+        }),
+      ),
+    ),
   };
 }
 

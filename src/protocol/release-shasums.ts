@@ -25,7 +25,10 @@ export interface ListedArchive {
  * a line for an archive not given.
  */
 export function checkReleaseShasums(
-  bytes: Uint8Array, archives: readonly ListedArchive[], where: string, isArchiveLine: (filename: string) => boolean,
+  bytes: Uint8Array,
+  archives: readonly ListedArchive[],
+  where: string,
+  isArchiveLine: (filename: string) => boolean,
 ): ShasumEntry[] {
   let text: string;
   try {
@@ -46,7 +49,9 @@ export function checkReleaseShasums(
       throw new InputError(`${where}: has no line for ${archive.filename}; the SHA256SUMS must list every archive (regenerate it, or remove it and its .sig)`);
     }
     if (hash !== archive.sha256Hex) {
-      throw new InputError(`${where}: ${archive.filename} is listed with SHA-256 ${hash} but the archive ${archive.shown} has ${archive.sha256Hex}; the archive changed after SHA256SUMS was made — rebuild the release`);
+      throw new InputError(
+        `${where}: ${archive.filename} is listed with SHA-256 ${hash} but the archive ${archive.shown} has ${archive.sha256Hex}; the archive changed after SHA256SUMS was made — rebuild the release`,
+      );
     }
   }
   const given = new Set(archives.map((a) => a.filename));

@@ -76,10 +76,19 @@ export function readTar(bytes: Uint8Array): TarEntry[] {
     if (end > bytes.length) throw new InputError('not a valid tar archive (it ends inside an entry: truncated)');
     const data = bytes.subarray(start, end);
     at = start + Math.ceil(size / 512) * 512;
-    if (type === 'x') { pax = paxRecords(data); continue; }
+    if (type === 'x') {
+      pax = paxRecords(data);
+      continue;
+    }
     if (type === 'g') continue;
-    if (type === 'L') { longName = decoder.decode(data).replace(/\0.*$/s, ''); continue; }
-    if (type === 'K') { longLink = decoder.decode(data).replace(/\0.*$/s, ''); continue; }
+    if (type === 'L') {
+      longName = decoder.decode(data).replace(/\0.*$/s, '');
+      continue;
+    }
+    if (type === 'K') {
+      longLink = decoder.decode(data).replace(/\0.*$/s, '');
+      continue;
+    }
     const prefix = field(block, 345, 155);
     const headerName = prefix ? `${prefix}/${field(block, 0, 100)}` : field(block, 0, 100);
     entries.push({

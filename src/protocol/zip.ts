@@ -89,13 +89,16 @@ export function parseCentralDirectory(bytes: Uint8Array, count: number, archiveS
     }
     const shown = JSON.stringify(name);
     if (flags & 0x1) throw new InputError(`${label}: entry ${shown} is encrypted; provider packages cannot be`);
-    if (method !== 0 && method !== 8) throw new InputError(`${label}: entry ${shown} uses compression method ${method}; only stored and deflate are read by Terraform`);
-    if (name.startsWith('/') || name.split(/[\\/]/).includes('..')) throw new InputError(`${label}: entry ${shown} is absolute or has a ".." segment; rebuild the zip`);
+    if (method !== 0 && method !== 8)
+      throw new InputError(`${label}: entry ${shown} uses compression method ${method}; only stored and deflate are read by Terraform`);
+    if (name.startsWith('/') || name.split(/[\\/]/).includes('..'))
+      throw new InputError(`${label}: entry ${shown} is absolute or has a ".." segment; rebuild the zip`);
     if (seen.has(name)) throw new InputError(`${label}: entry ${shown} is stored twice; rebuild the zip`);
     if (compressedSize === 0xffffffff || uncompressedSize === 0xffffffff || localHeaderOffset === 0xffffffff) {
       throw new InputError(`${label}: entry ${shown} needs ZIP64; provider packages must be plain zip files`);
     }
-    if (localHeaderOffset + LOCAL_HEADER_BYTES + compressedSize > archiveSize) throw new InputError(`${label}: entry ${shown} lies outside the file; rebuild the zip`);
+    if (localHeaderOffset + LOCAL_HEADER_BYTES + compressedSize > archiveSize)
+      throw new InputError(`${label}: entry ${shown} lies outside the file; rebuild the zip`);
     seen.add(name);
     entries.push({ name, method, compressedSize, uncompressedSize, localHeaderOffset, isDirectory: name.endsWith('/') });
     at += 46 + nameLength + extraLength + commentLength;

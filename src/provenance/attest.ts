@@ -15,7 +15,11 @@ import { buildProvenance, IncompleteClaimsError, publishAttestation, type Subjec
  * kind 'none' when the registry has no SIGNING_KEY_SECRET to seal one.
  */
 export function attesterFor(
-  actor: Actor, ci: VerifiedCiToken | null, config: { hostname: string; signingKeySecret: string }, blobs: BlobStore, now = () => new Date(),
+  actor: Actor,
+  ci: VerifiedCiToken | null,
+  config: { hostname: string; signingKeySecret: string },
+  blobs: BlobStore,
+  now = () => new Date(),
 ): Attester {
   const facts = () => ({ hostname: config.hostname, publishedAt: now().toISOString() });
   const sign = async (statement: unknown, kind: PreparedStatement['kind'], summary?: PreparedStatement['summary']): Promise<PreparedStatement> => {

@@ -40,14 +40,14 @@ export interface Statement {
   predicate: Record<string, unknown>;
 }
 
-
 export interface RegistryFacts {
   /** The registry's hostname. */
   hostname: string;
   publishedAt: string;
 }
 
-const text = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined);
+const text = (value: unknown): string | undefined =>
+  typeof value === 'string' && value.length > 0 ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined;
 
 /** Raised when a verified CI token lacks a claim build provenance needs (`missing` names them). */
 export class IncompleteClaimsError extends Error {
@@ -70,7 +70,12 @@ export function ciServer(issuer: string, kind: 'github' | 'gitlab'): string {
  * Throws IncompleteClaimsError when the token lacks a claim the statement
  * needs (repository and its id, workflow ref, ref, commit sha, run id).
  */
-export function buildProvenance(claims: CiClaims, publisher: TrustedPublisher, subjects: Subject[], facts: RegistryFacts): { statement: Statement; summary: BuildSummary } {
+export function buildProvenance(
+  claims: CiClaims,
+  publisher: TrustedPublisher,
+  subjects: Subject[],
+  facts: RegistryFacts,
+): { statement: Statement; summary: BuildSummary } {
   return publisher.kind === 'github' ? githubProvenance(claims, publisher, subjects, facts) : gitlabProvenance(claims, publisher, subjects, facts);
 }
 
@@ -129,8 +134,16 @@ function githubProvenance(claims: CiClaims, publisher: TrustedPublisher, subject
     },
   };
   const summary: BuildSummary = {
-    ci: 'github', repository, repositoryId: c.repository_id!, repositoryUrl, workflow: workflowPath.slice('.github/workflows/'.length),
-    ref: c.ref!, commit: c.sha!, commitUrl: `${repositoryUrl}/commit/${c.sha}`, runId: c.run_id!, runUrl,
+    ci: 'github',
+    repository,
+    repositoryId: c.repository_id!,
+    repositoryUrl,
+    workflow: workflowPath.slice('.github/workflows/'.length),
+    ref: c.ref!,
+    commit: c.sha!,
+    commitUrl: `${repositoryUrl}/commit/${c.sha}`,
+    runId: c.run_id!,
+    runUrl,
   };
   return { statement, summary };
 }
@@ -160,8 +173,12 @@ function gitlabProvenance(claims: CiClaims, publisher: TrustedPublisher, subject
         },
         internalParameters: {
           gitlab: {
-            project_id: c.project_id, namespace_id: text(claims.namespace_id) ?? null, pipeline_id: c.pipeline_id, job_id: jobId ?? null,
-            runner_environment: text(claims.runner_environment) ?? null, ref_protected: text(claims.ref_protected) ?? null,
+            project_id: c.project_id,
+            namespace_id: text(claims.namespace_id) ?? null,
+            pipeline_id: c.pipeline_id,
+            job_id: jobId ?? null,
+            runner_environment: text(claims.runner_environment) ?? null,
+            ref_protected: text(claims.ref_protected) ?? null,
           },
           registry: registryFacts(facts, publisher),
         },
@@ -174,17 +191,26 @@ function gitlabProvenance(claims: CiClaims, publisher: TrustedPublisher, subject
     },
   };
   const summary: BuildSummary = {
-    ci: 'gitlab', repository: c.project_path!, repositoryId: c.project_id!, repositoryUrl, workflow: configPath, ref: fullRef,
-    commit: c.sha!, commitUrl: `${repositoryUrl}/-/commit/${c.sha}`, runId: jobId ? `${c.pipeline_id}/${jobId}` : c.pipeline_id!, runUrl,
+    ci: 'gitlab',
+    repository: c.project_path!,
+    repositoryId: c.project_id!,
+    repositoryUrl,
+    workflow: configPath,
+    ref: fullRef,
+    commit: c.sha!,
+    commitUrl: `${repositoryUrl}/-/commit/${c.sha}`,
+    runId: jobId ? `${c.pipeline_id}/${jobId}` : c.pipeline_id!,
+    runUrl,
   };
   return { statement, summary };
 }
 
 function registryFacts(facts: RegistryFacts, publisher: TrustedPublisher) {
   const { kind, issuer, ref, environment } = publisher;
-  const rule = publisher.kind === 'github'
-    ? { kind, issuer, repository: publisher.repository, workflow: publisher.workflow ?? null, ref: ref ?? null, environment: environment ?? null }
-    : { kind, issuer, project_path: publisher.projectPath, ref: ref ?? null, environment: environment ?? null };
+  const rule =
+    publisher.kind === 'github'
+      ? { kind, issuer, repository: publisher.repository, workflow: publisher.workflow ?? null, ref: ref ?? null, environment: environment ?? null }
+      : { kind, issuer, project_path: publisher.projectPath, ref: ref ?? null, environment: environment ?? null };
   return { hostname: facts.hostname, publishedAt: facts.publishedAt, publisher: rule };
 }
 

@@ -40,7 +40,8 @@ async function answer(env: Env, counter: string, request: IRequest): Promise<Res
   const days = raw === null ? WINDOW_DAYS : Number(raw);
   if (!Number.isInteger(days) || days < 1 || days > 400) throw new InputError(`days must be a whole number from 1 to 400, not "${raw}"`);
   const summary = await readDownloads(env, counter, days);
-  if (summary === null) return errorResponse(503, 'download counts are not configured on this deployment (no DOWNLOADS Durable Object binding in wrangler.toml)');
+  if (summary === null)
+    return errorResponse(503, 'download counts are not configured on this deployment (no DOWNLOADS Durable Object binding in wrangler.toml)');
   return new Response(JSON.stringify(summary), {
     headers: { 'content-type': 'application/json', 'cache-control': `${settings(env).access === 'private' ? 'private' : 'public'}, max-age=60` },
   });

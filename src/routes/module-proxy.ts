@@ -45,7 +45,8 @@ export async function proxiedModuleVersions(request: IRequest, env: Env): Promis
   } catch (error) {
     if (!(error instanceof UpstreamError)) throw error;
     console.warn(`module proxy: ${formatModuleAddress(address)}: listing the upstream failed: ${error.message}`);
-    if (held.length === 0) return upstreamFailure(error, `module ${formatModuleAddress(address)} is not held here and its upstream could not be listed: ${error.message}`);
+    if (held.length === 0)
+      return upstreamFailure(error, `module ${formatModuleAddress(address)} is not held here and its upstream could not be listed: ${error.message}`);
     const response = versionsBody(held, config.listCacheControl);
     response.headers.set(UNREACHABLE, `unreachable; listing only the versions this registry holds (${error.message.slice(0, 200)})`);
     return response;
@@ -72,7 +73,9 @@ export async function proxiedModuleDownload(request: IRequest, env: Env): Promis
   const held = await readModuleDownload(env.REGISTRY_KV, address, version, settings(env).listTtlMs);
   if (held) return moduleDownload(request, env);
   if (!proxy.allowance.allows(version)) {
-    return notFound(`module ${formatModuleAddress(address)} has no version ${version}, and the proxy policy does not allow it from ${formatModuleAddress(proxy.allowance.upstream)}`);
+    return notFound(
+      `module ${formatModuleAddress(address)} has no version ${version}, and the proxy policy does not allow it from ${formatModuleAddress(proxy.allowance.upstream)}`,
+    );
   }
   return pullAndAnswer(request, env, proxy, version);
 }
@@ -83,7 +86,9 @@ async function pullAndAnswer(request: IRequest, env: Env, proxy: ModuleProxyCont
     return moduleDownloadAnswer(request, env, moduleArchivePath(record.address, record.version, record.filename));
   } catch (error) {
     if (!(error instanceof UpstreamError)) throw error;
-    return upstreamFailure(error, `module ${formatModuleAddress(proxy.address)} ${version} could not be proxied from ${formatModuleAddress(proxy.allowance.upstream)}: ${error.message}`);
+    return upstreamFailure(
+      error,
+      `module ${formatModuleAddress(proxy.address)} ${version} could not be proxied from ${formatModuleAddress(proxy.allowance.upstream)}: ${error.message}`,
+    );
   }
 }
-

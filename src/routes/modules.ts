@@ -4,9 +4,7 @@ import { settings, releaseFileCacheControl } from '../config';
 import { documentResponse, notFound, pathSegment } from '../http/responses';
 import { signatureQuery } from '../access/signed-urls';
 import { InputError } from '../protocol/errors';
-import {
-  formatModuleAddress, TERRAFORM_GET_HEADER, type ModuleDownloadBody,
-} from '../protocol/modules-v1';
+import { formatModuleAddress, TERRAFORM_GET_HEADER, type ModuleDownloadBody } from '../protocol/modules-v1';
 import { parseVersion } from '../protocol/version';
 import { moduleArchiveFilename, moduleObjectKey } from '../store/layout';
 import { readModuleDownload, readModuleVersions } from '../store/modules/read';
@@ -82,9 +80,12 @@ export async function moduleArchive(request: IRequest, env: Env, ctx?: Execution
   const address = requestModuleAddress(request, pathSegment(request.params.hostname, 'hostname'));
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const filename = pathSegment(request.params.file, 'file');
-  const contentType = filename === moduleArchiveFilename(address, version, 'tar.gz')
-    ? 'application/gzip'
-    : filename === moduleArchiveFilename(address, version, 'zip') ? 'application/zip' : null;
+  const contentType =
+    filename === moduleArchiveFilename(address, version, 'tar.gz')
+      ? 'application/gzip'
+      : filename === moduleArchiveFilename(address, version, 'zip')
+        ? 'application/zip'
+        : null;
   if (contentType === null) {
     throw new InputError(`${filename} is not a package of module ${address.namespace}/${address.name}/${address.system} ${version}`, 404);
   }
@@ -95,4 +96,3 @@ export async function moduleArchive(request: IRequest, env: Env, ctx?: Execution
     edgeCache: edgeCacheFor(request, ctx),
   });
 }
-

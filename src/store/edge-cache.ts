@@ -69,7 +69,9 @@ export function edgeCacheFor(request: Request, ctx: ExecutionContext | undefined
     put(kind, key, response) {
       const url = keyUrl(kind, key);
       if (inFlight.has(url)) {
-        void Promise.resolve(response).then((r) => r?.body?.cancel()).catch(() => {});
+        void Promise.resolve(response)
+          .then((r) => r?.body?.cancel())
+          .catch(() => {});
         return;
       }
       inFlight.add(url);

@@ -91,7 +91,10 @@ export class SealError extends StoreFailure {
 
 /** A stored record that fails validation: which key, and why. Readers report it and skip the record. */
 export class DamagedRecordError extends StoreFailure {
-  constructor(readonly key: string, why: string) {
+  constructor(
+    readonly key: string,
+    why: string,
+  ) {
     super(`version record ${key} is damaged (${why}); it was skipped`);
     this.name = 'DamagedRecordError';
   }

@@ -77,14 +77,11 @@ export function parseMirrorIndexKey(key: string): ProviderAddress | null {
   return match ? { hostname: match[1]!, namespace: match[2]!, type: match[3]! } : null;
 }
 
-export const mirrorVersionKey = (address: ProviderAddress, version: string) =>
-  `v1/mirror/${providerPath(address)}/${version}.json`;
+export const mirrorVersionKey = (address: ProviderAddress, version: string) => `v1/mirror/${providerPath(address)}/${version}.json`;
 
 export const versionRecordPrefix = (address: ProviderAddress) => `records/${providerPath(address)}/`;
 
-export const versionRecordKey = (address: ProviderAddress, version: string) =>
-  `${versionRecordPrefix(address)}${version}`;
-
+export const versionRecordKey = (address: ProviderAddress, version: string) => `${versionRecordPrefix(address)}${version}`;
 
 export const signingKeysKey = (hostname: string, namespace: string) => `signing-keys/${hostname}/${namespace}`;
 
@@ -110,15 +107,13 @@ export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) 
 export const personRevokedKey = (personKey: string) => `.people/${personKey}/revoked`;
 
 /** R2 object name of a release file (archive, SHA256SUMS or its signature). */
-export const releaseObjectKey = (address: ProviderAddress, version: string, filename: string) =>
-  `${providerPath(address)}/${version}/${filename}`;
+export const releaseObjectKey = (address: ProviderAddress, version: string, filename: string) => `${providerPath(address)}/${version}/${filename}`;
 
 /**
  * URL path at which the Worker serves a release file. Path-absolute, so the
  * client resolves it against whichever host answered the metadata request.
  */
-export const releaseFilePath = (address: ProviderAddress, version: string, filename: string) =>
-  `/v1/archives/${providerPath(address)}/${version}/${filename}`;
+export const releaseFilePath = (address: ProviderAddress, version: string, filename: string) => `/v1/archives/${providerPath(address)}/${version}/${filename}`;
 
 // Pages for people (src/store/pages/read.ts): documents materialised at publish time, one KV read per page.
 //   pages/catalog                          the home page's list of every provider (JSON)
@@ -152,8 +147,7 @@ function modulePath({ hostname, namespace, name, system }: ModuleAddress): strin
 
 export const moduleVersionsKey = (address: ModuleAddress) => `v1/modules/${modulePath(address)}/versions`;
 
-export const moduleDownloadKey = (address: ModuleAddress, version: string) =>
-  `v1/modules/${modulePath(address)}/${version}/download`;
+export const moduleDownloadKey = (address: ModuleAddress, version: string) => `v1/modules/${modulePath(address)}/${version}/download`;
 
 export const moduleDocsKey = (address: ModuleAddress, version: string) => `module-docs/${modulePath(address)}/${version}`;
 
@@ -175,8 +169,7 @@ export function parseModuleRecordKey(key: string): { address: ModuleAddress; ver
 export const moduleCatalogKey = (hostname: string) => `module-catalog/${hostname}`;
 
 /** R2 object name of a module package. */
-export const moduleObjectKey = (address: ModuleAddress, version: string, filename: string) =>
-  `modules/${modulePath(address)}/${version}/${filename}`;
+export const moduleObjectKey = (address: ModuleAddress, version: string, filename: string) => `modules/${modulePath(address)}/${version}/${filename}`;
 
 /** URL path at which the Worker serves a module package (path-absolute, like releaseFilePath). */
 export const moduleArchivePath = (address: ModuleAddress, version: string, filename: string) =>

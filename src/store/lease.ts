@@ -96,7 +96,13 @@ export async function acquireLease(blobs: BlobStore, name: string, options: Leas
   const stateText = () => {
     const now = Date.now();
     const state: LeaseState = {
-      name, owner: options.owner, token, acquiredAt, renewedAt: new Date(now).toISOString(), expiresAt: now + ttl, released: false,
+      name,
+      owner: options.owner,
+      token,
+      acquiredAt,
+      renewedAt: new Date(now).toISOString(),
+      expiresAt: now + ttl,
+      released: false,
     };
     return JSON.stringify(state);
   };
@@ -111,7 +117,9 @@ export async function acquireLease(blobs: BlobStore, name: string, options: Leas
         const again = await blobs.put(key, text, { onlyIf: { etagDoesNotMatch: '*' }, httpMetadata: { contentType: 'application/json' } });
         if (again && !warnedStores.has(blobs)) {
           warnedStores.add(blobs);
-          log(`warning: this object store ignores conditional writes (If-None-Match), so the lease ${name} cannot keep other writers out; Cloudflare R2 and the local state honour them`);
+          log(
+            `warning: this object store ignores conditional writes (If-None-Match), so the lease ${name} cannot keep other writers out; Cloudflare R2 and the local state honour them`,
+          );
         }
         return holdLease(blobs, key, name, again?.etag ?? created.etag, ttl, stateText, log);
       }
@@ -121,11 +129,15 @@ export async function acquireLease(blobs: BlobStore, name: string, options: Leas
     const now = Date.now();
     // Our own create whose answer was lost (a retried write) is ours.
     if (state?.token === token && !state.released) return holdLease(blobs, key, name, current.etag, ttl, stateText, log);
-    const why = !state ? 'its lease object is unreadable'
-      : state.released ? ''
-      : state.expiresAt <= now ? `expired ${Math.round((now - state.expiresAt) / 1000)} s ago`
-      : options.ownerIsGone?.(state.owner) ? `process ${state.owner.pid} on ${state.owner.host} is gone`
-      : null;
+    const why = !state
+      ? 'its lease object is unreadable'
+      : state.released
+        ? ''
+        : state.expiresAt <= now
+          ? `expired ${Math.round((now - state.expiresAt) / 1000)} s ago`
+          : options.ownerIsGone?.(state.owner)
+            ? `process ${state.owner.pid} on ${state.owner.host} is gone`
+            : null;
     if (why !== null) {
       const taken = await blobs.put(key, stateText(), { onlyIf: { etagMatches: current.etag }, httpMetadata: { contentType: 'application/json' } });
       if (!taken) continue; // another waiter took it first
@@ -174,9 +186,7 @@ export function describeOwner(state: LeaseState): string {
   return `${purpose || 'a writer'} (host ${host}, pid ${pid}) since ${state.acquiredAt}`;
 }
 
-function holdLease(
-  blobs: BlobStore, key: string, name: string, initialEtag: string, ttl: number, stateText: () => string, log: (line: string) => void,
-): Lease {
+function holdLease(blobs: BlobStore, key: string, name: string, initialEtag: string, ttl: number, stateText: () => string, log: (line: string) => void): Lease {
   let etag = initialEtag;
   let expiresAt = Date.now() + ttl;
   let lost: string | null = null;

@@ -60,7 +60,9 @@ export async function provenanceRequired(blobs: BlobStore, hostname: string, nam
 /** Turns the namespace's requirement on or off. */
 export async function setProvenanceRequired(blobs: BlobStore, hostname: string, namespace: string, required: boolean, now = new Date()): Promise<void> {
   if (required) {
-    await blobs.put(provenancePolicyKey(hostname, namespace), JSON.stringify({ requireProvenance: true, since: now.toISOString() }), { httpMetadata: { contentType: 'application/json' } });
+    await blobs.put(provenancePolicyKey(hostname, namespace), JSON.stringify({ requireProvenance: true, since: now.toISOString() }), {
+      httpMetadata: { contentType: 'application/json' },
+    });
   } else await blobs.delete(provenancePolicyKey(hostname, namespace));
 }
 
@@ -93,7 +95,6 @@ export async function storeStatement(blobs: BlobStore, prefix: string, prepared:
   await blobs.put(key, prepared.envelope, { httpMetadata: { contentType: 'application/json' }, customMetadata: { sha256 }, onlyIf: { etagDoesNotMatch: '*' } });
   return { kind: prepared.kind, key, sha256, size: prepared.envelope.byteLength, ...(prepared.summary ? { summary: prepared.summary } : {}) };
 }
-
 
 /** What the pages and the verifier show of a build: all from verified claims. */
 export interface BuildSummary {

@@ -22,7 +22,11 @@ export const documentCacheStats = () => documents.stats();
  * above for what is cached where). Rejects with KV's error when the read fails.
  */
 export async function readDocument(
-  kv: KVNamespace, key: string, immutable: boolean, listTtlMs: number, edgeCache: EdgeCache | null = null,
+  kv: KVNamespace,
+  key: string,
+  immutable: boolean,
+  listTtlMs: number,
+  edgeCache: EdgeCache | null = null,
 ): Promise<StoredDocument | null> {
   const cached = documents.get(key);
   if (cached !== undefined) return cached;

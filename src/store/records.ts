@@ -49,7 +49,12 @@ export async function uploadObject(blobs: BlobStore, key: string, file: StoredFi
  * Reports `skip-upload` or `upload` with `label`; `check` runs before the write.
  */
 export async function uploadUnlessStored(
-  blobs: BlobStore, key: string, file: StoredFile & { filename: string }, progress: PublishProgress, check: () => void, label = file.filename,
+  blobs: BlobStore,
+  key: string,
+  file: StoredFile & { filename: string },
+  progress: PublishProgress,
+  check: () => void,
+  label = file.filename,
 ): Promise<void> {
   const head = await blobs.head(key);
   if (head && head.size === file.size && head.customMetadata?.sha256 === file.sha256Hex) {
@@ -148,7 +153,9 @@ export async function verifyObject(
   const actual = head ? { sha256: head.customMetadata?.sha256, size: head.size } : null;
   const fine = actual && (want.size === undefined || actual.size === want.size) && (want.sha256 === undefined || actual.sha256 === want.sha256);
   if (fine) return 'ok';
-  const what = actual ? `stored ${actual.size} bytes, SHA-256 ${actual.sha256 ?? 'unknown'}; the record says ${want.size ?? '?'} bytes, ${want.sha256 ?? '?'}` : 'missing';
+  const what = actual
+    ? `stored ${actual.size} bytes, SHA-256 ${actual.sha256 ?? 'unknown'}; the record says ${want.size ?? '?'} bytes, ${want.sha256 ?? '?'}`
+    : 'missing';
   if (file && (want.sha256 === undefined || file.sha256Hex === want.sha256) && (want.size === undefined || file.size === want.size)) {
     progress({ step: 'repair', detail: `${label}: ${what}; uploading it again` });
     check();
@@ -170,9 +177,7 @@ export interface ExpectedDocument {
  * Rewrites every document of `documents` that is missing or differs from
  * its expected body (and is not `equivalent`). Returns how many it rewrote.
  */
-export async function repairDocuments(
-  kv: KvStore, documents: readonly ExpectedDocument[], progress: PublishProgress, check: () => void,
-): Promise<number> {
+export async function repairDocuments(kv: KvStore, documents: readonly ExpectedDocument[], progress: PublishProgress, check: () => void): Promise<number> {
   let repairs = 0;
   await mapLimit(documents, 8, async ({ key, body, equivalent }) => {
     const stored = await kv.get(key, 'text');

@@ -75,7 +75,14 @@ export async function publishState(): Promise<PublishedState> {
       await npm('publish-provider', [...release.archives.values(), '--hostname', MIRRORED_HOSTNAME, '--key-file', privateKeyFile, '--json', ...local]);
     }
     return {
-      root: dir, stateDir, port, hostname, key, releases, certificate: makeCertificate(dir), cliLog,
+      root: dir,
+      stateDir,
+      port,
+      hostname,
+      key,
+      releases,
+      certificate: makeCertificate(dir),
+      cliLog,
       dispose: () => rm(dir, { recursive: true, force: true }),
     };
   } catch (error) {

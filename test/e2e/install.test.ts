@@ -89,7 +89,9 @@ describe.each([{ https: true }, { https: false }])('install from wrangler dev (h
 
     const lock = parseLockFile(installed.lockBlock).get(`${state.hostname}/${NAMESPACE}/${TYPE}`);
     expect(lock).toEqual({ version: '1.3.0', constraints: '~> 1.2', hashes: installed.hashes });
-    expect(installed.lockBlock.startsWith(`provider "${state.hostname}/acme/thing" {\n  version     = "1.3.0"\n  constraints = "~> 1.2"\n  hashes = [\n    "h1:`)).toBe(true);
+    expect(
+      installed.lockBlock.startsWith(`provider "${state.hostname}/acme/thing" {\n  version     = "1.3.0"\n  constraints = "~> 1.2"\n  hashes = [\n    "h1:`),
+    ).toBe(true);
   });
 
   it('honours a patch-level constraint and another platform', async () => {
@@ -106,8 +108,9 @@ describe.each([{ https: true }, { https: false }])('install from wrangler dev (h
 
   it('fails like terraform init when nothing meets the constraint, the provider is unknown or the platform missing', async () => {
     await expect(installFromRegistry(server.origin, request({ constraints: '~> 3.0' }))).rejects.toThrow(/no version/);
-    await expect(installFromRegistry(server.origin, request({ source: { hostname: state.hostname, namespace: NAMESPACE, type: 'absent' } })))
-      .rejects.toThrow(/HTTP 404/);
+    await expect(installFromRegistry(server.origin, request({ source: { hostname: state.hostname, namespace: NAMESPACE, type: 'absent' } }))).rejects.toThrow(
+      /HTTP 404/,
+    );
     await expect(installFromRegistry(server.origin, request({ os: 'freebsd', arch: 'amd64' }))).rejects.toThrow(/no freebsd_amd64 package/);
   });
 
@@ -123,93 +126,131 @@ describe.each([{ https: true }, { https: false }])('install from wrangler dev (h
   });
 
   // Real terraform refuses plain HTTP for discovery and mirrors, so only over HTTPS.
-  if (https) describe('terraform init', () => {
-    if (!terraform) {
-      console.warn('e2e: skipping the terraform init tests: no terraform binary on this machine (/usr/local/bin, /usr/bin or PATH)');
-    }
-
-    /** terraform init in a fresh directory with its own CLI config, trusting only the dev server's certificate. */
-    async function init(name: string, source: string, cliConfig: string, constraint = '~> 1.2'): Promise<{ dir: string; lock: string; output: string }> {
-      const dir = join(state.root, 'terraform', name);
-      await mkdir(dir, { recursive: true });
-      await writeFile(join(dir, 'main.tf'), `terraform {\n  required_providers {\n    thing = {\n      source  = "${source}"\n      version = "${constraint}"\n    }\n  }\n}\n`);
-      await writeFile(join(dir, 'cli.tfrc'), cliConfig);
-      const env: NodeJS.ProcessEnv = {
-        PATH: process.env.PATH,
-        HOME: dir,
-        TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'),
-        SSL_CERT_FILE: state.certificate.certPath,
-        CHECKPOINT_DISABLE: '1',
-        TF_IN_AUTOMATION: '1',
-      };
-      try {
-        const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color'], { cwd: dir, env, timeout: 90_000 });
-        return { dir, lock: await readFile(join(dir, '.terraform.lock.hcl'), 'utf8'), output: stdout + stderr };
-      } catch (error) {
-        const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-        throw new Error(`terraform init failed:\n${stdout}\n${stderr}\n--- wrangler dev ---\n${server.log().slice(-3000)}`);
+  if (https)
+    describe('terraform init', () => {
+      if (!terraform) {
+        console.warn('e2e: skipping the terraform init tests: no terraform binary on this machine (/usr/local/bin, /usr/bin or PATH)');
       }
-    }
 
-    it.skipIf(missing('terraform', terraform))('installs from the origin registry (source = localhost:PORT/acme/thing) and locks every platform', async () => {
-      const source = `${state.hostname}/${NAMESPACE}/${TYPE}`;
-      const { dir, lock, output } = await init('origin', source, '# no provider_installation: direct from the origin registry\n');
-      console.log(`terraform init (origin registry):\n${output}\n.terraform.lock.hcl:\n${lock}`);
-      expect(output).toContain(`Installed ${source} v1.3.0 (self-signed, key ID ${state.key.keyId})`);
-      const block = parseLockFile(lock).get(source);
-      expect(block?.version).toBe('1.3.0');
-      expect(block?.constraints).toBe('~> 1.2');
-      // terraform records the h1 it computed and the zh of every SHA256SUMS line; our
-      // installer (OpenTofu's `packages`: zh and h1 of every platform) must hold all of them.
-      const ours = await installFromRegistry(server.origin, request({ ...goPlatform, installDir: join(dir, 'ours') }));
-      expect(block!.hashes).toContain(ours.h1);
-      expect(block!.hashes.filter((h) => h.startsWith('zh:'))).toHaveLength(PLATFORMS.length);
-      for (const hash of block!.hashes) expect(ours.hashes).toContain(hash);
-      await access(join(dir, '.terraform', 'providers', state.hostname, NAMESPACE, TYPE, '1.3.0', `${goPlatform.os}_${goPlatform.arch}`, `terraform-provider-${TYPE}_v1.3.0`), constants.X_OK);
-    });
-
-    it.skipIf(missing('terraform', terraform))('installs through provider_installation { network_mirror } and locks the h1 it verified', async () => {
-      const source = `${MIRRORED_HOSTNAME}/${NAMESPACE}/${TYPE}`;
-      const mirror = `${server.origin}/v1/mirror/`;
-      const { dir, lock, output } = await init('mirror', source, `provider_installation {\n  network_mirror {\n    url = "${mirror}"\n  }\n}\n`);
-      console.log(`terraform init (network mirror):\n${output}\n.terraform.lock.hcl:\n${lock}`);
-      expect(output).toContain(`Installed ${source} v1.3.0 (verified checksum)`);
-      const block = parseLockFile(lock).get(source);
-      expect(block?.version).toBe('1.3.0');
-      const ours = await installFromMirror(mirror, request({ ...goPlatform, source: { hostname: MIRRORED_HOSTNAME, namespace: NAMESPACE, type: TYPE }, installDir: join(dir, 'ours') }));
-      expect(block!.hashes).toContain(ours.h1);
-      for (const hash of block!.hashes) expect(ours.hashes).toContain(hash);
-      await access(join(dir, '.terraform', 'providers', MIRRORED_HOSTNAME, NAMESPACE, TYPE, '1.3.0', `${goPlatform.os}_${goPlatform.arch}`, `terraform-provider-${TYPE}_v1.3.0`), constants.X_OK);
-    });
-
-    // Real terraform as the oracle for src/protocol/constraints.ts: one init per operator family, in parallel.
-    it.skipIf(missing('terraform', terraform))('selects the same version as src/protocol/constraints.ts for every operator family', async () => {
-      expect(VERSIONS).toEqual(['1.2.0', '1.2.5', '1.3.0', '1.4.0-beta.1', '2.0.0']);
-      const table: [constraint: string, expected: string | null][] = [
-        ['= 1.2.5', '1.2.5'],
-        ['!= 2.0.0', '1.3.0'],
-        ['> 1.3.0, < 2.0.0', null],
-        ['>= 1.3.0, < 2.0.0', '1.3.0'],
-        ['> 1.2.0', '2.0.0'],
-        ['< 1.3.0', '1.2.5'],
-        ['<= 1.3.0', '1.3.0'],
-        ['~> 1.3', '1.3.0'],
-        ['~> 1.2.0', '1.2.5'],
-        ['1.4.0-beta.1', '1.4.0-beta.1'],
-      ];
-      const source = `${state.hostname}/${NAMESPACE}/${TYPE}`;
-      const selected = await Promise.all(table.map(async ([constraint], i) => {
+      /** terraform init in a fresh directory with its own CLI config, trusting only the dev server's certificate. */
+      async function init(name: string, source: string, cliConfig: string, constraint = '~> 1.2'): Promise<{ dir: string; lock: string; output: string }> {
+        const dir = join(state.root, 'terraform', name);
+        await mkdir(dir, { recursive: true });
+        await writeFile(
+          join(dir, 'main.tf'),
+          `terraform {\n  required_providers {\n    thing = {\n      source  = "${source}"\n      version = "${constraint}"\n    }\n  }\n}\n`,
+        );
+        await writeFile(join(dir, 'cli.tfrc'), cliConfig);
+        const env: NodeJS.ProcessEnv = {
+          PATH: process.env.PATH,
+          HOME: dir,
+          TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'),
+          SSL_CERT_FILE: state.certificate.certPath,
+          CHECKPOINT_DISABLE: '1',
+          TF_IN_AUTOMATION: '1',
+        };
         try {
-          const { lock } = await init(`constraint-${i}`, source, '# the origin registry\n', constraint);
-          return parseLockFile(lock).get(source)?.version ?? 'no lock entry';
+          const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color'], { cwd: dir, env, timeout: 90_000 });
+          return { dir, lock: await readFile(join(dir, '.terraform.lock.hcl'), 'utf8'), output: stdout + stderr };
         } catch (error) {
-          return /no available releases match the given constraints/.test(String(error)) ? null : String(error).slice(0, 2000);
+          const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+          throw new Error(`terraform init failed:\n${stdout}\n${stderr}\n--- wrangler dev ---\n${server.log().slice(-3000)}`);
         }
-      }));
-      table.forEach(([constraint, expected], i) => {
-        expect(selected[i], `terraform init with version = "${constraint}"`).toBe(expected);
-        expect(newestMatching(VERSIONS, parseConstraints(constraint)), `constraints.ts with "${constraint}"`).toBe(expected);
+      }
+
+      it.skipIf(missing('terraform', terraform))(
+        'installs from the origin registry (source = localhost:PORT/acme/thing) and locks every platform',
+        async () => {
+          const source = `${state.hostname}/${NAMESPACE}/${TYPE}`;
+          const { dir, lock, output } = await init('origin', source, '# no provider_installation: direct from the origin registry\n');
+          console.log(`terraform init (origin registry):\n${output}\n.terraform.lock.hcl:\n${lock}`);
+          expect(output).toContain(`Installed ${source} v1.3.0 (self-signed, key ID ${state.key.keyId})`);
+          const block = parseLockFile(lock).get(source);
+          expect(block?.version).toBe('1.3.0');
+          expect(block?.constraints).toBe('~> 1.2');
+          // terraform records the h1 it computed and the zh of every SHA256SUMS line; our
+          // installer (OpenTofu's `packages`: zh and h1 of every platform) must hold all of them.
+          const ours = await installFromRegistry(server.origin, request({ ...goPlatform, installDir: join(dir, 'ours') }));
+          expect(block!.hashes).toContain(ours.h1);
+          expect(block!.hashes.filter((h) => h.startsWith('zh:'))).toHaveLength(PLATFORMS.length);
+          for (const hash of block!.hashes) expect(ours.hashes).toContain(hash);
+          await access(
+            join(
+              dir,
+              '.terraform',
+              'providers',
+              state.hostname,
+              NAMESPACE,
+              TYPE,
+              '1.3.0',
+              `${goPlatform.os}_${goPlatform.arch}`,
+              `terraform-provider-${TYPE}_v1.3.0`,
+            ),
+            constants.X_OK,
+          );
+        },
+      );
+
+      it.skipIf(missing('terraform', terraform))('installs through provider_installation { network_mirror } and locks the h1 it verified', async () => {
+        const source = `${MIRRORED_HOSTNAME}/${NAMESPACE}/${TYPE}`;
+        const mirror = `${server.origin}/v1/mirror/`;
+        const { dir, lock, output } = await init('mirror', source, `provider_installation {\n  network_mirror {\n    url = "${mirror}"\n  }\n}\n`);
+        console.log(`terraform init (network mirror):\n${output}\n.terraform.lock.hcl:\n${lock}`);
+        expect(output).toContain(`Installed ${source} v1.3.0 (verified checksum)`);
+        const block = parseLockFile(lock).get(source);
+        expect(block?.version).toBe('1.3.0');
+        const ours = await installFromMirror(
+          mirror,
+          request({ ...goPlatform, source: { hostname: MIRRORED_HOSTNAME, namespace: NAMESPACE, type: TYPE }, installDir: join(dir, 'ours') }),
+        );
+        expect(block!.hashes).toContain(ours.h1);
+        for (const hash of block!.hashes) expect(ours.hashes).toContain(hash);
+        await access(
+          join(
+            dir,
+            '.terraform',
+            'providers',
+            MIRRORED_HOSTNAME,
+            NAMESPACE,
+            TYPE,
+            '1.3.0',
+            `${goPlatform.os}_${goPlatform.arch}`,
+            `terraform-provider-${TYPE}_v1.3.0`,
+          ),
+          constants.X_OK,
+        );
+      });
+
+      // Real terraform as the oracle for src/protocol/constraints.ts: one init per operator family, in parallel.
+      it.skipIf(missing('terraform', terraform))('selects the same version as src/protocol/constraints.ts for every operator family', async () => {
+        expect(VERSIONS).toEqual(['1.2.0', '1.2.5', '1.3.0', '1.4.0-beta.1', '2.0.0']);
+        const table: [constraint: string, expected: string | null][] = [
+          ['= 1.2.5', '1.2.5'],
+          ['!= 2.0.0', '1.3.0'],
+          ['> 1.3.0, < 2.0.0', null],
+          ['>= 1.3.0, < 2.0.0', '1.3.0'],
+          ['> 1.2.0', '2.0.0'],
+          ['< 1.3.0', '1.2.5'],
+          ['<= 1.3.0', '1.3.0'],
+          ['~> 1.3', '1.3.0'],
+          ['~> 1.2.0', '1.2.5'],
+          ['1.4.0-beta.1', '1.4.0-beta.1'],
+        ];
+        const source = `${state.hostname}/${NAMESPACE}/${TYPE}`;
+        const selected = await Promise.all(
+          table.map(async ([constraint], i) => {
+            try {
+              const { lock } = await init(`constraint-${i}`, source, '# the origin registry\n', constraint);
+              return parseLockFile(lock).get(source)?.version ?? 'no lock entry';
+            } catch (error) {
+              return /no available releases match the given constraints/.test(String(error)) ? null : String(error).slice(0, 2000);
+            }
+          }),
+        );
+        table.forEach(([constraint, expected], i) => {
+          expect(selected[i], `terraform init with version = "${constraint}"`).toBe(expected);
+          expect(newestMatching(VERSIONS, parseConstraints(constraint)), `constraints.ts with "${constraint}"`).toBe(expected);
+        });
       });
     });
-  });
 });

@@ -71,7 +71,10 @@ export async function installFromRegistry(origin: string, request: InstallReques
 
   const versionsUrl = new URL(`${source.namespace}/${source.type}/versions`, base).href;
   const listing = parseProviderVersionsResponse((await getJson<unknown>(versionsUrl, request.http)).json);
-  const version = newestMatching(listing.versions.map((v) => v.version), parseConstraints(request.constraints));
+  const version = newestMatching(
+    listing.versions.map((v) => v.version),
+    parseConstraints(request.constraints),
+  );
   if (version === null) throw new Error(`no version of ${address(source)} meets "${request.constraints}"`);
   const entry = listing.versions.find((v) => v.version === version)!;
   if (!(entry.protocols ?? []).some((p) => /^[56](\.|$)/.test(p))) throw new Error(`${version} speaks protocols ${entry.protocols}, not 5 or 6`);

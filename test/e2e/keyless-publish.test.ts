@@ -57,7 +57,10 @@ interface Result {
 async function script(name: string, args: string[], env: NodeJS.ProcessEnv): Promise<Result> {
   try {
     const { stdout, stderr } = await run(tsx, [join(root, 'scripts', `${name}.ts`), ...args], {
-      cwd: root, env: { PATH: process.env.PATH, HOME: dir, NO_COLOR: '1', ...env }, timeout: 180_000, maxBuffer: 16 * 1024 * 1024,
+      cwd: root,
+      env: { PATH: process.env.PATH, HOME: dir, NO_COLOR: '1', ...env },
+      timeout: 180_000,
+      maxBuffer: 16 * 1024 * 1024,
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
@@ -76,7 +79,11 @@ async function operator(name: string, args: string[]): Promise<Result> {
 /** What a GitHub-hosted runner sets for a job with `permissions: id-token: write` (and nothing registry-specific but the audience). */
 function githubRunnerEnv(): NodeJS.ProcessEnv {
   return {
-    GITHUB_ACTIONS: 'true', CI: 'true', GITHUB_REPOSITORY: PROVIDER_REPO, GITHUB_REF: 'refs/tags/v1.0.0', GITHUB_WORKSPACE: dir,
+    GITHUB_ACTIONS: 'true',
+    CI: 'true',
+    GITHUB_REPOSITORY: PROVIDER_REPO,
+    GITHUB_REF: 'refs/tags/v1.0.0',
+    GITHUB_WORKSPACE: dir,
     ...ci.githubRunnerEnv(),
     // The registry is reached as https://localhost:PORT here; its REGISTRY_HOSTNAME is registry.example.com.
     EDGE_REGISTRY_AUDIENCE: HOST,
@@ -104,10 +111,40 @@ beforeAll(async () => {
   // The operator, once: a key the registry holds, and the CI jobs the namespace trusts.
   const generated = await operator('keys', ['generate', '--namespace', 'acme', '--held-by-registry', '--type', 'ecc', '--json']);
   heldKeyId = (JSON.parse(generated.stdout) as { key_id: string }).key_id;
-  await operator('publisher', ['add', '--namespace', 'acme', '--issuer', ci.github.url, '--repository', PROVIDER_REPO,
-    '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--environment', 'release', '--repository-id', '123456', '--owner-id', '654321']);
-  await operator('publisher', ['add', '--namespace', 'acme', '--issuer', ci.gitlab.url, '--project-path', MODULE_PROJECT, '--ref', 'refs/tags/v*',
-    '--project-id', '4242', '--namespace-id', '42']);
+  await operator('publisher', [
+    'add',
+    '--namespace',
+    'acme',
+    '--issuer',
+    ci.github.url,
+    '--repository',
+    PROVIDER_REPO,
+    '--workflow',
+    'release.yml',
+    '--ref',
+    'refs/tags/v*',
+    '--environment',
+    'release',
+    '--repository-id',
+    '123456',
+    '--owner-id',
+    '654321',
+  ]);
+  await operator('publisher', [
+    'add',
+    '--namespace',
+    'acme',
+    '--issuer',
+    ci.gitlab.url,
+    '--project-path',
+    MODULE_PROJECT,
+    '--ref',
+    'refs/tags/v*',
+    '--project-id',
+    '4242',
+    '--namespace-id',
+    '42',
+  ]);
   publishToken = (await operator('token', ['create', '--publish', 'acme', '--name', 'no-provenance'])).stdout.trimEnd().split('\n').at(-1)!;
   server = await startDevServer({ stateDir, port: await freePort(), certificate, vars: { SIGNING_KEY_SECRET: SECRET, REGISTRY_HOSTNAME: HOST } });
 }, 300_000);
@@ -133,14 +170,21 @@ describe('keyless publishing from CI', () => {
     expect(versions.versions.map((v) => v.version)).toEqual(['1.0.0']);
     const entries = await auditEntries();
     expect(entries.find((e) => e.action === 'provider.publish' && e.outcome === 'ok')?.actor).toMatchObject({
-      kind: 'ci', issuer: ci.github.url, repository: PROVIDER_REPO, ref: 'refs/tags/v1.0.0', runId: '4242/1', environment: 'release',
+      kind: 'ci',
+      issuer: ci.github.url,
+      repository: PROVIDER_REPO,
+      ref: 'refs/tags/v1.0.0',
+      runId: '4242/1',
+      environment: 'release',
       workflow: `${PROVIDER_REPO}/.github/workflows/release.yml@refs/tags/v1.0.0`,
     });
   });
 
   it('gpg --verify accepts the SHA256SUMS signature the registry made, with the key it serves', async () => {
     const download = JSON.parse((await https('/v1/providers/acme/thing/1.0.0/download/linux/amd64')).body.toString()) as {
-      shasums_url: string; shasums_signature_url: string; signing_keys: { gpg_public_keys: { key_id: string; ascii_armor: string }[] };
+      shasums_url: string;
+      shasums_signature_url: string;
+      signing_keys: { gpg_public_keys: { key_id: string; ascii_armor: string }[] };
     };
     expect(download.signing_keys.gpg_public_keys.map((k) => k.key_id)).toEqual([heldKeyId]);
     const sums = await getBytes(new URL(download.shasums_url, server.origin).href, { ca: certificate.pem });
@@ -152,7 +196,9 @@ describe('keyless publishing from CI', () => {
     await writeFile(join(dir, 'SHA256SUMS.sig'), signature);
     try {
       spawnSync('gpg', ['--batch', '--homedir', home, '--import'], { input: download.signing_keys.gpg_public_keys[0]!.ascii_armor });
-      const verify = spawnSync('gpg', ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(dir, 'SHA256SUMS.sig'), join(dir, 'SHA256SUMS')], { encoding: 'utf8' });
+      const verify = spawnSync('gpg', ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(dir, 'SHA256SUMS.sig'), join(dir, 'SHA256SUMS')], {
+        encoding: 'utf8',
+      });
       expect(verify.status, verify.stderr).toBe(0);
       expect(verify.stdout).toMatch(new RegExp(`VALIDSIG [0-9A-F]*${heldKeyId} `));
     } finally {
@@ -164,32 +210,52 @@ describe('keyless publishing from CI', () => {
     const tree = join(dir, 'module');
     writeDemoModule(tree, '1.0.0');
     const env: NodeJS.ProcessEnv = {
-      GITLAB_CI: 'true', CI: 'true',
+      GITLAB_CI: 'true',
+      CI: 'true',
       EDGE_REGISTRY_ID_TOKEN: await ci.gitlab.mint({ ...gitlabClaims(MODULE_PROJECT, { ref: 'v1.0.0' }), aud: HOST }),
       NODE_EXTRA_CA_CERTS: certificate.certPath,
     };
     expectNoCredentials(env);
-    const result = await script('publish-module', [tree, '--namespace', 'acme', '--name', 'vpc', '--system', 'aws', '--version', '1.0.0', '--registry', server.origin, '--json'], env);
+    const result = await script(
+      'publish-module',
+      [tree, '--namespace', 'acme', '--name', 'vpc', '--system', 'aws', '--version', '1.0.0', '--registry', server.origin, '--json'],
+      env,
+    );
     expect(result.code, `${result.stderr}\n--- wrangler dev ---\n${server.log().slice(-3000)}`).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({ status: 'published' });
     const entries = await auditEntries();
     expect(entries.find((e) => e.action === 'module.publish' && e.outcome === 'ok')?.actor).toMatchObject({
-      kind: 'ci', issuer: ci.gitlab.url, repository: MODULE_PROJECT, ref: 'refs/tags/v1.0.0',
+      kind: 'ci',
+      issuer: ci.gitlab.url,
+      repository: MODULE_PROJECT,
+      ref: 'refs/tags/v1.0.0',
     });
   });
 
   it('both releases carry signed build provenance: npm run verify passes, and the independent verifier agrees', async () => {
     const env = { NODE_EXTRA_CA_CERTS: certificate.certPath };
-    const provider = await script('verify', [`${HOST}/acme/thing`, '1.0.0', '--repository', PROVIDER_REPO, '--workflow', 'release.yml', '--registry', server.origin, '--json'], env);
+    const provider = await script(
+      'verify',
+      [`${HOST}/acme/thing`, '1.0.0', '--repository', PROVIDER_REPO, '--workflow', 'release.yml', '--registry', server.origin, '--json'],
+      env,
+    );
     expect(provider.code, provider.stderr).toBe(0);
-    expect(JSON.parse(provider.stdout)).toMatchObject({ repository: PROVIDER_REPO, repositoryId: '123456', workflow: '.github/workflows/release.yml', ref: 'refs/tags/v1.0.0', commit: 'a'.repeat(40) });
+    expect(JSON.parse(provider.stdout)).toMatchObject({
+      repository: PROVIDER_REPO,
+      repositoryId: '123456',
+      workflow: '.github/workflows/release.yml',
+      ref: 'refs/tags/v1.0.0',
+      commit: 'a'.repeat(40),
+    });
     expect(provider.stderr).toMatch(/verified: .* was built from acme\/terraform-provider-thing \(id 123456\)/);
     const module = await script('verify', [`${HOST}/acme/vpc/aws`, '1.0.0', '--repository', MODULE_PROJECT, '--registry', server.origin], env);
     expect(module.code, module.stderr).toBe(0);
 
     // The page of the version says so, linking the commit and the run.
     const page = (await https('/providers/acme/thing/1.0.0')).body.toString();
-    expect(page).toMatch(/Built from <a href="[^"]+\/acme\/terraform-provider-thing\/commit\/a{40}">acme\/terraform-provider-thing@aaaaaaa<\/a> by release\.yml, <a href="[^"]+\/actions\/runs\/4242\/attempts\/1">run 4242<\/a> — verified/);
+    expect(page).toMatch(
+      /Built from <a href="[^"]+\/acme\/terraform-provider-thing\/commit\/a{40}">acme\/terraform-provider-thing@aaaaaaa<\/a> by release\.yml, <a href="[^"]+\/actions\/runs\/4242\/attempts\/1">run 4242<\/a> — verified/,
+    );
 
     // The independent check: the envelope, the key set and the served files, through Debian's securesystemslib.
     const envelope = (await https('/v1/provenance/providers/acme/thing/1.0.0')).body;
@@ -209,7 +275,9 @@ describe('keyless publishing from CI', () => {
       console.warn('skipping the independent DSSE verifier: /usr/bin/python3 with securesystemslib is not installed');
       return;
     }
-    const checked = spawnSync(PYTHON, [join(root, 'test', 'provenance', 'verify_dsse.py'), join(dir, 'envelope.json'), join(dir, 'keys.json'), ...files], { encoding: 'utf8' });
+    const checked = spawnSync(PYTHON, [join(root, 'test', 'provenance', 'verify_dsse.py'), join(dir, 'envelope.json'), join(dir, 'keys.json'), ...files], {
+      encoding: 'utf8',
+    });
     console.log(`--- independent verifier ---\n${checked.stdout}${checked.stderr}`);
     expect(checked.status, checked.stderr).toBe(0);
     expect(checked.stdout).toMatch(/ed25519 signature over DSSEv1 PAE verified/);
@@ -218,12 +286,14 @@ describe('keyless publishing from CI', () => {
     const bytes = readFileSync(forged);
     bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 1;
     await writeFile(forged, bytes);
-    const refused = spawnSync(PYTHON, [join(root, 'test', 'provenance', 'verify_dsse.py'), join(dir, 'envelope.json'), join(dir, 'keys.json'), ...files], { encoding: 'utf8' });
+    const refused = spawnSync(PYTHON, [join(root, 'test', 'provenance', 'verify_dsse.py'), join(dir, 'envelope.json'), join(dir, 'keys.json'), ...files], {
+      encoding: 'utf8',
+    });
     expect(refused.status).toBe(1);
     expect(refused.stderr).toMatch(/NOT VERIFIED: .* hashes to/);
   });
 
-  it('npm run verify catches a changed byte of a file, a changed envelope, another release\'s statement, and the wrong repository or workflow', async () => {
+  it("npm run verify catches a changed byte of a file, a changed envelope, another release's statement, and the wrong repository or workflow", async () => {
     // A registry in the middle that changes one thing per mode; everything else is passed through from the dev server.
     let mode = '';
     let origin = '';
@@ -235,7 +305,10 @@ describe('keyless publishing from CI', () => {
         let body = upstream.body;
         // The download document's URLs are absolute on the origin asked (for Renovate): keep the client on this proxy.
         if (String(upstream.headers['content-type'] ?? '').includes('json')) body = Buffer.from(body.toString().replaceAll(server.origin, origin));
-        if (mode === 'zip' && path.endsWith('_linux_amd64.zip')) { body = Buffer.from(body); body[100] = body[100]! ^ 1; }
+        if (mode === 'zip' && path.endsWith('_linux_amd64.zip')) {
+          body = Buffer.from(body);
+          body[100] = body[100]! ^ 1;
+        }
         if (mode === 'envelope' && path.startsWith('/v1/provenance/providers/')) {
           const envelope = JSON.parse(body.toString()) as { payload: string };
           const payload = Buffer.from(envelope.payload, 'base64');
@@ -244,7 +317,10 @@ describe('keyless publishing from CI', () => {
         }
         response.writeHead(upstream.status, { 'content-type': String(upstream.headers['content-type'] ?? 'application/octet-stream') });
         response.end(body);
-      })().catch((error: Error) => { response.writeHead(502); response.end(String(error.message)); });
+      })().catch((error: Error) => {
+        response.writeHead(502);
+        response.end(String(error.message));
+      });
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     origin = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
@@ -256,7 +332,11 @@ describe('keyless publishing from CI', () => {
         ['zip', [], /terraform-provider-thing_1\.0\.0_linux_amd64\.zip.* hash/],
         ['envelope', [], /signature .* does not verify/],
         ['other', [], /is served but is not a subject|does not serve/],
-        ['', ['--repository', 'acme/terraform-provider-other'], /built from repository acme\/terraform-provider-thing \(id 123456\), expected acme\/terraform-provider-other/],
+        [
+          '',
+          ['--repository', 'acme/terraform-provider-other'],
+          /built from repository acme\/terraform-provider-thing \(id 123456\), expected acme\/terraform-provider-other/,
+        ],
         ['', ['--workflow', 'ci.yml'], /built by workflow \.github\/workflows\/release\.yml, expected ci\.yml/],
       ];
       for (const [m, args, message] of cases) {
@@ -271,10 +351,12 @@ describe('keyless publishing from CI', () => {
     }
   });
 
-  it.skipIf(missing('terraform', terraform))('real terraform init installs the provider (verifying the registry\'s signature) and the module', async () => {
+  it.skipIf(missing('terraform', terraform))("real terraform init installs the provider (verifying the registry's signature) and the module", async () => {
     const work = join(dir, 'terraform');
     await mkdir(work, { recursive: true });
-    await writeFile(join(work, 'main.tf'), `terraform {
+    await writeFile(
+      join(work, 'main.tf'),
+      `terraform {
   required_providers {
     thing = {
       source  = "${HOST}/acme/thing"
@@ -287,12 +369,20 @@ module "vpc" {
   source  = "${HOST}/acme/vpc/aws"
   version = "1.0.0"
 }
-`);
+`,
+    );
     // Terraform wants a dotted module host: point registry.example.com's services at the dev server.
-    await writeFile(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "providers.v1" = "${server.origin}/v1/providers/"\n    "modules.v1" = "${server.origin}/v1/modules/"\n  }\n}\n`);
+    await writeFile(
+      join(work, 'cli.tfrc'),
+      `host "${HOST}" {\n  services = {\n    "providers.v1" = "${server.origin}/v1/providers/"\n    "modules.v1" = "${server.origin}/v1/modules/"\n  }\n}\n`,
+    );
     const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH, HOME: work, TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'),
-      SSL_CERT_FILE: certificate.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1',
+      PATH: process.env.PATH,
+      HOME: work,
+      TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'),
+      SSL_CERT_FILE: certificate.certPath,
+      CHECKPOINT_DISABLE: '1',
+      TF_IN_AUTOMATION: '1',
     };
     let output: string;
     try {
@@ -315,17 +405,50 @@ module "vpc" {
       return script('publish-provider', [dist, '--namespace', 'acme', '--registry', server.origin, '--json'], { ...githubRunnerEnv(), ...extra });
     };
     const cases: [string, Result, RegExp][] = [
-      ['another repository', await attempt(githubClaims('acme/terraform-provider-other', { ref: 'refs/tags/v1.1.0', environment: 'release' })), /matches none of the trusted publishers/],
-      ['a recreated repository of the trusted name (other ids)', await attempt({ ...githubClaims(PROVIDER_REPO, { ref: 'refs/tags/v1.1.0', environment: 'release' }), repository_id: '999001', repository_owner_id: '999002' }),
-        /has the trusted name but not the trusted id/],
-      ['another workflow', await attempt(githubClaims(PROVIDER_REPO, { workflow: 'ci.yml', ref: 'refs/tags/v1.1.0', environment: 'release' })), /matches none of the trusted publishers/],
-      ['a branch, not a tag', await attempt(githubClaims(PROVIDER_REPO, { ref: 'refs/heads/main', environment: 'release' })), /matches none of the trusted publishers/],
+      [
+        'another repository',
+        await attempt(githubClaims('acme/terraform-provider-other', { ref: 'refs/tags/v1.1.0', environment: 'release' })),
+        /matches none of the trusted publishers/,
+      ],
+      [
+        'a recreated repository of the trusted name (other ids)',
+        await attempt({
+          ...githubClaims(PROVIDER_REPO, { ref: 'refs/tags/v1.1.0', environment: 'release' }),
+          repository_id: '999001',
+          repository_owner_id: '999002',
+        }),
+        /has the trusted name but not the trusted id/,
+      ],
+      [
+        'another workflow',
+        await attempt(githubClaims(PROVIDER_REPO, { workflow: 'ci.yml', ref: 'refs/tags/v1.1.0', environment: 'release' })),
+        /matches none of the trusted publishers/,
+      ],
+      [
+        'a branch, not a tag',
+        await attempt(githubClaims(PROVIDER_REPO, { ref: 'refs/heads/main', environment: 'release' })),
+        /matches none of the trusted publishers/,
+      ],
       ['outside the environment', await attempt(githubClaims(PROVIDER_REPO, { ref: 'refs/tags/v1.1.0' })), /matches none of the trusted publishers/],
-      ['a token for another audience', await attempt(githubClaims(PROVIDER_REPO, { ref: 'refs/tags/v1.1.0', environment: 'release' }), { EDGE_REGISTRY_AUDIENCE: 'registry.other.example' }), /"aud"/],
-      ['a token replayed after it expired', await script('publish-provider', [dist, '--namespace', 'acme', '--registry', server.origin, '--json'], {
-        EDGE_REGISTRY_ID_TOKEN: await ci.gitlab.mint({ ...gitlabClaims(MODULE_PROJECT, { ref: 'v1.1.0' }), aud: HOST, iat: now() - 900, nbf: now() - 900, exp: now() - 300 }),
-        NODE_EXTRA_CA_CERTS: certificate.certPath,
-      }), /expired/],
+      [
+        'a token for another audience',
+        await attempt(githubClaims(PROVIDER_REPO, { ref: 'refs/tags/v1.1.0', environment: 'release' }), { EDGE_REGISTRY_AUDIENCE: 'registry.other.example' }),
+        /"aud"/,
+      ],
+      [
+        'a token replayed after it expired',
+        await script('publish-provider', [dist, '--namespace', 'acme', '--registry', server.origin, '--json'], {
+          EDGE_REGISTRY_ID_TOKEN: await ci.gitlab.mint({
+            ...gitlabClaims(MODULE_PROJECT, { ref: 'v1.1.0' }),
+            aud: HOST,
+            iat: now() - 900,
+            nbf: now() - 900,
+            exp: now() - 300,
+          }),
+          NODE_EXTRA_CA_CERTS: certificate.certPath,
+        }),
+        /expired/,
+      ],
     ];
     for (const [what, result, message] of cases) {
       expect(result.code, `${what}: ${result.stderr}`).toBe(1);
@@ -343,7 +466,10 @@ module "vpc" {
   it('the version pages show both cases in a browser — built from the verified repository, or plainly no build provenance — axe-clean, no CSP errors', async () => {
     // A version published with a publish token (the registry signs SHA256SUMS with its held key): no build provenance.
     const dist = await writeDist(join(dir, 'dist-token'), 'thing', '0.9.0', { platforms: ['linux_amd64'] });
-    const published = await script('publish-provider', [dist, '--namespace', 'acme', '--registry', server.origin, '--json'], { EDGE_REGISTRY_TOKEN: publishToken, NODE_EXTRA_CA_CERTS: certificate.certPath });
+    const published = await script('publish-provider', [dist, '--namespace', 'acme', '--registry', server.origin, '--json'], {
+      EDGE_REGISTRY_TOKEN: publishToken,
+      NODE_EXTRA_CA_CERTS: certificate.certPath,
+    });
     expect(published.code, published.stderr).toBe(0);
     const unproven = await script('verify', [`${HOST}/acme/thing`, '0.9.0', '--registry', server.origin], { NODE_EXTRA_CA_CERTS: certificate.certPath });
     expect(unproven.code).toBe(1);
@@ -359,12 +485,16 @@ module "vpc" {
       for (const path of ['/providers/acme/thing/1.0.0', '/providers/acme/thing/0.9.0', '/modules/acme/vpc/aws/1.0.0']) {
         const page = await context.newPage();
         const errors: string[] = [];
-        page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+        page.on('console', (m) => {
+          if (m.type() === 'error') errors.push(m.text());
+        });
         page.on('pageerror', (e) => errors.push(e.message));
         await page.goto(`${server.origin}${path}`);
         const fact = page.locator('dt:text-is("Provenance") + dd');
         await page.evaluate(AXE);
-        const result = await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null }[] }> } }).axe.run());
+        const result = await page.evaluate(() =>
+          (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null }[] }> } }).axe.run(),
+        );
         seen[path] = {
           text: (await fact.innerText()).replace(/\s+/g, ' '),
           links: await fact.locator('a').evaluateAll((as) => as.map((a) => a.getAttribute('href') ?? '')),

@@ -27,7 +27,12 @@ beforeAll(async () => {
   state = await publishState();
   source = `${state.hostname}/${NAMESPACE}/${TYPE}`;
   // INDEX_CACHE_SECONDS 0: each request reads what the CLI just wrote (the bound itself is tested elsewhere).
-  server = await startDevServer({ stateDir: state.stateDir, port: state.port, certificate: state.certificate, vars: { REGISTRY_HOSTNAME: state.hostname, INDEX_CACHE_SECONDS: '0' } });
+  server = await startDevServer({
+    stateDir: state.stateDir,
+    port: state.port,
+    certificate: state.certificate,
+    vars: { REGISTRY_HOSTNAME: state.hostname, INDEX_CACHE_SECONDS: '0' },
+  });
 });
 afterAll(async () => {
   await server?.stop();
@@ -36,7 +41,11 @@ afterAll(async () => {
 
 async function lifecycle(...args: string[]): Promise<string> {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1', WRANGLER_SEND_METRICS: 'false' };
-  const { stdout, stderr } = await run('npm', ['run', '--silent', 'lifecycle', '--', ...args, '--hostname', state.hostname, '--persist-to', state.stateDir], { cwd: root, env, timeout: 90_000 });
+  const { stdout, stderr } = await run('npm', ['run', '--silent', 'lifecycle', '--', ...args, '--hostname', state.hostname, '--persist-to', state.stateDir], {
+    cwd: root,
+    env,
+    timeout: 90_000,
+  });
   return stderr + stdout;
 }
 
@@ -47,10 +56,18 @@ const flat = (text: string) => text.replace(/\s+/g, ' ');
 async function init(dir: string, constraint: string, ...args: string[]): Promise<{ code: number; output: string; flat: string }> {
   await mkdir(dir, { recursive: true });
   if (!existsSync(join(dir, 'main.tf'))) {
-    await writeFile(join(dir, 'main.tf'), `terraform {\n  required_providers {\n    thing = {\n      source  = "${source}"\n      version = "${constraint}"\n    }\n  }\n}\n`);
+    await writeFile(
+      join(dir, 'main.tf'),
+      `terraform {\n  required_providers {\n    thing = {\n      source  = "${source}"\n      version = "${constraint}"\n    }\n  }\n}\n`,
+    );
   }
   const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH, HOME: dir, TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'), SSL_CERT_FILE: state.certificate.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1',
+    PATH: process.env.PATH,
+    HOME: dir,
+    TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'),
+    SSL_CERT_FILE: state.certificate.certPath,
+    CHECKPOINT_DISABLE: '1',
+    TF_IN_AUTOMATION: '1',
   };
   await writeFile(join(dir, 'cli.tfrc'), '# the origin registry\n');
   try {

@@ -61,25 +61,35 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
     root = await mkdtemp(join(tmpdir(), 'edge-registry-e2e-pull-'));
     state = join(root, 'state');
     good = await StaticUpstream.start({
-      namespace: 'acme', type: 'thing', plainHttp: true,
+      namespace: 'acme',
+      type: 'thing',
+      plainHttp: true,
       releases: ['1.0.0', '1.1.0', '2.0.0'].map((version) => ({ version, platforms: [...PLATFORMS, 'windows_amd64'] })),
     });
     hostile = await StaticUpstream.start({ namespace: 'acme', type: 'hostile', plainHttp: true, releases: HOSTILE_RELEASES });
-    await writeFile(join(root, 'mirror.json'), JSON.stringify({
-      platforms: PLATFORMS,
-      providers: [
-        { source: `${GOOD}/acme/*`, versions: '~> 1.0' },
-        { source: `${HOSTILE}/acme/hostile`, versions: '>= 1.0.0', platforms: ['linux_amd64'] },
-      ],
-      hosts: {
-        [GOOD]: { 'providers.v1': `${good.origin}/v1/providers/` },
-        [HOSTILE]: { 'providers.v1': `${hostile.origin}/v1/providers/` },
-      },
-    }));
+    await writeFile(
+      join(root, 'mirror.json'),
+      JSON.stringify({
+        platforms: PLATFORMS,
+        providers: [
+          { source: `${GOOD}/acme/*`, versions: '~> 1.0' },
+          { source: `${HOSTILE}/acme/hostile`, versions: '>= 1.0.0', platforms: ['linux_amd64'] },
+        ],
+        hosts: {
+          [GOOD]: { 'providers.v1': `${good.origin}/v1/providers/` },
+          [HOSTILE]: { 'providers.v1': `${hostile.origin}/v1/providers/` },
+        },
+      }),
+    );
     const set = await runScript('mirror', ['policy', 'set', join(root, 'mirror.json'), '--persist-to', state, '--wrangler-config', configPath]);
     expect(set.code, set.stderr).toBe(0);
     certificate = makeCertificate(root);
-    server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { PULL_TIMEOUT_SECONDS: '6', PULL_REFRESH_SECONDS: '2', PULL_LIST_SECONDS: '2' } });
+    server = await startDevServer({
+      stateDir: state,
+      port: await freePort(),
+      certificate,
+      vars: { PULL_TIMEOUT_SECONDS: '6', PULL_REFRESH_SECONDS: '2', PULL_LIST_SECONDS: '2' },
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -88,22 +98,34 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
     if (root) await rm(root, { recursive: true, force: true });
   });
 
-  const at = (path: string, headers: Record<string, string> = {}) => get(`${server.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity', ...headers } });
+  const at = (path: string, headers: Record<string, string> = {}) =>
+    get(`${server.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity', ...headers } });
   /** A GET whose body may be cut off: the response, or the error that ended it. */
   const attempt = (path: string): Promise<HttpResponse | Error> => at(path).catch((error: Error) => error);
   const auditEntries = async () => {
     const listed = await runScript('audit', ['--json', '--persist-to', state, '--config', configPath]);
     expect(listed.code, listed.stderr).toBe(0);
-    return (JSON.parse(listed.stdout) as { entries: { action: string; target: string; outcome: string; reason?: string; digests?: Record<string, string> }[] }).entries;
+    return (JSON.parse(listed.stdout) as { entries: { action: string; target: string; outcome: string; reason?: string; digests?: Record<string, string> }[] })
+      .entries;
   };
   const errorOf = (response: HttpResponse) => (JSON.parse(response.body.toString('utf8')) as { errors: string[] }).errors[0]!;
 
   async function terraformInit(name: string, version: string): Promise<{ dir: string; output: string; ok: boolean }> {
     const dir = join(root, name);
     await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, 'main.tf'), `terraform {\n  required_providers {\n    thing = {\n      source  = "${source}"\n      version = "${version}"\n    }\n  }\n}\n`);
+    await writeFile(
+      join(dir, 'main.tf'),
+      `terraform {\n  required_providers {\n    thing = {\n      source  = "${source}"\n      version = "${version}"\n    }\n  }\n}\n`,
+    );
     await writeFile(join(dir, 'cli.tfrc'), `provider_installation {\n  network_mirror {\n    url = "${server.origin}/v1/mirror/"\n  }\n}\n`);
-    const env = { PATH: process.env.PATH, HOME: dir, TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'), SSL_CERT_FILE: certificate.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1' };
+    const env = {
+      PATH: process.env.PATH,
+      HOME: dir,
+      TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'),
+      SSL_CERT_FILE: certificate.certPath,
+      CHECKPOINT_DISABLE: '1',
+      TF_IN_AUTOMATION: '1',
+    };
     try {
       const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color'], { cwd: dir, env, timeout: 120_000 });
       return { dir, output: stdout + stderr, ok: true };
@@ -113,7 +135,7 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
     }
   }
 
-  it('installs an allowed provider on the first init, with the hashes of the upstream\'s signed SHA256SUMS', async () => {
+  it("installs an allowed provider on the first init, with the hashes of the upstream's signed SHA256SUMS", async () => {
     const first = await terraformInit('cold', '~> 1.0');
     expect(first.ok, `${first.output}\n${server.log().slice(-3000)}`).toBe(true);
     expect(first.output).toContain(`Installed ${source} v1.1.0 (verified checksum)`);
@@ -121,8 +143,11 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
     expect(good.archiveRequestsFor(file)).toBe(1);
 
     // The served zh: of every allowed platform are the upstream's signed SHA256SUMS lines.
-    const sums = (await (await fetch(`${good.origin}/files/terraform-provider-thing_1.1.0_SHA256SUMS`)).text()).trim().split('\n')
-      .map((line) => line.split(/\s+/)).filter(([, name]) => PLATFORMS.some((p) => name!.endsWith(`_${p}.zip`)));
+    const sums = (await (await fetch(`${good.origin}/files/terraform-provider-thing_1.1.0_SHA256SUMS`)).text())
+      .trim()
+      .split('\n')
+      .map((line) => line.split(/\s+/))
+      .filter(([, name]) => PLATFORMS.some((p) => name!.endsWith(`_${p}.zip`)));
     // The commit follows the download; a new version's document is fresh within INDEX_CACHE_SECONDS (5 s here).
     let served: { archives: Record<string, { hashes: string[] }> } = { archives: {} };
     for (let waited = 0; waited < 15_000 && !served.archives[goPlatform]?.hashes.some((h) => h.startsWith('h1:')); waited += 500) {
@@ -130,7 +155,11 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
       served = JSON.parse((await at(`/v1/mirror/${source}/1.1.0.json`)).body.toString('utf8')) as typeof served;
     }
     expect(Object.keys(served.archives).sort()).toEqual([...PLATFORMS].sort()); // windows_amd64 is outside the policy
-    expect(Object.values(served.archives).flatMap((a) => a.hashes.filter((h) => h.startsWith('zh:'))).sort()).toEqual(sums.map(([hash]) => `zh:${hash}`).sort());
+    expect(
+      Object.values(served.archives)
+        .flatMap((a) => a.hashes.filter((h) => h.startsWith('zh:')))
+        .sort(),
+    ).toEqual(sums.map(([hash]) => `zh:${hash}`).sort());
     // The h1 the Worker computed for the pulled archive is the one Terraform computed (lock file) and yauzl computes.
     const lock = parseLockFile(await readFile(join(first.dir, '.terraform.lock.hcl'), 'utf8')).get(source)!;
     expect(lock.version).toBe('1.1.0');
@@ -142,10 +171,13 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
     // Stored whole: the CLI lists it as a mirrored version.
     const list = await runScript('mirror', ['list', '--json', '--persist-to', state, '--wrangler-config', configPath]);
     const held = (JSON.parse(list.stdout) as { providers: { address: string; versions: { version: string; platforms: string[] }[] }[] }).providers;
-    expect(held.find((p) => p.address === source)?.versions).toEqual([{ version: '1.1.0', platforms: [goPlatform], signedBy: expect.any(String), mirroredAt: expect.any(String) }]);
+    expect(held.find((p) => p.address === source)?.versions).toEqual([
+      { version: '1.1.0', platforms: [goPlatform], signedBy: expect.any(String), mirroredAt: expect.any(String) },
+    ]);
     // …and the audit log says what was stored, with the archive's digest.
-    expect((await auditEntries()).filter((e) => e.action === 'mirror.pull' && e.target === `${source} 1.1.0`))
-      .toEqual([expect.objectContaining({ outcome: 'ok', digests: { [file]: sums.find(([, name]) => name === file)![0] } })]);
+    expect((await auditEntries()).filter((e) => e.action === 'mirror.pull' && e.target === `${source} 1.1.0`)).toEqual([
+      expect.objectContaining({ outcome: 'ok', digests: { [file]: sums.find(([, name]) => name === file)![0] } }),
+    ]);
   });
 
   it('refuses a version outside the policy, with a message', async () => {
@@ -179,7 +211,12 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
       ['a key not in signing_keys', '1.0.2', 'document', /signature check failed: .*made by key [0-9A-F]+\) does not verify/],
       ['a hang', '1.0.4', 'document', /timed out after 6 s/],
       ['oversize JSON', '1.0.7', 'document', /over the 8388608-byte limit/],
-      ['a document whose shasum is not its signed SHA256SUMS line', '1.0.9', 'document', /checksum check failed: .* says shasum [0-9a-f]{64} for linux_amd64, the signed SHA256SUMS says/],
+      [
+        'a document whose shasum is not its signed SHA256SUMS line',
+        '1.0.9',
+        'document',
+        /checksum check failed: .* says shasum [0-9a-f]{64} for linux_amd64, the signed SHA256SUMS says/,
+      ],
       ['a 5xx', '1.0.5', 'archive', /HTTP 500/],
       ['a redirect loop', '1.0.6', 'archive', /redirect loop/],
     ];
@@ -201,7 +238,8 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
     }
 
     for (const [what, version] of [
-      ['archive bytes that do not match SHA256SUMS', '1.0.3'], ['an archive that stalls half-way', '1.0.8'],
+      ['archive bytes that do not match SHA256SUMS', '1.0.3'],
+      ['an archive that stalls half-way', '1.0.8'],
       ['archive bytes that do not match SHA256SUMS, sent without Content-Length', '1.0.10'],
     ] as const) {
       it(`${what}: the client's download is aborted, not completed`, async () => {
@@ -221,7 +259,9 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
           refused = (await auditEntries()).filter((e) => e.action === 'mirror.pull' && e.target === `${hostileSource} ${version}`);
         }
         expect(refused.map((e) => e.outcome)).toEqual(['refused', 'refused']);
-        expect(refused[0]!.reason).toMatch(version !== '1.0.8' ? /checksum check failed: .* has SHA-256 [0-9a-f]{64}, the signed SHA256SUMS says/ : /no data for 6 s/);
+        expect(refused[0]!.reason).toMatch(
+          version !== '1.0.8' ? /checksum check failed: .* has SHA-256 [0-9a-f]{64}, the signed SHA256SUMS says/ : /no data for 6 s/,
+        );
       });
     }
   });
@@ -252,9 +292,15 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
       return created.stdout.trim().split('\n').at(-1)!;
     };
     const [other, every] = [await token('other'), await token('*')];
-    const locked = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { ACCESS: 'private', URL_SIGNING_SECRET: 'pull-through-test-secret-0123456789' } });
+    const locked = await startDevServer({
+      stateDir: state,
+      port: await freePort(),
+      certificate,
+      vars: { ACCESS: 'private', URL_SIGNING_SECRET: 'pull-through-test-secret-0123456789' },
+    });
     try {
-      const ask = (path: string, bearer?: string) => get(`${locked.origin}${path}`, { ca: certificate.pem, headers: bearer ? { authorization: `Bearer ${bearer}` } : {} });
+      const ask = (path: string, bearer?: string) =>
+        get(`${locked.origin}${path}`, { ca: certificate.pem, headers: bearer ? { authorization: `Bearer ${bearer}` } : {} });
       const before = good.requests.length;
       const fresh = `/v1/mirror/${source}`;
       expect((await ask(`${fresh}/index.json`)).status).toBe(401);
@@ -296,7 +342,9 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
     const index = await at(`/v1/mirror/${source}/index.json`);
     expect(index.status).toBe(200);
     expect(Object.keys((JSON.parse(index.body.toString('utf8')) as { versions: Record<string, unknown> }).versions).sort()).toEqual(['1.0.0', '1.1.0']);
-    expect(String(index.headers['x-mirror-upstream'])).toMatch(/^unreachable; listing only the versions this mirror holds \(list versions http:\/\/127\.0\.0\.1:\d+\//);
+    expect(String(index.headers['x-mirror-upstream'])).toMatch(
+      /^unreachable; listing only the versions this mirror holds \(list versions http:\/\/127\.0\.0\.1:\d+\//,
+    );
     const document = await at(`/v1/mirror/${source}/1.1.0.json`);
     expect(document.status).toBe(200);
     expect(String(document.headers['x-mirror-upstream'])).toMatch(/^unreachable; listing only the platforms this mirror holds/);

@@ -43,7 +43,8 @@ describe.skipIf(missing('terraform', terraform))('terraform init through a mirro
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'edge-registry-e2e-mirror-'));
     upstream = await StaticUpstream.start({
-      namespace: NS, type: TYPE,
+      namespace: NS,
+      type: TYPE,
       releases: ['1.0.0', '1.1.0', '2.0.0'].map((version) => ({ version, platforms: PLATFORMS })),
     });
     certificate = makeCertificate(root);
@@ -65,9 +66,19 @@ describe.skipIf(missing('terraform', terraform))('terraform init through a mirro
   async function terraformIn(name: string, args: string[], cliConfig: string): Promise<{ dir: string; output: string }> {
     const dir = join(root, name);
     await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, 'main.tf'), `terraform {\n  required_providers {\n    thing = {\n      source  = "${source}"\n      version = "~> 1.0"\n    }\n  }\n}\n`);
+    await writeFile(
+      join(dir, 'main.tf'),
+      `terraform {\n  required_providers {\n    thing = {\n      source  = "${source}"\n      version = "~> 1.0"\n    }\n  }\n}\n`,
+    );
     await writeFile(join(dir, 'cli.tfrc'), cliConfig);
-    const env = { PATH: process.env.PATH, HOME: dir, TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'), SSL_CERT_FILE: bundle, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1' };
+    const env = {
+      PATH: process.env.PATH,
+      HOME: dir,
+      TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'),
+      SSL_CERT_FILE: bundle,
+      CHECKPOINT_DISABLE: '1',
+      TF_IN_AUTOMATION: '1',
+    };
     try {
       const { stdout, stderr } = await run(terraform!, [...args, '-no-color'], { cwd: dir, env, timeout: 120_000 });
       return { dir, output: stdout + stderr };
@@ -84,7 +95,11 @@ describe.skipIf(missing('terraform', terraform))('terraform init through a mirro
   async function initThroughMirror(name: string, stateDir: string): Promise<{ lock: Awaited<ReturnType<typeof lockOf>>; output: string; server: DevServer }> {
     const server = await startDevServer({ stateDir, port: await freePort(), certificate });
     servers.push(server);
-    const { dir, output } = await terraformIn(name, ['init', '-input=false'], `provider_installation {\n  network_mirror {\n    url = "${server.origin}/v1/mirror/"\n  }\n}\n`);
+    const { dir, output } = await terraformIn(
+      name,
+      ['init', '-input=false'],
+      `provider_installation {\n  network_mirror {\n    url = "${server.origin}/v1/mirror/"\n  }\n}\n`,
+    );
     return { lock: await lockOf(dir), output, server };
   }
 
@@ -99,8 +114,11 @@ describe.skipIf(missing('terraform', terraform))('terraform init through a mirro
 
     const syncState = join(root, 'state-sync');
     await writeFile(join(root, 'sync.tfrc'), hostBlock);
-    const synced = await runScript('mirror', ['sync', source, '--version', '~> 1.0', ...PLATFORMS.flatMap((p) => ['--platform', p]), '--persist-to', syncState, '--wrangler-config', configPath],
-      { NODE_EXTRA_CA_CERTS: upstream.caPath, TF_CLI_CONFIG_FILE: join(root, 'sync.tfrc') });
+    const synced = await runScript(
+      'mirror',
+      ['sync', source, '--version', '~> 1.0', ...PLATFORMS.flatMap((p) => ['--platform', p]), '--persist-to', syncState, '--wrangler-config', configPath],
+      { NODE_EXTRA_CA_CERTS: upstream.caPath, TF_CLI_CONFIG_FILE: join(root, 'sync.tfrc') },
+    );
     expect(synced.code, synced.stderr).toBe(0);
 
     const importState = join(root, 'state-import');
@@ -108,7 +126,10 @@ describe.skipIf(missing('terraform', terraform))('terraform init through a mirro
     expect(imported.code, imported.stderr).toBe(0);
     expect(imported.stderr).toMatch(new RegExp(`${source.replace(/\./g, '\\.')} 1\\.1\\.0: imported`));
 
-    for (const [name, stateDir] of [['via-sync', syncState], ['via-import', importState]] as const) {
+    for (const [name, stateDir] of [
+      ['via-sync', syncState],
+      ['via-import', importState],
+    ] as const) {
       const { lock, output, server } = await initThroughMirror(name, stateDir);
       console.log(`terraform init through the mirror (${name}):\n${output}\nlock: ${JSON.stringify(lock)}\nreference: ${JSON.stringify(reference)}`);
       expect(output).toContain(`Installed ${source} v1.1.0 (verified checksum)`);
@@ -121,9 +142,15 @@ describe.skipIf(missing('terraform', terraform))('terraform init through a mirro
       for (const hash of lock.hashes) expect(reference.hashes).toContain(hash);
       const h1 = reference.hashes.find((h) => h.startsWith('h1:'))!;
       expect(lock.hashes).toContain(h1);
-      const served = JSON.parse((await get(`${server.origin}/v1/mirror/${source}/1.1.0.json`, { ca: certificate.pem })).body.toString('utf8')) as { archives: Record<string, { hashes: string[] }> };
+      const served = JSON.parse((await get(`${server.origin}/v1/mirror/${source}/1.1.0.json`, { ca: certificate.pem })).body.toString('utf8')) as {
+        archives: Record<string, { hashes: string[] }>;
+      };
       expect(Object.keys(served.archives).sort()).toEqual([...PLATFORMS].sort());
-      expect(Object.values(served.archives).flatMap((a) => a.hashes.filter((h) => h.startsWith('zh:'))).sort()).toEqual(reference.hashes.filter((h) => h.startsWith('zh:')).sort());
+      expect(
+        Object.values(served.archives)
+          .flatMap((a) => a.hashes.filter((h) => h.startsWith('zh:')))
+          .sort(),
+      ).toEqual(reference.hashes.filter((h) => h.startsWith('zh:')).sort());
       expect(served.archives[goPlatform]!.hashes).toContain(h1);
     }
   });
@@ -154,7 +181,10 @@ describe.skipIf(missing('terraform', terraform))('terraform init through a mirro
 
   it('answers 404 "not in this mirror" for a provider it does not hold', async () => {
     const server = servers[0]!;
-    const response = await get(`${server.origin}/v1/mirror/registry.terraform.io/hashicorp/absent/index.json`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity' } });
+    const response = await get(`${server.origin}/v1/mirror/registry.terraform.io/hashicorp/absent/index.json`, {
+      ca: certificate.pem,
+      headers: { 'accept-encoding': 'identity' },
+    });
     expect(response.status).toBe(404);
     expect(JSON.parse(response.body.toString('utf8'))).toEqual({ errors: ['provider registry.terraform.io/hashicorp/absent is not in this mirror'] });
   });

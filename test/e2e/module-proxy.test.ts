@@ -32,7 +32,10 @@ const NS = 'terraform-aws-modules';
 const gh = (ref: string) => `git::https://github.com/${NS}/terraform-aws-vpc.git?ref=${ref}`;
 const MODULES: UpstreamModule[] = [
   {
-    namespace: NS, name: 'vpc', system: 'aws', versions: [
+    namespace: NS,
+    name: 'vpc',
+    system: 'aws',
+    versions: [
       { version: '1.0.0', source: gh('v1.0.0') },
       { version: '1.1.0', source: `github.com/${NS}/terraform-aws-vpc?ref=v1.1.0` },
       { version: '2.0.0', source: gh('v2.0.0') },
@@ -40,7 +43,10 @@ const MODULES: UpstreamModule[] = [
   },
   { namespace: NS, name: 'zipped', system: 'aws', versions: [{ version: '1.0.0', source: 'https://downloads.upstream.test/zipped-1.0.0.zip' }] },
   {
-    namespace: NS, name: 'hostile', system: 'aws', versions: [
+    namespace: NS,
+    name: 'hostile',
+    system: 'aws',
+    versions: [
       { version: '1.0.1', source: gh('h1.0.1'), defect: 'archive-500' },
       { version: '1.0.2', source: gh('h1.0.2'), defect: 'hang' },
       { version: '1.0.3', source: gh('h1.0.3'), defect: 'oversize' },
@@ -56,8 +62,15 @@ const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest(
 async function tarNames(gz: Buffer): Promise<string[]> {
   const extract = tar.extract();
   const names: string[] = [];
-  extract.on('entry', (header, stream, next) => { names.push(header.name); stream.on('end', next); stream.resume(); });
-  const done = new Promise<void>((resolve, reject) => { extract.on('finish', () => resolve()); extract.on('error', reject); });
+  extract.on('entry', (header, stream, next) => {
+    names.push(header.name);
+    stream.on('end', next);
+    stream.resume();
+  });
+  const done = new Promise<void>((resolve, reject) => {
+    extract.on('finish', () => resolve());
+    extract.on('error', reject);
+  });
   extract.end(gunzipSync(gz));
   await done;
   return names;
@@ -74,19 +87,27 @@ describe.skipIf(missing('terraform', terraform))('module proxy: terraform init o
     root = await mkdtemp(join(tmpdir(), 'edge-registry-e2e-module-proxy-'));
     state = join(root, 'state');
     upstream = await ModuleUpstream.start(MODULES);
-    await writeFile(join(root, 'policy.json'), JSON.stringify({
-      modules: [{ source: `${UPSTREAM}/${NS}/*/*`, versions: '~> 1.0' }],
-      hosts: {
-        [UPSTREAM]: { 'modules.v1': `${upstream.origin}/v1/modules/` },
-        'codeload.github.com': { archives: `${upstream.origin}/codeload/` },
-        'downloads.upstream.test': { archives: `${upstream.origin}/files/` },
-      },
-    }));
+    await writeFile(
+      join(root, 'policy.json'),
+      JSON.stringify({
+        modules: [{ source: `${UPSTREAM}/${NS}/*/*`, versions: '~> 1.0' }],
+        hosts: {
+          [UPSTREAM]: { 'modules.v1': `${upstream.origin}/v1/modules/` },
+          'codeload.github.com': { archives: `${upstream.origin}/codeload/` },
+          'downloads.upstream.test': { archives: `${upstream.origin}/files/` },
+        },
+      }),
+    );
     const set = await runScript('mirror', ['policy', 'set', join(root, 'policy.json'), '--persist-to', state, '--wrangler-config', configPath]);
     expect(set.code, set.stderr).toBe(0);
     expect(set.stderr + set.stdout).toContain('1 module rule');
     certificate = makeCertificate(root);
-    server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { PULL_TIMEOUT_SECONDS: '6', PULL_LIST_SECONDS: '2', MODULE_PROXY_MAX_MB: '1' } });
+    server = await startDevServer({
+      stateDir: state,
+      port: await freePort(),
+      certificate,
+      vars: { PULL_TIMEOUT_SECONDS: '6', PULL_LIST_SECONDS: '2', MODULE_PROXY_MAX_MB: '1' },
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -94,24 +115,30 @@ describe.skipIf(missing('terraform', terraform))('module proxy: terraform init o
     if (root) await rm(root, { recursive: true, force: true });
   });
 
-  const at = (path: string, headers: Record<string, string> = {}) => get(`${server.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity', ...headers } });
+  const at = (path: string, headers: Record<string, string> = {}) =>
+    get(`${server.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity', ...headers } });
   const errorOf = (response: HttpResponse) => (JSON.parse(response.body.toString('utf8')) as { errors: string[] }).errors[0]!;
-  const versionsOf = (response: HttpResponse) => (JSON.parse(response.body.toString('utf8')) as { modules: { versions: { version: string }[] }[] }).modules[0]!.versions.map((v) => v.version);
+  const versionsOf = (response: HttpResponse) =>
+    (JSON.parse(response.body.toString('utf8')) as { modules: { versions: { version: string }[] }[] }).modules[0]!.versions.map((v) => v.version);
   const auditEntries = async () => {
     const listed = await runScript('audit', ['--json', '--persist-to', state, '--config', configPath]);
     expect(listed.code, listed.stderr).toBe(0);
-    return (JSON.parse(listed.stdout) as { entries: { action: string; target: string; outcome: string; reason?: string; digests?: Record<string, string> }[] }).entries;
+    return (JSON.parse(listed.stdout) as { entries: { action: string; target: string; outcome: string; reason?: string; digests?: Record<string, string> }[] })
+      .entries;
   };
 
   async function initModules(name: string, version: string, origin = server.origin): Promise<InitResult & { work: string }> {
     const work = join(root, name);
     await mkdir(work, { recursive: true });
-    await writeFile(join(work, 'main.tf'), `module "vpc" {\n  source  = "${HOST}/${NS}/vpc/aws"\n  version = "${version}"\n  name    = "main"\n}\n\nmodule "subnet" {\n  source  = "${HOST}/${NS}/vpc/aws//modules/subnet"\n  version = "${version}"\n  cidr    = "10.0.1.0/24"\n}\n`);
+    await writeFile(
+      join(work, 'main.tf'),
+      `module "vpc" {\n  source  = "${HOST}/${NS}/vpc/aws"\n  version = "${version}"\n  name    = "main"\n}\n\nmodule "subnet" {\n  source  = "${HOST}/${NS}/vpc/aws//modules/subnet"\n  version = "${version}"\n  cidr    = "10.0.1.0/24"\n}\n`,
+    );
     await writeFile(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "modules.v1" = "${origin}/v1/modules/"\n  }\n}\n`);
     return { ...(await terraformInit(work, certificate.certPath)), work };
   }
 
-  it('the first init installs the newest allowed version from the upstream\'s GitHub source; the package is stored as ours', async () => {
+  it("the first init installs the newest allowed version from the upstream's GitHub source; the package is stored as ours", async () => {
     const first = await initModules('cold', '~> 1.0');
     expect(first.ok, `${first.output}\n${server.log().slice(-3000)}`).toBe(true);
     const vpc = first.modules.find((m) => m.Key === 'vpc')!;
@@ -150,7 +177,7 @@ describe.skipIf(missing('terraform', terraform))('module proxy: terraform init o
     expect(page).not.toContain('alert(1)');
   });
 
-  it('versions list the held and the upstream\'s allowed versions; outside the policy is refused with a 4xx naming why', async () => {
+  it("versions list the held and the upstream's allowed versions; outside the policy is refused with a 4xx naming why", async () => {
     expect(versionsOf(await at(`/v1/modules/${NS}/vpc/aws/versions`))).toEqual(['1.1.0', '1.0.0']);
     const outside = await at(`/v1/modules/${NS}/vpc/aws/2.0.0/download`);
     expect(outside.status).toBe(404);
@@ -165,7 +192,7 @@ describe.skipIf(missing('terraform', terraform))('module proxy: terraform init o
     expect(upstream.count('v2.0.0')).toBe(0);
   });
 
-  it('an HTTPS zip source is fetched (through the policy\'s archives override) and stored as a .tar.gz of ours', async () => {
+  it("an HTTPS zip source is fetched (through the policy's archives override) and stored as a .tar.gz of ours", async () => {
     const download = await at(`/v1/modules/${NS}/zipped/aws/1.0.0/download`);
     expect(download.status, download.body.toString()).toBe(204);
     const names = await tarNames((await at(String(download.headers['x-terraform-get']))).body);
@@ -187,7 +214,9 @@ describe.skipIf(missing('terraform', terraform))('module proxy: terraform init o
       it(what, async () => {
         const path = `/v1/modules/${NS}/hostile/aws/${version}/download`;
         const asked = () => upstream.count(`/hostile/aws/${version}/download`) + (ref ? upstream.count(`tar.gz/${ref}`) : 0);
-        const first = await at(path).catch((error: Error) => { throw new Error(`${error.message}\n${server.log().slice(-3000)}`); });
+        const first = await at(path).catch((error: Error) => {
+          throw new Error(`${error.message}\n${server.log().slice(-3000)}`);
+        });
         expect(first.status, first.body.toString()).toBe(status);
         expect(errorOf(first)).toContain(`module ${HOST}/${NS}/hostile/aws ${version} could not be proxied from ${UPSTREAM}/${NS}/hostile/aws: `);
         expect(errorOf(first)).toMatch(message);
@@ -240,9 +269,18 @@ describe.skipIf(missing('terraform', terraform))('module proxy: terraform init o
       return created.stdout.trim().split('\n').at(-1)!;
     };
     const [other, ours] = [await token('other'), await token(NS)];
-    const locked = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { ACCESS: 'private', URL_SIGNING_SECRET: 'module-proxy-test-secret-0123456789', PULL_TIMEOUT_SECONDS: '6' } });
+    const locked = await startDevServer({
+      stateDir: state,
+      port: await freePort(),
+      certificate,
+      vars: { ACCESS: 'private', URL_SIGNING_SECRET: 'module-proxy-test-secret-0123456789', PULL_TIMEOUT_SECONDS: '6' },
+    });
     try {
-      const ask = (path: string, bearer?: string) => get(`${locked.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) } });
+      const ask = (path: string, bearer?: string) =>
+        get(`${locked.origin}${path}`, {
+          ca: certificate.pem,
+          headers: { 'accept-encoding': 'identity', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+        });
       const before = upstream.requests.length;
       const fresh = `/v1/modules/${NS}/hostile/aws`;
       expect((await ask(`${fresh}/versions`)).status).toBe(401);

@@ -58,7 +58,12 @@ export async function githubTarball(top: string, files: Record<string, string>):
       await writeFile(join(repo, path), text);
     }
     await symlink('README.md', join(repo, 'LICENSE.link'));
-    const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 });
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args], {
+        cwd: repo,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        maxBuffer: 64 * 1024 * 1024,
+      });
     git('init', '-q');
     git('add', '-A');
     git('commit', '-q', '-m', 'release');
@@ -73,11 +78,21 @@ export class ModuleUpstream {
   private readonly archives = new Map<string, Buffer>();
   private readonly hanging = new Set<ServerResponse>();
 
-  private constructor(private server: Server, readonly origin: string, private modules: UpstreamModule[]) {}
+  private constructor(
+    private server: Server,
+    readonly origin: string,
+    private modules: UpstreamModule[],
+  ) {}
 
   static async start(modules: UpstreamModule[]): Promise<ModuleUpstream> {
     let upstream!: ModuleUpstream;
-    const server = createServer((req, res) => void upstream.handle(req, res).catch((error: Error) => { res.statusCode = 500; res.end(error.message); }));
+    const server = createServer(
+      (req, res) =>
+        void upstream.handle(req, res).catch((error: Error) => {
+          res.statusCode = 500;
+          res.end(error.message);
+        }),
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as { port: number };
     upstream = new ModuleUpstream(server, `http://127.0.0.1:${port}`, modules);
@@ -116,11 +131,14 @@ export class ModuleUpstream {
     }
     const target = codeload ? { repo: codeload[2]!, ref: codeload[3]!, zip: false } : file ? { repo: file[1]!, ref: '', zip: file[1]!.endsWith('.zip') } : null;
     if (!target) return this.send(res, 404, { errors: ['no such path'] });
-    const match = this.modules.flatMap((m) => m.versions.map((v) => ({ m, v }))).find(({ v }) => v.source.includes(target.ref ? `?ref=${target.ref}` : target.repo));
+    const match = this.modules
+      .flatMap((m) => m.versions.map((v) => ({ m, v })))
+      .find(({ v }) => v.source.includes(target.ref ? `?ref=${target.ref}` : target.repo));
     if (!match) return this.send(res, 404, { errors: ['no such archive'] });
     const { m, v } = match;
     switch (v.defect) {
-      case 'archive-500': return this.send(res, 500, { errors: ['upstream broken'] });
+      case 'archive-500':
+        return this.send(res, 500, { errors: ['upstream broken'] });
       case 'hang': {
         res.writeHead(200, { 'content-type': 'application/gzip' });
         res.write(Buffer.alloc(100, 1)); // then nothing more
@@ -132,13 +150,19 @@ export class ModuleUpstream {
         res.writeHead(200, { 'content-type': 'application/gzip' });
         const chunk = Buffer.alloc(1024 * 1024, 7);
         for (let i = 0; i < 3 && !res.destroyed; i++) {
-          if (!res.write(chunk)) await new Promise((resolve) => { res.once('drain', resolve); res.once('close', resolve); });
+          if (!res.write(chunk))
+            await new Promise((resolve) => {
+              res.once('drain', resolve);
+              res.once('close', resolve);
+            });
         }
         res.end();
         return;
       }
-      case 'not-gzip': return this.sendBytes(res, Buffer.from('<html>this is not an archive</html>'));
-      default: break;
+      case 'not-gzip':
+        return this.sendBytes(res, Buffer.from('<html>this is not an archive</html>'));
+      default:
+        break;
     }
     const key = `${m.name}@${v.version}@${v.defect ?? ''}`;
     let bytes = this.archives.get(key);
@@ -146,11 +170,12 @@ export class ModuleUpstream {
       // Built once per version: the bench times downloads of up to 1,600 generated files.
       const files = v.defect === 'no-tf' ? { 'README.md': 'no module here' } : moduleFiles(m.name, v.version);
       for (let i = 0; i < (v.extraFiles ?? 0); i++) {
-        files[`examples/e${i}/main.tf`] = Array.from({ length: 60 }, (_, line) => `resource "aws_subnet" "s${i}_${line}" {\n  cidr_block = "10.${i % 256}.${line}.0/24"\n}\n`).join('');
+        files[`examples/e${i}/main.tf`] = Array.from(
+          { length: 60 },
+          (_, line) => `resource "aws_subnet" "s${i}_${line}" {\n  cidr_block = "10.${i % 256}.${line}.0/24"\n}\n`,
+        ).join('');
       }
-      bytes = target.zip
-        ? await zipBuffers(files)
-        : await githubTarball(`${target.repo}-${target.ref.replace(/^v/, '')}`, files);
+      bytes = target.zip ? await zipBuffers(files) : await githubTarball(`${target.repo}-${target.ref.replace(/^v/, '')}`, files);
       this.archives.set(key, bytes);
     }
     return this.sendBytes(res, bytes);

@@ -57,8 +57,27 @@ async function publishAll(stateDir: string): Promise<void> {
   }
   const tree = join(dir, 'trees', '2.1.0');
   writeDemoModule(tree, '2.1.0');
-  const { stdout } = await run(tsx, ['scripts/publish-module.ts', tree, '--namespace', 'acme', '--name', 'vpc', '--system', 'aws', '--version', '2.1.0',
-    '--hostname', hostname, '--persist-to', stateDir, '--json'], { cwd: root });
+  const { stdout } = await run(
+    tsx,
+    [
+      'scripts/publish-module.ts',
+      tree,
+      '--namespace',
+      'acme',
+      '--name',
+      'vpc',
+      '--system',
+      'aws',
+      '--version',
+      '2.1.0',
+      '--hostname',
+      hostname,
+      '--persist-to',
+      stateDir,
+      '--json',
+    ],
+    { cwd: root },
+  );
   expect(JSON.parse(stdout)).toMatchObject({ status: 'published', submodules: ['modules/subnet'] });
 }
 
@@ -69,7 +88,9 @@ const hostBlock = (server: DevServer) => `host "${HOST}" {\n  services = {\n    
 async function init(name: string, hostname: string, cliConfig: string): Promise<InitResult & { work: string }> {
   const work = join(dir, 'terraform', name);
   await mkdir(work, { recursive: true });
-  await writeFile(join(work, 'main.tf'), `module "vpc" {
+  await writeFile(
+    join(work, 'main.tf'),
+    `module "vpc" {
   source  = "${hostname}/acme/vpc/aws"
   version = "~> 2.0"
   name    = "main"
@@ -81,7 +102,8 @@ module "subnet" {
   name    = "a"
   cidr    = "10.0.1.0/24"
 }
-`);
+`,
+  );
   await writeFile(join(work, 'cli.tfrc'), cliConfig);
   return { ...(await terraformInit(work, certificate.certPath, 90_000)), work };
 }
@@ -120,18 +142,21 @@ describe('modules over HTTPS (wrangler dev, public)', () => {
     expect(archive.headers['content-type']).toBe('application/gzip');
   });
 
-  it.skipIf(missing('terraform', terraform))('terraform init resolves ~> 2.0 to 2.1.0, downloads and unpacks it, and installs the //modules/subnet submodule', async () => {
-    const result = await init('public', hostname, hostBlock(server));
-    console.log(`--- terraform init, public modules ---\n${result.output}`);
-    expect(result.ok).toBe(true);
-    const vpc = result.modules.find((m) => m.Key === 'vpc')!;
-    const subnet = result.modules.find((m) => m.Key === 'subnet')!;
-    expect(vpc).toMatchObject({ Source: `${hostname}/acme/vpc/aws`, Version: '2.1.0' });
-    expect(subnet).toMatchObject({ Source: `${hostname}/acme/vpc/aws//modules/subnet`, Version: '2.1.0' });
-    expect(readFileSync(join(result.work, vpc.Dir, 'main.tf'), 'utf8')).toContain('value       = "2.1.0"');
-    expect(readFileSync(join(result.work, subnet.Dir, 'main.tf'), 'utf8')).toContain('variable "cidr"');
-    expect(subnet.Dir.endsWith('modules/subnet')).toBe(true);
-  });
+  it.skipIf(missing('terraform', terraform))(
+    'terraform init resolves ~> 2.0 to 2.1.0, downloads and unpacks it, and installs the //modules/subnet submodule',
+    async () => {
+      const result = await init('public', hostname, hostBlock(server));
+      console.log(`--- terraform init, public modules ---\n${result.output}`);
+      expect(result.ok).toBe(true);
+      const vpc = result.modules.find((m) => m.Key === 'vpc')!;
+      const subnet = result.modules.find((m) => m.Key === 'subnet')!;
+      expect(vpc).toMatchObject({ Source: `${hostname}/acme/vpc/aws`, Version: '2.1.0' });
+      expect(subnet).toMatchObject({ Source: `${hostname}/acme/vpc/aws//modules/subnet`, Version: '2.1.0' });
+      expect(readFileSync(join(result.work, vpc.Dir, 'main.tf'), 'utf8')).toContain('value       = "2.1.0"');
+      expect(readFileSync(join(result.work, subnet.Dir, 'main.tf'), 'utf8')).toContain('variable "cidr"');
+      expect(subnet.Dir.endsWith('modules/subnet')).toBe(true);
+    },
+  );
 });
 
 describe('modules over HTTPS in private mode', () => {
@@ -142,7 +167,8 @@ describe('modules over HTTPS in private mode', () => {
     const port = await freePort();
     const stateDir = join(dir, 'private-state');
     await publishAll(stateDir);
-    const token = async (...args: string[]) => (await run(tsx, ['scripts/token.ts', 'create', ...args, '--persist-to', stateDir], { cwd: root })).stdout.trimEnd().split('\n').at(-1)!;
+    const token = async (...args: string[]) =>
+      (await run(tsx, ['scripts/token.ts', 'create', ...args, '--persist-to', stateDir], { cwd: root })).stdout.trimEnd().split('\n').at(-1)!;
     tokens.acme = await token('--namespace', 'acme', '--name', 'acme');
     tokens.other = await token('--namespace', 'other', '--name', 'other');
     server = await startDevServer({ stateDir, port, certificate, vars: { ACCESS: 'private', URL_SIGNING_SECRET: SECRET } });
@@ -152,7 +178,11 @@ describe('modules over HTTPS in private mode', () => {
   const credentials = (token: string) => `${hostBlock(server)}credentials "${hostname}" {\n  token = "${token}"\n}\n`;
 
   it('the download location is signed; an expired or unsigned archive URL gets 403', async () => {
-    const https = (path: string, token?: string) => get(`${server.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity', ...(token ? { authorization: `Bearer ${token}` } : {}) } });
+    const https = (path: string, token?: string) =>
+      get(`${server.origin}${path}`, {
+        ca: certificate.pem,
+        headers: { 'accept-encoding': 'identity', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      });
     expect((await https('/v1/modules/acme/vpc/aws/versions')).status).toBe(401);
     expect((await https('/v1/modules/acme/vpc/aws/versions', tokens.other)).status).toBe(403);
     const download = await https('/v1/modules/acme/vpc/aws/2.1.0/download', tokens.acme);
@@ -167,19 +197,22 @@ describe('modules over HTTPS in private mode', () => {
     expect(expired.body.toString()).toContain('expired');
   });
 
-  it.skipIf(missing('terraform', terraform))('terraform init with a credentials block installs the modules; without one, or out of scope, it is refused', async () => {
-    const ok = await init('private-ok', hostname, credentials(tokens.acme));
-    console.log(`--- terraform init, private modules ---\n${ok.output.replaceAll(/ert_[A-Za-z0-9_-]{43}/g, 'ert_…')}`);
-    expect(ok.ok).toBe(true);
-    expect(ok.modules.find((m) => m.Key === 'vpc')?.Version).toBe('2.1.0');
-    expect(ok.modules.find((m) => m.Key === 'subnet')?.Version).toBe('2.1.0');
+  it.skipIf(missing('terraform', terraform))(
+    'terraform init with a credentials block installs the modules; without one, or out of scope, it is refused',
+    async () => {
+      const ok = await init('private-ok', hostname, credentials(tokens.acme));
+      console.log(`--- terraform init, private modules ---\n${ok.output.replaceAll(/ert_[A-Za-z0-9_-]{43}/g, 'ert_…')}`);
+      expect(ok.ok).toBe(true);
+      expect(ok.modules.find((m) => m.Key === 'vpc')?.Version).toBe('2.1.0');
+      expect(ok.modules.find((m) => m.Key === 'subnet')?.Version).toBe('2.1.0');
 
-    const none = await init('private-none', hostname, hostBlock(server));
-    const scope = await init('private-scope', hostname, credentials(tokens.other));
-    console.log(`--- terraform init, no token ---\n${none.output}\n--- terraform init, token out of scope ---\n${scope.output}`);
-    expect(none.ok).toBe(false);
-    expect(scope.ok).toBe(false);
-    expect(flat(none.output)).toMatch(/401|requires authentication|Unauthorized/i);
-    expect(flat(scope.output)).toMatch(/403|rejected the given authentication credentials|Forbidden/i);
-  });
+      const none = await init('private-none', hostname, hostBlock(server));
+      const scope = await init('private-scope', hostname, credentials(tokens.other));
+      console.log(`--- terraform init, no token ---\n${none.output}\n--- terraform init, token out of scope ---\n${scope.output}`);
+      expect(none.ok).toBe(false);
+      expect(scope.ok).toBe(false);
+      expect(flat(none.output)).toMatch(/401|requires authentication|Unauthorized/i);
+      expect(flat(scope.output)).toMatch(/403|rejected the given authentication credentials|Forbidden/i);
+    },
+  );
 });

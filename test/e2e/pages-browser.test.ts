@@ -47,8 +47,7 @@ beforeAll(async () => {
   await mkdir(SHOTS, { recursive: true });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run'],
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
     // playwright gives chromium a fresh temporary --user-data-dir itself (it refuses the flag here).
   });
 }, 180_000);
@@ -75,18 +74,22 @@ async function newContext(origin: string, options: { phone?: boolean; dark?: boo
 async function open(context: BrowserContext, url: string): Promise<{ page: Page; errors: string[] }> {
   const page = await context.newPage();
   const errors: string[] = [];
-  page.on('console', (message) => { if (message.type() === 'error') errors.push(message.text()); });
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(message.text());
+  });
   page.on('pageerror', (error) => errors.push(error.message));
   await page.goto(url);
   return { page, errors };
 }
 
-interface AxeResult { violations: { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }[] }
+interface AxeResult {
+  violations: { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }[];
+}
 
 /** axe-core in the page (evaluated through the DevTools protocol, so the CSP stays on): serious and critical violations. */
 async function axe(page: Page): Promise<string[]> {
   await page.evaluate(AXE);
-  const result = await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<AxeResult> } }).axe.run()) as AxeResult;
+  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<AxeResult> } }).axe.run())) as AxeResult;
   return result.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
@@ -145,7 +148,7 @@ describe.skipIf(missing('chromium', haveChromium))('pages in chromium (public re
   }, 120_000);
   afterAll(async () => server?.stop());
 
-  it('finds, filters, switches version, reads a resource\'s docs; no CSP errors; axe finds nothing serious', async () => {
+  it("finds, filters, switches version, reads a resource's docs; no CSP errors; axe finds nothing serious", async () => {
     const context = await newContext(server.origin);
     const { page, errors } = await open(context, `${server.origin}/`);
     expect(await page.locator('h1').textContent()).toBe('Providers');
@@ -185,44 +188,55 @@ describe.skipIf(missing('chromium', haveChromium))('pages in chromium (public re
     await context.close();
   }, 180_000);
 
-  it.skipIf(missing('terraform', terraform))('over HTTP: the copied provider and module snippets with the copied host block are what terraform init installs; the mirror snippet is refused as the page says', async () => {
-    const context = await newContext(server.origin);
-    const { page } = await open(context, `${server.origin}/providers/demo/example`);
-    const required = await copy(page, 'snippet-required');
-    expect(required).toContain('source  = "registry.example.com/demo/example"');
-    expect(required).toContain('version = "~> 1.2"');
-    const host = await copy(page, 'snippet-host');
-    expect(host).toContain(`"providers.v1" = "${server.origin}/v1/providers/"`);
-    const origin = await terraformInit('http-origin', { 'main.tf': required, 'cli.tfrc': host });
-    expect(origin).toContain('Installed registry.example.com/demo/example v1.2.0');
+  it.skipIf(missing('terraform', terraform))(
+    'over HTTP: the copied provider and module snippets with the copied host block are what terraform init installs; the mirror snippet is refused as the page says',
+    async () => {
+      const context = await newContext(server.origin);
+      const { page } = await open(context, `${server.origin}/providers/demo/example`);
+      const required = await copy(page, 'snippet-required');
+      expect(required).toContain('source  = "registry.example.com/demo/example"');
+      expect(required).toContain('version = "~> 1.2"');
+      const host = await copy(page, 'snippet-host');
+      expect(host).toContain(`"providers.v1" = "${server.origin}/v1/providers/"`);
+      const origin = await terraformInit('http-origin', { 'main.tf': required, 'cli.tfrc': host });
+      expect(origin).toContain('Installed registry.example.com/demo/example v1.2.0');
 
-    const mirror = await copy(page, 'snippet-mirror');
-    expect(mirror).toContain(`url = "${server.origin}/v1/mirror/"`);
-    expect(await page.locator('.snippet', { has: page.locator('#snippet-mirror') }).textContent()).toContain('accept a network mirror only at an https: URL');
-    expect(await terraformInitFails('http-mirror', { 'main.tf': required, 'cli.tfrc': mirror })).toContain('the mirror must be at an https: URL');
+      const mirror = await copy(page, 'snippet-mirror');
+      expect(mirror).toContain(`url = "${server.origin}/v1/mirror/"`);
+      expect(await page.locator('.snippet', { has: page.locator('#snippet-mirror') }).textContent()).toContain('accept a network mirror only at an https: URL');
+      expect(await terraformInitFails('http-mirror', { 'main.tf': required, 'cli.tfrc': mirror })).toContain('the mirror must be at an https: URL');
 
-    await page.goto(`${server.origin}/modules`);
-    expect(await page.locator('.grid .addr').first().textContent()).toBe(DEMO_MODULE);
-    await page.click('a.card');
-    await page.waitForURL(`${server.origin}/modules/demo/vpc/aws`);
-    const block = await copy(page, 'module-block');
-    expect(block).toContain(`source  = "${DEMO_MODULE}"`);
-    expect(await copy(page, 'snippet-host')).toBe(host);
-    // The demo README names the same address.
-    expect(await page.locator('.readme').textContent()).toContain(`source  = "${DEMO_MODULE}"`);
-    const modules = await terraformInit('http-module', { 'main.tf': block, 'cli.tfrc': host });
-    expect(modules).toContain(`Downloading ${DEMO_MODULE} 1.1.0 for vpc`);
-    await context.close();
-  }, 240_000);
+      await page.goto(`${server.origin}/modules`);
+      expect(await page.locator('.grid .addr').first().textContent()).toBe(DEMO_MODULE);
+      await page.click('a.card');
+      await page.waitForURL(`${server.origin}/modules/demo/vpc/aws`);
+      const block = await copy(page, 'module-block');
+      expect(block).toContain(`source  = "${DEMO_MODULE}"`);
+      expect(await copy(page, 'snippet-host')).toBe(host);
+      // The demo README names the same address.
+      expect(await page.locator('.readme').textContent()).toContain(`source  = "${DEMO_MODULE}"`);
+      const modules = await terraformInit('http-module', { 'main.tf': block, 'cli.tfrc': host });
+      expect(modules).toContain(`Downloading ${DEMO_MODULE} 1.1.0 for vpc`);
+      await context.close();
+    },
+    240_000,
+  );
 
   it('looks right on a laptop and a phone, light and dark (screenshots): sizes on one line, hashes selected whole, module pages named as such', async () => {
     const pages = {
-      home: '/', provider: '/providers/demo/example', docs: '/providers/demo/example/1.2.0/docs/resources/example_server',
-      modules: '/modules', module: '/modules/demo/vpc/aws',
+      home: '/',
+      provider: '/providers/demo/example',
+      docs: '/providers/demo/example/1.2.0/docs/resources/example_server',
+      modules: '/modules',
+      module: '/modules/demo/vpc/aws',
     };
     // Page-side code gets its DOM from globalThis (this project type-checks without the DOM library).
     interface Dom {
-      document: { documentElement: { scrollWidth: number }; createRange(): { selectNodeContents(n: unknown): void; getClientRects(): { length: number } }; querySelectorAll(s: string): ArrayLike<{ firstChild: unknown }> };
+      document: {
+        documentElement: { scrollWidth: number };
+        createRange(): { selectNodeContents(n: unknown): void; getClientRects(): { length: number } };
+        querySelectorAll(s: string): ArrayLike<{ firstChild: unknown }>;
+      };
       getSelection(): { toString(): string } | null;
     }
     for (const phone of [false, true]) {
@@ -243,11 +257,13 @@ describe.skipIf(missing('chromium', haveChromium))('pages in chromium (public re
         // The provider page's platform table: every size on one line ("443 B", never "443 / B"), and one
         // click on a hash selects all of it (copied whole, however the cell wraps it).
         await page.goto(`${server.origin}/providers/demo/example`);
-        const sizeLines = await page.evaluate(() => Array.from((globalThis as unknown as Dom).document.querySelectorAll('td.num')).map((td) => {
-          const range = (globalThis as unknown as Dom).document.createRange();
-          range.selectNodeContents(td.firstChild);
-          return range.getClientRects().length;
-        }));
+        const sizeLines = await page.evaluate(() =>
+          Array.from((globalThis as unknown as Dom).document.querySelectorAll('td.num')).map((td) => {
+            const range = (globalThis as unknown as Dom).document.createRange();
+            range.selectNodeContents(td.firstChild);
+            return range.getClientRects().length;
+          }),
+        );
         expect(sizeLines.length).toBeGreaterThan(0);
         expect(sizeLines.every((lines) => lines === 1)).toBe(true);
         const hash = page.locator('td.hash .copyable').first();
@@ -270,7 +286,9 @@ describe.skipIf(missing('chromium', haveChromium))('pages in chromium (private r
     const { stdout } = await run(tsx, ['scripts/token.ts', 'create', '--namespace', 'demo', '--name', 'browser', '--persist-to', stateDir], { cwd: root });
     token = stdout.trimEnd().split('\n').at(-1)!;
     server = await startDevServer({
-      stateDir, port: await freePort(), certificate,
+      stateDir,
+      port: await freePort(),
+      certificate,
       vars: { ACCESS: 'private', URL_SIGNING_SECRET: 'browser-test-signing-secret-0123456789' },
     });
   }, 120_000);
@@ -286,7 +304,7 @@ describe.skipIf(missing('chromium', haveChromium))('pages in chromium (private r
     return page;
   }
 
-  it('sends a visitor to sign in, shows the token\'s providers after, and signs out; at localhost the copied snippets install through the registry, the mirror and the module registry', async () => {
+  it("sends a visitor to sign in, shows the token's providers after, and signs out; at localhost the copied snippets install through the registry, the mirror and the module registry", async () => {
     const context = await newContext(server.origin);
     const { page, errors } = await open(context, `${server.origin}/providers/demo/example`);
     await page.waitForURL(/\/login\?next=/);
@@ -301,7 +319,9 @@ describe.skipIf(missing('chromium', haveChromium))('pages in chromium (private r
     expect(cookies.find((c) => c.name === '__Host-session')).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Lax' });
     const credentials = await copy(page, 'snippet-credentials');
     // The registry's name (host block) and the mirror's host and port: Terraform keys mirror credentials by the mirror URL.
-    expect(credentials).toBe(`credentials "registry.example.com" {\n  token = "ert_…"\n}\n# the network mirror at ${server.origin}/v1/mirror/\ncredentials "localhost:${server.port}" {\n  token = "ert_…"\n}\n`);
+    expect(credentials).toBe(
+      `credentials "registry.example.com" {\n  token = "ert_…"\n}\n# the network mirror at ${server.origin}/v1/mirror/\ncredentials "localhost:${server.port}" {\n  token = "ert_…"\n}\n`,
+    );
     expect(await page.content()).not.toContain(token);
     await page.screenshot({ path: join(SHOTS, 'provider-private-desktop-light.png') });
     if (terraform) {
@@ -310,8 +330,12 @@ describe.skipIf(missing('chromium', haveChromium))('pages in chromium (private r
       const host = await copy(page, 'snippet-host');
       const mirror = await copy(page, 'snippet-mirror');
       expect(mirror).toContain(`url = "${server.origin}/v1/mirror/"`);
-      expect(await terraformInit('private', { 'main.tf': required, 'cli.tfrc': host + withToken })).toContain('Installed registry.example.com/demo/example v1.2.0');
-      expect(await terraformInit('private-mirror', { 'main.tf': required, 'cli.tfrc': mirror + withToken })).toContain('Installed registry.example.com/demo/example v1.2.0');
+      expect(await terraformInit('private', { 'main.tf': required, 'cli.tfrc': host + withToken })).toContain(
+        'Installed registry.example.com/demo/example v1.2.0',
+      );
+      expect(await terraformInit('private-mirror', { 'main.tf': required, 'cli.tfrc': mirror + withToken })).toContain(
+        'Installed registry.example.com/demo/example v1.2.0',
+      );
       await page.goto(`${server.origin}/modules/demo/vpc/aws`);
       const block = await copy(page, 'module-block');
       const moduleCredentials = await copy(page, 'snippet-credentials');
@@ -329,27 +353,33 @@ describe.skipIf(missing('chromium', haveChromium))('pages in chromium (private r
     await context.close();
   }, 240_000);
 
-  it.skipIf(missing('terraform', terraform))('at a dotted host (https://127.0.0.1:PORT) the snippets name that host, need no host block, and install as copied', async () => {
-    const origin = `https://127.0.0.1:${server.port}`;
-    const context = await newContext(origin);
-    const page = await signIn(context, origin, '/providers/demo/example');
-    const required = await copy(page, 'snippet-required');
-    expect(required).toContain(`source  = "127.0.0.1:${server.port}/demo/example"`);
-    expect(await page.locator('#snippet-host').count()).toBe(0);
-    const credentials = await copy(page, 'snippet-credentials');
-    expect(credentials).toBe(`credentials "127.0.0.1:${server.port}" {\n  token = "ert_…"\n}\n`);
-    const cli = credentials.replace('ert_…', token);
-    expect(await terraformInit('dotted', { 'main.tf': required, 'cli.tfrc': cli })).toContain(`Installed 127.0.0.1:${server.port}/demo/example v1.2.0`);
-    const mirror = await copy(page, 'snippet-mirror');
-    const viaMirror = await terraformInit('dotted-mirror', {
-      'main.tf': required.replace(`127.0.0.1:${server.port}/demo/example`, 'registry.example.com/demo/example'),
-      'cli.tfrc': mirror + cli,
-    });
-    expect(viaMirror).toContain('Installed registry.example.com/demo/example v1.2.0');
-    await page.goto(`${origin}/modules/demo/vpc/aws`);
-    const block = await copy(page, 'module-block');
-    expect(block).toContain(`source  = "127.0.0.1:${server.port}/demo/vpc/aws"`);
-    expect(await terraformInit('dotted-module', { 'main.tf': block, 'cli.tfrc': cli })).toContain(`Downloading 127.0.0.1:${server.port}/demo/vpc/aws 1.1.0 for vpc`);
-    await context.close();
-  }, 240_000);
+  it.skipIf(missing('terraform', terraform))(
+    'at a dotted host (https://127.0.0.1:PORT) the snippets name that host, need no host block, and install as copied',
+    async () => {
+      const origin = `https://127.0.0.1:${server.port}`;
+      const context = await newContext(origin);
+      const page = await signIn(context, origin, '/providers/demo/example');
+      const required = await copy(page, 'snippet-required');
+      expect(required).toContain(`source  = "127.0.0.1:${server.port}/demo/example"`);
+      expect(await page.locator('#snippet-host').count()).toBe(0);
+      const credentials = await copy(page, 'snippet-credentials');
+      expect(credentials).toBe(`credentials "127.0.0.1:${server.port}" {\n  token = "ert_…"\n}\n`);
+      const cli = credentials.replace('ert_…', token);
+      expect(await terraformInit('dotted', { 'main.tf': required, 'cli.tfrc': cli })).toContain(`Installed 127.0.0.1:${server.port}/demo/example v1.2.0`);
+      const mirror = await copy(page, 'snippet-mirror');
+      const viaMirror = await terraformInit('dotted-mirror', {
+        'main.tf': required.replace(`127.0.0.1:${server.port}/demo/example`, 'registry.example.com/demo/example'),
+        'cli.tfrc': mirror + cli,
+      });
+      expect(viaMirror).toContain('Installed registry.example.com/demo/example v1.2.0');
+      await page.goto(`${origin}/modules/demo/vpc/aws`);
+      const block = await copy(page, 'module-block');
+      expect(block).toContain(`source  = "127.0.0.1:${server.port}/demo/vpc/aws"`);
+      expect(await terraformInit('dotted-module', { 'main.tf': block, 'cli.tfrc': cli })).toContain(
+        `Downloading 127.0.0.1:${server.port}/demo/vpc/aws 1.1.0 for vpc`,
+      );
+      await context.close();
+    },
+    240_000,
+  );
 });

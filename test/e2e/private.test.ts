@@ -53,7 +53,9 @@ beforeAll(async () => {
   await tokenCli('revoke', 'revoked');
   certificate = makeCertificate(dir);
   server = await startDevServer({
-    stateDir, port, certificate,
+    stateDir,
+    port,
+    certificate,
     vars: { REGISTRY_HOSTNAME: hostname, ACCESS: 'private', URL_SIGNING_SECRET: 'e2e-private-mode-signing-secret-0123456789' },
   });
 }, 180_000);
@@ -95,11 +97,18 @@ describe.skipIf(missing('terraform', terraform))('terraform init against a priva
   async function init(name: string, source: string, cliConfig: string): Promise<{ ok: boolean; output: string }> {
     const work = join(dir, 'terraform', name);
     await mkdir(work, { recursive: true });
-    await writeFile(join(work, 'main.tf'), `terraform {\n  required_providers {\n    thing = {\n      source  = "${source}"\n      version = "1.3.0"\n    }\n  }\n}\n`);
+    await writeFile(
+      join(work, 'main.tf'),
+      `terraform {\n  required_providers {\n    thing = {\n      source  = "${source}"\n      version = "1.3.0"\n    }\n  }\n}\n`,
+    );
     await writeFile(join(work, 'cli.tfrc'), cliConfig);
     const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH, HOME: work, TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'),
-      SSL_CERT_FILE: certificate.certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1',
+      PATH: process.env.PATH,
+      HOME: work,
+      TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'),
+      SSL_CERT_FILE: certificate.certPath,
+      CHECKPOINT_DISABLE: '1',
+      TF_IN_AUTOMATION: '1',
     };
     try {
       const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color'], { cwd: work, env, timeout: 90_000 });
@@ -154,4 +163,3 @@ describe.skipIf(missing('terraform', terraform))('terraform init against a priva
     }
   });
 });
-

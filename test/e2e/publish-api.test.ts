@@ -53,10 +53,16 @@ afterAll(async () => {
 });
 
 /** The CLI against the dev server: only a publish credential and the CA in its environment. */
-const cli = (script: string, args: string[], token = publishToken, extra: NodeJS.ProcessEnv = {}) => runScript(script, [...args, '--registry', server.origin], {
-  ...extra, EDGE_REGISTRY_TOKEN: token, NODE_EXTRA_CA_CERTS: certificate.certPath,
-  CLOUDFLARE_API_TOKEN: '', R2_ACCESS_KEY_ID: '', R2_SECRET_ACCESS_KEY: '', EDGE_REGISTRY_SIGNING_KEY: '',
-});
+const cli = (script: string, args: string[], token = publishToken, extra: NodeJS.ProcessEnv = {}) =>
+  runScript(script, [...args, '--registry', server.origin], {
+    ...extra,
+    EDGE_REGISTRY_TOKEN: token,
+    NODE_EXTRA_CA_CERTS: certificate.certPath,
+    CLOUDFLARE_API_TOKEN: '',
+    R2_ACCESS_KEY_ID: '',
+    R2_SECRET_ACCESS_KEY: '',
+    EDGE_REGISTRY_SIGNING_KEY: '',
+  });
 
 const https = (path: string) => get(`${server.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity' } });
 
@@ -83,7 +89,9 @@ describe('publish-provider --registry', () => {
     const rebuilt = await writeDist(join(dir, 'dist-rebuilt'), 'thing', '1.0.0', { salt: 'other bytes' });
     const refused = await cli('publish-provider', [rebuilt, '--namespace', 'acme', '--key-file', key.path]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/error: the registry refused the publish \(409\): registry\.example\.com\/acme\/thing 1\.0\.0 is already published with different contents/);
+    expect(refused.stderr).toMatch(
+      /error: the registry refused the publish \(409\): registry\.example\.com\/acme\/thing 1\.0\.0 is already published with different contents/,
+    );
 
     const reader = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path], readToken);
     expect(reader.code).toBe(1);
@@ -93,33 +101,46 @@ describe('publish-provider --registry', () => {
     expect(other.stderr).toMatch(/\(403\): this publish token may not publish into namespace "other"/);
   });
 
-  it.skipIf(missing('terraform', terraform))('terraform init installs and verifies the release published through the API; gpg --verify accepts its signature', async () => {
-    const work = join(dir, 'tf-provider');
-    mkdirSync(work, { recursive: true });
-    writeFileSync(join(work, 'main.tf'), `terraform {\n  required_providers {\n    thing = {\n      source  = "${HOST}/acme/thing"\n      version = "1.0.0"\n    }\n  }\n}\n`);
-    writeFileSync(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "providers.v1" = "${server.origin}/v1/providers/"\n  }\n}\n`);
-    const init = await terraformInit(work, certificate.certPath);
-    console.log(`--- terraform init of a release published through the API ---\n${init.output}`);
-    expect(init.ok, init.output).toBe(true);
-    expect(init.output).toContain(`Installed ${HOST}/acme/thing v1.0.0 (self-signed, key ID ${key.keyId})`);
-    expect(readFileSync(join(work, '.terraform.lock.hcl'), 'utf8')).toMatch(/h1:[A-Za-z0-9+/]{43}=/);
+  it.skipIf(missing('terraform', terraform))(
+    'terraform init installs and verifies the release published through the API; gpg --verify accepts its signature',
+    async () => {
+      const work = join(dir, 'tf-provider');
+      mkdirSync(work, { recursive: true });
+      writeFileSync(
+        join(work, 'main.tf'),
+        `terraform {\n  required_providers {\n    thing = {\n      source  = "${HOST}/acme/thing"\n      version = "1.0.0"\n    }\n  }\n}\n`,
+      );
+      writeFileSync(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "providers.v1" = "${server.origin}/v1/providers/"\n  }\n}\n`);
+      const init = await terraformInit(work, certificate.certPath);
+      console.log(`--- terraform init of a release published through the API ---\n${init.output}`);
+      expect(init.ok, init.output).toBe(true);
+      expect(init.output).toContain(`Installed ${HOST}/acme/thing v1.0.0 (self-signed, key ID ${key.keyId})`);
+      expect(readFileSync(join(work, '.terraform.lock.hcl'), 'utf8')).toMatch(/h1:[A-Za-z0-9+/]{43}=/);
 
-    const doc = JSON.parse((await https('/v1/providers/acme/thing/1.0.0/download/linux/amd64')).body.toString()) as { shasums_url: string; shasums_signature_url: string };
-    // The release-file URLs are absolute on the origin asked.
-    writeFileSync(join(dir, 'SHA256SUMS'), (await https(new URL(doc.shasums_url).pathname)).body);
-    writeFileSync(join(dir, 'SHA256SUMS.sig'), (await https(new URL(doc.shasums_signature_url).pathname)).body);
-    const home = join(dir, 'gnupg');
-    mkdirSync(home, { recursive: true });
-    chmodSync(home, 0o700);
-    try {
-      execFileSync('gpg', ['--batch', '--homedir', home, '--import'], { input: key.publicArmor, stdio: ['pipe', 'pipe', 'pipe'] });
-      const verified = spawnSync('gpg', ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(dir, 'SHA256SUMS.sig'), join(dir, 'SHA256SUMS')], { encoding: 'utf8' });
-      expect(verified.status, verified.stderr).toBe(0);
-      expect(verified.stdout).toMatch(/\[GNUPG:\] GOODSIG/);
-    } finally {
-      spawnSync('gpgconf', ['--homedir', home, '--kill', 'all'], { stdio: 'ignore' });
-    }
-  });
+      const doc = JSON.parse((await https('/v1/providers/acme/thing/1.0.0/download/linux/amd64')).body.toString()) as {
+        shasums_url: string;
+        shasums_signature_url: string;
+      };
+      // The release-file URLs are absolute on the origin asked.
+      writeFileSync(join(dir, 'SHA256SUMS'), (await https(new URL(doc.shasums_url).pathname)).body);
+      writeFileSync(join(dir, 'SHA256SUMS.sig'), (await https(new URL(doc.shasums_signature_url).pathname)).body);
+      const home = join(dir, 'gnupg');
+      mkdirSync(home, { recursive: true });
+      chmodSync(home, 0o700);
+      try {
+        execFileSync('gpg', ['--batch', '--homedir', home, '--import'], { input: key.publicArmor, stdio: ['pipe', 'pipe', 'pipe'] });
+        const verified = spawnSync(
+          'gpg',
+          ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(dir, 'SHA256SUMS.sig'), join(dir, 'SHA256SUMS')],
+          { encoding: 'utf8' },
+        );
+        expect(verified.status, verified.stderr).toBe(0);
+        expect(verified.stdout).toMatch(/\[GNUPG:\] GOODSIG/);
+      } finally {
+        spawnSync('gpgconf', ['--homedir', home, '--kill', 'all'], { stdio: 'ignore' });
+      }
+    },
+  );
 
   it('an archive above the single-PUT part size goes up in parts (an R2 multipart upload) and is served back byte for byte', async () => {
     // A stored (uncompressed) executable of PART_BYTES + 1 MiB of random bytes: a zip just over one part.
@@ -154,11 +175,17 @@ describe('publish-provider --registry', () => {
     expect(createHash('sha256').update(served.body).digest('hex')).toBe(sha256);
   });
 
-  it('--docs goes with the release through the API: the version\'s docs pages show it', async () => {
+  it("--docs goes with the release through the API: the version's docs pages show it", async () => {
     const dist = await writeDist(join(dir, 'dist-documented'), 'documented', '1.0.0');
     const spec = join(dir, 'documented-spec.json');
-    writeFileSync(spec, JSON.stringify({ version: '0.1', provider: { name: 'documented', description: 'Documented things.' },
-      resources: [{ name: 'thing', schema: { attributes: [{ name: 'id', string: { computed_optional_required: 'computed' } }] } }] }));
+    writeFileSync(
+      spec,
+      JSON.stringify({
+        version: '0.1',
+        provider: { name: 'documented', description: 'Documented things.' },
+        resources: [{ name: 'thing', schema: { attributes: [{ name: 'id', string: { computed_optional_required: 'computed' } }] } }],
+      }),
+    );
     const published = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path, '--docs', spec, '--json']);
     expect(published.code, published.stderr).toBe(0);
     expect(JSON.parse(published.stdout)).toMatchObject({ status: 'published' });
@@ -170,7 +197,10 @@ describe('publish-provider --registry', () => {
   it('a client killed mid-upload leaves nothing listed; running it again publishes the version', async () => {
     const dist = await writeDist(join(dir, 'dist-killed'), 'killed', '1.0.0');
     // The CLI's own test hook: SIGKILL as the second file is about to go — one file staged, nothing committed.
-    const killed = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path], publishToken, { EDGE_REGISTRY_TEST_KILL_AT: 'upload#2', ...killableEnv(dir) });
+    const killed = await cli('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path], publishToken, {
+      EDGE_REGISTRY_TEST_KILL_AT: 'upload#2',
+      ...killableEnv(dir),
+    });
     expect(killed.code).not.toBe(0);
     const stderr = killed.stderr;
     expect(stderr.match(/ {2}uploading /g)).toHaveLength(1);
@@ -192,7 +222,20 @@ describe('publish-module --registry', () => {
   it.skipIf(missing('terraform', terraform))('publishes a module directory that terraform init then installs', async () => {
     const tree = join(dir, 'module-tree');
     writeDemoModule(tree, '1.0.0');
-    const published = await cli('publish-module', [tree, '--namespace', 'acme', '--name', 'vpc', '--system', 'aws', '--version', '1.0.0', '--hostname', HOST, '--json']);
+    const published = await cli('publish-module', [
+      tree,
+      '--namespace',
+      'acme',
+      '--name',
+      'vpc',
+      '--system',
+      'aws',
+      '--version',
+      '1.0.0',
+      '--hostname',
+      HOST,
+      '--json',
+    ]);
     expect(published.code, published.stderr).toBe(0);
     expect(JSON.parse(published.stdout)).toMatchObject({ status: 'published', version: '1.0.0', format: 'tar.gz' });
 

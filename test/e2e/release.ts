@@ -41,7 +41,6 @@ export async function generateSigningKey(): Promise<SigningKeyPair> {
   return { keyId: key.getKeyID().toHex().toUpperCase(), publicArmored: publicKey, privateArmored: privateKey };
 }
 
-
 export async function generateRelease(
   dir: string,
   type: string,

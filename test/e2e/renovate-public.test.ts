@@ -23,13 +23,14 @@ beforeAll(async () => {
   [registry] = await Promise.all([startRenovateRegistry('public'), ensureRenovate()]);
   forge = await startForge(join(registry.dir, 'forge'), repositoryFiles(registry.hashes.get('1.0.0')!));
   bot = await renovate(registry, 'public', botConfig(forge));
-  console.log(`--- Renovate (public): exit ${bot.code} in ${bot.wallMs} ms; branches ${pushedBranches(forge).join(', ')}; pull requests: ${forge.pulls.map((p) => p.title).join(' | ')}`);
+  console.log(
+    `--- Renovate (public): exit ${bot.code} in ${bot.wallMs} ms; branches ${pushedBranches(forge).join(', ')}; pull requests: ${forge.pulls.map((p) => p.title).join(' | ')}`,
+  );
 }, 600_000);
 afterAll(async () => {
   await forge?.close();
   await registry?.stop();
 });
-
 
 describe('Renovate 44 against the registry, public mode', () => {
   it('proposes exactly the newer versions we hold (never a withdrawn one), with no lookup warning, asking no host but ours', () => {
@@ -72,7 +73,11 @@ describe('Renovate 44 against the registry, public mode', () => {
   });
 
   it.skipIf(missing('terraform', terraform))('terraform init -lockfile=readonly accepts the lock files Renovate pushed and installs that version', async () => {
-    for (const [branch, dir, version] of [['renovate/thing-1.x', 'infra', '1.2.0'], ['renovate/thing-2.x', 'infra', '2.0.0'], ['renovate/lock-file-maintenance', 'range', '1.2.0']] as const) {
+    for (const [branch, dir, version] of [
+      ['renovate/thing-1.x', 'infra', '1.2.0'],
+      ['renovate/thing-2.x', 'infra', '2.0.0'],
+      ['renovate/lock-file-maintenance', 'range', '1.2.0'],
+    ] as const) {
       const init = await terraformReadonlyInit(registry, forge, branch, dir);
       console.log(`--- terraform init -lockfile=readonly on ${branch} (${dir}/):\n${init.output}`);
       expect(init.ok, init.output).toBe(true);

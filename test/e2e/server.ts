@@ -31,11 +31,29 @@ export interface Certificate {
 export function makeCertificate(dir: string): Certificate {
   const certPath = join(dir, 'cert.pem');
   const keyPath = join(dir, 'key.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', keyPath, '-out', certPath, '-days', '2', '-subj', '/CN=localhost',
-    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-  ], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyPath,
+      '-out',
+      certPath,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    ],
+    { stdio: 'pipe' },
+  );
   return { certPath, keyPath, pem: readFileSync(certPath, 'utf8') };
 }
 
@@ -80,8 +98,20 @@ export async function startDevServer(options: {
   certificate?: Certificate;
 }): Promise<DevServer> {
   // A free inspector port too: the default (9229) would clash with another dev server.
-  const args = ['dev', '--port', String(options.port), '--ip', '127.0.0.1', '--persist-to', options.stateDir,
-    '--inspector-port', String(await freePort()), '--show-interactive-dev-session=false', '--log-level', 'info'];
+  const args = [
+    'dev',
+    '--port',
+    String(options.port),
+    '--ip',
+    '127.0.0.1',
+    '--persist-to',
+    options.stateDir,
+    '--inspector-port',
+    String(await freePort()),
+    '--show-interactive-dev-session=false',
+    '--log-level',
+    'info',
+  ];
   for (const [name, value] of Object.entries(options.vars ?? {})) args.push('--var', `${name}:${value}`);
   if (options.certificate) {
     args.push('--local-protocol', 'https', '--https-key-path', options.certificate.keyPath, '--https-cert-path', options.certificate.certPath);
@@ -99,11 +129,16 @@ export async function startDevServer(options: {
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.on('exit', () => {
-    running.delete(child);
-    // Its workerd children are in its process group and were stopped with it; give them a moment.
-    setTimeout(() => { rmSync(ownTmp, { recursive: true, force: true }); resolve(); }, 100);
-  }));
+  const exited = new Promise<void>((resolve) =>
+    child.on('exit', () => {
+      running.delete(child);
+      // Its workerd children are in its process group and were stopped with it; give them a moment.
+      setTimeout(() => {
+        rmSync(ownTmp, { recursive: true, force: true });
+        resolve();
+      }, 100);
+    }),
+  );
 
   const origin = `${options.certificate ? 'https' : 'http'}://localhost:${options.port}`;
   const server: DevServer = {

@@ -6,7 +6,6 @@ import { terraform } from '../tools';
 
 const run = promisify(execFile);
 
-
 export interface InitResult {
   ok: boolean;
   /** stdout and stderr of `terraform init`. */
@@ -23,8 +22,12 @@ export interface InitResult {
  */
 export async function terraformInit(work: string, certPath: string, timeoutMs = 120_000): Promise<InitResult> {
   const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH, HOME: work, TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'),
-    SSL_CERT_FILE: certPath, CHECKPOINT_DISABLE: '1', TF_IN_AUTOMATION: '1',
+    PATH: process.env.PATH,
+    HOME: work,
+    TF_CLI_CONFIG_FILE: join(work, 'cli.tfrc'),
+    SSL_CERT_FILE: certPath,
+    CHECKPOINT_DISABLE: '1',
+    TF_IN_AUTOMATION: '1',
   };
   let ok = true;
   let output: string;

@@ -20,18 +20,39 @@ let publishers: TrustedPublisher[];
 beforeAll(async () => {
   ci = await startCiIssuers();
   publishers = [
-    await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', ...GITHUB_IDS }),
-    await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-env', workflow: 'release.yml', environment: 'release', ...GITHUB_IDS }),
+    await parsePublisherInput({
+      issuer: ci.github.url,
+      repository: 'acme/terraform-provider-thing',
+      workflow: 'release.yml',
+      ref: 'refs/tags/v*',
+      ...GITHUB_IDS,
+    }),
+    await parsePublisherInput({
+      issuer: ci.github.url,
+      repository: 'acme/terraform-provider-env',
+      workflow: 'release.yml',
+      environment: 'release',
+      ...GITHUB_IDS,
+    }),
     await parsePublisherInput({ issuer: ci.gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*', ...GITLAB_IDS }),
   ];
 });
 afterAll(() => ci?.close());
 
 const verify = (token: string, options: { now?: Date; keys?: IssuerKeyCache; publishers?: TrustedPublisher[] } = {}) =>
-  verifyCiToken(token, { namespace: 'acme', publishers: options.publishers ?? publishers, hostname: HOST, keys: options.keys ?? new IssuerKeyCache(), ...(options.now ? { now: options.now } : {}) });
+  verifyCiToken(token, {
+    namespace: 'acme',
+    publishers: options.publishers ?? publishers,
+    hostname: HOST,
+    keys: options.keys ?? new IssuerKeyCache(),
+    ...(options.now ? { now: options.now } : {}),
+  });
 
 async function refusal(promise: Promise<unknown>): Promise<CiTokenError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(CiTokenError);
   return error as CiTokenError;
 }
@@ -50,9 +71,14 @@ describe('accepted', () => {
     const { publisher, actor } = await verify(token);
     expect(publisher).toBe(publishers[0]);
     expect(actor).toEqual({
-      kind: 'ci', issuer: ci.github.url, subject: 'repo:acme/terraform-provider-thing:ref:refs/tags/v1.2.3',
-      repository: 'acme/terraform-provider-thing', workflow: 'acme/terraform-provider-thing/.github/workflows/release.yml@refs/tags/v1.2.3',
-      ref: 'refs/tags/v1.2.3', runId: '555/1', jti: expect.any(String),
+      kind: 'ci',
+      issuer: ci.github.url,
+      subject: 'repo:acme/terraform-provider-thing:ref:refs/tags/v1.2.3',
+      repository: 'acme/terraform-provider-thing',
+      workflow: 'acme/terraform-provider-thing/.github/workflows/release.yml@refs/tags/v1.2.3',
+      ref: 'refs/tags/v1.2.3',
+      runId: '555/1',
+      jti: expect.any(String),
     });
   });
 
@@ -68,7 +94,7 @@ describe('accepted', () => {
     expect((await verify(token)).publisher).toBe(publishers[1]);
   });
 
-  it('a reusable workflow: the caller\'s workflow_ref names the trusted file', async () => {
+  it("a reusable workflow: the caller's workflow_ref names the trusted file", async () => {
     const claims = { ...thing(), job_workflow_ref: 'acme/shared-workflows/.github/workflows/build.yml@refs/heads/main', aud: HOST };
     expect((await verify(await ci.github.mint(claims))).publisher).toBe(publishers[0]);
   });
@@ -86,7 +112,11 @@ describe('accepted', () => {
       expect((await verify(await ci.github.mint({ ...thing(), aud: HOST }), { keys })).publisher).toBe(publishers[0]);
       expect((ci.github.hits.jwks ?? 0) - (before.jwks ?? 0)).toBe(2);
       // The retired key is gone from the JWKS: its tokens are refused.
-      await expectRefused(verify(await ci.github.mint({ ...thing(), aud: HOST }, { key: oldKey }), { keys }), 'invalid', /no key .* matches the CI ID token's kid/);
+      await expectRefused(
+        verify(await ci.github.mint({ ...thing(), aud: HOST }, { key: oldKey }), { keys }),
+        'invalid',
+        /no key .* matches the CI ID token's kid/,
+      );
     } finally {
       ci.github.keys = [oldKey];
     }
@@ -95,22 +125,31 @@ describe('accepted', () => {
 
 describe('refused (hostile or misconfigured)', () => {
   it('wrong aud', async () => {
-    await expectRefused(verify(await ci.github.mint({ ...thing(), aud: 'https://github.com/acme' })), 'invalid', /"aud" claim .* audience registry\.example\.com/);
+    await expectRefused(
+      verify(await ci.github.mint({ ...thing(), aud: 'https://github.com/acme' })),
+      'invalid',
+      /"aud" claim .* audience registry\.example\.com/,
+    );
     await expectRefused(verify(await ci.github.mint({ ...thing(), aud: 'registry.example.com.evil.example' })), 'invalid', /"aud"/);
   });
 
   it('wrong iss: an issuer no publisher names is never fetched', async () => {
     const before = { ...ci.gitlab.hits };
     const onlyGithub = publishers.filter((p) => p.issuer === ci.github.url);
-    const error = await expectRefused(verify(await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc'), aud: HOST }), { publishers: onlyGithub }), 'untrusted-issuer', /is not trusted for namespace acme/);
+    const error = await expectRefused(
+      verify(await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc'), aud: HOST }), { publishers: onlyGithub }),
+      'untrusted-issuer',
+      /is not trusted for namespace acme/,
+    );
     expect(ci.gitlab.hits).toEqual(before);
     expect(error.claimed).toMatchObject({ issuer: ci.gitlab.url, repository: 'acme/modules/vpc' });
     await expectRefused(verify(await ci.github.mint({ ...thing(), iss: 'https://token.actions.githubusercontent.com', aud: HOST })), 'untrusted-issuer');
   });
 
-  it('wrong iss: a token claiming the GitHub issuer but signed by another issuer\'s key', async () => {
+  it("wrong iss: a token claiming the GitHub issuer but signed by another issuer's key", async () => {
     const forged = await new SignJWT({ ...thing(), iss: ci.github.url, aud: HOST, iat: now(), exp: now() + 300 })
-      .setProtectedHeader({ alg: 'ES256', kid: ci.gitlab.keys[0]!.kid }).sign(ci.gitlab.keys[0]!.privateKey);
+      .setProtectedHeader({ alg: 'ES256', kid: ci.gitlab.keys[0]!.kid })
+      .sign(ci.gitlab.keys[0]!.privateKey);
     await expectRefused(verify(forged), 'invalid');
   });
 
@@ -143,11 +182,12 @@ describe('refused (hostile or misconfigured)', () => {
     await expectRefused(verify(`${header}.${payload}.`), 'malformed', /"none"; only RS256 and ES256/);
   });
 
-  it('HS256 signed with the issuer\'s public key (key confusion)', async () => {
+  it("HS256 signed with the issuer's public key (key confusion)", async () => {
     const key = ci.github.keys[0]!;
     const secret = new TextEncoder().encode(JSON.stringify(key.publicJwk));
     const token = await new SignJWT({ ...thing(), iss: ci.github.url, aud: HOST, iat: now(), exp: now() + 300 })
-      .setProtectedHeader({ alg: 'HS256', kid: key.kid }).sign(secret);
+      .setProtectedHeader({ alg: 'HS256', kid: key.kid })
+      .sign(secret);
     await expectRefused(verify(token), 'malformed', /"HS256"/);
   });
 
@@ -161,7 +201,11 @@ describe('refused (hostile or misconfigured)', () => {
 
   it('a stray key that reuses a published kid: the signature does not verify', async () => {
     const stray = await ci.github.strayKey();
-    await expectRefused(verify(await ci.github.mint({ ...thing(), aud: HOST }, { key: { ...stray, kid: ci.github.keys[0]!.kid } })), 'invalid', /signature does not verify/);
+    await expectRefused(
+      verify(await ci.github.mint({ ...thing(), aud: HOST }, { key: { ...stray, kid: ci.github.keys[0]!.kid } })),
+      'invalid',
+      /signature does not verify/,
+    );
   });
 
   it('tampered payload', async () => {
@@ -180,10 +224,18 @@ describe('refused (hostile or misconfigured)', () => {
       githubClaims('acme/terraform-provider-env', { environment: 'staging' }),
       githubClaims('acme/terraform-provider-env'),
       // A workflow file of the right name in another repository (a reusable workflow called from elsewhere).
-      { ...githubClaims('acme/terraform-provider-thing', { ref: 'refs/tags/v1.0.0' }), workflow_ref: 'evil/x/.github/workflows/release.yml@refs/tags/v1', job_workflow_ref: 'evil/x/.github/workflows/release.yml@refs/tags/v1' },
+      {
+        ...githubClaims('acme/terraform-provider-thing', { ref: 'refs/tags/v1.0.0' }),
+        workflow_ref: 'evil/x/.github/workflows/release.yml@refs/tags/v1',
+        job_workflow_ref: 'evil/x/.github/workflows/release.yml@refs/tags/v1',
+      },
     ];
     for (const claims of cases) {
-      const error = await expectRefused(verify(await ci.github.mint({ ...claims, aud: HOST })), 'no-publisher', /matches none of the trusted publishers of namespace acme/);
+      const error = await expectRefused(
+        verify(await ci.github.mint({ ...claims, aud: HOST })),
+        'no-publisher',
+        /matches none of the trusted publishers of namespace acme/,
+      );
       expect(error.claimed?.repository).toBe(claims.repository);
     }
     // GitLab: a branch named like a release tag, and another project.
@@ -192,8 +244,11 @@ describe('refused (hostile or misconfigured)', () => {
   });
 
   it('a recreated repository (same names, other ids) and a transferred one (same repository id, other owner id)', async () => {
-    const recreated = await expectRefused(verify(await ci.github.mint({ ...thing(), repository_id: '999001', repository_owner_id: '999002', aud: HOST })),
-      'no-publisher', /has the trusted name but not the trusted id/);
+    const recreated = await expectRefused(
+      verify(await ci.github.mint({ ...thing(), repository_id: '999001', repository_owner_id: '999002', aud: HOST })),
+      'no-publisher',
+      /has the trusted name but not the trusted id/,
+    );
     expect(recreated.claimed?.repository).toBe('acme/terraform-provider-thing');
     await expectRefused(verify(await ci.github.mint({ ...thing(), repository_owner_id: '999002', aud: HOST })), 'no-publisher', /not the trusted id/);
     // A token with no ids at all matches no pinned publisher.
@@ -201,8 +256,16 @@ describe('refused (hostile or misconfigured)', () => {
     delete noIds.repository_id;
     await expectRefused(verify(await ci.github.mint(noIds)), 'no-publisher');
     // GitLab: a project recreated under the same path, and one moved to another namespace.
-    await expectRefused(verify(await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc'), project_id: '777', namespace_id: '778', aud: HOST })), 'no-publisher', /not the trusted id/);
-    await expectRefused(verify(await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc'), namespace_id: '778', aud: HOST })), 'no-publisher', /not the trusted id/);
+    await expectRefused(
+      verify(await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc'), project_id: '777', namespace_id: '778', aud: HOST })),
+      'no-publisher',
+      /not the trusted id/,
+    );
+    await expectRefused(
+      verify(await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc'), namespace_id: '778', aud: HOST })),
+      'no-publisher',
+      /not the trusted id/,
+    );
   });
 
   it('a GitLab job on an unprotected tag, unless the publisher allows unprotected refs', async () => {
@@ -211,12 +274,24 @@ describe('refused (hostile or misconfigured)', () => {
     const missing: Record<string, unknown> = { ...gitlabClaims('acme/modules/vpc'), aud: HOST };
     delete missing.ref_protected;
     await expectRefused(verify(await ci.gitlab.mint(missing)), 'no-publisher');
-    const allowing = await parsePublisherInput({ issuer: ci.gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*', allowUnprotectedRef: true, ...GITLAB_IDS });
+    const allowing = await parsePublisherInput({
+      issuer: ci.gitlab.url,
+      projectPath: 'acme/modules/vpc',
+      ref: 'refs/tags/v*',
+      allowUnprotectedRef: true,
+      ...GITLAB_IDS,
+    });
     expect((await verify(token, { publishers: [allowing] })).publisher).toBe(allowing);
   });
 
   it('a token older than MAX_TOKEN_AGE_SECONDS, whatever its exp says', async () => {
-    const old = await ci.github.mint({ ...thing(), aud: HOST, iat: now() - MAX_TOKEN_AGE_SECONDS - 60, nbf: now() - MAX_TOKEN_AGE_SECONDS - 60, exp: now() + 3600 });
+    const old = await ci.github.mint({
+      ...thing(),
+      aud: HOST,
+      iat: now() - MAX_TOKEN_AGE_SECONDS - 60,
+      nbf: now() - MAX_TOKEN_AGE_SECONDS - 60,
+      exp: now() + 3600,
+    });
     await expectRefused(verify(old), 'expired', /issued more than 60 minutes ago \(iat\)/);
   });
 
@@ -226,11 +301,32 @@ describe('refused (hostile or misconfigured)', () => {
   });
 
   it('a reusable workflow of another repository, when the publisher names it in full', async () => {
-    const shared = await parsePublisherInput({ issuer: ci.github.url, repository: 'acme/terraform-provider-thing', workflow: 'acme/shared-workflows/.github/workflows/build.yml@refs/heads/main', ref: 'refs/tags/v*', ...GITHUB_IDS });
-    const claims = { ...thing(), workflow_ref: 'acme/terraform-provider-thing/.github/workflows/ci.yml@refs/tags/v1.2.3', job_workflow_ref: 'acme/shared-workflows/.github/workflows/build.yml@refs/heads/main', aud: HOST };
+    const shared = await parsePublisherInput({
+      issuer: ci.github.url,
+      repository: 'acme/terraform-provider-thing',
+      workflow: 'acme/shared-workflows/.github/workflows/build.yml@refs/heads/main',
+      ref: 'refs/tags/v*',
+      ...GITHUB_IDS,
+    });
+    const claims = {
+      ...thing(),
+      workflow_ref: 'acme/terraform-provider-thing/.github/workflows/ci.yml@refs/tags/v1.2.3',
+      job_workflow_ref: 'acme/shared-workflows/.github/workflows/build.yml@refs/heads/main',
+      aud: HOST,
+    };
     expect((await verify(await ci.github.mint(claims), { publishers: [shared] })).publisher).toBe(shared);
-    await expectRefused(verify(await ci.github.mint({ ...claims, job_workflow_ref: 'acme/shared-workflows/.github/workflows/build.yml@refs/heads/evil' }), { publishers: [shared] }), 'no-publisher');
-    await expectRefused(verify(await ci.github.mint({ ...claims, job_workflow_ref: 'evil/shared-workflows/.github/workflows/build.yml@refs/heads/main' }), { publishers: [shared] }), 'no-publisher');
+    await expectRefused(
+      verify(await ci.github.mint({ ...claims, job_workflow_ref: 'acme/shared-workflows/.github/workflows/build.yml@refs/heads/evil' }), {
+        publishers: [shared],
+      }),
+      'no-publisher',
+    );
+    await expectRefused(
+      verify(await ci.github.mint({ ...claims, job_workflow_ref: 'evil/shared-workflows/.github/workflows/build.yml@refs/heads/main' }), {
+        publishers: [shared],
+      }),
+      'no-publisher',
+    );
   });
 
   it('a namespace with no publishers', async () => {
@@ -244,11 +340,23 @@ describe('refused (hostile or misconfigured)', () => {
     await expectRefused(verify('eyJub3Q.anNvbg.x'), 'malformed', /not a readable JWT/);
   });
 
-  it('an issuer that is down or whose discovery is wrong: unavailable, not the caller\'s fault', async () => {
-    const down = await parsePublisherInput({ issuer: 'http://127.0.0.1:9/nothing', repository: 'acme/terraform-provider-thing', workflow: 'release.yml', anyRef: true, ...GITHUB_IDS });
+  it("an issuer that is down or whose discovery is wrong: unavailable, not the caller's fault", async () => {
+    const down = await parsePublisherInput({
+      issuer: 'http://127.0.0.1:9/nothing',
+      repository: 'acme/terraform-provider-thing',
+      workflow: 'release.yml',
+      anyRef: true,
+      ...GITHUB_IDS,
+    });
     const token = await ci.github.mint({ ...thing(), iss: down.issuer, aud: HOST });
     await expectRefused(verify(token, { publishers: [down] }), 'issuer-unavailable', /could not be reached/);
-    const wrong = await parsePublisherInput({ issuer: `${ci.github.url}/..%2Fgitlab`, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', anyRef: true, ...GITHUB_IDS });
+    const wrong = await parsePublisherInput({
+      issuer: `${ci.github.url}/..%2Fgitlab`,
+      repository: 'acme/terraform-provider-thing',
+      workflow: 'release.yml',
+      anyRef: true,
+      ...GITHUB_IDS,
+    });
     await expectRefused(verify(await ci.github.mint({ ...thing(), iss: wrong.issuer, aud: HOST }), { publishers: [wrong] }), 'issuer-unavailable');
   });
 });

@@ -39,9 +39,12 @@ afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 const ISSUER = 'https://idp.acme.example';
 async function token(): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ iss: ISSUER, aud: 'edge-registry', sub: 'alice', nonce: 'n', iat: now, exp: now + 300 }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).sign(privateKey);
+  return new SignJWT({ iss: ISSUER, aud: 'edge-registry', sub: 'alice', nonce: 'n', iat: now, exp: now + 300 })
+    .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+    .sign(privateKey);
 }
-const verify = async (path: string) => verifyIdToken(await token(), { issuer: ISSUER, clientId: 'edge-registry', nonce: 'n', keys: createRemoteJWKSet(new URL(`${base}${path}`)) });
+const verify = async (path: string) =>
+  verifyIdToken(await token(), { issuer: ISSUER, clientId: 'edge-registry', nonce: 'n', keys: createRemoteJWKSet(new URL(`${base}${path}`)) });
 
 describe('a JWKS fetch that loses its connection', () => {
   it('once: retried, the sign-in succeeds', async () => {
@@ -54,7 +57,10 @@ describe('a JWKS fetch that loses its connection', () => {
   it('twice: refused with the cause named, not "it could not be checked"', async () => {
     drops = 2;
     served = 0;
-    const error = await verify('/twice').then(() => null, (e: unknown) => e);
+    const error = await verify('/twice').then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(IdTokenError);
     expect((error as Error).message).toMatch(/the provider's key set \(JWKS\) could not be fetched, twice \(.+\)/);
     expect((error as Error).message).not.toMatch(/could not be checked/);
@@ -65,7 +71,15 @@ describe('a JWKS fetch that loses its connection', () => {
     drops = 0;
     served = 0;
     const [h, p] = (await token()).split('.');
-    const error = await verifyIdToken(`${h}.${p}.AAAA`, { issuer: ISSUER, clientId: 'edge-registry', nonce: 'n', keys: createRemoteJWKSet(new URL(`${base}/bad`)) }).then(() => null, (e: unknown) => e);
+    const error = await verifyIdToken(`${h}.${p}.AAAA`, {
+      issuer: ISSUER,
+      clientId: 'edge-registry',
+      nonce: 'n',
+      keys: createRemoteJWKSet(new URL(`${base}/bad`)),
+    }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect((error as Error).message).toMatch(/signature does not verify|JWS/);
     expect(served).toBe(1);
   });

@@ -78,24 +78,49 @@ function vitest(dir: string, files: readonly string[], timeoutMs: number): Promi
   rmSync(reportPath, { force: true });
   const start = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(join(dir, 'node_modules', '.bin', 'vitest'),
-      ['run', ...bail, '--reporter', 'json', '--outputFile', reportPath, ...projects.flatMap((p) => ['--project', p]), ...files], {
-        cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: { ...process.env, CI: '1' },
-      });
+    const child = spawn(
+      join(dir, 'node_modules', '.bin', 'vitest'),
+      ['run', ...bail, '--reporter', 'json', '--outputFile', reportPath, ...projects.flatMap((p) => ['--project', p]), ...files],
+      {
+        cwd: dir,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+        env: { ...process.env, CI: '1' },
+      },
+    );
     let output = '';
-    child.stdout.on('data', (d) => { output += d; });
-    child.stderr.on('data', (d) => { output += d; });
+    child.stdout.on('data', (d) => {
+      output += d;
+    });
+    child.stderr.on('data', (d) => {
+      output += d;
+    });
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }, timeoutMs);
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
       const seconds = (Date.now() - start) / 1000;
-      const tail = () => output.replace(/\x1b\[[0-9;]*m/g, '').trim().split('\n').slice(-15).join('\n');
+      const tail = () =>
+        output
+          .replace(/\x1b\[[0-9;]*m/g, '')
+          .trim()
+          .split('\n')
+          .slice(-15)
+          .join('\n');
       if (timedOut) {
-        resolve({ outcome: 'timed out', detail: `no result within ${(timeoutMs / 1000).toFixed(0)} s; the runner killed vitest`, seconds, fileSeconds: new Map() });
+        resolve({
+          outcome: 'timed out',
+          detail: `no result within ${(timeoutMs / 1000).toFixed(0)} s; the runner killed vitest`,
+          seconds,
+          fileSeconds: new Map(),
+        });
         return;
       }
       let report: JsonReport;
@@ -106,8 +131,11 @@ function vitest(dir: string, files: readonly string[], timeoutMs: number): Promi
         return;
       }
       const fileSeconds = new Map(report.testResults.map((r) => [relative(dir, r.name), (r.endTime - r.startTime) / 1000]));
-      const failed = report.testResults.flatMap((r) => r.assertionResults.filter((a) => a.status === 'failed')
-        .map((a) => ({ file: relative(dir, r.name), test: a.fullName, message: (a.failureMessages[0] ?? '').split('\n')[0]!.slice(0, 300) })));
+      const failed = report.testResults.flatMap((r) =>
+        r.assertionResults
+          .filter((a) => a.status === 'failed')
+          .map((a) => ({ file: relative(dir, r.name), test: a.fullName, message: (a.failureMessages[0] ?? '').split('\n')[0]!.slice(0, 300) })),
+      );
       const asserted = failed.filter((f) => !VITEST_TIMEOUT.test(f.message));
       const first = (list: typeof failed) => `${list[0]!.file} › ${list[0]!.test}: ${list[0]!.message}`;
       if (asserted.length > 0) {
@@ -116,7 +144,11 @@ function vitest(dir: string, files: readonly string[], timeoutMs: number): Promi
         resolve({ outcome: 'timed out', detail: `only vitest test timeouts: ${first(failed)}`, seconds, fileSeconds });
       } else if (code !== 0 || report.numFailedTestSuites > 0 || report.numTotalTests === 0) {
         const broken = report.testResults.find((r) => r.status === 'failed' && r.message);
-        const why = broken ? `${relative(dir, broken.name)}: ${broken.message.split('\n')[0]}` : report.numTotalTests === 0 ? 'no tests ran' : `vitest exited ${code ?? signal}:\n${tail()}`;
+        const why = broken
+          ? `${relative(dir, broken.name)}: ${broken.message.split('\n')[0]}`
+          : report.numTotalTests === 0
+            ? 'no tests ran'
+            : `vitest exited ${code ?? signal}:\n${tail()}`;
         resolve({ outcome: 'error', detail: `no test failed, yet the run failed: ${why}`, seconds, fileSeconds });
       } else {
         resolve({ outcome: 'survived', detail: `${report.numTotalTests} tests passed`, seconds, fileSeconds });
@@ -137,7 +169,11 @@ function copyTree(): string {
   const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter(Boolean);
   for (const file of files) {
     mkdirSync(dirname(join(dir, file)), { recursive: true });
-    try { cpSync(join(root, file), join(dir, file)); } catch { /* deleted in the working tree */ }
+    try {
+      cpSync(join(root, file), join(dir, file));
+    } catch {
+      /* deleted in the working tree */
+    }
   }
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
   return dir;
@@ -157,7 +193,10 @@ function staleness(dir: string, mutant: Mutant): string | null {
 function apply(dir: string, mutant: Mutant): () => void {
   const path = join(dir, mutant.file);
   const original = readFileSync(path, 'utf8');
-  writeFileSync(path, original.replace(mutant.from, () => mutant.to));
+  writeFileSync(
+    path,
+    original.replace(mutant.from, () => mutant.to),
+  );
   return () => writeFileSync(path, original);
 }
 
@@ -169,8 +208,16 @@ function limitFor(mutant: Mutant, baseline: Map<string, number>): number {
 
 async function main(): Promise<number> {
   const mutants = MUTANTS.filter((m) => (only === null || only.includes(m.id)) && (folders === null || folders.some((f) => m.file.startsWith(f))));
-  if (only) for (const id of only) if (!MUTANTS.some((m) => m.id === id)) { log(`mutation: no mutant ${id}`); return 2; }
-  if (mutants.length === 0) { log('mutation: no mutant matches'); return 2; }
+  if (only)
+    for (const id of only)
+      if (!MUTANTS.some((m) => m.id === id)) {
+        log(`mutation: no mutant ${id}`);
+        return 2;
+      }
+  if (mutants.length === 0) {
+    log('mutation: no mutant matches');
+    return 2;
+  }
   const dir = copyTree();
   try {
     // Every snippet must still be in the source: check them all before spending time on tests.
@@ -197,7 +244,9 @@ async function main(): Promise<number> {
       let run = await vitest(dir, mutant.tests, limit);
       let reran = false;
       if (run.outcome === 'timed out') {
-        log(`timed out ${mutant.id} after ${run.seconds.toFixed(0)} s (${run.detail}); re-running once with a ${(2 * limit / 1000).toFixed(0)} s limit in case the machine was only slow`);
+        log(
+          `timed out ${mutant.id} after ${run.seconds.toFixed(0)} s (${run.detail}); re-running once with a ${((2 * limit) / 1000).toFixed(0)} s limit in case the machine was only slow`,
+        );
         run = await vitest(dir, mutant.tests, 2 * limit);
         reran = true;
       }
@@ -211,24 +260,50 @@ async function main(): Promise<number> {
       const inFolder = results.filter((r) => folderOf(r.mutant.file) === folder);
       const count = (o: Outcome) => inFolder.filter((r) => r.run.outcome === o).length;
       const killed = count('killed');
-      return { folder, mutants: inFolder.length, killed, survived: count('survived'), timedOut: count('timed out'), errors: count('error'), score: killed / inFolder.length };
+      return {
+        folder,
+        mutants: inFolder.length,
+        killed,
+        survived: count('survived'),
+        timedOut: count('timed out'),
+        errors: count('error'),
+        score: killed / inFolder.length,
+      };
     });
-    const notKilled = results.filter((r) => r.run.outcome !== 'killed').map((r) => ({
-      id: r.mutant.id, file: r.mutant.file, outcome: r.run.outcome, description: r.mutant.description,
-      why: r.run.outcome === 'survived' ? r.mutant.survives ?? 'NOT EXPLAINED' : r.run.detail,
-    }));
+    const notKilled = results
+      .filter((r) => r.run.outcome !== 'killed')
+      .map((r) => ({
+        id: r.mutant.id,
+        file: r.mutant.file,
+        outcome: r.run.outcome,
+        description: r.mutant.description,
+        why: r.run.outcome === 'survived' ? (r.mutant.survives ?? 'NOT EXPLAINED') : r.run.detail,
+      }));
     const reruns = results.filter((r) => r.reran).map((r) => ({ id: r.mutant.id, outcome: r.run.outcome }));
     if (json) {
-      process.stdout.write(`${JSON.stringify({
-        target: TARGET, folders: summary, notKilled, reruns,
-        mutants: results.map((r) => ({ id: r.mutant.id, outcome: r.run.outcome, seconds: Math.round(r.run.seconds), detail: r.run.detail })),
-      }, null, 2)}\n`);
+      process.stdout.write(
+        `${JSON.stringify(
+          {
+            target: TARGET,
+            folders: summary,
+            notKilled,
+            reruns,
+            mutants: results.map((r) => ({ id: r.mutant.id, outcome: r.run.outcome, seconds: Math.round(r.run.seconds), detail: r.run.detail })),
+          },
+          null,
+          2,
+        )}\n`,
+      );
     } else {
       process.stdout.write('\nfolder                                                               killed / mutants  score   survived  timed out  error\n');
       for (const s of summary) {
-        process.stdout.write(`${s.folder.padEnd(68)} ${String(s.killed).padStart(6)} / ${String(s.mutants).padEnd(7)} ${(s.score * 100).toFixed(0).padStart(4)} %  ${String(s.survived).padStart(8)}  ${String(s.timedOut).padStart(9)}  ${String(s.errors).padStart(5)}${s.score >= TARGET ? '' : '   (below 85 %)'}\n`);
+        process.stdout.write(
+          `${s.folder.padEnd(68)} ${String(s.killed).padStart(6)} / ${String(s.mutants).padEnd(7)} ${(s.score * 100).toFixed(0).padStart(4)} %  ${String(s.survived).padStart(8)}  ${String(s.timedOut).padStart(9)}  ${String(s.errors).padStart(5)}${s.score >= TARGET ? '' : '   (below 85 %)'}\n`,
+        );
       }
-      process.stdout.write(`\n${reruns.length} run(s) timed out and were re-run once with twice the limit${reruns.length ? `: ${reruns.map((r) => `${r.id} → ${r.outcome}`).join(', ')}` : ''}\n`);
+      process.stdout.write(
+        `\n${reruns.length} run(s) timed out and were re-run once with twice the limit${reruns.length ? `: ${reruns.map((r) => `${r.id} → ${r.outcome}`).join(', ')}` : ''}\n`,
+      );
       for (const s of notKilled) process.stdout.write(`\n${s.outcome} ${s.id} (${s.file}): ${s.description}\n  why: ${s.why}\n`);
     }
     return summary.every((s) => s.score >= TARGET) ? 0 : 1;
@@ -237,7 +312,10 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => process.exit(code), (error: Error) => {
-  log(`mutation: ${error.message}`);
-  process.exit(2);
-});
+main().then(
+  (code) => process.exit(code),
+  (error: Error) => {
+    log(`mutation: ${error.message}`);
+    process.exit(2);
+  },
+);

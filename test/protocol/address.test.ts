@@ -15,7 +15,14 @@ const refusal = (fn: () => unknown) => {
 
 describe('parseProviderName', () => {
   it('accepts letters, digits and inner dashes, lower-cased, up to 64 characters', () => {
-    for (const [raw, name] of [['acme', 'acme'], ['ACME', 'acme'], ['a', 'a'], ['a-b--c', 'a-b--c'], ['9x', '9x'], ['x'.repeat(64), 'x'.repeat(64)]]) {
+    for (const [raw, name] of [
+      ['acme', 'acme'],
+      ['ACME', 'acme'],
+      ['a', 'a'],
+      ['a-b--c', 'a-b--c'],
+      ['9x', '9x'],
+      ['x'.repeat(64), 'x'.repeat(64)],
+    ]) {
       expect(parseProviderName(raw!, 'namespace'), raw).toBe(name);
     }
   });
@@ -36,8 +43,19 @@ describe('parseHostname', () => {
   });
 
   it('refuses labels with a dash at either end, empty labels, and ports over five digits', () => {
-    for (const raw of ['-registry.example.com', 'registry-.example.com', 'registry..example.com', 'registry.example.com.', 'localhost:123456', 'local_host', '']) {
-      expect(refusal(() => parseHostname(raw)), raw).toMatchObject({ name: 'InputError', status: 400 });
+    for (const raw of [
+      '-registry.example.com',
+      'registry-.example.com',
+      'registry..example.com',
+      'registry.example.com.',
+      'localhost:123456',
+      'local_host',
+      '',
+    ]) {
+      expect(
+        refusal(() => parseHostname(raw)),
+        raw,
+      ).toMatchObject({ name: 'InputError', status: 400 });
     }
   });
 });
@@ -46,7 +64,10 @@ describe('parseVersion', () => {
   it('accepts strict semver only, returning it unchanged', () => {
     for (const version of ['1.0.0', '0.0.1', '1.2.3-beta.1', '1.2.3+build.5', '1.2.3-rc.1+b']) expect(parseVersion(version)).toBe(version);
     for (const version of ['v1.0.0', '1.0', '01.0.0', '1.0.0-', '1.0.0.0', ' 1.0.0', 'latest', `1.0.0-${'a'.repeat(130)}`]) {
-      expect(refusal(() => parseVersion(version)), version).toMatchObject({ name: 'InputError', status: 400 });
+      expect(
+        refusal(() => parseVersion(version)),
+        version,
+      ).toMatchObject({ name: 'InputError', status: 400 });
     }
   });
 });

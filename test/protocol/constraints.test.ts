@@ -64,7 +64,22 @@ describe('parseConstraints / meetsConstraints', () => {
   });
 
   // Terraform refuses these too (go-versions ParseRubyStyleMulti).
-  for (const bad of ['~>', '>= ', 'latest', '1.2.3.4', '== 1.2.3', '=> 1.2', '=< 1.2', '>= 1.0 < 2.0', '1.0 || 2.0', '~> 1.x', '1.*', 'v1.2.3', '>= v1.2', '>= 1.0,, < 2.0']) {
+  for (const bad of [
+    '~>',
+    '>= ',
+    'latest',
+    '1.2.3.4',
+    '== 1.2.3',
+    '=> 1.2',
+    '=< 1.2',
+    '>= 1.0 < 2.0',
+    '1.0 || 2.0',
+    '~> 1.x',
+    '1.*',
+    'v1.2.3',
+    '>= v1.2',
+    '>= 1.0,, < 2.0',
+  ]) {
     it(`refuses "${bad}" with an InputError naming it`, () => {
       expect(() => parseConstraints(bad)).toThrow(InputError);
     });

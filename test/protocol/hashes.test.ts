@@ -76,8 +76,9 @@ describe('zh', () => {
   it('is "zh:" and the archive\'s lower-case hex SHA-256', async () => {
     // SHA-256("abc") from FIPS 180-2, appendix B.1.
     expect(await sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
-    expect(zhHash('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad'))
-      .toBe('zh:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(zhHash('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad')).toBe(
+      'zh:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+    );
   });
 
   it('refuses anything but 64 lower-case hex digits', () => {
@@ -92,12 +93,14 @@ describe('SHA256SUMS', () => {
     const a = 'a'.repeat(64);
     const b = 'b'.repeat(64);
     const c = 'c'.repeat(64);
-    expect(formatShasums([
-      { filename: '😀.zip', sha256Hex: a },
-      { filename: 'a.zip', sha256Hex: b },
-      { filename: '\uFF21.zip', sha256Hex: c },
-      { filename: 'B.zip', sha256Hex: a },
-    ])).toBe(`${a}  B.zip\n${b}  a.zip\n${c}  \uFF21.zip\n${a}  😀.zip\n`);
+    expect(
+      formatShasums([
+        { filename: '😀.zip', sha256Hex: a },
+        { filename: 'a.zip', sha256Hex: b },
+        { filename: '\uFF21.zip', sha256Hex: c },
+        { filename: 'B.zip', sha256Hex: a },
+      ]),
+    ).toBe(`${a}  B.zip\n${b}  a.zip\n${c}  \uFF21.zip\n${a}  😀.zip\n`);
   });
 
   it('parses text and binary mode, lower-cases digests, and names the bad line', () => {

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/protocol/errors';
-import {
-  checkedEntryName, checkedLinkTarget, isDocFile, isExcludedFromPackage, requireRootConfiguration,
-} from '../../src/protocol/module-package';
+import { checkedEntryName, checkedLinkTarget, isDocFile, isExcludedFromPackage, requireRootConfiguration } from '../../src/protocol/module-package';
 
 /**
  * The module package rules shared by publish-module, the publish API and the
@@ -15,8 +13,12 @@ describe('module package rules', () => {
     expect(checkedEntryName('p', './a//b/./main.tf')).toBe('a/b/main.tf');
     expect(checkedEntryName('p', 'a\\b.tf')).toBe('a/b.tf');
     for (const [name, why] of [
-      ['a\0b', /NUL character/], ['/etc/passwd', /absolute path/], ['\\x', /absolute path/], ['C:/x.tf', /absolute path/],
-      ['a/../../x.tf', /"\.\." path segment/], ['..', /"\.\." path segment/],
+      ['a\0b', /NUL character/],
+      ['/etc/passwd', /absolute path/],
+      ['\\x', /absolute path/],
+      ['C:/x.tf', /absolute path/],
+      ['a/../../x.tf', /"\.\." path segment/],
+      ['..', /"\.\." path segment/],
     ] as const) {
       expect(() => checkedEntryName('p', name)).toThrow(InputError);
       expect(() => checkedEntryName('p', name)).toThrow(why);
@@ -39,7 +41,13 @@ describe('module package rules', () => {
   });
 
   it('leaves out VCS and Terraform state, reads docs from the root and modules/NAME/', () => {
-    expect(['.git/config', 'a/.terraform/x', 'terraform.tfstate', 'a/terraform.tfstate.backup', 'sub/.terraform.lock.hcl'].map(isExcludedFromPackage)).toEqual([true, true, true, true, true]);
+    expect(['.git/config', 'a/.terraform/x', 'terraform.tfstate', 'a/terraform.tfstate.backup', 'sub/.terraform.lock.hcl'].map(isExcludedFromPackage)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
     expect(['.terraform.lock.hcl', 'main.tf', 'gitignore'].map(isExcludedFromPackage)).toEqual([false, false, false]);
     expect(['README.md', 'main.tf', 'x.tofu', 'modules/a/variables.tf'].map(isDocFile)).toEqual([true, true, true, true]);
     expect(['docs/README.md', 'modules/a/b/c.tf', 'examples/x/main.tf', 'main.tf.json'].map(isDocFile)).toEqual([false, false, false, false]);

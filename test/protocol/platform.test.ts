@@ -25,7 +25,12 @@ describe('parsePlatform (request paths)', () => {
   });
 
   it('refuses anything but 1–32 letters or digits', () => {
-    for (const [os, arch] of [['', 'amd64'], ['linux', ''], ['li_nux', 'amd64'], ['linux', 'x'.repeat(33)]]) {
+    for (const [os, arch] of [
+      ['', 'amd64'],
+      ['linux', ''],
+      ['li_nux', 'amd64'],
+      ['linux', 'x'.repeat(33)],
+    ]) {
       expect(() => parsePlatform(os!, arch!), `${os}/${arch}`).toThrow(/is not a valid platform name/);
     }
   });

@@ -25,7 +25,9 @@ describe('checkReleaseShasums', () => {
   it('returns the lines of a SHA256SUMS that lists every archive with its SHA-256, other lines allowed', () => {
     const text = `${A}  ${archives[0]!.filename}\n${B}  ${archives[1]!.filename}\n${A}  terraform-provider-x_1.0.0_manifest.json\n`;
     expect(checkReleaseShasums(sums(text), archives, 'SUMS', isArchive).map((e) => e.filename)).toEqual([
-      archives[0]!.filename, archives[1]!.filename, 'terraform-provider-x_1.0.0_manifest.json',
+      archives[0]!.filename,
+      archives[1]!.filename,
+      'terraform-provider-x_1.0.0_manifest.json',
     ]);
   });
 

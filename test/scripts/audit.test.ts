@@ -61,7 +61,10 @@ describe('audit entries of the CLI write paths', () => {
     writeFileSync(zip, await zipBuffers({ [executableName('null', '3.2.0', parsePlatformName('linux_amd64'))]: '#!/bin/sh\n' }));
     const digest = await inspectArchive(zip);
     writeFileSync(join(source, 'index.json'), JSON.stringify({ versions: { '3.2.0': {} } }));
-    writeFileSync(join(source, '3.2.0.json'), JSON.stringify({ archives: { linux_amd64: { url: 'terraform-provider-null_3.2.0_linux_amd64.zip', hashes: [digest.h1, `zh:${digest.sha256Hex}`] } } }));
+    writeFileSync(
+      join(source, '3.2.0.json'),
+      JSON.stringify({ archives: { linux_amd64: { url: 'terraform-provider-null_3.2.0_linux_amd64.zip', hashes: [digest.h1, `zh:${digest.sha256Hex}`] } } }),
+    );
     const imported = await runScript('mirror', ['import', join(dir, 'mirror'), '--persist-to', state, '--wrangler-config', configPath]);
     expect(imported.code, imported.stderr).toBe(0);
 
@@ -83,7 +86,9 @@ describe('audit entries of the CLI write paths', () => {
     expect(entries[2]!.reason).toMatch(/has no signing key 0123456789ABCDEF/);
     expect(entries[7]!.reason).toMatch(/already published with different contents/);
     expect(Object.keys(entries[5]!.digests!).sort()).toEqual([
-      'terraform-provider-thing_1.0.0_darwin_arm64.zip', 'terraform-provider-thing_1.0.0_linux_amd64.zip', 'terraform-provider-thing_1.0.0_windows_amd64.zip',
+      'terraform-provider-thing_1.0.0_darwin_arm64.zip',
+      'terraform-provider-thing_1.0.0_linux_amd64.zip',
+      'terraform-provider-thing_1.0.0_windows_amd64.zip',
     ]);
     expect(entries[9]!.digests).toEqual({ linux_amd64: digest.sha256Hex });
     expect(JSON.stringify(entries)).not.toContain(token.slice(4));
@@ -94,7 +99,9 @@ describe('audit entries of the CLI write paths', () => {
     expect(await audit('--since', '2099-01-01')).toEqual([]);
     expect((await audit('--since', '1h', '--namespace', 'acme')).length).toBe(8);
     const human = await runScript('audit', ['--namespace', 'hashicorp', ...at]);
-    expect(human.stdout).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}  ok {9}mirror\.import {5}registry\.terraform\.io\/hashicorp\/null 3\.2\.0  by operator via local state\n$/);
+    expect(human.stdout).toMatch(
+      /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}  ok {9}mirror\.import {5}registry\.terraform\.io\/hashicorp\/null 3\.2\.0  by operator via local state\n$/,
+    );
     const bad = await runScript('audit', ['--since', 'last tuesday', ...at]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/--since "last tuesday": use a duration like 30m, 12h, 7d, 4w or a date/);

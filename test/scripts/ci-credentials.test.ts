@@ -12,7 +12,7 @@ beforeAll(async () => {
 afterAll(() => ci?.close());
 
 describe('publishCredential', () => {
-  it('GitHub Actions: requests an ID token for the registry hostname with the runner\'s request token', async () => {
+  it("GitHub Actions: requests an ID token for the registry hostname with the runner's request token", async () => {
     const before = ci.github.hits.token ?? 0;
     const credential = await publishCredential('https://registry.acme.com/', ci.githubRunnerEnv());
     expect(credential).toMatchObject({ kind: 'ci', source: 'GitHub Actions OIDC (audience registry.acme.com)' });
@@ -24,20 +24,28 @@ describe('publishCredential', () => {
   });
 
   it('a publish token, then an ID token from the environment (GitLab id_tokens), come first', async () => {
-    expect(await publishCredential('https://registry.acme.com', { ...ci.githubRunnerEnv(), EDGE_REGISTRY_TOKEN: 'ert_x', EDGE_REGISTRY_ID_TOKEN: 'a.b.c' }))
-      .toEqual({ bearer: 'ert_x', kind: 'token', source: 'EDGE_REGISTRY_TOKEN' });
-    expect(await publishCredential('https://registry.acme.com', { ...ci.githubRunnerEnv(), EDGE_REGISTRY_ID_TOKEN: 'a.b.c' }))
-      .toEqual({ bearer: 'a.b.c', kind: 'ci', source: 'EDGE_REGISTRY_ID_TOKEN' });
+    expect(
+      await publishCredential('https://registry.acme.com', { ...ci.githubRunnerEnv(), EDGE_REGISTRY_TOKEN: 'ert_x', EDGE_REGISTRY_ID_TOKEN: 'a.b.c' }),
+    ).toEqual({ bearer: 'ert_x', kind: 'token', source: 'EDGE_REGISTRY_TOKEN' });
+    expect(await publishCredential('https://registry.acme.com', { ...ci.githubRunnerEnv(), EDGE_REGISTRY_ID_TOKEN: 'a.b.c' })).toEqual({
+      bearer: 'a.b.c',
+      kind: 'ci',
+      source: 'EDGE_REGISTRY_ID_TOKEN',
+    });
   });
 
-  it('refuses, naming what to set: no credential, half of GitHub\'s pair, a request token GitHub refuses', async () => {
+  it("refuses, naming what to set: no credential, half of GitHub's pair, a request token GitHub refuses", async () => {
     await expect(publishCredential('https://registry.acme.com', {})).rejects.toMatchObject({
-      name: 'InputError', message: expect.stringMatching(/EDGE_REGISTRY_TOKEN .*permissions: id-token: write.*EDGE_REGISTRY_ID_TOKEN: \{ aud: registry\.acme\.com \}/),
+      name: 'InputError',
+      message: expect.stringMatching(/EDGE_REGISTRY_TOKEN .*permissions: id-token: write.*EDGE_REGISTRY_ID_TOKEN: \{ aud: registry\.acme\.com \}/),
     });
-    await expect(publishCredential('https://registry.acme.com', { ACTIONS_ID_TOKEN_REQUEST_URL: ci.githubRunnerEnv().ACTIONS_ID_TOKEN_REQUEST_URL }))
-      .rejects.toThrow(/ACTIONS_ID_TOKEN_REQUEST_TOKEN is not set/);
-    await expect(publishCredential('https://registry.acme.com', { ...ci.githubRunnerEnv(), ACTIONS_ID_TOKEN_REQUEST_TOKEN: 'wrong' }))
-      .rejects.toMatchObject({ name: 'InputError', message: expect.stringContaining('answered 401 for audience registry.acme.com') });
+    await expect(
+      publishCredential('https://registry.acme.com', { ACTIONS_ID_TOKEN_REQUEST_URL: ci.githubRunnerEnv().ACTIONS_ID_TOKEN_REQUEST_URL }),
+    ).rejects.toThrow(/ACTIONS_ID_TOKEN_REQUEST_TOKEN is not set/);
+    await expect(publishCredential('https://registry.acme.com', { ...ci.githubRunnerEnv(), ACTIONS_ID_TOKEN_REQUEST_TOKEN: 'wrong' })).rejects.toMatchObject({
+      name: 'InputError',
+      message: expect.stringContaining('answered 401 for audience registry.acme.com'),
+    });
     expect(() => registryAudience('not a url', {})).toThrow(/is not a URL/);
   });
 });

@@ -22,7 +22,10 @@ interface Workflow {
   name: string;
   on: Record<string, unknown>;
   permissions: Record<string, string>;
-  jobs: Record<string, { 'runs-on': string; environment?: string; steps: { uses?: string; run?: string; with?: Record<string, unknown>; env?: Record<string, string> }[] }>;
+  jobs: Record<
+    string,
+    { 'runs-on': string; environment?: string; steps: { uses?: string; run?: string; with?: Record<string, unknown>; env?: Record<string, string> }[] }
+  >;
 }
 
 /** The source file of an npm script (`node scripts/run.mjs NAME` runs scripts/NAME.ts; bench and tests use tsx FILE), if it exists. */
@@ -89,8 +92,11 @@ describe('examples/github-actions', () => {
       for (const job of Object.values(workflow.jobs)) for (const step of job.steps) expect(step.env ?? {}).toEqual({});
     });
 
-    it('publishes with --registry https://…, and the header\'s trusted publisher matches this workflow (file, tags, environment)', () => {
-      const runs = Object.values(workflow.jobs).flatMap((job) => job.steps.map((s) => s.run ?? '')).join('\n').replace(/\\\n\s*/g, ' ');
+    it("publishes with --registry https://…, and the header's trusted publisher matches this workflow (file, tags, environment)", () => {
+      const runs = Object.values(workflow.jobs)
+        .flatMap((job) => job.steps.map((s) => s.run ?? ''))
+        .join('\n')
+        .replace(/\\\n\s*/g, ' ');
       const calls = [...runs.matchAll(/npm run ([\w-]+) -- ([^\n]+)/g)];
       expect(calls.length).toBe(1);
       const [, script, args] = calls[0]!;
@@ -128,7 +134,10 @@ describe('examples/github-actions', () => {
     });
 
     it('runs our npm scripts with --remote --env production and options the scripts take', () => {
-      const runs = Object.values(workflow.jobs).flatMap((job) => job.steps.map((s) => s.run ?? '')).join('\n').replace(/\\\n\s*/g, ' ');
+      const runs = Object.values(workflow.jobs)
+        .flatMap((job) => job.steps.map((s) => s.run ?? ''))
+        .join('\n')
+        .replace(/\\\n\s*/g, ' ');
       const calls = [...runs.matchAll(/npm run ([\w-]+) -- ([^\n]+)/g)];
       expect(calls.length).toBe(1);
       for (const [, script, args] of calls) {

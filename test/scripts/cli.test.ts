@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { describeFailure, UsageError } from '../../scripts/lib/cli';
 import { InputError } from '../../src/protocol/errors';
 import {
-  DamagedRecordError, LeaseBusyError, LeaseLostError, ListRebuildRaceError, NotStoredError, SealError, StoredReleaseMismatchError, VersionConflictError,
+  DamagedRecordError,
+  LeaseBusyError,
+  LeaseLostError,
+  ListRebuildRaceError,
+  NotStoredError,
+  SealError,
+  StoredReleaseMismatchError,
+  VersionConflictError,
 } from '../../src/store/errors';
 
 describe('the CLI runner (scripts/lib/cli.ts)', () => {
@@ -24,7 +31,10 @@ describe('the CLI runner (scripts/lib/cli.ts)', () => {
 
   it('input errors exit 1 and usage errors exit 2, without a trace', () => {
     expect(describeFailure(new InputError('bad name'), 'usage', false)).toEqual({ code: 1, text: 'error: bad name' });
-    expect(describeFailure(new UsageError('--version is required'), 'the usage', false)).toEqual({ code: 2, text: 'error: --version is required\n\nthe usage' });
+    expect(describeFailure(new UsageError('--version is required'), 'the usage', false)).toEqual({
+      code: 2,
+      text: 'error: --version is required\n\nthe usage',
+    });
   });
 
   it('store refusals exit 1 with their message; store failures exit 3 (run again) — the type decides, not the wording', () => {
@@ -32,8 +42,11 @@ describe('the CLI runner (scripts/lib/cli.ts)', () => {
       expect(describeFailure(refusal, 'usage', false), refusal.name).toEqual({ code: 1, text: `error: ${refusal.message}` });
     }
     const failures = [
-      new StoredReleaseMismatchError('x does not match'), new ListRebuildRaceError('x kept changing'),
-      new LeaseLostError('providers/x', 'taken over'), new DamagedRecordError('records/x', 'not JSON'), new SealError('SIGNING_KEY_SECRET is not set'),
+      new StoredReleaseMismatchError('x does not match'),
+      new ListRebuildRaceError('x kept changing'),
+      new LeaseLostError('providers/x', 'taken over'),
+      new DamagedRecordError('records/x', 'not JSON'),
+      new SealError('SIGNING_KEY_SECRET is not set'),
     ];
     for (const failure of failures) {
       const described = describeFailure(failure, 'usage', true);

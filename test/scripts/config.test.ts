@@ -15,7 +15,11 @@ describe('wrangler.toml as the scripts read it (scripts/lib/config.ts)', () => {
     writeFileSync(path, original);
     for (let round = 0; round < 2; round++) {
       // The second round is answered from the cache: the same answers.
-      expect(await readRegistryConfig({ configPath: path })).toMatchObject({ hostname: 'registry.example.com', kvNamespaceId: 'edge-registry-local', bucketName: 'edge-registry' });
+      expect(await readRegistryConfig({ configPath: path })).toMatchObject({
+        hostname: 'registry.example.com',
+        kvNamespaceId: 'edge-registry-local',
+        bucketName: 'edge-registry',
+      });
       expect(await readRegistryConfig({ configPath: path, env: 'production' })).toMatchObject({ kvNamespaceId: '00000000000000000000000000000000' });
     }
     writeFileSync(path, original.replace(/^REGISTRY_HOSTNAME = "registry\.example\.com"/m, 'REGISTRY_HOSTNAME = "tf.acme.test"'));

@@ -23,7 +23,9 @@ describe('local mode without a key', () => {
     const keyPath = join(keysDir, 'registry.example.com', 'fresh.asc');
     expect(existsSync(keyPath)).toBe(true);
     expect(statSync(keyPath).mode & 0o777).toBe(0o600);
-    expect(lines.join('\n')).toMatch(new RegExp(`warning: no signing key for namespace fresh: generated RSA-4096 key ${result.key_id} into .*fresh\\.asc \\(git-ignored; local mode only`));
+    expect(lines.join('\n')).toMatch(
+      new RegExp(`warning: no signing key for namespace fresh: generated RSA-4096 key ${result.key_id} into .*fresh\\.asc \\(git-ignored; local mode only`),
+    );
     const next = await writeDist(join(dir, 'dist-local-2'), 'y', '1.1.0', { platforms: ['linux_amd64'] });
     const second = await publishRelease({ paths: [next], namespace: 'fresh', config, keysDir, log: (l) => lines.push(l), processEnv: {} });
     expect(second.key_id).toBe(result.key_id);

@@ -21,7 +21,7 @@ describe('npm start on an empty state (scripts/lib/dev/hint.ts)', () => {
   });
 });
 
-describe('the running server\'s address, for hints (scripts/lib/dev/server.ts)', () => {
+describe("the running server's address, for hints (scripts/lib/dev/server.ts)", () => {
   it('npm start records its origin in the state it serves while it runs; a dead process or no record reads as none', () => {
     expect(devStateDir('/repo', [])).toBe('/repo/.wrangler/state');
     expect(devStateDir('/repo', ['--persist-to', 'other'])).toBe('/repo/other');

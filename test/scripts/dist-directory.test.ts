@@ -36,7 +36,9 @@ describe('a dist directory', () => {
     const plan = await readRelease({ paths: [dist] });
     try {
       expect(plan.archives.map((a) => a.filename)).toEqual([zipName('darwin_arm64'), zipName('linux_amd64'), zipName('linux_arm64')]);
-      expect(plan.notes.join('\n')).toMatch(/terraform-provider-linky_1\.0\.0_linux_arm64\.zip is a symlink to terraform-provider-linky_1\.0\.0_linux_amd64\.zip in the same directory; published its contents/);
+      expect(plan.notes.join('\n')).toMatch(
+        /terraform-provider-linky_1\.0\.0_linux_arm64\.zip is a symlink to terraform-provider-linky_1\.0\.0_linux_amd64\.zip in the same directory; published its contents/,
+      );
       expect(plan.notes.join('\n')).toMatch(/ignored in .*: build\//);
     } finally {
       plan.cleanup();
@@ -51,7 +53,9 @@ describe('a dist directory', () => {
       symlinkSync(target, join(dist, name));
       const attempt = readRelease({ paths: [dist] });
       await expect(attempt, name).rejects.toBeInstanceOf(InputError);
-      await expect(readRelease({ paths: [dist] })).rejects.toThrow(new RegExp(`${name.replace(/\./g, '\\.')} is a symlink to .*outside the directory; only symlinks to files inside .* are followed`));
+      await expect(readRelease({ paths: [dist] })).rejects.toThrow(
+        new RegExp(`${name.replace(/\./g, '\\.')} is a symlink to .*outside the directory; only symlinks to files inside .* are followed`),
+      );
     }
   });
 
@@ -74,7 +78,9 @@ describe('a dist directory', () => {
     const plan = await readRelease({ paths: [dist] });
     try {
       expect(plan.archives).toHaveLength(2);
-      expect(plan.notes.join('\n')).toMatch(/ignored in .* \(not release files\): artifacts\.json, config\.yaml, latest \(a symlink to .*, outside the directory\), terraform-provider-linky_linux_amd64_v1\//);
+      expect(plan.notes.join('\n')).toMatch(
+        /ignored in .* \(not release files\): artifacts\.json, config\.yaml, latest \(a symlink to .*, outside the directory\), terraform-provider-linky_linux_amd64_v1\//,
+      );
     } finally {
       plan.cleanup();
     }
@@ -83,6 +89,8 @@ describe('a dist directory', () => {
   it('says an empty directory is empty', async () => {
     const empty = join(dir, 'empty');
     mkdirSync(empty);
-    await expect(readRelease({ paths: [empty] })).rejects.toThrow(/empty is empty: expected a goreleaser dist\/ with terraform-provider-TYPE_VERSION_OS_ARCH\.zip files/);
+    await expect(readRelease({ paths: [empty] })).rejects.toThrow(
+      /empty is empty: expected a goreleaser dist\/ with terraform-provider-TYPE_VERSION_OS_ARCH\.zip files/,
+    );
   });
 });

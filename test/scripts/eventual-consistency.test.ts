@@ -29,16 +29,21 @@ describe('with KV eventually consistent between publishers', () => {
     const address = providerAddress('registry.example.com', 'acme', 'lagged');
     const writes = new Map<string, Write>();
     const versions = ['1.0.0', '1.1.0', '1.2.0', '2.0.0'];
-    await Promise.all(versions.map((version, writer) => {
-      const kv = new LaggingKv(store.kv, writes, writer, LAG_MS);
-      const release = fakeRelease(address, version);
-      return withLease(store.blobs, providerLeaseName(address), processLeaseOptions(`publisher ${writer}`), (lease) =>
-        publishVersion({ kv, blobs: store.blobs }, release.record, release.files, () => {}, { lease }));
-    }));
+    await Promise.all(
+      versions.map((version, writer) => {
+        const kv = new LaggingKv(store.kv, writes, writer, LAG_MS);
+        const release = fakeRelease(address, version);
+        return withLease(store.blobs, providerLeaseName(address), processLeaseOptions(`publisher ${writer}`), (lease) =>
+          publishVersion({ kv, blobs: store.blobs }, release.record, release.files, () => {}, { lease }),
+        );
+      }),
+    );
 
     // The adapter really hides: a publisher's view does not list the others' KV documents.
     const view = new LaggingKv(store.kv, writes, 0, LAG_MS);
-    const seen = (await view.list({ prefix: mirrorIndexKey(address).replace(/index\.json$/, '') })).keys.map((k) => k.name).filter((k) => !k.endsWith('/index.json'));
+    const seen = (await view.list({ prefix: mirrorIndexKey(address).replace(/index\.json$/, '') })).keys
+      .map((k) => k.name)
+      .filter((k) => !k.endsWith('/index.json'));
     expect(seen).toEqual([mirrorVersionKey(address, '1.0.0')]);
     // So lists built from what KV shows would have dropped versions; the R2 records (and the index built from them) have them all.
     expect((await listVersionRecords({ kv: view, blobs: store.blobs }, address)).map((r) => r.version).sort()).toEqual(versions);

@@ -33,14 +33,16 @@ const gpg = (args: string[], input?: string) =>
 function gpgView(armor: string): { algorithm: string; bits: number; keyId: string; fingerprint: string } {
   const file = join(home, `key-${Math.random().toString(36).slice(2)}.asc`);
   writeFileSync(file, armor);
-  const lines = gpg(['--with-colons', '--import-options', 'show-only', '--import', file]).split('\n').map((line) => line.split(':'));
+  const lines = gpg(['--with-colons', '--import-options', 'show-only', '--import', file])
+    .split('\n')
+    .map((line) => line.split(':'));
   const pub = lines.find((f) => f[0] === 'pub')!;
   const fpr = lines.find((f) => f[0] === 'fpr')!; // the first fpr record follows pub: the primary key's
   return { algorithm: pub[3]!, bits: Number(pub[2]), keyId: pub[4]!, fingerprint: fpr[9]! };
 }
 
 describe('signing key fingerprints on pages, RSA', () => {
-  it('an RSA-4096 v4 key as `npm run keys -- generate` makes it: our key id and fingerprint equal GnuPG\'s', () => {
+  it("an RSA-4096 v4 key as `npm run keys -- generate` makes it: our key id and fingerprint equal GnuPG's", () => {
     const seen = gpgView(rsa4096.ascii_armor);
     expect([seen.algorithm, seen.bits]).toEqual(['1', 4096]); // 1 = RSA: the case under test
     expect(fingerprintOf(rsa4096)).toBe(seen.fingerprint);

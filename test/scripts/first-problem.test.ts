@@ -18,7 +18,14 @@ const { dir, cleanup } = tempDir('first-problem');
 afterAll(cleanup);
 
 // No Cloudflare credentials in the environment, whatever the machine has: --remote would complain about them.
-const NO_CLOUDFLARE = { CLOUDFLARE_ACCOUNT_ID: '', CLOUDFLARE_API_TOKEN: '', R2_ACCESS_KEY_ID: '', R2_SECRET_ACCESS_KEY: '', EDGE_REGISTRY_SIGNING_KEY: '', SIGNING_KEY_SECRET: '' };
+const NO_CLOUDFLARE = {
+  CLOUDFLARE_ACCOUNT_ID: '',
+  CLOUDFLARE_API_TOKEN: '',
+  R2_ACCESS_KEY_ID: '',
+  R2_SECRET_ACCESS_KEY: '',
+  EDGE_REGISTRY_SIGNING_KEY: '',
+  SIGNING_KEY_SECRET: '',
+};
 
 function folder(name: string, files: Record<string, string> = {}): string {
   const path = join(dir, name);
@@ -28,7 +35,10 @@ function folder(name: string, files: Record<string, string> = {}): string {
 }
 
 async function refusal(attempt: Promise<unknown>): Promise<string> {
-  const error = await attempt.then(() => null, (e: unknown) => e);
+  const error = await attempt.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(InputError);
   return (error as Error).message;
 }
@@ -36,7 +46,9 @@ async function refusal(attempt: Promise<unknown>): Promise<string> {
 describe.concurrent('publish-provider', () => {
   it('a folder without release files, no --type or --version: "no provider archives", not "pass --type"', async () => {
     const wrong = folder('wrong', { 'notes.txt': 'not a release' });
-    expect(await refusal(readRelease({ paths: [wrong] }))).toMatch(/^no provider archives found in \S*wrong: expected terraform-provider-TYPE_VERSION_OS_ARCH\.zip files/);
+    expect(await refusal(readRelease({ paths: [wrong] }))).toMatch(
+      /^no provider archives found in \S*wrong: expected terraform-provider-TYPE_VERSION_OS_ARCH\.zip files/,
+    );
   });
 
   it('the same with --type: still "no provider archives", not "pass --version"', async () => {
@@ -48,7 +60,9 @@ describe.concurrent('publish-provider', () => {
   });
 
   it('--binary naming a missing file, no --type: the missing file, not "pass --type"', async () => {
-    expect(await refusal(readRelease({ paths: [], binaries: [`linux_amd64=${join(dir, 'no-such-binary')}`] }))).toMatch(/^--binary \S*no-such-binary: cannot be read/);
+    expect(await refusal(readRelease({ paths: [], binaries: [`linux_amd64=${join(dir, 'no-such-binary')}`] }))).toMatch(
+      /^--binary \S*no-such-binary: cannot be read/,
+    );
   });
 
   it('the command from the issue exits 1 naming the missing archives', async () => {

@@ -23,7 +23,9 @@ afterAll(() => {
 function gpgVerify(sums: Uint8Array, signature: Uint8Array): { status: number | null; lines: string[] } {
   writeFileSync(join(home, 'SHA256SUMS'), sums);
   writeFileSync(join(home, 'SHA256SUMS.sig'), signature);
-  const run = spawnSync('gpg', ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(home, 'SHA256SUMS.sig'), join(home, 'SHA256SUMS')], { encoding: 'utf8' });
+  const run = spawnSync('gpg', ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(home, 'SHA256SUMS.sig'), join(home, 'SHA256SUMS')], {
+    encoding: 'utf8',
+  });
   return { status: run.status, lines: run.stdout.split('\n') };
 }
 

@@ -73,7 +73,12 @@ describe('SHA256SUMS format', () => {
   afterAll(cleanup);
 
   it('formatShasums is byte-identical to sha256sum over the sorted file names, and sha256sum -c accepts it', async () => {
-    const names = ['terraform-provider-x_1.0.0_windows_amd64.zip', 'terraform-provider-x_1.0.0_darwin_arm64.zip', 'terraform-provider-x_1.0.0_linux_amd64.zip', 'terraform-provider-x_1.0.0_linux_arm64.zip'];
+    const names = [
+      'terraform-provider-x_1.0.0_windows_amd64.zip',
+      'terraform-provider-x_1.0.0_darwin_arm64.zip',
+      'terraform-provider-x_1.0.0_linux_amd64.zip',
+      'terraform-provider-x_1.0.0_linux_arm64.zip',
+    ];
     const entries = [];
     for (const name of names) {
       writeFileSync(join(dir, name), await zipBuffers({ [`f-${name}`]: randomBytes(1000) }));

@@ -37,7 +37,9 @@ function gpgVerify(publicArmor: string, document: Uint8Array, signature: Uint8Ar
   writeFileSync(join(dir, `${name}.sig`), signature);
   try {
     execFileSync('gpg', ['--batch', '--homedir', home, '--import'], { input: publicArmor, stdio: ['pipe', 'pipe', 'pipe'] });
-    const result = spawnSync('gpg', ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(dir, `${name}.sig`), join(dir, `${name}.sums`)], { encoding: 'utf8' });
+    const result = spawnSync('gpg', ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(dir, `${name}.sig`), join(dir, `${name}.sums`)], {
+      encoding: 'utf8',
+    });
     return `${result.status}\n${result.stdout}`;
   } finally {
     spawnSync('gpgconf', ['--homedir', home, '--kill', 'all'], { stdio: 'ignore' });
@@ -49,7 +51,11 @@ const sums = new TextEncoder().encode(`${'b'.repeat(64)}  terraform-provider-thi
 describe('npm run keys -- --held-by-registry', () => {
   it('generate stores the private key sealed (no file, nothing printed); the registry signs with it and gpg --verify accepts the signature', async () => {
     const before = existsSync(join(dir, '.keys')) ? readdirSync(join(dir, '.keys')) : [];
-    const result = await runScript('keys', ['generate', '--namespace', 'acme', '--held-by-registry', '--type', 'ecc', '--persist-to', state, '--keys-dir', join(dir, '.keys'), '--json'], env);
+    const result = await runScript(
+      'keys',
+      ['generate', '--namespace', 'acme', '--held-by-registry', '--type', 'ecc', '--persist-to', state, '--keys-dir', join(dir, '.keys'), '--json'],
+      env,
+    );
     expect(result.code, result.stderr).toBe(0);
     const { key_id } = JSON.parse(result.stdout) as { key_id: string };
     expect(result.stdout + result.stderr).not.toMatch(/PRIVATE KEY|PUBLIC KEY BLOCK/);
@@ -77,7 +83,11 @@ describe('npm run keys -- --held-by-registry', () => {
 
   it('import of a private key file holds it (replacing the previous held key, whose public key stays registered); remove deletes it', async () => {
     const key = await writeKeyFile(dir, 'import.asc', 'ecc');
-    const result = await runScript('keys', ['import', '--namespace', 'acme', '--key-file', key.path, '--held-by-registry', '--persist-to', state, '--json'], env);
+    const result = await runScript(
+      'keys',
+      ['import', '--namespace', 'acme', '--key-file', key.path, '--held-by-registry', '--persist-to', state, '--json'],
+      env,
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({ key_id: key.keyId, held_by_registry: true });
     const signed = await withStore((kv) => signShasumsWithHeldKey({ kv }, { signingKeySecret: SECRET }, 'registry.example.com', 'acme', sums));
@@ -95,7 +105,12 @@ describe('npm run keys -- --held-by-registry', () => {
     const snapshot = () => withStore(async (kv) => JSON.stringify(await kv.list({ prefix: '' })));
     const before = await snapshot();
     const cases: [string[], NodeJS.ProcessEnv, number, RegExp][] = [
-      [['generate', '--held-by-registry', '--remote'], { SIGNING_KEY_SECRET: '', CLOUDFLARE_ACCOUNT_ID: 'x', CLOUDFLARE_API_TOKEN: 'y' }, 1, /set SIGNING_KEY_SECRET to the Worker's secret/],
+      [
+        ['generate', '--held-by-registry', '--remote'],
+        { SIGNING_KEY_SECRET: '', CLOUDFLARE_ACCOUNT_ID: 'x', CLOUDFLARE_API_TOKEN: 'y' },
+        1,
+        /set SIGNING_KEY_SECRET to the Worker's secret/,
+      ],
       [['generate', '--held-by-registry'], { SIGNING_KEY_SECRET: 'too-short' }, 1, /at least 32 characters/],
       [['generate', '--held-by-registry', '--key-file', join(dir, 'x.asc')], env, 2, /writes no private key file/],
       [['import', '--held-by-registry'], { ...env, EDGE_REGISTRY_SIGNING_KEY: '' }, 1, /needs the private key/],

@@ -61,7 +61,11 @@ export async function writeDist(dir: string, type: string, version: string, opti
 }
 
 /** A fresh RSA key file (armored private key) in `dir`; returns its path and key id. */
-export async function writeKeyFile(dir: string, name = 'signer.asc', type: 'rsa' | 'ecc' = 'ecc'): Promise<{ path: string; keyId: string; publicArmor: string }> {
+export async function writeKeyFile(
+  dir: string,
+  name = 'signer.asc',
+  type: 'rsa' | 'ecc' = 'ecc',
+): Promise<{ path: string; keyId: string; publicArmor: string }> {
   const key = await generateSigningKey({ name: 'test signer', type });
   const path = join(dir, name);
   writeFileSync(path, key.armoredPrivateKey, { mode: 0o600 });

@@ -37,7 +37,10 @@ afterAll(async () => {
 const dist = (name: string, salt: string, options: Parameters<typeof writeDist>[3] = {}) =>
   writeDist(join(dir, name), 'same', '1.0.0', { platforms: ['linux_amd64', 'windows_amd64'], salt, ...options });
 
-const zips = (path: string) => readdirSync(path).filter((f) => f.endsWith('.zip')).sort();
+const zips = (path: string) =>
+  readdirSync(path)
+    .filter((f) => f.endsWith('.zip'))
+    .sort();
 
 async function storedState(): Promise<string> {
   const page = await store.kv.list({ prefix: '' });
@@ -63,13 +66,24 @@ describe('republishing a version', () => {
       expect(statSync(join(rebuilt, name)).size, name).toBe(statSync(join(original, name)).size);
       expect(readFileSync(join(rebuilt, name)).equals(readFileSync(join(original, name))), name).toBe(false);
     }
-    await refusedAs(rebuilt, /already published with different contents \(terraform-provider-same_1\.0\.0_linux_amd64\.zip has SHA-256 [0-9a-f]{64}, published [0-9a-f]{64}\); published versions are immutable/);
+    await refusedAs(
+      rebuilt,
+      /already published with different contents \(terraform-provider-same_1\.0\.0_linux_amd64\.zip has SHA-256 [0-9a-f]{64}, published [0-9a-f]{64}\); published versions are immutable/,
+    );
   });
 
   it('refuses a rebuild with other bytes in a --dry-run too, instead of planning to "verify" it', async () => {
     const before = await storedState();
     const lines: string[] = [];
-    const attempt = publishRelease({ paths: [await dist('rebuilt-dry', 'cccc')], namespace: 'acme', config, store, keyFile, dryRun: true, log: (line) => lines.push(line) });
+    const attempt = publishRelease({
+      paths: [await dist('rebuilt-dry', 'cccc')],
+      namespace: 'acme',
+      config,
+      store,
+      keyFile,
+      dryRun: true,
+      log: (line) => lines.push(line),
+    });
     await expect(attempt).rejects.toBeInstanceOf(VersionConflictError);
     await expect(attempt).rejects.toThrow(/terraform-provider-same_1\.0\.0_linux_amd64\.zip has SHA-256/);
     expect(lines.join('\n')).not.toMatch(/already published with these bytes/);

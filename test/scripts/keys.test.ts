@@ -53,7 +53,10 @@ describe('npm run keys', () => {
     const { key_id } = JSON.parse(result.stdout) as { key_id: string };
     const list = await runScript('keys', ['list', '--namespace', 'acme', '--persist-to', state, '--json']);
     const keys = JSON.parse(list.stdout).keys as { key_id: string; status: string; algorithm: string }[];
-    expect(keys.map((k) => [k.status, k.algorithm.split(' ')[0]])).toEqual([['registered', 'rsaEncryptSign-4096'], ['registered', 'eddsaLegacy']]);
+    expect(keys.map((k) => [k.status, k.algorithm.split(' ')[0]])).toEqual([
+      ['registered', 'rsaEncryptSign-4096'],
+      ['registered', 'eddsaLegacy'],
+    ]);
 
     const store = await openLocalStore(await readRegistryConfig({ configPath, persistTo: state }));
     const armored = (await readSigningKeys(store.kv, 'registry.example.com', 'acme')).find((k) => k.key_id === key_id)!.ascii_armor;

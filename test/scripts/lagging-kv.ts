@@ -10,10 +10,19 @@ import type { KvStore } from '../../src/store/store';
  * is strongly consistent.
  */
 
-export interface Write { writer: number; at: number; previous: string | null }
+export interface Write {
+  writer: number;
+  at: number;
+  previous: string | null;
+}
 
 export class LaggingKv implements KvStore {
-  constructor(private readonly inner: KvStore, private readonly writes: Map<string, Write>, private readonly writer: number, private readonly lagMs = 60_000) {}
+  constructor(
+    private readonly inner: KvStore,
+    private readonly writes: Map<string, Write>,
+    private readonly writer: number,
+    private readonly lagMs = 60_000,
+  ) {}
 
   private hidden(key: string): Write | null {
     const write = this.writes.get(key);

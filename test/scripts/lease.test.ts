@@ -64,8 +64,15 @@ function stallingWrites(blobs: BlobStore, key: string): { blobs: BlobStore; stal
         return blobs.put(k, value, options);
       },
     },
-    stall() { gate = new Promise((resolve) => { open = resolve; }); },
-    resume() { gate = null; open(); },
+    stall() {
+      gate = new Promise((resolve) => {
+        open = resolve;
+      });
+    },
+    resume() {
+      gate = null;
+      open();
+    },
   };
 }
 
@@ -91,15 +98,18 @@ describe('provider leases', () => {
     let inside = 0;
     let maxInside = 0;
     const order: number[] = [];
-    await Promise.all(Array.from({ length: 6 }, (_, i) =>
-      withLease(store.blobs, 'test/exclusive', processLeaseOptions(`holder ${i}`), async (lease) => {
-        inside++;
-        maxInside = Math.max(maxInside, inside);
-        await sleep(30);
-        lease.check();
-        order.push(i);
-        inside--;
-      })));
+    await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        withLease(store.blobs, 'test/exclusive', processLeaseOptions(`holder ${i}`), async (lease) => {
+          inside++;
+          maxInside = Math.max(maxInside, inside);
+          await sleep(30);
+          lease.check();
+          order.push(i);
+          inside--;
+        }),
+      ),
+    );
     expect(maxInside).toBe(1);
     expect(order.sort()).toEqual([0, 1, 2, 3, 4, 5]);
   });
@@ -107,9 +117,17 @@ describe('provider leases', () => {
   it('a waiter says who holds the lease and since when, and gets it as soon as it is released', async () => {
     const held = await acquireLease(store.blobs, 'test/wait', processLeaseOptions('publish-provider registry.example.com/acme/widget 1.0.0'));
     const lines: string[] = [];
-    const waiting = acquireLease(store.blobs, 'test/wait', processLeaseOptions('second', (line) => lines.push(line)));
+    const waiting = acquireLease(
+      store.blobs,
+      'test/wait',
+      processLeaseOptions('second', (line) => lines.push(line)),
+    );
     await sleep(600);
-    expect(lines.join('\n')).toMatch(new RegExp(`waiting for publish-provider registry\\.example\\.com/acme/widget 1\\.0\\.0 \\(host ${hostname()}, pid ${process.pid}\\) since \\d{4}-\\d\\d-\\d\\dT`));
+    expect(lines.join('\n')).toMatch(
+      new RegExp(
+        `waiting for publish-provider registry\\.example\\.com/acme/widget 1\\.0\\.0 \\(host ${hostname()}, pid ${process.pid}\\) since \\d{4}-\\d\\d-\\d\\dT`,
+      ),
+    );
     const started = Date.now();
     await held.release();
     const second = await waiting;
@@ -122,7 +140,11 @@ describe('provider leases', () => {
     await store.blobs.put(leaseObjectKey('test/dead'), storedLease('test/dead', { owner: { host: hostname(), pid: dead } }));
     const lines: string[] = [];
     const started = Date.now();
-    const lease = await acquireLease(store.blobs, 'test/dead', processLeaseOptions('next', (line) => lines.push(line)));
+    const lease = await acquireLease(
+      store.blobs,
+      'test/dead',
+      processLeaseOptions('next', (line) => lines.push(line)),
+    );
     expect(Date.now() - started).toBeLessThan(2000);
     expect(lines.join('\n')).toMatch(new RegExp(`took over the lease test/dead from .*pid ${dead}.*: process ${dead} on ${hostname()} is gone`));
     await lease.release();
@@ -132,13 +154,23 @@ describe('provider leases', () => {
     await store.blobs.put(leaseObjectKey('test/expired'), storedLease('test/expired', { expiresAt: Date.now() - 5000 }));
     const lines: string[] = [];
     // A bounded wait: a lease that is wrongly kept fails here instead of waiting 15 minutes.
-    const lease = await acquireLease(store.blobs, 'test/expired', processLeaseOptions('next', (line) => lines.push(line), { maxWaitMs: 5000 }));
-    expect(lines.join('\n')).toMatch(/took over the lease test\/expired from publish-provider x 1\.0\.0 \(host ci-runner-7, pid 4242\) since .*: expired \d+ s ago/);
+    const lease = await acquireLease(
+      store.blobs,
+      'test/expired',
+      processLeaseOptions('next', (line) => lines.push(line), { maxWaitMs: 5000 }),
+    );
+    expect(lines.join('\n')).toMatch(
+      /took over the lease test\/expired from publish-provider x 1\.0\.0 \(host ci-runner-7, pid 4242\) since .*: expired \d+ s ago/,
+    );
     await lease.release();
 
     await store.blobs.put(leaseObjectKey('test/damaged'), '');
     const damaged: string[] = [];
-    const second = await acquireLease(store.blobs, 'test/damaged', processLeaseOptions('next', (line) => damaged.push(line)));
+    const second = await acquireLease(
+      store.blobs,
+      'test/damaged',
+      processLeaseOptions('next', (line) => damaged.push(line)),
+    );
     expect(damaged.join('\n')).toMatch(/took over the lease test\/damaged: its lease object is unreadable/);
     await second.release();
   });
@@ -146,10 +178,10 @@ describe('provider leases', () => {
   it('waits for a live lease of another host until it expires, and gives up after maxWaitMs naming the holder', async () => {
     // Its pid does not exist here, which says nothing about a process on another host.
     await store.blobs.put(leaseObjectKey('test/busy'), storedLease('test/busy', { expiresAt: Date.now() + 60_000, owner: { pid: deadPid() } }));
-    await expect(acquireLease(store.blobs, 'test/busy', processLeaseOptions('next', undefined, { maxWaitMs: 500 })))
-      .rejects.toThrow(LeaseBusyError);
-    await expect(acquireLease(store.blobs, 'test/busy', processLeaseOptions('next', undefined, { maxWaitMs: 500 })))
-      .rejects.toThrow(/test\/busy is being written by publish-provider x 1\.0\.0 \(host ci-runner-7, pid \d+\) since/);
+    await expect(acquireLease(store.blobs, 'test/busy', processLeaseOptions('next', undefined, { maxWaitMs: 500 }))).rejects.toThrow(LeaseBusyError);
+    await expect(acquireLease(store.blobs, 'test/busy', processLeaseOptions('next', undefined, { maxWaitMs: 500 }))).rejects.toThrow(
+      /test\/busy is being written by publish-provider x 1\.0\.0 \(host ci-runner-7, pid \d+\) since/,
+    );
     await store.blobs.put(leaseObjectKey('test/busy'), storedLease('test/busy', { expiresAt: Date.now() + 800 }));
     const lease = await acquireLease(store.blobs, 'test/busy', processLeaseOptions('next', undefined, { maxWaitMs: 5000 }));
     await lease.release();
@@ -157,14 +189,16 @@ describe('provider leases', () => {
 
   it('does not take over a live lease that expires sooner than its own lifetime (its holder is about to renew)', async () => {
     await store.blobs.put(leaseObjectKey('test/soon'), storedLease('test/soon', { expiresAt: Date.now() + 10_000 }));
-    await expect(acquireLease(store.blobs, 'test/soon', processLeaseOptions('next', undefined, { ttlMs: 30_000, maxWaitMs: 500 })))
-      .rejects.toThrow(LeaseBusyError);
+    await expect(acquireLease(store.blobs, 'test/soon', processLeaseOptions('next', undefined, { ttlMs: 30_000, maxWaitMs: 500 }))).rejects.toThrow(
+      LeaseBusyError,
+    );
   });
 
   it('of two acquirers that both find no lease, exactly one creates it (If-None-Match: *); the other waits', async () => {
     const blobs = sameReadFor(store.blobs, leaseObjectKey('test/create-race'), 2);
-    const results = await Promise.allSettled([0, 1].map((i) =>
-      acquireLease(blobs, 'test/create-race', processLeaseOptions(`creator ${i}`, undefined, { maxWaitMs: 800 }))));
+    const results = await Promise.allSettled(
+      [0, 1].map((i) => acquireLease(blobs, 'test/create-race', processLeaseOptions(`creator ${i}`, undefined, { maxWaitMs: 800 }))),
+    );
     expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
     expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: expect.any(LeaseBusyError) });
     for (const r of results) if (r.status === 'fulfilled') await r.value.release();
@@ -173,8 +207,9 @@ describe('provider leases', () => {
   it('of two waiters that both read the same expired lease, exactly one takes it over (If-Match); the other waits', async () => {
     await store.blobs.put(leaseObjectKey('test/takeover-race'), storedLease('test/takeover-race', { expiresAt: Date.now() - 5000 }));
     const blobs = sameReadFor(store.blobs, leaseObjectKey('test/takeover-race'), 2);
-    const results = await Promise.allSettled([0, 1].map((i) =>
-      acquireLease(blobs, 'test/takeover-race', processLeaseOptions(`waiter ${i}`, undefined, { maxWaitMs: 800 }))));
+    const results = await Promise.allSettled(
+      [0, 1].map((i) => acquireLease(blobs, 'test/takeover-race', processLeaseOptions(`waiter ${i}`, undefined, { maxWaitMs: 800 }))),
+    );
     expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
     expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: expect.any(LeaseBusyError) });
     for (const r of results) if (r.status === 'fulfilled') await r.value.release();

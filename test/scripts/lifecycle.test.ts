@@ -45,7 +45,10 @@ describe('npm run lifecycle', () => {
     // Both changes held the lease in turn: the state has both, whichever ran second.
     const status = await lifecycle('status', 'acme/thing', '--json');
     expect(status.code, status.stderr).toBe(0);
-    const { lifecycle: marks, versions } = JSON.parse(status.stdout) as { lifecycle: { versions: Record<string, { deprecated?: { message: string }; withdrawn?: { message: string } }> }; versions: string[] };
+    const { lifecycle: marks, versions } = JSON.parse(status.stdout) as {
+      lifecycle: { versions: Record<string, { deprecated?: { message: string }; withdrawn?: { message: string } }> };
+      versions: string[];
+    };
     expect(versions).toEqual(['1.0.0', '1.1.0', '1.2.0']);
     expect(marks.versions['1.2.0']?.withdrawn?.message).toBe('breaks <b>imports</b>');
     expect(marks.versions['1.0.0']?.deprecated?.message).toBe('use 1.1');
@@ -92,14 +95,19 @@ describe('npm run lifecycle', () => {
     expect(audit.code, audit.stderr).toBe(0);
     const entries = (JSON.parse(audit.stdout) as { entries: AuditEntry[] }).entries.filter((e) => e.action.startsWith('lifecycle.'));
     const lines = entries.map((e) => `${e.action} ${e.outcome} ${e.target}`);
-    expect(lines).toEqual(expect.arrayContaining([
-      'lifecycle.withdraw ok registry.example.com/acme/thing 1.2.0',
-      'lifecycle.deprecate ok registry.example.com/acme/thing 1.0.0',
-      'lifecycle.withdraw unchanged registry.example.com/acme/thing 1.2.0',
-      'lifecycle.withdraw ok registry.example.com/acme/vpc/aws 2.0.0',
-      'lifecycle.restore ok registry.example.com/acme/vpc/aws 2.0.0',
-      'lifecycle.deprecate refused registry.example.com/acme/thing 9.9.9',
-    ]));
-    expect(entries.find((e) => e.target.endsWith('1.2.0') && e.outcome === 'ok')).toMatchObject({ actor: { kind: 'operator', via: 'local' }, reason: 'breaks <b>imports</b>' });
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        'lifecycle.withdraw ok registry.example.com/acme/thing 1.2.0',
+        'lifecycle.deprecate ok registry.example.com/acme/thing 1.0.0',
+        'lifecycle.withdraw unchanged registry.example.com/acme/thing 1.2.0',
+        'lifecycle.withdraw ok registry.example.com/acme/vpc/aws 2.0.0',
+        'lifecycle.restore ok registry.example.com/acme/vpc/aws 2.0.0',
+        'lifecycle.deprecate refused registry.example.com/acme/thing 9.9.9',
+      ]),
+    );
+    expect(entries.find((e) => e.target.endsWith('1.2.0') && e.outcome === 'ok')).toMatchObject({
+      actor: { kind: 'operator', via: 'local' },
+      reason: 'breaks <b>imports</b>',
+    });
   });
 });

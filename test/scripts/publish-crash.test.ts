@@ -29,7 +29,11 @@ let config: RegistryConfig;
 const publishArgs = (dist: string) => ['scripts/publish-provider.ts', dist, '--namespace', 'acme', '--persist-to', state, '--key-file', keyFile, '--json'];
 
 /** Runs a publish; kills it with SIGKILL after `killAfterMs` from its "publishing" line when given. */
-function runPublish(dist: string, env: NodeJS.ProcessEnv = {}, killAfterMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; ms: number }> {
+function runPublish(
+  dist: string,
+  env: NodeJS.ProcessEnv = {},
+  killAfterMs?: number,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; ms: number }> {
   const started = Date.now();
   const child = spawn(tsx, publishArgs(dist), { cwd: root, env: { ...process.env, ...killableEnv(dir), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -94,7 +98,8 @@ async function servedState(type: string): Promise<Served> {
         }
         const sha = createHash('sha256').update(archive).digest('hex');
         if (sha !== doc.shasum) broken.push(`${version} ${os}_${arch}: archive SHA-256 ${sha} ≠ document ${doc.shasum}`);
-        if (!new TextDecoder().decode(sums).split('\n').includes(`${sha}  ${doc.filename}`)) broken.push(`${version} ${os}_${arch}: no SHA256SUMS line for the archive`);
+        if (!new TextDecoder().decode(sums).split('\n').includes(`${sha}  ${doc.filename}`))
+          broken.push(`${version} ${os}_${arch}: no SHA256SUMS line for the archive`);
         if (!archives[`${os}_${arch}`]?.hashes.includes(`zh:${sha}`)) broken.push(`${version} ${os}_${arch}: mirror zh: ≠ archive`);
         try {
           const keys = await Promise.all(doc.signing_keys.gpg_public_keys.map((k) => openpgp.readKey({ armoredKey: k.ascii_armor })));
@@ -131,7 +136,10 @@ describe('a publish killed at any moment', () => {
   const stages = ['lease', 'upload#1', 'upload#2', 'upload#3', 'upload#4', 'documents', 'record', 'index'];
   const randomDelays = [0, 40, 120].map((base) => base + Math.floor(Math.random() * 40));
 
-  it.each([...stages.map((stage) => ({ stage, delay: undefined as number | undefined })), ...randomDelays.map((delay) => ({ stage: `random ${delay} ms`, delay }))])(
+  it.each([
+    ...stages.map((stage) => ({ stage, delay: undefined as number | undefined })),
+    ...randomDelays.map((delay) => ({ stage: `random ${delay} ms`, delay })),
+  ])(
     'killed at $stage: the served state stays old or whole, and a re-run completes without waiting',
     async ({ stage, delay }) => {
       const index = figures.tried++;
@@ -166,8 +174,11 @@ describe('a publish killed at any moment', () => {
 
   it('of concurrent publishers of one version with different bytes exactly one wins, and the served release is all its own', async () => {
     const publishers = 4;
-    const dists = await Promise.all(Array.from({ length: publishers }, (_, i) =>
-      writeDist(join(dir, `race-${i}`), 'racy', '3.0.0', { platforms: ['linux_amd64', 'windows_amd64'], salt: `publisher ${i}` })));
+    const dists = await Promise.all(
+      Array.from({ length: publishers }, (_, i) =>
+        writeDist(join(dir, `race-${i}`), 'racy', '3.0.0', { platforms: ['linux_amd64', 'windows_amd64'], salt: `publisher ${i}` }),
+      ),
+    );
     const results = await Promise.all(dists.map((d) => runPublish(d)));
     const winners = results.filter((r) => r.code === 0);
     expect(winners, results.map((r) => r.stderr).join('\n----\n')).toHaveLength(1);
@@ -181,9 +192,15 @@ describe('a publish killed at any moment', () => {
     expect(served.versions).toEqual(['3.0.0']);
     // Every served hash is the winner's.
     const won = JSON.parse(winners[0]!.stdout) as { platforms: { filename: string; shasum: string }[] };
-    const mf = await servedShasums('racy', '3.0.0', won.platforms.map((p) => p.filename));
+    const mf = await servedShasums(
+      'racy',
+      '3.0.0',
+      won.platforms.map((p) => p.filename),
+    );
     expect(mf).toEqual(won.platforms.map((p) => p.shasum));
-    console.log(`crash matrix: ${figures.tried} kills tried, ${figures.corrupt} corrupt, ${figures.blocked} re-runs blocked (slowest re-run ${figures.slowestRerunMs} ms); race: ${publishers} publishers, ${winners.length} winner`);
+    console.log(
+      `crash matrix: ${figures.tried} kills tried, ${figures.corrupt} corrupt, ${figures.blocked} re-runs blocked (slowest re-run ${figures.slowestRerunMs} ms); race: ${publishers} publishers, ${winners.length} winner`,
+    );
   }, 300_000);
 });
 

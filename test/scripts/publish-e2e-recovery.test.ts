@@ -80,17 +80,26 @@ describe(`publish-provider interrupted, supplied and --binary, served by wrangle
     await writeDist(dist, 'widget', '2.1.0', { platforms: ['linux_amd64'] });
     // A large, incompressible second platform so the kill lands mid-upload.
     const { zipBuffers } = await import('../../scripts/lib/provider/zip-binary');
-    writeFileSync(join(dist, 'terraform-provider-widget_2.1.0_windows_amd64.zip'), await zipBuffers({ 'terraform-provider-widget_v2.1.0.exe': randomBytes(8 * 1024 * 1024) }, { compress: false }));
+    writeFileSync(
+      join(dist, 'terraform-provider-widget_2.1.0_windows_amd64.zip'),
+      await zipBuffers({ 'terraform-provider-widget_v2.1.0.exe': randomBytes(8 * 1024 * 1024) }, { compress: false }),
+    );
     const listed = await servedVersions('widget');
     expect(listed).toEqual(['1.0.0', '2.0.0']);
 
-    const child = spawn(join(process.cwd(), 'node_modules', '.bin', 'tsx'), ['scripts/publish-provider.ts', dist, '--namespace', 'acme', '--persist-to', state, '--key-file', keyFile], { detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...killableEnv(dir) } });
+    const child = spawn(
+      join(process.cwd(), 'node_modules', '.bin', 'tsx'),
+      ['scripts/publish-provider.ts', dist, '--namespace', 'acme', '--persist-to', state, '--key-file', keyFile],
+      { detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...killableEnv(dir) } },
+    );
     let stderr = '';
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
-    await new Promise<void>((resolve) => child.stderr!.on('data', (d) => {
-      stderr += d;
-      if (stderr.includes('uploading')) resolve();
-    }));
+    await new Promise<void>((resolve) =>
+      child.stderr!.on('data', (d) => {
+        stderr += d;
+        if (stderr.includes('uploading')) resolve();
+      }),
+    );
     process.kill(-child.pid!, 'SIGKILL');
     expect(await exited).toBe('SIGKILL');
     expect(stderr).not.toMatch(/published registry/);
@@ -109,7 +118,11 @@ describe(`publish-provider interrupted, supplied and --binary, served by wrangle
   it('publishes a supplied SHA256SUMS and signature byte for byte after verifying them', async () => {
     const dist = await writeDist(join(dir, 'widget-3.0.0'), 'widget', '3.0.0', { platforms: ['linux_amd64', 'darwin_arm64'] });
     const entries = [];
-    for (const name of ['terraform-provider-widget_3.0.0_linux_amd64.zip', 'terraform-provider-widget_3.0.0_darwin_arm64.zip', 'terraform-provider-widget_3.0.0_manifest.json']) {
+    for (const name of [
+      'terraform-provider-widget_3.0.0_linux_amd64.zip',
+      'terraform-provider-widget_3.0.0_darwin_arm64.zip',
+      'terraform-provider-widget_3.0.0_manifest.json',
+    ]) {
       entries.push({ filename: name, sha256Hex: sha256(readFileSync(join(dist, name))) });
     }
     const sums = new TextEncoder().encode(formatShasums(entries)); // goreleaser also lists the manifest

@@ -51,7 +51,10 @@ afterAll(async () => {
 
 describe('publish-provider end to end, served by wrangler dev as configured', () => {
   it('publishes a multi-platform release that a running wrangler dev serves within 5 s and that verifies as Terraform checks it', async () => {
-    const dist = await writeDist(join(dir, 'widget-1.0.0'), 'widget', '1.0.0', { platforms: ['linux_amd64', 'linux_arm64', 'darwin_arm64', 'windows_amd64'], protocols: ['6.0'] });
+    const dist = await writeDist(join(dir, 'widget-1.0.0'), 'widget', '1.0.0', {
+      platforms: ['linux_amd64', 'linux_arm64', 'darwin_arm64', 'windows_amd64'],
+      protocols: ['6.0'],
+    });
     // Keep asking while the publish runs, so the Worker's isolate always holds a fresh "not found" (cached for
     // INDEX_CACHE_SECONDS). Once the lists are written (before the process releases its lease and exits) the
     // version may show up, but only whole: never anything else.
@@ -110,7 +113,6 @@ describe(`publish-provider end to end, served by wrangler dev with INDEX_CACHE_S
     server = await startWranglerDev(state, { INDEX_CACHE_SECONDS: String(CACHE_SECONDS) });
   }, 120_000);
 
-
   it('a re-run of the same release succeeds and rewrites nothing', async () => {
     const cli = await publish([join(dir, 'widget-1.0.0')]);
     expect(cli.code, cli.stderr).toBe(0);
@@ -126,13 +128,25 @@ describe(`publish-provider end to end, served by wrangler dev with INDEX_CACHE_S
       const writes: string[] = [];
       const counting: StoreHandle = {
         ...store,
-        kv: { ...bind(store.kv), put: async (key: string, value: string) => { writes.push(key); return store.kv.put(key, value); } },
+        kv: {
+          ...bind(store.kv),
+          put: async (key: string, value: string) => {
+            writes.push(key);
+            return store.kv.put(key, value);
+          },
+        },
         blobs: {
           head: (key: string) => store.blobs.head(key),
           get: (key: string) => store.blobs.get(key),
           list: (options) => store.blobs.list(options),
-          delete: async (key: string) => { writes.push(`delete ${key}`); return store.blobs.delete(key); },
-          put: async (key, value, options) => { writes.push(key); return store.blobs.put(key, value, options); },
+          delete: async (key: string) => {
+            writes.push(`delete ${key}`);
+            return store.blobs.delete(key);
+          },
+          put: async (key, value, options) => {
+            writes.push(key);
+            return store.blobs.put(key, value, options);
+          },
         } satisfies BlobStore,
       };
       const again = await publishRelease({ paths: [join(dir, 'widget-1.0.0')], namespace: 'acme', config, store: counting, keyFile });
@@ -150,11 +164,17 @@ describe(`publish-provider end to end, served by wrangler dev with INDEX_CACHE_S
     const store = await openLocalStore(config);
     const before = await snapshot(store);
     await store.close();
-    const rebuilt = await writeDist(join(dir, 'widget-1.0.0-rebuilt'), 'widget', '1.0.0', { platforms: ['linux_amd64', 'linux_arm64', 'darwin_arm64', 'windows_amd64'], protocols: ['6.0'], salt: 'rebuilt' });
+    const rebuilt = await writeDist(join(dir, 'widget-1.0.0-rebuilt'), 'widget', '1.0.0', {
+      platforms: ['linux_amd64', 'linux_arm64', 'darwin_arm64', 'windows_amd64'],
+      protocols: ['6.0'],
+      salt: 'rebuilt',
+    });
     const result = await publish([rebuilt]);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toMatch(/error: .*acme\/widget 1\.0\.0 is already published with different contents \(terraform-provider-widget_1\.0\.0_darwin_arm64\.zip has SHA-256 [0-9a-f]{64}, published [0-9a-f]{64}\); published versions are immutable/);
+    expect(result.stderr).toMatch(
+      /error: .*acme\/widget 1\.0\.0 is already published with different contents \(terraform-provider-widget_1\.0\.0_darwin_arm64\.zip has SHA-256 [0-9a-f]{64}, published [0-9a-f]{64}\); published versions are immutable/,
+    );
     const after = await openLocalStore(config);
     expect(await snapshot(after)).toBe(before);
     await after.close();

@@ -19,8 +19,15 @@ import { zipBuffers } from '../../scripts/lib/provider/zip-binary';
 import { sha256Hex } from '../../src/protocol/index';
 import { moduleAddress, type ModuleAddress } from '../../src/protocol/modules-v1';
 import {
-  moduleArchiveFilename, moduleCatalogKey, moduleCommittedRecordKey, moduleDocsKey, moduleDownloadKey, moduleObjectKey,
-  moduleRecordKey, moduleRecordPrefix, moduleVersionsKey,
+  moduleArchiveFilename,
+  moduleCatalogKey,
+  moduleCommittedRecordKey,
+  moduleDocsKey,
+  moduleDownloadKey,
+  moduleObjectKey,
+  moduleRecordKey,
+  moduleRecordPrefix,
+  moduleVersionsKey,
 } from '../../src/store/layout';
 import { publishModuleVersion, readModuleRecord, rebuildModuleIndex, verifyModuleVersion } from '../../src/store/modules/write';
 import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from '../../src/store/modules/types';
@@ -92,9 +99,18 @@ describe('packing a directory', () => {
 
   it('writes sorted, normalised entries that GNU tar reads (independent check), leaving out .git, .terraform, state files and nested lock files', async () => {
     const dir = moduleDir({
-      'main.tf': 'variable "a" {}\n', 'b.tf': '', 'README.md': '# x\n', '.terraform.lock.hcl': '# root lock\n',
-      'modules/sub/main.tf': '', 'modules/sub/.terraform.lock.hcl': '', '.git/HEAD': 'ref', '.terraform/modules/x': '',
-      'terraform.tfstate': '{}', 'terraform.tfstate.backup': '{}', 'env/prod.tfstate': '{}', 'scripts/run.sh': '#!/bin/sh\n',
+      'main.tf': 'variable "a" {}\n',
+      'b.tf': '',
+      'README.md': '# x\n',
+      '.terraform.lock.hcl': '# root lock\n',
+      'modules/sub/main.tf': '',
+      'modules/sub/.terraform.lock.hcl': '',
+      '.git/HEAD': 'ref',
+      '.terraform/modules/x': '',
+      'terraform.tfstate': '{}',
+      'terraform.tfstate.backup': '{}',
+      'env/prod.tfstate': '{}',
+      'scripts/run.sh': '#!/bin/sh\n',
     });
     spawnSync('chmod', ['755', join(dir, 'scripts/run.sh')]);
     const packed = await packModule(dir, 100 * MB);
@@ -105,7 +121,9 @@ describe('packing a directory', () => {
     expect(lines.map((l) => l.split(/\s+/).pop())).toEqual(['.terraform.lock.hcl', 'README.md', 'b.tf', 'main.tf', 'modules/sub/main.tf', 'scripts/run.sh']);
     for (const line of lines) expect(line).toMatch(/^-rw(-r--r--|xr-xr-x) 0\/0 .* 1970-01-01 00:00 /);
     expect(lines.at(-1)).toMatch(/^-rwxr-xr-x/);
-    expect(packed.excluded).toEqual(expect.arrayContaining(['.git', '.terraform', 'terraform.tfstate', 'terraform.tfstate.backup', 'env/prod.tfstate', 'modules/sub/.terraform.lock.hcl']));
+    expect(packed.excluded).toEqual(
+      expect.arrayContaining(['.git', '.terraform', 'terraform.tfstate', 'terraform.tfstate.backup', 'env/prod.tfstate', 'modules/sub/.terraform.lock.hcl']),
+    );
   });
 
   it('packs a symlink to a file inside the tree as that file', async () => {
@@ -199,7 +217,10 @@ describe('refusals (each with a clear message, nothing written)', () => {
 
 describe('supplied packages', () => {
   it('a .tar.gz and a .zip are published as is (same bytes served), with docs from their files', async () => {
-    const tgz = await tarGz([{ name: './main.tf', content: 'variable "z" {\n  default = 1\n}\n' }, { name: './README.md', content: '# Z\n' }]);
+    const tgz = await tarGz([
+      { name: './main.tf', content: 'variable "z" {\n  default = 1\n}\n' },
+      { name: './README.md', content: '# Z\n' },
+    ]);
     const result = await publish(writeFile('z.tgz', tgz), '1.0.0', { name: 'zz' });
     expect(result).toMatchObject({ format: 'tar.gz', filename: 'zz-aws-1.0.0.tar.gz', inputs: 1, readme: true, size: tgz.byteLength });
     const zip = Buffer.from(await zipBuffers({ 'main.tf': 'output "o" {\n  value = 1\n}\n', 'modules/a/main.tf': '' }));
@@ -222,8 +243,11 @@ describe('supplied packages', () => {
 describe('docs extraction', () => {
   let docs: ModuleDocs;
   beforeAll(async () => {
-    docs = await extractModuleDocs(new Map([
-      ['variables.tf', `
+    docs = await extractModuleDocs(
+      new Map([
+        [
+          'variables.tf',
+          `
 variable "required_string" {
   type        = string
   description = "A required string."
@@ -268,8 +292,11 @@ variable "flag" {
   type    = bool
   default = false
 }
-`],
-      ['outputs.tf', `
+`,
+        ],
+        [
+          'outputs.tf',
+          `
 output "plain" {
   value = 1
 }
@@ -281,8 +308,11 @@ output "hidden" {
   value     = var.secret
   sensitive = true
 }
-`],
-      ['versions.tf', `
+`,
+        ],
+        [
+          'versions.tf',
+          `
 terraform {
   required_version = ">= 1.5, < 2.0"
   required_providers {
@@ -296,18 +326,41 @@ terraform {
     legacy = "~> 1.0"
   }
 }
-`],
-      ['modules/subnet/main.tf', 'variable "cidr" {\n  type = string\n}\noutput "id" {\n  value = var.cidr\n}\n'],
-      ['modules/subnet/README.md', 'ignored'],
-      ['examples/x/main.tf', 'variable "not_docs" {}\n'],
-      ['README.md', '# Title\n\n<script>alert(1)</script>\n\n<img src="x" onerror="alert(1)">\n\n[link](javascript:alert(1)) [ok](https://example.com) **bold**\n\n| a | b |\n|---|---|\n| 1 | 2 |\n'],
-    ]));
+`,
+        ],
+        ['modules/subnet/main.tf', 'variable "cidr" {\n  type = string\n}\noutput "id" {\n  value = var.cidr\n}\n'],
+        ['modules/subnet/README.md', 'ignored'],
+        ['examples/x/main.tf', 'variable "not_docs" {}\n'],
+        [
+          'README.md',
+          '# Title\n\n<script>alert(1)</script>\n\n<img src="x" onerror="alert(1)">\n\n[link](javascript:alert(1)) [ok](https://example.com) **bold**\n\n| a | b |\n|---|---|\n| 1 | 2 |\n',
+        ],
+      ]),
+    );
   });
 
   it('every variable form: type, default, description, sensitive, nullable, required, validations', () => {
     const byName = Object.fromEntries(docs.inputs.map((i) => [i.name, i]));
-    expect(docs.inputs.map((i) => i.name)).toEqual(['complex', 'flag', 'not_nullable', 'nullable_default', 'required_string', 'secret', 'untyped', 'with_default']);
-    expect(byName.required_string).toEqual({ name: 'required_string', type: 'string', default: null, description: 'A required string.', sensitive: false, nullable: true, required: true, validations: 0 });
+    expect(docs.inputs.map((i) => i.name)).toEqual([
+      'complex',
+      'flag',
+      'not_nullable',
+      'nullable_default',
+      'required_string',
+      'secret',
+      'untyped',
+      'with_default',
+    ]);
+    expect(byName.required_string).toEqual({
+      name: 'required_string',
+      type: 'string',
+      default: null,
+      description: 'A required string.',
+      sensitive: false,
+      nullable: true,
+      required: true,
+      validations: 0,
+    });
     expect(byName.with_default).toMatchObject({ type: 'number', default: '3', required: false });
     expect(byName.untyped).toMatchObject({ type: null, default: null, required: true, description: null });
     expect(byName.nullable_default).toMatchObject({ default: 'null', required: false, nullable: true });
@@ -330,7 +383,15 @@ terraform {
       { name: 'ours', source: 'registry.example.com/acme/thing', version: null },
     ]);
     expect(docs.requiredVersion).toBe('>= 1.5, < 2.0');
-    expect(docs.submodules).toEqual([{ path: 'modules/subnet', inputs: [expect.objectContaining({ name: 'cidr', required: true })], outputs: [{ name: 'id', description: null, sensitive: false }], providers: [], requiredVersion: null }]);
+    expect(docs.submodules).toEqual([
+      {
+        path: 'modules/subnet',
+        inputs: [expect.objectContaining({ name: 'cidr', required: true })],
+        outputs: [{ name: 'id', description: null, sensitive: false }],
+        providers: [],
+        requiredVersion: null,
+      },
+    ]);
   });
 
   it('README.md becomes sanitised HTML: no scripts, event handlers or javascript: links', () => {
@@ -361,7 +422,10 @@ terraform {
 describe('the demo module (npm run demo)', () => {
   it('publishes demo/vpc/aws 1.0.0 and 1.1.0 with the modules/subnet submodule; a re-run (fresh trees) is unchanged', async () => {
     const first = await publishDemoModule(store, config);
-    expect(first.map((r) => [r.version, r.status, r.submodules])).toEqual([['1.0.0', 'published', ['modules/subnet']], ['1.1.0', 'published', ['modules/subnet']]]);
+    expect(first.map((r) => [r.version, r.status, r.submodules])).toEqual([
+      ['1.0.0', 'published', ['modules/subnet']],
+      ['1.1.0', 'published', ['modules/subnet']],
+    ]);
     const second = await publishDemoModule(store, config);
     expect(second.map((r) => r.status)).toEqual(['unchanged', 'unchanged']);
     const list = await store.kv.get(moduleVersionsKey(moduleAddress(config.hostname, DEMO_MODULE.namespace, DEMO_MODULE.name, DEMO_MODULE.system)), 'text');
@@ -370,45 +434,50 @@ describe('the demo module (npm run demo)', () => {
 });
 
 describe('npm run publish-module (the CLI)', () => {
-  it.each(['documents', 'record', 'index'])('SIGKILLed at %s: the served list stays old or whole, and a re-run completes it without waiting', async (stage) => {
-    const persistTo = join(work.dir, 'kill-state');
-    const killConfig = await readRegistryConfig({ configPath, persistTo });
-    const address = moduleAddress(killConfig.hostname, 'acme', 'crashy', 'aws');
-    const version = `1.${['documents', 'record', 'index'].indexOf(stage)}.0`;
-    const served = async () => {
-      const s = await openLocalStore(killConfig);
-      try {
-        const text = await s.kv.get(moduleVersionsKey(address), 'text');
-        const versions = text === null ? [] : (JSON.parse(text) as { modules: [{ versions: { version: string }[] }] }).modules[0].versions.map((v) => v.version);
-        // Every listed version is whole: its download document points at a stored package matching its record.
-        for (const v of versions) {
-          const record = await readModuleRecord(s, address, v);
-          const head = await s.blobs.head(moduleObjectKey(address, v, record!.filename));
-          expect({ size: head?.size, sha256: head?.customMetadata?.sha256 }).toEqual({ size: record!.size, sha256: record!.sha256 });
-          expect(await s.kv.get(moduleDownloadKey(address, v), 'text')).toContain(record!.filename);
+  it.each(['documents', 'record', 'index'])(
+    'SIGKILLed at %s: the served list stays old or whole, and a re-run completes it without waiting',
+    async (stage) => {
+      const persistTo = join(work.dir, 'kill-state');
+      const killConfig = await readRegistryConfig({ configPath, persistTo });
+      const address = moduleAddress(killConfig.hostname, 'acme', 'crashy', 'aws');
+      const version = `1.${['documents', 'record', 'index'].indexOf(stage)}.0`;
+      const served = async () => {
+        const s = await openLocalStore(killConfig);
+        try {
+          const text = await s.kv.get(moduleVersionsKey(address), 'text');
+          const versions =
+            text === null ? [] : (JSON.parse(text) as { modules: [{ versions: { version: string }[] }] }).modules[0].versions.map((v) => v.version);
+          // Every listed version is whole: its download document points at a stored package matching its record.
+          for (const v of versions) {
+            const record = await readModuleRecord(s, address, v);
+            const head = await s.blobs.head(moduleObjectKey(address, v, record!.filename));
+            expect({ size: head?.size, sha256: head?.customMetadata?.sha256 }).toEqual({ size: record!.size, sha256: record!.sha256 });
+            expect(await s.kv.get(moduleDownloadKey(address, v), 'text')).toContain(record!.filename);
+          }
+          return versions.sort();
+        } finally {
+          await s.close();
         }
-        return versions.sort();
-      } finally {
-        await s.close();
-      }
-    };
-    const dir = moduleDir({ 'main.tf': `variable "stage_${stage}" {}\n` });
-    const args = [dir, '--namespace', 'acme', '--name', 'crashy', '--system', 'aws', '--version', version, '--json', '--persist-to', persistTo];
-    const before = await served();
-    const killed = await runScript('publish-module', args, { [KILL_ENV]: stage, ...killableEnv(work.dir) });
-    expect(killed.code, killed.stderr).not.toBe(0);
-    expect(killed.stdout).toBe('');
-    expect([before, [...before, version].sort()]).toContainEqual(await served());
+      };
+      const dir = moduleDir({ 'main.tf': `variable "stage_${stage}" {}\n` });
+      const args = [dir, '--namespace', 'acme', '--name', 'crashy', '--system', 'aws', '--version', version, '--json', '--persist-to', persistTo];
+      const before = await served();
+      const killed = await runScript('publish-module', args, { [KILL_ENV]: stage, ...killableEnv(work.dir) });
+      expect(killed.code, killed.stderr).not.toBe(0);
+      expect(killed.stdout).toBe('');
+      expect([before, [...before, version].sort()]).toContainEqual(await served());
 
-    const rerun = await runScript('publish-module', args);
-    expect(rerun.code, rerun.stderr).toBe(0);
-    expect(rerun.stderr).not.toMatch(/waiting for/);
-    expect(['published', 'repaired', 'unchanged']).toContain(JSON.parse(rerun.stdout).status);
-    expect(await served()).toEqual([...before, version].sort());
-    const again = await runScript('publish-module', args);
-    expect(again.code, again.stderr).toBe(0);
-    expect(JSON.parse(again.stdout).status).toBe('unchanged');
-  }, 240_000);
+      const rerun = await runScript('publish-module', args);
+      expect(rerun.code, rerun.stderr).toBe(0);
+      expect(rerun.stderr).not.toMatch(/waiting for/);
+      expect(['published', 'repaired', 'unchanged']).toContain(JSON.parse(rerun.stdout).status);
+      expect(await served()).toEqual([...before, version].sort());
+      const again = await runScript('publish-module', args);
+      expect(again.code, again.stderr).toBe(0);
+      expect(JSON.parse(again.stdout).status).toBe('unchanged');
+    },
+    240_000,
+  );
 
   it('--json prints one object; exit 1 with one line for a refusal; exit 2 for usage', async () => {
     const dir = moduleDir({ 'main.tf': 'variable "a" {}\n' });
@@ -417,9 +486,25 @@ describe('npm run publish-module (the CLI)', () => {
     expect(ok.code).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ address: 'registry.example.com/acme/cli/aws', version: '1.0.0', status: 'published', inputs: 1 });
     expect(ok.stderr).toContain('packed');
-    const bad = await runScript('publish-module', [join(work.dir, 'nowhere'), '--namespace', 'acme', '--name', 'cli', '--system', 'aws', '--version', '1.0.0', ...persist]);
+    const bad = await runScript('publish-module', [
+      join(work.dir, 'nowhere'),
+      '--namespace',
+      'acme',
+      '--name',
+      'cli',
+      '--system',
+      'aws',
+      '--version',
+      '1.0.0',
+      ...persist,
+    ]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr.trim().split('\n').filter((l) => l.startsWith('error:'))).toEqual([expect.stringContaining('no such file or directory')]);
+    expect(
+      bad.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('error:')),
+    ).toEqual([expect.stringContaining('no such file or directory')]);
     expect(bad.stderr).not.toContain('    at ');
     const usage = await runScript('publish-module', [dir, '--namespace', 'acme']);
     expect(usage.code).toBe(2);
@@ -427,11 +512,13 @@ describe('npm run publish-module (the CLI)', () => {
   });
 });
 
-
 describe('consistency and repair (the same guarantees as providers)', () => {
   const listed = async (address: ModuleAddress) =>
-    (JSON.parse((await store.kv.get(moduleVersionsKey(address), 'text')) ?? '{"modules":[{"versions":[]}]}') as { modules: [{ versions: { version: string }[] }] })
-      .modules[0].versions.map((v) => v.version);
+    (
+      JSON.parse((await store.kv.get(moduleVersionsKey(address), 'text')) ?? '{"modules":[{"versions":[]}]}') as {
+        modules: [{ versions: { version: string }[] }];
+      }
+    ).modules[0].versions.map((v) => v.version);
   const catalogVersions = async (name: string) =>
     (JSON.parse((await store.kv.get(moduleCatalogKey(config.hostname), 'text'))!) as ModuleCatalog).modules.find((m) => m.name === name)?.versions;
 
@@ -439,11 +526,13 @@ describe('consistency and repair (the same guarantees as providers)', () => {
     const address = moduleAddress(config.hostname, 'acme', 'lagged', 'aws');
     const writes = new Map<string, Write>();
     const versions = ['1.0.0', '1.1.0', '2.0.0'];
-    const results = await Promise.all(versions.map((version, writer) => {
-      const dir = moduleDir({ 'main.tf': `variable "v${writer}" {}\n` });
-      const lagging: StoreHandle = { ...store, kv: new LaggingKv(store.kv, writes, writer) };
-      return publish(dir, version, { name: 'lagged', store: lagging });
-    }));
+    const results = await Promise.all(
+      versions.map((version, writer) => {
+        const dir = moduleDir({ 'main.tf': `variable "v${writer}" {}\n` });
+        const lagging: StoreHandle = { ...store, kv: new LaggingKv(store.kv, writes, writer) };
+        return publish(dir, version, { name: 'lagged', store: lagging });
+      }),
+    );
     expect(results.map((r) => r.status)).toEqual(['published', 'published', 'published']);
 
     // The adapter really hides: each publisher's view lists only its own KV record, so a list rebuilt from KV keys would drop versions.
@@ -462,8 +551,9 @@ describe('consistency and repair (the same guarantees as providers)', () => {
     const first = await publish(dir, '1.0.0', { name: 'interrupted' });
     expect(first.status).toBe('published');
     const packageKey = moduleObjectKey(address, '1.0.0', first.filename);
-    const before = await Promise.all([moduleDownloadKey(address, '1.0.0'), moduleDocsKey(address, '1.0.0'), moduleRecordKey(address, '1.0.0')]
-      .map((key) => store.kv.get(key, 'text')));
+    const before = await Promise.all(
+      [moduleDownloadKey(address, '1.0.0'), moduleDocsKey(address, '1.0.0'), moduleRecordKey(address, '1.0.0')].map((key) => store.kv.get(key, 'text')),
+    );
 
     await store.blobs.delete(packageKey);
     for (const key of [moduleDownloadKey(address, '1.0.0'), moduleDocsKey(address, '1.0.0'), moduleRecordKey(address, '1.0.0'), moduleVersionsKey(address)]) {
@@ -475,8 +565,9 @@ describe('consistency and repair (the same guarantees as providers)', () => {
     expect(again.status).toBe('repaired');
     expect(lines.filter((l) => l.includes('REPAIR '))).toHaveLength(4); // the package and three documents
 
-    const after = await Promise.all([moduleDownloadKey(address, '1.0.0'), moduleDocsKey(address, '1.0.0'), moduleRecordKey(address, '1.0.0')]
-      .map((key) => store.kv.get(key, 'text')));
+    const after = await Promise.all(
+      [moduleDownloadKey(address, '1.0.0'), moduleDocsKey(address, '1.0.0'), moduleRecordKey(address, '1.0.0')].map((key) => store.kv.get(key, 'text')),
+    );
     expect(after).toEqual(before);
     const head = await store.blobs.head(packageKey);
     expect({ size: head?.size, sha256: head?.customMetadata?.sha256 }).toEqual({ size: first.size, sha256: first.sha256 });
@@ -489,14 +580,34 @@ describe('consistency and repair (the same guarantees as providers)', () => {
     const address = moduleAddress(config.hostname, 'acme', 'killed', 'aws');
     const bytes = new TextEncoder().encode('not really a tar.gz, the store never unpacks\n');
     const record: ModuleVersionRecord = {
-      address, version: '1.0.0', filename: moduleArchiveFilename(address, '1.0.0', 'tar.gz'), format: 'tar.gz',
-      sha256: sha256Hex(bytes), size: bytes.byteLength, publishedAt: new Date(0).toISOString(),
+      address,
+      version: '1.0.0',
+      filename: moduleArchiveFilename(address, '1.0.0', 'tar.gz'),
+      format: 'tar.gz',
+      sha256: sha256Hex(bytes),
+      size: bytes.byteLength,
+      publishedAt: new Date(0).toISOString(),
     };
     const pkg = { sha256Hex: record.sha256, size: bytes.byteLength, contentType: 'application/gzip', open: () => bytes };
     let step = '';
     // The lease is "lost" (as when the process dies) at the commit: package and documents are written, the record is not.
-    const dying = { check: () => { if (step === 'record') throw new Error('killed'); } };
-    await expect(publishModuleVersion(store, record, fakeDocs(), pkg, (e) => { step = e.step; }, { lease: dying })).rejects.toThrow('killed');
+    const dying = {
+      check: () => {
+        if (step === 'record') throw new Error('killed');
+      },
+    };
+    await expect(
+      publishModuleVersion(
+        store,
+        record,
+        fakeDocs(),
+        pkg,
+        (e) => {
+          step = e.step;
+        },
+        { lease: dying },
+      ),
+    ).rejects.toThrow('killed');
     expect(await store.blobs.head(moduleObjectKey(address, '1.0.0', record.filename))).not.toBeNull();
     expect(await store.kv.get(moduleVersionsKey(address), 'text')).toBeNull();
     expect(await readModuleRecord(store, address, '1.0.0')).toBeNull();
@@ -505,7 +616,7 @@ describe('consistency and repair (the same guarantees as providers)', () => {
     expect(await listed(address)).toEqual(['1.0.0']);
   });
 
-  it('concurrent publishes of one version with different bytes: exactly one wins, the others get 409, the served package is the winner\'s', async () => {
+  it("concurrent publishes of one version with different bytes: exactly one wins, the others get 409, the served package is the winner's", async () => {
     const address = moduleAddress(config.hostname, 'acme', 'raced', 'aws');
     const outcomes = await Promise.allSettled([0, 1, 2].map((i) => publish(moduleDir({ 'main.tf': `variable "v${i}" {}\n` }), '1.0.0', { name: 'raced' })));
     const won = outcomes.filter((o): o is PromiseFulfilledResult<Awaited<ReturnType<typeof publish>>> => o.status === 'fulfilled');
@@ -531,8 +642,7 @@ describe('consistency and repair (the same guarantees as providers)', () => {
     const result = await publish(moduleDir({ 'main.tf': '' }), '1.0.0', { name: 'tampered' });
     const record = (await readModuleRecord(store, address, '1.0.0'))!;
     await store.blobs.put(moduleObjectKey(address, '1.0.0', result.filename), 'other bytes', { customMetadata: { sha256: '0'.repeat(64) } });
-    await expect(verifyModuleVersion(store, record, fakeDocs(), undefined))
-      .rejects.toThrow(StoredReleaseMismatchError);
+    await expect(verifyModuleVersion(store, record, fakeDocs(), undefined)).rejects.toThrow(StoredReleaseMismatchError);
   });
 
   it('a damaged module version record is reported with its key and skipped; every other version stays listed', async () => {

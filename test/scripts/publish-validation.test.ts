@@ -139,19 +139,28 @@ describe('publish-provider refuses, naming the file and the fix, and writes noth
     const d = await dist();
     const binary = join(dir, 'terraform-provider-x_v1.0.0');
     writeFileSync(binary, '#!/bin/sh\n');
-    await refused({ paths: [d], binaries: [`linux_amd64=${binary}`] }, /platform linux_amd64 is given twice: .*linux_amd64\.zip and --binary linux_amd64=.*keep one/);
+    await refused(
+      { paths: [d], binaries: [`linux_amd64=${binary}`] },
+      /platform linux_amd64 is given twice: .*linux_amd64\.zip and --binary linux_amd64=.*keep one/,
+    );
   });
 
   it('SHA256SUMS with a different hash for an archive', async () => {
     const d = await dist();
     const sums = (await sumsFor(d)).replace(/^[0-9a-f]{64}/, 'f'.repeat(64));
     writeFileSync(join(d, 'terraform-provider-x_1.0.0_SHA256SUMS'), sums);
-    await refused({ paths: [d] }, /_SHA256SUMS: terraform-provider-x_1\.0\.0_linux_amd64\.zip is listed with SHA-256 f{64} but the archive .* has [0-9a-f]{64}.*rebuild the release/);
+    await refused(
+      { paths: [d] },
+      /_SHA256SUMS: terraform-provider-x_1\.0\.0_linux_amd64\.zip is listed with SHA-256 f{64} but the archive .* has [0-9a-f]{64}.*rebuild the release/,
+    );
   });
 
   it('SHA256SUMS without a line for an archive', async () => {
     const d = await dist();
-    const sums = (await sumsFor(d)).split('\n').filter((l) => !l.includes('windows')).join('\n');
+    const sums = (await sumsFor(d))
+      .split('\n')
+      .filter((l) => !l.includes('windows'))
+      .join('\n');
     writeFileSync(join(d, 'terraform-provider-x_1.0.0_SHA256SUMS'), sums);
     await refused({ paths: [d] }, /_SHA256SUMS: has no line for terraform-provider-x_1\.0\.0_windows_amd64\.zip/);
   });
@@ -175,7 +184,12 @@ describe('publish-provider refuses, naming the file and the fix, and writes noth
     writeFileSync(join(d, 'terraform-provider-x_1.0.0_SHA256SUMS'), sums);
     const privateKey = await openpgp.readPrivateKey({ armoredKey: readFileSync(stranger.path, 'utf8') });
     writeFileSync(join(d, 'terraform-provider-x_1.0.0_SHA256SUMS.sig'), await signDetached(sums, privateKey));
-    await refused({ paths: [d] }, new RegExp(`_SHA256SUMS\\.sig: the signature \\(by key ${stranger.keyId}\\) does not verify against the namespace's public keys \\(keys tried: ${key.keyId}\\).*npm run keys -- import`));
+    await refused(
+      { paths: [d] },
+      new RegExp(
+        `_SHA256SUMS\\.sig: the signature \\(by key ${stranger.keyId}\\) does not verify against the namespace's public keys \\(keys tried: ${key.keyId}\\).*npm run keys -- import`,
+      ),
+    );
   });
 
   it('a signature over other bytes', async () => {
@@ -230,7 +244,10 @@ describe('publish-provider refuses, naming the file and the fix, and writes noth
     const d = join(dir, 'no-archives');
     mkdirSync(d, { recursive: true });
     writeFileSync(join(d, 'notes.txt'), 'not a release file');
-    await refused({ paths: [d], type: 'x', version: '1.0.0' }, /^no provider archives found in \S*\/no-archives: expected terraform-provider-TYPE_VERSION_OS_ARCH\.zip files/);
+    await refused(
+      { paths: [d], type: 'x', version: '1.0.0' },
+      /^no provider archives found in \S*\/no-archives: expected terraform-provider-TYPE_VERSION_OS_ARCH\.zip files/,
+    );
   });
 
   it('a missing path', async () => {
@@ -263,7 +280,10 @@ describe('publish-provider refuses, naming the file and the fix, and writes noth
     const privateKey = await openpgp.readPrivateKey({ armoredKey: readFileSync(key.path, 'utf8') });
     const encrypted = join(dir, 'encrypted.asc');
     writeFileSync(encrypted, (await openpgp.encryptKey({ privateKey, passphrase: 'correct horse' })).armor());
-    await refused({ paths: [await dist()], keyFile: encrypted, processEnv: {} }, /encrypted\.asc: the private key is encrypted; set EDGE_REGISTRY_SIGNING_KEY_PASSPHRASE/);
+    await refused(
+      { paths: [await dist()], keyFile: encrypted, processEnv: {} },
+      /encrypted\.asc: the private key is encrypted; set EDGE_REGISTRY_SIGNING_KEY_PASSPHRASE/,
+    );
     await refused(
       { paths: [await dist()], keyFile: encrypted, processEnv: { EDGE_REGISTRY_SIGNING_KEY_PASSPHRASE: 'wrong' } },
       /EDGE_REGISTRY_SIGNING_KEY_PASSPHRASE does not decrypt the private key/,
@@ -271,7 +291,10 @@ describe('publish-provider refuses, naming the file and the fix, and writes noth
   });
 
   it('--remote without credentials', async () => {
-    await refused({ paths: [await dist()], remote: true, store: undefined, processEnv: {} }, /--remote needs CLOUDFLARE_ACCOUNT_ID, CLOUDFLARE_API_TOKEN, R2_ACCESS_KEY_ID, R2_SECRET_ACCESS_KEY/);
+    await refused(
+      { paths: [await dist()], remote: true, store: undefined, processEnv: {} },
+      /--remote needs CLOUDFLARE_ACCOUNT_ID, CLOUDFLARE_API_TOKEN, R2_ACCESS_KEY_ID, R2_SECRET_ACCESS_KEY/,
+    );
   });
 
   it('never prints a private key in an error', async () => {

@@ -23,20 +23,78 @@ const GL_IDS = { projectId: '4242', namespaceId: '42' };
 
 describe('parsePublisherInput', () => {
   it('accepts GitHub and GitLab publishers in canonical form, with a stable id', async () => {
-    const github = await parsePublisherInput({ issuer: `${GITHUB}/`, repository: 'Acme/terraform-provider-thing', workflow: '.github/workflows/release.yml', ref: 'refs/tags/v*', environment: 'release', ...IDS });
-    expect(github).toMatchObject({ kind: 'github', issuer: GITHUB, repository: 'Acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', environment: 'release', ...IDS });
+    const github = await parsePublisherInput({
+      issuer: `${GITHUB}/`,
+      repository: 'Acme/terraform-provider-thing',
+      workflow: '.github/workflows/release.yml',
+      ref: 'refs/tags/v*',
+      environment: 'release',
+      ...IDS,
+    });
+    expect(github).toMatchObject({
+      kind: 'github',
+      issuer: GITHUB,
+      repository: 'Acme/terraform-provider-thing',
+      workflow: 'release.yml',
+      ref: 'refs/tags/v*',
+      environment: 'release',
+      ...IDS,
+    });
     expect(github.id).toMatch(/^[0-9a-f]{12}$/);
     // Same matching fields (repository case aside) → same id; another ref or other ids → another id.
-    expect((await parsePublisherInput({ issuer: GITHUB, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', environment: 'release', ...IDS })).id).toBe(github.id);
-    expect((await parsePublisherInput({ issuer: GITHUB, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/heads/main', environment: 'release', ...IDS })).id).not.toBe(github.id);
-    expect((await parsePublisherInput({ issuer: GITHUB, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', environment: 'release', repositoryId: '9', ownerId: '654321' })).id).not.toBe(github.id);
+    expect(
+      (
+        await parsePublisherInput({
+          issuer: GITHUB,
+          repository: 'acme/terraform-provider-thing',
+          workflow: 'release.yml',
+          ref: 'refs/tags/v*',
+          environment: 'release',
+          ...IDS,
+        })
+      ).id,
+    ).toBe(github.id);
+    expect(
+      (
+        await parsePublisherInput({
+          issuer: GITHUB,
+          repository: 'acme/terraform-provider-thing',
+          workflow: 'release.yml',
+          ref: 'refs/heads/main',
+          environment: 'release',
+          ...IDS,
+        })
+      ).id,
+    ).not.toBe(github.id);
+    expect(
+      (
+        await parsePublisherInput({
+          issuer: GITHUB,
+          repository: 'acme/terraform-provider-thing',
+          workflow: 'release.yml',
+          ref: 'refs/tags/v*',
+          environment: 'release',
+          repositoryId: '9',
+          ownerId: '654321',
+        })
+      ).id,
+    ).not.toBe(github.id);
     const gitlab = await parsePublisherInput({ issuer: 'https://gitlab.com', projectPath: 'group/sub/project', ref: 'refs/tags/v*', ...GL_IDS });
     expect(gitlab).toMatchObject({ kind: 'gitlab', issuer: 'https://gitlab.com', projectPath: 'group/sub/project', ref: 'refs/tags/v*', ...GL_IDS });
     expect(gitlab).not.toHaveProperty('allowUnprotectedRef');
-    expect(await parsePublisherInput({ issuer: 'http://127.0.0.1:8080/issuer', repository: 'a/b', workflow: 'r.yml', environment: 'release', ...IDS })).toMatchObject({ issuer: 'http://127.0.0.1:8080/issuer' });
+    expect(
+      await parsePublisherInput({ issuer: 'http://127.0.0.1:8080/issuer', repository: 'a/b', workflow: 'r.yml', environment: 'release', ...IDS }),
+    ).toMatchObject({ issuer: 'http://127.0.0.1:8080/issuer' });
     expect(await parsePublisherInput({ issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', anyRef: true, ...IDS })).toMatchObject({ anyRef: true });
-    expect(await parsePublisherInput({ issuer: GITHUB, repository: 'a/b', workflow: 'acme/shared/.github/workflows/build.yml@refs/heads/main', environment: 'e', ...IDS }))
-      .toMatchObject({ workflow: 'acme/shared/.github/workflows/build.yml@refs/heads/main' });
+    expect(
+      await parsePublisherInput({
+        issuer: GITHUB,
+        repository: 'a/b',
+        workflow: 'acme/shared/.github/workflows/build.yml@refs/heads/main',
+        environment: 'e',
+        ...IDS,
+      }),
+    ).toMatchObject({ workflow: 'acme/shared/.github/workflows/build.yml@refs/heads/main' });
   });
 
   it.each<[string, PublisherInput, RegExp]>([
@@ -64,10 +122,26 @@ describe('parsePublisherInput', () => {
     ['GitHub without owner id', { issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', ref: 'refs/tags/v*', repositoryId: '1' }, /--owner-id is required/],
     ['GitLab without ids', { issuer: 'https://gitlab.com', projectPath: 'a/b', ref: 'refs/tags/v*' }, /--project-id is required/],
     ['GitLab without namespace id', { issuer: 'https://gitlab.com', projectPath: 'a/b', ref: 'refs/tags/v*', projectId: '1' }, /--namespace-id is required/],
-    ['a non-numeric id', { issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', ref: 'refs/tags/v*', repositoryId: 'acme', ownerId: '1' }, /--repository-id "acme" must be/],
-    ['GitLab ids for GitHub', { issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', ref: 'refs/tags/v*', ...GL_IDS }, /--project-id and --namespace-id are for GitLab/],
-    ['GitHub ids for GitLab', { issuer: 'https://gitlab.com', projectPath: 'a/b', ref: 'refs/tags/v*', ...IDS }, /--repository-id and --owner-id are for GitHub/],
-    ['--allow-unprotected-ref for GitHub', { issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', ref: 'refs/tags/v*', allowUnprotectedRef: true, ...IDS }, /--allow-unprotected-ref is for GitLab/],
+    [
+      'a non-numeric id',
+      { issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', ref: 'refs/tags/v*', repositoryId: 'acme', ownerId: '1' },
+      /--repository-id "acme" must be/,
+    ],
+    [
+      'GitLab ids for GitHub',
+      { issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', ref: 'refs/tags/v*', ...GL_IDS },
+      /--project-id and --namespace-id are for GitLab/,
+    ],
+    [
+      'GitHub ids for GitLab',
+      { issuer: 'https://gitlab.com', projectPath: 'a/b', ref: 'refs/tags/v*', ...IDS },
+      /--repository-id and --owner-id are for GitHub/,
+    ],
+    [
+      '--allow-unprotected-ref for GitHub',
+      { issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', ref: 'refs/tags/v*', allowUnprotectedRef: true, ...IDS },
+      /--allow-unprotected-ref is for GitLab/,
+    ],
     ['short ref', { issuer: GITHUB, repository: 'a/b', ref: 'v*' }, /--ref "v\*" must be a full git ref/],
     ['ref with ..', { issuer: GITHUB, repository: 'a/b', ref: 'refs/tags/../heads/x' }, /must be a full git ref/],
     ['ref with a space', { issuer: GITHUB, repository: 'a/b', ref: 'refs/tags/v 1' }, /must be a full git ref/],
@@ -117,8 +191,9 @@ describe('publisher commands on the local state', () => {
     const before = (await store.kv.list({ prefix: '' })).keys.length;
     await expect(addPublisher(store.kv, 'registry.example.com', 'acme', { issuer: 'http://ci.example.com', repository: 'a/b' })).rejects.toThrow(/https/);
     // Bad input is refused before any lookup is sent (the API here does not exist).
-    await expect(addPublisher(store.kv, 'registry.example.com', 'acme', { issuer: GITHUB, repository: 'a/b', ref: 'refs/tags/v*' }, { api: 'http://127.0.0.1:9' }))
-      .rejects.toThrow(/--workflow FILE.yml is required/);
+    await expect(
+      addPublisher(store.kv, 'registry.example.com', 'acme', { issuer: GITHUB, repository: 'a/b', ref: 'refs/tags/v*' }, { api: 'http://127.0.0.1:9' }),
+    ).rejects.toThrow(/--workflow FILE.yml is required/);
     expect((await store.kv.list({ prefix: '' })).keys).toHaveLength(before);
   });
 });
@@ -134,15 +209,49 @@ describe('npm run publisher (the CLI)', () => {
   const publisher = (...args: string[]) => run(tsx, ['scripts/publisher.ts', ...args, '--persist-to', dir], { cwd: root });
 
   it('add, list --json, remove', async () => {
-    const added = await publisher('add', '--namespace', 'acme', '--issuer', GITHUB, '--repository', 'acme/terraform-provider-thing',
-      '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--environment', 'release', '--repository-id', '123456', '--owner-id', '654321', '--json');
+    const added = await publisher(
+      'add',
+      '--namespace',
+      'acme',
+      '--issuer',
+      GITHUB,
+      '--repository',
+      'acme/terraform-provider-thing',
+      '--workflow',
+      'release.yml',
+      '--ref',
+      'refs/tags/v*',
+      '--environment',
+      'release',
+      '--repository-id',
+      '123456',
+      '--owner-id',
+      '654321',
+      '--json',
+    );
     const { publisher: created } = JSON.parse(added.stdout) as { publisher: { id: string } };
     expect(added.stderr).toContain(`trusted publisher added to registry.example.com/acme`);
-    await publisher('add', '--namespace', 'acme', '--issuer', 'https://gitlab.com', '--project-path', 'acme/modules/vpc', '--ref', 'refs/tags/v*', '--project-id', '4242', '--namespace-id', '42');
+    await publisher(
+      'add',
+      '--namespace',
+      'acme',
+      '--issuer',
+      'https://gitlab.com',
+      '--project-path',
+      'acme/modules/vpc',
+      '--ref',
+      'refs/tags/v*',
+      '--project-id',
+      '4242',
+      '--namespace-id',
+      '42',
+    );
     const listed = JSON.parse((await publisher('list', '--namespace', 'acme', '--json')).stdout) as { publishers: { kind: string }[] };
     expect(listed.publishers.map((p) => p.kind)).toEqual(['github', 'gitlab']);
     const text = (await publisher('list', '--namespace', 'acme')).stdout;
-    expect(text).toContain(`${created.id}  github  ${GITHUB}  acme/terraform-provider-thing (id 123456, owner id 654321) workflow release.yml  ref refs/tags/v*  environment release`);
+    expect(text).toContain(
+      `${created.id}  github  ${GITHUB}  acme/terraform-provider-thing (id 123456, owner id 654321) workflow release.yml  ref refs/tags/v*  environment release`,
+    );
     expect(text).toContain('acme/modules/vpc (id 4242, namespace id 42)');
     expect((await publisher('remove', '--namespace', 'acme', created.id)).stderr).toContain(`removed trusted publisher ${created.id}`);
     expect((await publisher('list', '--namespace', 'acme')).stdout).not.toContain(created.id);
@@ -169,7 +278,24 @@ describe('npm run publisher (the CLI)', () => {
       [['add', '--namespace', 'Bad.NS', '--issuer', GITHUB, '--repository', 'a/b'], 1],
       [['add', '--namespace', 'acme', '--issuer', GITHUB], 1],
       // Offline (no API answers) and no ids: refused, naming the flags.
-      [['add', '--namespace', 'acme', '--issuer', GITHUB, '--repository', 'a/b', '--workflow', 'r.yml', '--ref', 'refs/tags/v*', '--api', 'http://127.0.0.1:9'], 1],
+      [
+        [
+          'add',
+          '--namespace',
+          'acme',
+          '--issuer',
+          GITHUB,
+          '--repository',
+          'a/b',
+          '--workflow',
+          'r.yml',
+          '--ref',
+          'refs/tags/v*',
+          '--api',
+          'http://127.0.0.1:9',
+        ],
+        1,
+      ],
       [['remove', '--namespace', 'acme', 'abcdefabcdef'], 1],
       [['add', '--issuer', GITHUB, '--repository', 'a/b'], 2],
       [['list', '--namespace', 'acme', '--repository', 'a/b'], 2],
@@ -177,7 +303,14 @@ describe('npm run publisher (the CLI)', () => {
       [['rotate', '--namespace', 'acme'], 2],
       [['list', '--namespace', 'acme', '--bogus'], 2],
     ];
-    const failures = await Promise.all(cases.map(([args]) => publisher(...args).then(() => null, (error: { code: number; stderr: string }) => error)));
+    const failures = await Promise.all(
+      cases.map(([args]) =>
+        publisher(...args).then(
+          () => null,
+          (error: { code: number; stderr: string }) => error,
+        ),
+      ),
+    );
     cases.forEach(([args, code], i) => {
       expect(failures[i]?.code, args.join(' ')).toBe(code);
       expect(failures[i]?.stderr, args.join(' ')).toMatch(/^error: /);
@@ -189,15 +322,19 @@ describe('npm run publisher (the CLI)', () => {
     try {
       const refused = (await listAuditEntries(store, { namespace: 'acme' })).entries.filter((e) => e.outcome === 'refused');
       expect(refused.map((e) => e.action).sort()).toEqual(['publisher.add', 'publisher.add', 'publisher.add', 'publisher.remove']);
-      expect(refused.map((e) => e.reason).join('\n')).toMatch(/could not look up a\/b's ids at http:\/\/127\.0\.0\.1:9\/repos\/a\/b .*give --repository-id N --owner-id N/);
-      expect(refused.map((e) => e.reason).join('\n')).toMatch(/must use https[\s\S]*exactly one of --repository|exactly one of --repository[\s\S]*must use https/);
+      expect(refused.map((e) => e.reason).join('\n')).toMatch(
+        /could not look up a\/b's ids at http:\/\/127\.0\.0\.1:9\/repos\/a\/b .*give --repository-id N --owner-id N/,
+      );
+      expect(refused.map((e) => e.reason).join('\n')).toMatch(
+        /must use https[\s\S]*exactly one of --repository|exactly one of --repository[\s\S]*must use https/,
+      );
     } finally {
       await store.close();
     }
   });
 });
 
-describe('looking the ids up from the CI\'s API (a local HTTP server standing in for GitHub\'s and GitLab\'s REST APIs)', () => {
+describe("looking the ids up from the CI's API (a local HTTP server standing in for GitHub's and GitLab's REST APIs)", () => {
   let server: Server;
   let api: string;
   const seen: { url: string; authorization?: string }[] = [];
@@ -208,9 +345,11 @@ describe('looking the ids up from the CI\'s API (a local HTTP server standing in
         response.writeHead(status, { 'content-type': 'application/json' });
         response.end(JSON.stringify(body));
       };
-      if (request.url === '/repos/acme/terraform-provider-thing') return send(200, { id: 123456, full_name: 'acme/terraform-provider-thing', owner: { id: 654321, login: 'acme' } });
+      if (request.url === '/repos/acme/terraform-provider-thing')
+        return send(200, { id: 123456, full_name: 'acme/terraform-provider-thing', owner: { id: 654321, login: 'acme' } });
       if (request.url === '/repos/acme/old-name') return send(200, { id: 1, full_name: 'acme/new-name', owner: { id: 2 } });
-      if (request.url === '/api/v4/projects/acme%2Fmodules%2Fvpc') return send(200, { id: 4242, path_with_namespace: 'acme/modules/vpc', namespace: { id: 42, full_path: 'acme/modules' } });
+      if (request.url === '/api/v4/projects/acme%2Fmodules%2Fvpc')
+        return send(200, { id: 4242, path_with_namespace: 'acme/modules/vpc', namespace: { id: 42, full_path: 'acme/modules' } });
       return send(404, { message: 'Not Found' });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -238,16 +377,41 @@ describe('looking the ids up from the CI\'s API (a local HTTP server standing in
     await expect(resolvePublisherIds(input, { api })).rejects.toThrow(/answered 404 \(private\? set GITHUB_TOKEN\); give --repository-id N --owner-id N/);
     await expect(resolvePublisherIds({ ...input, repository: 'acme/old-name' }, { api })).rejects.toThrow(/acme\/old-name is now acme\/new-name/);
     await expect(resolvePublisherIds({ ...input, repositoryId: '1' }, { api })).rejects.toThrow(/give both --repository-id and --owner-id/);
-    await expect(resolvePublisherIds({ issuer: 'https://gitlab.com', projectPath: 'a/b' }, { api: 'http://127.0.0.1:9' })).rejects.toThrow(/give --project-id N --namespace-id N/);
+    await expect(resolvePublisherIds({ issuer: 'https://gitlab.com', projectPath: 'a/b' }, { api: 'http://127.0.0.1:9' })).rejects.toThrow(
+      /give --project-id N --namespace-id N/,
+    );
   });
 
   it('the CLI looks them up (--api) and list shows them', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'edge-registry-publisher-lookup-'));
     try {
-      const added = await run(tsx, ['scripts/publisher.ts', 'add', '--namespace', 'acme', '--issuer', GITHUB, '--repository', 'acme/terraform-provider-thing',
-        '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--api', api, '--persist-to', dir, '--json'], { cwd: root });
+      const added = await run(
+        tsx,
+        [
+          'scripts/publisher.ts',
+          'add',
+          '--namespace',
+          'acme',
+          '--issuer',
+          GITHUB,
+          '--repository',
+          'acme/terraform-provider-thing',
+          '--workflow',
+          'release.yml',
+          '--ref',
+          'refs/tags/v*',
+          '--api',
+          api,
+          '--persist-to',
+          dir,
+          '--json',
+        ],
+        { cwd: root },
+      );
       expect(JSON.parse(added.stdout).publisher).toMatchObject(IDS);
-      expect((await run(tsx, ['scripts/publisher.ts', 'list', '--namespace', 'acme', '--persist-to', dir], { cwd: root })).stdout).toContain('(id 123456, owner id 654321)');
+      expect((await run(tsx, ['scripts/publisher.ts', 'list', '--namespace', 'acme', '--persist-to', dir], { cwd: root })).stdout).toContain(
+        '(id 123456, owner id 654321)',
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -37,7 +37,7 @@ async function stored(prefix: string): Promise<string[]> {
 }
 
 describe('require-provenance', { timeout: 240_000 }, () => {
-  it('refuses the CLI\'s publishes into the namespace with nothing written and audited; --off accepts them with a publish attestation', async () => {
+  it("refuses the CLI's publishes into the namespace with nothing written and audited; --off accepts them with a publish attestation", async () => {
     const on = await runScript('publisher', ['require-provenance', '--namespace', 'strict', '--persist-to', state, '--json']);
     expect(on.code, on.stderr).toBe(0);
     expect(JSON.parse(on.stdout)).toMatchObject({ requireProvenance: true });
@@ -48,11 +48,17 @@ describe('require-provenance', { timeout: 240_000 }, () => {
     const env = { SIGNING_KEY_SECRET: SECRET };
     const provider = await runScript('publish-provider', [dist, '--namespace', 'strict', '--key-file', key.path, '--persist-to', state], env);
     expect(provider.code, provider.stderr).toBe(1);
-    expect(provider.stderr).toMatch(/namespace strict requires build provenance: only a trusted CI publisher may publish into it \(published by the CLI with the storage credentials\)/);
+    expect(provider.stderr).toMatch(
+      /namespace strict requires build provenance: only a trusted CI publisher may publish into it \(published by the CLI with the storage credentials\)/,
+    );
     expect(provider.stderr).toMatch(/require-provenance --namespace strict --off/);
     const tree = join(dir, 'module');
     writeDemoModule(tree, '1.0.0');
-    const module = await runScript('publish-module', [tree, '--namespace', 'strict', '--name', 'vpc', '--system', 'aws', '--version', '1.0.0', '--persist-to', state], env);
+    const module = await runScript(
+      'publish-module',
+      [tree, '--namespace', 'strict', '--name', 'vpc', '--system', 'aws', '--version', '1.0.0', '--persist-to', state],
+      env,
+    );
     expect(module.code, module.stderr).toBe(1);
     expect(module.stderr).toMatch(/requires build provenance/);
 
@@ -64,7 +70,12 @@ describe('require-provenance', { timeout: 240_000 }, () => {
     const store = await openLocalStore(await readRegistryConfig({ persistTo: state }));
     try {
       const entries = (await listAuditEntries(store, { namespace: 'strict' })).entries;
-      expect(entries.filter((e) => e.outcome === 'refused').map((e) => e.action).sort()).toEqual(['module.publish', 'provider.publish']);
+      expect(
+        entries
+          .filter((e) => e.outcome === 'refused')
+          .map((e) => e.action)
+          .sort(),
+      ).toEqual(['module.publish', 'provider.publish']);
       expect(entries.find((e) => e.action === 'publisher.require-provenance')).toMatchObject({ outcome: 'ok', reason: 'on' });
     } finally {
       await store.close();

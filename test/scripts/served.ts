@@ -56,7 +56,10 @@ export function servedRegistry(origin: () => string, namespace = 'acme') {
     const sums = await download(new URL(doc.shasums_url, url).href);
     const signature = await download(new URL(doc.shasums_signature_url, url).href);
     expect(sha256(archive)).toBe(doc.shasum);
-    const line = sums.toString('utf8').split('\n').find((l) => l.endsWith(`  ${doc.filename}`));
+    const line = sums
+      .toString('utf8')
+      .split('\n')
+      .find((l) => l.endsWith(`  ${doc.filename}`));
     expect(line, `SHA256SUMS line for ${doc.filename}`).toBe(`${doc.shasum}  ${doc.filename}`);
 
     // gpg --verify with the served key, in a throwaway GNUPGHOME with a short path: gpg-agent's socket
@@ -71,7 +74,11 @@ export function servedRegistry(origin: () => string, namespace = 'acme') {
     writeFileSync(join(downloads, 'SHA256SUMS.sig'), signature);
     try {
       execFileSync('gpg', ['--batch', '--homedir', home, '--import', join(home, 'key.asc')], { stdio: 'pipe' });
-      const verify = spawnSync('gpg', ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(downloads, 'SHA256SUMS.sig'), join(downloads, 'SHA256SUMS')], { encoding: 'utf8' });
+      const verify = spawnSync(
+        'gpg',
+        ['--batch', '--homedir', home, '--status-fd', '1', '--verify', join(downloads, 'SHA256SUMS.sig'), join(downloads, 'SHA256SUMS')],
+        { encoding: 'utf8' },
+      );
       expect(verify.status, verify.stderr).toBe(0);
       const validsig = /\[GNUPG:\] VALIDSIG ([0-9A-F]{40})/.exec(verify.stdout);
       expect(validsig, verify.stdout).not.toBeNull();

@@ -48,7 +48,9 @@ describe('token commands on the local state', () => {
 
   it('create stores only the hash, with normalised scopes, name, creation and expiry', async () => {
     const { token, record } = await createToken(store.kv, {
-      scopes: ['Acme', 'registry.terraform.io/HashiCorp', 'acme'], name: 'ci', expires: '2030-01-01T00:00:00.000Z',
+      scopes: ['Acme', 'registry.terraform.io/HashiCorp', 'acme'],
+      name: 'ci',
+      expires: '2030-01-01T00:00:00.000Z',
     });
     expect(token).toMatch(/^ert_[A-Za-z0-9_-]{43}$/);
     const stored = await store.kv.get(tokenKey(tokenSha256(token)), 'text');
@@ -71,7 +73,10 @@ describe('token commands on the local state', () => {
       ['', 'namespace is empty'],
       ['acme*', 'namespace "acme*" is invalid'],
     ]) {
-      await expect(createToken(store.kv, { scopes: [bad!], expires: null }), bad).rejects.toMatchObject({ name: 'InputError', message: expect.stringContaining(message!) });
+      await expect(createToken(store.kv, { scopes: [bad!], expires: null }), bad).rejects.toMatchObject({
+        name: 'InputError',
+        message: expect.stringContaining(message!),
+      });
     }
     expect((await store.kv.list({ prefix: '' })).keys).toHaveLength(before);
   });
@@ -127,10 +132,22 @@ describe('npm run token (the CLI)', () => {
   it('exits 1 for bad input and 2 with the usage for bad arguments, with one "error:" line and no stack trace', async () => {
     // Independent runs, so in parallel: each is a process start.
     const cases: [string[], number][] = [
-      [['create'], 1], [['create', '--namespace', 'Bad.NS'], 1],
-      [['revoke'], 2], [['rotate'], 2], [['list', '--namespace', 'x'], 2], [[], 2], [['list', '--bogus'], 2],
+      [['create'], 1],
+      [['create', '--namespace', 'Bad.NS'], 1],
+      [['revoke'], 2],
+      [['rotate'], 2],
+      [['list', '--namespace', 'x'], 2],
+      [[], 2],
+      [['list', '--bogus'], 2],
     ];
-    const failures = await Promise.all(cases.map(([args]) => token(...args).then(() => null, (error: { code: number; stderr: string }) => error)));
+    const failures = await Promise.all(
+      cases.map(([args]) =>
+        token(...args).then(
+          () => null,
+          (error: { code: number; stderr: string }) => error,
+        ),
+      ),
+    );
     cases.forEach(([args, code], i) => {
       expect(failures[i]?.code, args.join(' ')).toBe(code);
       expect(failures[i]?.stderr, args.join(' ')).toMatch(/^error: /);

@@ -15,7 +15,7 @@ describe('GET /v1/downloads/… in private mode', () => {
     expect((await get('/v1/downloads/modules/acme/vpc/aws', bearer(token))).status).toBe(200);
   });
 
-  it('a mirrored provider\'s counts need a token for its upstream address; a module\'s lifecycle JSON one for the module\'s namespace', async () => {
+  it("a mirrored provider's counts need a token for its upstream address; a module's lifecycle JSON one for the module's namespace", async () => {
     expect((await get('/v1/downloads/mirror/registry.terraform.io/hashicorp/aws')).status).toBe(401);
     const { token: acme } = await issueToken(['acme']);
     expect((await get('/v1/downloads/mirror/registry.terraform.io/hashicorp/aws', bearer(acme))).status).toBe(403);

@@ -39,7 +39,7 @@ describe('read tokens', () => {
     expect((await get(versions, bearer(`ert_${lastByteFlipped(token.slice(4))}`))).status).toBe(401);
   });
 
-  it('a stored record whose hash differs from the token\'s only in its last digit → 401 (a damaged record)', async () => {
+  it("a stored record whose hash differs from the token's only in its last digit → 401 (a damaged record)", async () => {
     const { token, record } = await issueToken(['lastbytes']);
     await env.REGISTRY_KV.put(tokenKey(tokenSha256(token)), JSON.stringify({ ...record, sha256: lastHexFlipped(record.sha256) }));
     const errors = console.error;
@@ -66,10 +66,13 @@ describe('session cookies', () => {
     expect(await readSession(request(`${SESSION_COOKIE}=${lastHexFlipped(hash)}.${expires}.${mac}`), env)).toBeNull();
   });
 
-  it('a person\'s sealed session differing only in its last byte is no session', async () => {
+  it("a person's sealed session differing only in its last byte is no session", async () => {
     const value = await sealPersonSession(env, {
-      person: { issuer: 'https://idp.example', subject: 'alice', email: 'alice@acme.com' }, scopes: ['lastbytes'], admin: true,
-      expires: Math.floor(Date.now() / 1000) + 600, issued: Math.floor(Date.now() / 1000),
+      person: { issuer: 'https://idp.example', subject: 'alice', email: 'alice@acme.com' },
+      scopes: ['lastbytes'],
+      admin: true,
+      expires: Math.floor(Date.now() / 1000) + 600,
+      issued: Math.floor(Date.now() / 1000),
     });
     const session = await readSession(request(`${SESSION_COOKIE}=${value}`), env);
     expect(session?.person?.admin).toBe(true);
@@ -77,9 +80,13 @@ describe('session cookies', () => {
     expect(await readSession(request(`${SESSION_COOKIE}=p.${lastByteFlipped(value.slice(2))}`), env)).toBeNull();
   });
 
-  it('a person\'s session past its expiry is no session', async () => {
+  it("a person's session past its expiry is no session", async () => {
     const value = await sealPersonSession(env, {
-      person: { issuer: 'https://idp.example', subject: 'alice' }, scopes: ['lastbytes'], admin: false, expires: Math.floor(Date.now() / 1000) - 1, issued: Math.floor(Date.now() / 1000) - 60,
+      person: { issuer: 'https://idp.example', subject: 'alice' },
+      scopes: ['lastbytes'],
+      admin: false,
+      expires: Math.floor(Date.now() / 1000) - 1,
+      issued: Math.floor(Date.now() / 1000) - 60,
     });
     expect(await readSession(request(`${SESSION_COOKIE}=${value}`), env)).toBeNull();
   });

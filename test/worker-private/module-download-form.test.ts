@@ -31,7 +31,10 @@ describe('OpenTofu ≥ 1.12: the JSON form, fetched with the registry token', ()
     expect(response.headers.get('vary')).toBe('User-Agent');
     expect(response.headers.get('cache-control')).toBe('private, no-store');
     const body = await response.json<{ location: string; use_registry_credentials: unknown }>();
-    expect(body).toEqual({ location: '/v1/module-archives/registry.example.com/acme/direct/aws/1.0.0/direct-aws-1.0.0.tar.gz', use_registry_credentials: true });
+    expect(body).toEqual({
+      location: '/v1/module-archives/registry.example.com/acme/direct/aws/1.0.0/direct-aws-1.0.0.tar.gz',
+      use_registry_credentials: true,
+    });
     // OpenTofu resolves the location against the download URL and sends its token (InstallModulePackage).
     const archive = await get(body.location, as('OpenTofu/1.12.0', token));
     expect(archive.status).toBe(200);

@@ -45,7 +45,9 @@ describe('modules.v1 in private mode', () => {
     expect(download.status).toBe(204);
     expect(download.headers.get('cache-control')).toBe('private, no-store');
     const location = download.headers.get('x-terraform-get')!;
-    expect(location).toMatch(/^\/v1\/module-archives\/registry\.example\.com\/acme\/vpc\/aws\/2\.1\.0\/vpc-aws-2\.1\.0\.tar\.gz\?expires=\d+&signature=[\w-]+$/);
+    expect(location).toMatch(
+      /^\/v1\/module-archives\/registry\.example\.com\/acme\/vpc\/aws\/2\.1\.0\/vpc-aws-2\.1\.0\.tar\.gz\?expires=\d+&signature=[\w-]+$/,
+    );
     const expires = Number(new URL(location, 'https://x').searchParams.get('expires'));
     expect(expires * 1000 - Date.now()).toBeLessThanOrEqual(15 * 60 * 1000 + 1000);
     const archive = await get(location);

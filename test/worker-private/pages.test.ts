@@ -35,7 +35,14 @@ const withCookie = (cookie: string): RequestInit => ({ headers: { accept: 'text/
 
 describe('not signed in', () => {
   it('redirects every page to /login with where it was going, never a page body', async () => {
-    for (const path of ['/', '/providers/acme/thing', '/providers/acme/thing/1.0.0', '/providers/acme/thing/1.0.0/docs', '/mirror/registry.example.com/acme/thing', '/providers/acme/thing/1.0.0/signing-key.asc']) {
+    for (const path of [
+      '/',
+      '/providers/acme/thing',
+      '/providers/acme/thing/1.0.0',
+      '/providers/acme/thing/1.0.0/docs',
+      '/mirror/registry.example.com/acme/thing',
+      '/providers/acme/thing/1.0.0/signing-key.asc',
+    ]) {
       const response = await get(path, { headers: { accept: 'text/html' }, redirect: 'manual' });
       expect(response.status, path).toBe(303);
       expect(response.headers.get('location')).toBe(`/login?next=${encodeURIComponent(path)}`);
@@ -107,7 +114,9 @@ describe('a session', () => {
     // Browsed at a host Terraform can't use as is: the registry's name (host block) and the mirror's host:port, which
     // Terraform keys the network mirror's credentials by (proven with real terraform in test/e2e/pages-browser.test.ts).
     const local = (await (await get('https://localhost:8443/providers/acme/thing', withCookie(cookie))).text()).replace(/&quot;/g, '"');
-    expect(local).toContain('credentials "registry.example.com" {\n  token = "ert_…"\n}\n# the network mirror at https://localhost:8443/v1/mirror/\ncredentials "localhost:8443" {\n  token = "ert_…"\n}\n');
+    expect(local).toContain(
+      'credentials "registry.example.com" {\n  token = "ert_…"\n}\n# the network mirror at https://localhost:8443/v1/mirror/\ncredentials "localhost:8443" {\n  token = "ert_…"\n}\n',
+    );
     const modulePage = (await (await get('https://localhost:8443/modules/acme/net/aws', withCookie(cookie))).text()).replace(/&quot;/g, '"');
     expect(modulePage).toContain('source  = "registry.example.com/acme/net/aws"');
     expect(modulePage).toContain('credentials "registry.example.com" {\n  token = "ert_…"\n}\n</pre>');

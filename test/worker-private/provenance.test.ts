@@ -16,7 +16,9 @@ beforeAll(async () => {
   await signRelease(release);
   // A statement as a publish stores it (this project has no SIGNING_KEY_SECRET: the envelope is given).
   const attest: Attester = { kind: 'publish', sign: async () => ({ kind: 'publish', envelope: new TextEncoder().encode(ENVELOPE) }) };
-  await publishVersion({ kv: env.REGISTRY_KV as unknown as KvStore, blobs: env.REGISTRY_R2 as unknown as BlobStore }, release.record, release.files, () => {}, { attest });
+  await publishVersion({ kv: env.REGISTRY_KV as unknown as KvStore, blobs: env.REGISTRY_R2 as unknown as BlobStore }, release.record, release.files, () => {}, {
+    attest,
+  });
 });
 
 describe('provenance routes in private mode', () => {

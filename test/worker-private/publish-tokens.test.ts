@@ -13,7 +13,7 @@ describe('a publish token', () => {
     const refused = await get('/v1/providers/acme/thing/versions', bearer(publish.token));
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="edge-registry", error="invalid_token"');
-    expect((await refused.json() as { errors: string[] }).errors[0]).toMatch(/this is a publish token: it only publishes/);
+    expect(((await refused.json()) as { errors: string[] }).errors[0]).toMatch(/this is a publish token: it only publishes/);
     const read = await issueToken(['acme']);
     expect((await get('/v1/providers/acme/thing/versions', bearer(read.token))).status).toBe(404);
   });
@@ -21,8 +21,10 @@ describe('a publish token', () => {
   it('cannot sign in to the pages', async () => {
     const publish = await issueToken(['acme'], { purpose: 'publish' });
     const response = await get('/login', {
-      method: 'POST', headers: { origin: 'https://registry.example.com', 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ token: publish.token }).toString(), redirect: 'manual',
+      method: 'POST',
+      headers: { origin: 'https://registry.example.com', 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: publish.token }).toString(),
+      redirect: 'manual',
     });
     expect(response.headers.get('set-cookie') ?? '').not.toMatch(/__Host-session=[^;]/);
   });

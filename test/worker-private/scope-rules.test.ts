@@ -101,7 +101,9 @@ describe('token expiry and records', () => {
     const request = new Request('https://registry.example.com/v1/providers/acme/thing/versions', bearer(token));
     expect(await authenticate(request, env.REGISTRY_KV, Date.parse(expires) - 1)).toMatchObject({ ok: true });
     expect(await authenticate(request, env.REGISTRY_KV, Date.parse(expires))).toEqual({
-      ok: false, message: `the token expired at ${expires}`, error: 'invalid_token',
+      ok: false,
+      message: `the token expired at ${expires}`,
+      error: 'invalid_token',
     });
   });
 

@@ -12,7 +12,10 @@ const EXPIRES = 1_900_000_000;
 async function independentSignature(method: string, path: string, expires: number, secret = SECRET.signingSecret): Promise<string> {
   const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
   const mac = new Uint8Array(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(`${method}\n${path}\n${expires}`)));
-  return btoa(String.fromCharCode(...mac)).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '');
+  return btoa(String.fromCharCode(...mac))
+    .replaceAll('+', '-')
+    .replaceAll('/', '_')
+    .replace(/=+$/, '');
 }
 
 const request = (url: string, method = 'GET') => new Request(new URL(url, 'https://registry.example.com'), { method });

@@ -45,7 +45,9 @@ describe('signed URLs in private metadata', () => {
     const doc = await downloadDocument();
     for (const url of [doc.download_url, doc.shasums_url, doc.shasums_signature_url]) {
       // Absolute on the origin asked (Renovate fetches them as given), signed.
-      expect(url).toMatch(/^https:\/\/registry\.example\.com\/v1\/archives\/registry\.example\.com\/signed\/thing\/1\.2\.0\/[^?]+\?expires=\d+&signature=[A-Za-z0-9_-]{43}$/);
+      expect(url).toMatch(
+        /^https:\/\/registry\.example\.com\/v1\/archives\/registry\.example\.com\/signed\/thing\/1\.2\.0\/[^?]+\?expires=\d+&signature=[A-Za-z0-9_-]{43}$/,
+      );
       const { expires } = signedParts(url);
       expect(expires).toBeGreaterThanOrEqual(before + 15 * 60);
       expect(expires).toBeLessThanOrEqual(before + 15 * 60 + 5);

@@ -93,7 +93,9 @@ describe('a version mirrored from another registry', () => {
     const first = fakeRelease(upstream, '1.0.0', ['linux_amd64']);
     await storeMirroredVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, first.record, first.files);
     const changed = fakeRelease(upstream, '1.0.0', ['linux_amd64', 'darwin_arm64'], { salt: 'rebuilt' });
-    await expect(storeMirroredVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, changed.record, changed.files)).rejects.toThrow(/mirrored bytes never change — kept ours/);
+    await expect(storeMirroredVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, changed.record, changed.files)).rejects.toThrow(
+      /mirrored bytes never change — kept ours/,
+    );
     const record = await readVersionRecord({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, upstream, '1.0.0');
     expect(record!.packages.map((p) => p.shasum)).toEqual(first.record.packages.map((p) => p.shasum));
   });

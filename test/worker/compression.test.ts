@@ -18,10 +18,7 @@ async function gunzip(response: Response): Promise<string> {
 }
 
 describe('gzip for clients that accept it (Terraform and OpenTofu always do)', () => {
-  for (const path of [
-    '/v1/providers/acme/squeezed/versions',
-    '/v1/mirror/registry.example.com/acme/squeezed/1.2.0.json',
-  ]) {
+  for (const path of ['/v1/providers/acme/squeezed/versions', '/v1/mirror/registry.example.com/acme/squeezed/1.2.0.json']) {
     it(`${path}: the same document, compressed, with Vary`, async () => {
       const plain = await getWith(PRODUCTION, path);
       expect(plain.headers.get('content-encoding')).toBeNull();
@@ -56,7 +53,9 @@ describe('gzip for clients that accept it (Terraform and OpenTofu always do)', (
     const own = await getWith(PRODUCTION, '/v1/providers/acme/squeezed/1.2.0/download/linux/amd64', { headers: { 'accept-encoding': 'gzip' } });
     expect(own.headers.get('content-encoding')).toBeNull();
     expect((await own.json<{ download_url: string }>()).download_url).toMatch(/^https?:\/\/[^/]+\/v1\/archives\//);
-    const response = await getWith({ ...PRODUCTION, ARCHIVE_BASE_URL: 'https://dl.example.com' }, '/v1/providers/acme/squeezed/1.2.0/download/linux/amd64', { headers: { 'accept-encoding': 'gzip' } });
+    const response = await getWith({ ...PRODUCTION, ARCHIVE_BASE_URL: 'https://dl.example.com' }, '/v1/providers/acme/squeezed/1.2.0/download/linux/amd64', {
+      headers: { 'accept-encoding': 'gzip' },
+    });
     expect(response.headers.get('content-encoding')).toBeNull();
     expect((await response.json<{ download_url: string }>()).download_url).toMatch(/^https:\/\/dl\.example\.com\//);
   });

@@ -89,8 +89,11 @@ describe('release files in the edge cache', () => {
       const ctx = { waitUntil: (p: Promise<unknown>) => pending.push(p), passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
       const pending: Promise<unknown>[] = [];
       const response = await serveR2Object(request, r2, key, {
-        contentType: 'application/zip', cacheControl: 'public', missing: () => new Response(null, { status: 404 }),
-        edgeCache: edgeCacheFor(request, ctx), edgeCacheMaxBytes: 1000,
+        contentType: 'application/zip',
+        cacheControl: 'public',
+        missing: () => new Response(null, { status: 404 }),
+        edgeCache: edgeCacheFor(request, ctx),
+        edgeCacheMaxBytes: 1000,
       });
       expect(response.status).toBe(200);
       expect(await sha256HexOf(response)).toBe(shasumOf(release, filename));
@@ -142,7 +145,11 @@ describe('documents in the edge cache', () => {
   });
 
   it('never caches lists or absences there: each fresh isolate reads KV for them', async () => {
-    for (const path of ['/v1/providers/acme/edgy/versions', '/v1/mirror/registry.example.com/acme/edgy/index.json', '/v1/providers/acme/edgy/9.9.9/download/linux/amd64']) {
+    for (const path of [
+      '/v1/providers/acme/edgy/versions',
+      '/v1/mirror/registry.example.com/acme/edgy/index.json',
+      '/v1/providers/acme/edgy/9.9.9/download/linux/amd64',
+    ]) {
       const { kv, reads } = countingKv();
       for (let i = 1; i <= 3; i++) {
         forgetIsolateDocuments();

@@ -11,7 +11,13 @@ async function expectError(response: Response, status: number, contains?: string
 
 describe('requests that match no route', () => {
   it('answer 404 with a JSON error', async () => {
-    for (const path of ['/v1/providers/', '/v1/providers/acme/thing', '/v1/modules/acme/x/aws/versions', '/favicon.ico', '/v1/mirror/registry.example.com/acme/thing']) {
+    for (const path of [
+      '/v1/providers/',
+      '/v1/providers/acme/thing',
+      '/v1/modules/acme/x/aws/versions',
+      '/favicon.ico',
+      '/v1/mirror/registry.example.com/acme/thing',
+    ]) {
       await expectError(await get(path), 404);
     }
   });
@@ -20,7 +26,11 @@ describe('requests that match no route', () => {
 describe('methods other than GET and HEAD', () => {
   it('answer 405 with an Allow header, on every route', async () => {
     for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) {
-      for (const path of ['/.well-known/terraform.json', '/v1/providers/acme/thing/versions', '/v1/archives/registry.example.com/acme/thing/1.0.0/terraform-provider-thing_1.0.0_linux_amd64.zip']) {
+      for (const path of [
+        '/.well-known/terraform.json',
+        '/v1/providers/acme/thing/versions',
+        '/v1/archives/registry.example.com/acme/thing/1.0.0/terraform-provider-thing_1.0.0_linux_amd64.zip',
+      ]) {
         const response = await get(path, { method, body: method === 'DELETE' ? undefined : 'x' });
         expect(response.headers.get('allow')).toBe('GET, HEAD');
         await expectError(response, 405, method);
@@ -86,10 +96,30 @@ describe('malformed input', () => {
 
 describe('hostile conditional and range headers on release files', () => {
   const values = [
-    'garbage', 'W/garbage', ',', ', ,', '*, "a"', '"unterminated', 'W/"', '""', '"a" "b"', 'W/W/"a"',
-    'bytes=0-1', 'bytes=-', 'bytes=99999999999999999999-', 'bytes=-99999999999999999999', 'bytes=1-0', 'bytes=0-1,2-3',
-    'items=0-1', 'bytes=\t', '0', '-1', 'Mon, 31 Feb 2025 10:00:00 GMT', 'Thu, 01 Jan 1970 00:00:00 GMT',
-    'Sun, 06 Nov 1994 08:49:37 GMT, Sun, 06 Nov 1994 08:49:37 GMT', 'x'.repeat(8000),
+    'garbage',
+    'W/garbage',
+    ',',
+    ', ,',
+    '*, "a"',
+    '"unterminated',
+    'W/"',
+    '""',
+    '"a" "b"',
+    'W/W/"a"',
+    'bytes=0-1',
+    'bytes=-',
+    'bytes=99999999999999999999-',
+    'bytes=-99999999999999999999',
+    'bytes=1-0',
+    'bytes=0-1,2-3',
+    'items=0-1',
+    'bytes=\t',
+    '0',
+    '-1',
+    'Mon, 31 Feb 2025 10:00:00 GMT',
+    'Thu, 01 Jan 1970 00:00:00 GMT',
+    'Sun, 06 Nov 1994 08:49:37 GMT, Sun, 06 Nov 1994 08:49:37 GMT',
+    'x'.repeat(8000),
   ];
   const fields = ['if-none-match', 'if-match', 'if-modified-since', 'if-unmodified-since', 'if-range', 'range'];
 

@@ -12,11 +12,9 @@ beforeAll(async () => {
 });
 
 const hex = (bytes: ArrayBuffer) => [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, '0')).join('');
-const sha256 = async (data: BufferSource | string) =>
-  crypto.subtle.digest('SHA-256', typeof data === 'string' ? new TextEncoder().encode(data) : data);
+const sha256 = async (data: BufferSource | string) => crypto.subtle.digest('SHA-256', typeof data === 'string' ? new TextEncoder().encode(data) : data);
 /** dirhash Hash1 of a zip holding one file whose SHA-256 is `fileSha256`: base64 SHA-256 of "hex␠␠name\n". */
-const h1OfOneFile = async (fileSha256: string, name: string) =>
-  `h1:${btoa(String.fromCharCode(...new Uint8Array(await sha256(`${fileSha256}  ${name}\n`))))}`;
+const h1OfOneFile = async (fileSha256: string, name: string) => `h1:${btoa(String.fromCharCode(...new Uint8Array(await sha256(`${fileSha256}  ${name}\n`))))}`;
 
 interface Download {
   filename: string;

@@ -80,7 +80,9 @@ describe('GET /v1/modules/:namespace/:name/:system/:version/download', () => {
 
   it('makes the location absolute on ARCHIVE_BASE_URL when set', async () => {
     const response = await getWith({ ARCHIVE_BASE_URL: 'https://downloads.example.com/' }, '/v1/modules/acme/vpc/aws/2.0.0/download');
-    expect(response.headers.get('x-terraform-get')).toBe('https://downloads.example.com/v1/module-archives/registry.example.com/acme/vpc/aws/2.0.0/vpc-aws-2.0.0.tar.gz');
+    expect(response.headers.get('x-terraform-get')).toBe(
+      'https://downloads.example.com/v1/module-archives/registry.example.com/acme/vpc/aws/2.0.0/vpc-aws-2.0.0.tar.gz',
+    );
   });
 
   it('answers 404 for an unknown version or module, and for a file name that is not the package', async () => {
@@ -180,7 +182,9 @@ describe('module pages', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/html/);
     const html = await response.text();
-    expect(html).toMatch(/<a class="card" href="\/modules\/acme\/vpc\/aws">\s*<div class="name">acme\/vpc\/aws<\/div>[\s\S]*?v2\.1\.0<\/span> <span class="muted">5 versions/);
+    expect(html).toMatch(
+      /<a class="card" href="\/modules\/acme\/vpc\/aws">\s*<div class="name">acme\/vpc\/aws<\/div>[\s\S]*?v2\.1\.0<\/span> <span class="muted">5 versions/,
+    );
     expect(html).toContain('my_team/net_base/google');
   });
 
@@ -211,7 +215,9 @@ describe('module pages', () => {
     const response = await worker.fetch(new Request('http://localhost:8787/modules/acme/vpc/aws') as never, bindings, ctx);
     const html = await response.text();
     expect(html).toContain('source  = &quot;registry.example.com/acme/vpc/aws&quot;');
-    expect(html).toContain('host &quot;registry.example.com&quot; {\n  services = {\n    &quot;modules.v1&quot;   = &quot;http://localhost:8787/v1/modules/&quot;\n    &quot;providers.v1&quot; = &quot;http://localhost:8787/v1/providers/&quot;');
+    expect(html).toContain(
+      'host &quot;registry.example.com&quot; {\n  services = {\n    &quot;modules.v1&quot;   = &quot;http://localhost:8787/v1/modules/&quot;\n    &quot;providers.v1&quot; = &quot;http://localhost:8787/v1/providers/&quot;',
+    );
     expect(await (await get('/modules/acme/vpc/aws')).text()).not.toContain('host &quot;');
   });
 
@@ -219,7 +225,18 @@ describe('module pages', () => {
     const evil = moduleAddress(bindings.REGISTRY_HOSTNAME, 'acme', 'evil', 'aws');
     await seedModule(bindings.REGISTRY_KV, bindings.REGISTRY_R2, evil, '1.0.0', {
       docs: fakeDocs({
-        inputs: [{ name: 'x', type: '<script>alert(1)</script>', default: '"<img src=x onerror=alert(1)>"', description: '<script>', sensitive: true, nullable: true, required: false, validations: 0 }],
+        inputs: [
+          {
+            name: 'x',
+            type: '<script>alert(1)</script>',
+            default: '"<img src=x onerror=alert(1)>"',
+            description: '<script>',
+            sensitive: true,
+            nullable: true,
+            required: false,
+            validations: 0,
+          },
+        ],
         providers: [{ name: 'own', source: 'registry.example.com/acme/thing', version: '"><script>' }],
         submodules: [{ path: 'modules/<sub>', inputs: [], outputs: [], providers: [], requiredVersion: null }],
       }),
@@ -235,7 +252,10 @@ describe('OpenTofu 1.12 module download form (public mode)', () => {
   it('OpenTofu ≥ 1.12 gets 200 JSON with use_registry_credentials: true; others keep 204 + X-Terraform-Get', async () => {
     const tofu = await get('/v1/modules/acme/vpc/aws/2.1.0/download', { headers: { 'user-agent': 'OpenTofu/1.12.1' } });
     expect(tofu.status).toBe(200);
-    expect(await tofu.json()).toEqual({ location: '/v1/module-archives/registry.example.com/acme/vpc/aws/2.1.0/vpc-aws-2.1.0.tar.gz', use_registry_credentials: true });
+    expect(await tofu.json()).toEqual({
+      location: '/v1/module-archives/registry.example.com/acme/vpc/aws/2.1.0/vpc-aws-2.1.0.tar.gz',
+      use_registry_credentials: true,
+    });
     const older = await get('/v1/modules/acme/vpc/aws/2.1.0/download', { headers: { 'user-agent': 'OpenTofu/1.11.0' } });
     expect(older.status).toBe(204);
     expect(older.headers.get('x-terraform-get')).toBe('/v1/module-archives/registry.example.com/acme/vpc/aws/2.1.0/vpc-aws-2.1.0.tar.gz');

@@ -1,9 +1,7 @@
 import { env } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { mapLimit } from '../../src/concurrency';
-import {
-  committedRecordKey, providerIndexKey, providerLeaseName, versionRecordKey, versionsDocumentKey,
-} from '../../src/store/layout';
+import { committedRecordKey, providerIndexKey, providerLeaseName, versionRecordKey, versionsDocumentKey } from '../../src/store/layout';
 import { VersionConflictError } from '../../src/store/errors';
 import { withLease } from '../../src/store/lease';
 import { beginProviderPublish, publishVersion, rebuildProviderIndex } from '../../src/store/providers/write';
@@ -32,9 +30,13 @@ async function seedVersions(type: string, count: number) {
   const provider = address('cost', type);
   const template = fakeRelease(provider, '0.0.0', ['linux_amd64', 'darwin_arm64', 'windows_amd64'], { archiveSize: 1 }).record;
   const versions = Array.from({ length: count }, (_, i) => `0.${Math.floor(i / 100)}.${i % 100}`);
-  await mapLimit(versions, 50, (version) => commitRecord(store.blobs, committedRecordKey(provider, version), {
-    ...template, version, packages: template.packages.map((p) => ({ ...p, filename: p.filename.replace('_0.0.0_', `_${version}_`) })),
-  } satisfies VersionRecord));
+  await mapLimit(versions, 50, (version) =>
+    commitRecord(store.blobs, committedRecordKey(provider, version), {
+      ...template,
+      version,
+      packages: template.packages.map((p) => ({ ...p, filename: p.filename.replace('_0.0.0_', `_${version}_`) })),
+    } satisfies VersionRecord),
+  );
   await rebuildProviderIndex(store, provider, () => {});
   return provider;
 }
@@ -82,12 +84,17 @@ describe('a provider publish', () => {
   it('reads each stored object at most once before deciding what to write, and gets none twice', () => {
     for (const [size, requests] of runs) {
       const firstWrite = requests.findIndex((r) => isWrite(r) && !lease(r));
-      const beforeDeciding = requests.slice(0, firstWrite).filter(isRead).map((r) => r.key);
+      const beforeDeciding = requests
+        .slice(0, firstWrite)
+        .filter(isRead)
+        .map((r) => r.key);
       expect(new Set(beforeDeciding).size, `${size}: ${beforeDeciding.join(', ')}`).toBe(beforeDeciding.length);
       const gets = requests.filter((r) => r.op === 'kv.get' || r.op === 'r2.get').map((r) => r.key);
       expect(new Set(gets).size, `${size}: ${gets.join(', ')}`).toBe(gets.length);
       // The version's record and the provider's index are among what it read before deciding.
-      expect(beforeDeciding).toEqual(expect.arrayContaining([committedRecordKey(address('cost', `size${size}x`), '1.0.0'), providerIndexKey(address('cost', `size${size}x`))]));
+      expect(beforeDeciding).toEqual(
+        expect.arrayContaining([committedRecordKey(address('cost', `size${size}x`), '1.0.0'), providerIndexKey(address('cost', `size${size}x`))]),
+      );
     }
   });
 });
@@ -122,11 +129,13 @@ describe('the index is repaired from the records', () => {
     await store.kv.put(versionRecordKey(provider, '0.9.0'), JSON.stringify(old));
     // A re-publish of that version with other bytes is refused: the migration runs before the publish decides.
     const other = fakeRelease(provider, '0.9.0', undefined, { salt: 'other' });
-    await expect(withLease(store.blobs, providerLeaseName(provider), { owner: OWNER }, async () => {
-      const start = await beginProviderPublish(store, provider, '0.9.0');
-      return publishVersion(store, other.record, other.files, () => {}, { existing: start.existing, lists: start.lists });
-    })).rejects.toBeInstanceOf(VersionConflictError);
-    expect(JSON.parse((await (await store.blobs.get(committedRecordKey(provider, '0.9.0')))!.text())).packages).toEqual(old.packages);
+    await expect(
+      withLease(store.blobs, providerLeaseName(provider), { owner: OWNER }, async () => {
+        const start = await beginProviderPublish(store, provider, '0.9.0');
+        return publishVersion(store, other.record, other.files, () => {}, { existing: start.existing, lists: start.lists });
+      }),
+    ).rejects.toBeInstanceOf(VersionConflictError);
+    expect(JSON.parse(await (await store.blobs.get(committedRecordKey(provider, '0.9.0')))!.text()).packages).toEqual(old.packages);
     expect(await store.kv.get(versionRecordKey(provider, '0.9.0'), 'text')).toBeNull();
     await countedPublish(provider, '1.0.0');
     expect(await listed(provider)).toEqual(['0.9.0', '1.0.0']);

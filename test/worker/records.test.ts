@@ -33,7 +33,18 @@ describe('uploadUnlessStored', () => {
     const file = await storedFile('the release bytes');
     await env.REGISTRY_R2.put(key, file.bytes, { customMetadata: { sha256: file.sha256Hex } });
     const { progress, steps } = recorder();
-    await uploadUnlessStored(env.REGISTRY_R2, key, { ...file, open: () => { throw new Error('opened'); } }, progress, () => {});
+    await uploadUnlessStored(
+      env.REGISTRY_R2,
+      key,
+      {
+        ...file,
+        open: () => {
+          throw new Error('opened');
+        },
+      },
+      progress,
+      () => {},
+    );
     expect(steps).toEqual(['skip-upload thing.zip']);
   });
 
@@ -64,7 +75,11 @@ describe('uploadUnlessStored', () => {
     const key = 'records-test/checked.zip';
     const file = await storedFile('the release bytes');
     const { progress } = recorder();
-    await expect(uploadUnlessStored(env.REGISTRY_R2, key, file, progress, () => { throw new Error('lease lost'); })).rejects.toThrow('lease lost');
+    await expect(
+      uploadUnlessStored(env.REGISTRY_R2, key, file, progress, () => {
+        throw new Error('lease lost');
+      }),
+    ).rejects.toThrow('lease lost');
     expect(await env.REGISTRY_R2.head(key)).toBeNull();
   });
 });
@@ -87,11 +102,14 @@ describe('verifyObject', () => {
     await env.REGISTRY_R2.put(key, other, { customMetadata: { sha256: otherSha } });
     const want = { sha256: file.sha256Hex, size: file.size };
     const { progress, steps } = recorder();
-    expect(await verifyObject(env.REGISTRY_R2, key, 'thing.zip', want, undefined, progress, () => {}))
-      .toBe(`thing.zip: stored ${file.size} bytes, SHA-256 ${otherSha}; the record says ${file.size} bytes, ${file.sha256Hex}`);
+    expect(await verifyObject(env.REGISTRY_R2, key, 'thing.zip', want, undefined, progress, () => {})).toBe(
+      `thing.zip: stored ${file.size} bytes, SHA-256 ${otherSha}; the record says ${file.size} bytes, ${file.sha256Hex}`,
+    );
     expect(await storedText(key)).toBe('verified BYTES');
     expect(await verifyObject(env.REGISTRY_R2, key, 'thing.zip', want, file, progress, () => {})).toBe('repaired');
-    expect(steps).toEqual([`repair thing.zip: stored ${file.size} bytes, SHA-256 ${otherSha}; the record says ${file.size} bytes, ${file.sha256Hex}; uploading it again`]);
+    expect(steps).toEqual([
+      `repair thing.zip: stored ${file.size} bytes, SHA-256 ${otherSha}; the record says ${file.size} bytes, ${file.sha256Hex}; uploading it again`,
+    ]);
     expect(await storedText(key)).toBe('verified bytes');
   });
 
@@ -100,14 +118,16 @@ describe('verifyObject', () => {
     const file = await storedFile('verified bytes');
     await env.REGISTRY_R2.put(key, file.bytes.slice(0, 3), { customMetadata: { sha256: file.sha256Hex } });
     const { progress } = recorder();
-    expect(await verifyObject(env.REGISTRY_R2, key, 'thing.zip', { sha256: file.sha256Hex, size: file.size }, undefined, progress, () => {}))
-      .toBe(`thing.zip: stored 3 bytes, SHA-256 ${file.sha256Hex}; the record says ${file.size} bytes, ${file.sha256Hex}`);
+    expect(await verifyObject(env.REGISTRY_R2, key, 'thing.zip', { sha256: file.sha256Hex, size: file.size }, undefined, progress, () => {})).toBe(
+      `thing.zip: stored 3 bytes, SHA-256 ${file.sha256Hex}; the record says ${file.size} bytes, ${file.sha256Hex}`,
+    );
   });
 
   it('reports a missing object as missing', async () => {
     const { progress } = recorder();
-    expect(await verifyObject(env.REGISTRY_R2, 'records-test/nothing.zip', 'thing.zip', { sha256: 'a'.repeat(64), size: 1 }, undefined, progress, () => {}))
-      .toBe('thing.zip: missing');
+    expect(
+      await verifyObject(env.REGISTRY_R2, 'records-test/nothing.zip', 'thing.zip', { sha256: 'a'.repeat(64), size: 1 }, undefined, progress, () => {}),
+    ).toBe('thing.zip: missing');
   });
 });
 

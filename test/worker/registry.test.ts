@@ -117,7 +117,9 @@ describe('GET /v1/providers/:namespace/:type/:version/download/:os/:arch', () =>
 
   it('makes release URLs absolute on ARCHIVE_BASE_URL when one is configured', async () => {
     const body = await (await getWith({ ARCHIVE_BASE_URL: 'https://downloads.example.com/' }, path)).json<Record<string, string>>();
-    expect(body.download_url).toBe('https://downloads.example.com/v1/archives/registry.example.com/acme/thing/1.1.0/terraform-provider-thing_1.1.0_linux_arm64.zip');
+    expect(body.download_url).toBe(
+      'https://downloads.example.com/v1/archives/registry.example.com/acme/thing/1.1.0/terraform-provider-thing_1.1.0_linux_arm64.zip',
+    );
     expect(body.shasums_url).toMatch(/^https:\/\/downloads\.example\.com\/v1\/archives\/.*_SHA256SUMS$/);
   });
 });

@@ -163,26 +163,34 @@ describe('conditional and range requests on a release file', () => {
     expect(Number.isFinite(seconds)).toBe(true);
   });
 
-  it('answers every row from R2 (a location that has not cached the file)', async () => {
-    for (const [name, headers, expected] of rows) {
-      await evict('r2', key);
-      const { r2, reads } = countingR2();
-      await check(name, headers(), expected, r2);
-      expect(reads(), `${name}: R2 reads`).toBeGreaterThanOrEqual(1);
-    }
-  }, ROWS_TIMEOUT_MS);
-
-  it('answers every row from the edge cache, reading R2 not once', async () => {
-    await warm(path);
-    const { r2, reads } = countingR2();
-    for (const [name, headers, expected] of rows) {
-      for (const method of ['GET', 'HEAD']) {
-        const { response } = await send(path, { method, headers: headers() }, { REGISTRY_R2: r2 });
-        expect(response.status, `${method} ${name}`).toBe(typeof expected === 'number' ? expected : expected[0]);
-        await response.arrayBuffer();
+  it(
+    'answers every row from R2 (a location that has not cached the file)',
+    async () => {
+      for (const [name, headers, expected] of rows) {
+        await evict('r2', key);
+        const { r2, reads } = countingR2();
+        await check(name, headers(), expected, r2);
+        expect(reads(), `${name}: R2 reads`).toBeGreaterThanOrEqual(1);
       }
-      await check(name, headers(), expected);
-    }
-    expect(reads()).toBe(0);
-  }, ROWS_TIMEOUT_MS);
+    },
+    ROWS_TIMEOUT_MS,
+  );
+
+  it(
+    'answers every row from the edge cache, reading R2 not once',
+    async () => {
+      await warm(path);
+      const { r2, reads } = countingR2();
+      for (const [name, headers, expected] of rows) {
+        for (const method of ['GET', 'HEAD']) {
+          const { response } = await send(path, { method, headers: headers() }, { REGISTRY_R2: r2 });
+          expect(response.status, `${method} ${name}`).toBe(typeof expected === 'number' ? expected : expected[0]);
+          await response.arrayBuffer();
+        }
+        await check(name, headers(), expected);
+      }
+      expect(reads()).toBe(0);
+    },
+    ROWS_TIMEOUT_MS,
+  );
 });

@@ -27,14 +27,16 @@ beforeAll(async () => {
     packages: template.packages.map((p) => ({ ...p, filename: p.filename.replace('_0.0.0_', `_${version}_`) })),
   }));
   for (let i = 0; i < records.length; i += 100) {
-    await Promise.all(records.slice(i, i + 100).map((record) =>
-      commitRecord(env.REGISTRY_R2, committedRecordKey(big, record.version), record)));
+    await Promise.all(records.slice(i, i + 100).map((record) => commitRecord(env.REGISTRY_R2, committedRecordKey(big, record.version), record)));
   }
   // Metadata only: the Worker reads no release file to answer these routes.
-  await publishVersions({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, PUBLISHED.map((version) => ({
-    ...fakeRelease(big, version, PLATFORMS, { archiveSize: 1 }),
-    files: [],
-  })));
+  await publishVersions(
+    { kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 },
+    PUBLISHED.map((version) => ({
+      ...fakeRelease(big, version, PLATFORMS, { archiveSize: 1 }),
+      files: [],
+    })),
+  );
 }, 120_000);
 
 describe('a provider with 1,000 versions × 12 platforms', () => {

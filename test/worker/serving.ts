@@ -12,9 +12,7 @@ import { ORIGIN } from './helpers';
  */
 
 /** Sends a request to the Worker (bindings replaced by `overrides`); `settled()` waits for its waitUntil work (cache puts). */
-export async function send(
-  path: string, init: RequestInit = {}, overrides: Partial<Env> = {},
-): Promise<{ response: Response; settled: () => Promise<void> }> {
+export async function send(path: string, init: RequestInit = {}, overrides: Partial<Env> = {}): Promise<{ response: Response; settled: () => Promise<void> }> {
   const ctx = createExecutionContext();
   const response = await worker.fetch(new Request(new URL(path, ORIGIN), init) as never, { ...env, ...overrides } as Env, ctx);
   return { response, settled: () => waitOnExecutionContext(ctx) };

@@ -35,7 +35,10 @@ async function verify(armoredKey: string, sums: Uint8Array, signature: Uint8Arra
       format: 'binary',
     })
   ).signatures;
-  const valid = await result!.verified.then(() => true, () => false);
+  const valid = await result!.verified.then(
+    () => true,
+    () => false,
+  );
   return { valid, keyId: result!.keyID.toHex().toUpperCase() };
 }
 

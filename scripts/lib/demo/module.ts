@@ -22,7 +22,9 @@ export const DEMO_MODULE_VERSIONS = ['1.0.0', '1.1.0'] as const;
  */
 export function writeDemoModule(dir: string, version: string, hostname = 'registry.example.com'): void {
   mkdirSync(join(dir, 'modules', 'subnet'), { recursive: true });
-  writeFileSync(join(dir, 'main.tf'), `terraform {
+  writeFileSync(
+    join(dir, 'main.tf'),
+    `terraform {
   required_version = ">= 1.3"
 }
 
@@ -71,8 +73,11 @@ output "subnets" {
   value       = { for k, s in module.subnet : k => s.cidr }
   description = "CIDR of each subnet."
 }
-`);
-  writeFileSync(join(dir, 'modules', 'subnet', 'main.tf'), `variable "name" {
+`,
+  );
+  writeFileSync(
+    join(dir, 'modules', 'subnet', 'main.tf'),
+    `variable "name" {
   type        = string
   description = "Name of the subnet."
 }
@@ -86,8 +91,11 @@ output "cidr" {
   value       = var.cidr
   description = "Address range of the subnet."
 }
-`);
-  writeFileSync(join(dir, 'README.md'), `# demo/vpc/aws ${version}
+`,
+  );
+  writeFileSync(
+    join(dir, 'README.md'),
+    `# demo/vpc/aws ${version}
 
 A sample module published by \`npm run demo\`. It creates nothing: it only
 shows how modules, submodules and their docs look in this registry.
@@ -103,13 +111,12 @@ module "vpc" {
 The submodule is addressed as \`${hostname}/demo/vpc/aws//modules/subnet\`.
 On a local server (\`npm start\`, a host without a dot) add the CLI \`host\`
 block this module's page shows: it sends \`${hostname}\` to that server.
-`);
+`,
+  );
 }
 
 /** Publishes both demo versions into `store` (idempotent: a re-run is `unchanged`). */
-export async function publishDemoModule(
-  store: StoreHandle, config: RegistryConfig, log: (line: string) => void = () => {},
-): Promise<PublishModuleResult[]> {
+export async function publishDemoModule(store: StoreHandle, config: RegistryConfig, log: (line: string) => void = () => {}): Promise<PublishModuleResult[]> {
   const work = mkdtempSync(join(tmpdir(), 'edge-registry-demo-module-'));
   try {
     const results: PublishModuleResult[] = [];
@@ -121,7 +128,9 @@ export async function publishDemoModule(
       } catch (error) {
         // A state an older `npm run demo` filled holds this version with an older README: keep it (immutable).
         if (!(error instanceof VersionConflictError)) throw error;
-        log(`kept      demo/vpc/aws ${version}: an earlier npm run demo published it with other contents (versions are immutable; start from an empty state to get the current one)`);
+        log(
+          `kept      demo/vpc/aws ${version}: an earlier npm run demo published it with other contents (versions are immutable; start from an empty state to get the current one)`,
+        );
       }
     }
     return results;

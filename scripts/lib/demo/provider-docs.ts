@@ -19,19 +19,39 @@ export function demoCodeSpec(version: string): object {
           { name: 'tags', map: s('optional', 'Labels attached to the server.', { element_type: { string: {} } }) },
           { name: 'ports', list: s('optional', 'TCP ports opened to the world.', { element_type: { int64: {} } }) },
           { name: 'admin_password', string: s('optional', 'Initial administrator password.', { sensitive: true }) },
-          { name: 'public_ip', string: s('optional', 'Use the network\'s address instead.', { deprecation_message: 'public_ip is deprecated: read example_network.address instead.' }) },
-          { name: 'disks', list_nested: s('optional', 'Extra disks.', { nested_object: { attributes: [
-            { name: 'size_gb', int64: s('required', 'Size in GiB.') },
-            { name: 'encrypted', bool: s('computed_optional', 'Encrypt at rest (default true).') },
-          ] } }) },
+          {
+            name: 'public_ip',
+            string: s('optional', "Use the network's address instead.", {
+              deprecation_message: 'public_ip is deprecated: read example_network.address instead.',
+            }),
+          },
+          {
+            name: 'disks',
+            list_nested: s('optional', 'Extra disks.', {
+              nested_object: {
+                attributes: [
+                  { name: 'size_gb', int64: s('required', 'Size in GiB.') },
+                  { name: 'encrypted', bool: s('computed_optional', 'Encrypt at rest (default true).') },
+                ],
+              },
+            }),
+          },
           { name: 'id', string: s('computed', 'Identifier assigned by the platform.') },
           { name: 'ipv4_address', string: s('computed', 'Private IPv4 address.') },
         ],
         blocks: [
-          { name: 'network_interface', list_nested: { description: 'A network the server is attached to.', nested_object: { attributes: [
-            { name: 'network_id', string: s('required', 'ID of an example_network.') },
-            { name: 'primary', bool: s('optional', 'Whether this is the primary interface.') },
-          ] } } },
+          {
+            name: 'network_interface',
+            list_nested: {
+              description: 'A network the server is attached to.',
+              nested_object: {
+                attributes: [
+                  { name: 'network_id', string: s('required', 'ID of an example_network.') },
+                  { name: 'primary', bool: s('optional', 'Whether this is the primary interface.') },
+                ],
+              },
+            },
+          },
         ],
       },
     },
@@ -49,11 +69,17 @@ export function demoCodeSpec(version: string): object {
     },
   ];
   if (major >= 2) {
-    resources.push({ name: 'bucket', description: 'An object storage bucket.', schema: { attributes: [
-      { name: 'name', string: s('required', 'Bucket name.') },
-      { name: 'versioning', bool: s('optional', 'Keep every version of every object.') },
-      { name: 'id', string: s('computed', 'Identifier assigned by the platform.') },
-    ] } });
+    resources.push({
+      name: 'bucket',
+      description: 'An object storage bucket.',
+      schema: {
+        attributes: [
+          { name: 'name', string: s('required', 'Bucket name.') },
+          { name: 'versioning', bool: s('optional', 'Keep every version of every object.') },
+          { name: 'id', string: s('computed', 'Identifier assigned by the platform.') },
+        ],
+      },
+    });
   }
   return {
     version: '0.1',
@@ -64,7 +90,10 @@ export function demoCodeSpec(version: string): object {
       schema: {
         attributes: [
           { name: 'endpoint', string: { optional_required: 'optional', description: 'API endpoint; defaults to https://api.example.com.' } },
-          { name: 'api_token', string: { optional_required: 'optional', sensitive: true, description: 'API token; defaults to the EXAMPLE_TOKEN environment variable.' } },
+          {
+            name: 'api_token',
+            string: { optional_required: 'optional', sensitive: true, description: 'API token; defaults to the EXAMPLE_TOKEN environment variable.' },
+          },
         ],
       },
     },
@@ -73,11 +102,13 @@ export function demoCodeSpec(version: string): object {
       {
         name: 'image',
         description: 'Looks up an image by name.',
-        schema: { attributes: [
-          { name: 'name', string: s('required', 'Image name, e.g. debian-12.') },
-          { name: 'id', string: s('computed', 'Image identifier.') },
-          { name: 'created', string: s('computed', 'Creation time (RFC 3339).') },
-        ] },
+        schema: {
+          attributes: [
+            { name: 'name', string: s('required', 'Image name, e.g. debian-12.') },
+            { name: 'id', string: s('computed', 'Image identifier.') },
+            { name: 'created', string: s('computed', 'Creation time (RFC 3339).') },
+          ],
+        },
       },
     ],
   };

@@ -46,9 +46,7 @@ export async function writeDemoDist(dir: string, version: string, platforms: rea
  * persistTo, keysDir as for publishRelease). Returns the results in version
  * order; idempotent.
  */
-export async function publishDemo(
-  options: Pick<PublishOptions, 'configPath' | 'persistTo' | 'keysDir' | 'log' | 'processEnv'> = {},
-): Promise<PublishResult[]> {
+export async function publishDemo(options: Pick<PublishOptions, 'configPath' | 'persistTo' | 'keysDir' | 'log' | 'processEnv'> = {}): Promise<PublishResult[]> {
   const config = await readRegistryConfig({ configPath: options.configPath, persistTo: options.persistTo });
   const store = await openLocalStore(config);
   const work = mkdtempSync(join(tmpdir(), 'edge-registry-demo-'));

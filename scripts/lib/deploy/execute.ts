@@ -19,7 +19,12 @@ const root = join(import.meta.dirname, '..', '..', '..');
 
 /** A step that failed: which, what wrangler printed, and what to do. */
 export class DeployStepError extends Error {
-  constructor(readonly step: string, message: string, readonly output: string, readonly fix: string) {
+  constructor(
+    readonly step: string,
+    message: string,
+    readonly output: string,
+    readonly fix: string,
+  ) {
     super(message);
   }
 }
@@ -46,7 +51,9 @@ export function wrangler(args: string[], options: { stdin?: string; cwd?: string
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', (error) => reject(new DeployStepError('run wrangler', `could not start wrangler: ${error.message}`, '', 'run `npm install` in the project first')));
+    child.on('error', (error) =>
+      reject(new DeployStepError('run wrangler', `could not start wrangler: ${error.message}`, '', 'run `npm install` in the project first')),
+    );
     child.on('close', (status) => resolve({ status: status ?? 1, stdout, stderr }));
     // A wrangler that exits without reading its input (EPIPE) is judged by its exit status, not by this write.
     child.stdin.on('error', () => undefined);
@@ -92,10 +99,18 @@ export async function observe(options: ExecuteOptions, auth?: Observed['auth']):
   };
   const [kvNamespaces, buckets, secrets] = await Promise.all([
     read('list KV namespaces', ['kv', 'namespace', 'list'], parseKvNamespaces, 'the token needs "Workers KV Storage: Edit"; then run `npm run deploy` again'),
-    read('list R2 buckets', ['r2', 'bucket', 'list'], parseR2Buckets,
-      'R2 must be enabled once per account (dash.cloudflare.com → R2, free plan), and the token needs "Workers R2 Storage: Edit"; then run `npm run deploy` again'),
-    read('list the Worker\'s secrets', ['secret', 'list', '--config', options.configPath, '--env', options.env], parseSecrets,
-      'the token needs "Workers Scripts: Edit"; then run `npm run deploy` again'),
+    read(
+      'list R2 buckets',
+      ['r2', 'bucket', 'list'],
+      parseR2Buckets,
+      'R2 must be enabled once per account (dash.cloudflare.com → R2, free plan), and the token needs "Workers R2 Storage: Edit"; then run `npm run deploy` again',
+    ),
+    read(
+      "list the Worker's secrets",
+      ['secret', 'list', '--config', options.configPath, '--env', options.env],
+      parseSecrets,
+      'the token needs "Workers Scripts: Edit"; then run `npm run deploy` again',
+    ),
   ]);
   return { auth, accountIdFromEnv, kvNamespaces, buckets, secrets, config, configText };
 }
@@ -115,10 +130,12 @@ export function describeStep(step: Step, index: number, configPath: string): str
 
 const FIXES: Record<Step['kind'], string> = {
   'create-kv': 'the token needs "Workers KV Storage: Edit"; then run `npm run deploy` again (it continues from here)',
-  'create-bucket': 'enable R2 once for the account (dash.cloudflare.com → R2; the free plan is enough) and give the token "Workers R2 Storage: Edit"; then run `npm run deploy` again (it continues from here)',
+  'create-bucket':
+    'enable R2 once for the account (dash.cloudflare.com → R2; the free plan is enough) and give the token "Workers R2 Storage: Edit"; then run `npm run deploy` again (it continues from here)',
   'write-config': 'make the file writable (or fix the error above), then run `npm run deploy` again',
   'put-secret': 'the token needs "Workers Scripts: Edit"; then run `npm run deploy` again',
-  deploy: 'read wrangler\'s message above. A custom domain needs the hostname\'s zone in this account and a token with "Workers Routes: Edit", "DNS: Edit" and "Zone: Read" on it; then run `npm run deploy` again',
+  deploy:
+    'read wrangler\'s message above. A custom domain needs the hostname\'s zone in this account and a token with "Workers Routes: Edit", "DNS: Edit" and "Zone: Read" on it; then run `npm run deploy` again',
   'smoke-test': 'a new custom domain can take a few minutes (DNS record and certificate). Try `curl URL` in a minute; `npm run deploy` again only re-deploys',
 };
 
@@ -161,7 +178,10 @@ async function runStep(step: Step, options: ExecuteOptions): Promise<void> {
         }
         const result = await wrangler(command);
         if (result.status !== 0) fail(`\`${shown(step.command)}\` failed (exit status ${result.status})`, outputOf(result));
-        const urls = outputOf(result).split('\n').map((l) => l.trim()).filter((l) => /^https:\/\/\S+$/.test(l) || /\(custom domain\)$/.test(l));
+        const urls = outputOf(result)
+          .split('\n')
+          .map((l) => l.trim())
+          .filter((l) => /^https:\/\/\S+$/.test(l) || /\(custom domain\)$/.test(l));
         for (const url of urls) options.say(`     ${url}`);
       } finally {
         if (dir) await rm(dir, { recursive: true, force: true });
@@ -213,7 +233,12 @@ export async function executeDeploy(options: ExecuteOptions): Promise<Step[]> {
     const step = steps[0]!;
     const key = JSON.stringify(step.kind === 'write-config' ? step.changes : step.describe);
     if (key === previous) {
-      throw new DeployStepError(step.describe, 'the step ran but the account still looks the same', '', 'run `npm run deploy` again; if it repeats, compare `wrangler kv namespace list` / `wrangler r2 bucket list` with wrangler.toml');
+      throw new DeployStepError(
+        step.describe,
+        'the step ran but the account still looks the same',
+        '',
+        'run `npm run deploy` again; if it repeats, compare `wrangler kv namespace list` / `wrangler r2 bucket list` with wrangler.toml',
+      );
     }
     previous = key;
     describeStep(step, done.length + 1, options.configPath).forEach((line, i) => say(i === 0 ? `==> ${line}` : line));

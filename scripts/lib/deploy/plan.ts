@@ -52,7 +52,11 @@ export type Step =
 
 /** A problem the user must fix before anything is planned: what is wrong and what to do. */
 export class PlanError extends Error {
-  constructor(readonly step: string, message: string, readonly fix: string) {
+  constructor(
+    readonly step: string,
+    message: string,
+    readonly fix: string,
+  ) {
     super(message);
   }
 }
@@ -82,7 +86,11 @@ const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,6
 export function parseDeployHostname(raw: string): string {
   const hostname = raw.trim().toLowerCase().replace(/\.$/, '');
   if (!HOSTNAME.test(hostname)) {
-    throw new PlanError('hostname', `"${raw}" is not a hostname`, 'pass the DNS name users will type, e.g. --hostname registry.acme.com (no scheme, no path, no port)');
+    throw new PlanError(
+      'hostname',
+      `"${raw}" is not a hostname`,
+      'pass the DNS name users will type, e.g. --hostname registry.acme.com (no scheme, no path, no port)',
+    );
   }
   return hostname;
 }
@@ -91,7 +99,11 @@ export function parseDeployHostname(raw: string): string {
 export function chooseHostname(options: DeployOptions, config: ProductionConfig): string {
   if (options.hostname) return parseDeployHostname(options.hostname);
   if (config.hostname && config.hostname !== PLACEHOLDER_HOSTNAME) return parseDeployHostname(config.hostname);
-  throw new PlanError('hostname', 'no hostname to deploy on', 'pass the hostname the registry will answer on, in a zone of your Cloudflare account: npm run deploy -- --hostname registry.acme.com');
+  throw new PlanError(
+    'hostname',
+    'no hostname to deploy on',
+    'pass the hostname the registry will answer on, in a zone of your Cloudflare account: npm run deploy -- --hostname registry.acme.com',
+  );
 }
 
 /** Checks the account choice; throws PlanError when logged out or when several accounts leave the choice open. */
@@ -101,15 +113,21 @@ export function checkAuth(observed: Pick<Observed, 'auth' | 'accountIdFromEnv'>)
   if (observed.accountIdFromEnv) {
     const account = auth.accounts.find((a) => a.id === observed.accountIdFromEnv);
     if (!account) {
-      throw new PlanError('check wrangler login', `CLOUDFLARE_ACCOUNT_ID=${observed.accountIdFromEnv} is not one of this login's accounts`,
-        `use one of: ${auth.accounts.map((a) => `${a.id} (${a.name})`).join(', ')}`);
+      throw new PlanError(
+        'check wrangler login',
+        `CLOUDFLARE_ACCOUNT_ID=${observed.accountIdFromEnv} is not one of this login's accounts`,
+        `use one of: ${auth.accounts.map((a) => `${a.id} (${a.name})`).join(', ')}`,
+      );
     }
     return account;
   }
   if (auth.accounts.length === 1) return auth.accounts[0]!;
   if (auth.accounts.length === 0) throw new PlanError('check wrangler login', 'this login has no Cloudflare account', LOGIN_FIX);
-  throw new PlanError('check wrangler login', `this login has ${auth.accounts.length} accounts`,
-    `choose one: CLOUDFLARE_ACCOUNT_ID=<id> npm run deploy …, with one of ${auth.accounts.map((a) => `${a.id} (${a.name})`).join(', ')}`);
+  throw new PlanError(
+    'check wrangler login',
+    `this login has ${auth.accounts.length} accounts`,
+    `choose one: CLOUDFLARE_ACCOUNT_ID=<id> npm run deploy …, with one of ${auth.accounts.map((a) => `${a.id} (${a.name})`).join(', ')}`,
+  );
 }
 
 const wranglerConfigArgs = (options: DeployOptions) => ['--config', options.configPath, '--env', options.env];
@@ -133,15 +151,15 @@ export function planDeploy(options: DeployOptions, observed: Observed): Step[] {
   const namespaces = observed.kvNamespaces ?? [];
 
   let kvId: string;
-  const configured = config.kvNamespaceId && config.kvNamespaceId !== PLACEHOLDER_KV_ID
-    ? namespaces.find((n) => n.id === config.kvNamespaceId) : undefined;
+  const configured = config.kvNamespaceId && config.kvNamespaceId !== PLACEHOLDER_KV_ID ? namespaces.find((n) => n.id === config.kvNamespaceId) : undefined;
   const byTitle = namespaces.find((n) => n.title === options.kvTitle);
   if (configured) kvId = configured.id;
   else if (byTitle) kvId = byTitle.id;
   else {
     kvId = PENDING_KV_ID;
     steps.push({
-      kind: 'create-kv', title: options.kvTitle,
+      kind: 'create-kv',
+      title: options.kvTitle,
       describe: `create the KV namespace "${options.kvTitle}" (the account has none with that title)`,
       command: ['kv', 'namespace', 'create', options.kvTitle],
     });
@@ -150,7 +168,8 @@ export function planDeploy(options: DeployOptions, observed: Observed): Step[] {
   const bucketName = options.bucketName ?? config.bucketName ?? 'edge-registry';
   if (!(observed.buckets ?? []).includes(bucketName)) {
     steps.push({
-      kind: 'create-bucket', name: bucketName,
+      kind: 'create-bucket',
+      name: bucketName,
       describe: `create the R2 bucket "${bucketName}" (the account has none with that name)`,
       command: ['r2', 'bucket', 'create', bucketName],
     });

@@ -56,7 +56,8 @@ export async function readProductionConfig(configPath: string, env: string): Pro
   const r2 = config.r2_buckets.find((b: { binding: string }) => b.binding === 'REGISTRY_R2');
   const hostname = (config.vars as Record<string, unknown>).REGISTRY_HOSTNAME;
   const routes = (config.routes ?? []).map((route: unknown) =>
-    typeof route === 'string' ? { pattern: route } : (route as { pattern: string; custom_domain?: boolean }));
+    typeof route === 'string' ? { pattern: route } : (route as { pattern: string; custom_domain?: boolean }),
+  );
   return {
     workerName: config.name ?? 'edge-registry',
     kvNamespaceId: kv?.id ?? null,
@@ -68,12 +69,14 @@ export async function readProductionConfig(configPath: string, env: string): Pro
 
 /** True when `config` already holds `wanted` (so no file change is needed). */
 export function configMatches(config: ProductionConfig, wanted: WantedConfig): boolean {
-  return config.kvNamespaceId === wanted.kvNamespaceId
-    && config.bucketName === wanted.bucketName
-    && config.hostname === wanted.hostname
-    && config.routes.length === 1
-    && config.routes[0]!.pattern === wanted.hostname
-    && config.routes[0]!.custom_domain === true;
+  return (
+    config.kvNamespaceId === wanted.kvNamespaceId &&
+    config.bucketName === wanted.bucketName &&
+    config.hostname === wanted.hostname &&
+    config.routes.length === 1 &&
+    config.routes[0]!.pattern === wanted.hostname &&
+    config.routes[0]!.custom_domain === true
+  );
 }
 
 interface Section {
@@ -147,7 +150,11 @@ export function editProductionConfig(text: string, env: string, wanted: WantedCo
       if (current.startsWith('[') && !current.includes(']')) {
         while (last + 1 < section.end && !lines[last]!.includes(']')) last++;
       }
-      const from = lines.slice(at, last + 1).map((l) => l.trim()).join(' ').replace(new RegExp(`^${key}\\s*=\\s*`), '');
+      const from = lines
+        .slice(at, last + 1)
+        .map((l) => l.trim())
+        .join(' ')
+        .replace(new RegExp(`^${key}\\s*=\\s*`), '');
       if (from === value) return;
       lines = [...lines.slice(0, at), line, ...lines.slice(last + 1)];
       changes.push({ section: section.name, key, from, to: display });
@@ -160,13 +167,30 @@ export function editProductionConfig(text: string, env: string, wanted: WantedCo
 
   const table = (name: string) => (all: Section[]) => all.find((s) => !s.array && s.name === name);
   const binding = (name: string, bindingName: string) => (all: Section[]) =>
-    all.find((s) => s.array && s.name === name && findKey(lines, s, 'binding') >= 0
-      && keyPattern('binding').exec(lines[findKey(lines, s, 'binding')]!)![1] === str(bindingName));
+    all.find(
+      (s) =>
+        s.array &&
+        s.name === name &&
+        findKey(lines, s, 'binding') >= 0 &&
+        keyPattern('binding').exec(lines[findKey(lines, s, 'binding')]!)![1] === str(bindingName),
+    );
 
   const route = `[{ pattern = ${str(wanted.hostname)}, custom_domain = true }]`;
   setIn(table(prefix), [`[${prefix}]`, `name = "edge-registry"`], 'routes', route, route);
   setIn(table(`${prefix}.vars`), [`[${prefix}.vars]`], 'REGISTRY_HOSTNAME', str(wanted.hostname), str(wanted.hostname));
-  setIn(binding(`${prefix}.kv_namespaces`, 'REGISTRY_KV'), [`[[${prefix}.kv_namespaces]]`, 'binding = "REGISTRY_KV"'], 'id', str(wanted.kvNamespaceId), str(wanted.kvNamespaceId));
-  setIn(binding(`${prefix}.r2_buckets`, 'REGISTRY_R2'), [`[[${prefix}.r2_buckets]]`, 'binding = "REGISTRY_R2"'], 'bucket_name', str(wanted.bucketName), str(wanted.bucketName));
+  setIn(
+    binding(`${prefix}.kv_namespaces`, 'REGISTRY_KV'),
+    [`[[${prefix}.kv_namespaces]]`, 'binding = "REGISTRY_KV"'],
+    'id',
+    str(wanted.kvNamespaceId),
+    str(wanted.kvNamespaceId),
+  );
+  setIn(
+    binding(`${prefix}.r2_buckets`, 'REGISTRY_R2'),
+    [`[[${prefix}.r2_buckets]]`, 'binding = "REGISTRY_R2"'],
+    'bucket_name',
+    str(wanted.bucketName),
+    str(wanted.bucketName),
+  );
   return { text: lines.join('\n'), changes };
 }

@@ -45,14 +45,16 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
   const accounts = new Map(options.accounts.map((account) => [account.login, account]));
   const issuer = `http://127.0.0.1:${options.port}`;
   const provider = new Provider(issuer, {
-    clients: [{
-      client_id: options.clientId,
-      ...(options.clientSecret ? { client_secret: options.clientSecret } : { token_endpoint_auth_method: 'none' }),
-      redirect_uris: options.redirectUris,
-      grant_types: ['authorization_code'],
-      response_types: ['code'],
-      id_token_signed_response_alg: alg,
-    }],
+    clients: [
+      {
+        client_id: options.clientId,
+        ...(options.clientSecret ? { client_secret: options.clientSecret } : { token_endpoint_auth_method: 'none' }),
+        redirect_uris: options.redirectUris,
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        id_token_signed_response_alg: alg,
+      },
+    ],
     jwks: { keys: [jwk] },
     claims: { openid: ['sub', 'groups'], email: ['email', 'email_verified'], profile: ['name'] },
     // Claims of the requested scopes go into the ID token (the registry reads no userinfo).
@@ -71,7 +73,14 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
       };
     },
     // First-party client: consent is implied, so the person only signs in.
-    async loadExistingGrant(ctx: { oidc: { client: { clientId: string }; session: { accountId: string; grantIdFor(id: string): string | undefined }; result?: { consent?: { grantId?: string } }; provider: Provider & { Grant: { find(id: string): Promise<unknown> } } } }) {
+    async loadExistingGrant(ctx: {
+      oidc: {
+        client: { clientId: string };
+        session: { accountId: string; grantIdFor(id: string): string | undefined };
+        result?: { consent?: { grantId?: string } };
+        provider: Provider & { Grant: { find(id: string): Promise<unknown> } };
+      };
+    }) {
       const existing = ctx.oidc.result?.consent?.grantId ?? ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
       if (existing) return ctx.oidc.provider.Grant.find(existing);
       const grant = new ctx.oidc.provider.Grant({ clientId: ctx.oidc.client.clientId, accountId: ctx.oidc.session.accountId });
@@ -87,6 +96,10 @@ export async function startIdp(options: IdpOptions): Promise<RunningIdp> {
   });
   return {
     issuer,
-    stop: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    stop: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

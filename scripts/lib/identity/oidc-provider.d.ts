@@ -4,7 +4,10 @@ declare module 'oidc-provider' {
     constructor(issuer: string, configuration: Record<string, unknown>);
     callback(): (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void;
     proxy: boolean;
-    Grant: new (init: { clientId: string; accountId: string }) => { addOIDCScope(scope: string): void; save(): Promise<string> };
+    Grant: new (init: {
+      clientId: string;
+      accountId: string;
+    }) => { addOIDCScope(scope: string): void; save(): Promise<string> };
     on(event: string, listener: (...args: unknown[]) => void): void;
   }
 }

@@ -41,16 +41,21 @@ export function toSigningKey(key: openpgp.Key): SigningKey {
  * encryption subkey for `ecc`. The private key is armored, encrypted when a
  * passphrase is given.
  */
-export async function generateSigningKey(options: { type?: KeyType; name: string; passphrase?: string }): Promise<{ armoredPrivateKey: string; publicKey: SigningKey }> {
+export async function generateSigningKey(options: {
+  type?: KeyType;
+  name: string;
+  passphrase?: string;
+}): Promise<{ armoredPrivateKey: string; publicKey: SigningKey }> {
   const common = {
     userIDs: [{ name: options.name }],
     format: 'object' as const,
     config: { v6Keys: false },
     ...(options.passphrase ? { passphrase: options.passphrase } : {}),
   };
-  const { privateKey } = options.type === 'ecc'
-    ? await openpgp.generateKey({ ...common, type: 'ecc', curve: 'ed25519Legacy' })
-    : await openpgp.generateKey({ ...common, type: 'rsa', rsaBits: 4096 });
+  const { privateKey } =
+    options.type === 'ecc'
+      ? await openpgp.generateKey({ ...common, type: 'ecc', curve: 'ed25519Legacy' })
+      : await openpgp.generateKey({ ...common, type: 'rsa', rsaBits: 4096 });
   return { armoredPrivateKey: privateKey.armor(), publicKey: toSigningKey(privateKey) };
 }
 
@@ -64,7 +69,9 @@ export async function loadPrivateKey(armored: string, source: string, passphrase
   try {
     key = await openpgp.readPrivateKey({ armoredKey: armored });
   } catch (error) {
-    throw new InputError(`${source}: not an armored OpenPGP private key (${redact(error)}); export one with \`gpg --armor --export-secret-keys ID\` or run \`npm run keys -- generate\``);
+    throw new InputError(
+      `${source}: not an armored OpenPGP private key (${redact(error)}); export one with \`gpg --armor --export-secret-keys ID\` or run \`npm run keys -- generate\``,
+    );
   }
   if (!key.isDecrypted()) {
     if (!passphrase) throw new InputError(`${source}: the private key is encrypted; set ${PASSPHRASE_ENV}`);
@@ -139,7 +146,9 @@ export async function explicitPrivateKey(options: KeySourceOptions): Promise<Loa
 export function refuseTrackedFile(path: string): void {
   const check = spawnSync('git', ['ls-files', '--error-unmatch', '--', basename(path)], { cwd: dirname(resolve(path)), stdio: 'ignore' });
   if (check.status === 0) {
-    throw new InputError(`${path} is tracked by git; a private key must never be in the repository — move it out, rotate the key (npm run keys -- generate, then remove the old one) and pass the new file`);
+    throw new InputError(
+      `${path} is tracked by git; a private key must never be in the repository — move it out, rotate the key (npm run keys -- generate, then remove the old one) and pass the new file`,
+    );
   }
 }
 

@@ -46,7 +46,12 @@ export async function removeNamespaceKey(kv: KvStore, hostname: string, namespac
   if (!keys.some((k) => k.key_id === id)) {
     throw new InputError(`namespace ${namespace} has no signing key ${id} (it has: ${keys.map((k) => k.key_id).join(', ') || 'none'})`);
   }
-  await writeSigningKeys(kv, hostname, namespace, keys.filter((k) => k.key_id !== id));
+  await writeSigningKeys(
+    kv,
+    hostname,
+    namespace,
+    keys.filter((k) => k.key_id !== id),
+  );
   return (await namespaceRecords(kv, hostname, namespace)).filter((r) => r.signingKey.key_id === id).map(signedName);
 }
 

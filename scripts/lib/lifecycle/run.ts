@@ -57,7 +57,9 @@ export function parseTarget(raw: string, hostname: string): Target {
   const parts = raw.split('/');
   if (parts.length === 2) return { kind: 'provider', address: providerAddress(hostname, parts[0]!, parts[1]!) };
   if (parts.length === 3) return { kind: 'module', address: moduleAddress(hostname, parts[0]!, parts[1]!, parts[2]!) };
-  throw new InputError(`"${raw}" is neither a provider (NAMESPACE/TYPE, e.g. acme/thing) nor a module (NAMESPACE/NAME/SYSTEM, e.g. acme/vpc/aws) of this registry`);
+  throw new InputError(
+    `"${raw}" is neither a provider (NAMESPACE/TYPE, e.g. acme/thing) nor a module (NAMESPACE/NAME/SYSTEM, e.g. acme/vpc/aws) of this registry`,
+  );
 }
 
 /** The action a command asks for. Throws InputError for a missing or superfluous --version/--message. */
@@ -92,32 +94,41 @@ export async function runLifecycle(options: LifecycleOptions): Promise<Lifecycle
   const store = await openStore(config, { remote: options.remote });
   try {
     if (action === null) {
-      const [versions, lifecycle] = target.kind === 'provider'
-        ? await Promise.all([committedProviderVersions(store, target.address), readLifecycle(store.blobs, providerLifecycleKey(target.address))])
-        : await Promise.all([committedModuleVersions(store, target.address), readLifecycle(store.blobs, moduleLifecycleKey(target.address))]);
+      const [versions, lifecycle] =
+        target.kind === 'provider'
+          ? await Promise.all([committedProviderVersions(store, target.address), readLifecycle(store.blobs, providerLifecycleKey(target.address))])
+          : await Promise.all([committedModuleVersions(store, target.address), readLifecycle(store.blobs, moduleLifecycleKey(target.address))]);
       if (versions.length === 0) throw new NotStoredError(`${target.kind} ${name} has no published version`);
-      if (version && !versions.includes(version)) throw new NotStoredError(`${target.kind} ${name} has no version ${version}; published: ${versions.join(', ')}`);
+      if (version && !versions.includes(version))
+        throw new NotStoredError(`${target.kind} ${name} has no version ${version}; published: ${versions.join(', ')}`);
       return { kind: target.kind, address: name, command: 'status', version: version ?? null, status: 'status', versions, lifecycle };
     }
     const lease = target.kind === 'provider' ? providerLeaseName(target.address) : moduleLeaseName(target.address);
     const purpose = `lifecycle ${options.command} ${name}${version ? ` ${version}` : ''}`;
-    const change = () => withLease(store.blobs, lease, processLeaseOptions(purpose, log), (held) => {
-      const progress = ({ detail, step }: { step: string; detail: string }) => { if (step === 'warning' || step === 'index') log(`  ${step}: ${detail}`); };
-      return target.kind === 'provider'
-        ? changeProviderLifecycle(store, target.address, action, { lease: held, progress })
-        : changeModuleLifecycle(store, target.address, action, { lease: held, progress });
-    });
+    const change = () =>
+      withLease(store.blobs, lease, processLeaseOptions(purpose, log), (held) => {
+        const progress = ({ detail, step }: { step: string; detail: string }) => {
+          if (step === 'warning' || step === 'index') log(`  ${step}: ${detail}`);
+        };
+        return target.kind === 'provider'
+          ? changeProviderLifecycle(store, target.address, action, { lease: held, progress })
+          : changeModuleLifecycle(store, target.address, action, { lease: held, progress });
+      });
     // Every change (and every refusal) leaves an audit entry: actor operator, local or --remote.
     const record = {
       action: `lifecycle.${options.command}`,
       target: `${name}${version ? ` ${version}` : ''}`,
       ...('message' in action ? { reason: action.message } : {}),
     };
-    const result = await audited({ blobs: store.blobs }, options.remote, record, change,
-      (r) => ({ outcome: r.changed ? 'ok' : 'unchanged' }));
+    const result = await audited({ blobs: store.blobs }, options.remote, record, change, (r) => ({ outcome: r.changed ? 'ok' : 'unchanged' }));
     return {
-      kind: target.kind, address: name, command: options.command, version: version ?? null,
-      status: result.changed ? 'changed' : 'unchanged', versions: result.versions, lifecycle: result.state,
+      kind: target.kind,
+      address: name,
+      command: options.command,
+      version: version ?? null,
+      status: result.changed ? 'changed' : 'unchanged',
+      versions: result.versions,
+      lifecycle: result.state,
     };
   } finally {
     await store.close();

@@ -31,7 +31,8 @@ export function parseAllowList(text: string, source: string): SyncRequest[] {
   const top = json as { platforms?: unknown; providers?: unknown };
   if (!top || typeof top !== 'object' || Array.isArray(top)) throw new InputError(`${source}: expected an object with a "providers" array`);
   for (const key of Object.keys(top)) {
-    if (key !== 'platforms' && key !== 'providers' && key !== '$comment') throw new InputError(`${source}: unknown field "${key}" (allowed: providers, platforms)`);
+    if (key !== 'platforms' && key !== 'providers' && key !== '$comment')
+      throw new InputError(`${source}: unknown field "${key}" (allowed: providers, platforms)`);
   }
   const defaults = platformList(top.platforms, `${source}: platforms`);
   if (!Array.isArray(top.providers) || top.providers.length === 0) throw new InputError(`${source}: "providers" must be a non-empty array`);
@@ -40,7 +41,8 @@ export function parseAllowList(text: string, source: string): SyncRequest[] {
     const entry = raw as { source?: unknown; versions?: unknown; platforms?: unknown };
     if (!entry || typeof entry !== 'object') throw new InputError(`${where}: expected an object`);
     for (const key of Object.keys(entry)) {
-      if (!['source', 'versions', 'platforms', '$comment'].includes(key)) throw new InputError(`${where}: unknown field "${key}" (allowed: source, versions, platforms)`);
+      if (!['source', 'versions', 'platforms', '$comment'].includes(key))
+        throw new InputError(`${where}: unknown field "${key}" (allowed: source, versions, platforms)`);
     }
     if (typeof entry.source !== 'string') throw new InputError(`${where}: "source" (e.g. "hashicorp/random") is required`);
     if (typeof entry.versions !== 'string') throw new InputError(`${where}: "versions" (a constraint such as "~> 3.5") is required`);
@@ -82,21 +84,29 @@ export function readSyncConfig(path: string): SyncConfig {
     return { requests: parseAllowList(text, path), providersService: {}, skipped: [] };
   }
   const providers = (top as { providers?: unknown })?.providers;
-  const isPolicy = typeof top === 'object' && top !== null && ('hosts' in top
-    || (Array.isArray(providers) && providers.some((p) => typeof (p as { source?: unknown })?.source === 'string' && (p as { source: string }).source.includes('*'))));
+  const isPolicy =
+    typeof top === 'object' &&
+    top !== null &&
+    ('hosts' in top ||
+      (Array.isArray(providers) &&
+        providers.some((p) => typeof (p as { source?: unknown })?.source === 'string' && (p as { source: string }).source.includes('*'))));
   if (!isPolicy) return { requests: parseAllowList(text, path), providersService: {}, skipped: [] };
   const policy = parsePolicy(text, path);
   const skipped: string[] = [];
   const requests: SyncRequest[] = [];
   policy.rules.forEach((rule, index) => {
     if (rule.namespace === null || rule.type === null) {
-      skipped.push(`${path}: providers[${index}] (${rule.hostname}/${rule.namespace ?? '*'}/${rule.type ?? '*'}) is a pattern: pull-through only, sync needs a full address — skipped`);
+      skipped.push(
+        `${path}: providers[${index}] (${rule.hostname}/${rule.namespace ?? '*'}/${rule.type ?? '*'}) is a pattern: pull-through only, sync needs a full address — skipped`,
+      );
       return;
     }
     requests.push({ address: { hostname: rule.hostname, namespace: rule.namespace, type: rule.type }, constraints: rule.versions, platforms: rule.platforms });
   });
   if (requests.length === 0) throw new InputError(`${path}: every entry is a pattern (*); sync needs at least one full provider address`);
-  const providersService = Object.fromEntries(Object.entries(policy.hosts).flatMap(([host, services]) => (services['providers.v1'] ? [[host, services['providers.v1']]] : [])));
+  const providersService = Object.fromEntries(
+    Object.entries(policy.hosts).flatMap(([host, services]) => (services['providers.v1'] ? [[host, services['providers.v1']]] : [])),
+  );
   return { requests, providersService, skipped };
 }
 

@@ -1,8 +1,19 @@
 import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import {
-  formatAddress, formatShasums, InputError, parseJson, parseMirrorIndexResponse, parseMirrorVersionResponse, parsePlatformName,
-  parseVersion, providerAddress, sortVersions, zhHash, type MirrorVersionResponse, type ProviderAddress,
+  formatAddress,
+  formatShasums,
+  InputError,
+  parseJson,
+  parseMirrorIndexResponse,
+  parseMirrorVersionResponse,
+  parsePlatformName,
+  parseVersion,
+  providerAddress,
+  sortVersions,
+  zhHash,
+  type MirrorVersionResponse,
+  type ProviderAddress,
 } from '../../../src/protocol/index';
 import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
 import { providerLeaseName } from '../../../src/store/layout';
@@ -72,7 +83,9 @@ export function findPackedProviders(root: string): FoundProvider[] {
     );
   }
   if (found.length === 0) {
-    throw new InputError(`${root} holds no provider: expected HOST/NAMESPACE/TYPE/index.json as written by \`terraform providers mirror -platform=OS_ARCH ${root}\``);
+    throw new InputError(
+      `${root} holds no provider: expected HOST/NAMESPACE/TYPE/index.json as written by \`terraform providers mirror -platform=OS_ARCH ${root}\``,
+    );
   }
   return found;
 }
@@ -109,17 +122,32 @@ async function importProvider({ address, dir }: FoundProvider, options: ImportOp
   // The provider's lease (as publish-provider and sync take it) while its versions are written.
   const results = options.dryRun
     ? await importAll()
-    : await withLease(options.store.blobs, providerLeaseName(address), processLeaseOptions(`mirror import ${name}`, log, { ttlMs: MIRROR_LEASE_TTL_MS }), async (lease) => {
-      const done = await importAll(lease);
-      lease.check();
-      await rebuildProviderIndex(options.store, address, () => {}, () => lease.check());
-      return done;
-    });
+    : await withLease(
+        options.store.blobs,
+        providerLeaseName(address),
+        processLeaseOptions(`mirror import ${name}`, log, { ttlMs: MIRROR_LEASE_TTL_MS }),
+        async (lease) => {
+          const done = await importAll(lease);
+          lease.check();
+          await rebuildProviderIndex(
+            options.store,
+            address,
+            () => {},
+            () => lease.check(),
+          );
+          return done;
+        },
+      );
   return { address: name, status: combinedStatus(results.map((v) => v.status)), versions: results };
 }
 
 async function importVersion(
-  address: ProviderAddress, dir: string, version: string, options: ImportOptions, log: (line: string) => void, lease?: Lease,
+  address: ProviderAddress,
+  dir: string,
+  version: string,
+  options: ImportOptions,
+  log: (line: string) => void,
+  lease?: Lease,
 ): Promise<VersionSummary> {
   const label = `${formatAddress(address)} ${version}`;
   const documentPath = join(dir, `${version}.json`);
@@ -153,7 +181,14 @@ async function importVersion(
         throw new InputError(`hash check failed: ${path} has ${zhHash(digest.sha256Hex)}, ${documentPath} says ${zhs.join(', ')}`);
       }
       verified.push({
-        pkg: { os: platform.os, arch: platform.arch, filename: archiveFilename(address.type, version, platform), shasum: digest.sha256Hex, h1: digest.h1, size: digest.size },
+        pkg: {
+          os: platform.os,
+          arch: platform.arch,
+          filename: archiveFilename(address.type, version, platform),
+          shasum: digest.sha256Hex,
+          h1: digest.h1,
+          size: digest.size,
+        },
         path,
       });
     } catch (error) {
@@ -161,12 +196,23 @@ async function importVersion(
     }
   }
   if (platforms.length > 0) {
-    for (const { pkg } of verified) platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: 'failed', reason: 'verified, but another platform of this version failed: the version is imported whole or not at all' });
-    return fail(platforms.filter((p) => !p.reason?.startsWith('verified,')).map((p) => p.reason).join('; '));
+    for (const { pkg } of verified)
+      platforms.push({
+        platform: `${pkg.os}_${pkg.arch}`,
+        status: 'failed',
+        reason: 'verified, but another platform of this version failed: the version is imported whole or not at all',
+      });
+    return fail(
+      platforms
+        .filter((p) => !p.reason?.startsWith('verified,'))
+        .map((p) => p.reason)
+        .join('; '),
+    );
   }
   if (verified.length === 0) return fail(`${documentPath} lists no archives`);
   if (options.dryRun) {
-    for (const { pkg } of verified) platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: 'planned', h1: pkg.h1, zh: zhHash(pkg.shasum), size: pkg.size });
+    for (const { pkg } of verified)
+      platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: 'planned', h1: pkg.h1, zh: zhHash(pkg.shasum), size: pkg.size });
     log(`${label}: would import ${verified.map((v) => `${v.pkg.os}_${v.pkg.arch}`).join(', ')} (verified)`);
     return { version, status: 'planned', platforms };
   }
@@ -194,7 +240,13 @@ async function importVersion(
     return fail((error as Error).message);
   }
   for (const { pkg } of verified) {
-    platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: outcome === 'unchanged' ? 'unchanged' : 'mirrored', h1: pkg.h1, zh: zhHash(pkg.shasum), size: pkg.size });
+    platforms.push({
+      platform: `${pkg.os}_${pkg.arch}`,
+      status: outcome === 'unchanged' ? 'unchanged' : 'mirrored',
+      h1: pkg.h1,
+      zh: zhHash(pkg.shasum),
+      size: pkg.size,
+    });
   }
   platforms.sort((a, b) => a.platform.localeCompare(b.platform));
   log(`${label}: ${outcome === 'unchanged' ? 'already held' : 'imported'} ${platforms.map((p) => p.platform).join(', ')}`);
@@ -203,9 +255,11 @@ async function importVersion(
 
 function subdirs(dir: string): string[] {
   try {
-    return readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .sort();
   } catch {
     return [];
   }
 }
-

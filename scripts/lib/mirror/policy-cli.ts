@@ -17,7 +17,9 @@ export async function policyCommand(args: readonly string[], store: StoreHandle,
     if (rest.length !== 1) throw new UsageError('policy set takes one file: npm run mirror -- policy set mirror.json');
     const policy = parsePolicy(readText(rest[0]!), rest[0]!);
     await writePolicy(store.kv, policy);
-    out.say(`stored the pull-through policy in ${store.description}: ${policy.rules.length} provider rule${policy.rules.length === 1 ? '' : 's'}${policy.modules.length ? `, ${policy.modules.length} module rule${policy.modules.length === 1 ? '' : 's'}` : ''}${Object.keys(policy.hosts).length ? `, hosts ${Object.keys(policy.hosts).join(', ')}` : ''} (Cloudflare: applies everywhere within 60 s)`);
+    out.say(
+      `stored the pull-through policy in ${store.description}: ${policy.rules.length} provider rule${policy.rules.length === 1 ? '' : 's'}${policy.modules.length ? `, ${policy.modules.length} module rule${policy.modules.length === 1 ? '' : 's'}` : ''}${Object.keys(policy.hosts).length ? `, hosts ${Object.keys(policy.hosts).join(', ')}` : ''} (Cloudflare: applies everywhere within 60 s)`,
+    );
     return;
   }
   if (action === 'show') {

@@ -17,17 +17,34 @@ import { DEFAULT_UPSTREAM } from '../../../src/protocol/mirror-policy';
  * refusals included. Throws InputError for bad input or a version the mirror
  * does not hold.
  */
-export async function removeCommand(rawAddress: string, rawVersion: string, store: StoreHandle, ownHostname: string, remote: boolean | undefined): Promise<RemovedVersion> {
+export async function removeCommand(
+  rawAddress: string,
+  rawVersion: string,
+  store: StoreHandle,
+  ownHostname: string,
+  remote: boolean | undefined,
+): Promise<RemovedVersion> {
   const address = parseSourceAddress(rawAddress, DEFAULT_UPSTREAM);
   const version = parseVersion(rawVersion);
   const target = `${address.hostname}/${address.namespace}/${address.type} ${version}`;
-  const result = await audited({ blobs: store.blobs }, remote, { action: 'mirror.remove', target }, () =>
-    withLease(store.blobs, providerLeaseName(address), processLeaseOptions(`mirror remove ${target}`, say), (lease) =>
-      removeMirroredVersion(store, address, version, ownHostname, {
-        lease, progress: ({ step, detail }) => { if (step === 'warning') say(`  ${step}: ${detail}`); },
-      })),
-  (r) => ({ outcome: 'ok', ...(r.files.length ? { reason: `deleted ${r.files.join(', ')}` } : {}) }));
-  say(`${target}: ${result.status === 'removed' ? 'removed' : 'leftovers of an interrupted removal deleted'} (${result.files.length} files); ` +
-    (result.remaining.length ? `the mirror still holds ${result.remaining.join(', ')}` : 'no version of it is left in the mirror'));
+  const result = await audited(
+    { blobs: store.blobs },
+    remote,
+    { action: 'mirror.remove', target },
+    () =>
+      withLease(store.blobs, providerLeaseName(address), processLeaseOptions(`mirror remove ${target}`, say), (lease) =>
+        removeMirroredVersion(store, address, version, ownHostname, {
+          lease,
+          progress: ({ step, detail }) => {
+            if (step === 'warning') say(`  ${step}: ${detail}`);
+          },
+        }),
+      ),
+    (r) => ({ outcome: 'ok', ...(r.files.length ? { reason: `deleted ${r.files.join(', ')}` } : {}) }),
+  );
+  say(
+    `${target}: ${result.status === 'removed' ? 'removed' : 'leftovers of an interrupted removal deleted'} (${result.files.length} files); ` +
+      (result.remaining.length ? `the mirror still holds ${result.remaining.join(', ')}` : 'no version of it is left in the mirror'),
+  );
   return result;
 }

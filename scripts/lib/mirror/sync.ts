@@ -1,8 +1,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  formatAddress, meetsConstraints, parseConstraints, platformName, sha256Hex, sortVersions, zhHash,
-  type Platform, type ProviderAddress,
+  formatAddress,
+  meetsConstraints,
+  parseConstraints,
+  platformName,
+  sha256Hex,
+  sortVersions,
+  zhHash,
+  type Platform,
+  type ProviderAddress,
 } from '../../../src/protocol/index';
 import { shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
 import { providerLeaseName, releaseObjectKey } from '../../../src/store/layout';
@@ -98,7 +105,9 @@ async function syncProvider(
     return { address: name, status: 'failed', reason, versions: [] };
   };
   if (address.hostname === options.ownHostname) {
-    return failed(`${address.hostname} is this registry's own hostname (REGISTRY_HOSTNAME): its providers are already served by the mirror; mirror other registries only`);
+    return failed(
+      `${address.hostname} is this registry's own hostname (REGISTRY_HOSTNAME): its providers are already served by the mirror; mirror other registries only`,
+    );
   }
   let selected: { version: string; protocols: string[]; platforms: Platform[] }[];
   let base: string;
@@ -109,30 +118,43 @@ async function syncProvider(
     const matching = versions.filter((v) => meetsConstraints(v.version, constraints));
     const order = sortVersions(matching.map((v) => v.version));
     selected = order.map((version) => matching.find((v) => v.version === version)!);
-    log(`${name}: ${selected.length} of ${versions.length} versions match "${request.constraints || '(any)'}"${selected.length ? `: ${order.join(', ')}` : ''}`);
+    log(
+      `${name}: ${selected.length} of ${versions.length} versions match "${request.constraints || '(any)'}"${selected.length ? `: ${order.join(', ')}` : ''}`,
+    );
   } catch (error) {
     return failed((error as Error).message);
   }
 
   // One writer per provider: the same lease publish-provider takes, held while this provider is synced.
-  const syncAll = (lease?: Lease) => Promise.all(
-    selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease })),
-  );
+  const syncAll = (lease?: Lease) =>
+    Promise.all(selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease })));
   const versions: VersionSummary[] = options.dryRun
     ? await syncAll()
-    : await withLease(options.store.blobs, providerLeaseName(address), processLeaseOptions(`mirror sync ${name}`, log, { ttlMs: MIRROR_LEASE_TTL_MS }), async (lease) => {
-      const results = await syncAll(lease);
-      lease.check();
-      await rebuildProviderIndex(options.store, address, () => {}, () => lease.check());
-      return results;
-    });
+    : await withLease(
+        options.store.blobs,
+        providerLeaseName(address),
+        processLeaseOptions(`mirror sync ${name}`, log, { ttlMs: MIRROR_LEASE_TTL_MS }),
+        async (lease) => {
+          const results = await syncAll(lease);
+          lease.check();
+          await rebuildProviderIndex(
+            options.store,
+            address,
+            () => {},
+            () => lease.check(),
+          );
+          return results;
+        },
+      );
   const summary: ProviderSummary = { address: name, status: combinedStatus(versions.map((v) => v.status)), versions };
   if (selected.length === 0) {
     summary.status = 'failed';
     summary.reason = `no version of ${name} matches "${request.constraints}"`;
   }
   const counts = (status: string) => versions.filter((v) => v.status === status).length;
-  log(`${name}: ${counts('mirrored')} versions mirrored, ${counts('unchanged')} up to date, ${counts('failed')} failed, ${counts('skipped')} skipped${options.dryRun ? ` (dry run: ${counts('planned')} to fetch)` : ''}`);
+  log(
+    `${name}: ${counts('mirrored')} versions mirrored, ${counts('unchanged')} up to date, ${counts('failed')} failed, ${counts('skipped')} skipped${options.dryRun ? ` (dry run: ${counts('planned')} to fetch)` : ''}`,
+  );
   return summary;
 }
 
@@ -152,7 +174,11 @@ interface VersionSync {
 /** The per-platform outcomes of one version as they are decided, and the version's summary from them. */
 class VersionOutcome {
   readonly platforms: PlatformSummary[] = [];
-  constructor(private readonly version: string, private readonly label: string, private readonly log: (line: string) => void) {}
+  constructor(
+    private readonly version: string,
+    private readonly label: string,
+    private readonly log: (line: string) => void,
+  ) {}
 
   done(reason?: string): VersionSummary {
     const { version, platforms } = this;
@@ -166,7 +192,12 @@ class VersionOutcome {
     this.log(`${this.label}: NOT mirrored: ${reason}`);
     for (const p of available) {
       const already = this.platforms.find((s) => s.platform === platformName(p));
-      if (!already) this.platforms.push({ platform: platformName(p), status: held.has(platformName(p)) ? 'unchanged' : 'failed', ...(held.has(platformName(p)) ? {} : { reason }) });
+      if (!already)
+        this.platforms.push({
+          platform: platformName(p),
+          status: held.has(platformName(p)) ? 'unchanged' : 'failed',
+          ...(held.has(platformName(p)) ? {} : { reason }),
+        });
     }
     return this.done(reason);
   }
@@ -235,7 +266,14 @@ async function syncVersion(sync: VersionSync): Promise<VersionSummary> {
  */
 async function fetchAndStore(
   sync: VersionSync,
-  v: { label: string; existing: VersionRecord | null; missing: UpstreamPackage[]; versionDir: string; outcome: VersionOutcome; fail: (reason: string) => VersionSummary },
+  v: {
+    label: string;
+    existing: VersionRecord | null;
+    missing: UpstreamPackage[];
+    versionDir: string;
+    outcome: VersionOutcome;
+    fail: (reason: string) => VersionSummary;
+  },
 ): Promise<VersionSummary> {
   const { address, options, limit, log } = sync;
   const { version } = sync.listed;
@@ -268,16 +306,25 @@ async function fetchAndStore(
   const sumLines = readSums(sums, first.shasumsUrl);
 
   const verified: { pkg: PackageRecord; path: string }[] = [];
-  const results = await Promise.allSettled(missing.map((doc) => limit(async () => {
-    const path = join(v.versionDir, `${platformName(doc.platform)}.zip`);
-    const pkg = await downloadVerified(options.http, doc, path, sumLines, { address, version, label }, log);
-    verified.push({ pkg, path });
-    log(`  ${label} ${platformName(doc.platform)}: verified (${(pkg.size / 1e6).toFixed(1)} MB, signed by ${signer.key_id}, ${pkg.h1})`);
-  })));
+  const results = await Promise.allSettled(
+    missing.map((doc) =>
+      limit(async () => {
+        const path = join(v.versionDir, `${platformName(doc.platform)}.zip`);
+        const pkg = await downloadVerified(options.http, doc, path, sumLines, { address, version, label }, log);
+        verified.push({ pkg, path });
+        log(`  ${label} ${platformName(doc.platform)}: verified (${(pkg.size / 1e6).toFixed(1)} MB, signed by ${signer.key_id}, ${pkg.h1})`);
+      }),
+    ),
+  );
   const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ doc: missing[i]!, reason: (r.reason as Error).message }] : []));
   for (const { doc, reason } of failures) outcome.platforms.push({ platform: platformName(doc.platform), status: 'failed', reason });
   if (failures.length > 0) {
-    for (const { pkg } of verified) outcome.platforms.push({ platform: `${pkg.os}_${pkg.arch}`, status: 'failed', reason: 'verified, but another platform of this version failed: the version is mirrored whole or not at all' });
+    for (const { pkg } of verified)
+      outcome.platforms.push({
+        platform: `${pkg.os}_${pkg.arch}`,
+        status: 'failed',
+        reason: 'verified, but another platform of this version failed: the version is mirrored whole or not at all',
+      });
     return fail(failures.map((f) => f.reason).join('; '));
   }
   try {
@@ -295,7 +342,15 @@ async function fetchAndStore(
 /** The version record (the held one extended by the verified packages) and its files, stored with storeMirroredVersion. */
 async function storeVerified(
   sync: VersionSync,
-  v: { label: string; existing: VersionRecord | null; first: UpstreamPackage; signer: SigningKey; sums: Uint8Array; signature: Uint8Array; verified: { pkg: PackageRecord; path: string }[] },
+  v: {
+    label: string;
+    existing: VersionRecord | null;
+    first: UpstreamPackage;
+    signer: SigningKey;
+    sums: Uint8Array;
+    signature: Uint8Array;
+    verified: { pkg: PackageRecord; path: string }[];
+  },
 ): Promise<void> {
   const { address, options, log } = sync;
   const { version } = sync.listed;
@@ -316,12 +371,18 @@ async function storeVerified(
     memoryFile(record.shasumsFilename, v.sums, 'text/plain; charset=utf-8'),
     memoryFile(record.shasumsSignatureFilename, v.signature, 'application/pgp-signature'),
   ];
-  await storeMirroredVersion(options.store, record, files, (event) => {
-    if (process.env[CRASH_ENV] === event.step) {
-      log(`${CRASH_ENV}=${event.step}: exiting before "${event.step}" of ${label} (test hook)`);
-      process.exit(70);
-    }
-    if (event.step === 'upload') log(`  ${label}: storing ${event.detail}`);
-    if (event.step === 'skip-upload') log(`  ${label}: already stored: ${event.detail}`);
-  }, sync.lease);
+  await storeMirroredVersion(
+    options.store,
+    record,
+    files,
+    (event) => {
+      if (process.env[CRASH_ENV] === event.step) {
+        log(`${CRASH_ENV}=${event.step}: exiting before "${event.step}" of ${label} (test hook)`);
+        process.exit(70);
+      }
+      if (event.step === 'upload') log(`  ${label}: storing ${event.detail}`);
+      if (event.step === 'skip-upload') log(`  ${label}: already stored: ${event.detail}`);
+    },
+    sync.lease,
+  );
 }

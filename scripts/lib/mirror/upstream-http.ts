@@ -56,7 +56,12 @@ export class UpstreamHttp {
       maxSmallFileBytes: options.maxSmallFileBytes ?? 1024 * 1024,
       userAgent: 'edge-registry-mirror',
       idleTimeout: true,
-      retry: { retries: options.retries ?? 4, backoffMs: options.backoffMs ?? 500, maxRetryAfterMs: options.maxRetryAfterMs ?? 60_000, log: options.log ?? (() => {}) },
+      retry: {
+        retries: options.retries ?? 4,
+        backoffMs: options.backoffMs ?? 500,
+        maxRetryAfterMs: options.maxRetryAfterMs ?? 60_000,
+        log: options.log ?? (() => {}),
+      },
       tokenFor: options.tokenFor,
       authHint,
     });

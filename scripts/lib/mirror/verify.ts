@@ -1,6 +1,4 @@
-import {
-  InputError, parseShasums, platformName, type Platform, type ShasumEntry,
-} from '../../../src/protocol/index';
+import { InputError, parseShasums, platformName, type Platform, type ShasumEntry } from '../../../src/protocol/index';
 import { archiveFilename } from '../../../src/protocol/release-files';
 import { checkProviderExecutable, executableProblem } from '../../../src/protocol/provider-executable';
 import type { PackageRecord } from '../../../src/store/types';
@@ -14,7 +12,6 @@ import type { UpstreamHttp } from './upstream-http';
  * signature check is the Worker's, src/mirror/signature.ts: one for
  * `mirror sync` and pull-through.)
  */
-
 
 /** Parses SHA256SUMS; an unreadable document fails with its URL. */
 export function readSums(bytes: Uint8Array, url: string): ShasumEntry[] {
@@ -87,9 +84,19 @@ export async function downloadVerified(
     throw new Error(`checksum check failed: ${doc.downloadUrl} has SHA-256 ${downloaded.sha256Hex}, ${doc.documentUrl} says shasum ${doc.shasum}`);
   }
   checkSumsLine(sums, doc.filename, doc.shasum, doc.shasumsUrl);
-  const digest = await verifyArchive(path, { type: of.address.type, version: of.version, platform: doc.platform, sha256Hex: doc.shasum, source: doc.downloadUrl });
+  const digest = await verifyArchive(path, {
+    type: of.address.type,
+    version: of.version,
+    platform: doc.platform,
+    sha256Hex: doc.shasum,
+    source: doc.downloadUrl,
+  });
   return {
-    os: doc.platform.os, arch: doc.platform.arch, filename: archiveFilename(of.address.type, of.version, doc.platform),
-    shasum: digest.sha256Hex, h1: digest.h1, size: digest.size,
+    os: doc.platform.os,
+    arch: doc.platform.arch,
+    filename: archiveFilename(of.address.type, of.version, doc.platform),
+    shasum: digest.sha256Hex,
+    h1: digest.h1,
+    size: digest.size,
   };
 }

@@ -40,7 +40,8 @@ export async function readSuppliedPackage(path: string, maxBytes: number): Promi
   const format = archiveFormatOf(path);
   if (format === null) throw new InputError(`${path}: a module package must be a .tar.gz, .tgz or .zip file (or give the module's directory)`);
   const size = statSync(path).size;
-  if (size > maxBytes) throw new InputError(`${path} is ${formatMB(size)}, over the size limit of ${formatMB(maxBytes)}; raise it with --max-size MB if this is intended`);
+  if (size > maxBytes)
+    throw new InputError(`${path} is ${formatMB(size)}, over the size limit of ${formatMB(maxBytes)}; raise it with --max-size MB if this is intended`);
   const bytes = new Uint8Array(readFileSync(path));
   const entries = format === 'zip' ? await zipEntries(path, bytes) : await tarEntries(path, bytes);
   const files: string[] = [];
@@ -73,9 +74,14 @@ async function tarEntries(path: string, bytes: Uint8Array): Promise<RawEntry[]> 
         if (isDocFile(header.name.replace(/^\.\//, ''))) chunks.push(chunk as Buffer);
       });
       stream.on('end', () => {
-        const type = header.type === 'file' || header.type === 'contiguous-file' ? 'file'
-          : header.type === 'directory' ? 'directory'
-          : header.type === 'symlink' || header.type === 'link' ? 'link' : null;
+        const type =
+          header.type === 'file' || header.type === 'contiguous-file'
+            ? 'file'
+            : header.type === 'directory'
+              ? 'directory'
+              : header.type === 'symlink' || header.type === 'link'
+                ? 'link'
+                : null;
         if (type === null) {
           reject(new InputError(`${path}: entry "${header.name}" is a ${header.type}; a module package holds only files, directories and links`));
           return;
@@ -90,7 +96,9 @@ async function tarEntries(path: string, bytes: Uint8Array): Promise<RawEntry[]> 
   });
   const gunzip = createGunzip();
   gunzip.on('error', (error) => extract.destroy(new InputError(`${path}: not valid gzip (${error.message})`)));
-  Readable.from([Buffer.from(bytes)]).pipe(gunzip).pipe(extract);
+  Readable.from([Buffer.from(bytes)])
+    .pipe(gunzip)
+    .pipe(extract);
   await done;
   return entries;
 }
@@ -130,9 +138,15 @@ async function zipEntries(path: string, bytes: Uint8Array): Promise<RawEntry[]> 
       });
     });
     zip.on('end', () => resolve(entries));
-    zip.on('error', (error: Error) => reject(new InputError(/absolute path|invalid relative path/.test(error.message)
-      ? `${path}: entry refused, it would unpack outside the module (${error.message}); a module package holds relative paths only`
-      : `${path}: not a valid zip archive (${error.message})`)));
+    zip.on('error', (error: Error) =>
+      reject(
+        new InputError(
+          /absolute path|invalid relative path/.test(error.message)
+            ? `${path}: entry refused, it would unpack outside the module (${error.message}); a module package holds relative paths only`
+            : `${path}: not a valid zip archive (${error.message})`,
+        ),
+      ),
+    );
     zip.readEntry();
   });
 }

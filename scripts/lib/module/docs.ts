@@ -1,9 +1,7 @@
 import { createRequire } from 'node:module';
 import { InputError } from '../../../src/protocol/errors';
 import { renderReadme } from '../../../src/http/readme';
-import type {
-  ModuleDocs, ModuleInput, ModuleInterface, ModuleOutput, ModuleProviderRequirement, ModuleSubmodule,
-} from '../../../src/store/modules/types';
+import type { ModuleDocs, ModuleInput, ModuleInterface, ModuleOutput, ModuleProviderRequirement, ModuleSubmodule } from '../../../src/store/modules/types';
 
 /**
  * Module docs, extracted at publish time from the package's own files:

@@ -92,7 +92,9 @@ export function listModuleFiles(dir: string): { files: PackedFile[]; excluded: s
         }
         const inside = relative(realRoot, real);
         if (inside === '' || inside.startsWith(`..${sep}`) || inside === '..' || isAbsolute(inside)) {
-          throw new InputError(`${path}: symlink to ${target} points outside the module directory; a package must be self-contained — copy the file in instead`);
+          throw new InputError(
+            `${path}: symlink to ${target} points outside the module directory; a package must be self-contained — copy the file in instead`,
+          );
         }
         stat = statSync(full);
         if (stat.isDirectory()) {
@@ -106,7 +108,9 @@ export function listModuleFiles(dir: string): { files: PackedFile[]; excluded: s
   walk(root, '');
   files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   if (!files.some((f) => !f.path.includes('/') && /\.(tf|tofu)$/.test(f.path))) {
-    throw new InputError(`${dir} has no .tf or .tofu file at its root: a module's root directory holds its configuration (give the module's directory, not its parent)`);
+    throw new InputError(
+      `${dir} has no .tf or .tofu file at its root: a module's root directory holds its configuration (give the module's directory, not its parent)`,
+    );
   }
   return { files, excluded };
 }
@@ -136,7 +140,8 @@ export async function packModule(dir: string, maxBytes: number): Promise<PackRes
   }
   gzip.end();
   await done;
-  if (packed > maxBytes) throw new InputError(`${dir}: the package is over the size limit of ${formatMB(maxBytes)}; raise it with --max-size MB if this is intended`);
+  if (packed > maxBytes)
+    throw new InputError(`${dir}: the package is over the size limit of ${formatMB(maxBytes)}; raise it with --max-size MB if this is intended`);
   const bytes = new Uint8Array(Buffer.concat(chunks));
   bytes[9] = 3; // gzip header OS byte: Unix, whatever the platform zlib was built for
   return { bytes, files, unpackedSize, excluded };
@@ -152,4 +157,3 @@ function readFileExactly(file: PackedFile): Buffer {
 export function formatMB(bytes: number): string {
   return `${(bytes / 1e6).toFixed(bytes < 1e6 ? 2 : 1)} MB`;
 }
-

@@ -24,7 +24,11 @@ export interface RegistryModulePublish {
   dryRun?: boolean;
 }
 
-export async function publishModuleToRegistry(p: RegistryModulePublish, log: (line: string) => void, env: NodeJS.ProcessEnv): Promise<{ status: 'published' | 'unchanged' | 'repaired' | 'dry-run' }> {
+export async function publishModuleToRegistry(
+  p: RegistryModulePublish,
+  log: (line: string) => void,
+  env: NodeJS.ProcessEnv,
+): Promise<{ status: 'published' | 'unchanged' | 'repaired' | 'dry-run' }> {
   const client = await RegistryClient.open(p.registry, env, log);
   const { readmeHtml: _html, ...docs } = p.docs;
   void _html;
@@ -34,7 +38,11 @@ export async function publishModuleToRegistry(p: RegistryModulePublish, log: (li
   type Result = { status: 'published' | 'unchanged' | 'repaired' | 'dry-run' };
   const started = await client.start<Result>(`/v1/publish/modules/${namespace}/${name}/${system}/${p.version}`, manifest);
   if ('result' in started) {
-    log(started.result.status === 'dry-run' ? `dry run: the registry accepts ${label}; nothing was written` : `${label} is already published with this package; nothing to upload`);
+    log(
+      started.result.status === 'dry-run'
+        ? `dry run: the registry accepts ${label}; nothing was written`
+        : `${label} is already published with this package; nothing to upload`,
+    );
     return started.result;
   }
   const filename = started.session.files[0]?.filename;

@@ -98,10 +98,13 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   } catch {
     throw new InputError(`${options.path}: no such file or directory; give the module's directory or a .tar.gz/.zip package`);
   }
-  if (options.registry !== undefined && options.remote) throw new InputError('--registry publishes through the registry\'s API; --remote writes Cloudflare storage directly: use one');
+  if (options.registry !== undefined && options.remote)
+    throw new InputError("--registry publishes through the registry's API; --remote writes Cloudflare storage directly: use one");
   // --registry needs no wrangler.toml: the registry names itself (its hostname is in the URL).
-  const config = options.registry !== undefined ? null
-    : options.config ?? (await readRegistryConfig({ configPath: options.configPath, env: options.env, persistTo: options.persistTo }));
+  const config =
+    options.registry !== undefined
+      ? null
+      : (options.config ?? (await readRegistryConfig({ configPath: options.configPath, env: options.env, persistTo: options.persistTo })));
   const hostname = options.hostname ? parseHostname(options.hostname) : config ? config.hostname : registryHostname(options.registry!);
   const address = moduleAddress(hostname, options.namespace, options.name, options.system);
   const version = parseVersion(options.version);
@@ -119,7 +122,8 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
     format = 'tar.gz';
     fileCount = packed.files.length;
     log(`packed ${options.path}: ${packed.files.length} files, ${formatMB(packed.unpackedSize)} → ${formatMB(bytes.byteLength)} in ${Date.now() - started} ms`);
-    if (packed.excluded.length > 0) log(`  left out: ${packed.excluded.slice(0, 10).join(', ')}${packed.excluded.length > 10 ? `, … (${packed.excluded.length})` : ''}`);
+    if (packed.excluded.length > 0)
+      log(`  left out: ${packed.excluded.slice(0, 10).join(', ')}${packed.excluded.length > 10 ? `, … (${packed.excluded.length})` : ''}`);
     const docFiles = new Map<string, string>();
     for (const file of packed.files) {
       if (isDocFile(file.path)) docFiles.set(file.path, readFileSync(file.source).toString('utf8'));
@@ -137,55 +141,105 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   }
   const sha256 = sha256Hex(bytes);
   const record: ModuleVersionRecord = {
-    address, version, filename: moduleArchiveFilename(address, version, format), format,
-    sha256, size: bytes.byteLength, publishedAt: new Date().toISOString(),
+    address,
+    version,
+    filename: moduleArchiveFilename(address, version, format),
+    format,
+    sha256,
+    size: bytes.byteLength,
+    publishedAt: new Date().toISOString(),
   };
   const result = (status: PublishModuleResult['status']): PublishModuleResult => ({
-    address: formatModuleAddress(address), version, filename: record.filename, format, sha256, size: bytes.byteLength,
-    files: fileCount, inputs: docs.inputs.length, outputs: docs.outputs.length,
-    submodules: docs.submodules.map((s) => s.path), readme: docs.readmeHtml !== null, status,
+    address: formatModuleAddress(address),
+    version,
+    filename: record.filename,
+    format,
+    sha256,
+    size: bytes.byteLength,
+    files: fileCount,
+    inputs: docs.inputs.length,
+    outputs: docs.outputs.length,
+    submodules: docs.submodules.map((s) => s.path),
+    readme: docs.readmeHtml !== null,
+    status,
   });
-  log(`docs: ${docs.inputs.length} inputs, ${docs.outputs.length} outputs, ${docs.providers.length} required providers, ${docs.submodules.length} submodules${docs.readmeHtml === null ? ', no README.md' : ', README.md'}`);
+  log(
+    `docs: ${docs.inputs.length} inputs, ${docs.outputs.length} outputs, ${docs.providers.length} required providers, ${docs.submodules.length} submodules${docs.readmeHtml === null ? ', no README.md' : ', README.md'}`,
+  );
 
   const env = options.processEnv ?? process.env;
   if (options.registry !== undefined) {
-    const served = await publishModuleToRegistry({ registry: options.registry, address, version, format, bytes, sha256, docs, readme, dryRun: options.dryRun }, log, env);
+    const served = await publishModuleToRegistry(
+      { registry: options.registry, address, version, format, bytes, sha256, docs, readme, dryRun: options.dryRun },
+      log,
+      env,
+    );
     return result(served.status);
   }
   const storeConfig = config!;
-  const store = options.store ?? (options.remote
-    ? openRemoteStore(storeConfig, env, {
-      onProgress: (key, sent) => log(`  sent ${formatMB(sent)} of ${key.slice(key.lastIndexOf('/') + 1)}`),
-      ...options.remoteTuning,
-    })
-    : await openLocalStore(storeConfig));
+  const store =
+    options.store ??
+    (options.remote
+      ? openRemoteStore(storeConfig, env, {
+          onProgress: (key, sent) => log(`  sent ${formatMB(sent)} of ${key.slice(key.lastIndexOf('/') + 1)}`),
+          ...options.remoteTuning,
+        })
+      : await openLocalStore(storeConfig));
   try {
     // Every publish that reaches the store leaves an audit entry (a dry run none).
-    return await audited(options.dryRun ? null : store, options.remote, { action: 'module.publish', target: label }, async () => {
-      // A namespace requiring build provenance refuses the CLI before anything is written.
-      const attest = cliAttester(storeConfig, options.remote, store.blobs, env);
-      await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
-      const existing = await readModuleRecord(store, address, version);
-      if (existing && !samePackage(existing, record)) throw differentPackageError(record, existing);
-      if (options.dryRun) {
-        log(existing ? `dry run: ${label} is already published with these bytes` : `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`);
-        return result('dry-run');
-      }
-      log(existing ? `${label} is already published with these bytes; verifying what is stored` : `publishing ${label} to ${store.description}`);
-      // One writer per module: the publish (its own check of the record, verification and repair included) holds the module's lease.
-      const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
-        publishModuleVersion(store, record, docs, {
-          sha256Hex: sha256, size: bytes.byteLength, contentType: format === 'zip' ? 'application/zip' : 'application/gzip', open: () => bytes,
-        }, progressLog(log, env[CRASH_ENV], env[KILL_ENV]), { lease, attest }));
-      log(outcome === 'published' ? `published ${label}`
-        : outcome === 'repaired' ? `${label} was already published; repaired what an interrupted publish left missing`
-        : `${label} was already published; verified, nothing rewritten`);
-      return result(outcome);
-    }, (r) => r.status === 'dry-run' ? null : {
-      outcome: r.status === 'unchanged' ? 'unchanged' : 'ok',
-      ...(r.status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
-      digests: { [r.filename]: r.sha256 },
-    });
+    return await audited(
+      options.dryRun ? null : store,
+      options.remote,
+      { action: 'module.publish', target: label },
+      async () => {
+        // A namespace requiring build provenance refuses the CLI before anything is written.
+        const attest = cliAttester(storeConfig, options.remote, store.blobs, env);
+        await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
+        const existing = await readModuleRecord(store, address, version);
+        if (existing && !samePackage(existing, record)) throw differentPackageError(record, existing);
+        if (options.dryRun) {
+          log(
+            existing
+              ? `dry run: ${label} is already published with these bytes`
+              : `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`,
+          );
+          return result('dry-run');
+        }
+        log(existing ? `${label} is already published with these bytes; verifying what is stored` : `publishing ${label} to ${store.description}`);
+        // One writer per module: the publish (its own check of the record, verification and repair included) holds the module's lease.
+        const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
+          publishModuleVersion(
+            store,
+            record,
+            docs,
+            {
+              sha256Hex: sha256,
+              size: bytes.byteLength,
+              contentType: format === 'zip' ? 'application/zip' : 'application/gzip',
+              open: () => bytes,
+            },
+            progressLog(log, env[CRASH_ENV], env[KILL_ENV]),
+            { lease, attest },
+          ),
+        );
+        log(
+          outcome === 'published'
+            ? `published ${label}`
+            : outcome === 'repaired'
+              ? `${label} was already published; repaired what an interrupted publish left missing`
+              : `${label} was already published; verified, nothing rewritten`,
+        );
+        return result(outcome);
+      },
+      (r) =>
+        r.status === 'dry-run'
+          ? null
+          : {
+              outcome: r.status === 'unchanged' ? 'unchanged' : 'ok',
+              ...(r.status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
+              digests: { [r.filename]: r.sha256 },
+            },
+    );
   } finally {
     if (!options.store) await store.close();
   }

@@ -143,11 +143,8 @@ function entryName(path: string, entry: yauzl.Entry): string {
 
 function openZip(reader: yauzl.RandomAccessReader, size: number): Promise<yauzl.ZipFile> {
   return new Promise((resolve, reject) => {
-    yauzl.fromRandomAccessReader(
-      reader,
-      size,
-      { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true },
-      (error, zip) => (error ? reject(error) : resolve(zip)),
+    yauzl.fromRandomAccessReader(reader, size, { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true }, (error, zip) =>
+      error ? reject(error) : resolve(zip),
     );
   });
 }
@@ -169,7 +166,7 @@ async function hashEntry(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<string
   // Inflate here rather than in yauzl: larger output chunks make far fewer stream hops.
   const compressed = entry.isCompressed();
   const raw = await new Promise<Readable>((resolve, reject) =>
-    zip.openReadStream(entry, compressed ? { decompress: false } as yauzl.ZipFileOptions : ({} as yauzl.ZipFileOptions), (error, s) =>
+    zip.openReadStream(entry, compressed ? ({ decompress: false } as yauzl.ZipFileOptions) : ({} as yauzl.ZipFileOptions), (error, s) =>
       error ? reject(error) : resolve(s),
     ),
   );
@@ -208,7 +205,11 @@ class SequentialHasher {
   private hashedUpTo = 0;
   private lastReported = 0;
 
-  constructor(private readonly fd: number, private readonly size: number, private readonly onProgress?: ProgressSink) {}
+  constructor(
+    private readonly fd: number,
+    private readonly size: number,
+    private readonly onProgress?: ProgressSink,
+  ) {}
 
   /** Bytes [offset, offset+chunk.length) were read by someone. */
   feed(offset: number, chunk: Buffer): void {
@@ -256,7 +257,10 @@ class SequentialHasher {
 
 /** yauzl's view of the file: ranges read with fs streams, each passing the hasher's tap. */
 class TappedReader extends yauzl.RandomAccessReader {
-  constructor(private readonly fd: number, private readonly tracker: SequentialHasher) {
+  constructor(
+    private readonly fd: number,
+    private readonly tracker: SequentialHasher,
+  ) {
     super();
   }
 

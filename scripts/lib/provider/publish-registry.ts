@@ -18,12 +18,15 @@ import type { ProviderDocs } from '../../../src/protocol/provider-docs-shape';
  * commits; `dryRun` asks it to validate and write nothing.
  */
 export async function publishToRegistry(
-  plan: ReleasePlan, namespace: string,
+  plan: ReleasePlan,
+  namespace: string,
   options: { registry: string; keyFile?: string; dryRun?: boolean; docs?: ProviderDocs },
-  log: (line: string) => void, env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+  env: NodeJS.ProcessEnv,
 ): Promise<PublishResult> {
   const client = await RegistryClient.open(options.registry, env, log);
-  const sums = plan.shasums?.bytes ?? new TextEncoder().encode(formatShasums(plan.archives.map((a) => ({ filename: a.filename, sha256Hex: a.digest.sha256Hex }))));
+  const sums =
+    plan.shasums?.bytes ?? new TextEncoder().encode(formatShasums(plan.archives.map((a) => ({ filename: a.filename, sha256Hex: a.digest.sha256Hex }))));
   let signature = plan.signature?.bytes ?? null;
   if (!signature) {
     const key = await explicitPrivateKey({ keyFile: options.keyFile, env });
@@ -37,7 +40,9 @@ export async function publishToRegistry(
   const files: (UploadableFile & { sha256: string; h1?: string })[] = [
     ...plan.archives.map((a) => ({ filename: a.filename, size: a.digest.size, path: a.path, sha256: a.digest.sha256Hex, h1: a.digest.h1 })),
     { filename: shasumsFilename(plan.type, plan.version), size: sums.byteLength, bytes: sums, sha256: sha256Hex(sums) },
-    ...(signature ? [{ filename: shasumsSignatureFilename(plan.type, plan.version), size: signature.byteLength, bytes: signature, sha256: sha256Hex(signature) }] : []),
+    ...(signature
+      ? [{ filename: shasumsSignatureFilename(plan.type, plan.version), size: signature.byteLength, bytes: signature, sha256: sha256Hex(signature) }]
+      : []),
   ];
   const manifest = {
     protocols: plan.protocols,
@@ -49,12 +54,20 @@ export async function publishToRegistry(
   const started = await client.start<PublishResult>(`/v1/publish/providers/${namespace}/${plan.type}/${plan.version}`, manifest);
   if ('result' in started) {
     const { status } = started.result;
-    log(status === 'dry-run' ? `dry run: the registry accepts ${name}; nothing was written`
-      : status === 'repaired' ? `${name} was already published; the registry completed what an interrupted publish left`
-      : `${name} is already published with these bytes; nothing to upload`);
+    log(
+      status === 'dry-run'
+        ? `dry run: the registry accepts ${name}; nothing was written`
+        : status === 'repaired'
+          ? `${name} was already published; the registry completed what an interrupted publish left`
+          : `${name} is already published with these bytes; nothing to upload`,
+    );
     return started.result;
   }
   const result = await client.uploadAndCommit<PublishResult>(started.session, files);
-  log(result.status === 'published' ? `published ${name} (${result.platforms.length} platforms, signed by ${result.key_id})` : `${name} was already published; nothing rewritten`);
+  log(
+    result.status === 'published'
+      ? `published ${name} (${result.platforms.length} platforms, signed by ${result.key_id})`
+      : `${name} was already published; nothing rewritten`,
+  );
   return result;
 }

@@ -1,5 +1,11 @@
 import {
-  formatAddress, formatShasums, InputError, parseHostname, parseProviderName, providerAddress, sha256Hex,
+  formatAddress,
+  formatShasums,
+  InputError,
+  parseHostname,
+  parseProviderName,
+  providerAddress,
+  sha256Hex,
   type ProviderAddress,
 } from '../../../src/protocol/index';
 import { providerLeaseName } from '../../../src/store/layout';
@@ -136,13 +142,20 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     const store = options.store ?? (await openStore(config, { remote: options.remote, env, tuning: { onProgress: uploadProgress, ...options.remoteTuning } }));
     try {
       // Every publish that reaches the store leaves an audit entry (a dry run none): ok, unchanged, refused or failed.
-      return await audited(options.dryRun ? null : store, options.remote, { action: 'provider.publish', target: `${formatAddress(address)} ${plan.version}` },
+      return await audited(
+        options.dryRun ? null : store,
+        options.remote,
+        { action: 'provider.publish', target: `${formatAddress(address)} ${plan.version}` },
         () => publishPlan({ plan, address, store, config, options, log, env, docs }),
-        (result) => result.status === 'dry-run' ? null : {
-          outcome: result.status === 'unchanged' ? 'unchanged' : 'ok',
-          ...(result.status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
-          digests: Object.fromEntries(result.platforms.map((p) => [p.filename, p.shasum])),
-        });
+        (result) =>
+          result.status === 'dry-run'
+            ? null
+            : {
+                outcome: result.status === 'unchanged' ? 'unchanged' : 'ok',
+                ...(result.status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
+                digests: Object.fromEntries(result.platforms.map((p) => [p.filename, p.shasum])),
+              },
+      );
     } finally {
       if (!options.store) await store.close();
     }
@@ -152,8 +165,13 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
 }
 
 /** --registry: the same validation of the files, then the publish API (publish-registry.ts); no storage opened here. */
-async function publishReleaseToRegistry(options: PublishOptions, namespace: string, log: (line: string) => void, env: NodeJS.ProcessEnv): Promise<PublishResult> {
-  if (options.remote) throw new InputError('--registry publishes through the registry\'s API; --remote writes Cloudflare storage directly: use one');
+async function publishReleaseToRegistry(
+  options: PublishOptions,
+  namespace: string,
+  log: (line: string) => void,
+  env: NodeJS.ProcessEnv,
+): Promise<PublishResult> {
+  if (options.remote) throw new InputError("--registry publishes through the registry's API; --remote writes Cloudflare storage directly: use one");
   const plan = await readRelease({ paths: options.paths ?? [], binaries: options.binaries, type: options.type, version: options.version, log });
   try {
     for (const note of plan.notes) log(`note: ${note}`);
@@ -206,7 +224,8 @@ async function publishPlan(ctx: PlanContext): Promise<PublishResult> {
   const { address, store, log, env } = ctx;
   // One writer per provider: everything from here on holds the provider's lease.
   return withLease(store.blobs, providerLeaseName(address), processLeaseOptions(`publish-provider ${prepared.name}`, log), (lease) =>
-    publishUnderLease(ctx, prepared, lease, progressLog(log, env[CRASH_ENV], env[KILL_ENV])));
+    publishUnderLease(ctx, prepared, lease, progressLog(log, env[CRASH_ENV], env[KILL_ENV])),
+  );
 }
 
 function prepare(ctx: PlanContext, attest: Prepared['attest']): Prepared {
@@ -220,9 +239,7 @@ function prepare(ctx: PlanContext, attest: Prepared['attest']): Prepared {
     size: a.digest.size,
   }));
   // SHA256SUMS: supplied, or one sorted line per zip (deterministic, so a re-run makes the same bytes).
-  const shasums = plan.shasums?.bytes ?? new TextEncoder().encode(
-    formatShasums(packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum }))),
-  );
+  const shasums = plan.shasums?.bytes ?? new TextEncoder().encode(formatShasums(packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum }))));
   const draft = draftVersionRecord(address, plan.version, plan.protocols, packages, { sha256: sha256Hex(shasums), size: shasums.byteLength });
   const result = (keyId: string, status: PublishResult['status']): PublishResult => ({
     address: formatAddress(address),
@@ -253,7 +270,10 @@ function prepare(ctx: PlanContext, attest: Prepared['attest']): Prepared {
 async function dryRun(ctx: PlanContext, prepared: Prepared): Promise<PublishResult> {
   const { plan, address, store, docs, log } = ctx;
   const { name, packages, draft, result } = prepared;
-  const [existing, namespaceKeys] = await Promise.all([readVersionRecord(store, address, plan.version), readSigningKeys(store.kv, address.hostname, address.namespace)]);
+  const [existing, namespaceKeys] = await Promise.all([
+    readVersionRecord(store, address, plan.version),
+    readSigningKeys(store.kv, address.hostname, address.namespace),
+  ]);
   const { supplied, signer, keyId } = await prepared.decide({ existing, namespaceKeys });
   if (existing) {
     if (docs) log(`docs: ${await writeVersionDocs(store.kv, address, plan.version, docs, true)}`);
@@ -262,7 +282,9 @@ async function dryRun(ctx: PlanContext, prepared: Prepared): Promise<PublishResu
   }
   log(`dry run: would publish ${name} to ${store.description}:`);
   for (const p of packages) log(`  ${p.filename}  ${(p.size / 1e6).toFixed(1)} MB  zh:${p.shasum}  ${p.h1}`);
-  log(`  ${draft.shasumsFilename}${plan.shasums ? ' (supplied)' : ''} and ${draft.shasumsSignatureFilename}${supplied ? ' (supplied)' : ` (signed with key ${keyId})`}`);
+  log(
+    `  ${draft.shasumsFilename}${plan.shasums ? ' (supplied)' : ''} and ${draft.shasumsSignatureFilename}${supplied ? ' (supplied)' : ` (signed with key ${keyId})`}`,
+  );
   log(`  protocols ${JSON.stringify(plan.protocols)}`);
   if (signer?.pending) log(`  ${signer.pending}`);
   return result(keyId, 'dry-run');
@@ -284,14 +306,30 @@ async function publishUnderLease(ctx: PlanContext, prepared: Prepared, lease: Le
   const docsWritten = async (): Promise<Record<string, string>> => {
     if (!docs) return {};
     lease.check();
-    log(`docs: ${await writeVersionDocs(store.kv, address, plan.version, docs)}${current ? '' : ` (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`}`);
+    log(
+      `docs: ${await writeVersionDocs(store.kv, address, plan.version, docs)}${current ? '' : ` (${docs.resources.length} resources, ${docs.dataSources.length} data sources)`}`,
+    );
     return { [plan.version]: docs.providerSchema.description ?? '' };
   };
   if (current) {
-    const files = [archiveFiles, [sumsFile], supplied ? [memoryFile(draft.shasumsSignatureFilename, plan.signature!.bytes, 'application/pgp-signature')] : []].flat();
+    const files = [
+      archiveFiles,
+      [sumsFile],
+      supplied ? [memoryFile(draft.shasumsSignatureFilename, plan.signature!.bytes, 'application/pgp-signature')] : [],
+    ].flat();
     const docsDone = await docsWritten();
-    const outcome = await publishVersion(store, { ...current }, files, progress, { lease, existing: current, lists: start.lists, docs: docsDone, attest: prepared.attest });
-    log(outcome === 'repaired' ? `${name} was already published; repaired what was missing (see above)` : `${name} is already published with these bytes; verified, nothing to write`);
+    const outcome = await publishVersion(store, { ...current }, files, progress, {
+      lease,
+      existing: current,
+      lists: start.lists,
+      docs: docsDone,
+      attest: prepared.attest,
+    });
+    log(
+      outcome === 'repaired'
+        ? `${name} was already published; repaired what was missing (see above)`
+        : `${name} is already published with these bytes; verified, nothing to write`,
+    );
     return result(current.signingKey.key_id, outcome === 'repaired' ? 'repaired' : 'unchanged');
   }
 
@@ -315,7 +353,11 @@ async function publishUnderLease(ctx: PlanContext, prepared: Prepared, lease: Le
 
 /** Signs SHA256SUMS with the chosen key, registering its public half for the namespace first when it is new there. */
 async function signWithNewOrKnownKey(
-  ctx: PlanContext, signer: NonNullable<Decision['signer']>, namespaceKeys: SigningKey[], shasums: Uint8Array, lease: Lease,
+  ctx: PlanContext,
+  signer: NonNullable<Decision['signer']>,
+  namespaceKeys: SigningKey[],
+  shasums: Uint8Array,
+  lease: Lease,
 ): Promise<{ signingKey: SigningKey; signature: Uint8Array }> {
   const { address, store, log } = ctx;
   const key = await signer.load();

@@ -50,11 +50,7 @@ export function readManifestProtocols(path: string): string[] {
  * (src/protocol/release-shasums.ts), plus the manifest's line when the
  * release has one. Throws InputError naming the file and the fix.
  */
-export async function checkShasums(
-  shasums: { path: string; bytes: Uint8Array },
-  archives: PlannedArchive[],
-  manifestPath: string | undefined,
-): Promise<void> {
+export async function checkShasums(shasums: { path: string; bytes: Uint8Array }, archives: PlannedArchive[], manifestPath: string | undefined): Promise<void> {
   const where = shasums.path;
   const listed = archives.map((a) => ({ filename: a.filename, sha256Hex: a.digest.sha256Hex, shown: a.path }));
   const entries = checkReleaseShasums(shasums.bytes, listed, where, (filename) => ARCHIVE.test(filename));
@@ -62,7 +58,9 @@ export async function checkShasums(
   if (manifest) {
     const { sha256Hex } = await sha256File(manifestPath!);
     if (sha256Hex !== manifest.sha256Hex) {
-      throw new InputError(`${where}: ${manifest.filename} is listed with SHA-256 ${manifest.sha256Hex} but ${manifestPath} has ${sha256Hex}; rebuild the release`);
+      throw new InputError(
+        `${where}: ${manifest.filename} is listed with SHA-256 ${manifest.sha256Hex} but ${manifestPath} has ${sha256Hex}; rebuild the release`,
+      );
     }
   }
 }

@@ -14,7 +14,11 @@ import { assertReadableBinary } from './zip-binary';
 const { archive: ARCHIVE, manifest: MANIFEST, shasums: SUMS, signature: SIG } = RELEASE_FILE_PATTERNS;
 
 /** A release file and the type and version its name says. */
-export interface Named { path: string; type: string; version: string }
+export interface Named {
+  path: string;
+  type: string;
+  version: string;
+}
 
 /** A release file's name (archive, manifest, SHA256SUMS, signature) — what a dist/ directory is read for. */
 function isReleaseFileName(name: string): boolean {
@@ -32,7 +36,9 @@ function isReleaseFileName(name: string): boolean {
 export function readDirectory(raw: string, path: string, consider: (path: string, fromDirectory: boolean) => void, notes: string[]): void {
   const entries = readdirSync(path, { withFileTypes: true });
   if (entries.length === 0) {
-    throw new InputError(`${raw} is empty: expected a goreleaser dist/ with terraform-provider-TYPE_VERSION_OS_ARCH.zip files (run goreleaser first), or pass --binary OS_ARCH=PATH`);
+    throw new InputError(
+      `${raw} is empty: expected a goreleaser dist/ with terraform-provider-TYPE_VERSION_OS_ARCH.zip files (run goreleaser first), or pass --binary OS_ARCH=PATH`,
+    );
   }
   const root = realpathSync(path);
   const ignored: string[] = [];
@@ -60,9 +66,12 @@ export function readDirectory(raw: string, path: string, consider: (path: string
         }
         continue;
       }
-      const why = target === null ? 'a dangling symlink' : `a symlink to ${target}, ${statSync(target).isFile() ? 'outside the directory' : 'not a regular file'}`;
+      const why =
+        target === null ? 'a dangling symlink' : `a symlink to ${target}, ${statSync(target).isFile() ? 'outside the directory' : 'not a regular file'}`;
       if (isReleaseFileName(entry.name)) {
-        throw new InputError(`${full} is ${why}; only symlinks to files inside ${raw} are followed — copy the file into the directory, or pass it as an argument`);
+        throw new InputError(
+          `${full} is ${why}; only symlinks to files inside ${raw} are followed — copy the file into the directory, or pass it as an argument`,
+        );
       }
       ignored.push(`${entry.name} (${why})`);
       continue;
@@ -78,12 +87,19 @@ export function readDirectory(raw: string, path: string, consider: (path: string
 }
 
 /** A parsed `--binary OS_ARCH=PATH` (the type and version when the executable's name says them). */
-export interface BinaryOption { raw: string; platform: Platform; path: string; type?: string; version?: string }
+export interface BinaryOption {
+  raw: string;
+  platform: Platform;
+  path: string;
+  type?: string;
+  version?: string;
+}
 
 /** Parses `--binary OS_ARCH=PATH`. Throws InputError for another form, an unknown platform or an unreadable file. */
 export function parseBinaryOption(raw: string): BinaryOption {
   const index = raw.indexOf('=');
-  if (index <= 0 || index === raw.length - 1) throw new InputError(`--binary ${raw}: expected OS_ARCH=PATH, e.g. --binary linux_amd64=./terraform-provider-acme`);
+  if (index <= 0 || index === raw.length - 1)
+    throw new InputError(`--binary ${raw}: expected OS_ARCH=PATH, e.g. --binary linux_amd64=./terraform-provider-acme`);
   const platform = parsePlatformName(raw.slice(0, index));
   const path = resolve(raw.slice(index + 1));
   // Checked here, before the type and version are read from its name: a wrong path is the real problem.
@@ -119,7 +135,9 @@ export function pickName(what: 'type' | 'version', override: string | undefined,
   if (files.length === 0) for (const binary of binaries) if (binary[what]) found.set(binary[what]!, binary.path);
   if (found.size === 0) throw new InputError(`cannot tell the provider ${what} from the file names; pass --${what}`);
   if (found.size > 1) {
-    throw new InputError(`the files name different ${what}s (${[...found].map(([v, p]) => `${v} in ${basename(p)}`).join(', ')}); publish one provider version at a time, or pass --${what}`);
+    throw new InputError(
+      `the files name different ${what}s (${[...found].map(([v, p]) => `${v} in ${basename(p)}`).join(', ')}); publish one provider version at a time, or pass --${what}`,
+    );
   }
   const [value, path] = [...found][0]!;
   try {

@@ -72,11 +72,17 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
   // rather than as "pass --type".
   const binaries = (input.binaries ?? []).map(parseBinaryOption);
   if (archives.length === 0 && binaries.length === 0) {
-    throw new InputError(`no provider archives found in ${input.paths.join(', ') || '(no paths)'}: expected terraform-provider-TYPE_VERSION_OS_ARCH.zip files (goreleaser dist/) or --binary OS_ARCH=PATH`);
+    throw new InputError(
+      `no provider archives found in ${input.paths.join(', ') || '(no paths)'}: expected terraform-provider-TYPE_VERSION_OS_ARCH.zip files (goreleaser dist/) or --binary OS_ARCH=PATH`,
+    );
   }
   const type = pickName('type', input.type, [...archives, ...manifests, ...sums, ...sigs], binaries);
   const version = pickName('version', input.version, [...archives, ...manifests, ...sums, ...sigs], binaries);
-  for (const [list, what] of [[manifests, 'manifest'], [sums, 'SHA256SUMS'], [sigs, 'SHA256SUMS.sig']] as const) {
+  for (const [list, what] of [
+    [manifests, 'manifest'],
+    [sums, 'SHA256SUMS'],
+    [sigs, 'SHA256SUMS.sig'],
+  ] as const) {
     if (list.length > 1) throw new InputError(`found ${list.length} ${what} files (${list.map((f) => f.path).join(', ')}); keep one`);
   }
   const sources = platformSources(archives, binaries);
@@ -85,7 +91,9 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
   const protocolsFromManifest = manifests[0] !== undefined;
   const protocols = manifests[0] ? readManifestProtocols(manifests[0].path) : ['5.0'];
   if (!protocolsFromManifest) {
-    notes.push('no terraform-provider-TYPE_VERSION_manifest.json: serving protocols ["5.0"] (add the manifest with metadata.protocol_versions for plugin protocol 6)');
+    notes.push(
+      'no terraform-provider-TYPE_VERSION_manifest.json: serving protocols ["5.0"] (add the manifest with metadata.protocol_versions for plugin protocol 6)',
+    );
   }
 
   const signature = sigs[0] ? { path: sigs[0].path, bytes: readBytes(sigs[0].path) } : null;
@@ -121,7 +129,9 @@ function collectReleaseFiles(paths: readonly string[], notes: string[]): { archi
     else if (name.endsWith('.zip') && name.startsWith('terraform-provider-')) {
       throw new InputError(`${path}: archive names must be terraform-provider-TYPE_VERSION_OS_ARCH.zip (as goreleaser names them); rename it`);
     } else if (!fromDirectory) {
-      throw new InputError(`${path}: not a provider release file (terraform-provider-TYPE_VERSION_OS_ARCH.zip, …_manifest.json, …_SHA256SUMS or …_SHA256SUMS.sig)`);
+      throw new InputError(
+        `${path}: not a provider release file (terraform-provider-TYPE_VERSION_OS_ARCH.zip, …_manifest.json, …_SHA256SUMS or …_SHA256SUMS.sig)`,
+      );
     }
   };
   for (const raw of paths) {
@@ -205,5 +215,3 @@ export function progressLogger(log: (line: string) => void, label: string): Prog
     log(`  hashing ${label}: ${percent}% of ${(total / 1e6).toFixed(0)} MB`);
   };
 }
-
-

@@ -5,7 +5,13 @@ import { InputError, type ProviderAddress } from '../../../src/protocol/index';
 import type { SigningKey } from '../../../src/store/types';
 import type { RegistryConfig } from '../config';
 import {
-  explicitPrivateKey, generateSigningKey, loadPrivateKey, localKeyPath, PASSPHRASE_ENV, writePrivateKeyFile, KEY_ENV,
+  explicitPrivateKey,
+  generateSigningKey,
+  loadPrivateKey,
+  localKeyPath,
+  PASSPHRASE_ENV,
+  writePrivateKeyFile,
+  KEY_ENV,
   type LoadedKey,
 } from '../keys/keyring';
 
@@ -64,7 +70,9 @@ export async function chooseSigner(
     return { keyId: explicit.publicKey.key_id, load: async () => explicit };
   }
   if (options.remote) {
-    throw new InputError(`no signing key: pass --key-file PATH or set ${KEY_ENV} (and ${PASSPHRASE_ENV} if it is encrypted); create one with npm run keys -- generate --namespace ${address.namespace}`);
+    throw new InputError(
+      `no signing key: pass --key-file PATH or set ${KEY_ENV} (and ${PASSPHRASE_ENV} if it is encrypted); create one with npm run keys -- generate --namespace ${address.namespace}`,
+    );
   }
   const keysDir = options.keysDir ?? join(config.projectRoot, '.keys');
   const path = localKeyPath(keysDir, address.hostname, address.namespace);
@@ -85,7 +93,9 @@ export async function chooseSigner(
     load: async () => {
       const generated = await generateSigningKey({ name: `edge-registry ${address.hostname}/${address.namespace} (local)` });
       writePrivateKeyFile(path, generated.armoredPrivateKey);
-      log(`warning: no signing key for namespace ${address.namespace}: generated RSA-4096 key ${generated.publicKey.key_id} into ${path} (git-ignored; local mode only — use npm run keys for real keys)`);
+      log(
+        `warning: no signing key for namespace ${address.namespace}: generated RSA-4096 key ${generated.publicKey.key_id} into ${path} (git-ignored; local mode only — use npm run keys for real keys)`,
+      );
       return loadPrivateKey(generated.armoredPrivateKey, path);
     },
   };

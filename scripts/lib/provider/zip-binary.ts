@@ -10,7 +10,6 @@ import { archiveFilename, executableName } from '../../../src/protocol/release-f
  * (`.exe` on windows), mode 0755, deflated.
  */
 
-
 /**
  * Timestamp stored in generated zips. Fixed (SOURCE_DATE_EPOCH when set) so
  * zipping the same executable again gives the same bytes, and re-running a
@@ -42,11 +41,7 @@ export function assertReadableBinary(binaryPath: string): void {
  * executable at `binaryPath` and returns its path. Throws InputError when the
  * executable is missing, not a regular file or empty.
  */
-export async function zipBinary(
-  binaryPath: string,
-  outDir: string,
-  names: { type: string; version: string; platform: Platform },
-): Promise<string> {
+export async function zipBinary(binaryPath: string, outDir: string, names: { type: string; version: string; platform: Platform }): Promise<string> {
   assertReadableBinary(binaryPath);
   const out = `${outDir}/${archiveFilename(names.type, names.version, names.platform)}`;
   const zip = new yazl.ZipFile();

@@ -90,4 +90,3 @@ async function apiErrors(response: Response): Promise<string> {
     return text.slice(0, 200);
   }
 }
-

@@ -22,7 +22,10 @@ export interface R2Like {
   put(key: string, value: Uint8Array | string | ArrayBuffer, options?: PutOptions): Promise<{ etag: string } | null>;
   list(options: { prefix: string; cursor?: string; limit?: number }): Promise<{ objects: { key: string }[]; truncated: boolean; cursor?: string }>;
   delete(key: string): Promise<void>;
-  createMultipartUpload(key: string, options?: PutOptions): Promise<{
+  createMultipartUpload(
+    key: string,
+    options?: PutOptions,
+  ): Promise<{
     uploadId: string;
     uploadPart(partNumber: number, bytes: Uint8Array): Promise<{ partNumber: number; etag: string }>;
     complete(parts: { partNumber: number; etag: string }[]): Promise<{ etag: string }>;
@@ -95,7 +98,15 @@ export default {
 };`;
 
 /** Calls one operation; resolves with the answer, or throws an Error carrying the status and the runtime's message. */
-async function call(dispatch: Dispatch, what: string, method: string, path: string, query: Record<string, string>, body?: Uint8Array | string, headers: Record<string, string> = {}): Promise<Response> {
+async function call(
+  dispatch: Dispatch,
+  what: string,
+  method: string,
+  path: string,
+  query: Record<string, string>,
+  body?: Uint8Array | string,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   const response = await dispatch(`http://local-store/__edge-registry/${path}?${new URLSearchParams(query)}`, { method, body, headers });
   if (response.status !== 200) throw new Error(`local ${what} of ${query.key ?? ''} failed: ${response.status} ${await response.text()}`);
   return response;
@@ -149,15 +160,22 @@ export function dispatchR2(dispatch: Dispatch): R2Like {
       await call(dispatch, 'R2 delete', 'DELETE', 'blob', { key });
     },
     async createMultipartUpload(key, options) {
-      const { uploadId } = (await (await call(dispatch, 'R2 multipart start', 'POST', 'multipart/create', { key }, '', withOptions(options))).json()) as { uploadId: string };
+      const { uploadId } = (await (await call(dispatch, 'R2 multipart start', 'POST', 'multipart/create', { key }, '', withOptions(options))).json()) as {
+        uploadId: string;
+      };
       return {
         uploadId,
         async uploadPart(part, bytes) {
           const query = { key, uploadId, part: String(part) };
-          return (await call(dispatch, 'R2 write', 'PUT', 'blob', query, bytes, { 'content-length': String(bytes.byteLength) })).json() as Promise<{ partNumber: number; etag: string }>;
+          return (await call(dispatch, 'R2 write', 'PUT', 'blob', query, bytes, { 'content-length': String(bytes.byteLength) })).json() as Promise<{
+            partNumber: number;
+            etag: string;
+          }>;
         },
         async complete(parts) {
-          return (await call(dispatch, 'R2 multipart completion', 'POST', 'multipart/complete', { key, uploadId }, JSON.stringify(parts))).json() as Promise<{ etag: string }>;
+          return (await call(dispatch, 'R2 multipart completion', 'POST', 'multipart/complete', { key, uploadId }, JSON.stringify(parts))).json() as Promise<{
+            etag: string;
+          }>;
         },
         async abort() {
           await call(dispatch, 'R2 multipart abort', 'POST', 'multipart/abort', { key, uploadId });

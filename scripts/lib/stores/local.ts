@@ -17,13 +17,17 @@ import { StateLock } from './state-lock';
  *
  * Opens the local state of `config`; creates the persist root when missing.
  */
-export async function openLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> & Partial<Pick<RegistryConfig, 'compatibilityDate'>>): Promise<StoreHandle> {
+export async function openLocalStore(
+  config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> & Partial<Pick<RegistryConfig, 'compatibilityDate'>>,
+): Promise<StoreHandle> {
   mkdirSync(config.localPersistRoot, { recursive: true });
   // Starting the local runtime can meet a busy SQLite too (a running `wrangler dev` on the same state): start again.
   return retryBusy(() => startLocalStore(config));
 }
 
-async function startLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> & Partial<Pick<RegistryConfig, 'compatibilityDate'>>): Promise<StoreHandle> {
+async function startLocalStore(
+  config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> & Partial<Pick<RegistryConfig, 'compatibilityDate'>>,
+): Promise<StoreHandle> {
   // A killed CLI must not leave its runtime running (and holding the state open).
   tieLocalRuntimeToThisProcess();
   // Loaded here, not at the top: importing miniflare costs ~0.8 s of CPU, which publishing through the API never needs.
@@ -60,7 +64,10 @@ async function startLocalStore(config: Pick<RegistryConfig, 'localPersistRoot' |
 const LOCAL_PART_SIZE = 8 * 1024 * 1024;
 
 class LocalBlobStore implements BlobStore {
-  constructor(private readonly r2: R2Like, private readonly lock: StateLock) {}
+  constructor(
+    private readonly r2: R2Like,
+    private readonly lock: StateLock,
+  ) {}
 
   head(key: string): Promise<BlobHead | null> {
     return retryBusy(() => this.r2.head(key));
@@ -132,7 +139,8 @@ class LocalBlobStore implements BlobStore {
  * whose whole message is "internal error; reference = ID" (the SQLite text goes only to workerd's stderr),
  * so that message counts as transient too.
  */
-const TRANSIENT_LOCAL_ERROR = /\b5\d\d\b|busy|locked|SQLITE|internal error; reference =|Unspecified error|ECONNRESET|ECONNREFUSED|socket hang up|other side closed|fetch failed|Network connection lost/i;
+const TRANSIENT_LOCAL_ERROR =
+  /\b5\d\d\b|busy|locked|SQLITE|internal error; reference =|Unspecified error|ECONNRESET|ECONNREFUSED|socket hang up|other side closed|fetch failed|Network connection lost/i;
 
 export async function retryBusy<T>(call: () => Promise<T>, attempts = 20): Promise<T> {
   for (let attempt = 1; ; attempt++) {

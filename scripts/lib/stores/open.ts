@@ -25,6 +25,9 @@ export async function openStore(config: RegistryConfig, options: OpenStoreOption
 }
 
 /** KV only (tokens, keys): --remote needs no R2 credentials. Throws InputError for missing --remote credentials. */
-export async function openKvStore(config: RegistryConfig, options: Pick<OpenStoreOptions, 'remote' | 'env'> = {}): Promise<Pick<StoreHandle, 'kv' | 'description' | 'close'>> {
+export async function openKvStore(
+  config: RegistryConfig,
+  options: Pick<OpenStoreOptions, 'remote' | 'env'> = {},
+): Promise<Pick<StoreHandle, 'kv' | 'description' | 'close'>> {
   return options.remote ? openRemoteKv(config, options.env ?? process.env) : openLocalStore(config);
 }

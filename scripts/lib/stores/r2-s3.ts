@@ -206,7 +206,12 @@ function xmlValue(xml: string, tag: string): string | undefined {
 }
 
 function unescapeXml(text: string): string {
-  return text.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  return text
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 }
 
 /** S3 sends etags quoted; the R2 binding reports them bare, and the store compares bare etags. */

@@ -18,7 +18,10 @@ export function memoryFile(filename: string, bytes: Uint8Array, contentType: str
 /** A file on disk at `path`, already hashed by the caller; streamed in 1 MiB chunks each time the store opens it. */
 export function diskFile(filename: string, path: string, digest: { sha256Hex: string; size: number }, contentType: string): ReleaseFile {
   return {
-    filename, sha256Hex: digest.sha256Hex, size: digest.size, contentType,
+    filename,
+    sha256Hex: digest.sha256Hex,
+    size: digest.size,
+    contentType,
     open: () => Readable.toWeb(createReadStream(path, { highWaterMark: 1 << 20 })) as ReadableStream,
   };
 }

@@ -32,7 +32,9 @@ export function openRemoteStore(
 ): StoreHandle {
   const missing = [REMOTE_ENV.accountId, REMOTE_ENV.apiToken, REMOTE_ENV.r2AccessKeyId, REMOTE_ENV.r2SecretAccessKey].filter((name) => !env[name]);
   if (missing.length > 0) {
-    throw new InputError(`--remote needs ${missing.join(', ')} in the environment (an API token with Workers KV edit rights, and an R2 API token's S3 access key pair)`);
+    throw new InputError(
+      `--remote needs ${missing.join(', ')} in the environment (an API token with Workers KV edit rights, and an R2 API token's S3 access key pair)`,
+    );
   }
   const accountId = env[REMOTE_ENV.accountId]!;
   const endpoint = env[REMOTE_ENV.r2Endpoint] || `https://${accountId}.r2.cloudflarestorage.com`;
@@ -61,12 +63,20 @@ export function openRemoteStore(
  * The remote KV namespace alone (tokens and keys need no R2, so no R2
  * credentials are asked for). Throws InputError naming missing variables.
  */
-export function openRemoteKv(config: Pick<RegistryConfig, 'kvNamespaceId'>, env: NodeJS.ProcessEnv = process.env): Pick<StoreHandle, 'kv' | 'description' | 'close'> {
+export function openRemoteKv(
+  config: Pick<RegistryConfig, 'kvNamespaceId'>,
+  env: NodeJS.ProcessEnv = process.env,
+): Pick<StoreHandle, 'kv' | 'description' | 'close'> {
   const missing = [REMOTE_ENV.accountId, REMOTE_ENV.apiToken].filter((name) => !env[name]);
   if (missing.length > 0) throw new InputError(`--remote needs ${missing.join(' and ')} (an API token with Workers KV Storage: Edit) in the environment`);
   const apiBaseUrl = env[REMOTE_ENV.apiBaseUrl];
   return {
-    kv: new KvRestStore({ accountId: env[REMOTE_ENV.accountId]!, namespaceId: config.kvNamespaceId, apiToken: env[REMOTE_ENV.apiToken]!, ...(apiBaseUrl ? { apiBaseUrl } : {}) }),
+    kv: new KvRestStore({
+      accountId: env[REMOTE_ENV.accountId]!,
+      namespaceId: config.kvNamespaceId,
+      apiToken: env[REMOTE_ENV.apiToken]!,
+      ...(apiBaseUrl ? { apiBaseUrl } : {}),
+    }),
     description: `remote KV namespace ${config.kvNamespaceId}`,
     close: async () => {},
   };

@@ -51,7 +51,9 @@ export class StateLock {
         this.removeIfStale();
         if (Date.now() > deadline) {
           const owner = this.read();
-          throw new Error(`the local state stayed locked for 120 s by ${owner ? `pid ${owner.pid}` : 'an unknown process'} (${this.path}); remove that file if no publish is running, then run again`);
+          throw new Error(
+            `the local state stayed locked for 120 s by ${owner ? `pid ${owner.pid}` : 'an unknown process'} (${this.path}); remove that file if no publish is running, then run again`,
+          );
         }
         await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
       }

@@ -22,7 +22,10 @@ export function proxiedModuleDocs(texts: ReadonlyMap<string, string>): ModuleDoc
     byDir.set(dir, [...(byDir.get(dir) ?? []), text]);
   }
   const root = interfaceOf(byDir.get('') ?? []);
-  const submodules = [...byDir.keys()].filter((d) => d !== '').sort().map((path) => ({ path, ...interfaceOf(byDir.get(path)!) }));
+  const submodules = [...byDir.keys()]
+    .filter((d) => d !== '')
+    .sort()
+    .map((path) => ({ path, ...interfaceOf(byDir.get(path)!) }));
   const readme = texts.get('README.md');
   return { ...root, submodules, readmeHtml: readme === undefined ? null : renderReadme(readme) };
 }
@@ -51,12 +54,21 @@ function interfaceOf(files: readonly string[]): ModuleInterface {
       if (block.type === 'variable' && block.labels[0]) {
         const a = block.attributes;
         inputs.push({
-          name: block.labels[0], type: a.get('type') ?? null, default: a.get('default') ?? null, description: stringValue(a.get('description')),
-          sensitive: a.get('sensitive') === 'true', nullable: a.get('nullable') !== 'false', required: !a.has('default'),
+          name: block.labels[0],
+          type: a.get('type') ?? null,
+          default: a.get('default') ?? null,
+          description: stringValue(a.get('description')),
+          sensitive: a.get('sensitive') === 'true',
+          nullable: a.get('nullable') !== 'false',
+          required: !a.has('default'),
           validations: block.blocks.filter((b) => b.type === 'validation').length,
         });
       } else if (block.type === 'output' && block.labels[0]) {
-        outputs.push({ name: block.labels[0], description: stringValue(block.attributes.get('description')), sensitive: block.attributes.get('sensitive') === 'true' });
+        outputs.push({
+          name: block.labels[0],
+          description: stringValue(block.attributes.get('description')),
+          sensitive: block.attributes.get('sensitive') === 'true',
+        });
       } else if (block.type === 'terraform') {
         const version = stringValue(block.attributes.get('required_version'));
         if (version) required.push(version);
@@ -71,7 +83,12 @@ function interfaceOf(files: readonly string[]): ModuleInterface {
     }
   }
   const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-  return { inputs: inputs.sort(byName), outputs: outputs.sort(byName), providers: providers.sort(byName), requiredVersion: required.length ? required.join(', ') : null };
+  return {
+    inputs: inputs.sort(byName),
+    outputs: outputs.sort(byName),
+    providers: providers.sort(byName),
+    requiredVersion: required.length ? required.join(', ') : null,
+  };
 }
 
 function stringValue(expression: string | undefined): string | null {
@@ -163,12 +180,21 @@ function skipBalanced(text: string, pos: { at: number }, close: string): void {
 function skipToken(text: string, pos: { at: number }): void {
   const c = text[pos.at]!;
   if (c === '"') skipString(text, pos);
-  else if (c === '{') { pos.at++; skipBalanced(text, pos, '}'); }
-  else if (c === '[') { pos.at++; skipBalanced(text, pos, ']'); }
-  else if (c === '(') { pos.at++; skipBalanced(text, pos, ')'); }
-  else if (c === '<' && text[pos.at + 1] === '<') {
+  else if (c === '{') {
+    pos.at++;
+    skipBalanced(text, pos, '}');
+  } else if (c === '[') {
+    pos.at++;
+    skipBalanced(text, pos, ']');
+  } else if (c === '(') {
+    pos.at++;
+    skipBalanced(text, pos, ')');
+  } else if (c === '<' && text[pos.at + 1] === '<') {
     const marker = /^<<-?([A-Za-z_]+)\n/.exec(text.slice(pos.at, pos.at + 100));
-    if (!marker) { pos.at++; return; }
+    if (!marker) {
+      pos.at++;
+      return;
+    }
     const end = new RegExp(`\\n\\s*${marker[1]}\\s*(?:\\n|$)`).exec(text.slice(pos.at + marker[0].length - 1));
     pos.at = end ? pos.at + marker[0].length - 1 + end.index + end[0].length - 1 : text.length;
   } else if (c === '#' || (c === '/' && (text[pos.at + 1] === '/' || text[pos.at + 1] === '*'))) skipSpace(text, pos);

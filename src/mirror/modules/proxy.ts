@@ -109,57 +109,92 @@ export async function proxiedModuleRecord(proxy: ModuleProxyContext, version: st
   const held = await readModuleRecord(store, address, version);
   if (held) return held;
   const label = `${formatModuleAddress(address)} ${version}`;
-  return withLease(store.blobs, moduleLeaseName(address), {
-    owner: { host: 'worker', pid: 0, processStartedAt: ISOLATE_STARTED, purpose: `module proxy ${label} from ${upstreamLabel(proxy)}` },
-    maxWaitMs: 60_000,
-  }, async (lease) => {
-    const committed = await readModuleRecord(store, address, version);
-    if (committed) return committed; // pulled by the request we waited for
-    let source = '';
-    try {
-      const { location, url } = await moduleLocation(proxy.http, await modulesBase(proxy), proxy.allowance.upstream, version);
-      const where = packageSource(location, url);
-      source = where.described;
-      const named = (host: string) => proxy.policy.hosts[host] !== undefined;
-      const fetchUrl = withArchivesOverride(requireHttps(where.url, named, where.described), (host) => proxy.policy.hosts[host]?.archives);
-      const opened = await proxy.http.openArchive(fetchUrl, `module package of ${upstreamLabel(proxy)} ${version}`);
-      // A redirect to plain http:// is refused the same way (an archives override is the operator's choice).
-      if (fetchUrl === where.url) requireHttps(opened.url, named, where.described);
-      const limit = packageLimit(proxy.env);
-      const bytes = await readArchive(opened.response, limit, proxy.http.limits.idleMs, opened.url);
-      let repacked;
+  return withLease(
+    store.blobs,
+    moduleLeaseName(address),
+    {
+      owner: { host: 'worker', pid: 0, processStartedAt: ISOLATE_STARTED, purpose: `module proxy ${label} from ${upstreamLabel(proxy)}` },
+      maxWaitMs: 60_000,
+    },
+    async (lease) => {
+      const committed = await readModuleRecord(store, address, version);
+      if (committed) return committed; // pulled by the request we waited for
+      let source = '';
       try {
-        repacked = await repackModule(bytes, where.format, { stripTop: where.stripTop, subdir: where.subdir, label: opened.url, maxUnpackedBytes: 2 * limit });
+        const { location, url } = await moduleLocation(proxy.http, await modulesBase(proxy), proxy.allowance.upstream, version);
+        const where = packageSource(location, url);
+        source = where.described;
+        const named = (host: string) => proxy.policy.hosts[host] !== undefined;
+        const fetchUrl = withArchivesOverride(requireHttps(where.url, named, where.described), (host) => proxy.policy.hosts[host]?.archives);
+        const opened = await proxy.http.openArchive(fetchUrl, `module package of ${upstreamLabel(proxy)} ${version}`);
+        // A redirect to plain http:// is refused the same way (an archives override is the operator's choice).
+        if (fetchUrl === where.url) requireHttps(opened.url, named, where.described);
+        const limit = packageLimit(proxy.env);
+        const bytes = await readArchive(opened.response, limit, proxy.http.limits.idleMs, opened.url);
+        let repacked;
+        try {
+          repacked = await repackModule(bytes, where.format, {
+            stripTop: where.stripTop,
+            subdir: where.subdir,
+            label: opened.url,
+            maxUnpackedBytes: 2 * limit,
+          });
+        } catch (error) {
+          if (error instanceof InputError) throw new UpstreamError(`package check failed: ${error.message}`);
+          throw error;
+        }
+        const sha256 = bytesToHex(new Uint8Array(await crypto.subtle.digest('SHA-256', repacked.bytes)));
+        const record: ModuleVersionRecord = {
+          address,
+          version,
+          filename: moduleArchiveFilename(address, version, 'tar.gz'),
+          format: 'tar.gz',
+          sha256,
+          size: repacked.bytes.length,
+          publishedAt: new Date().toISOString(),
+        };
+        await publishModuleVersion(
+          store,
+          record,
+          proxiedModuleDocs(repacked.texts),
+          {
+            sha256Hex: sha256,
+            size: record.size,
+            contentType: 'application/gzip',
+            open: () => repacked.bytes,
+          },
+          () => {},
+          { lease },
+        );
+        await audit(proxy, label, 'ok', `proxied from ${upstreamLabel(proxy)} (${source}, fetched ${opened.url}); ${repacked.fileCount} files repacked`, {
+          [record.filename]: sha256,
+        });
+        return record;
       } catch (error) {
-        if (error instanceof InputError) throw new UpstreamError(`package check failed: ${error.message}`);
+        const why = (error as Error).message;
+        console.warn(`module proxy: ${label}: not stored: ${why}`);
+        if (!(error instanceof UpstreamError && error.status === 404)) {
+          await audit(
+            proxy,
+            label,
+            error instanceof UpstreamError ? 'refused' : 'failed',
+            `from ${upstreamLabel(proxy)}${source ? ` (${source})` : ''}: ${why}`,
+          );
+        }
         throw error;
       }
-      const sha256 = bytesToHex(new Uint8Array(await crypto.subtle.digest('SHA-256', repacked.bytes)));
-      const record: ModuleVersionRecord = {
-        address, version, filename: moduleArchiveFilename(address, version, 'tar.gz'), format: 'tar.gz',
-        sha256, size: repacked.bytes.length, publishedAt: new Date().toISOString(),
-      };
-      await publishModuleVersion(store, record, proxiedModuleDocs(repacked.texts), {
-        sha256Hex: sha256, size: record.size, contentType: 'application/gzip', open: () => repacked.bytes,
-      }, () => {}, { lease });
-      await audit(proxy, label, 'ok', `proxied from ${upstreamLabel(proxy)} (${source}, fetched ${opened.url}); ${repacked.fileCount} files repacked`, { [record.filename]: sha256 });
-      return record;
-    } catch (error) {
-      const why = (error as Error).message;
-      console.warn(`module proxy: ${label}: not stored: ${why}`);
-      if (!(error instanceof UpstreamError && error.status === 404)) {
-        await audit(proxy, label, error instanceof UpstreamError ? 'refused' : 'failed', `from ${upstreamLabel(proxy)}${source ? ` (${source})` : ''}: ${why}`);
-      }
-      throw error;
-    }
-  });
+    },
+  );
 }
 
 const ISOLATE_STARTED = new Date().toISOString();
 
 async function audit(proxy: ModuleProxyContext, target: string, outcome: AuditOutcome, reason: string, digests?: Record<string, string>): Promise<void> {
   try {
-    await appendAuditEntry({ blobs: proxy.env.REGISTRY_R2 }, { actor: PULL_ACTOR, action: 'module.proxy', target, outcome, reason: reason.slice(0, 2000), ...(digests ? { digests } : {}) });
+    await appendAuditEntry(
+      { blobs: proxy.env.REGISTRY_R2 },
+      { actor: PULL_ACTOR, action: 'module.proxy', target, outcome, reason: reason.slice(0, 2000), ...(digests ? { digests } : {}) },
+    );
   } catch (error) {
     console.error(`module proxy: could not write the audit entry (${target}): ${(error as Error).message}`);
   }

@@ -20,7 +20,9 @@ export async function readArchive(response: Response, limit: number, idleMs: num
   let total = 0;
   for (;;) {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const stalled = new Promise<'stalled'>((resolve) => { timer = setTimeout(() => resolve('stalled'), idleMs); });
+    const stalled = new Promise<'stalled'>((resolve) => {
+      timer = setTimeout(() => resolve('stalled'), idleMs);
+    });
     const next = await Promise.race([reader.read(), stalled]).finally(() => clearTimeout(timer));
     if (next === 'stalled') {
       await reader.cancel().catch(() => {});

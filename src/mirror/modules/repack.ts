@@ -42,7 +42,9 @@ interface FileEntry {
  * missing subdirectory, or no .tf/.tofu file at the root.
  */
 export async function repackModule(
-  bytes: Uint8Array, format: 'tar.gz' | 'zip', options: { stripTop: boolean; subdir: string; label: string } & RepackLimits,
+  bytes: Uint8Array,
+  format: 'tar.gz' | 'zip',
+  options: { stripTop: boolean; subdir: string; label: string } & RepackLimits,
 ): Promise<Repacked> {
   const { label } = options;
   let entries: TarEntry[];
@@ -60,7 +62,10 @@ export async function repackModule(
     prefix = `${[...tops][0]}/`;
   }
   if (options.subdir) prefix += `${options.subdir}/`;
-  const inside = cleaned.filter((e) => e.name.startsWith(prefix)).map((e) => ({ ...e, name: e.name.slice(prefix.length) })).filter((e) => e.name !== '');
+  const inside = cleaned
+    .filter((e) => e.name.startsWith(prefix))
+    .map((e) => ({ ...e, name: e.name.slice(prefix.length) }))
+    .filter((e) => e.name !== '');
   if (options.subdir && inside.length === 0) throw new InputError(`${label}: has no subdirectory ${options.subdir}`);
 
   const regular = new Map(inside.filter((e) => e.type === '0' || e.type === '7').map((e) => [e.name, e]));
@@ -72,13 +77,16 @@ export async function repackModule(
     if (entry.type === '0' || entry.type === '7') data = entry.data;
     else if (entry.type === '1' || entry.type === '2') {
       const target = entry.type === '1' ? checkedEntryName(label, entry.linkname).slice(prefix.length) : resolveLink(entry.name, entry.linkname);
-      data = target === null ? null : regular.get(target)?.data ?? null; // a link leaving the package or to a directory is left out
+      data = target === null ? null : (regular.get(target)?.data ?? null); // a link leaving the package or to a directory is left out
     } else if (entry.type !== '5') {
-      throw new InputError(`${label}: entry "${entry.name}" is a ${{ 3: 'character device', 4: 'block device', 6: 'FIFO' }[entry.type] ?? `type ${entry.type} entry`}; a module package holds only files, directories and links`);
+      throw new InputError(
+        `${label}: entry "${entry.name}" is a ${{ 3: 'character device', 4: 'block device', 6: 'FIFO' }[entry.type] ?? `type ${entry.type} entry`}; a module package holds only files, directories and links`,
+      );
     }
     if (data === null) continue;
     unpacked += data.length;
-    if (unpacked > options.maxUnpackedBytes) throw new InputError(`${label}: unpacks to more than ${options.maxUnpackedBytes} bytes, over the module proxy's limit`);
+    if (unpacked > options.maxUnpackedBytes)
+      throw new InputError(`${label}: unpacks to more than ${options.maxUnpackedBytes} bytes, over the module proxy's limit`);
     files.push({ name: entry.name, mode: entry.mode & 0o111 ? 0o755 : 0o644, data });
   }
   if (!files.some((f) => !f.name.includes('/') && /\.(tf|tofu)$/.test(f.name))) {
@@ -147,9 +155,11 @@ async function unzip(bytes: Uint8Array, limit: number): Promise<TarEntry[]> {
     if (total > limit) throw new InputError(`unpacks to more than ${limit} bytes, over the module proxy's limit`);
     let data: Uint8Array;
     if (entry.method === 0) data = raw;
-    else if (entry.method === 8) data = await collect(new Blob([raw]).stream().pipeThrough(new DecompressionStream('deflate-raw')), entry.uncompressedSize, `zip entry ${entry.name}`);
+    else if (entry.method === 8)
+      data = await collect(new Blob([raw]).stream().pipeThrough(new DecompressionStream('deflate-raw')), entry.uncompressedSize, `zip entry ${entry.name}`);
     else throw new InputError(`zip entry ${JSON.stringify(entry.name)} uses compression method ${entry.method} (only stored and deflate are read)`);
-    if (data.length !== entry.uncompressedSize) throw new InputError(`zip entry ${JSON.stringify(entry.name)} is damaged (its size does not match the directory)`);
+    if (data.length !== entry.uncompressedSize)
+      throw new InputError(`zip entry ${JSON.stringify(entry.name)} is damaged (its size does not match the directory)`);
     out.push({ name: entry.name, type: '0', mode: 0o644, linkname: '', data });
   }
   return out;

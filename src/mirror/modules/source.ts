@@ -70,7 +70,10 @@ export function packageSource(location: string, base: string): PackageSource {
       refuse(`git repositories are fetched only from github.com (as a tag's tarball), not from ${host}`);
     }
     const url = splitUrl(rest, refuse);
-    const parts = url.path.replace(/^\/+/, '').replace(/\.git$/, '').split('/');
+    const parts = url.path
+      .replace(/^\/+/, '')
+      .replace(/\.git$/, '')
+      .split('/');
     if (parts.length !== 2 || !parts.every((p) => /^[A-Za-z0-9._-]+$/.test(p))) refuse('not a github.com/OWNER/REPO address');
     const ref = url.query.get('ref');
     if (!ref) refuse('it names no ?ref= (a branch head is not a fixed version)');
@@ -78,7 +81,10 @@ export function packageSource(location: string, base: string): PackageSource {
     const [owner, repo] = parts as [string, string];
     return {
       url: `https://codeload.github.com/${owner}/${repo.replace(/\.git$/, '')}/tar.gz/${ref!.split('/').map(encodeURIComponent).join('/')}`,
-      format: 'tar.gz', stripTop: true, subdir: cleanSubdir(url.subdir, refuse), described,
+      format: 'tar.gz',
+      stripTop: true,
+      subdir: cleanSubdir(url.subdir, refuse),
+      described,
     };
   }
 
@@ -144,7 +150,10 @@ export function withArchivesOverride(url: string, archivesFor: (hostname: string
 export function requireHttps(url: string, namedByPolicy: (hostname: string) => boolean, described = url): string {
   const parsed = new URL(url);
   if (parsed.protocol === 'http:' && !namedByPolicy(parsed.hostname)) {
-    throw new UpstreamError(`the upstream's package source ${JSON.stringify(described)} cannot be proxied: it is plain http://, which anyone on the path can change; only https:// is fetched unless the mirror policy names the host (hosts["${parsed.hostname}"])`, UNFETCHABLE);
+    throw new UpstreamError(
+      `the upstream's package source ${JSON.stringify(described)} cannot be proxied: it is plain http://, which anyone on the path can change; only https:// is fetched unless the mirror policy names the host (hosts["${parsed.hostname}"])`,
+      UNFETCHABLE,
+    );
   }
   return url;
 }

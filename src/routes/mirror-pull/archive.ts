@@ -45,7 +45,9 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
   const served = await releaseFile(request, env, ctx);
   if (served.status !== 404 && served.status !== 200 && served.status !== 206) return served;
   const address = providerAddress(
-    pathSegment(request.params.hostname, 'hostname'), pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'),
+    pathSegment(request.params.hostname, 'hostname'),
+    pathSegment(request.params.namespace, 'namespace'),
+    pathSegment(request.params.type, 'type'),
   );
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const filename = pathSegment(request.params.file, 'file');
@@ -102,7 +104,12 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
     if (size === null) {
       // No Content-Length: a chunked download cut short can look complete to a client behind a proxy, so the
       // client gets nothing unverified: the bytes go (checked) into a multipart upload, then R2 serves them.
-      const copy = verifiedCopy(opened.response.body, { sha256Hex: pkg.shasum, size: null, idleMs: pull.http.limits.idleMs, what: `${opened.url} (${label} ${pkg.os}_${pkg.arch})` });
+      const copy = verifiedCopy(opened.response.body, {
+        sha256Hex: pkg.shasum,
+        size: null,
+        idleMs: pull.http.limits.idleMs,
+        what: `${opened.url} (${label} ${pkg.os}_${pkg.arch})`,
+      });
       await copy.client.cancel();
       try {
         await Promise.all([copy.done, storePulledArchiveInParts(env.REGISTRY_R2, address, version, filename, copy.store, pkg.shasum)]);
@@ -112,12 +119,22 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
         if (!(error instanceof UpstreamError)) throw error;
         return upstreamFailure(error, `provider ${label} ${pkg.os}_${pkg.arch} could not be pulled through: ${why}`);
       }
-      await notePull(env, address, version, 'ok', `pulled ${pkg.os}_${pkg.arch} from ${opened.url} (no Content-Length: stored, then served) on first request, verified against SHA256SUMS signed by ${manifest.signer.key_id}`, { [filename]: pkg.shasum });
+      await notePull(
+        env,
+        address,
+        version,
+        'ok',
+        `pulled ${pkg.os}_${pkg.arch} from ${opened.url} (no Content-Length: stored, then served) on first request, verified against SHA256SUMS signed by ${manifest.signer.key_id}`,
+        { [filename]: pkg.shasum },
+      );
       return releaseFile(request, env, ctx);
     }
     let stored: Promise<void> | undefined;
     const copy = verifiedCopy(opened.response.body, {
-      sha256Hex: pkg.shasum, size, idleMs: pull.http.limits.idleMs, what: `${opened.url} (${label} ${pkg.os}_${pkg.arch})`,
+      sha256Hex: pkg.shasum,
+      size,
+      idleMs: pull.http.limits.idleMs,
+      what: `${opened.url} (${label} ${pkg.os}_${pkg.arch})`,
       // Committed before the client's last block: a complete download means the mirror holds it (no waitUntil time limit).
       beforeClientEnd: async () => {
         await stored;
@@ -128,7 +145,14 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
     const background = (async () => {
       try {
         await Promise.all([copy.done, stored]);
-        await notePull(env, address, version, 'ok', `pulled ${pkg.os}_${pkg.arch} from ${opened.url} on first request, verified against SHA256SUMS signed by ${manifest.signer.key_id}`, { [filename]: pkg.shasum });
+        await notePull(
+          env,
+          address,
+          version,
+          'ok',
+          `pulled ${pkg.os}_${pkg.arch} from ${opened.url} on first request, verified against SHA256SUMS signed by ${manifest.signer.key_id}`,
+          { [filename]: pkg.shasum },
+        );
       } catch (error) {
         await noteNotStored(env, manifest, pkg, opened.url, error);
       } finally {
@@ -203,7 +227,14 @@ async function commitIfUncommitted(env: Env, address: ProviderAddress, version: 
       if (await isCommitted(env, address, version, filename)) return;
       await finish(pull, manifest, pkg, lease, true);
       console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: committed an archive stored earlier by a pull that did not finish`);
-      await notePull(env, address, version, 'ok', `committed ${pkg.os}_${pkg.arch}, stored earlier (verified against SHA256SUMS signed by ${manifest.signer.key_id}) by a pull that did not finish`, { [filename]: pkg.shasum });
+      await notePull(
+        env,
+        address,
+        version,
+        'ok',
+        `committed ${pkg.os}_${pkg.arch}, stored earlier (verified against SHA256SUMS signed by ${manifest.signer.key_id}) by a pull that did not finish`,
+        { [filename]: pkg.shasum },
+      );
     } finally {
       await lease.release();
     }
@@ -225,12 +256,34 @@ async function finish(pull: PullContext, manifest: PullManifest, pkg: PullManife
   if (!head) throw new Error(`${key} vanished before it was committed`);
   lease.check();
   const digest = await zipDigest(bucket, key, head.size);
-  const check = checkProviderExecutable(digest.names.map((name) => ({ name })), { type: address.type, version, platform: { os: pkg.os } });
+  const check = checkProviderExecutable(
+    digest.names.map((name) => ({ name })),
+    { type: address.type, version, platform: { os: pkg.os } },
+  );
   if (!check.ok) {
     await bucket.delete(key);
     throw new UpstreamError(`${executableProblem(check, `archive check failed: ${pkg.downloadUrl}`, 'mirror')}; deleted it again`);
   }
-  await commitPulledPackage(pull.env.REGISTRY_KV, bucket, manifest, {
-    os: pkg.os, arch: pkg.arch, filename: pkg.filename, shasum: pkg.shasum, h1: digest.h1, size: head.size,
-  }, { owner: { host: 'worker', pid: 0, processStartedAt: ISOLATE_STARTED, purpose: `pull-through commit ${formatAddress(address)} ${version}${already ? ' (stored earlier)' : ''}` }, maxWaitMs: 60_000 });
+  await commitPulledPackage(
+    pull.env.REGISTRY_KV,
+    bucket,
+    manifest,
+    {
+      os: pkg.os,
+      arch: pkg.arch,
+      filename: pkg.filename,
+      shasum: pkg.shasum,
+      h1: digest.h1,
+      size: head.size,
+    },
+    {
+      owner: {
+        host: 'worker',
+        pid: 0,
+        processStartedAt: ISOLATE_STARTED,
+        purpose: `pull-through commit ${formatAddress(address)} ${version}${already ? ' (stored earlier)' : ''}`,
+      },
+      maxWaitMs: 60_000,
+    },
+  );
 }

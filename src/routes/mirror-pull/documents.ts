@@ -48,7 +48,8 @@ async function pullIndex(pull: PullContext): Promise<Response> {
     if (!(error instanceof UpstreamError)) throw error;
     const why = error.message;
     console.warn(`pull-through: ${formatAddress(pull.address)}: listing the upstream failed: ${why}`);
-    if (held.length === 0) return upstreamFailure(error, `provider ${formatAddress(pull.address)} is not in this mirror and its upstream could not be listed: ${why}`);
+    if (held.length === 0)
+      return upstreamFailure(error, `provider ${formatAddress(pull.address)} is not in this mirror and its upstream could not be listed: ${why}`);
     return versionsBody(held, config.listCacheControl, { [UNREACHABLE]: `unreachable; listing only the versions this mirror holds (${why.slice(0, 200)})` });
   }
   const versions = [...new Set([...held, ...upstream])];
@@ -75,7 +76,7 @@ async function pullVersion(request: IRequest, env: Env, ctx: ExecutionContext | 
     if (heldDocument) return mirrorDocument(request, env, ctx);
     return notFound(`provider ${label} is not in this mirror, and the pull-through policy does not allow this version`);
   }
-  const body: MirrorVersionBody = heldDocument ? JSON.parse(heldDocument.text) as MirrorVersionBody : { archives: {} };
+  const body: MirrorVersionBody = heldDocument ? (JSON.parse(heldDocument.text) as MirrorVersionBody) : { archives: {} };
   const headers: Record<string, string> = {};
   try {
     const manifest = await manifestFor(pull, version);
@@ -84,7 +85,8 @@ async function pullVersion(request: IRequest, env: Env, ctx: ExecutionContext | 
       const ours = body.archives[platform];
       if (ours) {
         // Mirrored bytes never change: a different upstream shasum is recorded, ours stays.
-        if (!ours.hashes.includes(`zh:${pkg.shasum}`)) ctx?.waitUntil(noteUpstreamChange(env, pull.address, version, platform, ours.hashes, pkg.shasum, pkg.documentUrl));
+        if (!ours.hashes.includes(`zh:${pkg.shasum}`))
+          ctx?.waitUntil(noteUpstreamChange(env, pull.address, version, platform, ours.hashes, pkg.shasum, pkg.documentUrl));
         continue;
       }
       body.archives[platform] = { url: releaseFilePath(pull.address, version, pkg.filename), hashes: [`zh:${pkg.shasum}`] };

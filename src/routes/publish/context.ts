@@ -53,7 +53,11 @@ export interface AuditTarget {
  * (a token id, a CI job's claims). Other errors propagate (500, logged).
  */
 export async function asPublisher(
-  request: IRequest, env: Env, ctx: ExecutionContext, namespace: string, what: AuditTarget,
+  request: IRequest,
+  env: Env,
+  ctx: ExecutionContext,
+  namespace: string,
+  what: AuditTarget,
   handle: (actor: Actor, store: PublishStore, ci: VerifiedCiToken | null) => Promise<Response>,
   /** 'continues' for an upload session's requests: a CI token starts one publish (publish-auth.ts), and these continue it. */
   mode: 'starts' | 'continues' = 'starts',
@@ -68,8 +72,9 @@ export async function asPublisher(
     if (error instanceof PublishRefusal) {
       if (error.claimed && error.claimed.kind === 'ci') {
         // Anyone can mint CI tokens (forged, or genuine for their own repository) without limit: refusals are rate-limited.
-        await auditCiRefusal(env, ctx, error.verified ? 'verified' : 'unverified', { ...what, actor: error.claimed, reason: error.message },
-          (entry) => audit(store, ctx, { ...entry, outcome: 'refused' }));
+        await auditCiRefusal(env, ctx, error.verified ? 'verified' : 'unverified', { ...what, actor: error.claimed, reason: error.message }, (entry) =>
+          audit(store, ctx, { ...entry, outcome: 'refused' }),
+        );
       } else if (error.claimed) await audit(store, ctx, { ...what, actor: error.claimed, outcome: 'refused', reason: error.message });
       const challenge = error.challenge;
       return errorResponse(error.status, error.message, challenge ? { 'www-authenticate': challenge } : {});
@@ -87,7 +92,8 @@ export async function asPublisher(
 
 /** Appends an audit entry; a failure to write it is logged, never turned into a failed publish. */
 export async function audit(
-  store: PublishStore, _ctx: ExecutionContext,
+  store: PublishStore,
+  _ctx: ExecutionContext,
   entry: AuditTarget & { actor: Actor; outcome: 'ok' | 'unchanged' | 'refused' | 'failed'; reason?: string; digests?: Record<string, string> },
 ): Promise<void> {
   try {

@@ -10,8 +10,13 @@ import type { BlobStore } from '../../store/store';
  * then answers 409 (LeaseBusyError) so the client can retry.
  */
 export function withWorkerLease<T>(blobs: BlobStore, name: string, actor: Actor, purpose: string, fn: (lease: Lease) => Promise<T>): Promise<T> {
-  return withLease(blobs, name, {
-    owner: { host: 'edge-registry publish API', pid: 0, processStartedAt: new Date().toISOString(), purpose: `${purpose} by ${describeActor(actor)}` },
-    maxWaitMs: 20_000,
-  }, fn);
+  return withLease(
+    blobs,
+    name,
+    {
+      owner: { host: 'edge-registry publish API', pid: 0, processStartedAt: new Date().toISOString(), purpose: `${purpose} by ${describeActor(actor)}` },
+      maxWaitMs: 20_000,
+    },
+    fn,
+  );
 }

@@ -32,19 +32,29 @@ export function providerLifecycle(request: IRequest, env: Env, ctx: ExecutionCon
   const address = providerAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'));
   return handle(request, env, ctx, address.namespace, formatAddress(address), (store, action, check) =>
     withWorkerLease(store.blobs, providerLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatAddress(address)}`, (lease) =>
-      changeProviderLifecycle(store, address, action, { lease })));
+      changeProviderLifecycle(store, address, action, { lease }),
+    ),
+  );
 }
 
 export function moduleLifecycle(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
-  const address = moduleAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.name, 'name'), pathSegment(request.params.system, 'system'));
+  const address = moduleAddress(
+    settings(env).hostname,
+    pathSegment(request.params.namespace, 'namespace'),
+    pathSegment(request.params.name, 'name'),
+    pathSegment(request.params.system, 'system'),
+  );
   return handle(request, env, ctx, address.namespace, formatModuleAddress(address), (store, action, check) =>
     withWorkerLease(store.blobs, moduleLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatModuleAddress(address)}`, (lease) =>
-      changeModuleLifecycle(store, address, action, { lease })));
+      changeModuleLifecycle(store, address, action, { lease }),
+    ),
+  );
 }
 
 type Change = (
-  store: Parameters<Parameters<typeof asPublisher>[5]>[1], action: LifecycleAction, context: { actor: Parameters<Parameters<typeof asPublisher>[5]>[0] },
+  store: Parameters<Parameters<typeof asPublisher>[5]>[1],
+  action: LifecycleAction,
+  context: { actor: Parameters<Parameters<typeof asPublisher>[5]>[0] },
 ) => Promise<{ changed: boolean; versions: string[]; state: unknown }>;
 
 async function handle(request: IRequest, env: Env, ctx: ExecutionContext, namespace: string, name: string, change: Change): Promise<Response> {
@@ -52,7 +62,10 @@ async function handle(request: IRequest, env: Env, ctx: ExecutionContext, namesp
   const body = await readJsonBody(request, 8 * 1024).catch((error: unknown) => error as Error);
   const version = body instanceof Error ? undefined : (body as { version?: unknown })?.version;
   const kind = body instanceof Error ? 'change' : String((body as { action?: unknown })?.action ?? 'change');
-  const what = { action: `lifecycle.${/^[a-z]+$/.test(kind) ? kind : 'change'}`, target: `${name}${typeof version === 'string' && version.length <= 64 ? ` ${version}` : ''}` };
+  const what = {
+    action: `lifecycle.${/^[a-z]+$/.test(kind) ? kind : 'change'}`,
+    target: `${name}${typeof version === 'string' && version.length <= 64 ? ` ${version}` : ''}`,
+  };
   return asPublisher(request, env, ctx, namespace, what, async (actor, store) => {
     if (body instanceof Error) throw body;
     const action = parseAction(body);
@@ -64,7 +77,8 @@ async function handle(request: IRequest, env: Env, ctx: ExecutionContext, namesp
 
 /** The action a request body asks for. Throws InputError (400) naming what is wrong. */
 export function parseAction(body: unknown): LifecycleAction {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InputError('the body must be a JSON object {"action", "version"?, "message"?}');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new InputError('the body must be a JSON object {"action", "version"?, "message"?}');
   const { action, version, message, ...rest } = body as Record<string, unknown>;
   const unknown = Object.keys(rest);
   if (unknown.length) throw new InputError(`unknown field ${JSON.stringify(unknown[0])}; the body has action, version and message`);

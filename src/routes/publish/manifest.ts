@@ -33,13 +33,20 @@ export interface ProviderManifest {
 
 /** Parses and validates a provider manifest for TYPE and VERSION (already validated). Throws InputError (400, or 413 for a file over its limit). */
 export function parseProviderManifest(body: unknown, type: string, version: string): ProviderManifest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InputError('the manifest must be a JSON object with "files" (and "protocols")');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new InputError('the manifest must be a JSON object with "files" (and "protocols")');
   const m = body as Record<string, unknown>;
   const protocols = m.protocols === undefined ? ['5.0'] : m.protocols;
-  if (!Array.isArray(protocols) || protocols.length === 0 || protocols.length > 8 || !protocols.every((p) => typeof p === 'string' && /^\d{1,3}\.\d{1,3}$/.test(p))) {
+  if (
+    !Array.isArray(protocols) ||
+    protocols.length === 0 ||
+    protocols.length > 8 ||
+    !protocols.every((p) => typeof p === 'string' && /^\d{1,3}\.\d{1,3}$/.test(p))
+  ) {
     throw new InputError('"protocols" must be a non-empty list like ["5.0"] or ["6.0"]');
   }
-  if (!Array.isArray(m.files) || m.files.length === 0) throw new InputError('"files" must list the release files: the archives, SHA256SUMS and optionally SHA256SUMS.sig');
+  if (!Array.isArray(m.files) || m.files.length === 0)
+    throw new InputError('"files" must list the release files: the archives, SHA256SUMS and optionally SHA256SUMS.sig');
   if (m.files.length > MAX_FILES) throw new InputError(`"files" lists ${m.files.length} files; at most ${MAX_FILES}`);
   const files: DeclaredFile[] = [];
   const h1: Record<string, string> = {};
@@ -53,7 +60,9 @@ export function parseProviderManifest(body: unknown, type: string, version: stri
     const filename = f.filename;
     const parsed = parseReleaseFilename(filename);
     if (!parsed || parsed.kind === 'manifest') {
-      throw new InputError(`${where}: "${filename.slice(0, 200)}" is not a release file name (terraform-provider-TYPE_VERSION_OS_ARCH.zip, …_SHA256SUMS or …_SHA256SUMS.sig)`);
+      throw new InputError(
+        `${where}: "${filename.slice(0, 200)}" is not a release file name (terraform-provider-TYPE_VERSION_OS_ARCH.zip, …_SHA256SUMS or …_SHA256SUMS.sig)`,
+      );
     }
     if (parsed.type !== type || parsed.version !== version) {
       throw new InputError(`${where}: ${filename} names ${parsed.type} ${parsed.version}, but this publish is ${type} ${version}`);
@@ -78,7 +87,9 @@ export function parseProviderManifest(body: unknown, type: string, version: stri
     if (parsed.kind === 'signature') sigs++;
     if (files.some((other) => other.filename === filename)) throw new InputError(`${filename} is listed twice; keep one`);
     files.push({
-      filename, size, sha256: f.sha256,
+      filename,
+      size,
+      sha256: f.sha256,
       contentType: parsed.kind === 'archive' ? 'application/zip' : parsed.kind === 'shasums' ? 'text/plain; charset=utf-8' : 'application/pgp-signature',
     });
   }

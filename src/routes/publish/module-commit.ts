@@ -27,9 +27,20 @@ export async function commitModule(store: PublishStore, session: UploadSession, 
   const record = moduleDraft(address, upload.version, { format: upload.format, size: file.size, sha256: file.sha256 });
   const label = `${formatModuleAddress(address)} ${upload.version}`;
   const outcome = await withWorkerLease(store.blobs, moduleLeaseName(address), actor, `publish ${label}`, (lease) =>
-    publishModuleVersion(store, record, upload.docs, {
-      sha256Hex: file.sha256, size: file.size, contentType: file.contentType, open: () => stagedStream(store.bucket, key, file.size),
-    }, () => {}, { lease, ...(attest ? { attest } : {}) }));
-  const stored = outcome === 'published' ? record : (await readModuleRecord(store, address, upload.version)) ?? record;
+    publishModuleVersion(
+      store,
+      record,
+      upload.docs,
+      {
+        sha256Hex: file.sha256,
+        size: file.size,
+        contentType: file.contentType,
+        open: () => stagedStream(store.bucket, key, file.size),
+      },
+      () => {},
+      { lease, ...(attest ? { attest } : {}) },
+    ),
+  );
+  const stored = outcome === 'published' ? record : ((await readModuleRecord(store, address, upload.version)) ?? record);
   return moduleResult(stored, outcome);
 }

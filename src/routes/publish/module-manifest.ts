@@ -33,14 +33,16 @@ export interface ModuleManifest {
 }
 
 export function parseModuleManifest(body: unknown, maxBytes = DEFAULT_MAX_MODULE_BYTES): ModuleManifest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InputError('the manifest must be a JSON object with "format", "size", "sha256" and "docs"');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new InputError('the manifest must be a JSON object with "format", "size", "sha256" and "docs"');
   const m = body as Record<string, unknown>;
   if (m.format !== 'tar.gz' && m.format !== 'zip') throw new InputError('"format" must be "tar.gz" or "zip"');
   if (!Number.isSafeInteger(m.size) || (m.size as number) <= 0) throw new InputError('"size" must be the package\'s size in bytes');
   if ((m.size as number) > maxBytes) throw new InputError(`the package is ${m.size} bytes, over the size limit of ${maxBytes}`, 413);
   if (typeof m.sha256 !== 'string' || !HEX64.test(m.sha256)) throw new InputError('"sha256" must be the package\'s SHA-256 in lower-case hex');
   if (JSON.stringify(m.docs ?? null).length > MAX_DOCS_BYTES) throw new InputError(`"docs" is over ${MAX_DOCS_BYTES} bytes`, 413);
-  if (m.readme !== undefined && m.readme !== null && (typeof m.readme !== 'string' || m.readme.length > 512 * 1024)) throw new InputError('"readme" must be the README text (at most 512 KB) or null');
+  if (m.readme !== undefined && m.readme !== null && (typeof m.readme !== 'string' || m.readme.length > 512 * 1024))
+    throw new InputError('"readme" must be the README text (at most 512 KB) or null');
   if (m.dry_run !== undefined && typeof m.dry_run !== 'boolean') throw new InputError('"dry_run" must be true or false');
   const root = moduleInterface(m.docs, 'docs');
   const submodules = (m.docs as { submodules?: unknown }).submodules ?? [];
@@ -49,7 +51,8 @@ export function parseModuleManifest(body: unknown, maxBytes = DEFAULT_MAX_MODULE
     ...root,
     submodules: submodules.map((s, i) => {
       const path = (s as { path?: unknown })?.path;
-      if (typeof path !== 'string' || !/^[A-Za-z0-9._/-]{1,200}$/.test(path) || path.split('/').includes('..')) throw new InputError(`docs.submodules[${i}].path must be a relative path like modules/NAME`);
+      if (typeof path !== 'string' || !/^[A-Za-z0-9._/-]{1,200}$/.test(path) || path.split('/').includes('..'))
+        throw new InputError(`docs.submodules[${i}].path must be a relative path like modules/NAME`);
       return { path, ...moduleInterface(s, `docs.submodules[${i}]`) };
     }),
     readmeHtml: typeof m.readme === 'string' && m.readme.trim() !== '' ? renderReadme(m.readme) : null,
@@ -79,9 +82,14 @@ function moduleInterface(value: unknown, where: string): ModuleInterface {
       const w = `${where}.inputs[${i}]`;
       const x = (raw ?? {}) as Record<string, unknown>;
       return {
-        name: str(x.name, `${w}.name`, 200), type: strOrNull(x.type, `${w}.type`), default: strOrNull(x.default, `${w}.default`),
-        description: strOrNull(x.description, `${w}.description`), sensitive: bool(x.sensitive, `${w}.sensitive`), nullable: bool(x.nullable, `${w}.nullable`),
-        required: bool(x.required, `${w}.required`), validations: Number.isSafeInteger(x.validations) ? (x.validations as number) : 0,
+        name: str(x.name, `${w}.name`, 200),
+        type: strOrNull(x.type, `${w}.type`),
+        default: strOrNull(x.default, `${w}.default`),
+        description: strOrNull(x.description, `${w}.description`),
+        sensitive: bool(x.sensitive, `${w}.sensitive`),
+        nullable: bool(x.nullable, `${w}.nullable`),
+        required: bool(x.required, `${w}.required`),
+        validations: Number.isSafeInteger(x.validations) ? (x.validations as number) : 0,
       };
     }),
     outputs: list(d.outputs, `${where}.outputs`).map((raw, i) => {

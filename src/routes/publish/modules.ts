@@ -28,7 +28,9 @@ const MAX_MANIFEST_BYTES = 2 * 1024 * 1024;
 export async function createModuleUpload(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
   const address = moduleAddress(
     settings(env).hostname,
-    pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.name, 'name'), pathSegment(request.params.system, 'system'),
+    pathSegment(request.params.namespace, 'namespace'),
+    pathSegment(request.params.name, 'name'),
+    pathSegment(request.params.system, 'system'),
   );
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const what = { action: 'module.publish', target: `${formatModuleAddress(address)} ${version}` } as const;
@@ -43,8 +45,20 @@ export async function createModuleUpload(request: IRequest, env: Env, ctx: Execu
       if (!samePackage(existing, draft)) throw differentPackageError(draft, existing);
       if (manifest.dryRun) return json(moduleResult(existing, 'dry-run'));
       const repairs = await withWorkerLease(store.blobs, moduleLeaseName(address), actor, `publish ${what.target}`, async (lease) => {
-        const count = await verifyModuleVersion(store, existing, manifest.docs, undefined, () => {}, () => lease.check());
-        await rebuildModuleIndex(store, address, () => {}, () => lease.check());
+        const count = await verifyModuleVersion(
+          store,
+          existing,
+          manifest.docs,
+          undefined,
+          () => {},
+          () => lease.check(),
+        );
+        await rebuildModuleIndex(
+          store,
+          address,
+          () => {},
+          () => lease.check(),
+        );
         return count;
       });
       await audit(store, ctx, { ...what, actor, outcome: repairs > 0 ? 'ok' : 'unchanged' });
@@ -53,12 +67,30 @@ export async function createModuleUpload(request: IRequest, env: Env, ctx: Execu
     if (manifest.dryRun) return json(moduleResult(draft, 'dry-run'));
     const now = Date.now();
     const upload: ModuleUpload = {
-      kind: 'module', name: address.name, system: address.system, version, format: manifest.format, docs: manifest.docs,
-      files: [{ filename: draft.filename, size: manifest.size, sha256: manifest.sha256, contentType: manifest.format === 'zip' ? 'application/zip' : 'application/gzip' }],
+      kind: 'module',
+      name: address.name,
+      system: address.system,
+      version,
+      format: manifest.format,
+      docs: manifest.docs,
+      files: [
+        {
+          filename: draft.filename,
+          size: manifest.size,
+          sha256: manifest.sha256,
+          contentType: manifest.format === 'zip' ? 'application/zip' : 'application/gzip',
+        },
+      ],
     };
     const session: UploadSession = {
-      id: newUploadId(), hostname: address.hostname, namespace: address.namespace, actor,
-      created: new Date(now).toISOString(), expires: new Date(now + 24 * 3600_000).toISOString(), partSize: PART_BYTES, upload,
+      id: newUploadId(),
+      hostname: address.hostname,
+      namespace: address.namespace,
+      actor,
+      created: new Date(now).toISOString(),
+      expires: new Date(now + 24 * 3600_000).toISOString(),
+      partSize: PART_BYTES,
+      upload,
     };
     await writeUploadSession(store.blobs, session);
     return json(sessionResponse(request, session), 201);
@@ -67,15 +99,25 @@ export async function createModuleUpload(request: IRequest, env: Env, ctx: Execu
 
 export function moduleDraft(address: ModuleAddress, version: string, m: { format: 'tar.gz' | 'zip'; size: number; sha256: string }): ModuleVersionRecord {
   return {
-    address, version, filename: moduleArchiveFilename(address, version, m.format), format: m.format,
-    sha256: m.sha256, size: m.size, publishedAt: new Date().toISOString(),
+    address,
+    version,
+    filename: moduleArchiveFilename(address, version, m.format),
+    format: m.format,
+    sha256: m.sha256,
+    size: m.size,
+    publishedAt: new Date().toISOString(),
   };
 }
 
 /** The fields of publish-module's --json result the server knows. */
 export function moduleResult(record: ModuleVersionRecord, status: 'published' | 'unchanged' | 'repaired' | 'dry-run') {
   return {
-    address: formatModuleAddress(record.address), version: record.version, filename: record.filename, format: record.format,
-    sha256: record.sha256, size: record.size, status,
+    address: formatModuleAddress(record.address),
+    version: record.version,
+    filename: record.filename,
+    format: record.format,
+    sha256: record.sha256,
+    size: record.size,
+    status,
   };
 }

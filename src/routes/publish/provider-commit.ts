@@ -35,7 +35,14 @@ import { signerFor } from './signing';
  * (409: the version was published meanwhile with other bytes) with nothing
  * written, docs included.
  */
-export async function commitProvider(store: PublishStore, session: UploadSession, actor: Actor, upload: ProviderUpload, signingKeySecret: string, attest?: Attester) {
+export async function commitProvider(
+  store: PublishStore,
+  session: UploadSession,
+  actor: Actor,
+  upload: ProviderUpload,
+  signingKeySecret: string,
+  attest?: Attester,
+) {
   const { bucket } = store;
   const address = { hostname: session.hostname, namespace: session.namespace, type: upload.type };
   const draft = draftRecord(address, upload);
@@ -47,7 +54,12 @@ export async function commitProvider(store: PublishStore, session: UploadSession
   // SHA256SUMS: one line per archive, each with the archive's SHA-256.
   const sumsFile = upload.files.find((f) => f.filename === draft.shasumsFilename)!;
   const sums = new Uint8Array(await (await bucket.get(staged.get(sumsFile.filename)!))!.arrayBuffer());
-  checkReleaseShasums(sums, draft.packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum, shown: p.filename })), sumsFile.filename, () => true);
+  checkReleaseShasums(
+    sums,
+    draft.packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum, shown: p.filename })),
+    sumsFile.filename,
+    () => true,
+  );
 
   // Each archive: the executable at the top level, and h1 from the inflated entries.
   const packages = [];
@@ -56,7 +68,10 @@ export async function commitProvider(store: PublishStore, session: UploadSession
     const key = staged.get(pkg.filename)!;
     const entries = await storedZipEntries(bucket, key, pkg.size, label);
     const platform = parsePlatformName(parseReleaseFilename(pkg.filename)!.platform!);
-    const check = checkProviderExecutable(entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory, size: e.uncompressedSize })), { type: upload.type, version: upload.version, platform });
+    const check = checkProviderExecutable(
+      entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory, size: e.uncompressedSize })),
+      { type: upload.type, version: upload.version, platform },
+    );
     if (!check.ok) throw new InputError(executableProblem(check, label, 'publisher'));
     const h1 = await storedZipH1(bucket, key, pkg.size, entries, label);
     if (pkg.h1 && pkg.h1 !== h1) throw new InputError(`${label}: its contents hash to ${h1}, the manifest says ${pkg.h1}`);
@@ -78,8 +93,20 @@ export async function commitProvider(store: PublishStore, session: UploadSession
   const record: VersionRecord = { ...draft, packages, signingKey, signatureFile: { sha256: sha256Hex(signature), size: signature.byteLength } };
   const files: ReleaseFile[] = upload.files
     .filter((f) => f.filename !== draft.shasumsSignatureFilename)
-    .map((f) => ({ filename: f.filename, sha256Hex: f.sha256, size: f.size, contentType: f.contentType, open: () => stagedStream(bucket, staged.get(f.filename)!, f.size) }));
-  files.push({ filename: record.shasumsSignatureFilename, sha256Hex: record.signatureFile!.sha256, size: signature.byteLength, contentType: 'application/pgp-signature', open: () => signature });
+    .map((f) => ({
+      filename: f.filename,
+      sha256Hex: f.sha256,
+      size: f.size,
+      contentType: f.contentType,
+      open: () => stagedStream(bucket, staged.get(f.filename)!, f.size),
+    }));
+  files.push({
+    filename: record.shasumsSignatureFilename,
+    sha256Hex: record.signatureFile!.sha256,
+    size: signature.byteLength,
+    contentType: 'application/pgp-signature',
+    open: () => signature,
+  });
 
   const name = `${formatAddress(address)} ${upload.version}`;
   const { outcome, existing } = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${name}`, async (lease) => {
@@ -92,4 +119,3 @@ export async function commitProvider(store: PublishStore, session: UploadSession
   });
   return publishResult(existing ?? record, outcome);
 }
-

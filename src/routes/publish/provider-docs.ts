@@ -12,7 +12,11 @@ import type { PublishStore } from './context';
  * only checks.
  */
 export async function writeUploadDocs(
-  store: PublishStore, address: ProviderAddress, upload: ProviderUpload, lease: Pick<Lease, 'check'> | null, dryRun = false,
+  store: PublishStore,
+  address: ProviderAddress,
+  upload: ProviderUpload,
+  lease: Pick<Lease, 'check'> | null,
+  dryRun = false,
 ): Promise<Record<string, string>> {
   if (!upload.docs) return {};
   lease?.check();

@@ -59,9 +59,15 @@ export async function createProviderUpload(request: IRequest, env: Env, ctx: Exe
       }
       // Already committed: verify it and complete what an interrupted commit left (documents, lists); add docs it lacks.
       const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${what.target}`, async (lease) =>
-        publishVersion(store, existing, [], () => {}, { lease, attest, docs: await writeUploadDocs(store, address, upload, lease) }));
+        publishVersion(store, existing, [], () => {}, { lease, attest, docs: await writeUploadDocs(store, address, upload, lease) }),
+      );
       const status = outcome === 'repaired' ? 'repaired' : 'unchanged';
-      await audit(store, ctx, { ...what, actor, outcome: status === 'repaired' ? 'ok' : 'unchanged', ...(status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}) });
+      await audit(store, ctx, {
+        ...what,
+        actor,
+        outcome: status === 'repaired' ? 'ok' : 'unchanged',
+        ...(status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
+      });
       return json(publishResult(existing, status));
     }
     const signed = upload.files.some((f) => f.filename === shasumsSignatureFilename(type, version));

@@ -67,7 +67,12 @@ function refusalWindowMs(env: Env): number {
  * ends. `write` must not throw (the caller's audit() logs failures).
  */
 export async function auditCiRefusal(
-  env: Env, ctx: ExecutionContext, kind: RefusalClass, entry: RefusalEntry, write: (entry: RefusalEntry) => Promise<void>, now = Date.now(),
+  env: Env,
+  ctx: ExecutionContext,
+  kind: RefusalClass,
+  entry: RefusalEntry,
+  write: (entry: RefusalEntry) => Promise<void>,
+  now = Date.now(),
 ): Promise<void> {
   const windowMs = refusalWindowMs(env);
   let current = windows.get(kind);
@@ -95,30 +100,38 @@ export async function auditCiRefusal(
   if (summaryScheduled) return;
   // waitUntil work gets about 30 s after the response on Cloudflare: a summary waits at most SUMMARY_MAX_WAIT_MS.
   const wait = Math.min(SUMMARY_MAX_WAIT_MS, Math.max(0, w.start + windowMs - now));
-  ctx.waitUntil(new Promise((resolve) => setTimeout(resolve, wait)).then(() => {
-    const entry = summary(w, kind);
-    // What is counted from now on goes into the next summary (same window) or the next window.
-    w.suppressed = 0;
-    w.byTarget = new Map();
-    w.byReason = new Map();
-    w.byActor = new Map();
-    return write(entry);
-  }));
+  ctx.waitUntil(
+    new Promise((resolve) => setTimeout(resolve, wait)).then(() => {
+      const entry = summary(w, kind);
+      // What is counted from now on goes into the next summary (same window) or the next window.
+      w.suppressed = 0;
+      w.byTarget = new Map();
+      w.byReason = new Map();
+      w.byActor = new Map();
+      return write(entry);
+    }),
+  );
 }
 
 /** The summary entry of a window's counted refusals. */
 function summary(w: Window, kind: RefusalClass): RefusalEntry {
-  const top = (counts: Map<string, number>) => [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([k, n]) => `${k} ×${n}`).join('; ');
+  const top = (counts: Map<string, number>) =>
+    [...counts]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 5)
+      .map(([k, n]) => `${k} ×${n}`)
+      .join('; ');
   const targets = [...w.byTarget].sort((a, b) => b[1] - a[1]);
   const last = w.lastEntry!;
   return {
     action: last.action,
     target: targets[0]![0],
     actor: last.actor,
-    reason: `${w.suppressed} more refusals of ${kind === 'unverified' ? 'unverified CI ID tokens' : 'genuine CI ID tokens no trusted publisher allows'} `
-      + `between ${new Date(w.first).toISOString()} and ${new Date(w.last).toISOString()}, `
-      + `counted here rather than logged one by one (at most ${REFUSALS_PER_WINDOW} are, per window and isolate). `
-      + `Targets: ${top(w.byTarget)}. Reasons: ${top(w.byReason)}. Issuer and subject: ${top(w.byActor)}. `
-      + `Actor: ${kind === 'unverified' ? 'what the last token claimed (unverified)' : 'the last token\'s'}.`,
+    reason:
+      `${w.suppressed} more refusals of ${kind === 'unverified' ? 'unverified CI ID tokens' : 'genuine CI ID tokens no trusted publisher allows'} ` +
+      `between ${new Date(w.first).toISOString()} and ${new Date(w.last).toISOString()}, ` +
+      `counted here rather than logged one by one (at most ${REFUSALS_PER_WINDOW} are, per window and isolate). ` +
+      `Targets: ${top(w.byTarget)}. Reasons: ${top(w.byReason)}. Issuer and subject: ${top(w.byActor)}. ` +
+      `Actor: ${kind === 'unverified' ? 'what the last token claimed (unverified)' : "the last token's"}.`,
   };
 }

@@ -30,11 +30,12 @@ export interface SignerContext {
  */
 export async function signerFor(context: SignerContext, type: string, version: string): Promise<ApiSigner> {
   const { kv, hostname, namespace } = context;
-  const refuse = (why: string) => new InputError(
-    `no ${shasumsSignatureFilename(type, version)} was sent and ${why}: sign SHA256SUMS with a key registered for the namespace ` +
-      '(publish-provider --key-file PATH, or goreleaser\'s signing step) and send the .sig, or have the operator give the namespace a key held by the registry ' +
-      `(npm run keys -- generate --namespace ${namespace} --held-by-registry)`,
-  );
+  const refuse = (why: string) =>
+    new InputError(
+      `no ${shasumsSignatureFilename(type, version)} was sent and ${why}: sign SHA256SUMS with a key registered for the namespace ` +
+        "(publish-provider --key-file PATH, or goreleaser's signing step) and send the .sig, or have the operator give the namespace a key held by the registry " +
+        `(npm run keys -- generate --namespace ${namespace} --held-by-registry)`,
+    );
   const held = await heldKeyInfo(kv, hostname, namespace);
   if (held === null) throw refuse(`this registry holds no signing key for namespace ${namespace}`);
   return {

@@ -37,13 +37,18 @@ export async function uploadFile(request: IRequest, env: Env, ctx: ExecutionCont
     const partParam = new URL(request.url).searchParams.get('part');
     const part = partParam === null ? null : Number(partParam);
     if (part !== null && !(Number.isInteger(part) && part >= 1 && part <= parts)) throw new InputError(`part must be 1 to ${parts} for ${filename}`);
-    if (part === null && parts > 1) throw new InputError(`${filename} is ${file.size} bytes: send it in ${parts} parts of ${session.partSize} bytes (?part=1 … ?part=${parts})`, 413);
+    if (part === null && parts > 1)
+      throw new InputError(`${filename} is ${file.size} bytes: send it in ${parts} parts of ${session.partSize} bytes (?part=1 … ?part=${parts})`, 413);
     const expected = part === null ? file.size : partLength(session, file, part);
     const lengthHeader = request.headers.get('content-length');
-    if (lengthHeader === null || !/^\d+$/.test(lengthHeader)) return errorResponse(411, 'Content-Length is required: uploads are streamed to storage and must say their size');
+    if (lengthHeader === null || !/^\d+$/.test(lengthHeader))
+      return errorResponse(411, 'Content-Length is required: uploads are streamed to storage and must say their size');
     const length = Number(lengthHeader);
     if (length > MAX_BODY_BYTES || length > expected) {
-      throw new InputError(`the body is ${length} bytes; ${filename}${part === null ? '' : ` part ${part}`} is ${expected} bytes (at most ${MAX_BODY_BYTES} per request)`, 413);
+      throw new InputError(
+        `the body is ${length} bytes; ${filename}${part === null ? '' : ` part ${part}`} is ${expected} bytes (at most ${MAX_BODY_BYTES} per request)`,
+        413,
+      );
     }
     if (length < expected) throw new InputError(`the body is ${length} bytes; ${filename}${part === null ? '' : ` part ${part}`} is ${expected} bytes`);
     if (request.body === null) throw new InputError('the request has no body');
@@ -60,9 +65,10 @@ export async function commitUpload(request: IRequest, env: Env, ctx: ExecutionCo
     const store = publishStore(env);
     // The statement states the committing job's verified claims (the same identity that started the session).
     const attest = attesterFor(actor, ci, settings(env), store.blobs);
-    const result = session.upload.kind === 'provider'
-      ? await commitProvider(store, session, actor, session.upload, settings(env).signingKeySecret, attest)
-      : await commitModule(store, session, actor, session.upload, attest);
+    const result =
+      session.upload.kind === 'provider'
+        ? await commitProvider(store, session, actor, session.upload, settings(env).signingKeySecret, attest)
+        : await commitModule(store, session, actor, session.upload, attest);
     const digests = Object.fromEntries(session.upload.files.map((f) => [f.filename, f.sha256]));
     await audit(store, ctx, { ...auditTarget(session), actor, outcome: result.status === 'unchanged' ? 'unchanged' : 'ok', digests });
     // Staged copies are garbage now; removing them need not delay the answer.
@@ -86,13 +92,26 @@ function auditTarget(session: UploadSession): AuditTarget {
 }
 
 function asSessionPublisher(
-  request: IRequest, env: Env, ctx: ExecutionContext, session: UploadSession, handle: (actor: Actor, ci: VerifiedCiToken | null) => Promise<Response>,
+  request: IRequest,
+  env: Env,
+  ctx: ExecutionContext,
+  session: UploadSession,
+  handle: (actor: Actor, ci: VerifiedCiToken | null) => Promise<Response>,
 ): Promise<Response> {
-  return asPublisher(request, env, ctx, session.namespace, auditTarget(session), async (actor, _store, ci) => {
-    if (!sameActor(actor, session.actor)) throw new InputError('this upload was started with other credentials; only they may upload to it or commit it', 403);
-    if (Date.parse(session.expires) <= Date.now()) throw new InputError(`this upload expired at ${session.expires}; start the publish again`, 410);
-    return handle(actor, ci);
-  }, 'continues');
+  return asPublisher(
+    request,
+    env,
+    ctx,
+    session.namespace,
+    auditTarget(session),
+    async (actor, _store, ci) => {
+      if (!sameActor(actor, session.actor))
+        throw new InputError('this upload was started with other credentials; only they may upload to it or commit it', 403);
+      if (Date.parse(session.expires) <= Date.now()) throw new InputError(`this upload expired at ${session.expires}; start the publish again`, 410);
+      return handle(actor, ci);
+    },
+    'continues',
+  );
 }
 
 /** Two actors are the same publisher: the same token, or the same CI token (issuer, subject, repository, jti: a CI token continues only the publish it started). */

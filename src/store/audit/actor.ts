@@ -26,8 +26,9 @@ export function describeActor(actor: Actor): string {
     case 'token':
       return `token ${actor.tokenId}${actor.name ? ` (${actor.name})` : ''}`;
     case 'ci': {
-      const parts = [actor.repository, actor.workflow, actor.ref, actor.environment && `env ${actor.environment}`, actor.runId && `run ${actor.runId}`]
-        .filter(Boolean);
+      const parts = [actor.repository, actor.workflow, actor.ref, actor.environment && `env ${actor.environment}`, actor.runId && `run ${actor.runId}`].filter(
+        Boolean,
+      );
       return `ci ${actor.issuer} ${actor.subject}${parts.length ? ` [${parts.join(', ')}]` : ''}`;
     }
     case 'person':

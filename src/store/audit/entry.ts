@@ -37,12 +37,19 @@ export type AuditOutcome = 'ok' | 'unchanged' | 'refused' | 'failed';
 
 /** Known actions, plus any other `domain.verb` a later feature adds. */
 export type AuditAction =
-  | 'provider.publish' | 'module.publish'
-  | 'key.add' | 'key.remove'
-  | 'token.create' | 'token.revoke'
-  | 'publisher.add' | 'publisher.remove'
-  | 'mirror.sync' | 'mirror.import' | 'mirror.pull'
-  | 'lifecycle.deprecate' | 'lifecycle.yank'
+  | 'provider.publish'
+  | 'module.publish'
+  | 'key.add'
+  | 'key.remove'
+  | 'token.create'
+  | 'token.revoke'
+  | 'publisher.add'
+  | 'publisher.remove'
+  | 'mirror.sync'
+  | 'mirror.import'
+  | 'mirror.pull'
+  | 'lifecycle.deprecate'
+  | 'lifecycle.yank'
   | (string & {});
 
 const OUTCOMES: readonly string[] = ['ok', 'unchanged', 'refused', 'failed'];
@@ -84,7 +91,8 @@ export function parseAuditEntry(text: string): AuditEntry | null {
   if (actor === null || typeof e.time !== 'string' || typeof e.action !== 'string' || typeof e.target !== 'string') return null;
   if (typeof e.outcome !== 'string' || !OUTCOMES.includes(e.outcome)) return null;
   if (e.reason !== undefined && typeof e.reason !== 'string') return null;
-  if (e.digests !== undefined && (typeof e.digests !== 'object' || e.digests === null || !Object.values(e.digests).every((d) => typeof d === 'string'))) return null;
+  if (e.digests !== undefined && (typeof e.digests !== 'object' || e.digests === null || !Object.values(e.digests).every((d) => typeof d === 'string')))
+    return null;
   if (e.namespaces !== undefined && (!Array.isArray(e.namespaces) || !e.namespaces.every((n) => typeof n === 'string'))) return null;
   return {
     time: e.time,

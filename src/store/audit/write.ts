@@ -2,7 +2,6 @@ import { auditEntryKey } from '../layout';
 import type { BlobStore } from '../store';
 import { validateAuditEntry, type AuditEntry } from './entry';
 
-
 /** What the audit log needs of a store: R2 only (strongly consistent, conditional writes). Any `Store = { kv, blobs }` fits. */
 export interface AuditStore {
   blobs: BlobStore;
@@ -19,10 +18,7 @@ const MAX_REASON = 2000;
  * key. Throws TypeError for a malformed entry (validateAuditEntry) and the
  * store's error when R2 cannot be written.
  */
-export async function appendAuditEntry(
-  store: AuditStore,
-  entry: Omit<AuditEntry, 'time'> & { time?: string },
-): Promise<{ key: string; entry: AuditEntry }> {
+export async function appendAuditEntry(store: AuditStore, entry: Omit<AuditEntry, 'time'> & { time?: string }): Promise<{ key: string; entry: AuditEntry }> {
   const stored: AuditEntry = {
     ...entry,
     time: entry.time ?? new Date().toISOString(),

@@ -46,8 +46,12 @@ export async function listPersonTokens(blobs: R2Bucket, key: string): Promise<Pe
       const meta = object.customMetadata ?? {};
       const sha256 = object.key.slice(personTokensPrefix(key).length);
       entries.push({
-        id: meta.id ?? sha256.slice(0, 12), sha256, name: meta.name ?? '',
-        scopes: (meta.scopes ?? '').split(' ').filter(Boolean), created: meta.created ?? '', expires: meta.expires || null,
+        id: meta.id ?? sha256.slice(0, 12),
+        sha256,
+        name: meta.name ?? '',
+        scopes: (meta.scopes ?? '').split(' ').filter(Boolean),
+        created: meta.created ?? '',
+        expires: meta.expires || null,
       });
     }
     cursor = page.truncated ? page.cursor : undefined;

@@ -12,6 +12,9 @@ export async function deriveAesGcmKey(secret: string, salt: Uint8Array, info: st
   const material = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), 'HKDF', false, ['deriveKey']);
   return crypto.subtle.deriveKey(
     { name: 'HKDF', hash: 'SHA-256', salt, info: new TextEncoder().encode(info) },
-    material, { name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt'],
+    material,
+    { name: 'AES-GCM', length: 256 },
+    false,
+    ['encrypt', 'decrypt'],
   );
 }

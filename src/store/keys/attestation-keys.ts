@@ -65,14 +65,16 @@ export async function rotateAttestationKey(blobs: BlobStore, secret: string, hos
 }
 
 async function makeKey(secret: string, hostname: string, now = new Date()): Promise<{ entry: AttestationKeyEntry; privateKey: CryptoKey }> {
-  const pair = await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify']) as CryptoKeyPair;
-  const publicJwk = await crypto.subtle.exportKey('jwk', pair.publicKey) as JsonWebKey;
-  const privateJwk = await crypto.subtle.exportKey('jwk', pair.privateKey) as JsonWebKey;
+  const pair = (await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const publicJwk = (await crypto.subtle.exportKey('jwk', pair.publicKey)) as JsonWebKey;
+  const privateJwk = (await crypto.subtle.exportKey('jwk', pair.privateKey)) as JsonWebKey;
   // kid: the first 16 bytes of SHA-256 over the raw public key, hex — stable, and names the key everywhere.
-  const raw = new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey) as ArrayBuffer);
+  const raw = new Uint8Array((await crypto.subtle.exportKey('raw', pair.publicKey)) as ArrayBuffer);
   const kid = [...new Uint8Array(await crypto.subtle.digest('SHA-256', raw)).subarray(0, 16)].map((b) => b.toString(16).padStart(2, '0')).join('');
   const sealed = await seal(secret, new TextEncoder().encode(JSON.stringify({ d: privateJwk.d, x: privateJwk.x })), sealedFor(hostname, kid));
-  const privateKey = await crypto.subtle.importKey('jwk', { kty: 'OKP', crv: 'Ed25519', x: privateJwk.x!, d: privateJwk.d! }, { name: 'Ed25519' }, false, ['sign']);
+  const privateKey = await crypto.subtle.importKey('jwk', { kty: 'OKP', crv: 'Ed25519', x: privateJwk.x!, d: privateJwk.d! }, { name: 'Ed25519' }, false, [
+    'sign',
+  ]);
   return {
     entry: { public: { kty: 'OKP', crv: 'Ed25519', x: publicJwk.x!, kid, alg: 'EdDSA', use: 'sig', created: now.toISOString() }, sealed },
     privateKey,
@@ -102,7 +104,11 @@ async function readKeys(blobs: BlobStore, hostname: string): Promise<{ object: K
   if (!stored) return { object: { keys: [] }, etag: null };
   try {
     const object = JSON.parse(await stored.text()) as KeysObject;
-    if (!Array.isArray(object.keys) || !object.keys.every((k) => typeof k?.public?.kid === 'string' && typeof k.public.x === 'string' && typeof k.sealed?.ciphertext === 'string')) throw new Error('shape');
+    if (
+      !Array.isArray(object.keys) ||
+      !object.keys.every((k) => typeof k?.public?.kid === 'string' && typeof k.public.x === 'string' && typeof k.sealed?.ciphertext === 'string')
+    )
+      throw new Error('shape');
     return { object, etag: stored.etag };
   } catch {
     throw new SealError(`the attestation keys object ${attestationKeysKey(hostname)} is damaged`);

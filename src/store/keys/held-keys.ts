@@ -44,7 +44,15 @@ const sealedFor = (hostname: string, namespace: string, keyId: string) => `held-
  * replacing any previous one. Throws SealError for a missing or short secret
  * (nothing written).
  */
-export async function storeHeldKey(kv: KvStore, secret: string, hostname: string, namespace: string, keyId: string, armoredPrivateKey: string, now = new Date()): Promise<HeldKeyRecord> {
+export async function storeHeldKey(
+  kv: KvStore,
+  secret: string,
+  hostname: string,
+  namespace: string,
+  keyId: string,
+  armoredPrivateKey: string,
+  now = new Date(),
+): Promise<HeldKeyRecord> {
   const sealed = await seal(secret, new TextEncoder().encode(armoredPrivateKey), sealedFor(hostname, namespace, keyId));
   const record: HeldKeyRecord = { keyId, created: now.toISOString(), sealed };
   await kv.put(heldSigningKeyKey(hostname, namespace), JSON.stringify(record));
@@ -84,10 +92,7 @@ export async function signShasumsWithHeldKey(
   namespace: string,
   sums: Uint8Array,
 ): Promise<{ signature: Uint8Array; keyId: string } | null> {
-  const [record, registered] = await Promise.all([
-    readRecord(store.kv, hostname, namespace),
-    store.kv.get(signingKeysKey(hostname, namespace), 'text'),
-  ]);
+  const [record, registered] = await Promise.all([readRecord(store.kv, hostname, namespace), store.kv.get(signingKeysKey(hostname, namespace), 'text')]);
   if (!record) return null;
   const keys = registered ? (JSON.parse(registered) as SigningKey[]) : [];
   if (!keys.some((k) => k.key_id === record.keyId)) return null;
@@ -112,4 +117,3 @@ async function readRecord(kv: KvStore, hostname: string, namespace: string): Pro
     return null;
   }
 }
-

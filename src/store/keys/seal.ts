@@ -29,7 +29,9 @@ export const MIN_SECRET_LENGTH = 32;
 
 async function deriveKey(secret: string, salt: Uint8Array): Promise<CryptoKey> {
   if (secret.length < MIN_SECRET_LENGTH) {
-    throw new SealError(`SIGNING_KEY_SECRET is ${secret ? 'shorter than 32 characters' : 'not set'}; generate one with \`openssl rand -base64 32\` (wrangler secret put SIGNING_KEY_SECRET)`);
+    throw new SealError(
+      `SIGNING_KEY_SECRET is ${secret ? 'shorter than 32 characters' : 'not set'}; generate one with \`openssl rand -base64 32\` (wrangler secret put SIGNING_KEY_SECRET)`,
+    );
   }
   return deriveAesGcmKey(secret, salt, INFO);
 }
@@ -39,7 +41,9 @@ export async function seal(secret: string, plaintext: Uint8Array, additionalData
   const salt = crypto.getRandomValues(new Uint8Array(16));
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const key = await deriveKey(secret, salt);
-  const ciphertext = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv, additionalData: new TextEncoder().encode(additionalData) }, key, plaintext));
+  const ciphertext = new Uint8Array(
+    await crypto.subtle.encrypt({ name: 'AES-GCM', iv, additionalData: new TextEncoder().encode(additionalData) }, key, plaintext),
+  );
   return { v: 1, salt: toBase64(salt), iv: toBase64(iv), ciphertext: toBase64(ciphertext) };
 }
 
@@ -52,9 +56,13 @@ export async function open(secret: string, sealed: Sealed, additionalData: strin
   if (sealed.v !== 1) throw new SealError(`sealed value of unknown format ${String(sealed.v)}`);
   const key = await deriveKey(secret, fromBase64(sealed.salt));
   try {
-    return new Uint8Array(await crypto.subtle.decrypt(
-      { name: 'AES-GCM', iv: fromBase64(sealed.iv), additionalData: new TextEncoder().encode(additionalData) }, key, fromBase64(sealed.ciphertext),
-    ));
+    return new Uint8Array(
+      await crypto.subtle.decrypt(
+        { name: 'AES-GCM', iv: fromBase64(sealed.iv), additionalData: new TextEncoder().encode(additionalData) },
+        key,
+        fromBase64(sealed.ciphertext),
+      ),
+    );
   } catch {
     throw new SealError('SIGNING_KEY_SECRET does not open the registry-held key (the secret changed, or the stored key was altered or copied from elsewhere)');
   }

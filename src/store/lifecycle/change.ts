@@ -29,7 +29,8 @@ export function parseLifecycleMessage(raw: string | undefined, what: string): st
   if (!message) throw new InputError(`${what} needs --message "why, and what to use instead" (users see it in terraform init and on the pages)`);
   if (message.length > MAX_MESSAGE_LENGTH) throw new InputError(`--message is ${message.length} characters; keep it under ${MAX_MESSAGE_LENGTH}`);
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(message)) throw new InputError('--message must be one line without control characters (terraform init prints it as one warning)');
+  if (/[\u0000-\u001f\u007f]/.test(message))
+    throw new InputError('--message must be one line without control characters (terraform init prints it as one warning)');
   return message;
 }
 
@@ -106,7 +107,11 @@ export async function readLifecycle(blobs: BlobStore, key: string): Promise<Life
  * `check` runs before the write (the lease).
  */
 export async function commitLifecycle(
-  blobs: BlobStore, key: string, action: LifecycleAction, check: () => void, now = new Date(),
+  blobs: BlobStore,
+  key: string,
+  action: LifecycleAction,
+  check: () => void,
+  now = new Date(),
 ): Promise<{ state: LifecycleState; changed: boolean }> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const { state, etag } = await readLifecycleObject(blobs, key);
@@ -131,7 +136,10 @@ export async function commitLifecycle(
  * (commitLifecycle) and rebuilds its lists with `rebuild`. Idempotent.
  */
 export async function changeLifecycle(
-  blobs: BlobStore, key: string, versions: string[], action: LifecycleAction,
+  blobs: BlobStore,
+  key: string,
+  versions: string[],
+  action: LifecycleAction,
   about: { what: string; form: string },
   rebuild: (check: () => void) => Promise<unknown>,
   options: { lease?: { check(): void }; now?: Date },

@@ -15,7 +15,10 @@ import { isEmptyLifecycle, serializeLifecycle, withdrawnVersions, type Lifecycle
 
 /** `catalog` without any module's withdrawn versions; `self`'s state is `selfState` (already read). Throws DamagedRecordError for a damaged object. */
 export async function withoutWithdrawnInCatalog(
-  blobs: BlobStore, catalog: ModuleCatalog, self: ModuleAddress, selfState: LifecycleState,
+  blobs: BlobStore,
+  catalog: ModuleCatalog,
+  self: ModuleAddress,
+  selfState: LifecycleState,
 ): Promise<ModuleCatalog> {
   const prefix = moduleLifecycleOfHostPrefix(self.hostname);
   const keys = await listAllObjectKeys(blobs, prefix);

@@ -35,12 +35,19 @@ export async function committedModuleVersions({ kv, blobs }: Store, address: Mod
  * `lease.check()`. Idempotent.
  */
 export async function changeModuleLifecycle(
-  store: Store, address: ModuleAddress, action: LifecycleAction,
+  store: Store,
+  address: ModuleAddress,
+  action: LifecycleAction,
   options: { lease?: { check(): void }; progress?: PublishProgress; now?: Date } = {},
 ): Promise<LifecycleResult> {
   const versions = await committedModuleVersions(store, address);
   return changeLifecycle(
-    store.blobs, moduleLifecycleKey(address), versions, action, { what: `module ${formatModuleAddress(address)}`, form: 'NAMESPACE/NAME/SYSTEM' },
-    (check) => rebuildModuleIndex(store, address, options.progress, check), options,
+    store.blobs,
+    moduleLifecycleKey(address),
+    versions,
+    action,
+    { what: `module ${formatModuleAddress(address)}`, form: 'NAMESPACE/NAME/SYSTEM' },
+    (check) => rebuildModuleIndex(store, address, options.progress, check),
+    options,
   );
 }

@@ -43,12 +43,19 @@ export async function committedProviderVersions({ kv, blobs }: Store, address: P
  * from `lease.check()`. Idempotent: the same action again changes nothing.
  */
 export async function changeProviderLifecycle(
-  store: Store, address: ProviderAddress, action: LifecycleAction,
+  store: Store,
+  address: ProviderAddress,
+  action: LifecycleAction,
   options: { lease?: { check(): void }; progress?: PublishProgress; now?: Date } = {},
 ): Promise<LifecycleResult> {
   const versions = await committedProviderVersions(store, address);
   return changeLifecycle(
-    store.blobs, providerLifecycleKey(address), versions, action, { what: `provider ${formatAddress(address)}`, form: 'NAMESPACE/TYPE' },
-    (check) => rebuildProviderIndex(store, address, options.progress, check), options,
+    store.blobs,
+    providerLifecycleKey(address),
+    versions,
+    action,
+    { what: `provider ${formatAddress(address)}`, form: 'NAMESPACE/TYPE' },
+    (check) => rebuildProviderIndex(store, address, options.progress, check),
+    options,
   );
 }

@@ -13,13 +13,21 @@ import { parseLifecycle, type LifecycleState } from './state';
 
 /** A parsed lifecycle as cached (null state: the copy was unreadable), sized by its text. */
 class Cached {
-  constructor(readonly state: LifecycleState | null, readonly cacheBytes: number) {}
+  constructor(
+    readonly state: LifecycleState | null,
+    readonly cacheBytes: number,
+  ) {}
 }
 
 const documents = new DocumentCache<Cached>(1024 * 1024);
 
 /** The module's lifecycle, null when nothing was ever marked (or the copy is unreadable: the page then shows none). */
-export async function readModuleLifecyclePage(kv: KVNamespace, address: ModuleAddress, listTtlMs: number, freshness?: Freshness): Promise<LifecycleState | null> {
+export async function readModuleLifecyclePage(
+  kv: KVNamespace,
+  address: ModuleAddress,
+  listTtlMs: number,
+  freshness?: Freshness,
+): Promise<LifecycleState | null> {
   const key = moduleLifecyclePageKey(address);
   let cached = documents.get(key, Date.now(), freshness);
   if (cached === undefined) {

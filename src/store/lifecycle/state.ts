@@ -45,7 +45,11 @@ export function isEmptyLifecycle(state: LifecycleState): boolean {
 
 /** Versions that are withdrawn. */
 export function withdrawnVersions(state: LifecycleState): Set<string> {
-  return new Set(Object.entries(state.versions).filter(([, v]) => v.withdrawn).map(([version]) => version));
+  return new Set(
+    Object.entries(state.versions)
+      .filter(([, v]) => v.withdrawn)
+      .map(([version]) => version),
+  );
 }
 
 /** `items` without the withdrawn versions (`versionOf` names each item's version). */
@@ -86,7 +90,11 @@ export function parseLifecycle(text: string, key: string): LifecycleState {
 
 /** The stored form: keys sorted so equal states serialise equally. */
 export function serializeLifecycle(state: LifecycleState): string {
-  const versions = Object.fromEntries(Object.keys(state.versions).sort().map((v) => [v, state.versions[v]!]));
+  const versions = Object.fromEntries(
+    Object.keys(state.versions)
+      .sort()
+      .map((v) => [v, state.versions[v]!]),
+  );
   return JSON.stringify({ ...(state.deprecated ? { deprecated: state.deprecated } : {}), versions });
 }
 

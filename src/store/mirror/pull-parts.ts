@@ -17,7 +17,12 @@ export const PART_BYTES = 8 * 1024 * 1024;
 
 /** Stores `body` under the archive's key, with its SHA-256 as metadata; rejects (having aborted the upload) when `body` errors. */
 export async function storePulledArchiveInParts(
-  bucket: R2Bucket, address: ProviderAddress, version: string, filename: string, body: ReadableStream<Uint8Array>, shasum: string,
+  bucket: R2Bucket,
+  address: ProviderAddress,
+  version: string,
+  filename: string,
+  body: ReadableStream<Uint8Array>,
+  shasum: string,
 ): Promise<void> {
   const upload = await bucket.createMultipartUpload(releaseObjectKey(address, version, filename), {
     httpMetadata: { contentType: 'application/zip' },

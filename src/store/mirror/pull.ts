@@ -57,7 +57,14 @@ export async function readManifest(blobs: BlobStore, address: ProviderAddress, v
  * SHA-256 in the metadata (what uploadUnlessStored compares). Rejects — and
  * R2 stores nothing — when `body` errors (verification failed, upstream cut off).
  */
-export async function storePulledArchive(blobs: BlobStore, address: ProviderAddress, version: string, filename: string, body: ReadableStream, shasum: string): Promise<void> {
+export async function storePulledArchive(
+  blobs: BlobStore,
+  address: ProviderAddress,
+  version: string,
+  filename: string,
+  body: ReadableStream,
+  shasum: string,
+): Promise<void> {
   await blobs.put(releaseObjectKey(address, version, filename), body, {
     httpMetadata: { contentType: 'application/zip' },
     customMetadata: { sha256: shasum },
@@ -74,7 +81,11 @@ export async function storePulledArchive(blobs: BlobStore, address: ProviderAddr
  * LeaseBusyError when the lease stays held.
  */
 export async function commitPulledPackage(
-  kv: KvStore, blobs: BlobStore, manifest: PullManifest, pkg: PackageRecord, lease: Omit<LeaseOptions, 'ttlMs'>,
+  kv: KvStore,
+  blobs: BlobStore,
+  manifest: PullManifest,
+  pkg: PackageRecord,
+  lease: Omit<LeaseOptions, 'ttlMs'>,
 ): Promise<void> {
   const { address, version } = manifest;
   const sumsBytes = new TextEncoder().encode(manifest.sums);
@@ -91,13 +102,28 @@ export async function commitPulledPackage(
   };
   const files: ReleaseFile[] = [
     {
-      filename: pkg.filename, sha256Hex: pkg.shasum, size: pkg.size, contentType: 'application/zip',
+      filename: pkg.filename,
+      sha256Hex: pkg.shasum,
+      size: pkg.size,
+      contentType: 'application/zip',
       open: () => {
         throw new Error(`${formatAddress(address)} ${version}: the pulled archive ${pkg.filename} is no longer stored; request it again`);
       },
     },
-    { filename: record.shasumsFilename, sha256Hex: sha256Hex(sumsBytes), size: sumsBytes.byteLength, contentType: 'text/plain; charset=utf-8', open: () => sumsBytes },
-    { filename: record.shasumsSignatureFilename, sha256Hex: sha256Hex(signatureBytes), size: signatureBytes.byteLength, contentType: 'application/pgp-signature', open: () => signatureBytes },
+    {
+      filename: record.shasumsFilename,
+      sha256Hex: sha256Hex(sumsBytes),
+      size: sumsBytes.byteLength,
+      contentType: 'text/plain; charset=utf-8',
+      open: () => sumsBytes,
+    },
+    {
+      filename: record.shasumsSignatureFilename,
+      sha256Hex: sha256Hex(signatureBytes),
+      size: signatureBytes.byteLength,
+      contentType: 'application/pgp-signature',
+      open: () => signatureBytes,
+    },
   ];
   const held = await acquireLease(blobs, providerLeaseName(address), { ...lease, ttlMs: 30_000 });
   try {

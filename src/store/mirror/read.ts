@@ -6,8 +6,7 @@ import { readDocument } from '../read-document';
 // The Worker's reads of the provider network mirror protocol's documents (see ../read-document.ts).
 
 /** Mirror index.json body. */
-export const readMirrorIndex = (kv: KVNamespace, address: ProviderAddress, listTtlMs: number) =>
-  readDocument(kv, mirrorIndexKey(address), false, listTtlMs);
+export const readMirrorIndex = (kv: KVNamespace, address: ProviderAddress, listTtlMs: number) => readDocument(kv, mirrorIndexKey(address), false, listTtlMs);
 
 /**
  * Mirror VERSION.json body: immutable once published for our own providers
@@ -16,5 +15,10 @@ export const readMirrorIndex = (kv: KVNamespace, address: ProviderAddress, listT
  * list, never in the edge cache.
  */
 export const readMirrorVersion = (
-  kv: KVNamespace, address: ProviderAddress, version: string, listTtlMs: number, edgeCache: EdgeCache | null = null, immutable = true,
+  kv: KVNamespace,
+  address: ProviderAddress,
+  version: string,
+  listTtlMs: number,
+  edgeCache: EdgeCache | null = null,
+  immutable = true,
 ) => readDocument(kv, mirrorVersionKey(address, version), immutable, listTtlMs, edgeCache);

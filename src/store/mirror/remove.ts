@@ -1,8 +1,17 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { InputError } from '../../protocol/errors';
 import {
-  committedRecordKey, downloadDocumentKey, mirrorIndexKey, mirrorVersionKey, providerIndexKey, providerPageKey, pullManifestKey, releaseObjectKey,
-  summaryKey, versionRecordKey, versionsDocumentKey,
+  committedRecordKey,
+  downloadDocumentKey,
+  mirrorIndexKey,
+  mirrorVersionKey,
+  providerIndexKey,
+  providerPageKey,
+  pullManifestKey,
+  releaseObjectKey,
+  summaryKey,
+  versionRecordKey,
+  versionsDocumentKey,
 } from '../layout';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import { removeCatalogEntry } from '../pages/catalog';
@@ -49,7 +58,10 @@ export interface RemovedVersion {
  * version (naming the versions it holds); LeaseLostError from `lease.check()`.
  */
 export async function removeMirroredVersion(
-  store: Store, address: ProviderAddress, version: string, ownHostname: string,
+  store: Store,
+  address: ProviderAddress,
+  version: string,
+  ownHostname: string,
   options: { lease?: { check(): void }; progress?: PublishProgress } = {},
 ): Promise<RemovedVersion> {
   const { kv, blobs } = store;
@@ -95,7 +107,10 @@ export async function removeMirroredVersion(
   for (const key of files) await blobs.delete(key);
   await blobs.delete(pullManifestKey(address, version));
   return {
-    address: name, version, status: record ? 'removed' : 'cleaned',
-    files: files.map((key) => key.slice(filesPrefix.length)), remaining: remaining.map((r) => r.version).sort(),
+    address: name,
+    version,
+    status: record ? 'removed' : 'cleaned',
+    files: files.map((key) => key.slice(filesPrefix.length)),
+    remaining: remaining.map((r) => r.version).sort(),
   };
 }

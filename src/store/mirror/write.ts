@@ -1,9 +1,7 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { sortVersions } from '../../protocol/version';
 import { downloadDocument, mirrorVersionDocument } from '../providers/documents';
-import {
-  committedRecordKey, downloadDocumentKey, mirrorIndexPrefix, mirrorVersionKey, parseMirrorIndexKey, releaseObjectKey,
-} from '../layout';
+import { committedRecordKey, downloadDocumentKey, mirrorIndexPrefix, mirrorVersionKey, parseMirrorIndexKey, releaseObjectKey } from '../layout';
 import { publishVersion, type ReleaseFile } from '../providers/write';
 import { listVersionRecords, readVersionRecord } from '../providers/version-records';
 import { type PublishProgress, uploadUnlessStored } from '../records';
@@ -82,7 +80,9 @@ export async function storeMirroredVersion(
     onlyIf: current ? { etagMatches: current.etag } : { etagDoesNotMatch: '*' },
   });
   if (!written) {
-    throw new VersionConflictError(`${formatAddress(record.address)} ${record.version} changed while platforms were being added (another writer without the lease); run the sync again`);
+    throw new VersionConflictError(
+      `${formatAddress(record.address)} ${record.version} changed while platforms were being added (another writer without the lease); run the sync again`,
+    );
   }
   return 'mirrored';
 }

@@ -37,4 +37,3 @@ export const readModuleDocs = (kv: KVNamespace, address: ModuleAddress, version:
 /** The hostname's module catalog (ModuleCatalog JSON). */
 export const readModuleCatalog = (kv: KVNamespace, hostname: string, listTtlMs: number, freshness?: Freshness) =>
   readDocument(kv, moduleCatalogKey(hostname), false, listTtlMs, freshness);
-

@@ -1,15 +1,37 @@
 import { compareVersionsDescending } from '../../protocol/version';
 import { formatModuleAddress, moduleDownloadBody, moduleVersionsBody, type ModuleAddress } from '../../protocol/modules-v1';
 import {
-  moduleArchivePath, moduleCatalogKey, moduleCommittedRecordKey, moduleCommittedRecordPrefix, moduleCommittedRecordsOfHostPrefix,
-  moduleDocsKey, moduleDownloadKey, moduleStatementPrefix, moduleLifecycleKey, moduleObjectKey, moduleRecordKey, moduleRecordPrefix, moduleRecordsOfHostPrefix, moduleVersionsKey,
-  parseModuleCommittedRecordKey, parseModuleRecordKey,
+  moduleArchivePath,
+  moduleCatalogKey,
+  moduleCommittedRecordKey,
+  moduleCommittedRecordPrefix,
+  moduleCommittedRecordsOfHostPrefix,
+  moduleDocsKey,
+  moduleDownloadKey,
+  moduleStatementPrefix,
+  moduleLifecycleKey,
+  moduleObjectKey,
+  moduleRecordKey,
+  moduleRecordPrefix,
+  moduleRecordsOfHostPrefix,
+  moduleVersionsKey,
+  parseModuleCommittedRecordKey,
+  parseModuleRecordKey,
 } from '../layout';
 import type { Store } from '../store';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import {
-  commitRecord, parseStoredJson, readCommittedRecord, readRecordObjects, repairDocuments, uploadUnlessStored, verifyObject, warnOnce,
-  type PublishOutcome, type PublishProgress, type StoredFile,
+  commitRecord,
+  parseStoredJson,
+  readCommittedRecord,
+  readRecordObjects,
+  repairDocuments,
+  uploadUnlessStored,
+  verifyObject,
+  warnOnce,
+  type PublishOutcome,
+  type PublishProgress,
+  type StoredFile,
 } from '../records';
 import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from './types';
 import { readLifecycle } from '../lifecycle/change';
@@ -94,7 +116,10 @@ export function differentPackageError(record: ModuleVersionRecord, existing: Mod
  * rebuildModuleIndex once at the end).
  */
 export async function publishModuleVersion(
-  store: Store, record: ModuleVersionRecord, docs: ModuleDocs, pkg: StoredFile,
+  store: Store,
+  record: ModuleVersionRecord,
+  docs: ModuleDocs,
+  pkg: StoredFile,
   progress: PublishProgress = () => {},
   options: { rebuildIndex?: boolean; lease?: { check(): void }; attest?: Attester } = {},
 ): Promise<PublishOutcome> {
@@ -121,8 +146,14 @@ export async function publishModuleVersion(
     await blobs.delete(key);
   }
 
-  await uploadUnlessStored(blobs, moduleObjectKey(address, version, record.filename), { ...pkg, filename: record.filename }, progress, check,
-    `${record.filename} (${(pkg.size / 1e6).toFixed(2)} MB)`);
+  await uploadUnlessStored(
+    blobs,
+    moduleObjectKey(address, version, record.filename),
+    { ...pkg, filename: record.filename },
+    progress,
+    check,
+    `${record.filename} (${(pkg.size / 1e6).toFixed(2)} MB)`,
+  );
 
   progress({ step: 'documents', detail: 'download location and docs' });
   check();
@@ -162,36 +193,53 @@ function downloadBody(record: ModuleVersionRecord): string {
  * cannot restore it.
  */
 export async function verifyModuleVersion(
-  { kv, blobs }: Store, record: ModuleVersionRecord, docs: ModuleDocs, pkg: StoredFile | undefined,
-  progress: PublishProgress = () => {}, check: () => void = () => {},
+  { kv, blobs }: Store,
+  record: ModuleVersionRecord,
+  docs: ModuleDocs,
+  pkg: StoredFile | undefined,
+  progress: PublishProgress = () => {},
+  check: () => void = () => {},
 ): Promise<number> {
   const { address, version } = record;
   const name = `${formatModuleAddress(address)} ${version}`;
   progress({ step: 'verify', detail: `the package, 2 documents and the record of ${name}` });
   let repairs = 0;
   const outcome = await verifyObject(
-    blobs, moduleObjectKey(address, version, record.filename), record.filename, { sha256: record.sha256, size: record.size }, pkg, progress, check,
+    blobs,
+    moduleObjectKey(address, version, record.filename),
+    record.filename,
+    { sha256: record.sha256, size: record.size },
+    pkg,
+    progress,
+    check,
   );
   if (outcome === 'repaired') repairs++;
   else if (outcome !== 'ok') {
-    throw new StoredReleaseMismatchError(`${name} is published but its stored package does not match its record: ${outcome}. Publish the same package again to restore it`);
+    throw new StoredReleaseMismatchError(
+      `${name} is published but its stored package does not match its record: ${outcome}. Publish the same package again to restore it`,
+    );
   }
   const recordKey = moduleRecordKey(address, version);
-  repairs += await repairDocuments(kv, [
-    { key: moduleDownloadKey(address, version), body: downloadBody(record) },
-    { key: moduleDocsKey(address, version), body: JSON.stringify(docs), equivalent: (stored) => isJsonObject(stored) },
-    {
-      key: recordKey,
-      body: JSON.stringify(record),
-      equivalent: (stored) => {
-        try {
-          return samePackage(parseModuleRecord(stored, recordKey), record);
-        } catch {
-          return false; // damaged: rewrite
-        }
+  repairs += await repairDocuments(
+    kv,
+    [
+      { key: moduleDownloadKey(address, version), body: downloadBody(record) },
+      { key: moduleDocsKey(address, version), body: JSON.stringify(docs), equivalent: (stored) => isJsonObject(stored) },
+      {
+        key: recordKey,
+        body: JSON.stringify(record),
+        equivalent: (stored) => {
+          try {
+            return samePackage(parseModuleRecord(stored, recordKey), record);
+          } catch {
+            return false; // damaged: rewrite
+          }
+        },
       },
-    },
-  ], progress, check);
+    ],
+    progress,
+    check,
+  );
   return repairs;
 }
 
@@ -214,7 +262,10 @@ function isJsonObject(text: string): boolean {
  * lease); throws ListRebuildRaceError when they keep appearing.
  */
 export async function rebuildModuleIndex(
-  store: Store, address: ModuleAddress, progress: PublishProgress = () => {}, check: () => void = () => {},
+  store: Store,
+  address: ModuleAddress,
+  progress: PublishProgress = () => {},
+  check: () => void = () => {},
 ): Promise<void> {
   const { kv, blobs } = store;
   const onDamaged = warnOnce(progress);
@@ -225,10 +276,7 @@ export async function rebuildModuleIndex(
     const listed = withoutWithdrawn(versions, lifecycle, (v) => v);
     const body = JSON.stringify(moduleVersionsBody(listed));
     const catalog = JSON.stringify(await withoutWithdrawnInCatalog(blobs, await buildCatalog(store, address, listed), address, lifecycle));
-    const [storedBody, storedCatalog] = await Promise.all([
-      kv.get(moduleVersionsKey(address), 'text'),
-      kv.get(moduleCatalogKey(address.hostname), 'text'),
-    ]);
+    const [storedBody, storedCatalog] = await Promise.all([kv.get(moduleVersionsKey(address), 'text'), kv.get(moduleCatalogKey(address.hostname), 'text')]);
     if (storedBody !== body || storedCatalog !== catalog) {
       progress({ step: 'index', detail: `${versions.length} versions of ${formatModuleAddress(address)}` });
       check();
@@ -246,9 +294,7 @@ export async function rebuildModuleIndex(
 }
 
 /** The module's listed versions, newest first: valid R2 records, plus legacy KV records without one. */
-async function moduleVersions(
-  { kv, blobs }: Store, address: ModuleAddress, onDamaged: (error: DamagedRecordError) => void,
-): Promise<string[]> {
+async function moduleVersions({ kv, blobs }: Store, address: ModuleAddress, onDamaged: (error: DamagedRecordError) => void): Promise<string[]> {
   const versions = new Set<string>();
   const damaged = new Set<string>();
   const records = await readRecordObjects(blobs, moduleCommittedRecordPrefix(address), parseModuleRecord, (error) => {
@@ -285,9 +331,11 @@ async function buildCatalog({ kv, blobs }: Store, address: ModuleAddress, versio
   const self = `${address.namespace}/${address.name}/${address.system}`;
   if (versions.length > 0) modules.set(self, { namespace: address.namespace, name: address.name, system: address.system, versions: [...versions] });
   else modules.delete(self);
-  const list = [...modules.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, m]) => ({
-    ...m,
-    versions: m.versions.sort(compareVersionsDescending),
-  }));
+  const list = [...modules.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, m]) => ({
+      ...m,
+      versions: m.versions.sort(compareVersionsDescending),
+    }));
   return { modules: list };
 }

@@ -56,11 +56,7 @@ export async function updateCatalogEntry(
 }
 
 /** Takes the provider at `address` out of the catalogue (its last version was removed); same guarantees as updateCatalogEntry. */
-export async function removeCatalogEntry(
-  store: Store,
-  address: ProviderAddress,
-  options: { progress: PublishProgress; check: () => void },
-): Promise<void> {
+export async function removeCatalogEntry(store: Store, address: ProviderAddress, options: { progress: PublishProgress; check: () => void }): Promise<void> {
   const gone = `${address.hostname}/${address.namespace}/${address.type}`;
   await changeCatalog(store, (providers) => providers.filter((e) => addressOf(e) !== gone), { ...options, verify: true });
 }

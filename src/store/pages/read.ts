@@ -64,7 +64,10 @@ export interface Catalog {
 }
 
 class Parsed<T> {
-  constructor(readonly value: T, readonly cacheBytes: number) {}
+  constructor(
+    readonly value: T,
+    readonly cacheBytes: number,
+  ) {}
 }
 
 const parsed = new DocumentCache<Parsed<unknown>>(16 * 1024 * 1024);
@@ -93,7 +96,11 @@ export function readProviderPage(kv: KVNamespace, address: ProviderAddress, list
 
 /** A version's docs, null when none were published. Immutable once written; absence is rechecked after listTtlMs. */
 export async function readDocs(
-  kv: KVNamespace, address: ProviderAddress, version: string, listTtlMs: number, freshness?: Freshness,
+  kv: KVNamespace,
+  address: ProviderAddress,
+  version: string,
+  listTtlMs: number,
+  freshness?: Freshness,
 ): Promise<ProviderDocs | null> {
   const key = docsKey(address, version);
   const cached = parsed.get(key, Date.now(), freshness);

@@ -24,13 +24,19 @@ import { VersionConflictError } from '../errors';
  * may get them later ('written'). With dryRun it only checks ('would write').
  */
 export async function writeVersionDocs(
-  kv: KvStore, address: ProviderAddress, version: string, docs: ProviderDocs, dryRun = false,
+  kv: KvStore,
+  address: ProviderAddress,
+  version: string,
+  docs: ProviderDocs,
+  dryRun = false,
 ): Promise<'written' | 'unchanged' | 'would write'> {
   const text = JSON.stringify(docs);
   const existing = await kv.get(docsKey(address, version), 'text');
   if (existing === text) return 'unchanged';
   if (existing !== null) {
-    throw new VersionConflictError(`${formatAddress(address)} ${version} already has different docs; docs are immutable like the version — publish a new version with the new docs`);
+    throw new VersionConflictError(
+      `${formatAddress(address)} ${version} already has different docs; docs are immutable like the version — publish a new version with the new docs`,
+    );
   }
   if (dryRun) return 'would write';
   await kv.put(docsKey(address, version), text);
@@ -45,7 +51,10 @@ export async function readVersionDocs(kv: KvStore, address: ProviderAddress, ver
 
 /** The page data of a provider from its version records and which versions have docs. */
 export function providerPageData(
-  records: readonly VersionRecord[], docsVersions: ReadonlySet<string>, description: string, lifecycle: LifecycleState = EMPTY_LIFECYCLE,
+  records: readonly VersionRecord[],
+  docsVersions: ReadonlySet<string>,
+  description: string,
+  lifecycle: LifecycleState = EMPTY_LIFECYCLE,
 ): ProviderPageData {
   const keys = new Map<string, SigningKey>();
   for (const record of records) keys.set(record.signingKey.key_id, record.signingKey);
@@ -53,20 +62,22 @@ export function providerPageData(
   return {
     address: records[0]!.address,
     description,
-    versions: sortVersions([...byVersion.keys()]).reverse().map((version) => {
-      const r = byVersion.get(version)!;
-      return {
-        version,
-        publishedAt: r.publishedAt,
-        protocols: r.protocols,
-        keyId: r.signingKey.key_id,
-        docs: docsVersions.has(version),
-        platforms: [...r.packages]
-          .sort((a, b) => `${a.os}_${a.arch}`.localeCompare(`${b.os}_${b.arch}`))
-          .map(({ os, arch, filename, shasum, h1, size }) => ({ os, arch, filename, shasum, h1, size })),
-        ...lifecycle.versions[version],
-      };
-    }),
+    versions: sortVersions([...byVersion.keys()])
+      .reverse()
+      .map((version) => {
+        const r = byVersion.get(version)!;
+        return {
+          version,
+          publishedAt: r.publishedAt,
+          protocols: r.protocols,
+          keyId: r.signingKey.key_id,
+          docs: docsVersions.has(version),
+          platforms: [...r.packages]
+            .sort((a, b) => `${a.os}_${a.arch}`.localeCompare(`${b.os}_${b.arch}`))
+            .map(({ os, arch, filename, shasum, h1, size }) => ({ os, arch, filename, shasum, h1, size })),
+          ...lifecycle.versions[version],
+        };
+      }),
     ...(lifecycle.deprecated ? { deprecated: lifecycle.deprecated } : {}),
     keys: [...keys.values()].map((k): PageKey => ({ ...k, fingerprint: fingerprintOf(k) })),
   };

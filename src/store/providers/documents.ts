@@ -16,10 +16,13 @@ import type { PackageRecord, VersionRecord } from '../types';
 /** providers.v1 "list available versions": every version, ascending (one entry per version), and the lifecycle `warnings` if any. */
 export function versionsDocument(records: readonly VersionRecord[], warnings: readonly string[] = []): string {
   const byVersion = new Map(records.map((record) => [record.version, record]));
-  return providerVersionsBody(sortVersions([...byVersion.keys()]).map((version) => {
-    const record = byVersion.get(version)!;
-    return { version, protocols: record.protocols, platforms: record.packages };
-  }), warnings);
+  return providerVersionsBody(
+    sortVersions([...byVersion.keys()]).map((version) => {
+      const record = byVersion.get(version)!;
+      return { version, protocols: record.protocols, platforms: record.packages };
+    }),
+    warnings,
+  );
 }
 
 /** providers.v1 "find a provider package" for one platform, with OpenTofu's `packages` for every platform. */
@@ -35,9 +38,7 @@ export function downloadDocument(record: VersionRecord, pkg: PackageRecord): str
     shasums_signature_url: file(record.shasumsSignatureFilename),
     shasum: pkg.shasum,
     signing_keys: { gpg_public_keys: [record.signingKey] },
-    packages: Object.fromEntries(
-      record.packages.map((p) => [platformName(p), { hashes: packageHashes(p), package_size: p.size }]),
-    ),
+    packages: Object.fromEntries(record.packages.map((p) => [platformName(p), { hashes: packageHashes(p), package_size: p.size }])),
   });
 }
 
@@ -48,10 +49,9 @@ export function mirrorIndexDocument(records: readonly VersionRecord[]): string {
 
 /** Network mirror "list available installation packages" for one version: h1 first, then zh. */
 export function mirrorVersionDocument(record: VersionRecord): string {
-  return mirrorVersionBody(record.packages.map((p) => [
-    platformName(p),
-    { url: releaseFilePath(record.address, record.version, p.filename), hashes: [p.h1, zhHash(p.shasum)] },
-  ]));
+  return mirrorVersionBody(
+    record.packages.map((p) => [platformName(p), { url: releaseFilePath(record.address, record.version, p.filename), hashes: [p.h1, zhHash(p.shasum)] }]),
+  );
 }
 
 /** The lock-file hashes of one package: zh (the archive) then h1 (its contents). */

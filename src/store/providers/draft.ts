@@ -8,7 +8,11 @@ import type { FileDigest, PackageRecord, VersionRecord } from '../types';
  * yet (chosen under the lease), published now. Never throws.
  */
 export function draftVersionRecord(
-  address: ProviderAddress, version: string, protocols: string[], packages: PackageRecord[], shasumsFile: FileDigest,
+  address: ProviderAddress,
+  version: string,
+  protocols: string[],
+  packages: PackageRecord[],
+  shasumsFile: FileDigest,
 ): VersionRecord {
   return {
     address,

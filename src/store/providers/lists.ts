@@ -3,7 +3,15 @@ import { sortVersions } from '../../protocol/version';
 import { mapLimit } from '../../concurrency';
 import { mirrorIndexDocument, versionsDocument } from './documents';
 import {
-  committedRecordKey, committedRecordPrefix, docsKey, docsPrefix, mirrorIndexKey, providerIndexKey, providerLifecycleKey, providerPageKey, versionRecordPrefix,
+  committedRecordKey,
+  committedRecordPrefix,
+  docsKey,
+  docsPrefix,
+  mirrorIndexKey,
+  providerIndexKey,
+  providerLifecycleKey,
+  providerPageKey,
+  versionRecordPrefix,
   versionsDocumentKey,
 } from '../layout';
 import { listAllKeys } from '../list';
@@ -18,9 +26,7 @@ import { updateCatalogEntry, catalogEntryOf } from '../pages/catalog';
 import type { ProviderPageData } from '../pages/read';
 import { readLifecycle } from '../lifecycle/change';
 import { lifecycleWarnings, withoutWithdrawn, type LifecycleState } from '../lifecycle/state';
-import {
-  emptyIndex, indexDescription, indexedRecords, indexWith, readProviderIndex, writeProviderIndex, type ProviderIndex,
-} from './version-index';
+import { emptyIndex, indexDescription, indexedRecords, indexWith, readProviderIndex, writeProviderIndex, type ProviderIndex } from './version-index';
 
 /**
  * Keeping a provider's lists — the registry's and the mirror's version lists
@@ -102,7 +108,8 @@ export async function loadProviderLists(store: Store, address: ProviderAddress, 
   const progress = options.progress ?? (() => {});
   const loaded = await readProviderIndex(store.blobs, address);
   if (loaded.index) return { index: loaded.index, etag: loaded.etag, stored: loaded.index };
-  if (loaded.damaged) progress({ step: 'warning', detail: `${providerIndexKey(address)} is damaged (${loaded.damaged}); rebuilding it from the version records` });
+  if (loaded.damaged)
+    progress({ step: 'warning', detail: `${providerIndexKey(address)} is damaged (${loaded.damaged}); rebuilding it from the version records` });
   return { index: await indexFromRecords(store, address, progress, options.check ?? (() => {})), etag: loaded.etag, stored: null };
 }
 
@@ -147,7 +154,10 @@ async function applyToIndex(
 
 /** Writes (or with `verify`, checks and repairs) the version lists and the page data the index and the lifecycle build; returns the page data. */
 async function writeListDocuments(
-  kv: KvStore, index: ProviderIndex, lifecycle: LifecycleState, options: Required<ListUpdateOptions>,
+  kv: KvStore,
+  index: ProviderIndex,
+  lifecycle: LifecycleState,
+  options: Required<ListUpdateOptions>,
 ): Promise<ProviderPageData> {
   const records = indexedRecords(index);
   const listed = withoutWithdrawn(records, lifecycle, (r) => r.version);

@@ -12,6 +12,10 @@ export const readVersionsDocument = (kv: KVNamespace, address: ProviderAddress, 
 
 /** providers.v1 find-a-package body for one platform (immutable once published). */
 export const readDownloadDocument = (
-  kv: KVNamespace, address: ProviderAddress, version: string, platform: Platform, listTtlMs: number,
+  kv: KVNamespace,
+  address: ProviderAddress,
+  version: string,
+  platform: Platform,
+  listTtlMs: number,
   edgeCache: EdgeCache | null = null,
 ) => readDocument(kv, downloadDocumentKey(address, version, platform), true, listTtlMs, edgeCache);

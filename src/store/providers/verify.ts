@@ -38,10 +38,15 @@ export async function verifyVersion(
     else if (outcome !== 'ok') problems.push(outcome);
   }
 
-  repairs += await repairDocuments(kv, [
-    ...record.packages.map((pkg) => ({ key: downloadDocumentKey(address, version, pkg), body: downloadDocument(record, pkg) })),
-    { key: mirrorVersionKey(address, version), body: mirrorVersionDocument(record) },
-  ], progress, check);
+  repairs += await repairDocuments(
+    kv,
+    [
+      ...record.packages.map((pkg) => ({ key: downloadDocumentKey(address, version, pkg), body: downloadDocument(record, pkg) })),
+      { key: mirrorVersionKey(address, version), body: mirrorVersionDocument(record) },
+    ],
+    progress,
+    check,
+  );
 
   if (problems.length > 0) {
     throw new StoredReleaseMismatchError(

@@ -67,7 +67,8 @@ function damage(text: string): string | null {
   if (typeof value !== 'object' || value === null || value.format !== 1) return 'not an index of format 1';
   if (!Array.isArray(value.versions) || !Array.isArray(value.keys) || typeof value.docs !== 'object' || value.docs === null) return 'incomplete';
   for (const v of value.versions) {
-    if (typeof v?.version !== 'string' || !Array.isArray(v.packages) || !Array.isArray(v.protocols) || typeof v.keyId !== 'string') return 'a version entry is incomplete';
+    if (typeof v?.version !== 'string' || !Array.isArray(v.packages) || !Array.isArray(v.protocols) || typeof v.keyId !== 'string')
+      return 'a version entry is incomplete';
   }
   return null;
 }
@@ -139,5 +140,5 @@ export function indexedRecords(index: ProviderIndex): VersionRecord[] {
 /** The provider's description: the one in the docs of its newest version with docs ('' when none). */
 export function indexDescription(index: ProviderIndex): string {
   const newest = sortVersions(Object.keys(index.docs).filter((v) => index.versions.some((x) => x.version === v))).pop();
-  return newest === undefined ? '' : index.docs[newest] ?? '';
+  return newest === undefined ? '' : (index.docs[newest] ?? '');
 }

@@ -31,8 +31,15 @@ export function parseVersionRecord(text: string, key: string): VersionRecord {
   if (!Array.isArray(r.protocols) || !r.protocols.every((p) => typeof p === 'string')) fail('protocols is not a list of strings');
   if (!Array.isArray(r.packages) || r.packages.length === 0) fail('no packages');
   for (const p of r.packages as Partial<PackageRecord>[]) {
-    if (typeof p?.os !== 'string' || typeof p.arch !== 'string' || typeof p.filename !== 'string' ||
-        typeof p.shasum !== 'string' || !/^[0-9a-f]{64}$/.test(p.shasum) || typeof p.h1 !== 'string' || typeof p.size !== 'number') {
+    if (
+      typeof p?.os !== 'string' ||
+      typeof p.arch !== 'string' ||
+      typeof p.filename !== 'string' ||
+      typeof p.shasum !== 'string' ||
+      !/^[0-9a-f]{64}$/.test(p.shasum) ||
+      typeof p.h1 !== 'string' ||
+      typeof p.size !== 'number'
+    ) {
       fail(`package ${JSON.stringify(p?.filename ?? p)} is incomplete`);
     }
   }

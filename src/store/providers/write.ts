@@ -76,7 +76,11 @@ export interface PublishStart {
  * DamagedRecordError for a damaged record.
  */
 export async function beginProviderPublish(
-  store: Store, address: ProviderAddress, version: string, progress: PublishProgress = () => {}, check: () => void = () => {},
+  store: Store,
+  address: ProviderAddress,
+  version: string,
+  progress: PublishProgress = () => {},
+  check: () => void = () => {},
 ): Promise<PublishStart> {
   const { blobs } = store;
   const key = committedRecordKey(address, version);
@@ -168,8 +172,7 @@ export async function publishVersions(
   options: Pick<PublishVersionOptions, 'lease'> = {},
 ): Promise<PublishOutcome[]> {
   // Versions are independent until the lists: publish a few at a time.
-  const outcomes = await mapLimit(releases, 8, ({ record, files }) =>
-    publishVersion(store, record, files, progress, { ...options, rebuildIndex: false }));
+  const outcomes = await mapLimit(releases, 8, ({ record, files }) => publishVersion(store, record, files, progress, { ...options, rebuildIndex: false }));
   const byAddress = new Map<string, VersionRecord[]>();
   for (const { record } of releases) byAddress.set(formatAddress(record.address), [...(byAddress.get(formatAddress(record.address)) ?? []), record]);
   for (const records of byAddress.values()) {
@@ -216,7 +219,11 @@ async function writeDocuments(kv: KvStore, record: VersionRecord, check: () => v
  * survive; nothing lists it, as the version was never committed).
  */
 async function removeLeftovers(
-  { kv, blobs }: Store, record: VersionRecord, files: readonly ReleaseFile[], progress: PublishProgress, check: () => void,
+  { kv, blobs }: Store,
+  record: VersionRecord,
+  files: readonly ReleaseFile[],
+  progress: PublishProgress,
+  check: () => void,
 ): Promise<void> {
   const { address, version } = record;
   const filesPrefix = releaseObjectKey(address, version, '');

@@ -71,11 +71,11 @@ function isPublisher(value: unknown): value is TrustedPublisher {
   const p = value as Record<string, unknown>;
   const str = (v: unknown) => typeof v === 'string' && v.length > 0;
   const optional = (v: unknown) => v === undefined || str(v);
-  const ids = (a: unknown, b: unknown) => (a === undefined && b === undefined) || (str(a) && str(b) && NUMERIC_ID.test(a as string) && NUMERIC_ID.test(b as string));
+  const ids = (a: unknown, b: unknown) =>
+    (a === undefined && b === undefined) || (str(a) && str(b) && NUMERIC_ID.test(a as string) && NUMERIC_ID.test(b as string));
   const flag = (v: unknown) => v === undefined || v === true;
   if (!str(p.id) || !str(p.issuer) || !str(p.created) || !optional(p.ref) || !optional(p.environment) || !flag(p.anyRef)) return false;
   if (p.kind === 'github') return str(p.repository) && optional(p.workflow) && ids(p.repositoryId, p.ownerId);
   if (p.kind === 'gitlab') return str(p.projectPath) && ids(p.projectId, p.namespaceId) && flag(p.allowUnprotectedRef);
   return false;
 }
-

@@ -37,7 +37,11 @@ async function useDigest(issuer: string, jti: string): Promise<string> {
  * earlier use (the caller refuses). Throws only what R2 throws.
  */
 export async function claimTokenUse(
-  blobs: BlobStore, hostname: string, token: { issuer: string; jti: string; expires: Date }, started: string, now = new Date(),
+  blobs: BlobStore,
+  hostname: string,
+  token: { issuer: string; jti: string; expires: Date },
+  started: string,
+  now = new Date(),
 ): Promise<TokenUse | null> {
   const key = ciTokenUseKey(hostname, await useDigest(token.issuer, token.jti));
   const use: TokenUse = { started, time: now.toISOString(), expires: token.expires.toISOString() };

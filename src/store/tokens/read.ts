@@ -60,7 +60,12 @@ export function parseTokenRecord(text: string): TokenRecord | null {
   // Absent: a read token written before publish tokens existed. Anything else unknown: damaged (refused).
   if (r.purpose !== undefined && r.purpose !== 'read' && r.purpose !== 'publish') return null;
   const record: TokenRecord = {
-    id: r.id, name: r.name, sha256: r.sha256, scopes: r.scopes as string[], created: r.created, expires: r.expires as string | null,
+    id: r.id,
+    name: r.name,
+    sha256: r.sha256,
+    scopes: r.scopes as string[],
+    created: r.created,
+    expires: r.expires as string | null,
     purpose: (r.purpose as TokenPurpose | undefined) ?? 'read',
   };
   const person = r.person as Record<string, unknown> | undefined;

@@ -34,7 +34,9 @@ export async function stageWholeFile(bucket: R2Bucket, session: UploadSession, f
     });
   } catch (error) {
     if (/checksum|digest|sha-?256|hash/i.test(String((error as Error)?.message))) {
-      throw new InputError(`${file.filename}: the uploaded bytes do not have the SHA-256 declared for it (${file.sha256}); nothing was stored — upload the file the manifest describes`);
+      throw new InputError(
+        `${file.filename}: the uploaded bytes do not have the SHA-256 declared for it (${file.sha256}); nothing was stored — upload the file the manifest describes`,
+      );
     }
     throw error;
   }
@@ -59,7 +61,7 @@ async function multipartUploadId(bucket: R2Bucket, session: UploadSession, file:
   // Two first parts racing: one pointer wins, the other upload is aborted.
   if (await bucket.put(pointer, upload.uploadId, { onlyIf: { etagDoesNotMatch: '*' } })) return upload.uploadId;
   await upload.abort();
-  return (await (await bucket.get(pointer))!.text());
+  return await (await bucket.get(pointer))!.text();
 }
 
 /**
@@ -104,9 +106,12 @@ async function storedSha256(bucket: R2Bucket, key: string): Promise<string> {
 /** A stream of the staged object's bytes with its length known (R2 puts need one), for copying it to its own name. */
 export function stagedStream(bucket: R2Bucket, key: string, size: number): ReadableStream {
   const { readable, writable } = new FixedLengthStream(size);
-  bucket.get(key).then(
-    (object) => (object ? object.body.pipeTo(writable) : writable.abort(new Error(`${key} disappeared`))),
-    (error) => writable.abort(error),
-  ).catch(() => {});
+  bucket
+    .get(key)
+    .then(
+      (object) => (object ? object.body.pipeTo(writable) : writable.abort(new Error(`${key} disappeared`))),
+      (error) => writable.abort(error),
+    )
+    .catch(() => {});
   return readable;
 }

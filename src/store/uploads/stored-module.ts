@@ -17,9 +17,10 @@ import { concatBytes } from '../../bytes';
 
 /** Checks the package stored under `key`; throws InputError naming `label` for a package the CLI would refuse. */
 export async function checkStoredModulePackage(bucket: R2Bucket, key: string, size: number, format: ModuleArchiveFormat, label: string): Promise<void> {
-  const names = format === 'zip'
-    ? (await storedZipEntries(bucket as never, key, size, label)).map((e) => checkedEntryName(label, e.name))
-    : await tarNames(bucket, key, label);
+  const names =
+    format === 'zip'
+      ? (await storedZipEntries(bucket as never, key, size, label)).map((e) => checkedEntryName(label, e.name))
+      : await tarNames(bucket, key, label);
   requireRootConfiguration(label, names);
 }
 
@@ -93,7 +94,9 @@ async function tarNames(bucket: R2Bucket, key: string, label: string): Promise<s
         longName = null;
         if (type === '2' || type === '1') checkedLinkTarget(label, name, field(block, 157, 100));
         else if (type !== '0' && type !== '\0' && type !== '5' && type !== '7') {
-          throw new InputError(`${label}: entry "${name}" is a ${{ 3: 'character device', 4: 'block device', 6: 'FIFO' }[type] ?? `type ${type} entry`}; a module package holds only files, directories and links`);
+          throw new InputError(
+            `${label}: entry "${name}" is a ${{ 3: 'character device', 4: 'block device', 6: 'FIFO' }[type] ?? `type ${type} entry`}; a module package holds only files, directories and links`,
+          );
         }
         if (type !== '5') names.push(name);
       }

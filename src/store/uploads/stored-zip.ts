@@ -1,8 +1,6 @@
 import { h1Hash, type ZipEntryDigest } from '../../protocol/hashes';
 import { InputError } from '../../protocol/errors';
-import {
-  entryDataOffset, locateCentralDirectory, LOCAL_HEADER_BYTES, parseCentralDirectory, ZIP_TAIL_BYTES, type ZipEntry,
-} from '../../protocol/zip';
+import { entryDataOffset, locateCentralDirectory, LOCAL_HEADER_BYTES, parseCentralDirectory, ZIP_TAIL_BYTES, type ZipEntry } from '../../protocol/zip';
 
 /**
  * Reading a zip stored in R2 without holding it in memory (the publish
@@ -18,7 +16,10 @@ import {
 
 /** The parts of the R2 binding used here (ranged reads). */
 export interface RangeReader {
-  get(key: string, options: { range: { offset: number; length: number } }): Promise<{ body: ReadableStream<Uint8Array>; arrayBuffer(): Promise<ArrayBuffer> } | null>;
+  get(
+    key: string,
+    options: { range: { offset: number; length: number } },
+  ): Promise<{ body: ReadableStream<Uint8Array>; arrayBuffer(): Promise<ArrayBuffer> } | null>;
 }
 
 /** Reads bytes [offset, offset + length) of `key`; throws when the object vanished. */
@@ -41,9 +42,10 @@ export async function storedZipEntries(bucket: RangeReader, key: string, size: n
   const located = locateCentralDirectory(tail, size, label);
   // The central directory is usually inside the tail already read.
   const tailStart = size - tailLength;
-  const directory = located.offset >= tailStart
-    ? tail.subarray(located.offset - tailStart, located.offset - tailStart + located.size)
-    : await readRange(bucket, key, located.offset, located.size);
+  const directory =
+    located.offset >= tailStart
+      ? tail.subarray(located.offset - tailStart, located.offset - tailStart + located.size)
+      : await readRange(bucket, key, located.offset, located.size);
   return parseCentralDirectory(directory, located.count, size, label);
 }
 
@@ -58,7 +60,8 @@ export async function storedZipH1(bucket: RangeReader, key: string, size: number
     const header = await readRange(bucket, key, entry.localHeaderOffset, LOCAL_HEADER_BYTES);
     const offset = entryDataOffset(header, entry, label);
     // The ranged read below then yields exactly compressedSize bytes.
-    if (offset + entry.compressedSize > size) throw new InputError(`${label}: entry ${JSON.stringify(entry.name)} runs past the end of the file; rebuild the zip`);
+    if (offset + entry.compressedSize > size)
+      throw new InputError(`${label}: entry ${JSON.stringify(entry.name)} runs past the end of the file; rebuild the zip`);
     digests.push({ name: entry.name, sha256Hex: await entrySha256(bucket, key, entry, offset, label) });
   }
   return h1Hash(digests);
@@ -67,7 +70,9 @@ export async function storedZipH1(bucket: RangeReader, key: string, size: number
 async function entrySha256(bucket: RangeReader, key: string, entry: ZipEntry, offset: number, label: string): Promise<string> {
   // A stored entry's bytes are exactly its compressedSize (a range inside the archive, checked by the caller).
   if (entry.method !== 8 && entry.compressedSize !== entry.uncompressedSize) {
-    throw new InputError(`${label}: entry ${JSON.stringify(entry.name)} holds ${entry.compressedSize} bytes, its header says ${entry.uncompressedSize}; rebuild the zip`);
+    throw new InputError(
+      `${label}: entry ${JSON.stringify(entry.name)} holds ${entry.compressedSize} bytes, its header says ${entry.uncompressedSize}; rebuild the zip`,
+    );
   }
   const digest = new crypto.DigestStream('SHA-256');
   digest.digest.catch(() => {}); // rejects when the pipe fails, which is reported below
@@ -89,7 +94,9 @@ async function entrySha256(bucket: RangeReader, key: string, entry: ZipEntry, of
       await source.pipeTo(digest);
     }
   } catch (error) {
-    throw new InputError(`${label}: entry ${JSON.stringify(entry.name)} does not inflate to the ${entry.uncompressedSize} bytes its header says (${String((error as Error)?.message ?? error).slice(0, 120)}); rebuild the zip`);
+    throw new InputError(
+      `${label}: entry ${JSON.stringify(entry.name)} does not inflate to the ${entry.uncompressedSize} bytes its header says (${String((error as Error)?.message ?? error).slice(0, 120)}); rebuild the zip`,
+    );
   }
   return [...new Uint8Array(await digest.digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }

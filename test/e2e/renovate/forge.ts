@@ -29,8 +29,18 @@ export const FORGE_TOKEN = 'forge-token-not-a-registry-token';
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, {
-    cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
-    env: { PATH: process.env.PATH, HOME: cwd, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 'Platform Team', GIT_AUTHOR_EMAIL: 'platform@acme.test', GIT_COMMITTER_NAME: 'Platform Team', GIT_COMMITTER_EMAIL: 'platform@acme.test' },
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH,
+      HOME: cwd,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_AUTHOR_NAME: 'Platform Team',
+      GIT_AUTHOR_EMAIL: 'platform@acme.test',
+      GIT_COMMITTER_NAME: 'Platform Team',
+      GIT_COMMITTER_EMAIL: 'platform@acme.test',
+    },
   });
 }
 
@@ -54,17 +64,42 @@ export async function startForge(dir: string, files: Record<string, string>): Pr
   const owner = { id: 2, login: 'acme', full_name: 'Acme', email: 'acme@acme.test' };
   const bot = { id: 1, login: 'renovate-bot', full_name: 'Renovate Bot', email: 'bot@acme.test' };
   const repo = () => ({
-    id: 1, full_name: repository, owner, default_branch: 'main', clone_url: `file://${bare}`, ssh_url: `file://${bare}`,
-    permissions: { admin: false, pull: true, push: true }, archived: false, mirror: false, empty: false, fork: false,
-    has_pull_requests: true, has_issues: true, allow_merge_commits: true, allow_squash_merge: true, allow_rebase: true,
-    allow_rebase_explicit: true, allow_fast_forward_only_merge: false, default_merge_style: 'merge',
+    id: 1,
+    full_name: repository,
+    owner,
+    default_branch: 'main',
+    clone_url: `file://${bare}`,
+    ssh_url: `file://${bare}`,
+    permissions: { admin: false, pull: true, push: true },
+    archived: false,
+    mirror: false,
+    empty: false,
+    fork: false,
+    has_pull_requests: true,
+    has_issues: true,
+    allow_merge_commits: true,
+    allow_squash_merge: true,
+    allow_rebase: true,
+    allow_rebase_explicit: true,
+    allow_fast_forward_only_merge: false,
+    default_merge_style: 'merge',
   });
   const pr = (p: Forge['pulls'][number]) => ({
-    number: p.number, title: p.title, body: p.body, state: 'open', merged: false, mergeable: true,
-    created_at: new Date().toISOString(), updated_at: new Date().toISOString(), user: bot, labels: [], assignees: [],
+    number: p.number,
+    title: p.title,
+    body: p.body,
+    state: 'open',
+    merged: false,
+    mergeable: true,
+    created_at: new Date().toISOString(),
+    updated_at: new Date().toISOString(),
+    user: bot,
+    labels: [],
+    assignees: [],
     base: { ref: p.base, label: p.base, sha: sha(p.base), repo: repo() },
     head: { ref: p.head, label: p.head, sha: sha(p.head), repo: repo() },
-    html_url: `http://forge.invalid/${repository}/pulls/${p.number}`, diff_url: '',
+    html_url: `http://forge.invalid/${repository}/pulls/${p.number}`,
+    diff_url: '',
   });
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -72,7 +107,7 @@ export async function startForge(dir: string, files: Record<string, string>): Pr
     const path = url.pathname.replace(/^\/api\/v1/, '');
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> : {};
+    const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>) : {};
     const json = (status: number, value: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
     };
@@ -100,7 +135,14 @@ export async function startForge(dir: string, files: Record<string, string>): Pr
     if (route === `GET ${repoPath}/issues` || route === `GET ${repoPath}/labels` || route === `GET /orgs/${owner.login}/labels`) return json(200, []);
     if (new RegExp(`^GET ${repoPath}/commits/.+/statuses$`).test(route)) return json(200, []);
     if (new RegExp(`^POST ${repoPath}/statuses/`).test(route)) {
-      return json(201, { id: 1, status: body.state, context: body.context, description: body.description, target_url: body.target_url, created_at: new Date().toISOString() });
+      return json(201, {
+        id: 1,
+        status: body.state,
+        context: body.context,
+        description: body.description,
+        target_url: body.target_url,
+        created_at: new Date().toISOString(),
+      });
     }
     unknown.push(`${route}${url.search}`);
     json(404, { message: 'not in the stand-in' });
@@ -112,8 +154,15 @@ export async function startForge(dir: string, files: Record<string, string>): Pr
   const { port } = server.address() as AddressInfo;
   return {
     endpoint: `http://127.0.0.1:${port}/api/v1`,
-    bare, repository, pulls, unknown,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    bare,
+    repository,
+    pulls,
+    unknown,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -128,5 +177,7 @@ export function readPushed(forge: Forge, branch: string, path: string): string |
 
 /** The branches in the bare repository (Renovate's pushes), without main. */
 export function pushedBranches(forge: Forge): string[] {
-  return git(forge.bare, 'for-each-ref', '--format=%(refname:short)', 'refs/heads/').split('\n').filter((b) => b !== '' && b !== 'main');
+  return git(forge.bare, 'for-each-ref', '--format=%(refname:short)', 'refs/heads/')
+    .split('\n')
+    .filter((b) => b !== '' && b !== 'main');
 }

@@ -83,9 +83,10 @@ export async function startRoutingProxy(routes: Record<string, number>): Promise
     url: `http://127.0.0.1:${port}`,
     requested,
     refused,
-    close: () => new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
   };
 }

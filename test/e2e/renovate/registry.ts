@@ -52,11 +52,29 @@ export interface RenovateRegistry {
 function certificateFor(dir: string): Certificate {
   const certPath = join(dir, 'cert.pem');
   const keyPath = join(dir, 'key.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', keyPath, '-out', certPath, '-days', '2', '-subj', `/CN=${HOST}`,
-    '-addext', `subjectAltName=DNS:${HOST},DNS:localhost,IP:127.0.0.1`,
-  ], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyPath,
+      '-out',
+      certPath,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${HOST}`,
+      '-addext',
+      `subjectAltName=DNS:${HOST},DNS:localhost,IP:127.0.0.1`,
+    ],
+    { stdio: 'pipe' },
+  );
   return { certPath, keyPath, pem: readFileSync(certPath, 'utf8') };
 }
 
@@ -101,12 +119,23 @@ export async function startRenovateRegistry(access: 'public' | 'private'): Promi
   const certificate = certificateFor(dir);
   const port = await freePort();
   const server = await startDevServer({
-    stateDir, port, certificate,
-    vars: { REGISTRY_HOSTNAME: HOST, GZIP_DOCUMENTS: 'true', ...(access === 'private' ? { ACCESS: 'private', URL_SIGNING_SECRET: 'e2e-renovate-signing-secret-at-least-32-characters' } : {}) },
+    stateDir,
+    port,
+    certificate,
+    vars: {
+      REGISTRY_HOSTNAME: HOST,
+      GZIP_DOCUMENTS: 'true',
+      ...(access === 'private' ? { ACCESS: 'private', URL_SIGNING_SECRET: 'e2e-renovate-signing-secret-at-least-32-characters' } : {}),
+    },
   });
   const proxy = await startRoutingProxy({ [`${HOST}:443`]: port });
   return {
-    dir, server, proxy, certificate, hashes, readToken,
+    dir,
+    server,
+    proxy,
+    certificate,
+    hashes,
+    readToken,
     async stop() {
       await proxy.close();
       await server.stop();

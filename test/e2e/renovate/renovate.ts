@@ -57,7 +57,9 @@ async function installOnce(): Promise<void> {
     if (!installed()) throw new Error(`npm ci --prefix ${folder} finished, but ${node} or ${entry} is missing`);
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`could not install Renovate into test/renovate (npm ci --prefix test/renovate --omit=optional): ${String(error)}\n${stderr ?? ''}${stdout ?? ''}`);
+    throw new Error(
+      `could not install Renovate into test/renovate (npm ci --prefix test/renovate --omit=optional): ${String(error)}\n${stderr ?? ''}${stdout ?? ''}`,
+    );
   } finally {
     await rm(lockDir, { recursive: true, force: true });
   }
@@ -81,16 +83,27 @@ export interface RenovateRun {
  * (NODE_EXTRA_CA_CERTS). Resolves with the exit code; never throws for a
  * failed run.
  */
-export async function runRenovate(dir: string, config: Record<string, unknown>, options: { proxy: string; caPath: string; timeoutMs?: number }): Promise<RenovateRun> {
+export async function runRenovate(
+  dir: string,
+  config: Record<string, unknown>,
+  options: { proxy: string; caPath: string; timeoutMs?: number },
+): Promise<RenovateRun> {
   await ensureRenovate();
   await mkdir(join(dir, 'home'), { recursive: true });
   const configFile = join(dir, 'config.json');
   await writeFile(configFile, JSON.stringify({ baseDir: join(dir, 'base'), cacheDir: join(dir, 'cache'), ...config }, null, 2));
   const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH, HOME: join(dir, 'home'), TMPDIR: process.env.TMPDIR,
-    LOG_FORMAT: 'json', LOG_LEVEL: 'debug', RENOVATE_CONFIG_FILE: configFile,
-    HTTPS_PROXY: options.proxy, HTTP_PROXY: options.proxy, NO_PROXY: '',
-    NODE_EXTRA_CA_CERTS: options.caPath, GIT_CONFIG_NOSYSTEM: '1',
+    PATH: process.env.PATH,
+    HOME: join(dir, 'home'),
+    TMPDIR: process.env.TMPDIR,
+    LOG_FORMAT: 'json',
+    LOG_LEVEL: 'debug',
+    RENOVATE_CONFIG_FILE: configFile,
+    HTTPS_PROXY: options.proxy,
+    HTTP_PROXY: options.proxy,
+    NO_PROXY: '',
+    NODE_EXTRA_CA_CERTS: options.caPath,
+    GIT_CONFIG_NOSYSTEM: '1',
     // re2 is an optional native module, not installed (see above): JavaScript regular expressions, no warning.
     RENOVATE_X_IGNORE_RE2: 'true',
   };

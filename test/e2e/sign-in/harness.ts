@@ -75,25 +75,48 @@ export async function startWorld(options: { vars?: Record<string, string>; publi
   }
   const certificate = makeCertificate(dir);
   const idp = await startIdp({
-    port: await freePort(), clientId: CLIENT_ID, clientSecret: options.publicClient ? undefined : CLIENT_SECRET,
-    redirectUris: [`https://${hostname}/oauth/callback`], accounts: ACCOUNTS,
+    port: await freePort(),
+    clientId: CLIENT_ID,
+    clientSecret: options.publicClient ? undefined : CLIENT_SECRET,
+    redirectUris: [`https://${hostname}/oauth/callback`],
+    accounts: ACCOUNTS,
   });
   const server = await startDevServer({
-    stateDir, port, certificate,
+    stateDir,
+    port,
+    certificate,
     vars: {
-      REGISTRY_HOSTNAME: hostname, ACCESS: 'private', URL_SIGNING_SECRET: 'e2e-sign-in-signing-secret-0123456789',
-      OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID: CLIENT_ID, ...(options.publicClient ? {} : { OIDC_CLIENT_SECRET: CLIENT_SECRET }), LOGIN_POLICY: JSON.stringify(POLICY),
+      REGISTRY_HOSTNAME: hostname,
+      ACCESS: 'private',
+      URL_SIGNING_SECRET: 'e2e-sign-in-signing-secret-0123456789',
+      OIDC_ISSUER: idp.issuer,
+      OIDC_CLIENT_ID: CLIENT_ID,
+      ...(options.publicClient ? {} : { OIDC_CLIENT_SECRET: CLIENT_SECRET }),
+      LOGIN_POLICY: JSON.stringify(POLICY),
       ...options.vars,
     },
   });
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     // Terraform's listener is on 127.0.0.1 only; its redirect URI says localhost, which may resolve to ::1 first.
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
-      '--host-resolver-rules=MAP localhost 127.0.0.1'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--host-resolver-rules=MAP localhost 127.0.0.1',
+    ],
   });
   return {
-    dir, server, idp, certificate, hostname, browser,
+    dir,
+    server,
+    idp,
+    certificate,
+    hostname,
+    browser,
     async stop() {
       await browser.close().catch(() => {});
       await server.stop();
@@ -110,16 +133,24 @@ export async function signInAtProvider(page: Page, issuer: string, login: string
   await page.fill('input[name="password"]', 'any password');
   // The navigations after the provider's page, to tell whose answer an error was.
   const requested: string[] = [];
-  page.on('request', (request) => { if (request.isNavigationRequest()) requested.push(request.url()); });
+  page.on('request', (request) => {
+    if (request.isNavigationRequest()) requested.push(request.url());
+  });
   await Promise.all([
     // 'commit': the page after the provider may be an error status (a refusal), which 'load' would throw on.
-    page.waitForURL((url) => !url.toString().startsWith(issuer), { timeout: 30_000, waitUntil: 'commit' }).catch((error: Error) => {
-      // The last hop of `terraform login` is Terraform's own one-shot listener (ports 10000–10010), which
-      // closes once it has the code; on a loaded machine the browser can see that as an empty response.
-      // What the user relies on is Terraform's exit code and stored token, which the callers assert.
-      if (/ERR_EMPTY_RESPONSE|ERR_CONNECTION_(REFUSED|RESET|CLOSED)/.test(error.message) && /^http:\/\/(localhost|127\.0\.0\.1):100(0\d|10)\/login\?/.test(requested.at(-1) ?? '')) return;
-      throw error;
-    }),
+    page
+      .waitForURL((url) => !url.toString().startsWith(issuer), { timeout: 30_000, waitUntil: 'commit' })
+      .catch((error: Error) => {
+        // The last hop of `terraform login` is Terraform's own one-shot listener (ports 10000–10010), which
+        // closes once it has the code; on a loaded machine the browser can see that as an empty response.
+        // What the user relies on is Terraform's exit code and stored token, which the callers assert.
+        if (
+          /ERR_EMPTY_RESPONSE|ERR_CONNECTION_(REFUSED|RESET|CLOSED)/.test(error.message) &&
+          /^http:\/\/(localhost|127\.0\.0\.1):100(0\d|10)\/login\?/.test(requested.at(-1) ?? '')
+        )
+          return;
+        throw error;
+      }),
     page.click('button[type="submit"]'),
   ]);
 }
@@ -146,8 +177,12 @@ export async function terraformHome(world: SignInWorld, name: string, cliConfig 
   return {
     home,
     env: {
-      PATH: process.env.PATH, HOME: home, SSL_CERT_FILE: world.certificate.certPath,
-      CHECKPOINT_DISABLE: '1', BROWSER: '/bin/false', DISPLAY: '',
+      PATH: process.env.PATH,
+      HOME: home,
+      SSL_CERT_FILE: world.certificate.certPath,
+      CHECKPOINT_DISABLE: '1',
+      BROWSER: '/bin/false',
+      DISPLAY: '',
     },
   };
 }
@@ -169,26 +204,39 @@ export async function terraformLogin(world: SignInWorld, name: string, login: st
       output += chunk.toString();
       if (/Enter a value:/.test(output) && !child.stdin!.writableEnded) child.stdin!.end('yes\n');
       const match = /(https:\/\/[^\s'"]+\/oauth\/authorization\?[^\s'"]+)/.exec(output);
-      if (match) { clearTimeout(timer); resolve(match[1]!); }
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
-    void exited.then(() => { clearTimeout(timer); reject(new Error(`terraform login exited early:\n${output}`)); });
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`terraform login exited early:\n${output}`));
+    });
   });
   const context = await world.browser.newContext({ ignoreHTTPSErrors: true });
   const page = await context.newPage();
   let pageText = '';
   const navigations: string[] = [];
-  page.on('response', (response) => { if (response.request().isNavigationRequest()) navigations.push(`${response.status()} ${response.url().replace(/code=[^&]+/, 'code=…')}`); });
+  page.on('response', (response) => {
+    if (response.request().isNavigationRequest()) navigations.push(`${response.status()} ${response.url().replace(/code=[^&]+/, 'code=…')}`);
+  });
   let reachedTerraform = false;
   page.on('request', (request) => {
     if (request.isNavigationRequest() && /^http:\/\/(localhost|127\.0\.0\.1):100(0\d|10)\/login\?(.*&)?code=/.test(request.url())) reachedTerraform = true;
   });
   try {
     await page.goto(url);
-    await signInAtProvider(page, world.idp.issuer, login).catch((error: Error) => { throw new Error(`${error.message}\nnavigations:\n${navigations.join('\n')}`); });
+    await signInAtProvider(page, world.idp.issuer, login).catch((error: Error) => {
+      throw new Error(`${error.message}\nnavigations:\n${navigations.join('\n')}`);
+    });
     await page.waitForLoadState('load').catch(() => {});
-    pageText = await page.locator('body').innerText().catch(() => '');
+    pageText = await page
+      .locator('body')
+      .innerText()
+      .catch(() => '');
   } finally {
     await context.close();
   }
@@ -207,13 +255,22 @@ export async function terraformLogin(world: SignInWorld, name: string, login: st
 }
 
 /** `terraform init` in a fresh directory with these files; `cli.tfrc` (if given) becomes a fresh HOME's ~/.terraformrc unless `homeEnv` is given. */
-export async function terraformInit(world: SignInWorld, name: string, files: Record<string, string>, homeEnv?: NodeJS.ProcessEnv): Promise<{ ok: boolean; output: string }> {
+export async function terraformInit(
+  world: SignInWorld,
+  name: string,
+  files: Record<string, string>,
+  homeEnv?: NodeJS.ProcessEnv,
+): Promise<{ ok: boolean; output: string }> {
   const work = join(world.dir, 'init', name);
   await mkdir(work, { recursive: true });
   for (const [file, text] of Object.entries(files)) await writeFile(join(work, file), text);
   const env: NodeJS.ProcessEnv = homeEnv ?? (await terraformHome(world, `init-${name}`, files['cli.tfrc'] ?? '')).env;
   try {
-    const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color'], { cwd: work, env: { ...env, TF_IN_AUTOMATION: '1' }, timeout: 120_000 });
+    const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color'], {
+      cwd: work,
+      env: { ...env, TF_IN_AUTOMATION: '1' },
+      timeout: 120_000,
+    });
     return { ok: true, output: stdout + stderr };
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: string; stderr?: string };

@@ -11,8 +11,20 @@ import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type JWTPayload } from
  * well-behaved flows use oidc-provider (harness.ts).
  */
 export type HostileMode =
-  | 'good' | 'wrong-aud' | 'wrong-iss' | 'expired' | 'future-iat' | 'alg-none' | 'hs256-public-key' | 'unknown-kid' | 'tampered'
-  | 'wrong-nonce' | 'token-garbage' | 'token-error' | 'discovery-garbage' | 'discovery-500';
+  | 'good'
+  | 'wrong-aud'
+  | 'wrong-iss'
+  | 'expired'
+  | 'future-iat'
+  | 'alg-none'
+  | 'hs256-public-key'
+  | 'unknown-kid'
+  | 'tampered'
+  | 'wrong-nonce'
+  | 'token-garbage'
+  | 'token-error'
+  | 'discovery-garbage'
+  | 'discovery-500';
 
 export interface HostileIdp {
   issuer: string;
@@ -33,16 +45,33 @@ export async function startHostileIdp(port: number, clientId: string): Promise<H
 
   async function idToken(nonce: string): Promise<string> {
     const now = Math.floor(Date.now() / 1000);
-    const claims: JWTPayload = { iss: issuer, aud: clientId, sub: 'mallory', nonce, iat: now, exp: now + 300, email: 'mallory@acme.com', email_verified: true, groups: ['platform'] };
+    const claims: JWTPayload = {
+      iss: issuer,
+      aud: clientId,
+      sub: 'mallory',
+      nonce,
+      iat: now,
+      exp: now + 300,
+      email: 'mallory@acme.com',
+      email_verified: true,
+      groups: ['platform'],
+    };
     const sign = (payload: JWTPayload, kid = 'hostile-1') => new SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid }).sign(privateKey);
     switch (idp.mode) {
-      case 'wrong-aud': return sign({ ...claims, aud: 'another-client' });
-      case 'wrong-iss': return sign({ ...claims, iss: 'http://127.0.0.1:1' });
-      case 'expired': return sign({ ...claims, iat: now - 3600, exp: now - 1800 });
-      case 'future-iat': return sign({ ...claims, iat: now + 3600, exp: now + 7200 });
-      case 'wrong-nonce': return sign({ ...claims, nonce: 'not-the-nonce' });
-      case 'unknown-kid': return sign(claims, 'hostile-2');
-      case 'alg-none': return `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims)}.`;
+      case 'wrong-aud':
+        return sign({ ...claims, aud: 'another-client' });
+      case 'wrong-iss':
+        return sign({ ...claims, iss: 'http://127.0.0.1:1' });
+      case 'expired':
+        return sign({ ...claims, iat: now - 3600, exp: now - 1800 });
+      case 'future-iat':
+        return sign({ ...claims, iat: now + 3600, exp: now + 7200 });
+      case 'wrong-nonce':
+        return sign({ ...claims, nonce: 'not-the-nonce' });
+      case 'unknown-kid':
+        return sign(claims, 'hostile-2');
+      case 'alg-none':
+        return `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims)}.`;
       case 'hs256-public-key': {
         const secret = new TextEncoder().encode(await exportSPKI(publicKey));
         return new SignJWT(claims).setProtectedHeader({ alg: 'HS256', kid: 'hostile-1' }).sign(secret);
@@ -51,24 +80,45 @@ export async function startHostileIdp(port: number, clientId: string): Promise<H
         const [header, , signature] = (await sign({ ...claims, groups: [] })).split('.');
         return `${header}.${b64({ ...claims, groups: ['platform', 'registry-admins'] })}.${signature}`;
       }
-      default: return sign(claims);
+      default:
+        return sign(claims);
     }
   }
 
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', issuer);
-    const json = (status: number, body: unknown) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); };
+    const json = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
     if (url.pathname === '/.well-known/openid-configuration') {
-      if (idp.mode === 'discovery-garbage') { res.writeHead(200, { 'content-type': 'text/html' }); res.end('<html>maintenance</html>'); return; }
-      if (idp.mode === 'discovery-500') { res.writeHead(500); res.end(); return; }
+      if (idp.mode === 'discovery-garbage') {
+        res.writeHead(200, { 'content-type': 'text/html' });
+        res.end('<html>maintenance</html>');
+        return;
+      }
+      if (idp.mode === 'discovery-500') {
+        res.writeHead(500);
+        res.end();
+        return;
+      }
       json(200, {
-        issuer, authorization_endpoint: `${issuer}/auth`, token_endpoint: `${issuer}/token`, jwks_uri: `${issuer}/jwks`,
-        response_types_supported: ['code'], subject_types_supported: ['public'], id_token_signing_alg_values_supported: ['RS256'],
-        token_endpoint_auth_methods_supported: ['client_secret_basic', 'none'], code_challenge_methods_supported: ['S256'],
+        issuer,
+        authorization_endpoint: `${issuer}/auth`,
+        token_endpoint: `${issuer}/token`,
+        jwks_uri: `${issuer}/jwks`,
+        response_types_supported: ['code'],
+        subject_types_supported: ['public'],
+        id_token_signing_alg_values_supported: ['RS256'],
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'none'],
+        code_challenge_methods_supported: ['S256'],
       });
       return;
     }
-    if (url.pathname === '/jwks') { json(200, { keys: [jwk] }); return; }
+    if (url.pathname === '/jwks') {
+      json(200, { keys: [jwk] });
+      return;
+    }
     if (url.pathname === '/auth') {
       const code = `hostile-code-${Math.random().toString(36).slice(2)}`;
       nonces.set(code, url.searchParams.get('nonce') ?? '');
@@ -84,8 +134,15 @@ export async function startHostileIdp(port: number, clientId: string): Promise<H
       req.on('data', (chunk: Buffer) => (body += chunk.toString()));
       req.on('end', () => {
         const code = new URLSearchParams(body).get('code') ?? '';
-        if (idp.mode === 'token-garbage') { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"access_token": [unterminated'); return; }
-        if (idp.mode === 'token-error') { json(400, { error: 'invalid_grant', error_description: 'no' }); return; }
+        if (idp.mode === 'token-garbage') {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end('{"access_token": [unterminated');
+          return;
+        }
+        if (idp.mode === 'token-error') {
+          json(400, { error: 'invalid_grant', error_description: 'no' });
+          return;
+        }
         void idToken(nonces.get(code) ?? '').then((token) => {
           idp.issued.push(token);
           json(200, { access_token: 'hostile-access-token', token_type: 'Bearer', expires_in: 300, id_token: token });
@@ -97,6 +154,10 @@ export async function startHostileIdp(port: number, clientId: string): Promise<H
     res.end();
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
-  idp.stop = () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); });
+  idp.stop = () =>
+    new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   return idp;
 }

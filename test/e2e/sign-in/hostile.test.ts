@@ -25,10 +25,16 @@ beforeAll(async () => {
   idp = await startHostileIdp(await freePort(), 'edge-registry');
   idp.mode = 'discovery-garbage'; // the first thing the Worker sees of this provider
   server = await startDevServer({
-    stateDir: join(dir, 'state'), port: await freePort(), certificate,
+    stateDir: join(dir, 'state'),
+    port: await freePort(),
+    certificate,
     vars: {
-      ACCESS: 'private', URL_SIGNING_SECRET: 'hostile-signing-secret-0123456789abcdef', OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID: 'edge-registry',
-      OIDC_CLIENT_SECRET: CLIENT_SECRET, LOGIN_POLICY: JSON.stringify({ rules: [{ if: { groups: 'platform' }, scopes: ['acme'] }] }),
+      ACCESS: 'private',
+      URL_SIGNING_SECRET: 'hostile-signing-secret-0123456789abcdef',
+      OIDC_ISSUER: idp.issuer,
+      OIDC_CLIENT_ID: 'edge-registry',
+      OIDC_CLIENT_SECRET: CLIENT_SECRET,
+      LOGIN_POLICY: JSON.stringify({ rules: [{ if: { groups: 'platform' }, scopes: ['acme'] }] }),
     },
   });
 }, 180_000);
@@ -40,8 +46,12 @@ afterAll(async () => {
 });
 
 const AUTHZ = `/oauth/authorization?${new URLSearchParams({
-  response_type: 'code', client_id: 'terraform-cli', redirect_uri: 'http://localhost:10000/login', state: 'terraform-state',
-  code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256',
+  response_type: 'code',
+  client_id: 'terraform-cli',
+  redirect_uri: 'http://localhost:10000/login',
+  state: 'terraform-state',
+  code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+  code_challenge_method: 'S256',
 })}`;
 
 /** Terraform's browser: authz → provider → callback (with the flow cookie). Returns the callback's answer. */
@@ -65,7 +75,7 @@ describe('a misbehaving identity provider', () => {
     expect((await login()).status).toBe(502);
   });
 
-  it('the well-behaved control: a code goes to Terraform\'s listener', async () => {
+  it("the well-behaved control: a code goes to Terraform's listener", async () => {
     idp.mode = 'good';
     const ok = await login();
     expect(ok.status).toBe(302);

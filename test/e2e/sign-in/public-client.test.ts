@@ -18,9 +18,17 @@ describe.skipIf(missing('chromium and terraform', ready))('sign-in with a public
   it('terraform login and init work without a client secret', async () => {
     const login = await terraformLogin(world, 'public', 'alice');
     expect(login.code, login.output).toBe(0);
-    const init = await terraformInit(world, 'public-provider', { 'main.tf': providerConfig(world.hostname) }, {
-      PATH: process.env.PATH, HOME: `${world.dir}/homes/public`, SSL_CERT_FILE: world.certificate.certPath, CHECKPOINT_DISABLE: '1',
-    });
+    const init = await terraformInit(
+      world,
+      'public-provider',
+      { 'main.tf': providerConfig(world.hostname) },
+      {
+        PATH: process.env.PATH,
+        HOME: `${world.dir}/homes/public`,
+        SSL_CERT_FILE: world.certificate.certPath,
+        CHECKPOINT_DISABLE: '1',
+      },
+    );
     expect(init.ok, init.output).toBe(true);
     expect(init.output).toContain(`Installed ${world.hostname}/acme/thing v1.3.0`);
   });

@@ -2,7 +2,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { get } from '../http';
 import { MODULE_HOST } from './harness';
-import { hostBlockWithLogin, moduleCliConfig, moduleConfig, providerConfig, ready, signInAtProvider, startWorld, terraformInit, terraformLogin, type SignInWorld } from './harness';
+import {
+  hostBlockWithLogin,
+  moduleCliConfig,
+  moduleConfig,
+  providerConfig,
+  ready,
+  signInAtProvider,
+  startWorld,
+  terraformInit,
+  terraformLogin,
+  type SignInWorld,
+} from './harness';
 import { missing } from '../../tools';
 
 /**
@@ -21,11 +32,15 @@ beforeAll(async () => {
 }, 240_000);
 afterAll(async () => world?.stop());
 
-describe.skipIf(missing('chromium and terraform', ready))('terraform login with the organisation\'s identity provider', () => {
+describe.skipIf(missing('chromium and terraform', ready))("terraform login with the organisation's identity provider", () => {
   it('discovery advertises login.v1', async () => {
     const response = await get(`${world.server.origin}/.well-known/terraform.json`, { ca: world.certificate.pem });
     expect(JSON.parse(response.body.toString())['login.v1']).toEqual({
-      client: 'terraform-cli', grant_types: ['authz_code'], authz: '/oauth/authorization', token: '/oauth/token', ports: [10000, 10010],
+      client: 'terraform-cli',
+      grant_types: ['authz_code'],
+      authz: '/oauth/authorization',
+      token: '/oauth/token',
+      ports: [10000, 10010],
     });
   });
 
@@ -65,12 +80,13 @@ describe.skipIf(missing('chromium and terraform', ready))('terraform login with 
     const login = await terraformLogin(world, 'mallory', 'mallory');
     expect(login.token).toBeUndefined();
     expect(login.code).not.toBe(0);
-    expect(login.pageText).toContain('the registry\'s policy grants this account no access');
+    expect(login.pageText).toContain("the registry's policy grants this account no access");
   });
 });
 
 describe.skipIf(missing('chromium and terraform', ready))('the pages with single sign-on (chromium)', () => {
-  const versions = (token: string) => get(`${world.server.origin}/v1/providers/acme/thing/versions`, { ca: world.certificate.pem, headers: { authorization: `Bearer ${token}` } });
+  const versions = (token: string) =>
+    get(`${world.server.origin}/v1/providers/acme/thing/versions`, { ca: world.certificate.pem, headers: { authorization: `Bearer ${token}` } });
 
   async function signIn(login: string): Promise<Page> {
     const context = await world.browser.newContext({ ignoreHTTPSErrors: true });
@@ -101,7 +117,10 @@ describe.skipIf(missing('chromium and terraform', ready))('the pages with single
     // localhost:PORT has a port, which TF_TOKEN_… variables cannot name: the page says to use the block (the unit test checks the variable).
     expect(await page.locator('[role="status"]').innerText()).toContain('TF_TOKEN_… variables only for hostnames without a port');
 
-    const init = await terraformInit(world, 'tokens-page', { 'main.tf': providerConfig(world.hostname), 'cli.tfrc': `credentials "${world.hostname}" {\n  token = "${token}"\n}\n` });
+    const init = await terraformInit(world, 'tokens-page', {
+      'main.tf': providerConfig(world.hostname),
+      'cli.tfrc': `credentials "${world.hostname}" {\n  token = "${token}"\n}\n`,
+    });
     expect(init.ok, init.output).toBe(true);
     expect(init.output).toContain(`Installed ${world.hostname}/acme/thing v1.3.0`);
 
@@ -120,10 +139,15 @@ describe.skipIf(missing('chromium and terraform', ready))('the pages with single
     await page.context().close();
   });
 
-  it('scopes beyond the person\'s own and cross-site posts are refused', async () => {
+  it("scopes beyond the person's own and cross-site posts are refused", async () => {
     const page = await signIn('alice');
     const cookies = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
-    const post = (origin: string, body: string) => fetchWithCa(`${world.server.origin}/tokens`, { method: 'POST', headers: { origin, cookie: cookies, 'content-type': 'application/x-www-form-urlencoded' }, body });
+    const post = (origin: string, body: string) =>
+      fetchWithCa(`${world.server.origin}/tokens`, {
+        method: 'POST',
+        headers: { origin, cookie: cookies, 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      });
     const foreign = await post('https://evil.example', 'name=x&scope=acme&days=1');
     expect(foreign.status).toBe(403);
     const wider = await post(world.server.origin, 'name=x&scope=*&days=1');
@@ -134,7 +158,7 @@ describe.skipIf(missing('chromium and terraform', ready))('the pages with single
     await page.context().close();
   });
 
-  it('an admin sees everyone\'s tokens and revokes all of a person\'s at once; sign-out ends the session', async () => {
+  it("an admin sees everyone's tokens and revokes all of a person's at once; sign-out ends the session", async () => {
     const alice = await terraformLogin(world, 'alice-offboard', 'alice');
     expect(alice.token).toBeDefined();
     expect((await versions(alice.token!)).status).toBe(200);

@@ -71,15 +71,27 @@ async function account(): Promise<Account> {
 }
 /** The wrangler commands the deploy ran, in order. */
 async function commands(): Promise<string[]> {
-  return (await readFile(paths().log, 'utf8')).trim().split('\n').filter(Boolean).map((line) => (JSON.parse(line) as string[]).join(' '));
+  return (await readFile(paths().log, 'utf8'))
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => (JSON.parse(line) as string[]).join(' '));
 }
 
 async function deploy(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const env: NodeJS.ProcessEnv = {
-    PATH: `${bin}:${process.env.PATH}`, HOME: process.env.HOME, FAKE_WRANGLER_STATE: paths().state, FAKE_WRANGLER_LOG: paths().log, ...extraEnv,
+    PATH: `${bin}:${process.env.PATH}`,
+    HOME: process.env.HOME,
+    FAKE_WRANGLER_STATE: paths().state,
+    FAKE_WRANGLER_LOG: paths().log,
+    ...extraEnv,
   };
   try {
-    const { stdout, stderr } = await run(join(root, 'node_modules', '.bin', 'tsx'), [join(root, 'scripts', 'deploy.ts'), '--config', paths().toml, '--url', smokeUrl, '--smoke-timeout', '2', ...args], { cwd: project, env, timeout: 60_000 });
+    const { stdout, stderr } = await run(
+      join(root, 'node_modules', '.bin', 'tsx'),
+      [join(root, 'scripts', 'deploy.ts'), '--config', paths().toml, '--url', smokeUrl, '--smoke-timeout', '2', ...args],
+      { cwd: project, env, timeout: 60_000 },
+    );
     return { code: 0, stdout, stderr };
   } catch (error) {
     const { code, stdout, stderr } = error as { code: number; stdout: string; stderr: string };
@@ -145,7 +157,10 @@ describe('npm run deploy', () => {
     expect(state.secretLengths?.URL_SIGNING_SECRET).toBe(44); // 32 random bytes, base64
     const config = await readProductionConfig(paths().toml, 'production');
     expect(config).toEqual({
-      workerName: 'edge-registry', kvNamespaceId: state.kv[1]!.id, bucketName: 'edge-registry', hostname: 'registry.acme.com',
+      workerName: 'edge-registry',
+      kvNamespaceId: state.kv[1]!.id,
+      bucketName: 'edge-registry',
+      hostname: 'registry.acme.com',
       routes: [{ pattern: 'registry.acme.com', custom_domain: true }],
     });
     expect(state.worker?.config).toBe(await readFile(paths().toml, 'utf8')); // deployed with the written config
@@ -170,7 +185,9 @@ describe('npm run deploy', () => {
 
   it('reuses what exists by name and sets a missing signing secret with secret put', async () => {
     await setAccount({
-      loggedIn: true, kv: [{ id: '9f0c5a3e2b1d4c6e8a7f9b0d1c2e3f4a', title: 'edge-registry' }], buckets: ['edge-registry'],
+      loggedIn: true,
+      kv: [{ id: '9f0c5a3e2b1d4c6e8a7f9b0d1c2e3f4a', title: 'edge-registry' }],
+      buckets: ['edge-registry'],
       worker: { secrets: [], deploys: 1, config: null },
     });
     const { code, stderr } = await deploy(['--hostname', 'registry.acme.com']);
@@ -190,7 +207,7 @@ describe('npm run deploy', () => {
     expect(await commands()).toEqual([]);
   });
 
-  it('a failing step names itself, shows wrangler\'s output and the fix; re-running continues from there', async () => {
+  it("a failing step names itself, shows wrangler's output and the fix; re-running continues from there", async () => {
     const failed = await deploy(['--hostname', 'registry.acme.com'], { FAKE_WRANGLER_FAIL: 'r2 bucket create' });
     expect(failed.code).toBe(1);
     expect(failed.stderr).toContain('deploy failed at "create the R2 bucket "edge-registry"');
@@ -231,7 +248,9 @@ describe('npm run deploy', () => {
     const secretsFile = join(project, 'secrets.json');
     await writeFile(secretsFile, JSON.stringify({ URL_SIGNING_SECRET: 'not-a-real-secret' }));
     const { stdout } = await run(realWrangler, ['deploy', '--dry-run', '--outdir', outdir, '--env', 'production', '--secrets-file', secretsFile], {
-      cwd: project, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1', CLOUDFLARE_API_TOKEN: '' }, timeout: 120_000,
+      cwd: project,
+      env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1', CLOUDFLARE_API_TOKEN: '' },
+      timeout: 120_000,
     });
     expect(stdout).toContain(`env.REGISTRY_KV (${kvId})`);
     expect(stdout).toContain('env.REGISTRY_R2 (edge-registry)');

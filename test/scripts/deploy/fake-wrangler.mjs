@@ -12,7 +12,13 @@ const args = process.argv.slice(2);
 const statePath = process.env.FAKE_WRANGLER_STATE;
 const state = JSON.parse(readFileSync(statePath, 'utf8'));
 const save = () => writeFileSync(statePath, JSON.stringify(state, null, 2));
-const stdin = () => { try { return readFileSync(0, 'utf8'); } catch { return ''; } };
+const stdin = () => {
+  try {
+    return readFileSync(0, 'utf8');
+  } catch {
+    return '';
+  }
+};
 const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 const firstOption = args.findIndex((a) => a.startsWith('-'));
 const command = (firstOption < 0 ? args : args.slice(0, firstOption)).slice(0, 3).join(' ');
@@ -21,25 +27,38 @@ appendFileSync(process.env.FAKE_WRANGLER_LOG, `${JSON.stringify(args)}\n`);
 const out = (text) => process.stdout.write(text);
 const banner = '\n ⛅️ wrangler 4.86.0\n───────────────────\n';
 function apiError(path, message, code) {
-  process.stderr.write(`\n\u001b[31m✘ \u001b[41;31m[\u001b[41;97mERROR\u001b[41;31m]\u001b[0m \u001b[1mA request to the Cloudflare API (${path}) failed.\u001b[0m\n\n  ${message} [code: ${code}]\n\n`);
+  process.stderr.write(
+    `\n\u001b[31m✘ \u001b[41;31m[\u001b[41;97mERROR\u001b[41;31m]\u001b[0m \u001b[1mA request to the Cloudflare API (${path}) failed.\u001b[0m\n\n  ${message} [code: ${code}]\n\n`,
+  );
   process.exit(1);
 }
 const account = '/accounts/0123456789abcdef0123456789abcdef';
 
 if (args[0] === 'whoami') {
-  if (!state.loggedIn) { out(recorded('whoami-logged-out.stdout')); process.exit(1); }
+  if (!state.loggedIn) {
+    out(recorded('whoami-logged-out.stdout'));
+    process.exit(1);
+  }
   out(recorded('whoami.stdout'));
 } else if (process.env.FAKE_WRANGLER_FAIL && command.startsWith(process.env.FAKE_WRANGLER_FAIL)) {
   if (command.startsWith('r2')) apiError(`${account}/r2/buckets`, 'Please enable R2 through the Cloudflare Dashboard.', 10042);
   apiError(account, 'Authentication error', 10000);
 } else if (command === 'kv namespace list') {
-  out(JSON.stringify(state.kv.map(({ id, title }) => ({ id, title, supports_url_encoding: true })), null, '  ') + '\n');
+  out(
+    JSON.stringify(
+      state.kv.map(({ id, title }) => ({ id, title, supports_url_encoding: true })),
+      null,
+      '  ',
+    ) + '\n',
+  );
 } else if (command === 'kv namespace create') {
   const title = args[3];
   const id = [...Array(32)].map((_, i) => '0123456789abcdef'[(i * 7 + state.kv.length * 3 + title.length) % 16]).join('');
   state.kv.push({ id, title });
   save();
-  out(`${banner}Resource location: remote \n\n🌀 Creating namespace with title "${title}"\n✨ Success!\nTo access your new KV Namespace in your Worker, add the following snippet to your configuration file:\n[[kv_namespaces]]\nbinding = "${title.replace(/-/g, '_')}"\nid = "${id}"\n\n`);
+  out(
+    `${banner}Resource location: remote \n\n🌀 Creating namespace with title "${title}"\n✨ Success!\nTo access your new KV Namespace in your Worker, add the following snippet to your configuration file:\n[[kv_namespaces]]\nbinding = "${title.replace(/-/g, '_')}"\nid = "${id}"\n\n`,
+  );
 } else if (command === 'r2 bucket list') {
   out(`${banner}Listing buckets...\n${state.buckets.map((name) => `name:           ${name}\ncreation_date:  2026-03-02T10:11:12.345Z`).join('\n\n')}\n`);
 } else if (command === 'r2 bucket create') {
@@ -47,8 +66,17 @@ if (args[0] === 'whoami') {
   save();
   out(`${banner}Creating bucket '${args[3]}'...\n✅ Created bucket '${args[3]}' with default storage class of Standard.\n`);
 } else if (command === 'secret list') {
-  if (!state.worker) { process.stderr.write(recorded('secret-list-no-worker.stderr')); process.exit(1); }
-  out(JSON.stringify(state.worker.secrets.map((name) => ({ name, type: 'secret_text' })), null, '  ') + '\n');
+  if (!state.worker) {
+    process.stderr.write(recorded('secret-list-no-worker.stderr'));
+    process.exit(1);
+  }
+  out(
+    JSON.stringify(
+      state.worker.secrets.map((name) => ({ name, type: 'secret_text' })),
+      null,
+      '  ',
+    ) + '\n',
+  );
 } else if (command.startsWith('secret put')) {
   const value = stdin().trim();
   if (!state.worker) state.worker = { secrets: [], deploys: 0, config: null };
@@ -69,7 +97,9 @@ if (args[0] === 'whoami') {
   state.worker.deploys++;
   state.worker.config = readFileSync(option('--config'), 'utf8');
   save();
-  out(`${banner}Total Upload: 117.43 KiB / gzip: 26.01 KiB\nUploaded edge-registry (2.71 sec)\nDeployed edge-registry triggers (1.05 sec)\n  https://edge-registry.acme.workers.dev\n  ${state.hostname ?? 'registry.acme.com'} (custom domain)\nCurrent Version ID: 5d1c8f1e-2b3a-4c5d-8e9f-0a1b2c3d4e5f\n`);
+  out(
+    `${banner}Total Upload: 117.43 KiB / gzip: 26.01 KiB\nUploaded edge-registry (2.71 sec)\nDeployed edge-registry triggers (1.05 sec)\n  https://edge-registry.acme.workers.dev\n  ${state.hostname ?? 'registry.acme.com'} (custom domain)\nCurrent Version ID: 5d1c8f1e-2b3a-4c5d-8e9f-0a1b2c3d4e5f\n`,
+  );
 } else {
   process.stderr.write(`fake wrangler: unexpected command ${JSON.stringify(args)}\n`);
   process.exit(2);

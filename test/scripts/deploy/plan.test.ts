@@ -17,7 +17,9 @@ const shippedToml = readFileSync(join(root, 'wrangler.toml'), 'utf8');
 describe('reading wrangler 4.86 output', () => {
   it('whoami --json: logged in with its accounts, or logged out (exit 1)', () => {
     expect(parseWhoami(recorded('whoami'))).toEqual({
-      loggedIn: true, authType: 'User API Token', email: 'ops@acme.com',
+      loggedIn: true,
+      authType: 'User API Token',
+      email: 'ops@acme.com',
       accounts: [{ id: '0123456789abcdef0123456789abcdef', name: "Acme Corp's Account" }],
     });
     const out = recorded('whoami-logged-out');
@@ -53,18 +55,32 @@ describe('reading wrangler 4.86 output', () => {
 });
 
 const shippedConfig: ProductionConfig = {
-  workerName: 'edge-registry', kvNamespaceId: '00000000000000000000000000000000', bucketName: 'edge-registry',
-  hostname: 'registry.example.com', routes: [],
+  workerName: 'edge-registry',
+  kvNamespaceId: '00000000000000000000000000000000',
+  bucketName: 'edge-registry',
+  hostname: 'registry.example.com',
+  routes: [],
 };
 const options: DeployOptions = {
-  env: 'production', configPath: 'wrangler.toml', hostname: 'registry.acme.com', kvTitle: 'edge-registry', bucketName: null, smokeUrl: null,
+  env: 'production',
+  configPath: 'wrangler.toml',
+  hostname: 'registry.acme.com',
+  kvTitle: 'edge-registry',
+  bucketName: null,
+  smokeUrl: null,
 };
 const account = { loggedIn: true as const, authType: 'OAuth Token', email: 'ops@acme.com', accounts: [{ id: 'a1', name: 'Acme' }] };
 
 function observed(overrides: Partial<Observed> = {}): Observed {
   return {
-    auth: account, accountIdFromEnv: null, kvNamespaces: [], buckets: [], secrets: { workerExists: false },
-    config: shippedConfig, configText: shippedToml, ...overrides,
+    auth: account,
+    accountIdFromEnv: null,
+    kvNamespaces: [],
+    buckets: [],
+    secrets: { workerExists: false },
+    config: shippedConfig,
+    configText: shippedToml,
+    ...overrides,
   };
 }
 
@@ -76,19 +92,32 @@ describe('the deploy plan', () => {
     expect(steps[1]).toMatchObject({ command: ['r2', 'bucket', 'create', 'edge-registry'] });
     const write = steps[2]!;
     if (write.kind !== 'write-config') throw new Error('expected write-config');
-    expect(write.changes).toEqual(expect.arrayContaining([
-      { section: 'env.production', key: 'routes', from: null, to: '[{ pattern = "registry.acme.com", custom_domain = true }]' },
-      { section: 'env.production.vars', key: 'REGISTRY_HOSTNAME', from: '"registry.example.com"', to: '"registry.acme.com"' },
-      { section: 'env.production.kv_namespaces', key: 'id', from: '"00000000000000000000000000000000"', to: `"${PENDING_KV_ID}"` },
-    ]));
-    expect(steps[3]).toMatchObject({ kind: 'deploy', withNewSigningSecret: true, command: expect.arrayContaining(['deploy', '--env', 'production', '--secrets-file']) });
+    expect(write.changes).toEqual(
+      expect.arrayContaining([
+        { section: 'env.production', key: 'routes', from: null, to: '[{ pattern = "registry.acme.com", custom_domain = true }]' },
+        { section: 'env.production.vars', key: 'REGISTRY_HOSTNAME', from: '"registry.example.com"', to: '"registry.acme.com"' },
+        { section: 'env.production.kv_namespaces', key: 'id', from: '"00000000000000000000000000000000"', to: `"${PENDING_KV_ID}"` },
+      ]),
+    );
+    expect(steps[3]).toMatchObject({
+      kind: 'deploy',
+      withNewSigningSecret: true,
+      command: expect.arrayContaining(['deploy', '--env', 'production', '--secrets-file']),
+    });
     expect(steps[4]).toMatchObject({ url: 'https://registry.acme.com/.well-known/terraform.json' });
   });
 
   it('reuses a namespace and a bucket that exist by name, and writes their ids', () => {
-    const steps = planDeploy(options, observed({
-      kvNamespaces: [{ id: 'other', title: 'other-app' }, { id: 'kv123', title: 'edge-registry' }], buckets: ['edge-registry'],
-    }));
+    const steps = planDeploy(
+      options,
+      observed({
+        kvNamespaces: [
+          { id: 'other', title: 'other-app' },
+          { id: 'kv123', title: 'edge-registry' },
+        ],
+        buckets: ['edge-registry'],
+      }),
+    );
     expect(steps.map((s) => s.kind)).toEqual(['write-config', 'deploy', 'smoke-test']);
     const write = steps[0]!;
     if (write.kind !== 'write-config') throw new Error('expected write-config');
@@ -97,9 +126,15 @@ describe('the deploy plan', () => {
 
   it('keeps the configured namespace when the account has it, whatever its title', () => {
     const config = { ...shippedConfig, kvNamespaceId: 'mine', hostname: 'registry.acme.com', routes: [{ pattern: 'registry.acme.com', custom_domain: true }] };
-    const steps = planDeploy({ ...options, hostname: null }, observed({
-      config, kvNamespaces: [{ id: 'mine', title: 'my-own-title' }], buckets: ['edge-registry'], secrets: { workerExists: true, names: ['URL_SIGNING_SECRET'] },
-    }));
+    const steps = planDeploy(
+      { ...options, hostname: null },
+      observed({
+        config,
+        kvNamespaces: [{ id: 'mine', title: 'my-own-title' }],
+        buckets: ['edge-registry'],
+        secrets: { workerExists: true, names: ['URL_SIGNING_SECRET'] },
+      }),
+    );
     expect(steps.map((s) => s.kind)).toEqual(['deploy', 'smoke-test']);
     expect(steps[0]).toMatchObject({ withNewSigningSecret: false });
     expect((steps[0] as { command: string[] }).command).not.toContain('--secrets-file');
@@ -107,20 +142,30 @@ describe('the deploy plan', () => {
 
   it('a configured id the account does not have (another account, deleted) is replaced by the one found or created', () => {
     const config = { ...shippedConfig, kvNamespaceId: 'gone' };
-    expect(planDeploy(options, observed({ config, buckets: ['edge-registry'] })).map((s) => s.kind)).toEqual(['create-kv', 'write-config', 'deploy', 'smoke-test']);
+    expect(planDeploy(options, observed({ config, buckets: ['edge-registry'] })).map((s) => s.kind)).toEqual([
+      'create-kv',
+      'write-config',
+      'deploy',
+      'smoke-test',
+    ]);
   });
 
   it('sets URL_SIGNING_SECRET with secret put on a deployed Worker that lacks it, and never replaces one', () => {
     const ready = { kvNamespaces: [{ id: 'kv1', title: 'edge-registry' }], buckets: ['edge-registry'] };
     const lacking = planDeploy(options, observed({ ...ready, secrets: { workerExists: true, names: ['OTHER'] } }));
-    expect(lacking.find((s) => s.kind === 'put-secret')).toMatchObject({ command: ['secret', 'put', 'URL_SIGNING_SECRET', '--config', 'wrangler.toml', '--env', 'production'] });
+    expect(lacking.find((s) => s.kind === 'put-secret')).toMatchObject({
+      command: ['secret', 'put', 'URL_SIGNING_SECRET', '--config', 'wrangler.toml', '--env', 'production'],
+    });
     const having = planDeploy(options, observed({ ...ready, secrets: { workerExists: true, names: ['URL_SIGNING_SECRET'] } }));
     expect(having.some((s) => s.kind === 'put-secret')).toBe(false);
     expect(having.find((s) => s.kind === 'deploy')).toMatchObject({ withNewSigningSecret: false });
   });
 
   it('uses --bucket and --url when given', () => {
-    const steps = planDeploy({ ...options, bucketName: 'acme-providers', smokeUrl: 'https://edge-registry.acme.workers.dev/' }, observed({ buckets: ['edge-registry'] }));
+    const steps = planDeploy(
+      { ...options, bucketName: 'acme-providers', smokeUrl: 'https://edge-registry.acme.workers.dev/' },
+      observed({ buckets: ['edge-registry'] }),
+    );
     expect(steps.find((s) => s.kind === 'create-bucket')).toMatchObject({ name: 'acme-providers' });
     expect(steps.at(-1)).toMatchObject({ url: 'https://edge-registry.acme.workers.dev/.well-known/terraform.json' });
   });
@@ -146,7 +191,13 @@ describe('the deploy plan', () => {
       expect((error as PlanError).fix).toContain('Workers KV Storage · Edit');
       expect((error as PlanError).fix).toContain('Workers R2 Storage · Edit');
     }
-    const two = { ...account, accounts: [{ id: 'a1', name: 'Acme' }, { id: 'a2', name: 'Other' }] };
+    const two = {
+      ...account,
+      accounts: [
+        { id: 'a1', name: 'Acme' },
+        { id: 'a2', name: 'Other' },
+      ],
+    };
     expect(() => checkAuth({ auth: two, accountIdFromEnv: null })).toThrow(/2 accounts/);
     expect(checkAuth({ auth: two, accountIdFromEnv: 'a2' })).toEqual({ id: 'a2', name: 'Other' });
     expect(() => checkAuth({ auth: two, accountIdFromEnv: 'a3' })).toThrow(/not one of/);

@@ -45,35 +45,98 @@ describe('Provider Code Specification', () => {
   });
 
   it('reads object attributes and nested element types', () => {
-    const docs = parseDocs(JSON.stringify({
-      version: '0.1',
-      provider: { name: 'example' },
-      resources: [{ name: 'thing', schema: { attributes: [
-        { name: 'obj', object: { computed_optional_required: 'optional', attribute_types: [{ name: 'a', string: {} }, { name: 'b', list: { element_type: { int64: {} } } }] } },
-        { name: 'sets', set: { computed_optional_required: 'required', element_type: { map: { element_type: { bool: {} } } } } },
-      ] } }],
-    }), 'spec.json', 'demo', 'example');
+    const docs = parseDocs(
+      JSON.stringify({
+        version: '0.1',
+        provider: { name: 'example' },
+        resources: [
+          {
+            name: 'thing',
+            schema: {
+              attributes: [
+                {
+                  name: 'obj',
+                  object: {
+                    computed_optional_required: 'optional',
+                    attribute_types: [
+                      { name: 'a', string: {} },
+                      { name: 'b', list: { element_type: { int64: {} } } },
+                    ],
+                  },
+                },
+                { name: 'sets', set: { computed_optional_required: 'required', element_type: { map: { element_type: { bool: {} } } } } },
+              ],
+            },
+          },
+        ],
+      }),
+      'spec.json',
+      'demo',
+      'example',
+    );
     expect(docs.resources[0]!.schema.attributes.map((a) => a.type)).toEqual(['object({a = string, b = list(number)})', 'set(map(bool))']);
   });
 
   it('refuses a wrong spec version, a name that is not an identifier and an unknown type, naming each JSON path and the fix', () => {
-    const message = errorOf(() => parseDocs(spec((s) => {
-      s.version = '2.0';
-      s.resources[0].name = 'Bad Name';
-      s.resources[0].schema.attributes[0] = { name: 'name', strin: { computed_optional_required: 'required' } };
-      s.resources[1].schema.attributes[0].string.computed_optional_required = 'sometimes';
-    }), 'spec.json', 'demo', 'example'));
+    const message = errorOf(() =>
+      parseDocs(
+        spec((s) => {
+          s.version = '2.0';
+          s.resources[0].name = 'Bad Name';
+          s.resources[0].schema.attributes[0] = { name: 'name', strin: { computed_optional_required: 'required' } };
+          s.resources[1].schema.attributes[0].string.computed_optional_required = 'sometimes';
+        }),
+        'spec.json',
+        'demo',
+        'example',
+      ),
+    );
     expect(message).toContain('docs spec.json: 4 problems; nothing was published');
     expect(message).toContain('$.version: spec version "2.0" is not supported; write "0.1"');
     expect(message).toContain('$.resources[0].name: "Bad Name" is not a lower-case Terraform identifier');
     expect(message).toContain('$.resources[0].schema.attributes[0]: unknown attribute type "strin"; use exactly one of bool, float64');
-    expect(message).toContain('$.resources[1].schema.attributes[0].string.computed_optional_required: "sometimes" is not allowed; use one of computed, computed_optional, optional, required');
+    expect(message).toContain(
+      '$.resources[1].schema.attributes[0].string.computed_optional_required: "sometimes" is not allowed; use one of computed, computed_optional, optional, required',
+    );
   });
 
   it('refuses a spec of another provider, duplicate names and missing element types', () => {
-    expect(errorOf(() => parseDocs(spec((s) => { s.provider.name = 'other'; }), 'f', 'demo', 'example'))).toContain('$.provider.name: is "other" but the provider being published is "example"');
-    expect(errorOf(() => parseDocs(spec((s) => { s.resources[1].name = s.resources[0].name; }), 'f', 'demo', 'example'))).toContain('$.resources[1].name: "server" appears twice');
-    expect(errorOf(() => parseDocs(spec((s) => { delete s.resources[0].schema.attributes[3].map.element_type; }), 'f', 'demo', 'example'))).toContain('$.resources[0].schema.attributes[3].map.element_type: is required for map');
+    expect(
+      errorOf(() =>
+        parseDocs(
+          spec((s) => {
+            s.provider.name = 'other';
+          }),
+          'f',
+          'demo',
+          'example',
+        ),
+      ),
+    ).toContain('$.provider.name: is "other" but the provider being published is "example"');
+    expect(
+      errorOf(() =>
+        parseDocs(
+          spec((s) => {
+            s.resources[1].name = s.resources[0].name;
+          }),
+          'f',
+          'demo',
+          'example',
+        ),
+      ),
+    ).toContain('$.resources[1].name: "server" appears twice');
+    expect(
+      errorOf(() =>
+        parseDocs(
+          spec((s) => {
+            delete s.resources[0].schema.attributes[3].map.element_type;
+          }),
+          'f',
+          'demo',
+          'example',
+        ),
+      ),
+    ).toContain('$.resources[0].schema.attributes[3].map.element_type: is required for map');
   });
 
   it('says what is wrong with a file that is not JSON, not found, or neither format', () => {
@@ -89,32 +152,42 @@ describe('terraform providers schema -json', () => {
     provider_schemas: {
       'registry.terraform.io/hashicorp/other': { provider: { version: 0, block: {} } },
       'registry.example.com/demo/example': {
-        provider: { version: 0, block: { attributes: { endpoint: { type: 'string', optional: true, description: 'API endpoint' } }, description_kind: 'plain' } },
+        provider: {
+          version: 0,
+          block: { attributes: { endpoint: { type: 'string', optional: true, description: 'API endpoint' } }, description_kind: 'plain' },
+        },
         resource_schemas: {
-          example_server: { version: 0, block: {
-            attributes: {
-              id: { type: 'string', computed: true },
-              name: { type: 'string', required: true, description: 'Name' },
-              tags: { type: ['map', 'string'], optional: true },
-              secret: { type: 'string', optional: true, sensitive: true, deprecated: true },
-              rules: { nested_type: { nesting_mode: 'list', attributes: { port: { type: 'number', required: true } } }, optional: true },
-              shape: { type: ['object', { a: 'string', b: ['list', 'bool'] }], optional: true, computed: true },
+          example_server: {
+            version: 0,
+            block: {
+              attributes: {
+                id: { type: 'string', computed: true },
+                name: { type: 'string', required: true, description: 'Name' },
+                tags: { type: ['map', 'string'], optional: true },
+                secret: { type: 'string', optional: true, sensitive: true, deprecated: true },
+                rules: { nested_type: { nesting_mode: 'list', attributes: { port: { type: 'number', required: true } } }, optional: true },
+                shape: { type: ['object', { a: 'string', b: ['list', 'bool'] }], optional: true, computed: true },
+              },
+              block_types: { disk: { nesting_mode: 'set', min_items: 1, block: { attributes: { size: { type: 'number', required: true } } } } },
             },
-            block_types: { disk: { nesting_mode: 'set', min_items: 1, block: { attributes: { size: { type: 'number', required: true } } } } },
-          } },
+          },
         },
         data_source_schemas: { example_image: { version: 0, block: { attributes: { name: { type: 'string', required: true } } } } },
       },
     },
   };
 
-  it('picks this provider\'s schema and reads every attribute and block', () => {
+  it("picks this provider's schema and reads every attribute and block", () => {
     const docs = parseDocs(JSON.stringify(schema), 'schema.json', 'demo', 'example');
     expect(docs.source).toBe('terraform-schema');
     const server = docs.resources[0]!.schema;
     expect(server.attributes.map((a) => [a.name, a.type, a.mode])).toEqual([
-      ['id', 'string', 'computed'], ['name', 'string', 'required'], ['tags', 'map(string)', 'optional'],
-      ['secret', 'string', 'optional'], ['rules', 'list of objects', 'optional'], ['shape', 'object({a = string, b = list(bool)})', 'computed_optional'],
+      ['id', 'string', 'computed'],
+      ['name', 'string', 'required'],
+      ['tags', 'map(string)', 'optional'],
+      ['secret', 'string', 'optional'],
+      ['rules', 'list of objects', 'optional'],
+      ['shape', 'object({a = string, b = list(bool)})', 'computed_optional'],
     ]);
     expect(server.attributes[3]).toMatchObject({ sensitive: true, deprecation: 'Deprecated.' });
     expect(server.blocks[0]).toMatchObject({ name: 'disk', nesting: 'set', minItems: 1 });
@@ -123,8 +196,12 @@ describe('terraform providers schema -json', () => {
   });
 
   it('refuses output without this provider, naming the ones it has', () => {
-    expect(errorOf(() => parseDocs(JSON.stringify(schema), 's.json', 'demo', 'missing'))).toContain('has no schema for …/demo/missing (it has registry.terraform.io/hashicorp/other, registry.example.com/demo/example)');
-    expect(errorOf(() => parseDocs(JSON.stringify({ ...schema, format_version: '0.1' }), 's.json', 'demo', 'example'))).toContain('$.format_version: "0.1" is not supported');
+    expect(errorOf(() => parseDocs(JSON.stringify(schema), 's.json', 'demo', 'missing'))).toContain(
+      'has no schema for …/demo/missing (it has registry.terraform.io/hashicorp/other, registry.example.com/demo/example)',
+    );
+    expect(errorOf(() => parseDocs(JSON.stringify({ ...schema, format_version: '0.1' }), 's.json', 'demo', 'example'))).toContain(
+      '$.format_version: "0.1" is not supported',
+    );
   });
 });
 

@@ -18,13 +18,25 @@ let config: RegistryConfig;
 let store: StoreHandle;
 let key: { path: string };
 const address = () => providerAddress(config.hostname, 'acme', 'x');
-const spec = (description: string, resources: object[] = [{ name: 'thing', schema: { attributes: [{ name: 'id', string: { computed_optional_required: 'computed' } }] } }]) => {
+const spec = (
+  description: string,
+  resources: object[] = [{ name: 'thing', schema: { attributes: [{ name: 'id', string: { computed_optional_required: 'computed' } }] } }],
+) => {
   const file = join(dir, `spec-${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(file, JSON.stringify({ version: '0.1', provider: { name: 'x', description }, resources }));
   return file;
 };
 const publish = async (version: string, docs?: string, dryRun = false) =>
-  publishRelease({ paths: [await writeDist(join(dir, `dist-${version}-${Math.random()}`), 'x', version, { platforms: ['linux_amd64'] })], namespace: 'acme', config, store, keyFile: key.path, keysDir: join(dir, 'keys'), docs, dryRun });
+  publishRelease({
+    paths: [await writeDist(join(dir, `dist-${version}-${Math.random()}`), 'x', version, { platforms: ['linux_amd64'] })],
+    namespace: 'acme',
+    config,
+    store,
+    keyFile: key.path,
+    keysDir: join(dir, 'keys'),
+    docs,
+    dryRun,
+  });
 
 async function snapshot(): Promise<string> {
   const page = await store.kv.list({ prefix: '' });
@@ -56,7 +68,9 @@ describe('publish-provider --docs', () => {
     const page = JSON.parse((await store.kv.get(providerPageKey(address()), 'text'))!) as ProviderPageData;
     expect(page.versions[0]).toMatchObject({ version: '1.0.0', docs: true });
     expect(page.description).toBe('first');
-    expect(JSON.parse((await store.kv.get(catalogKey, 'text'))!).providers).toEqual([expect.objectContaining({ namespace: 'acme', type: 'x', latest: '1.0.0', description: 'first' })]);
+    expect(JSON.parse((await store.kv.get(catalogKey, 'text'))!).providers).toEqual([
+      expect.objectContaining({ namespace: 'acme', type: 'x', latest: '1.0.0', description: 'first' }),
+    ]);
   });
 
   it('keeps docs immutable: the same docs again is a no-op, different docs are refused', async () => {
@@ -86,7 +100,9 @@ describe('publish-provider --docs', () => {
     const file = join(dir, 'broken-registry.json');
     writeFileSync(file, JSON.stringify({ version: '9', provider: { name: 'x' } }));
     // Port 9 (discard) on loopback: nothing answers, so any request would fail differently.
-    const result = await runScript('publish-provider', [dist, '--namespace', 'acme', '--registry', 'http://127.0.0.1:9', '--docs', file], { EDGE_REGISTRY_TOKEN: 'ert_not-used' });
+    const result = await runScript('publish-provider', [dist, '--namespace', 'acme', '--registry', 'http://127.0.0.1:9', '--docs', file], {
+      EDGE_REGISTRY_TOKEN: 'ert_not-used',
+    });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`docs ${file}: 1 problem; nothing was published`);
     expect(result.stderr).not.toMatch(/ECONNREFUSED|fetch failed|publishing to/);
@@ -96,7 +112,17 @@ describe('publish-provider --docs', () => {
     const file = join(dir, 'broken.json');
     writeFileSync(file, JSON.stringify({ version: '9', provider: { name: 'x' } }));
     const dist = await writeDist(join(dir, 'dist-cli'), 'x', '2.0.0', { platforms: ['linux_amd64'] });
-    const result = await runScript('publish-provider', [dist, '--namespace', 'acme', '--key-file', key.path, '--persist-to', join(dir, 'state'), '--docs', file]);
+    const result = await runScript('publish-provider', [
+      dist,
+      '--namespace',
+      'acme',
+      '--key-file',
+      key.path,
+      '--persist-to',
+      join(dir, 'state'),
+      '--docs',
+      file,
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`docs ${file}: 1 problem; nothing was published`);
     expect(result.stderr).toContain('$.version: spec version "9" is not supported');

@@ -19,14 +19,17 @@ describe('upstream credentials', () => {
 
   it('takes TF_TOKEN_<host> first, then credentials blocks of TF_CLI_CONFIG_FILE, then credentials.tfrc.json', () => {
     const config = join(dir, 'cli.tfrc');
-    writeFileSync(config, [
-      '# comment: credentials "commented.example.com" { token = "no" }',
-      'credentials "app.example.com" {',
-      '  token = "from-config"',
-      '}',
-      'credentials "Both.Example.com" { token = "config-loses" }',
-      'credentials "localhost:8443" {\n  token = "port-token"\n}',
-    ].join('\n'));
+    writeFileSync(
+      config,
+      [
+        '# comment: credentials "commented.example.com" { token = "no" }',
+        'credentials "app.example.com" {',
+        '  token = "from-config"',
+        '}',
+        'credentials "Both.Example.com" { token = "config-loses" }',
+        'credentials "localhost:8443" {\n  token = "port-token"\n}',
+      ].join('\n'),
+    );
     mkdirSync(join(dir, '.terraform.d'), { recursive: true });
     writeFileSync(join(dir, '.terraform.d', 'credentials.tfrc.json'), JSON.stringify({ credentials: { 'login.example.com': { token: 'from-login' } } }));
     const source = terraformCredentials({ HOME: dir, TF_CLI_CONFIG_FILE: config, TF_TOKEN_both_example_com: 'env-wins' });
@@ -47,7 +50,8 @@ describe('upstream credentials', () => {
 
 describe('host blocks', () => {
   it('reads providers.v1 of host blocks, which replace discovery for that name', () => {
-    const text = '# alias\nhost "Upstream.Test" {\n  services = {\n    "providers.v1" = "https://localhost:8443/v1/providers/",\n    "modules.v1" = "/m/"\n  }\n}\n';
+    const text =
+      '# alias\nhost "Upstream.Test" {\n  services = {\n    "providers.v1" = "https://localhost:8443/v1/providers/",\n    "modules.v1" = "/m/"\n  }\n}\n';
     expect(parseCliConfigHosts(text).get('upstream.test')).toEqual({ 'providers.v1': 'https://localhost:8443/v1/providers/', 'modules.v1': '/m/' });
     const config = join(dir, 'hosts.tfrc');
     writeFileSync(config, text);
@@ -57,16 +61,30 @@ describe('host blocks', () => {
 
 describe('mirror.json', () => {
   it('reads entries with their defaults; a bare NS/TYPE is on registry.terraform.io', () => {
-    const requests = parseAllowList(JSON.stringify({
-      platforms: ['linux_amd64'],
-      providers: [
-        { source: 'hashicorp/random', versions: '~> 3.5' },
-        { source: 'registry.example.net/acme/thing', versions: '1.4.2', platforms: ['darwin_arm64', 'windows_amd64'] },
-      ],
-    }), 'mirror.json');
+    const requests = parseAllowList(
+      JSON.stringify({
+        platforms: ['linux_amd64'],
+        providers: [
+          { source: 'hashicorp/random', versions: '~> 3.5' },
+          { source: 'registry.example.net/acme/thing', versions: '1.4.2', platforms: ['darwin_arm64', 'windows_amd64'] },
+        ],
+      }),
+      'mirror.json',
+    );
     expect(requests).toEqual([
-      { address: { hostname: 'registry.terraform.io', namespace: 'hashicorp', type: 'random' }, constraints: '~> 3.5', platforms: [{ os: 'linux', arch: 'amd64' }] },
-      { address: { hostname: 'registry.example.net', namespace: 'acme', type: 'thing' }, constraints: '1.4.2', platforms: [{ os: 'darwin', arch: 'arm64' }, { os: 'windows', arch: 'amd64' }] },
+      {
+        address: { hostname: 'registry.terraform.io', namespace: 'hashicorp', type: 'random' },
+        constraints: '~> 3.5',
+        platforms: [{ os: 'linux', arch: 'amd64' }],
+      },
+      {
+        address: { hostname: 'registry.example.net', namespace: 'acme', type: 'thing' },
+        constraints: '1.4.2',
+        platforms: [
+          { os: 'darwin', arch: 'arm64' },
+          { os: 'windows', arch: 'amd64' },
+        ],
+      },
     ]);
   });
 

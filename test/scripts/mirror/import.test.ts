@@ -38,7 +38,9 @@ async function packedDir(root: string, ns: string, type: string, versions: Versi
     for (const [index, platform] of spec.platforms.entries()) {
       const p = parsePlatformName(platform);
       const filename = `terraform-provider-${type}_${spec.version}_${platform}.zip`;
-      const files = spec.noExecutable ? { 'README.md': 'nothing' } : { [executableName(type, spec.version, p)]: `#!/bin/sh\necho ${type} ${spec.version} ${platform}\n` };
+      const files = spec.noExecutable
+        ? { 'README.md': 'nothing' }
+        : { [executableName(type, spec.version, p)]: `#!/bin/sh\necho ${type} ${spec.version} ${platform}\n` };
       writeFileSync(join(dir, filename), await zipBuffers(files));
       const digest = await inspectArchive(join(dir, filename));
       archives[platform] = { url: filename, hashes: [digest.h1, spec.wrongZh ? `zh:${'0'.repeat(64)}` : `zh:${digest.sha256Hex}`] };
@@ -100,7 +102,9 @@ describe('mirror import', () => {
     writeFileSync(join(unpacked, 'terraform-provider-random_v3.5.0_x5'), '#!/bin/sh\n');
     const result = await mirror(state, ['import', source]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/is in the unpacked layout \(registry\.terraform\.io\/hashicorp\/random: VERSION\/OS_ARCH\/ .*expects the packed layout that `terraform providers mirror DIR` writes .*nothing was imported/);
+    expect(result.stderr).toMatch(
+      /is in the unpacked layout \(registry\.terraform\.io\/hashicorp\/random: VERSION\/OS_ARCH\/ .*expects the packed layout that `terraform providers mirror DIR` writes .*nothing was imported/,
+    );
     expect((await mirror(state, ['list'])).stderr).toContain('holds no providers');
   });
 

@@ -28,13 +28,15 @@ describe('parsePolicy', () => {
   it('reads mirror.json with patterns and hosts, and formats it back to the same policy', () => {
     const policy = parse(good);
     expect(policy.rules.map((r) => [r.hostname, r.namespace, r.type])).toEqual([
-      ['registry.terraform.io', 'hashicorp', null], ['upstream.test', 'acme', 'thing'], ['registry.terraform.io', 'acme', 'other'],
+      ['registry.terraform.io', 'hashicorp', null],
+      ['upstream.test', 'acme', 'thing'],
+      ['registry.terraform.io', 'acme', 'other'],
     ]);
     expect(policy.hosts['upstream.test']!['providers.v1']).toBe('http://127.0.0.1:8080/v1/providers/');
     expect(parsePolicy(formatPolicy(policy), 'again')).toEqual(policy);
   });
 
-  it('today\'s mirror.json (no patterns, no hosts) is a policy as it is', () => {
+  it("today's mirror.json (no patterns, no hosts) is a policy as it is", () => {
     expect(parse({ providers: [{ source: 'hashicorp/random', versions: '~> 3.5' }] }).rules).toHaveLength(1);
   });
 
@@ -52,7 +54,11 @@ describe('parsePolicy', () => {
     expect([...tls.platformsFor('4.1.0')!].sort()).toEqual(['darwin_arm64', 'linux_amd64']);
     expect(allowanceFor(policy, { hostname: 'registry.terraform.io', namespace: 'acme', type: 'tls' })).toBeNull();
     expect(allowanceFor(policy, { hostname: 'registry.opentofu.org', namespace: 'hashicorp', type: 'tls' })).toBeNull();
-    const every = allowanceFor(parse({ providers: [{ source: 'acme/*', versions: '' }] }), { hostname: 'registry.terraform.io', namespace: 'acme', type: 'x' })!;
+    const every = allowanceFor(parse({ providers: [{ source: 'acme/*', versions: '' }] }), {
+      hostname: 'registry.terraform.io',
+      namespace: 'acme',
+      type: 'x',
+    })!;
     expect(every.platformsFor('1.0.0')).toBeNull();
     // Pre-releases only when named exactly, as in Terraform.
     expect(every.allows('1.0.0-beta')).toBe(false);
@@ -61,9 +67,17 @@ describe('parsePolicy', () => {
   const refusals: [string, unknown, RegExp][] = [
     ['not JSON', '{', /mirror\.json: not JSON/],
     ['not an object', [], /expected an object with a "providers" array/],
-    ['an unknown top-level field', { ...good, platform: ['linux_amd64'] }, /mirror\.json: unknown field "platform" \(allowed: platforms, providers, modules, hosts\)/],
+    [
+      'an unknown top-level field',
+      { ...good, platform: ['linux_amd64'] },
+      /mirror\.json: unknown field "platform" \(allowed: platforms, providers, modules, hosts\)/,
+    ],
     ['no providers', { providers: [] }, /"providers" must be a non-empty array/],
-    ['an unknown entry field', { providers: [{ source: 'a/b', versions: '1.0.0', version: '1' }] }, /providers\[0\]: unknown field "version" \(allowed: source, versions, platforms\)/],
+    [
+      'an unknown entry field',
+      { providers: [{ source: 'a/b', versions: '1.0.0', version: '1' }] },
+      /providers\[0\]: unknown field "version" \(allowed: source, versions, platforms\)/,
+    ],
     ['an entry without versions', { providers: [{ source: 'a/b' }] }, /providers\[0\]: "versions" .* is required/],
     ['an entry without source', { providers: [{ versions: '1.0.0' }] }, /providers\[0\]: "source" .* is required/],
     ['a malformed constraint', { providers: [{ source: 'a/b', versions: '>> 1' }] }, /providers\[0\]\.versions: /],
@@ -72,13 +86,25 @@ describe('parsePolicy', () => {
     ['a source with four parts', { providers: [{ source: 'a/b/c/d', versions: '1.0.0' }] }, /must be HOST\/NAMESPACE\/TYPE or NAMESPACE\/TYPE/],
     ['an invalid name', { providers: [{ source: 'a/b_c', versions: '1.0.0' }] }, /providers\[0\]\.source: type "b_c" is invalid/],
     ['an unknown platform', { platforms: ['linux_amd65'], providers: [{ source: 'a/b', versions: '1' }] }, /platforms: platform "linux_amd65": unknown arch/],
-    ['an entry\'s unknown platform', { providers: [{ source: 'a/b', versions: '1', platforms: ['plan9'] }] }, /providers\[0\]\.platforms: platform "plan9" must look like os_arch/],
+    [
+      "an entry's unknown platform",
+      { providers: [{ source: 'a/b', versions: '1', platforms: ['plan9'] }] },
+      /providers\[0\]\.platforms: platform "plan9" must look like os_arch/,
+    ],
     ['hosts not an object', { ...good, hosts: [] }, /"hosts" must be an object/],
-    ['an unknown service', { ...good, hosts: { 'up.test': { 'provider.v1': 'https://up.test/' } } }, /hosts\["up\.test"\]: unknown field "provider\.v1" \(allowed: providers\.v1, modules\.v1, archives\)/],
+    [
+      'an unknown service',
+      { ...good, hosts: { 'up.test': { 'provider.v1': 'https://up.test/' } } },
+      /hosts\["up\.test"\]: unknown field "provider\.v1" \(allowed: providers\.v1, modules\.v1, archives\)/,
+    ],
     ['a host that is not a hostname', { ...good, hosts: { 'up test': {} } }, /hosts\["up test"\]: hostname "up test" is not a valid registry hostname/],
     ['a relative service URL', { ...good, hosts: { 'up.test': { 'providers.v1': '/v1/providers/' } } }, /is not an absolute URL/],
     ['plain http to another machine', { ...good, hosts: { 'up.test': { 'providers.v1': 'http://up.test/v1/providers/' } } }, /http:\/\/up\.test is not https/],
-    ['credentials in a service URL', { ...good, hosts: { 'up.test': { 'providers.v1': 'https://u:p@up.test/v1/providers/' } } }, /credentials in the URL are not allowed/],
+    [
+      'credentials in a service URL',
+      { ...good, hosts: { 'up.test': { 'providers.v1': 'https://u:p@up.test/v1/providers/' } } },
+      /credentials in the URL are not allowed/,
+    ],
   ];
   for (const [what, value, message] of refusals) {
     it(`refuses ${what}`, () => {
@@ -127,13 +153,19 @@ describe('npm run mirror -- sync --config with a policy file', () => {
     cleanup();
   });
 
-  it('syncs the exact entries through the policy\'s hosts, skips the patterns and says so', async () => {
+  it("syncs the exact entries through the policy's hosts, skips the patterns and says so", async () => {
     upstream = await StaticUpstream.start({ namespace: 'acme', type: 'thing', plainHttp: true, releases: [{ version: '1.0.0', platforms: ['linux_amd64'] }] });
-    writeFileSync(join(dir, 'mirror.json'), JSON.stringify({
-      platforms: ['linux_amd64'],
-      providers: [{ source: 'upstream.test/acme/thing', versions: '1.0.0' }, { source: 'upstream.test/acme/*', versions: '>= 1' }],
-      hosts: { 'upstream.test': { 'providers.v1': `${upstream.origin}/v1/providers/` } },
-    }));
+    writeFileSync(
+      join(dir, 'mirror.json'),
+      JSON.stringify({
+        platforms: ['linux_amd64'],
+        providers: [
+          { source: 'upstream.test/acme/thing', versions: '1.0.0' },
+          { source: 'upstream.test/acme/*', versions: '>= 1' },
+        ],
+        hosts: { 'upstream.test': { 'providers.v1': `${upstream.origin}/v1/providers/` } },
+      }),
+    );
     const state = ['--persist-to', join(dir, 'state'), '--wrangler-config', configPath];
     const synced = await runScript('mirror', ['sync', '--config', join(dir, 'mirror.json'), '--json', ...state], { TF_CLI_CONFIG_FILE: '/dev/null' });
     expect(synced.code, synced.stderr).toBe(0);

@@ -19,14 +19,32 @@ describe('npm run mirror -- remove', () => {
     const key = await writeKeyFile(dir);
     for (const version of ['3.5.0', '3.6.0']) {
       const dist = await writeDist(join(dir, `dist-${version}`), 'random', version, { platforms: ['linux_amd64'] });
-      const published = await runScript('publish-provider', [dist, '--namespace', 'hashicorp', '--hostname', 'registry.terraform.io', '--key-file', key.path, ...at, '--config', configPath]);
+      const published = await runScript('publish-provider', [
+        dist,
+        '--namespace',
+        'hashicorp',
+        '--hostname',
+        'registry.terraform.io',
+        '--key-file',
+        key.path,
+        ...at,
+        '--config',
+        configPath,
+      ]);
       expect(published.code, published.stderr).toBe(0);
     }
     const removed = await runScript('mirror', ['remove', 'hashicorp/random', '--version', '3.5.0', '--json', ...at]);
     expect(removed.code, removed.stderr).toBe(0);
-    expect(JSON.parse(removed.stdout)).toMatchObject({ address: 'registry.terraform.io/hashicorp/random', version: '3.5.0', status: 'removed', remaining: ['3.6.0'] });
+    expect(JSON.parse(removed.stdout)).toMatchObject({
+      address: 'registry.terraform.io/hashicorp/random',
+      version: '3.5.0',
+      status: 'removed',
+      remaining: ['3.6.0'],
+    });
     expect(removed.stderr).toContain('the mirror still holds 3.6.0');
-    const list = JSON.parse((await runScript('mirror', ['list', '--json', ...at])).stdout) as { providers: { address: string; versions: { version: string }[] }[] };
+    const list = JSON.parse((await runScript('mirror', ['list', '--json', ...at])).stdout) as {
+      providers: { address: string; versions: { version: string }[] }[];
+    };
     expect(list.providers.find((p) => p.address === 'registry.terraform.io/hashicorp/random')?.versions.map((v) => v.version)).toEqual(['3.6.0']);
 
     const [own, again, usage, noVersion] = await Promise.all([
@@ -44,7 +62,10 @@ describe('npm run mirror -- remove', () => {
     expect(noVersion.stderr).toContain('remove needs --version');
 
     const audit = JSON.parse((await runScript('audit', ['--json', ...at])).stdout) as { entries: AuditEntry[] };
-    const lines = audit.entries.filter((e) => e.action === 'mirror.remove').map((e) => `${e.outcome} ${e.target}`).sort();
+    const lines = audit.entries
+      .filter((e) => e.action === 'mirror.remove')
+      .map((e) => `${e.outcome} ${e.target}`)
+      .sort();
     expect(lines).toEqual([
       'ok registry.terraform.io/hashicorp/random 3.5.0',
       'refused registry.example.com/acme/thing 1.0.0',

@@ -38,8 +38,23 @@ afterAll(async () => {
   cleanup?.();
 });
 
-const args = () => ['sync', `${upstream.host}/${NS}/${TYPE}`, '--version', '~> 1.0', '--platform', 'linux_amd64', '--platform', 'darwin_arm64',
-  '--json', '--concurrency', '1', '--persist-to', join(state, 'state'), '--wrangler-config', configPath];
+const args = () => [
+  'sync',
+  `${upstream.host}/${NS}/${TYPE}`,
+  '--version',
+  '~> 1.0',
+  '--platform',
+  'linux_amd64',
+  '--platform',
+  'darwin_arm64',
+  '--json',
+  '--concurrency',
+  '1',
+  '--persist-to',
+  join(state, 'state'),
+  '--wrangler-config',
+  configPath,
+];
 const env = () => ({ NODE_EXTRA_CA_CERTS: upstream.caPath, TF_CLI_CONFIG_FILE: join(state, 'terraformrc') });
 const summaryOf = (stdout: string) => JSON.parse(stdout.trim().split('\n').pop()!) as MirrorSummary;
 
@@ -68,7 +83,10 @@ describe('mirror sync over time', () => {
   it('a killed sync leaves only whole versions listed; the re-run completes it without downloading what it stored', async () => {
     // Kill the CLI (its whole process group) when the upstream is asked for 1.2.0's first archive.
     const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), [join(root, 'scripts', 'mirror.ts'), ...args()], {
-      cwd: root, env: { ...process.env, ...env(), ...killableEnv(state) }, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: root,
+      env: { ...process.env, ...env(), ...killableEnv(state) },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -115,13 +133,25 @@ describe('mirror sync over time', () => {
   });
 
   it('a new upstream version that matches appears on the next run; one outside the constraint does not', async () => {
-    await upstream.setReleases([release('1.0.0'), release('1.1.0'), release('1.2.0'), release('1.3.0'), release('1.4.0'), release('2.0.0'), release('1.5.0-beta.1')]);
+    await upstream.setReleases([
+      release('1.0.0'),
+      release('1.1.0'),
+      release('1.2.0'),
+      release('1.3.0'),
+      release('1.4.0'),
+      release('2.0.0'),
+      release('1.5.0-beta.1'),
+    ]);
     const before = upstream.archiveRequests();
     const result = await runScript('mirror', args(), env());
     expect(result.code, result.stderr).toBe(0);
     const summary = summaryOf(result.stdout);
     expect(summary.providers[0]!.versions.map((v) => [v.version, v.status])).toEqual([
-      ['1.0.0', 'unchanged'], ['1.1.0', 'unchanged'], ['1.2.0', 'unchanged'], ['1.3.0', 'unchanged'], ['1.4.0', 'mirrored'],
+      ['1.0.0', 'unchanged'],
+      ['1.1.0', 'unchanged'],
+      ['1.2.0', 'unchanged'],
+      ['1.3.0', 'unchanged'],
+      ['1.4.0', 'mirrored'],
     ]);
     expect(upstream.archiveRequests() - before).toBe(PLATFORMS.length);
   });
@@ -134,7 +164,9 @@ describe('mirror sync over time', () => {
     expect(result.code).toBe(1);
     const version = summaryOf(result.stdout).providers[0]!.versions.find((v) => v.version === '1.0.0')!;
     expect(version.status).toBe('failed');
-    expect(version.platforms.map((p) => p.reason).join('\n')).toMatch(/UPSTREAM CHANGED: .*\/v1\/providers\/acme\/thing\/1\.0\.0\/download\/\w+\/\w+ now gives shasum [0-9a-f]{64} .*the mirror holds [0-9a-f]{64}.*kept ours/);
+    expect(version.platforms.map((p) => p.reason).join('\n')).toMatch(
+      /UPSTREAM CHANGED: .*\/v1\/providers\/acme\/thing\/1\.0\.0\/download\/\w+\/\w+ now gives shasum [0-9a-f]{64} .*the mirror holds [0-9a-f]{64}.*kept ours/,
+    );
     expect(result.stderr).toContain('UPSTREAM CHANGED');
     // Detected from the download documents: no archive was fetched to find out.
     expect(upstream.requests.slice(requestsBefore).filter((p) => p.endsWith('.zip'))).toEqual([]);
@@ -156,8 +188,23 @@ describe('mirror sync: a version completed later', () => {
     done?.();
   });
 
-  const sync = (platforms: string[]) => runScript('mirror', ['sync', `${later.host}/${NS}/${TYPE}`, '--version', '1.0.0', ...platforms.flatMap((p) => ['--platform', p]),
-    '--json', '--persist-to', join(dir, 'state'), '--wrangler-config', configPath], { NODE_EXTRA_CA_CERTS: later.caPath, TF_CLI_CONFIG_FILE: join(dir, 'terraformrc') });
+  const sync = (platforms: string[]) =>
+    runScript(
+      'mirror',
+      [
+        'sync',
+        `${later.host}/${NS}/${TYPE}`,
+        '--version',
+        '1.0.0',
+        ...platforms.flatMap((p) => ['--platform', p]),
+        '--json',
+        '--persist-to',
+        join(dir, 'state'),
+        '--wrangler-config',
+        configPath,
+      ],
+      { NODE_EXTRA_CA_CERTS: later.caPath, TF_CLI_CONFIG_FILE: join(dir, 'terraformrc') },
+    );
 
   it('refuses a platform added upstream under a SHA256SUMS other than the one it mirrored, and keeps what it holds', async () => {
     const first = await sync(['linux_amd64']);
@@ -168,7 +215,12 @@ describe('mirror sync: a version completed later', () => {
     expect(result.code).toBe(1);
     const version = summaryOf(result.stdout).providers[0]!.versions[0]!;
     expect(version).toMatchObject({ version: '1.0.0', status: 'failed' });
-    expect(version.reason).toMatch(/^UPSTREAM CHANGED: https:\/\/.*_1\.0\.0_SHA256SUMS differs from the SHA256SUMS mirrored with 1\.0\.0; mirrored files never change — kept ours$/);
-    expect(version.platforms.map((p) => [p.platform, p.status])).toEqual([['darwin_arm64', 'failed'], ['linux_amd64', 'unchanged']]);
+    expect(version.reason).toMatch(
+      /^UPSTREAM CHANGED: https:\/\/.*_1\.0\.0_SHA256SUMS differs from the SHA256SUMS mirrored with 1\.0\.0; mirrored files never change — kept ours$/,
+    );
+    expect(version.platforms.map((p) => [p.platform, p.status])).toEqual([
+      ['darwin_arm64', 'failed'],
+      ['linux_amd64', 'unchanged'],
+    ]);
   });
 });

@@ -92,10 +92,23 @@ describe('mirror sync', () => {
   it('mirrors every matching version × platform, verified, then a re-run downloads nothing and says up to date', async () => {
     const { state } = freshState();
     const before = upstream.archiveRequests();
-    const first = await mirror(state, ['sync', `${upstream.host}/${NS}/${TYPE}`, '--version', '~> 1.0', '--platform', 'linux_amd64', '--platform', 'darwin_arm64', '--json']);
+    const first = await mirror(state, [
+      'sync',
+      `${upstream.host}/${NS}/${TYPE}`,
+      '--version',
+      '~> 1.0',
+      '--platform',
+      'linux_amd64',
+      '--platform',
+      'darwin_arm64',
+      '--json',
+    ]);
     expect(first.code, first.stderr).toBe(0);
     expect(first.summary!.ok).toBe(true);
-    expect(first.summary!.providers[0]!.versions.map((v) => [v.version, v.status])).toEqual([['1.0.0', 'mirrored'], ['1.1.0', 'mirrored']]);
+    expect(first.summary!.providers[0]!.versions.map((v) => [v.version, v.status])).toEqual([
+      ['1.0.0', 'mirrored'],
+      ['1.1.0', 'mirrored'],
+    ]);
     expect(platformStatuses(first.summary!, '1.1.0')).toEqual({ darwin_arm64: 'mirrored', linux_amd64: 'mirrored' });
     expect(upstream.archiveRequests() - before).toBe(4);
     const stored = await readState(state);
@@ -105,7 +118,17 @@ describe('mirror sync', () => {
     const summaryPlatform = first.summary!.providers[0]!.versions[1]!.platforms.find((p) => p.platform === 'linux_amd64')!;
     expect(doc.archives.linux_amd64!.hashes).toEqual([summaryPlatform.h1, summaryPlatform.zh]);
 
-    const again = await mirror(state, ['sync', `${upstream.host}/${NS}/${TYPE}`, '--version', '~> 1.0', '--platform', 'linux_amd64', '--platform', 'darwin_arm64', '--json']);
+    const again = await mirror(state, [
+      'sync',
+      `${upstream.host}/${NS}/${TYPE}`,
+      '--version',
+      '~> 1.0',
+      '--platform',
+      'linux_amd64',
+      '--platform',
+      'darwin_arm64',
+      '--json',
+    ]);
     expect(again.code, again.stderr).toBe(0);
     expect(again.summary!.upstream_requests!.archive).toBe(0);
     expect(upstream.archiveRequests() - before).toBe(4);
@@ -113,23 +136,47 @@ describe('mirror sync', () => {
     expect(again.stderr).toContain('up to date');
 
     // Adding a platform fetches exactly that platform.
-    const wider = await mirror(state, ['sync', `${upstream.host}/${NS}/${TYPE}`, '--version', '1.1.0', '--platform', 'linux_amd64', '--platform', 'windows_amd64', '--json']);
+    const wider = await mirror(state, [
+      'sync',
+      `${upstream.host}/${NS}/${TYPE}`,
+      '--version',
+      '1.1.0',
+      '--platform',
+      'linux_amd64',
+      '--platform',
+      'windows_amd64',
+      '--json',
+    ]);
     expect(wider.code, wider.stderr).toBe(0);
     expect(wider.summary!.upstream_requests!.archive).toBe(1);
     expect(platformStatuses(wider.summary!, '1.1.0')).toEqual({ linux_amd64: 'unchanged', windows_amd64: 'mirrored' });
-    expect(Object.keys(((await readState(state)).versionDocs.get('1.1.0') as { archives: object }).archives).sort()).toEqual(['darwin_arm64', 'linux_amd64', 'windows_amd64']);
+    expect(Object.keys(((await readState(state)).versionDocs.get('1.1.0') as { archives: object }).archives).sort()).toEqual([
+      'darwin_arm64',
+      'linux_amd64',
+      'windows_amd64',
+    ]);
   });
 });
 
 describe('mirror sync against a hostile upstream', () => {
   let hostile: StaticUpstream;
   const defects = {
-    '0.1.0': 'wrong-shasum', '0.2.0': 'missing-sums-line', '0.3.0': 'bad-signature', '0.4.0': 'foreign-key',
-    '0.5.0': 'no-executable', '0.6.0': 'flaky-500', '0.7.0': 'hang', '0.8.0': 'redirect-loop', '0.9.0': 'huge-json', '0.10.0': 'malformed-json',
+    '0.1.0': 'wrong-shasum',
+    '0.2.0': 'missing-sums-line',
+    '0.3.0': 'bad-signature',
+    '0.4.0': 'foreign-key',
+    '0.5.0': 'no-executable',
+    '0.6.0': 'flaky-500',
+    '0.7.0': 'hang',
+    '0.8.0': 'redirect-loop',
+    '0.9.0': 'huge-json',
+    '0.10.0': 'malformed-json',
   } as const;
   beforeAll(async () => {
     hostile = await StaticUpstream.start({
-      namespace: NS, type: TYPE, absoluteDiscovery: true,
+      namespace: NS,
+      type: TYPE,
+      absoluteDiscovery: true,
       releases: [...Object.entries(defects).map(([version, defect]) => ({ version, platforms: ['linux_amd64', 'darwin_arm64'], defect })), good('1.0.0')],
     });
   });
@@ -139,20 +186,47 @@ describe('mirror sync against a hostile upstream', () => {
 
   it('refuses each defect with the URL and the failed check, stores nothing of those versions, keeps what verified, exits 1', async () => {
     const { state } = freshState();
-    const result = await runScript('mirror', ['sync', `${hostile.host}/${NS}/${TYPE}`, '--version', '>= 0.1.0', '--platform', 'linux_amd64', '--platform', 'darwin_arm64',
-      '--json', '--timeout', '1', '--retries', '2', '--persist-to', state, '--wrangler-config', configPath], { NODE_EXTRA_CA_CERTS: hostile.caPath, TF_CLI_CONFIG_FILE: join(state, '..', 'terraformrc') });
+    const result = await runScript(
+      'mirror',
+      [
+        'sync',
+        `${hostile.host}/${NS}/${TYPE}`,
+        '--version',
+        '>= 0.1.0',
+        '--platform',
+        'linux_amd64',
+        '--platform',
+        'darwin_arm64',
+        '--json',
+        '--timeout',
+        '1',
+        '--retries',
+        '2',
+        '--persist-to',
+        state,
+        '--wrangler-config',
+        configPath,
+      ],
+      { NODE_EXTRA_CA_CERTS: hostile.caPath, TF_CLI_CONFIG_FILE: join(state, '..', 'terraformrc') },
+    );
     const summary = JSON.parse(result.stdout.trim().split('\n').pop()!) as MirrorSummary;
     expect(result.code, result.stderr).toBe(1);
     expect(summary.ok).toBe(false);
     const reasons = Object.fromEntries(summary.providers[0]!.versions.map((v) => [v.version, `${v.status}: ${v.reason ?? ''}`]));
     const base = `https://${hostile.host}`;
     expect(reasons['0.1.0']).toMatch(new RegExp(`^failed: .*checksum check failed: ${base}/files/terraform-provider-thing_0.1.0_\\w+.zip has SHA-256`));
-    expect(reasons['0.2.0']).toMatch(/^failed: SHA256SUMS check failed: .*_0\.2\.0_SHA256SUMS has no line for terraform-provider-thing_0\.2\.0_linux_amd64\.zip/);
+    expect(reasons['0.2.0']).toMatch(
+      /^failed: SHA256SUMS check failed: .*_0\.2\.0_SHA256SUMS has no line for terraform-provider-thing_0\.2\.0_linux_amd64\.zip/,
+    );
     expect(reasons['0.3.0']).toMatch(/^failed: signature check failed: .*_0\.3\.0_SHA256SUMS\.sig .*does not verify SHA256SUMS with any key in signing_keys/);
     expect(reasons['0.4.0']).toMatch(/^failed: signature check failed: .*_0\.4\.0_SHA256SUMS\.sig \(made by key [0-9A-F]{16}\) does not verify/);
-    expect(reasons['0.5.0']).toMatch(/^failed: .*archive check failed: .*_0\.5\.0_\w+\.zip \(\w+\) holds no provider executable terraform-provider-thing_v0\.5\.0 \(found README\.md\)/);
+    expect(reasons['0.5.0']).toMatch(
+      /^failed: .*archive check failed: .*_0\.5\.0_\w+\.zip \(\w+\) holds no provider executable terraform-provider-thing_v0\.5\.0 \(found README\.md\)/,
+    );
     expect(reasons['0.6.0']).toBe('mirrored: ');
-    expect(reasons['0.7.0']).toMatch(new RegExp(`^failed: download document \\(\\w+\\) ${base}/v1/providers/acme/thing/0.7.0/download/\\w+/\\w+: timed out .*gave up after 3 attempts`));
+    expect(reasons['0.7.0']).toMatch(
+      new RegExp(`^failed: download document \\(\\w+\\) ${base}/v1/providers/acme/thing/0.7.0/download/\\w+/\\w+: timed out .*gave up after 3 attempts`),
+    );
     expect(reasons['0.8.0']).toMatch(/^failed: .*archive .*\/files\/loop-a: redirect loop/);
     expect(reasons['0.9.0']).toMatch(/^failed: download document .*0\.9\.0.*over the 8388608-byte limit/);
     expect(reasons['0.10.0']).toMatch(/^failed: download document .*0\.10\.0.*not valid JSON/);
@@ -193,7 +267,9 @@ describe('mirror sync: refusals, dry run, credentials, list', () => {
     const port = await freePort(); // nothing listens there
     const result = await mirror(state, ['sync', `localhost:${port}/acme/thing`, '--version', '~> 1.0', '--retries', '1', '--json']);
     expect(result.code).toBe(1);
-    expect(result.summary!.providers[0]!.reason).toMatch(/service discovery https:\/\/localhost:\d+\/\.well-known\/terraform\.json: connection refused \(gave up after 2 attempts\)/);
+    expect(result.summary!.providers[0]!.reason).toMatch(
+      /service discovery https:\/\/localhost:\d+\/\.well-known\/terraform\.json: connection refused \(gave up after 2 attempts\)/,
+    );
   });
 
   it('sends the token of a credentials block in TF_CLI_CONFIG_FILE to a private upstream, and says which variable to set without one', async () => {
@@ -202,7 +278,19 @@ describe('mirror sync: refusals, dry run, credentials, list', () => {
     try {
       const { state, dir } = freshState();
       const env = { NODE_EXTRA_CA_CERTS: privateUpstream.caPath };
-      const args = ['sync', `${privateUpstream.host}/${NS}/${TYPE}`, '--version', '1.0.0', '--platform', 'linux_amd64', '--json', '--persist-to', state, '--wrangler-config', configPath];
+      const args = [
+        'sync',
+        `${privateUpstream.host}/${NS}/${TYPE}`,
+        '--version',
+        '1.0.0',
+        '--platform',
+        'linux_amd64',
+        '--json',
+        '--persist-to',
+        state,
+        '--wrangler-config',
+        configPath,
+      ];
       const without = await runScript('mirror', args, { ...env, TF_CLI_CONFIG_FILE: join(dir, 'terraformrc') });
       expect(without.code).toBe(1);
       expect(without.stderr).toMatch(/HTTP 401 \(no credentials for localhost:\d+: set TF_TOKEN_localhost:\d+|HTTP 401 \(no credentials for localhost:\d+/);
@@ -220,7 +308,15 @@ describe('mirror sync: refusals, dry run, credentials, list', () => {
     expect((await mirror(state, ['sync', `${upstream.host}/${NS}/${TYPE}`, '--version', '2.0.0', '--platform', 'linux_amd64'])).code).toBe(0);
     const text = await mirror(state, ['list']);
     expect(text.stdout).toContain(`${upstream.host}/acme/thing\n  2.0.0  linux_amd64\n`);
-    const json = JSON.parse((await mirror(state, ['list', '--json'])).stdout) as { providers: { address: string; own: boolean; versions: { version: string; platforms: string[]; signedBy: string }[] }[] };
-    expect(json.providers).toEqual([{ address: `${upstream.host}/acme/thing`, own: false, versions: [expect.objectContaining({ version: '2.0.0', platforms: ['linux_amd64'], signedBy: (await upstreamGpgKey()).keyId })] }]);
+    const json = JSON.parse((await mirror(state, ['list', '--json'])).stdout) as {
+      providers: { address: string; own: boolean; versions: { version: string; platforms: string[]; signedBy: string }[] }[];
+    };
+    expect(json.providers).toEqual([
+      {
+        address: `${upstream.host}/acme/thing`,
+        own: false,
+        versions: [expect.objectContaining({ version: '2.0.0', platforms: ['linux_amd64'], signedBy: (await upstreamGpgKey()).keyId })],
+      },
+    ]);
   });
 });

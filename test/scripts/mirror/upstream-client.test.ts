@@ -34,7 +34,10 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
 const retrying = (log: string[]): UpstreamLimits => ({
-  ...DEFAULT_LIMITS, maxRedirects: 10, idleTimeout: true, userAgent: 'test',
+  ...DEFAULT_LIMITS,
+  maxRedirects: 10,
+  idleTimeout: true,
+  userAgent: 'test',
   retry: { retries: 2, backoffMs: 1, maxRetryAfterMs: 1000, log: (line) => log.push(line) },
   tokenFor: () => 'upstream-test-token',
 });

@@ -19,8 +19,16 @@ import { zipBuffers } from '../../../scripts/lib/provider/zip-binary';
  */
 
 export type Defect =
-  | 'wrong-shasum' | 'missing-sums-line' | 'bad-signature' | 'foreign-key' | 'no-executable'
-  | 'flaky-500' | 'hang' | 'redirect-loop' | 'huge-json' | 'malformed-json'
+  | 'wrong-shasum'
+  | 'missing-sums-line'
+  | 'bad-signature'
+  | 'foreign-key'
+  | 'no-executable'
+  | 'flaky-500'
+  | 'hang'
+  | 'redirect-loop'
+  | 'huge-json'
+  | 'malformed-json'
   // archive bytes other than the signed SHA256SUMS line (and the document's shasum) say
   | 'tampered-archive'
   // the archive's response stalls half-way
@@ -70,7 +78,8 @@ let foreignKey: Promise<openpgp.PrivateKey> | undefined;
 export function upstreamGpgKey(): Promise<GpgKey> {
   gpgKey ??= (async () => {
     const home = mkdtempSync(join(tmpdir(), 'edge-registry-upstream-gpg-'));
-    const gpg = (...args: string[]) => execFileSync('gpg', ['--homedir', home, '--batch', '--pinentry-mode', 'loopback', '--passphrase', '', ...args], { stdio: 'pipe' });
+    const gpg = (...args: string[]) =>
+      execFileSync('gpg', ['--homedir', home, '--batch', '--pinentry-mode', 'loopback', '--passphrase', '', ...args], { stdio: 'pipe' });
     gpg('--quick-gen-key', 'upstream test <upstream@example.com>', 'rsa2048', 'sign', 'never');
     stopAgent(home);
     const colons = gpg('--with-colons', '--list-secret-keys').toString();
@@ -94,8 +103,25 @@ function gpgSign(key: GpgKey, data: Uint8Array): Buffer {
   const dir = mkdtempSync(join(tmpdir(), 'edge-registry-sign-'));
   try {
     writeFileSync(join(dir, 'sums'), data);
-    execFileSync('gpg', ['--homedir', key.home, '--batch', '--pinentry-mode', 'loopback', '--passphrase', '', '--local-user', key.fingerprint,
-      '--detach-sign', '--output', join(dir, 'sums.sig'), join(dir, 'sums')], { stdio: 'pipe' });
+    execFileSync(
+      'gpg',
+      [
+        '--homedir',
+        key.home,
+        '--batch',
+        '--pinentry-mode',
+        'loopback',
+        '--passphrase',
+        '',
+        '--local-user',
+        key.fingerprint,
+        '--detach-sign',
+        '--output',
+        join(dir, 'sums.sig'),
+        join(dir, 'sums'),
+      ],
+      { stdio: 'pipe' },
+    );
     return readFileSync(join(dir, 'sums.sig'));
   } finally {
     stopAgent(key.home);
@@ -113,7 +139,9 @@ function stopAgent(home: string): void {
 }
 
 async function foreignSign(data: Uint8Array): Promise<Uint8Array> {
-  foreignKey ??= openpgp.generateKey({ type: 'ecc', curve: 'curve25519Legacy', userIDs: [{ name: 'someone else' }], format: 'object' }).then((k) => k.privateKey);
+  foreignKey ??= openpgp
+    .generateKey({ type: 'ecc', curve: 'curve25519Legacy', userIDs: [{ name: 'someone else' }], format: 'object' })
+    .then((k) => k.privateKey);
   const message = await openpgp.createMessage({ binary: data });
   return openpgp.sign({ message, signingKeys: await foreignKey, detached: true, format: 'binary' }) as Promise<Uint8Array>;
 }
@@ -121,8 +149,27 @@ async function foreignSign(data: Uint8Array): Promise<Uint8Array> {
 /** A CA and a localhost certificate it signed (Go and Node both need a real chain and subjectAltName). */
 export function makeCa(dir: string): { caPath: string; certPath: string; keyPath: string } {
   const run = (args: string[]) => execFileSync('openssl', args, { stdio: 'pipe', cwd: dir });
-  run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem',
-    '-days', '2', '-subj', '/CN=edge-registry upstream test CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  run([
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=edge-registry upstream test CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
   run(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=localhost']);
   writeFileSync(join(dir, 'leaf.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n');
   run(['x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'leaf.pem', '-days', '2', '-extfile', 'leaf.ext']);
@@ -172,7 +219,7 @@ export class StaticUpstream {
     const tls = makeCa(dir);
     let self: StaticUpstream | undefined;
     const server = options.plainHttp
-      ? createPlainServer((req, res) => self!.handle(req, res)) as unknown as Server
+      ? (createPlainServer((req, res) => self!.handle(req, res)) as unknown as Server)
       : createServer({ cert: readFileSync(tls.certPath), key: readFileSync(tls.keyPath) }, (req, res) => self!.handle(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as { port: number }).port;
@@ -187,17 +234,26 @@ export class StaticUpstream {
     const { namespace, type } = this.options;
     const key = await upstreamGpgKey();
     const routes = new Map<string, Route>();
-    const json = (body: unknown): Route => (_req, res) => send(res, 200, JSON.stringify(body), 'application/json');
-    const bytes = (data: Uint8Array, contentType: string): Route => (_req, res) => send(res, 200, data, contentType);
+    const json =
+      (body: unknown): Route =>
+      (_req, res) =>
+        send(res, 200, JSON.stringify(body), 'application/json');
+    const bytes =
+      (data: Uint8Array, contentType: string): Route =>
+      (_req, res) =>
+        send(res, 200, data, contentType);
     const base = this.options.absoluteDiscovery ? `${this.origin}/v1/providers/` : '/v1/providers/';
     routes.set('/.well-known/terraform.json', json({ 'providers.v1': base, 'modules.v1': '/v1/modules/' }));
-    routes.set(`/v1/providers/${namespace}/${type}/versions`, json({
-      versions: releases.map((r) => ({
-        version: r.version,
-        protocols: ['5.0'],
-        platforms: r.platforms.map((p) => ({ os: parsePlatformName(p).os, arch: parsePlatformName(p).arch })),
-      })),
-    }));
+    routes.set(
+      `/v1/providers/${namespace}/${type}/versions`,
+      json({
+        versions: releases.map((r) => ({
+          version: r.version,
+          protocols: ['5.0'],
+          platforms: r.platforms.map((p) => ({ os: parsePlatformName(p).os, arch: parsePlatformName(p).arch })),
+        })),
+      }),
+    );
     for (const release of releases) {
       const { version, defect } = release;
       const zips = new Map<string, Buffer>();
@@ -207,19 +263,24 @@ export class StaticUpstream {
           Buffer.from(`#!/bin/sh\necho "upstream ${type} ${version} ${platform} ${release.salt ?? ''}"\nexit 1\n`),
           release.padding ? randomBytes(release.padding) : Buffer.alloc(0),
         ]);
-        const files: Record<string, Uint8Array | string> = defect === 'no-executable'
-          ? { 'README.md': `no provider here ${version}\n` }
-          : { [executableName(type, version, p)]: executable, 'LICENSE': `license ${version}\n` };
+        const files: Record<string, Uint8Array | string> =
+          defect === 'no-executable'
+            ? { 'README.md': `no provider here ${version}\n` }
+            : { [executableName(type, version, p)]: executable, LICENSE: `license ${version}\n` };
         zips.set(platform, await zipBuffers(files, { compress: !release.padding }));
       }
       const filename = (platform: string) => `terraform-provider-${type}_${version}_${platform}.zip`;
       const sha = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
-      const lines = [...zips].filter(([platform]) => !(defect === 'missing-sums-line' && platform === release.platforms[0]))
+      const lines = [...zips]
+        .filter(([platform]) => !(defect === 'missing-sums-line' && platform === release.platforms[0]))
         .map(([platform, zip]) => ({ filename: filename(platform), sha256Hex: sha(zip) }));
       const sums = Buffer.from(formatShasums(lines));
-      const signature = defect === 'foreign-key' ? await foreignSign(sums)
-        : defect === 'bad-signature' ? gpgSign(key, Buffer.concat([sums, Buffer.from('tampered\n')]))
-          : gpgSign(key, sums);
+      const signature =
+        defect === 'foreign-key'
+          ? await foreignSign(sums)
+          : defect === 'bad-signature'
+            ? gpgSign(key, Buffer.concat([sums, Buffer.from('tampered\n')]))
+            : gpgSign(key, sums);
       const sumsName = `terraform-provider-${type}_${version}_SHA256SUMS`;
       routes.set(`/files/${sumsName}`, bytes(sums, 'text/plain'));
       routes.set(`/files/${sumsName}.sig`, bytes(signature, 'application/octet-stream'));
@@ -250,25 +311,35 @@ export class StaticUpstream {
           });
         }
         if (defect === 'archive-500') routes.set(archivePath, (_req, res) => send(res, 500, 'upstream broke', 'text/plain'));
-        routes.set(docPath, json({
-          protocols: ['5.0'],
-          os: p.os,
-          arch: p.arch,
-          filename: filename(platform),
-          download_url: defect === 'redirect-loop' ? '/files/loop-a' : archivePath,
-          shasums_url: `/files/${sumsName}`,
-          shasums_signature_url: `/files/${sumsName}.sig`,
-          shasum: defect === 'wrong-shasum' ? sha(Buffer.from('something else')) : sha(zip),
-          signing_keys: { gpg_public_keys: [{ key_id: key.keyId, ascii_armor: key.publicArmor, trust_signature: '', source: 'upstream', source_url: null }] },
-        }));
+        routes.set(
+          docPath,
+          json({
+            protocols: ['5.0'],
+            os: p.os,
+            arch: p.arch,
+            filename: filename(platform),
+            download_url: defect === 'redirect-loop' ? '/files/loop-a' : archivePath,
+            shasums_url: `/files/${sumsName}`,
+            shasums_signature_url: `/files/${sumsName}.sig`,
+            shasum: defect === 'wrong-shasum' ? sha(Buffer.from('something else')) : sha(zip),
+            signing_keys: { gpg_public_keys: [{ key_id: key.keyId, ascii_armor: key.publicArmor, trust_signature: '', source: 'upstream', source_url: null }] },
+          }),
+        );
         if (defect === 'flaky-500') this.flaky.set(archivePath, 2);
-        if (defect === 'hang') routes.set(docPath, (_req, res) => { this.hanging.add(res); });
+        if (defect === 'hang')
+          routes.set(docPath, (_req, res) => {
+            this.hanging.add(res);
+          });
         if (defect === 'huge-json') routes.set(docPath, (_req, res) => send(res, 200, `{"padding":"${'x'.repeat(20 * 1024 * 1024)}"}`, 'application/json'));
         if (defect === 'malformed-json') routes.set(docPath, (_req, res) => send(res, 200, '{"protocols": ["5.0"], "os": ', 'application/json'));
       }
     }
-    routes.set('/files/loop-a', (_req, res) => { res.writeHead(302, { location: '/files/loop-b' }).end(); });
-    routes.set('/files/loop-b', (_req, res) => { res.writeHead(302, { location: '/files/loop-a' }).end(); });
+    routes.set('/files/loop-a', (_req, res) => {
+      res.writeHead(302, { location: '/files/loop-b' }).end();
+    });
+    routes.set('/files/loop-b', (_req, res) => {
+      res.writeHead(302, { location: '/files/loop-a' }).end();
+    });
     this.routes = routes;
   }
 

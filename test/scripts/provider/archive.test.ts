@@ -17,7 +17,10 @@ function zipOf(entries: [name: string, data: string][]): Promise<Buffer> {
   zip.end();
   const chunks: Buffer[] = [];
   return new Promise((resolve, reject) => {
-    zip.outputStream.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+    zip.outputStream
+      .on('data', (c: Buffer) => chunks.push(c))
+      .on('end', () => resolve(Buffer.concat(chunks)))
+      .on('error', reject);
   });
 }
 
@@ -29,9 +32,16 @@ function write(name: string, bytes: Buffer): string {
 
 describe('inspectArchive refuses', () => {
   it('an entry name stored twice', async () => {
-    const path = write('twice.zip', await zipOf([['terraform-provider-x_v1.0.0', 'one'], ['terraform-provider-x_v1.0.0', 'two']]));
+    const path = write(
+      'twice.zip',
+      await zipOf([
+        ['terraform-provider-x_v1.0.0', 'one'],
+        ['terraform-provider-x_v1.0.0', 'two'],
+      ]),
+    );
     await expect(inspectArchive(path)).rejects.toMatchObject({
-      name: 'InputError', message: `archive ${path}: entry "terraform-provider-x_v1.0.0" is stored twice; rebuild the zip`,
+      name: 'InputError',
+      message: `archive ${path}: entry "terraform-provider-x_v1.0.0" is stored twice; rebuild the zip`,
     });
   });
 
@@ -45,12 +55,16 @@ describe('inspectArchive refuses', () => {
     zip.writeUInt32LE(1001, central + 24);
     const path = write('size.zip', zip);
     await expect(inspectArchive(path)).rejects.toMatchObject({
-      name: 'InputError', message: expect.stringContaining('uncompressed size is 1000 bytes, the zip says 1001'),
+      name: 'InputError',
+      message: expect.stringContaining('uncompressed size is 1000 bytes, the zip says 1001'),
     });
   });
 
   it('an entry name that climbs out of the install directory', async () => {
-    const zip = await zipOf([['terraform-provider-x_v1.0.0', 'x'], ['aa/evil', 'y']]);
+    const zip = await zipOf([
+      ['terraform-provider-x_v1.0.0', 'x'],
+      ['aa/evil', 'y'],
+    ]);
     // yazl refuses to write such a name, so write a harmless one of the same length and patch it everywhere.
     let at = zip.indexOf('aa/evil');
     let patched = 0;
@@ -61,7 +75,10 @@ describe('inspectArchive refuses', () => {
     }
     expect(patched).toBe(2); // local header and central directory
     const path = write('climb.zip', zip);
-    await expect(inspectArchive(path)).rejects.toMatchObject({ name: 'InputError', message: expect.stringMatching(/^archive .*climb\.zip: unsafe entry name \(.+\); rebuild the zip$/) });
+    await expect(inspectArchive(path)).rejects.toMatchObject({
+      name: 'InputError',
+      message: expect.stringMatching(/^archive .*climb\.zip: unsafe entry name \(.+\); rebuild the zip$/),
+    });
   });
 
   it('but reads the same zip unpatched', async () => {

@@ -41,7 +41,8 @@ describe('archives', () => {
     const path = join(d, 'terraform-provider-x_1.0.0_linux_amd64.zip');
     writeFileSync(path, await zipBuffers({ 'terraform-provider-x_v1.0.0': '' }));
     await expect(readRelease({ paths: [d] })).rejects.toMatchObject({
-      name: 'InputError', message: `archive ${path}: executable terraform-provider-x_v1.0.0 is empty; rebuild the provider`,
+      name: 'InputError',
+      message: `archive ${path}: executable terraform-provider-x_v1.0.0 is empty; rebuild the provider`,
     });
   });
 });

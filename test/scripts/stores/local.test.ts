@@ -38,27 +38,33 @@ describe('the local store (scripts/lib/stores/local.ts)', () => {
     expect({ value, calls }).toEqual({ value: 'done', calls: 3 });
 
     let refused = 0;
-    await expect(retryBusy(async () => {
-      refused += 1;
-      throw new Error('registry.example.com/acme/x 1.0.0 is already published with different contents');
-    })).rejects.toThrow(/different contents/);
+    await expect(
+      retryBusy(async () => {
+        refused += 1;
+        throw new Error('registry.example.com/acme/x 1.0.0 is already published with different contents');
+      }),
+    ).rejects.toThrow(/different contents/);
     expect(refused).toBe(1);
 
     // A 4xx is an answer, not a hiccup: only 5xx statuses count as transient.
     for (const message of ['KV PUT failed: 413 Payload Too Large', 'R2 GET failed: 404 Not Found']) {
       let calls4xx = 0;
-      await expect(retryBusy(async () => {
-        calls4xx += 1;
-        throw new Error(message);
-      })).rejects.toThrow(message);
+      await expect(
+        retryBusy(async () => {
+          calls4xx += 1;
+          throw new Error(message);
+        }),
+      ).rejects.toThrow(message);
       expect(calls4xx, message).toBe(1);
     }
     let calls5xx = 0;
-    expect(await retryBusy(async () => {
-      calls5xx += 1;
-      if (calls5xx < 2) throw new Error('R2 PUT failed: 503 Service Unavailable');
-      return 'stored';
-    })).toBe('stored');
+    expect(
+      await retryBusy(async () => {
+        calls5xx += 1;
+        if (calls5xx < 2) throw new Error('R2 PUT failed: 503 Service Unavailable');
+        return 'stored';
+      }),
+    ).toBe('stored');
     expect(calls5xx).toBe(2);
   });
 
@@ -70,9 +76,15 @@ describe('the local store (scripts/lib/stores/local.ts)', () => {
     writeFileSync(join(dir, 'main.tf'), 'variable "a" {}\n');
     const mark = `EDGE_REGISTRY_TEST_MARK=${randomUUID()}`;
     const [name, value] = mark.split('=') as [string, string];
-    const killed = await runScript('publish-module', [dir, '--namespace', 'acme', '--name', 'orphan', '--system', 'aws', '--version', '1.0.0', '--persist-to', join(work.dir, 'state')], {
-      [KILL_ENV]: 'documents', [name]: value, ...killableEnv(work.dir),
-    });
+    const killed = await runScript(
+      'publish-module',
+      [dir, '--namespace', 'acme', '--name', 'orphan', '--system', 'aws', '--version', '1.0.0', '--persist-to', join(work.dir, 'state')],
+      {
+        [KILL_ENV]: 'documents',
+        [name]: value,
+        ...killableEnv(work.dir),
+      },
+    );
     expect(killed.code, killed.stderr).not.toBe(0);
     // The kernel delivers the parent-death signal at once; allow a moment for the exit.
     for (let i = 0; i < 50 && workerdWith(mark).length > 0; i++) await sleep(100);

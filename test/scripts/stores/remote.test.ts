@@ -30,7 +30,13 @@ const TOKEN = 'test-api-token-not-a-secret';
 const S3_KEY = 'S3RVER';
 const { dir, cleanup } = tempDir('remote');
 
-interface Recorded { method: string; path: string; authorization?: string; contentType?: string; body: string }
+interface Recorded {
+  method: string;
+  path: string;
+  authorization?: string;
+  contentType?: string;
+  body: string;
+}
 
 /** The Workers KV REST API subset the scripts use, over an in-memory map (per namespace). */
 class KvApiServer {
@@ -65,7 +71,12 @@ class KvApiServer {
         const start = Number(url.searchParams.get('cursor') || 0);
         const page = names.slice(start, start + pageSize);
         const cursor = start + pageSize < names.length ? String(start + pageSize) : '';
-        return json(200, { success: true, errors: [], result: page.map((name) => ({ name: name.slice(ns.length + 1) })), result_info: { count: page.length, cursor } });
+        return json(200, {
+          success: true,
+          errors: [],
+          result: page.map((name) => ({ name: name.slice(ns.length + 1) })),
+          result_info: { count: page.length, cursor },
+        });
       }
       const key = `${ns}/${decodeURIComponent(match[4] ?? '')}`;
       if (req.method === 'GET') {
@@ -157,8 +168,14 @@ describe('KvRestStore (Workers KV REST API)', () => {
     expect(await store().get(key, 'text')).toBe('{"a":1}');
     await store().delete(key);
     expect(await store().get(key, 'text')).toBeNull();
-    const encoded = '/client/v4/accounts/0123456789abcdef0123456789abcdef/storage/kv/namespaces/ns-shapes/values/records%2Fregistry.example.com%3A8443%2Facme%2Fx%2F1.0.0';
-    expect(kvApi.requests.map((r) => [r.method, r.path])).toEqual([['PUT', encoded], ['GET', encoded], ['DELETE', encoded], ['GET', encoded]]);
+    const encoded =
+      '/client/v4/accounts/0123456789abcdef0123456789abcdef/storage/kv/namespaces/ns-shapes/values/records%2Fregistry.example.com%3A8443%2Facme%2Fx%2F1.0.0';
+    expect(kvApi.requests.map((r) => [r.method, r.path])).toEqual([
+      ['PUT', encoded],
+      ['GET', encoded],
+      ['DELETE', encoded],
+      ['GET', encoded],
+    ]);
     expect(kvApi.requests.every((r) => r.authorization === `Bearer ${TOKEN}`)).toBe(true);
     expect(kvApi.requests[0]!.body).toBe('{"a":1}');
     expect(kvApi.requests[0]!.contentType).toMatch(/^text\/plain/);
@@ -178,11 +195,13 @@ describe('KvRestStore (Workers KV REST API)', () => {
     } while (cursor);
     expect(names).toEqual(['list/p/1', 'list/p/2', 'list/p/3', 'list/p/4', 'list/p/5', 'list/p/6', 'list/p/7']);
     expect(kvApi.requests).toHaveLength(3);
-    expect(kvApi.requests[0]!.path).toBe('/client/v4/accounts/0123456789abcdef0123456789abcdef/storage/kv/namespaces/ns-shapes/keys?prefix=list%2Fp%2F&limit=1000');
+    expect(kvApi.requests[0]!.path).toBe(
+      '/client/v4/accounts/0123456789abcdef0123456789abcdef/storage/kv/namespaces/ns-shapes/keys?prefix=list%2Fp%2F&limit=1000',
+    );
     expect(kvApi.requests[1]!.path).toMatch(/&cursor=3$/);
   });
 
-  it('retries 429 and 5xx answers, and reports other errors with the key and Cloudflare\'s message but never the token', async () => {
+  it("retries 429 and 5xx answers, and reports other errors with the key and Cloudflare's message but never the token", async () => {
     kvApi.failNext = { status: 429, count: 2 };
     await store().put('retry/me', 'ok');
     expect(await store().get('retry/me', 'text')).toBe('ok');
@@ -194,9 +213,15 @@ describe('KvRestStore (Workers KV REST API)', () => {
 });
 
 describe('R2S3Store (R2 S3 API) against s3rver', () => {
-  const store = (tuning: { multipartThreshold?: number; partSize?: number } = {}) => new R2S3Store({
-    endpoint: s3Endpoint, bucket: config.bucketName, accessKeyId: S3_KEY, secretAccessKey: S3_KEY, region: 'us-east-1', ...tuning,
-  });
+  const store = (tuning: { multipartThreshold?: number; partSize?: number } = {}) =>
+    new R2S3Store({
+      endpoint: s3Endpoint,
+      bucket: config.bucketName,
+      accessKeyId: S3_KEY,
+      secretAccessKey: S3_KEY,
+      region: 'us-east-1',
+      ...tuning,
+    });
 
   it('puts a small object with content type and custom metadata, and head reads them back', async () => {
     const bytes = randomBytes(1000);
@@ -214,8 +239,14 @@ describe('R2S3Store (R2 S3 API) against s3rver', () => {
     const sha = createHash('sha256').update(bytes).digest('hex');
     const progress: number[] = [];
     const s = new R2S3Store({
-      endpoint: s3Endpoint, bucket: config.bucketName, accessKeyId: S3_KEY, secretAccessKey: S3_KEY, region: 'us-east-1',
-      multipartThreshold: 5 * 1024 * 1024, partSize: 5 * 1024 * 1024, onProgress: (_key, sent) => progress.push(sent),
+      endpoint: s3Endpoint,
+      bucket: config.bucketName,
+      accessKeyId: S3_KEY,
+      secretAccessKey: S3_KEY,
+      region: 'us-east-1',
+      multipartThreshold: 5 * 1024 * 1024,
+      partSize: 5 * 1024 * 1024,
+      onProgress: (_key, sent) => progress.push(sent),
     });
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
@@ -250,7 +281,9 @@ describe('R2S3Store conditional writes on the wire (leases and records rely on t
     const answers = [409, 412, 200];
     const server = createServer((req, res) => {
       let body = '';
-      req.on('data', (chunk) => { body += chunk; });
+      req.on('data', (chunk) => {
+        body += chunk;
+      });
       req.on('end', () => {
         seen.push({ condition: `${req.headers['if-none-match'] ?? ''}|${req.headers['if-match'] ?? ''}`, body });
         const status = answers.shift() ?? 500;
@@ -260,9 +293,18 @@ describe('R2S3Store conditional writes on the wire (leases and records rely on t
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
-      const s = new R2S3Store({ endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bucket: 'b', accessKeyId: S3_KEY, secretAccessKey: S3_KEY, region: 'us-east-1' });
+      const s = new R2S3Store({
+        endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        bucket: 'b',
+        accessKeyId: S3_KEY,
+        secretAccessKey: S3_KEY,
+        region: 'us-east-1',
+      });
       expect(await s.put('.leases/x', 'owner-a', { onlyIf: { etagDoesNotMatch: '*' } })).toBeNull();
-      expect(seen).toEqual([{ condition: '*|', body: 'owner-a' }, { condition: '*|', body: 'owner-a' }]);
+      expect(seen).toEqual([
+        { condition: '*|', body: 'owner-a' },
+        { condition: '*|', body: 'owner-a' },
+      ]);
       expect(await s.put('.leases/x', 'owner-a renewed', { onlyIf: { etagMatches: 'old-etag' } })).toEqual({ key: '.leases/x', etag: 'new-etag' });
       expect(seen[2]).toEqual({ condition: '|"old-etag"', body: 'owner-a renewed' });
     } finally {
@@ -278,16 +320,27 @@ describe('publish-provider --remote', () => {
     // A large archive to go through multipart (threshold lowered below).
     const { zipBuffers } = await import('../../../scripts/lib/provider/zip-binary');
     const { writeFileSync } = await import('node:fs');
-    writeFileSync(join(dist, 'terraform-provider-cloud_1.0.0_darwin_arm64.zip'), await zipBuffers({ 'terraform-provider-cloud_v1.0.0': randomBytes(11 * 1024 * 1024) }, { compress: false }));
+    writeFileSync(
+      join(dist, 'terraform-provider-cloud_1.0.0_darwin_arm64.zip'),
+      await zipBuffers({ 'terraform-provider-cloud_v1.0.0': randomBytes(11 * 1024 * 1024) }, { compress: false }),
+    );
     const options = {
-      paths: [dist], namespace: 'acme', remote: true, env: 'production', configPath, keyFile: key.path,
-      processEnv: remoteEnv(), remoteTuning: { multipartThreshold: 5 * 1024 * 1024, partSize: 5 * 1024 * 1024, region: 'us-east-1' },
+      paths: [dist],
+      namespace: 'acme',
+      remote: true,
+      env: 'production',
+      configPath,
+      keyFile: key.path,
+      processEnv: remoteEnv(),
+      remoteTuning: { multipartThreshold: 5 * 1024 * 1024, partSize: 5 * 1024 * 1024, region: 'us-east-1' },
     };
 
     // The namespace has no keys: --remote never adopts a key silently (decided under the provider's lease, which
     // s3rver cannot make exclusive: it ignores If-None-Match on PUT, and the publish says so).
     const refusedLines: string[] = [];
-    await expect(publishRelease({ ...options, log: (line: string) => refusedLines.push(line) })).rejects.toThrow(/key [0-9A-F]{16} is not a signing key of namespace acme \(it has none\); register it first with npm run keys -- import --namespace acme --remote/);
+    await expect(publishRelease({ ...options, log: (line: string) => refusedLines.push(line) })).rejects.toThrow(
+      /key [0-9A-F]{16} is not a signing key of namespace acme \(it has none\); register it first with npm run keys -- import --namespace acme --remote/,
+    );
     expect([...kvApi.values.keys()].filter((k) => k.includes('/acme/cloud'))).toEqual([]);
 
     const imported = await runScript('keys', ['import', '--namespace', 'acme', '--remote', '--env', 'production', '--key-file', key.path], remoteEnv());
@@ -300,7 +353,9 @@ describe('publish-provider --remote', () => {
     expect(result).toMatchObject({ address: `${config.hostname}/acme/cloud`, version: '1.0.0', status: 'published', key_id: key.keyId });
     // The provider's lease and the committed record live in R2.
     expect(s3Requests).toContain(`PUT /${config.bucketName}/.leases/providers/${config.hostname}/acme/cloud`);
-    expect(refusedLines.join('\n')).toMatch(/warning: this object store ignores conditional writes \(If-None-Match\), so the lease providers\/.*\/acme\/cloud cannot keep other writers out/);
+    expect(refusedLines.join('\n')).toMatch(
+      /warning: this object store ignores conditional writes \(If-None-Match\), so the lease providers\/.*\/acme\/cloud cannot keep other writers out/,
+    );
     const committed = await s3Get(`.records/${config.hostname}/acme/cloud/1.0.0.json`);
     expect(JSON.parse(committed.bytes.toString())).toMatchObject({ version: '1.0.0', signingKey: { key_id: key.keyId } });
     const ns = config.kvNamespaceId;
@@ -335,13 +390,23 @@ describe('publish-module --remote', () => {
     const tree = join(dir, 'module-remote');
     writeDemoModule(tree, '1.0.0');
     const options = {
-      path: tree, namespace: 'acme', name: 'net', system: 'aws', version: '1.0.0', remote: true, env: 'production', configPath,
-      processEnv: remoteEnv(), remoteTuning: { region: 'us-east-1' },
+      path: tree,
+      namespace: 'acme',
+      name: 'net',
+      system: 'aws',
+      version: '1.0.0',
+      remote: true,
+      env: 'production',
+      configPath,
+      processEnv: remoteEnv(),
+      remoteTuning: { region: 'us-east-1' },
     };
     const result = await publishModule(options);
     expect(result).toMatchObject({ address: `${config.hostname}/acme/net/aws`, status: 'published', filename: 'net-aws-1.0.0.tar.gz' });
     const ns = config.kvNamespaceId;
-    expect(JSON.parse(kvApi.values.get(`${ns}/v1/modules/${config.hostname}/acme/net/aws/versions`)!)).toEqual({ modules: [{ versions: [{ version: '1.0.0' }] }] });
+    expect(JSON.parse(kvApi.values.get(`${ns}/v1/modules/${config.hostname}/acme/net/aws/versions`)!)).toEqual({
+      modules: [{ versions: [{ version: '1.0.0' }] }],
+    });
     const object = await s3Get(`modules/${config.hostname}/acme/net/aws/1.0.0/net-aws-1.0.0.tar.gz`);
     expect(object.status).toBe(200);
     expect(createHash('sha256').update(object.bytes).digest('hex')).toBe(result.sha256);
@@ -355,14 +420,24 @@ describe('publish-module --remote', () => {
 
 describe('lifecycle --remote', () => {
   it('deprecates the module published above through the KV REST API and the S3 API (the R2 object is the commit point)', async () => {
-    const result = await runScript('lifecycle', ['deprecate', 'acme/net/aws', '--message', 'use acme/network/aws', '--remote', '--env', 'production', '--config', configPath, '--json'], remoteEnv());
+    const result = await runScript(
+      'lifecycle',
+      ['deprecate', 'acme/net/aws', '--message', 'use acme/network/aws', '--remote', '--env', 'production', '--config', configPath, '--json'],
+      remoteEnv(),
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({ kind: 'module', status: 'changed', lifecycle: { deprecated: { message: 'use acme/network/aws' } } });
     const object = await s3Get(`.lifecycle/modules/${config.hostname}/acme/net/aws.json`);
     expect(object.status).toBe(200);
     expect(JSON.parse(object.bytes.toString('utf8')).deprecated.message).toBe('use acme/network/aws');
-    expect(JSON.parse(kvApi.values.get(`${config.kvNamespaceId}/module-lifecycle/${config.hostname}/acme/net/aws`)!).deprecated.message).toBe('use acme/network/aws');
-    const refused = await runScript('lifecycle', ['withdraw', 'acme/net/aws', '--version', '9.0.0', '--message', 'x', '--remote', '--env', 'production', '--config', configPath], remoteEnv());
+    expect(JSON.parse(kvApi.values.get(`${config.kvNamespaceId}/module-lifecycle/${config.hostname}/acme/net/aws`)!).deprecated.message).toBe(
+      'use acme/network/aws',
+    );
+    const refused = await runScript(
+      'lifecycle',
+      ['withdraw', 'acme/net/aws', '--version', '9.0.0', '--message', 'x', '--remote', '--env', 'production', '--config', configPath],
+      remoteEnv(),
+    );
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('has no version 9.0.0; published: 1.0.0');
   });
@@ -371,8 +446,29 @@ describe('lifecycle --remote', () => {
 describe('publisher --remote', () => {
   it('adds, lists and removes a trusted publisher in KV through the REST API, each change audited in R2 through the S3 API as the operator via --remote', async () => {
     const remote = ['--remote', '--env', 'production', '--config', configPath];
-    const added = await runScript('publisher', ['add', '--namespace', 'acme', '--issuer', 'https://token.actions.githubusercontent.com',
-      '--repository', 'acme/terraform-provider-thing', '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--repository-id', '1', '--owner-id', '2', '--json', ...remote], remoteEnv());
+    const added = await runScript(
+      'publisher',
+      [
+        'add',
+        '--namespace',
+        'acme',
+        '--issuer',
+        'https://token.actions.githubusercontent.com',
+        '--repository',
+        'acme/terraform-provider-thing',
+        '--workflow',
+        'release.yml',
+        '--ref',
+        'refs/tags/v*',
+        '--repository-id',
+        '1',
+        '--owner-id',
+        '2',
+        '--json',
+        ...remote,
+      ],
+      remoteEnv(),
+    );
     expect(added.code, added.stderr).toBe(0);
     const { publisher } = JSON.parse(added.stdout) as { publisher: { id: string; repository: string } };
     expect(publisher.repository).toBe('acme/terraform-provider-thing');
@@ -380,13 +476,41 @@ describe('publisher --remote', () => {
     const stored = kvApi.values.get(`${config.kvNamespaceId}/${publishersKey(config.hostname, 'acme')}`);
     expect(JSON.parse(stored!)).toMatchObject([{ id: publisher.id, workflow: 'release.yml', ref: 'refs/tags/v*' }]);
     // Adding it again changes nothing; list reads it back.
-    expect((await runScript('publisher', ['add', '--namespace', 'acme', '--issuer', 'https://token.actions.githubusercontent.com',
-      '--repository', 'acme/terraform-provider-thing', '--workflow', 'release.yml', '--ref', 'refs/tags/v*', '--repository-id', '1', '--owner-id', '2', ...remote], remoteEnv())).code).toBe(0);
+    expect(
+      (
+        await runScript(
+          'publisher',
+          [
+            'add',
+            '--namespace',
+            'acme',
+            '--issuer',
+            'https://token.actions.githubusercontent.com',
+            '--repository',
+            'acme/terraform-provider-thing',
+            '--workflow',
+            'release.yml',
+            '--ref',
+            'refs/tags/v*',
+            '--repository-id',
+            '1',
+            '--owner-id',
+            '2',
+            ...remote,
+          ],
+          remoteEnv(),
+        )
+      ).code,
+    ).toBe(0);
     const listed = await runScript('publisher', ['list', '--namespace', 'acme', '--json', ...remote], remoteEnv());
     expect(listed.code, listed.stderr).toBe(0);
     expect((JSON.parse(listed.stdout) as { publishers: { id: string }[] }).publishers.map((p) => p.id)).toEqual([publisher.id]);
     // A bad issuer is refused (exit 1) and writes nothing.
-    const refused = await runScript('publisher', ['add', '--namespace', 'acme', '--issuer', 'http://ci.example.com', '--repository', 'a/b', ...remote], remoteEnv());
+    const refused = await runScript(
+      'publisher',
+      ['add', '--namespace', 'acme', '--issuer', 'http://ci.example.com', '--repository', 'a/b', ...remote],
+      remoteEnv(),
+    );
     expect(refused.code).toBe(1);
     expect(JSON.parse(kvApi.values.get(`${config.kvNamespaceId}/${publishersKey(config.hostname, 'acme')}`)!)).toHaveLength(1);
     const removed = await runScript('publisher', ['remove', '--namespace', 'acme', publisher.id, ...remote], remoteEnv());
@@ -415,25 +539,37 @@ describe('mirror --remote', () => {
     const { mirrorIndexKey, mirrorVersionKey, releaseObjectKey } = await import('../../../src/store/layout');
     const ns = config.kvNamespaceId;
     const upstream = await StaticUpstream.start({
-      namespace: 'acme', type: 'thing',
-      releases: [{ version: '1.0.0', platforms: ['linux_amd64', 'darwin_arm64'] }, { version: '1.1.0', platforms: ['linux_amd64', 'darwin_arm64'] }],
+      namespace: 'acme',
+      type: 'thing',
+      releases: [
+        { version: '1.0.0', platforms: ['linux_amd64', 'darwin_arm64'] },
+        { version: '1.1.0', platforms: ['linux_amd64', 'darwin_arm64'] },
+      ],
     });
     try {
       writeFileSync(join(dir, 'mirror-terraformrc'), '');
       const env = { ...remoteEnv(), NODE_EXTRA_CA_CERTS: upstream.caPath, TF_CLI_CONFIG_FILE: join(dir, 'mirror-terraformrc') };
       const mirror = async (args: string[]) => {
         const result = await runScript('mirror', [...args, '--remote', '--env', 'production', '--wrangler-config', configPath, '--json'], env);
-        return { ...result, summary: JSON.parse(result.stdout.trim().split('\n').pop() || 'null') as import('../../../scripts/lib/mirror/summary').MirrorSummary | null };
+        return {
+          ...result,
+          summary: JSON.parse(result.stdout.trim().split('\n').pop() || 'null') as import('../../../scripts/lib/mirror/summary').MirrorSummary | null,
+        };
       };
       const sync = ['sync', `${upstream.host}/acme/thing`, '--version', '~> 1.0', '--platform', 'linux_amd64', '--platform', 'darwin_arm64'];
 
       const first = await mirror(sync);
       expect(first.code, first.stderr).toBe(0);
-      expect(first.summary!.providers[0]!.versions.map((v) => [v.version, v.status])).toEqual([['1.0.0', 'mirrored'], ['1.1.0', 'mirrored']]);
+      expect(first.summary!.providers[0]!.versions.map((v) => [v.version, v.status])).toEqual([
+        ['1.0.0', 'mirrored'],
+        ['1.1.0', 'mirrored'],
+      ]);
       const address = providerAddress(upstream.host, 'acme', 'thing');
       expect(Object.keys(JSON.parse(kvApi.values.get(`${ns}/${mirrorIndexKey(address)}`)!).versions).sort()).toEqual(['1.0.0', '1.1.0']);
       for (const version of ['1.0.0', '1.1.0']) {
-        const document = JSON.parse(kvApi.values.get(`${ns}/${mirrorVersionKey(address, version)}`)!) as { archives: Record<string, { url: string; hashes: string[] }> };
+        const document = JSON.parse(kvApi.values.get(`${ns}/${mirrorVersionKey(address, version)}`)!) as {
+          archives: Record<string, { url: string; hashes: string[] }>;
+        };
         expect(Object.keys(document.archives).sort()).toEqual(['darwin_arm64', 'linux_amd64']);
         for (const platform of first.summary!.providers[0]!.versions.find((v) => v.version === version)!.platforms) {
           // The bytes in R2 are upstream's: their SHA-256 is the zh: hash the mirror's document announces.
@@ -465,9 +601,15 @@ describe('mirror --remote', () => {
       mkdirSync(providerDir, { recursive: true });
       writeFileSync(join(providerDir, 'index.json'), JSON.stringify({ versions: { '3.2.0': {} } }));
       const filename = 'terraform-provider-null_3.2.0_linux_amd64.zip';
-      writeFileSync(join(providerDir, filename), await zipBuffers({ [executableName('null', '3.2.0', parsePlatformName('linux_amd64'))]: '#!/bin/sh\necho null\n' }));
+      writeFileSync(
+        join(providerDir, filename),
+        await zipBuffers({ [executableName('null', '3.2.0', parsePlatformName('linux_amd64'))]: '#!/bin/sh\necho null\n' }),
+      );
       const digest = await inspectArchive(join(providerDir, filename));
-      writeFileSync(join(providerDir, '3.2.0.json'), JSON.stringify({ archives: { linux_amd64: { url: filename, hashes: [digest.h1, `zh:${digest.sha256Hex}`] } } }));
+      writeFileSync(
+        join(providerDir, '3.2.0.json'),
+        JSON.stringify({ archives: { linux_amd64: { url: filename, hashes: [digest.h1, `zh:${digest.sha256Hex}`] } } }),
+      );
       const imported = await mirror(['import', source]);
       expect(imported.code, imported.stderr).toBe(0);
       expect(imported.summary!.providers.map((p) => [p.address, p.status])).toEqual([['registry.terraform.io/hashicorp/null', 'mirrored']]);

@@ -19,9 +19,30 @@ async function cookieOf(subject: string, admin: boolean): Promise<string> {
 describe('/audit', () => {
   it('lists recent entries newest first for an admin: escaped, filtered by namespace, no secret, never cached', async () => {
     const blobs = env.REGISTRY_R2 as unknown as BlobStore;
-    const { record: { id } } = await issueToken(['acme']);
-    await appendAuditEntry({ blobs }, { actor: { kind: 'token', tokenId: id, name: 'release' }, action: 'provider.publish', target: 'registry.example.com/acme/thing 1.0.0', outcome: 'ok', time: new Date(Date.now() - 60_000).toISOString() });
-    await appendAuditEntry({ blobs }, { actor: { kind: 'ci', issuer: 'https://token.actions.githubusercontent.com', subject: 'repo:evil/x', repository: 'evil/<b>x</b>' }, action: 'provider.publish', target: 'registry.example.com/acme/thing 1.1.0', outcome: 'refused', reason: 'not trusted <script>alert(1)</script>', time: new Date(Date.now() - 30_000).toISOString() });
+    const {
+      record: { id },
+    } = await issueToken(['acme']);
+    await appendAuditEntry(
+      { blobs },
+      {
+        actor: { kind: 'token', tokenId: id, name: 'release' },
+        action: 'provider.publish',
+        target: 'registry.example.com/acme/thing 1.0.0',
+        outcome: 'ok',
+        time: new Date(Date.now() - 60_000).toISOString(),
+      },
+    );
+    await appendAuditEntry(
+      { blobs },
+      {
+        actor: { kind: 'ci', issuer: 'https://token.actions.githubusercontent.com', subject: 'repo:evil/x', repository: 'evil/<b>x</b>' },
+        action: 'provider.publish',
+        target: 'registry.example.com/acme/thing 1.1.0',
+        outcome: 'refused',
+        reason: 'not trusted <script>alert(1)</script>',
+        time: new Date(Date.now() - 30_000).toISOString(),
+      },
+    );
     await appendAuditEntry({ blobs }, { actor: { kind: 'operator', via: 'remote' }, action: 'key.add', target: 'registry.example.com/other', outcome: 'ok' });
 
     const response = await getWith(config, '/audit', { headers: { cookie: await cookieOf('admin', true), accept: 'text/html' } });

@@ -10,23 +10,44 @@ import { lastByteFlipped, oidcEnv, pkce } from './helpers';
 
 const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
 const valid = {
-  response_type: 'code', client_id: 'terraform-cli', redirect_uri: 'http://localhost:10000/login',
-  state: 'a5d6f1c2-terraform-state', code_challenge: CHALLENGE, code_challenge_method: 'S256',
+  response_type: 'code',
+  client_id: 'terraform-cli',
+  redirect_uri: 'http://localhost:10000/login',
+  state: 'a5d6f1c2-terraform-state',
+  code_challenge: CHALLENGE,
+  code_challenge_method: 'S256',
 };
 const query = (params: Record<string, string | undefined>) =>
   new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined)).toString();
 
-describe('redirect_uri: only Terraform\'s loopback listener within the advertised ports', () => {
+describe("redirect_uri: only Terraform's loopback listener within the advertised ports", () => {
   it('accepts localhost and 127.0.0.1 on ports 10000..10010', () => {
-    for (const uri of ['http://localhost:10000/login', 'http://127.0.0.1:10010/login', 'http://localhost:10005/login']) expect(isCliRedirectUri(uri), uri).toBe(true);
+    for (const uri of ['http://localhost:10000/login', 'http://127.0.0.1:10010/login', 'http://localhost:10005/login'])
+      expect(isCliRedirectUri(uri), uri).toBe(true);
   });
   const refused = [
-    'https://localhost:10000/login', 'http://localhost:9999/login', 'http://localhost:10011/login', 'http://localhost:010000/login',
-    'http://localhost/login', 'http://localhost:10000/', 'http://localhost:10000/login/', 'http://localhost:10000/login?x=1',
-    'http://localhost:10000/login#f', 'http://localhost:10000@evil.example/login', 'http://evil.example@localhost:10000/login',
-    'http://localhost.evil.example:10000/login', 'http://127.0.0.2:10000/login', 'http://[::1]:10000/login', 'http://LOCALHOST:10000/login',
-    'http://evil.example/login', '//evil.example/login', 'javascript:alert(1)', 'http://localhost:10000/login\n', ' http://localhost:10000/login',
-    'http://localhost:10000/%2e%2e/login', 'http://localhost:10000\\@evil.example/login',
+    'https://localhost:10000/login',
+    'http://localhost:9999/login',
+    'http://localhost:10011/login',
+    'http://localhost:010000/login',
+    'http://localhost/login',
+    'http://localhost:10000/',
+    'http://localhost:10000/login/',
+    'http://localhost:10000/login?x=1',
+    'http://localhost:10000/login#f',
+    'http://localhost:10000@evil.example/login',
+    'http://evil.example@localhost:10000/login',
+    'http://localhost.evil.example:10000/login',
+    'http://127.0.0.2:10000/login',
+    'http://[::1]:10000/login',
+    'http://LOCALHOST:10000/login',
+    'http://evil.example/login',
+    '//evil.example/login',
+    'javascript:alert(1)',
+    'http://localhost:10000/login\n',
+    ' http://localhost:10000/login',
+    'http://localhost:10000/%2e%2e/login',
+    'http://localhost:10000\\@evil.example/login',
   ];
   for (const uri of refused) it(`refuses ${JSON.stringify(uri)}`, () => expect(isCliRedirectUri(uri)).toBe(false));
 });
@@ -57,7 +78,9 @@ describe('GET /oauth/authorization refuses with a 400 page, no redirect and no c
   }
 
   it('a parameter given twice (which one would count?)', async () => {
-    const response = await getWith(oidcEnv(), `/oauth/authorization?${query(valid)}&redirect_uri=${encodeURIComponent('https://evil.example/login')}`, { redirect: 'manual' });
+    const response = await getWith(oidcEnv(), `/oauth/authorization?${query(valid)}&redirect_uri=${encodeURIComponent('https://evil.example/login')}`, {
+      redirect: 'manual',
+    });
     expect(response.status).toBe(400);
     expect(response.headers.get('location')).toBeNull();
     expect(parseCliAuthzRequest(new URLSearchParams(`${query(valid)}&state=other`))).toEqual({ error: 'state is given more than once' });
@@ -82,10 +105,15 @@ describe('GET /oauth/authorization refuses with a 400 page, no redirect and no c
 
 describe('GET /oauth/callback refuses a state this browser did not start', () => {
   const env = oidcEnv();
-  const flow = async (state: string, expiresAt = Date.now() + 60_000) => (await flowCookie(env, {
-    kind: 'cli', cli: { redirectUri: valid.redirect_uri, state: valid.state, codeChallenge: (await pkce()).challenge },
-    provider: { state, nonce: 'n'.repeat(43), codeVerifier: 'v'.repeat(43) }, expiresAt,
-  })).split(';')[0]!;
+  const flow = async (state: string, expiresAt = Date.now() + 60_000) =>
+    (
+      await flowCookie(env, {
+        kind: 'cli',
+        cli: { redirectUri: valid.redirect_uri, state: valid.state, codeChallenge: (await pkce()).challenge },
+        provider: { state, nonce: 'n'.repeat(43), codeVerifier: 'v'.repeat(43) },
+        expiresAt,
+      })
+    ).split(';')[0]!;
   const callback = (state: string, cookie?: string) =>
     getWith(env, `/oauth/callback?code=provider-code&state=${encodeURIComponent(state)}`, { redirect: 'manual', headers: cookie ? { cookie } : {} });
 
@@ -98,9 +126,14 @@ describe('GET /oauth/callback refuses a state this browser did not start', () =>
   it('no flow cookie at all (a forged or replayed callback)', async () => expectRefused(await callback('state-a')));
   it('a flow cookie for another state (state mismatch)', async () => {
     const cookie = await flow('state-a');
-    await expectRefused(await callback('state-b', cookie.replace(/^[^=]+/, (name) => name)));
+    await expectRefused(
+      await callback(
+        'state-b',
+        cookie.replace(/^[^=]+/, (name) => name),
+      ),
+    );
   });
-  it('the flow cookie copied under the other state\'s name', async () => {
+  it("the flow cookie copied under the other state's name", async () => {
     const a = await flow('state-a');
     const b = await flow('state-b');
     const swapped = `${b.split('=')[0]}=${a.slice(a.indexOf('=') + 1)}`;

@@ -4,7 +4,10 @@ import { env } from '../helpers';
 
 /** A policy granting group "platform" the namespace acme, admins by group "registry-admins", 7-day tokens. */
 export const POLICY = {
-  rules: [{ if: { groups: 'platform' }, scopes: ['acme'] }, { if: { email_domain: 'acme.com' }, scopes: ['acme', 'registry.terraform.io/*'] }],
+  rules: [
+    { if: { groups: 'platform' }, scopes: ['acme'] },
+    { if: { email_domain: 'acme.com' }, scopes: ['acme', 'registry.terraform.io/*'] },
+  ],
   admins: { groups: 'registry-admins' },
   token_days: 7,
 };

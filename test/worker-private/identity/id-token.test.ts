@@ -18,19 +18,33 @@ const now = () => Math.floor(Date.now() / 1000);
 beforeAll(async () => {
   rsa = await generateKeyPair('RS256', { extractable: true });
   ec = await generateKeyPair('ES256', { extractable: true });
-  jwks = { keys: [
-    { ...(await exportJWK(rsa.publicKey)), kid: 'rsa-1', alg: 'RS256', use: 'sig' },
-    { ...(await exportJWK(ec.publicKey)), kid: 'ec-1', alg: 'ES256', use: 'sig' },
-  ] };
+  jwks = {
+    keys: [
+      { ...(await exportJWK(rsa.publicKey)), kid: 'rsa-1', alg: 'RS256', use: 'sig' },
+      { ...(await exportJWK(ec.publicKey)), kid: 'ec-1', alg: 'ES256', use: 'sig' },
+    ],
+  };
 });
 
-const claims = (extra: JWTPayload = {}): JWTPayload => ({ iss: ISSUER, aud: CLIENT, sub: 'alice', nonce: NONCE, iat: now(), exp: now() + 300, email: 'alice@acme.com', ...extra });
+const claims = (extra: JWTPayload = {}): JWTPayload => ({
+  iss: ISSUER,
+  aud: CLIENT,
+  sub: 'alice',
+  nonce: NONCE,
+  iat: now(),
+  exp: now() + 300,
+  email: 'alice@acme.com',
+  ...extra,
+});
 const sign = (payload: JWTPayload, key: CryptoKey = rsa.privateKey, header: { alg: string; kid?: string } = { alg: 'RS256', kid: 'rsa-1' }) =>
   new SignJWT(payload).setProtectedHeader(header).sign(key);
 const verify = (token: string, nonce = NONCE) => verifyIdToken(token, { issuer: ISSUER, clientId: CLIENT, nonce, keys: createLocalJWKSet(jwks) });
 
 async function refused(token: string, message: RegExp, nonce = NONCE): Promise<void> {
-  const outcome = await verify(token, nonce).then(() => 'accepted', (error: unknown) => error);
+  const outcome = await verify(token, nonce).then(
+    () => 'accepted',
+    (error: unknown) => error,
+  );
   expect(outcome).toBeInstanceOf(IdTokenError);
   expect((outcome as Error).message).toMatch(message);
   if (token.length > 20) expect((outcome as Error).message).not.toContain(token);
@@ -39,7 +53,7 @@ async function refused(token: string, message: RegExp, nonce = NONCE): Promise<v
 const text = (value: unknown) => base64url(new TextEncoder().encode(JSON.stringify(value)));
 
 describe('verifyIdToken', () => {
-  it('accepts a token signed RS256 or ES256 by the provider\'s key, with its claims', async () => {
+  it("accepts a token signed RS256 or ES256 by the provider's key, with its claims", async () => {
     expect((await verify(await sign(claims()))).sub).toBe('alice');
     expect((await verify(await sign(claims(), ec.privateKey, { alg: 'ES256', kid: 'ec-1' }))).email).toBe('alice@acme.com');
     expect((await verify(await sign(claims({ aud: [CLIENT, 'other'], azp: CLIENT })))).sub).toBe('alice');
@@ -66,7 +80,7 @@ describe('verifyIdToken', () => {
     await refused(token, /algorithm|RS256/);
   });
 
-  it('HS256 signed with the provider\'s public key as the HMAC secret (key confusion)', async () => {
+  it("HS256 signed with the provider's public key as the HMAC secret (key confusion)", async () => {
     for (const secret of [await exportSPKI(rsa.publicKey), JSON.stringify(jwks.keys[0])]) {
       const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
       await refused(await sign(claims(), key, { alg: 'HS256', kid: 'rsa-1' }), /algorithm|RS256/);

@@ -87,8 +87,18 @@ describe('evaluatePolicy', () => {
     const keys = createLocalJWKSet({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256' }] });
     const now = Math.floor(Date.now() / 1000);
     const signIn = async (extra: Record<string, unknown>) => {
-      const token = await new SignJWT({ iss: 'https://idp.acme.example', aud: 'edge-registry', sub: 'alice', nonce: 'n', iat: now, exp: now + 300, email: 'alice@acme.com', ...extra })
-        .setProtectedHeader({ alg: 'ES256', kid: 'k' }).sign(privateKey);
+      const token = await new SignJWT({
+        iss: 'https://idp.acme.example',
+        aud: 'edge-registry',
+        sub: 'alice',
+        nonce: 'n',
+        iat: now,
+        exp: now + 300,
+        email: 'alice@acme.com',
+        ...extra,
+      })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k' })
+        .sign(privateKey);
       const claims = await verifyIdToken(token, { issuer: 'https://idp.acme.example', clientId: 'edge-registry', nonce: 'n', keys });
       return evaluatePolicy(byEmail, claims as Record<string, unknown>).scopes;
     };
@@ -110,7 +120,13 @@ describe('configuration at the edge', () => {
 
   it('with OIDC_ISSUER: discovery advertises login.v1', async () => {
     const discovery = await (await getWith(oidcEnv(), '/.well-known/terraform.json')).json<Record<string, unknown>>();
-    expect(discovery['login.v1']).toEqual({ client: 'terraform-cli', grant_types: ['authz_code'], authz: '/oauth/authorization', token: '/oauth/token', ports: [10000, 10010] });
+    expect(discovery['login.v1']).toEqual({
+      client: 'terraform-cli',
+      grant_types: ['authz_code'],
+      authz: '/oauth/authorization',
+      token: '/oauth/token',
+      ports: [10000, 10010],
+    });
     expect(new URL('/oauth/authorization', `${ORIGIN}/.well-known/terraform.json`).href).toBe(`${ORIGIN}/oauth/authorization`);
   });
 
@@ -133,7 +149,11 @@ describe('configuration at the edge', () => {
         expect(page.headers.get('set-cookie')).toBeNull();
         expect(await page.text()).toMatch(message);
         expect((await getWith(oidcEnv(overrides), '/login/sso')).status).toBe(503);
-        const token = await getWith(oidcEnv(overrides), '/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=authorization_code' });
+        const token = await getWith(oidcEnv(overrides), '/oauth/token', {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: 'grant_type=authorization_code',
+        });
         expect(token.status).toBe(503);
         expect(((await token.json()) as { error: string }).error).toBe('temporarily_unavailable');
         expect((await getWith(oidcEnv(overrides), '/.well-known/terraform.json')).status).toBe(200);

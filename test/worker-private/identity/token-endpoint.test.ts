@@ -25,15 +25,22 @@ async function newCode(options: { expiresAt?: number; scopes?: string[] } = {}):
   const { verifier, challenge } = await pkce();
   const code = `erc_${base64url(crypto.getRandomValues(new Uint8Array(32)))}`;
   await storeLoginCode(env.REGISTRY_R2, sha256Hex(code), {
-    codeChallenge: challenge, redirectUri: REDIRECT, expiresAt: options.expiresAt ?? Date.now() + 60_000,
-    person, scopes: options.scopes ?? ['acme'], tokenDays: 7,
+    codeChallenge: challenge,
+    redirectUri: REDIRECT,
+    expiresAt: options.expiresAt ?? Date.now() + 60_000,
+    person,
+    scopes: options.scopes ?? ['acme'],
+    tokenDays: 7,
   });
   return { code, verifier };
 }
 
 function exchange(fields: Record<string, string | undefined>, init: RequestInit = {}): Promise<Response> {
-  const body = new URLSearchParams(Object.entries({ grant_type: 'authorization_code', client_id: 'terraform-cli', redirect_uri: REDIRECT, ...fields })
-    .filter((e): e is [string, string] => e[1] !== undefined)).toString();
+  const body = new URLSearchParams(
+    Object.entries({ grant_type: 'authorization_code', client_id: 'terraform-cli', redirect_uri: REDIRECT, ...fields }).filter(
+      (e): e is [string, string] => e[1] !== undefined,
+    ),
+  ).toString();
   return getWith(config, '/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body, ...init });
 }
 
@@ -112,19 +119,27 @@ describe('POST /oauth/token', () => {
     expect(await expectRefused(await exchange({ code, code_verifier: verifier }))).toContain('expired');
   });
 
-  it('another redirect_uri than the authorization request\'s', async () => {
+  it("another redirect_uri than the authorization request's", async () => {
     const { code, verifier } = await newCode();
-    expect(await expectRefused(await exchange({ code, code_verifier: verifier, redirect_uri: 'http://localhost:10004/login' }))).toContain('redirect_uri differs');
+    expect(await expectRefused(await exchange({ code, code_verifier: verifier, redirect_uri: 'http://localhost:10004/login' }))).toContain(
+      'redirect_uri differs',
+    );
   });
 
   it('another client, another grant type, a body that is not a form, a parameter twice', async () => {
     const { code, verifier } = await newCode();
     await expectRefused(await exchange({ code, code_verifier: verifier, client_id: 'other' }), 'invalid_client');
     await expectRefused(await exchange({ code, code_verifier: verifier, grant_type: 'password' }), 'unsupported_grant_type');
-    await expectRefused(await getWith(config, '/oauth/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) }), 'invalid_request');
+    await expectRefused(
+      await getWith(config, '/oauth/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) }),
+      'invalid_request',
+    );
     const twice = new URLSearchParams({ grant_type: 'authorization_code', client_id: 'terraform-cli', redirect_uri: REDIRECT, code, code_verifier: verifier });
     twice.append('code', code);
-    await expectRefused(await getWith(config, '/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: twice.toString() }), 'invalid_request');
+    await expectRefused(
+      await getWith(config, '/oauth/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: twice.toString() }),
+      'invalid_request',
+    );
     // None of these touched the code: it still works once.
     expect((await exchange({ code, code_verifier: verifier })).status).toBe(200);
   });

@@ -14,7 +14,14 @@ const alice = { issuer: 'http://127.0.0.1:9', subject: 'alice', email: 'alice@ac
 const bob = { issuer: 'http://127.0.0.1:9', subject: 'bob', email: 'bob@acme.com' };
 
 async function cookieOf(person: typeof alice, options: Partial<PersonSession> = {}): Promise<string> {
-  const value = await sealPersonSession(env, { person, scopes: ['acme'], admin: false, expires: Math.floor(Date.now() / 1000) + 600, issued: Math.floor(Date.now() / 1000) - 5, ...options });
+  const value = await sealPersonSession(env, {
+    person,
+    scopes: ['acme'],
+    admin: false,
+    expires: Math.floor(Date.now() / 1000) + 600,
+    issued: Math.floor(Date.now() / 1000) - 5,
+    ...options,
+  });
   return `${SESSION_COOKIE}=${value}`;
 }
 
@@ -22,8 +29,10 @@ function post(path: string, cookie: string, fields: Record<string, string | stri
   const body = new URLSearchParams();
   for (const [name, value] of Object.entries(fields)) for (const v of [value].flat()) body.append(name, v);
   return getWith(config, path, {
-    method: 'POST', redirect: 'manual',
-    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html', ...(origin ? { origin } : {}) }, body: body.toString(),
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html', ...(origin ? { origin } : {}) },
+    body: body.toString(),
   });
 }
 
@@ -34,8 +43,10 @@ describe('/tokens', () => {
     expect(none.headers.get('location')).toBe('/login?next=/tokens');
     const { token } = await issueToken(['acme']);
     const signIn = await getWith(config, '/login', {
-      method: 'POST', redirect: 'manual',
-      headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token, next: '/' }).toString(),
+      method: 'POST',
+      redirect: 'manual',
+      headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token, next: '/' }).toString(),
     });
     const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
     const page = await getWith(config, '/tokens', { headers: { cookie } });
@@ -48,7 +59,7 @@ describe('/tokens', () => {
     expect(await (await getWith({}, '/login')).text()).not.toContain('Sign in with SSO');
   });
 
-  it('creates a token within the person\'s scopes, shown once, private and never cached', async () => {
+  it("creates a token within the person's scopes, shown once, private and never cached", async () => {
     const response = await post('/tokens', await cookieOf(alice), { name: 'ci', scope: 'acme', days: '7' });
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('private, no-store');
@@ -91,7 +102,7 @@ describe('/tokens', () => {
     expect((await listPersonTokens(env.REGISTRY_R2, personKey(alice))).some((t) => t.id === record.id)).toBe(true);
   });
 
-  it('a person revokes only their own tokens; an admin anyone\'s, and all of a person\'s at once', async () => {
+  it("a person revokes only their own tokens; an admin anyone's, and all of a person's at once", async () => {
     const { token, record } = await issuePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, { person: bob, scopes: ['acme'], days: 1, name: 'bob-ci' });
     const refused = await post('/tokens/revoke', await cookieOf(alice), { id: record.id });
     expect(refused.status).toBe(400);

@@ -117,7 +117,11 @@ describe('batching in the isolate (the production window, DOWNLOAD_BATCH_MS 500)
     const DOWNLOADS = new Proxy(real, {
       get(target, property) {
         const value = Reflect.get(target, property, target);
-        if (property === 'get') return (...args: unknown[]) => { rpcs++; return (value as (...a: unknown[]) => unknown).apply(target, args); };
+        if (property === 'get')
+          return (...args: unknown[]) => {
+            rpcs++;
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
@@ -126,7 +130,14 @@ describe('batching in the isolate (the production window, DOWNLOAD_BATCH_MS 500)
     let waits = 0;
     const download = async (env: Env = production) => {
       const ctx = createExecutionContext();
-      const counted = { waitUntil: (p: Promise<unknown>) => { waits++; ctx.waitUntil(p); }, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+      const counted = {
+        waitUntil: (p: Promise<unknown>) => {
+          waits++;
+          ctx.waitUntil(p);
+        },
+        passThroughOnException() {},
+        props: {},
+      } as unknown as ExecutionContext;
       const response = await worker.fetch(new Request(new URL(path, 'https://registry.example.com')) as never, env, counted);
       expect(response.status).toBe(200);
       await response.arrayBuffer();

@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { errorToResponse, refusalStatus } from '../../../src/http/errors';
 import { InputError } from '../../../src/protocol/errors';
 import {
-  DamagedRecordError, LeaseBusyError, LeaseLostError, ListRebuildRaceError, NotStoredError, SealError, StoredReleaseMismatchError, VersionConflictError,
+  DamagedRecordError,
+  LeaseBusyError,
+  LeaseLostError,
+  ListRebuildRaceError,
+  NotStoredError,
+  SealError,
+  StoredReleaseMismatchError,
+  VersionConflictError,
 } from '../../../src/store/errors';
 import { ConfigError } from '../../../src/config';
 
@@ -26,9 +33,13 @@ describe('store outcomes become HTTP statuses in one place (src/http/errors.ts)'
 
   it('store failures and anything unknown answer 500 without their message (internals stay in the log)', async () => {
     const failures = [
-      new StoredReleaseMismatchError('x: stored files do not match its record'), new ListRebuildRaceError('x kept changing'),
-      new LeaseLostError('providers/x', 'taken over'), new DamagedRecordError('records/x', 'not JSON'), new SealError('SIGNING_KEY_SECRET is not set'),
-      new ConfigError('URL_SIGNING_SECRET is not set'), new Error('R2 down'),
+      new StoredReleaseMismatchError('x: stored files do not match its record'),
+      new ListRebuildRaceError('x kept changing'),
+      new LeaseLostError('providers/x', 'taken over'),
+      new DamagedRecordError('records/x', 'not JSON'),
+      new SealError('SIGNING_KEY_SECRET is not set'),
+      new ConfigError('URL_SIGNING_SECRET is not set'),
+      new Error('R2 down'),
     ];
     const logged = console.error;
     console.error = () => {};

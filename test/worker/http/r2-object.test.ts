@@ -18,7 +18,14 @@ describe('sliceStream', () => {
 
   it('cuts any range out of a stream of any chunking', async () => {
     for (const chunk of [1, 7, 64, 1000]) {
-      for (const [offset, length] of [[0, 1], [0, 1000], [5, 10], [63, 2], [990, 10], [999, 1]] as const) {
+      for (const [offset, length] of [
+        [0, 1],
+        [0, 1000],
+        [5, 10],
+        [63, 2],
+        [990, 10],
+        [999, 1],
+      ] as const) {
         const out = new Uint8Array(await new Response(sliceStream(chunked(bytes, chunk), offset, length)).arrayBuffer());
         expect(out, `chunks of ${chunk}, ${offset}+${length}`).toEqual(bytes.slice(offset, offset + length));
       }

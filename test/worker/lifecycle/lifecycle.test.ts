@@ -36,14 +36,17 @@ describe('withdraw a provider version', () => {
   beforeAll(async () => {
     provider = await publish('withdrawn', ['1.0.0', '1.1.0', '1.2.0']);
     await withLease(r2, 'providers/test', { owner }, (lease) =>
-      changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'withdraw', version: '1.2.0', message: 'corrupts state on upgrade; use 1.1.0' }, { lease }));
+      changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'withdraw', version: '1.2.0', message: 'corrupts state on upgrade; use 1.1.0' }, { lease }),
+    );
   });
 
   it('leaves the versions list and the mirror index, with a warning that says why and what to do', async () => {
     const body = await (await get('/v1/providers/acme/withdrawn/versions')).json<Versions>();
     expect(body.versions.map((v) => v.version)).toEqual(['1.0.0', '1.1.0']);
     expect(body.warnings).toHaveLength(1);
-    expect(body.warnings![0]).toMatch(/^registry\.example\.com\/acme\/withdrawn 1\.2\.0 was withdrawn on \d{4}-\d\d-\d\d: corrupts state on upgrade; use 1\.1\.0\./);
+    expect(body.warnings![0]).toMatch(
+      /^registry\.example\.com\/acme\/withdrawn 1\.2\.0 was withdrawn on \d{4}-\d\d-\d\d: corrupts state on upgrade; use 1\.1\.0\./,
+    );
     expect(body.warnings![0]).toContain('terraform init -upgrade');
     const mirror = await (await get(`/v1/mirror/${provider.hostname}/acme/withdrawn/index.json`)).json<{ versions: Record<string, object> }>();
     expect(Object.keys(mirror.versions)).toEqual(['1.0.0', '1.1.0']);
@@ -57,7 +60,7 @@ describe('withdraw a provider version', () => {
     expect((await get(`/v1/mirror/${provider.hostname}/acme/withdrawn/1.2.0.json`)).status).toBe(200);
   });
 
-  it('is not the pages\' default, is marked withdrawn, and its own page says why', async () => {
+  it("is not the pages' default, is marked withdrawn, and its own page says why", async () => {
     const page = await (await get('/providers/acme/withdrawn', { headers: { accept: 'text/html' } })).text();
     expect(page).toContain('<span class="badge accent">v1.1.0</span>');
     expect(page).toMatch(/1\.2\.0<\/a> <span class="badge pre">withdrawn<\/span>/);
@@ -79,7 +82,7 @@ describe('withdraw a provider version', () => {
 });
 
 describe('deprecate a provider or a version', () => {
-  it('puts the messages in the versions response\'s warnings, version named, and on the pages, escaped', async () => {
+  it("puts the messages in the versions response's warnings, version named, and on the pages, escaped", async () => {
     const provider = await publish('deprecated', ['1.0.0', '1.1.0']);
     await changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'deprecate', message: 'moved to <b>acme/other</b>' });
     await changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'deprecate', version: '1.0.0', message: 'has a leak; use >= 1.1' });
@@ -140,7 +143,11 @@ describe('crash safety', () => {
 
   it('a lease lost before the commit writes nothing', async () => {
     const provider = await publish('lost-lease', ['1.0.0']);
-    const lost = { check() { throw new Error('lost the lease'); } };
+    const lost = {
+      check() {
+        throw new Error('lost the lease');
+      },
+    };
     await expect(changeProviderLifecycle({ kv, blobs: r2 }, provider, { kind: 'deprecate', message: 'x' }, { lease: lost })).rejects.toThrow('lost the lease');
     expect(await r2.head(providerLifecycleKey(provider))).toBeNull();
   });
@@ -167,7 +174,9 @@ describe('modules', () => {
     expect(withdrawnPage).not.toContain('<script>route');
     const index = await (await get('/modules', { headers: { accept: 'text/html' } })).text();
     expect(index).toMatch(/acme\/net\/aws[\s\S]*?v1\.0\.0/);
-    await expect(changeModuleLifecycle({ kv, blobs: r2 }, net, { kind: 'withdraw', version: '3.0.0', message: 'x' })).rejects.toThrow(/module registry\.example\.com\/acme\/net\/aws has no version 3\.0\.0; published: 1\.0\.0, 1\.1\.0/);
+    await expect(changeModuleLifecycle({ kv, blobs: r2 }, net, { kind: 'withdraw', version: '3.0.0', message: 'x' })).rejects.toThrow(
+      /module registry\.example\.com\/acme\/net\/aws has no version 3\.0\.0; published: 1\.0\.0, 1\.1\.0/,
+    );
   });
 
   it('a deprecation reaches scripts in GET /v1/lifecycle/modules/… (modules.v1 has no warnings field for clients to print)', async () => {
@@ -178,7 +187,10 @@ describe('modules', () => {
     expect(empty.status).toBe(200);
     expect(await empty.json()).toEqual({ module: 'registry.example.com/acme/unmarked/aws', deprecated: null, versions: {}, warnings: [] });
     await changeModuleLifecycle({ kv, blobs: r2 }, vpc, { kind: 'deprecate', version: '1.0.0', message: 'IPv4 only; use 2.0.0' });
-    const body = await (await get('/v1/lifecycle/modules/acme/vpc/aws')).json<{ versions: Record<string, { deprecated?: { message: string } }>; warnings: string[] }>();
+    const body = await (await get('/v1/lifecycle/modules/acme/vpc/aws')).json<{
+      versions: Record<string, { deprecated?: { message: string } }>;
+      warnings: string[];
+    }>();
     expect(body.versions['1.0.0']?.deprecated?.message).toBe('IPv4 only; use 2.0.0');
     expect(body.warnings).toEqual(['registry.example.com/acme/vpc/aws 1.0.0 is deprecated: IPv4 only; use 2.0.0']);
     // The modules.v1 response is unchanged: both versions listed, no extra fields.

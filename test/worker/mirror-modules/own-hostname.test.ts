@@ -22,16 +22,22 @@ afterAll(async () => {
 describe('module proxy: a rule pointing at our own hostname', () => {
   it('is not followed: 404 for the module, no upstream fetch', async () => {
     const own = bindings.REGISTRY_HOSTNAME;
-    await writePolicy(bindings.REGISTRY_KV, parsePolicy(JSON.stringify({
-      modules: [
-        { source: `${own}/acme/*/*`, versions: '>= 0', as: 'loop' },
-        { source: 'elsewhere.test/acme/*/*', versions: '>= 0', as: 'other' },
-      ],
-      hosts: {
-        [own]: { 'modules.v1': 'http://127.0.0.1:9/v1/modules/' },
-        'elsewhere.test': { 'modules.v1': 'http://127.0.0.1:9/v1/modules/' },
-      },
-    }), 'test policy'));
+    await writePolicy(
+      bindings.REGISTRY_KV,
+      parsePolicy(
+        JSON.stringify({
+          modules: [
+            { source: `${own}/acme/*/*`, versions: '>= 0', as: 'loop' },
+            { source: 'elsewhere.test/acme/*/*', versions: '>= 0', as: 'other' },
+          ],
+          hosts: {
+            [own]: { 'modules.v1': 'http://127.0.0.1:9/v1/modules/' },
+            'elsewhere.test': { 'modules.v1': 'http://127.0.0.1:9/v1/modules/' },
+          },
+        }),
+        'test policy',
+      ),
+    );
     forgetPullThroughMemory();
 
     const looped = await get('/v1/modules/loop/vpc/aws/versions');

@@ -15,13 +15,14 @@ import { tarGz, zipStored, type TarEntry } from '../../fixtures/archives';
 const LIMITS = { maxUnpackedBytes: 1024 * 1024 };
 const repack = (bytes: Uint8Array, options: { stripTop?: boolean; subdir?: string; format?: 'tar.gz' | 'zip' } = {}) =>
   repackModule(bytes, options.format ?? 'tar.gz', { stripTop: options.stripTop ?? false, subdir: options.subdir ?? '', label: 'pkg', ...LIMITS });
-const gunzip = async (bytes: Uint8Array) => new Uint8Array(await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer());
+const gunzip = async (bytes: Uint8Array) =>
+  new Uint8Array(await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer());
 const names = async (bytes: Uint8Array) => readTar(await gunzip(bytes)).map((e) => e.name);
 
 const MAIN = 'variable "name" {\n  description = "The \\"name\\""\n  type = string\n}\n\noutput "id" {\n  value = var.name # the id\n  sensitive = true\n}\n';
 
 describe('repackModule', () => {
-  it('strips GitHub\'s top-level directory, sorts, keeps links to files as their bytes, drops links leaving the package', async () => {
+  it("strips GitHub's top-level directory, sorts, keeps links to files as their bytes, drops links leaving the package", async () => {
     const entries: TarEntry[] = [
       { name: 'repo-1.0.0/', type: '5' },
       { name: 'repo-1.0.0/variables.tf', content: 'variable "b" {}\n' },
@@ -37,26 +38,63 @@ describe('repackModule', () => {
     const again = await repack(await tarGz([...entries].reverse()), { stripTop: true });
     expect(again.bytes).toEqual(repacked.bytes); // the same files give the same bytes, whatever their order
     const docs = proxiedModuleDocs(repacked.texts);
-    expect(docs.inputs.map((i) => [i.name, i.description, i.type, i.required])).toEqual([['b', null, null, true], ['name', 'The "name"', 'string', true]]);
+    expect(docs.inputs.map((i) => [i.name, i.description, i.type, i.required])).toEqual([
+      ['b', null, null, true],
+      ['name', 'The "name"', 'string', true],
+    ]);
     expect(docs.outputs).toEqual([{ name: 'id', description: null, sensitive: true }]);
     expect(docs.readmeHtml).toBe('<h1>x</h1>\n'); // the README's own tags dropped, its text kept
   });
 
   it('narrows to a //subdir', async () => {
-    const bytes = await tarGz([{ name: 'r/modules/a/main.tf', content: MAIN }, { name: 'r/main.tf', content: MAIN }]);
+    const bytes = await tarGz([
+      { name: 'r/modules/a/main.tf', content: MAIN },
+      { name: 'r/main.tf', content: MAIN },
+    ]);
     expect(await names((await repack(bytes, { stripTop: true, subdir: 'modules/a' })).bytes)).toEqual(['main.tf']);
     await expect(repack(bytes, { stripTop: true, subdir: 'modules/b' })).rejects.toThrow(/has no subdirectory modules\/b/);
   });
 
   it('reads a zip as well', async () => {
-    expect(await names((await repack(zipStored({ 'main.tf': MAIN, 'modules/x/main.tf': MAIN }), { format: 'zip' })).bytes)).toEqual(['main.tf', 'modules/x/main.tf']);
+    expect(await names((await repack(zipStored({ 'main.tf': MAIN, 'modules/x/main.tf': MAIN }), { format: 'zip' })).bytes)).toEqual([
+      'main.tf',
+      'modules/x/main.tf',
+    ]);
   });
 
   const refusals: [string, Promise<Uint8Array>, RegExp][] = [
-    ['a ".." path', tarGz([{ name: 'main.tf', content: MAIN }, { name: '../evil.tf', content: 'x' }]), /has a "\.\." path segment/],
-    ['an absolute path', tarGz([{ name: 'main.tf', content: MAIN }, { name: '/etc/evil.tf', content: 'x' }]), /has an absolute path/],
-    ['a character device', tarGz([{ name: 'main.tf', content: MAIN }, { name: 'dev', type: '3' }]), /is a character device/],
-    ['a FIFO', tarGz([{ name: 'main.tf', content: MAIN }, { name: 'fifo', type: '6' }]), /is a FIFO/],
+    [
+      'a ".." path',
+      tarGz([
+        { name: 'main.tf', content: MAIN },
+        { name: '../evil.tf', content: 'x' },
+      ]),
+      /has a "\.\." path segment/,
+    ],
+    [
+      'an absolute path',
+      tarGz([
+        { name: 'main.tf', content: MAIN },
+        { name: '/etc/evil.tf', content: 'x' },
+      ]),
+      /has an absolute path/,
+    ],
+    [
+      'a character device',
+      tarGz([
+        { name: 'main.tf', content: MAIN },
+        { name: 'dev', type: '3' },
+      ]),
+      /is a character device/,
+    ],
+    [
+      'a FIFO',
+      tarGz([
+        { name: 'main.tf', content: MAIN },
+        { name: 'fifo', type: '6' },
+      ]),
+      /is a FIFO/,
+    ],
     ['no .tf at the root', tarGz([{ name: 'sub/main.tf', content: MAIN }]), /has no \.tf or \.tofu file at its root/],
     ['more than the unpacked limit', tarGz([{ name: 'main.tf', content: 'x'.repeat(1024 * 1024 + 1) }]), /unpacks to more than 1048576 bytes/],
     ['not gzip', Promise.resolve(new TextEncoder().encode('<html>')), /not a valid tar\.gz archive/],
@@ -78,14 +116,26 @@ describe('repackModule', () => {
 });
 
 describe('renderReadme', () => {
-  it('renders Markdown, and no markup of the README\'s own: raw HTML reduced to text, unsafe links and images dropped', () => {
-    const html = renderReadme([
-      '# Title', '', 'Some *text* with `code` and [docs](https://example.com/a?b=1&c="2") and [rel](docs/x.md).', '',
-      '<script>alert(1)</script>', '', '<img src=x onerror=alert(1)> inline <b onclick="x">b</b>', '',
-      '[js](javascript:alert(1)) [data](data:text/html;base64,PHNjcmlwdD4=) [proto](//evil.example/x)', '',
-      '![ok](https://img.example/a.png) ![local](./a.png) ![js](javascript:alert(1))', '',
-      '| a | b |', '| - | - |', '| 1 | 2 |',
-    ].join('\n'));
+  it("renders Markdown, and no markup of the README's own: raw HTML reduced to text, unsafe links and images dropped", () => {
+    const html = renderReadme(
+      [
+        '# Title',
+        '',
+        'Some *text* with `code` and [docs](https://example.com/a?b=1&c="2") and [rel](docs/x.md).',
+        '',
+        '<script>alert(1)</script>',
+        '',
+        '<img src=x onerror=alert(1)> inline <b onclick="x">b</b>',
+        '',
+        '[js](javascript:alert(1)) [data](data:text/html;base64,PHNjcmlwdD4=) [proto](//evil.example/x)',
+        '',
+        '![ok](https://img.example/a.png) ![local](./a.png) ![js](javascript:alert(1))',
+        '',
+        '| a | b |',
+        '| - | - |',
+        '| 1 | 2 |',
+      ].join('\n'),
+    );
     expect(html).toContain('<h1>Title</h1>');
     expect(html).toContain('<em>text</em>');
     expect(html).toContain('<a href="https://example.com/a?b=1&amp;c=&quot;2&quot;">docs</a>');
@@ -99,15 +149,26 @@ describe('renderReadme', () => {
     expect(html).not.toContain('alert(1)</'); // a script block's content is dropped, not shown
   });
 
-  it('reduces a README\'s own HTML to what a reader needs: its text, http(s) images and line breaks', () => {
-    const html = renderReadme([
-      '<!-- BEGIN_TF_DOCS -->',
-      '<p align="center"><img src="https://img.example/logo.png?a=1&amp;b=2" alt="Logo &quot;x&quot;" width="100" onload="alert(1)"></p>', '',
-      '<details><summary>More inputs</summary>', '', 'Some *detail*', '', '</details>', '',
-      'Line one<br/>line two <span style="color:red">red</span> <a href="javascript:alert(1)">link text</a>', '',
-      '<div><img src=javascript:alert(1)><img src="//evil.example/x"><style>p{}</style><svg onload=alert(2)><script>x()</script></div>',
-      '<!-- END_TF_DOCS -->', '', '1 < 2 & 3 > 2',
-    ].join('\n'));
+  it("reduces a README's own HTML to what a reader needs: its text, http(s) images and line breaks", () => {
+    const html = renderReadme(
+      [
+        '<!-- BEGIN_TF_DOCS -->',
+        '<p align="center"><img src="https://img.example/logo.png?a=1&amp;b=2" alt="Logo &quot;x&quot;" width="100" onload="alert(1)"></p>',
+        '',
+        '<details><summary>More inputs</summary>',
+        '',
+        'Some *detail*',
+        '',
+        '</details>',
+        '',
+        'Line one<br/>line two <span style="color:red">red</span> <a href="javascript:alert(1)">link text</a>',
+        '',
+        '<div><img src=javascript:alert(1)><img src="//evil.example/x"><style>p{}</style><svg onload=alert(2)><script>x()</script></div>',
+        '<!-- END_TF_DOCS -->',
+        '',
+        '1 < 2 & 3 > 2',
+      ].join('\n'),
+    );
     expect(html).not.toMatch(/TF_DOCS|<!--/);
     expect(html).toContain('<img src="https://img.example/logo.png?a=1&amp;b=2" alt="Logo &quot;x&quot;">');
     expect(html).toContain('More inputs');
@@ -127,9 +188,19 @@ describe('renderReadme', () => {
 
   it('reads every link and image target with the URL parser: no javascript: in disguise, no protocol-relative host (issue 26)', () => {
     const dropped = [
-      '<java\tscript:alert(1)>', '<\u0001javascript:alert(1)>', 'jav&#x61;script:alert(1)',
-      '&#106;avascript:alert(1)', 'javascript&colon;alert(1)', 'java&Tab;script:alert(1)', 'JaVaScRiPt:alert(1)',
-      ' javascript:alert(1)', 'vbscript:msgbox(1)', 'data:text/html,x', '//evil.example/x', '<\\\\\\\\evil.example/x>', '</\\evil.example/x>', // Markdown: \\\\ is one backslash
+      '<java\tscript:alert(1)>',
+      '<\u0001javascript:alert(1)>',
+      'jav&#x61;script:alert(1)',
+      '&#106;avascript:alert(1)',
+      'javascript&colon;alert(1)',
+      'java&Tab;script:alert(1)',
+      'JaVaScRiPt:alert(1)',
+      ' javascript:alert(1)',
+      'vbscript:msgbox(1)',
+      'data:text/html,x',
+      '//evil.example/x',
+      '<\\\\\\\\evil.example/x>',
+      '</\\evil.example/x>', // Markdown: \\\\ is one backslash
     ];
     for (const target of dropped) {
       const html = renderReadme(`[x](${target}) ![i](${target})`);
@@ -141,7 +212,9 @@ describe('renderReadme', () => {
     // Images load only from absolute http(s) URLs; relative links stay on our own pages.
     expect(renderReadme('![i](docs/a.png) ![j](/a.png)')).toBe('<p>i j</p>\n');
     expect(renderReadme('<img src="//evil.example/a.png"><img src="jav&#x61;script:alert(1)"><img src="java\tscript:x">')).not.toMatch(/<img/);
-    expect(renderReadme('[a](docs/x.md) [b](/abs) [c](#top) [d](?q=1)')).toBe('<p><a href="docs/x.md">a</a> <a href="/abs">b</a> <a href="#top">c</a> <a href="?q=1">d</a></p>\n');
+    expect(renderReadme('[a](docs/x.md) [b](/abs) [c](#top) [d](?q=1)')).toBe(
+      '<p><a href="docs/x.md">a</a> <a href="/abs">b</a> <a href="#top">c</a> <a href="?q=1">d</a></p>\n',
+    );
     expect(renderReadme('[m](mailto:a@example.com) [h](HTTPS://example.com/) [e](https://example.com/?a=1&amp;b=2)')).toBe(
       '<p><a href="mailto:a@example.com">m</a> <a href="HTTPS://example.com/">h</a> <a href="https://example.com/?a=1&amp;b=2">e</a></p>\n',
     );

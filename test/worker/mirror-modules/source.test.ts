@@ -8,10 +8,15 @@ import { packageSource, requireHttps, withArchivesOverride } from '../../../src/
  * everything else refused with a 422 naming the source.
  */
 const BASE = 'https://registry.terraform.io/v1/modules/terraform-aws-modules/vpc/aws/5.1.0/download';
-const tarball = (ref: string, subdir = '') => ({ url: `https://codeload.github.com/terraform-aws-modules/terraform-aws-vpc/tar.gz/${ref}`, format: 'tar.gz', stripTop: true, subdir });
+const tarball = (ref: string, subdir = '') => ({
+  url: `https://codeload.github.com/terraform-aws-modules/terraform-aws-vpc/tar.gz/${ref}`,
+  format: 'tar.gz',
+  stripTop: true,
+  subdir,
+});
 
 describe('packageSource', () => {
-  it('reads every GitHub form public registry modules use as the ref\'s tarball', () => {
+  it("reads every GitHub form public registry modules use as the ref's tarball", () => {
     for (const location of [
       'git::https://github.com/terraform-aws-modules/terraform-aws-vpc?ref=v5.1.0',
       'git::https://github.com/terraform-aws-modules/terraform-aws-vpc.git?ref=v5.1.0',
@@ -21,15 +26,28 @@ describe('packageSource', () => {
     ]) {
       expect(packageSource(location, BASE), location).toMatchObject(tarball('v5.1.0'));
     }
-    expect(packageSource('git::https://github.com/terraform-aws-modules/terraform-aws-vpc.git//modules/vpc-endpoints?ref=v5.1.0', BASE))
-      .toMatchObject(tarball('v5.1.0', 'modules/vpc-endpoints'));
+    expect(packageSource('git::https://github.com/terraform-aws-modules/terraform-aws-vpc.git//modules/vpc-endpoints?ref=v5.1.0', BASE)).toMatchObject(
+      tarball('v5.1.0', 'modules/vpc-endpoints'),
+    );
   });
 
   it('reads HTTP(S) archives, relative ones against the download URL, ?archive= and //*', () => {
-    expect(packageSource('https://example.com/vpc-1.0.0.tar.gz', BASE)).toMatchObject({ url: 'https://example.com/vpc-1.0.0.tar.gz', format: 'tar.gz', stripTop: false, subdir: '' });
-    expect(packageSource('/v1/module-archives/x/vpc-1.0.0.zip', BASE)).toMatchObject({ url: 'https://registry.terraform.io/v1/module-archives/x/vpc-1.0.0.zip', format: 'zip' });
-    expect(packageSource('https://github.com/o/r/archive/v1.0.0.tar.gz//*?archive=tar.gz', BASE))
-      .toMatchObject({ url: 'https://github.com/o/r/archive/v1.0.0.tar.gz', format: 'tar.gz', stripTop: true, subdir: '' });
+    expect(packageSource('https://example.com/vpc-1.0.0.tar.gz', BASE)).toMatchObject({
+      url: 'https://example.com/vpc-1.0.0.tar.gz',
+      format: 'tar.gz',
+      stripTop: false,
+      subdir: '',
+    });
+    expect(packageSource('/v1/module-archives/x/vpc-1.0.0.zip', BASE)).toMatchObject({
+      url: 'https://registry.terraform.io/v1/module-archives/x/vpc-1.0.0.zip',
+      format: 'zip',
+    });
+    expect(packageSource('https://github.com/o/r/archive/v1.0.0.tar.gz//*?archive=tar.gz', BASE)).toMatchObject({
+      url: 'https://github.com/o/r/archive/v1.0.0.tar.gz',
+      format: 'tar.gz',
+      stripTop: true,
+      subdir: '',
+    });
     expect(packageSource('https://example.com/get?id=7&archive=zip', BASE)).toMatchObject({ url: 'https://example.com/get?id=7', format: 'zip' });
   });
 
@@ -61,7 +79,7 @@ describe('packageSource', () => {
 });
 
 describe('withArchivesOverride', () => {
-  it('replaces https://HOST/ by the policy\'s archives base, keeping path and query', () => {
+  it("replaces https://HOST/ by the policy's archives base, keeping path and query", () => {
     const archives = (host: string) => (host === 'codeload.github.com' ? 'http://127.0.0.1:9000/codeload/' : undefined);
     expect(withArchivesOverride('https://codeload.github.com/o/r/tar.gz/v1?x=1', archives)).toBe('http://127.0.0.1:9000/codeload/o/r/tar.gz/v1?x=1');
     expect(withArchivesOverride('https://example.com/a.zip', archives)).toBe('https://example.com/a.zip');

@@ -34,19 +34,38 @@ afterAll(async () => {
 
 describe('pull-through: an archive stored but not committed', () => {
   it('is committed by the next request for it, and listed from then on with the upstream unreachable', async () => {
-    await writePolicy(bindings.REGISTRY_KV, parsePolicy(JSON.stringify({
-      providers: [{ source: `${HOST}/acme/*`, versions: '>= 1.0' }],
-      hosts: { [HOST]: { 'providers.v1': 'http://127.0.0.1:9/v1/providers/' } },
-    }), 'test policy'));
+    await writePolicy(
+      bindings.REGISTRY_KV,
+      parsePolicy(
+        JSON.stringify({
+          providers: [{ source: `${HOST}/acme/*`, versions: '>= 1.0' }],
+          hosts: { [HOST]: { 'providers.v1': 'http://127.0.0.1:9/v1/providers/' } },
+        }),
+        'test policy',
+      ),
+    );
     forgetPullThroughMemory();
     const zip = zipStored({ 'terraform-provider-thing_v1.0.0': 'an executable' });
     const shasum = await hex(zip);
     const manifest: PullManifest = {
-      address: thing, version: '1.0.0', protocols: ['5.0'],
+      address: thing,
+      version: '1.0.0',
+      protocols: ['5.0'],
       signer: { key_id: '0123456789ABCDEF', ascii_armor: '-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n-----END PGP PUBLIC KEY BLOCK-----\n' },
       shasumsUrl: 'http://127.0.0.1:9/files/terraform-provider-thing_1.0.0_SHA256SUMS',
-      sums: `${shasum}  ${filename}\n`, signature: btoa('signature'),
-      packages: [{ os: 'linux', arch: 'amd64', filename, upstreamFilename: filename, shasum, downloadUrl: 'http://127.0.0.1:9/files/x.zip', documentUrl: 'http://127.0.0.1:9/v1/x' }],
+      sums: `${shasum}  ${filename}\n`,
+      signature: btoa('signature'),
+      packages: [
+        {
+          os: 'linux',
+          arch: 'amd64',
+          filename,
+          upstreamFilename: filename,
+          shasum,
+          downloadUrl: 'http://127.0.0.1:9/files/x.zip',
+          documentUrl: 'http://127.0.0.1:9/v1/x',
+        },
+      ],
       verifiedAt: new Date().toISOString(),
     };
     // What a pull stopped after its verified put leaves: the manifest and the archive, no record.
@@ -69,6 +88,8 @@ describe('pull-through: an archive stored but not committed', () => {
     const index = await atFakeTime(Date.now() + 600_000, () => get(`/v1/mirror/${HOST}/acme/thing/index.json`));
     expect(index.status).toBe(200);
     expect(await index.json()).toEqual({ versions: { '1.0.0': {} } });
-    expect(index.headers.get('x-mirror-upstream')).toMatch(/^unreachable; listing only the versions this mirror holds \(list versions http:\/\/127\.0\.0\.1:9\//);
+    expect(index.headers.get('x-mirror-upstream')).toMatch(
+      /^unreachable; listing only the versions this mirror holds \(list versions http:\/\/127\.0\.0\.1:9\//,
+    );
   });
 });

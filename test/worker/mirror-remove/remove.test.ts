@@ -23,8 +23,12 @@ describe('removeMirroredVersion', () => {
     const [, kept] = await seed([fakeRelease(random, '3.5.0', ['linux_amd64', 'darwin_arm64']), fakeRelease(random, '3.6.0', ['linux_amd64'])]);
     const removed = await removeMirroredVersion({ kv, blobs: r2 }, random, '3.5.0', bindings.REGISTRY_HOSTNAME);
     expect(removed).toMatchObject({ status: 'removed', remaining: ['3.6.0'] });
-    expect(removed.files.sort()).toEqual(['terraform-provider-random_3.5.0_SHA256SUMS', 'terraform-provider-random_3.5.0_SHA256SUMS.sig',
-      'terraform-provider-random_3.5.0_darwin_arm64.zip', 'terraform-provider-random_3.5.0_linux_amd64.zip']);
+    expect(removed.files.sort()).toEqual([
+      'terraform-provider-random_3.5.0_SHA256SUMS',
+      'terraform-provider-random_3.5.0_SHA256SUMS.sig',
+      'terraform-provider-random_3.5.0_darwin_arm64.zip',
+      'terraform-provider-random_3.5.0_linux_amd64.zip',
+    ]);
     const index = await later(async () => (await get(`/v1/mirror/${UPSTREAM}/hashicorp/random/index.json`)).json());
     expect(index).toEqual({ versions: { '3.6.0': {} } });
     expect((await later(() => get(`/v1/mirror/${UPSTREAM}/hashicorp/random/3.5.0.json`))).status).toBe(404);
@@ -60,10 +64,12 @@ describe('removeMirroredVersion', () => {
   it('refuses our own versions (immutable; withdraw instead) and versions it does not hold, changing nothing', async () => {
     const own = address('acme', 'keep');
     await seed([fakeRelease(own, '1.0.0', ['linux_amd64'])]);
-    await expect(removeMirroredVersion({ kv, blobs: r2 }, own, '1.0.0', bindings.REGISTRY_HOSTNAME))
-      .rejects.toThrow(/published here, not mirrored: published versions are never deleted .* npm run lifecycle -- withdraw acme\/keep --version 1\.0\.0/);
+    await expect(removeMirroredVersion({ kv, blobs: r2 }, own, '1.0.0', bindings.REGISTRY_HOSTNAME)).rejects.toThrow(
+      /published here, not mirrored: published versions are never deleted .* npm run lifecycle -- withdraw acme\/keep --version 1\.0\.0/,
+    );
     expect(await r2.head(committedRecordKey(own, '1.0.0'))).not.toBeNull();
-    await expect(removeMirroredVersion({ kv, blobs: r2 }, address('hashicorp', 'nothing', UPSTREAM), '1.0.0', bindings.REGISTRY_HOSTNAME))
-      .rejects.toThrow(NotStoredError);
+    await expect(removeMirroredVersion({ kv, blobs: r2 }, address('hashicorp', 'nothing', UPSTREAM), '1.0.0', bindings.REGISTRY_HOSTNAME)).rejects.toThrow(
+      NotStoredError,
+    );
   });
 });

@@ -31,7 +31,7 @@ const apiVersions = async (path: string) =>
   (await (await getWith(vars, path)).json<{ versions: { version: string }[] }>()).versions.map((v) => v.version).sort();
 
 describe(`pages with INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
-  it('a provider page rendered late in its data\'s lifetime is cached no longer than that data', async () => {
+  it("a provider page rendered late in its data's lifetime is cached no longer than that data", async () => {
     const T0 = Date.UTC(2032, 0, 1);
     const provider = address('acme', 'freshpage');
     await seed([fakeRelease(provider, '1.0.0')]);

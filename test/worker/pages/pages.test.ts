@@ -34,7 +34,17 @@ beforeAll(async () => {
   const spec = {
     version: '0.1',
     provider: { name: 'thing', description: '<script>alert(1)</script> see <a href="javascript:alert(2)">docs</a> </textarea><img src=x onerror=alert(3)>' },
-    resources: [{ name: 'x', description: '"><script>alert(4)</script>', schema: { attributes: [{ name: 'a', string: { computed_optional_required: 'required', description: 'javascript:alert(5) </textarea><script>alert(6)</script>' } }] } }],
+    resources: [
+      {
+        name: 'x',
+        description: '"><script>alert(4)</script>',
+        schema: {
+          attributes: [
+            { name: 'a', string: { computed_optional_required: 'required', description: 'javascript:alert(5) </textarea><script>alert(6)</script>' } },
+          ],
+        },
+      },
+    ],
   };
   await writeVersionDocs(env.REGISTRY_KV, evil, '1.0.0', fromCodeSpec(spec, 'spec.json', 'thing'));
   await rebuildProviderIndex({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, evil, () => {});
@@ -185,7 +195,7 @@ describe('docs pages', () => {
 });
 
 describe('escaping', () => {
-  it('renders a publisher\'s <script>, javascript: link and </textarea> as inert text', async () => {
+  it("renders a publisher's <script>, javascript: link and </textarea> as inert text", async () => {
     for (const path of ['/', '/providers/evil/thing', '/providers/evil/thing/1.0.0/docs', '/providers/evil/thing/1.0.0/docs/resources/thing_x']) {
       const { body } = await page(path);
       expect(body, path).not.toMatch(/<script>|<img|<\/textarea>|href="javascript:/i);
@@ -209,7 +219,14 @@ describe('HTML 404 for browsers, JSON for API clients', () => {
 
 describe('cost and size', () => {
   it('reads KV at most once per page on a cache miss', async () => {
-    for (const path of ['/', '/providers/demo/example', '/providers/demo/example/1.0.0', '/providers/demo/example/1.10.1/docs', '/providers/demo/example/1.10.1/docs/resources/example_server', '/mirror/registry.terraform.io/hashicorp/random']) {
+    for (const path of [
+      '/',
+      '/providers/demo/example',
+      '/providers/demo/example/1.0.0',
+      '/providers/demo/example/1.10.1/docs',
+      '/providers/demo/example/1.10.1/docs/resources/example_server',
+      '/mirror/registry.terraform.io/hashicorp/random',
+    ]) {
       const { kv, reads } = countingKv();
       const response = await getWith({ REGISTRY_KV: kv, INDEX_CACHE_SECONDS: '0' }, path, HTML);
       expect(response.status, path).toBe(200);
@@ -231,7 +248,14 @@ describe('cost and size', () => {
       const version = `${Math.floor(i / 100)}.${Math.floor(i / 10) % 10}.${i % 10}`;
       const packages = platforms.map((name) => {
         const [os, arch] = name.split('_') as [string, string];
-        return { os, arch, filename: `terraform-provider-pages-huge_${version}_${name}.zip`, shasum: 'a'.repeat(64), h1: `h1:${'b'.repeat(43)}=`, size: 12_345_678 };
+        return {
+          os,
+          arch,
+          filename: `terraform-provider-pages-huge_${version}_${name}.zip`,
+          shasum: 'a'.repeat(64),
+          h1: `h1:${'b'.repeat(43)}=`,
+          size: 12_345_678,
+        };
       });
       return { ...template, version, packages };
     });

@@ -10,7 +10,12 @@ import { address, fakeRelease, get, seed } from '../helpers';
 // for each way a person can reach the registry. Real `terraform init` with these snippets: test/e2e/pages-browser.test.ts.
 const bindings = env as unknown as Env;
 const HTML = { headers: { accept: 'text/html' } };
-const unescape = (html: string) => html.replace(/&quot;/g, '"').replace(/&gt;/g, '>').replace(/&lt;/g, '<').replace(/&amp;/g, '&');
+const unescape = (html: string) =>
+  html
+    .replace(/&quot;/g, '"')
+    .replace(/&gt;/g, '>')
+    .replace(/&lt;/g, '<')
+    .replace(/&amp;/g, '&');
 
 async function text(url: string): Promise<string> {
   const response = await get(url, HTML);

@@ -22,7 +22,13 @@ export async function issue(purpose: 'read' | 'publish', scopes: string[], optio
   const token = newToken();
   const sha256 = tokenSha256(token);
   await writeTokenRecord(env.REGISTRY_KV, {
-    id: tokenId(sha256), name: options.name ?? `${purpose}-test`, sha256, scopes, created: new Date().toISOString(), expires: options.expires ?? null, purpose,
+    id: tokenId(sha256),
+    name: options.name ?? `${purpose}-test`,
+    sha256,
+    scopes,
+    created: new Date().toISOString(),
+    expires: options.expires ?? null,
+    purpose,
   });
   return { token, id: tokenId(sha256) };
 }
@@ -47,9 +53,14 @@ let privateKey: Promise<openpgp.PrivateKey> | undefined;
 
 /** A release of real zips: each holds the executable (or `executable(platform)`), a signed SHA256SUMS. */
 export async function buildRelease(
-  type: string, version: string,
+  type: string,
+  version: string,
   options: {
-    platforms?: string[]; salt?: string; executable?: (platform: string) => string; unsigned?: boolean; sums?: (text: string) => string;
+    platforms?: string[];
+    salt?: string;
+    executable?: (platform: string) => string;
+    unsigned?: boolean;
+    sums?: (text: string) => string;
     /** Builds the zip of a platform instead of zipStored (entries: name → content). */
     zip?: (platform: string, entries: Record<string, string>) => Promise<Uint8Array>;
   } = {},
@@ -64,7 +75,9 @@ export async function buildRelease(
     const zip = options.zip ? await options.zip(platform, entries) : zipStored(entries);
     const filename = archiveFilename(type, version, { os, arch });
     files.set(filename, zip);
-    const digests = await Promise.all(Object.entries(entries).map(async ([name, content]) => ({ name, sha256Hex: await hex(new TextEncoder().encode(content)) })));
+    const digests = await Promise.all(
+      Object.entries(entries).map(async ([name, content]) => ({ name, sha256Hex: await hex(new TextEncoder().encode(content)) })),
+    );
     h1.set(filename, h1Hash(digests));
     lines.push({ filename, sha256Hex: await hex(zip) });
   }
@@ -73,7 +86,12 @@ export async function buildRelease(
   files.set(shasumsFilename(type, version), sums);
   if (!options.unsigned) {
     privateKey ??= openpgp.readPrivateKey({ armoredKey: inject('fixtureSigningKey').armoredPrivateKey });
-    const signature = await openpgp.sign({ message: await openpgp.createMessage({ binary: sums }), signingKeys: await privateKey, detached: true, format: 'binary' });
+    const signature = await openpgp.sign({
+      message: await openpgp.createMessage({ binary: sums }),
+      signingKeys: await privateKey,
+      detached: true,
+      format: 'binary',
+    });
     files.set(shasumsSignatureFilename(type, version), signature);
   }
   return { type, version, files, h1 };
@@ -92,7 +110,9 @@ export async function manifestOf(release: BuiltRelease, extra: object = {}) {
 
 export function startPublish(token: string | null, namespace: string, release: BuiltRelease, manifest: object): Promise<Response> {
   return get(`/v1/publish/providers/${namespace}/${release.type}/${release.version}`, {
-    method: 'POST', headers: bearer(token, { 'content-type': 'application/json' }), body: JSON.stringify(manifest),
+    method: 'POST',
+    headers: bearer(token, { 'content-type': 'application/json' }),
+    body: JSON.stringify(manifest),
   });
 }
 
@@ -113,12 +133,12 @@ export function commit(token: string | null, session: Session): Promise<Response
 /** Starts, uploads every file and commits; returns each step's response (stops at the first failure). */
 export async function publishRelease(token: string, namespace: string, release: BuiltRelease, manifestExtra: object = {}) {
   const started = await startPublish(token, namespace, release, await manifestOf(release, manifestExtra));
-  if (started.status !== 201) return { started, body: await started.json() as Record<string, unknown> };
-  const session = await started.json() as Session;
+  if (started.status !== 201) return { started, body: (await started.json()) as Record<string, unknown> };
+  const session = (await started.json()) as Session;
   for (const file of session.files) {
     const uploaded = await put(token, file.url, release.files.get(file.filename)!);
-    if (uploaded.status !== 200) return { started, uploaded, body: await uploaded.json() as Record<string, unknown> };
+    if (uploaded.status !== 200) return { started, uploaded, body: (await uploaded.json()) as Record<string, unknown> };
   }
   const committed = await commit(token, session);
-  return { started, committed, session, body: await committed.json() as Record<string, unknown> };
+  return { started, committed, session, body: (await committed.json()) as Record<string, unknown> };
 }

@@ -27,18 +27,35 @@ const now = () => Math.floor(Date.now() / 1000);
 async function mint(issuer: typeof github, claims: JWTPayload): Promise<string> {
   const key = await importJWK(issuer.privateJwk, issuer.alg);
   return new SignJWT({ iss: issuer.url, aud: HOST, iat: now(), nbf: now(), exp: now() + 300, jti: crypto.randomUUID(), ...claims })
-    .setProtectedHeader({ alg: issuer.alg, kid: issuer.kid }).sign(key);
+    .setProtectedHeader({ alg: issuer.alg, kid: issuer.kid })
+    .sign(key);
 }
 
 /** GitHub's claims for REPO's release.yml on a tag; ids as given (the trusted ones by default). */
 const job = (ids: { repository_id?: string; repository_owner_id?: string } = {}, repository = REPO): JWTPayload => ({
-  sub: `repo:${repository}:ref:refs/tags/v1.0.0`, repository, repository_owner: repository.split('/')[0], repository_id: '123456', repository_owner_id: '654321',
-  ref: 'refs/tags/v1.0.0', workflow_ref: `${repository}/.github/workflows/release.yml@refs/tags/v1.0.0`, job_workflow_ref: `${repository}/.github/workflows/release.yml@refs/tags/v1.0.0`,
-  run_id: '1', run_attempt: '1', ...ids,
+  sub: `repo:${repository}:ref:refs/tags/v1.0.0`,
+  repository,
+  repository_owner: repository.split('/')[0],
+  repository_id: '123456',
+  repository_owner_id: '654321',
+  ref: 'refs/tags/v1.0.0',
+  workflow_ref: `${repository}/.github/workflows/release.yml@refs/tags/v1.0.0`,
+  job_workflow_ref: `${repository}/.github/workflows/release.yml@refs/tags/v1.0.0`,
+  run_id: '1',
+  run_attempt: '1',
+  ...ids,
 });
 const gitlabJob = (overrides: JWTPayload = {}): JWTPayload => ({
-  sub: 'project_path:acme/modules/vpc:ref_type:tag:ref:v1.0.0', project_path: 'acme/modules/vpc', project_id: '4242', namespace_id: '42',
-  ref: 'v1.0.0', ref_type: 'tag', ref_protected: 'true', pipeline_id: '1', job_id: '2', ...overrides,
+  sub: 'project_path:acme/modules/vpc:ref_type:tag:ref:v1.0.0',
+  project_path: 'acme/modules/vpc',
+  project_id: '4242',
+  namespace_id: '42',
+  ref: 'v1.0.0',
+  ref_type: 'tag',
+  ref_protected: 'true',
+  pipeline_id: '1',
+  job_id: '2',
+  ...overrides,
 });
 
 const storedVersions = (type: string, namespace = NS) => env.REGISTRY_KV.get(versionsDocumentKey({ hostname: HOST, namespace, type }), 'text');
@@ -53,7 +70,14 @@ async function trust(namespace: string): Promise<void> {
 beforeAll(async () => {
   await trust(NS);
   await writePublishers(env.REGISTRY_KV, HOST, NS, [
-    await parsePublisherInput({ issuer: github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*', repositoryId: '123456', ownerId: '654321' }),
+    await parsePublisherInput({
+      issuer: github.url,
+      repository: REPO,
+      workflow: 'release.yml',
+      ref: 'refs/tags/v*',
+      repositoryId: '123456',
+      ownerId: '654321',
+    }),
     await parsePublisherInput({ issuer: gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*', projectId: '4242', namespaceId: '42' }),
   ]);
 });
@@ -102,7 +126,7 @@ describe('one token, one publish', { timeout: 60_000 }, () => {
     const third = await buildRelease('once', '1.0.2', { unsigned: true });
     const started = await startPublish(await mint(github, job()), NS, third, await manifestOf(third));
     expect(started.status).toBe(201);
-    const session = await started.json() as Session;
+    const session = (await started.json()) as Session;
     const other = await mint(github, job());
     expect((await put(other, session.files[0]!.url, third.files.get(session.files[0]!.filename)!)).status).toBe(403);
     expect((await commit(other, session)).status).toBe(403);
@@ -112,7 +136,9 @@ describe('one token, one publish', { timeout: 60_000 }, () => {
     const token = await mint(github, job());
     const a = await buildRelease('race', '1.0.0', { unsigned: true });
     const b = await buildRelease('race', '2.0.0', { unsigned: true });
-    const statuses = (await Promise.all([startPublish(token, NS, a, await manifestOf(a)), startPublish(token, NS, b, await manifestOf(b))])).map((r) => r.status).sort();
+    const statuses = (await Promise.all([startPublish(token, NS, a, await manifestOf(a)), startPublish(token, NS, b, await manifestOf(b))]))
+      .map((r) => r.status)
+      .sort();
     expect(statuses).toEqual([201, 401]);
   });
 });
@@ -121,9 +147,10 @@ describe('publishers stored before ids were pinned', { timeout: 60_000 }, () => 
   it('keep working: the first publish pins the ids its token presented (audited); then another repository of that name is refused', async () => {
     await trust('legacy');
     // As stored before: no ids, no required workflow or ref.
-    await env.REGISTRY_KV.put(publishersKey(HOST, 'legacy'), JSON.stringify([
-      { id: '0123456789ab', kind: 'github', issuer: github.url, repository: REPO, created: '2026-01-01T00:00:00.000Z' },
-    ]));
+    await env.REGISTRY_KV.put(
+      publishersKey(HOST, 'legacy'),
+      JSON.stringify([{ id: '0123456789ab', kind: 'github', issuer: github.url, repository: REPO, created: '2026-01-01T00:00:00.000Z' }]),
+    );
     const release = await buildRelease('pinned', '1.0.0', { unsigned: true });
     const published = await publishRelease(await mint(github, job({ repository_id: '555', repository_owner_id: '666' })), 'legacy', release);
     expect(published.committed?.status, JSON.stringify(published.body)).toBe(200);
@@ -132,7 +159,16 @@ describe('publishers stored before ids were pinned', { timeout: 60_000 }, () => 
     expect(pin).toMatchObject({ outcome: 'ok', target: `${HOST}/legacy`, actor: { kind: 'ci', repository: REPO } });
     expect(pin?.reason).toMatch(/id 555, owner id 666/);
     const next = await buildRelease('pinned', '1.0.1', { unsigned: true });
-    expect((await startPublish(await mint(github, job({ repository_id: '999', repository_owner_id: '666' })), 'legacy', next, await manifestOf(next))).status).toBe(403);
-    expect((await startPublish(await mint(github, job({ repository_id: '555', repository_owner_id: '666' })), 'legacy', next, { ...(await manifestOf(next)), dry_run: true })).status).toBe(200);
+    expect(
+      (await startPublish(await mint(github, job({ repository_id: '999', repository_owner_id: '666' })), 'legacy', next, await manifestOf(next))).status,
+    ).toBe(403);
+    expect(
+      (
+        await startPublish(await mint(github, job({ repository_id: '555', repository_owner_id: '666' })), 'legacy', next, {
+          ...(await manifestOf(next)),
+          dry_run: true,
+        })
+      ).status,
+    ).toBe(200);
   });
 });

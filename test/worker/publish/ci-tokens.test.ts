@@ -25,14 +25,23 @@ const now = () => Math.floor(Date.now() / 1000);
 async function mint(issuer: typeof github, claims: JWTPayload, header: Record<string, unknown> = {}): Promise<string> {
   const key = await importJWK(issuer.privateJwk, issuer.alg);
   return new SignJWT({ iss: issuer.url, aud: HOST, iat: now(), nbf: now(), exp: now() + 300, jti: crypto.randomUUID(), ...claims })
-    .setProtectedHeader({ alg: issuer.alg, kid: issuer.kid, ...header }).sign(key);
+    .setProtectedHeader({ alg: issuer.alg, kid: issuer.kid, ...header })
+    .sign(key);
 }
 
 /** What GitHub puts in the token of REPO's release.yml on a tag, in environment release. */
 function job(overrides: JWTPayload = {}, ref = 'refs/tags/v1.0.0', workflow = 'release.yml', repository = REPO): JWTPayload {
   return {
-    sub: `repo:${repository}:environment:release`, repository, repository_id: '123456', repository_owner_id: '654321', ref, environment: 'release', run_id: '99', run_attempt: '2',
-    workflow_ref: `${repository}/.github/workflows/${workflow}@${ref}`, job_workflow_ref: `${repository}/.github/workflows/${workflow}@${ref}`,
+    sub: `repo:${repository}:environment:release`,
+    repository,
+    repository_id: '123456',
+    repository_owner_id: '654321',
+    ref,
+    environment: 'release',
+    run_id: '99',
+    run_attempt: '2',
+    workflow_ref: `${repository}/.github/workflows/${workflow}@${ref}`,
+    job_workflow_ref: `${repository}/.github/workflows/${workflow}@${ref}`,
     ...overrides,
   };
 }
@@ -50,7 +59,15 @@ beforeAll(async () => {
   await writeSigningKeys(env.REGISTRY_KV, HOST, 'ci', [{ key_id: key.keyId, ascii_armor: key.armoredPublicKey }]);
   await storeHeldKey(env.REGISTRY_KV, env.SIGNING_KEY_SECRET!, HOST, 'ci', key.keyId, key.armoredPrivateKey);
   await writePublishers(env.REGISTRY_KV, HOST, 'ci', [
-    await parsePublisherInput({ issuer: github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*', environment: 'release', repositoryId: '123456', ownerId: '654321' }),
+    await parsePublisherInput({
+      issuer: github.url,
+      repository: REPO,
+      workflow: 'release.yml',
+      ref: 'refs/tags/v*',
+      environment: 'release',
+      repositoryId: '123456',
+      ownerId: '654321',
+    }),
     await parsePublisherInput({ issuer: gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*', projectId: '4242', namespaceId: '42' }),
   ]);
 });
@@ -61,12 +78,21 @@ describe('publishing with a CI ID token', { timeout: 60_000 }, () => {
     const result = await publishRelease(await mint(github, job()), 'ci', release);
     expect(result.committed?.status, JSON.stringify(result.body)).toBe(200);
     expect(result.body).toMatchObject({ status: 'published', key_id: heldKeyId });
-    const download = await (await get('/v1/providers/ci/thing/1.0.0/download/linux/amd64')).json() as { signing_keys: { gpg_public_keys: { key_id: string }[] } };
+    const download = (await (await get('/v1/providers/ci/thing/1.0.0/download/linux/amd64')).json()) as {
+      signing_keys: { gpg_public_keys: { key_id: string }[] };
+    };
     expect(download.signing_keys.gpg_public_keys.map((k) => k.key_id)).toEqual([heldKeyId]);
     const { entries } = await listAuditEntries({ blobs: env.REGISTRY_R2 as unknown as BlobStore }, { namespace: 'ci' });
     expect(entries.find((e) => e.target === `${HOST}/ci/thing 1.0.0` && e.outcome === 'ok')?.actor).toEqual({
-      kind: 'ci', issuer: github.url, subject: `repo:${REPO}:environment:release`, repository: REPO,
-      workflow: `${REPO}/.github/workflows/release.yml@refs/tags/v1.0.0`, ref: 'refs/tags/v1.0.0', runId: '99/2', environment: 'release', jti: expect.any(String),
+      kind: 'ci',
+      issuer: github.url,
+      subject: `repo:${REPO}:environment:release`,
+      repository: REPO,
+      workflow: `${REPO}/.github/workflows/release.yml@refs/tags/v1.0.0`,
+      ref: 'refs/tags/v1.0.0',
+      runId: '99/2',
+      environment: 'release',
+      jti: expect.any(String),
     });
   });
 
@@ -82,17 +108,39 @@ describe('publishing with a CI ID token', { timeout: 60_000 }, () => {
       ['wrong iss (an issuer no publisher names)', await mint(github, job({ iss: 'https://token.actions.githubusercontent.com' })), 401],
       ['expired', await mint(github, job({ iat: now() - 900, nbf: now() - 900, exp: now() - 120 })), 401],
       ['nbf in the future', await mint(github, job({ nbf: now() + 300 })), 401],
-      ['alg none', `${base64url.encode(JSON.stringify({ alg: 'none' }))}.${base64url.encode(JSON.stringify({ ...job(), iss: github.url, aud: HOST, iat: now(), exp: now() + 300 }))}.`, 401],
-      ['HS256 signed with the public key', await new SignJWT({ ...job(), iss: github.url, aud: HOST, iat: now(), exp: now() + 300 })
-        .setProtectedHeader({ alg: 'HS256', kid: github.kid }).sign(new TextEncoder().encode(JSON.stringify(github.publicJwk))), 401],
-      ['unknown kid', await new SignJWT({ ...job(), iss: github.url, aud: HOST, iat: now(), exp: now() + 300 })
-        .setProtectedHeader({ alg: 'RS256', kid: 'stray' }).sign(await importJWK(strayJwk, 'RS256')), 401],
-      ['tampered payload', `${header}.${base64url.encode(JSON.stringify({ ...job({}, 'refs/tags/v9.9.9'), iss: github.url, aud: HOST, iat: now(), exp: now() + 300 }))}.${signature}`, 401],
+      [
+        'alg none',
+        `${base64url.encode(JSON.stringify({ alg: 'none' }))}.${base64url.encode(JSON.stringify({ ...job(), iss: github.url, aud: HOST, iat: now(), exp: now() + 300 }))}.`,
+        401,
+      ],
+      [
+        'HS256 signed with the public key',
+        await new SignJWT({ ...job(), iss: github.url, aud: HOST, iat: now(), exp: now() + 300 })
+          .setProtectedHeader({ alg: 'HS256', kid: github.kid })
+          .sign(new TextEncoder().encode(JSON.stringify(github.publicJwk))),
+        401,
+      ],
+      [
+        'unknown kid',
+        await new SignJWT({ ...job(), iss: github.url, aud: HOST, iat: now(), exp: now() + 300 })
+          .setProtectedHeader({ alg: 'RS256', kid: 'stray' })
+          .sign(await importJWK(strayJwk, 'RS256')),
+        401,
+      ],
+      [
+        'tampered payload',
+        `${header}.${base64url.encode(JSON.stringify({ ...job({}, 'refs/tags/v9.9.9'), iss: github.url, aud: HOST, iat: now(), exp: now() + 300 }))}.${signature}`,
+        401,
+      ],
       ['another repository', await mint(github, job({}, 'refs/tags/v1.0.0', 'release.yml', 'acme/terraform-provider-other')), 403],
       ['another workflow', await mint(github, job({}, 'refs/tags/v1.0.0', 'ci.yml')), 403],
       ['another ref (a branch)', await mint(github, job({}, 'refs/heads/main')), 403],
       ['another environment', await mint(github, job({ environment: 'staging' })), 403],
-      ['a GitLab job of another project', await mint(gitlab, { sub: 'project_path:acme/other', project_path: 'acme/other', ref: 'v1.0.0', ref_type: 'tag' }), 403],
+      [
+        'a GitLab job of another project',
+        await mint(gitlab, { sub: 'project_path:acme/other', project_path: 'acme/other', ref: 'v1.0.0', ref_type: 'tag' }),
+        403,
+      ],
     ];
     for (const [what, token, status] of cases) {
       const response = await startPublish(token, 'ci', release, manifest);
@@ -107,8 +155,9 @@ describe('publishing with a CI ID token', { timeout: 60_000 }, () => {
 
     expect(await stored('hostile')).toEqual({ versions: null, objects: 0, records: 0 });
     expect((await env.REGISTRY_R2.list({ prefix: '.uploads/' })).objects).toEqual([]);
-    const refused = (await listAuditEntries({ blobs: env.REGISTRY_R2 as unknown as BlobStore }, { namespace: 'ci' })).entries
-      .filter((e) => e.target === `${HOST}/ci/hostile 1.0.0` && e.outcome === 'refused');
+    const refused = (await listAuditEntries({ blobs: env.REGISTRY_R2 as unknown as BlobStore }, { namespace: 'ci' })).entries.filter(
+      (e) => e.target === `${HOST}/ci/hostile 1.0.0` && e.outcome === 'refused',
+    );
     expect(refused.length).toBe(cases.length + 1);
     expect(refused.every((e) => e.actor.kind === 'ci')).toBe(true);
     expect(refused.map((e) => (e.actor as { repository?: string }).repository)).toContain('acme/terraform-provider-other');

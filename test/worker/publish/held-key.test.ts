@@ -22,19 +22,27 @@ describe('signing with the registry-held key', { timeout: 60_000 }, () => {
     const { token } = await issue('publish', ['held']);
 
     const release = await buildRelease('signed', '1.0.0', { unsigned: true });
-    const started = await fetchWith('/v1/publish/providers/held/signed/1.0.0', { method: 'POST', headers: bearer(token), body: JSON.stringify(await manifestOf(release)) });
+    const started = await fetchWith('/v1/publish/providers/held/signed/1.0.0', {
+      method: 'POST',
+      headers: bearer(token),
+      body: JSON.stringify(await manifestOf(release)),
+    });
     expect(started.status).toBe(201);
-    const session = await started.json() as Session;
+    const session = (await started.json()) as Session;
     for (const file of session.files) {
       const bytes = release.files.get(file.filename)!;
-      expect((await fetchWith(file.url, { method: 'PUT', headers: bearer(token, { 'content-length': String(bytes.byteLength) }), body: bytes })).status).toBe(200);
+      expect((await fetchWith(file.url, { method: 'PUT', headers: bearer(token, { 'content-length': String(bytes.byteLength) }), body: bytes })).status).toBe(
+        200,
+      );
     }
     const committed = await fetchWith(session.commit_url, { method: 'POST', headers: bearer(token) });
     expect(committed.status, await committed.clone().text()).toBe(200);
     expect(await committed.json()).toMatchObject({ status: 'published', key_id: keyId });
 
-    const doc = await (await fetchWith('/v1/providers/held/signed/1.0.0/download/linux/amd64')).json() as {
-      shasums_url: string; shasums_signature_url: string; signing_keys: { gpg_public_keys: { key_id: string; ascii_armor: string }[] };
+    const doc = (await (await fetchWith('/v1/providers/held/signed/1.0.0/download/linux/amd64')).json()) as {
+      shasums_url: string;
+      shasums_signature_url: string;
+      signing_keys: { gpg_public_keys: { key_id: string; ascii_armor: string }[] };
     };
     expect(doc.signing_keys.gpg_public_keys.map((k) => k.key_id)).toEqual([keyId]);
     const sums = new Uint8Array(await (await fetchWith(doc.shasums_url)).arrayBuffer());

@@ -15,7 +15,10 @@ let publisher: string;
 let publisherId: string;
 beforeAll(async () => {
   ({ token: publisher, id: publisherId } = await issue('publish', ['acme'], { name: 'lifecycle' }));
-  await seed([fakeRelease(address('acme', 'api-withdrawn'), '1.0.0', ['linux_amd64']), fakeRelease(address('acme', 'api-withdrawn'), '1.1.0', ['linux_amd64'])]);
+  await seed([
+    fakeRelease(address('acme', 'api-withdrawn'), '1.0.0', ['linux_amd64']),
+    fakeRelease(address('acme', 'api-withdrawn'), '1.1.0', ['linux_amd64']),
+  ]);
 });
 
 const post = (path: string, token: string | null, body: unknown) =>
@@ -23,10 +26,20 @@ const post = (path: string, token: string | null, body: unknown) =>
 
 describe('POST /v1/publish/lifecycle/providers/:namespace/:type', () => {
   it('withdraws with a publish token: the version leaves the list, the warning says why; audited with the token', async () => {
-    const response = await post('/v1/publish/lifecycle/providers/acme/api-withdrawn', publisher, { action: 'withdraw', version: '1.1.0', message: 'bad build' });
+    const response = await post('/v1/publish/lifecycle/providers/acme/api-withdrawn', publisher, {
+      action: 'withdraw',
+      version: '1.1.0',
+      message: 'bad build',
+    });
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ status: 'changed', versions: ['1.0.0', '1.1.0'], lifecycle: { versions: { '1.1.0': { withdrawn: { message: 'bad build' } } } } });
-    const list = await atFakeTime(Date.now() + 60_000, async () => (await get('/v1/providers/acme/api-withdrawn/versions')).json<{ versions: { version: string }[]; warnings: string[] }>());
+    expect(await response.json()).toMatchObject({
+      status: 'changed',
+      versions: ['1.0.0', '1.1.0'],
+      lifecycle: { versions: { '1.1.0': { withdrawn: { message: 'bad build' } } } },
+    });
+    const list = await atFakeTime(Date.now() + 60_000, async () =>
+      (await get('/v1/providers/acme/api-withdrawn/versions')).json<{ versions: { version: string }[]; warnings: string[] }>(),
+    );
     expect(list.versions.map((v) => v.version)).toEqual(['1.0.0']);
     expect(list.warnings[0]).toContain('1.1.0 was withdrawn');
     const again = await post('/v1/publish/lifecycle/providers/acme/api-withdrawn', publisher, { action: 'withdraw', version: '1.1.0', message: 'bad build' });

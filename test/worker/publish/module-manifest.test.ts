@@ -3,11 +3,14 @@ import { renderReadme } from '../../../src/http/readme';
 import { parseModuleManifest } from '../../../src/routes/publish/module-manifest';
 
 const manifest = (readme: unknown) => ({
-  format: 'tar.gz', size: 10, sha256: 'a'.repeat(64), readme,
+  format: 'tar.gz',
+  size: 10,
+  sha256: 'a'.repeat(64),
+  readme,
   docs: { inputs: [], outputs: [], providers: [], requiredVersion: null, submodules: [] },
 });
 
-describe('the publish API\'s module README', () => {
+describe("the publish API's module README", () => {
   it('is rendered by the one README renderer, as publish-module and the module proxy render it', () => {
     const readme = '# Title\n\n[docs](https://example.com) [x](<java\tscript:alert(1)>) <b onclick="alert(1)">b</b>\n';
     const html = parseModuleManifest(manifest(readme)).docs.readmeHtml;

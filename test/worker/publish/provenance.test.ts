@@ -30,14 +30,26 @@ async function mint(claims: JWTPayload): Promise<string> {
   const key = await importJWK(github.privateJwk, github.alg);
   // A fresh jti each: a CI token starts one publish (issue 26).
   return new SignJWT({ iss: github.url, aud: HOST, iat: now(), nbf: now(), exp: now() + 300, jti: crypto.randomUUID(), ...claims })
-    .setProtectedHeader({ alg: github.alg, kid: github.kid }).sign(key);
+    .setProtectedHeader({ alg: github.alg, kid: github.kid })
+    .sign(key);
 }
 
 function job(ref = 'refs/tags/v2.3.0'): JWTPayload {
   return {
-    sub: `repo:${REPO}:ref:${ref}`, repository: REPO, repository_id: '123456789', repository_owner: 'acme', repository_owner_id: '4242001',
-    ref, ref_type: 'tag', sha: SHA, event_name: 'push', run_id: '4242', run_attempt: '1', runner_environment: 'github-hosted',
-    workflow_ref: `${REPO}/.github/workflows/release.yml@${ref}`, job_workflow_ref: `${REPO}/.github/workflows/release.yml@${ref}`,
+    sub: `repo:${REPO}:ref:${ref}`,
+    repository: REPO,
+    repository_id: '123456789',
+    repository_owner: 'acme',
+    repository_owner_id: '4242001',
+    ref,
+    ref_type: 'tag',
+    sha: SHA,
+    event_name: 'push',
+    run_id: '4242',
+    run_attempt: '1',
+    runner_environment: 'github-hosted',
+    workflow_ref: `${REPO}/.github/workflows/release.yml@${ref}`,
+    job_workflow_ref: `${REPO}/.github/workflows/release.yml@${ref}`,
   };
 }
 
@@ -50,7 +62,16 @@ beforeAll(async () => {
   for (const ns of ['prov', 'strict']) {
     await writeSigningKeys(env.REGISTRY_KV, HOST, ns, [{ key_id: key.keyId, ascii_armor: key.armoredPublicKey }]);
     await storeHeldKey(env.REGISTRY_KV, env.SIGNING_KEY_SECRET!, HOST, ns, key.keyId, key.armoredPrivateKey);
-    await writePublishers(env.REGISTRY_KV, HOST, ns, [await parsePublisherInput({ issuer: github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*', repositoryId: '123456789', ownerId: '4242001' })]);
+    await writePublishers(env.REGISTRY_KV, HOST, ns, [
+      await parsePublisherInput({
+        issuer: github.url,
+        repository: REPO,
+        workflow: 'release.yml',
+        ref: 'refs/tags/v*',
+        repositoryId: '123456789',
+        ownerId: '4242001',
+      }),
+    ]);
   }
   await registerFixtureKey('prov');
 });
@@ -83,20 +104,38 @@ describe('build provenance of CI-published releases', { timeout: 60_000 }, () =>
     }
     const p = statement.predicate;
     expect(p.buildDefinition.buildType).toBe('https://actions.github.io/buildtypes/workflow/v1');
-    expect(p.buildDefinition.externalParameters.workflow).toEqual({ ref: 'refs/tags/v2.3.0', repository: `http://127.0.0.1:${new URL(github.url).port}/${REPO}`, path: '.github/workflows/release.yml' });
-    expect(p.buildDefinition.internalParameters.github).toEqual({ event_name: 'push', repository_id: '123456789', repository_owner_id: '4242001', runner_environment: 'github-hosted' });
-    expect(p.buildDefinition.internalParameters.registry.publisher).toMatchObject({ kind: 'github', repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*' });
-    expect(p.buildDefinition.resolvedDependencies).toEqual([{ uri: expect.stringMatching(new RegExp(`^git\\+http://127\\.0\\.0\\.1:\\d+/${REPO}@refs/tags/v2\\.3\\.0$`)), digest: { gitCommit: SHA } }]);
+    expect(p.buildDefinition.externalParameters.workflow).toEqual({
+      ref: 'refs/tags/v2.3.0',
+      repository: `http://127.0.0.1:${new URL(github.url).port}/${REPO}`,
+      path: '.github/workflows/release.yml',
+    });
+    expect(p.buildDefinition.internalParameters.github).toEqual({
+      event_name: 'push',
+      repository_id: '123456789',
+      repository_owner_id: '4242001',
+      runner_environment: 'github-hosted',
+    });
+    expect(p.buildDefinition.internalParameters.registry.publisher).toMatchObject({
+      kind: 'github',
+      repository: REPO,
+      workflow: 'release.yml',
+      ref: 'refs/tags/v*',
+    });
+    expect(p.buildDefinition.resolvedDependencies).toEqual([
+      { uri: expect.stringMatching(new RegExp(`^git\\+http://127\\.0\\.0\\.1:\\d+/${REPO}@refs/tags/v2\\.3\\.0$`)), digest: { gitCommit: SHA } },
+    ]);
     expect(p.runDetails.builder.id).toMatch(new RegExp(`/${REPO}/\\.github/workflows/release\\.yml@refs/tags/v2\\.3\\.0$`));
     expect(p.runDetails.metadata.invocationId).toMatch(new RegExp(`/${REPO}/actions/runs/4242/attempts/1$`));
 
     // The page says where it was built, with links.
     const page = await (await get('/providers/prov/thing/2.3.0')).text();
-    expect(page).toContain(`Built from <a href="http://127.0.0.1:${new URL(github.url).port}/${REPO}/commit/${SHA}">${REPO}@${SHA.slice(0, 7)}</a> by release.yml, <a href=`);
+    expect(page).toContain(
+      `Built from <a href="http://127.0.0.1:${new URL(github.url).port}/${REPO}/commit/${SHA}">${REPO}@${SHA.slice(0, 7)}</a> by release.yml, <a href=`,
+    );
     expect(page).toMatch(/run 4242<\/a> — verified/);
   });
 
-  it('tampering is caught: a changed payload byte, a changed signature, another release\'s statement', async () => {
+  it("tampering is caught: a changed payload byte, a changed signature, another release's statement", async () => {
     const published = await keys();
     const envelope = await envelopeOf('providers/prov/thing/2.3.0');
     const body = Uint8Array.from(atob(envelope.payload), (c) => c.charCodeAt(0));
@@ -105,8 +144,10 @@ describe('build provenance of CI-published releases', { timeout: 60_000 }, () =>
     for (const b of body) binary += String.fromCharCode(b);
     await expect(verifyEnvelope({ ...envelope, payload: btoa(binary) }, published)).rejects.toThrow(/does not verify/);
     const sig = envelope.signatures[0]!;
-    const flipped = (sig.sig[5] === 'A' ? 'B' : 'A');
-    await expect(verifyEnvelope({ ...envelope, signatures: [{ ...sig, sig: sig.sig.slice(0, 5) + flipped + sig.sig.slice(6) }] }, published)).rejects.toThrow(/does not verify/);
+    const flipped = sig.sig[5] === 'A' ? 'B' : 'A';
+    await expect(verifyEnvelope({ ...envelope, signatures: [{ ...sig, sig: sig.sig.slice(0, 5) + flipped + sig.sig.slice(6) }] }, published)).rejects.toThrow(
+      /does not verify/,
+    );
     await expect(verifyEnvelope({ ...envelope, payloadType: 'text/plain' }, published)).rejects.toThrow(/payloadType/);
   });
 
@@ -137,8 +178,9 @@ describe('build provenance of CI-published releases', { timeout: 60_000 }, () =>
     expect((await env.REGISTRY_R2.list({ prefix: `${HOST}/strict/guarded/` })).objects).toEqual([]);
     expect((await env.REGISTRY_R2.list({ prefix: `.records/${HOST}/strict/` })).objects).toEqual([]);
     expect((await env.REGISTRY_R2.list({ prefix: `.provenance/${HOST}/providers/strict/` })).objects).toEqual([]);
-    const refused = (await listAuditEntries({ blobs: env.REGISTRY_R2 as unknown as BlobStore }, { namespace: 'strict' })).entries
-      .filter((e) => e.target === `${HOST}/strict/guarded 1.0.0` && e.outcome === 'refused');
+    const refused = (await listAuditEntries({ blobs: env.REGISTRY_R2 as unknown as BlobStore }, { namespace: 'strict' })).entries.filter(
+      (e) => e.target === `${HOST}/strict/guarded 1.0.0` && e.outcome === 'refused',
+    );
     expect(refused.length).toBe(1);
     expect(refused[0]!.reason).toMatch(/requires build provenance/);
 

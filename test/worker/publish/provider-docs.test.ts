@@ -8,9 +8,18 @@ import { buildRelease, commit, HOST, issue, manifestOf, publishRelease, put, reg
 // is a publisher), stored with the version like a local --docs publish, immutable, and served on the docs pages.
 
 const docs = (type: string, description = 'Things, managed.', extra: object = {}) => ({
-  source: 'provider-code-spec', provider: type,
+  source: 'provider-code-spec',
+  provider: type,
   providerSchema: { description, attributes: [{ name: 'endpoint', type: 'string', mode: 'optional', description: 'Where <b>things</b> live' }], blocks: [] },
-  resources: [{ name: `${type}_server`, schema: { attributes: [{ name: 'id', type: 'string', mode: 'computed' }], blocks: [{ name: 'disk', nesting: 'list', maxItems: 4, attributes: [{ name: 'size', type: 'number', mode: 'required' }], blocks: [] }] } }],
+  resources: [
+    {
+      name: `${type}_server`,
+      schema: {
+        attributes: [{ name: 'id', type: 'string', mode: 'computed' }],
+        blocks: [{ name: 'disk', nesting: 'list', maxItems: 4, attributes: [{ name: 'size', type: 'number', mode: 'required' }], blocks: [] }],
+      },
+    },
+  ],
   dataSources: [],
   ...extra,
 });
@@ -26,7 +35,9 @@ describe('provider docs through the publish API', { timeout: 60_000 }, () => {
     const release = await buildRelease('documented', '1.0.0');
     const result = await publishRelease(publisher, 'acme', release, { docs: docs('documented') });
     expect(result.committed?.status, JSON.stringify(result.body)).toBe(200);
-    expect(JSON.parse((await env.REGISTRY_KV.get(docsKey({ hostname: HOST, namespace: 'acme', type: 'documented' }, '1.0.0'), 'text'))!)).toEqual(docs('documented'));
+    expect(JSON.parse((await env.REGISTRY_KV.get(docsKey({ hostname: HOST, namespace: 'acme', type: 'documented' }, '1.0.0'), 'text'))!)).toEqual(
+      docs('documented'),
+    );
     const index = await get('/providers/acme/documented/1.0.0/docs', { headers: { accept: 'text/html' } });
     expect(index.status).toBe(200);
     const page = await index.text();
@@ -45,7 +56,7 @@ describe('provider docs through the publish API', { timeout: 60_000 }, () => {
   it('an upload whose version was published meanwhile with other bytes is 409 and leaves its docs unwritten', async () => {
     const mine = await buildRelease('overtaken', '1.0.0', { salt: 'mine' });
     const theirs = await buildRelease('overtaken', '1.0.0', { salt: 'theirs' });
-    const session = await (await startPublish(publisher, 'acme', mine, await manifestOf(mine, { docs: docs('overtaken') }))).json() as Session;
+    const session = (await (await startPublish(publisher, 'acme', mine, await manifestOf(mine, { docs: docs('overtaken') }))).json()) as Session;
     for (const file of session.files) expect((await put(publisher, file.url, mine.files.get(file.filename)!)).status).toBe(200);
     expect((await publishRelease(publisher, 'acme', theirs)).committed?.status).toBe(200);
 
@@ -74,8 +85,16 @@ describe('provider docs through the publish API', { timeout: 60_000 }, () => {
     ['another provider', { docs: docs('other') }, /docs\.provider must be "refused"/],
     ['an unknown source', { docs: { ...docs('refused'), source: 'html' } }, /docs\.source must be/],
     ['an unknown field', { docs: docs('refused', 'x', { script: '<script>' }) }, /docs: unknown field "script"/],
-    ['a bad attribute mode', { docs: { ...docs('refused'), resources: [{ name: 'r', schema: { attributes: [{ name: 'a', type: 'string', mode: 'sometimes' }], blocks: [] } }] } }, /docs\.resources\[0\]\.schema\.attributes\[0\]\.mode must be one of/],
-    ['a name with markup', { docs: { ...docs('refused'), resources: [{ name: '<img src=x>', schema: { attributes: [], blocks: [] } }] } }, /docs\.resources\[0\]\.name must be a name/],
+    [
+      'a bad attribute mode',
+      { docs: { ...docs('refused'), resources: [{ name: 'r', schema: { attributes: [{ name: 'a', type: 'string', mode: 'sometimes' }], blocks: [] } }] } },
+      /docs\.resources\[0\]\.schema\.attributes\[0\]\.mode must be one of/,
+    ],
+    [
+      'a name with markup',
+      { docs: { ...docs('refused'), resources: [{ name: '<img src=x>', schema: { attributes: [], blocks: [] } }] } },
+      /docs\.resources\[0\]\.name must be a name/,
+    ],
     ['text over 64 KiB', { docs: docs('refused', 'x'.repeat(70_000)) }, /docs\.providerSchema\.description must be text of at most/],
   ])('refuses docs with %s (400), writing nothing', async (_, extra, message) => {
     const release = await buildRelease('refused', '1.0.0');

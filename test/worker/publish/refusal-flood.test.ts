@@ -21,27 +21,41 @@ import { HOST, issue } from './api';
 const WINDOW = { AUDIT_REFUSAL_WINDOW_SECONDS: '2' } as Partial<Env>;
 
 /** A JWT nobody signed, claiming to be a GitHub job of `repository` (an issuer namespace "flood" does not trust). */
-const forged = (repository: string) => [
-  base64url.encode(JSON.stringify({ alg: 'RS256', kid: 'x' })),
-  base64url.encode(JSON.stringify({ iss: 'https://token.actions.githubusercontent.com', aud: HOST, sub: `repo:${repository}:ref:refs/tags/v1.0.0`, repository, iat: 1, exp: 4102444800 })),
-  base64url.encode('not a signature'),
-].join('.');
+const forged = (repository: string) =>
+  [
+    base64url.encode(JSON.stringify({ alg: 'RS256', kid: 'x' })),
+    base64url.encode(
+      JSON.stringify({
+        iss: 'https://token.actions.githubusercontent.com',
+        aud: HOST,
+        sub: `repo:${repository}:ref:refs/tags/v1.0.0`,
+        repository,
+        iat: 1,
+        exp: 4102444800,
+      }),
+    ),
+    base64url.encode('not a signature'),
+  ].join('.');
 
 async function post(credential: string, namespace = 'flood', window: Partial<Env> = WINDOW): Promise<{ status: number; ctx: ExecutionContext }> {
   const ctx = createExecutionContext();
   const request = new Request(`https://${HOST}/v1/publish/providers/${namespace}/thing/1.0.0`, {
-    method: 'POST', headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' }, body: '{"files": []}',
+    method: 'POST',
+    headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
+    body: '{"files": []}',
   });
   const response = await worker.fetch(request as never, { ...env, ...window } as Env, ctx);
   await response.arrayBuffer();
   return { status: response.status, ctx };
 }
 
-const refusals = async (namespace = 'flood') => (await listAuditEntries({ blobs: env.REGISTRY_R2 as unknown as BlobStore }, { namespace })).entries
-  .filter((e) => e.outcome === 'refused');
+const refusals = async (namespace = 'flood') =>
+  (await listAuditEntries({ blobs: env.REGISTRY_R2 as unknown as BlobStore }, { namespace })).entries.filter((e) => e.outcome === 'refused');
 
 describe('refusals of unverified CI ID tokens', () => {
-  it('a flood of forged tokens writes at most one window\'s worth of entries plus one summary; verified refusals are all written', { timeout: 30_000 }, async () => {
+  it("a flood of forged tokens writes at most one window's worth of entries plus one summary; verified refusals are all written", {
+    timeout: 30_000,
+  }, async () => {
     const flood = 25;
     const sent = [];
     for (let i = 0; i < flood; i++) sent.push(await post(forged(`evil/repo-${i % 3}`)));
@@ -73,22 +87,45 @@ describe('refusals of unverified CI ID tokens', () => {
 });
 
 describe('refusals of genuine CI ID tokens that no publisher allows', () => {
-  it('a flood of 300 genuine tokens of other repositories: at most REFUSALS_PER_WINDOW entries + one summary per window, every refusal accounted for', { timeout: 120_000 }, async () => {
+  it('a flood of 300 genuine tokens of other repositories: at most REFUSALS_PER_WINDOW entries + one summary per window, every refusal accounted for', {
+    timeout: 120_000,
+  }, async () => {
     const { github } = inject('ciIssuers');
     await writePublishers(env.REGISTRY_KV, HOST, 'genuine', [
-      await parsePublisherInput({ issuer: github.url, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', repositoryId: '1', ownerId: '2' }),
+      await parsePublisherInput({
+        issuer: github.url,
+        repository: 'acme/terraform-provider-thing',
+        workflow: 'release.yml',
+        ref: 'refs/tags/v*',
+        repositoryId: '1',
+        ownerId: '2',
+      }),
     ]);
     // Signed by the issuer for attackers' own repositories, with our audience: each verifies, none matches.
     const key = await importJWK(github.privateJwk, github.alg);
     const now = Math.floor(Date.now() / 1000);
     const flood = 300;
-    const tokens = await Promise.all(Array.from({ length: flood }, (_, i) => {
-      const repository = `attacker-${i % 7}/terraform-provider-thing`;
-      return new SignJWT({
-        iss: github.url, aud: HOST, iat: now, nbf: now, exp: now + 600, jti: crypto.randomUUID(), sub: `repo:${repository}:ref:refs/tags/v1`, repository,
-        repository_id: String(1000 + i), repository_owner_id: String(2000 + (i % 7)), ref: 'refs/tags/v1', workflow_ref: `${repository}/.github/workflows/release.yml@refs/tags/v1`,
-      }).setProtectedHeader({ alg: github.alg, kid: github.kid }).sign(key);
-    }));
+    const tokens = await Promise.all(
+      Array.from({ length: flood }, (_, i) => {
+        const repository = `attacker-${i % 7}/terraform-provider-thing`;
+        return new SignJWT({
+          iss: github.url,
+          aud: HOST,
+          iat: now,
+          nbf: now,
+          exp: now + 600,
+          jti: crypto.randomUUID(),
+          sub: `repo:${repository}:ref:refs/tags/v1`,
+          repository,
+          repository_id: String(1000 + i),
+          repository_owner_id: String(2000 + (i % 7)),
+          ref: 'refs/tags/v1',
+          workflow_ref: `${repository}/.github/workflows/release.yml@refs/tags/v1`,
+        })
+          .setProtectedHeader({ alg: github.alg, kid: github.kid })
+          .sign(key);
+      }),
+    );
     const windowSeconds = 10;
     const started = Date.now();
     const sent = [];
@@ -108,7 +145,9 @@ describe('refusals of genuine CI ID tokens that no publisher allows', () => {
     // Nothing lost: the summaries count every refusal not written one by one, per issuer and subject.
     const counted = summaries.reduce((n, e) => n + Number(/^(\d+) more refusals/.exec(e.reason ?? '')?.[1]), 0);
     expect(single.length + counted).toBe(flood);
-    expect(summaries[0]!.reason).toMatch(new RegExp(`Issuer and subject: ${github.url.replace(/[.]/g, '\\.')} repo:attacker-\\d/terraform-provider-thing:ref:refs/tags/v1 ×\\d+`));
+    expect(summaries[0]!.reason).toMatch(
+      new RegExp(`Issuer and subject: ${github.url.replace(/[.]/g, '\\.')} repo:attacker-\\d/terraform-provider-thing:ref:refs/tags/v1 ×\\d+`),
+    );
     expect(single.every((e) => e.actor.kind === 'ci' && /matches none of the trusted publishers/.test(e.reason ?? ''))).toBe(true);
   });
 });

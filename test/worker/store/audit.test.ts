@@ -19,8 +19,21 @@ async function keysUnder(prefix: string): Promise<string[]> {
 describe('appendAuditEntry', () => {
   it('stores each entry as its own JSON object under .audit/DAY/, time-ordered names, even within one millisecond', async () => {
     const time = '2026-03-04T05:06:07.089Z';
-    const a = await appendAuditEntry(store, { time, actor: operator, action: 'provider.publish', target: 'registry.example.com/acme/thing 1.0.0', outcome: 'ok', digests: { 'a.zip': 'ab'.repeat(32) } });
-    const b = await appendAuditEntry(store, { time, actor: { kind: 'token', tokenId: '0123456789ab', name: 'ci' }, action: 'provider.publish', target: 'registry.example.com/acme/thing 1.0.0', outcome: 'unchanged' });
+    const a = await appendAuditEntry(store, {
+      time,
+      actor: operator,
+      action: 'provider.publish',
+      target: 'registry.example.com/acme/thing 1.0.0',
+      outcome: 'ok',
+      digests: { 'a.zip': 'ab'.repeat(32) },
+    });
+    const b = await appendAuditEntry(store, {
+      time,
+      actor: { kind: 'token', tokenId: '0123456789ab', name: 'ci' },
+      action: 'provider.publish',
+      target: 'registry.example.com/acme/thing 1.0.0',
+      outcome: 'unchanged',
+    });
     expect(a.key).toMatch(/^\.audit\/2026-03-04\/050607089-[0-9a-f]{16}\.json$/);
     expect(b.key).not.toBe(a.key);
     expect((await keysUnder(auditDayPrefix('2026-03-04'))).sort()).toEqual([a.key, b.key].sort());
@@ -34,14 +47,20 @@ describe('appendAuditEntry', () => {
     // The real R2 binding; only the first write is aimed at the taken name.
     const aimed: BlobStore = {
       ...blobs,
-      head: (k) => blobs.head(k), get: (k) => blobs.get(k), list: (o) => blobs.list(o), delete: (k) => blobs.delete(k),
+      head: (k) => blobs.head(k),
+      get: (k) => blobs.get(k),
+      list: (o) => blobs.list(o),
+      delete: (k) => blobs.delete(k),
       put: (key, value, options) => {
         const target = puts.length === 0 ? taken : key;
         puts.push({ key: target, onlyIf: options?.onlyIf });
         return blobs.put(target, value, options);
       },
     };
-    const { key } = await appendAuditEntry({ blobs: aimed }, { time: '2026-03-05T00:00:00.000Z', actor: operator, action: 'key.add', target: 'registry.example.com/acme', outcome: 'ok' });
+    const { key } = await appendAuditEntry(
+      { blobs: aimed },
+      { time: '2026-03-05T00:00:00.000Z', actor: operator, action: 'key.add', target: 'registry.example.com/acme', outcome: 'ok' },
+    );
     expect(puts.map((p) => p.onlyIf)).toEqual([{ etagDoesNotMatch: '*' }, { etagDoesNotMatch: '*' }]);
     expect(key).not.toBe(taken);
     expect(await (await env.REGISTRY_R2.get(taken))!.text()).toBe('the original entry');
@@ -74,14 +93,14 @@ describe('listAuditEntries', () => {
 
     const week = await listAuditEntries(store, { since: '2026-05-08T00:00:00.000Z', now });
     expect(week.entries.map((e) => e.target)).toEqual([
-      'registry.example.com/acme/thing 2.0.0', 'registry.example.com/other/thing 1.0.0', 'token 0123456789ab',
+      'registry.example.com/acme/thing 2.0.0',
+      'registry.example.com/other/thing 1.0.0',
+      'token 0123456789ab',
     ]);
     expect(week.damaged).toEqual(['.audit/2026-05-10/000000000-damaged.json']);
 
     const acme = await listAuditEntries(store, { since: '2026-04-30T00:00:00.000Z', namespace: 'ACME', now });
-    expect(acme.entries.map((e) => e.target)).toEqual([
-      'registry.example.com/acme/old 1.0.0', 'registry.example.com/acme/thing 2.0.0', 'token 0123456789ab',
-    ]);
+    expect(acme.entries.map((e) => e.target)).toEqual(['registry.example.com/acme/old 1.0.0', 'registry.example.com/acme/thing 2.0.0', 'token 0123456789ab']);
     const beta = await listAuditEntries(store, { namespace: 'beta', now });
     expect(beta.entries.map((e) => e.target)).toEqual(['token 0123456789ab']);
     // Within the first day of the window, the exact time still counts.

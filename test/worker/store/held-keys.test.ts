@@ -53,13 +53,15 @@ describe('signShasumsWithHeldKey', () => {
     expect(result?.keyId).toBe(keyId);
     const signature = await openpgp.readSignature({ binarySignature: result!.signature });
     const verification = await openpgp.verify({
-      message: await openpgp.createMessage({ binary: sums }), signature,
+      message: await openpgp.createMessage({ binary: sums }),
+      signature,
       verificationKeys: await openpgp.readKey({ armoredKey: inject('fixtureSigningKey').armoredPublicKey }),
     });
     await expect(verification.signatures[0]!.verified).resolves.toBe(true);
     // Another document does not verify with that signature.
     const other = await openpgp.verify({
-      message: await openpgp.createMessage({ binary: new TextEncoder().encode('other') }), signature,
+      message: await openpgp.createMessage({ binary: new TextEncoder().encode('other') }),
+      signature,
       verificationKeys: await openpgp.readKey({ armoredKey: inject('fixtureSigningKey').armoredPublicKey }),
     });
     await expect(other.signatures[0]!.verified).rejects.toThrow();

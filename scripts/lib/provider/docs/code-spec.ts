@@ -11,7 +11,21 @@ import { DocsProblems, isObject, LOWER_IDENTIFIER, optionalString } from './erro
  * names become full type names (PROVIDER_NAME), as the framework generates.
  */
 
-const ATTRIBUTE_TYPES = ['bool', 'float64', 'int64', 'list', 'list_nested', 'map', 'map_nested', 'number', 'object', 'set', 'set_nested', 'single_nested', 'string'] as const;
+const ATTRIBUTE_TYPES = [
+  'bool',
+  'float64',
+  'int64',
+  'list',
+  'list_nested',
+  'map',
+  'map_nested',
+  'number',
+  'object',
+  'set',
+  'set_nested',
+  'single_nested',
+  'string',
+] as const;
 const ELEMENT_TYPES = ['bool', 'float64', 'int64', 'list', 'map', 'number', 'object', 'set', 'string'] as const;
 const BLOCK_TYPES = ['list_nested', 'set_nested', 'single_nested'] as const;
 const MODES = ['computed', 'computed_optional', 'optional', 'required'] as const;
@@ -33,7 +47,10 @@ export function fromCodeSpec(value: unknown, file: string, providerType: string)
   }
   const spec = value as Record<string, unknown>;
   if (typeof spec.version !== 'string' || !/^0\.1(\.[0-9]+)?$/.test(spec.version)) {
-    problems.add('$.version', `spec version ${JSON.stringify(spec.version)} is not supported; write "0.1" (this registry reads version 0.1 of the Provider Code Specification)`);
+    problems.add(
+      '$.version',
+      `spec version ${JSON.stringify(spec.version)} is not supported; write "0.1" (this registry reads version 0.1 of the Provider Code Specification)`,
+    );
   }
   let providerName = providerType;
   let providerSchema: DocSchema = { attributes: [], blocks: [] };
@@ -44,7 +61,10 @@ export function fromCodeSpec(value: unknown, file: string, providerType: string)
     if (typeof name !== 'string' || !LOWER_IDENTIFIER.test(name)) {
       problems.add('$.provider.name', `${JSON.stringify(name)} is not a lower-case Terraform identifier; use the provider type, "${providerType}"`);
     } else if (name !== providerType) {
-      problems.add('$.provider.name', `is "${name}" but the provider being published is "${providerType}"; use the spec of this provider or set "name": "${providerType}"`);
+      problems.add(
+        '$.provider.name',
+        `is "${name}" but the provider being published is "${providerType}"; use the spec of this provider or set "name": "${providerType}"`,
+      );
     } else {
       providerName = name;
     }
@@ -67,7 +87,10 @@ export function fromCodeSpec(value: unknown, file: string, providerType: string)
         return { name: '', schema: { attributes: [], blocks: [] } };
       }
       if (typeof item.name !== 'string' || !LOWER_IDENTIFIER.test(item.name)) {
-        problems.add(`${path}.name`, `${JSON.stringify(item.name)} is not a lower-case Terraform identifier (letters, digits, "_" and "-", starting with a letter or "_")`);
+        problems.add(
+          `${path}.name`,
+          `${JSON.stringify(item.name)} is not a lower-case Terraform identifier (letters, digits, "_" and "-", starting with a letter or "_")`,
+        );
       } else if (seen.has(item.name)) {
         problems.add(`${path}.name`, `"${item.name}" appears twice; names must be unique`);
       }
@@ -112,7 +135,10 @@ function names<T>(value: unknown, path: string, problems: DocsProblems, each: (i
     const itemPath = `${path}[${i}]`;
     if (!isObject(item)) return problems.add(itemPath, 'must be an object with "name" and one type');
     if (typeof item.name !== 'string' || !LOWER_IDENTIFIER.test(item.name)) {
-      problems.add(`${itemPath}.name`, `${JSON.stringify(item.name)} is not a lower-case Terraform identifier (letters, digits, "_" and "-", starting with a letter or "_")`);
+      problems.add(
+        `${itemPath}.name`,
+        `${JSON.stringify(item.name)} is not a lower-case Terraform identifier (letters, digits, "_" and "-", starting with a letter or "_")`,
+      );
     } else if (seen.has(item.name)) {
       problems.add(`${itemPath}.name`, `"${item.name}" appears twice; names must be unique within a schema`);
     } else {
@@ -155,7 +181,10 @@ function attributesOf(value: unknown, path: string, kind: Kind, problems: DocsPr
     const modes: readonly string[] = kind === 'provider' ? PROVIDER_MODES : MODES;
     const mode = def[modeField];
     if (typeof mode !== 'string' || !modes.includes(mode)) {
-      problems.add(`${defPath}.${modeField}`, `${mode === undefined ? 'is required' : `${JSON.stringify(mode)} is not allowed`}; use one of ${modes.join(', ')}`);
+      problems.add(
+        `${defPath}.${modeField}`,
+        `${mode === undefined ? 'is required' : `${JSON.stringify(mode)} is not allowed`}; use one of ${modes.join(', ')}`,
+      );
     }
     const attribute: DocAttribute = { name, type: 'unknown', mode: (modes.includes(String(mode)) ? mode : 'optional') as AttributeMode };
     const description = optionalString(def.description, `${defPath}.description`, problems);
@@ -183,9 +212,16 @@ function attributesOf(value: unknown, path: string, kind: Kind, problems: DocsPr
 /** The Terraform type expression of a (non-nested) attribute or element type. */
 function typeExpression(key: string, def: Record<string, unknown>, path: string, problems: DocsProblems): string {
   switch (key) {
-    case 'bool': case 'string': case 'number': return key;
-    case 'float64': case 'int64': return 'number';
-    case 'list': case 'set': case 'map': {
+    case 'bool':
+    case 'string':
+    case 'number':
+      return key;
+    case 'float64':
+    case 'int64':
+      return 'number';
+    case 'list':
+    case 'set':
+    case 'map': {
       if (!isObject(def.element_type)) {
         problems.add(`${path}.element_type`, `is required for ${key}: e.g. {"string": {}}`);
         return `${key}(unknown)`;
@@ -200,7 +236,8 @@ function typeExpression(key: string, def: Record<string, unknown>, path: string,
       }
       return objectType(types, `${path}.attribute_types`, problems);
     }
-    default: return 'unknown';
+    default:
+      return 'unknown';
   }
 }
 
@@ -208,7 +245,10 @@ function elementType(value: Record<string, unknown>, path: string, problems: Doc
   const keys = Object.keys(value);
   const types = keys.filter((k) => (ELEMENT_TYPES as readonly string[]).includes(k));
   if (types.length !== 1 || keys.length !== 1) {
-    problems.add(path, keys.length === 1 ? `unknown element type "${keys[0]}"; use one of ${ELEMENT_TYPES.join(', ')}` : `needs exactly one of ${ELEMENT_TYPES.join(', ')}`);
+    problems.add(
+      path,
+      keys.length === 1 ? `unknown element type "${keys[0]}"; use one of ${ELEMENT_TYPES.join(', ')}` : `needs exactly one of ${ELEMENT_TYPES.join(', ')}`,
+    );
     return 'unknown';
   }
   const key = types[0]!;
@@ -222,7 +262,10 @@ function objectType(types: unknown[], path: string, problems: DocsProblems): str
     const key = typeKey(item, ELEMENT_TYPES, itemPath, problems, 'object attribute');
     if (key === null) return `${String(item.name)} = unknown`;
     const def = item[key];
-    const type = key === 'object' && Array.isArray(def) ? objectType(def, `${itemPath}.object`, problems) : typeExpression(key, isObject(def) ? def : {}, `${itemPath}.${key}`, problems);
+    const type =
+      key === 'object' && Array.isArray(def)
+        ? objectType(def, `${itemPath}.object`, problems)
+        : typeExpression(key, isObject(def) ? def : {}, `${itemPath}.${key}`, problems);
     return `${String(item.name)} = ${type}`;
   });
   return `object({${fields.join(', ')}})`;

@@ -20,7 +20,10 @@ export class DocsProblems {
   /** Throws InputError listing the first 20 problems when there are any. */
   throwIfAny(): void {
     if (this.problems.length === 0) return;
-    const shown = this.problems.slice(0, 20).map((p) => `  ${p}`).join('\n');
+    const shown = this.problems
+      .slice(0, 20)
+      .map((p) => `  ${p}`)
+      .join('\n');
     const more = this.problems.length > 20 ? `\n  … and ${this.problems.length - 20} more` : '';
     throw new InputError(`docs ${this.file}: ${this.problems.length} problem${this.problems.length === 1 ? '' : 's'}; nothing was published:\n${shown}${more}`);
   }
@@ -29,8 +32,7 @@ export class DocsProblems {
 // Terraform identifiers, and the specification's lower-case rule for names.
 export const LOWER_IDENTIFIER = /^[a-z_][a-z0-9_-]*$/;
 
-export const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export function optionalString(value: unknown, path: string, problems: DocsProblems): string | undefined {
   if (value === undefined) return undefined;

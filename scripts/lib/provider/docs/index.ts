@@ -31,5 +31,7 @@ export function parseDocs(text: string, file: string, namespace: string, provide
   }
   if (isTerraformSchema(value)) return fromTerraformSchema(value, file, namespace, providerType);
   if (isCodeSpec(value)) return fromCodeSpec(value, file, providerType);
-  throw new InputError(`docs ${file}: neither a Provider Code Specification (top-level "version", "provider", "resources", "datasources") nor the output of terraform providers schema -json (top-level "provider_schemas")`);
+  throw new InputError(
+    `docs ${file}: neither a Provider Code Specification (top-level "version", "provider", "resources", "datasources") nor the output of terraform providers schema -json (top-level "provider_schemas")`,
+  );
 }

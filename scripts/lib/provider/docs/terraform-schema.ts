@@ -17,17 +17,24 @@ export function fromTerraformSchema(value: unknown, file: string, namespace: str
   const problems = new DocsProblems(file);
   const root = value as Record<string, unknown>;
   if (typeof root.format_version !== 'string' || !/^1\./.test(root.format_version)) {
-    problems.add('$.format_version', `${JSON.stringify(root.format_version)} is not supported; give the output of terraform providers schema -json (format 1.x)`);
+    problems.add(
+      '$.format_version',
+      `${JSON.stringify(root.format_version)} is not supported; give the output of terraform providers schema -json (format 1.x)`,
+    );
   }
   const schemas = isObject(root.provider_schemas) ? root.provider_schemas : {};
   const addresses = Object.keys(schemas);
-  const address = addresses.find((a) => a.toLowerCase().endsWith(`/${namespace}/${providerType}`))
-    ?? addresses.find((a) => a.toLowerCase().endsWith(`/${providerType}`))
-    ?? (addresses.length === 1 ? addresses[0] : undefined);
+  const address =
+    addresses.find((a) => a.toLowerCase().endsWith(`/${namespace}/${providerType}`)) ??
+    addresses.find((a) => a.toLowerCase().endsWith(`/${providerType}`)) ??
+    (addresses.length === 1 ? addresses[0] : undefined);
   if (address === undefined) {
-    problems.add('$.provider_schemas', addresses.length === 0
-      ? 'is empty; run terraform providers schema -json in a configuration that requires this provider'
-      : `has no schema for …/${namespace}/${providerType} (it has ${addresses.join(', ')}); run it in a configuration that requires this provider`);
+    problems.add(
+      '$.provider_schemas',
+      addresses.length === 0
+        ? 'is empty; run terraform providers schema -json in a configuration that requires this provider'
+        : `has no schema for …/${namespace}/${providerType} (it has ${addresses.join(', ')}); run it in a configuration that requires this provider`,
+    );
     problems.throwIfAny();
   }
   const entry = schemas[address!];
@@ -37,7 +44,9 @@ export function fromTerraformSchema(value: unknown, file: string, namespace: str
     problems.throwIfAny();
   }
   const provider = entry as Record<string, unknown>;
-  const providerSchema = isObject(provider.provider) ? blockSchema(provider.provider.block, `${base}.provider.block`, problems) : { attributes: [], blocks: [] };
+  const providerSchema = isObject(provider.provider)
+    ? blockSchema(provider.provider.block, `${base}.provider.block`, problems)
+    : { attributes: [], blocks: [] };
   const entities = (key: string): DocEntity[] => {
     const map = provider[key];
     if (map === undefined) return [];
@@ -45,10 +54,12 @@ export function fromTerraformSchema(value: unknown, file: string, namespace: str
       problems.add(`${base}.${key}`, 'must be an object of schemas by type name');
       return [];
     }
-    return Object.entries(map).map(([name, schema]) => ({
-      name,
-      schema: isObject(schema) ? blockSchema(schema.block, `${base}.${key}["${name}"].block`, problems) : { attributes: [], blocks: [] },
-    })).sort((a, b) => a.name.localeCompare(b.name));
+    return Object.entries(map)
+      .map(([name, schema]) => ({
+        name,
+        schema: isObject(schema) ? blockSchema(schema.block, `${base}.${key}["${name}"].block`, problems) : { attributes: [], blocks: [] },
+      }))
+      .sort((a, b) => a.name.localeCompare(b.name));
   };
   const docs: ProviderDocs = {
     source: 'terraform-schema',
@@ -86,7 +97,8 @@ function attributes(value: unknown, path: string, problems: DocsProblems): DocAt
   return Object.entries(value).map(([name, raw]) => {
     const at = `${path}.${name}`;
     const a = isObject(raw) ? raw : {};
-    const mode: AttributeMode = a.required === true ? 'required' : a.optional === true && a.computed === true ? 'computed_optional' : a.computed === true ? 'computed' : 'optional';
+    const mode: AttributeMode =
+      a.required === true ? 'required' : a.optional === true && a.computed === true ? 'computed_optional' : a.computed === true ? 'computed' : 'optional';
     const attribute: DocAttribute = { name, type: 'unknown', mode };
     if (isObject(a.nested_type)) {
       const nesting = String(a.nested_type.nesting_mode ?? 'single') as 'single' | 'list' | 'set' | 'map';
@@ -111,7 +123,10 @@ function ctyType(value: unknown, path: string, problems: DocsProblems): string {
   if (Array.isArray(value) && typeof value[0] === 'string') {
     const [kind, inner] = value as [string, unknown];
     if (['list', 'set', 'map'].includes(kind)) return `${kind}(${ctyType(inner, `${path}[1]`, problems)})`;
-    if (kind === 'object' && isObject(inner)) return `object({${Object.entries(inner).map(([k, t]) => `${k} = ${ctyType(t, `${path}[1].${k}`, problems)}`).join(', ')}})`;
+    if (kind === 'object' && isObject(inner))
+      return `object({${Object.entries(inner)
+        .map(([k, t]) => `${k} = ${ctyType(t, `${path}[1].${k}`, problems)}`)
+        .join(', ')}})`;
     if (kind === 'tuple' && Array.isArray(inner)) return `tuple([${inner.map((t, i) => ctyType(t, `${path}[1][${i}]`, problems)).join(', ')}])`;
   }
   problems.add(path, `${JSON.stringify(value)?.slice(0, 60)} is not a Terraform type`);
