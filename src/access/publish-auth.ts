@@ -58,35 +58,23 @@ export class PublishRefusal extends Error {
 
 const PUBLISH_TOKEN = /^ert_[A-Za-z0-9_-]{43}$/;
 
-/**
- * Authorises `request` to publish into `namespace` (lower case, already
- * validated) of this registry (`config.hostname`). `starts` names what the
- * request starts (`provider.publish HOST/NS/TYPE VERSION`), or is null when
- * it continues an upload session (whose route checks the token's `jti` is the
- * one that started it). Resolves with the actor for the audit log; throws
- * PublishRefusal (401/403, 503 when a CI issuer cannot be reached) otherwise,
- * 401 for a CI token that already started another publish. Never throws
- * anything else for bad input. Cost: one KV read (publish token) or one KV
- * read, the issuer's cached keys and one R2 create-only put (CI token).
- */
-export async function authorizePublish(
-  request: Request,
-  config: { hostname: string },
-  store: { kv: KvStore; blobs: BlobStore },
-  namespace: string,
-  starts: string | null,
-  now = new Date(),
-): Promise<Actor> {
-  return (await authorizePublisher(request, config, store, namespace, starts, now)).actor;
-}
-
 /** What authorised a publish: the actor, and for a CI job the verified token (claims and the publisher rule they matched), else null. */
 export interface PublishAuthorization {
   actor: Actor;
   ci: VerifiedCiToken | null;
 }
 
-/** authorizePublish, also handing on the verified CI token (build provenance states only its claims). Same refusals. */
+/**
+ * Authorises `request` to publish into `namespace` (lower case, already
+ * validated) of this registry (`config.hostname`). `starts` names what the
+ * request starts (`provider.publish HOST/NS/TYPE VERSION`), or is null when
+ * it continues an upload session (whose route checks the token's `jti` is the
+ * one that started it). Resolves with the actor for the audit log and, for a CI job, the verified token (build provenance states only its claims); throws
+ * PublishRefusal (401/403, 503 when a CI issuer cannot be reached) otherwise,
+ * 401 for a CI token that already started another publish. Never throws
+ * anything else for bad input. Cost: one KV read (publish token) or one KV
+ * read, the issuer's cached keys and one R2 create-only put (CI token).
+ */
 export async function authorizePublisher(
   request: Request,
   config: { hostname: string },

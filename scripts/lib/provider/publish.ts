@@ -32,6 +32,7 @@ import { checkProvenancePolicy } from '../../../src/store/provenance';
 import { publishToRegistry } from './publish-registry';
 import { writeVersionDocs } from '../../../src/store/pages/write';
 import type { ProviderDocs } from '../../../src/protocol/provider-docs-shape';
+import type { PublishResult } from './result';
 
 /**
  * publishRelease: the function behind `npm run publish-provider`, for the
@@ -88,24 +89,8 @@ export interface PublishOptions {
   remoteTuning?: Pick<R2S3Options, 'multipartThreshold' | 'partSize' | 'region' | 'onProgress'>;
 }
 
-/** One platform in the `--json` output: the stored package record, field for field. */
-export type PublishedPlatform = PackageRecord;
-
-/** What `--json` prints. */
-export interface PublishResult {
-  /** hostname/namespace/type */
-  address: string;
-  version: string;
-  protocols: string[];
-  platforms: PublishedPlatform[];
-  key_id: string;
-  /**
-   * published: written now; unchanged: already published with these bytes and
-   * verified whole; repaired: already published, missing or damaged parts
-   * rewritten; dry-run: nothing written.
-   */
-  status: 'published' | 'unchanged' | 'repaired' | 'dry-run';
-}
+// What `--json` prints lives in ./result.ts (publish-registry.ts shares it).
+export type { PublishedPlatform, PublishResult } from './result';
 
 /**
  * Validates and publishes one provider version. Resolves with the result
