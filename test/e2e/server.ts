@@ -27,8 +27,8 @@ export interface Certificate {
   pem: string;
 }
 
-/** A self-signed certificate for localhost and 127.0.0.1 (Go's TLS needs the subjectAltName). */
-export function makeCertificate(dir: string): Certificate {
+/** A self-signed certificate for localhost and 127.0.0.1, and `hostname` when given (Go's TLS needs the subjectAltName). */
+export function makeCertificate(dir: string, hostname?: string): Certificate {
   const certPath = join(dir, 'cert.pem');
   const keyPath = join(dir, 'key.pem');
   execFileSync(
@@ -48,9 +48,9 @@ export function makeCertificate(dir: string): Certificate {
       '-days',
       '2',
       '-subj',
-      '/CN=localhost',
+      `/CN=${hostname ?? 'localhost'}`,
       '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      `subjectAltName=${hostname ? `DNS:${hostname},` : ''}DNS:localhost,IP:127.0.0.1`,
     ],
     { stdio: 'pipe' },
   );

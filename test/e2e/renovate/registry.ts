@@ -1,7 +1,6 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -12,7 +11,7 @@ import { publishModule } from '../../../scripts/lib/module/publish';
 import { h1Hash } from '../../../src/protocol/hashes';
 import { publishIntoState } from '../local-publish';
 import { generateRelease, generateSigningKey, zipDigests } from '../release';
-import { freePort, startDevServer, type Certificate, type DevServer } from '../server';
+import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from '../server';
 import { startRoutingProxy, type RoutingProxy } from './proxy';
 
 /**
@@ -47,35 +46,6 @@ export interface RenovateRegistry {
   /** `npm run token -- create …` in this state (the real CLI); '' in public mode. */
   readToken: string;
   stop(): Promise<void>;
-}
-
-function certificateFor(dir: string): Certificate {
-  const certPath = join(dir, 'cert.pem');
-  const keyPath = join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      keyPath,
-      '-out',
-      certPath,
-      '-days',
-      '2',
-      '-subj',
-      `/CN=${HOST}`,
-      '-addext',
-      `subjectAltName=DNS:${HOST},DNS:localhost,IP:127.0.0.1`,
-    ],
-    { stdio: 'pipe' },
-  );
-  return { certPath, keyPath, pem: readFileSync(certPath, 'utf8') };
 }
 
 export async function startRenovateRegistry(access: 'public' | 'private'): Promise<RenovateRegistry> {
@@ -116,7 +86,7 @@ export async function startRenovateRegistry(access: 'public' | 'private'): Promi
   await cli('lifecycle', 'withdraw', 'acme/vpc/aws', '--version', WITHDRAWN.module, '--message', 'breaks routing', '--hostname', HOST);
   const readToken = access === 'private' ? (await cli('token', 'create', '--namespace', 'acme', '--name', 'renovate')).trimEnd().split('\n').at(-1)! : '';
 
-  const certificate = certificateFor(dir);
+  const certificate = makeCertificate(dir, HOST);
   const port = await freePort();
   const server = await startDevServer({
     stateDir,
