@@ -209,8 +209,26 @@ function registryFacts(facts: RegistryFacts, publisher: TrustedPublisher) {
   const { kind, issuer, ref, environment } = publisher;
   const rule =
     publisher.kind === 'github'
-      ? { kind, issuer, repository: publisher.repository, workflow: publisher.workflow ?? null, ref: ref ?? null, environment: environment ?? null }
-      : { kind, issuer, project_path: publisher.projectPath, ref: ref ?? null, environment: environment ?? null };
+      ? {
+          kind,
+          issuer,
+          repository: publisher.repository,
+          // The ids the rule is pinned to (null for a rule stored before ids were pinned: its first publish pins them).
+          repository_id: publisher.repositoryId ?? null,
+          repository_owner_id: publisher.ownerId ?? null,
+          workflow: publisher.workflow ?? null,
+          ref: ref ?? null,
+          environment: environment ?? null,
+        }
+      : {
+          kind,
+          issuer,
+          project_path: publisher.projectPath,
+          project_id: publisher.projectId ?? null,
+          namespace_id: publisher.namespaceId ?? null,
+          ref: ref ?? null,
+          environment: environment ?? null,
+        };
   return { hostname: facts.hostname, publishedAt: facts.publishedAt, publisher: rule };
 }
 

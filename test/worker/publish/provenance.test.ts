@@ -118,6 +118,8 @@ describe('build provenance of CI-published releases', { timeout: 60_000 }, () =>
     expect(p.buildDefinition.internalParameters.registry.publisher).toMatchObject({
       kind: 'github',
       repository: REPO,
+      repository_id: '123456789',
+      repository_owner_id: '4242001',
       workflow: 'release.yml',
       ref: 'refs/tags/v*',
     });
