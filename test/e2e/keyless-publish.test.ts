@@ -6,14 +6,14 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeDemoModule } from '../../scripts/lib/demo/module';
 import { githubClaims, gitlabClaims, startCiIssuers, type CiIssuers } from '../fixtures/ci-issuers';
 import { writeDist } from '../scripts/helpers';
 import { get, getBytes } from './http';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
-import { missing, terraform } from '../tools';
+import { launchChromium } from '../fixtures/browser';
+import { CHROMIUM, missing, terraform } from '../tools';
 
 /**
  * The goal of keyless CI publishing, end to end: a GitHub Actions-shaped job
@@ -44,7 +44,6 @@ let ci: CiIssuers;
 let server: DevServer;
 let heldKeyId: string;
 let publishToken: string;
-const CHROMIUM = '/usr/bin/chromium';
 const AXE = readFileSync(join(root, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 
 interface Result {
@@ -478,7 +477,7 @@ module "vpc" {
       if (process.env.CI) throw new Error(`${CHROMIUM} is missing (apt-get install chromium)`);
       return;
     }
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] });
+    const browser = await launchChromium();
     try {
       const context = await browser.newContext({ ignoreHTTPSErrors: true });
       const seen: Record<string, { text: string; links: string[]; violations: string[]; errors: string[] }> = {};

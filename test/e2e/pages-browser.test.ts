@@ -4,10 +4,11 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishDemo } from '../../scripts/lib/demo/provider';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
+import { launchChromium } from '../fixtures/browser';
 import { CHROMIUM, missing, terraform } from '../tools';
 
 /**
@@ -45,11 +46,7 @@ beforeAll(async () => {
   await publishDemo({ persistTo: stateDir, keysDir: join(dir, 'keys'), log: () => {} });
   certificate = makeCertificate(dir);
   await mkdir(SHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    // playwright gives chromium a fresh temporary --user-data-dir itself (it refuses the flag here).
-  });
+  browser = await launchChromium();
 }, 180_000);
 
 afterAll(async () => {

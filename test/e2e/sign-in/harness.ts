@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { readRegistryConfig } from '../../../scripts/lib/config';
 import { openLocalStore } from '../../../scripts/lib/stores/local';
 import { writeDemoModule } from '../../../scripts/lib/demo/module';
@@ -13,6 +13,7 @@ import { startIdp, type IdpAccount, type RunningIdp } from '../../../scripts/lib
 import { publishIntoState } from '../local-publish';
 import { generateRelease, generateSigningKey } from '../release';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from '../server';
+import { launchChromium } from '../../fixtures/browser';
 import { CHROMIUM, terraform } from '../../tools';
 
 /**
@@ -96,20 +97,8 @@ export async function startWorld(options: { vars?: Record<string, string>; publi
       ...options.vars,
     },
   });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    // Terraform's listener is on 127.0.0.1 only; its redirect URI says localhost, which may resolve to ::1 first.
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--host-resolver-rules=MAP localhost 127.0.0.1',
-    ],
-  });
+  // Terraform's listener is on 127.0.0.1 only; its redirect URI says localhost, which may resolve to ::1 first.
+  const browser = await launchChromium(['--host-resolver-rules=MAP localhost 127.0.0.1']);
   return {
     dir,
     server,
