@@ -53,14 +53,53 @@ export interface VerifyResult {
   subjects: { name: string; sha256: string }[];
 }
 
+/**
+ * Runs the checks of the file comment, in that order, against the registry of
+ * `options.address` (or `options.registry`). Returns the verified facts;
+ * throws ProvenanceMismatchError naming the first check that failed, or
+ * InputError when the address is malformed or the registry cannot be read.
+ */
 export async function verifyProvenance(options: VerifyOptions): Promise<VerifyResult> {
   const log = options.log ?? (() => {});
-  const doFetch = options.fetch ?? fetch;
-  const parts = options.address.split('/');
+  const { path, module } = parseAddress(options.address);
+  const registry = registryReader(options);
+  const { kid, statement } = await verifiedStatement(registry, module ? 'modules' : 'providers', path, options);
+  log(`signature: verified with the registry's attestation key ${kid}`);
+  checkIsBuildProvenance(statement, options);
+  const served = module ? await servedModuleFiles(registry, path, options) : await servedProviderFiles(registry, path, options);
+  checkSubjects(statement, served, options);
+  log(`subjects: ${served.size} files, each digest equal to the served bytes${module ? '' : ' and to SHA256SUMS'}`);
+  const facts = buildFacts(statement);
+  checkExpectedBuilder(facts, options);
+  return {
+    address: options.address,
+    version: options.version,
+    keyid: kid,
+    ...facts,
+    subjects: statement.subject.map((s) => ({ name: s.name, sha256: s.digest.sha256 })),
+  };
+}
+
+/** HOST/NS/TYPE or HOST/NS/NAME/SYSTEM: the path after the host, and whether it names a module; InputError otherwise. */
+function parseAddress(address: string): { path: string[]; module: boolean } {
+  const parts = address.split('/');
   if (parts.length !== 3 && parts.length !== 4)
-    throw new InputError(`"${options.address}" is neither HOST/NAMESPACE/TYPE (a provider) nor HOST/NAMESPACE/NAME/SYSTEM (a module)`);
-  const [host, ...path] = parts as [string, ...string[]];
-  const base = new URL(options.registry ?? `https://${host}`);
+    throw new InputError(`"${address}" is neither HOST/NAMESPACE/TYPE (a provider) nor HOST/NAMESPACE/NAME/SYSTEM (a module)`);
+  return { path: parts.slice(1), module: parts.length === 4 };
+}
+
+/** Reads the registry's routes as a consumer: answers 2xx, or throws naming what was asked for. */
+interface RegistryReader {
+  base: URL;
+  /** The response to `url` (relative to the registry); 404 is a ProvenanceMismatchError, another failure an InputError. */
+  get(url: string, what: string): Promise<Response>;
+  /** The bytes of `url`, as `get`. */
+  bytes(url: string, what: string): Promise<Uint8Array>;
+}
+
+function registryReader(options: VerifyOptions): RegistryReader {
+  const doFetch = options.fetch ?? fetch;
+  const base = new URL(options.registry ?? `https://${options.address.split('/')[0]}`);
   const headers: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
   const get = async (url: string, what: string): Promise<Response> => {
     let response: Response;
@@ -78,31 +117,42 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
       );
     return response;
   };
-  const bytes = async (url: string, what: string) => new Uint8Array(await (await get(url, what)).arrayBuffer());
+  return { base, get, bytes: async (url, what) => new Uint8Array(await (await get(url, what)).arrayBuffer()) };
+}
 
-  const module = parts.length === 4;
-  const kind = module ? 'modules' : 'providers';
-  const keys = ((await (await get('/v1/provenance/keys', "the registry's attestation keys")).json()) as { keys: AttestationPublicJwk[] }).keys;
+/** Check 1: the version's DSSE envelope verifies with a key of /v1/provenance/keys; its payload is JSON. */
+async function verifiedStatement(
+  registry: RegistryReader,
+  kind: 'providers' | 'modules',
+  path: string[],
+  { address, version }: VerifyOptions,
+): Promise<{ kid: string; statement: Statement }> {
+  const keys = ((await (await registry.get('/v1/provenance/keys', "the registry's attestation keys")).json()) as { keys: AttestationPublicJwk[] }).keys;
   const envelope = await (
-    await get(
-      `/v1/provenance/${kind}/${path.map(encodeURIComponent).join('/')}/${encodeURIComponent(options.version)}`,
-      `the provenance of ${options.address} ${options.version}`,
+    await registry.get(
+      `/v1/provenance/${kind}/${path.map(encodeURIComponent).join('/')}/${encodeURIComponent(version)}`,
+      `the provenance of ${address} ${version}`,
     )
   ).json();
-  let verified;
+  let verified: Awaited<ReturnType<typeof verifyEnvelope>>;
   try {
     verified = await verifyEnvelope(envelope, keys);
   } catch (error) {
     if (error instanceof DsseError) throw new ProvenanceMismatchError(error.message);
     throw error;
   }
-  log(`signature: verified with the registry's attestation key ${verified.kid}`);
   let statement: Statement;
   try {
     statement = JSON.parse(new TextDecoder().decode(verified.body)) as Statement;
   } catch {
     throw new ProvenanceMismatchError('the signed payload is not JSON');
   }
+  if (!Array.isArray(statement.subject)) statement.subject = [];
+  return { kid: verified.kid, statement };
+}
+
+/** Check 2: an in-toto Statement v1 with SLSA Provenance v1; a publish attestation says who published instead. */
+function checkIsBuildProvenance(statement: Statement, options: VerifyOptions): void {
   if (statement._type !== STATEMENT_TYPE) throw new ProvenanceMismatchError(`the statement type is ${JSON.stringify(statement._type)}, not ${STATEMENT_TYPE}`);
   if (statement.predicateType === PUBLISH_ATTESTATION_V1) {
     const actor = (statement.predicate as { actor?: { kind?: string } }).actor?.kind ?? 'unknown';
@@ -112,56 +162,68 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
   }
   if (statement.predicateType !== SLSA_PROVENANCE_V1)
     throw new ProvenanceMismatchError(`the predicate type is ${JSON.stringify(statement.predicateType)}, not ${SLSA_PROVENANCE_V1}`);
+}
 
-  // The files as served, by name → SHA-256 of the downloaded bytes.
+/** The module package as served (the download's X-Terraform-Get): its file name → SHA-256 of its bytes. */
+async function servedModuleFiles(registry: RegistryReader, path: string[], { address, version }: VerifyOptions): Promise<Map<string, string>> {
+  const answer = await registry.get(`/v1/modules/${path.join('/')}/${encodeURIComponent(version)}/download`, `module ${address} ${version}`);
+  const location = answer.headers.get('x-terraform-get');
+  if (!location) throw new InputError(`the module download answered without X-Terraform-Get`);
+  const url = new URL(location, answer.url || registry.base);
+  const name = decodeURIComponent(url.pathname.slice(url.pathname.lastIndexOf('/') + 1));
+  return new Map([[name, sha256Hex(await registry.bytes(url.href, 'the module package'))]]);
+}
+
+/**
+ * Each platform's zip and SHA256SUMS as served (file name → SHA-256 of the downloaded bytes), after
+ * check 3's first half: SHA256SUMS must list every zip with the digest of its bytes.
+ */
+async function servedProviderFiles(registry: RegistryReader, path: string[], options: VerifyOptions): Promise<Map<string, string>> {
+  const [ns, type] = path as [string, string];
+  const versions = (await (await registry.get(`/v1/providers/${ns}/${type}/versions`, `provider ${options.address}`)).json()) as {
+    versions: { version: string; platforms: { os: string; arch: string }[] }[];
+  };
+  const entry = versions.versions.find((v) => v.version === options.version);
+  if (!entry) throw new InputError(`${options.address} has no version ${options.version}`);
   const served = new Map<string, string>();
-  if (module) {
-    const answer = await get(`/v1/modules/${path.join('/')}/${encodeURIComponent(options.version)}/download`, `module ${options.address} ${options.version}`);
-    const location = answer.headers.get('x-terraform-get');
-    if (!location) throw new InputError(`the module download answered without X-Terraform-Get`);
-    const url = new URL(location, answer.url || base);
-    served.set(decodeURIComponent(url.pathname.slice(url.pathname.lastIndexOf('/') + 1)), sha256Hex(await bytes(url.href, 'the module package')));
-  } else {
-    const [ns, type] = path as [string, string];
-    const versions = (await (await get(`/v1/providers/${ns}/${type}/versions`, `provider ${options.address}`)).json()) as {
-      versions: { version: string; platforms: { os: string; arch: string }[] }[];
+  let shasumsUrl = '';
+  let shasumsName = '';
+  for (const p of entry.platforms) {
+    const doc = (await (
+      await registry.get(`/v1/providers/${ns}/${type}/${options.version}/download/${p.os}/${p.arch}`, `the ${p.os}_${p.arch} download`)
+    ).json()) as {
+      filename: string;
+      download_url: string;
+      shasums_url: string;
     };
-    const entry = versions.versions.find((v) => v.version === options.version);
-    if (!entry) throw new InputError(`${options.address} has no version ${options.version}`);
-    let shasumsUrl = '';
-    let shasumsName = '';
-    for (const p of entry.platforms) {
-      const doc = (await (await get(`/v1/providers/${ns}/${type}/${options.version}/download/${p.os}/${p.arch}`, `the ${p.os}_${p.arch} download`)).json()) as {
-        filename: string;
-        download_url: string;
-        shasums_url: string;
-      };
-      served.set(doc.filename, sha256Hex(await bytes(doc.download_url, doc.filename)));
-      shasumsUrl = doc.shasums_url;
-      shasumsName = decodeURIComponent(new URL(doc.shasums_url, base).pathname.split('/').at(-1)!);
-    }
-    const sums = await bytes(shasumsUrl, 'SHA256SUMS');
-    served.set(shasumsName, sha256Hex(sums));
-    // SHA256SUMS as served must list each zip with the digest of its bytes.
-    const lines = new Map(parseShasums(new TextDecoder().decode(sums)).map((e) => [e.filename, e.sha256Hex]));
-    for (const [name, digest] of served) {
-      if (name !== shasumsName && lines.get(name) !== digest)
-        throw new ProvenanceMismatchError(`${shasumsName} lists ${name} as ${lines.get(name) ?? 'nothing'}, its bytes hash to ${digest}`);
-    }
+    served.set(doc.filename, sha256Hex(await registry.bytes(doc.download_url, doc.filename)));
+    shasumsUrl = doc.shasums_url;
+    shasumsName = decodeURIComponent(new URL(doc.shasums_url, registry.base).pathname.split('/').at(-1)!);
   }
+  const sums = await registry.bytes(shasumsUrl, 'SHA256SUMS');
+  const lines = new Map(parseShasums(new TextDecoder().decode(sums)).map((e) => [e.filename, e.sha256Hex]));
+  for (const [name, digest] of served) {
+    if (lines.get(name) !== digest)
+      throw new ProvenanceMismatchError(`${shasumsName} lists ${name} as ${lines.get(name) ?? 'nothing'}, its bytes hash to ${digest}`);
+  }
+  served.set(shasumsName, sha256Hex(sums));
+  return served;
+}
 
-  const subjects = Array.isArray(statement.subject) ? statement.subject : [];
-  const named = new Map(subjects.map((s) => [s?.name, s?.digest?.sha256]));
+/** Check 3: the subjects are exactly the served files, each with the digest of its served bytes. */
+function checkSubjects(statement: Statement, served: ReadonlyMap<string, string>, options: VerifyOptions): void {
+  const named = new Map(statement.subject.map((s) => [s?.name, s?.digest?.sha256]));
   for (const [name, digest] of served) {
     const stated = named.get(name);
     if (stated === undefined) throw new ProvenanceMismatchError(`${name} is served but is not a subject of the statement (a statement of another release?)`);
     if (stated !== digest) throw new ProvenanceMismatchError(`${name}: the statement says sha256 ${stated}, the served bytes hash to ${digest}`);
   }
-  for (const s of subjects)
+  for (const s of statement.subject)
     if (!served.has(s.name)) throw new ProvenanceMismatchError(`the statement names ${s.name}, which ${options.address} ${options.version} does not serve`);
-  log(`subjects: ${served.size} files, each digest equal to the served bytes${module ? '' : ' and to SHA256SUMS'}`);
+}
 
-  const facts = buildFacts(statement);
+/** Check 4: the repository and workflow it was built from are the expected ones, where given. */
+function checkExpectedBuilder(facts: ReturnType<typeof buildFacts>, options: VerifyOptions): void {
   if (options.repository && facts.repository.toLowerCase() !== options.repository.toLowerCase()) {
     throw new ProvenanceMismatchError(`built from repository ${facts.repository} (id ${facts.repositoryId}), expected ${options.repository}`);
   }
@@ -169,13 +231,6 @@ export async function verifyProvenance(options: VerifyOptions): Promise<VerifyRe
     const want = options.workflow.includes('/') ? options.workflow : `/${options.workflow}`;
     if (!`/${facts.workflow}`.endsWith(want)) throw new ProvenanceMismatchError(`built by workflow ${facts.workflow}, expected ${options.workflow}`);
   }
-  return {
-    address: options.address,
-    version: options.version,
-    keyid: verified.kid,
-    ...facts,
-    subjects: subjects.map((s) => ({ name: s.name, sha256: s.digest.sha256 })),
-  };
 }
 
 /** Repository, workflow, ref, commit and run as the statement states them (GitHub's or our GitLab build type). */
