@@ -50,131 +50,166 @@ const USAGE = `usage: npm run publisher -- COMMAND --namespace NS [options]
   --hostname HOST          registry hostname (default REGISTRY_HOSTNAME)
   --json                   print the result as JSON on stdout`;
 
+const OPTIONS = {
+  ...STATE_OPTIONS,
+  namespace: { type: 'string' },
+  hostname: { type: 'string' },
+  json: { type: 'boolean' },
+  issuer: { type: 'string' },
+  repository: { type: 'string' },
+  'project-path': { type: 'string' },
+  workflow: { type: 'string' },
+  ref: { type: 'string' },
+  environment: { type: 'string' },
+  'repository-id': { type: 'string' },
+  'owner-id': { type: 'string' },
+  'project-id': { type: 'string' },
+  'namespace-id': { type: 'string' },
+  'any-ref': { type: 'boolean' },
+  'allow-unprotected-ref': { type: 'boolean' },
+  api: { type: 'string' },
+  off: { type: 'boolean' },
+} as const;
+
+/** The options only `add` takes (what a publisher matches, and where its ids are looked up). */
+const ADD_OPTIONS = [
+  'issuer',
+  'repository',
+  'project-path',
+  'workflow',
+  'ref',
+  'environment',
+  'repository-id',
+  'owner-id',
+  'project-id',
+  'namespace-id',
+  'any-ref',
+  'allow-unprotected-ref',
+  'api',
+] as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+/** What every command works on: the parsed options, the namespace, and the store opened for it. */
+interface Context {
+  values: Values;
+  hostname: string;
+  namespace: string;
+  /** HOST/NS, as audit entries name it. */
+  target: string;
+  store: Awaited<ReturnType<typeof openStore>> | (Awaited<ReturnType<typeof openKvStore>> & { blobs: null });
+  /** Where writes leave their audit entry (R2); null for list, which only reads KV. */
+  auditStore: { blobs: NonNullable<Awaited<ReturnType<typeof openStore>>['blobs']> } | null;
+}
+
+const COMMANDS = {
+  add: addCommand,
+  list: listCommand,
+  remove: removeCommand,
+  'require-provenance': requireProvenanceCommand,
+} satisfies Record<string, (context: Context, rest: string[]) => Promise<void>>;
+
+type Command = keyof typeof COMMANDS;
+
 run(async () => {
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: {
-      ...STATE_OPTIONS,
-      namespace: { type: 'string' },
-      hostname: { type: 'string' },
-      json: { type: 'boolean' },
-      issuer: { type: 'string' },
-      repository: { type: 'string' },
-      'project-path': { type: 'string' },
-      workflow: { type: 'string' },
-      ref: { type: 'string' },
-      environment: { type: 'string' },
-      'repository-id': { type: 'string' },
-      'owner-id': { type: 'string' },
-      'project-id': { type: 'string' },
-      'namespace-id': { type: 'string' },
-      'any-ref': { type: 'boolean' },
-      'allow-unprotected-ref': { type: 'boolean' },
-      api: { type: 'string' },
-      off: { type: 'boolean' },
-    },
-  });
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: OPTIONS });
   if (values.help) {
     say(USAGE);
     return;
   }
   const [command, ...rest] = positionals;
-  if (!command || !['add', 'list', 'remove', 'require-provenance'].includes(command))
-    throw new UsageError('expected one command: add, list, remove or require-provenance');
-  if (values.off && command !== 'require-provenance') throw new UsageError('--off is an option of require-provenance');
-  if (command === 'remove' ? rest.length !== 1 : rest.length > 0) {
-    throw new UsageError(command === 'remove' ? 'remove takes one publisher id (npm run publisher -- list prints them)' : `unexpected argument "${rest[0]}"`);
-  }
-  const matching = [
-    'issuer',
-    'repository',
-    'project-path',
-    'workflow',
-    'ref',
-    'environment',
-    'repository-id',
-    'owner-id',
-    'project-id',
-    'namespace-id',
-    'any-ref',
-    'allow-unprotected-ref',
-    'api',
-  ] as const;
-  if (command !== 'add') {
-    const given = matching.filter((name) => values[name] !== undefined);
-    if (given.length) throw new UsageError(`--${given[0]} is an option of add`);
-  }
-  if (!values.namespace) throw new UsageError('--namespace is required');
-  const namespace = parseProviderName(values.namespace, 'namespace');
+  checkArguments(command, rest, values);
+  const namespace = parseProviderName(values.namespace!, 'namespace');
   const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
   const hostname = values.hostname ? parseHostname(values.hostname) : config.hostname;
-
-  // Writes leave an audit entry (R2); list only reads KV.
   const store =
     command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
-  const auditStore = store.blobs ? { blobs: store.blobs } : null;
-  const target = `${hostname}/${namespace}`;
   try {
-    const where = store.description;
-    if (command === 'add') {
-      const input = {
-        issuer: values.issuer,
-        repository: values.repository,
-        projectPath: values['project-path'],
-        workflow: values.workflow,
-        ref: values.ref,
-        environment: values.environment,
-        repositoryId: values['repository-id'],
-        ownerId: values['owner-id'],
-        projectId: values['project-id'],
-        namespaceId: values['namespace-id'],
-        anyRef: values['any-ref'],
-        allowUnprotectedRef: values['allow-unprotected-ref'],
-      };
-      const lookup = { api: values.api, env: process.env };
-      const { publisher, added } = await audited(
-        auditStore,
-        values.remote,
-        { action: 'publisher.add', target },
-        () => addPublisher(store.kv, hostname, namespace, input, lookup),
-        (result) => ({ outcome: result.added ? 'ok' : 'unchanged', reason: describePublisher(result.publisher).replace(/\s+/g, ' ') }),
-      );
-      say(added ? `trusted publisher added to ${hostname}/${namespace} in ${where}:` : `${hostname}/${namespace} already trusts this publisher:`);
-      say(`  ${describePublisher(publisher)}`);
-      if (added) say('  CI jobs it matches can now publish with `--registry URL` and their ID token (production KV takes up to 60 s to propagate)');
-      if (values.json) process.stdout.write(`${JSON.stringify({ publisher, added })}\n`);
-    } else if (command === 'require-provenance') {
-      // Its own R2 object, not part of the publisher records (src/store/provenance.ts).
-      const required = !values.off;
-      await audited(
-        auditStore,
-        values.remote,
-        { action: 'publisher.require-provenance', target, reason: required ? 'on' : 'off' },
-        () => setProvenanceRequired(store.blobs!, hostname, namespace, required),
-        () => ({ outcome: 'ok', reason: required ? 'on' : 'off' }),
-      );
-      say(
-        required
-          ? `${hostname}/${namespace} now requires build provenance: only trusted publishers (CI jobs) may publish into it`
-          : `${hostname}/${namespace} no longer requires build provenance`,
-      );
-      if (values.json) process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, requireProvenance: required })}\n`);
-    } else if (command === 'list') {
-      const publishers = await listPublishers(store.kv, hostname, namespace);
-      if (values.json) process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, publishers })}\n`);
-      else process.stdout.write(`${formatPublishers(hostname, namespace, publishers)}\n`);
-    } else {
-      const removed = await audited(
-        auditStore,
-        values.remote,
-        { action: 'publisher.remove', target, reason: `publisher ${rest[0]!}` },
-        () => removePublisher(store.kv, hostname, namespace, rest[0]!),
-        (result) => ({ outcome: 'ok', reason: describePublisher(result).replace(/\s+/g, ' ') }),
-      );
-      say(`removed trusted publisher ${removed.id} from ${hostname}/${namespace} in ${where}`);
-      if (values.json) process.stdout.write(`${JSON.stringify({ removed })}\n`);
-    }
+    const auditStore = store.blobs ? { blobs: store.blobs } : null;
+    await COMMANDS[command]({ values, hostname, namespace, target: `${hostname}/${namespace}`, store, auditStore }, rest);
   } finally {
     await store.close();
   }
 }, USAGE);
+
+/** One known command with its arguments, and only its options; UsageError (exit 2) naming the first that is not. */
+function checkArguments(command: string | undefined, rest: string[], values: Values): asserts command is Command {
+  if (!command || !Object.hasOwn(COMMANDS, command)) throw new UsageError('expected one command: add, list, remove or require-provenance');
+  if (values.off && command !== 'require-provenance') throw new UsageError('--off is an option of require-provenance');
+  if (command === 'remove' ? rest.length !== 1 : rest.length > 0) {
+    throw new UsageError(command === 'remove' ? 'remove takes one publisher id (npm run publisher -- list prints them)' : `unexpected argument "${rest[0]}"`);
+  }
+  if (command !== 'add') {
+    const given = ADD_OPTIONS.filter((name) => values[name] !== undefined);
+    if (given.length) throw new UsageError(`--${given[0]} is an option of add`);
+  }
+  if (!values.namespace) throw new UsageError('--namespace is required');
+}
+
+/** `add`: trusts a CI job (pinned to its repository's ids, given or looked up), audited; already trusted is `unchanged`. */
+async function addCommand({ values, hostname, namespace, target, store, auditStore }: Context): Promise<void> {
+  const input = {
+    issuer: values.issuer,
+    repository: values.repository,
+    projectPath: values['project-path'],
+    workflow: values.workflow,
+    ref: values.ref,
+    environment: values.environment,
+    repositoryId: values['repository-id'],
+    ownerId: values['owner-id'],
+    projectId: values['project-id'],
+    namespaceId: values['namespace-id'],
+    anyRef: values['any-ref'],
+    allowUnprotectedRef: values['allow-unprotected-ref'],
+  };
+  const lookup = { api: values.api, env: process.env };
+  const { publisher, added } = await audited(
+    auditStore,
+    values.remote,
+    { action: 'publisher.add', target },
+    () => addPublisher(store.kv, hostname, namespace, input, lookup),
+    (result) => ({ outcome: result.added ? 'ok' : 'unchanged', reason: describePublisher(result.publisher).replace(/\s+/g, ' ') }),
+  );
+  say(added ? `trusted publisher added to ${target} in ${store.description}:` : `${target} already trusts this publisher:`);
+  say(`  ${describePublisher(publisher)}`);
+  if (added) say('  CI jobs it matches can now publish with `--registry URL` and their ID token (production KV takes up to 60 s to propagate)');
+  if (values.json) process.stdout.write(`${JSON.stringify({ publisher, added })}\n`);
+}
+
+/** `require-provenance [--off]`: its own R2 object, not part of the publisher records (src/store/provenance.ts); audited. */
+async function requireProvenanceCommand({ values, hostname, namespace, target, store, auditStore }: Context): Promise<void> {
+  const required = !values.off;
+  await audited(
+    auditStore,
+    values.remote,
+    { action: 'publisher.require-provenance', target, reason: required ? 'on' : 'off' },
+    () => setProvenanceRequired(store.blobs!, hostname, namespace, required),
+    () => ({ outcome: 'ok', reason: required ? 'on' : 'off' }),
+  );
+  say(
+    required
+      ? `${target} now requires build provenance: only trusted publishers (CI jobs) may publish into it`
+      : `${target} no longer requires build provenance`,
+  );
+  if (values.json) process.stdout.write(`${JSON.stringify({ namespace: target, requireProvenance: required })}\n`);
+}
+
+/** `list`: the namespace's trusted publishers, from KV only. */
+async function listCommand({ values, hostname, namespace, target, store }: Context): Promise<void> {
+  const publishers = await listPublishers(store.kv, hostname, namespace);
+  if (values.json) process.stdout.write(`${JSON.stringify({ namespace: target, publishers })}\n`);
+  else process.stdout.write(`${formatPublishers(hostname, namespace, publishers)}\n`);
+}
+
+/** `remove ID`: stops trusting a publisher, audited; an unknown id is an InputError (exit 1). */
+async function removeCommand({ values, hostname, namespace, target, store, auditStore }: Context, rest: string[]): Promise<void> {
+  const removed = await audited(
+    auditStore,
+    values.remote,
+    { action: 'publisher.remove', target, reason: `publisher ${rest[0]!}` },
+    () => removePublisher(store.kv, hostname, namespace, rest[0]!),
+    (result) => ({ outcome: 'ok', reason: describePublisher(result).replace(/\s+/g, ' ') }),
+  );
+  say(`removed trusted publisher ${removed.id} from ${target} in ${store.description}`);
+  if (values.json) process.stdout.write(`${JSON.stringify({ removed })}\n`);
+}
