@@ -733,7 +733,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'zip-backslash-name',
     file: 'src/protocol/zip-reader.ts',
-    tests: ARCHIVE,
+    tests: [...ARCHIVE, 'test/worker/store/stored-zip.test.ts'],
     description: 'a provider package entry name with a backslash, a drive letter or a newline is accepted (it unpacks under another name on Windows)',
     from: 'if (problem !== null) throw',
     to: 'if (false) throw',
@@ -741,7 +741,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'zip-overlapping-entries',
     file: 'src/protocol/zip-reader.ts',
-    tests: ARCHIVE,
+    tests: [...ARCHIVE, 'test/worker/store/stored-zip.test.ts'],
     description: 'two entries sharing their bytes are accepted',
     from: 'if (entry.localHeaderOffset < free) throw',
     to: 'if (false) throw',
@@ -749,7 +749,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'zip-trailing-bytes',
     file: 'src/protocol/zip.ts',
-    tests: ARCHIVE,
+    tests: [...ARCHIVE, 'test/worker/store/stored-zip.test.ts'],
     description: 'bytes after the end of central directory record are accepted',
     from: 'if (i + 22 + commentLength !== tail.byteLength) {',
     to: 'if (false) {',
