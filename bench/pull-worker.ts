@@ -33,7 +33,8 @@ import { verifiedCopy } from '../src/mirror/verified-copy';
 import { zipDigest } from '../src/mirror/zip-digest';
 import { repackModule } from '../src/mirror/modules/repack';
 import { proxiedModuleDocs } from '../src/mirror/modules/docs';
-import { storedZipEntries, storedZipH1 } from '../src/store/uploads/stored-zip';
+import { storedZip } from '../src/store/uploads/stored-zip';
+import { readZipDirectory, zipH1 } from '../src/protocol/zip-reader';
 import { entryDataOffset, LOCAL_HEADER_BYTES } from '../src/protocol/zip';
 
 const ops: Record<string, number> = {};
@@ -174,8 +175,8 @@ async function memoryCpu(what: string, url: URL): Promise<Response> {
     const digest = new crypto.DigestStream('SHA-256');
     await (await body()).pipeTo(digest);
     const sha256 = hex(await digest.digest);
-    const entries = await storedZipEntries(memoryBucket, key, bytes.byteLength, key);
-    return Response.json({ sha256, h1: await storedZipH1(memoryBucket, key, bytes.byteLength, entries, key) });
+    const zip = storedZip(memoryBucket, key, bytes.byteLength);
+    return Response.json({ sha256, h1: await zipH1(zip, await readZipDirectory(zip, key), key) });
   }
   if (what === 'floor-zh') {
     const digest = new crypto.DigestStream('SHA-256');
@@ -184,7 +185,7 @@ async function memoryCpu(what: string, url: URL): Promise<Response> {
   }
   if (what === 'floor-h1') {
     // Only the native work: each entry (its offsets from the central directory) inflated into a DigestStream.
-    const entries = await storedZipEntries(memoryBucket, key, bytes.byteLength, key);
+    const { entries } = await readZipDirectory(storedZip(memoryBucket, key, bytes.byteLength), key);
     const digests: string[] = [];
     for (const entry of entries) {
       const offset = entryDataOffset(bytes.subarray(entry.localHeaderOffset, entry.localHeaderOffset + LOCAL_HEADER_BYTES), entry, key);

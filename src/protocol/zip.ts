@@ -14,10 +14,14 @@ export interface ZipEntry {
   method: number;
   compressedSize: number;
   uncompressedSize: number;
+  /** CRC-32 of the uncompressed bytes, as the central directory records it. */
+  crc32: number;
   /** Offset of the entry's local file header. */
   localHeaderOffset: number;
   /** True for a directory entry (name ends with "/"). */
   isDirectory: boolean;
+  /** Unix mode bits (permissions) when the zip was made on Unix, else null. */
+  unixMode: number | null;
 }
 
 export interface ZipDirectory {
@@ -38,12 +42,23 @@ export const LOCAL_HEADER_BYTES = 30;
  * Finds the central directory from the last bytes of an archive (`tail`,
  * up to ZIP_TAIL_BYTES, of an archive of `size` bytes). Returns its offset
  * and size. Throws InputError (naming `label`) when there is no EOCD record,
- * it is ZIP64, or it points outside the archive.
+ * bytes follow its comment, it is ZIP64 or split over disks, or it points
+ * outside the archive.
  */
 export function locateCentralDirectory(tail: Uint8Array, size: number, label: string): { offset: number; size: number; count: number } {
   const view = new DataView(tail.buffer, tail.byteOffset, tail.byteLength);
   for (let i = tail.byteLength - 22; i >= 0; i--) {
     if (view.getUint32(i, true) !== EOCD_SIGNATURE) continue;
+    // The comment runs to the end of the file: anything after it is a damaged or appended-to file, or a
+    // signature inside a comment (yauzl, the CLI's reader until issue 28, refused these too).
+    const commentLength = view.getUint16(i + 20, true);
+    if (i + 22 + commentLength !== tail.byteLength) {
+      throw new InputError(
+        `${label}: not a readable zip file (${tail.byteLength - i - 22 - commentLength} bytes after its end of central directory record); rebuild it`,
+      );
+    }
+    if (view.getUint16(i + 4, true) !== 0 || view.getUint16(i + 6, true) !== 0)
+      throw new InputError(`${label}: not a readable zip file (split over several disks); rebuild it as one file`);
     const count = view.getUint16(i + 10, true);
     const cdSize = view.getUint32(i + 12, true);
     const cdOffset = view.getUint32(i + 16, true);
@@ -53,14 +68,15 @@ export function locateCentralDirectory(tail: Uint8Array, size: number, label: st
     if (cdOffset + cdSize > size) throw new InputError(`${label}: not a readable zip file (its central directory lies outside the file); rebuild it`);
     return { offset: cdOffset, size: cdSize, count };
   }
-  throw new InputError(`${label}: not a zip file (no end of central directory record); rebuild it`);
+  throw new InputError(`${label}: not a readable zip file (no end of central directory record); rebuild it`);
 }
 
 /**
  * Parses a central directory (`bytes`, exactly as located). Throws
- * InputError for a malformed directory, an entry name that is not UTF-8,
- * absolute or with "..", an entry stored twice, encryption, or a compression
- * method other than stored or deflate (as the CLI's validation does).
+ * InputError for a malformed directory (an entry's header or extra field
+ * running past it), an entry name that is not UTF-8, absolute or with "..",
+ * an entry stored twice, encryption, or a compression method other than
+ * stored or deflate.
  */
 export function parseCentralDirectory(bytes: Uint8Array, count: number, archiveSize: number, label: string): ZipEntry[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -72,15 +88,21 @@ export function parseCentralDirectory(bytes: Uint8Array, count: number, archiveS
     if (at + 46 > bytes.byteLength || view.getUint32(at, true) !== CENTRAL_SIGNATURE) {
       throw new InputError(`${label}: not a readable zip file (central directory entry ${n + 1} is damaged); rebuild it`);
     }
+    const madeBy = view.getUint16(at + 4, true) >> 8;
     const flags = view.getUint16(at + 8, true);
     const method = view.getUint16(at + 10, true);
+    const crc32 = view.getUint32(at + 16, true);
     const compressedSize = view.getUint32(at + 20, true);
     const uncompressedSize = view.getUint32(at + 24, true);
     const nameLength = view.getUint16(at + 28, true);
     const extraLength = view.getUint16(at + 30, true);
     const commentLength = view.getUint16(at + 32, true);
+    const externalAttributes = view.getUint32(at + 38, true);
     const localHeaderOffset = view.getUint32(at + 42, true);
-    if (at + 46 + nameLength > bytes.byteLength) throw new InputError(`${label}: not a readable zip file (an entry name runs past the directory); rebuild it`);
+    if (at + 46 + nameLength + extraLength + commentLength > bytes.byteLength)
+      throw new InputError(`${label}: not a readable zip file (central directory entry ${n + 1} runs past the directory); rebuild it`);
+    if (!wellFormedExtraField(bytes.subarray(at + 46 + nameLength, at + 46 + nameLength + extraLength)))
+      throw new InputError(`${label}: not a readable zip file (central directory entry ${n + 1} has a damaged extra field); rebuild it`);
     let name: string;
     try {
       name = decoder.decode(bytes.subarray(at + 46, at + 46 + nameLength));
@@ -88,11 +110,12 @@ export function parseCentralDirectory(bytes: Uint8Array, count: number, archiveS
       throw new InputError(`${label}: entry ${n + 1} has a name that is not UTF-8; rebuild the zip`);
     }
     const shown = JSON.stringify(name);
-    if (flags & 0x1) throw new InputError(`${label}: entry ${shown} is encrypted; provider packages cannot be`);
+    // 0x40: strong encryption, which sets 0x1 too in a well-formed zip.
+    if (flags & 0x41) throw new InputError(`${label}: entry ${shown} is encrypted; provider packages cannot be`);
     if (method !== 0 && method !== 8)
       throw new InputError(`${label}: entry ${shown} uses compression method ${method}; only stored and deflate are read by Terraform`);
-    if (name.startsWith('/') || name.split(/[\\/]/).includes('..'))
-      throw new InputError(`${label}: entry ${shown} is absolute or has a ".." segment; rebuild the zip`);
+    if (name.startsWith('/')) throw new InputError(`${label}: unsafe entry name (absolute path: ${shown}); rebuild the zip`);
+    if (name.split(/[\\/]/).includes('..')) throw new InputError(`${label}: unsafe entry name (a ".." segment: ${shown}); rebuild the zip`);
     if (seen.has(name)) throw new InputError(`${label}: entry ${shown} is stored twice; rebuild the zip`);
     if (compressedSize === 0xffffffff || uncompressedSize === 0xffffffff || localHeaderOffset === 0xffffffff) {
       throw new InputError(`${label}: entry ${shown} needs ZIP64; provider packages must be plain zip files`);
@@ -100,7 +123,16 @@ export function parseCentralDirectory(bytes: Uint8Array, count: number, archiveS
     if (localHeaderOffset + LOCAL_HEADER_BYTES + compressedSize > archiveSize)
       throw new InputError(`${label}: entry ${shown} lies outside the file; rebuild the zip`);
     seen.add(name);
-    entries.push({ name, method, compressedSize, uncompressedSize, localHeaderOffset, isDirectory: name.endsWith('/') });
+    entries.push({
+      name,
+      method,
+      compressedSize,
+      uncompressedSize,
+      crc32,
+      localHeaderOffset,
+      isDirectory: name.endsWith('/'),
+      unixMode: madeBy === 3 ? (externalAttributes >>> 16) & 0o7777 : null,
+    });
     at += 46 + nameLength + extraLength + commentLength;
   }
   return entries;
@@ -117,4 +149,16 @@ export function entryDataOffset(header: Uint8Array, entry: ZipEntry, label: stri
     throw new InputError(`${label}: entry ${JSON.stringify(entry.name)} has a damaged local header; rebuild the zip`);
   }
   return entry.localHeaderOffset + LOCAL_HEADER_BYTES + view.getUint16(26, true) + view.getUint16(28, true);
+}
+
+/** True when an extra field is a sequence of (id, length, data) records that ends where the field does. */
+function wellFormedExtraField(field: Uint8Array): boolean {
+  const view = new DataView(field.buffer, field.byteOffset, field.byteLength);
+  let at = 0;
+  // As yauzl: fewer than 4 bytes left are padding, not a record.
+  while (at + 4 <= field.byteLength) {
+    at += 4 + view.getUint16(at + 2, true);
+    if (at > field.byteLength) return false;
+  }
+  return true;
 }

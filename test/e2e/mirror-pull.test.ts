@@ -160,7 +160,8 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
         .flatMap((a) => a.hashes.filter((h) => h.startsWith('zh:')))
         .sort(),
     ).toEqual(sums.map(([hash]) => `zh:${hash}`).sort());
-    // The h1 the Worker computed for the pulled archive is the one Terraform computed (lock file) and yauzl computes.
+    // The h1 the Worker computed for the pulled archive is the one Terraform computed (lock file, the independent check)
+    // and the CLI's inspectArchive (the same reader over a file, so a mismatch would be its ZipSource's).
     const lock = parseLockFile(await readFile(join(first.dir, '.terraform.lock.hcl'), 'utf8')).get(source)!;
     expect(lock.version).toBe('1.1.0');
     const h1 = served.archives[goPlatform]!.hashes.find((h) => h.startsWith('h1:'));

@@ -2,7 +2,6 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import yazl from 'yazl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inspectArchive, sha256File } from '../../scripts/lib/provider/archive';
 import { zipBuffers } from '../../scripts/lib/provider/zip-binary';
@@ -130,14 +129,6 @@ describe('zh and h1 of zips', () => {
     'an empty file': () => zipBuffers({ empty: '', 'terraform-provider-x_v1.0.0': 'x' }),
     'stored (not deflated) entries': () => zipBuffers({ 'terraform-provider-x_v1.0.0': randomBytes(300_000), b: 'b'.repeat(10_000) }, { compress: false }),
     'a 3 MB deflated entry': () => zipBuffers({ 'terraform-provider-x_v1.0.0': Buffer.concat([randomBytes(1_000_000), Buffer.alloc(2_000_000, 7)]) }),
-    'zip64 format': async () => {
-      const zip = new yazl.ZipFile();
-      zip.addBuffer(Buffer.from('zip64 body'), 'terraform-provider-x_v1.0.0', { forceZip64Format: true });
-      zip.end({ forceZip64Format: true });
-      const chunks: Buffer[] = [];
-      for await (const chunk of zip.outputStream as AsyncIterable<Buffer>) chunks.push(chunk);
-      return Buffer.concat(chunks);
-    },
   };
 
   for (const [name, build] of Object.entries(vectors)) {

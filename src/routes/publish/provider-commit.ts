@@ -7,6 +7,7 @@ import { verifyDetached } from '../../protocol/openpgp-signature';
 import { parseReleaseFilename } from '../../protocol/release-files';
 import { checkProviderExecutable, executableProblem } from '../../protocol/provider-executable';
 import { parsePlatformName } from '../../protocol/platform';
+import { readZipDirectory, zipH1 } from '../../protocol/zip-reader';
 import { providerLeaseName } from '../../store/layout';
 import { publishVersion, type ReleaseFile } from '../../store/providers/write';
 import { writeUploadDocs } from './provider-docs';
@@ -15,7 +16,7 @@ import { readSigningKeys } from '../../store/providers/signing-keys';
 import type { SigningKey, VersionRecord } from '../../store/types';
 import type { ProviderUpload, UploadSession } from '../../store/uploads/session';
 import { completeStagedFile, stagedStream } from '../../store/uploads/staged';
-import { storedZipEntries, storedZipH1 } from '../../store/uploads/stored-zip';
+import { storedZip } from '../../store/uploads/stored-zip';
 import type { PublishStore } from './context';
 import { checkProvenancePolicy, type Attester } from '../../store/provenance';
 import { withWorkerLease } from './lease';
@@ -66,14 +67,16 @@ export async function commitProvider(
   for (const pkg of draft.packages) {
     const label = `archive ${pkg.filename}`;
     const key = staged.get(pkg.filename)!;
-    const entries = await storedZipEntries(bucket, key, pkg.size, label);
+    const zip = storedZip(bucket, key, pkg.size);
+    const directory = await readZipDirectory(zip, label);
+    const entries = directory.entries;
     const platform = parsePlatformName(parseReleaseFilename(pkg.filename)!.platform!);
     const check = checkProviderExecutable(
       entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory, size: e.uncompressedSize })),
       { type: upload.type, version: upload.version, platform },
     );
     if (!check.ok) throw new InputError(executableProblem(check, label, 'publisher'));
-    const h1 = await storedZipH1(bucket, key, pkg.size, entries, label);
+    const h1 = await zipH1(zip, directory, label);
     if (pkg.h1 && pkg.h1 !== h1) throw new InputError(`${label}: its contents hash to ${h1}, the manifest says ${pkg.h1}`);
     packages.push({ ...pkg, h1 });
   }

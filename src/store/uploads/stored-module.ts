@@ -1,7 +1,8 @@
 import { InputError } from '../../protocol/errors';
 import type { ModuleArchiveFormat } from '../../protocol/modules-v1';
 import { checkedEntryName, checkedLinkTarget, requireRootConfiguration } from '../../protocol/module-package';
-import { storedZipEntries } from './stored-zip';
+import { readZipDirectory } from '../../protocol/zip-reader';
+import { storedZip } from './stored-zip';
 import { concatBytes } from '../../bytes';
 
 /**
@@ -19,7 +20,7 @@ import { concatBytes } from '../../bytes';
 export async function checkStoredModulePackage(bucket: R2Bucket, key: string, size: number, format: ModuleArchiveFormat, label: string): Promise<void> {
   const names =
     format === 'zip'
-      ? (await storedZipEntries(bucket as never, key, size, label)).map((e) => checkedEntryName(label, e.name))
+      ? (await readZipDirectory(storedZip(bucket as never, key, size), label)).entries.map((e) => checkedEntryName(label, e.name))
       : await tarNames(bucket, key, label);
   requireRootConfiguration(label, names);
 }

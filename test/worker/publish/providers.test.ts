@@ -220,7 +220,7 @@ describe('refusals, each with nothing listed', { timeout: 60_000 }, () => {
         type,
         release,
         new RegExp(
-          `archive terraform-provider-${type}_1\\.0\\.0_linux_amd64\\.zip: entry "README\\.md" does not inflate to the \\d+ bytes its header says .*; rebuild the zip`,
+          `archive terraform-provider-${type}_1\\.0\\.0_linux_amd64\\.zip: entry "README\\.md" cannot be read \\(does not inflate to the \\d+ bytes its header says: .*\\); rebuild the zip`,
         ),
       );
     }
