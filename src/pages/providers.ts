@@ -135,6 +135,59 @@ function render(
   const versionHref = (v: string) => (mirror ? `${base}?version=${encodeURIComponent(v)}` : `${base}/${encodeURIComponent(v)}`);
   const key = data.keys.find((k) => k.key_id === current.keyId);
 
+  const snippets = useSnippets(ctx, { hostname, namespace, type, own, mirror, source, constraint, address });
+
+  const body = html`<div class="layout">
+<div>
+<h1>${namespace}/${type} <span class="badge ${isPre ? 'pre' : 'accent'}">v${current.version}</span>${isPre ? html` <span class="badge pre">prerelease</span>` : ''}</h1>
+${lifecycleNotes('provider', data.deprecated, current.version, current)}
+<p class="lead">${data.description || (mirror ? html`Mirrored from <code>${hostname}</code>.` : html`<span class="muted">No description.</span>`)}</p>
+<p class="meta">${!mirror && current.docs ? html`<a class="button" href="${base}/${encodeURIComponent(current.version)}/docs">Documentation</a>` : ''}
+<span class="muted">Published <time datetime="${current.publishedAt}">${current.publishedAt.slice(0, 10)}</time> · protocol ${current.protocols.join(', ')} · ${current.platforms.length} ${current.platforms.length === 1 ? 'platform' : 'platforms'}</span></p>
+<section aria-labelledby="use"><h2 id="use">${mirror ? 'Install' : 'Use'}</h2>${snippets}</section>
+<section aria-labelledby="about"><h2 id="about">Version ${current.version}</h2>
+${versionFacts(current, { source, key, mirror, base, downloads, provenance })}</section>
+${platformsSection(current, downloads)}
+</div>
+${versionsAside(data, current, mirror, base, versionHref)}
+</div>`;
+  const crumbs: [string, string][] = mirror
+    ? [
+        ['Providers', '/'],
+        [hostname, '/'],
+      ]
+    : [
+        ['Providers', '/'],
+        [namespace, `/?q=${encodeURIComponent(namespace)}`],
+      ];
+  return {
+    html: layout({
+      title: `${namespace}/${type} ${current.version}`,
+      hostname: ctx.host,
+      crumbs,
+      session: sessionName(ctx),
+      description: data.description || `${hostname}/${namespace}/${type} provider`,
+      body,
+    }),
+  };
+}
+
+/** Where a version page's snippets come from: the address parts and rules render works them out from. */
+interface SnippetFacts {
+  hostname: string;
+  namespace: string;
+  type: string;
+  /** The provider is this registry's own (not a mirrored upstream's). */
+  own: boolean;
+  mirror: boolean;
+  /** The source address a configuration uses. */
+  source: string;
+  constraint: string;
+  address: ReturnType<typeof snippetAddress>;
+}
+
+/** The "Use"/"Install" section's snippets: required_providers, host block, network mirror, credentials in private mode. */
+function useSnippets(ctx: PageContext, { hostname, namespace, type, own, mirror, source, constraint, address }: SnippetFacts): Html[] {
   const snippets: Html[] = [];
   if (!mirror) {
     snippets.push(
@@ -173,16 +226,45 @@ function render(
     );
   }
 
-  const body = html`<div class="layout">
-<div>
-<h1>${namespace}/${type} <span class="badge ${isPre ? 'pre' : 'accent'}">v${current.version}</span>${isPre ? html` <span class="badge pre">prerelease</span>` : ''}</h1>
-${lifecycleNotes('provider', data.deprecated, current.version, current)}
-<p class="lead">${data.description || (mirror ? html`Mirrored from <code>${hostname}</code>.` : html`<span class="muted">No description.</span>`)}</p>
-<p class="meta">${!mirror && current.docs ? html`<a class="button" href="${base}/${encodeURIComponent(current.version)}/docs">Documentation</a>` : ''}
-<span class="muted">Published <time datetime="${current.publishedAt}">${current.publishedAt.slice(0, 10)}</time> · protocol ${current.protocols.join(', ')} · ${current.platforms.length} ${current.platforms.length === 1 ? 'platform' : 'platforms'}</span></p>
-<section aria-labelledby="use"><h2 id="use">${mirror ? 'Install' : 'Use'}</h2>${snippets}</section>
-<section aria-labelledby="about"><h2 id="about">Version ${current.version}</h2>
-<dl class="facts">
+  return snippets;
+}
+
+/** Each platform's file, size, downloads (when counted) and zh:/h1: hashes. */
+function platformsSection(current: PageVersion, downloads: PageDownloads): Html {
+  return html`<section aria-labelledby="platforms"><h2 id="platforms">Platforms</h2>
+<div class="scroll"><table>
+<thead><tr><th scope="col">Platform</th><th scope="col">Size</th>${downloads && downloads !== 'unavailable' ? html`<th scope="col">Downloads (${downloads.days} days)</th>` : ''}<th scope="col">Hashes</th></tr></thead>
+<tbody>${current.platforms.map((p) => html`<tr><td><strong>${p.os}_${p.arch}</strong><br><span class="hash">${p.filename}</span></td><td class="num">${formatSize(p.size)}</td>${downloads && downloads !== 'unavailable' ? html`<td class="num">${platformDownloads(downloads, current.version, `${p.os}_${p.arch}`)}</td>` : ''}<td class="hash"><span class="copyable">zh:${p.shasum}</span><br><span class="copyable">${p.h1}</span></td></tr>`)}</tbody>
+</table></div></section>`;
+}
+
+/** The side list of versions, with the version switcher (a form that works without script). */
+function versionsAside(data: ProviderPageData, current: PageVersion, mirror: boolean, base: string, versionHref: (v: string) => string): Html {
+  return html`<aside class="side" aria-labelledby="versions-heading">
+<h2 id="versions-heading">Versions <span class="muted">(${data.versions.length})</span></h2>
+<form method="get" action="${base}" class="filter">
+<label for="version" class="sr-only">Switch version</label>
+<select id="version" name="version"${mirror ? '' : html` data-nav="${base}"`}>${data.versions.map((v) => html`<option value="${v.version}"${v.version === current.version ? html` selected` : ''}>${v.version}${semver.prerelease(v.version) ? ' (prerelease)' : ''}${v.withdrawn ? ' (withdrawn)' : ''}</option>`)}</select>
+<button type="submit">Go</button>
+</form>
+<ul class="versions">${data.versions.map((v) => html`<li${v.version === current.version ? html` aria-current="page"` : ''}><a href="${versionHref(v.version)}">${v.version}</a>${semver.prerelease(v.version) ? html` <span class="badge pre">pre</span>` : ''}${lifecycleBadges(v)}<span class="muted">${v.publishedAt.slice(0, 10)}</span></li>`)}</ul>
+</aside>`;
+}
+
+/** The version's facts: source address, dates, protocols, downloads, provenance, signing key, documentation. */
+function versionFacts(
+  current: PageVersion,
+  facts: {
+    source: string;
+    key: ProviderPageData['keys'][number] | undefined;
+    mirror: boolean;
+    base: string;
+    downloads: PageDownloads;
+    provenance: Html | null;
+  },
+): Html {
+  const { source, key, mirror, base, downloads, provenance } = facts;
+  return html`<dl class="facts">
 <dt>Source address</dt><dd><code>${source}</code></dd>
 <dt>Published</dt><dd><time datetime="${current.publishedAt}">${current.publishedAt.slice(0, 10)}</time></dd>
 <dt>Protocols</dt><dd>${current.protocols.join(', ')}</dd>
@@ -198,40 +280,5 @@ ${
           : html`<span class="muted">Not published for this version. Add it with <code>npm run publish-provider -- … --docs spec.json</code> (a Provider Code Specification or <code>terraform providers schema -json</code> output).</span>`
       }</dd>`
 }
-</dl></section>
-<section aria-labelledby="platforms"><h2 id="platforms">Platforms</h2>
-<div class="scroll"><table>
-<thead><tr><th scope="col">Platform</th><th scope="col">Size</th>${downloads && downloads !== 'unavailable' ? html`<th scope="col">Downloads (${downloads.days} days)</th>` : ''}<th scope="col">Hashes</th></tr></thead>
-<tbody>${current.platforms.map((p) => html`<tr><td><strong>${p.os}_${p.arch}</strong><br><span class="hash">${p.filename}</span></td><td class="num">${formatSize(p.size)}</td>${downloads && downloads !== 'unavailable' ? html`<td class="num">${platformDownloads(downloads, current.version, `${p.os}_${p.arch}`)}</td>` : ''}<td class="hash"><span class="copyable">zh:${p.shasum}</span><br><span class="copyable">${p.h1}</span></td></tr>`)}</tbody>
-</table></div></section>
-</div>
-<aside class="side" aria-labelledby="versions-heading">
-<h2 id="versions-heading">Versions <span class="muted">(${data.versions.length})</span></h2>
-<form method="get" action="${base}" class="filter">
-<label for="version" class="sr-only">Switch version</label>
-<select id="version" name="version"${mirror ? '' : html` data-nav="${base}"`}>${data.versions.map((v) => html`<option value="${v.version}"${v.version === current.version ? html` selected` : ''}>${v.version}${semver.prerelease(v.version) ? ' (prerelease)' : ''}${v.withdrawn ? ' (withdrawn)' : ''}</option>`)}</select>
-<button type="submit">Go</button>
-</form>
-<ul class="versions">${data.versions.map((v) => html`<li${v.version === current.version ? html` aria-current="page"` : ''}><a href="${versionHref(v.version)}">${v.version}</a>${semver.prerelease(v.version) ? html` <span class="badge pre">pre</span>` : ''}${lifecycleBadges(v)}<span class="muted">${v.publishedAt.slice(0, 10)}</span></li>`)}</ul>
-</aside>
-</div>`;
-  const crumbs: [string, string][] = mirror
-    ? [
-        ['Providers', '/'],
-        [hostname, '/'],
-      ]
-    : [
-        ['Providers', '/'],
-        [namespace, `/?q=${encodeURIComponent(namespace)}`],
-      ];
-  return {
-    html: layout({
-      title: `${namespace}/${type} ${current.version}`,
-      hostname: ctx.host,
-      crumbs,
-      session: sessionName(ctx),
-      description: data.description || `${hostname}/${namespace}/${type} provider`,
-      body,
-    }),
-  };
+</dl>`;
 }
