@@ -15,7 +15,7 @@ import { parseHostname, parseProviderName } from '../src/protocol/index';
 import { describePublisher, GITHUB_ISSUER } from '../src/access/publishers';
 import { run, say, STATE_OPTIONS, UsageError } from './lib/cli';
 import { readRegistryConfig } from './lib/config';
-import { openKvStore, openStore } from './lib/stores/open';
+import { type CommandStore, openCommandStore } from './lib/stores/open';
 import { audited } from './lib/audit';
 import { setProvenanceRequired } from '../src/store/provenance';
 import { addPublisher, formatPublishers, listPublishers, removePublisher } from './lib/publishers';
@@ -97,9 +97,7 @@ interface Context {
   namespace: string;
   /** HOST/NS, as audit entries name it. */
   target: string;
-  store: Awaited<ReturnType<typeof openStore>> | (Awaited<ReturnType<typeof openKvStore>> & { blobs: null });
-  /** Where writes leave their audit entry (R2); null for list, which only reads KV. */
-  auditStore: { blobs: NonNullable<Awaited<ReturnType<typeof openStore>>['blobs']> } | null;
+  store: CommandStore;
 }
 
 const COMMANDS = {
@@ -122,11 +120,9 @@ run(async () => {
   const namespace = parseProviderName(values.namespace!, 'namespace');
   const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
   const hostname = values.hostname ? parseHostname(values.hostname) : config.hostname;
-  const store =
-    command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
+  const store = await openCommandStore(config, { remote: values.remote, readOnly: command === 'list' });
   try {
-    const auditStore = store.blobs ? { blobs: store.blobs } : null;
-    await COMMANDS[command]({ values, hostname, namespace, target: `${hostname}/${namespace}`, store, auditStore }, rest);
+    await COMMANDS[command]({ values, hostname, namespace, target: `${hostname}/${namespace}`, store }, rest);
   } finally {
     await store.close();
   }
@@ -147,7 +143,7 @@ function checkArguments(command: string | undefined, rest: string[], values: Val
 }
 
 /** `add`: trusts a CI job (pinned to its repository's ids, given or looked up), audited; already trusted is `unchanged`. */
-async function addCommand({ values, hostname, namespace, target, store, auditStore }: Context): Promise<void> {
+async function addCommand({ values, hostname, namespace, target, store }: Context): Promise<void> {
   const input = {
     issuer: values.issuer,
     repository: values.repository,
@@ -164,7 +160,7 @@ async function addCommand({ values, hostname, namespace, target, store, auditSto
   };
   const lookup = { api: values.api, env: process.env };
   const { publisher, added } = await audited(
-    auditStore,
+    store.audit,
     values.remote,
     { action: 'publisher.add', target },
     () => addPublisher(store.kv, hostname, namespace, input, lookup),
@@ -177,10 +173,10 @@ async function addCommand({ values, hostname, namespace, target, store, auditSto
 }
 
 /** `require-provenance [--off]`: its own R2 object, not part of the publisher records (src/store/provenance.ts); audited. */
-async function requireProvenanceCommand({ values, hostname, namespace, target, store, auditStore }: Context): Promise<void> {
+async function requireProvenanceCommand({ values, hostname, namespace, target, store }: Context): Promise<void> {
   const required = !values.off;
   await audited(
-    auditStore,
+    store.audit,
     values.remote,
     { action: 'publisher.require-provenance', target, reason: required ? 'on' : 'off' },
     () => setProvenanceRequired(store.blobs!, hostname, namespace, required),
@@ -202,9 +198,9 @@ async function listCommand({ values, hostname, namespace, target, store }: Conte
 }
 
 /** `remove ID`: stops trusting a publisher, audited; an unknown id is an InputError (exit 1). */
-async function removeCommand({ values, hostname, namespace, target, store, auditStore }: Context, rest: string[]): Promise<void> {
+async function removeCommand({ values, hostname, namespace, target, store }: Context, rest: string[]): Promise<void> {
   const removed = await audited(
-    auditStore,
+    store.audit,
     values.remote,
     { action: 'publisher.remove', target, reason: `publisher ${rest[0]!}` },
     () => removePublisher(store.kv, hostname, namespace, rest[0]!),

@@ -31,3 +31,21 @@ export async function openKvStore(
 ): Promise<Pick<StoreHandle, 'kv' | 'description' | 'close'>> {
   return options.remote ? openRemoteKv(config, options.env ?? process.env) : openLocalStore(config);
 }
+
+/** An operator command's store: KV always, R2 unless the command only reads. */
+export type CommandStore = Pick<StoreHandle, 'kv' | 'description' | 'close'> & {
+  blobs: StoreHandle['blobs'] | null;
+  /** Where the command's audit entries go (R2, for `audited`); null for a command that only reads. */
+  audit: { blobs: StoreHandle['blobs'] } | null;
+};
+
+/**
+ * The store of an operator command (token, keys, publisher): one that only reads (`readOnly`: `list`) opens KV
+ * alone, so --remote needs no R2 credentials; one that writes opens R2 too, where its audit entry goes.
+ * Throws InputError for missing --remote credentials.
+ */
+export async function openCommandStore(config: RegistryConfig, options: { remote?: boolean; readOnly: boolean }): Promise<CommandStore> {
+  if (options.readOnly) return { ...(await openKvStore(config, { remote: options.remote })), blobs: null, audit: null };
+  const store = await openStore(config, { remote: options.remote });
+  return Object.assign(store, { audit: { blobs: store.blobs } });
+}
