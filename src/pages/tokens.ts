@@ -109,6 +109,22 @@ export async function tokensPage(request: IRequest, env: Env): Promise<Response>
   return render(request, env, session);
 }
 
+/** What a token form's action works on: the signed-in person, the form's fields, and how to refuse (400 with the page). */
+interface TokenForm {
+  request: IRequest;
+  env: Env;
+  session: Person;
+  fields: FormData;
+  host: string;
+  refuse(message: string): Promise<Response>;
+}
+
+const TOKEN_ACTIONS = {
+  '': createTokenAction,
+  revoke: revokeTokenAction,
+  'revoke-person': revokePersonAction,
+} satisfies Record<string, (form: TokenForm) => Promise<Response>>;
+
 /** POST /tokens, /tokens/revoke, /tokens/revoke-person (same-origin only: 403 otherwise; a refused input: 400 with the page and the reason). */
 export async function tokensSubmit(request: IRequest, env: Env): Promise<Response> {
   const host = new URL(request.url).host;
@@ -121,22 +137,27 @@ export async function tokensSubmit(request: IRequest, env: Env): Promise<Respons
   } catch {
     return render(request, env, session, html`<p class="error" role="alert">The form could not be read; try again.</p>`, 400);
   }
-  const action = request.params?.action ?? '';
-  const me = session.person;
+  const action: string = request.params?.action ?? '';
+  if (!Object.hasOwn(TOKEN_ACTIONS, action)) return errorPage(request, host, 'Unknown token action.', 404);
   const refuse = (message: string) => render(request, env, session, html`<p class="error" role="alert">${message}</p>`, 400);
-  if (action === '') {
-    const maxDays = settings(env).oidc?.policy?.tokenDays ?? 1;
-    const scopes = fields.getAll('scope').map(String);
-    const days = Number(fields.get('days'));
-    const name = String(fields.get('name') ?? '').trim();
-    if (scopes.length === 0) return refuse('Choose at least one scope.');
-    const outside = scopes.filter((s) => !me.scopes.includes(s));
-    if (outside.length > 0) return refuse(`You cannot grant scopes you do not have: ${outside.join(', ')}.`);
-    if (!Number.isInteger(days) || days < 1 || days > maxDays) return refuse(`The expiry must be a whole number of days from 1 to ${maxDays}.`);
-    if (name === '' || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) return refuse('The name must be 1 to 100 printable characters.');
-    const { token, record } = await issuePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, { person: me.person, scopes: [...new Set(scopes)], days, name });
-    await recordTokenEvent(env, me.person, 'token.create', { id: record.id, scopes: record.scopes, owner: me.person });
-    const notice = html`<div class="card" role="status"><h2>Your new token “${name}”</h2>
+  return TOKEN_ACTIONS[action as keyof typeof TOKEN_ACTIONS]({ request, env, session, fields, host, refuse });
+}
+
+/** POST /tokens: a token of the person's own scopes, for 1 to the policy's tokenDays days, shown once. */
+async function createTokenAction({ request, env, session, fields, host, refuse }: TokenForm): Promise<Response> {
+  const me = session.person;
+  const maxDays = settings(env).oidc?.policy?.tokenDays ?? 1;
+  const scopes = fields.getAll('scope').map(String);
+  const days = Number(fields.get('days'));
+  const name = String(fields.get('name') ?? '').trim();
+  if (scopes.length === 0) return refuse('Choose at least one scope.');
+  const outside = scopes.filter((s) => !me.scopes.includes(s));
+  if (outside.length > 0) return refuse(`You cannot grant scopes you do not have: ${outside.join(', ')}.`);
+  if (!Number.isInteger(days) || days < 1 || days > maxDays) return refuse(`The expiry must be a whole number of days from 1 to ${maxDays}.`);
+  if (name === '' || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) return refuse('The name must be 1 to 100 printable characters.');
+  const { token, record } = await issuePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, { person: me.person, scopes: [...new Set(scopes)], days, name });
+  await recordTokenEvent(env, me.person, 'token.create', { id: record.id, scopes: record.scopes, owner: me.person });
+  const notice = html`<div class="card" role="status"><h2>Your new token “${name}”</h2>
 <p><strong>Copy it now: it is shown only once.</strong> It expires ${record.expires!.slice(0, 10)} and reads ${record.scopes.join(', ')}.</p>
 ${snippet('new-token', 'Token', token)}
 ${snippet('new-token-credentials', 'CLI configuration (~/.terraformrc)', `credentials "${host}" {\n  token = "${token}"\n}`)}
@@ -146,43 +167,42 @@ ${
     : snippet('new-token-env', 'Or an environment variable (CI)', `${tfTokenVariable(host)}=${token}`)
 }
 </div>`;
-    return render(request, env, session, notice);
+  return render(request, env, session, notice);
+}
+
+/** POST /tokens/revoke: one of the person's own tokens, or anyone's for an admin. */
+async function revokeTokenAction({ request, env, session, fields, refuse }: TokenForm): Promise<Response> {
+  const me = session.person;
+  const id = String(fields.get('id') ?? '');
+  if (!/^[0-9a-f]{12}$/.test(id)) return refuse('That is not a token id.');
+  const own = (await listPersonTokens(env.REGISTRY_R2, personKey(me.person))).find((t: PersonTokenEntry) => t.id === id);
+  let revoked: { sha256: string; owner: TokenPerson | undefined } | undefined = own ? { sha256: own.sha256, owner: me.person } : undefined;
+  if (!revoked && me.admin) {
+    const record = (await listTokenRecords(env.REGISTRY_KV)).find((r) => r.id === id);
+    if (record) revoked = { sha256: record.sha256, owner: record.person };
   }
-  if (action === 'revoke') {
-    const id = String(fields.get('id') ?? '');
-    if (!/^[0-9a-f]{12}$/.test(id)) return refuse('That is not a token id.');
-    const own = (await listPersonTokens(env.REGISTRY_R2, personKey(me.person))).find((t: PersonTokenEntry) => t.id === id);
-    let revoked: { sha256: string; owner: TokenPerson | undefined } | undefined = own ? { sha256: own.sha256, owner: me.person } : undefined;
-    if (!revoked && me.admin) {
-      const record = (await listTokenRecords(env.REGISTRY_KV)).find((r) => r.id === id);
-      if (record) revoked = { sha256: record.sha256, owner: record.person };
-    }
-    if (!revoked) return refuse(`No token ${id} that you may revoke.`);
-    await revokePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, revoked.owner ? personKey(revoked.owner) : '-', revoked.sha256);
-    await recordTokenEvent(env, me.person, 'token.revoke', { id, owner: revoked.owner });
-    return render(
-      request,
-      env,
-      session,
-      html`<p class="notice" role="status">Token <code>${id}</code> is revoked: it is refused from the next request on.</p>`,
-    );
-  }
-  if (action === 'revoke-person') {
-    if (!me.admin) return errorPage(request, host, 'Only the registry’s admins may revoke another person’s tokens.', 403);
-    const key = String(fields.get('person') ?? '');
-    if (!/^[0-9a-f]{64}$/.test(key)) return refuse('That is not a person.');
-    const theirs = (await listTokenRecords(env.REGISTRY_KV)).filter((r) => r.person && personKey(r.person) === key);
-    const indexed = await listPersonTokens(env.REGISTRY_R2, key);
-    const hashes = new Set([...theirs.map((r) => r.sha256), ...indexed.map((t) => t.sha256)]);
-    for (const sha256 of hashes) await revokePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, key, sha256);
-    await markPersonRevoked(env.REGISTRY_R2, key);
-    for (const record of theirs) await recordTokenEvent(env, me.person, 'token.revoke', { id: record.id, owner: record.person });
-    return render(
-      request,
-      env,
-      session,
-      html`<p class="notice" role="status">Revoked ${hashes.size} token(s) of that person, and ended their page sessions.</p>`,
-    );
-  }
-  return errorPage(request, host, 'Unknown token action.', 404);
+  if (!revoked) return refuse(`No token ${id} that you may revoke.`);
+  await revokePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, revoked.owner ? personKey(revoked.owner) : '-', revoked.sha256);
+  await recordTokenEvent(env, me.person, 'token.revoke', { id, owner: revoked.owner });
+  return render(request, env, session, html`<p class="notice" role="status">Token <code>${id}</code> is revoked: it is refused from the next request on.</p>`);
+}
+
+/** POST /tokens/revoke-person (admins only): every token of a person, and their page sessions. */
+async function revokePersonAction({ request, env, session, fields, host, refuse }: TokenForm): Promise<Response> {
+  const me = session.person;
+  if (!me.admin) return errorPage(request, host, 'Only the registry’s admins may revoke another person’s tokens.', 403);
+  const key = String(fields.get('person') ?? '');
+  if (!/^[0-9a-f]{64}$/.test(key)) return refuse('That is not a person.');
+  const theirs = (await listTokenRecords(env.REGISTRY_KV)).filter((r) => r.person && personKey(r.person) === key);
+  const indexed = await listPersonTokens(env.REGISTRY_R2, key);
+  const hashes = new Set([...theirs.map((r) => r.sha256), ...indexed.map((t) => t.sha256)]);
+  for (const sha256 of hashes) await revokePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, key, sha256);
+  await markPersonRevoked(env.REGISTRY_R2, key);
+  for (const record of theirs) await recordTokenEvent(env, me.person, 'token.revoke', { id: record.id, owner: record.person });
+  return render(
+    request,
+    env,
+    session,
+    html`<p class="notice" role="status">Revoked ${hashes.size} token(s) of that person, and ended their page sessions.</p>`,
+  );
 }
