@@ -80,66 +80,71 @@ export async function parsePublisherInput(input: PublisherInput, now = new Date(
   }
   const ref = input.ref === undefined ? undefined : parseRefPattern(input.ref);
   const environment = input.environment === undefined ? undefined : parseEnvironment(input.environment);
-  const requireRefOrEnvironment = () => {
-    if (!ref && !environment && !input.anyRef) {
-      throw new InputError(
-        "give --ref (e.g. 'refs/tags/v*') or --environment NAME: without either, any branch anyone with write access pushes can publish; --any-ref allows that explicitly",
-      );
-    }
-  };
-  const anyRef = input.anyRef ? { anyRef: true as const } : {};
-  const created = now.toISOString();
-  if (input.repository) {
-    if (issuer === GITLAB_COM_ISSUER) throw new InputError(`--repository is for GitHub Actions; a GitLab project is --project-path GROUP/PROJECT`);
-    if (input.projectId !== undefined || input.namespaceId !== undefined)
-      throw new InputError('--project-id and --namespace-id are for GitLab publishers; a GitHub repository takes --repository-id and --owner-id');
-    if (input.allowUnprotectedRef)
-      throw new InputError(
-        '--allow-unprotected-ref is for GitLab publishers (GitHub tokens carry no ref_protected); use --environment with protection rules on GitHub',
-      );
-    const repository = parseRepository(input.repository);
-    if (input.workflow === undefined)
-      throw new InputError(
-        '--workflow FILE.yml is required for GitHub publishers (the file under .github/workflows/ that publishes): without it, any workflow of the repository could publish',
-      );
-    const workflow = parseWorkflow(input.workflow);
-    requireRefOrEnvironment();
-    const repositoryId = parseNumericId(input.repositoryId, '--repository-id', "the repository's id");
-    const ownerId = parseNumericId(input.ownerId, '--owner-id', "the id of the repository's owner");
-    const fields = {
-      kind: 'github' as const,
-      issuer,
-      repository,
-      workflow,
-      repositoryId,
-      ownerId,
-      ...(ref ? { ref } : {}),
-      ...(environment ? { environment } : {}),
-      ...anyRef,
-    };
-    return { id: await publisherId(fields), ...fields, created };
+  const common = { issuer, ...(ref ? { ref } : {}), ...(environment ? { environment } : {}), ...(input.anyRef ? { anyRef: true as const } : {}) };
+  const fields = input.repository ? githubPublisher(input, common) : gitlabPublisher(input, common);
+  return { id: await publisherId(fields), ...fields, created: now.toISOString() };
+}
+
+/** What every publisher has: its issuer, and the ref pattern, environment or --any-ref it is limited by. */
+interface CommonFields {
+  issuer: string;
+  ref?: string;
+  environment?: string;
+  anyRef?: true;
+}
+
+/** Without --ref or --environment, any branch anyone with write access pushes could publish: refused unless --any-ref. */
+function requireRefOrEnvironment({ ref, environment }: CommonFields, input: PublisherInput): void {
+  if (!ref && !environment && !input.anyRef) {
+    throw new InputError(
+      "give --ref (e.g. 'refs/tags/v*') or --environment NAME: without either, any branch anyone with write access pushes can publish; --any-ref allows that explicitly",
+    );
   }
-  if (issuer === GITHUB_ISSUER) throw new InputError('--project-path is for GitLab CI; a GitHub repository is --repository OWNER/REPO');
+}
+
+/** A GitHub Actions publisher: repository, workflow and the repository's and owner's ids, all required. */
+function githubPublisher(input: PublisherInput, common: CommonFields) {
+  if (common.issuer === GITLAB_COM_ISSUER) throw new InputError(`--repository is for GitHub Actions; a GitLab project is --project-path GROUP/PROJECT`);
+  if (input.projectId !== undefined || input.namespaceId !== undefined)
+    throw new InputError('--project-id and --namespace-id are for GitLab publishers; a GitHub repository takes --repository-id and --owner-id');
+  if (input.allowUnprotectedRef)
+    throw new InputError(
+      '--allow-unprotected-ref is for GitLab publishers (GitHub tokens carry no ref_protected); use --environment with protection rules on GitHub',
+    );
+  const repository = parseRepository(input.repository!);
+  if (input.workflow === undefined)
+    throw new InputError(
+      '--workflow FILE.yml is required for GitHub publishers (the file under .github/workflows/ that publishes): without it, any workflow of the repository could publish',
+    );
+  const workflow = parseWorkflow(input.workflow);
+  requireRefOrEnvironment(common, input);
+  const repositoryId = parseNumericId(input.repositoryId, '--repository-id', "the repository's id");
+  const ownerId = parseNumericId(input.ownerId, '--owner-id', "the id of the repository's owner");
+  const { issuer, ...limits } = common;
+  return { kind: 'github' as const, issuer, repository, workflow, repositoryId, ownerId, ...limits };
+}
+
+/** A GitLab CI publisher: project path and the project's and namespace's ids, all required; no workflow. */
+function gitlabPublisher(input: PublisherInput, common: CommonFields) {
+  if (common.issuer === GITHUB_ISSUER) throw new InputError('--project-path is for GitLab CI; a GitHub repository is --repository OWNER/REPO');
   if (input.workflow !== undefined)
     throw new InputError('--workflow is for GitHub Actions publishers; a GitLab publisher is matched on --project-path, --ref and --environment');
   if (input.repositoryId !== undefined || input.ownerId !== undefined)
     throw new InputError('--repository-id and --owner-id are for GitHub publishers; a GitLab project takes --project-id and --namespace-id');
   const projectPath = parseProjectPath(input.projectPath!);
-  requireRefOrEnvironment();
+  requireRefOrEnvironment(common, input);
   const projectId = parseNumericId(input.projectId, '--project-id', "the project's id");
   const namespaceId = parseNumericId(input.namespaceId, '--namespace-id', "the id of the project's group or user namespace");
-  const fields = {
+  const { issuer, ...limits } = common;
+  return {
     kind: 'gitlab' as const,
     issuer,
     projectPath,
     projectId,
     namespaceId,
-    ...(ref ? { ref } : {}),
-    ...(environment ? { environment } : {}),
-    ...anyRef,
+    ...limits,
     ...(input.allowUnprotectedRef ? { allowUnprotectedRef: true as const } : {}),
   };
-  return { id: await publisherId(fields), ...fields, created };
 }
 
 /** A decimal id as the CIs put in their tokens; InputError naming `option` otherwise. */

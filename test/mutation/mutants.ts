@@ -921,8 +921,8 @@ export const MUTANTS: Mutant[] = [
     file: 'src/access/publishers.ts',
     tests: ['test/scripts/publisher.test.ts'],
     description: 'a GitHub publisher without --workflow is accepted (any workflow of the repository publishes)',
-    from: "if (input.workflow === undefined)\n      throw new InputError(\n        '--workflow FILE.yml is required",
-    to: "if (false)\n      throw new InputError(\n        '--workflow FILE.yml is required",
+    from: "if (input.workflow === undefined)\n    throw new InputError(\n      '--workflow FILE.yml is required",
+    to: "if (false)\n    throw new InputError(\n      '--workflow FILE.yml is required",
   },
   {
     id: 'publisher-ref-optional',
