@@ -62,16 +62,7 @@ async function main(argv: string[]): Promise<void> {
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
   const configPath = values.config ?? 'wrangler.toml';
   const env = values.env ?? 'production';
-  let hostname = values.hostname ?? null;
-  // Asked for at a terminal when neither --hostname nor wrangler.toml names one.
-  if (!hostname && process.stdin.isTTY) {
-    const configured = (await readProductionConfig(resolve(configPath), env)).hostname;
-    if (!configured || configured === PLACEHOLDER_HOSTNAME) {
-      const prompt = createInterface({ input: process.stdin, output: process.stderr });
-      hostname = (await prompt.question('Hostname for the registry (a zone in your Cloudflare account, e.g. registry.acme.com): ')).trim() || null;
-      prompt.close();
-    }
-  }
+  const hostname = values.hostname ?? (await askHostname(configPath, env));
   const options = {
     env,
     configPath,
@@ -94,16 +85,33 @@ async function main(argv: string[]): Promise<void> {
     const hostname = chooseHostname(options, await readProductionConfig(options.configFile, env));
     process.stdout.write(nextSteps(hostname, env, configPath));
   } catch (error) {
-    if (error instanceof PlanError) {
-      throw new InputError(`deploy stopped at "${error.step}": ${error.message}\nfix: ${error.fix}`);
-    }
-    if (error instanceof DeployStepError) {
-      const output = error.output ? `\n--- wrangler printed ---\n${error.output}\n---` : '';
-      if (values.verbose) say(error.stack ?? '');
-      throw new InputError(`deploy failed at "${error.step}": ${error.message}${output}\nfix: ${error.fix}`);
-    }
-    throw error;
+    throw asInputError(error, values.verbose ?? false);
   }
+}
+
+/**
+ * The hostname asked for at a terminal when neither --hostname nor wrangler.toml names one; null when
+ * not at a terminal, when wrangler.toml names one, or when the answer is empty (the plan then says what to do).
+ */
+async function askHostname(configPath: string, env: string): Promise<string | null> {
+  if (!process.stdin.isTTY) return null;
+  const configured = (await readProductionConfig(resolve(configPath), env)).hostname;
+  if (configured && configured !== PLACEHOLDER_HOSTNAME) return null;
+  const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  const answer = (await prompt.question('Hostname for the registry (a zone in your Cloudflare account, e.g. registry.acme.com): ')).trim() || null;
+  prompt.close();
+  return answer;
+}
+
+/** A plan or step failure as the operator's error (exit 1) naming the step and the fix; anything else unchanged. */
+function asInputError(error: unknown, verbose: boolean): unknown {
+  if (error instanceof PlanError) return new InputError(`deploy stopped at "${error.step}": ${error.message}\nfix: ${error.fix}`);
+  if (error instanceof DeployStepError) {
+    const output = error.output ? `\n--- wrangler printed ---\n${error.output}\n---` : '';
+    if (verbose) say(error.stack ?? '');
+    return new InputError(`deploy failed at "${error.step}": ${error.message}${output}\nfix: ${error.fix}`);
+  }
+  return error;
 }
 
 run(() => main(process.argv.slice(2)), USAGE);
