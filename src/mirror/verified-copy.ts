@@ -1,12 +1,15 @@
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { UpstreamError } from './upstream-http';
 import { concatBytes } from '../bytes';
+import type { ReadDigest } from './archive-checks';
 
 /**
  * Copying an upstream archive to R2 and to the client at once, verified on
  * the way: the bytes are hashed as they pass (crypto.DigestStream, native)
  * and the LAST chunk is held back until the whole body's SHA-256 and size
- * equal the verified SHA256SUMS line. So a body that fails the check never
+ * passed `settle` (the bytes checks of src/mirror/verify-archive.ts: the
+ * size announced, the verified SHA256SUMS line; run through
+ * src/mirror/pulled-archive.ts). So a body that fails the checks never
  * reaches its end anywhere: R2's put sees an error instead of the end of its
  * stream (nothing stored) and the client's response is aborted rather than
  * completed. The client's last block also waits for `beforeClientEnd` (the
@@ -17,7 +20,12 @@ import { concatBytes } from '../bytes';
  */
 
 export interface VerifiedCopyOptions {
-  sha256Hex: string;
+  /**
+   * Runs once every byte passed, with their SHA-256 and count, before the
+   * last block goes anywhere; what it throws fails the copy (an UpstreamError
+   * as it is, anything else as an UpstreamError naming `what`).
+   */
+  settle: (digest: ReadDigest) => void;
   /**
    * Exact size (Content-Length); the copy fails if the body differs. Null when
    * the upstream sent none: then both streams have no length (the store side
@@ -30,7 +38,8 @@ export interface VerifiedCopyOptions {
   /** Names the archive in error messages. */
   what: string;
   /**
-   * Runs once every byte verified and the store's stream is complete, before
+   * Runs once every byte verified and the store's stream is complete (after
+   * `kept` resolved), before
    * the client gets its last block: commit what was stored here. If it
    * throws, the client's download is aborted too.
    */
@@ -42,6 +51,8 @@ export interface VerifiedCopy {
   client: ReadableStream<Uint8Array>;
   /** The R2 put's body, with its known length (R2 needs one), or without one when `size` is null. */
   store: ReadableStream<Uint8Array>;
+  /** Resolves with the digest once every byte passed `settle` and the store's stream is complete; rejects as `done` does otherwise. */
+  kept: Promise<ReadDigest>;
   /** Resolves when every byte verified and was handed to both; rejects with UpstreamError otherwise. */
   done: Promise<void>;
 }
@@ -52,13 +63,26 @@ export function verifiedCopy(source: ReadableStream<Uint8Array>, options: Verifi
   // by a failed check is visibly incomplete to any HTTP client, whatever proxy stands in between.
   const client = options.size === null ? new IdentityTransformStream() : new FixedLengthStream(options.size);
   const store = options.size === null ? new IdentityTransformStream() : new FixedLengthStream(options.size);
+  let keep!: (digest: ReadDigest) => void;
+  const kept = new Promise<ReadDigest>((resolve) => {
+    keep = resolve;
+  });
   const done = pump(
     source,
     client.writable.getWriter() as WritableStreamDefaultWriter<Uint8Array>,
     store.writable.getWriter() as WritableStreamDefaultWriter<Uint8Array>,
     options,
+    keep,
   );
-  return { client: client.readable as ReadableStream<Uint8Array>, store: store.readable as ReadableStream<Uint8Array>, done };
+  // Rejects with `done` when the copy fails before the store's stream completed (handled here: a caller may use only `done`).
+  const keptOrFailed = Promise.race([kept, done.then(() => kept)]);
+  keptOrFailed.catch(() => {});
+  return {
+    client: client.readable as ReadableStream<Uint8Array>,
+    store: store.readable as ReadableStream<Uint8Array>,
+    kept: keptOrFailed,
+    done,
+  };
 }
 
 async function pump(
@@ -66,6 +90,7 @@ async function pump(
   clientWriter: WritableStreamDefaultWriter<Uint8Array>,
   storeWriter: WritableStreamDefaultWriter<Uint8Array>,
   options: VerifiedCopyOptions,
+  keep: (digest: ReadDigest) => void,
 ): Promise<void> {
   const reader = source.getReader();
   const digest = new crypto.DigestStream('SHA-256');
@@ -126,16 +151,11 @@ async function pump(
     }
     if (pendingBytes > 0) await next(takeBlock());
     await digestWriter.close();
-    const actual = bytesToHex(new Uint8Array(await digest.digest));
-    if (options.size !== null && total !== options.size)
-      throw new UpstreamError(`checksum check failed: ${options.what} ended after ${total} of ${options.size} bytes`);
-    if (actual !== options.sha256Hex) {
-      throw new UpstreamError(
-        `checksum check failed: ${options.what} has SHA-256 ${actual}, the signed SHA256SUMS says ${options.sha256Hex}; nothing was stored`,
-      );
-    }
+    const read = { sha256Hex: bytesToHex(new Uint8Array(await digest.digest)), size: total };
+    options.settle(read);
     if (held) await storeWriter.ready.then(() => storeWriter.write(held!));
     await storeWriter.close();
+    keep(read);
     await options.beforeClientEnd?.();
     if (clientAlive && held)
       await clientWriter.ready

@@ -759,15 +759,15 @@ export const MUTANTS: Mutant[] = [
     file: 'scripts/lib/mirror/verify.ts',
     tests: ['test/scripts/mirror/sync.test.ts'],
     description: "mirror sync does not compare a downloaded archive's SHA-256 with the download document's shasum",
-    from: 'if (downloaded.sha256Hex !== doc.shasum) {',
-    to: 'if (false) {',
+    from: '      matchesDocumentShasum(doc),\n',
+    to: '',
   },
   {
     id: 'mirror-sums-line-unchecked',
     file: 'scripts/lib/mirror/verify.ts',
     tests: ['test/scripts/mirror/sync.test.ts'],
     description: 'mirror sync does not check the archive against the signed SHA256SUMS',
-    from: 'checkSumsLine(sums, doc.filename, doc.shasum, doc.shasumsUrl);',
+    from: '      matchesSumsLine(sums, doc.filename, doc.shasumsUrl),\n',
     to: '',
   },
   {
