@@ -748,11 +748,11 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'retry-4xx',
-    file: 'scripts/lib/stores/local.ts',
+    file: 'scripts/lib/stores/local-errors.ts',
     tests: ['test/scripts/stores/local.test.ts'],
     description: 'the local store retries 4xx answers as if they were transient 5xx',
-    from: 'const TRANSIENT_LOCAL_ERROR =\n  /\\b5\\d\\d\\b|',
-    to: 'const TRANSIENT_LOCAL_ERROR =\n  /\\b[45]\\d\\d\\b|',
+    from: 'if (error instanceof LocalRuntimeError) return error.status >= 500;',
+    to: 'if (error instanceof LocalRuntimeError) return error.status >= 400;',
   },
   {
     id: 'mirror-download-sha-unchecked',
@@ -797,11 +797,11 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'pull-through-bytes-unchecked',
-    file: 'src/mirror/verified-copy.ts',
+    file: 'src/routes/mirror-pull/archive.ts',
     tests: ['test/e2e/mirror-pull.test.ts'],
     description: 'pull-through stores and completes archive bytes that do not match the signed SHA256SUMS line',
-    from: 'if (actual !== options.sha256Hex) {',
-    to: 'if (false) {',
+    from: '      matchesSignedSums(pkg.shasum, how.what),\n',
+    to: '',
   },
   {
     id: 'mirror-no-executable',
