@@ -54,25 +54,12 @@ const USAGE = `usage: npm run keys -- COMMAND --namespace NS [options]
   --hostname HOST          registry hostname (default REGISTRY_HOSTNAME)`;
 
 run(async () => {
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: {
-      ...SIGNING_STATE_OPTIONS,
-      namespace: { type: 'string' },
-      type: { type: 'string' },
-      'key-id': { type: 'string' },
-      name: { type: 'string' },
-      'held-by-registry': { type: 'boolean' },
-    },
-  });
-  if (values.help) {
+  const parsed = parseKeysArgs();
+  if (!parsed) {
     say(USAGE);
     return;
   }
-  const command = positionals[0];
-  if (!command || !['generate', 'import', 'list', 'remove'].includes(command) || positionals.length > 1) {
-    throw new UsageError(`expected one command: generate, import, list or remove`);
-  }
+  const { command, values } = parsed;
   if (!values.namespace) throw new UsageError('--namespace is required');
   const namespace = parseProviderName(values.namespace, 'namespace');
   const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
@@ -120,6 +107,31 @@ run(async () => {
     await store.close();
   }
 }, USAGE);
+
+/**
+ * The command line: one command (generate, import, list or remove) and its
+ * options, or null for --help. Throws UsageError for another command, more
+ * than one, or an unknown option.
+ */
+function parseKeysArgs() {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      ...SIGNING_STATE_OPTIONS,
+      namespace: { type: 'string' },
+      type: { type: 'string' },
+      'key-id': { type: 'string' },
+      name: { type: 'string' },
+      'held-by-registry': { type: 'boolean' },
+    },
+  });
+  if (values.help) return null;
+  const command = positionals[0];
+  if (!command || !['generate', 'import', 'list', 'remove'].includes(command) || positionals.length > 1) {
+    throw new UsageError(`expected one command: generate, import, list or remove`);
+  }
+  return { command, values };
+}
 
 /**
  * Validates the options that can be checked before anything opens: --type

@@ -148,20 +148,7 @@ async function importVersion(
     return fail(`${documentPath}: ${(error as Error).message}`);
   }
   const verified = await verifyArchives({ address, version, dir, documentPath }, archives, platforms);
-  if (platforms.length > 0) {
-    for (const { pkg } of verified)
-      platforms.push({
-        platform: `${pkg.os}_${pkg.arch}`,
-        status: 'failed',
-        reason: 'verified, but another platform of this version failed: the version is imported whole or not at all',
-      });
-    return fail(
-      platforms
-        .filter((p) => !p.reason?.startsWith('verified,'))
-        .map((p) => p.reason)
-        .join('; '),
-    );
-  }
+  if (platforms.length > 0) return fail(notWhole(platforms, verified));
   if (verified.length === 0) return fail(`${documentPath} lists no archives`);
   if (options.dryRun) {
     for (const { pkg } of verified)
@@ -187,6 +174,24 @@ async function importVersion(
   platforms.sort((a, b) => a.platform.localeCompare(b.platform));
   log(`${label}: ${outcome === 'unchanged' ? 'already held' : 'imported'} ${platforms.map((p) => p.platform).join(', ')}`);
   return { version, status: outcome === 'unchanged' ? 'unchanged' : 'mirrored', platforms };
+}
+
+/**
+ * Some platform of the version failed (its reasons in `platforms`): the
+ * verified ones fail too, as a version is imported whole or not at all.
+ * Returns the version's reason: every platform's own failure.
+ */
+function notWhole(platforms: PlatformSummary[], verified: readonly ImportedArchive[]): string {
+  for (const { pkg } of verified)
+    platforms.push({
+      platform: `${pkg.os}_${pkg.arch}`,
+      status: 'failed',
+      reason: 'verified, but another platform of this version failed: the version is imported whole or not at all',
+    });
+  return platforms
+    .filter((p) => !p.reason?.startsWith('verified,'))
+    .map((p) => p.reason)
+    .join('; ');
 }
 
 interface ImportedArchive {

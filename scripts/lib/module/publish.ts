@@ -122,20 +122,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
     size: bytes.byteLength,
     publishedAt: new Date().toISOString(),
   };
-  const result = (status: PublishModuleResult['status']): PublishModuleResult => ({
-    address: formatModuleAddress(address),
-    version,
-    filename: record.filename,
-    format,
-    sha256,
-    size: bytes.byteLength,
-    files: pkg.fileCount,
-    inputs: docs.inputs.length,
-    outputs: docs.outputs.length,
-    submodules: docs.submodules.map((s) => s.path),
-    readme: docs.readmeHtml !== null,
-    status,
-  });
+  const result = (status: PublishModuleResult['status']) => resultOf(record, pkg, status);
   log(
     `docs: ${docs.inputs.length} inputs, ${docs.outputs.length} outputs, ${docs.providers.length} required providers, ${docs.submodules.length} submodules${docs.readmeHtml === null ? ', no README.md' : ', README.md'}`,
   );
@@ -150,6 +137,25 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
     return result(served.status);
   }
   return publishToStore(options, config!, { label, record, docs, bytes, env }, result);
+}
+
+/** What `--json` prints for `record` published from `pkg` with `status`. */
+function resultOf(record: ModuleVersionRecord, pkg: ModulePackage, status: PublishModuleResult['status']): PublishModuleResult {
+  const { docs } = pkg;
+  return {
+    address: formatModuleAddress(record.address),
+    version: record.version,
+    filename: record.filename,
+    format: record.format,
+    sha256: record.sha256,
+    size: record.size,
+    files: pkg.fileCount,
+    inputs: docs.inputs.length,
+    outputs: docs.outputs.length,
+    submodules: docs.submodules.map((s) => s.path),
+    readme: docs.readmeHtml !== null,
+    status,
+  };
 }
 
 /** A module package read for publishing: its bytes, docs and README. */
@@ -212,11 +218,10 @@ async function readPackage(path: string, isDirectory: boolean, maxBytes: number,
 async function publishToStore(
   options: PublishModuleOptions,
   storeConfig: RegistryConfig,
-  v: { label: string; record: ModuleVersionRecord; docs: ModuleDocs; bytes: Uint8Array; env: NodeJS.ProcessEnv },
+  v: ModuleToPublish,
   result: (status: PublishModuleResult['status']) => PublishModuleResult,
 ): Promise<PublishModuleResult> {
-  const { label, record, docs, bytes, env } = v;
-  const { address, version, format, sha256 } = record;
+  const { label, env } = v;
   const log = options.log ?? (() => {});
   const store =
     options.store ??
@@ -232,46 +237,7 @@ async function publishToStore(
       options.dryRun ? null : store,
       options.remote,
       { action: 'module.publish', target: label },
-      async () => {
-        // A namespace requiring build provenance refuses the CLI before anything is written.
-        const attest = cliAttester(storeConfig, options.remote, store.blobs, env);
-        await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
-        const existing = await readModuleRecord(store, address, version);
-        if (existing && !samePackage(existing, record)) throw differentPackageError(record, existing);
-        if (options.dryRun) {
-          log(
-            existing
-              ? `dry run: ${label} is already published with these bytes`
-              : `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`,
-          );
-          return result('dry-run');
-        }
-        log(existing ? `${label} is already published with these bytes; verifying what is stored` : `publishing ${label} to ${store.description}`);
-        // One writer per module: the publish (its own check of the record, verification and repair included) holds the module's lease.
-        const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
-          publishModuleVersion(
-            store,
-            record,
-            docs,
-            {
-              sha256Hex: sha256,
-              size: bytes.byteLength,
-              contentType: format === 'zip' ? 'application/zip' : 'application/gzip',
-              open: () => bytes,
-            },
-            progressLog(log, env[CRASH_ENV], env[KILL_ENV]),
-            { lease, attest },
-          ),
-        );
-        log(
-          outcome === 'published'
-            ? `published ${label}`
-            : outcome === 'repaired'
-              ? `${label} was already published; repaired what an interrupted publish left missing`
-              : `${label} was already published; verified, nothing rewritten`,
-        );
-        return result(outcome);
-      },
+      async () => result(await publishOrPlan(store, storeConfig, options, v)),
       (r) =>
         r.status === 'dry-run'
           ? null
@@ -284,4 +250,67 @@ async function publishToStore(
   } finally {
     if (!options.store) await store.close();
   }
+}
+
+/** A validated module version ready to publish: its record, docs and bytes, `label` for messages, `env` for the store. */
+interface ModuleToPublish {
+  label: string;
+  record: ModuleVersionRecord;
+  docs: ModuleDocs;
+  bytes: Uint8Array;
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * Inside the audit: the namespace's provenance policy (a namespace requiring
+ * build provenance refuses the CLI before anything is written), the
+ * version's state (other bytes → VersionConflictError), then, unless a dry
+ * run, publishModuleVersion under the module's lease. Returns the status.
+ */
+async function publishOrPlan(
+  store: StoreHandle,
+  storeConfig: RegistryConfig,
+  options: PublishModuleOptions,
+  v: ModuleToPublish,
+): Promise<PublishModuleResult['status']> {
+  const { label, record, docs, bytes, env } = v;
+  const { address, version, format, sha256 } = record;
+  const log = options.log ?? (() => {});
+  const attest = cliAttester(storeConfig, options.remote, store.blobs, env);
+  await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
+  const existing = await readModuleRecord(store, address, version);
+  if (existing && !samePackage(existing, record)) throw differentPackageError(record, existing);
+  if (options.dryRun) {
+    log(
+      existing
+        ? `dry run: ${label} is already published with these bytes`
+        : `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`,
+    );
+    return 'dry-run';
+  }
+  log(existing ? `${label} is already published with these bytes; verifying what is stored` : `publishing ${label} to ${store.description}`);
+  // One writer per module: the publish (its own check of the record, verification and repair included) holds the module's lease.
+  const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
+    publishModuleVersion(
+      store,
+      record,
+      docs,
+      {
+        sha256Hex: sha256,
+        size: bytes.byteLength,
+        contentType: format === 'zip' ? 'application/zip' : 'application/gzip',
+        open: () => bytes,
+      },
+      progressLog(log, env[CRASH_ENV], env[KILL_ENV]),
+      { lease, attest },
+    ),
+  );
+  log(
+    outcome === 'published'
+      ? `published ${label}`
+      : outcome === 'repaired'
+        ? `${label} was already published; repaired what an interrupted publish left missing`
+        : `${label} was already published; verified, nothing rewritten`,
+  );
+  return outcome;
 }
