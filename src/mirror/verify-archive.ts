@@ -38,14 +38,22 @@ export interface VerifiedArchive {
  * are complete, then opens it and runs the `zip` checks, in the order given.
  * The first failed check throws `refuse(sentence)` (a failed zip check after
  * the source discarded its bytes, the sentence ending with its note); errors
- * of the source itself pass through unchanged.
+ * of the source itself pass through unchanged; a source whose read resolved
+ * without calling settle fails with an Error (a bug: nothing it read is used).
  */
 export async function verifyMirroredArchive(
   source: ArchiveSource,
   checks: readonly ArchiveCheck[],
   refuse: (message: string) => Error,
 ): Promise<VerifiedArchive> {
-  const read = await source.read(checkBytes(checks, refuse));
+  let settled = false;
+  const settle = checkBytes(checks, refuse);
+  const read = await source.read((digest) => {
+    settle(digest);
+    settled = true;
+  });
+  // A source that kept its bytes without running the checks on them is a bug: nothing it read is used.
+  if (!settled) throw new Error('archive verification: the source kept its bytes without running the bytes checks on them');
   const zip = await source.open();
   for (const check of checks) {
     const problem = check.on === 'zip' ? check.problem(zip, read) : null;
