@@ -85,6 +85,13 @@ export function verifiedCopy(source: ReadableStream<Uint8Array>, options: Verifi
   };
 }
 
+/**
+ * Runs the copy: every byte read, hashed and forwarded but the last block
+ * (LockstepCopy.readAll), `settle` on the digest, the last block to the
+ * store and its end, `keep`, `beforeClientEnd`, the last block to the client.
+ * Any failure cancels the upstream, aborts both destinations and rejects
+ * with an UpstreamError.
+ */
 async function pump(
   source: ReadableStream<Uint8Array>,
   clientWriter: WritableStreamDefaultWriter<Uint8Array>,
@@ -93,44 +100,61 @@ async function pump(
   keep: (digest: ReadDigest) => void,
 ): Promise<void> {
   const reader = source.getReader();
-  const digest = new crypto.DigestStream('SHA-256');
-  digest.digest.catch(() => {}); // rejects when the copy is aborted, which `done` reports
-  const digestWriter = digest.getWriter();
+  const copy = new LockstepCopy(clientWriter, storeWriter);
   const idle = idleWatch(options.idleMs, options.what);
-  let clientAlive = true;
-  let total = 0;
-  let held: Uint8Array | null = null;
-  // A block goes to the digest and both destinations at once; the three are native streams.
-  const forward = async (block: Uint8Array) => {
-    const writes = [storeWriter.ready.then(() => storeWriter.write(block))];
-    if (clientAlive) {
-      writes.push(
-        clientWriter.ready
-          .then(() => clientWriter.write(block))
-          .catch(() => {
-            clientAlive = false;
-          }),
-      );
-    }
-    await Promise.all(writes);
-  };
-  // Chunks are gathered into blocks of BLOCK_BYTES: the per-write cost of the length-fixed destinations
-  // (FixedLengthStream), not hashing or the copy, dominates with 64 KiB chunks.
-  let pending: Uint8Array[] = [];
-  let pendingBytes = 0;
-  const takeBlock = (): Uint8Array => {
-    const block = pending.length === 1 ? pending[0]! : concatBytes(pending, pendingBytes);
-    pending = [];
-    pendingBytes = 0;
-    return block;
-  };
-  const next = async (block: Uint8Array) => {
-    const hashed = digestWriter.write(block);
-    if (held) await forward(held);
-    await hashed;
-    held = block;
-  };
   try {
+    const read = await copy.readAll(reader, idle, options);
+    options.settle(read);
+    await copy.endStore();
+    keep(read);
+    await options.beforeClientEnd?.();
+    await copy.endClient();
+  } catch (error) {
+    const reason = error instanceof UpstreamError ? error : new UpstreamError(`${options.what}: ${(error as Error).message}`);
+    await Promise.allSettled([reader.cancel(reason), storeWriter.abort(reason), clientWriter.abort(reason), copy.abort(reason)]);
+    throw reason;
+  } finally {
+    idle.stop();
+  }
+}
+
+/**
+ * The two destinations fed in lockstep with the digest beside them: chunks
+ * are gathered into blocks of BLOCK_BYTES (the per-write cost of the
+ * length-fixed destinations, FixedLengthStream, not hashing or the copy,
+ * dominates with 64 KiB chunks), each block goes to the digest and both
+ * destinations at once (three native streams), and the LAST block is held
+ * back until the caller ends each destination. A client that goes away stops
+ * only its own branch.
+ */
+class LockstepCopy {
+  private readonly digest = new crypto.DigestStream('SHA-256');
+  private readonly digestWriter: WritableStreamDefaultWriter<ArrayBuffer | ArrayBufferView>;
+  private clientAlive = true;
+  private held: Uint8Array | null = null;
+  private pending: Uint8Array[] = [];
+  private pendingBytes = 0;
+
+  constructor(
+    private readonly client: WritableStreamDefaultWriter<Uint8Array>,
+    private readonly store: WritableStreamDefaultWriter<Uint8Array>,
+  ) {
+    this.digest.digest.catch(() => {}); // rejects when the copy is aborted, which `done` reports
+    this.digestWriter = this.digest.getWriter();
+  }
+
+  /**
+   * Reads `reader` to its end, forwarding every block but the last; returns
+   * the SHA-256 and count of all bytes. Throws UpstreamError for more bytes
+   * than `size` announced (or MAX_UNSIZED_BYTES without one), or when a read
+   * waits longer than `idle` allows.
+   */
+  async readAll(
+    reader: ReadableStreamDefaultReader<Uint8Array>,
+    idle: ReturnType<typeof idleWatch>,
+    options: Pick<VerifiedCopyOptions, 'size' | 'what'>,
+  ): Promise<ReadDigest> {
+    let total = 0;
     for (;;) {
       idle.waiting(true);
       const { done, value } = await Promise.race([reader.read(), idle.expired]);
@@ -145,31 +169,60 @@ async function pump(
             : `checksum check failed: ${options.what} sent more than the ${options.size} bytes it announced`,
         );
       }
-      pending.push(value);
-      pendingBytes += value.byteLength;
-      if (pendingBytes >= BLOCK_BYTES) await next(takeBlock());
+      this.pending.push(value);
+      this.pendingBytes += value.byteLength;
+      if (this.pendingBytes >= BLOCK_BYTES) await this.next(this.takeBlock());
     }
-    if (pendingBytes > 0) await next(takeBlock());
-    await digestWriter.close();
-    const read = { sha256Hex: bytesToHex(new Uint8Array(await digest.digest)), size: total };
-    options.settle(read);
-    if (held) await storeWriter.ready.then(() => storeWriter.write(held!));
-    await storeWriter.close();
-    keep(read);
-    await options.beforeClientEnd?.();
-    if (clientAlive && held)
-      await clientWriter.ready
-        .then(() => clientWriter.write(held!))
-        .catch(() => {
-          clientAlive = false;
-        });
-    if (clientAlive) await clientWriter.close().catch(() => {});
-  } catch (error) {
-    const reason = error instanceof UpstreamError ? error : new UpstreamError(`${options.what}: ${(error as Error).message}`);
-    await Promise.allSettled([reader.cancel(reason), storeWriter.abort(reason), clientWriter.abort(reason), digestWriter.abort(reason)]);
-    throw reason;
-  } finally {
-    idle.stop();
+    if (this.pendingBytes > 0) await this.next(this.takeBlock());
+    await this.digestWriter.close();
+    return { sha256Hex: bytesToHex(new Uint8Array(await this.digest.digest)), size: total };
+  }
+
+  /** The held last block to the store, then its end (R2's put completes). */
+  async endStore(): Promise<void> {
+    const held = this.held;
+    if (held) await this.store.ready.then(() => this.store.write(held));
+    await this.store.close();
+  }
+
+  /** The held last block to the client, then its end, unless the client went away. */
+  async endClient(): Promise<void> {
+    const held = this.held;
+    if (this.clientAlive && held) await this.toClient(held);
+    if (this.clientAlive) await this.client.close().catch(() => {});
+  }
+
+  abort(reason: unknown): Promise<void> {
+    return this.digestWriter.abort(reason);
+  }
+
+  /** Hashes `block` while the block held before it goes to both destinations; then holds `block`. */
+  private async next(block: Uint8Array): Promise<void> {
+    const hashed = this.digestWriter.write(block);
+    if (this.held) await this.forward(this.held);
+    await hashed;
+    this.held = block;
+  }
+
+  private async forward(block: Uint8Array): Promise<void> {
+    const writes = [this.store.ready.then(() => this.store.write(block))];
+    if (this.clientAlive) writes.push(this.toClient(block));
+    await Promise.all(writes);
+  }
+
+  private toClient(block: Uint8Array): Promise<void> {
+    return this.client.ready
+      .then(() => this.client.write(block))
+      .catch(() => {
+        this.clientAlive = false;
+      });
+  }
+
+  private takeBlock(): Uint8Array {
+    const block = this.pending.length === 1 ? this.pending[0]! : concatBytes(this.pending, this.pendingBytes);
+    this.pending = [];
+    this.pendingBytes = 0;
+    return block;
   }
 }
 
