@@ -251,31 +251,9 @@ async function fetchAndStore(
   const { address, options, limit, log } = sync;
   const { version } = sync.listed;
   const { label, existing, missing, outcome, fail } = v;
-  // SHA256SUMS and its signature: one per version (every platform's document must name the same).
-  const first = missing[0]!;
-  for (const doc of missing) {
-    if (doc.shasumsUrl !== first.shasumsUrl || doc.shasumsSignatureUrl !== first.shasumsSignatureUrl) {
-      return fail(`${doc.documentUrl} names another SHA256SUMS (${doc.shasumsUrl}) than ${first.documentUrl} (${first.shasumsUrl})`);
-    }
-  }
-  let sums: Uint8Array;
-  let signature: Uint8Array;
-  let signer: SigningKey;
-  try {
-    [sums, signature] = await Promise.all([
-      options.http.getFile(first.shasumsUrl, 'SHA256SUMS'),
-      options.http.getFile(first.shasumsSignatureUrl, 'SHA256SUMS.sig'),
-    ]);
-    signer = await verifySumsSignature(sums, signature, first.signingKeys, { signatureUrl: first.shasumsSignatureUrl, documentUrl: first.documentUrl });
-  } catch (error) {
-    return fail((error as Error).message);
-  }
-  if (existing) {
-    const storedSums = await options.store.blobs.head(releaseObjectKey(address, version, existing.shasumsFilename));
-    if (storedSums?.customMetadata?.sha256 && storedSums.customMetadata.sha256 !== sha256Hex(sums)) {
-      return fail(`UPSTREAM CHANGED: ${first.shasumsUrl} differs from the SHA256SUMS mirrored with ${version}; mirrored files never change — kept ours`);
-    }
-  }
+  const fetched = await fetchSums(sync, existing, missing);
+  if ('failed' in fetched) return fail(fetched.failed);
+  const { first, sums, signature, signer } = fetched;
   const sumLines = readSums(sums, first.shasumsUrl);
 
   const verified: { pkg: PackageRecord; path: string }[] = [];
@@ -310,6 +288,53 @@ async function fetchAndStore(
   }
   log(`${label}: mirrored ${verified.map((x) => `${x.pkg.os}_${x.pkg.arch}`).join(', ')}`);
   return outcome.done();
+}
+
+/** A version's upstream SHA256SUMS, its signature and the key that verified it; `first` is the document naming them. */
+interface VersionSums {
+  first: UpstreamPackage;
+  sums: Uint8Array;
+  signature: Uint8Array;
+  signer: SigningKey;
+}
+
+/**
+ * The version's SHA256SUMS and signature, one for every platform's document:
+ * downloaded, the signature verified with a key of `signing_keys`, and the
+ * SHA256SUMS unchanged from the one mirrored with the version. Returns them,
+ * or `failed` with the reason the version fails (documents naming another
+ * SHA256SUMS, a download or the signature check failing, UPSTREAM CHANGED).
+ * Throws only what the store throws.
+ */
+async function fetchSums(sync: VersionSync, existing: VersionRecord | null, missing: readonly UpstreamPackage[]): Promise<VersionSums | { failed: string }> {
+  const { address, options } = sync;
+  const { version } = sync.listed;
+  // SHA256SUMS and its signature: one per version (every platform's document must name the same).
+  const first = missing[0]!;
+  for (const doc of missing) {
+    if (doc.shasumsUrl !== first.shasumsUrl || doc.shasumsSignatureUrl !== first.shasumsSignatureUrl) {
+      return { failed: `${doc.documentUrl} names another SHA256SUMS (${doc.shasumsUrl}) than ${first.documentUrl} (${first.shasumsUrl})` };
+    }
+  }
+  let sums: Uint8Array;
+  let signature: Uint8Array;
+  let signer: SigningKey;
+  try {
+    [sums, signature] = await Promise.all([
+      options.http.getFile(first.shasumsUrl, 'SHA256SUMS'),
+      options.http.getFile(first.shasumsSignatureUrl, 'SHA256SUMS.sig'),
+    ]);
+    signer = await verifySumsSignature(sums, signature, first.signingKeys, { signatureUrl: first.shasumsSignatureUrl, documentUrl: first.documentUrl });
+  } catch (error) {
+    return { failed: (error as Error).message };
+  }
+  if (existing) {
+    const storedSums = await options.store.blobs.head(releaseObjectKey(address, version, existing.shasumsFilename));
+    if (storedSums?.customMetadata?.sha256 && storedSums.customMetadata.sha256 !== sha256Hex(sums)) {
+      return { failed: `UPSTREAM CHANGED: ${first.shasumsUrl} differs from the SHA256SUMS mirrored with ${version}; mirrored files never change — kept ours` };
+    }
+  }
+  return { first, sums, signature, signer };
 }
 
 /** The version record (the held one extended by the verified packages) and its files, stored with storeMirroredVersion. */
