@@ -30,6 +30,9 @@
 import worker from '../src/index';
 import type { Env } from '../src/env';
 import { verifiedCopy } from '../src/mirror/verified-copy';
+import { matchesSignedSums } from '../src/mirror/archive-checks';
+import { checkBytes } from '../src/mirror/verify-archive';
+import { UpstreamError } from '../src/mirror/upstream-http';
 import { zipDigest } from '../src/mirror/zip-digest';
 import { repackModule } from '../src/mirror/modules/repack';
 import { proxiedModuleDocs } from '../src/mirror/modules/docs';
@@ -113,7 +116,7 @@ async function cpu(url: URL, env: Env): Promise<Response> {
       },
     });
     // The expected hash is unknown here: the copy must fail at the very end, after hashing every byte.
-    const copy = verifiedCopy(source, { sha256Hex: '0'.repeat(64), size, idleMs: 60_000, what: 'bench' });
+    const copy = verifiedCopy(source, { settle: signedSums('0'.repeat(64)), size, idleMs: 60_000, what: 'bench' });
     const [a, b, done] = await Promise.allSettled([drain(copy.client), drain(copy.store), copy.done]);
     return Response.json({ client: a.status, store: b.status, done: done.status === 'rejected' ? String((done.reason as Error).message).slice(0, 60) : 'ok' });
   }
@@ -165,7 +168,7 @@ async function memoryCpu(what: string, url: URL): Promise<Response> {
   const body = async () => (await memoryBucket.get(key))!.body;
   if (what === 'zh-copy') {
     // The pull's verified copy, both destinations drained natively.
-    const copy = verifiedCopy(await body(), { sha256Hex: url.searchParams.get('sha')!, size: bytes.byteLength, idleMs: 60_000, what: 'bench' });
+    const copy = verifiedCopy(await body(), { settle: signedSums(url.searchParams.get('sha')!), size: bytes.byteLength, idleMs: 60_000, what: 'bench' });
     await Promise.all([copy.client.pipeTo(sink()), copy.store.pipeTo(sink()), copy.done]);
     return Response.json({ ok: true });
   }
@@ -268,4 +271,9 @@ async function repack(request: Request, url: URL): Promise<Response> {
     size = repacked.bytes.length;
   }
   return Response.json({ size });
+}
+
+/** The pull's check of the copied bytes against the signed SHA256SUMS line, as src/routes/mirror-pull/archive.ts runs it. */
+function signedSums(sha256Hex: string): (digest: { sha256Hex: string; size: number }) => void {
+  return checkBytes([matchesSignedSums(sha256Hex, 'bench')], (message) => new UpstreamError(message));
 }

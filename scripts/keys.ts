@@ -26,6 +26,7 @@ import { openKvStore, openStore } from './lib/stores/open';
 import { audited } from './lib/audit';
 import { heldKeySecret } from './lib/held-keys';
 import { deleteHeldKey, heldKeyInfo, storeHeldKey } from '../src/store/keys/held-keys';
+import type { BlobStore, KvStore } from '../src/store/store';
 
 const USAGE = `usage: npm run keys -- COMMAND --namespace NS [options]
 
@@ -53,6 +54,66 @@ const USAGE = `usage: npm run keys -- COMMAND --namespace NS [options]
   --hostname HOST          registry hostname (default REGISTRY_HOSTNAME)`;
 
 run(async () => {
+  const parsed = parseKeysArgs();
+  if (!parsed) {
+    say(USAGE);
+    return;
+  }
+  const { command, values } = parsed;
+  if (!values.namespace) throw new UsageError('--namespace is required');
+  const namespace = parseProviderName(values.namespace, 'namespace');
+  const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
+  const hostname = values.hostname ? parseHostname(values.hostname) : config.hostname;
+  const held = values['held-by-registry'] === true;
+  const type = checkOptions(command, values, held);
+  // The key to import is read before the secret and the store: a missing or wrong key file is the problem
+  // to name first (not missing Cloudflare credentials), and nothing starts or writes for a key that can't be used.
+  const importing = command === 'import' ? await keyToImport(values['key-file'], held) : null;
+  const secret = held ? heldKeySecret(config, values.remote) : '';
+
+  // Writes leave an audit entry (R2); list only reads KV.
+  const store =
+    command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
+  const keys: KeysRun = {
+    kv: store.kv,
+    auditStore: store.blobs ? { blobs: store.blobs } : null,
+    where: store.description,
+    hostname,
+    namespace,
+    target: `${hostname}/${namespace}`,
+    remote: values.remote,
+    json: values.json === true,
+  };
+  try {
+    if (command === 'generate') {
+      const name = values.name ?? `edge-registry ${hostname}/${namespace}`;
+      if (held) await generateHeld(keys, type, name, secret);
+      else
+        await generateToFile(
+          keys,
+          type,
+          name,
+          values['key-file'] ?? localKeyPath(values['keys-dir'] ?? join(config.projectRoot, '.keys'), hostname, namespace),
+        );
+    } else if (command === 'import') {
+      if (importing!.held) await importHeld(keys, importing!.held, secret);
+      else await importPublic(keys, importing!.publicKey);
+    } else if (command === 'list') {
+      await listKeys(keys);
+    } else {
+      await removeKey(keys, values['key-id']!);
+    }
+  } finally {
+    await store.close();
+  }
+}, USAGE);
+
+/**
+ * The command line: one command (generate, import, list or remove) and its
+ * options, or null for --help. Throws UsageError for another command, more
+ * than one, or an unknown option.
+ */
+function parseKeysArgs() {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {
@@ -64,21 +125,21 @@ run(async () => {
       'held-by-registry': { type: 'boolean' },
     },
   });
-  if (values.help) {
-    say(USAGE);
-    return;
-  }
+  if (values.help) return null;
   const command = positionals[0];
   if (!command || !['generate', 'import', 'list', 'remove'].includes(command) || positionals.length > 1) {
     throw new UsageError(`expected one command: generate, import, list or remove`);
   }
-  if (!values.namespace) throw new UsageError('--namespace is required');
-  const namespace = parseProviderName(values.namespace, 'namespace');
-  const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
-  const hostname = values.hostname ? parseHostname(values.hostname) : config.hostname;
+  return { command, values };
+}
 
-  // Validate what can be validated before opening the store.
-  const held = values['held-by-registry'] === true;
+/**
+ * Validates the options that can be checked before anything opens: --type
+ * (generate; returned, rsa by default), --key-file with generate --remote,
+ * --key-id (remove) and --held-by-registry (generate and import only, without
+ * --key-file for generate). Throws UsageError or InputError naming the option.
+ */
+function checkOptions(command: string, values: { type?: string; remote?: boolean; 'key-file'?: string; 'key-id'?: string }, held: boolean): KeyType {
   let type: KeyType = 'rsa';
   if (command === 'generate') {
     if (values.type && values.type !== 'rsa' && values.type !== 'ecc') throw new UsageError(`--type must be rsa or ecc, not "${values.type}"`);
@@ -91,137 +152,142 @@ run(async () => {
   if (held && command !== 'generate' && command !== 'import') throw new UsageError('--held-by-registry is an option of generate and import');
   if (held && command === 'generate' && values['key-file'])
     throw new UsageError('generate --held-by-registry writes no private key file: leave out --key-file');
-  // The key to import is read before the secret and the store: a missing or wrong key file is the problem
-  // to name first (not missing Cloudflare credentials), and nothing starts or writes for a key that can't be used.
-  const importing = command === 'import' ? await keyToImport(values['key-file'], held) : null;
-  const secret = held ? heldKeySecret(config, values.remote) : '';
+  return type;
+}
 
-  // Writes leave an audit entry (R2); list only reads KV.
-  const store =
-    command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
-  const auditStore = store.blobs ? { blobs: store.blobs } : null;
-  const target = `${hostname}/${namespace}`;
-  try {
-    const where = store.description;
-    switch (command) {
-      case 'generate': {
-        if (held) {
-          const generated = await generateSigningKey({ type, name: values.name ?? `edge-registry ${hostname}/${namespace}` });
-          await audited(
-            auditStore,
-            values.remote,
-            { action: 'key.add', target },
-            async () => {
-              await storeHeldKey(store.kv, secret, hostname, namespace, generated.publicKey.key_id, generated.armoredPrivateKey);
-              return addNamespaceKey(store.kv, hostname, namespace, generated.publicKey);
-            },
-            () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}, held by the registry` }),
-          );
-          say(`generated ${type === 'ecc' ? 'ed25519 (OpenPGP v4)' : 'RSA-4096 (OpenPGP v4)'} key ${generated.publicKey.key_id}, held by the registry`);
-          say(`  private key: sealed under SIGNING_KEY_SECRET in ${where}; never written to a file or printed`);
-          say(`  public key registered for ${hostname}/${namespace}; publishes authorised for ${namespace} are signed with it`);
-          if (values.json) process.stdout.write(`${JSON.stringify({ key_id: generated.publicKey.key_id, held_by_registry: true })}\n`);
-          break;
-        }
-        const path = values['key-file'] ?? localKeyPath(values['keys-dir'] ?? join(config.projectRoot, '.keys'), hostname, namespace);
-        const passphrase = process.env[PASSPHRASE_ENV] || undefined;
-        const generated = await generateSigningKey({
-          type,
-          name: values.name ?? `edge-registry ${hostname}/${namespace}`,
-          ...(passphrase ? { passphrase } : {}),
-        });
-        writePrivateKeyFile(path, generated.armoredPrivateKey);
-        await audited(
-          auditStore,
-          values.remote,
-          { action: 'key.add', target },
-          () => addNamespaceKey(store.kv, hostname, namespace, generated.publicKey),
-          () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}` }),
-        );
-        say(`generated ${type === 'ecc' ? 'ed25519 (OpenPGP v4)' : 'RSA-4096 (OpenPGP v4)'} key ${generated.publicKey.key_id}`);
-        say(`  private key: ${path}${passphrase ? ' (encrypted with the passphrase)' : ' (unencrypted; keep it out of the repository)'}`);
-        say(`  public key registered for ${hostname}/${namespace} in ${where}`);
-        if (values.json) process.stdout.write(`${JSON.stringify({ key_id: generated.publicKey.key_id, key_file: path })}\n`);
-        break;
-      }
-      case 'import': {
-        if (importing!.held) {
-          const loaded = importing!.held;
-          const added = await audited(
-            auditStore,
-            values.remote,
-            { action: 'key.add', target },
-            async () => {
-              await storeHeldKey(store.kv, secret, hostname, namespace, loaded.publicKey.key_id, loaded.privateKey.armor());
-              return addNamespaceKey(store.kv, hostname, namespace, loaded.publicKey);
-            },
-            () => ({ outcome: 'ok', reason: `imported key ${loaded.publicKey.key_id}, held by the registry` }),
-          );
-          say(
-            `key ${loaded.publicKey.key_id} (from ${loaded.source}) is now held by the registry for ${hostname}/${namespace}, sealed under SIGNING_KEY_SECRET in ${where}${added ? '; public key registered' : ''}`,
-          );
-          say('  the registry signs publishes authorised for the namespace with it; delete your copy if only the registry should sign');
-          if (values.json) process.stdout.write(`${JSON.stringify({ key_id: loaded.publicKey.key_id, added, held_by_registry: true })}\n`);
-          break;
-        }
-        const key = importing!.publicKey;
-        const imported = key;
-        const added = await audited(
-          auditStore,
-          values.remote,
-          { action: 'key.add', target },
-          () => addNamespaceKey(store.kv, hostname, namespace, imported),
-          (fresh) => ({ outcome: fresh ? 'ok' : 'unchanged', reason: `imported key ${imported.key_id}` }),
-        );
-        say(
-          added
-            ? `registered key ${key.key_id} for ${hostname}/${namespace} in ${where}`
-            : `key ${key.key_id} is already registered for ${hostname}/${namespace}`,
-        );
-        if (values.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, added })}\n`);
-        break;
-      }
-      case 'list': {
-        const keys = await listNamespaceKeys(store.kv, hostname, namespace);
-        const heldKey = await heldKeyInfo(store.kv, hostname, namespace);
-        if (values.json) {
-          process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, keys, held_by_registry: heldKey?.keyId ?? null })}\n`);
-        } else if (keys.length === 0) {
-          say(`${hostname}/${namespace} has no signing keys (npm run keys -- generate --namespace ${namespace})`);
-        } else {
-          for (const key of keys) {
-            const signed = key.signed.length ? `; signed ${key.signed.join(', ')}` : '';
-            const where = key.key_id === heldKey?.keyId ? '  (held by the registry)' : '';
-            process.stdout.write(
-              `${key.key_id}  ${key.status.padEnd(10)}  ${key.algorithm}  created ${key.created.slice(0, 10)}  ${key.user_id}${signed}${where}\n`,
-            );
-          }
-        }
-        break;
-      }
-      case 'remove': {
-        let heldDeleted = false;
-        const signed = await audited(
-          auditStore,
-          values.remote,
-          { action: 'key.remove', target, reason: `key ${values['key-id']!.toUpperCase()}` },
-          async () => {
-            const versions = await removeNamespaceKey(store.kv, hostname, namespace, values['key-id']!);
-            heldDeleted = await deleteHeldKey(store.kv, hostname, namespace, values['key-id']!.replace(/^0x/i, ''));
-            return versions;
-          },
-          () => ({ outcome: 'ok', reason: `removed key ${values['key-id']!.toUpperCase()}${heldDeleted ? ' and its registry-held private key' : ''}` }),
-        );
-        if (heldDeleted) say('  the registry-held private key was deleted');
-        say(`removed key ${values['key-id']!.toUpperCase()} from ${hostname}/${namespace}: new releases can no longer be signed with it`);
-        if (signed.length) say(`  still served for the versions it signed: ${signed.join(', ')}`);
-        break;
-      }
+/** What every command works on: the namespace's store, where to audit, and how to answer. */
+interface KeysRun {
+  kv: KvStore;
+  /** The audit log's store; null for list (it only reads KV). */
+  auditStore: { blobs: BlobStore } | null;
+  /** The store's description, for messages. */
+  where: string;
+  hostname: string;
+  namespace: string;
+  /** "HOST/NS", the audit entry's target. */
+  target: string;
+  remote: boolean | undefined;
+  json: boolean;
+}
+
+const describeType = (type: KeyType) => (type === 'ecc' ? 'ed25519 (OpenPGP v4)' : 'RSA-4096 (OpenPGP v4)');
+
+/** `generate --held-by-registry`: a new key sealed under `secret` in the store and registered (audited); nothing written to a file. */
+async function generateHeld(keys: KeysRun, type: KeyType, name: string, secret: string): Promise<void> {
+  const { hostname, namespace } = keys;
+  const generated = await generateSigningKey({ type, name });
+  await audited(
+    keys.auditStore,
+    keys.remote,
+    { action: 'key.add', target: keys.target },
+    async () => {
+      await storeHeldKey(keys.kv, secret, hostname, namespace, generated.publicKey.key_id, generated.armoredPrivateKey);
+      return addNamespaceKey(keys.kv, hostname, namespace, generated.publicKey);
+    },
+    () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}, held by the registry` }),
+  );
+  say(`generated ${describeType(type)} key ${generated.publicKey.key_id}, held by the registry`);
+  say(`  private key: sealed under SIGNING_KEY_SECRET in ${keys.where}; never written to a file or printed`);
+  say(`  public key registered for ${hostname}/${namespace}; publishes authorised for ${namespace} are signed with it`);
+  if (keys.json) process.stdout.write(`${JSON.stringify({ key_id: generated.publicKey.key_id, held_by_registry: true })}\n`);
+}
+
+/** `generate`: a new key written to `path` (encrypted with the passphrase variable when set), its public key registered (audited). */
+async function generateToFile(keys: KeysRun, type: KeyType, name: string, path: string): Promise<void> {
+  const { hostname, namespace } = keys;
+  const passphrase = process.env[PASSPHRASE_ENV] || undefined;
+  const generated = await generateSigningKey({ type, name, ...(passphrase ? { passphrase } : {}) });
+  writePrivateKeyFile(path, generated.armoredPrivateKey);
+  await audited(
+    keys.auditStore,
+    keys.remote,
+    { action: 'key.add', target: keys.target },
+    () => addNamespaceKey(keys.kv, hostname, namespace, generated.publicKey),
+    () => ({ outcome: 'ok', reason: `generated key ${generated.publicKey.key_id}` }),
+  );
+  say(`generated ${describeType(type)} key ${generated.publicKey.key_id}`);
+  say(`  private key: ${path}${passphrase ? ' (encrypted with the passphrase)' : ' (unencrypted; keep it out of the repository)'}`);
+  say(`  public key registered for ${hostname}/${namespace} in ${keys.where}`);
+  if (keys.json) process.stdout.write(`${JSON.stringify({ key_id: generated.publicKey.key_id, key_file: path })}\n`);
+}
+
+/** `import --held-by-registry`: the private key sealed under `secret` in the store and its public key registered (audited). */
+async function importHeld(keys: KeysRun, loaded: NonNullable<ImportedKey['held']>, secret: string): Promise<void> {
+  const { hostname, namespace } = keys;
+  const added = await audited(
+    keys.auditStore,
+    keys.remote,
+    { action: 'key.add', target: keys.target },
+    async () => {
+      await storeHeldKey(keys.kv, secret, hostname, namespace, loaded.publicKey.key_id, loaded.privateKey.armor());
+      return addNamespaceKey(keys.kv, hostname, namespace, loaded.publicKey);
+    },
+    () => ({ outcome: 'ok', reason: `imported key ${loaded.publicKey.key_id}, held by the registry` }),
+  );
+  say(
+    `key ${loaded.publicKey.key_id} (from ${loaded.source}) is now held by the registry for ${hostname}/${namespace}, sealed under SIGNING_KEY_SECRET in ${keys.where}${added ? '; public key registered' : ''}`,
+  );
+  say('  the registry signs publishes authorised for the namespace with it; delete your copy if only the registry should sign');
+  if (keys.json) process.stdout.write(`${JSON.stringify({ key_id: loaded.publicKey.key_id, added, held_by_registry: true })}\n`);
+}
+
+/** `import`: the public key registered (audited 'unchanged' when it already was). */
+async function importPublic(keys: KeysRun, key: ImportedKey['publicKey']): Promise<void> {
+  const { hostname, namespace } = keys;
+  const added = await audited(
+    keys.auditStore,
+    keys.remote,
+    { action: 'key.add', target: keys.target },
+    () => addNamespaceKey(keys.kv, hostname, namespace, key),
+    (fresh) => ({ outcome: fresh ? 'ok' : 'unchanged', reason: `imported key ${key.key_id}` }),
+  );
+  say(
+    added
+      ? `registered key ${key.key_id} for ${hostname}/${namespace} in ${keys.where}`
+      : `key ${key.key_id} is already registered for ${hostname}/${namespace}`,
+  );
+  if (keys.json) process.stdout.write(`${JSON.stringify({ key_id: key.key_id, added })}\n`);
+}
+
+/** `list`: the namespace's keys (and which one the registry holds), as text or --json. */
+async function listKeys(keys: KeysRun): Promise<void> {
+  const { hostname, namespace } = keys;
+  const listed = await listNamespaceKeys(keys.kv, hostname, namespace);
+  const heldKey = await heldKeyInfo(keys.kv, hostname, namespace);
+  if (keys.json) {
+    process.stdout.write(`${JSON.stringify({ namespace: `${hostname}/${namespace}`, keys: listed, held_by_registry: heldKey?.keyId ?? null })}\n`);
+  } else if (listed.length === 0) {
+    say(`${hostname}/${namespace} has no signing keys (npm run keys -- generate --namespace ${namespace})`);
+  } else {
+    for (const key of listed) {
+      const signed = key.signed.length ? `; signed ${key.signed.join(', ')}` : '';
+      const where = key.key_id === heldKey?.keyId ? '  (held by the registry)' : '';
+      process.stdout.write(`${key.key_id}  ${key.status.padEnd(10)}  ${key.algorithm}  created ${key.created.slice(0, 10)}  ${key.user_id}${signed}${where}\n`);
     }
-  } finally {
-    await store.close();
   }
-}, USAGE);
+}
+
+/** `remove --key-id ID`: the key retired (and its registry-held private key deleted), audited; says which versions still serve it. */
+async function removeKey(keys: KeysRun, keyId: string): Promise<void> {
+  const { hostname, namespace } = keys;
+  let heldDeleted = false;
+  const signed = await audited(
+    keys.auditStore,
+    keys.remote,
+    { action: 'key.remove', target: keys.target, reason: `key ${keyId.toUpperCase()}` },
+    async () => {
+      const versions = await removeNamespaceKey(keys.kv, hostname, namespace, keyId);
+      heldDeleted = await deleteHeldKey(keys.kv, hostname, namespace, keyId.replace(/^0x/i, ''));
+      return versions;
+    },
+    () => ({ outcome: 'ok', reason: `removed key ${keyId.toUpperCase()}${heldDeleted ? ' and its registry-held private key' : ''}` }),
+  );
+  if (heldDeleted) say('  the registry-held private key was deleted');
+  say(`removed key ${keyId.toUpperCase()} from ${hostname}/${namespace}: new releases can no longer be signed with it`);
+  if (signed.length) say(`  still served for the versions it signed: ${signed.join(', ')}`);
+}
+
+type ImportedKey = Awaited<ReturnType<typeof keyToImport>>;
 
 /**
  * The key `keys import` registers, read and checked before anything else

@@ -1,12 +1,15 @@
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { UpstreamError } from './upstream-http';
 import { concatBytes } from '../bytes';
+import type { ReadDigest } from './archive-checks';
 
 /**
  * Copying an upstream archive to R2 and to the client at once, verified on
  * the way: the bytes are hashed as they pass (crypto.DigestStream, native)
  * and the LAST chunk is held back until the whole body's SHA-256 and size
- * equal the verified SHA256SUMS line. So a body that fails the check never
+ * passed `settle` (the bytes checks of src/mirror/verify-archive.ts: the
+ * size announced, the verified SHA256SUMS line; run through
+ * src/mirror/pulled-archive.ts). So a body that fails the checks never
  * reaches its end anywhere: R2's put sees an error instead of the end of its
  * stream (nothing stored) and the client's response is aborted rather than
  * completed. The client's last block also waits for `beforeClientEnd` (the
@@ -17,7 +20,12 @@ import { concatBytes } from '../bytes';
  */
 
 export interface VerifiedCopyOptions {
-  sha256Hex: string;
+  /**
+   * Runs once every byte passed, with their SHA-256 and count, before the
+   * last block goes anywhere; what it throws fails the copy (an UpstreamError
+   * as it is, anything else as an UpstreamError naming `what`).
+   */
+  settle: (digest: ReadDigest) => void;
   /**
    * Exact size (Content-Length); the copy fails if the body differs. Null when
    * the upstream sent none: then both streams have no length (the store side
@@ -30,7 +38,8 @@ export interface VerifiedCopyOptions {
   /** Names the archive in error messages. */
   what: string;
   /**
-   * Runs once every byte verified and the store's stream is complete, before
+   * Runs once every byte verified and the store's stream is complete (after
+   * `kept` resolved), before
    * the client gets its last block: commit what was stored here. If it
    * throws, the client's download is aborted too.
    */
@@ -42,6 +51,8 @@ export interface VerifiedCopy {
   client: ReadableStream<Uint8Array>;
   /** The R2 put's body, with its known length (R2 needs one), or without one when `size` is null. */
   store: ReadableStream<Uint8Array>;
+  /** Resolves with the digest once every byte passed `settle` and the store's stream is complete; rejects as `done` does otherwise. */
+  kept: Promise<ReadDigest>;
   /** Resolves when every byte verified and was handed to both; rejects with UpstreamError otherwise. */
   done: Promise<void>;
 }
@@ -52,60 +63,98 @@ export function verifiedCopy(source: ReadableStream<Uint8Array>, options: Verifi
   // by a failed check is visibly incomplete to any HTTP client, whatever proxy stands in between.
   const client = options.size === null ? new IdentityTransformStream() : new FixedLengthStream(options.size);
   const store = options.size === null ? new IdentityTransformStream() : new FixedLengthStream(options.size);
+  let keep!: (digest: ReadDigest) => void;
+  const kept = new Promise<ReadDigest>((resolve) => {
+    keep = resolve;
+  });
   const done = pump(
     source,
     client.writable.getWriter() as WritableStreamDefaultWriter<Uint8Array>,
     store.writable.getWriter() as WritableStreamDefaultWriter<Uint8Array>,
     options,
+    keep,
   );
-  return { client: client.readable as ReadableStream<Uint8Array>, store: store.readable as ReadableStream<Uint8Array>, done };
+  // Rejects with `done` when the copy fails before the store's stream completed (handled here: a caller may use only `done`).
+  const keptOrFailed = Promise.race([kept, done.then(() => kept)]);
+  keptOrFailed.catch(() => {});
+  return {
+    client: client.readable as ReadableStream<Uint8Array>,
+    store: store.readable as ReadableStream<Uint8Array>,
+    kept: keptOrFailed,
+    done,
+  };
 }
 
+/**
+ * Runs the copy: every byte read, hashed and forwarded but the last block
+ * (LockstepCopy.readAll), `settle` on the digest, the last block to the
+ * store and its end, `keep`, `beforeClientEnd`, the last block to the client.
+ * Any failure cancels the upstream, aborts both destinations and rejects
+ * with an UpstreamError.
+ */
 async function pump(
   source: ReadableStream<Uint8Array>,
   clientWriter: WritableStreamDefaultWriter<Uint8Array>,
   storeWriter: WritableStreamDefaultWriter<Uint8Array>,
   options: VerifiedCopyOptions,
+  keep: (digest: ReadDigest) => void,
 ): Promise<void> {
   const reader = source.getReader();
-  const digest = new crypto.DigestStream('SHA-256');
-  digest.digest.catch(() => {}); // rejects when the copy is aborted, which `done` reports
-  const digestWriter = digest.getWriter();
+  const copy = new LockstepCopy(clientWriter, storeWriter);
   const idle = idleWatch(options.idleMs, options.what);
-  let clientAlive = true;
-  let total = 0;
-  let held: Uint8Array | null = null;
-  // A block goes to the digest and both destinations at once; the three are native streams.
-  const forward = async (block: Uint8Array) => {
-    const writes = [storeWriter.ready.then(() => storeWriter.write(block))];
-    if (clientAlive) {
-      writes.push(
-        clientWriter.ready
-          .then(() => clientWriter.write(block))
-          .catch(() => {
-            clientAlive = false;
-          }),
-      );
-    }
-    await Promise.all(writes);
-  };
-  // Chunks are gathered into blocks of BLOCK_BYTES: the per-write cost of the length-fixed destinations
-  // (FixedLengthStream), not hashing or the copy, dominates with 64 KiB chunks.
-  let pending: Uint8Array[] = [];
-  let pendingBytes = 0;
-  const takeBlock = (): Uint8Array => {
-    const block = pending.length === 1 ? pending[0]! : concatBytes(pending, pendingBytes);
-    pending = [];
-    pendingBytes = 0;
-    return block;
-  };
-  const next = async (block: Uint8Array) => {
-    const hashed = digestWriter.write(block);
-    if (held) await forward(held);
-    await hashed;
-    held = block;
-  };
   try {
+    const read = await copy.readAll(reader, idle, options);
+    options.settle(read);
+    await copy.endStore();
+    keep(read);
+    await options.beforeClientEnd?.();
+    await copy.endClient();
+  } catch (error) {
+    const reason = error instanceof UpstreamError ? error : new UpstreamError(`${options.what}: ${(error as Error).message}`);
+    await Promise.allSettled([reader.cancel(reason), storeWriter.abort(reason), clientWriter.abort(reason), copy.abort(reason)]);
+    throw reason;
+  } finally {
+    idle.stop();
+  }
+}
+
+/**
+ * The two destinations fed in lockstep with the digest beside them: chunks
+ * are gathered into blocks of BLOCK_BYTES (the per-write cost of the
+ * length-fixed destinations, FixedLengthStream, not hashing or the copy,
+ * dominates with 64 KiB chunks), each block goes to the digest and both
+ * destinations at once (three native streams), and the LAST block is held
+ * back until the caller ends each destination. A client that goes away stops
+ * only its own branch.
+ */
+class LockstepCopy {
+  private readonly digest = new crypto.DigestStream('SHA-256');
+  private readonly digestWriter: WritableStreamDefaultWriter<ArrayBuffer | ArrayBufferView>;
+  private clientAlive = true;
+  private held: Uint8Array | null = null;
+  private pending: Uint8Array[] = [];
+  private pendingBytes = 0;
+
+  constructor(
+    private readonly client: WritableStreamDefaultWriter<Uint8Array>,
+    private readonly store: WritableStreamDefaultWriter<Uint8Array>,
+  ) {
+    this.digest.digest.catch(() => {}); // rejects when the copy is aborted, which `done` reports
+    this.digestWriter = this.digest.getWriter();
+  }
+
+  /**
+   * Reads `reader` to its end, forwarding every block but the last; returns
+   * the SHA-256 and count of all bytes. Throws UpstreamError for more bytes
+   * than `size` announced (or MAX_UNSIZED_BYTES without one), or when a read
+   * waits longer than `idle` allows.
+   */
+  async readAll(
+    reader: ReadableStreamDefaultReader<Uint8Array>,
+    idle: ReturnType<typeof idleWatch>,
+    options: Pick<VerifiedCopyOptions, 'size' | 'what'>,
+  ): Promise<ReadDigest> {
+    let total = 0;
     for (;;) {
       idle.waiting(true);
       const { done, value } = await Promise.race([reader.read(), idle.expired]);
@@ -120,36 +169,60 @@ async function pump(
             : `checksum check failed: ${options.what} sent more than the ${options.size} bytes it announced`,
         );
       }
-      pending.push(value);
-      pendingBytes += value.byteLength;
-      if (pendingBytes >= BLOCK_BYTES) await next(takeBlock());
+      this.pending.push(value);
+      this.pendingBytes += value.byteLength;
+      if (this.pendingBytes >= BLOCK_BYTES) await this.next(this.takeBlock());
     }
-    if (pendingBytes > 0) await next(takeBlock());
-    await digestWriter.close();
-    const actual = bytesToHex(new Uint8Array(await digest.digest));
-    if (options.size !== null && total !== options.size)
-      throw new UpstreamError(`checksum check failed: ${options.what} ended after ${total} of ${options.size} bytes`);
-    if (actual !== options.sha256Hex) {
-      throw new UpstreamError(
-        `checksum check failed: ${options.what} has SHA-256 ${actual}, the signed SHA256SUMS says ${options.sha256Hex}; nothing was stored`,
-      );
-    }
-    if (held) await storeWriter.ready.then(() => storeWriter.write(held!));
-    await storeWriter.close();
-    await options.beforeClientEnd?.();
-    if (clientAlive && held)
-      await clientWriter.ready
-        .then(() => clientWriter.write(held!))
-        .catch(() => {
-          clientAlive = false;
-        });
-    if (clientAlive) await clientWriter.close().catch(() => {});
-  } catch (error) {
-    const reason = error instanceof UpstreamError ? error : new UpstreamError(`${options.what}: ${(error as Error).message}`);
-    await Promise.allSettled([reader.cancel(reason), storeWriter.abort(reason), clientWriter.abort(reason), digestWriter.abort(reason)]);
-    throw reason;
-  } finally {
-    idle.stop();
+    if (this.pendingBytes > 0) await this.next(this.takeBlock());
+    await this.digestWriter.close();
+    return { sha256Hex: bytesToHex(new Uint8Array(await this.digest.digest)), size: total };
+  }
+
+  /** The held last block to the store, then its end (R2's put completes). */
+  async endStore(): Promise<void> {
+    const held = this.held;
+    if (held) await this.store.ready.then(() => this.store.write(held));
+    await this.store.close();
+  }
+
+  /** The held last block to the client, then its end, unless the client went away. */
+  async endClient(): Promise<void> {
+    const held = this.held;
+    if (this.clientAlive && held) await this.toClient(held);
+    if (this.clientAlive) await this.client.close().catch(() => {});
+  }
+
+  abort(reason: unknown): Promise<void> {
+    return this.digestWriter.abort(reason);
+  }
+
+  /** Hashes `block` while the block held before it goes to both destinations; then holds `block`. */
+  private async next(block: Uint8Array): Promise<void> {
+    const hashed = this.digestWriter.write(block);
+    if (this.held) await this.forward(this.held);
+    await hashed;
+    this.held = block;
+  }
+
+  private async forward(block: Uint8Array): Promise<void> {
+    const writes = [this.store.ready.then(() => this.store.write(block))];
+    if (this.clientAlive) writes.push(this.toClient(block));
+    await Promise.all(writes);
+  }
+
+  private toClient(block: Uint8Array): Promise<void> {
+    return this.client.ready
+      .then(() => this.client.write(block))
+      .catch(() => {
+        this.clientAlive = false;
+      });
+  }
+
+  private takeBlock(): Uint8Array {
+    const block = this.pending.length === 1 ? this.pending[0]! : concatBytes(this.pending, this.pendingBytes);
+    this.pending = [];
+    this.pendingBytes = 0;
+    return block;
   }
 }
 

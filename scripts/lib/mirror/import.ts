@@ -15,18 +15,16 @@ import {
   type MirrorVersionResponse,
   type ProviderAddress,
 } from '../../../src/protocol/index';
-import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
-import { providerLeaseName } from '../../../src/store/layout';
-import { withLease, type Lease } from '../../../src/store/lease';
-import { processLeaseOptions } from '../stores/lease';
-import { MIRROR_LEASE_TTL_MS } from './sync';
-import { storeMirroredVersion } from '../../../src/store/mirror/write';
-import { rebuildProviderIndex, type ReleaseFile } from '../../../src/store/providers/write';
+import { shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
+import type { Lease } from '../../../src/store/lease';
+import { storeMirroredVersion, type MirrorOutcome } from '../../../src/store/mirror/write';
+import type { ReleaseFile } from '../../../src/store/providers/write';
 import type { PackageRecord, VersionRecord } from '../../../src/store/types';
 import type { StoreHandle } from '../stores/handle';
 import { diskFile, memoryFile } from '../stores/release-files';
 import { combinedStatus, type MirrorSummary, type PlatformSummary, type ProviderSummary, type VersionSummary } from './summary';
-import { verifyArchive } from './verify';
+import { verifyImported } from './verify';
+import { writeUnderProviderLease } from './provider-lease';
 
 /**
  * `mirror import DIR`: a directory made by `terraform providers mirror`
@@ -114,33 +112,20 @@ async function importProvider({ address, dir }: FoundProvider, options: ImportOp
     log(`${name}: failed: ${reason}`);
     return { address: name, status: 'failed', reason, versions: [] };
   }
-  const importAll = async (lease?: Lease) => {
-    const results: VersionSummary[] = [];
-    for (const version of versions) results.push(await importVersion(address, dir, version, options, log, lease));
-    return results;
-  };
-  // The provider's lease (as publish-provider and sync take it) while its versions are written.
-  const results = options.dryRun
-    ? await importAll()
-    : await withLease(
-        options.store.blobs,
-        providerLeaseName(address),
-        processLeaseOptions(`mirror import ${name}`, log, { ttlMs: MIRROR_LEASE_TTL_MS }),
-        async (lease) => {
-          const done = await importAll(lease);
-          lease.check();
-          await rebuildProviderIndex(
-            options.store,
-            address,
-            () => {},
-            () => lease.check(),
-          );
-          return done;
-        },
-      );
+  const results = await writeUnderProviderLease(options.store, address, { command: 'mirror import', dryRun: !!options.dryRun, log }, async (lease) => {
+    const done: VersionSummary[] = [];
+    for (const version of versions) done.push(await importVersion(address, dir, version, options, log, lease));
+    return done;
+  });
   return { address: name, status: combinedStatus(results.map((v) => v.status)), versions: results };
 }
 
+/**
+ * Imports one VERSION.json: every archive it lists verified (verifyArchives),
+ * then the version stored whole (storeImported), or nothing stored and the
+ * version failed with every reason. A dry run verifies and plans. Never
+ * throws for the version's failure (it is in the summary).
+ */
 async function importVersion(
   address: ProviderAddress,
   dir: string,
@@ -162,53 +147,8 @@ async function importVersion(
   } catch (error) {
     return fail(`${documentPath}: ${(error as Error).message}`);
   }
-
-  const verified: { pkg: PackageRecord; path: string }[] = [];
-  for (const [key, entry] of Object.entries(archives)) {
-    const failed = (reason: string) => platforms.push({ platform: key, status: 'failed', reason });
-    try {
-      const platform = parsePlatformName(key);
-      const path = resolve(dir, entry.url);
-      if (!path.startsWith(dir + sep)) throw new InputError(`${documentPath}: archives.${key}.url ${JSON.stringify(entry.url)} points outside ${dir}`);
-      if (!existsSync(path)) throw new InputError(`${documentPath}: archives.${key}.url names ${entry.url}, which is missing`);
-      const hashes = entry.hashes ?? [];
-      const h1s = hashes.filter((h) => h.startsWith('h1:'));
-      const zhs = hashes.filter((h) => h.startsWith('zh:'));
-      if (h1s.length === 0) throw new InputError(`hash check failed: ${documentPath} gives no h1: hash for ${key}, so ${entry.url} cannot be verified`);
-      const digest = await verifyArchive(path, { type: address.type, version, platform, source: path });
-      if (!h1s.includes(digest.h1)) throw new InputError(`hash check failed: ${path} has ${digest.h1}, ${documentPath} says ${h1s.join(', ')}`);
-      if (zhs.length > 0 && !zhs.includes(zhHash(digest.sha256Hex))) {
-        throw new InputError(`hash check failed: ${path} has ${zhHash(digest.sha256Hex)}, ${documentPath} says ${zhs.join(', ')}`);
-      }
-      verified.push({
-        pkg: {
-          os: platform.os,
-          arch: platform.arch,
-          filename: archiveFilename(address.type, version, platform),
-          shasum: digest.sha256Hex,
-          h1: digest.h1,
-          size: digest.size,
-        },
-        path,
-      });
-    } catch (error) {
-      failed((error as Error).message);
-    }
-  }
-  if (platforms.length > 0) {
-    for (const { pkg } of verified)
-      platforms.push({
-        platform: `${pkg.os}_${pkg.arch}`,
-        status: 'failed',
-        reason: 'verified, but another platform of this version failed: the version is imported whole or not at all',
-      });
-    return fail(
-      platforms
-        .filter((p) => !p.reason?.startsWith('verified,'))
-        .map((p) => p.reason)
-        .join('; '),
-    );
-  }
+  const verified = await verifyArchives({ address, version, dir, documentPath }, archives, platforms);
+  if (platforms.length > 0) return fail(notWhole(platforms, verified));
   if (verified.length === 0) return fail(`${documentPath} lists no archives`);
   if (options.dryRun) {
     for (const { pkg } of verified)
@@ -216,7 +156,95 @@ async function importVersion(
     log(`${label}: would import ${verified.map((v) => `${v.pkg.os}_${v.pkg.arch}`).join(', ')} (verified)`);
     return { version, status: 'planned', platforms };
   }
+  let outcome: MirrorOutcome;
+  try {
+    outcome = await storeImported(options.store, address, version, verified, lease);
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  for (const { pkg } of verified) {
+    platforms.push({
+      platform: `${pkg.os}_${pkg.arch}`,
+      status: outcome === 'unchanged' ? 'unchanged' : 'mirrored',
+      h1: pkg.h1,
+      zh: zhHash(pkg.shasum),
+      size: pkg.size,
+    });
+  }
+  platforms.sort((a, b) => a.platform.localeCompare(b.platform));
+  log(`${label}: ${outcome === 'unchanged' ? 'already held' : 'imported'} ${platforms.map((p) => p.platform).join(', ')}`);
+  return { version, status: outcome === 'unchanged' ? 'unchanged' : 'mirrored', platforms };
+}
 
+/**
+ * Some platform of the version failed (its reasons in `platforms`): the
+ * verified ones fail too, as a version is imported whole or not at all.
+ * Returns the version's reason: every platform's own failure.
+ */
+function notWhole(platforms: PlatformSummary[], verified: readonly ImportedArchive[]): string {
+  for (const { pkg } of verified)
+    platforms.push({
+      platform: `${pkg.os}_${pkg.arch}`,
+      status: 'failed',
+      reason: 'verified, but another platform of this version failed: the version is imported whole or not at all',
+    });
+  return platforms
+    .filter((p) => !p.reason?.startsWith('verified,'))
+    .map((p) => p.reason)
+    .join('; ');
+}
+
+interface ImportedArchive {
+  pkg: PackageRecord;
+  path: string;
+}
+
+/**
+ * Verifies each archive VERSION.json lists: its url stays inside `dir` and
+ * names a file there, the document gives an h1 for it, and the zip passes
+ * verifyImported (the executable, h1, zh). Returns the verified ones; each
+ * failure is pushed to `failed` as a failed platform (never thrown).
+ */
+async function verifyArchives(
+  of: { address: ProviderAddress; version: string; dir: string; documentPath: string },
+  archives: MirrorVersionResponse['archives'],
+  failed: PlatformSummary[],
+): Promise<ImportedArchive[]> {
+  const { dir, documentPath } = of;
+  const verified: ImportedArchive[] = [];
+  for (const [key, entry] of Object.entries(archives)) {
+    try {
+      const platform = parsePlatformName(key);
+      const path = resolve(dir, entry.url);
+      if (!path.startsWith(dir + sep)) throw new InputError(`${documentPath}: archives.${key}.url ${JSON.stringify(entry.url)} points outside ${dir}`);
+      if (!existsSync(path)) throw new InputError(`${documentPath}: archives.${key}.url names ${entry.url}, which is missing`);
+      const hashes = entry.hashes ?? [];
+      const h1 = hashes.filter((h) => h.startsWith('h1:'));
+      const zh = hashes.filter((h) => h.startsWith('zh:'));
+      if (h1.length === 0) throw new InputError(`hash check failed: ${documentPath} gives no h1: hash for ${key}, so ${entry.url} cannot be verified`);
+      const pkg = await verifyImported(path, { type: of.address.type, version: of.version, platform }, { h1, zh }, documentPath);
+      verified.push({ pkg, path });
+    } catch (error) {
+      failed.push({ platform: key, status: 'failed', reason: (error as Error).message });
+    }
+  }
+  return verified;
+}
+
+/**
+ * Stores a verified version exactly as a sync stores it, with a SHA256SUMS
+ * made from the zips for auditing (no upstream signature: a `terraform
+ * providers mirror` directory carries hashes only). Returns
+ * storeMirroredVersion's outcome ('unchanged' when held with these bytes);
+ * throws what it throws (VersionConflictError for other bytes).
+ */
+async function storeImported(
+  store: StoreHandle,
+  address: ProviderAddress,
+  version: string,
+  verified: readonly ImportedArchive[],
+  lease?: Lease,
+): Promise<MirrorOutcome> {
   const sums = new TextEncoder().encode(formatShasums(verified.map(({ pkg }) => ({ filename: pkg.filename, sha256Hex: pkg.shasum }))));
   const record: VersionRecord = {
     address,
@@ -233,24 +261,7 @@ async function importVersion(
     ...verified.map(({ pkg, path }) => diskFile(pkg.filename, path, { sha256Hex: pkg.shasum, size: pkg.size }, 'application/zip')),
     memoryFile(record.shasumsFilename, sums, 'text/plain; charset=utf-8'),
   ];
-  let outcome: string;
-  try {
-    outcome = await storeMirroredVersion(options.store, record, files, () => {}, lease);
-  } catch (error) {
-    return fail((error as Error).message);
-  }
-  for (const { pkg } of verified) {
-    platforms.push({
-      platform: `${pkg.os}_${pkg.arch}`,
-      status: outcome === 'unchanged' ? 'unchanged' : 'mirrored',
-      h1: pkg.h1,
-      zh: zhHash(pkg.shasum),
-      size: pkg.size,
-    });
-  }
-  platforms.sort((a, b) => a.platform.localeCompare(b.platform));
-  log(`${label}: ${outcome === 'unchanged' ? 'already held' : 'imported'} ${platforms.map((p) => p.platform).join(', ')}`);
-  return { version, status: outcome === 'unchanged' ? 'unchanged' : 'mirrored', platforms };
+  return storeMirroredVersion(store, record, files, () => {}, lease);
 }
 
 function subdirs(dir: string): string[] {

@@ -12,15 +12,14 @@ import {
   type ProviderAddress,
 } from '../../../src/protocol/index';
 import { shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
-import { providerLeaseName, releaseObjectKey } from '../../../src/store/layout';
-import { withLease, type Lease } from '../../../src/store/lease';
+import { releaseObjectKey } from '../../../src/store/layout';
+import type { Lease } from '../../../src/store/lease';
 import { storeMirroredVersion } from '../../../src/store/mirror/write';
-import { rebuildProviderIndex, type ReleaseFile } from '../../../src/store/providers/write';
+import type { ReleaseFile } from '../../../src/store/providers/write';
 import { readVersionRecord } from '../../../src/store/providers/version-records';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
 import { limiter, type Limiter } from '../../../src/concurrency';
 import type { StoreHandle } from '../stores/handle';
-import { processLeaseOptions } from '../stores/lease';
 import { diskFile, memoryFile } from '../stores/release-files';
 import { CRASH_ENV } from '../progress';
 import { combinedStatus, type MirrorSummary, type PlatformSummary, type ProviderSummary, type VersionSummary } from './summary';
@@ -30,6 +29,7 @@ import type { UpstreamHttp } from './upstream-http';
 import { verifySumsSignature } from '../../../src/mirror/signature';
 import { downloadVerified, readSums } from './verify';
 import { makeSyncWorkDir } from './work-dir';
+import { writeUnderProviderLease } from './provider-lease';
 
 /**
  * `mirror sync`: copies upstream provider versions into the mirror, verified
@@ -45,15 +45,6 @@ import { makeSyncWorkDir } from './work-dir';
  * downloaded again; their upstream `shasum` is still compared with ours and a
  * difference is refused loudly (mirrored bytes never change).
  */
-
-/**
- * How long a mirror run's provider lease stays valid without renewal: long
- * (5 min), because a busy machine moving large archives can stall renewals
- * past the 30 s default and lose the lease mid-run. A killed run on the same
- * host is taken over at once (its pid is gone), so only a dead run on another
- * host makes the next one wait this long.
- */
-export const MIRROR_LEASE_TTL_MS = 5 * 60_000;
 
 export interface SyncRequest {
   address: ProviderAddress;
@@ -125,27 +116,9 @@ async function syncProvider(
     return failed((error as Error).message);
   }
 
-  // One writer per provider: the same lease publish-provider takes, held while this provider is synced.
-  const syncAll = (lease?: Lease) =>
-    Promise.all(selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease })));
-  const versions: VersionSummary[] = options.dryRun
-    ? await syncAll()
-    : await withLease(
-        options.store.blobs,
-        providerLeaseName(address),
-        processLeaseOptions(`mirror sync ${name}`, log, { ttlMs: MIRROR_LEASE_TTL_MS }),
-        async (lease) => {
-          const results = await syncAll(lease);
-          lease.check();
-          await rebuildProviderIndex(
-            options.store,
-            address,
-            () => {},
-            () => lease.check(),
-          );
-          return results;
-        },
-      );
+  const versions: VersionSummary[] = await writeUnderProviderLease(options.store, address, { command: 'mirror sync', dryRun: !!options.dryRun, log }, (lease) =>
+    Promise.all(selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease }))),
+  );
   const summary: ProviderSummary = { address: name, status: combinedStatus(versions.map((v) => v.status)), versions };
   if (selected.length === 0) {
     summary.status = 'failed';
@@ -278,31 +251,9 @@ async function fetchAndStore(
   const { address, options, limit, log } = sync;
   const { version } = sync.listed;
   const { label, existing, missing, outcome, fail } = v;
-  // SHA256SUMS and its signature: one per version (every platform's document must name the same).
-  const first = missing[0]!;
-  for (const doc of missing) {
-    if (doc.shasumsUrl !== first.shasumsUrl || doc.shasumsSignatureUrl !== first.shasumsSignatureUrl) {
-      return fail(`${doc.documentUrl} names another SHA256SUMS (${doc.shasumsUrl}) than ${first.documentUrl} (${first.shasumsUrl})`);
-    }
-  }
-  let sums: Uint8Array;
-  let signature: Uint8Array;
-  let signer: SigningKey;
-  try {
-    [sums, signature] = await Promise.all([
-      options.http.getFile(first.shasumsUrl, 'SHA256SUMS'),
-      options.http.getFile(first.shasumsSignatureUrl, 'SHA256SUMS.sig'),
-    ]);
-    signer = await verifySumsSignature(sums, signature, first.signingKeys, { signatureUrl: first.shasumsSignatureUrl, documentUrl: first.documentUrl });
-  } catch (error) {
-    return fail((error as Error).message);
-  }
-  if (existing) {
-    const storedSums = await options.store.blobs.head(releaseObjectKey(address, version, existing.shasumsFilename));
-    if (storedSums?.customMetadata?.sha256 && storedSums.customMetadata.sha256 !== sha256Hex(sums)) {
-      return fail(`UPSTREAM CHANGED: ${first.shasumsUrl} differs from the SHA256SUMS mirrored with ${version}; mirrored files never change — kept ours`);
-    }
-  }
+  const fetched = await fetchSums(sync, existing, missing);
+  if ('failed' in fetched) return fail(fetched.failed);
+  const { first, sums, signature, signer } = fetched;
   const sumLines = readSums(sums, first.shasumsUrl);
 
   const verified: { pkg: PackageRecord; path: string }[] = [];
@@ -337,6 +288,53 @@ async function fetchAndStore(
   }
   log(`${label}: mirrored ${verified.map((x) => `${x.pkg.os}_${x.pkg.arch}`).join(', ')}`);
   return outcome.done();
+}
+
+/** A version's upstream SHA256SUMS, its signature and the key that verified it; `first` is the document naming them. */
+interface VersionSums {
+  first: UpstreamPackage;
+  sums: Uint8Array;
+  signature: Uint8Array;
+  signer: SigningKey;
+}
+
+/**
+ * The version's SHA256SUMS and signature, one for every platform's document:
+ * downloaded, the signature verified with a key of `signing_keys`, and the
+ * SHA256SUMS unchanged from the one mirrored with the version. Returns them,
+ * or `failed` with the reason the version fails (documents naming another
+ * SHA256SUMS, a download or the signature check failing, UPSTREAM CHANGED).
+ * Throws only what the store throws.
+ */
+async function fetchSums(sync: VersionSync, existing: VersionRecord | null, missing: readonly UpstreamPackage[]): Promise<VersionSums | { failed: string }> {
+  const { address, options } = sync;
+  const { version } = sync.listed;
+  // SHA256SUMS and its signature: one per version (every platform's document must name the same).
+  const first = missing[0]!;
+  for (const doc of missing) {
+    if (doc.shasumsUrl !== first.shasumsUrl || doc.shasumsSignatureUrl !== first.shasumsSignatureUrl) {
+      return { failed: `${doc.documentUrl} names another SHA256SUMS (${doc.shasumsUrl}) than ${first.documentUrl} (${first.shasumsUrl})` };
+    }
+  }
+  let sums: Uint8Array;
+  let signature: Uint8Array;
+  let signer: SigningKey;
+  try {
+    [sums, signature] = await Promise.all([
+      options.http.getFile(first.shasumsUrl, 'SHA256SUMS'),
+      options.http.getFile(first.shasumsSignatureUrl, 'SHA256SUMS.sig'),
+    ]);
+    signer = await verifySumsSignature(sums, signature, first.signingKeys, { signatureUrl: first.shasumsSignatureUrl, documentUrl: first.documentUrl });
+  } catch (error) {
+    return { failed: (error as Error).message };
+  }
+  if (existing) {
+    const storedSums = await options.store.blobs.head(releaseObjectKey(address, version, existing.shasumsFilename));
+    if (storedSums?.customMetadata?.sha256 && storedSums.customMetadata.sha256 !== sha256Hex(sums)) {
+      return { failed: `UPSTREAM CHANGED: ${first.shasumsUrl} differs from the SHA256SUMS mirrored with ${version}; mirrored files never change — kept ours` };
+    }
+  }
+  return { first, sums, signature, signer };
 }
 
 /** The version record (the held one extended by the verified packages) and its files, stored with storeMirroredVersion. */

@@ -110,35 +110,8 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   const version = parseVersion(options.version);
   const label = `${formatModuleAddress(address)} ${version}`;
 
-  let bytes: Uint8Array;
-  let format: ModuleArchiveFormat;
-  let fileCount: number;
-  let docs: ModuleDocs;
-  let readme: string | null;
-  if (kind === 'directory') {
-    const started = Date.now();
-    const packed = await packModule(options.path, maxBytes);
-    bytes = packed.bytes;
-    format = 'tar.gz';
-    fileCount = packed.files.length;
-    log(`packed ${options.path}: ${packed.files.length} files, ${formatMB(packed.unpackedSize)} → ${formatMB(bytes.byteLength)} in ${Date.now() - started} ms`);
-    if (packed.excluded.length > 0)
-      log(`  left out: ${packed.excluded.slice(0, 10).join(', ')}${packed.excluded.length > 10 ? `, … (${packed.excluded.length})` : ''}`);
-    const docFiles = new Map<string, string>();
-    for (const file of packed.files) {
-      if (isDocFile(file.path)) docFiles.set(file.path, readFileSync(file.source).toString('utf8'));
-    }
-    docs = await extractModuleDocs(docFiles);
-    readme = docFiles.get('README.md') ?? null;
-  } else {
-    const supplied = await readSuppliedPackage(options.path, maxBytes);
-    bytes = supplied.bytes;
-    format = supplied.format;
-    fileCount = supplied.files.length;
-    log(`${options.path}: ${supplied.files.length} files, ${formatMB(bytes.byteLength)}, validated; published as is`);
-    docs = await extractModuleDocs(supplied.docFiles);
-    readme = supplied.docFiles.get('README.md') ?? null;
-  }
+  const pkg = await readPackage(options.path, kind === 'directory', maxBytes, log);
+  const { bytes, format, docs } = pkg;
   const sha256 = sha256Hex(bytes);
   const record: ModuleVersionRecord = {
     address,
@@ -149,20 +122,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
     size: bytes.byteLength,
     publishedAt: new Date().toISOString(),
   };
-  const result = (status: PublishModuleResult['status']): PublishModuleResult => ({
-    address: formatModuleAddress(address),
-    version,
-    filename: record.filename,
-    format,
-    sha256,
-    size: bytes.byteLength,
-    files: fileCount,
-    inputs: docs.inputs.length,
-    outputs: docs.outputs.length,
-    submodules: docs.submodules.map((s) => s.path),
-    readme: docs.readmeHtml !== null,
-    status,
-  });
+  const result = (status: PublishModuleResult['status']) => resultOf(record, pkg, status);
   log(
     `docs: ${docs.inputs.length} inputs, ${docs.outputs.length} outputs, ${docs.providers.length} required providers, ${docs.submodules.length} submodules${docs.readmeHtml === null ? ', no README.md' : ', README.md'}`,
   );
@@ -170,13 +130,99 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   const env = options.processEnv ?? process.env;
   if (options.registry !== undefined) {
     const served = await publishModuleToRegistry(
-      { registry: options.registry, address, version, format, bytes, sha256, docs, readme, dryRun: options.dryRun },
+      { registry: options.registry, address, version, format, bytes, sha256, docs, readme: pkg.readme, dryRun: options.dryRun },
       log,
       env,
     );
     return result(served.status);
   }
-  const storeConfig = config!;
+  return publishToStore(options, config!, { label, record, docs, bytes, env }, result);
+}
+
+/** What `--json` prints for `record` published from `pkg` with `status`. */
+function resultOf(record: ModuleVersionRecord, pkg: ModulePackage, status: PublishModuleResult['status']): PublishModuleResult {
+  const { docs } = pkg;
+  return {
+    address: formatModuleAddress(record.address),
+    version: record.version,
+    filename: record.filename,
+    format: record.format,
+    sha256: record.sha256,
+    size: record.size,
+    files: pkg.fileCount,
+    inputs: docs.inputs.length,
+    outputs: docs.outputs.length,
+    submodules: docs.submodules.map((s) => s.path),
+    readme: docs.readmeHtml !== null,
+    status,
+  };
+}
+
+/** A module package read for publishing: its bytes, docs and README. */
+interface ModulePackage {
+  bytes: Uint8Array;
+  format: ModuleArchiveFormat;
+  /** Files in the package. */
+  fileCount: number;
+  docs: ModuleDocs;
+  /** README.md's text, when the package has one. */
+  readme: string | null;
+}
+
+/**
+ * The package of `path`: a directory packed deterministically (packModule,
+ * tar.gz), or a supplied .tar.gz/.zip validated and published as is
+ * (readSuppliedPackage); its docs extracted (every .tf parses). Logs what it
+ * did. Throws InputError (from packing, validation or the docs) for what the
+ * publisher can fix, naming the file; nothing is written.
+ */
+async function readPackage(path: string, isDirectory: boolean, maxBytes: number, log: (line: string) => void): Promise<ModulePackage> {
+  if (!isDirectory) {
+    const supplied = await readSuppliedPackage(path, maxBytes);
+    log(`${path}: ${supplied.files.length} files, ${formatMB(supplied.bytes.byteLength)}, validated; published as is`);
+    return {
+      bytes: supplied.bytes,
+      format: supplied.format,
+      fileCount: supplied.files.length,
+      docs: await extractModuleDocs(supplied.docFiles),
+      readme: supplied.docFiles.get('README.md') ?? null,
+    };
+  }
+  const started = Date.now();
+  const packed = await packModule(path, maxBytes);
+  log(`packed ${path}: ${packed.files.length} files, ${formatMB(packed.unpackedSize)} → ${formatMB(packed.bytes.byteLength)} in ${Date.now() - started} ms`);
+  if (packed.excluded.length > 0)
+    log(`  left out: ${packed.excluded.slice(0, 10).join(', ')}${packed.excluded.length > 10 ? `, … (${packed.excluded.length})` : ''}`);
+  const docFiles = new Map<string, string>();
+  for (const file of packed.files) {
+    if (isDocFile(file.path)) docFiles.set(file.path, readFileSync(file.source).toString('utf8'));
+  }
+  return {
+    bytes: packed.bytes,
+    format: 'tar.gz',
+    fileCount: packed.files.length,
+    docs: await extractModuleDocs(docFiles),
+    readme: docFiles.get('README.md') ?? null,
+  };
+}
+
+/**
+ * Publishes a read package into the store (the options' open store, or the
+ * local state or --remote opened and closed here), audited: the namespace's
+ * provenance policy, the version's state (other bytes → VersionConflictError;
+ * same bytes → verified and repaired), then publishModuleVersion under the
+ * module's lease. A dry run reads and writes nothing but says what it would
+ * do. Throws what those throw (InputError, VersionConflictError,
+ * LeaseBusyError, infrastructure errors).
+ */
+async function publishToStore(
+  options: PublishModuleOptions,
+  storeConfig: RegistryConfig,
+  v: ModuleToPublish,
+  result: (status: PublishModuleResult['status']) => PublishModuleResult,
+): Promise<PublishModuleResult> {
+  const { label, env } = v;
+  const log = options.log ?? (() => {});
   const store =
     options.store ??
     (options.remote
@@ -191,46 +237,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
       options.dryRun ? null : store,
       options.remote,
       { action: 'module.publish', target: label },
-      async () => {
-        // A namespace requiring build provenance refuses the CLI before anything is written.
-        const attest = cliAttester(storeConfig, options.remote, store.blobs, env);
-        await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
-        const existing = await readModuleRecord(store, address, version);
-        if (existing && !samePackage(existing, record)) throw differentPackageError(record, existing);
-        if (options.dryRun) {
-          log(
-            existing
-              ? `dry run: ${label} is already published with these bytes`
-              : `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`,
-          );
-          return result('dry-run');
-        }
-        log(existing ? `${label} is already published with these bytes; verifying what is stored` : `publishing ${label} to ${store.description}`);
-        // One writer per module: the publish (its own check of the record, verification and repair included) holds the module's lease.
-        const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
-          publishModuleVersion(
-            store,
-            record,
-            docs,
-            {
-              sha256Hex: sha256,
-              size: bytes.byteLength,
-              contentType: format === 'zip' ? 'application/zip' : 'application/gzip',
-              open: () => bytes,
-            },
-            progressLog(log, env[CRASH_ENV], env[KILL_ENV]),
-            { lease, attest },
-          ),
-        );
-        log(
-          outcome === 'published'
-            ? `published ${label}`
-            : outcome === 'repaired'
-              ? `${label} was already published; repaired what an interrupted publish left missing`
-              : `${label} was already published; verified, nothing rewritten`,
-        );
-        return result(outcome);
-      },
+      async () => result(await publishOrPlan(store, storeConfig, options, v)),
       (r) =>
         r.status === 'dry-run'
           ? null
@@ -243,4 +250,67 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   } finally {
     if (!options.store) await store.close();
   }
+}
+
+/** A validated module version ready to publish: its record, docs and bytes, `label` for messages, `env` for the store. */
+interface ModuleToPublish {
+  label: string;
+  record: ModuleVersionRecord;
+  docs: ModuleDocs;
+  bytes: Uint8Array;
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * Inside the audit: the namespace's provenance policy (a namespace requiring
+ * build provenance refuses the CLI before anything is written), the
+ * version's state (other bytes → VersionConflictError), then, unless a dry
+ * run, publishModuleVersion under the module's lease. Returns the status.
+ */
+async function publishOrPlan(
+  store: StoreHandle,
+  storeConfig: RegistryConfig,
+  options: PublishModuleOptions,
+  v: ModuleToPublish,
+): Promise<PublishModuleResult['status']> {
+  const { label, record, docs, bytes, env } = v;
+  const { address, version, format, sha256 } = record;
+  const log = options.log ?? (() => {});
+  const attest = cliAttester(storeConfig, options.remote, store.blobs, env);
+  await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
+  const existing = await readModuleRecord(store, address, version);
+  if (existing && !samePackage(existing, record)) throw differentPackageError(record, existing);
+  if (options.dryRun) {
+    log(
+      existing
+        ? `dry run: ${label} is already published with these bytes`
+        : `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`,
+    );
+    return 'dry-run';
+  }
+  log(existing ? `${label} is already published with these bytes; verifying what is stored` : `publishing ${label} to ${store.description}`);
+  // One writer per module: the publish (its own check of the record, verification and repair included) holds the module's lease.
+  const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
+    publishModuleVersion(
+      store,
+      record,
+      docs,
+      {
+        sha256Hex: sha256,
+        size: bytes.byteLength,
+        contentType: format === 'zip' ? 'application/zip' : 'application/gzip',
+        open: () => bytes,
+      },
+      progressLog(log, env[CRASH_ENV], env[KILL_ENV]),
+      { lease, attest },
+    ),
+  );
+  log(
+    outcome === 'published'
+      ? `published ${label}`
+      : outcome === 'repaired'
+        ? `${label} was already published; repaired what an interrupted publish left missing`
+        : `${label} was already published; verified, nothing rewritten`,
+  );
+  return outcome;
 }

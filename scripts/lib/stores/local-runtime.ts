@@ -1,4 +1,5 @@
 import type { BlobHead, BlobWriteCondition, KvStore } from '../../../src/store/store';
+import { LocalRuntimeError } from './local-errors';
 
 /**
  * How the CLI reaches the local state's KV and R2: through a small Worker
@@ -37,8 +38,9 @@ export type Dispatch = (url: string, init: { method: string; body?: Uint8Array |
 
 /**
  * The Worker. Every answer is 200 with a JSON or raw body (`x-found: 0` for a
- * missing key), or 500 with the runtime's message, which retryBusy judges as
- * it judged the binding's own errors. Part uploads (`PUT /blob?uploadId=`)
+ * missing key), or 500 with the runtime's message for any error of a binding
+ * (a LocalRuntimeError on the CLI's side, which retryBusy retries: see
+ * local-errors.ts). Part uploads (`PUT /blob?uploadId=`)
  * stream the request body to R2 with its Content-Length, as one plain PUT.
  */
 export const LOCAL_RUNTIME_SCRIPT = `
@@ -97,7 +99,11 @@ export default {
   },
 };`;
 
-/** Calls one operation; resolves with the answer, or throws an Error carrying the status and the runtime's message. */
+/**
+ * Calls one operation; resolves with the answer. Throws LocalRuntimeError
+ * (the status and the runtime's message) when the runtime answers other than
+ * 200, and what dispatch throws when it does not answer.
+ */
 async function call(
   dispatch: Dispatch,
   what: string,
@@ -108,7 +114,7 @@ async function call(
   headers: Record<string, string> = {},
 ): Promise<Response> {
   const response = await dispatch(`http://local-store/__edge-registry/${path}?${new URLSearchParams(query)}`, { method, body, headers });
-  if (response.status !== 200) throw new Error(`local ${what} of ${query.key ?? ''} failed: ${response.status} ${await response.text()}`);
+  if (response.status !== 200) throw new LocalRuntimeError(what, query.key ?? '', response.status, await response.text());
   return response;
 }
 

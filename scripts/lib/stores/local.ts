@@ -7,6 +7,7 @@ import { LOCAL_RUNTIME_SCRIPT, dispatchKv, dispatchR2, type Dispatch, type PutOp
 import { tieLocalRuntimeToThisProcess } from './workerd-child';
 import type { StoreHandle } from './handle';
 import { StateLock } from './state-lock';
+import { isTransientLocalError } from './local-errors';
 
 /**
  * The local state `wrangler dev` (`npm start`) serves: Miniflare's KV and R2
@@ -128,27 +129,17 @@ class LocalBlobStore implements BlobStore {
 }
 
 /**
- * Several processes may write the local state at once (concurrent publishes,
- * `wrangler dev` reading). Its SQLite then sometimes answers "busy", which
- * reaches us as a 500 from the binding; every call made here is idempotent,
- * so it is retried with jittered backoff.
+ * Calls `call`, again with jittered backoff while it fails with a transient
+ * error (isTransientLocalError: SQLite busy, a lost connection to the local
+ * runtime) and `attempts` are left: every call made here is idempotent.
+ * Throws the last error, or at once any error that is not transient.
  */
-/**
- * Errors of the local runtime that go away on a retry (SQLite busy, a Miniflare loopback hiccup). workerd
- * turns a C++ exception such as "SQLite failed; database is locked: SQLITE_BUSY" into a JavaScript Error
- * whose whole message is "internal error; reference = ID" (the SQLite text goes only to workerd's stderr),
- * so that message counts as transient too.
- */
-const TRANSIENT_LOCAL_ERROR =
-  /\b5\d\d\b|busy|locked|SQLITE|internal error; reference =|Unspecified error|ECONNRESET|ECONNREFUSED|socket hang up|other side closed|fetch failed|Network connection lost/i;
-
 export async function retryBusy<T>(call: () => Promise<T>, attempts = 20): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
     } catch (error) {
-      const message = String((error as Error)?.message ?? error);
-      const transient = TRANSIENT_LOCAL_ERROR.test(message) || (error as Error)?.name === 'AssertionError';
+      const transient = isTransientLocalError(error);
       if (!transient || attempt >= attempts) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 25 * 2 ** attempt) * (0.5 + Math.random())));
     }

@@ -4,7 +4,6 @@ import { releaseFileCacheControl } from '../../config';
 import { errorResponse, notFound, pathSegment } from '../../http/responses';
 import { formatAddress, providerAddress, type ProviderAddress } from '../../protocol/address';
 import { servedReleaseFileKind } from '../../protocol/release-files';
-import { checkProviderExecutable, executableProblem } from '../../protocol/provider-executable';
 import { parseVersion } from '../../protocol/version';
 import { pullLeaseName, releaseObjectKey } from '../../store/layout';
 import { acquireLease, type Lease } from '../../store/lease';
@@ -13,8 +12,9 @@ import { storePulledArchiveInParts } from '../../store/mirror/pull-parts';
 import { readVersionRecord } from '../../store/providers/version-records';
 import { manifestFor, pullContext, type PullContext } from '../../mirror/pull-through';
 import { UpstreamError } from '../../mirror/upstream-http';
-import { verifiedCopy } from '../../mirror/verified-copy';
-import { zipDigest } from '../../mirror/zip-digest';
+import { hasAnnouncedSize, holdsProviderExecutable, matchesSignedSums } from '../../mirror/archive-checks';
+import { StreamedArchive, storedArchive } from '../../mirror/pulled-archive';
+import { verifyMirroredArchive, type ArchiveSource } from '../../mirror/verify-archive';
 import { notePull } from '../../mirror/changes';
 import { releaseFile } from '../archives';
 import { upstreamFailure } from './documents';
@@ -24,11 +24,14 @@ import { upstreamFailure } from './documents';
  * before (releaseFile). An archive not held, of a version and platform the
  * policy allows, is fetched by exactly one request at a time (the version's
  * pull lease, an R2 object created with If-None-Match: *): it streams the
- * upstream's bytes to the client and into R2 at once, verified against the
- * signed SHA256SUMS line (src/mirror/verified-copy.ts: a mismatch errors both
- * streams, so R2 stores nothing and the client's download is aborted), then
- * computes h1, checks the provider executable and commits the version record
- * (storeMirroredVersion under the provider lease) — all before the client's
+ * upstream's bytes to the client and into R2 at once, verified by the one
+ * archive verification of `mirror sync` and `import` too
+ * (src/mirror/verify-archive.ts over src/mirror/pulled-archive.ts): the bytes
+ * against the signed SHA256SUMS line as they stream (src/mirror/verified-copy.ts:
+ * a mismatch errors both streams, so R2 stores nothing and the client's
+ * download is aborted), then the stored zip's h1 and provider executable;
+ * then it commits the version record (storeMirroredVersion under the provider
+ * lease) — all before the client's
  * last block, so the work is part of the request, not a waitUntil with its
  * time limit — and releases the lease.
  * An upstream that sends no Content-Length is read the same way into an R2
@@ -72,6 +75,33 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
   if (request.method === 'HEAD') {
     return new Response(null, { headers: { 'content-type': 'application/zip', 'cache-control': 'no-store' } });
   }
+  return pullUnderLease({ request, env, ctx, pull, manifest, pkg, label });
+}
+
+/** One archive to pull: the request, the version's verified manifest and the archive's entry in it. */
+interface Pull {
+  request: IRequest;
+  env: Env;
+  ctx: ExecutionContext | undefined;
+  pull: PullContext;
+  manifest: PullManifest;
+  pkg: PulledPackage;
+  /** "HOST/NS/TYPE VERSION" for messages. */
+  label: string;
+}
+
+type PulledPackage = PullManifest['packages'][number];
+
+/**
+ * Pulls `pkg` under the version's pull lease (waiting for a pull already
+ * running, then serving what it stored): opens the upstream archive and
+ * hands it to pullStreaming (a Content-Length) or pullUnsized (none). The
+ * lease is released here unless pullStreaming handed it to its background
+ * work. Answers 502/504 for an upstream that fails or sends an empty body.
+ */
+async function pullUnderLease(p: Pull): Promise<Response> {
+  const { request, env, ctx, manifest, pkg, label } = p;
+  const { address, version } = manifest;
   const lease = await acquireLease(env.REGISTRY_R2, pullLeaseName(address, version), {
     owner: { host: 'worker', pid: 0, processStartedAt: ISOLATE_STARTED, purpose: `pull-through ${label} ${pkg.os}_${pkg.arch}` },
     ttlMs: 60_000,
@@ -79,16 +109,18 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
   });
   let handedOver = false;
   try {
-    const key = releaseObjectKey(address, version, filename);
+    const key = releaseObjectKey(address, version, pkg.filename);
     const head = await env.REGISTRY_R2.head(key);
     if (head && head.customMetadata?.sha256 === pkg.shasum) {
       // Pulled by the request we waited for (or stored by one that died before committing).
-      if (!(await isCommitted(env, address, version, filename))) await finish(pull, manifest, pkg, lease, true);
+      if (!(await isCommitted(env, address, version, pkg.filename))) {
+        await finish(p.pull, manifest, pkg, storedArchive(env.REGISTRY_R2, key), lease, { size: null, what: pkg.downloadUrl, already: true });
+      }
       return releaseFile(request, env, ctx);
     }
     let opened: { response: Response; url: string };
     try {
-      opened = await pull.http.openArchive(pkg.downloadUrl, `archive of ${label} ${pkg.os}_${pkg.arch}`);
+      opened = await p.pull.http.openArchive(pkg.downloadUrl, `archive of ${label} ${pkg.os}_${pkg.arch}`);
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
       console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: ${error.message}`);
@@ -101,78 +133,107 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
       await opened.response.body?.cancel();
       return errorResponse(502, `provider ${label} ${pkg.os}_${pkg.arch} could not be pulled through: ${opened.url} sent an empty body`);
     }
-    if (size === null) {
-      // No Content-Length: a chunked download cut short can look complete to a client behind a proxy, so the
-      // client gets nothing unverified: the bytes go (checked) into a multipart upload, then R2 serves them.
-      const copy = verifiedCopy(opened.response.body, {
-        sha256Hex: pkg.shasum,
-        size: null,
-        idleMs: pull.http.limits.idleMs,
-        what: `${opened.url} (${label} ${pkg.os}_${pkg.arch})`,
-      });
-      await copy.client.cancel();
-      try {
-        await Promise.all([copy.done, storePulledArchiveInParts(env.REGISTRY_R2, address, version, filename, copy.store, pkg.shasum)]);
-        await finish(pull, manifest, pkg, lease, false);
-      } catch (error) {
-        const why = await noteNotStored(env, manifest, pkg, opened.url, error);
-        if (!(error instanceof UpstreamError)) throw error;
-        return upstreamFailure(error, `provider ${label} ${pkg.os}_${pkg.arch} could not be pulled through: ${why}`);
-      }
+    const upstream = { body: opened.response.body, url: opened.url, key };
+    if (size === null) return await pullUnsized(p, upstream, lease);
+    handedOver = true;
+    return pullStreaming(p, { ...upstream, size }, lease);
+  } finally {
+    if (!handedOver) await lease.release();
+  }
+}
+
+/** The upstream's open archive body: where it came from (after redirects) and the R2 key it goes to. */
+interface UpstreamBody {
+  body: ReadableStream<Uint8Array>;
+  url: string;
+  key: string;
+}
+
+/**
+ * An upstream that sent no Content-Length: a chunked download cut short can
+ * look complete to a client behind a proxy, so the client gets nothing
+ * unverified: the bytes go (checked) into a multipart upload, are verified
+ * and committed (finish), then R2 serves them. Answers 502 naming the failed
+ * check when the upstream's archive is refused; throws our own failures.
+ */
+async function pullUnsized(p: Pull, upstream: UpstreamBody, lease: Lease): Promise<Response> {
+  const { request, env, ctx, manifest, pkg, label } = p;
+  const { address, version } = manifest;
+  const what = `${upstream.url} (${label} ${pkg.os}_${pkg.arch})`;
+  const archive = new StreamedArchive(env.REGISTRY_R2, upstream.key, upstream.body, {
+    size: null,
+    idleMs: p.pull.http.limits.idleMs,
+    what,
+    store: (body) => storePulledArchiveInParts(env.REGISTRY_R2, address, version, pkg.filename, body, pkg.shasum),
+  });
+  const verified = finish(p.pull, manifest, pkg, archive, lease, { size: null, what, already: false });
+  await archive.client.cancel();
+  try {
+    await Promise.all([archive.done, verified]);
+  } catch (error) {
+    const why = await noteNotStored(env, manifest, pkg, upstream.url, error);
+    if (!(error instanceof UpstreamError)) throw error;
+    return upstreamFailure(error, `provider ${label} ${pkg.os}_${pkg.arch} could not be pulled through: ${why}`);
+  }
+  await notePull(
+    env,
+    address,
+    version,
+    'ok',
+    `pulled ${pkg.os}_${pkg.arch} from ${upstream.url} (no Content-Length: stored, then served) on first request, verified against SHA256SUMS signed by ${manifest.signer.key_id}`,
+    { [pkg.filename]: pkg.shasum },
+  );
+  return releaseFile(request, env, ctx);
+}
+
+/**
+ * An upstream that sent a Content-Length: its bytes stream to the client and
+ * into R2 at once (StreamedArchive), verified and committed (finish) before
+ * the client's last block, so the work is part of the request, not a
+ * waitUntil with its time limit. The lease is released by the background
+ * work once both destinations are done (audited either way).
+ */
+function pullStreaming(p: Pull, upstream: UpstreamBody & { size: number }, lease: Lease): Response {
+  const { request, env, ctx, manifest, pkg, label } = p;
+  const { address, version } = manifest;
+  const what = `${upstream.url} (${label} ${pkg.os}_${pkg.arch})`;
+  let committed: Promise<void> | undefined;
+  const archive = new StreamedArchive(env.REGISTRY_R2, upstream.key, upstream.body, {
+    size: upstream.size,
+    idleMs: p.pull.http.limits.idleMs,
+    what,
+    store: (body) => storePulledArchive(env.REGISTRY_R2, address, version, pkg.filename, body, pkg.shasum),
+    // Committed before the client's last block: a complete download means the mirror holds it (no waitUntil time limit).
+    beforeClientEnd: () => committed!,
+  });
+  committed = finish(p.pull, manifest, pkg, archive, lease, { size: upstream.size, what, already: false });
+  committed.catch(() => {}); // reported through `done`: the copy fails with it
+  const background = (async () => {
+    try {
+      await archive.done;
       await notePull(
         env,
         address,
         version,
         'ok',
-        `pulled ${pkg.os}_${pkg.arch} from ${opened.url} (no Content-Length: stored, then served) on first request, verified against SHA256SUMS signed by ${manifest.signer.key_id}`,
-        { [filename]: pkg.shasum },
+        `pulled ${pkg.os}_${pkg.arch} from ${upstream.url} on first request, verified against SHA256SUMS signed by ${manifest.signer.key_id}`,
+        { [pkg.filename]: pkg.shasum },
       );
-      return releaseFile(request, env, ctx);
+    } catch (error) {
+      await noteNotStored(env, manifest, pkg, upstream.url, error);
+    } finally {
+      await lease.release();
     }
-    let stored: Promise<void> | undefined;
-    const copy = verifiedCopy(opened.response.body, {
-      sha256Hex: pkg.shasum,
-      size,
-      idleMs: pull.http.limits.idleMs,
-      what: `${opened.url} (${label} ${pkg.os}_${pkg.arch})`,
-      // Committed before the client's last block: a complete download means the mirror holds it (no waitUntil time limit).
-      beforeClientEnd: async () => {
-        await stored;
-        await finish(pull, manifest, pkg, lease, false);
-      },
-    });
-    stored = storePulledArchive(env.REGISTRY_R2, address, version, filename, copy.store, pkg.shasum);
-    const background = (async () => {
-      try {
-        await Promise.all([copy.done, stored]);
-        await notePull(
-          env,
-          address,
-          version,
-          'ok',
-          `pulled ${pkg.os}_${pkg.arch} from ${opened.url} on first request, verified against SHA256SUMS signed by ${manifest.signer.key_id}`,
-          { [filename]: pkg.shasum },
-        );
-      } catch (error) {
-        await noteNotStored(env, manifest, pkg, opened.url, error);
-      } finally {
-        await lease.release();
-      }
-    })();
-    stored.catch(() => {});
-    ctx?.waitUntil(background);
-    handedOver = true;
-    return new Response(copy.client, {
-      headers: {
-        'content-type': 'application/zip',
-        'content-length': String(size),
-        'cache-control': releaseFileCacheControl(request, env),
-        'x-mirror-pull': 'fetched from upstream and verified against its signed SHA256SUMS while streaming',
-      },
-    });
-  } finally {
-    if (!handedOver) await lease.release();
-  }
+  })();
+  ctx?.waitUntil(background);
+  return new Response(archive.client, {
+    headers: {
+      'content-type': 'application/zip',
+      'content-length': String(upstream.size),
+      'cache-control': releaseFileCacheControl(request, env),
+      'x-mirror-pull': 'fetched from upstream and verified against its signed SHA256SUMS while streaming',
+    },
+  });
 }
 
 const ISOLATE_STARTED = new Date().toISOString();
@@ -184,7 +245,7 @@ async function isCommitted(env: Env, address: ProviderAddress, version: string, 
 }
 
 /** A pull that stored nothing: logged and audited (refused: the upstream's fault; failed: ours). Returns the reason. */
-async function noteNotStored(env: Env, manifest: PullManifest, pkg: PullManifest['packages'][number], from: string, error: unknown): Promise<string> {
+async function noteNotStored(env: Env, manifest: PullManifest, pkg: PulledPackage, from: string, error: unknown): Promise<string> {
   const why = (error as Error).message;
   console.warn(`pull-through: ${formatAddress(manifest.address)} ${manifest.version} ${pkg.os}_${pkg.arch}: not stored: ${why}`);
   await notePull(env, manifest.address, manifest.version, error instanceof UpstreamError ? 'refused' : 'failed', `${pkg.os}_${pkg.arch} from ${from}: ${why}`);
@@ -225,7 +286,7 @@ async function commitIfUncommitted(env: Env, address: ProviderAddress, version: 
     });
     try {
       if (await isCommitted(env, address, version, filename)) return;
-      await finish(pull, manifest, pkg, lease, true);
+      await finish(pull, manifest, pkg, storedArchive(env.REGISTRY_R2, key), lease, { size: null, what: pkg.downloadUrl, already: true });
       console.warn(`pull-through: ${label} ${pkg.os}_${pkg.arch}: committed an archive stored earlier by a pull that did not finish`);
       await notePull(
         env,
@@ -244,44 +305,46 @@ async function commitIfUncommitted(env: Env, address: ProviderAddress, version: 
 }
 
 /**
- * After the archive is stored: its h1 and the provider executable, from the
- * stored object; then the commit. An archive without the executable is
- * deleted again (Terraform would refuse it) and the error thrown.
+ * Verifies a pulled archive with the one archive verification
+ * (src/mirror/verify-archive.ts): its bytes are the announced `size` and the
+ * signed SHA256SUMS line (checked as they stream, before their end reaches
+ * R2 or the client), then, once stored, its zip holds the provider executable
+ * (h1 computed on the way); then commits it under the provider lease. An
+ * archive without the executable is deleted again (Terraform would refuse
+ * it). Throws UpstreamError naming the failed check, or what the commit
+ * throws. `already`: the archive was stored by an earlier pull (the commit's
+ * lease purpose says so).
  */
-async function finish(pull: PullContext, manifest: PullManifest, pkg: PullManifest['packages'][number], lease: Lease, already: boolean): Promise<void> {
+async function finish(
+  pull: PullContext,
+  manifest: PullManifest,
+  pkg: PulledPackage,
+  archive: ArchiveSource,
+  lease: Lease,
+  how: { size: number | null; what: string; already: boolean },
+): Promise<void> {
   const { address, version } = manifest;
-  const bucket = pull.env.REGISTRY_R2;
-  const key = releaseObjectKey(address, version, pkg.filename);
-  const head = await bucket.head(key);
-  if (!head) throw new Error(`${key} vanished before it was committed`);
-  lease.check();
-  const digest = await zipDigest(bucket, key, head.size);
-  const check = checkProviderExecutable(
-    digest.names.map((name) => ({ name })),
-    { type: address.type, version, platform: { os: pkg.os } },
+  const verified = await verifyMirroredArchive(
+    archive,
+    [
+      hasAnnouncedSize(how.size, how.what),
+      matchesSignedSums(pkg.shasum, how.what),
+      holdsProviderExecutable({ type: address.type, version, platform: { os: pkg.os } }, `archive check failed: ${pkg.downloadUrl}`),
+    ],
+    (message) => new UpstreamError(message),
   );
-  if (!check.ok) {
-    await bucket.delete(key);
-    throw new UpstreamError(`${executableProblem(check, `archive check failed: ${pkg.downloadUrl}`, 'mirror')}; deleted it again`);
-  }
+  lease.check();
   await commitPulledPackage(
     pull.env.REGISTRY_KV,
-    bucket,
+    pull.env.REGISTRY_R2,
     manifest,
-    {
-      os: pkg.os,
-      arch: pkg.arch,
-      filename: pkg.filename,
-      shasum: pkg.shasum,
-      h1: digest.h1,
-      size: head.size,
-    },
+    { os: pkg.os, arch: pkg.arch, filename: pkg.filename, shasum: verified.sha256Hex, h1: verified.h1, size: verified.size },
     {
       owner: {
         host: 'worker',
         pid: 0,
         processStartedAt: ISOLATE_STARTED,
-        purpose: `pull-through commit ${formatAddress(address)} ${version}${already ? ' (stored earlier)' : ''}`,
+        purpose: `pull-through commit ${formatAddress(address)} ${version}${how.already ? ' (stored earlier)' : ''}`,
       },
       maxWaitMs: 60_000,
     },

@@ -4,6 +4,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { retryBusy } from '../../../scripts/lib/stores/local';
+import { LocalRuntimeError } from '../../../scripts/lib/stores/local-errors';
 import { KILL_ENV } from '../../../scripts/lib/progress';
 import { killableEnv, runScript, sleep, tempDir } from '../helpers';
 import { missing } from '../../tools';
@@ -28,11 +29,11 @@ function workerdWith(mark: string): number[] {
 }
 
 describe('the local store (scripts/lib/stores/local.ts)', () => {
-  it('retries what workerd reports for a busy SQLite ("internal error; reference = …"), and not other errors', async () => {
+  it('retries what workerd reports for a busy SQLite ("internal error; reference = …", answered 500 by the local runtime), and not other errors', async () => {
     let calls = 0;
     const value = await retryBusy(async () => {
       calls += 1;
-      if (calls < 3) throw new Error('internal error; reference = vf8m5rkimqssko8mrnipkqhj');
+      if (calls < 3) throw new LocalRuntimeError('KV write', 'k', 500, 'internal error; reference = vf8m5rkimqssko8mrnipkqhj');
       return 'done';
     });
     expect({ value, calls }).toEqual({ value: 'done', calls: 3 });
@@ -47,12 +48,16 @@ describe('the local store (scripts/lib/stores/local.ts)', () => {
     expect(refused).toBe(1);
 
     // A 4xx is an answer, not a hiccup: only 5xx statuses count as transient.
-    for (const message of ['KV PUT failed: 413 Payload Too Large', 'R2 GET failed: 404 Not Found']) {
+    for (const [status, text] of [
+      [413, 'Payload Too Large'],
+      [404, 'unknown local runtime operation GET /x'],
+    ] as const) {
+      const message = `local R2 read of k failed: ${status} ${text}`;
       let calls4xx = 0;
       await expect(
         retryBusy(async () => {
           calls4xx += 1;
-          throw new Error(message);
+          throw new LocalRuntimeError('R2 read', 'k', status, text);
         }),
       ).rejects.toThrow(message);
       expect(calls4xx, message).toBe(1);
@@ -61,11 +66,31 @@ describe('the local store (scripts/lib/stores/local.ts)', () => {
     expect(
       await retryBusy(async () => {
         calls5xx += 1;
-        if (calls5xx < 2) throw new Error('R2 PUT failed: 503 Service Unavailable');
+        if (calls5xx < 2) throw new LocalRuntimeError('R2 write', 'k', 503, 'Service Unavailable');
         return 'stored';
       }),
     ).toBe('stored');
     expect(calls5xx).toBe(2);
+
+    // A connection to the runtime that broke (undici's "fetch failed" with the code as its cause) is retried;
+    // a message that merely mentions a 5xx or "busy" is not.
+    let connection = 0;
+    expect(
+      await retryBusy(async () => {
+        connection += 1;
+        if (connection < 2) throw new TypeError('fetch failed', { cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }) });
+        return 'answered';
+      }),
+    ).toBe('answered');
+    expect(connection).toBe(2);
+    let worded = 0;
+    await expect(
+      retryBusy(async () => {
+        worded += 1;
+        throw new Error('acme/busy 5.0.0 is already published: 500 files differ');
+      }),
+    ).rejects.toThrow(/already published/);
+    expect(worded).toBe(1);
   });
 
   const noSetpriv = process.platform !== 'linux' || spawnSync('setpriv', ['--help']).status !== 0;
