@@ -22,7 +22,7 @@ import {
   type KeyType,
 } from './lib/keys/keyring';
 import { addNamespaceKey, listNamespaceKeys, removeNamespaceKey } from './lib/keys/namespace-keys';
-import { openKvStore, openStore } from './lib/stores/open';
+import { openCommandStore } from './lib/stores/open';
 import { audited } from './lib/audit';
 import { heldKeySecret } from './lib/held-keys';
 import { deleteHeldKey, heldKeyInfo, storeHeldKey } from '../src/store/keys/held-keys';
@@ -71,12 +71,10 @@ run(async () => {
   const importing = command === 'import' ? await keyToImport(values['key-file'], held) : null;
   const secret = held ? heldKeySecret(config, values.remote) : '';
 
-  // Writes leave an audit entry (R2); list only reads KV.
-  const store =
-    command === 'list' ? { ...(await openKvStore(config, { remote: values.remote })), blobs: null } : await openStore(config, { remote: values.remote });
+  const store = await openCommandStore(config, { remote: values.remote, readOnly: command === 'list' });
   const keys: KeysRun = {
     kv: store.kv,
-    auditStore: store.blobs ? { blobs: store.blobs } : null,
+    auditStore: store.audit,
     where: store.description,
     hostname,
     namespace,
