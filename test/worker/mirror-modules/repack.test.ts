@@ -161,6 +161,11 @@ describe('repackModule', () => {
       /entry "sub\/" has a damaged local header; rebuild the zip$/,
     ],
     [
+      'files over the unpacked limit by their headers (nothing inflated)',
+      async () => zipStored({ 'main.tf': MAIN, 'big.bin': 'x'.repeat(1024 * 1024) }),
+      /unpacks to more than 1048576 bytes, over the module proxy's limit$/,
+    ],
+    [
       'a deflated entry that inflates to more than its headers say',
       () => zipDeflated({ 'main.tf': MAIN }, { 'main.tf': 10 }),
       /entry "main\.tf" cannot be read \(does not inflate to the 10 bytes its header says: .+\); rebuild the zip$/,
