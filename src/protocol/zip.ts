@@ -5,8 +5,11 @@ import { InputError } from './errors';
  * record and the central directory, so a server can list a stored archive's
  * entries with one ranged read of its tail instead of reading it whole
  * (APPNOTE.TXT 4.3.12 and 4.3.16). ZIP64 archives (over 4 GiB or 65,535
- * entries) are refused: no provider package comes near that.
+ * entries) are refused: no provider or module package comes near that.
  */
+
+/** What a zip is read as: messages name it, and provider packages' entry names are held to more rules (see zip-reader.ts). */
+export type ZipKind = 'provider' | 'module';
 
 export interface ZipEntry {
   name: string;
@@ -22,6 +25,8 @@ export interface ZipEntry {
   isDirectory: boolean;
   /** Unix mode bits (permissions) when the zip was made on Unix, else null. */
   unixMode: number | null;
+  /** The external attributes as recorded, whatever system made the zip (a module zip's symlinks are read from them). */
+  externalAttributes: number;
 }
 
 export interface ZipDirectory {
@@ -43,9 +48,14 @@ export const LOCAL_HEADER_BYTES = 30;
  * up to ZIP_TAIL_BYTES, of an archive of `size` bytes). Returns its offset
  * and size. Throws InputError (naming `label`) when there is no EOCD record,
  * bytes follow its comment, it is ZIP64 or split over disks, or it points
- * outside the archive.
+ * outside the archive. `kind` is what messages call it.
  */
-export function locateCentralDirectory(tail: Uint8Array, size: number, label: string): { offset: number; size: number; count: number } {
+export function locateCentralDirectory(
+  tail: Uint8Array,
+  size: number,
+  label: string,
+  kind: ZipKind = 'provider',
+): { offset: number; size: number; count: number } {
   const view = new DataView(tail.buffer, tail.byteOffset, tail.byteLength);
   for (let i = tail.byteLength - 22; i >= 0; i--) {
     if (view.getUint32(i, true) !== EOCD_SIGNATURE) continue;
@@ -63,7 +73,7 @@ export function locateCentralDirectory(tail: Uint8Array, size: number, label: st
     const cdSize = view.getUint32(i + 12, true);
     const cdOffset = view.getUint32(i + 16, true);
     if (count === 0xffff || cdSize === 0xffffffff || cdOffset === 0xffffffff) {
-      throw new InputError(`${label}: a ZIP64 archive; provider packages must be plain zip files (under 4 GiB, under 65,535 entries)`);
+      throw new InputError(`${label}: a ZIP64 archive; ${kind} packages must be plain zip files (under 4 GiB, under 65,535 entries)`);
     }
     if (cdOffset + cdSize > size) throw new InputError(`${label}: not a readable zip file (its central directory lies outside the file); rebuild it`);
     return { offset: cdOffset, size: cdSize, count };
@@ -76,9 +86,9 @@ export function locateCentralDirectory(tail: Uint8Array, size: number, label: st
  * InputError for a malformed directory (an entry's header or extra field
  * running past it), an entry name that is not UTF-8, absolute or with "..",
  * an entry stored twice, encryption, or a compression method other than
- * stored or deflate.
+ * stored or deflate. `kind` is what messages call it.
  */
-export function parseCentralDirectory(bytes: Uint8Array, count: number, archiveSize: number, label: string): ZipEntry[] {
+export function parseCentralDirectory(bytes: Uint8Array, count: number, archiveSize: number, label: string, kind: ZipKind = 'provider'): ZipEntry[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   const entries: ZipEntry[] = [];
@@ -111,14 +121,14 @@ export function parseCentralDirectory(bytes: Uint8Array, count: number, archiveS
     }
     const shown = JSON.stringify(name);
     // 0x40: strong encryption, which sets 0x1 too in a well-formed zip.
-    if (flags & 0x41) throw new InputError(`${label}: entry ${shown} is encrypted; provider packages cannot be`);
+    if (flags & 0x41) throw new InputError(`${label}: entry ${shown} is encrypted; ${kind} packages cannot be`);
     if (method !== 0 && method !== 8)
       throw new InputError(`${label}: entry ${shown} uses compression method ${method}; only stored and deflate are read by Terraform`);
     if (name.startsWith('/')) throw new InputError(`${label}: unsafe entry name (absolute path: ${shown}); rebuild the zip`);
     if (name.split(/[\\/]/).includes('..')) throw new InputError(`${label}: unsafe entry name (a ".." segment: ${shown}); rebuild the zip`);
     if (seen.has(name)) throw new InputError(`${label}: entry ${shown} is stored twice; rebuild the zip`);
     if (compressedSize === 0xffffffff || uncompressedSize === 0xffffffff || localHeaderOffset === 0xffffffff) {
-      throw new InputError(`${label}: entry ${shown} needs ZIP64; provider packages must be plain zip files`);
+      throw new InputError(`${label}: entry ${shown} needs ZIP64; ${kind} packages must be plain zip files`);
     }
     if (localHeaderOffset + LOCAL_HEADER_BYTES + compressedSize > archiveSize)
       throw new InputError(`${label}: entry ${shown} lies outside the file; rebuild the zip`);
@@ -132,6 +142,7 @@ export function parseCentralDirectory(bytes: Uint8Array, count: number, archiveS
       localHeaderOffset,
       isDirectory: name.endsWith('/'),
       unixMode: madeBy === 3 ? (externalAttributes >>> 16) & 0o7777 : null,
+      externalAttributes,
     });
     at += 46 + nameLength + extraLength + commentLength;
   }

@@ -741,10 +741,18 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'zip-overlapping-entries',
     file: 'src/protocol/zip-reader.ts',
-    tests: [...ARCHIVE, 'test/worker/store/stored-zip.test.ts'],
-    description: 'two entries sharing their bytes are accepted',
+    tests: [...ARCHIVE, 'test/worker/store/stored-zip.test.ts', 'test/scripts/module/zip.test.ts'],
+    description: 'two entries sharing their bytes are accepted (a zip bomb by overlap), in a provider or a module package',
     from: 'if (entry.localHeaderOffset < free) throw',
     to: 'if (false) throw',
+  },
+  {
+    id: 'module-zip-inflated-size-unchecked',
+    file: 'src/protocol/zip-reader.ts',
+    tests: ['test/scripts/module/zip.test.ts'],
+    description: "a module zip's deflated entry is read whatever size it inflates to (its docs read from bytes other than its headers say)",
+    from: 'if (inflated.byteLength !== entry.uncompressedSize)',
+    to: 'if (false)',
   },
   {
     id: 'zip-trailing-bytes',

@@ -1,11 +1,13 @@
 import { readFileSync, statSync } from 'node:fs';
 import { Readable } from 'node:stream';
-import { createGunzip } from 'node:zlib';
+import { promisify } from 'node:util';
+import { createGunzip, inflateRaw } from 'node:zlib';
 import tar from 'tar-stream';
-import yauzl from 'yauzl';
 import { InputError } from '../../../src/protocol/errors';
 import type { ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
 import { checkedEntryName, checkedLinkTarget, isDocFile, requireRootConfiguration } from '../../../src/protocol/module-package';
+import { readZipDirectory, readZipEntries, zipInMemory } from '../../../src/protocol/zip-reader';
+import type { ZipEntry } from '../../../src/protocol/zip';
 import { formatMB } from './pack';
 
 /**
@@ -103,50 +105,31 @@ async function tarEntries(path: string, bytes: Uint8Array): Promise<RawEntry[]> 
   return entries;
 }
 
+const inflate = promisify(inflateRaw);
+
+/** node:zlib as the zip reader's inflater; it stops one byte past `maxBytes`, enough for the reader to see the size is wrong. */
+const nodeInflateRaw = (compressed: Uint8Array, maxBytes: number): Promise<Uint8Array> => inflate(compressed, { maxOutputLength: maxBytes + 1 });
+
+/** A symlink by its Unix file type, whatever system made the zip (as publish-module has read them since it read zips). */
+const isZipLink = (entry: ZipEntry) => ((entry.externalAttributes >>> 16) & 0o170000) === 0o120000;
+/** A name ending in a separator, a Windows one included, is a directory. */
+const isZipDirectory = (entry: ZipEntry) => entry.isDirectory || entry.name.endsWith('\\');
+
+/**
+ * The entries of the zip `bytes` (the file `path`), read and checked by the
+ * one zip reader (src/protocol/zip-reader.ts, which the module proxy runs
+ * too); only the links and the files docs are read from are inflated.
+ */
 async function zipEntries(path: string, bytes: Uint8Array): Promise<RawEntry[]> {
-  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => {
-    yauzl.fromBuffer(Buffer.from(bytes), { lazyEntries: true, decodeStrings: true, validateEntrySizes: true, strictFileNames: false }, (error, file) => {
-      if (error || !file) reject(new InputError(`${path}: not a valid zip archive (${error?.message ?? 'unreadable'})`));
-      else resolve(file);
-    });
-  });
-  const entries: RawEntry[] = [];
-  return new Promise<RawEntry[]>((resolve, reject) => {
-    zip.on('entry', (entry: yauzl.Entry) => {
-      const unixMode = (entry.externalFileAttributes >>> 16) & 0xffff;
-      const isLink = (unixMode & 0o170000) === 0o120000;
-      const isDirectory = entry.fileName.endsWith('/');
-      const wanted = isLink || isDocFile(entry.fileName.replace(/^\.\//, ''));
-      if (isDirectory || !wanted) {
-        entries.push({ name: entry.fileName, type: isDirectory ? 'directory' : 'file' });
-        zip.readEntry();
-        return;
-      }
-      zip.openReadStream(entry, (error, stream) => {
-        if (error || !stream) {
-          reject(new InputError(`${path}: entry "${entry.fileName}" is unreadable (${error?.message ?? ''})`));
-          return;
-        }
-        const chunks: Buffer[] = [];
-        stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-        stream.on('error', (e) => reject(new InputError(`${path}: entry "${entry.fileName}" is damaged (${e.message})`)));
-        stream.on('end', () => {
-          const content = Buffer.concat(chunks);
-          entries.push(isLink ? { name: entry.fileName, type: 'link', link: content.toString('utf8') } : { name: entry.fileName, type: 'file', content });
-          zip.readEntry();
-        });
-      });
-    });
-    zip.on('end', () => resolve(entries));
-    zip.on('error', (error: Error) =>
-      reject(
-        new InputError(
-          /absolute path|invalid relative path/.test(error.message)
-            ? `${path}: entry refused, it would unpack outside the module (${error.message}); a module package holds relative paths only`
-            : `${path}: not a valid zip archive (${error.message})`,
-        ),
-      ),
-    );
-    zip.readEntry();
+  const zip = zipInMemory(bytes, nodeInflateRaw);
+  const directory = await readZipDirectory(zip, path, 'module');
+  const wanted = (entry: ZipEntry) => !isZipDirectory(entry) && (isZipLink(entry) || isDocFile(entry.name.replace(/\\/g, '/').replace(/^\.\//, '')));
+  const contents = await readZipEntries(zip, directory, path, 'module', wanted);
+  return directory.entries.map((entry): RawEntry => {
+    if (isZipDirectory(entry)) return { name: entry.name, type: 'directory' };
+    const content = contents.get(entry);
+    const view = content && Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+    if (isZipLink(entry)) return { name: entry.name, type: 'link', link: view!.toString('utf8') };
+    return { name: entry.name, type: 'file', content: view };
   });
 }

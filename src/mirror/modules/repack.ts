@@ -1,5 +1,5 @@
 import { InputError } from '../../protocol/errors';
-import { entryDataOffset, locateCentralDirectory, parseCentralDirectory, ZIP_TAIL_BYTES } from '../../protocol/zip';
+import { readZipDirectory, readZipEntries, zipInMemory } from '../../protocol/zip-reader';
 import { checkedEntryName, isDocFile, isExcludedFromPackage } from '../../protocol/module-package';
 import { concatBytes } from '../../bytes';
 import { readTar, writeTar, type TarEntry } from '../../protocol/tar';
@@ -49,9 +49,10 @@ export async function repackModule(
   const { label } = options;
   let entries: TarEntry[];
   try {
-    entries = format === 'zip' ? await unzip(bytes, options.maxUnpackedBytes) : readTar(await gunzip(bytes, options.maxUnpackedBytes + 4 * 1024 * 1024));
+    entries = format === 'zip' ? await unzip(bytes, options.maxUnpackedBytes, label) : readTar(await gunzip(bytes, options.maxUnpackedBytes + 4 * 1024 * 1024));
   } catch (error) {
-    if (error instanceof InputError) throw new InputError(`${label}: ${error.message}`);
+    // The zip reader's messages name the package already; the tar reader's do not.
+    if (error instanceof InputError) throw format === 'zip' ? error : new InputError(`${label}: ${error.message}`);
     throw new InputError(`${label}: not a valid ${format} archive (${String((error as Error)?.message ?? error).slice(0, 120)})`);
   }
   const cleaned = entries.map((e) => ({ ...e, name: checkedEntryName(label, e.name) })).filter((e) => e.name !== '');
@@ -140,27 +141,26 @@ async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
   return collect(new Blob([bytes]).stream().pipeThrough(new CompressionStream('gzip')), Number.MAX_SAFE_INTEGER, 'the package');
 }
 
-async function unzip(bytes: Uint8Array, limit: number): Promise<TarEntry[]> {
-  const tail = bytes.subarray(Math.max(0, bytes.length - ZIP_TAIL_BYTES));
-  const directory = locateCentralDirectory(tail, bytes.length, 'zip');
-  const entries = parseCentralDirectory(bytes.subarray(directory.offset, directory.offset + directory.size), directory.count, bytes.length, 'zip');
-  const out: TarEntry[] = [];
+/** DecompressionStream (native) as the zip reader's inflater: at most `maxBytes` are collected. */
+const inflateRaw = (compressed: Uint8Array, maxBytes: number) =>
+  collect(new Blob([compressed]).stream().pipeThrough(new DecompressionStream('deflate-raw')), maxBytes, 'the entry');
+
+/**
+ * The files of the zip `bytes`, as tar entries in its central directory's
+ * order (mode 0644, a symlink as its target's text: as the proxy always
+ * read zips, so repacked bytes do not change), read and checked by the one
+ * zip reader (src/protocol/zip-reader.ts). Refused before anything is
+ * inflated: files summing to over `limit` bytes by their headers.
+ */
+async function unzip(bytes: Uint8Array, limit: number, label: string): Promise<TarEntry[]> {
+  const zip = zipInMemory(bytes, inflateRaw);
+  const directory = await readZipDirectory(zip, label, 'module');
+  const files = directory.entries.filter((entry) => !entry.isDirectory);
   let total = 0;
-  for (const entry of entries) {
-    if (entry.isDirectory) continue;
-    const start = entryDataOffset(bytes.subarray(entry.localHeaderOffset, entry.localHeaderOffset + 30), entry, 'zip');
-    const raw = bytes.subarray(start, start + entry.compressedSize);
-    if (start + entry.compressedSize > bytes.length) throw new InputError(`zip entry ${JSON.stringify(entry.name)} runs past the end of the archive`);
+  for (const entry of files) {
     total += entry.uncompressedSize;
-    if (total > limit) throw new InputError(`unpacks to more than ${limit} bytes, over the module proxy's limit`);
-    let data: Uint8Array;
-    if (entry.method === 0) data = raw;
-    else if (entry.method === 8)
-      data = await collect(new Blob([raw]).stream().pipeThrough(new DecompressionStream('deflate-raw')), entry.uncompressedSize, `zip entry ${entry.name}`);
-    else throw new InputError(`zip entry ${JSON.stringify(entry.name)} uses compression method ${entry.method} (only stored and deflate are read)`);
-    if (data.length !== entry.uncompressedSize)
-      throw new InputError(`zip entry ${JSON.stringify(entry.name)} is damaged (its size does not match the directory)`);
-    out.push({ name: entry.name, type: '0', mode: 0o644, linkname: '', data });
+    if (total > limit) throw new InputError(`${label}: unpacks to more than ${limit} bytes, over the module proxy's limit`);
   }
-  return out;
+  const contents = await readZipEntries(zip, directory, label, 'module', (entry) => !entry.isDirectory);
+  return files.map((entry) => ({ name: entry.name, type: '0', mode: 0o644, linkname: '', data: contents.get(entry)! }));
 }

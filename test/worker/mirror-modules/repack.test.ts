@@ -4,7 +4,7 @@ import { proxiedModuleDocs } from '../../../src/mirror/modules/docs';
 import { renderReadme } from '../../../src/http/readme';
 import { repackModule } from '../../../src/mirror/modules/repack';
 import { readTar } from '../../../src/protocol/tar';
-import { tarGz, zipStored, type TarEntry } from '../../fixtures/archives';
+import { tarGz, zipDeflated, zipStored, type TarEntry } from '../../fixtures/archives';
 
 /**
  * The module proxy's package checks and repacking (src/mirror/modules/repack.ts)
@@ -102,6 +102,78 @@ describe('repackModule', () => {
   for (const [what, bytes, message] of refusals) {
     it(`refuses ${what} with an InputError naming the package`, async () => {
       const error = await repack(await bytes).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InputError);
+      expect((error as Error).message).toMatch(/^pkg: /);
+      expect((error as Error).message).toMatch(message);
+    });
+  }
+
+  it('repacks a zip to the bytes it always gave (mode 0644, directories left out, backslashes as separators, deflated or stored)', async () => {
+    const deflated = await zipDeflated({ 'main.tf': MAIN, 'sub/': '', 'sub\\b.tf': 'variable "b" {}\n' });
+    const stored = zipStored({ 'main.tf': MAIN, 'sub/': '', 'sub\\b.tf': 'variable "b" {}\n' });
+    const hex = async (bytes: Uint8Array) =>
+      [...new Uint8Array(await crypto.subtle.digest('SHA-256', bytes))].map((b) => b.toString(16).padStart(2, '0')).join('');
+    const repacked = await repack(deflated, { format: 'zip' });
+    expect(await names(repacked.bytes)).toEqual(['main.tf', 'sub/b.tf']);
+    expect(readTar(await gunzip(repacked.bytes)).map((e) => e.mode)).toEqual([0o644, 0o644]);
+    // Pinned by the proxy's own unzip loop, before it read zips with the shared reader (issue 28).
+    expect(await hex(repacked.bytes)).toBe('04eec6dee503d3e1e694e9b01df2b34cbed9862f7c3c0ae9dff058e8f4df777d');
+    expect((await repack(stored, { format: 'zip' })).bytes).toEqual(repacked.bytes);
+  });
+
+  /** `zip` with the central directory header of its `n`th entry (1-based) changed by `patch` (its offset). */
+  function patchCentral(zip: Uint8Array, n: number, patch: (view: DataView, at: number) => void): Uint8Array {
+    const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+    let seen = 0;
+    for (let at = 0; at + 4 <= zip.byteLength; at++) {
+      if (view.getUint32(at, true) === 0x02014b50 && ++seen === n) {
+        patch(view, at);
+        return zip;
+      }
+    }
+    throw new Error(`no central directory entry ${n}`);
+  }
+
+  // What the proxy's own unzip loop read before it went through the shared reader (issue 28).
+  const zipRefusals: [string, () => Promise<Uint8Array>, RegExp][] = [
+    [
+      'two entries sharing their bytes (a zip bomb by overlap)',
+      async () => patchCentral(zipStored({ 'main.tf': MAIN, 'b.tf': MAIN }), 2, (view, at) => view.setUint32(at + 42, 0, true)),
+      /entry "(main|b)\.tf" overlaps the entry stored before it; rebuild the zip$/,
+    ],
+    [
+      'an entry whose data runs into the central directory',
+      async () =>
+        patchCentral(zipStored({ 'main.tf': MAIN }), 1, (view, at) => {
+          // Both sizes (a stored entry's are equal), 8 bytes into the directory that follows.
+          view.setUint32(at + 20, view.getUint32(at + 20, true) + 8, true);
+          view.setUint32(at + 24, view.getUint32(at + 24, true) + 8, true);
+        }),
+      /entry "main\.tf" runs past the end of the file's entries \(into its central directory\); rebuild the zip$/,
+    ],
+    [
+      "a directory entry's damaged local header",
+      async () => {
+        const zip = zipStored({ 'sub/': '', 'main.tf': MAIN });
+        new DataView(zip.buffer).setUint32(0, 0, true);
+        return zip;
+      },
+      /entry "sub\/" has a damaged local header; rebuild the zip$/,
+    ],
+    [
+      'files over the unpacked limit by their headers (nothing inflated)',
+      async () => zipStored({ 'main.tf': MAIN, 'big.bin': 'x'.repeat(1024 * 1024) }),
+      /unpacks to more than 1048576 bytes, over the module proxy's limit$/,
+    ],
+    [
+      'a deflated entry that inflates to more than its headers say',
+      () => zipDeflated({ 'main.tf': MAIN }, { 'main.tf': 10 }),
+      /entry "main\.tf" cannot be read \(does not inflate to the 10 bytes its header says: .+\); rebuild the zip$/,
+    ],
+  ];
+  for (const [what, bytes, message] of zipRefusals) {
+    it(`refuses a zip with ${what}, with an InputError naming the package`, async () => {
+      const error = await repack(await bytes(), { format: 'zip' }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(InputError);
       expect((error as Error).message).toMatch(/^pkg: /);
       expect((error as Error).message).toMatch(message);
