@@ -20,7 +20,7 @@ import { concatBytes } from '../../bytes';
 export async function checkStoredModulePackage(bucket: R2Bucket, key: string, size: number, format: ModuleArchiveFormat, label: string): Promise<void> {
   const names =
     format === 'zip'
-      ? (await readZipDirectory(storedZip(bucket as never, key, size), label)).entries.map((e) => checkedEntryName(label, e.name))
+      ? (await readZipDirectory(storedZip(bucket as never, key, size), label, 'module')).entries.map((e) => checkedEntryName(label, e.name))
       : await tarNames(bucket, key, label);
   requireRootConfiguration(label, names);
 }
