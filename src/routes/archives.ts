@@ -23,13 +23,7 @@ import { releaseObjectKey } from '../store/layout';
  * that provider and version; 400 for malformed parts.
  */
 export async function releaseFile(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
-  const address = providerAddress(
-    pathSegment(request.params.hostname, 'hostname'),
-    pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.type, 'type'),
-  );
-  const version = parseVersion(pathSegment(request.params.version, 'version'));
-  const filename = pathSegment(request.params.file, 'file');
+  const { address, version, filename } = releaseFileParams(request);
   return serveR2Object(request, env.REGISTRY_R2, releaseObjectKey(address, version, filename), {
     contentType: releaseFileContentType(address, version, filename),
     cacheControl: releaseFileCacheControl(request, env),
@@ -43,4 +37,14 @@ function releaseFileContentType(address: ProviderAddress, version: string, filen
   const kind = servedReleaseFileKind(address.type, version, filename);
   if (kind) return RELEASE_FILE_CONTENT_TYPE[kind];
   throw new InputError(`${filename} is not a release file of ${address.type} ${version}`, 404);
+}
+
+/** The provider, version and file name a release file route names; InputError (400) for a malformed part. */
+export function releaseFileParams(request: IRequest): { address: ProviderAddress; version: string; filename: string } {
+  const address = providerAddress(
+    pathSegment(request.params.hostname, 'hostname'),
+    pathSegment(request.params.namespace, 'namespace'),
+    pathSegment(request.params.type, 'type'),
+  );
+  return { address, version: parseVersion(pathSegment(request.params.version, 'version')), filename: pathSegment(request.params.file, 'file') };
 }

@@ -1,10 +1,9 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../../env';
 import { releaseFileCacheControl } from '../../config';
-import { errorResponse, notFound, pathSegment } from '../../http/responses';
-import { formatAddress, providerAddress, type ProviderAddress } from '../../protocol/address';
+import { errorResponse, notFound } from '../../http/responses';
+import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { servedReleaseFileKind } from '../../protocol/release-files';
-import { parseVersion } from '../../protocol/version';
 import { pullLeaseName, releaseObjectKey } from '../../store/layout';
 import { acquireLease, type Lease } from '../../store/lease';
 import { commitPulledPackage, readManifest, storePulledArchive, type PullManifest } from '../../store/mirror/pull';
@@ -16,7 +15,7 @@ import { hasAnnouncedSize, holdsProviderExecutable, matchesSignedSums } from '..
 import { StreamedArchive, storedArchive } from '../../mirror/pulled-archive';
 import { verifyMirroredArchive, type ArchiveSource } from '../../mirror/verify-archive';
 import { notePull } from '../../mirror/changes';
-import { releaseFile } from '../archives';
+import { releaseFile, releaseFileParams } from '../archives';
 import { upstreamFailure } from './documents';
 
 /**
@@ -47,13 +46,7 @@ import { upstreamFailure } from './documents';
 export async function pullReleaseFile(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
   const served = await releaseFile(request, env, ctx);
   if (served.status !== 404 && served.status !== 200 && served.status !== 206) return served;
-  const address = providerAddress(
-    pathSegment(request.params.hostname, 'hostname'),
-    pathSegment(request.params.namespace, 'namespace'),
-    pathSegment(request.params.type, 'type'),
-  );
-  const version = parseVersion(pathSegment(request.params.version, 'version'));
-  const filename = pathSegment(request.params.file, 'file');
+  const { address, version, filename } = releaseFileParams(request);
   if (servedReleaseFileKind(address.type, version, filename) !== 'archive') return served;
   if (served.status !== 404) {
     // Stored: served as is; a pulled archive whose commit never happened (a Worker stopped after the put) is committed now.
