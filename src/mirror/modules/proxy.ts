@@ -119,56 +119,20 @@ export async function proxiedModuleRecord(proxy: ModuleProxyContext, version: st
     async (lease) => {
       const committed = await readModuleRecord(store, address, version);
       if (committed) return committed; // pulled by the request we waited for
-      let source = '';
+      const found = { source: '' };
       try {
-        const { location, url } = await moduleLocation(proxy.http, await modulesBase(proxy), proxy.allowance.upstream, version);
-        const where = packageSource(location, url);
-        source = where.described;
-        const named = (host: string) => proxy.policy.hosts[host] !== undefined;
-        const fetchUrl = withArchivesOverride(requireHttps(where.url, named, where.described), (host) => proxy.policy.hosts[host]?.archives);
-        const opened = await proxy.http.openArchive(fetchUrl, `module package of ${upstreamLabel(proxy)} ${version}`);
-        // A redirect to plain http:// is refused the same way (an archives override is the operator's choice).
-        if (fetchUrl === where.url) requireHttps(opened.url, named, where.described);
-        const limit = packageLimit(proxy.env);
-        const bytes = await readArchive(opened.response, limit, proxy.http.limits.idleMs, opened.url);
-        let repacked;
-        try {
-          repacked = await repackModule(bytes, where.format, {
-            stripTop: where.stripTop,
-            subdir: where.subdir,
-            label: opened.url,
-            maxUnpackedBytes: 2 * limit,
-          });
-        } catch (error) {
-          if (error instanceof InputError) throw new UpstreamError(`package check failed: ${error.message}`);
-          throw error;
-        }
-        const sha256 = bytesToHex(new Uint8Array(await crypto.subtle.digest('SHA-256', repacked.bytes)));
-        const record: ModuleVersionRecord = {
-          address,
-          version,
-          filename: moduleArchiveFilename(address, version, 'tar.gz'),
-          format: 'tar.gz',
-          sha256,
-          size: repacked.bytes.length,
-          publishedAt: new Date().toISOString(),
-        };
-        await publishModuleVersion(
-          store,
-          record,
-          proxiedModuleDocs(repacked.texts),
+        const fetched = await fetchPackage(proxy, version, found);
+        const repacked = await repackFetched(fetched, packageLimit(proxy.env));
+        const record = await publishRepacked(proxy, version, repacked.bytes, repacked.texts, lease);
+        await audit(
+          proxy,
+          label,
+          'ok',
+          `proxied from ${upstreamLabel(proxy)} (${found.source}, fetched ${fetched.url}); ${repacked.fileCount} files repacked`,
           {
-            sha256Hex: sha256,
-            size: record.size,
-            contentType: 'application/gzip',
-            open: () => repacked.bytes,
+            [record.filename]: record.sha256,
           },
-          () => {},
-          { lease },
         );
-        await audit(proxy, label, 'ok', `proxied from ${upstreamLabel(proxy)} (${source}, fetched ${opened.url}); ${repacked.fileCount} files repacked`, {
-          [record.filename]: sha256,
-        });
         return record;
       } catch (error) {
         const why = (error as Error).message;
@@ -178,13 +142,71 @@ export async function proxiedModuleRecord(proxy: ModuleProxyContext, version: st
             proxy,
             label,
             error instanceof UpstreamError ? 'refused' : 'failed',
-            `from ${upstreamLabel(proxy)}${source ? ` (${source})` : ''}: ${why}`,
+            `from ${upstreamLabel(proxy)}${found.source ? ` (${found.source})` : ''}: ${why}`,
           );
         }
         throw error;
       }
     },
   );
+}
+
+/** A module package as fetched from where the upstream's download answer points. */
+interface FetchedPackage {
+  /** The URL the bytes came from (after redirects). */
+  url: string;
+  bytes: Uint8Array;
+  where: ReturnType<typeof packageSource>;
+}
+
+/**
+ * The upstream's download answer for `version`, its package source (`found.source` names it as soon as it is
+ * known, for the audit of a failure), and the bytes: https only unless the policy names the host (a redirect to
+ * plain http:// too; an archives override is the operator's choice), at most packageLimit. Throws UpstreamError.
+ */
+async function fetchPackage(proxy: ModuleProxyContext, version: string, found: { source: string }): Promise<FetchedPackage> {
+  const { location, url } = await moduleLocation(proxy.http, await modulesBase(proxy), proxy.allowance.upstream, version);
+  const where = packageSource(location, url);
+  found.source = where.described;
+  const named = (host: string) => proxy.policy.hosts[host] !== undefined;
+  const fetchUrl = withArchivesOverride(requireHttps(where.url, named, where.described), (host) => proxy.policy.hosts[host]?.archives);
+  const opened = await proxy.http.openArchive(fetchUrl, `module package of ${upstreamLabel(proxy)} ${version}`);
+  if (fetchUrl === where.url) requireHttps(opened.url, named, where.described);
+  const bytes = await readArchive(opened.response, packageLimit(proxy.env), proxy.http.limits.idleMs, opened.url);
+  return { url: opened.url, bytes, where };
+}
+
+/** The fetched package repacked as this registry serves modules; a package that fails its checks is the upstream's fault (UpstreamError). */
+async function repackFetched({ url, bytes, where }: FetchedPackage, limit: number): Promise<Awaited<ReturnType<typeof repackModule>>> {
+  try {
+    return await repackModule(bytes, where.format, { stripTop: where.stripTop, subdir: where.subdir, label: url, maxUnpackedBytes: 2 * limit });
+  } catch (error) {
+    if (error instanceof InputError) throw new UpstreamError(`package check failed: ${error.message}`);
+    throw error;
+  }
+}
+
+/** Commits the repacked package and its docs as `version` through publishModuleVersion, under the held lease. */
+async function publishRepacked(
+  proxy: ModuleProxyContext,
+  version: string,
+  bytes: Uint8Array,
+  texts: Parameters<typeof proxiedModuleDocs>[0],
+  lease: Parameters<Parameters<typeof withLease>[3]>[0],
+): Promise<ModuleVersionRecord> {
+  const sha256 = bytesToHex(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)));
+  const record: ModuleVersionRecord = {
+    address: proxy.address,
+    version,
+    filename: moduleArchiveFilename(proxy.address, version, 'tar.gz'),
+    format: 'tar.gz',
+    sha256,
+    size: bytes.length,
+    publishedAt: new Date().toISOString(),
+  };
+  const content = { sha256Hex: sha256, size: record.size, contentType: 'application/gzip', open: () => bytes };
+  await publishModuleVersion(proxy.store, record, proxiedModuleDocs(texts), content, () => {}, { lease });
+  return record;
 }
 
 const ISOLATE_STARTED = new Date().toISOString();
