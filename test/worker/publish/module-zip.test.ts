@@ -120,6 +120,12 @@ describe('a module .zip published over the publish API', () => {
     }
   });
 
+  it('refuses a link whose target is over 4096 bytes before inflating it (its bytes would be held whole)', async () => {
+    const zip = zipStored({ 'main.tf': MAIN, 'x.tf': 'a/'.repeat(2100) });
+    view(zip).setUint32(central(zip, 2) + 38, (0o120777 << 16) >>> 0, true);
+    await refused(zip, /link "x\.tf" has a target over 4096 bytes; refused$/);
+  });
+
   it('refuses a deflated link that does not inflate to its recorded size', async () => {
     const zip = await zipDeflated({ 'main.tf': MAIN, 'x.tf': 'main.tf' }, { 'x.tf': 3 });
     view(zip).setUint32(central(zip, 2) + 38, (0o120777 << 16) >>> 0, true);
