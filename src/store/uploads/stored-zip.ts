@@ -9,6 +9,9 @@ import type { ZipEntry } from '../../protocol/zip';
  * (native code: the Worker's own CPU time is the JS between chunks). Cost per
  * archive: 2 + 2 × entries R2 reads, and inflating and hashing every entry
  * once (the uncompressed size, e.g. ~60 MB for a 25 MB provider zip).
+ * A module zip, whose entries are checked but not hashed, is read through
+ * streamedZip instead: one R2 stream for all its entries (the subrequest
+ * limit is per request, and a module may hold hundreds of files).
  */
 
 /** The parts of the R2 binding used here (ranged reads). */
