@@ -79,23 +79,32 @@ export function zipInMemory(bytes: Uint8Array, inflateRaw: RawInflater): ZipCont
         throw new Error(`bytes ${offset}..${offset + length} lie outside the zip (${bytes.byteLength} bytes)`);
       return bytes.subarray(offset, offset + length);
     },
-    async entryBytes(entry, dataOffset) {
-      const compressed = bytes.subarray(dataOffset, dataOffset + entry.compressedSize);
-      // A stored entry's two sizes are equal: the reader checked that before asking.
-      if (entry.method !== 8) return compressed;
-      let inflated: Uint8Array;
-      try {
-        inflated = await inflateRaw(compressed, entry.uncompressedSize);
-      } catch (error) {
-        throw new ZipEntryError(
-          `does not inflate to the ${entry.uncompressedSize} bytes its header says: ${String((error as Error)?.message ?? error).slice(0, 120)}`,
-        );
-      }
-      if (inflated.byteLength !== entry.uncompressedSize)
-        throw new ZipEntryError(`inflates to ${inflated.byteLength} bytes, its header says ${entry.uncompressedSize}`);
-      return inflated;
-    },
+    entryBytes: (entry, dataOffset) => inflatedEntry(bytes.subarray(dataOffset, dataOffset + entry.compressedSize), entry, inflateRaw),
   };
+}
+
+/**
+ * An entry's contents from its `compressed` bytes (all `compressedSize` of
+ * them), as ZipContentSource.entryBytes gives them: a stored entry's bytes
+ * as they are, a deflated one's inflated by `inflateRaw` to at most its
+ * recorded size. Rejects with ZipEntryError when they do not inflate to
+ * exactly `uncompressedSize` bytes. Every runtime's ZipContentSource calls
+ * this, so a damaged entry is worded the same wherever it is read.
+ */
+export async function inflatedEntry(compressed: Uint8Array, entry: ZipEntry, inflateRaw: RawInflater): Promise<Uint8Array> {
+  // A stored entry's two sizes are equal: the reader checked that before asking.
+  if (entry.method !== 8) return compressed;
+  let inflated: Uint8Array;
+  try {
+    inflated = await inflateRaw(compressed, entry.uncompressedSize);
+  } catch (error) {
+    throw new ZipEntryError(
+      `does not inflate to the ${entry.uncompressedSize} bytes its header says: ${String((error as Error)?.message ?? error).slice(0, 120)}`,
+    );
+  }
+  if (inflated.byteLength !== entry.uncompressedSize)
+    throw new ZipEntryError(`inflates to ${inflated.byteLength} bytes, its header says ${entry.uncompressedSize}`);
+  return inflated;
 }
 
 /**

@@ -747,6 +747,33 @@ export const MUTANTS: Mutant[] = [
     to: 'if (false) throw',
   },
   {
+    id: 'api-module-zip-entries-unchecked',
+    file: 'src/store/uploads/stored-module.ts',
+    tests: ['test/worker/publish/module-zip.test.ts'],
+    description:
+      "the publish API lists an uploaded module zip's names from its central directory only, as before issue 28: duplicates, overlaps, damaged local headers, encryption and links leaving the package are published",
+    from: 'return (await readModuleZip(zip, directory, label))',
+    to: "return directory.entries.map((e) => ({ name: checkedEntryName(label, e.name), type: e.isDirectory ? 'directory' : 'file' }))",
+  },
+  {
+    id: 'module-zip-link-target-unchecked',
+    file: 'src/protocol/module-zip.ts',
+    tests: ['test/worker/publish/module-zip.test.ts'],
+    description:
+      "a module zip's link pointing outside the package is accepted by readModuleZip (the publish API relies on it alone; publish-module checks links again in its own loop)",
+    from: 'checkedLinkTarget(label, name, link);',
+    to: '',
+  },
+  {
+    id: 'streamed-zip-no-skip',
+    file: 'src/store/uploads/stored-zip.ts',
+    tests: ['test/worker/publish/module-zip.test.ts', 'test/worker/store/stored-module.test.ts'],
+    description:
+      'the R2 stream a module zip is checked through hands back the bytes it holds instead of skipping to the offset asked for (local headers read from file data)',
+    from: 'Math.max(0, offset - position)',
+    to: '0',
+  },
+  {
     id: 'module-zip-inflated-size-unchecked',
     file: 'src/protocol/zip-reader.ts',
     tests: ['test/scripts/module/zip.test.ts'],

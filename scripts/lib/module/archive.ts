@@ -6,8 +6,8 @@ import tar from 'tar-stream';
 import { InputError } from '../../../src/protocol/errors';
 import type { ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
 import { checkedEntryName, checkedLinkTarget, isDocFile, requireRootConfiguration } from '../../../src/protocol/module-package';
-import { readZipDirectory, readZipEntries, zipInMemory } from '../../../src/protocol/zip-reader';
-import type { ZipEntry } from '../../../src/protocol/zip';
+import { readModuleZip } from '../../../src/protocol/module-zip';
+import { readZipDirectory, zipInMemory } from '../../../src/protocol/zip-reader';
 import { formatMB } from './pack';
 
 /**
@@ -110,26 +110,14 @@ const inflate = promisify(inflateRaw);
 /** node:zlib as the zip reader's inflater; it stops one byte past `maxBytes`, enough for the reader to see the size is wrong. */
 const nodeInflateRaw = (compressed: Uint8Array, maxBytes: number): Promise<Uint8Array> => inflate(compressed, { maxOutputLength: maxBytes + 1 });
 
-/** A symlink by its Unix file type, whatever system made the zip (as publish-module has read them since it read zips). */
-const isZipLink = (entry: ZipEntry) => ((entry.externalAttributes >>> 16) & 0o170000) === 0o120000;
-/** A name ending in a separator, a Windows one included, is a directory. */
-const isZipDirectory = (entry: ZipEntry) => entry.isDirectory || entry.name.endsWith('\\');
-
 /**
- * The entries of the zip `bytes` (the file `path`), read and checked by the
- * one zip reader (src/protocol/zip-reader.ts, which the module proxy runs
- * too); only the links and the files docs are read from are inflated.
+ * The entries of the zip `bytes` (the file `path`), read and checked by
+ * readModuleZip (src/protocol/module-zip.ts, which the publish API runs on an
+ * uploaded zip too); only the links and the files docs are read from are
+ * inflated.
  */
 async function zipEntries(path: string, bytes: Uint8Array): Promise<RawEntry[]> {
   const zip = zipInMemory(bytes, nodeInflateRaw);
-  const directory = await readZipDirectory(zip, path, 'module');
-  const wanted = (entry: ZipEntry) => !isZipDirectory(entry) && (isZipLink(entry) || isDocFile(entry.name.replace(/\\/g, '/').replace(/^\.\//, '')));
-  const contents = await readZipEntries(zip, directory, path, 'module', wanted);
-  return directory.entries.map((entry): RawEntry => {
-    if (isZipDirectory(entry)) return { name: entry.name, type: 'directory' };
-    const content = contents.get(entry);
-    const view = content && Buffer.from(content.buffer, content.byteOffset, content.byteLength);
-    if (isZipLink(entry)) return { name: entry.name, type: 'link', link: view!.toString('utf8') };
-    return { name: entry.name, type: 'file', content: view };
-  });
+  const entries = await readModuleZip(zip, await readZipDirectory(zip, path, 'module'), path, isDocFile);
+  return entries.map(({ content, ...entry }) => ({ ...entry, content: content && Buffer.from(content.buffer, content.byteOffset, content.byteLength) }));
 }

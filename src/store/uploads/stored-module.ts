@@ -2,14 +2,16 @@ import { InputError } from '../../protocol/errors';
 import type { ModuleArchiveFormat } from '../../protocol/modules-v1';
 import { checkedEntryName, checkedLinkTarget, requireRootConfiguration } from '../../protocol/module-package';
 import { readZipDirectory } from '../../protocol/zip-reader';
-import { storedZip } from './stored-zip';
+import { storedZip, streamedZip } from './stored-zip';
+import { readModuleZip } from '../../protocol/module-zip';
 import { concatBytes } from '../../bytes';
 
 /**
  * The module package rules (src/protocol/module-package.ts), as `publish-module`
  * checks them on a file (scripts/lib/module/archive.ts), checked on a package
- * stored in R2 without holding it in memory: a zip from its central directory
- * (by range); a .tar.gz by streaming it once through the runtime's gzip
+ * stored in R2 without holding it in memory: a zip by readModuleZip (the
+ * same function publish-module runs), its directory by range and its entries
+ * in one stream; a .tar.gz by streaming it once through the runtime's gzip
  * DecompressionStream and reading each 512-byte tar header
  * (file data is skipped, never copied). Refused: an absolute path or a ".."
  * segment, a link leaving the package, a device or FIFO, no .tf/.tofu file at
@@ -18,11 +20,26 @@ import { concatBytes } from '../../bytes';
 
 /** Checks the package stored under `key`; throws InputError naming `label` for a package the CLI would refuse. */
 export async function checkStoredModulePackage(bucket: R2Bucket, key: string, size: number, format: ModuleArchiveFormat, label: string): Promise<void> {
-  const names =
-    format === 'zip'
-      ? (await readZipDirectory(storedZip(bucket as never, key, size), label, 'module')).entries.map((e) => checkedEntryName(label, e.name))
-      : await tarNames(bucket, key, label);
+  const names = format === 'zip' ? await zipFileNames(bucket, key, size, label) : await tarNames(bucket, key, label);
   requireRootConfiguration(label, names);
+}
+
+/**
+ * Names of the files of the zip under `key`, read and checked by
+ * readModuleZip as publish-module checks a supplied zip (every entry's local
+ * header, overlaps, encryption and methods, names, link targets): the
+ * directory by range (storedZip), the entries through one stream
+ * (streamedZip), only links inflated. R2 subrequests: 3 at most, whatever
+ * the number of entries. Throws InputError naming `label` for a refused zip.
+ */
+async function zipFileNames(bucket: R2Bucket, key: string, size: number, label: string): Promise<string[]> {
+  const directory = await readZipDirectory(storedZip(bucket as never, key, size), label, 'module');
+  const zip = streamedZip(bucket as never, key, size);
+  try {
+    return (await readModuleZip(zip, directory, label)).filter((entry) => entry.type === 'file').map((entry) => entry.name);
+  } finally {
+    await zip.close();
+  }
 }
 
 const decoder = new TextDecoder();

@@ -1,4 +1,4 @@
-import { ZipEntryError, type ZipSource } from '../../protocol/zip-reader';
+import { inflatedEntry, ZipEntryError, type ZipContentSource, type ZipSource } from '../../protocol/zip-reader';
 import type { ZipEntry } from '../../protocol/zip';
 
 /**
@@ -9,6 +9,9 @@ import type { ZipEntry } from '../../protocol/zip';
  * (native code: the Worker's own CPU time is the JS between chunks). Cost per
  * archive: 2 + 2 × entries R2 reads, and inflating and hashing every entry
  * once (the uncompressed size, e.g. ~60 MB for a 25 MB provider zip).
+ * A module zip, whose entries are checked but not hashed, is read through
+ * streamedZip instead: one R2 stream for all its entries (the subrequest
+ * limit is per request, and a module may hold hundreds of files).
  */
 
 /** The parts of the R2 binding used here (ranged reads). */
@@ -29,14 +32,17 @@ export interface RangeReader {
 export function storedZip(bucket: RangeReader, key: string, size: number): ZipSource {
   return {
     size,
-    async read(offset, length) {
-      if (length === 0) return new Uint8Array(0);
-      const object = await bucket.get(key, { range: { offset, length } });
-      if (object === null) throw new Error(`${key} disappeared while being read`);
-      return new Uint8Array(await object.arrayBuffer());
-    },
+    read: (offset, length) => rangedRead(bucket, key, offset, length),
     entrySha256: (entry, offset) => entrySha256(bucket, key, entry, offset),
   };
+}
+
+/** Bytes [offset, offset + length) of `key`, one ranged R2 read; a plain Error when the object vanished. */
+async function rangedRead(bucket: RangeReader, key: string, offset: number, length: number): Promise<Uint8Array> {
+  if (length === 0) return new Uint8Array(0);
+  const object = await bucket.get(key, { range: { offset, length } });
+  if (object === null) throw new Error(`${key} disappeared while being read`);
+  return new Uint8Array(await object.arrayBuffer());
 }
 
 async function entrySha256(bucket: RangeReader, key: string, entry: ZipEntry, offset: number): Promise<string> {
@@ -66,4 +72,83 @@ async function entrySha256(bucket: RangeReader, key: string, entry: ZipEntry, of
     );
   }
   return [...new Uint8Array(await digest.digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** A ZipContentSource read front to back; `close` ends its stream (call it when done, read or not). */
+export interface StreamedZip extends ZipContentSource {
+  close(): Promise<void>;
+}
+
+/**
+ * The object `key` (`size` bytes) of `bucket` as a ZipContentSource read
+ * front to back through ONE ranged R2 stream, opened at the first read and
+ * running to the end of the object: the zip reader reads local headers and
+ * entry data in stored order, so each read skips forward to its offset and
+ * copies only the bytes asked for (file data skipped is dropped chunk by
+ * chunk, never held). A read behind the stream's position (the reader never
+ * asks for one) falls back to one ranged read. Cost for a zip of N entries:
+ * 1 R2 subrequest whatever N (plus readZipDirectory's 1–2 on a storedZip),
+ * memory the stream's current chunk plus the bytes asked for. Deflated
+ * entries are inflated by DecompressionStream to at most their recorded size.
+ * Reads throw a plain Error when the object vanished or ends early.
+ */
+export function streamedZip(bucket: RangeReader, key: string, size: number): StreamedZip {
+  let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+  let position = 0; // offset of pending[0] in the object
+  let pending: Uint8Array = new Uint8Array(0); // bytes read from the stream, not yet consumed
+  const read = async (offset: number, length: number): Promise<Uint8Array> => {
+    if (length === 0) return new Uint8Array(0);
+    if (offset + length > size) throw new Error(`bytes ${offset}..${offset + length} lie outside ${key} (${size} bytes)`);
+    if (reader === null) {
+      const object = await bucket.get(key, { range: { offset, length: size - offset } });
+      if (object === null) throw new Error(`${key} disappeared while being read`);
+      reader = object.body.getReader();
+      position = offset;
+    }
+    if (offset < position) return rangedRead(bucket, key, offset, length);
+    const out = new Uint8Array(length);
+    let filled = 0;
+    while (filled < length) {
+      if (pending.byteLength === 0) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`${key} ended at byte ${position}, before byte ${offset + length}`);
+        pending = value;
+      }
+      // Skip to `offset`, then copy what the chunk holds of [offset, offset + length).
+      const skip = Math.min(pending.byteLength, Math.max(0, offset - position));
+      const take = Math.min(pending.byteLength - skip, length - filled);
+      out.set(pending.subarray(skip, skip + take), filled);
+      filled += take;
+      pending = pending.subarray(skip + take);
+      position += skip + take;
+    }
+    return out;
+  };
+  return {
+    size,
+    read,
+    entryBytes: async (entry, dataOffset) => inflatedEntry(await read(dataOffset, entry.compressedSize), entry, workerInflateRaw),
+    async close() {
+      await reader?.cancel().catch(() => {});
+    },
+  };
+}
+
+/** DecompressionStream (native) as the zip reader's inflater: it stops one byte past `maxBytes`, enough for the reader to see the size is wrong. */
+async function workerInflateRaw(compressed: Uint8Array, maxBytes: number): Promise<Uint8Array> {
+  const reader = new Blob([compressed]).stream().pipeThrough(new DecompressionStream('deflate-raw')).getReader();
+  const out = new Uint8Array(maxBytes + 1);
+  let filled = 0;
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return out.subarray(0, filled);
+      const take = Math.min(value.byteLength, out.byteLength - filled);
+      out.set(value.subarray(0, take), filled);
+      filled += take;
+      if (filled === out.byteLength) return out;
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
 }

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { checkStoredModulePackage } from '../../../src/store/uploads/stored-module';
-import { tarGz, type TarEntry } from '../../fixtures/archives';
+import { tarGz, zipStored, type TarEntry } from '../../fixtures/archives';
 
 // The publish API's check of a stored .tar.gz module package (src/store/uploads/stored-module.ts), read in one
 // streaming pass from the real (Miniflare) R2: pax and GNU long names count as the entry's name, and every
@@ -76,5 +76,26 @@ describe('a stored .tar.gz module package', () => {
     trailing.set(new TextEncoder().encode('/etc/passwd'), gunzipped.byteLength); // a header-looking block after the end
     const bytes = new Uint8Array(await new Response(new Blob([trailing]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer());
     await expect(check(bytes)).resolves.toBeUndefined();
+  });
+});
+
+describe('a stored .zip module package', () => {
+  it('is checked entry by entry with at most 3 R2 reads (directory, then one stream), whatever its number of entries', async () => {
+    const files: Record<string, string> = { 'main.tf': MAIN };
+    for (let i = 0; i < 500; i++) files[`files/f${i}.txt`] = `file ${i}\n`.repeat(20);
+    const bytes = zipStored(files);
+    expect(bytes.byteLength).toBeGreaterThan(70 * 1024); // its directory lies outside the tail: the most reads
+    const key = `test/stored-module/${++n}.zip`;
+    await env.REGISTRY_R2.put(key, bytes);
+    let reads = 0;
+    const counting = new Proxy(env.REGISTRY_R2, {
+      get(target, property) {
+        if (property === 'get') return (...args: Parameters<R2Bucket['get']>) => (reads++, target.get(...args));
+        const value = Reflect.get(target, property);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    await expect(checkStoredModulePackage(counting, key, bytes.byteLength, 'zip', 'pkg.zip')).resolves.toBeUndefined();
+    expect(reads).toBeLessThanOrEqual(3);
   });
 });
