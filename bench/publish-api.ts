@@ -13,7 +13,7 @@
 import { randomFillSync } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { newToken, tokenId, tokenSha256 } from '../src/access/tokens';
@@ -33,6 +33,8 @@ import { freePort } from '../test/e2e/server';
 import { build } from './build';
 import { startRuntime } from './runtime';
 import { planFor, withWebSocket, workerProfiler, type RequestCpu } from './worker-cpu';
+import { benchStorageFloor, storageFloorTable, type StorageFloor } from './storage-floor';
+import { COMMIT_REQUESTS } from '../test/fixtures/commit-requests';
 
 const HOST = 'registry.example.com';
 const BENCH_SIGNING_KEY_SECRET = 'bench-only-secret-0123456789abcdefghijklmnop';
@@ -69,6 +71,34 @@ export interface PublishApiFigures {
    * with callees (ms per commit, averaged).
    */
   smallKeyless?: { repeats: number; perRequest: PerRequestCpu[]; commitInclusive: { name: string; ms: number }[] };
+  /** The storage floor measured in the same run (bench/storage-floor.ts), and what the commit's storage requests cost at it. */
+  storage?: { floor: StorageFloor; commitRequests: number; commitFloorMs: number };
+}
+
+/** Which floor operation stands for each storage request the commit makes (test/fixtures/commit-requests.ts). */
+const FLOOR_OF: Record<string, string[]> = {
+  'kv.get': ['kv-get'],
+  'kv.list': ['kv-list'],
+  'kv.put': ['kv-put'],
+  'r2.delete': ['r2-delete'],
+  'r2.get': ['r2-get-text'],
+  'r2.head': ['r2-head'],
+  'r2.list': ['r2-list'],
+  // 5 plain puts (the release files), 7 create-only ones (lease ×2, statement, record, index, catalogue, audit): their mean.
+  'r2.put': ['r2-put', 'r2-put-if-absent'],
+};
+
+/** The Worker CPU the commit's storage requests take at the floor: Σ requests × the floor's CPU per operation. */
+export function commitAtFloor(floor: StorageFloor, requests: Readonly<Record<string, number>> = COMMIT_REQUESTS): { requests: number; ms: number } {
+  let count = 0;
+  let ms = 0;
+  for (const [op, n] of Object.entries(requests)) {
+    const kinds = FLOOR_OF[op] ?? [];
+    const each = kinds.reduce((sum, k) => sum + (floor.perOp.find((o) => o.kind === k)?.cpuMs ?? 0), 0) / Math.max(1, kinds.length);
+    count += n;
+    ms += n * each;
+  }
+  return { requests: count, ms };
 }
 
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -76,7 +106,13 @@ const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.flo
 /** Runs every case; `work` is a scratch directory (left for the caller to remove). */
 export async function benchPublishApi(work: string, log: (line: string) => void = () => {}): Promise<PublishApiFigures> {
   const inspectorPort = await freePort();
-  const runtime = await startRuntime({ bundlePath: await build(work, null) }, undefined, {
+  // The storage floor first, in the same run (its own workerd, stopped before the publishes).
+  const floor = await benchStorageFloor(work, { rounds: 3 });
+  const atFloor = commitAtFloor(floor);
+  log(`storage floor: the commit's ${atFloor.requests} storage requests take ${atFloor.ms.toFixed(1)} ms of Worker CPU at the floor`);
+  // `--bundle=PATH`: another build of the Worker (e.g. an older commit's, for a before/after in one session).
+  const bundlePath = process.argv.find((a) => a.startsWith('--bundle='))?.slice('--bundle='.length) ?? (await build(work, null));
+  const runtime = await startRuntime({ bundlePath }, undefined, {
     inspectorPort,
     bindings: { SIGNING_KEY_SECRET: BENCH_SIGNING_KEY_SECRET },
   });
@@ -181,7 +217,8 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
       log(
         `publish-api CPU: keyless Ed25519 × ${repeats}: ${smallKeyless!.perRequest.map((r) => `${r.request} ${r.medianMs.toFixed(1)}`).join(', ')} ms (medians)`,
       );
-      if (process.argv.includes('--small')) return { wall, cpu, smallKeyless }; // `--small`: the small publishes only
+      // `--small`: the small publishes only
+      if (process.argv.includes('--small')) return { wall, cpu, smallKeyless, storage: { floor, commitRequests: atFloor.requests, commitFloorMs: atFloor.ms } };
       // 20 MB executables (compressible, so the zips are small but the server inflates 20 MB each for h1:).
       const large = await writeDist(join(work, 'dist-cpu-large'), 'cpularge', '1.0.0', { padding: 20_000_000 });
       await measure('provider, 3 platforms, 20 MB executables each', 3 * 20_000_000, () => provider(large));
@@ -204,7 +241,7 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
     } finally {
       profiler.close();
     }
-    return { wall, cpu, ...(smallKeyless ? { smallKeyless } : {}) };
+    return { wall, cpu, ...(smallKeyless ? { smallKeyless } : {}), storage: { floor, commitRequests: atFloor.requests, commitFloorMs: atFloor.ms } };
   } finally {
     await runtime.dispose();
   }
@@ -223,6 +260,13 @@ export function publishApiTable(figures: PublishApiFigures): string[] {
     const worst = k.perRequest.reduce((a, b) => (b.medianMs > a.medianMs ? b : a));
     lines.push(
       `  the goal (issue 29): 3 platforms, small zips, keyless with a registry-held Ed25519 key, warm isolate, median of ${k.repeats} publishes (max), per request: ${k.perRequest.map((r) => `${r.request} ${r.medianMs.toFixed(1)} ms (${r.maxMs.toFixed(1)})`).join(', ')} → every request ≤ 10 ms: ${worst.medianMs <= 10 ? 'met' : `missed (${worst.request} ${worst.medianMs.toFixed(1)} ms)`} → ${worst.medianMs <= 10 ? 'Workers Free' : 'Workers Paid'}`,
+    );
+  }
+  if (figures.storage) {
+    const { floor, commitRequests, commitFloorMs } = figures.storage;
+    const op = (kind: string) => floor.perOp.find((o) => o.kind === kind)?.cpuMs.toFixed(2) ?? '?';
+    lines.push(
+      `  storage floor in this run (bench/storage-floor.ts, Worker CPU per operation on small JSON): KV get ${op('kv-get')}, KV put ${op('kv-put')}, R2 get ${op('r2-get-text')}, R2 head ${op('r2-head')}, R2 put ${op('r2-put')}, create-only R2 put ${op('r2-put-if-absent')} ms; the commit's ${commitRequests} storage requests (test/fixtures/commit-requests.ts) alone: ${commitFloorMs.toFixed(1)} ms at the floor${commitFloorMs > 10 ? " — over Free's 10 ms before any of the commit's own work" : ''}`,
     );
   }
   for (const c of figures.cpu) {
@@ -254,6 +298,12 @@ async function main(): Promise<void> {
     const figures = await benchPublishApi(work, (line) => process.stderr.write(`bench: ${line}\n`));
     if (json) console.log(JSON.stringify({ apiPublish: figures }));
     else {
+      console.log(
+        `load average ${loadavg()
+          .map((l) => l.toFixed(1))
+          .join(' ')}`,
+      );
+      if (figures.storage) console.log(storageFloorTable(figures.storage.floor).join('\n'));
       console.log(publishApiTable(figures).join('\n'));
       for (const c of figures.cpu)
         console.log(
