@@ -107,7 +107,7 @@ const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.flo
 export async function benchPublishApi(work: string, log: (line: string) => void = () => {}): Promise<PublishApiFigures> {
   const inspectorPort = await freePort();
   // The storage floor first, in the same run (its own workerd, stopped before the publishes).
-  const floor = await benchStorageFloor(work, { rounds: 3 });
+  const floor = await benchStorageFloor(work, { rounds: 5, mix: COMMIT_REQUESTS });
   const atFloor = commitAtFloor(floor);
   log(`storage floor: the commit's ${atFloor.requests} storage requests take ${atFloor.ms.toFixed(1)} ms of Worker CPU at the floor`);
   // `--bundle=PATH`: another build of the Worker (e.g. an older commit's, for a before/after in one session).
@@ -266,7 +266,7 @@ export function publishApiTable(figures: PublishApiFigures): string[] {
     const { floor, commitRequests, commitFloorMs } = figures.storage;
     const op = (kind: string) => floor.perOp.find((o) => o.kind === kind)?.cpuMs.toFixed(2) ?? '?';
     lines.push(
-      `  storage floor in this run (bench/storage-floor.ts, Worker CPU per operation on small JSON): KV get ${op('kv-get')}, KV put ${op('kv-put')}, R2 get ${op('r2-get-text')}, R2 head ${op('r2-head')}, R2 put ${op('r2-put')}, create-only R2 put ${op('r2-put-if-absent')} ms; the commit's ${commitRequests} storage requests (test/fixtures/commit-requests.ts) alone: ${commitFloorMs.toFixed(1)} ms at the floor${commitFloorMs > 10 ? " — over Free's 10 ms before any of the commit's own work" : ''}`,
+      `  storage floor in this run (bench/storage-floor.ts, Worker CPU per operation on small JSON): KV get ${op('kv-get')}, KV put ${op('kv-put')}, R2 get ${op('r2-get-text')}, R2 head ${op('r2-head')}, R2 put ${op('r2-put')}, create-only R2 put ${op('r2-put-if-absent')} ms; the commit's ${commitRequests} storage requests (test/fixtures/commit-requests.ts): Σ count × floor ${commitFloorMs.toFixed(1)} ms${floor.mix ? `; one request making only them: ${floor.mix.cpuMs.toFixed(1)} ms` : ''}${(floor.mix?.cpuMs ?? commitFloorMs) > 10 ? " — over Free's 10 ms before any of the commit's own work" : ''}`,
     );
   }
   for (const c of figures.cpu) {

@@ -46,7 +46,31 @@ const ops: Record<string, (env: FloorEnv, i: number) => Promise<unknown>> = {
   'r2-delete': (env, i) => env.REGISTRY_R2.delete(`floor/gone/${i}`),
   'r2-list': (env) => env.REGISTRY_R2.list({ prefix: 'floor/1', limit: 10 }),
   'json-roundtrip': async (_env, i) => JSON.stringify(JSON.parse(doc(i))),
+  // The publish commit's storage requests (test/fixtures/commit-requests.ts), nothing else: ?mix=JSON {op: count}.
+  'commit-mix': async () => undefined,
 };
+
+async function commitMix(env: FloorEnv, mix: Record<string, number>): Promise<void> {
+  let i = 0;
+  const times = (op: string, run: (j: number) => Promise<unknown>) => Array.from({ length: mix[op] ?? 0 }, () => () => run(i++));
+  const steps = [
+    ...times('kv.get', (j) => env.REGISTRY_KV.get(`floor/${j % 10}`, 'text')),
+    ...times('kv.list', () => env.REGISTRY_KV.list({ prefix: 'floor/1', limit: 10 })),
+    ...times('r2.get', async (j) => (await env.REGISTRY_R2.get(`floor/${j % 10}`))?.text()),
+    ...times('r2.head', (j) => env.REGISTRY_R2.head(`floor/${j % 10}`)),
+    ...times('r2.list', () => env.REGISTRY_R2.list({ prefix: 'floor/1', limit: 10 })),
+    // Of the commit's R2 puts, 7 are create-only (lease ×2, statement, record, index, catalogue, audit).
+    ...times('r2.put', (j) =>
+      env.REGISTRY_R2.put(`floor/mix/${fresh++}/${j}`, doc(j), {
+        httpMetadata: { contentType: 'application/json' },
+        ...(j % 12 < 7 ? { onlyIf: { etagDoesNotMatch: '*' } } : {}),
+      }),
+    ),
+    ...times('kv.put', (j) => env.REGISTRY_KV.put(`floor/w/${j}`, doc(j))),
+    ...times('r2.delete', (j) => env.REGISTRY_R2.delete(`floor/gone/${j}`)),
+  ];
+  for (const step of steps) await step();
+}
 
 export default {
   async fetch(request: Request, env: FloorEnv): Promise<Response> {
@@ -61,7 +85,9 @@ export default {
     }
     const op = ops[url.searchParams.get('kind') ?? ''];
     if (url.pathname !== '/op' || !op) return new Response('unknown', { status: 404 });
-    for (let i = 0; i < n; i++) await op(env, i);
+    const mix = url.searchParams.get('mix');
+    if (mix) for (let i = 0; i < n; i++) await commitMix(env, JSON.parse(mix) as Record<string, number>);
+    else for (let i = 0; i < n; i++) await op(env, i);
     return Response.json({ ran: n });
   },
 } satisfies ExportedHandler<FloorEnv>;

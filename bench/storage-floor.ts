@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { freePort } from '../test/e2e/server';
 import { build } from './build';
+import { COMMIT_REQUESTS } from '../test/fixtures/commit-requests';
 import { startRuntime } from './runtime';
 import { withWebSocket, workerProfiler } from './worker-cpu';
 
@@ -41,12 +42,17 @@ export interface StorageFloor {
   requestMs: number;
   /** Per kind: Worker CPU per operation (median, ms) and the Worker isolate's busy samples per operation (an upper bound). */
   perOp: { kind: string; cpuMs: number; upperBoundMs: number; topFunctions: string }[];
+  /** One request making only `mix`'s storage requests (the publish commit's, when given): Worker CPU per request (median; every round). */
+  mix?: { requests: number; cpuMs: number; rounds: number[] };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Runs the floor Worker in its own workerd; `work` is a scratch directory. */
-export async function benchStorageFloor(work: string, options: { n?: number; rounds?: number } = {}): Promise<StorageFloor> {
+export async function benchStorageFloor(
+  work: string,
+  options: { n?: number; rounds?: number; mix?: Readonly<Record<string, number>> } = {},
+): Promise<StorageFloor> {
   const n = options.n ?? 40;
   const rounds = options.rounds ?? 5;
   const inspectorPort = await freePort();
@@ -54,6 +60,9 @@ export async function benchStorageFloor(work: string, options: { n?: number; rou
   try {
     await fetch(`${runtime.origin}/seed?n=${n}`).then((r) => r.arrayBuffer());
     const kinds = ['none', ...STORAGE_OPS];
+    const mixUrl = options.mix ? `${runtime.origin}/op?kind=commit-mix&n=1&mix=${encodeURIComponent(JSON.stringify(options.mix))}` : null;
+    const mixRounds: number[] = [];
+    if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
     // Warm the isolate on every kind first.
     for (const kind of kinds) await fetch(`${runtime.origin}/op?kind=${kind}&n=2`).then((r) => r.arrayBuffer());
     const profiler = await workerProfiler(inspectorPort, runtime.pid);
@@ -68,7 +77,9 @@ export async function benchStorageFloor(work: string, options: { n?: number; rou
             if (!response.ok) throw new Error(`${kind}: ${response.status}`);
             await response.arrayBuffer();
           }
+          if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
         });
+        if (mixUrl) mixRounds.push(recording.requests.at(-1)!.cpuMs);
         recording.requests.forEach((r, i) => {
           cpu.get(kinds[i]!)!.push(r.cpuMs);
           upper.get(kinds[i]!)!.push(r.upperBoundMs);
@@ -96,6 +107,7 @@ export async function benchStorageFloor(work: string, options: { n?: number; rou
         upperBoundMs: Math.max(0, median(upper.get(kind)!) - upperNone) / n,
         topFunctions: top.get(kind) ?? '',
       })),
+      ...(options.mix ? { mix: { requests: Object.values(options.mix).reduce((a, b) => a + b, 0), cpuMs: median(mixRounds), rounds: mixRounds } } : {}),
     };
   } finally {
     await runtime.dispose();
@@ -110,6 +122,11 @@ export function storageFloorTable(floor: StorageFloor): string[] {
       (o) =>
         `  ${o.kind.padEnd(26)} ${o.cpuMs.toFixed(3)} ms (busy samples ≤ ${o.upperBoundMs.toFixed(3)} ms)  ${o.topFunctions ? `[per op by function: ${o.topFunctions}]` : ''}`,
     ),
+    ...(floor.mix
+      ? [
+          `  one request making only the publish commit's ${floor.mix.requests} storage requests (test/fixtures/commit-requests.ts): ${floor.mix.cpuMs.toFixed(1)} ms (rounds: ${floor.mix.rounds.map((r) => r.toFixed(1)).join(', ')})`,
+        ]
+      : []),
   ];
 }
 
@@ -118,7 +135,7 @@ async function main(): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-storage-floor-'));
   try {
     const before = loadavg();
-    const floor = await benchStorageFloor(work);
+    const floor = await benchStorageFloor(work, { mix: COMMIT_REQUESTS });
     if (process.argv.includes('--json')) console.log(JSON.stringify({ storageFloor: floor, loadavg: [before, loadavg()] }));
     else {
       console.log(
