@@ -80,7 +80,7 @@ export async function benchStorageFloor(
           if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
         });
         if (mixUrl) mixRounds.push(recording.requests.at(-1)!.cpuMs);
-        recording.requests.forEach((r, i) => {
+        recording.requests.slice(0, kinds.length).forEach((r, i) => {
           cpu.get(kinds[i]!)!.push(r.cpuMs);
           upper.get(kinds[i]!)!.push(r.upperBoundMs);
           if (round === 0)
