@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { freePort } from '../test/e2e/server';
 import { build } from './build';
-import { COMMIT_REQUESTS } from '../test/fixtures/commit-requests';
+import { COMMIT_REQUESTS, COMMIT_REQUESTS_BEFORE } from '../test/fixtures/commit-requests';
 import { startRuntime } from './runtime';
 import { withWebSocket, workerProfiler } from './worker-cpu';
 
@@ -135,7 +135,9 @@ async function main(): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-storage-floor-'));
   try {
     const before = loadavg();
-    const floor = await benchStorageFloor(work, { mix: COMMIT_REQUESTS });
+    // `--before`: the commit's storage requests before this branch's cut (test/fixtures/commit-requests.ts).
+    const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice('--rounds='.length) ?? 5);
+    const floor = await benchStorageFloor(work, { rounds, mix: process.argv.includes('--before') ? COMMIT_REQUESTS_BEFORE : COMMIT_REQUESTS });
     if (process.argv.includes('--json')) console.log(JSON.stringify({ storageFloor: floor, loadavg: [before, loadavg()] }));
     else {
       console.log(
