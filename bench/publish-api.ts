@@ -70,7 +70,13 @@ export interface PublishApiFigures {
    * published `repeats` times in a warm isolate; per request, and the commits' busy samples by function
    * with callees (ms per commit, averaged).
    */
-  smallKeyless?: { repeats: number; perRequest: PerRequestCpu[]; commitInclusive: { name: string; ms: number }[] };
+  smallKeyless?: {
+    repeats: number;
+    perRequest: PerRequestCpu[];
+    commitInclusive: { name: string; ms: number }[];
+    /** The commit's Worker CPU by kind of frame (ms, mean over the repeats): CPU × each kind's share of the busy samples. */
+    commitByKind: Record<string, number>;
+  };
   /** The storage floor measured in the same run (bench/storage-floor.ts), and what the commit's storage requests cost at it. */
   storage?: { floor: StorageFloor; commitRequests: number; commitFloorMs: number };
 }
@@ -197,13 +203,17 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
       const repeats = Number(process.argv.find((a) => a.startsWith('--repeats='))?.slice('--repeats='.length) ?? 5);
       const byRequest = new Map<string, number[]>();
       const inclusive = new Map<string, number>();
+      const byKind: Record<string, number> = {};
       for (let i = 0; i < repeats; i++) {
         const dist = await writeDist(join(work, `dist-repeat-${i}`), 'repeat', `2.0.${i}`);
         const { cpu: recording } = await profiler.record(() => keyless(dist, 'heldecc'));
         for (const r of recording.requests) {
           const name = requestKind(r.request);
           byRequest.set(name, [...(byRequest.get(name) ?? []), r.cpuMs]);
-          if (name === 'commit') for (const f of r.inclusiveFunctions) inclusive.set(f.name, (inclusive.get(f.name) ?? 0) + f.ms / repeats);
+          if (name === 'commit') {
+            for (const f of r.inclusiveFunctions) inclusive.set(f.name, (inclusive.get(f.name) ?? 0) + f.ms / repeats);
+            for (const [kind, share] of Object.entries(r.shares)) byKind[kind] = (byKind[kind] ?? 0) + (r.cpuMs * share) / repeats;
+          }
         }
       }
       smallKeyless = {
@@ -213,6 +223,7 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
           .map(([name, ms]) => ({ name, ms }))
           .sort((a, b) => b.ms - a.ms)
           .slice(0, 40),
+        commitByKind: byKind,
       };
       log(
         `publish-api CPU: keyless Ed25519 × ${repeats}: ${smallKeyless!.perRequest.map((r) => `${r.request} ${r.medianMs.toFixed(1)}`).join(', ')} ms (medians)`,
@@ -308,6 +319,14 @@ async function main(): Promise<void> {
       for (const c of figures.cpu)
         console.log(
           `  ${c.name}, the largest request's busy samples by function (wall-clock samples, ms): ${c.maxRequest.topFunctions.map((f) => `${f.name} ${f.ms.toFixed(1)}`).join('; ')}`,
+        );
+      if (figures.smallKeyless)
+        console.log(
+          `  the small keyless Ed25519 publish's commit, Worker CPU by kind of frame (ms, mean of ${figures.smallKeyless.repeats}; CPU × share of busy samples): ${Object.entries(
+            figures.smallKeyless.commitByKind,
+          )
+            .map(([kind, ms]) => `${kind} ${ms.toFixed(1)}`)
+            .join(', ')}`,
         );
       if (figures.smallKeyless)
         console.log(

@@ -35,6 +35,13 @@ export interface RequestCpu {
   topFunctions: { name: string; ms: number }[];
   /** The same samples by function with its callees (inclusive time, ms; largest first, top 40): where a request's time goes. */
   inclusiveFunctions: { name: string; ms: number }[];
+  /**
+   * The Worker's busy samples in the window by kind of frame, as shares (0–1) of them, so `cpuMs × share` is
+   * that kind's CPU: the Worker's own JavaScript (frames with a script URL), the runtime's binding and API
+   * methods called from it (native frames such as `get`, `put`, `digest`), `(program)` (the VM outside any
+   * frame) and `(garbage collector)`.
+   */
+  shares: Record<'javascript' | 'native methods' | '(program)' | '(garbage collector)', number>;
 }
 
 export interface CpuRecording {
@@ -191,6 +198,25 @@ function inclusiveFunctions(profile: Profile, window: Window): { name: string; m
     .slice(0, 40);
 }
 
+function sharesIn(profile: Profile, window: Window): RequestCpu['shares'] {
+  const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  const totals = { javascript: 0, 'native methods': 0, '(program)': 0, '(garbage collector)': 0 };
+  let all = 0;
+  let at = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    at += profile.timeDeltas[i]!;
+    if (at < window.startUs || at > window.endUs) continue;
+    const frame = byNode.get(profile.samples[i]!);
+    if (!frame || frame.functionName === '(idle)') continue;
+    const kind =
+      frame.functionName === '(program)' || frame.functionName === '(garbage collector)' ? frame.functionName : frame.url ? 'javascript' : 'native methods';
+    totals[kind] += profile.timeDeltas[i]!;
+    all += profile.timeDeltas[i]!;
+  }
+  for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] = all === 0 ? 0 : totals[key] / all;
+  return totals;
+}
+
 function attribute(worker: Profile, others: readonly Profile[], windows: readonly Window[]): CpuRecording {
   const mine = busyIn(worker, windows);
   const theirs = others.map((p) => busyIn(p, windows).perWindow);
@@ -206,6 +232,7 @@ function attribute(worker: Profile, others: readonly Profile[], windows: readonl
         wallMs: (w.endUs - w.startUs) / 1000,
         topFunctions: topFunctions(worker, w),
         inclusiveFunctions: inclusiveFunctions(worker, w),
+        shares: sharesIn(worker, w),
       };
     }),
     totalCpuMs: mine.total / 1000,
