@@ -5,7 +5,8 @@ import { storeHeldKey } from '../../../src/store/keys/held-keys';
 import { writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import { COMMIT_REQUESTS } from '../../fixtures/commit-requests';
 import { getWith } from '../helpers';
-import { bearer, buildRelease, HOST, issue, manifestOf, type Session } from './api';
+import { uploadFileKey } from '../../../src/store/layout';
+import { bearer, buildRelease, commit, HOST, issue, manifestOf, put, registerFixtureKey, startPublish, type Session } from './api';
 
 // What a keyless API commit costs in storage requests (the Worker CPU of a small publish is mostly these, see
 // bench/README.md "A small API publish, per request"), counted on the real bindings: the figure the bench
@@ -61,6 +62,34 @@ describe('a keyless API commit', { timeout: 60_000 }, () => {
       expect(committed.status, await committed.clone().text()).toBe(200);
       await Promise.all(waits.splice(0));
       if (version === '1.0.1') expect(byOperation(requests)).toEqual(COMMIT_REQUESTS);
+    }
+  });
+});
+
+describe('a commit reading small staged files whole', { timeout: 60_000 }, () => {
+  // The PUT route has R2 check each file's SHA-256; the commit still refuses a staged object that is not the declared one
+  // (replaced in R2 behind the route's back) or not of its size, with nothing published.
+  it('refuses a staged file of other bytes or another size, and publishes nothing', async () => {
+    await registerFixtureKey('staged');
+    const { token } = await issue('publish', ['staged']);
+    for (const [version, replace] of [
+      ['1.0.0', (bytes: Uint8Array) => ({ bytes: bytes.map((b, i) => (i === 0 ? b ^ 1 : b)), sha256: 'f'.repeat(64) })],
+      ['1.0.1', (bytes: Uint8Array) => ({ bytes: bytes.subarray(1), sha256: undefined })],
+    ] as const) {
+      const release = await buildRelease('staged', version);
+      const session = (await (await startPublish(token, 'staged', release, await manifestOf(release))).json()) as Session;
+      for (const file of session.files) expect((await put(token, file.url, release.files.get(file.filename)!)).status).toBe(200);
+      const zip = session.files.find((f) => f.filename.endsWith('linux_amd64.zip'))!;
+      const key = uploadFileKey(session.upload, zip.filename);
+      const stored = await env.REGISTRY_R2.head(key);
+      const other = replace(release.files.get(zip.filename)!);
+      await env.REGISTRY_R2.put(key, other.bytes, { customMetadata: { sha256: other.sha256 ?? stored!.customMetadata!.sha256! } });
+      const committed = await commit(token, session);
+      expect(committed.status).toBe(400);
+      expect(((await committed.json()) as { errors: string[] }).errors.join(' ')).toMatch(
+        other.sha256 ? /the staged file is not the one declared/ : /bytes were uploaded, the manifest declares/,
+      );
+      expect(await env.REGISTRY_KV.get(`v1/providers/${HOST}/staged/staged/versions`)).toBeNull();
     }
   });
 });
