@@ -76,6 +76,8 @@ export interface PublishApiFigures {
     commitInclusive: { name: string; ms: number }[];
     /** The commit's Worker CPU by kind of frame (ms, mean over the repeats): CPU × each kind's share of the busy samples. */
     commitByKind: Record<string, number>;
+    /** The commit's busy samples by function, self time (wall-clock samples, ms per commit, mean over the repeats). */
+    commitSelf: { name: string; ms: number }[];
   };
   /** The storage floor measured in the same run (bench/storage-floor.ts), and what the commit's storage requests cost at it. */
   storage?: { floor: StorageFloor; commitRequests: number; commitFloorMs: number };
@@ -204,6 +206,7 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
       const byRequest = new Map<string, number[]>();
       const inclusive = new Map<string, number>();
       const byKind: Record<string, number> = {};
+      const self = new Map<string, number>();
       for (let i = 0; i < repeats; i++) {
         const dist = await writeDist(join(work, `dist-repeat-${i}`), 'repeat', `2.0.${i}`);
         const { cpu: recording } = await profiler.record(() => keyless(dist, 'heldecc'));
@@ -213,6 +216,7 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
           if (name === 'commit') {
             for (const f of r.inclusiveFunctions) inclusive.set(f.name, (inclusive.get(f.name) ?? 0) + f.ms / repeats);
             for (const [kind, share] of Object.entries(r.shares)) byKind[kind] = (byKind[kind] ?? 0) + (r.cpuMs * share) / repeats;
+            for (const f of r.topFunctions) self.set(f.name, (self.get(f.name) ?? 0) + f.ms / repeats);
           }
         }
       }
@@ -224,6 +228,10 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
           .sort((a, b) => b.ms - a.ms)
           .slice(0, 40),
         commitByKind: byKind,
+        commitSelf: [...self]
+          .map(([name, ms]) => ({ name, ms }))
+          .sort((a, b) => b.ms - a.ms)
+          .slice(0, 25),
       };
       log(
         `publish-api CPU: keyless Ed25519 × ${repeats}: ${smallKeyless!.perRequest.map((r) => `${r.request} ${r.medianMs.toFixed(1)}`).join(', ')} ms (medians)`,
@@ -327,6 +335,10 @@ async function main(): Promise<void> {
           )
             .map(([kind, ms]) => `${kind} ${ms.toFixed(1)}`)
             .join(', ')}`,
+        );
+      if (figures.smallKeyless)
+        console.log(
+          `  the small keyless Ed25519 publish's commit, busy samples by function, self time (wall-clock samples, ms per commit, mean of ${figures.smallKeyless.repeats}): ${figures.smallKeyless.commitSelf.map((f) => `${f.name} ${f.ms.toFixed(1)}`).join('; ')}`,
         );
       if (figures.smallKeyless)
         console.log(

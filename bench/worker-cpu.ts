@@ -31,7 +31,7 @@ export interface RequestCpu {
   /** min(process CPU, the Worker isolate's busy samples) in the window. */
   upperBoundMs: number;
   wallMs: number;
-  /** The Worker isolate's busy samples in the window by function (self time, ms; largest first, top 12). */
+  /** The Worker isolate's busy samples in the window by function (self time, ms; largest first, top 25). */
   topFunctions: { name: string; ms: number }[];
   /** The same samples by function with its callees (inclusive time, ms; largest first, top 40): where a request's time goes. */
   inclusiveFunctions: { name: string; ms: number }[];
@@ -167,7 +167,7 @@ function topFunctions(profile: Profile, window: Window): { name: string; ms: num
   return [...totals]
     .map(([name, ms]) => ({ name, ms }))
     .sort((a, b) => b.ms - a.ms)
-    .slice(0, 12);
+    .slice(0, 25);
 }
 
 /** Inclusive time (ms) per function of `profile`'s busy samples inside `window`: each function counted once per sample it is on the stack of. */
