@@ -15,8 +15,10 @@ interface FloorEnv {
   REGISTRY_R2: R2Bucket;
 }
 
+let padding = '';
 const doc = (i: number) =>
   JSON.stringify({
+    padding,
     protocols: ['5.0'],
     os: 'linux',
     arch: 'amd64',
@@ -85,6 +87,8 @@ export default {
     }
     const op = ops[url.searchParams.get('kind') ?? ''];
     if (url.pathname !== '/op' || !op) return new Response('unknown', { status: 404 });
+    // &pad=N: documents N bytes larger (the commit's are 1–4 KB: the armored key, the record, the index).
+    padding = 'p'.repeat(Number(url.searchParams.get('pad') ?? '0'));
     const mix = url.searchParams.get('mix');
     if (mix) for (let i = 0; i < n; i++) await commitMix(env, JSON.parse(mix) as Record<string, number>);
     else for (let i = 0; i < n; i++) await op(env, i);

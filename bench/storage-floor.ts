@@ -51,7 +51,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 /** Runs the floor Worker in its own workerd; `work` is a scratch directory. */
 export async function benchStorageFloor(
   work: string,
-  options: { n?: number; rounds?: number; mix?: Readonly<Record<string, number>> } = {},
+  options: { n?: number; rounds?: number; mix?: Readonly<Record<string, number>>; pad?: number } = {},
 ): Promise<StorageFloor> {
   const n = options.n ?? 40;
   const rounds = options.rounds ?? 5;
@@ -60,7 +60,9 @@ export async function benchStorageFloor(
   try {
     await fetch(`${runtime.origin}/seed?n=${n}`).then((r) => r.arrayBuffer());
     const kinds = ['none', ...STORAGE_OPS];
-    const mixUrl = options.mix ? `${runtime.origin}/op?kind=commit-mix&n=1&mix=${encodeURIComponent(JSON.stringify(options.mix))}` : null;
+    const mixUrl = options.mix
+      ? `${runtime.origin}/op?kind=commit-mix&n=1&pad=${options.pad ?? 0}&mix=${encodeURIComponent(JSON.stringify(options.mix))}`
+      : null;
     const mixRounds: number[] = [];
     if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
     // Warm the isolate on every kind first.
@@ -137,7 +139,8 @@ async function main(): Promise<void> {
     const before = loadavg();
     // `--before`: the commit's storage requests before this branch's cut (test/fixtures/commit-requests.ts).
     const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice('--rounds='.length) ?? 5);
-    const floor = await benchStorageFloor(work, { rounds, mix: process.argv.includes('--before') ? COMMIT_REQUESTS_BEFORE : COMMIT_REQUESTS });
+    const pad = Number(process.argv.find((a) => a.startsWith('--pad='))?.slice('--pad='.length) ?? 0);
+    const floor = await benchStorageFloor(work, { rounds, pad, mix: process.argv.includes('--before') ? COMMIT_REQUESTS_BEFORE : COMMIT_REQUESTS });
     if (process.argv.includes('--json')) console.log(JSON.stringify({ storageFloor: floor, loadavg: [before, loadavg()] }));
     else {
       console.log(
