@@ -120,12 +120,20 @@ export function edgeCacheTargets(figures: EdgeCacheFigures): Target[] {
 
 /** An API publish of a 3-platform version takes under a second, at 1 and at 200 existing versions. */
 export function publishApiTargets(figures: PublishApiFigures): Target[] {
-  return figures.wall.map((w) => ({
+  const wall = figures.wall.map((w) => ({
     name: `API publish, 3 platforms, into a provider with ${w.versionsAfter} version(s): wall time (s)`,
     value: Number(w.seconds.toFixed(2)),
     target: '< 1',
     met: w.seconds < 1,
   }));
+  // Issue 29: every request of a small keyless publish within the Free plan's 10 ms (median over the repeats).
+  const perRequest = (figures.smallKeyless?.perRequest ?? []).map((r) => ({
+    name: `API publish, small keyless Ed25519 release: ${r.request}, Worker CPU (ms, median; Free plan ≤ 10)`,
+    value: Number(r.medianMs.toFixed(1)),
+    target: '≤ 10',
+    met: r.medianMs <= 10,
+  }));
+  return [...wall, ...perRequest];
 }
 
 /** Every download under load is counted, none twice. */

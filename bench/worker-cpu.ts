@@ -31,8 +31,17 @@ export interface RequestCpu {
   /** min(process CPU, the Worker isolate's busy samples) in the window. */
   upperBoundMs: number;
   wallMs: number;
-  /** The Worker isolate's busy samples in the window by function (self time, ms; largest first, top 12). */
+  /** The Worker isolate's busy samples in the window by function (self time, ms; largest first, top 25). */
   topFunctions: { name: string; ms: number }[];
+  /** The same samples by function with its callees (inclusive time, ms; largest first, top 40): where a request's time goes. */
+  inclusiveFunctions: { name: string; ms: number }[];
+  /**
+   * The Worker's busy samples in the window by kind of frame, as shares (0–1) of them, so `cpuMs × share` is
+   * that kind's CPU: the Worker's own JavaScript (frames with a script URL), the runtime's binding and API
+   * methods called from it (native frames such as `get`, `put`, `digest`), `(program)` (the VM outside any
+   * frame) and `(garbage collector)`.
+   */
+  shares: Record<'javascript' | 'native methods' | '(program)' | '(garbage collector)', number>;
 }
 
 export interface CpuRecording {
@@ -112,7 +121,7 @@ export async function workerProfiler(
 }
 
 interface Profile {
-  nodes: { id: number; callFrame: { functionName: string; url?: string; lineNumber?: number } }[];
+  nodes: { id: number; callFrame: { functionName: string; url?: string; lineNumber?: number }; children?: number[] }[];
   startTime: number;
   samples: number[];
   timeDeltas: number[];
@@ -158,7 +167,54 @@ function topFunctions(profile: Profile, window: Window): { name: string; ms: num
   return [...totals]
     .map(([name, ms]) => ({ name, ms }))
     .sort((a, b) => b.ms - a.ms)
-    .slice(0, 12);
+    .slice(0, 25);
+}
+
+/** Inclusive time (ms) per function of `profile`'s busy samples inside `window`: each function counted once per sample it is on the stack of. */
+function inclusiveFunctions(profile: Profile, window: Window): { name: string; ms: number }[] {
+  const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const totals = new Map<string, number>();
+  let at = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    at += profile.timeDeltas[i]!;
+    if (at < window.startUs || at > window.endUs) continue;
+    const leaf = byNode.get(profile.samples[i]!);
+    if (!leaf || leaf.functionName === '(idle)') continue;
+    const seen = new Set<string>();
+    for (let id: number | undefined = profile.samples[i]!; id !== undefined; id = parent.get(id)) {
+      const frame = byNode.get(id)!;
+      if (frame.functionName === '(root)') continue;
+      const name = `${frame.functionName || '(anonymous)'}${frame.url ? ` ${frame.url.split('/').at(-1)}:${(frame.lineNumber ?? 0) + 1}` : ''}`;
+      if (seen.has(name)) continue;
+      seen.add(name);
+      totals.set(name, (totals.get(name) ?? 0) + profile.timeDeltas[i]! / 1000);
+    }
+  }
+  return [...totals]
+    .map(([name, ms]) => ({ name, ms }))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 40);
+}
+
+function sharesIn(profile: Profile, window: Window): RequestCpu['shares'] {
+  const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
+  const totals = { javascript: 0, 'native methods': 0, '(program)': 0, '(garbage collector)': 0 };
+  let all = 0;
+  let at = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    at += profile.timeDeltas[i]!;
+    if (at < window.startUs || at > window.endUs) continue;
+    const frame = byNode.get(profile.samples[i]!);
+    if (!frame || frame.functionName === '(idle)') continue;
+    const kind =
+      frame.functionName === '(program)' || frame.functionName === '(garbage collector)' ? frame.functionName : frame.url ? 'javascript' : 'native methods';
+    totals[kind] += profile.timeDeltas[i]!;
+    all += profile.timeDeltas[i]!;
+  }
+  for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] = all === 0 ? 0 : totals[key] / all;
+  return totals;
 }
 
 function attribute(worker: Profile, others: readonly Profile[], windows: readonly Window[]): CpuRecording {
@@ -175,6 +231,8 @@ function attribute(worker: Profile, others: readonly Profile[], windows: readonl
         upperBoundMs: Math.min(processMs, workerUs / 1000),
         wallMs: (w.endUs - w.startUs) / 1000,
         topFunctions: topFunctions(worker, w),
+        inclusiveFunctions: inclusiveFunctions(worker, w),
+        shares: sharesIn(worker, w),
       };
     }),
     totalCpuMs: mine.total / 1000,

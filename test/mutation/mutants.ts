@@ -1000,6 +1000,22 @@ export const MUTANTS: Mutant[] = [
     to: '});',
   },
   {
+    id: 'commit-staged-sha-unchecked',
+    file: 'src/store/uploads/staged.ts',
+    tests: ['test/worker/publish/commit-requests.test.ts'],
+    description: 'the commit takes a small staged file read whole without checking it is the declared one (its SHA-256 as R2 checked it)',
+    from: '  if (object.customMetadata?.sha256 !== file.sha256) {\n',
+    to: '  if (false) {\n',
+  },
+  {
+    id: 'commit-staged-size-unchecked',
+    file: 'src/store/uploads/staged.ts',
+    tests: ['test/worker/publish/commit-requests.test.ts'],
+    description: 'the commit takes a small staged file read whole without checking its size against the manifest',
+    from: '  if (object.size !== file.size) {\n',
+    to: '  if (false) {\n',
+  },
+  {
     id: 'ci-session-jti-not-compared',
     file: 'src/routes/publish/uploads.ts',
     tests: ['test/worker/publish/ci-hijack.test.ts'],

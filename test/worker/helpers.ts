@@ -14,8 +14,12 @@ export function get(path: string, init?: RequestInit): Promise<Response> {
 }
 
 /** A request to the Worker with some variables or bindings replaced. */
-export function getWith(overrides: Partial<Env>, path: string, init?: RequestInit): Promise<Response> {
-  const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+export function getWith(
+  overrides: Partial<Env>,
+  path: string,
+  init?: RequestInit,
+  ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext,
+): Promise<Response> {
   return worker.fetch(new Request(new URL(path, ORIGIN), init) as never, { ...env, ...overrides } as Env, ctx);
 }
 

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { basename, dirname, join, resolve } from 'node:path';
-import * as openpgp from 'openpgp';
+import type * as openpgp from 'openpgp';
 import { InputError } from '../../../src/protocol/index';
 import type { SigningKey } from '../../../src/store/types';
 
@@ -46,6 +46,7 @@ export async function generateSigningKey(options: {
   name: string;
   passphrase?: string;
 }): Promise<{ armoredPrivateKey: string; publicKey: SigningKey }> {
+  const openpgp = await loadOpenpgp();
   const common = {
     userIDs: [{ name: options.name }],
     format: 'object' as const,
@@ -65,6 +66,7 @@ export async function generateSigningKey(options: {
  * is not a private key, or encrypted without (the right) passphrase.
  */
 export async function loadPrivateKey(armored: string, source: string, passphrase?: string): Promise<LoadedKey> {
+  const openpgp = await loadOpenpgp();
   let key: openpgp.PrivateKey;
   try {
     key = await openpgp.readPrivateKey({ armoredKey: armored });
@@ -89,6 +91,7 @@ export async function loadPrivateKey(armored: string, source: string, passphrase
  * text. Throws InputError naming `source` otherwise.
  */
 export async function readPublicKey(armored: string, source: string): Promise<SigningKey> {
+  const openpgp = await loadOpenpgp();
   try {
     const key = await openpgp.readKey({ armoredKey: armored });
     return toSigningKey(key);
@@ -154,6 +157,7 @@ export function refuseTrackedFile(path: string): void {
 
 /** Describes a key for listings: algorithm and bits/curve, creation date, first user id. */
 export async function describeKey(armored: string): Promise<{ algorithm: string; created: string; userId: string }> {
+  const openpgp = await loadOpenpgp();
   const key = await openpgp.readKey({ armoredKey: armored });
   const info = key.getAlgorithmInfo() as { algorithm: string; bits?: number; curve?: string };
   return {
@@ -168,3 +172,6 @@ function redact(error: unknown): string {
   const message = String((error as Error)?.message ?? error).split('\n')[0] ?? '';
   return message.includes('BEGIN PGP') ? 'unreadable key' : message.slice(0, 120);
 }
+
+/** openpgp is loaded when a key is used, not when the CLI starts (~60 ms of CPU a keyless publish does not need). */
+const loadOpenpgp = () => import('openpgp');

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import * as openpgp from 'openpgp';
+import type * as openpgp from 'openpgp';
 import { InputError, type ProviderAddress } from '../../../src/protocol/index';
 import type { SigningKey } from '../../../src/store/types';
 import type { RegistryConfig } from '../config';
@@ -25,6 +25,7 @@ import {
 
 /** A binary detached signature of `document` made with `privateKey`. */
 export async function signDetached(document: Uint8Array, privateKey: openpgp.PrivateKey): Promise<Uint8Array> {
+  const openpgp = await loadOpenpgp();
   const message = await openpgp.createMessage({ binary: document });
   return openpgp.sign({ message, signingKeys: privateKey, detached: true, format: 'binary' });
 }
@@ -100,3 +101,6 @@ export async function chooseSigner(
     },
   };
 }
+
+/** openpgp is loaded when a key is used, not when the CLI starts (~60 ms of CPU a keyless publish does not need). */
+const loadOpenpgp = () => import('openpgp');

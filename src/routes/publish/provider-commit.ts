@@ -9,14 +9,14 @@ import { checkProviderExecutable, executableProblem } from '../../protocol/provi
 import { parsePlatformName } from '../../protocol/platform';
 import { readZipDirectory, zipH1 } from '../../protocol/zip-reader';
 import { providerLeaseName } from '../../store/layout';
-import { publishVersion, type ReleaseFile } from '../../store/providers/write';
+import { beginProviderPublish, publishVersion, type ReleaseFile } from '../../store/providers/write';
 import { writeUploadDocs } from './provider-docs';
-import { differentContentsError, readVersionRecord, sameRelease } from '../../store/providers/version-records';
+import { differentContentsError, sameRelease } from '../../store/providers/version-records';
 import { readSigningKeys } from '../../store/providers/signing-keys';
 import type { SigningKey, VersionRecord } from '../../store/types';
 import type { ProviderUpload, UploadSession } from '../../store/uploads/session';
-import { completeStagedFile, stagedStream } from '../../store/uploads/staged';
-import { storedZip } from '../../store/uploads/stored-zip';
+import { completeStagedFile, partCount, readStagedFile, stagedStream } from '../../store/uploads/staged';
+import { storedZip, type RangeReader } from '../../store/uploads/stored-zip';
 import type { PublishStore } from './context';
 import { checkProvenancePolicy, type Attester } from '../../store/provenance';
 import { withWorkerLease } from './lease';
@@ -49,12 +49,29 @@ export async function commitProvider(
   const draft = draftRecord(address, upload);
   // The provenance policy before any work (publishVersion checks it again under the lease).
   if (attest) await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
+  // Small files sent whole are read once and kept for the commit (checks, signature, copy): one R2 read each
+  // instead of a head, 2 + 2 × entries ranged reads and a read for the copy. Bounded: HELD_FILE_BYTES a file,
+  // HELD_TOTAL_BYTES in all; larger files are read by range and copied from R2 as before.
   const staged = new Map<string, string>();
-  for (const file of upload.files) staged.set(file.filename, await completeStagedFile(bucket, session, file));
+  const held = new Map<string, Uint8Array>();
+  let budget = HELD_TOTAL_BYTES;
+  for (const file of upload.files) {
+    if (partCount(session, file) === 1 && file.size <= HELD_FILE_BYTES && file.size <= budget) {
+      const { key, bytes } = await readStagedFile(bucket, session, file);
+      staged.set(file.filename, key);
+      held.set(key, bytes);
+      budget -= file.size;
+    } else staged.set(file.filename, await completeStagedFile(bucket, session, file));
+  }
+  const reader = heldReader(bucket, held);
+  const bytesOf = async (filename: string) => {
+    const key = staged.get(filename)!;
+    return held.get(key) ?? new Uint8Array(await (await bucket.get(key))!.arrayBuffer());
+  };
 
   // SHA256SUMS: one line per archive, each with the archive's SHA-256.
   const sumsFile = upload.files.find((f) => f.filename === draft.shasumsFilename)!;
-  const sums = new Uint8Array(await (await bucket.get(staged.get(sumsFile.filename)!))!.arrayBuffer());
+  const sums = await bytesOf(sumsFile.filename);
   checkReleaseShasums(
     sums,
     draft.packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum, shown: p.filename })),
@@ -67,7 +84,7 @@ export async function commitProvider(
   for (const pkg of draft.packages) {
     const label = `archive ${pkg.filename}`;
     const key = staged.get(pkg.filename)!;
-    const zip = storedZip(bucket, key, pkg.size);
+    const zip = storedZip(reader, key, pkg.size);
     const directory = await readZipDirectory(zip, label);
     const entries = directory.entries;
     const platform = parsePlatformName(parseReleaseFilename(pkg.filename)!.platform!);
@@ -86,7 +103,7 @@ export async function commitProvider(
   let signingKey: SigningKey;
   let signature: Uint8Array;
   if (sigFile) {
-    signature = new Uint8Array(await (await bucket.get(staged.get(sigFile.filename)!))!.arrayBuffer());
+    signature = await bytesOf(sigFile.filename);
     signingKey = await verifyDetached(sums, signature, await readSigningKeys(store.kv, address.hostname, address.namespace), sigFile.filename);
   } else {
     const signer = await signerFor({ kv: store.kv, signingKeySecret, hostname: address.hostname, namespace: address.namespace }, upload.type, upload.version);
@@ -101,7 +118,7 @@ export async function commitProvider(
       sha256Hex: f.sha256,
       size: f.size,
       contentType: f.contentType,
-      open: () => stagedStream(bucket, staged.get(f.filename)!, f.size),
+      open: () => held.get(staged.get(f.filename)!) ?? stagedStream(bucket, staged.get(f.filename)!, f.size),
     }));
   files.push({
     filename: record.shasumsSignatureFilename,
@@ -115,10 +132,35 @@ export async function commitProvider(
   const { outcome, existing } = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${name}`, async (lease) => {
     // Decide on the stored record before writing anything, docs included (they never change once written): a
     // version committed meanwhile with other bytes is a 409 with nothing written, as in publish-provider.
-    const existing = await readVersionRecord(store, address, upload.version);
+    // The version's record and the provider's index, each read once (as publish-provider does) and handed on.
+    const { existing, lists } = await beginProviderPublish(
+      store,
+      address,
+      upload.version,
+      () => {},
+      () => lease.check(),
+    );
     if (existing && !sameRelease(existing, record)) throw differentContentsError(record, existing);
     const docs = await writeUploadDocs(store, address, upload, lease);
-    return { existing, outcome: await publishVersion(store, record, files, () => {}, { lease, existing, docs, ...(attest ? { attest } : {}) }) };
+    return { existing, outcome: await publishVersion(store, record, files, () => {}, { lease, existing, lists, docs, ...(attest ? { attest } : {}) }) };
   });
   return publishResult(existing ?? record, outcome);
+}
+
+/** A staged file up to this size, sent whole, is held in memory for the commit. */
+const HELD_FILE_BYTES = 4 * 1024 * 1024;
+/** At most this much in all (a release of many platforms reads the rest by range). */
+const HELD_TOTAL_BYTES = 16 * 1024 * 1024;
+
+/** Ranged reads of the staged files: from memory for those held, from R2 for the others. */
+function heldReader(bucket: RangeReader, held: ReadonlyMap<string, Uint8Array>): RangeReader {
+  return {
+    async get(key, options) {
+      const bytes = held.get(key);
+      if (!bytes) return bucket.get(key, options);
+      const { offset, length } = options.range;
+      const slice = bytes.subarray(offset, offset + length);
+      return { body: new Response(slice).body!, arrayBuffer: async () => slice.slice().buffer };
+    },
+  };
 }

@@ -17,7 +17,7 @@ import { asPublisher, audit, json, PART_BYTES, readJsonBody, type PublishStore }
 import { writeUploadDocs } from './provider-docs';
 import { withWorkerLease } from './lease';
 import { parseProviderManifest } from './manifest';
-import { signerFor } from './signing';
+import { refuseUnlessHeldKey } from './signing';
 import { attesterFor } from '../../provenance/attest';
 import { checkProvenancePolicy } from '../../store/provenance';
 
@@ -71,7 +71,7 @@ export async function createProviderUpload(request: IRequest, env: Env, ctx: Exe
       return json(publishResult(existing, status));
     }
     const signed = upload.files.some((f) => f.filename === shasumsSignatureFilename(type, version));
-    if (!signed) await signerFor({ kv: store.kv, signingKeySecret: settings(env).signingKeySecret, hostname: address.hostname, namespace }, type, version); // refuses now, not after the uploads
+    if (!signed) await refuseUnlessHeldKey({ kv: store.kv, hostname: address.hostname, namespace }, type, version); // refuses now, not after the uploads
     if (dryRun) return json(publishResult(draft, 'dry-run'));
     const session = await startSession(store, actor, address, upload);
     return json(sessionResponse(request, session), 201);

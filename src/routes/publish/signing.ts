@@ -1,7 +1,6 @@
 import { InputError } from '../../protocol/errors';
 import { shasumsSignatureFilename } from '../../protocol/release-files';
-import { heldKeyInfo, signShasumsWithHeldKey } from '../../store/keys/held-keys';
-import { readSigningKeys } from '../../store/providers/signing-keys';
+import { heldKeyForPublish, heldKeyInfo } from '../../store/keys/held-keys';
 import type { KvStore } from '../../store/store';
 import type { SigningKey } from '../../store/types';
 
@@ -25,26 +24,36 @@ export interface SignerContext {
 /**
  * The signer for a publish of TYPE VERSION without a supplied signature.
  * Throws InputError (400) when the namespace has no registry-held key (or
- * its public half is no longer registered). Cost: 1 KV read; signing itself
- * 2 KV reads and one OpenPGP signature.
+ * its public half is no longer registered). Cost: 2 KV reads; signing itself
+ * one OpenPGP signature (the held key is opened and parsed once per isolate).
  */
 export async function signerFor(context: SignerContext, type: string, version: string): Promise<ApiSigner> {
   const { kv, hostname, namespace } = context;
-  const refuse = (why: string) =>
+  const refuse = refusal(type, version, namespace);
+  // The held key and the namespace's registered keys, read once (2 KV reads) and used for the signature.
+  const held = await heldKeyForPublish({ kv }, { signingKeySecret: context.signingKeySecret }, hostname, namespace);
+  if (held === null) throw refuse(`this registry holds no signing key for namespace ${namespace}`);
+  return {
+    async sign(sums) {
+      const key = held.registered.find((k) => k.key_id === held.keyId);
+      if (!key) throw refuse(`the registry-held key ${held.keyId} is no longer one of the namespace's signing keys`);
+      return { signature: await held.sign(sums), key };
+    },
+  };
+}
+
+/** The refusal of an unsigned publish the registry cannot sign, saying `why`. */
+function refusal(type: string, version: string, namespace: string): (why: string) => InputError {
+  return (why) =>
     new InputError(
       `no ${shasumsSignatureFilename(type, version)} was sent and ${why}: sign SHA256SUMS with a key registered for the namespace ` +
         "(publish-provider --key-file PATH, or goreleaser's signing step) and send the .sig, or have the operator give the namespace a key held by the registry " +
         `(npm run keys -- generate --namespace ${namespace} --held-by-registry)`,
     );
-  const held = await heldKeyInfo(kv, hostname, namespace);
-  if (held === null) throw refuse(`this registry holds no signing key for namespace ${namespace}`);
-  return {
-    async sign(sums) {
-      const signed = await signShasumsWithHeldKey({ kv }, { signingKeySecret: context.signingKeySecret }, hostname, namespace, sums);
-      if (signed === null) throw refuse(`the registry-held key of namespace ${namespace} is no longer one of its signing keys`);
-      const key = (await readSigningKeys(kv, hostname, namespace)).find((k) => k.key_id === signed.keyId);
-      if (!key) throw refuse(`the registry-held key ${signed.keyId} is no longer one of the namespace's signing keys`);
-      return { signature: signed.signature, key };
-    },
-  };
+}
+
+/** Refuses (InputError, 400) an unsigned publish when the namespace has no registry-held key, before any upload. Cost: 1 KV read. */
+export async function refuseUnlessHeldKey(context: Omit<SignerContext, 'signingKeySecret'>, type: string, version: string): Promise<void> {
+  if ((await heldKeyInfo(context.kv, context.hostname, context.namespace)) === null)
+    throw refusal(type, version, context.namespace)(`this registry holds no signing key for namespace ${context.namespace}`);
 }

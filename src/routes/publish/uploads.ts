@@ -72,7 +72,7 @@ export async function commitUpload(request: IRequest, env: Env, ctx: ExecutionCo
     const digests = Object.fromEntries(session.upload.files.map((f) => [f.filename, f.sha256]));
     await audit(store, ctx, { ...auditTarget(session), actor, outcome: result.status === 'unchanged' ? 'unchanged' : 'ok', digests });
     // Staged copies are garbage now; removing them need not delay the answer.
-    ctx.waitUntil(removeUpload(store.blobs, session.id).catch(() => {}));
+    ctx.waitUntil(removeUpload(store.bucket as unknown as Parameters<typeof removeUpload>[0], session.id).catch(() => {}));
     return json(result);
   });
 }

@@ -96,14 +96,63 @@ export async function signShasumsWithHeldKey(
   if (!record) return null;
   const keys = registered ? (JSON.parse(registered) as SigningKey[]) : [];
   if (!keys.some((k) => k.key_id === record.keyId)) return null;
-  const armored = new TextDecoder().decode(await open(config.signingKeySecret, record.sealed, sealedFor(hostname, namespace, record.keyId)));
+  return { signature: await signWithRecord(config.signingKeySecret, hostname, namespace, record, sums), keyId: record.keyId };
+}
+
+/**
+ * The namespace's held key, read once for a publish: its id and creation
+ * time, the namespace's registered keys (read with it), and a signer for
+ * SHA256SUMS (as signShasumsWithHeldKey, without reading again). Null when
+ * the namespace has no held key (or its record is damaged). Cost: 2 KV reads.
+ */
+export async function heldKeyForPublish(
+  store: HeldKeyStore,
+  config: { signingKeySecret: string },
+  hostname: string,
+  namespace: string,
+): Promise<{ keyId: string; created: string; registered: SigningKey[]; sign(sums: Uint8Array): Promise<Uint8Array> } | null> {
+  const [record, registered] = await Promise.all([readRecord(store.kv, hostname, namespace), store.kv.get(signingKeysKey(hostname, namespace), 'text')]);
+  if (!record) return null;
+  return {
+    keyId: record.keyId,
+    created: record.created,
+    registered: registered ? (JSON.parse(registered) as SigningKey[]) : [],
+    sign: (sums) => signWithRecord(config.signingKeySecret, hostname, namespace, record, sums),
+  };
+}
+
+/**
+ * Unsealed and parsed private keys, per isolate: opening the sealed key (HKDF + AES-GCM) and parsing it
+ * (openpgp.readPrivateKey) cost more than the signature. Keyed by everything that decides the result — the
+ * secret, where the key belongs and the exact sealed bytes — so a rotated key, a changed secret or an altered
+ * record is opened anew (and fails as before); a failure is not kept.
+ */
+const openedKeys = new Map<string, Promise<import('openpgp').PrivateKey>>();
+const OPENED_KEYS_MAX = 32;
+
+async function signWithRecord(secret: string, hostname: string, namespace: string, record: HeldKeyRecord, sums: Uint8Array): Promise<Uint8Array> {
+  const data = sealedFor(hostname, namespace, record.keyId);
+  const cacheKey = JSON.stringify([secret, data, record.sealed]);
+  let opened = openedKeys.get(cacheKey);
+  if (!opened) {
+    opened = openPrivateKey(secret, data, record, namespace);
+    if (openedKeys.size >= OPENED_KEYS_MAX) openedKeys.delete(openedKeys.keys().next().value!);
+    openedKeys.set(cacheKey, opened);
+    opened.catch(() => openedKeys.delete(cacheKey));
+  }
+  const privateKey = await opened;
   // openpgp is loaded only when a publish signs: the read routes never evaluate it.
+  const openpgp = await import('openpgp');
+  const message = await openpgp.createMessage({ binary: sums });
+  return openpgp.sign({ message, signingKeys: privateKey, detached: true, format: 'binary' });
+}
+
+async function openPrivateKey(secret: string, data: string, record: HeldKeyRecord, namespace: string): Promise<import('openpgp').PrivateKey> {
+  const armored = new TextDecoder().decode(await open(secret, record.sealed, data));
   const openpgp = await import('openpgp');
   const privateKey = await openpgp.readPrivateKey({ armoredKey: armored });
   if (privateKey.getKeyID().toHex().toUpperCase() !== record.keyId) throw new SealError(`the registry-held key of ${namespace} is not key ${record.keyId}`);
-  const message = await openpgp.createMessage({ binary: sums });
-  const signature = await openpgp.sign({ message, signingKeys: privateKey, detached: true, format: 'binary' });
-  return { signature, keyId: record.keyId };
+  return privateKey;
 }
 
 async function readRecord(kv: KvStore, hostname: string, namespace: string): Promise<HeldKeyRecord | null> {

@@ -4,7 +4,7 @@ import { committedRecordKey, downloadDocumentKey, mirrorVersionKey, providerStat
 import { mapLimit } from '../../concurrency';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import { loadProviderLists, rebuildProviderLists, updateProviderLists, type ListsState } from './lists';
-import { commitRecord, uploadUnlessStored, type PublishOutcome, type PublishProgress, type ReleaseFile } from '../records';
+import { commitRecord, uploadObject, uploadUnlessStored, type PublishOutcome, type PublishProgress, type ReleaseFile } from '../records';
 
 export type { ReleaseFile };
 import type { KvStore, Store } from '../store';
@@ -125,10 +125,17 @@ export async function publishVersion(
   }
 
   // A publish of other bytes that died before its commit may have left files this one does not replace.
-  await removeLeftovers(store, record, files, progress, check);
+  const present = await removeLeftovers(store, record, files, progress, check);
 
   for (const file of files) {
-    await uploadUnlessStored(blobs, releaseObjectKey(address, version, file.filename), file, progress, check);
+    const key = releaseObjectKey(address, version, file.filename);
+    // R2 lists are strongly consistent: a file the listing did not show is not stored, so there is nothing to compare.
+    if (present.has(key)) await uploadUnlessStored(blobs, key, file, progress, check);
+    else {
+      progress({ step: 'upload', detail: file.filename });
+      check();
+      await uploadObject(blobs, key, file);
+    }
   }
 
   progress({ step: 'documents', detail: `${record.packages.length} download documents and the mirror document` });
@@ -213,7 +220,7 @@ async function writeDocuments(kv: KvStore, record: VersionRecord, check: () => v
 /**
  * Removes what an uncommitted publish of other bytes left that this one will
  * not overwrite: release files under the version's prefix that are not in
- * `files` (R2 lists are strongly consistent), and download documents of
+ * `files` (R2 lists are strongly consistent; returns the keys of those in `files` it found stored), and download documents of
  * platforms `record` does not have (KV lists lag up to 60 s on Cloudflare,
  * so a document written by a publish that died within the last minute may
  * survive; nothing lists it, as the version was never committed).
@@ -224,11 +231,12 @@ async function removeLeftovers(
   files: readonly ReleaseFile[],
   progress: PublishProgress,
   check: () => void,
-): Promise<void> {
+): Promise<Set<string>> {
   const { address, version } = record;
   const filesPrefix = releaseObjectKey(address, version, '');
   const wanted = new Set(files.map((f) => f.filename));
-  for (const key of await listAllObjectKeys(blobs, filesPrefix)) {
+  const listed = await listAllObjectKeys(blobs, filesPrefix);
+  for (const key of listed) {
     if (wanted.has(key.slice(filesPrefix.length))) continue;
     progress({ step: 'repair', detail: `removing ${key.slice(filesPrefix.length)}, left by an interrupted publish of other bytes` });
     check();
@@ -242,4 +250,5 @@ async function removeLeftovers(
     check();
     await kv.delete(key);
   }
+  return new Set(listed.filter((key) => wanted.has(key.slice(filesPrefix.length))));
 }

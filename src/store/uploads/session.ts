@@ -90,9 +90,14 @@ export async function readUploadSession(blobs: BlobStore, id: string): Promise<U
   }
 }
 
-/** Deletes everything staged for session `id` (after its commit; best effort, leftovers are never served). */
-export async function removeUpload(blobs: BlobStore, id: string): Promise<void> {
+/**
+ * Deletes everything staged for session `id` (after its commit; best effort, leftovers are never served):
+ * the staged files in one R2 request (the binding deletes up to 1,000 keys at once), then the session.
+ */
+export async function removeUpload(blobs: BlobStore & { delete(keys: string | string[]): Promise<void> }, id: string): Promise<void> {
   const keys = await listAllObjectKeys(blobs, uploadPrefix(id));
   // The session last: a commit retried after a partial cleanup still finds it.
-  for (const key of keys.sort((a, b) => Number(a.endsWith('session.json')) - Number(b.endsWith('session.json')))) await blobs.delete(key);
+  const files = keys.filter((key) => !key.endsWith('session.json'));
+  for (let i = 0; i < files.length; i += 1000) await blobs.delete(files.slice(i, i + 1000));
+  for (const key of keys.filter((key) => key.endsWith('session.json'))) await blobs.delete(key);
 }

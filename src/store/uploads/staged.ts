@@ -95,6 +95,31 @@ export async function completeStagedFile(bucket: R2Bucket, session: UploadSessio
   return key;
 }
 
+/**
+ * Reads a staged file sent in one PUT whole (for small files: one R2 read
+ * instead of a head, then reads by range and a copy), with the checks of
+ * completeStagedFile: uploaded, of the declared size, the declared SHA-256
+ * (R2 checked it against the bytes as they were written). Returns its key
+ * and bytes. Throws InputError (400) as completeStagedFile does.
+ */
+export async function readStagedFile(bucket: R2Bucket, session: UploadSession, file: DeclaredFile): Promise<{ key: string; bytes: Uint8Array }> {
+  const key = uploadFileKey(session.id, file.filename);
+  if (partCount(session, file) > 1) throw new Error(`${file.filename} is sent in parts: complete it with completeStagedFile`);
+  const object = await bucket.get(key);
+  if (object === null) throw new InputError(`${file.filename} was not uploaded: PUT it to its url first`);
+  if (object.size !== file.size) {
+    await object.body.cancel();
+    throw new InputError(`${file.filename}: ${object.size} bytes were uploaded, the manifest declares ${file.size}`);
+  }
+  if (object.customMetadata?.sha256 !== file.sha256) {
+    await object.body.cancel();
+    throw new InputError(`${file.filename}: the staged file is not the one declared; upload it again`);
+  }
+  const bytes = new Uint8Array(await object.arrayBuffer());
+  if (bytes.byteLength !== file.size) throw new Error(`${key} changed while being read`);
+  return { key, bytes };
+}
+
 async function storedSha256(bucket: R2Bucket, key: string): Promise<string> {
   const object = await bucket.get(key);
   if (object === null) throw new Error(`${key} disappeared while being hashed`);

@@ -1,0 +1,163 @@
+/**
+ * The floor of a storage operation: the Worker CPU one KV or R2 call on a
+ * small JSON document takes in this workerd (Miniflare's simulators), with
+ * CPU attributed to the Worker isolate exactly as bench/worker-cpu.ts does
+ * for the publish API. bench/storage-floor-worker.ts runs N operations of
+ * one kind per request; per operation = (request − an empty request) ÷ N,
+ * the median of `rounds` interleaved rounds.
+ *
+ * `npx tsx bench/storage-floor.ts [--json]`; bench/publish-api.ts runs it in
+ * the same run as the publish to set the commit's storage requests against it.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { freePort } from '../test/e2e/server';
+import { build } from './build';
+import { COMMIT_REQUESTS, COMMIT_REQUESTS_BEFORE } from '../test/fixtures/commit-requests';
+import { startRuntime } from './runtime';
+import { withWebSocket, workerProfiler } from './worker-cpu';
+
+export const STORAGE_OPS = [
+  'kv-get',
+  'kv-get-miss',
+  'kv-put',
+  'kv-list',
+  'r2-head',
+  'r2-get-miss',
+  'r2-get-text',
+  'r2-put',
+  'r2-put-if-absent',
+  'r2-put-if-absent-refused',
+  'r2-delete',
+  'r2-list',
+  'json-roundtrip',
+] as const;
+
+export interface StorageFloor {
+  /** Operations per request. */
+  n: number;
+  /** The empty request's Worker CPU (median, ms). */
+  requestMs: number;
+  /** Per kind: Worker CPU per operation (median, ms) and the Worker isolate's busy samples per operation (an upper bound). */
+  perOp: { kind: string; cpuMs: number; upperBoundMs: number; topFunctions: string }[];
+  /** One request making only `mix`'s storage requests (the publish commit's, when given): Worker CPU per request (median; every round). */
+  mix?: { requests: number; cpuMs: number; rounds: number[] };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Runs the floor Worker in its own workerd; `work` is a scratch directory. */
+export async function benchStorageFloor(
+  work: string,
+  options: { n?: number; rounds?: number; mix?: Readonly<Record<string, number>>; pad?: number } = {},
+): Promise<StorageFloor> {
+  const n = options.n ?? 40;
+  const rounds = options.rounds ?? 5;
+  const inspectorPort = await freePort();
+  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/storage-floor-worker.ts') }, undefined, { inspectorPort });
+  try {
+    await fetch(`${runtime.origin}/seed?n=${n}`).then((r) => r.arrayBuffer());
+    const kinds = ['none', ...STORAGE_OPS];
+    const mixUrl = options.mix
+      ? `${runtime.origin}/op?kind=commit-mix&n=1&pad=${options.pad ?? 0}&mix=${encodeURIComponent(JSON.stringify(options.mix))}`
+      : null;
+    const mixRounds: number[] = [];
+    if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
+    // Warm the isolate on every kind first.
+    for (const kind of kinds) await fetch(`${runtime.origin}/op?kind=${kind}&n=2`).then((r) => r.arrayBuffer());
+    const profiler = await workerProfiler(inspectorPort, runtime.pid);
+    const cpu = new Map<string, number[]>(kinds.map((k) => [k, []]));
+    const upper = new Map<string, number[]>(kinds.map((k) => [k, []]));
+    const top = new Map<string, string>();
+    try {
+      for (let round = 0; round < rounds; round++) {
+        const { cpu: recording } = await profiler.record(async () => {
+          for (const kind of kinds) {
+            const response = await fetch(`${runtime.origin}/op?kind=${kind}&n=${n}`);
+            if (!response.ok) throw new Error(`${kind}: ${response.status}`);
+            await response.arrayBuffer();
+          }
+          if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
+        });
+        if (mixUrl) mixRounds.push(recording.requests.at(-1)!.cpuMs);
+        recording.requests.slice(0, kinds.length).forEach((r, i) => {
+          cpu.get(kinds[i]!)!.push(r.cpuMs);
+          upper.get(kinds[i]!)!.push(r.upperBoundMs);
+          if (round === 0)
+            top.set(
+              kinds[i]!,
+              r.topFunctions
+                .slice(0, 5)
+                .map((f) => `${f.name.replace(/ index\.js:\d+| storage-floor-worker\.js:\d+/, '')} ${(f.ms / n).toFixed(3)}`)
+                .join('; '),
+            );
+        });
+      }
+    } finally {
+      profiler.close();
+    }
+    const requestMs = median(cpu.get('none')!);
+    const upperNone = median(upper.get('none')!);
+    return {
+      n,
+      requestMs,
+      perOp: STORAGE_OPS.map((kind) => ({
+        kind,
+        cpuMs: Math.max(0, median(cpu.get(kind)!) - requestMs) / n,
+        upperBoundMs: Math.max(0, median(upper.get(kind)!) - upperNone) / n,
+        topFunctions: top.get(kind) ?? '',
+      })),
+      ...(options.mix ? { mix: { requests: Object.values(options.mix).reduce((a, b) => a + b, 0), cpuMs: median(mixRounds), rounds: mixRounds } } : {}),
+    };
+  } finally {
+    await runtime.dispose();
+  }
+}
+
+/** The lines `bench:publish-api` and this script print. */
+export function storageFloorTable(floor: StorageFloor): string[] {
+  return [
+    `storage floor (bench/storage-floor-worker.ts: ${floor.n} sequential operations per request on ~600-byte JSON, minus an empty request of ${floor.requestMs.toFixed(2)} ms; Worker CPU per operation, median):`,
+    ...floor.perOp.map(
+      (o) =>
+        `  ${o.kind.padEnd(26)} ${o.cpuMs.toFixed(3)} ms (busy samples ≤ ${o.upperBoundMs.toFixed(3)} ms)  ${o.topFunctions ? `[per op by function: ${o.topFunctions}]` : ''}`,
+    ),
+    ...(floor.mix
+      ? [
+          `  one request making only the publish commit's ${floor.mix.requests} storage requests (test/fixtures/commit-requests.ts): ${floor.mix.cpuMs.toFixed(1)} ms (rounds: ${floor.mix.rounds.map((r) => r.toFixed(1)).join(', ')})`,
+        ]
+      : []),
+  ];
+}
+
+async function main(): Promise<void> {
+  await withWebSocket();
+  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-storage-floor-'));
+  try {
+    const before = loadavg();
+    // `--before`: the commit's storage requests before this branch's cut (test/fixtures/commit-requests.ts).
+    const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice('--rounds='.length) ?? 5);
+    const pad = Number(process.argv.find((a) => a.startsWith('--pad='))?.slice('--pad='.length) ?? 0);
+    const floor = await benchStorageFloor(work, { rounds, pad, mix: process.argv.includes('--before') ? COMMIT_REQUESTS_BEFORE : COMMIT_REQUESTS });
+    if (process.argv.includes('--json')) console.log(JSON.stringify({ storageFloor: floor, loadavg: [before, loadavg()] }));
+    else {
+      console.log(
+        `load average ${before.map((l) => l.toFixed(1)).join(' ')} → ${loadavg()
+          .map((l) => l.toFixed(1))
+          .join(' ')}`,
+      );
+      console.log(storageFloorTable(floor).join('\n'));
+    }
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
