@@ -36,7 +36,41 @@ export function parseProviderManifest(body: unknown, type: string, version: stri
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw new InputError('the manifest must be a JSON object with "files" (and "protocols")');
   const m = body as Record<string, unknown>;
-  const protocols = m.protocols === undefined ? ['5.0'] : m.protocols;
+  const protocols = parseProtocols(m.protocols);
+  if (!Array.isArray(m.files) || m.files.length === 0)
+    throw new InputError('"files" must list the release files: the archives, SHA256SUMS and optionally SHA256SUMS.sig');
+  if (m.files.length > MAX_FILES) throw new InputError(`"files" lists ${m.files.length} files; at most ${MAX_FILES}`);
+  const files: DeclaredFile[] = [];
+  const h1: Record<string, string> = {};
+  const platforms = new Map<string, string>();
+  const kinds = { shasums: 0, signature: 0 };
+  for (const [index, raw] of m.files.entries()) {
+    const declared = parseDeclaredFile(raw, `files[${index}]`, type, version);
+    const { file, kind } = declared;
+    if (declared.platform) {
+      const previous = platforms.get(declared.platform);
+      if (previous) throw new InputError(`platform ${declared.platform} is given twice: ${previous} and ${file.filename}; keep one`);
+      platforms.set(declared.platform, file.filename);
+      if (declared.h1) h1[file.filename] = declared.h1;
+    }
+    if (kind === 'shasums' || kind === 'signature') kinds[kind]++;
+    if (files.some((other) => other.filename === file.filename)) throw new InputError(`${file.filename} is listed twice; keep one`);
+    files.push(file);
+  }
+  if (platforms.size === 0) throw new InputError(`no provider archives among the files: expected terraform-provider-${type}_${version}_OS_ARCH.zip`);
+  if (kinds.shasums !== 1) throw new InputError(`send exactly one ${shasumsFilename(type, version)} (the sha256sum lines of every archive)`);
+  if (kinds.signature > 1) throw new InputError(`send at most one ${shasumsSignatureFilename(type, version)}`);
+  if (m.dry_run !== undefined && typeof m.dry_run !== 'boolean') throw new InputError('"dry_run" must be true or false');
+  const docs = m.docs === undefined ? undefined : parseProviderDocs(m.docs, type);
+  return {
+    upload: { kind: 'provider', type, version, protocols, files, ...(Object.keys(h1).length ? { h1 } : {}), ...(docs ? { docs } : {}) },
+    dryRun: m.dry_run === true,
+  };
+}
+
+/** "protocols": a non-empty list like ["6.0"] (default ["5.0"], as Terraform assumes); InputError otherwise. */
+function parseProtocols(raw: unknown): string[] {
+  const protocols = raw === undefined ? ['5.0'] : raw;
   if (
     !Array.isArray(protocols) ||
     protocols.length === 0 ||
@@ -45,61 +79,41 @@ export function parseProviderManifest(body: unknown, type: string, version: stri
   ) {
     throw new InputError('"protocols" must be a non-empty list like ["5.0"] or ["6.0"]');
   }
-  if (!Array.isArray(m.files) || m.files.length === 0)
-    throw new InputError('"files" must list the release files: the archives, SHA256SUMS and optionally SHA256SUMS.sig');
-  if (m.files.length > MAX_FILES) throw new InputError(`"files" lists ${m.files.length} files; at most ${MAX_FILES}`);
-  const files: DeclaredFile[] = [];
-  const h1: Record<string, string> = {};
-  const platforms = new Map<string, string>();
-  let sums = 0;
-  let sigs = 0;
-  for (const [index, raw] of m.files.entries()) {
-    const f = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
-    const where = `files[${index}]`;
-    if (typeof f.filename !== 'string') throw new InputError(`${where}.filename must be a string`);
-    const filename = f.filename;
-    const parsed = parseReleaseFilename(filename);
-    if (!parsed || parsed.kind === 'manifest') {
-      throw new InputError(
-        `${where}: "${filename.slice(0, 200)}" is not a release file name (terraform-provider-TYPE_VERSION_OS_ARCH.zip, …_SHA256SUMS or …_SHA256SUMS.sig)`,
-      );
-    }
-    if (parsed.type !== type || parsed.version !== version) {
-      throw new InputError(`${where}: ${filename} names ${parsed.type} ${parsed.version}, but this publish is ${type} ${version}`);
-    }
-    if (!Number.isSafeInteger(f.size) || (f.size as number) <= 0) throw new InputError(`${where}.size must be the file's size in bytes`);
-    const size = f.size as number;
-    if (typeof f.sha256 !== 'string' || !HEX64.test(f.sha256)) throw new InputError(`${where}.sha256 must be the file's SHA-256 in lower-case hex`);
-    const limit = parsed.kind === 'archive' ? MAX_ARCHIVE_BYTES : MAX_SMALL_FILE_BYTES;
-    if (size > limit) throw new InputError(`${filename} is ${size} bytes; at most ${limit} are accepted`, 413);
-    if (parsed.kind === 'archive') {
-      const platform = parsePlatformName(parsed.platform!);
-      const key = `${platform.os}_${platform.arch}`;
-      const previous = platforms.get(key);
-      if (previous) throw new InputError(`platform ${key} is given twice: ${previous} and ${filename}; keep one`);
-      platforms.set(key, filename);
-      if (f.h1 !== undefined) {
-        if (typeof f.h1 !== 'string' || !/^h1:[A-Za-z0-9+/]{43}=$/.test(f.h1)) throw new InputError(`${where}.h1 must be an "h1:…" hash`);
-        h1[filename] = f.h1;
-      }
-    }
-    if (parsed.kind === 'shasums') sums++;
-    if (parsed.kind === 'signature') sigs++;
-    if (files.some((other) => other.filename === filename)) throw new InputError(`${filename} is listed twice; keep one`);
-    files.push({
-      filename,
-      size,
-      sha256: f.sha256,
-      contentType: parsed.kind === 'archive' ? 'application/zip' : parsed.kind === 'shasums' ? 'text/plain; charset=utf-8' : 'application/pgp-signature',
-    });
+  return protocols as string[];
+}
+
+/**
+ * One entry of "files" (`where` names it in errors): a release file name of TYPE and VERSION, a positive size
+ * within its kind's limit (413 over it), a lower-case hex SHA-256, and for an archive its platform and the
+ * optional "h1:" hash. Throws InputError naming the entry and the field.
+ */
+function parseDeclaredFile(
+  raw: unknown,
+  where: string,
+  type: string,
+  version: string,
+): { file: DeclaredFile; kind: 'archive' | 'shasums' | 'signature'; platform?: string; h1?: string } {
+  const f = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+  if (typeof f.filename !== 'string') throw new InputError(`${where}.filename must be a string`);
+  const filename = f.filename;
+  const parsed = parseReleaseFilename(filename);
+  if (!parsed || parsed.kind === 'manifest') {
+    throw new InputError(
+      `${where}: "${filename.slice(0, 200)}" is not a release file name (terraform-provider-TYPE_VERSION_OS_ARCH.zip, …_SHA256SUMS or …_SHA256SUMS.sig)`,
+    );
   }
-  if (platforms.size === 0) throw new InputError(`no provider archives among the files: expected terraform-provider-${type}_${version}_OS_ARCH.zip`);
-  if (sums !== 1) throw new InputError(`send exactly one ${shasumsFilename(type, version)} (the sha256sum lines of every archive)`);
-  if (sigs > 1) throw new InputError(`send at most one ${shasumsSignatureFilename(type, version)}`);
-  if (m.dry_run !== undefined && typeof m.dry_run !== 'boolean') throw new InputError('"dry_run" must be true or false');
-  const docs = m.docs === undefined ? undefined : parseProviderDocs(m.docs, type);
-  return {
-    upload: { kind: 'provider', type, version, protocols: protocols as string[], files, ...(Object.keys(h1).length ? { h1 } : {}), ...(docs ? { docs } : {}) },
-    dryRun: m.dry_run === true,
-  };
+  if (parsed.type !== type || parsed.version !== version) {
+    throw new InputError(`${where}: ${filename} names ${parsed.type} ${parsed.version}, but this publish is ${type} ${version}`);
+  }
+  if (!Number.isSafeInteger(f.size) || (f.size as number) <= 0) throw new InputError(`${where}.size must be the file's size in bytes`);
+  const size = f.size as number;
+  if (typeof f.sha256 !== 'string' || !HEX64.test(f.sha256)) throw new InputError(`${where}.sha256 must be the file's SHA-256 in lower-case hex`);
+  const limit = parsed.kind === 'archive' ? MAX_ARCHIVE_BYTES : MAX_SMALL_FILE_BYTES;
+  if (size > limit) throw new InputError(`${filename} is ${size} bytes; at most ${limit} are accepted`, 413);
+  const contentType = parsed.kind === 'archive' ? 'application/zip' : parsed.kind === 'shasums' ? 'text/plain; charset=utf-8' : 'application/pgp-signature';
+  const file = { filename, size, sha256: f.sha256, contentType };
+  if (parsed.kind !== 'archive') return { file, kind: parsed.kind };
+  const platform = parsePlatformName(parsed.platform!);
+  if (f.h1 !== undefined && (typeof f.h1 !== 'string' || !/^h1:[A-Za-z0-9+/]{43}=$/.test(f.h1))) throw new InputError(`${where}.h1 must be an "h1:…" hash`);
+  return { file, kind: 'archive', platform: `${platform.os}_${platform.arch}`, ...(f.h1 !== undefined ? { h1: f.h1 as string } : {}) };
 }
