@@ -7,11 +7,12 @@ import { parseVersion } from '../../protocol/version';
 import { moduleArchiveFilename, moduleLeaseName } from '../../store/layout';
 import { differentPackageError, readModuleRecord, rebuildModuleIndex, samePackage, verifyModuleVersion } from '../../store/modules/write';
 import type { ModuleVersionRecord } from '../../store/modules/types';
-import { newUploadId, writeUploadSession, type ModuleUpload, type UploadSession } from '../../store/uploads/session';
-import { asPublisher, audit, json, PART_BYTES, readJsonBody } from './context';
+import type { Actor } from '../../store/audit/actor';
+import { type ModuleUpload } from '../../store/uploads/session';
+import { asPublisher, audit, json, readJsonBody, type PublishStore } from './context';
 import { withWorkerLease } from './lease';
 import { parseModuleManifest } from './module-manifest';
-import { sessionResponse } from './providers';
+import { sessionResponse, startSession } from './providers';
 import { attesterFor } from '../../provenance/attest';
 import { checkProvenancePolicy } from '../../store/provenance';
 
@@ -44,28 +45,11 @@ export async function createModuleUpload(request: IRequest, env: Env, ctx: Execu
     if (existing) {
       if (!samePackage(existing, draft)) throw differentPackageError(draft, existing);
       if (manifest.dryRun) return json(moduleResult(existing, 'dry-run'));
-      const repairs = await withWorkerLease(store.blobs, moduleLeaseName(address), actor, `publish ${what.target}`, async (lease) => {
-        const count = await verifyModuleVersion(
-          store,
-          existing,
-          manifest.docs,
-          undefined,
-          () => {},
-          () => lease.check(),
-        );
-        await rebuildModuleIndex(
-          store,
-          address,
-          () => {},
-          () => lease.check(),
-        );
-        return count;
-      });
+      const repairs = await repairExisting(store, actor, existing, manifest.docs, what.target);
       await audit(store, ctx, { ...what, actor, outcome: repairs > 0 ? 'ok' : 'unchanged' });
       return json(moduleResult(existing, repairs > 0 ? 'repaired' : 'unchanged'));
     }
     if (manifest.dryRun) return json(moduleResult(draft, 'dry-run'));
-    const now = Date.now();
     const upload: ModuleUpload = {
       kind: 'module',
       name: address.name,
@@ -82,18 +66,37 @@ export async function createModuleUpload(request: IRequest, env: Env, ctx: Execu
         },
       ],
     };
-    const session: UploadSession = {
-      id: newUploadId(),
-      hostname: address.hostname,
-      namespace: address.namespace,
-      actor,
-      created: new Date(now).toISOString(),
-      expires: new Date(now + 24 * 3600_000).toISOString(),
-      partSize: PART_BYTES,
-      upload,
-    };
-    await writeUploadSession(store.blobs, session);
-    return json(sessionResponse(request, session), 201);
+    return json(sessionResponse(request, await startSession(store, actor, address, upload)), 201);
+  });
+}
+
+/**
+ * The same package published again: under the module's lease, what a publish that stopped halfway left out is
+ * written now (the version's files and documents, then the module's index). Returns how many pieces were repaired.
+ */
+async function repairExisting(
+  store: PublishStore,
+  actor: Actor,
+  existing: ModuleVersionRecord,
+  docs: Parameters<typeof verifyModuleVersion>[2],
+  target: string,
+): Promise<number> {
+  return withWorkerLease(store.blobs, moduleLeaseName(existing.address), actor, `publish ${target}`, async (lease) => {
+    const count = await verifyModuleVersion(
+      store,
+      existing,
+      docs,
+      undefined,
+      () => {},
+      () => lease.check(),
+    );
+    await rebuildModuleIndex(
+      store,
+      existing.address,
+      () => {},
+      () => lease.check(),
+    );
+    return count;
   });
 }
 

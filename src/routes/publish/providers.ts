@@ -102,7 +102,13 @@ export function publishResult(record: VersionRecord, status: 'published' | 'unch
   };
 }
 
-async function startSession(store: PublishStore, actor: Actor, address: ProviderAddress, upload: ProviderUpload): Promise<UploadSession> {
+/** Starts an upload session of `actor` for `upload` (provider or module) in the address's namespace, valid SESSION_HOURS. */
+export async function startSession(
+  store: PublishStore,
+  actor: Actor,
+  address: { hostname: string; namespace: string },
+  upload: UploadSession['upload'],
+): Promise<UploadSession> {
   const now = Date.now();
   const session: UploadSession = {
     id: newUploadId(),
