@@ -758,9 +758,8 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'module-zip-link-target-unchecked',
     file: 'src/protocol/module-zip.ts',
-    tests: ['test/worker/publish/module-zip.test.ts'],
-    description:
-      "a module zip's link pointing outside the package is accepted by readModuleZip (the publish API relies on it alone; publish-module checks links again in its own loop)",
+    tests: ['test/worker/publish/module-zip.test.ts', 'test/scripts/module/zip.test.ts'],
+    description: "a module zip's link pointing outside the package is accepted by readModuleZip (publish-module and the publish API both rely on it alone)",
     from: 'checkedLinkTarget(label, name, link);',
     to: '',
   },

@@ -48,18 +48,18 @@ export async function readSuppliedPackage(path: string, maxBytes: number): Promi
   const entries = format === 'zip' ? await zipEntries(path, bytes) : await tarEntries(path, bytes);
   const files: string[] = [];
   const docFiles = new Map<string, string>();
+  // Both readers check every name and link target (once each, with src/protocol/module-package.ts's rules) and give names normalised.
   for (const entry of entries) {
-    const name = checkedEntryName(path, entry.name);
-    if (entry.type === 'link') checkedLinkTarget(path, name, entry.link ?? '');
     if (entry.type !== 'file') continue;
-    files.push(name);
-    if (isDocFile(name) && entry.content) docFiles.set(name, entry.content.toString('utf8'));
+    files.push(entry.name);
+    if (isDocFile(entry.name) && entry.content) docFiles.set(entry.name, entry.content.toString('utf8'));
   }
   requireRootConfiguration(path, files);
   return { bytes, format, files, docFiles };
 }
 
 interface RawEntry {
+  /** Checked and normalised (no "./"). */
   name: string;
   type: 'file' | 'directory' | 'link';
   link?: string;
@@ -88,7 +88,14 @@ async function tarEntries(path: string, bytes: Uint8Array): Promise<RawEntry[]> 
           reject(new InputError(`${path}: entry "${header.name}" is a ${header.type}; a module package holds only files, directories and links`));
           return;
         }
-        entries.push({ name: header.name, type, link: header.linkname ?? undefined, content: Buffer.concat(chunks) });
+        try {
+          const name = checkedEntryName(path, header.name);
+          if (type === 'link') checkedLinkTarget(path, name, header.linkname ?? '');
+          entries.push({ name, type, link: header.linkname ?? undefined, content: Buffer.concat(chunks) });
+        } catch (error) {
+          reject(error);
+          return;
+        }
         next();
       });
       stream.on('error', reject);

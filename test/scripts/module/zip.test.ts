@@ -88,6 +88,14 @@ describe('publish-module reads a supplied zip', () => {
     await refusedWith('escaping-link.zip', escaping, /link "x\.tf" points to \.\.\/\.\.\/etc\/passwd, outside the module; refused$/);
   });
 
+  it('but refuses a link whose target is over 4096 bytes before inflating it (a "link" could hold megabytes)', async () => {
+    const zip = await zipOf([
+      { name: 'main.tf', data: MAIN },
+      { name: 'x.tf', data: 'a/'.repeat(3000), mode: 0o120777, compress: false },
+    ]);
+    await refusedWith('long-link.zip', zip, /link "x\.tf" has a target over 4096 bytes; refused$/);
+  });
+
   it('but refuses an entry stored twice (which copy would Terraform unpack?)', async () => {
     const zip = await zipOf([
       { name: 'main.tf', data: MAIN },
