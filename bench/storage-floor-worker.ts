@@ -100,6 +100,8 @@ export default {
     padding = 'p'.repeat(Number(url.searchParams.get('pad') ?? '0'));
     const mix = url.searchParams.get('mix');
     if (mix) for (let i = 0; i < n; i++) await commitMix(env, JSON.parse(mix) as Record<string, number>);
+    // &parallel=1: the N operations at once (Promise.all) instead of one after another.
+    else if (url.searchParams.get('parallel') === '1') await Promise.all(Array.from({ length: n }, (_, i) => op(env, i)));
     else for (let i = 0; i < n; i++) await op(env, i);
     return Response.json({ ran: n });
   },
