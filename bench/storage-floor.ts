@@ -47,9 +47,11 @@ export interface StorageFloor {
   mix?: { requests: number; cpuMs: number; rounds: number[] };
   /**
    * The estimator's calibration: a request doing only CPU work (`spin`, no I/O), its Worker CPU as measured (each
-   * round) and the CPU the same loop takes in this Node process's V8 (median of 5), ms.
+   * round), workerd's whole process CPU in the same window (the Worker's CPU plus the request's handling and the
+   * profiler: an upper bound that needs no estimate) and the CPU the same loop takes in this Node process's V8
+   * (median of 5; V8 may compile the loop differently in the two), ms.
    */
-  calibration: { workerMs: number[]; nodeMs: number };
+  calibration: { workerMs: number[]; processMs: number[]; nodeMs: number };
 }
 
 /** The calibration request: SPIN_N × 100,000 rounds of spin (~10 ms in V8 here). */
@@ -85,6 +87,7 @@ export async function benchStorageFloor(
       : null;
     const mixRounds: number[] = [];
     const calibration: number[] = [];
+    const calibrationProcess: number[] = [];
     if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
     // Warm the isolate on every kind first.
     for (const kind of [...kinds, 'spin']) await fetch(`${runtime.origin}/op?kind=${kind}&n=2`).then((r) => r.arrayBuffer());
@@ -104,6 +107,7 @@ export async function benchStorageFloor(
           await fetch(`${runtime.origin}/op?kind=spin&n=${SPIN_N}`).then((r) => r.arrayBuffer());
         });
         calibration.push(recording.requests.at(-1)!.cpuMs);
+        calibrationProcess.push(recording.requests.at(-1)!.upperBoundMs);
         if (mixUrl) mixRounds.push(recording.requests.at(-2)!.cpuMs);
         recording.requests.slice(0, kinds.length).forEach((r, i) => {
           cpu.get(kinds[i]!)!.push(r.cpuMs);
@@ -133,7 +137,7 @@ export async function benchStorageFloor(
         topFunctions: top.get(kind) ?? '',
       })),
       ...(options.mix ? { mix: { requests: Object.values(options.mix).reduce((a, b) => a + b, 0), cpuMs: median(mixRounds), rounds: mixRounds } } : {}),
-      calibration: { workerMs: calibration, nodeMs: nodeSpinMs() },
+      calibration: { workerMs: calibration, processMs: calibrationProcess, nodeMs: nodeSpinMs() },
     };
   } finally {
     await runtime.dispose();
@@ -148,7 +152,7 @@ export function storageFloorTable(floor: StorageFloor): string[] {
       (o) =>
         `  ${o.kind.padEnd(26)} ${o.cpuMs.toFixed(3)} ms (workerd process ≤ ${o.upperBoundMs.toFixed(3)} ms)  ${o.topFunctions ? `[per op by function: ${o.topFunctions}]` : ''}`,
     ),
-    `  calibration: a CPU-only request (no I/O) measured ${median(floor.calibration.workerMs).toFixed(1)} ms in the Worker (rounds: ${floor.calibration.workerMs.map((r) => r.toFixed(1)).join(', ')}); the same loop in this Node's V8: ${floor.calibration.nodeMs.toFixed(1)} ms`,
+    `  calibration: a CPU-only request (no I/O) measured ${median(floor.calibration.workerMs).toFixed(1)} ms in the Worker (rounds: ${floor.calibration.workerMs.map((r) => r.toFixed(1)).join(', ')}); workerd's whole process CPU in the same windows ${floor.calibration.processMs.map((r) => r.toFixed(1)).join(', ')} ms; the same loop in this Node's V8: ${floor.calibration.nodeMs.toFixed(1)} ms`,
     ...(floor.mix
       ? [
           `  one request making only the publish commit's ${floor.mix.requests} storage requests (test/fixtures/commit-requests.ts): ${floor.mix.cpuMs.toFixed(1)} ms (rounds: ${floor.mix.rounds.map((r) => r.toFixed(1)).join(', ')})`,
