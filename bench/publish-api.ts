@@ -287,9 +287,15 @@ export function publishApiTable(figures: PublishApiFigures): string[] {
   );
   if (figures.smallKeyless) {
     const k = figures.smallKeyless;
+    // The sampler falls short on a busy machine: this run's CPU-only request says by how much (Node's CPU for the
+    // same loop ÷ the Worker's measured). The verdict takes the figure scaled up by it (never down), when sane.
+    const calibration = figures.storage?.floor.calibration;
+    const measured = calibration ? [...calibration.workerMs].sort((a, b) => a - b)[Math.floor(calibration.workerMs.length / 2)]! : 0;
+    const factor = calibration && measured > 0 && calibration.nodeMs / measured < 2 ? Math.max(1, calibration.nodeMs / measured) : 1;
     const worst = k.perRequest.reduce((a, b) => (b.medianMs > a.medianMs ? b : a));
+    const verdictMs = worst.medianMs * factor;
     lines.push(
-      `  the goal (issue 29): 3 platforms, small zips, keyless with a registry-held Ed25519 key, warm isolate, ${k.repeats} publishes, per request, median (least–most): ${k.perRequest.map((r) => `${r.request} ${r.medianMs.toFixed(1)} ms (${Math.min(...r.cpuMs).toFixed(1)}–${r.maxMs.toFixed(1)})`).join(', ')} → every request ≤ 10 ms: ${worst.medianMs <= 10 ? 'met' : `missed (${worst.request} ${worst.medianMs.toFixed(1)} ms)`} → ${worst.medianMs <= 10 ? 'Workers Free' : 'Workers Paid'}`,
+      `  the goal (issue 29): 3 platforms, small zips, keyless with a registry-held Ed25519 key, warm isolate, ${k.repeats} publishes, per request, median (least–most): ${k.perRequest.map((r) => `${r.request} ${r.medianMs.toFixed(1)} ms (${Math.min(...r.cpuMs).toFixed(1)}–${r.maxMs.toFixed(1)})`).join(', ')} ${factor > 1 ? ` (× ${factor.toFixed(2)}, this run's calibration shortfall: ${worst.request} ${verdictMs.toFixed(1)} ms)` : ''} → every request ≤ 10 ms: ${verdictMs <= 10 ? 'met' : `missed (${worst.request} ${verdictMs.toFixed(1)} ms)`} → ${verdictMs <= 10 ? 'Workers Free' : 'Workers Paid'}`,
       `  the same requests by the previous estimate (workerd's CPU × the isolate's share of summed sample deltas, which counts idle gaps; not used for the verdict), median: ${k.perRequest.map((r) => `${r.request} ${r.shareMedianMs.toFixed(1)} ms`).join(', ')}`,
     );
   }
