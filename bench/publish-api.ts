@@ -60,6 +60,8 @@ export interface PerRequestCpu {
   medianMs: number;
   maxMs: number;
   plan: string;
+  /** The previous estimate (bench/worker-cpu.ts `shareMs`), median: printed for comparison with older figures. */
+  shareMedianMs: number;
 }
 
 export interface PublishApiFigures {
@@ -204,6 +206,7 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
       // The goal's case, repeated: the isolate is warm (openpgp loaded, the held key used once above).
       const repeats = Number(process.argv.find((a) => a.startsWith('--repeats='))?.slice('--repeats='.length) ?? 5);
       const byRequest = new Map<string, number[]>();
+      const byRequestShare = new Map<string, number[]>();
       const inclusive = new Map<string, number>();
       const byKind: Record<string, number> = {};
       const self = new Map<string, number>();
@@ -213,6 +216,7 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
         for (const r of recording.requests) {
           const name = requestKind(r.request);
           byRequest.set(name, [...(byRequest.get(name) ?? []), r.cpuMs]);
+          byRequestShare.set(name, [...(byRequestShare.get(name) ?? []), r.shareMs]);
           if (name === 'commit') {
             for (const f of r.inclusiveFunctions) inclusive.set(f.name, (inclusive.get(f.name) ?? 0) + f.ms / repeats);
             for (const [kind, share] of Object.entries(r.shares)) byKind[kind] = (byKind[kind] ?? 0) + (r.cpuMs * share) / repeats;
@@ -222,7 +226,14 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
       }
       smallKeyless = {
         repeats,
-        perRequest: [...byRequest].map(([request, ms]) => ({ request, cpuMs: ms, medianMs: median(ms), maxMs: Math.max(...ms), plan: planFor(median(ms)) })),
+        perRequest: [...byRequest].map(([request, ms]) => ({
+          request,
+          cpuMs: ms,
+          medianMs: median(ms),
+          maxMs: Math.max(...ms),
+          plan: planFor(median(ms)),
+          shareMedianMs: median(byRequestShare.get(request)!),
+        })),
         commitInclusive: [...inclusive]
           .map(([name, ms]) => ({ name, ms }))
           .sort((a, b) => b.ms - a.ms)
@@ -272,13 +283,20 @@ export function publishApiTable(figures: PublishApiFigures): string[] {
     `publish API (publish-provider --registry), 3 platforms: ${figures.wall.map((w) => `into a provider with ${w.versionsAfter} version(s) ${w.seconds.toFixed(2)} s (${w.status})`).join('; ')} (target < 1 s each)`,
   ];
   lines.push(
-    "publish API, Worker CPU per publish (workerd's CPU × the Worker isolate's share of busy samples, bench/worker-cpu.ts; storage simulators excluded):",
+    "publish API, Worker CPU per publish (the Worker isolate's busy samples × 100 µs, bench/worker-cpu.ts; storage simulators excluded; calibrated by the storage floor's CPU-only request):",
   );
   if (figures.smallKeyless) {
     const k = figures.smallKeyless;
+    // The sampler falls short on a busy machine: this run's CPU-only request says by how much (Node's CPU for the
+    // same loop ÷ the Worker's measured). The verdict takes the figure scaled up by it (never down), when sane.
+    const calibration = figures.storage?.floor.calibration;
+    const measured = calibration ? [...calibration.workerMs].sort((a, b) => a - b)[Math.floor(calibration.workerMs.length / 2)]! : 0;
+    const factor = calibration && measured > 0 && calibration.nodeMs / measured < 2 ? Math.max(1, calibration.nodeMs / measured) : 1;
     const worst = k.perRequest.reduce((a, b) => (b.medianMs > a.medianMs ? b : a));
+    const verdictMs = worst.medianMs * factor;
     lines.push(
-      `  the goal (issue 29): 3 platforms, small zips, keyless with a registry-held Ed25519 key, warm isolate, ${k.repeats} publishes, per request, median (least–most): ${k.perRequest.map((r) => `${r.request} ${r.medianMs.toFixed(1)} ms (${Math.min(...r.cpuMs).toFixed(1)}–${r.maxMs.toFixed(1)})`).join(', ')} → every request ≤ 10 ms: ${worst.medianMs <= 10 ? 'met' : `missed (${worst.request} ${worst.medianMs.toFixed(1)} ms)`} → ${worst.medianMs <= 10 ? 'Workers Free' : 'Workers Paid'}`,
+      `  the goal (issue 29): 3 platforms, small zips, keyless with a registry-held Ed25519 key, warm isolate, ${k.repeats} publishes, per request, median (least–most): ${k.perRequest.map((r) => `${r.request} ${r.medianMs.toFixed(1)} ms (${Math.min(...r.cpuMs).toFixed(1)}–${r.maxMs.toFixed(1)})`).join(', ')} ${factor > 1 ? ` (× ${factor.toFixed(2)}, this run's calibration shortfall: ${worst.request} ${verdictMs.toFixed(1)} ms)` : ''} → every request ≤ 10 ms: ${verdictMs <= 10 ? 'met' : `missed (${worst.request} ${verdictMs.toFixed(1)} ms)`} → ${verdictMs <= 10 ? 'Workers Free' : 'Workers Paid'}`,
+      `  the same requests by the previous estimate (workerd's CPU × the isolate's share of summed sample deltas, which counts idle gaps; not used for the verdict), median: ${k.perRequest.map((r) => `${r.request} ${r.shareMedianMs.toFixed(1)} ms`).join(', ')}`,
     );
   }
   if (figures.storage) {
@@ -290,7 +308,7 @@ export function publishApiTable(figures: PublishApiFigures): string[] {
   }
   for (const c of figures.cpu) {
     lines.push(
-      `  ${c.name}: ${c.totalCpuMs.toFixed(1)} ms over ${c.requests} requests; largest request ${c.maxRequest.cpuMs.toFixed(1)} ms, at most ${c.maxRequest.upperBoundMs.toFixed(1)} ms (${route(c.maxRequest.request)}) → ${c.plan}`,
+      `  ${c.name}: ${c.totalCpuMs.toFixed(1)} ms over ${c.requests} requests; largest request ${c.maxRequest.cpuMs.toFixed(1)} ms, workerd process ${c.maxRequest.upperBoundMs.toFixed(1)} ms (${route(c.maxRequest.request)}) → ${c.plan}`,
     );
   }
   return lines;

@@ -32,6 +32,13 @@ const doc = (i: number) =>
 
 let fresh = 0;
 
+/** A fixed amount of pure CPU work (bench/worker-cpu.ts's calibration). */
+export function spin(rounds: number): number {
+  let x = 1;
+  for (let i = 0; i < rounds; i++) x = (Math.imul(x, 1_103_515_245) + 12_345 + i) | 0;
+  return x;
+}
+
 const ops: Record<string, (env: FloorEnv, i: number) => Promise<unknown>> = {
   none: async () => undefined,
   'kv-get': (env, i) => env.REGISTRY_KV.get(`floor/${i}`, 'text'),
@@ -47,6 +54,8 @@ const ops: Record<string, (env: FloorEnv, i: number) => Promise<unknown>> = {
   'r2-put-if-absent-refused': (env, i) => env.REGISTRY_R2.put(`floor/${i}`, doc(i), { onlyIf: { etagDoesNotMatch: '*' } }),
   'r2-delete': (env, i) => env.REGISTRY_R2.delete(`floor/gone/${i}`),
   'r2-list': (env) => env.REGISTRY_R2.list({ prefix: 'floor/1', limit: 10 }),
+  // CPU only, no I/O: N × 100,000 rounds of integer arithmetic (calibrates the profiler: Node runs it at a known speed).
+  spin: async () => spin(100_000),
   'json-roundtrip': async (_env, i) => JSON.stringify(JSON.parse(doc(i))),
   // The publish commit's storage requests (test/fixtures/commit-requests.ts), nothing else: ?mix=JSON {op: count}.
   'commit-mix': async () => undefined,
@@ -91,6 +100,8 @@ export default {
     padding = 'p'.repeat(Number(url.searchParams.get('pad') ?? '0'));
     const mix = url.searchParams.get('mix');
     if (mix) for (let i = 0; i < n; i++) await commitMix(env, JSON.parse(mix) as Record<string, number>);
+    // &parallel=1: the N operations at once (Promise.all) instead of one after another.
+    else if (url.searchParams.get('parallel') === '1') await Promise.all(Array.from({ length: n }, (_, i) => op(env, i)));
     else for (let i = 0; i < n; i++) await op(env, i);
     return Response.json({ ran: n });
   },

@@ -18,6 +18,7 @@ import { build } from './build';
 import { COMMIT_REQUESTS, COMMIT_REQUESTS_BEFORE } from '../test/fixtures/commit-requests';
 import { startRuntime } from './runtime';
 import { withWebSocket, workerProfiler } from './worker-cpu';
+import { spin } from './storage-floor-worker';
 
 export const STORAGE_OPS = [
   'kv-get',
@@ -44,6 +45,27 @@ export interface StorageFloor {
   perOp: { kind: string; cpuMs: number; upperBoundMs: number; topFunctions: string }[];
   /** One request making only `mix`'s storage requests (the publish commit's, when given): Worker CPU per request (median; every round). */
   mix?: { requests: number; cpuMs: number; rounds: number[] };
+  /**
+   * The estimator's calibration: a request doing only CPU work (`spin`, no I/O), its Worker CPU as measured (each
+   * round), workerd's whole process CPU in the same window (the Worker's CPU plus the request's handling and the
+   * profiler: an upper bound that needs no estimate) and the CPU the same loop takes in this Node process's V8
+   * (median of 5; V8 may compile the loop differently in the two), ms.
+   */
+  calibration: { workerMs: number[]; processMs: number[]; nodeMs: number };
+}
+
+/** The calibration request: SPIN_N × 100,000 rounds of spin (~10 ms in V8 here). */
+const SPIN_N = 70;
+
+function nodeSpinMs(): number {
+  const runs: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    const start = process.cpuUsage();
+    for (let i = 0; i < SPIN_N; i++) spin(100_000);
+    const used = process.cpuUsage(start);
+    runs.push((used.user + used.system) / 1000);
+  }
+  return median(runs);
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -64,9 +86,11 @@ export async function benchStorageFloor(
       ? `${runtime.origin}/op?kind=commit-mix&n=1&pad=${options.pad ?? 0}&mix=${encodeURIComponent(JSON.stringify(options.mix))}`
       : null;
     const mixRounds: number[] = [];
+    const calibration: number[] = [];
+    const calibrationProcess: number[] = [];
     if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
     // Warm the isolate on every kind first.
-    for (const kind of kinds) await fetch(`${runtime.origin}/op?kind=${kind}&n=2`).then((r) => r.arrayBuffer());
+    for (const kind of [...kinds, 'spin']) await fetch(`${runtime.origin}/op?kind=${kind}&n=2`).then((r) => r.arrayBuffer());
     const profiler = await workerProfiler(inspectorPort, runtime.pid);
     const cpu = new Map<string, number[]>(kinds.map((k) => [k, []]));
     const upper = new Map<string, number[]>(kinds.map((k) => [k, []]));
@@ -80,8 +104,11 @@ export async function benchStorageFloor(
             await response.arrayBuffer();
           }
           if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
+          await fetch(`${runtime.origin}/op?kind=spin&n=${SPIN_N}`).then((r) => r.arrayBuffer());
         });
-        if (mixUrl) mixRounds.push(recording.requests.at(-1)!.cpuMs);
+        calibration.push(recording.requests.at(-1)!.cpuMs);
+        calibrationProcess.push(recording.requests.at(-1)!.upperBoundMs);
+        if (mixUrl) mixRounds.push(recording.requests.at(-2)!.cpuMs);
         recording.requests.slice(0, kinds.length).forEach((r, i) => {
           cpu.get(kinds[i]!)!.push(r.cpuMs);
           upper.get(kinds[i]!)!.push(r.upperBoundMs);
@@ -110,6 +137,7 @@ export async function benchStorageFloor(
         topFunctions: top.get(kind) ?? '',
       })),
       ...(options.mix ? { mix: { requests: Object.values(options.mix).reduce((a, b) => a + b, 0), cpuMs: median(mixRounds), rounds: mixRounds } } : {}),
+      calibration: { workerMs: calibration, processMs: calibrationProcess, nodeMs: nodeSpinMs() },
     };
   } finally {
     await runtime.dispose();
@@ -122,8 +150,9 @@ export function storageFloorTable(floor: StorageFloor): string[] {
     `storage floor (bench/storage-floor-worker.ts: ${floor.n} sequential operations per request on ~600-byte JSON, minus an empty request of ${floor.requestMs.toFixed(2)} ms; Worker CPU per operation, median):`,
     ...floor.perOp.map(
       (o) =>
-        `  ${o.kind.padEnd(26)} ${o.cpuMs.toFixed(3)} ms (busy samples ≤ ${o.upperBoundMs.toFixed(3)} ms)  ${o.topFunctions ? `[per op by function: ${o.topFunctions}]` : ''}`,
+        `  ${o.kind.padEnd(26)} ${o.cpuMs.toFixed(3)} ms (workerd process ≤ ${o.upperBoundMs.toFixed(3)} ms)  ${o.topFunctions ? `[per op by function: ${o.topFunctions}]` : ''}`,
     ),
+    `  calibration: a CPU-only request (no I/O) measured ${median(floor.calibration.workerMs).toFixed(1)} ms in the Worker (rounds: ${floor.calibration.workerMs.map((r) => r.toFixed(1)).join(', ')}); workerd's whole process CPU in the same windows ${floor.calibration.processMs.map((r) => r.toFixed(1)).join(', ')} ms; the same loop in this Node's V8: ${floor.calibration.nodeMs.toFixed(1)} ms`,
     ...(floor.mix
       ? [
           `  one request making only the publish commit's ${floor.mix.requests} storage requests (test/fixtures/commit-requests.ts): ${floor.mix.cpuMs.toFixed(1)} ms (rounds: ${floor.mix.rounds.map((r) => r.toFixed(1)).join(', ')})`,

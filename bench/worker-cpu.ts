@@ -16,19 +16,29 @@ import { cpuNanos } from './proc';
  *   `core:user:`): non-idle samples per isolate. These are wall-clock
  *   samples, so on a loaded machine a preempted isolate still looks busy.
  *
- * The Worker's CPU = the process CPU × the Worker isolate's share of all
- * isolates' busy samples (preemption inflates every isolate alike, so the
- * share survives it); `upperBoundMs` = the smaller of the process CPU and the
- * Worker's busy samples, each an upper bound on its own. Sampled every
- * 100 µs: a figure is ± a fraction of a millisecond.
+ * The Worker's CPU (`cpuMs`) = the number of the Worker isolate's busy
+ * samples × the sampling interval (100 µs). workerd's profiler takes a sample
+ * only while the isolate runs, and each sample's time delta is the wall time
+ * since the previous one, idle gaps and other isolates' turns included: a
+ * request's first sample after an await can carry 100 ms. Summing deltas (the
+ * previous estimate, kept as `shareMs`: the process CPU × the Worker's share
+ * of all isolates' summed deltas) gave a 40-put request 0 ms in one round and
+ * 68 ms in another, and an empty request up to 6 ms. Counting samples gives a
+ * CPU-only loop in the Worker the CPU the same loop takes in Node's V8
+ * (bench/storage-floor.ts measures this calibration in every run). On a
+ * loaded machine the sampler may miss a few samples (an undercount of a few
+ * tenths of a ms): the calibration says how many. `upperBoundMs` = the process
+ * CPU in the window (every thread of workerd: simulators, HTTP, the profiler).
  */
 
 export interface RequestCpu {
   /** "METHOD /path" with ids and versions left in. */
   request: string;
-  /** The Worker's CPU estimate (see above). */
+  /** The Worker's CPU: its isolate's busy samples in the window × the sampling interval (see above). */
   cpuMs: number;
-  /** min(process CPU, the Worker isolate's busy samples) in the window. */
+  /** The previous estimate: the process CPU × the Worker isolate's share of all isolates' summed sample deltas (unreliable, see above). */
+  shareMs: number;
+  /** workerd's CPU in the window, every thread (an upper bound). */
   upperBoundMs: number;
   wallMs: number;
   /** The Worker isolate's busy samples in the window by function (self time, ms; largest first, top 25). */
@@ -65,7 +75,7 @@ export async function workerProfiler(
   const sessions = await Promise.all(targets.map(async (t) => ({ id: t.id, session: (await open(t.webSocketDebuggerUrl)) as Session })));
   for (const { session } of sessions) {
     await session.call('Profiler.enable');
-    await session.call('Profiler.setSamplingInterval', { interval: 100 });
+    await session.call('Profiler.setSamplingInterval', { interval: SAMPLING_INTERVAL_US });
   }
   return {
     async record<T>(work: () => Promise<T>) {
@@ -134,10 +144,14 @@ interface Window {
   cpuNs: number;
 }
 
-/** Non-idle sample time (µs) of `profile` inside each window, and in all. */
-function busyIn(profile: Profile, windows: readonly Window[]): { perWindow: number[]; total: number } {
+/** The profiler's sampling interval (µs): one busy sample stands for this much of the isolate's CPU. */
+export const SAMPLING_INTERVAL_US = 100;
+
+/** Non-idle sample time (µs, summed deltas) of `profile` inside each window, and in all; and the number of non-idle samples in each window. */
+function busyIn(profile: Profile, windows: readonly Window[]): { perWindow: number[]; total: number; samples: number[] } {
   const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
   const perWindow = windows.map(() => 0);
+  const samples = windows.map(() => 0);
   let total = 0;
   let at = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
@@ -146,12 +160,15 @@ function busyIn(profile: Profile, windows: readonly Window[]): { perWindow: numb
     if (idle.has(profile.samples[i]!)) continue;
     total += delta;
     const w = windows.findIndex((x) => at >= x.startUs && at <= x.endUs);
-    if (w !== -1) perWindow[w]! += delta;
+    if (w !== -1) {
+      perWindow[w]! += delta;
+      samples[w]!++;
+    }
   }
-  return { perWindow, total };
+  return { perWindow, total, samples };
 }
 
-/** Self time (ms) per function of `profile`'s busy samples inside `window`, largest first. */
+/** Self time (ms: samples × interval) per function of `profile`'s busy samples inside `window`, largest first. */
 function topFunctions(profile: Profile, window: Window): { name: string; ms: number }[] {
   const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const totals = new Map<string, number>();
@@ -162,7 +179,7 @@ function topFunctions(profile: Profile, window: Window): { name: string; ms: num
     const frame = byNode.get(profile.samples[i]!);
     if (!frame || frame.functionName === '(idle)') continue;
     const name = `${frame.functionName || '(anonymous)'}${frame.url ? ` ${frame.url.split('/').at(-1)}:${(frame.lineNumber ?? 0) + 1}` : ''}`;
-    totals.set(name, (totals.get(name) ?? 0) + profile.timeDeltas[i]! / 1000);
+    totals.set(name, (totals.get(name) ?? 0) + SAMPLING_INTERVAL_US / 1000);
   }
   return [...totals]
     .map(([name, ms]) => ({ name, ms }))
@@ -170,7 +187,7 @@ function topFunctions(profile: Profile, window: Window): { name: string; ms: num
     .slice(0, 25);
 }
 
-/** Inclusive time (ms) per function of `profile`'s busy samples inside `window`: each function counted once per sample it is on the stack of. */
+/** Inclusive time (ms: samples × interval) per function of `profile`'s busy samples inside `window`: each function counted once per sample it is on the stack of. */
 function inclusiveFunctions(profile: Profile, window: Window): { name: string; ms: number }[] {
   const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const parent = new Map<number, number>();
@@ -189,7 +206,7 @@ function inclusiveFunctions(profile: Profile, window: Window): { name: string; m
       const name = `${frame.functionName || '(anonymous)'}${frame.url ? ` ${frame.url.split('/').at(-1)}:${(frame.lineNumber ?? 0) + 1}` : ''}`;
       if (seen.has(name)) continue;
       seen.add(name);
-      totals.set(name, (totals.get(name) ?? 0) + profile.timeDeltas[i]! / 1000);
+      totals.set(name, (totals.get(name) ?? 0) + SAMPLING_INTERVAL_US / 1000);
     }
   }
   return [...totals]
@@ -210,8 +227,8 @@ function sharesIn(profile: Profile, window: Window): RequestCpu['shares'] {
     if (!frame || frame.functionName === '(idle)') continue;
     const kind =
       frame.functionName === '(program)' || frame.functionName === '(garbage collector)' ? frame.functionName : frame.url ? 'javascript' : 'native methods';
-    totals[kind] += profile.timeDeltas[i]!;
-    all += profile.timeDeltas[i]!;
+    totals[kind] += 1;
+    all += 1;
   }
   for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] = all === 0 ? 0 : totals[key] / all;
   return totals;
@@ -227,8 +244,9 @@ function attribute(worker: Profile, others: readonly Profile[], windows: readonl
       const processMs = Math.max(0, w.cpuNs) / 1e6;
       return {
         request: w.request,
-        cpuMs: allUs === 0 ? 0 : processMs * (workerUs / allUs),
-        upperBoundMs: Math.min(processMs, workerUs / 1000),
+        cpuMs: (mine.samples[i]! * SAMPLING_INTERVAL_US) / 1000,
+        shareMs: allUs === 0 ? 0 : processMs * (workerUs / allUs),
+        upperBoundMs: processMs,
         wallMs: (w.endUs - w.startUs) / 1000,
         topFunctions: topFunctions(worker, w),
         inclusiveFunctions: inclusiveFunctions(worker, w),

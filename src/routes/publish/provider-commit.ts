@@ -20,6 +20,7 @@ import { storedZip, type RangeReader } from '../../store/uploads/stored-zip';
 import type { PublishStore } from './context';
 import { checkProvenancePolicy, type Attester } from '../../store/provenance';
 import { withWorkerLease } from './lease';
+import { allSettledInOrder } from '../../concurrency';
 import { draftRecord, publishResult } from './providers';
 import { signerFor } from './signing';
 
@@ -52,17 +53,25 @@ export async function commitProvider(
   // Small files sent whole are read once and kept for the commit (checks, signature, copy): one R2 read each
   // instead of a head, 2 + 2 × entries ranged reads and a read for the copy. Bounded: HELD_FILE_BYTES a file,
   // HELD_TOTAL_BYTES in all; larger files are read by range and copied from R2 as before.
+  // The files are read together (reads only; all settle before any error is thrown, the first in file order).
   const staged = new Map<string, string>();
   const held = new Map<string, Uint8Array>();
   let budget = HELD_TOTAL_BYTES;
-  for (const file of upload.files) {
-    if (partCount(session, file) === 1 && file.size <= HELD_FILE_BYTES && file.size <= budget) {
-      const { key, bytes } = await readStagedFile(bucket, session, file);
-      staged.set(file.filename, key);
-      held.set(key, bytes);
-      budget -= file.size;
-    } else staged.set(file.filename, await completeStagedFile(bucket, session, file));
-  }
+  const holds = upload.files.map((file) => {
+    const hold = partCount(session, file) === 1 && file.size <= HELD_FILE_BYTES && file.size <= budget;
+    if (hold) budget -= file.size;
+    return hold;
+  });
+  const read = await allSettledInOrder(
+    upload.files.map(async (file, i) =>
+      holds[i] ? await readStagedFile(bucket, session, file) : { key: await completeStagedFile(bucket, session, file), bytes: null },
+    ),
+  );
+  upload.files.forEach((file, i) => {
+    const { key, bytes } = read[i]!;
+    staged.set(file.filename, key);
+    if (bytes) held.set(key, bytes);
+  });
   const reader = heldReader(bucket, held);
   const bytesOf = async (filename: string) => {
     const key = staged.get(filename)!;
