@@ -27,12 +27,12 @@ import { signerFor } from './signing';
 /**
  * Commits a provider upload: checks what was uploaded with the CLI's rules —
  * every file complete with its declared size and SHA-256, each zip readable
- * and holding terraform-provider-TYPE_vVERSION (from its central directory,
- * read by range), its `h1:` computed here (and equal to the client's when
+ * and holding terraform-provider-TYPE_vVERSION (from its central directory:
+ * read from memory for a small file sent whole, by range otherwise), its `h1:` computed here (and equal to the client's when
  * sent), SHA256SUMS listing exactly the archives, the signature verifying
  * with a key of the namespace (or made now by the registry-held key) — then
  * publishes with src/store's publishVersion under the provider's lease:
- * release files copied from the staging area, documents, the R2 record (the
+ * release files written from the held bytes or copied from the staging area, documents, the R2 record (the
  * commit point), the lists. Throws InputError (400) or VersionConflictError
  * (409: the version was published meanwhile with other bytes) with nothing
  * written, docs included.
