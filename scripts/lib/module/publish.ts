@@ -9,6 +9,7 @@ import { processLeaseOptions } from '../stores/lease';
 import { differentPackageError, publishModuleVersion, readModuleRecord, samePackage } from '../../../src/store/modules/write';
 import { CRASH_ENV, KILL_ENV, progressLog } from '../progress';
 import type { ModuleDocs, ModuleVersionRecord } from '../../../src/store/modules/types';
+import { moduleVersionFields } from '../../../src/store/modules/result';
 import { readRegistryConfig, type RegistryConfig } from '../config';
 import { openLocalStore } from '../stores/local';
 import { type StoreHandle } from '../stores/handle';
@@ -143,12 +144,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
 function resultOf(record: ModuleVersionRecord, pkg: ModulePackage, status: PublishModuleResult['status']): PublishModuleResult {
   const { docs } = pkg;
   return {
-    address: formatModuleAddress(record.address),
-    version: record.version,
-    filename: record.filename,
-    format: record.format,
-    sha256: record.sha256,
-    size: record.size,
+    ...moduleVersionFields(record),
     files: pkg.fileCount,
     inputs: docs.inputs.length,
     outputs: docs.outputs.length,

@@ -8,7 +8,8 @@ import { checkStoredModulePackage } from '../../store/uploads/stored-module';
 import type { PublishStore } from './context';
 import { checkProvenancePolicy, type Attester } from '../../store/provenance';
 import { withWorkerLease } from './lease';
-import { moduleDraft, moduleResult } from './modules';
+import { moduleDraft } from './modules';
+import { moduleResult } from '../../store/modules/result';
 
 /**
  * Commits a module upload: the package complete with its declared size and

@@ -7,6 +7,7 @@ import { parseVersion } from '../../protocol/version';
 import { moduleArchiveFilename, moduleLeaseName } from '../../store/layout';
 import { differentPackageError, readModuleRecord, rebuildModuleIndex, samePackage, verifyModuleVersion } from '../../store/modules/write';
 import type { ModuleVersionRecord } from '../../store/modules/types';
+import { moduleResult } from '../../store/modules/result';
 import type { Actor } from '../../store/audit/actor';
 import { type ModuleUpload } from '../../store/uploads/session';
 import { asPublisher, audit, json, readJsonBody, type PublishStore } from './context';
@@ -109,18 +110,5 @@ export function moduleDraft(address: ModuleAddress, version: string, m: { format
     sha256: m.sha256,
     size: m.size,
     publishedAt: new Date().toISOString(),
-  };
-}
-
-/** The fields of publish-module's --json result the server knows. */
-export function moduleResult(record: ModuleVersionRecord, status: 'published' | 'unchanged' | 'repaired' | 'dry-run') {
-  return {
-    address: formatModuleAddress(record.address),
-    version: record.version,
-    filename: record.filename,
-    format: record.format,
-    sha256: record.sha256,
-    size: record.size,
-    status,
   };
 }
