@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { tarGz, type TarEntry } from '../../fixtures/archives';
+import { paxHeader as pax, tarGz } from '../../fixtures/archives';
 import { get } from '../helpers';
 import { bearer, hex, issue, put, type Session } from './api';
 
@@ -17,18 +17,6 @@ let n = 0;
 beforeAll(async () => {
   ({ token } = await issue('publish', ['tarmods'], { name: 'module-tar' }));
 });
-
-/** A pax extended header whose records apply to the next entry. */
-function pax(records: Record<string, string>): TarEntry {
-  let content = '';
-  for (const [key, value] of Object.entries(records)) {
-    const body = ` ${key}=${value}\n`;
-    let length = body.length + 1;
-    while (`${length}${body}`.length !== length) length += 1;
-    content += `${length}${body}`;
-  }
-  return { name: 'PaxHeader', type: 'x', content };
-}
 
 /** Publishes `tar` as module tarmods/<fresh name>/aws 1.0.0; the commit's status and body, and whether a version is listed. */
 async function publish(tar: Uint8Array): Promise<{ status: number; errors: string[]; listed: boolean }> {
