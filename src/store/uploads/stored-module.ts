@@ -1,6 +1,6 @@
 import { InputError } from '../../protocol/errors';
 import type { ModuleArchiveFormat } from '../../protocol/modules-v1';
-import { checkedEntryName, checkedLinkTarget, requireRootConfiguration } from '../../protocol/module-package';
+import { checkedEntryName, checkedLinkTarget, requireRootConfiguration, tarEntryKind } from '../../protocol/module-package';
 import { readZipDirectory } from '../../protocol/zip-reader';
 import { storedZip, streamedZip } from './stored-zip';
 import { readModuleZip } from '../../protocol/module-zip';
@@ -88,13 +88,8 @@ async function tarNames(bucket: R2Bucket, key: string, label: string): Promise<s
 
 /** An entry's checked name, or null for a directory. Throws InputError for a name, link target or type the package rules refuse. */
 function checkedEntry(label: string, entry: TarEntry): string | null {
-  const { type } = entry;
   const name = checkedEntryName(label, entry.name);
-  if (type === '2' || type === '1') checkedLinkTarget(label, name, entry.linkname);
-  else if (type !== '0' && type !== '5' && type !== '7') {
-    throw new InputError(
-      `${label}: entry "${name}" is a ${{ 3: 'character device', 4: 'block device', 6: 'FIFO' }[type] ?? `type ${type} entry`}; a module package holds only files, directories and links`,
-    );
-  }
-  return type === '5' ? null : name;
+  const kind = tarEntryKind(label, name, entry.type);
+  if (kind === 'link') checkedLinkTarget(label, name, entry.linkname);
+  return kind === 'directory' ? null : name;
 }
