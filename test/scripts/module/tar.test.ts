@@ -34,8 +34,8 @@ async function refusedWith(name: string, entries: TarEntry[], message: RegExp): 
 function tarStream(entries: { name: string; content?: string; type?: 'file' | 'symlink' | 'directory'; linkname?: string }[]): Promise<Buffer> {
   const pack = tar.pack();
   const chunks: Buffer[] = [];
-  pack.on('data', (c: Buffer) => chunks.push(c));
-  const done = new Promise((resolve) => pack.on('end', resolve));
+  pack.on('data', (c: unknown) => chunks.push(c as Buffer));
+  const done = new Promise<void>((resolve) => pack.on('end', () => resolve()));
   for (const e of entries) pack.entry({ name: e.name, type: e.type ?? 'file', linkname: e.linkname }, e.content ?? '');
   pack.finalize();
   return done.then(() => gzipSync(Buffer.concat(chunks)));
