@@ -56,6 +56,21 @@ export function checkedLinkTarget(archive: string, name: string, target: string)
   }
 }
 
+/**
+ * What a tar entry of `type` ('0' or '7' file, '5' directory, '1'/'2' link) at
+ * `name` is in a module package. Throws InputError naming `archive` for any
+ * other type (a device, a FIFO, …): a package holds only files, directories
+ * and links.
+ */
+export function tarEntryKind(archive: string, name: string, type: string): 'file' | 'directory' | 'link' {
+  if (type === '0' || type === '7') return 'file';
+  if (type === '5') return 'directory';
+  if (type === '1' || type === '2') return 'link';
+  throw new InputError(
+    `${archive}: entry "${name}" is a ${{ 3: 'character device', 4: 'block device', 6: 'FIFO' }[type] ?? `type ${type} entry`}; a module package holds only files, directories and links`,
+  );
+}
+
 /** Throws InputError naming `archive` unless one of the (normalised) file `names` is a .tf or .tofu file at the root. */
 export function requireRootConfiguration(archive: string, names: readonly string[]): void {
   if (!names.some((name) => !name.includes('/') && /\.(tf|tofu)$/.test(name))) {

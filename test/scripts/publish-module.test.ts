@@ -165,7 +165,7 @@ describe('refusals (each with a clear message, nothing written)', () => {
       ['dotdot.tar.gz', await tarGz([{ name: 'main.tf' }, { name: 'a/../../x.tf' }]), /"\.\." path segment/],
       ['link.tar.gz', await tarGz([{ name: 'main.tf' }, { name: 'x', type: 'symlink', linkname: '../../etc/passwd' }]), /outside the module/],
       ['abslink.tar.gz', await tarGz([{ name: 'main.tf' }, { name: 'x', type: 'symlink', linkname: '/etc/passwd' }]), /absolute path/],
-      ['fifo.tar.gz', await tarGz([{ name: 'main.tf' }, { name: 'p', type: 'fifo' }]), /is a fifo/],
+      ['fifo.tar.gz', await tarGz([{ name: 'main.tf' }, { name: 'p', type: 'fifo' }]), /is a FIFO/],
       ['garbage.tar.gz', Buffer.from('not gzip at all'), /not valid gzip|not a valid tar/],
     ];
     for (const [name, bytes, message] of cases) {

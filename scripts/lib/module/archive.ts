@@ -2,10 +2,10 @@ import { readFileSync, statSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { createGunzip, inflateRaw } from 'node:zlib';
-import tar from 'tar-stream';
 import { InputError } from '../../../src/protocol/errors';
+import { TarReader, type TarEntry } from '../../../src/protocol/tar';
 import type { ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
-import { checkedEntryName, checkedLinkTarget, isDocFile, requireRootConfiguration } from '../../../src/protocol/module-package';
+import { checkedEntryName, checkedLinkTarget, isDocFile, requireRootConfiguration, tarEntryKind } from '../../../src/protocol/module-package';
 import { readModuleZip } from '../../../src/protocol/module-zip';
 import { readZipDirectory, zipInMemory } from '../../../src/protocol/zip-reader';
 import { formatMB } from './pack';
@@ -66,50 +66,46 @@ interface RawEntry {
   content?: Buffer;
 }
 
+/**
+ * The entries of the .tar.gz `bytes` (the file `path`), gunzipped by node:zlib
+ * as a stream and read by the one tar parser (TarReader, src/protocol/tar.ts,
+ * which the publish API and the module proxy read tars with too): names and
+ * link targets as extractors read them (pax path/linkpath, GNU long names and
+ * links), each checked; only the files docs are read from are kept. Throws
+ * InputError naming `path` for a refused entry, a damaged or truncated tar,
+ * or bytes that are not gzip.
+ */
 async function tarEntries(path: string, bytes: Uint8Array): Promise<RawEntry[]> {
   const entries: RawEntry[] = [];
-  const extract = tar.extract();
-  const done = new Promise<void>((resolve, reject) => {
-    extract.on('entry', (header, stream, next) => {
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: unknown) => {
-        if (isDocFile(header.name.replace(/^\.\//, ''))) chunks.push(chunk as Buffer);
-      });
-      stream.on('end', () => {
-        const type =
-          header.type === 'file' || header.type === 'contiguous-file'
-            ? 'file'
-            : header.type === 'directory'
-              ? 'directory'
-              : header.type === 'symlink' || header.type === 'link'
-                ? 'link'
-                : null;
-        if (type === null) {
-          reject(new InputError(`${path}: entry "${header.name}" is a ${header.type}; a module package holds only files, directories and links`));
-          return;
-        }
-        try {
-          const name = checkedEntryName(path, header.name);
-          if (type === 'link') checkedLinkTarget(path, name, header.linkname ?? '');
-          entries.push({ name, type, link: header.linkname ?? undefined, content: Buffer.concat(chunks) });
-        } catch (error) {
-          reject(error);
-          return;
-        }
-        next();
-      });
-      stream.on('error', reject);
-    });
-    extract.on('finish', () => resolve());
-    extract.on('error', (error) => reject(new InputError(`${path}: not a valid tar archive (${(error as Error).message})`)));
-  });
-  const gunzip = createGunzip();
-  gunzip.on('error', (error) => extract.destroy(new InputError(`${path}: not valid gzip (${error.message})`)));
-  Readable.from([Buffer.from(bytes)])
-    .pipe(gunzip)
-    .pipe(extract);
-  await done;
+  const reader = new TarReader((header) => isDocFile(header.name.replace(/^\.\//, '')));
+  const gunzip = Readable.from([Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)]).pipe(createGunzip());
+  try {
+    for await (const chunk of gunzip) {
+      for (const entry of reader.push(chunk as Buffer)) entries.push(checkedTarEntry(path, entry));
+      if (reader.done) break;
+    }
+    reader.end();
+  } catch (error) {
+    if (!(error instanceof InputError)) throw new InputError(`${path}: not valid gzip (${(error as Error).message})`);
+    // The parser's messages do not name the file; the package rules' do.
+    throw error.message.startsWith(`${path}: `) ? error : new InputError(`${path}: ${error.message}`);
+  } finally {
+    gunzip.destroy();
+  }
   return entries;
+}
+
+/** A tar entry as a RawEntry, its name (and link target) checked. Throws InputError for a name, link or type the package rules refuse. */
+function checkedTarEntry(path: string, entry: TarEntry): RawEntry {
+  const name = checkedEntryName(path, entry.name);
+  const type = tarEntryKind(path, name, entry.type);
+  if (type === 'link') checkedLinkTarget(path, name, entry.linkname);
+  return {
+    name,
+    type,
+    link: type === 'link' ? entry.linkname : undefined,
+    content: Buffer.from(entry.data.buffer, entry.data.byteOffset, entry.data.byteLength),
+  };
 }
 
 const inflate = promisify(inflateRaw);

@@ -4,7 +4,7 @@ import { proxiedModuleDocs } from '../../../src/mirror/modules/docs';
 import { renderReadme } from '../../../src/http/readme';
 import { repackModule } from '../../../src/mirror/modules/repack';
 import { readTar } from '../../../src/protocol/tar';
-import { tarGz, zipDeflated, zipStored, type TarEntry } from '../../fixtures/archives';
+import { paxHeader, tarGz, zipDeflated, zipStored, type TarEntry } from '../../fixtures/archives';
 
 /**
  * The module proxy's package checks and repacking (src/mirror/modules/repack.ts)
@@ -44,6 +44,13 @@ describe('repackModule', () => {
     ]);
     expect(docs.outputs).toEqual([{ name: 'id', description: null, sensitive: true }]);
     expect(docs.readmeHtml).toBe('<h1>x</h1>\n'); // the README's own tags dropped, its text kept
+  });
+
+  it("reads a link's target from its pax linkpath or GNU long link, not the ustar field: one leaving the package is dropped", async () => {
+    for (const hidden of [paxHeader({ linkpath: '../../../../etc/passwd' }), { name: '././@LongLink', type: 'K', content: '../../../../etc/passwd\0' }]) {
+      const repacked = await repack(await tarGz([{ name: 'main.tf', content: MAIN }, hidden, { name: 'x.tf', type: '2', link: 'main.tf' }]));
+      expect(await names(repacked.bytes)).toEqual(['main.tf']); // not x.tf with main.tf's bytes
+    }
   });
 
   it('narrows to a //subdir', async () => {
@@ -95,6 +102,7 @@ describe('repackModule', () => {
       ]),
       /is a FIFO/,
     ],
+    ['a damaged header (its checksum)', tarGz([{ name: 'main.tf', content: MAIN, badChecksum: true }]), /a header checksum does not match/],
     ['no .tf at the root', tarGz([{ name: 'sub/main.tf', content: MAIN }]), /has no \.tf or \.tofu file at its root/],
     ['more than the unpacked limit', tarGz([{ name: 'main.tf', content: 'x'.repeat(1024 * 1024 + 1) }]), /unpacks to more than 1048576 bytes/],
     ['not gzip', Promise.resolve(new TextEncoder().encode('<html>')), /not a valid tar\.gz archive/],

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { checkStoredModulePackage } from '../../../src/store/uploads/stored-module';
-import { tarGz, zipStored, type TarEntry } from '../../fixtures/archives';
+import { paxHeader, tarBytes, tarGz, zipStored, type TarEntry } from '../../fixtures/archives';
 
 // The publish API's check of a stored .tar.gz module package (src/store/uploads/stored-module.ts), read in one
 // streaming pass from the real (Miniflare) R2: pax and GNU long names count as the entry's name, and every
@@ -66,6 +66,19 @@ describe('a stored .tar.gz module package', () => {
     ).rejects.toThrow(/pkg\.tar\.gz: link "up" points to \.\.\/\.\.\/etc\/passwd, outside the module/);
     await expect(check([{ name: 'sub/main.tf', content: MAIN }])).rejects.toThrow(/pkg\.tar\.gz.*has no \.tf or \.tofu file at its root/);
     await expect(check(new TextEncoder().encode('not a gzip stream at all'))).rejects.toThrow(/pkg\.tar\.gz: not valid gzip or tar/);
+  });
+
+  it("reads an entry's size from a pax record, as extractors do: a link hidden in data by the ustar size is checked", async () => {
+    const hidden = tarBytes([{ name: 'x.tf', type: '2', link: '../../etc/passwd' }], false);
+    await expect(check([{ name: 'main.tf', content: MAIN }, paxHeader({ size: '0' }), { name: 'decoy.txt', data: hidden }])).rejects.toThrow(
+      /pkg\.tar\.gz: link "x\.tf" points to \.\.\/\.\.\/etc\/passwd, outside the module/,
+    );
+    const truncated = new Uint8Array(
+      await new Response(
+        new Blob([tarBytes([{ name: 'main.tf', content: MAIN }], false).subarray(0, 600)]).stream().pipeThrough(new CompressionStream('gzip')),
+      ).arrayBuffer(),
+    );
+    await expect(check(truncated)).rejects.toThrow(/^pkg\.tar\.gz: not a valid tar archive \(it ends inside an entry: truncated\)$/);
   });
 
   it('stops at the end-of-archive blocks: what follows them is not read as entries', async () => {
