@@ -7,13 +7,13 @@ import { verifyDetached } from '../../protocol/openpgp-signature';
 import { parseReleaseFilename } from '../../protocol/release-files';
 import { checkProviderExecutable, executableProblem } from '../../protocol/provider-executable';
 import { parsePlatformName } from '../../protocol/platform';
-import { readZipDirectory, zipH1 } from '../../protocol/zip-reader';
+import { readZipDirectory, zipH1, type ZipSource } from '../../protocol/zip-reader';
 import { providerLeaseName } from '../../store/layout';
 import { beginProviderPublish, publishVersion, type ReleaseFile } from '../../store/providers/write';
 import { writeUploadDocs } from './provider-docs';
 import { differentContentsError, sameRelease } from '../../store/providers/version-records';
 import { readSigningKeys } from '../../store/providers/signing-keys';
-import type { SigningKey, VersionRecord } from '../../store/types';
+import type { PackageRecord, SigningKey, VersionRecord } from '../../store/types';
 import type { ProviderUpload, UploadSession } from '../../store/uploads/session';
 import { completeStagedFile, partCount, readStagedFile, stagedStream } from '../../store/uploads/staged';
 import { storedZip, type RangeReader } from '../../store/uploads/stored-zip';
@@ -50,28 +50,7 @@ export async function commitProvider(
   const draft = draftRecord(address, upload);
   // The provenance policy before any work (publishVersion checks it again under the lease).
   if (attest) await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
-  // Small files sent whole are read once and kept for the commit (checks, signature, copy): one R2 read each
-  // instead of a head, 2 + 2 × entries ranged reads and a read for the copy. Bounded: HELD_FILE_BYTES a file,
-  // HELD_TOTAL_BYTES in all; larger files are read by range and copied from R2 as before.
-  // The files are read together (reads only; all settle before any error is thrown, the first in file order).
-  const staged = new Map<string, string>();
-  const held = new Map<string, Uint8Array>();
-  let budget = HELD_TOTAL_BYTES;
-  const holds = upload.files.map((file) => {
-    const hold = partCount(session, file) === 1 && file.size <= HELD_FILE_BYTES && file.size <= budget;
-    if (hold) budget -= file.size;
-    return hold;
-  });
-  const read = await allSettledInOrder(
-    upload.files.map(async (file, i) =>
-      holds[i] ? await readStagedFile(bucket, session, file) : { key: await completeStagedFile(bucket, session, file), bytes: null },
-    ),
-  );
-  upload.files.forEach((file, i) => {
-    const { key, bytes } = read[i]!;
-    staged.set(file.filename, key);
-    if (bytes) held.set(key, bytes);
-  });
+  const { staged, held } = await readStagedFiles(bucket, session, upload);
   const reader = heldReader(bucket, held);
   const bytesOf = async (filename: string) => {
     const key = staged.get(filename)!;
@@ -87,55 +66,19 @@ export async function commitProvider(
     sumsFile.filename,
     () => true,
   );
-
-  // Each archive: the executable at the top level, and h1 from the inflated entries.
-  const packages = [];
-  for (const pkg of draft.packages) {
-    const label = `archive ${pkg.filename}`;
-    const key = staged.get(pkg.filename)!;
-    const zip = storedZip(reader, key, pkg.size);
-    const directory = await readZipDirectory(zip, label);
-    const entries = directory.entries;
-    const platform = parsePlatformName(parseReleaseFilename(pkg.filename)!.platform!);
-    const check = checkProviderExecutable(
-      entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory, size: e.uncompressedSize })),
-      { type: upload.type, version: upload.version, platform },
-    );
-    if (!check.ok) throw new InputError(executableProblem(check, label, 'publisher'));
-    const h1 = await zipH1(zip, directory, label);
-    if (pkg.h1 && pkg.h1 !== h1) throw new InputError(`${label}: its contents hash to ${h1}, the manifest says ${pkg.h1}`);
-    packages.push({ ...pkg, h1 });
-  }
+  const packages = await checkedArchives(draft, upload, (pkg) => storedZip(reader, staged.get(pkg.filename)!, pkg.size));
 
   // The signature: the client's, verified against the namespace's keys, or the registry-held key's.
   const sigFile = upload.files.find((f) => f.filename === draft.shasumsSignatureFilename);
-  let signingKey: SigningKey;
-  let signature: Uint8Array;
-  if (sigFile) {
-    signature = await bytesOf(sigFile.filename);
-    signingKey = await verifyDetached(sums, signature, await readSigningKeys(store.kv, address.hostname, address.namespace), sigFile.filename);
-  } else {
-    const signer = await signerFor({ kv: store.kv, signingKeySecret, hostname: address.hostname, namespace: address.namespace }, upload.type, upload.version);
-    ({ signature, key: signingKey } = await signer.sign(sums));
-  }
+  const { signature, key: signingKey } = sigFile
+    ? await verifiedSignature(store, address, sums, await bytesOf(sigFile.filename), sigFile.filename)
+    : await (await signerFor({ kv: store.kv, signingKeySecret, hostname: address.hostname, namespace: address.namespace }, upload.type, upload.version)).sign(
+        sums,
+      );
 
   const record: VersionRecord = { ...draft, packages, signingKey, signatureFile: { sha256: sha256Hex(signature), size: signature.byteLength } };
-  const files: ReleaseFile[] = upload.files
-    .filter((f) => f.filename !== draft.shasumsSignatureFilename)
-    .map((f) => ({
-      filename: f.filename,
-      sha256Hex: f.sha256,
-      size: f.size,
-      contentType: f.contentType,
-      open: () => held.get(staged.get(f.filename)!) ?? stagedStream(bucket, staged.get(f.filename)!, f.size),
-    }));
-  files.push({
-    filename: record.shasumsSignatureFilename,
-    sha256Hex: record.signatureFile!.sha256,
-    size: signature.byteLength,
-    contentType: 'application/pgp-signature',
-    open: () => signature,
-  });
+  const open = (filename: string, size: number) => held.get(staged.get(filename)!) ?? stagedStream(bucket, staged.get(filename)!, size);
+  const files = releaseFiles(upload, record, signature, open);
 
   const name = `${formatAddress(address)} ${upload.version}`;
   const { outcome, existing } = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${name}`, async (lease) => {
@@ -160,6 +103,94 @@ export async function commitProvider(
 const HELD_FILE_BYTES = 4 * 1024 * 1024;
 /** At most this much in all (a release of many platforms reads the rest by range). */
 const HELD_TOTAL_BYTES = 16 * 1024 * 1024;
+
+/** What publishVersion writes: every uploaded file but the client's signature (from `open`), then the signature the commit settled on. */
+function releaseFiles(
+  upload: ProviderUpload,
+  record: VersionRecord,
+  signature: Uint8Array,
+  open: (filename: string, size: number) => Uint8Array | ReadableStream<Uint8Array>,
+): ReleaseFile[] {
+  const files: ReleaseFile[] = upload.files
+    .filter((f) => f.filename !== record.shasumsSignatureFilename)
+    .map((f) => ({ filename: f.filename, sha256Hex: f.sha256, size: f.size, contentType: f.contentType, open: () => open(f.filename, f.size) }));
+  files.push({
+    filename: record.shasumsSignatureFilename,
+    sha256Hex: record.signatureFile!.sha256,
+    size: signature.byteLength,
+    contentType: 'application/pgp-signature',
+    open: () => signature,
+  });
+  return files;
+}
+
+/** The client's detached signature of `sums`, verified with a key of the namespace; InputError naming `filename` otherwise. */
+async function verifiedSignature(
+  store: PublishStore,
+  address: { hostname: string; namespace: string },
+  sums: Uint8Array,
+  signature: Uint8Array,
+  filename: string,
+): Promise<{ signature: Uint8Array; key: SigningKey }> {
+  return { signature, key: await verifyDetached(sums, signature, await readSigningKeys(store.kv, address.hostname, address.namespace), filename) };
+}
+
+/**
+ * Every uploaded file complete with its declared size and SHA-256 (InputError otherwise), by its staged key.
+ * Small files sent whole are read once and kept for the commit (checks, signature, copy): one R2 read each
+ * instead of a head, 2 + 2 × entries ranged reads and a read for the copy. Bounded: HELD_FILE_BYTES a file,
+ * HELD_TOTAL_BYTES in all; larger files are checked in R2, read by range and copied from R2. The files are
+ * read together (reads only; all settle before any error is thrown, the first in file order).
+ */
+async function readStagedFiles(
+  bucket: PublishStore['bucket'],
+  session: UploadSession,
+  upload: ProviderUpload,
+): Promise<{ staged: Map<string, string>; held: Map<string, Uint8Array> }> {
+  let budget = HELD_TOTAL_BYTES;
+  const holds = upload.files.map((file) => {
+    const hold = partCount(session, file) === 1 && file.size <= HELD_FILE_BYTES && file.size <= budget;
+    if (hold) budget -= file.size;
+    return hold;
+  });
+  const read = await allSettledInOrder(
+    upload.files.map(async (file, i) =>
+      holds[i] ? await readStagedFile(bucket, session, file) : { key: await completeStagedFile(bucket, session, file), bytes: null },
+    ),
+  );
+  const staged = new Map<string, string>();
+  const held = new Map<string, Uint8Array>();
+  upload.files.forEach((file, i) => {
+    const { key, bytes } = read[i]!;
+    staged.set(file.filename, key);
+    if (bytes) held.set(key, bytes);
+  });
+  return { staged, held };
+}
+
+/**
+ * Each archive of the draft, read through `zipOf`: the provider executable at its top level (from the central
+ * directory), and its `h1:` from the inflated entries, equal to the client's when sent. Returns the packages
+ * with their `h1:`; InputError naming the archive otherwise.
+ */
+async function checkedArchives(draft: VersionRecord, upload: ProviderUpload, zipOf: (pkg: PackageRecord) => ZipSource): Promise<PackageRecord[]> {
+  const packages: PackageRecord[] = [];
+  for (const pkg of draft.packages) {
+    const label = `archive ${pkg.filename}`;
+    const zip = zipOf(pkg);
+    const directory = await readZipDirectory(zip, label);
+    const platform = parsePlatformName(parseReleaseFilename(pkg.filename)!.platform!);
+    const check = checkProviderExecutable(
+      directory.entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory, size: e.uncompressedSize })),
+      { type: upload.type, version: upload.version, platform },
+    );
+    if (!check.ok) throw new InputError(executableProblem(check, label, 'publisher'));
+    const h1 = await zipH1(zip, directory, label);
+    if (pkg.h1 && pkg.h1 !== h1) throw new InputError(`${label}: its contents hash to ${h1}, the manifest says ${pkg.h1}`);
+    packages.push({ ...pkg, h1 });
+  }
+  return packages;
+}
 
 /** Ranged reads of the staged files: from memory for those held, from R2 for the others. */
 function heldReader(bucket: RangeReader, held: ReadonlyMap<string, Uint8Array>): RangeReader {
