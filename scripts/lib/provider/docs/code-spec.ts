@@ -52,12 +52,22 @@ export function fromCodeSpec(value: unknown, file: string, providerType: string)
       `spec version ${JSON.stringify(spec.version)} is not supported; write "0.1" (this registry reads version 0.1 of the Provider Code Specification)`,
     );
   }
+  const { providerName, providerSchema } = providerOf(spec.provider, providerType, problems);
+  const resources = entitiesOf(spec.resources, 'resources', 'resource', providerName, problems);
+  const dataSources = entitiesOf(spec.datasources, 'datasources', 'datasource', providerName, problems);
+  problems.throwIfAny();
+  const byName = (a: DocEntity, b: DocEntity) => a.name.localeCompare(b.name);
+  return { source: 'provider-code-spec', provider: providerName, providerSchema, resources: resources.sort(byName), dataSources: dataSources.sort(byName) };
+}
+
+/** "provider": its name (which must be the type being published) and schema; problems are added, the type kept. */
+function providerOf(provider: unknown, providerType: string, problems: DocsProblems): { providerName: string; providerSchema: DocSchema } {
   let providerName = providerType;
   let providerSchema: DocSchema = { attributes: [], blocks: [] };
-  if (!isObject(spec.provider)) {
+  if (!isObject(provider)) {
     problems.add('$.provider', 'is required: an object with "name" (the provider type) and optional "schema"');
   } else {
-    const name = spec.provider.name;
+    const name = provider.name;
     if (typeof name !== 'string' || !LOWER_IDENTIFIER.test(name)) {
       problems.add('$.provider.name', `${JSON.stringify(name)} is not a lower-case Terraform identifier; use the provider type, "${providerType}"`);
     } else if (name !== providerType) {
@@ -68,45 +78,42 @@ export function fromCodeSpec(value: unknown, file: string, providerType: string)
     } else {
       providerName = name;
     }
-    if (spec.provider.schema !== undefined) providerSchema = schemaOf(spec.provider.schema, '$.provider.schema', 'provider', problems, false);
-    const description = optionalString(spec.provider.description, '$.provider.description', problems);
+    if (provider.schema !== undefined) providerSchema = schemaOf(provider.schema, '$.provider.schema', 'provider', problems, false);
+    const description = optionalString(provider.description, '$.provider.description', problems);
     if (description) providerSchema.description = description;
   }
-  const entities = (key: 'resources' | 'datasources', kind: Kind): DocEntity[] => {
-    const list = spec[key];
-    if (list === undefined) return [];
-    if (!Array.isArray(list)) {
-      problems.add(`$.${key}`, 'must be an array');
-      return [];
+  return { providerName, providerSchema };
+}
+
+/** "resources" or "datasources": each a unique lower-case identifier with a schema, named PROVIDER_NAME; problems are added. */
+function entitiesOf(list: unknown, key: 'resources' | 'datasources', kind: Kind, providerName: string, problems: DocsProblems): DocEntity[] {
+  if (list === undefined) return [];
+  if (!Array.isArray(list)) {
+    problems.add(`$.${key}`, 'must be an array');
+    return [];
+  }
+  const seen = new Set<string>();
+  return list.map((item, i) => {
+    const path = `$.${key}[${i}]`;
+    if (!isObject(item)) {
+      problems.add(path, 'must be an object with "name" and "schema"');
+      return { name: '', schema: { attributes: [], blocks: [] } };
     }
-    const seen = new Set<string>();
-    return list.map((item, i) => {
-      const path = `$.${key}[${i}]`;
-      if (!isObject(item)) {
-        problems.add(path, 'must be an object with "name" and "schema"');
-        return { name: '', schema: { attributes: [], blocks: [] } };
-      }
-      if (typeof item.name !== 'string' || !LOWER_IDENTIFIER.test(item.name)) {
-        problems.add(
-          `${path}.name`,
-          `${JSON.stringify(item.name)} is not a lower-case Terraform identifier (letters, digits, "_" and "-", starting with a letter or "_")`,
-        );
-      } else if (seen.has(item.name)) {
-        problems.add(`${path}.name`, `"${item.name}" appears twice; names must be unique`);
-      }
-      if (typeof item.name === 'string') seen.add(item.name);
-      const schema = schemaOf(item.schema, `${path}.schema`, kind, problems, true);
-      // Not in the specification (0.1 has no description for a resource): accepted so a page can say what it is.
-      const description = optionalString(item.description, `${path}.description`, problems);
-      if (description) schema.description = description;
-      return { name: `${providerName}_${String(item.name)}`, schema };
-    });
-  };
-  const resources = entities('resources', 'resource');
-  const dataSources = entities('datasources', 'datasource');
-  problems.throwIfAny();
-  const byName = (a: DocEntity, b: DocEntity) => a.name.localeCompare(b.name);
-  return { source: 'provider-code-spec', provider: providerName, providerSchema, resources: resources.sort(byName), dataSources: dataSources.sort(byName) };
+    if (typeof item.name !== 'string' || !LOWER_IDENTIFIER.test(item.name)) {
+      problems.add(
+        `${path}.name`,
+        `${JSON.stringify(item.name)} is not a lower-case Terraform identifier (letters, digits, "_" and "-", starting with a letter or "_")`,
+      );
+    } else if (seen.has(item.name)) {
+      problems.add(`${path}.name`, `"${item.name}" appears twice; names must be unique`);
+    }
+    if (typeof item.name === 'string') seen.add(item.name);
+    const schema = schemaOf(item.schema, `${path}.schema`, kind, problems, true);
+    // Not in the specification (0.1 has no description for a resource): accepted so a page can say what it is.
+    const description = optionalString(item.description, `${path}.description`, problems);
+    if (description) schema.description = description;
+    return { name: `${providerName}_${String(item.name)}`, schema };
+  });
 }
 
 function schemaOf(value: unknown, path: string, kind: Kind, problems: DocsProblems, required: boolean): DocSchema {
