@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import * as openpgp from 'openpgp';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { newToken, tokenId, tokenSha256 } from '../../../src/access/tokens';
 import { formatShasums, h1Hash } from '../../../src/protocol/hashes';
 import { archiveFilename, executableName, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
@@ -141,4 +141,32 @@ export async function publishRelease(token: string, namespace: string, release: 
   }
   const committed = await commit(token, session);
   return { started, committed, session, body: (await committed.json()) as Record<string, unknown> };
+}
+
+const EMPTY_MODULE_DOCS = { inputs: [], outputs: [], providers: [], requiredVersion: null, submodules: [] };
+
+/**
+ * Publishes `bytes` (a module package of `format`) as NS/NAME/aws 1.0.0 over the API — manifest, one PUT,
+ * commit — as a client would; the commit's status and errors, and whether the version is listed after it.
+ */
+export async function publishModulePackage(
+  token: string,
+  namespace: string,
+  name: string,
+  format: 'zip' | 'tar.gz',
+  bytes: Uint8Array,
+): Promise<{ status: number; errors: string[]; listed: boolean }> {
+  const started = await get(`/v1/publish/modules/${namespace}/${name}/aws/1.0.0`, {
+    method: 'POST',
+    headers: bearer(token, { 'content-type': 'application/json' }),
+    body: JSON.stringify({ format, size: bytes.byteLength, sha256: await hex(bytes), docs: EMPTY_MODULE_DOCS }),
+  });
+  expect(started.status, await started.clone().text()).toBe(201);
+  const session = (await started.json()) as Session;
+  expect((await put(token, session.files[0]!.url, bytes)).status).toBe(200);
+  const committed = await get(session.commit_url, { method: 'POST', headers: bearer(token) });
+  const body = (await committed.json()) as { errors?: string[] };
+  const versions = await get(`/v1/modules/${namespace}/${name}/aws/versions`, { headers: bearer(token) });
+  const listed = versions.status === 200 && JSON.stringify(await versions.json()).includes('1.0.0');
+  return { status: committed.status, errors: body.errors ?? [], listed };
 }

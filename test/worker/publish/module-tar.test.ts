@@ -1,7 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { paxHeader as pax, tarGz } from '../../fixtures/archives';
-import { get } from '../helpers';
-import { bearer, hex, issue, put, type Session } from './api';
+import { issue, publishModulePackage } from './api';
 
 // A module .tar.gz published over the publish API (POST /v1/publish/modules/…, PUT, commit) is read by the one tar
 // header parser (src/protocol/tar.ts, TarReader), as the module proxy and publish-module read one: a link's target
@@ -10,7 +9,6 @@ import { bearer, hex, issue, put, type Session } from './api';
 // package was published. Tars are written header by header by test/fixtures/archives.ts.
 
 const MAIN = 'variable "a" {}\n';
-const DOCS = { inputs: [], outputs: [], providers: [], requiredVersion: null, submodules: [] };
 let token: string;
 let n = 0;
 
@@ -18,22 +16,9 @@ beforeAll(async () => {
   ({ token } = await issue('publish', ['tarmods'], { name: 'module-tar' }));
 });
 
-/** Publishes `tar` as module tarmods/<fresh name>/aws 1.0.0; the commit's status and body, and whether a version is listed. */
-async function publish(tar: Uint8Array): Promise<{ status: number; errors: string[]; listed: boolean }> {
-  const name = `m${++n}`;
-  const started = await get(`/v1/publish/modules/tarmods/${name}/aws/1.0.0`, {
-    method: 'POST',
-    headers: bearer(token, { 'content-type': 'application/json' }),
-    body: JSON.stringify({ format: 'tar.gz', size: tar.byteLength, sha256: await hex(tar), docs: DOCS }),
-  });
-  expect(started.status, await started.clone().text()).toBe(201);
-  const session = (await started.json()) as Session;
-  expect((await put(token, session.files[0]!.url, tar)).status).toBe(200);
-  const committed = await get(session.commit_url, { method: 'POST', headers: bearer(token) });
-  const body = (await committed.json()) as { errors?: string[] };
-  const versions = await get(`/v1/modules/tarmods/${name}/aws/versions`, { headers: bearer(token) });
-  const listed = versions.status === 200 && JSON.stringify(await versions.json()).includes('1.0.0');
-  return { status: committed.status, errors: body.errors ?? [], listed };
+/** Publishes `tar` as module tarmods/<fresh name>/aws 1.0.0 (publishModulePackage). */
+function publish(tar: Uint8Array) {
+  return publishModulePackage(token, 'tarmods', `m${++n}`, 'tar.gz', tar);
 }
 
 async function refused(tar: Uint8Array, message: RegExp): Promise<void> {

@@ -1,7 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { zipDeflated, zipStored } from '../../fixtures/archives';
-import { get } from '../helpers';
-import { bearer, hex, issue, put, type Session } from './api';
+import { issue, publishModulePackage } from './api';
 
 // A module .zip published over the publish API (POST /v1/publish/modules/…, PUT, commit) is checked on the stored
 // bytes by the same function publish-module runs on a file (readModuleZip, src/protocol/module-zip.ts): each zip
@@ -9,7 +8,6 @@ import { bearer, hex, issue, put, type Session } from './api';
 // are built by test/fixtures/archives.ts and damaged in place, as the CLI's tests damage yazl's.
 
 const MAIN = 'variable "a" {}\n';
-const DOCS = { inputs: [], outputs: [], providers: [], requiredVersion: null, submodules: [] };
 let token: string;
 let n = 0;
 
@@ -26,22 +24,9 @@ function central(zip: Uint8Array, nth: number): number {
   throw new Error(`no central header ${nth}`);
 }
 
-/** Publishes `zip` as module zipmods/<fresh name>/aws 1.0.0; the commit's status and body, and whether a version is listed. */
-async function publish(zip: Uint8Array): Promise<{ status: number; errors: string[]; listed: boolean }> {
-  const name = `m${++n}`;
-  const started = await get(`/v1/publish/modules/zipmods/${name}/aws/1.0.0`, {
-    method: 'POST',
-    headers: bearer(token, { 'content-type': 'application/json' }),
-    body: JSON.stringify({ format: 'zip', size: zip.byteLength, sha256: await hex(zip), docs: DOCS }),
-  });
-  expect(started.status, await started.clone().text()).toBe(201);
-  const session = (await started.json()) as Session;
-  expect((await put(token, session.files[0]!.url, zip)).status).toBe(200);
-  const committed = await get(session.commit_url, { method: 'POST', headers: bearer(token) });
-  const body = (await committed.json()) as { errors?: string[] };
-  const versions = await get(`/v1/modules/zipmods/${name}/aws/versions`, { headers: bearer(token) });
-  const listed = versions.status === 200 && JSON.stringify(await versions.json()).includes('1.0.0');
-  return { status: committed.status, errors: body.errors ?? [], listed };
+/** Publishes `zip` as module zipmods/<fresh name>/aws 1.0.0 (publishModulePackage). */
+function publish(zip: Uint8Array) {
+  return publishModulePackage(token, 'zipmods', `m${++n}`, 'zip', zip);
 }
 
 async function refused(zip: Uint8Array, message: RegExp): Promise<void> {
