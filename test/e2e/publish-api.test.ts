@@ -111,6 +111,11 @@ describe('publish-provider --registry', () => {
         `terraform {\n  required_providers {\n    thing = {\n      source  = "${HOST}/acme/thing"\n      version = "1.0.0"\n    }\n  }\n}\n`,
       );
       writeFileSync(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "providers.v1" = "${server.origin}/v1/providers/"\n  }\n}\n`);
+      // The first test saw this provider absent, and the server may reuse that answer for INDEX_CACHE_SECONDS (5 s
+      // locally): wait until the list shows the published version, as a client shortly after a publish would.
+      for (let waited = 0; waited < 15_000 && (await https('/v1/providers/acme/thing/versions')).status !== 200; waited += 500) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
       const init = await terraformInit(work, certificate.certPath);
       console.log(`--- terraform init of a release published through the API ---\n${init.output}`);
       expect(init.ok, init.output).toBe(true);
