@@ -1,6 +1,6 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { sortVersions } from '../../protocol/version';
-import { allSettledInOrder, mapLimit } from '../../concurrency';
+import { mapLimit } from '../../concurrency';
 import { mirrorIndexDocument, versionsDocument } from './documents';
 import {
   committedRecordKey,
@@ -171,9 +171,10 @@ async function writeListDocuments(
     await repairDocuments(kv, documents, options.progress, options.check);
     return page;
   }
-  // The three lists are built from the same index and lifecycle: sent together.
-  options.check();
-  await allSettledInOrder(documents.map(({ key, body }) => kv.put(key, body)));
+  for (const { key, body } of documents) {
+    options.check();
+    await kv.put(key, body);
+  }
   return page;
 }
 

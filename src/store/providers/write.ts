@@ -1,7 +1,7 @@
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { downloadDocument, mirrorVersionDocument } from './documents';
 import { committedRecordKey, downloadDocumentKey, mirrorVersionKey, providerStatementPrefix, releaseObjectKey } from '../layout';
-import { allSettledInOrder, mapLimit } from '../../concurrency';
+import { mapLimit } from '../../concurrency';
 import { listAllKeys, listAllObjectKeys } from '../list';
 import { loadProviderLists, rebuildProviderLists, updateProviderLists, type ListsState } from './lists';
 import { commitRecord, uploadObject, uploadUnlessStored, type PublishOutcome, type PublishProgress, type ReleaseFile } from '../records';
@@ -209,13 +209,11 @@ export async function rebuildProviderIndex(
 
 async function writeDocuments(kv: KvStore, record: VersionRecord, check: () => void): Promise<void> {
   const { address, version } = record;
-  // All before the record (the commit point), in any order among themselves: sent together.
-  const documents = [
-    ...record.packages.map((pkg) => ({ key: downloadDocumentKey(address, version, pkg), body: downloadDocument(record, pkg) })),
-    { key: mirrorVersionKey(address, version), body: mirrorVersionDocument(record) },
-  ];
-  check();
-  await allSettledInOrder(documents.map(({ key, body }) => kv.put(key, body)));
+  for (const pkg of record.packages) {
+    check();
+    await kv.put(downloadDocumentKey(address, version, pkg), downloadDocument(record, pkg));
+  }
+  await kv.put(mirrorVersionKey(address, version), mirrorVersionDocument(record));
 }
 
 /**
