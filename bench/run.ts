@@ -34,6 +34,7 @@ import {
   median,
   publishApiTargets,
   publishScaleTargets,
+  writeFloorTargets,
   type FloorP99,
   type RouteFigures,
 } from './targets';
@@ -155,7 +156,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
     log('publish API: wall time at 1 and 200 versions, Worker CPU per request (3-platform provider, 50 MB module)');
     const publishApi = await benchPublishApi(work, log);
     log("write paths: Worker CPU per MiB against the runtime's native floor, and signing per key type (bench/write-floor.ts)");
-    const writeFloor = { paths: await benchWriteFloor(work, quick ? [1, 10] : [1, 10, 50], log), signing: await benchSigning(work, log) };
+    const writeFloor = { paths: await benchWriteFloor(work, quick ? [1, 10] : [1, 10, 50, 200], log), signing: await benchSigning(work, log) };
 
     log('cost: requests, KV and R2 reads of a real terraform init, cold and with a warm edge cache');
     const cost = await benchCost(work, { quick, log });
@@ -167,6 +168,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       ...publishScaleTargets(publishScale),
       ...publishApiTargets(publishApi),
       ...countingTargets(downloadCounting),
+      ...writeFloorTargets(writeFloor.paths),
     ];
     const result = {
       machine: { cpus: cpus().length, node: process.version, loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg()[0]! },

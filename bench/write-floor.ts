@@ -3,29 +3,36 @@
  * path's Worker CPU per MiB of archive next to the runtime's native floor, measured in the same run, in
  * the same workerd, on the same bytes (bench/pull-worker.ts's /__bench endpoints):
  *
- * - floor zh: the object piped into crypto.DigestStream; floor h1: each entry piped through
- *   DecompressionStream('deflate-raw') into crypto.DigestStream; floor copy: the object piped into an R2 put;
- *   module floor: gunzip, gzip and SHA-256 of the package, all native streams;
- * - pull-through (ours): the verified copy (SHA-256 while feeding the client and the R2 put, last block held)
- *   plus the background commit's h1 (src/mirror/zip-digest.ts); its floor: zh + h1;
- * - API publish commit (ours, a zip staged in parts): whole-object SHA-256, entries, h1 and the copy to the
- *   release name, as src/store/uploads/staged.ts and src/routes/publish/provider-commit.ts do them; its
- *   floor: zh + h1 + copy. (The PUT of each part is a native R2 put: 0–5 ms, bench/publish-api.ts.)
+ * - floor zh: the archive piped into crypto.DigestStream; floor h1: each entry piped through
+ *   DecompressionStream('deflate-raw') into crypto.DigestStream; module floor: gunzip, gzip and SHA-256 of
+ *   the package; all native streams, no JS per chunk;
+ * - pull-through (ours): the verified copy (SHA-256 while feeding the client and the R2 put, last block held
+ *   back until the bytes passed) plus the background commit's h1 (src/mirror/zip-digest.ts); its floor:
+ *   zh + h1, and beside it the floor with delivery: native tees into the digest and two FixedLengthStreams
+ *   (R2's put and the client's response need known lengths) sent to sockets, plus the h1 floor;
+ * - API publish commit (ours, a zip staged in parts): whole-object SHA-256, entries and h1, as
+ *   src/store/uploads/staged.ts and src/routes/publish/provider-commit.ts do them; its floor: zh + h1.
+ *   (The PUT of each part is a native R2 put: 0–5 ms, bench/publish-api.ts.)
  * - module proxy (ours): src/mirror/modules/repack.ts + SHA-256; its floor: gunzip + gzip + SHA-256.
  *
- * The Worker's CPU of each request is read from the isolate's profile (bench/worker-cpu.ts), so Miniflare's
- * R2 simulator is left out, as on Cloudflare. Zips: "stored" (incompressible, method 0) and "deflated"
- * (an executable-like 4-bit-entropy body, inflating to ~1.9× the zip), three entries each as goreleaser
- * makes them. Sizes: 1 and 10 MiB with --quick, else 1, 10, 50 and 200 MiB.
+ * Each figure is workerd's process CPU (every thread's schedstat) for one request, the least of three. The
+ * archive is held in the isolate and what goes to R2 or the client is POSTed to a discard server on loopback,
+ * so no storage simulator or response proxy of Miniflare's runs in those requests: the process CPU is the
+ * Worker's own, including the runtime's native stream work on its behalf. Zips: "stored" (incompressible,
+ * method 0) and "deflated" (an executable-like 4-bit-entropy body, inflating to ~1.9× the zip), three
+ * entries each as goreleaser makes them (zipLayout). Sizes: 1 and 10 MiB with --quick, else 1, 10, 50 and
+ * 200 MiB (module packages up to 50 MiB: the proxy takes 100 MB at most).
  */
 import { execFileSync } from 'node:child_process';
 import { createHash, randomFillSync } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { constants as zlibConstants, crc32, deflateRawSync } from 'node:zlib';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import yazl from 'yazl';
 import { build } from './build';
 import { startRuntime } from './runtime';
 import { cpuNanos } from './proc';
@@ -43,8 +50,11 @@ export interface WritePathFigures {
   floorPerMiB: number;
   ratio: number;
   plan: string;
-  /** Pull-through only: the runtime's cost of handing the bytes to two length-fixed destinations (R2, client). */
-  deliveryMs?: number;
+  /**
+   * Pull-through only: the floor with the runtime's least cost of handing the bytes to R2 and to the client
+   * (native tees into the digest and two FixedLengthStreams sent to sockets, plus the h1 floor).
+   */
+  floorWithDeliveryMs?: number;
   ratioWithDelivery?: number;
 }
 
@@ -54,21 +64,109 @@ function body(kind: 'stored' | 'deflated', bytes: number): Buffer {
   return data;
 }
 
-async function makeZip(kind: 'stored' | 'deflated', zipBytes: number): Promise<Buffer> {
-  const zip = new yazl.ZipFile();
-  const mtime = new Date('2026-01-01T00:00:00Z');
-  // A 4-bit-entropy body deflates to ~0.53 of its size.
-  zip.addBuffer(body(kind, kind === 'stored' ? zipBytes : Math.round(zipBytes / 0.53)), 'terraform-provider-big_v1.0.0', {
-    compress: kind === 'deflated',
-    mtime,
-    mode: 0o100755,
-  });
-  zip.addBuffer(Buffer.from('# big\n'.repeat(200)), 'README.md', { compress: kind === 'deflated', mtime });
-  zip.addBuffer(Buffer.from('Mozilla Public License 2.0\n'.repeat(400)), 'LICENSE', { compress: kind === 'deflated', mtime });
-  zip.end();
-  const chunks: Buffer[] = [];
-  for await (const chunk of zip.outputStream as AsyncIterable<Buffer>) chunks.push(chunk);
-  return Buffer.concat(chunks);
+/** A provider zip laid out for the bench Worker's HeldArchive: `head`, then `block` `count` times, then `tail`. */
+export interface ZipLayout {
+  head: Buffer;
+  block: Buffer;
+  count: number;
+  tail: Buffer;
+  size: number;
+  sha256: string;
+}
+
+/**
+ * A ~`zipBytes` provider zip as goreleaser makes one (the executable, README.md, LICENSE; Unix modes, sizes and
+ * CRC-32 in the headers), whose executable's data is one 1 MiB block repeated, so the Worker can hold 200 MiB.
+ * "stored": incompressible bytes, method 0. "deflated": a 4-bit-entropy executable (inflating to ~1.9× the
+ * zip), each block deflated alone and ended with a full flush (byte-aligned, no reference to earlier blocks),
+ * so copies of it in a row, then an empty final block, are one valid deflate stream.
+ */
+export function zipLayout(kind: 'stored' | 'deflated', zipBytes: number): ZipLayout {
+  const plain = body(kind, MiB);
+  const block = kind === 'stored' ? plain : deflateRawSync(plain, { finishFlush: zlibConstants.Z_FULL_FLUSH });
+  const count = Math.max(1, Math.round(zipBytes / block.byteLength));
+  const finalBlock = kind === 'stored' ? Buffer.alloc(0) : Buffer.from([0x03, 0x00]);
+  let crc = 0;
+  for (let i = 0; i < count; i++) crc = crc32(plain, crc);
+  const method = kind === 'stored' ? 0 : 8;
+  const entries: { name: string; mode: number; method: number; crc: number; compressed: number; size: number; data?: Buffer }[] = [
+    {
+      name: 'terraform-provider-big_v1.0.0',
+      mode: 0o100755,
+      method,
+      crc,
+      compressed: block.byteLength * count + finalBlock.byteLength,
+      size: plain.byteLength * count,
+    },
+    ...[
+      ['README.md', Buffer.from('# big\n'.repeat(200))],
+      ['LICENSE', Buffer.from('Mozilla Public License 2.0\n'.repeat(400))],
+    ].map(([name, data]) => ({
+      name: name as string,
+      mode: 0o100644,
+      method: 0,
+      crc: crc32(data as Buffer),
+      compressed: (data as Buffer).byteLength,
+      size: (data as Buffer).byteLength,
+      data: data as Buffer,
+    })),
+  ];
+  const DOS_TIME = 0; // 00:00:00
+  const DOS_DATE = ((2026 - 1980) << 9) | (1 << 5) | 1; // 2026-01-01
+  const local = (e: (typeof entries)[number]) => {
+    const h = Buffer.alloc(30);
+    h.writeUInt32LE(0x04034b50, 0);
+    h.writeUInt16LE(20, 4);
+    h.writeUInt16LE(0x0800, 6); // UTF-8 names
+    h.writeUInt16LE(e.method, 8);
+    h.writeUInt16LE(DOS_TIME, 10);
+    h.writeUInt16LE(DOS_DATE, 12);
+    h.writeUInt32LE(e.crc >>> 0, 14);
+    h.writeUInt32LE(e.compressed, 18);
+    h.writeUInt32LE(e.size, 22);
+    h.writeUInt16LE(Buffer.byteLength(e.name), 26);
+    h.writeUInt16LE(0, 28);
+    return Buffer.concat([h, Buffer.from(e.name)]);
+  };
+  const central = (e: (typeof entries)[number], offset: number) => {
+    const h = Buffer.alloc(46);
+    h.writeUInt32LE(0x02014b50, 0);
+    h.writeUInt16LE((3 << 8) | 20, 4); // made by Unix
+    h.writeUInt16LE(20, 6);
+    h.writeUInt16LE(0x0800, 8);
+    h.writeUInt16LE(e.method, 10);
+    h.writeUInt16LE(DOS_TIME, 12);
+    h.writeUInt16LE(DOS_DATE, 14);
+    h.writeUInt32LE(e.crc >>> 0, 16);
+    h.writeUInt32LE(e.compressed, 20);
+    h.writeUInt32LE(e.size, 24);
+    h.writeUInt16LE(Buffer.byteLength(e.name), 28);
+    h.writeUInt32LE((e.mode << 16) >>> 0, 38);
+    h.writeUInt32LE(offset, 42);
+    return Buffer.concat([h, Buffer.from(e.name)]);
+  };
+  const head = local(entries[0]!);
+  const tailParts: Buffer[] = [finalBlock];
+  const offsets = [0];
+  let at = head.byteLength + entries[0]!.compressed;
+  for (const e of entries.slice(1)) {
+    offsets.push(at);
+    const header = local(e);
+    tailParts.push(header, e.data!);
+    at += header.byteLength + e.compressed;
+  }
+  const directory = Buffer.concat(entries.map((e, i) => central(e, offsets[i]!)));
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(entries.length, 8);
+  end.writeUInt16LE(entries.length, 10);
+  end.writeUInt32LE(directory.byteLength, 12);
+  end.writeUInt32LE(at, 16);
+  const tail = Buffer.concat([...tailParts, directory, end]);
+  const hash = createHash('sha256').update(head);
+  for (let i = 0; i < count; i++) hash.update(block);
+  hash.update(tail);
+  return { head, block, count, tail, size: head.byteLength + block.byteLength * count + tail.byteLength, sha256: hash.digest('hex') };
 }
 
 function makeModule(dir: string, bytes: number): Buffer {
@@ -84,6 +182,7 @@ function makeModule(dir: string, bytes: number): Buffer {
 /** Measures every path at every size; `work` is a scratch directory. */
 export async function benchWriteFloor(work: string, sizes: number[], log: (line: string) => void = () => {}): Promise<WritePathFigures[]> {
   const runtime = await startRuntime({ bundlePath: await build(work, 'bench/pull-worker.ts') });
+  const sink = await discardServer();
   const rows: WritePathFigures[] = [];
   try {
     // One request's workerd CPU (ms): the bytes are in the isolate already, so there is no storage I/O and
@@ -100,7 +199,7 @@ export async function benchWriteFloor(work: string, sizes: number[], log: (line:
       }
       return least;
     };
-    const push = (path: string, kind: string, mib: number, oursMs: number, floorMs: number, deliveryMs?: number) => {
+    const push = (path: string, kind: string, mib: number, oursMs: number, floorMs: number, floorWithDeliveryMs?: number) => {
       rows.push({
         path,
         kind,
@@ -111,23 +210,29 @@ export async function benchWriteFloor(work: string, sizes: number[], log: (line:
         floorPerMiB: floorMs / mib,
         ratio: floorMs > 0 ? oursMs / floorMs : NaN,
         plan: planFor(oursMs),
-        ...(deliveryMs === undefined ? {} : { deliveryMs, ratioWithDelivery: oursMs / (floorMs + deliveryMs) }),
+        ...(floorWithDeliveryMs === undefined ? {} : { floorWithDeliveryMs, ratioWithDelivery: oursMs / floorWithDeliveryMs }),
       });
       const r = rows.at(-1)!;
       log(
-        `write-floor: ${path}, ${kind} ${mib.toFixed(1)} MiB: ours ${r.oursMs.toFixed(1)} ms, floor ${r.floorMs.toFixed(1)} ms (${r.ratio.toFixed(2)}×)${deliveryMs === undefined ? '' : `, + delivery ${deliveryMs.toFixed(1)} ms (${r.ratioWithDelivery!.toFixed(2)}×)`}`,
+        `write-floor: ${path}, ${kind} ${mib.toFixed(1)} MiB: ours ${r.oursMs.toFixed(1)} ms, floor ${r.floorMs.toFixed(1)} ms (${r.ratio.toFixed(2)}×)${floorWithDeliveryMs === undefined ? '' : `, floor with delivery ${floorWithDeliveryMs.toFixed(1)} ms (${r.ratioWithDelivery!.toFixed(2)}×)`}`,
       );
     };
     for (const mib of sizes) {
       for (const kind of ['stored', 'deflated'] as const) {
-        const zip = await makeZip(kind, mib * MiB);
+        const zip = zipLayout(kind, mib * MiB);
         const key = `bench/archive.zip`; // one at a time in the isolate
-        const sha = createHash('sha256').update(zip).digest('hex');
-        const put = await fetch(`${runtime.origin}/__bench/object?key=${encodeURIComponent(key)}`, { method: 'PUT', body: zip });
-        await put.text();
-        if (put.status !== 200) throw new Error(`storing ${key}: HTTP ${put.status}`);
-        const q = `key=${encodeURIComponent(key)}`;
-        const size = zip.byteLength / MiB;
+        const sha = zip.sha256;
+        const put = await fetch(
+          `${runtime.origin}/__bench/object?key=${encodeURIComponent(key)}&head=${zip.head.byteLength}&block=${zip.block.byteLength}&count=${zip.count}`,
+          {
+            method: 'PUT',
+            body: Buffer.concat([zip.head, zip.block, zip.tail]),
+          },
+        );
+        const stored = await put.text();
+        if (put.status !== 200 || JSON.parse(stored).size !== zip.size) throw new Error(`storing ${key}: HTTP ${put.status} ${stored.slice(0, 200)}`);
+        const q = `key=${encodeURIComponent(key)}&sink=${encodeURIComponent(sink.url)}`;
+        const size = zip.size / MiB;
         // Warm the code paths once (a warm isolate, as the goals say), then measure ours and the floor interleaved.
         if (mib === sizes[0] && kind === 'stored')
           log(`write-floor: source chunks ${await (await fetch(`${runtime.origin}/__bench/cpu?what=mem-chunks&${q}`)).text()}`);
@@ -136,10 +241,11 @@ export async function benchWriteFloor(work: string, sizes: number[], log: (line:
         const copy = await cpuOf(`/__bench/cpu?what=mem-zh-copy&${q}&sha=${sha}`);
         const h1 = await cpuOf(`/__bench/cpu?what=mem-h1&${q}`);
         const commit = await cpuOf(`/__bench/cpu?what=mem-commit-hash&${q}`);
-        const delivery = await cpuOf(`/__bench/cpu?what=mem-floor-delivery&${q}`);
-        push('pull-through (copy + h1)', kind, size, copy + h1, floorZh + floorH1, delivery);
+        const floorZhDelivery = await cpuOf(`/__bench/cpu?what=mem-floor-zh-delivery&${q}`);
+        push('pull-through (copy + h1)', kind, size, copy + h1, floorZh + floorH1, floorZhDelivery + floorH1);
         push('API publish commit (zh + h1)', kind, size, commit, floorZh + floorH1);
       }
+      if (mib > MAX_MODULE_MIB) continue; // the module proxy takes packages up to 100 MB
       const dir = join(work, `module-${mib}`);
       const tarball = makeModule(dir, mib * MiB);
       const ours = await cpuOf('/__bench/repack?times=1', { method: 'POST', body: tarball });
@@ -149,8 +255,25 @@ export async function benchWriteFloor(work: string, sizes: number[], log: (line:
     }
   } finally {
     await runtime.dispose();
+    await sink.close();
   }
   return rows;
+}
+
+const MAX_MODULE_MIB = 50;
+
+/**
+ * A loopback HTTP server that reads and drops every request body: where the bench Worker sends what goes to
+ * R2 and to the client, so the runtime hands the bytes to a socket natively, as it does on the edge.
+ */
+async function discardServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.end('ok'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
 export interface SigningFigures {
@@ -213,11 +336,11 @@ export async function benchSigning(work: string, log: (line: string) => void = (
 /** The table's lines. */
 export function writeFloorTable(rows: readonly WritePathFigures[]): string[] {
   return [
-    '| write path | archive | MiB | ours: Worker CPU (ms) | floor (ms) | ours per MiB | floor per MiB | ours ÷ floor | + native delivery to R2 and client (ms) | ours ÷ (floor + delivery) | plan (ours) |',
+    '| write path | archive | MiB | ours: Worker CPU (ms) | floor (ms) | ours per MiB | floor per MiB | ours ÷ floor | floor + native delivery to R2 and client (ms) | ours ÷ (floor + delivery) | plan (ours) |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.path} | ${r.kind} | ${r.mib.toFixed(1)} | ${r.oursMs.toFixed(1)} | ${r.floorMs.toFixed(1)} | ${r.oursPerMiB.toFixed(2)} | ${r.floorPerMiB.toFixed(2)} | ${r.ratio.toFixed(2)} | ${r.deliveryMs?.toFixed(1) ?? '—'} | ${r.ratioWithDelivery?.toFixed(2) ?? '—'} | ${r.plan.split(' ')[0]} |`,
+        `| ${r.path} | ${r.kind} | ${r.mib.toFixed(1)} | ${r.oursMs.toFixed(1)} | ${r.floorMs.toFixed(1)} | ${r.oursPerMiB.toFixed(2)} | ${r.floorPerMiB.toFixed(2)} | ${r.ratio.toFixed(2)} | ${r.floorWithDeliveryMs?.toFixed(1) ?? '—'} | ${r.ratioWithDelivery?.toFixed(2) ?? '—'} | ${r.plan.split(' ')[0]} |`,
     ),
   ];
 }
@@ -229,7 +352,7 @@ async function main(): Promise<void> {
     .slice(2)
     .filter((a) => /^\d+$/.test(a))
     .map(Number);
-  const sizes = given.length ? given : quick ? [1, 10] : [1, 10, 50];
+  const sizes = given.length ? given : quick ? [1, 10] : [1, 10, 50, 200];
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-floor-'));
   try {
     const log = (line: string) => process.stderr.write(`bench: ${line}\n`);

@@ -120,12 +120,12 @@ async function pump(
 
 /**
  * The two destinations fed in lockstep with the digest beside them: chunks
- * are gathered into blocks of BLOCK_BYTES (the per-write cost of the
- * length-fixed destinations, FixedLengthStream, not hashing or the copy,
- * dominates with 64 KiB chunks), each block goes to the digest and both
- * destinations at once (three native streams), and the LAST block is held
- * back until the caller ends each destination. A client that goes away stops
- * only its own branch.
+ * are gathered into blocks of BLOCK_BYTES, each block goes to the digest and
+ * both destinations at once (three native streams), and the LAST block is
+ * held back until the caller ends each destination; so the isolate holds at
+ * most two blocks. (Sent to sockets, as R2's put and the client's response
+ * are, 64 KiB and 1 MiB blocks cost the same: bench/README.md.) A client
+ * that goes away stops only its own branch.
  */
 class LockstepCopy {
   private readonly digest = new crypto.DigestStream('SHA-256');
