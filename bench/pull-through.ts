@@ -24,6 +24,7 @@ import { mirrorPolicyKey } from '../src/store/layout';
 import { build } from './build';
 import { cpuMicros } from './proc';
 import { startRuntime } from './runtime';
+import { discardServer } from './write-floor';
 
 await main();
 
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
     ],
   });
   const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
+  const sink = await discardServer();
   try {
     const policy = parsePolicy(
       JSON.stringify({
@@ -122,7 +124,7 @@ async function main(): Promise<void> {
         await response.arrayBuffer();
         return (cpuMicros(runtime.pid) - before) / 1000;
       };
-      const copyMs = await measure(`what=copy&mb=${mb}`);
+      const copyMs = await measure(`what=copy&mb=${mb}&sink=${encodeURIComponent(sink.url)}`);
       const h1Ms = await measure(`what=h1&key=${encodeURIComponent(key)}`);
       const readMs = await measure(`what=read&key=${encodeURIComponent(key)}`);
       cold.push({
@@ -205,6 +207,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await runtime.dispose();
+    await sink.close();
     await upstream.stop();
     await rm(work, { recursive: true, force: true });
   }

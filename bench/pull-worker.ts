@@ -4,9 +4,10 @@
  * outgoing fetch (a subrequest) counted, reported (and with ?reset zeroed)
  * at /__bench/ops. Calls made in waitUntil after the response count too.
  *
- * /__bench/cpu?what=copy&mb=N runs the pull's verified copy (SHA-256 while
- * streaming into two length-checked streams, drained) over N MiB made in
- * memory: no I/O, so the process CPU it takes is the Worker's own work.
+ * /__bench/cpu?what=copy&mb=N&sink=URL runs the pull's verified copy
+ * (SHA-256 while streaming into two length-checked streams, both POSTed to
+ * the discard server at URL) over N MiB made in memory: no storage I/O, so
+ * the process CPU it takes is the Worker's own work.
  * what=h1&key=K computes the h1 of R2 object K as the pull does; what=read&key=K
  * only reads it (the simulator's share, to subtract).
  *
@@ -124,7 +125,9 @@ async function cpu(url: URL, env: Env): Promise<Response> {
     });
     // The expected hash is unknown here: the copy must fail at the very end, after hashing every byte.
     const copy = verifiedCopy(source, { settle: signedSums('0'.repeat(64)), size, idleMs: 60_000, what: 'bench' });
-    const [a, b, done] = await Promise.allSettled([drain(copy.client), drain(copy.store), copy.done]);
+    // Both destinations to sockets, as on the edge (see deliver); JS readers of them would add ~3 ms/MiB each.
+    const sink = url.searchParams.get('sink')!;
+    const [a, b, done] = await Promise.allSettled([deliver(copy.client, sink), deliver(copy.store, sink), copy.done]);
     return Response.json({ client: a.status, store: b.status, done: done.status === 'rejected' ? String((done.reason as Error).message).slice(0, 60) : 'ok' });
   }
   if (what?.startsWith('mem-')) return memoryCpu(what.slice(4), url);

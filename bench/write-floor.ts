@@ -266,7 +266,7 @@ const MAX_MODULE_MIB = 50;
  * A loopback HTTP server that reads and drops every request body: where the bench Worker sends what goes to
  * R2 and to the client, so the runtime hands the bytes to a socket natively, as it does on the edge.
  */
-async function discardServer(): Promise<{ url: string; close(): Promise<void> }> {
+export async function discardServer(): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer((request, response) => {
     request.resume();
     request.on('end', () => response.end('ok'));
