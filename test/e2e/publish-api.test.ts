@@ -31,6 +31,9 @@ let state: string;
 let publishToken: string;
 let readToken: string;
 let key: { path: string; keyId: string; publicArmor: string };
+let heldToken: string;
+let heldKeyId: string;
+const SECRET = 'publish-api-e2e-signing-secret-0123456789';
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'edge-registry-publish-api-'));
@@ -45,7 +48,14 @@ beforeAll(async () => {
   readToken = await token('--namespace', 'acme', '--name', 'reader');
   key = await writeKeyFile(dir, 'signer.asc', 'rsa');
   expect((await runScript('keys', ['import', '--namespace', 'acme', '--key-file', key.path, '--persist-to', state])).code).toBe(0);
-  server = await startDevServer({ stateDir: state, port: await freePort(), certificate });
+  // Namespace "held": keyless, its SHA256SUMS signed by a key the registry holds, of keys generate's default type (RSA-4096).
+  const held = await runScript('keys', ['generate', '--namespace', 'held', '--held-by-registry', '--persist-to', state, '--json'], {
+    SIGNING_KEY_SECRET: SECRET,
+  });
+  expect(held.code, held.stderr).toBe(0);
+  heldKeyId = (JSON.parse(held.stdout) as { key_id: string }).key_id;
+  heldToken = await token('--publish', 'held', '--name', 'keyless');
+  server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { SIGNING_KEY_SECRET: SECRET } });
 }, 300_000);
 afterAll(async () => {
   await server?.stop();
@@ -144,6 +154,26 @@ describe('publish-provider --registry', () => {
       } finally {
         spawnSync('gpgconf', ['--homedir', home, '--kill', 'all'], { stdio: 'ignore' });
       }
+    },
+  );
+
+  it.skipIf(missing('terraform', terraform))(
+    "keyless: the registry signs with its held RSA-4096 key (keys generate's default, signed through WebCrypto) and terraform init verifies the signature",
+    async () => {
+      const dist = await writeDist(join(dir, 'dist-held'), 'thing', '2.0.0');
+      const published = await cli('publish-provider', [dist, '--namespace', 'held', '--json'], heldToken);
+      expect(published.code, published.stderr).toBe(0);
+      expect(JSON.parse(published.stdout)).toMatchObject({ address: `${HOST}/held/thing`, version: '2.0.0', status: 'published', key_id: heldKeyId });
+      const work = join(dir, 'tf-held');
+      mkdirSync(work, { recursive: true });
+      writeFileSync(
+        join(work, 'main.tf'),
+        `terraform {\n  required_providers {\n    thing = {\n      source  = "${HOST}/held/thing"\n      version = "2.0.0"\n    }\n  }\n}\n`,
+      );
+      writeFileSync(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "providers.v1" = "${server.origin}/v1/providers/"\n  }\n}\n`);
+      const init = await terraformInit(work, certificate.certPath);
+      expect(init.ok, init.output).toBe(true);
+      expect(init.output).toContain(`Installed ${HOST}/held/thing v2.0.0 (self-signed, key ID ${heldKeyId})`);
     },
   );
 

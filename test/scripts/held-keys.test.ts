@@ -81,6 +81,24 @@ describe('npm run keys -- --held-by-registry', () => {
     expect((await runScript('keys', ['list', '--namespace', 'acme', '--persist-to', state], env)).stdout).toContain('(held by the registry)');
   });
 
+  it('generate with the default type (RSA-4096) holds a key the registry signs with through WebCrypto; gpg --verify accepts the signature', async () => {
+    const result = await runScript(
+      'keys',
+      ['generate', '--namespace', 'rsa', '--held-by-registry', '--persist-to', state, '--keys-dir', join(dir, '.keys'), '--json'],
+      env,
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const { key_id } = JSON.parse(result.stdout) as { key_id: string };
+    const { publicKeys, signed } = await withStore(async (kv) => ({
+      publicKeys: await readSigningKeys(kv, 'registry.example.com', 'rsa'),
+      signed: await signShasumsWithHeldKey({ kv }, { signingKeySecret: SECRET }, 'registry.example.com', 'rsa', sums),
+    }));
+    // gpg's status line: VALIDSIG FINGERPRINT DATE TIMESTAMP EXPIRE VERSION RESERVED PUBKEY-ALGO HASH-ALGO CLASS …
+    const gpg = gpgVerify(publicKeys[0]!.ascii_armor, sums, signed!.signature, 'generated-rsa');
+    expect(gpg).toMatch(/^0\n/);
+    expect(gpg).toMatch(new RegExp(`VALIDSIG [0-9A-F]*${key_id} \\S+ \\d+ 0 4 0 1 8 00 `));
+  });
+
   it('import of a private key file holds it (replacing the previous held key, whose public key stays registered); remove deletes it', async () => {
     const key = await writeKeyFile(dir, 'import.asc', 'ecc');
     const result = await runScript(

@@ -3,6 +3,7 @@ import type { KvStore } from '../store';
 import type { SigningKey } from '../types';
 import { open, seal, type Sealed } from './seal';
 import { SealError } from '../errors';
+import { rsaDetachedSigner, type DetachedSigner, type RsaSigningKey } from '../../protocol/openpgp-rsa-signer';
 
 /**
  * Signing keys held by the registry: a namespace's private OpenPGP key kept
@@ -122,12 +123,12 @@ export async function heldKeyForPublish(
 }
 
 /**
- * Unsealed and parsed private keys, per isolate: opening the sealed key (HKDF + AES-GCM) and parsing it
- * (openpgp.readPrivateKey) cost more than the signature. Keyed by everything that decides the result — the
- * secret, where the key belongs and the exact sealed bytes — so a rotated key, a changed secret or an altered
- * record is opened anew (and fails as before); a failure is not kept.
+ * Signers of unsealed private keys, per isolate: opening the sealed key (HKDF + AES-GCM), parsing it
+ * (openpgp.readPrivateKey) and, for RSA, importing it into WebCrypto cost more than the signature. Keyed by
+ * everything that decides the result — the secret, where the key belongs and the exact sealed bytes — so a
+ * rotated key, a changed secret or an altered record is opened anew (and fails as before); a failure is not kept.
  */
-const openedKeys = new Map<string, Promise<import('openpgp').PrivateKey>>();
+const openedKeys = new Map<string, Promise<DetachedSigner>>();
 const OPENED_KEYS_MAX = 32;
 
 async function signWithRecord(secret: string, hostname: string, namespace: string, record: HeldKeyRecord, sums: Uint8Array): Promise<Uint8Array> {
@@ -135,25 +136,55 @@ async function signWithRecord(secret: string, hostname: string, namespace: strin
   const cacheKey = JSON.stringify([secret, data, record.sealed]);
   let opened = openedKeys.get(cacheKey);
   if (!opened) {
-    opened = openPrivateKey(secret, data, record, namespace);
+    opened = openSigner(secret, data, record, namespace);
     if (openedKeys.size >= OPENED_KEYS_MAX) openedKeys.delete(openedKeys.keys().next().value!);
     openedKeys.set(cacheKey, opened);
     opened.catch(() => openedKeys.delete(cacheKey));
   }
-  const privateKey = await opened;
-  // openpgp is loaded only when a publish signs: the read routes never evaluate it.
-  const openpgp = await import('openpgp');
-  const message = await openpgp.createMessage({ binary: sums });
-  return openpgp.sign({ message, signingKeys: privateKey, detached: true, format: 'binary' });
+  return (await opened)(sums);
 }
 
-async function openPrivateKey(secret: string, data: string, record: HeldKeyRecord, namespace: string): Promise<import('openpgp').PrivateKey> {
+/** Opens the sealed key and returns what signs with it (detachedSigner). Throws SealError when the key is not the record's. */
+async function openSigner(secret: string, data: string, record: HeldKeyRecord, namespace: string): Promise<DetachedSigner> {
   const armored = new TextDecoder().decode(await open(secret, record.sealed, data));
+  // openpgp is loaded only when a publish signs: the read routes never evaluate it.
   const openpgp = await import('openpgp');
   const privateKey = await openpgp.readPrivateKey({ armoredKey: armored });
   if (privateKey.getKeyID().toHex().toUpperCase() !== record.keyId) throw new SealError(`the registry-held key of ${namespace} is not key ${record.keyId}`);
-  return privateKey;
+  return detachedSigner(privateKey);
 }
+
+/**
+ * What makes binary detached signatures with `privateKey` (unencrypted): for an RSA v4 signing key, WebCrypto
+ * with the key imported once (src/protocol/openpgp-rsa-signer.ts: openpgp.js imports it again for every
+ * signature, ~5 ms for RSA-4096); for any other key, or one WebCrypto refuses to import (openpgp.js falls
+ * back the same way), openpgp.sign.
+ */
+export async function detachedSigner(privateKey: import('openpgp').PrivateKey): Promise<DetachedSigner> {
+  const openpgp = await import('openpgp');
+  const viaOpenpgp: DetachedSigner = async (sums) =>
+    openpgp.sign({ message: await openpgp.createMessage({ binary: sums }), signingKeys: privateKey, detached: true, format: 'binary' });
+  const rsa = rsaMaterial(await privateKey.getSigningKey());
+  return rsa ? rsaDetachedSigner(rsa).catch(() => viaOpenpgp) : viaOpenpgp;
+}
+
+/** The RSA material of the key openpgp.sign would use, when it is an RSA v4 key; else null. */
+function rsaMaterial(signingKey: import('openpgp').PrivateKey | import('openpgp').Subkey): RsaSigningKey | null {
+  const packet = signingKey.keyPacket as unknown as {
+    version: number;
+    algorithm: number;
+    publicParams?: { n?: Uint8Array; e?: Uint8Array };
+    privateParams?: { d?: Uint8Array; p?: Uint8Array; q?: Uint8Array; u?: Uint8Array };
+  };
+  const { n, e } = packet.publicParams ?? {};
+  const { d, p, q, u } = packet.privateParams ?? {};
+  if (packet.version !== 4 || (packet.algorithm !== RSA_ENCRYPT_SIGN && packet.algorithm !== RSA_SIGN) || !n || !e || !d || !p || !q || !u) return null;
+  const fingerprint = Uint8Array.from(signingKey.getFingerprint().match(/../g) ?? [], (h) => Number.parseInt(h, 16));
+  return { n, e, d, p, q, u, fingerprint };
+}
+// RFC 4880 §9.1 public-key algorithm ids (openpgp.enums.publicKey; the enums are not loaded here).
+const RSA_ENCRYPT_SIGN = 1;
+const RSA_SIGN = 3;
 
 async function readRecord(kv: KvStore, hostname: string, namespace: string): Promise<HeldKeyRecord | null> {
   const text = await kv.get(heldSigningKeyKey(hostname, namespace), 'text');

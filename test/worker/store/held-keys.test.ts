@@ -67,6 +67,48 @@ describe('signShasumsWithHeldKey', () => {
     await expect(other.signatures[0]!.verified).rejects.toThrow();
   });
 
+  it("an RSA key (keys generate's default) signs through WebCrypto: a v4 binary signature over SHA-256 naming the key, which openpgp verifies; the key opens once per isolate", async () => {
+    const { privateKey, publicKey } = await openpgp.generateKey({
+      userIDs: [{ name: 'held', email: 'held@example.com' }],
+      type: 'rsa',
+      rsaBits: 2048,
+      format: 'armored',
+    });
+    const parsed = await openpgp.readPrivateKey({ armoredKey: privateKey });
+    const keyId = parsed.getKeyID().toHex().toUpperCase();
+    await env.REGISTRY_KV.put(signingKeysKey(HOST, 'rsa'), JSON.stringify([{ key_id: keyId, ascii_armor: publicKey }]));
+    await storeHeldKey(env.REGISTRY_KV, SECRET, HOST, 'rsa', keyId, privateKey);
+
+    const first = await signShasumsWithHeldKey(store, { signingKeySecret: SECRET }, HOST, 'rsa', sums);
+    const again = await signShasumsWithHeldKey(store, { signingKeySecret: SECRET }, HOST, 'rsa', sums);
+    for (const result of [first, again]) {
+      expect(result?.keyId).toBe(keyId);
+      const signature = await openpgp.readSignature({ binarySignature: result!.signature });
+      const packet = signature.packets[0]!;
+      expect(packet.version).toBe(4);
+      expect(packet.signatureType).toBe(openpgp.enums.signature.binary);
+      expect(packet.publicKeyAlgorithm).toBe(openpgp.enums.publicKey.rsaEncryptSign);
+      expect(packet.hashAlgorithm).toBe(openpgp.enums.hash.sha256);
+      expect(packet.issuerKeyID.toHex().toUpperCase()).toBe(keyId);
+      expect(packet.issuerFingerprint && [...packet.issuerFingerprint].map((b) => b.toString(16).padStart(2, '0')).join('')).toBe(parsed.getFingerprint());
+      expect(Math.abs(packet.created!.getTime() - Date.now())).toBeLessThan(60_000);
+      const verification = await openpgp.verify({
+        message: await openpgp.createMessage({ binary: sums }),
+        signature,
+        verificationKeys: await openpgp.readKey({ armoredKey: publicKey }),
+      });
+      await expect(verification.signatures[0]!.verified).resolves.toBe(true);
+      const other = await openpgp.verify({
+        message: await openpgp.createMessage({ binary: new TextEncoder().encode('other') }),
+        signature,
+        verificationKeys: await openpgp.readKey({ armoredKey: publicKey }),
+      });
+      await expect(other.signatures[0]!.verified).rejects.toThrow();
+    }
+    // A rotated secret does not reuse the key opened under the old one.
+    await expect(signShasumsWithHeldKey(store, { signingKeySecret: `${SECRET}-rotated` }, HOST, 'rsa', sums)).rejects.toBeInstanceOf(SealError);
+  });
+
   it('null for a namespace without a held key, and once the key was removed from the namespace', async () => {
     expect(await signShasumsWithHeldKey(store, { signingKeySecret: SECRET }, HOST, 'nokey', sums)).toBeNull();
     await holdFixtureKey('removed');
