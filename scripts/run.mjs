@@ -83,4 +83,6 @@ if (!existsSync(bundle)) {
 }
 // The script sees itself as scripts/NAME.ts (usage lines, "is this the entry point" checks).
 process.argv = [process.argv[0], entry, ...rest];
+// EDGE_REGISTRY_TIMING=1 (scripts/lib/timing.ts): when the bundle starts loading, in ms since the process started.
+if (process.env.EDGE_REGISTRY_TIMING === '1') process.stderr.write(`timing: ${performance.now().toFixed(1)} bundle loading\n`);
 await import(pathToFileURL(bundle).href);

@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { InputError } from '../../src/protocol/errors';
 import { publishCredential, type PublishCredential } from './ci-credentials';
 import { CRASH_ENV, KILL_ENV, progressLog } from './progress';
+import { timing } from './timing';
 
 /**
  * The client side of the Worker's publish API (`--registry URL` of
@@ -96,8 +97,10 @@ export class RegistryClient {
 
   private async request(path: string, init: RequestInit): Promise<Response> {
     let response: Response;
+    const url = new URL(path, this.base);
+    timing(`send ${init.method} ${url.pathname}`);
     try {
-      response = await fetch(new URL(path, this.base), {
+      response = await fetch(url, {
         ...init,
         headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${this.credential.bearer}` },
       });
@@ -106,6 +109,7 @@ export class RegistryClient {
         `${init.method} ${this.base}: ${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`,
       );
     }
+    timing(`answer ${response.status} ${init.method} ${url.pathname}`);
     if (response.ok) return response;
     const message = await errorMessage(response);
     if (response.status >= 400 && response.status < 500)
