@@ -16,6 +16,9 @@ import { timing } from './timing';
  * publishes only at commit, and a re-run of a committed version is "unchanged").
  */
 
+/** How many files sent whole are uploaded at once. */
+const UPLOAD_CONCURRENCY = 4;
+
 export interface UploadableFile {
   filename: string;
   size: number;
@@ -73,23 +76,48 @@ export class RegistryClient {
     return response.status === 201 ? { session: body } : { result: body };
   }
 
-  /** Uploads every file of the session (each from `files`), then commits; returns the server's result. */
+  /**
+   * Uploads every file of the session (each from `files`), then commits; returns the server's result.
+   * Files sent in one PUT go up to UPLOAD_CONCURRENCY at a time (each stages its own object: the server
+   * keeps no per-session state between them); a file sent in parts goes alone, part after part, as before.
+   * Progress lines come in the session's order as each upload starts; after a failure nothing new starts,
+   * the uploads in flight finish, and the error of the first file (in that order) that failed is thrown.
+   */
   async uploadAndCommit<R>(session: Session, files: readonly UploadableFile[]): Promise<R> {
-    for (const wanted of session.files) {
+    const uploads = session.files.map((wanted) => {
       const file = files.find((f) => f.filename === wanted.filename);
       if (!file) throw new Error(`the server asked for ${wanted.filename}, which this publish does not have`);
-      this.progress({ step: 'upload', detail: `${file.filename} (${(file.size / 1e6).toFixed(2)} MB${wanted.parts > 1 ? ` in ${wanted.parts} parts` : ''})` });
-      for (let part = 1; part <= wanted.parts; part++) {
-        const start = (part - 1) * session.part_size;
-        const end = wanted.parts === 1 ? file.size : Math.min(file.size, start + session.part_size);
-        await this.request(`${wanted.url}${wanted.parts > 1 ? `?part=${part}` : ''}`, {
-          method: 'PUT',
-          headers: { 'content-length': String(end - start), 'content-type': 'application/octet-stream' },
-          body: body(file, start, end),
-          duplex: 'half',
-        } as RequestInit);
+      return { wanted, file };
+    });
+    const failures: { index: number; error: unknown }[] = [];
+    const inFlight = new Set<Promise<void>>();
+    const upload = async (index: number, wanted: SessionFile, file: UploadableFile) => {
+      try {
+        for (let part = 1; part <= wanted.parts; part++) {
+          const start = (part - 1) * session.part_size;
+          const end = wanted.parts === 1 ? file.size : Math.min(file.size, start + session.part_size);
+          await this.request(`${wanted.url}${wanted.parts > 1 ? `?part=${part}` : ''}`, {
+            method: 'PUT',
+            headers: { 'content-length': String(end - start), 'content-type': 'application/octet-stream' },
+            body: body(file, start, end),
+            duplex: 'half',
+          } as RequestInit);
+        }
+      } catch (error) {
+        failures.push({ index, error });
       }
+    };
+    for (const [index, { wanted, file }] of uploads.entries()) {
+      // A file in parts waits for the others and goes alone; a whole one waits for a free slot.
+      while (inFlight.size > 0 && (wanted.parts > 1 || inFlight.size >= UPLOAD_CONCURRENCY)) await Promise.race(inFlight);
+      if (failures.length > 0) break;
+      this.progress({ step: 'upload', detail: `${file.filename} (${(file.size / 1e6).toFixed(2)} MB${wanted.parts > 1 ? ` in ${wanted.parts} parts` : ''})` });
+      const running = upload(index, wanted, file).finally(() => inFlight.delete(running));
+      inFlight.add(running);
+      if (wanted.parts > 1) await running;
     }
+    await Promise.all(inFlight);
+    if (failures.length > 0) throw failures.sort((a, b) => a.index - b.index)[0]!.error;
     this.progress({ step: 'record', detail: 'committing' });
     const response = await this.request(session.commit_url, { method: 'POST' });
     return response.json() as Promise<R>;
