@@ -1,5 +1,5 @@
 /**
- * `npm run bench:cli` (`npx tsx bench/cli-wall.ts [--runs N] [--local N] [--profile DIR] [--json]`): the wall
+ * `npm run bench:cli` (`npx tsx bench/cli-wall.ts [--runs N] [--local N] [--baseline DIR] [--profile DIR] [--json]`): the wall
  * time of the CLI as a user runs it (issue 29, "Wall time per publish"). Goal: an API publish of a 1 MiB
  * release against `npm start` in ≤ 0.3 s beyond the process start (the wall of `node -e 0`).
  *
@@ -23,7 +23,9 @@
  * average. The publishes run with EDGE_REGISTRY_TIMING=1 (scripts/lib/timing.ts), so the CLI writes
  * `timing: MS LABEL` marks (ms since its process started): the bench splits each publish into the time to
  * the first request, each request's round trip (sent → response headers) and the time after the last answer.
- * `--profile DIR` passes `--cpu-prof --cpu-prof-dir DIR` to the publishes' node.
+ * `--profile DIR` passes `--cpu-prof --cpu-prof-dir DIR` to the publishes' node. `--baseline DIR` runs the CLI of
+ * another checkout (e.g. `git worktree add --detach ../base OLD` with node_modules linked) in the same rounds,
+ * on the same server, so before and after are measured in the same minutes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
@@ -216,29 +218,54 @@ async function startServer(state: string): Promise<{ origin: string; stop: () =>
   }
 }
 
+type Kind = CliWallFigures['runs'][number]['kind'];
+
+export interface CliSummary {
+  publish: { wall: number; cpu: number; beyond: number; met: boolean };
+  help: { wall: number; cpu: number; beyond: number };
+  local: { wall: number; cpu: number } | null;
+  breakdown: {
+    toFirstRequest: number;
+    requests: { name: string; seconds: number }[];
+    /** First request sent → last answer. */
+    requestsSpan: number;
+    afterLastAnswer: number;
+    inProcess: number;
+    outsideMarks: number;
+  };
+}
+
 export interface CliWallFigures {
   date: string;
   commit: string;
+  baselineDir: string | null;
   runs: {
-    kind: 'publish' | 'node -e 0' | 'help' | 'node -e 0 (help)' | 'local publish';
+    kind: 'publish' | 'node -e 0' | 'help' | 'node -e 0 (help)' | 'local publish' | 'baseline publish' | 'baseline help' | 'baseline local publish';
     wall: number;
     cpu: number;
     load: number;
     breakdown?: Breakdown | null;
   }[];
-  publish: { wall: number; cpu: number; nodeWall: number; nodeCpu: number; beyond: number; met: boolean };
-  help: { wall: number; cpu: number; nodeWall: number; beyond: number };
-  local: { wall: number; cpu: number } | null;
-  breakdown: { toFirstRequest: number; requests: { name: string; seconds: number }[]; afterLastAnswer: number; inProcess: number; outsideMarks: number };
+  node: { wall: number; cpu: number };
+  current: CliSummary;
+  baseline: CliSummary | null;
   load: { min: number; max: number };
 }
 
-export async function benchCliWall(options: { runs: number; local: number; profile?: string; log?: (line: string) => void }): Promise<CliWallFigures> {
+export async function benchCliWall(options: {
+  runs: number;
+  local: number;
+  profile?: string;
+  /** Another checkout (with node_modules) whose CLI runs interleaved with this one, on the same server. */
+  baseline?: string;
+  log?: (line: string) => void;
+}): Promise<CliWallFigures> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const dir = mkdtempSync(join(tmpdir(), 'edge-registry-cli-wall-'));
   const state = join(dir, 'state');
   const node = process.execPath;
   const run = join(root, 'scripts', 'run.mjs');
+  const baseRun = options.baseline ? join(options.baseline, 'scripts', 'run.mjs') : null;
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   try {
     log(`setting up in ${dir}: a registry-held Ed25519 key and a publish token (the CLI), then npm start`);
@@ -247,14 +274,18 @@ export async function benchCliWall(options: { runs: number; local: number; profi
     server = await startServer(state);
     log(`npm start answers at ${server.origin}`);
 
-    const versions = ['0.0.1', ...Array.from({ length: options.runs }, (_, i) => `1.0.${i + 1}`)];
+    const versions = [
+      '0.0.1',
+      ...Array.from({ length: options.runs }, (_, i) => `1.0.${i + 1}`),
+      ...(baseRun ? Array.from({ length: options.runs }, (_, i) => `2.0.${i + 1}`) : []),
+    ];
     const dists = new Map(versions.map((v) => [v, writeRelease(join(dir, `dist-${v}`), v)]));
     const publishEnv = cleanEnv({ EDGE_REGISTRY_TOKEN: token, EDGE_REGISTRY_TIMING: '1' });
     const nodeFlags = options.profile ? ['--cpu-prof', '--cpu-prof-dir', options.profile] : [];
-    const publish = async (version: string) => {
+    const publish = async (version: string, cli = run) => {
       const result = await timed(
         node,
-        [...nodeFlags, run, 'publish-provider', dists.get(version)!, '--namespace', NAMESPACE, '--registry', server!.origin, '--json'],
+        [...nodeFlags, cli, 'publish-provider', dists.get(version)!, '--namespace', NAMESPACE, '--registry', server!.origin, '--json'],
         publishEnv,
       );
       const status = result.code === 0 ? (JSON.parse(result.stdout) as { status: string }).status : '';
@@ -267,75 +298,90 @@ export async function benchCliWall(options: { runs: number; local: number; profi
     const warm = await publish('0.0.1');
     log(`warm-up publish: ${f(warm.wall)} s wall, ${f(warm.cpu)} s CPU (not counted)`);
     const runs: CliWallFigures['runs'] = [];
-    log('\nrun  what          wall (s)  CPU (s)  load  to 1st req  requests (round trips, s)');
+    const of = (kind: CliWallFigures['runs'][number]['kind'], key: 'wall' | 'cpu') => median(runs.filter((r) => r.kind === kind).map((r) => r[key]));
+    log('\nrun  what                   wall (s)  CPU (s)  load  to 1st req  requests (round trips, s)');
+    // Each round runs node -e 0, this CLI and the baseline's in a rotating order.
+    const rotate = <T extends Kind | 'node'>(items: readonly T[], i: number): T[] => [...items.slice(i % items.length), ...items.slice(0, i % items.length)];
     for (let i = 1; i <= options.runs; i++) {
-      const version = versions[i]!;
-      const pair = i % 2 ? ['node', 'publish'] : ['publish', 'node'];
-      for (const which of pair) {
-        const result = which === 'node' ? await bare() : await publish(version);
+      for (const which of rotate<'node' | 'publish' | 'baseline publish'>(['node', 'publish', ...(baseRun ? (['baseline publish'] as const) : [])], i)) {
+        const version = which === 'baseline publish' ? `2.0.${i}` : `1.0.${i}`;
+        const result = which === 'node' ? await bare() : await publish(version, which === 'publish' ? run : baseRun!);
         const b = which === 'node' ? undefined : breakdown(result.stderr);
-        runs.push({ kind: which === 'node' ? 'node -e 0' : 'publish', wall: result.wall, cpu: result.cpu, load: result.load, breakdown: b });
+        runs.push({ kind: which === 'node' ? 'node -e 0' : which, wall: result.wall, cpu: result.cpu, load: result.load, breakdown: b });
         log(
-          `${String(i).padStart(3)}  ${(which === 'node' ? 'node -e 0' : `publish ${version}`).padEnd(13)} ${f(result.wall).padStart(8)} ${f(result.cpu).padStart(8)} ${result.load.toFixed(1).padStart(5)}` +
+          `${String(i).padStart(3)}  ${(which === 'node' ? 'node -e 0' : `${which === 'publish' ? '' : 'baseline '}publish ${version}`).padEnd(22)} ${f(result.wall).padStart(8)} ${f(result.cpu).padStart(8)} ${result.load.toFixed(1).padStart(5)}` +
             (b ? `  ${f(b.firstSend).padStart(10)}  ${b.requests.map((r) => `${r.name} ${f(r.seconds)}`).join(', ')}` : ''),
         );
       }
     }
     for (let i = 1; i <= options.runs; i++) {
-      for (const which of i % 2 ? ['node', 'help'] : ['help', 'node']) {
-        const result = which === 'node' ? await bare() : await timed(node, [run, 'publish-provider', '--help'], cleanEnv());
-        runs.push({ kind: which === 'node' ? 'node -e 0 (help)' : 'help', wall: result.wall, cpu: result.cpu, load: result.load });
+      for (const which of rotate<'node' | 'help' | 'baseline help'>(['node', 'help', ...(baseRun ? (['baseline help'] as const) : [])], i)) {
+        const result = which === 'node' ? await bare() : await timed(node, [which === 'help' ? run : baseRun!, 'publish-provider', '--help'], cleanEnv());
+        runs.push({ kind: which === 'node' ? 'node -e 0 (help)' : which, wall: result.wall, cpu: result.cpu, load: result.load });
       }
     }
-    let local: CliWallFigures['local'] = null;
     if (options.local > 0) {
       const localState = join(dir, 'local-state');
       const keysDir = join(dir, 'keys');
       await cli('keys', ['generate', '--namespace', NAMESPACE, '--type', 'ecc', '--persist-to', localState, '--keys-dir', keysDir]);
-      for (let i = 0; i < options.local; i++) {
-        const version = versions[1 + (i % options.runs)]!;
-        const result = await timed(
-          node,
-          [run, 'publish-provider', dists.get(version)!, '--namespace', NAMESPACE, '--persist-to', localState, '--keys-dir', keysDir],
-          cleanEnv(),
-        );
-        if (result.code !== 0) throw new Error(`local publish exited ${result.code}:\n${result.stderr}`);
-        runs.push({ kind: 'local publish', wall: result.wall, cpu: result.cpu, load: result.load });
-        log(`local publish ${version}: ${f(result.wall)} s wall, ${f(result.cpu)} s CPU, load ${result.load.toFixed(1)}`);
+      for (let i = 1; i <= Math.min(options.local, options.runs); i++) {
+        for (const which of rotate<'local publish' | 'baseline local publish'>(
+          ['local publish', ...(baseRun ? (['baseline local publish'] as const) : [])],
+          i,
+        )) {
+          const version = which === 'local publish' ? `1.0.${i}` : `2.0.${i}`;
+          const result = await timed(
+            node,
+            [
+              which === 'local publish' ? run : baseRun!,
+              'publish-provider',
+              dists.get(version)!,
+              '--namespace',
+              NAMESPACE,
+              '--persist-to',
+              localState,
+              '--keys-dir',
+              keysDir,
+            ],
+            cleanEnv(),
+          );
+          if (result.code !== 0) throw new Error(`${which} exited ${result.code}:\n${result.stderr}`);
+          runs.push({ kind: which, wall: result.wall, cpu: result.cpu, load: result.load });
+          log(`${which} ${version}: ${f(result.wall)} s wall, ${f(result.cpu)} s CPU, load ${result.load.toFixed(1)}`);
+        }
       }
-      const wall = median(runs.filter((r) => r.kind === 'local publish').map((r) => r.wall));
-      local = { wall, cpu: median(runs.filter((r) => r.kind === 'local publish').map((r) => r.cpu)) };
     }
 
-    const of = (kind: CliWallFigures['runs'][number]['kind'], key: 'wall' | 'cpu') => median(runs.filter((r) => r.kind === kind).map((r) => r[key]));
-    const publishes = runs.filter((r) => r.kind === 'publish' && r.breakdown);
-    const names = publishes[0]?.breakdown?.requests.map((r) => r.name) ?? [];
+    const summary = (prefix: '' | 'baseline '): CliSummary => {
+      const publishes = runs.filter((r) => r.kind === `${prefix}publish` && r.breakdown);
+      const names = [...new Set(publishes.flatMap((r) => r.breakdown!.requests.map((q) => q.name)))];
+      const wall = of(`${prefix}publish`, 'wall');
+      const local = of(`${prefix}local publish`, 'wall');
+      return {
+        publish: { wall, cpu: of(`${prefix}publish`, 'cpu'), beyond: wall - of('node -e 0', 'wall'), met: wall - of('node -e 0', 'wall') <= GOAL_SECONDS },
+        help: { wall: of(`${prefix}help`, 'wall'), cpu: of(`${prefix}help`, 'cpu'), beyond: of(`${prefix}help`, 'wall') - of('node -e 0 (help)', 'wall') },
+        local: Number.isNaN(local) ? null : { wall: local, cpu: of(`${prefix}local publish`, 'cpu') },
+        breakdown: {
+          toFirstRequest: median(publishes.map((r) => r.breakdown!.firstSend)),
+          requests: names.map((name) => ({
+            name,
+            seconds: median(publishes.map((r) => r.breakdown!.requests.find((q) => q.name === name)?.seconds ?? Number.NaN)),
+          })),
+          requestsSpan: median(publishes.map((r) => r.breakdown!.lastAnswer - r.breakdown!.firstSend)),
+          afterLastAnswer: median(publishes.map((r) => r.breakdown!.exit - r.breakdown!.lastAnswer)),
+          inProcess: median(publishes.map((r) => r.breakdown!.exit)),
+          outsideMarks: median(publishes.map((r) => r.wall - r.breakdown!.exit)),
+        },
+      };
+    };
     const figures: CliWallFigures = {
       date: new Date().toISOString(),
       commit: await gitHead(),
+      baselineDir: options.baseline ?? null,
       runs,
-      publish: {
-        wall: of('publish', 'wall'),
-        cpu: of('publish', 'cpu'),
-        nodeWall: of('node -e 0', 'wall'),
-        nodeCpu: of('node -e 0', 'cpu'),
-        beyond: of('publish', 'wall') - of('node -e 0', 'wall'),
-        met: of('publish', 'wall') - of('node -e 0', 'wall') <= GOAL_SECONDS,
-      },
-      help: {
-        wall: of('help', 'wall'),
-        cpu: of('help', 'cpu'),
-        nodeWall: of('node -e 0 (help)', 'wall'),
-        beyond: of('help', 'wall') - of('node -e 0 (help)', 'wall'),
-      },
-      local,
-      breakdown: {
-        toFirstRequest: median(publishes.map((r) => r.breakdown!.firstSend)),
-        requests: names.map((name, i) => ({ name, seconds: median(publishes.map((r) => r.breakdown!.requests[i]?.seconds ?? Number.NaN)) })),
-        afterLastAnswer: median(publishes.map((r) => r.breakdown!.exit - r.breakdown!.lastAnswer)),
-        inProcess: median(publishes.map((r) => r.breakdown!.exit)),
-        outsideMarks: median(publishes.map((r) => r.wall - r.breakdown!.exit)),
-      },
+      node: { wall: of('node -e 0', 'wall'), cpu: of('node -e 0', 'cpu') },
+      current: summary(''),
+      baseline: baseRun ? summary('baseline ') : null,
       load: { min: Math.min(...runs.map((r) => r.load)), max: Math.max(...runs.map((r) => r.load)) },
     };
     return figures;
@@ -351,24 +397,39 @@ async function gitHead(): Promise<string> {
 }
 
 export function cliWallReport(figures: CliWallFigures): string {
-  const { publish, help, local, breakdown: b, load } = figures;
+  const { node, load } = figures;
   const lines = [
-    `CLI wall time (${figures.date}, commit ${figures.commit}, load average ${load.min.toFixed(1)}–${load.max.toFixed(1)}; medians)`,
-    `  API publish, 1 MiB keyless:  ${f(publish.wall)} s wall, ${f(publish.cpu)} s CPU; node -e 0 ${f(publish.nodeWall)} s wall, ${f(publish.nodeCpu)} s CPU`,
-    `  beyond node -e 0:            ${f(publish.beyond)} s (goal ≤ ${GOAL_SECONDS} s: ${publish.met ? 'MET' : 'NOT MET'})`,
-    `  breakdown (s since the process started): first request sent at ${f(b.toFirstRequest)}; ${b.requests.map((r) => `${r.name} ${f(r.seconds)}`).join(', ')};` +
-      ` last answer → exit ${f(b.afterLastAnswer)}; exit mark at ${f(b.inProcess)}, wall − exit mark ${f(b.outsideMarks)}`,
-    `  publish-provider --help:     ${f(help.wall)} s wall, ${f(help.cpu)} s CPU (${f(help.beyond)} s beyond node -e 0)`,
+    `CLI wall time (${figures.date}, commit ${figures.commit}, load average ${load.min.toFixed(1)}–${load.max.toFixed(1)}; medians; node -e 0: ${f(node.wall)} s wall, ${f(node.cpu)} s CPU)`,
   ];
-  if (local) lines.push(`  local publish (--persist-to): ${f(local.wall)} s wall, ${f(local.cpu)} s CPU`);
+  for (const [label, summary] of [
+    ['this checkout', figures.current],
+    [`baseline (${figures.baselineDir})`, figures.baseline],
+  ] as const) {
+    if (!summary) continue;
+    const { publish, help, local, breakdown: b } = summary;
+    lines.push(
+      `${label}:`,
+      `  API publish, 1 MiB keyless:   ${f(publish.wall)} s wall, ${f(publish.cpu)} s CPU; ${f(publish.beyond)} s beyond node -e 0 (goal ≤ ${GOAL_SECONDS} s: ${publish.met ? 'MET' : 'NOT MET'})`,
+      `  its marks (s):                first request sent at ${f(b.toFirstRequest)}; requests ${f(b.requestsSpan)} (${b.requests.map((r) => `${r.name} ${f(r.seconds)}`).join(', ')});` +
+        ` last answer → exit ${f(b.afterLastAnswer)}; exit at ${f(b.inProcess)}, wall − exit ${f(b.outsideMarks)}`,
+      `  publish-provider --help:      ${f(help.wall)} s wall, ${f(help.cpu)} s CPU (${f(help.beyond)} s beyond node -e 0)`,
+    );
+    if (local) lines.push(`  local publish (--persist-to): ${f(local.wall)} s wall, ${f(local.cpu)} s CPU`);
+  }
   return lines.join('\n');
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({
-    options: { runs: { type: 'string', default: '8' }, local: { type: 'string', default: '3' }, profile: { type: 'string' }, json: { type: 'boolean' } },
+    options: {
+      runs: { type: 'string', default: '8' },
+      local: { type: 'string', default: '3' },
+      profile: { type: 'string' },
+      baseline: { type: 'string' },
+      json: { type: 'boolean' },
+    },
   });
-  const figures = await benchCliWall({ runs: Number(values.runs), local: Number(values.local), profile: values.profile });
+  const figures = await benchCliWall({ runs: Number(values.runs), local: Number(values.local), profile: values.profile, baseline: values.baseline });
   if (values.json) process.stdout.write(`${JSON.stringify(figures)}\n`);
   else process.stdout.write(`\n${cliWallReport(figures)}\n`);
 }
