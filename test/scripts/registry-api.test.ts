@@ -28,7 +28,7 @@ afterEach(async () => {
 
 /** A server answering every PUT after `delayMs(path)`, with `status(path)` (200 by default), and the commit with {status: published}. */
 async function fakeRegistry(
-  options: { delayMs?: (path: string) => number; status?: (path: string) => number } = {},
+  options: { delayMs?: (path: string) => number; status?: (path: string) => number; headers?: Record<string, string> } = {},
 ): Promise<{ origin: string; seen: Seen[] }> {
   const seen: Seen[] = [];
   let inFlight = 0;
@@ -43,7 +43,7 @@ async function fakeRegistry(
       setTimeout(() => {
         if (request.method === 'PUT') inFlight--;
         const status = options.status?.(path) ?? 200;
-        response.writeHead(status, { 'content-type': 'application/json' });
+        response.writeHead(status, { 'content-type': 'application/json', ...options.headers });
         response.end(JSON.stringify(status === 200 ? { status: 'published' } : { errors: [`refused ${path}`] }));
       }, options.delayMs?.(path) ?? 30);
     });
@@ -104,9 +104,9 @@ describe('RegistryClient.uploadAndCommit', () => {
   });
 
   it("throws the first failing file's error in the session's order, starts nothing after a failure and never commits", async () => {
-    // b.zip fails last, c.zip first (a and d succeed between): the error is b.zip's, as when the files went one by one.
+    // b.zip fails last, c.zip first (a and d succeed between, long after): the error is b.zip's, as when the files went one by one.
     const { origin, seen } = await fakeRegistry({
-      delayMs: (path) => (path.endsWith('b.zip') ? 150 : path.endsWith('c.zip') ? 10 : 80),
+      delayMs: (path) => (path.endsWith('b.zip') ? 1200 : path.endsWith('c.zip') ? 10 : 800),
       status: (path) => (path.endsWith('b.zip') ? 413 : path.endsWith('c.zip') ? 400 : 200),
     });
     const files = ['a.zip', 'b.zip', 'c.zip', 'd.zip', 'e.zip', 'f.zip'].map((name) => file(name, 100));
@@ -131,5 +131,50 @@ describe('RegistryClient.uploadAndCommit', () => {
       'the server asked for other.zip, which this publish does not have',
     );
     expect(seen).toHaveLength(0);
+  });
+
+  it('a 5xx is an Error with the answer, a redirect is refused and not followed, a network failure says what failed', async () => {
+    const files = [file('a.zip', 10)];
+    const failing = await fakeRegistry({ status: (path) => (path.endsWith('a.zip') ? 503 : 200) });
+    const error = await (await client(failing.origin, [])).uploadAndCommit(session(files), files).catch((e: unknown) => e);
+    expect(error).not.toBeInstanceOf(InputError);
+    expect((error as Error).message).toBe('the registry answered 503: refused /v1/publish/uploads/u1/a.zip');
+    await new Promise<void>((resolve) => server!.close(() => resolve()));
+
+    const redirecting = await fakeRegistry({ status: () => 308, headers: { location: 'https://elsewhere.example/' } });
+    const redirected = await (await client(redirecting.origin, [])).uploadAndCommit(session(files), files).catch((e: unknown) => e);
+    expect(redirected).toBeInstanceOf(InputError);
+    expect((redirected as Error).message).toBe(
+      'the registry answered 308 (a redirect to https://elsewhere.example/); give --registry the address it redirects to',
+    );
+    expect(redirecting.seen.map((s) => s.path)).toEqual(['/v1/publish/uploads/u1/a.zip']);
+    await new Promise<void>((resolve) => server!.close(() => resolve()));
+    server = undefined;
+
+    // A port nothing listens on (a server's, closed before anything connected).
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', () => resolve()));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const gone = await (await client(`http://127.0.0.1:${port}`, [])).uploadAndCommit(session(files), files).catch((e: unknown) => e);
+    expect((gone as Error).message).toBe(`PUT http://127.0.0.1:${port}: request failed (connect ECONNREFUSED 127.0.0.1:${port})`);
+  });
+
+  it('sends the bearer credential and reads a compressed answer', async () => {
+    const { gzipSync } = await import('node:zlib');
+    let authorization = '';
+    server = createServer((request, response) => {
+      authorization = request.headers.authorization ?? '';
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+        response.end(gzipSync(JSON.stringify({ status: 'published' })));
+      });
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', () => resolve()));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const files = [file('a.zip', 10)];
+    expect(await (await client(origin, [])).uploadAndCommit(session(files), files)).toEqual({ status: 'published' });
+    expect(authorization).toBe('Bearer tok');
   });
 });
