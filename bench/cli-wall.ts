@@ -114,6 +114,44 @@ export function writeRelease(dir: string, version: string): string {
   return dir;
 }
 
+/** The request's name in a breakdown: "POST create", "PUT linux_amd64.zip", "POST commit". */
+function requestName(method: string, path: string): string {
+  const what = path.endsWith('/commit')
+    ? 'commit'
+    : method === 'POST'
+      ? 'create'
+      : path.slice(path.lastIndexOf('/') + 1).replace(/^terraform-provider-[^_]+_[^_]+_/, '');
+  return `${method} ${what}`;
+}
+
+/**
+ * wrangler dev's `[wrangler:info] METHOD PATH STATUS TEXT (N ms)` lines of the publish API, by the version
+ * they published (a commit belongs to the version whose files went to the same upload).
+ */
+export function serverDurations(log: string): Map<string, { name: string; seconds: number }[]> {
+  const byVersion = new Map<string, { name: string; seconds: number }[]>();
+  const versionOfUpload = new Map<string, string>();
+  const commits: { upload: string; seconds: number }[] = [];
+  for (const match of log.matchAll(/\[wrangler:info\] (POST|PUT) (\/v1\/publish\/\S+) \d+ [^(\n]*\((\d+)ms\)/g)) {
+    const [, method, path, ms] = match as unknown as [string, string, string, string];
+    const seconds = Number(ms) / 1000;
+    const upload = /^\/v1\/publish\/uploads\/([0-9a-f]+)\//.exec(path)?.[1];
+    const version = /\/v1\/publish\/providers\/[^/]+\/[^/]+\/([^/?]+)$/.exec(path)?.[1] ?? /terraform-provider-[^_]+_([^_]+)_/.exec(path)?.[1];
+    if (upload && path.endsWith('/commit')) {
+      commits.push({ upload, seconds });
+      continue;
+    }
+    if (!version) continue;
+    if (upload) versionOfUpload.set(upload, version);
+    byVersion.set(version, [...(byVersion.get(version) ?? []), { name: requestName(method, path), seconds }]);
+  }
+  for (const { upload, seconds } of commits) {
+    const version = versionOfUpload.get(upload);
+    if (version) byVersion.set(version, [...(byVersion.get(version) ?? []), { name: 'POST commit', seconds }]);
+  }
+  return byVersion;
+}
+
 /** The marks of a run with EDGE_REGISTRY_TIMING=1. */
 export function breakdown(stderr: string): Breakdown | null {
   const marks: { ms: number; label: string }[] = [];
@@ -129,12 +167,7 @@ export function breakdown(stderr: string): Breakdown | null {
   const requests = sends.map((send) => {
     const [, method, path] = send.label.split(' ') as [string, string, string];
     const answer = answers.find((a) => a.ms >= send.ms && a.label.endsWith(` ${method} ${path}`));
-    const what = path.endsWith('/commit')
-      ? 'commit'
-      : method === 'POST'
-        ? 'create'
-        : path.slice(path.lastIndexOf('/') + 1).replace(/^terraform-provider-[^_]+_[^_]+_/, '');
-    return { name: `${method} ${what}`, seconds: answer ? (answer.ms - send.ms) / 1000 : Number.NaN };
+    return { name: requestName(method, path), seconds: answer ? (answer.ms - send.ms) / 1000 : Number.NaN };
   });
   const s = (ms: number | undefined) => (ms === undefined ? undefined : ms / 1000);
   return {
@@ -227,6 +260,10 @@ export interface CliSummary {
   breakdown: {
     toFirstRequest: number;
     requests: { name: string; seconds: number }[];
+    /** The same requests' durations as wrangler dev logged them (the Worker in workerd, behind its proxy). */
+    server: { name: string; seconds: number }[];
+    /** Their sum, per publish. */
+    serverTotal: number;
     /** First request sent → last answer. */
     requestsSpan: number;
     afterLastAnswer: number;
@@ -244,7 +281,10 @@ export interface CliWallFigures {
     wall: number;
     cpu: number;
     load: number;
+    version?: string;
     breakdown?: Breakdown | null;
+    /** What wrangler dev logged for each of this publish's requests (its `[wrangler:info] … (N ms)` lines), in seconds. */
+    server?: { name: string; seconds: number }[];
   }[];
   node: { wall: number; cpu: number };
   current: CliSummary;
@@ -307,7 +347,13 @@ export async function benchCliWall(options: {
         const version = which === 'baseline publish' ? `2.0.${i}` : `1.0.${i}`;
         const result = which === 'node' ? await bare() : await publish(version, which === 'publish' ? run : baseRun!);
         const b = which === 'node' ? undefined : breakdown(result.stderr);
-        runs.push({ kind: which === 'node' ? 'node -e 0' : which, wall: result.wall, cpu: result.cpu, load: result.load, breakdown: b });
+        runs.push({
+          kind: which === 'node' ? 'node -e 0' : which,
+          wall: result.wall,
+          cpu: result.cpu,
+          load: result.load,
+          ...(which === 'node' ? {} : { version, breakdown: b }),
+        });
         log(
           `${String(i).padStart(3)}  ${(which === 'node' ? 'node -e 0' : `${which === 'publish' ? '' : 'baseline '}publish ${version}`).padEnd(22)} ${f(result.wall).padStart(8)} ${f(result.cpu).padStart(8)} ${result.load.toFixed(1).padStart(5)}` +
             (b ? `  ${f(b.firstSend).padStart(10)}  ${b.requests.map((r) => `${r.name} ${f(r.seconds)}`).join(', ')}` : ''),
@@ -352,6 +398,10 @@ export async function benchCliWall(options: {
       }
     }
 
+    // Let wrangler dev's last log lines arrive, then give each publish its requests' server-side durations.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const logged = serverDurations(server.log());
+    for (const r of runs) if (r.version) r.server = logged.get(r.version) ?? [];
     const summary = (prefix: '' | 'baseline '): CliSummary => {
       const publishes = runs.filter((r) => r.kind === `${prefix}publish` && r.breakdown);
       const names = [...new Set(publishes.flatMap((r) => r.breakdown!.requests.map((q) => q.name)))];
@@ -367,6 +417,8 @@ export async function benchCliWall(options: {
             name,
             seconds: median(publishes.map((r) => r.breakdown!.requests.find((q) => q.name === name)?.seconds ?? Number.NaN)),
           })),
+          server: names.map((name) => ({ name, seconds: median(publishes.map((r) => r.server?.find((q) => q.name === name)?.seconds ?? Number.NaN)) })),
+          serverTotal: median(publishes.map((r) => (r.server ?? []).reduce((sum, q) => sum + q.seconds, 0))),
           requestsSpan: median(publishes.map((r) => r.breakdown!.lastAnswer - r.breakdown!.firstSend)),
           afterLastAnswer: median(publishes.map((r) => r.breakdown!.exit - r.breakdown!.lastAnswer)),
           inProcess: median(publishes.map((r) => r.breakdown!.exit)),
@@ -412,6 +464,7 @@ export function cliWallReport(figures: CliWallFigures): string {
       `  API publish, 1 MiB keyless:   ${f(publish.wall)} s wall, ${f(publish.cpu)} s CPU; ${f(publish.beyond)} s beyond node -e 0 (goal ≤ ${GOAL_SECONDS} s: ${publish.met ? 'MET' : 'NOT MET'})`,
       `  its marks (s):                first request sent at ${f(b.toFirstRequest)}; requests ${f(b.requestsSpan)} (${b.requests.map((r) => `${r.name} ${f(r.seconds)}`).join(', ')});` +
         ` last answer → exit ${f(b.afterLastAnswer)}; exit at ${f(b.inProcess)}, wall − exit ${f(b.outsideMarks)}`,
+      `  wrangler dev's own log (s):   ${f(b.serverTotal)} in all (${b.server.map((r) => `${r.name} ${f(r.seconds)}`).join(', ')})`,
       `  publish-provider --help:      ${f(help.wall)} s wall, ${f(help.cpu)} s CPU (${f(help.beyond)} s beyond node -e 0)`,
     );
     if (local) lines.push(`  local publish (--persist-to): ${f(local.wall)} s wall, ${f(local.cpu)} s CPU`);
