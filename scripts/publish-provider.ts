@@ -9,6 +9,7 @@
 import { parseArgs } from 'node:util';
 import { checkStateTarget, run, stateTarget, say, SIGNING_STATE_OPTIONS, UsageError } from './lib/cli';
 import { publishRelease } from './lib/provider/publish';
+import { timing } from './lib/timing';
 
 const USAGE = `usage: npm run publish-provider -- [DIST_DIR|FILE…] --namespace NS [options]
 
@@ -37,6 +38,7 @@ const USAGE = `usage: npm run publish-provider -- [DIST_DIR|FILE…] --namespace
   --json                  print the result as one JSON object on stdout`;
 
 run(async () => {
+  timing('script running');
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {

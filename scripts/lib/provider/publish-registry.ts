@@ -6,6 +6,7 @@ import type { PublishResult } from './result';
 import type { ReleasePlan } from './release';
 import { signDetached } from './sign';
 import type { ProviderDocs } from '../../../src/protocol/provider-docs-shape';
+import { timing } from '../timing';
 
 /**
  * `publish-provider … --registry URL`: publishes a validated release plan
@@ -24,6 +25,7 @@ export async function publishToRegistry(
   log: (line: string) => void,
   env: NodeJS.ProcessEnv,
 ): Promise<PublishResult> {
+  timing('release validated');
   const client = await RegistryClient.open(options.registry, env, log);
   const sums =
     plan.shasums?.bytes ?? new TextEncoder().encode(formatShasums(plan.archives.map((a) => ({ filename: a.filename, sha256Hex: a.digest.sha256Hex }))));

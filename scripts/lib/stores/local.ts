@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { BlobHead, BlobStore, KvStore } from '../../../src/store/store';
 import { compatibilityDate, type RegistryConfig } from '../config';
@@ -31,8 +32,10 @@ async function startLocalStore(
 ): Promise<StoreHandle> {
   // A killed CLI must not leave its runtime running (and holding the state open).
   tieLocalRuntimeToThisProcess();
-  // Loaded here, not at the top: importing miniflare costs ~0.8 s of CPU, which publishing through the API never needs.
-  const { Miniflare } = await import('miniflare');
+  // Loaded here, not at the top: loading miniflare costs ~0.2 s of CPU, which publishing through the API never needs.
+  // require, not import(): miniflare is CommonJS, and import() of it first has Node scan its 3 MB entry for
+  // the export names and module syntax (import 0.36–0.73 s against require 0.19–0.28 s, measured 26 Nov 2026).
+  const { Miniflare } = createRequire(import.meta.url)('miniflare') as typeof import('miniflare');
   const mf = new Miniflare({
     modules: true,
     script: LOCAL_RUNTIME_SCRIPT,
