@@ -1,8 +1,7 @@
 import { createReadStream } from 'node:fs';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { InputError } from '../../src/protocol/errors';
 import { publishCredential, type PublishCredential } from './ci-credentials';
-import { send, type Answer, type SentRequest } from './http-send';
 import { CRASH_ENV, KILL_ENV, progressLog } from './progress';
 import { timing } from './timing';
 
@@ -15,8 +14,8 @@ import { timing } from './timing';
  * InputError with the server's message (exit 1); a 5xx, 503 included, or a
  * network failure an Error (exit 3: running again is safe — the server
  * publishes only at commit, and a re-run of a committed version is "unchanged").
- * Requests go out with node:http(s) (http-send.ts), not fetch: a third of
- * the CLI's own time for a small publish was loading and warming undici.
+ * A redirect (3xx) is refused, not followed (exit 1): the credential goes
+ * only to the address given.
  */
 
 /** How many files sent whole are uploaded at once. */
@@ -74,13 +73,8 @@ export class RegistryClient {
    * unchanged, repaired), else the upload session.
    */
   async start<R>(path: string, manifest: object): Promise<{ result: R } | { session: Session }> {
-    const text = JSON.stringify(manifest);
-    const response = await this.request(path, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) },
-      body: text,
-    });
-    const body = json(response) as R & Session;
+    const response = await this.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(manifest) });
+    const body = (await response.json()) as R & Session;
     return response.status === 201 ? { session: body } : { result: body };
   }
 
@@ -108,7 +102,8 @@ export class RegistryClient {
             method: 'PUT',
             headers: { 'content-length': String(end - start), 'content-type': 'application/octet-stream' },
             body: body(file, start, end),
-          });
+            duplex: 'half',
+          } as RequestInit);
         }
       } catch (error) {
         failures.push({ index, error });
@@ -126,28 +121,35 @@ export class RegistryClient {
     await Promise.all(inFlight);
     if (failures.length > 0) throw failures.sort((a, b) => a.index - b.index)[0]!.error;
     this.progress({ step: 'record', detail: 'committing' });
-    const response = await this.request(session.commit_url, { method: 'POST', headers: { 'content-length': '0' } });
-    return json(response) as R;
+    const response = await this.request(session.commit_url, { method: 'POST' });
+    return response.json() as Promise<R>;
   }
 
-  private async request(path: string, init: SentRequest): Promise<Answer> {
-    let response: Answer;
+  private async request(path: string, init: RequestInit): Promise<Response> {
+    let response: Response;
     const url = new URL(path, this.base);
     timing(`send ${init.method} ${url.pathname}`);
     try {
-      response = await send(url, {
+      response = await fetch(url, {
         ...init,
-        headers: { ...init.headers, 'user-agent': USER_AGENT, authorization: `Bearer ${this.credential.bearer}` },
+        headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${this.credential.bearer}` },
+        // Never followed: the credential is not sent on to another address.
+        redirect: 'manual',
       });
     } catch (error) {
-      throw new Error(`${init.method} ${this.base}: request failed (${describe(error)})`);
+      throw new Error(
+        `${init.method} ${this.base}: ${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`,
+      );
     }
     timing(`answer ${response.status} ${init.method} ${url.pathname}`);
-    if (response.status >= 200 && response.status < 300) return response;
-    const message = errorMessage(response);
+    if (response.ok) return response;
+    const message = await errorMessage(response);
     if (response.status >= 300 && response.status < 400) {
-      const location = typeof response.headers.location === 'string' ? ` to ${response.headers.location}` : '';
-      throw new InputError(`the registry answered ${response.status} (a redirect${location}); give --registry the address it redirects to`, response.status);
+      const location = response.headers.get('location');
+      throw new InputError(
+        `the registry answered ${response.status} (a redirect${location ? ` to ${location}` : ''}); give --registry the address it redirects to`,
+        response.status,
+      );
     }
     if (response.status >= 400 && response.status < 500)
       throw new InputError(`the registry refused the publish (${response.status}): ${message}`, response.status);
@@ -155,26 +157,13 @@ export class RegistryClient {
   }
 }
 
-const USER_AGENT = 'edge-registry-cli';
-
-/** A network error in one line (a connection refused on every address of a name is an AggregateError without a message). */
-function describe(error: unknown): string {
-  const e = error as Error & { errors?: Error[]; code?: string };
-  return e.message || e.errors?.map((inner) => inner.message).join('; ') || e.code || String(error);
-}
-
-function body(file: UploadableFile, start: number, end: number): Uint8Array | Readable {
+function body(file: UploadableFile, start: number, end: number): BodyInit {
   if (file.bytes) return file.bytes.subarray(start, end);
-  return createReadStream(file.path!, { start, end: end - 1, highWaterMark: 1 << 20 });
+  return Readable.toWeb(createReadStream(file.path!, { start, end: end - 1, highWaterMark: 1 << 20 })) as unknown as BodyInit;
 }
 
-/** The answer's body as JSON (a SyntaxError, exit 3, when it is not). */
-function json(response: Answer): unknown {
-  return JSON.parse(response.body.toString('utf8'));
-}
-
-function errorMessage(response: Answer): string {
-  const text = response.body.toString('utf8');
+async function errorMessage(response: Response): Promise<string> {
+  const text = await response.text().catch(() => '');
   try {
     const errors = (JSON.parse(text) as { errors?: unknown }).errors;
     if (Array.isArray(errors) && typeof errors[0] === 'string') return errors.join('; ');

@@ -157,7 +157,7 @@ describe('RegistryClient.uploadAndCommit', () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const gone = await (await client(`http://127.0.0.1:${port}`, [])).uploadAndCommit(session(files), files).catch((e: unknown) => e);
-    expect((gone as Error).message).toBe(`PUT http://127.0.0.1:${port}: request failed (connect ECONNREFUSED 127.0.0.1:${port})`);
+    expect((gone as Error).message).toBe(`PUT http://127.0.0.1:${port}: fetch failed (connect ECONNREFUSED 127.0.0.1:${port})`);
   });
 
   it('sends the bearer credential and reads a compressed answer', async () => {
