@@ -73,7 +73,7 @@ export class RegistryClient {
    * unchanged, repaired), else the upload session.
    */
   async start<R>(path: string, manifest: object): Promise<{ result: R } | { session: Session }> {
-    const response = await this.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(manifest) });
+    const response = await this.request(path, () => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(manifest) }));
     const body = (await response.json()) as R & Session;
     return response.status === 201 ? { session: body } : { result: body };
   }
@@ -98,12 +98,16 @@ export class RegistryClient {
         for (let part = 1; part <= wanted.parts; part++) {
           const start = (part - 1) * session.part_size;
           const end = wanted.parts === 1 ? file.size : Math.min(file.size, start + session.part_size);
-          await this.request(`${wanted.url}${wanted.parts > 1 ? `?part=${part}` : ''}`, {
-            method: 'PUT',
-            headers: { 'content-length': String(end - start), 'content-type': 'application/octet-stream' },
-            body: body(file, start, end),
-            duplex: 'half',
-          } as RequestInit);
+          await this.request(
+            `${wanted.url}${wanted.parts > 1 ? `?part=${part}` : ''}`,
+            () =>
+              ({
+                method: 'PUT',
+                headers: { 'content-length': String(end - start), 'content-type': 'application/octet-stream' },
+                body: body(file, start, end),
+                duplex: 'half',
+              }) as RequestInit,
+          );
         }
       } catch (error) {
         failures.push({ index, error });
@@ -121,27 +125,40 @@ export class RegistryClient {
     await Promise.all(inFlight);
     if (failures.length > 0) throw failures.sort((a, b) => a.index - b.index)[0]!.error;
     this.progress({ step: 'record', detail: 'committing' });
-    const response = await this.request(session.commit_url, { method: 'POST' });
+    const response = await this.request(session.commit_url, () => ({ method: 'POST' }));
     return response.json() as Promise<R>;
   }
 
-  private async request(path: string, init: RequestInit): Promise<Response> {
+  /**
+   * Sends the request `init()` describes (called again for a retry, so a streamed body starts over). A
+   * connection the server closed before answering (a kept-alive connection it had just let go: undici's
+   * "other side closed") is retried once on a new one; every request here is safe to send again (a PUT
+   * stages the same bytes, a create starts another session, a commit of a committed version is
+   * "unchanged"). Any other network failure, or a second, is an Error.
+   */
+  private async request(path: string, init: () => RequestInit): Promise<Response> {
     let response: Response;
     const url = new URL(path, this.base);
-    timing(`send ${init.method} ${url.pathname}`);
-    try {
-      response = await fetch(url, {
-        ...init,
-        headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${this.credential.bearer}` },
-        // Never followed: the credential is not sent on to another address.
-        redirect: 'manual',
-      });
-    } catch (error) {
-      throw new Error(
-        `${init.method} ${this.base}: ${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`,
-      );
+    let method: string | undefined;
+    for (let attempt = 1; ; attempt++) {
+      const request = init();
+      method = request.method;
+      timing(`send ${method} ${url.pathname}`);
+      try {
+        response = await fetch(url, {
+          ...request,
+          headers: { ...(request.headers as Record<string, string>), authorization: `Bearer ${this.credential.bearer}` },
+          // Never followed: the credential is not sent on to another address.
+          redirect: 'manual',
+        });
+        break;
+      } catch (error) {
+        const cause = (error as { cause?: Error & { code?: string } }).cause;
+        if (attempt === 1 && cause?.code !== undefined && CLOSED_BEFORE_ANSWER.has(cause.code)) continue;
+        throw new Error(`${method} ${this.base}: ${(error as Error).message}${cause ? ` (${cause.message})` : ''}`);
+      }
     }
-    timing(`answer ${response.status} ${init.method} ${url.pathname}`);
+    timing(`answer ${response.status} ${method} ${url.pathname}`);
     if (response.ok) return response;
     const message = await errorMessage(response);
     if (response.status >= 300 && response.status < 400) {
@@ -156,6 +173,9 @@ export class RegistryClient {
     throw new Error(`the registry answered ${response.status}: ${message}`);
   }
 }
+
+/** Socket errors meaning the server closed the connection before answering (undici's UND_ERR_SOCKET: "other side closed"). */
+const CLOSED_BEFORE_ANSWER = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
 function body(file: UploadableFile, start: number, end: number): BodyInit {
   if (file.bytes) return file.bytes.subarray(start, end);

@@ -177,4 +177,44 @@ describe('RegistryClient.uploadAndCommit', () => {
     expect(await (await client(origin, [])).uploadAndCommit(session(files), files)).toEqual({ status: 'published' });
     expect(authorization).toBe('Bearer tok');
   });
+
+  it('a connection the server closes before answering is retried once on a new one (a file streamed from disk starts over); closed twice, the publish fails naming the request', async () => {
+    const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(join(tmpdir(), 'registry-api-'));
+    try {
+      writeFileSync(join(dir, 'a.zip'), Buffer.alloc(5000, 7));
+      const onDisk = [{ filename: 'a.zip', size: 5000, path: join(dir, 'a.zip') }];
+      let closeFirst = 1;
+      const received: { method: string; bytes: number }[] = [];
+      server = createServer((request, response) => {
+        const chunks: Buffer[] = [];
+        request.on('data', (chunk: Buffer) => chunks.push(chunk));
+        request.on('end', () => {
+          // As a server letting go of a kept-alive connection just as the request arrives: no answer at all.
+          if (request.method === 'PUT' && closeFirst-- > 0) return request.socket.destroy();
+          received.push({ method: request.method!, bytes: Buffer.concat(chunks).length });
+          response.writeHead(200, { 'content-type': 'application/json' });
+          response.end(JSON.stringify({ status: 'published' }));
+        });
+      });
+      await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', () => resolve()));
+      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      expect(await (await client(origin, [])).uploadAndCommit(session(onDisk, 10_000), onDisk)).toEqual({ status: 'published' });
+      expect(received).toEqual([
+        { method: 'PUT', bytes: 5000 },
+        { method: 'POST', bytes: 0 },
+      ]);
+
+      closeFirst = 2;
+      received.length = 0;
+      const error = await (await client(origin, [])).uploadAndCommit(session(onDisk, 10_000), onDisk).catch((e: unknown) => e);
+      expect(error).not.toBeInstanceOf(InputError);
+      expect((error as Error).message).toMatch(/^PUT http:\/\/127\.0\.0\.1:\d+: fetch failed \(other side closed\)$/);
+      expect(received).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
