@@ -113,19 +113,22 @@ export function zipLayout(kind: 'stored' | 'deflated', zipBytes: number): ZipLay
   ];
   const DOS_TIME = 0; // 00:00:00
   const DOS_DATE = ((2026 - 1980) << 9) | (1 << 5) | 1; // 2026-01-01
+  // The fields a local header and a central directory header share, in the same order, from `at`.
+  const entryFields = (h: Buffer, e: (typeof entries)[number], at: number) => {
+    h.writeUInt16LE(e.method, at);
+    h.writeUInt16LE(DOS_TIME, at + 2);
+    h.writeUInt16LE(DOS_DATE, at + 4);
+    h.writeUInt32LE(e.crc >>> 0, at + 6);
+    h.writeUInt32LE(e.compressed, at + 10);
+    h.writeUInt32LE(e.size, at + 14);
+    h.writeUInt16LE(Buffer.byteLength(e.name), at + 18);
+  };
   const local = (e: (typeof entries)[number]) => {
     const h = Buffer.alloc(30);
     h.writeUInt32LE(0x04034b50, 0);
     h.writeUInt16LE(20, 4);
     h.writeUInt16LE(0x0800, 6); // UTF-8 names
-    h.writeUInt16LE(e.method, 8);
-    h.writeUInt16LE(DOS_TIME, 10);
-    h.writeUInt16LE(DOS_DATE, 12);
-    h.writeUInt32LE(e.crc >>> 0, 14);
-    h.writeUInt32LE(e.compressed, 18);
-    h.writeUInt32LE(e.size, 22);
-    h.writeUInt16LE(Buffer.byteLength(e.name), 26);
-    h.writeUInt16LE(0, 28);
+    entryFields(h, e, 8);
     return Buffer.concat([h, Buffer.from(e.name)]);
   };
   const central = (e: (typeof entries)[number], offset: number) => {
@@ -134,13 +137,7 @@ export function zipLayout(kind: 'stored' | 'deflated', zipBytes: number): ZipLay
     h.writeUInt16LE((3 << 8) | 20, 4); // made by Unix
     h.writeUInt16LE(20, 6);
     h.writeUInt16LE(0x0800, 8);
-    h.writeUInt16LE(e.method, 10);
-    h.writeUInt16LE(DOS_TIME, 12);
-    h.writeUInt16LE(DOS_DATE, 14);
-    h.writeUInt32LE(e.crc >>> 0, 16);
-    h.writeUInt32LE(e.compressed, 20);
-    h.writeUInt32LE(e.size, 24);
-    h.writeUInt16LE(Buffer.byteLength(e.name), 28);
+    entryFields(h, e, 10);
     h.writeUInt32LE((e.mode << 16) >>> 0, 38);
     h.writeUInt32LE(offset, 42);
     return Buffer.concat([h, Buffer.from(e.name)]);

@@ -74,6 +74,18 @@ const cli = (script: string, args: string[], token = publishToken, extra: NodeJS
     EDGE_REGISTRY_SIGNING_KEY: '',
   });
 
+/** A root module requiring provider `source` (NAMESPACE/TYPE, on HOST) at `version`, with a CLI configuration pointing HOST at the dev server. */
+function providerRoot(name: string, source: string, version: string): string {
+  const work = join(dir, name);
+  mkdirSync(work, { recursive: true });
+  writeFileSync(
+    join(work, 'main.tf'),
+    `terraform {\n  required_providers {\n    thing = {\n      source  = "${HOST}/${source}"\n      version = "${version}"\n    }\n  }\n}\n`,
+  );
+  writeFileSync(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "providers.v1" = "${server.origin}/v1/providers/"\n  }\n}\n`);
+  return work;
+}
+
 const https = (path: string) => get(`${server.origin}${path}`, { ca: certificate.pem, headers: { 'accept-encoding': 'identity' } });
 
 describe('publish-provider --registry', () => {
@@ -114,13 +126,7 @@ describe('publish-provider --registry', () => {
   it.skipIf(missing('terraform', terraform))(
     'terraform init installs and verifies the release published through the API; gpg --verify accepts its signature',
     async () => {
-      const work = join(dir, 'tf-provider');
-      mkdirSync(work, { recursive: true });
-      writeFileSync(
-        join(work, 'main.tf'),
-        `terraform {\n  required_providers {\n    thing = {\n      source  = "${HOST}/acme/thing"\n      version = "1.0.0"\n    }\n  }\n}\n`,
-      );
-      writeFileSync(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "providers.v1" = "${server.origin}/v1/providers/"\n  }\n}\n`);
+      const work = providerRoot('tf-provider', 'acme/thing', '1.0.0');
       // The first test saw this provider absent, and the server may reuse that answer for INDEX_CACHE_SECONDS (5 s
       // locally): wait until the list shows the published version, as a client shortly after a publish would.
       for (let waited = 0; waited < 15_000 && (await https('/v1/providers/acme/thing/versions')).status !== 200; waited += 500) {
@@ -164,13 +170,7 @@ describe('publish-provider --registry', () => {
       const published = await cli('publish-provider', [dist, '--namespace', 'held', '--json'], heldToken);
       expect(published.code, published.stderr).toBe(0);
       expect(JSON.parse(published.stdout)).toMatchObject({ address: `${HOST}/held/thing`, version: '2.0.0', status: 'published', key_id: heldKeyId });
-      const work = join(dir, 'tf-held');
-      mkdirSync(work, { recursive: true });
-      writeFileSync(
-        join(work, 'main.tf'),
-        `terraform {\n  required_providers {\n    thing = {\n      source  = "${HOST}/held/thing"\n      version = "2.0.0"\n    }\n  }\n}\n`,
-      );
-      writeFileSync(join(work, 'cli.tfrc'), `host "${HOST}" {\n  services = {\n    "providers.v1" = "${server.origin}/v1/providers/"\n  }\n}\n`);
+      const work = providerRoot('tf-held', 'held/thing', '2.0.0');
       const init = await terraformInit(work, certificate.certPath);
       expect(init.ok, init.output).toBe(true);
       expect(init.output).toContain(`Installed ${HOST}/held/thing v2.0.0 (self-signed, key ID ${heldKeyId})`);
