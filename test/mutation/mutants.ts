@@ -1272,4 +1272,20 @@ export const MUTANTS: Mutant[] = [
     from: 'if (options.repository && facts.repository.toLowerCase() !== options.repository.toLowerCase()) {',
     to: 'if (false) {',
   },
+  {
+    id: 'publish-client-follows-redirect',
+    file: 'scripts/lib/registry-api.ts',
+    tests: ['test/scripts/registry-api.test.ts'],
+    description: 'the publish API client follows a redirect, sending the publish credential on to wherever it points',
+    from: "          redirect: 'manual',",
+    to: "          redirect: 'follow',",
+  },
+  {
+    id: 'held-key-any-key-signs',
+    file: 'src/store/keys/held-keys.ts',
+    tests: ['test/worker/store/held-keys.test.ts'],
+    description: 'a held record naming one key id but sealing another private key signs with that other key',
+    from: '  if (privateKey.getKeyID().toHex().toUpperCase() !== record.keyId) throw',
+    to: '  if (false) throw',
+  },
 ];

@@ -119,7 +119,7 @@ describe('signShasumsWithHeldKey', () => {
     expect(await heldKeyInfo(env.REGISTRY_KV, HOST, 'removed')).toBeNull();
   });
 
-  it('a wrong or missing secret, or a sealed key copied to another namespace: SealError, no signature', async () => {
+  it('a wrong or missing secret, a sealed key copied to another namespace, or a record sealing another key than it names: SealError, no signature', async () => {
     await holdFixtureKey('secret');
     await expect(signShasumsWithHeldKey(store, { signingKeySecret: `${SECRET}-rotated` }, HOST, 'secret', sums)).rejects.toBeInstanceOf(SealError);
     await expect(signShasumsWithHeldKey(store, { signingKeySecret: '' }, HOST, 'secret', sums)).rejects.toThrow(/SIGNING_KEY_SECRET is not set/);
@@ -128,5 +128,12 @@ describe('signShasumsWithHeldKey', () => {
     await env.REGISTRY_KV.put(heldSigningKeyKey(HOST, 'evil'), (await env.REGISTRY_KV.get(heldSigningKeyKey(HOST, 'secret'), 'text'))!);
     await env.REGISTRY_KV.put(signingKeysKey(HOST, 'evil'), JSON.stringify([{ key_id: key.keyId, ascii_armor: key.armoredPublicKey }]));
     await expect(signShasumsWithHeldKey(store, { signingKeySecret: SECRET }, HOST, 'evil', sums)).rejects.toBeInstanceOf(SealError);
+    // A record naming one key that holds another (stored under the wrong id): refused, not signed with the other key.
+    const { privateKey: otherKey } = await openpgp.generateKey({ type: 'ecc', curve: 'ed25519Legacy', userIDs: [{ name: 'other' }], format: 'armored' });
+    await storeHeldKey(env.REGISTRY_KV, SECRET, HOST, 'mismatch', key.keyId, otherKey);
+    await env.REGISTRY_KV.put(signingKeysKey(HOST, 'mismatch'), JSON.stringify([{ key_id: key.keyId, ascii_armor: key.armoredPublicKey }]));
+    await expect(signShasumsWithHeldKey(store, { signingKeySecret: SECRET }, HOST, 'mismatch', sums)).rejects.toThrow(
+      /the registry-held key of mismatch is not key/,
+    );
   });
 });
