@@ -101,13 +101,13 @@ async function cli(name: string, args: string[], env: NodeJS.ProcessEnv = {}): P
   return result.stdout;
 }
 
-/** A 1 MiB release of version `version`: three stored zips of random bytes, and goreleaser's manifest. */
-export function writeRelease(dir: string, version: string): string {
+/** A release of version `version` (1 MiB by default): three stored zips of random bytes, and goreleaser's manifest. */
+export function writeRelease(dir: string, version: string, releaseBytes = RELEASE_BYTES): string {
   mkdirSync(dir, { recursive: true });
   const overhead = 200; // a stored zip's headers around one entry with a ~40-byte name
   for (const platform of PLATFORMS) {
     const exe = `terraform-provider-${TYPE}_v${version}${platform.startsWith('windows') ? '.exe' : ''}`;
-    const zip = zipStored({ [exe]: randomFillSync(Buffer.alloc(Math.floor(RELEASE_BYTES / PLATFORMS.length) - overhead)) });
+    const zip = zipStored({ [exe]: randomFillSync(Buffer.alloc(Math.floor(releaseBytes / PLATFORMS.length) - overhead)) });
     writeFileSync(join(dir, `terraform-provider-${TYPE}_${version}_${platform}.zip`), zip);
   }
   writeFileSync(join(dir, `terraform-provider-${TYPE}_${version}_manifest.json`), JSON.stringify({ version: 1, metadata: { protocol_versions: ['6.0'] } }));

@@ -40,7 +40,8 @@ import { UpstreamError } from '../src/mirror/upstream-http';
 import { zipDigest } from '../src/mirror/zip-digest';
 import { repackModule } from '../src/mirror/modules/repack';
 import { proxiedModuleDocs } from '../src/mirror/modules/docs';
-import { storedZip } from '../src/store/uploads/stored-zip';
+import { heldRangeReader, storedZip } from '../src/store/uploads/stored-zip';
+import { bytesStream } from '../src/bytes';
 import { detachedSigner } from '../src/store/keys/held-keys';
 import { readZipDirectory, zipH1 } from '../src/protocol/zip-reader';
 import { entryDataOffset, LOCAL_HEADER_BYTES } from '../src/protocol/zip';
@@ -206,6 +207,8 @@ const memoryBucket = {
   },
 };
 const CHUNK = 64 * 1024;
+// provider-commit.ts's HELD_FILE_BYTES: a staged file up to this size, sent whole, is held in memory for the commit.
+const HELD_FILE_BYTES = 4 * 1024 * 1024;
 const hex = (buffer: ArrayBuffer) => [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, '0')).join('');
 
 /**
@@ -235,11 +238,14 @@ async function memoryCpu(what: string, url: URL): Promise<Response> {
   }
   if (what === 'h1') return Response.json(await zipDigest(memoryBucket, key, held.size));
   if (what === 'commit-hash') {
-    // As src/store/uploads/staged.ts's storedSha256 (a multipart-staged file), then provider-commit.ts's entries and h1.
+    // The commit's per-byte work. A file up to HELD_FILE_BYTES is read whole once and its entries hashed from
+    // memory (provider-commit.ts: heldRangeReader); a larger one by ranged reads. The whole-object SHA-256 (what
+    // staged.ts's storedSha256 does for a file sent in parts; R2 checks a file sent whole) over the same bytes.
+    const bytes = held.size <= HELD_FILE_BYTES ? await held.bytes(0, held.size) : null;
     const digest = new crypto.DigestStream('SHA-256');
-    await (await body()).pipeTo(digest);
+    await (bytes ? bytesStream(bytes) : await body()).pipeTo(digest);
     const sha256 = hex(await digest.digest);
-    const zip = storedZip(memoryBucket, key, held.size);
+    const zip = storedZip(bytes ? heldRangeReader(memoryBucket, new Map([[key, bytes]])) : memoryBucket, key, held.size);
     return Response.json({ sha256, h1: await zipH1(zip, await readZipDirectory(zip, key), key) });
   }
   if (what === 'floor-zh') {

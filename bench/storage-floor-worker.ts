@@ -31,6 +31,14 @@ const doc = (i: number) =>
   });
 
 let fresh = 0;
+let held: Uint8Array | undefined;
+/** 1 MiB of random bytes, made on first use (no random values at global scope in Workers). */
+const mib = () => (held ??= filled(1 << 20));
+function filled(n: number): Uint8Array {
+  const out = new Uint8Array(n);
+  for (let at = 0; at < n; at += 65536) crypto.getRandomValues(out.subarray(at, at + 65536));
+  return out;
+}
 
 /** A fixed amount of pure CPU work (bench/worker-cpu.ts's calibration). */
 export function spin(rounds: number): number {
@@ -53,6 +61,11 @@ const ops: Record<string, (env: FloorEnv, i: number) => Promise<unknown>> = {
     env.REGISTRY_R2.put(`floor/new/${fresh++}/${i}`, doc(i), { httpMetadata: { contentType: 'application/json' }, onlyIf: { etagDoesNotMatch: '*' } }),
   'r2-put-if-absent-refused': (env, i) => env.REGISTRY_R2.put(`floor/${i}`, doc(i), { onlyIf: { etagDoesNotMatch: '*' } }),
   'r2-delete': (env, i) => env.REGISTRY_R2.delete(`floor/gone/${i}`),
+  // 1 MiB of bytes held in the isolate into R2 and back (the API commit copies each held staged file so), and the
+  // native SHA-256 of the same MiB beside them (what h1 costs per stored MiB).
+  'r2-put-1mib': (env, i) => env.REGISTRY_R2.put(`floor/big/${i % 4}`, mib()),
+  'r2-get-1mib': async (env, i) => (await env.REGISTRY_R2.get(`floor/big/${i % 4}`))?.arrayBuffer(),
+  'sha256-1mib': async () => crypto.subtle.digest('SHA-256', mib()),
   'r2-list': (env) => env.REGISTRY_R2.list({ prefix: 'floor/1', limit: 10 }),
   // CPU only, no I/O: N × 100,000 rounds of integer arithmetic (calibrates the profiler: Node runs it at a known speed).
   spin: async () => spin(100_000),

@@ -33,6 +33,9 @@ export const STORAGE_OPS = [
   'r2-put-if-absent-refused',
   'r2-delete',
   'r2-list',
+  'r2-put-1mib',
+  'r2-get-1mib',
+  'sha256-1mib',
   'json-roundtrip',
 ] as const;
 

@@ -1,7 +1,7 @@
 import { InputError } from '../../protocol/errors';
 import { readZipDirectory, readZipEntries, zipInMemory } from '../../protocol/zip-reader';
 import { checkedEntryName, isDocFile, isExcludedFromPackage } from '../../protocol/module-package';
-import { concatBytes } from '../../bytes';
+import { bytesStream, concatBytes } from '../../bytes';
 import { readTar, writeTar, type TarEntry } from '../../protocol/tar';
 
 /**
@@ -134,16 +134,16 @@ async function collect(stream: ReadableStream<Uint8Array>, limit: number, what: 
 }
 
 async function gunzip(bytes: Uint8Array, limit: number): Promise<Uint8Array> {
-  return collect(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip')), limit, 'the unpacked tar');
+  return collect(bytesStream(bytes).pipeThrough(new DecompressionStream('gzip')), limit, 'the unpacked tar');
 }
 
 async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
-  return collect(new Blob([bytes]).stream().pipeThrough(new CompressionStream('gzip')), Number.MAX_SAFE_INTEGER, 'the package');
+  return collect(bytesStream(bytes).pipeThrough(new CompressionStream('gzip')), Number.MAX_SAFE_INTEGER, 'the package');
 }
 
 /** DecompressionStream (native) as the zip reader's inflater: at most `maxBytes` are collected. */
 const inflateRaw = (compressed: Uint8Array, maxBytes: number) =>
-  collect(new Blob([compressed]).stream().pipeThrough(new DecompressionStream('deflate-raw')), maxBytes, 'the entry');
+  collect(bytesStream(compressed).pipeThrough(new DecompressionStream('deflate-raw')), maxBytes, 'the entry');
 
 /**
  * The files of the zip `bytes`, as tar entries in its central directory's

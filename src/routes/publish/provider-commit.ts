@@ -16,7 +16,7 @@ import { readSigningKeys } from '../../store/providers/signing-keys';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../store/types';
 import type { ProviderUpload, UploadSession } from '../../store/uploads/session';
 import { completeStagedFile, partCount, readStagedFile, stagedStream } from '../../store/uploads/staged';
-import { storedZip, type RangeReader } from '../../store/uploads/stored-zip';
+import { heldRangeReader, storedZip } from '../../store/uploads/stored-zip';
 import type { PublishStore } from './context';
 import { checkProvenancePolicy, type Attester } from '../../store/provenance';
 import { withWorkerLease } from './lease';
@@ -51,7 +51,7 @@ export async function commitProvider(
   // The provenance policy before any work (publishVersion checks it again under the lease).
   if (attest) await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
   const { staged, held } = await readStagedFiles(bucket, session, upload);
-  const reader = heldReader(bucket, held);
+  const reader = heldRangeReader(bucket, held);
   const bytesOf = async (filename: string) => {
     const key = staged.get(filename)!;
     return held.get(key) ?? new Uint8Array(await (await bucket.get(key))!.arrayBuffer());
@@ -190,17 +190,4 @@ async function checkedArchives(draft: VersionRecord, upload: ProviderUpload, zip
     packages.push({ ...pkg, h1 });
   }
   return packages;
-}
-
-/** Ranged reads of the staged files: from memory for those held, from R2 for the others. */
-function heldReader(bucket: RangeReader, held: ReadonlyMap<string, Uint8Array>): RangeReader {
-  return {
-    async get(key, options) {
-      const bytes = held.get(key);
-      if (!bytes) return bucket.get(key, options);
-      const { offset, length } = options.range;
-      const slice = bytes.subarray(offset, offset + length);
-      return { body: new Response(slice).body!, arrayBuffer: async () => slice.slice().buffer };
-    },
-  };
 }

@@ -1,3 +1,4 @@
+import { bytesStream } from '../../bytes';
 import { inflatedEntry, ZipEntryError, type ZipContentSource, type ZipSource } from '../../protocol/zip-reader';
 import type { ZipEntry } from '../../protocol/zip';
 
@@ -37,6 +38,22 @@ export function storedZip(bucket: RangeReader, key: string, size: number): ZipSo
   };
 }
 
+/**
+ * Ranged reads from memory for the objects in `held` (their bytes by key: a commit's small staged files, read
+ * once), from `bucket` for any other. Reads from memory are views handed on as one chunk (bytesStream).
+ */
+export function heldRangeReader(bucket: RangeReader, held: ReadonlyMap<string, Uint8Array>): RangeReader {
+  return {
+    async get(key, options) {
+      const bytes = held.get(key);
+      if (!bytes) return bucket.get(key, options);
+      const { offset, length } = options.range;
+      const slice = bytes.subarray(offset, offset + length);
+      return { body: bytesStream(slice), arrayBuffer: async () => slice.slice().buffer };
+    },
+  };
+}
+
 /** Bytes [offset, offset + length) of `key`, one ranged R2 read; a plain Error when the object vanished. */
 async function rangedRead(bucket: RangeReader, key: string, offset: number, length: number): Promise<Uint8Array> {
   if (length === 0) return new Uint8Array(0);
@@ -50,7 +67,7 @@ async function entrySha256(bucket: RangeReader, key: string, entry: ZipEntry, of
   digest.digest.catch(() => {}); // rejects when the pipe fails, which is reported below
   let source: ReadableStream<Uint8Array>;
   if (entry.compressedSize === 0) {
-    source = new Response(new Uint8Array(0)).body!;
+    source = bytesStream(new Uint8Array(0));
   } else {
     const object = await bucket.get(key, { range: { offset, length: entry.compressedSize } });
     if (object === null) throw new Error(`${key} disappeared while being read`);
@@ -136,7 +153,7 @@ export function streamedZip(bucket: RangeReader, key: string, size: number): Str
 
 /** DecompressionStream (native) as the zip reader's inflater: it stops one byte past `maxBytes`, enough for the reader to see the size is wrong. */
 async function workerInflateRaw(compressed: Uint8Array, maxBytes: number): Promise<Uint8Array> {
-  const reader = new Blob([compressed]).stream().pipeThrough(new DecompressionStream('deflate-raw')).getReader();
+  const reader = bytesStream(compressed).pipeThrough(new DecompressionStream('deflate-raw')).getReader();
   const out = new Uint8Array(maxBytes + 1);
   let filled = 0;
   try {
