@@ -168,23 +168,37 @@ function busyIn(profile: Profile, windows: readonly Window[]): { perWindow: numb
   return { perWindow, total, samples };
 }
 
-/** Self time (ms: samples × interval) per function of `profile`'s busy samples inside `window`, largest first. */
-function topFunctions(profile: Profile, window: Window): { name: string; ms: number }[] {
+/** The busy (non-idle) samples of `profile` inside `window`: each sample's node id and the frame it was in. */
+function* busySamplesIn(profile: Profile, window: Window): Generator<{ id: number; frame: Profile['nodes'][number]['callFrame'] }> {
   const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
-  const totals = new Map<string, number>();
   let at = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
     at += profile.timeDeltas[i]!;
     if (at < window.startUs || at > window.endUs) continue;
     const frame = byNode.get(profile.samples[i]!);
-    if (!frame || frame.functionName === '(idle)') continue;
-    const name = `${frame.functionName || '(anonymous)'}${frame.url ? ` ${frame.url.split('/').at(-1)}:${(frame.lineNumber ?? 0) + 1}` : ''}`;
-    totals.set(name, (totals.get(name) ?? 0) + SAMPLING_INTERVAL_US / 1000);
+    if (frame && frame.functionName !== '(idle)') yield { id: profile.samples[i]!, frame };
   }
-  return [...totals]
+}
+
+/** A frame's name in the tables: the function, and its bundle line when it has one. */
+const frameName = (frame: Profile['nodes'][number]['callFrame']) =>
+  `${frame.functionName || '(anonymous)'}${frame.url ? ` ${frame.url.split('/').at(-1)}:${(frame.lineNumber ?? 0) + 1}` : ''}`;
+
+/** The `limit` largest of `totals` (ms per name), largest first. */
+const largest = (totals: Map<string, number>, limit: number) =>
+  [...totals]
     .map(([name, ms]) => ({ name, ms }))
     .sort((a, b) => b.ms - a.ms)
-    .slice(0, 25);
+    .slice(0, limit);
+
+/** Self time (ms: samples × interval) per function of `profile`'s busy samples inside `window`, largest first. */
+function topFunctions(profile: Profile, window: Window): { name: string; ms: number }[] {
+  const totals = new Map<string, number>();
+  for (const { frame } of busySamplesIn(profile, window)) {
+    const name = frameName(frame);
+    totals.set(name, (totals.get(name) ?? 0) + SAMPLING_INTERVAL_US / 1000);
+  }
+  return largest(totals, 25);
 }
 
 /** Inclusive time (ms: samples × interval) per function of `profile`'s busy samples inside `window`: each function counted once per sample it is on the stack of. */
@@ -193,38 +207,24 @@ function inclusiveFunctions(profile: Profile, window: Window): { name: string; m
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
   const totals = new Map<string, number>();
-  let at = profile.startTime;
-  for (let i = 0; i < profile.samples.length; i++) {
-    at += profile.timeDeltas[i]!;
-    if (at < window.startUs || at > window.endUs) continue;
-    const leaf = byNode.get(profile.samples[i]!);
-    if (!leaf || leaf.functionName === '(idle)') continue;
+  for (const { id: leaf } of busySamplesIn(profile, window)) {
     const seen = new Set<string>();
-    for (let id: number | undefined = profile.samples[i]!; id !== undefined; id = parent.get(id)) {
+    for (let id: number | undefined = leaf; id !== undefined; id = parent.get(id)) {
       const frame = byNode.get(id)!;
       if (frame.functionName === '(root)') continue;
-      const name = `${frame.functionName || '(anonymous)'}${frame.url ? ` ${frame.url.split('/').at(-1)}:${(frame.lineNumber ?? 0) + 1}` : ''}`;
+      const name = frameName(frame);
       if (seen.has(name)) continue;
       seen.add(name);
       totals.set(name, (totals.get(name) ?? 0) + SAMPLING_INTERVAL_US / 1000);
     }
   }
-  return [...totals]
-    .map(([name, ms]) => ({ name, ms }))
-    .sort((a, b) => b.ms - a.ms)
-    .slice(0, 40);
+  return largest(totals, 40);
 }
 
 function sharesIn(profile: Profile, window: Window): RequestCpu['shares'] {
-  const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const totals = { javascript: 0, 'native methods': 0, '(program)': 0, '(garbage collector)': 0 };
   let all = 0;
-  let at = profile.startTime;
-  for (let i = 0; i < profile.samples.length; i++) {
-    at += profile.timeDeltas[i]!;
-    if (at < window.startUs || at > window.endUs) continue;
-    const frame = byNode.get(profile.samples[i]!);
-    if (!frame || frame.functionName === '(idle)') continue;
+  for (const { frame } of busySamplesIn(profile, window)) {
     const kind =
       frame.functionName === '(program)' || frame.functionName === '(garbage collector)' ? frame.functionName : frame.url ? 'javascript' : 'native methods';
     totals[kind] += 1;

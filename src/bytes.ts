@@ -1,7 +1,7 @@
 /**
  * Joining byte chunks into one new buffer: the one copy the Worker (stream
  * readers, the verified copy's blocks, tar headers) and the scripts (upload
- * parts) share; and bytes already in memory as a stream.
+ * parts) share; bytes already in memory as a stream; base64url.
  */
 
 /**
@@ -31,4 +31,11 @@ export function bytesStream(bytes: Uint8Array): ReadableStream<Uint8Array> {
       controller.close();
     },
   });
+}
+
+/** base64url (RFC 4648 §5) without padding: tokens, signed URLs, JWKs. */
+export function base64url(bytes: Uint8Array): string {
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }

@@ -8,7 +8,7 @@
  * every signature made here are checked by openpgp.js, gpg --verify and
  * terraform init in the tests, as any other signature.
  */
-import { concatBytes } from '../bytes';
+import { base64url, concatBytes } from '../bytes';
 
 /** An RSA OpenPGP v4 signing key's material, as in its secret key packet (big-endian integers). */
 export interface RsaSigningKey {
@@ -118,10 +118,4 @@ function fromBigInt(n: bigint): Uint8Array {
   const hex = n.toString(16);
   const padded = hex.length % 2 ? `0${hex}` : hex;
   return Uint8Array.from(padded.match(/../g) ?? ['00'], (h) => Number.parseInt(h, 16));
-}
-
-function base64url(bytes: Uint8Array): string {
-  let binary = '';
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }

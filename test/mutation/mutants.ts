@@ -33,6 +33,13 @@ const ARCHIVE = ['test/scripts/provider/archive.test.ts', 'test/scripts/hashes.t
 const RECORDS = ['test/worker/records.test.ts', 'test/worker/immutability.test.ts'];
 const SESSIONS = ['test/worker-private/pages.test.ts'];
 const LEASE = ['test/scripts/lease.test.ts'];
+/** The one tar parser's callers: the parser's own test, the publish API, the module proxy and the CLI. */
+const TAR = [
+  'test/protocol/tar.test.ts',
+  'test/worker/publish/module-tar.test.ts',
+  'test/worker/mirror-modules/repack.test.ts',
+  'test/scripts/module/tar.test.ts',
+];
 const CONDITIONS = ['test/worker/http/conditional.test.ts', 'test/worker/release-file-conditions.test.ts'];
 
 export const MUTANTS: Mutant[] = [
@@ -749,12 +756,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'tar-pax-linkpath-ignored',
     file: 'src/protocol/tar.ts',
-    tests: [
-      'test/protocol/tar.test.ts',
-      'test/worker/publish/module-tar.test.ts',
-      'test/worker/mirror-modules/repack.test.ts',
-      'test/scripts/module/tar.test.ts',
-    ],
+    tests: TAR,
     description:
       "the one tar parser takes a link's target from the ustar linkname, ignoring a pax linkpath (as the publish API's own reader did): a link to ../../etc/passwd behind a harmless linkname is published",
     from: "resolved('link target', pax?.get('linkpath'), this.longLink)",
@@ -763,12 +765,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'tar-gnu-long-link-ignored',
     file: 'src/protocol/tar.ts',
-    tests: [
-      'test/protocol/tar.test.ts',
-      'test/worker/publish/module-tar.test.ts',
-      'test/worker/mirror-modules/repack.test.ts',
-      'test/scripts/module/tar.test.ts',
-    ],
+    tests: TAR,
     description: "the one tar parser ignores a GNU long link ('K'): a link leaving the package behind a harmless ustar linkname is published",
     from: "resolved('link target', pax?.get('linkpath'), this.longLink) ?? field(block, 157, 100)",
     to: "resolved('link target', pax?.get('linkpath'), null) ?? field(block, 157, 100)",
@@ -776,12 +773,7 @@ export const MUTANTS: Mutant[] = [
   {
     id: 'tar-checksum-unchecked',
     file: 'src/protocol/tar.ts',
-    tests: [
-      'test/protocol/tar.test.ts',
-      'test/worker/publish/module-tar.test.ts',
-      'test/worker/mirror-modules/repack.test.ts',
-      'test/scripts/module/tar.test.ts',
-    ],
+    tests: TAR,
     description: 'a tar header whose checksum does not match is read (a damaged header, read differently by each extractor)',
     from: 'if (sum !== stored) throw',
     to: 'if (false) throw',

@@ -1,14 +1,10 @@
 /**
  * Byte helpers shared by tokens and signed URLs: base64url (RFC 4648 §5,
- * no padding) and a constant-time comparison.
+ * no padding; the encoder is src/bytes.ts's) and a constant-time comparison.
  */
+import { base64url } from '../../bytes';
 
-/** base64url without padding. */
-export function base64url(bytes: Uint8Array): string {
-  let binary = '';
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-}
+export { base64url };
 
 /**
  * Decodes unpadded base64url; null (never throws) when the text is not

@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import yazl from 'yazl';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readSuppliedPackage } from '../../../scripts/lib/module/archive';
 import { tempDir } from '../helpers';
+import { yazlZip } from '../../fixtures/yazl-zip';
 
 // publish-module's reading of a supplied .zip (scripts/lib/module/archive.ts) through the one zip reader
 // (src/protocol/zip-reader.ts) that the module proxy runs too. yauzl, its reader until issue 28, checked only the
@@ -17,26 +17,7 @@ const LOCAL = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 const CENTRAL = Buffer.from([0x50, 0x4b, 0x01, 0x02]);
 const MAIN = 'variable "a" {}\n';
 
-interface Entry {
-  name: string;
-  data?: string;
-  mode?: number;
-  compress?: boolean;
-}
-
-function zipOf(entries: Entry[], options: { zip64?: boolean } = {}): Promise<Buffer> {
-  const zip = new yazl.ZipFile();
-  for (const { name, data = '', mode, compress = true } of entries)
-    zip.addBuffer(Buffer.from(data), name, { mtime: new Date(0), compress, mode, forceZip64Format: options.zip64 ?? false });
-  zip.end({ forceZip64Format: options.zip64 ?? false });
-  const chunks: Buffer[] = [];
-  return new Promise((resolve, reject) => {
-    zip.outputStream
-      .on('data', (c: Buffer) => chunks.push(c))
-      .on('end', () => resolve(Buffer.concat(chunks)))
-      .on('error', reject);
-  });
-}
+const zipOf = yazlZip;
 
 /** The central directory header of the `n`th entry (1-based). */
 function central(zip: Buffer, n: number): number {

@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import yazl from 'yazl';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inspectArchive } from '../../../scripts/lib/provider/archive';
 import { tempDir } from '../helpers';
+import { yazlZip } from '../../fixtures/yazl-zip';
 
 // Zips that must be refused even though every byte of their data is intact: a name stored twice
 // (which copy would Terraform unpack?) and a size in the directory that the data does not have.
@@ -12,17 +12,10 @@ const { dir, cleanup } = tempDir('archive');
 afterAll(cleanup);
 
 function zipOf(entries: [name: string, data: string][], options: { compress?: boolean; zip64?: boolean } = {}): Promise<Buffer> {
-  const zip = new yazl.ZipFile();
-  for (const [name, data] of entries)
-    zip.addBuffer(Buffer.from(data), name, { mtime: new Date(0), compress: options.compress ?? true, forceZip64Format: options.zip64 ?? false });
-  zip.end({ forceZip64Format: options.zip64 ?? false });
-  const chunks: Buffer[] = [];
-  return new Promise((resolve, reject) => {
-    zip.outputStream
-      .on('data', (c: Buffer) => chunks.push(c))
-      .on('end', () => resolve(Buffer.concat(chunks)))
-      .on('error', reject);
-  });
+  return yazlZip(
+    entries.map(([name, data]) => ({ name, data, compress: options.compress ?? true })),
+    options,
+  );
 }
 
 function write(name: string, bytes: Buffer): string {
