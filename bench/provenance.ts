@@ -68,8 +68,8 @@ export async function benchProvenance(work: string, log: (line: string) => void 
         const blobs = (await runtime.mf.getR2Bucket('REGISTRY_R2')) as unknown as BlobStore;
         const key = await writeKeyFile(work, `bench-${statements}.asc`, 'ecc');
         await writeSigningKeys(kv, HOST, 'acme', [{ key_id: key.keyId, ascii_armor: key.publicArmor }]);
-        await writePublishers(kv, HOST, 'acme', [
-          await parsePublisherInput({ issuer: ci.github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*' }),
+        await writePublishers({ kv, blobs }, HOST, 'acme', [
+          await parsePublisherInput({ issuer: ci.github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*', packages: ['acme/thing'] }),
         ]);
         const profiler = await workerProfiler(inspectorPort, runtime.pid);
         const publishes: number[] = [];
@@ -101,7 +101,7 @@ export async function benchProvenance(work: string, log: (line: string) => void 
         if (statements) {
           // The statement's own work, without the noise of a whole publish: the attester the commit uses, 100 times.
           const claims = { ...githubClaims(REPO, { ref: 'refs/tags/v9.9.9' }), iss: ci.github.url };
-          const publisher = await parsePublisherInput({ issuer: ci.github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*' });
+          const publisher = await parsePublisherInput({ issuer: ci.github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*', packages: ['acme/thing'] });
           const attester = attesterFor(
             { kind: 'ci', issuer: ci.github.url, subject: 'x' },
             { claims, publisher, actor: { kind: 'ci', issuer: ci.github.url, subject: 'x' } },

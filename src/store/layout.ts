@@ -15,7 +15,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   records/HOST/NS/TYPE/VERSION                        version record (JSON), a copy of the R2 record below (read only for versions published before R2 records were kept)
  *   signing-keys/HOST/NS                                namespace public keys (JSON)
  *   tokens/SHA256                                       read or publish token record, by the SHA-256 of the token
- *   publishers/HOST/NS                                  the namespace's trusted CI publishers (JSON list, src/store/publishers/record.ts)
+ *   publishers/HOST/NS                                  trusted CI publishers stored before they moved to R2 (read until the next change moves them)
  *   held-signing-keys/HOST/NS                           the namespace's registry-held private signing key, encrypted (src/store/keys/held-keys.ts)
  *   pages/catalog                                       the home page's list of every provider
  *   pages/summaries/HOST/NS/TYPE                        one provider's catalogue entry
@@ -52,6 +52,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   provenance (src/store/provenance.ts, docs/provenance.md):
  *   .provenance/HOST/providers/NS/TYPE/VERSION/SHA256.json        a version's signed DSSE envelope, content-addressed, created only if absent
  *   .provenance/HOST/modules/NS/NAME/SYSTEM/VERSION/SHA256.json   the same for a module version
+ *   .publishers/HOST/NS.json                            the namespace's trusted CI publishers (JSON list, src/store/publishers/record.ts), changed only by conditional writes
  *   .provenance-policy/HOST/NS.json                     the namespace requires build provenance (absent: it does not)
  *   .attestation-keys/HOST.json                         the registry's attestation keys, private halves sealed (src/store/keys/attestation-keys.ts)
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
@@ -85,8 +86,10 @@ export const versionRecordKey = (address: ProviderAddress, version: string) => `
 
 export const signingKeysKey = (hostname: string, namespace: string) => `signing-keys/${hostname}/${namespace}`;
 
-/** Trusted publishers of a namespace (JSON list; src/store/publishers/). */
-export const publishersKey = (hostname: string, namespace: string) => `publishers/${hostname}/${namespace}`;
+/** KV: trusted publishers of a namespace as stored before they moved to R2 (src/store/publishers/read.ts). */
+export const legacyPublishersKey = (hostname: string, namespace: string) => `publishers/${hostname}/${namespace}`;
+/** R2: trusted publishers of a namespace (JSON list; src/store/publishers/), changed only by conditional writes. */
+export const publishersObject = (hostname: string, namespace: string) => `.publishers/${hostname}/${namespace}.json`;
 /** R2: the one publish a CI ID token started (src/store/publishers/token-uses.ts), by SHA-256 of issuer and `jti`; kept until the token's exp. */
 export const ciTokenUseKey = (hostname: string, digest: string) => `.ci-token-uses/${hostname}/${digest}`;
 

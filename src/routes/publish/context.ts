@@ -6,6 +6,7 @@ import { errorResponse } from '../../http/responses';
 import type { Actor } from '../../store/audit/actor';
 import { authorizePublisher, PublishRefusal } from '../../access/publish-auth';
 import type { VerifiedCiToken } from '../../access/ci-token';
+import type { PackageRef } from '../../access/package-rights';
 import { InputError } from '../../protocol/errors';
 import { auditCiRefusal } from './refusal-audit';
 import { appendAuditEntry } from '../../store/audit/write';
@@ -46,8 +47,8 @@ export interface AuditTarget {
 }
 
 /**
- * Runs `handle` for an authorised actor: authorises the request for
- * `namespace`, then answers what `handle` returns. A refused credential
+ * Runs `handle` for an authorised actor: authorises the request to write
+ * `pkg` (publish-auth.ts: the credential's packages must include it), then answers what `handle` returns. A refused credential
  * answers 401/403 (WWW-Authenticate on 401), a refusal (InputError, a
  * StoreRefusal) its status (src/http/errors.ts) and message; both leave an audit entry `refused` when the caller is known
  * (a token id, a CI job's claims). Other errors propagate (500, logged).
@@ -56,7 +57,7 @@ export async function asPublisher(
   request: IRequest,
   env: Env,
   ctx: ExecutionContext,
-  namespace: string,
+  pkg: PackageRef,
   what: AuditTarget,
   handle: (actor: Actor, store: PublishStore, ci: VerifiedCiToken | null) => Promise<Response>,
   /** 'continues' for an upload session's requests: a CI token starts one publish (publish-auth.ts), and these continue it. */
@@ -65,7 +66,7 @@ export async function asPublisher(
   const store = publishStore(env);
   let actor: Actor | null = null;
   try {
-    const authorization = await authorizePublisher(request, settings(env), store, namespace, mode === 'starts' ? `${what.action} ${what.target}` : null);
+    const authorization = await authorizePublisher(request, settings(env), store, pkg, mode === 'starts' ? `${what.action} ${what.target}` : null);
     actor = authorization.actor;
     return await handle(actor, store, authorization.ci);
   } catch (error) {

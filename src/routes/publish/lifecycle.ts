@@ -10,6 +10,7 @@ import { moduleLeaseName, providerLeaseName } from '../../store/layout';
 import { parseLifecycleMessage, type LifecycleAction } from '../../store/lifecycle/change';
 import { changeModuleLifecycle } from '../../store/lifecycle/modules';
 import { changeProviderLifecycle } from '../../store/lifecycle/providers';
+import type { PackageRef } from '../../access/package-rights';
 import { asPublisher, audit, json, readJsonBody } from './context';
 import { withWorkerLease } from './lease';
 
@@ -30,7 +31,7 @@ const ACTIONS = ['deprecate', 'undeprecate', 'withdraw', 'restore'] as const;
 
 export function providerLifecycle(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
   const address = providerAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'));
-  return handle(request, env, ctx, address.namespace, formatAddress(address), (store, action, check) =>
+  return handle(request, env, ctx, { kind: 'provider', namespace: address.namespace, type: address.type }, formatAddress(address), (store, action, check) =>
     withWorkerLease(store.blobs, providerLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatAddress(address)}`, (lease) =>
       changeProviderLifecycle(store, address, action, { lease }),
     ),
@@ -44,7 +45,7 @@ export function moduleLifecycle(request: IRequest, env: Env, ctx: ExecutionConte
     pathSegment(request.params.name, 'name'),
     pathSegment(request.params.system, 'system'),
   );
-  return handle(request, env, ctx, address.namespace, formatModuleAddress(address), (store, action, check) =>
+  return handle(request, env, ctx, { kind: 'module', ...address }, formatModuleAddress(address), (store, action, check) =>
     withWorkerLease(store.blobs, moduleLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatModuleAddress(address)}`, (lease) =>
       changeModuleLifecycle(store, address, action, { lease }),
     ),
@@ -57,7 +58,7 @@ type Change = (
   context: { actor: Parameters<Parameters<typeof asPublisher>[5]>[0] },
 ) => Promise<{ changed: boolean; versions: string[]; state: unknown }>;
 
-async function handle(request: IRequest, env: Env, ctx: ExecutionContext, namespace: string, name: string, change: Change): Promise<Response> {
+async function handle(request: IRequest, env: Env, ctx: ExecutionContext, pkg: PackageRef, name: string, change: Change): Promise<Response> {
   // The audit target names the version when the body does; read it once, before authorising, only to name the entry.
   const body = await readJsonBody(request, 8 * 1024).catch((error: unknown) => error as Error);
   const version = body instanceof Error ? undefined : (body as { version?: unknown })?.version;
@@ -66,7 +67,7 @@ async function handle(request: IRequest, env: Env, ctx: ExecutionContext, namesp
     action: `lifecycle.${/^[a-z]+$/.test(kind) ? kind : 'change'}`,
     target: `${name}${typeof version === 'string' && version.length <= 64 ? ` ${version}` : ''}`,
   };
-  return asPublisher(request, env, ctx, namespace, what, async (actor, store) => {
+  return asPublisher(request, env, ctx, pkg, what, async (actor, store) => {
     if (body instanceof Error) throw body;
     const action = parseAction(body);
     const result = await change(store, action, { actor });

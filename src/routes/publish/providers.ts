@@ -44,7 +44,7 @@ export async function createProviderUpload(request: IRequest, env: Env, ctx: Exe
   const address = providerAddress(settings(env).hostname, namespace, type);
   const what = { action: 'provider.publish', target: `${formatAddress(address)} ${version}` } as const;
 
-  return asPublisher(request, env, ctx, namespace, what, async (actor, store, ci) => {
+  return asPublisher(request, env, ctx, { kind: 'provider', namespace, type }, what, async (actor, store, ci) => {
     // A namespace requiring provenance refuses other publishers before anything is read or written.
     const attest = attesterFor(actor, ci, settings(env), store.blobs);
     await checkProvenancePolicy(store.blobs, address.hostname, namespace, attest);

@@ -102,7 +102,9 @@ function asSessionPublisher(
     request,
     env,
     ctx,
-    session.namespace,
+    session.upload.kind === 'provider'
+      ? { kind: 'provider', namespace: session.namespace, type: session.upload.type }
+      : { kind: 'module', namespace: session.namespace, name: session.upload.name, system: session.upload.system },
     auditTarget(session),
     async (actor, _store, ci) => {
       if (!sameActor(actor, session.actor))

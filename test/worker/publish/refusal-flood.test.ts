@@ -91,7 +91,7 @@ describe('refusals of genuine CI ID tokens that no publisher allows', () => {
     timeout: 120_000,
   }, async () => {
     const { github } = inject('ciIssuers');
-    await writePublishers(env.REGISTRY_KV, HOST, 'genuine', [
+    await writePublishers({ kv: env.REGISTRY_KV as never, blobs: env.REGISTRY_R2 as never }, HOST, 'genuine', [
       await parsePublisherInput({
         issuer: github.url,
         repository: 'acme/terraform-provider-thing',
@@ -99,6 +99,7 @@ describe('refusals of genuine CI ID tokens that no publisher allows', () => {
         ref: 'refs/tags/v*',
         repositoryId: '1',
         ownerId: '2',
+        namespaceWide: true,
       }),
     ]);
     // Signed by the issuer for attackers' own repositories, with our audience: each verifies, none matches.
