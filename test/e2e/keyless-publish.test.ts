@@ -128,6 +128,8 @@ beforeAll(async () => {
     '123456',
     '--owner-id',
     '654321',
+    '--package',
+    'acme/thing',
   ]);
   await operator('publisher', [
     'add',
@@ -143,6 +145,8 @@ beforeAll(async () => {
     '4242',
     '--namespace-id',
     '42',
+    '--package',
+    'acme/vpc/aws',
   ]);
   publishToken = (await operator('token', ['create', '--publish', 'acme', '--name', 'no-provenance'])).stdout.trimEnd().split('\n').at(-1)!;
   server = await startDevServer({ stateDir, port: await freePort(), certificate, vars: { SIGNING_KEY_SECRET: SECRET, REGISTRY_HOSTNAME: HOST } });
@@ -433,6 +437,14 @@ module "vpc" {
         'a token for another audience',
         await attempt(githubClaims(PROVIDER_REPO, { ref: 'refs/tags/v1.1.0', environment: 'release' }), { EDGE_REGISTRY_AUDIENCE: 'registry.other.example' }),
         /"aud"/,
+      ],
+      [
+        "the trusted module project's job, for the provider (least privilege per package)",
+        await script('publish-provider', [dist, '--namespace', 'acme', '--registry', server.origin, '--json'], {
+          EDGE_REGISTRY_ID_TOKEN: await ci.gitlab.mint({ ...gitlabClaims(MODULE_PROJECT, { ref: 'v1.1.0' }), aud: HOST }),
+          NODE_EXTRA_CA_CERTS: certificate.certPath,
+        }),
+        /may not publish or change acme\/thing: its trusted publisher allows only acme\/vpc\/aws/,
       ],
       [
         'a token replayed after it expired',

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parsePublisherInput, refMatches, type PublisherInput } from '../../src/access/publishers';
+import { parsePublisherInput, refMatches, unpinnedReason, type PublisherInput } from '../../src/access/publishers';
 import { legacyPublishersKey, publishersObject } from '../../src/store/layout';
 import { openLocalStore } from '../../scripts/lib/stores/local';
 import { type StoreHandle } from '../../scripts/lib/stores/handle';
@@ -221,6 +221,38 @@ describe('publisher commands on the local state', () => {
     await addPublisher(store, 'registry.example.com', 'moved', input);
     expect(await store.kv.get(legacyPublishersKey('registry.example.com', 'moved'), 'text')).toBeNull();
     expect((await listPublishers(store, 'registry.example.com', 'moved')).map((p) => p.id)[0]).toBe('0123456789ab');
+  });
+
+  it('changes race safely: a remove racing adds never brings the removed publisher back; a pin racing a remove, one of them wins whole', async () => {
+    const base = { issuer: GITHUB, workflow: 'r.yml', ref: 'refs/tags/v*', ...IDS };
+    for (let round = 0; round < 5; round++) {
+      const ns = `race${round}`;
+      const victim = await addPublisher(store, 'registry.example.com', ns, { ...base, repository: 'acme/victim', packages: [`${ns}/victim`] });
+      const results = await Promise.allSettled([
+        removePublisher(store, 'registry.example.com', ns, victim.publisher.id),
+        addPublisher(store, 'registry.example.com', ns, { ...base, repository: 'acme/a', packages: [`${ns}/a`] }),
+        addPublisher(store, 'registry.example.com', ns, { ...base, repository: 'acme/b', packages: [`${ns}/b`] }),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+      expect((await listPublishers(store, 'registry.example.com', ns)).map((p) => ('repository' in p ? p.repository : p.projectPath)).sort()).toEqual(['acme/a', 'acme/b']);
+
+      const legacy = { id: 'abcdefabcdef', kind: 'github', issuer: GITHUB, repository: 'acme/legacy', created: '2026-01-01T00:00:00.000Z' };
+      await store.kv.put(legacyPublishersKey('registry.example.com', `pin${round}`), JSON.stringify([legacy]));
+      const [pinned, removed] = await Promise.allSettled([
+        pinPublisher(store, 'registry.example.com', `pin${round}`, legacy.id, { ...IDS, workflow: 'r.yml', ref: 'refs/tags/v*', packages: [`pin${round}/x`] }),
+        removePublisher(store, 'registry.example.com', `pin${round}`, legacy.id),
+      ]);
+      const after = await listPublishers(store, 'registry.example.com', `pin${round}`);
+      // Removed first: the pin is refused and nothing comes back. Pinned first: the remove finds no such id, and the pinned one stays.
+      if (removed.status === 'fulfilled') {
+        expect(pinned.status).toBe('rejected');
+        expect(after).toEqual([]);
+      } else {
+        expect(pinned.status).toBe('fulfilled');
+        expect(after.map((p) => ('repository' in p ? p.repository : p.projectPath))).toEqual(['acme/legacy']);
+        expect(unpinnedReason(after[0]!)).toBeNull();
+      }
+    }
   });
 
   it('pin completes a publisher stored without ids, workflow, ref or packages (it published nothing before); nothing else is changed', async () => {
