@@ -101,7 +101,13 @@ export async function benchProvenance(work: string, log: (line: string) => void 
         if (statements) {
           // The statement's own work, without the noise of a whole publish: the attester the commit uses, 100 times.
           const claims = { ...githubClaims(REPO, { ref: 'refs/tags/v9.9.9' }), iss: ci.github.url };
-          const publisher = await parsePublisherInput({ issuer: ci.github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*', packages: ['acme/thing'] });
+          const publisher = await parsePublisherInput({
+            issuer: ci.github.url,
+            repository: REPO,
+            workflow: 'release.yml',
+            ref: 'refs/tags/v*',
+            packages: ['acme/thing'],
+          });
           const attester = attesterFor(
             { kind: 'ci', issuer: ci.github.url, subject: 'x' },
             { claims, publisher, actor: { kind: 'ci', issuer: ci.github.url, subject: 'x' } },

@@ -232,7 +232,7 @@ async function pinCommand({ values, hostname, namespace, target, store }: Contex
 
 /** The KV and R2 of an operator command that writes (every publisher command opens both). */
 function storeOf(store: CommandStore): Store {
-  if (!store.blobs) throw new Error('the publisher commands need the registry\'s R2 bucket');
+  if (!store.blobs) throw new Error("the publisher commands need the registry's R2 bucket");
   return { kv: store.kv, blobs: store.blobs };
 }
 

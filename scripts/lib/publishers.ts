@@ -149,12 +149,28 @@ export async function pinPublisher(
   if (unpinnedReason(before) === null) throw new InputError(`publisher ${wanted} is already pinned; to change its packages, add it again with --package`);
   const kept: PublisherInput =
     before.kind === 'github'
-      ? { issuer: before.issuer, repository: before.repository, workflow: before.workflow ?? input.workflow, repositoryId: before.repositoryId ?? input.repositoryId, ownerId: before.ownerId ?? input.ownerId }
-      : { issuer: before.issuer, projectPath: before.projectPath, projectId: before.projectId ?? input.projectId, namespaceId: before.namespaceId ?? input.namespaceId, allowUnprotectedRef: before.allowUnprotectedRef };
-  const limits = before.ref || before.environment || before.anyRef
-    ? { ref: before.ref, environment: before.environment, anyRef: before.anyRef }
-    : { ref: input.ref, environment: input.environment, anyRef: input.anyRef };
-  const rights = before.packages || before.namespaceWide ? { packages: before.packages, namespaceWide: before.namespaceWide } : { packages: input.packages, namespaceWide: input.namespaceWide };
+      ? {
+          issuer: before.issuer,
+          repository: before.repository,
+          workflow: before.workflow ?? input.workflow,
+          repositoryId: before.repositoryId ?? input.repositoryId,
+          ownerId: before.ownerId ?? input.ownerId,
+        }
+      : {
+          issuer: before.issuer,
+          projectPath: before.projectPath,
+          projectId: before.projectId ?? input.projectId,
+          namespaceId: before.namespaceId ?? input.namespaceId,
+          allowUnprotectedRef: before.allowUnprotectedRef,
+        };
+  const limits =
+    before.ref || before.environment || before.anyRef
+      ? { ref: before.ref, environment: before.environment, anyRef: before.anyRef }
+      : { ref: input.ref, environment: input.environment, anyRef: input.anyRef };
+  const rights =
+    before.packages || before.namespaceWide
+      ? { packages: before.packages, namespaceWide: before.namespaceWide }
+      : { packages: input.packages, namespaceWide: input.namespaceWide };
   const full: PublisherInput = { ...kept, ...limits, ...rights, namespace };
   const publisher = await parsePublisherInput(lookup ? await resolvePublisherIds(full, lookup) : full);
   await updatePublishers(store, hostname, namespace, (existing) => {
@@ -199,7 +215,11 @@ function sameRights(a: TrustedPublisher, b: TrustedPublisher): boolean {
 /** `p` with the packages (or namespace-wide grant) of `from`. */
 function withRights(p: TrustedPublisher, from: TrustedPublisher): TrustedPublisher {
   const { packages: _packages, namespaceWide: _wide, ...rest } = p;
-  return { ...rest, ...(from.packages ? { packages: from.packages } : {}), ...(from.namespaceWide ? { namespaceWide: true as const } : {}) } as TrustedPublisher;
+  return {
+    ...rest,
+    ...(from.packages ? { packages: from.packages } : {}),
+    ...(from.namespaceWide ? { namespaceWide: true as const } : {}),
+  } as TrustedPublisher;
 }
 
 /** The listing as text lines (a header, then one line per publisher). */

@@ -139,7 +139,9 @@ export function formatTokenTable(records: readonly TokenRecord[], now = Date.now
   const rows = records.map((r) => [
     r.id,
     r.name || '-',
-    r.purpose === 'publish' ? `publish:${r.namespaceWide ? `NAMESPACE-WIDE ${r.scopes.join(',')}` : (r.packages ?? ['NOTHING (created before per-package rights)']).join(',')}` : r.scopes.join(','),
+    r.purpose === 'publish'
+      ? `publish:${r.namespaceWide ? `NAMESPACE-WIDE ${r.scopes.join(',')}` : (r.packages ?? ['NOTHING (created before per-package rights)']).join(',')}`
+      : r.scopes.join(','),
     r.created.slice(0, 19).replace('T', ' '),
     r.expires === null ? 'never' : `${r.expires.slice(0, 19).replace('T', ' ')}${Date.parse(r.expires) <= now ? ' (expired)' : ''}`,
   ]);

@@ -101,7 +101,10 @@ export async function parsePublisherInput(input: PublisherInput, now = new Date(
  * exactly one of them. Throws InputError naming the fix; a package of
  * another namespace than `namespace` (when given) is refused.
  */
-export function parsePublisherRights(input: Pick<PublisherInput, 'packages' | 'namespaceWide'>, namespace?: string): { packages: string[] } | { namespaceWide: true } {
+export function parsePublisherRights(
+  input: Pick<PublisherInput, 'packages' | 'namespaceWide'>,
+  namespace?: string,
+): { packages: string[] } | { namespaceWide: true } {
   const given = input.packages ?? [];
   if (input.namespaceWide && given.length) throw new InputError('give --package or --namespace-wide, not both');
   if (input.namespaceWide) return { namespaceWide: true };
@@ -129,7 +132,8 @@ export function publisherRights(p: TrustedPublisher): PublishRights {
  */
 export function unpinnedReason(p: TrustedPublisher): string | null {
   const missing = [];
-  if (p.kind === 'github' ? p.repositoryId === undefined : p.projectId === undefined) missing.push(p.kind === 'github' ? 'the repository ids' : 'the project ids');
+  if (p.kind === 'github' ? p.repositoryId === undefined : p.projectId === undefined)
+    missing.push(p.kind === 'github' ? 'the repository ids' : 'the project ids');
   if (p.kind === 'github' && !p.workflow) missing.push('a workflow');
   if (!p.ref && !p.environment && !p.anyRef) missing.push('a ref or an environment');
   if (!p.packages && !p.namespaceWide) missing.push('its packages');

@@ -301,7 +301,11 @@ describe('refused (hostile or misconfigured)', () => {
   it('a publisher stored before ids, workflows, refs or packages were required publishes nothing until pinned, naming what it lacks', async () => {
     const token = await ci.github.mint({ ...thing(), aud: HOST });
     const { repositoryId: _r, ownerId: _o, ...unpinned } = publishers[0]! as GitHubPublisher;
-    await expectRefused(verify(token, { publishers: [unpinned as TrustedPublisher] }), 'no-publisher', /publishes nothing until the operator pins it: it names no the repository ids \(npm run publisher -- pin/);
+    await expectRefused(
+      verify(token, { publishers: [unpinned as TrustedPublisher] }),
+      'no-publisher',
+      /publishes nothing until the operator pins it: it names no the repository ids \(npm run publisher -- pin/,
+    );
     const { packages: _p, ...unscoped } = publishers[0]!;
     await expectRefused(verify(token, { publishers: [unscoped as TrustedPublisher] }), 'no-publisher', /it names no its packages/);
     const { workflow: _w, ...anyWorkflow } = publishers[0]! as GitHubPublisher;

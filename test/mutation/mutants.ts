@@ -1004,8 +1004,8 @@ export const MUTANTS: Mutant[] = [
     file: 'src/access/package-rights.ts',
     tests: ['test/identity/ci-token.test.ts', 'test/worker/publish/package-rights.test.ts'],
     description: 'a provider pattern also names modules (and the reverse)',
-    from: 'return rights.packages.some((pattern) => pattern.split(\'/\').length === segments && globMatches(pattern, name));',
-    to: 'return rights.packages.some((pattern) => globMatches(pattern.split(\'/\').slice(0, 2).join(\'/\') + (segments === 3 ? \'/*\' : \'\'), name));',
+    from: "return rights.packages.some((pattern) => pattern.split('/').length === segments && globMatches(pattern, name));",
+    to: "return rights.packages.some((pattern) => globMatches(pattern.split('/').slice(0, 2).join('/') + (segments === 3 ? '/*' : ''), name));",
   },
   {
     id: 'wide-pattern-accepted',

@@ -31,7 +31,7 @@ describe('parsePublisherInput', () => {
       ref: 'refs/tags/v*',
       environment: 'release',
       ...IDS,
-          ...RIGHTS,
+      ...RIGHTS,
     });
     expect(github).toMatchObject({
       kind: 'github',
@@ -41,7 +41,7 @@ describe('parsePublisherInput', () => {
       ref: 'refs/tags/v*',
       environment: 'release',
       ...IDS,
-          ...RIGHTS,
+      ...RIGHTS,
     });
     expect(github.id).toMatch(/^[0-9a-f]{12}$/);
     // Same matching fields (repository case aside) → same id; another ref or other ids → another id.
@@ -91,7 +91,9 @@ describe('parsePublisherInput', () => {
     expect(
       await parsePublisherInput({ issuer: 'http://127.0.0.1:8080/issuer', repository: 'a/b', workflow: 'r.yml', environment: 'release', ...IDS, ...RIGHTS }),
     ).toMatchObject({ issuer: 'http://127.0.0.1:8080/issuer' });
-    expect(await parsePublisherInput({ issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', anyRef: true, ...IDS, ...RIGHTS })).toMatchObject({ anyRef: true });
+    expect(await parsePublisherInput({ issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', anyRef: true, ...IDS, ...RIGHTS })).toMatchObject({
+      anyRef: true,
+    });
     expect(
       await parsePublisherInput({
         issuer: GITHUB,
@@ -99,7 +101,7 @@ describe('parsePublisherInput', () => {
         workflow: 'acme/shared/.github/workflows/build.yml@refs/heads/main',
         environment: 'e',
         ...IDS,
-          ...RIGHTS,
+        ...RIGHTS,
       }),
     ).toMatchObject({ workflow: 'acme/shared/.github/workflows/build.yml@refs/heads/main' });
   });
@@ -207,7 +209,9 @@ describe('publisher commands on the local state', () => {
     const input = { issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', ref: 'refs/tags/v*', ...IDS };
     await expect(addPublisher(store, 'registry.example.com', 'acme', input)).rejects.toThrow(/give --package NS\/TYPE .*--namespace-wide/);
     await expect(addPublisher(store, 'registry.example.com', 'acme', { ...input, packages: ['other/thing'] })).rejects.toThrow(/not in namespace acme/);
-    await expect(addPublisher(store, 'registry.example.com', 'acme', { ...input, packages: ['acme/*'] })).rejects.toThrow(/every provider of acme.*--namespace-wide/);
+    await expect(addPublisher(store, 'registry.example.com', 'acme', { ...input, packages: ['acme/*'] })).rejects.toThrow(
+      /every provider of acme.*--namespace-wide/,
+    );
     await expect(addPublisher(store, 'registry.example.com', 'acme', { ...input, packages: ['acme/thing'], namespaceWide: true })).rejects.toThrow(/not both/);
     expect((await store.kv.list({ prefix: '' })).keys).toHaveLength(before);
     expect((await store.blobs.list({ prefix: '' })).objects).toHaveLength(objects);
@@ -234,7 +238,10 @@ describe('publisher commands on the local state', () => {
         addPublisher(store, 'registry.example.com', ns, { ...base, repository: 'acme/b', packages: [`${ns}/b`] }),
       ]);
       expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
-      expect((await listPublishers(store, 'registry.example.com', ns)).map((p) => ('repository' in p ? p.repository : p.projectPath)).sort()).toEqual(['acme/a', 'acme/b']);
+      expect((await listPublishers(store, 'registry.example.com', ns)).map((p) => ('repository' in p ? p.repository : p.projectPath)).sort()).toEqual([
+        'acme/a',
+        'acme/b',
+      ]);
 
       const legacy = { id: 'abcdefabcdef', kind: 'github', issuer: GITHUB, repository: 'acme/legacy', created: '2026-01-01T00:00:00.000Z' };
       await store.kv.put(legacyPublishersKey('registry.example.com', `pin${round}`), JSON.stringify([legacy]));
@@ -271,7 +278,13 @@ describe('publisher commands on the local state', () => {
       ref: 'refs/tags/v*',
       packages: ['pinned/thing'],
     });
-    expect(publisher).toMatchObject({ repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', ...IDS, packages: ['pinned/thing'] });
+    expect(publisher).toMatchObject({
+      repository: 'acme/terraform-provider-thing',
+      workflow: 'release.yml',
+      ref: 'refs/tags/v*',
+      ...IDS,
+      packages: ['pinned/thing'],
+    });
     expect(await listPublishers(store, 'registry.example.com', 'pinned')).toEqual([publisher]);
     await expect(pinPublisher(store, 'registry.example.com', 'pinned', publisher.id, {})).rejects.toThrow(/already pinned/);
   });

@@ -48,7 +48,14 @@ describe('verifyCiToken in workerd', () => {
         ownerId: '654321',
         packages: ['acme/thing'],
       }),
-      await parsePublisherInput({ issuer: gitlab.url, projectPath: 'acme/modules/vpc', anyRef: true, projectId: '4242', namespaceId: '42', packages: ['acme/thing'] }),
+      await parsePublisherInput({
+        issuer: gitlab.url,
+        projectPath: 'acme/modules/vpc',
+        anyRef: true,
+        projectId: '4242',
+        namespaceId: '42',
+        packages: ['acme/thing'],
+      }),
     ];
     const options = { namespace: 'acme', pkg: { kind: 'provider' as const, namespace: 'acme', type: 'thing' }, publishers, hostname: HOST, keys };
     const fromGithub = await verifyCiToken(
@@ -77,7 +84,13 @@ describe('verifyCiToken in workerd', () => {
         packages: ['acme/thing'],
       }),
     ];
-    const options = { namespace: 'acme', pkg: { kind: 'provider' as const, namespace: 'acme', type: 'thing' }, publishers, hostname: HOST, keys: new IssuerKeyCache() };
+    const options = {
+      namespace: 'acme',
+      pkg: { kind: 'provider' as const, namespace: 'acme', type: 'thing' },
+      publishers,
+      hostname: HOST,
+      keys: new IssuerKeyCache(),
+    };
     const reason = (token: string) =>
       verifyCiToken(token, options).then(
         () => 'accepted',

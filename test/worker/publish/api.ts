@@ -23,11 +23,7 @@ export const HOST = env.REGISTRY_HOSTNAME;
  * stored as `--publish PACKAGE` stores them; bare namespaces as `--publish NS --namespace-wide` does, unless
  * `legacy` (a publish token created before per-package rights: namespaces, no packages, no namespace-wide flag).
  */
-export async function issue(
-  purpose: 'read' | 'publish',
-  scopes: string[],
-  options: { expires?: string | null; name?: string; legacy?: boolean } = {},
-) {
+export async function issue(purpose: 'read' | 'publish', scopes: string[], options: { expires?: string | null; name?: string; legacy?: boolean } = {}) {
   const token = newToken();
   const sha256 = tokenSha256(token);
   const packages = purpose === 'publish' && scopes.every((s) => s.includes('/')) ? scopes : null;

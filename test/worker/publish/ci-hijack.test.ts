@@ -188,7 +188,12 @@ describe('publishers stored before ids were required', { timeout: 60_000 }, () =
     const legacy = JSON.stringify([{ id: '0123456789ab', kind: 'github', issuer: github.url, repository: REPO, created: '2026-01-01T00:00:00.000Z' }]);
     await env.REGISTRY_KV.put(legacyPublishersKey(HOST, 'legacy'), legacy);
     const release = await buildRelease('pinned', '1.0.0', { unsigned: true });
-    const refused = await startPublish(await mint(github, job({ repository_id: '555', repository_owner_id: '666' })), 'legacy', release, await manifestOf(release));
+    const refused = await startPublish(
+      await mint(github, job({ repository_id: '555', repository_owner_id: '666' })),
+      'legacy',
+      release,
+      await manifestOf(release),
+    );
     expect(refused.status).toBe(403);
     expect(await refused.text()).toMatch(
       /matches trusted publisher 0123456789ab .* publishes nothing until the operator pins it: it names no the repository ids, no a workflow, no a ref or an environment, no its packages \(npm run publisher -- pin 0123456789ab/,

@@ -69,7 +69,14 @@ beforeAll(async () => {
       ownerId: '654321',
       namespaceWide: true,
     }),
-    await parsePublisherInput({ issuer: gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*', projectId: '4242', namespaceId: '42', namespaceWide: true }),
+    await parsePublisherInput({
+      issuer: gitlab.url,
+      projectPath: 'acme/modules/vpc',
+      ref: 'refs/tags/v*',
+      projectId: '4242',
+      namespaceId: '42',
+      namespaceWide: true,
+    }),
   ]);
 });
 

@@ -71,7 +71,9 @@ describe('a publish token names its packages', { timeout: 60_000 }, () => {
     const refused = await startPublish(token, 'rights', release, await manifestOf(release));
     expect(refused.status).toBe(403);
     expect(((await refused.json()) as { errors: string[] }).errors[0]).toMatch(
-      new RegExp(`created before publish rights were per package and publishes nothing: .*npm run token -- create --publish rights/thing.*npm run token -- revoke ${id}`),
+      new RegExp(
+        `created before publish rights were per package and publishes nothing: .*npm run token -- create --publish rights/thing.*npm run token -- revoke ${id}`,
+      ),
     );
     expect(await listed('thing')).toEqual(['1.0.0']);
   });
