@@ -148,7 +148,7 @@ beforeAll(async () => {
     '--package',
     'acme/vpc/aws',
   ]);
-  publishToken = (await operator('token', ['create', '--publish', 'acme', '--name', 'no-provenance'])).stdout.trimEnd().split('\n').at(-1)!;
+  publishToken = (await operator('token', ['create', '--publish', 'acme/thing', '--name', 'no-provenance'])).stdout.trimEnd().split('\n').at(-1)!;
   server = await startDevServer({ stateDir, port: await freePort(), certificate, vars: { SIGNING_KEY_SECRET: SECRET, REGISTRY_HOSTNAME: HOST } });
 }, 300_000);
 
