@@ -1280,4 +1280,12 @@ export const MUTANTS: Mutant[] = [
     from: '  if (privateKey.getKeyID().toHex().toUpperCase() !== record.keyId) throw',
     to: '  if (false) throw',
   },
+  {
+    id: 'policy-proto-claim-accepted',
+    file: 'src/access/policy.ts',
+    tests: ['test/worker-private/identity/policy.test.ts'],
+    description: 'a LOGIN_POLICY condition on a claim named __proto__, constructor or prototype is accepted',
+    from: '    if (RESERVED_CLAIMS.has(claim))',
+    to: '    if (false)',
+  },
 ];
