@@ -5,6 +5,8 @@ import { readSession, sameOrigin, signIn, SIGN_OUT_COOKIE } from '../access/sess
 import { html } from './html';
 import { layout } from './layout';
 import { errorPage, htmlResponse, redirect } from './respond';
+import { readFormAtMost } from '../http/body';
+import { InputError } from '../protocol/errors';
 
 /**
  * Sign-in for the pages of a private registry: GET /login shows the form,
@@ -50,15 +52,19 @@ export async function loginPage(request: IRequest, env: Env): Promise<Response> 
   return form(request, next, undefined, 200, env);
 }
 
-/** POST /login — 303 to `next` with the session cookie; 401 with the form again for a refused token; 403 cross-origin. */
+/** A token and a `next` path fit in far less; a larger form is refused while it streams (413, src/http/body.ts). */
+const MAX_FORM_BYTES = 8192;
+
+/** POST /login — 303 to `next` with the session cookie; 401 with the form again for a refused token; 403 cross-origin; 413 for a form over 8 KiB. */
 export async function loginSubmit(request: IRequest, env: Env): Promise<Response> {
   const url = new URL(request.url);
   if (!isPrivate(env)) return errorPage(request, url.host, 'This registry is public: there is nothing to sign in to.');
   if (!sameOrigin(request)) return errorPage(request, url.host, 'Sign-in must come from this site’s own form.', 403);
   let fields: FormData;
   try {
-    fields = await request.formData();
-  } catch {
+    fields = await readFormAtMost(request, MAX_FORM_BYTES);
+  } catch (error) {
+    if (error instanceof InputError && error.status === 413) return form(request, '/', 'The form is too large to be a sign-in.', 413, env);
     return form(request, '/', 'The form could not be read; try again.', 400, env);
   }
   const next = safeNext(String(fields.get('next') ?? '/'));

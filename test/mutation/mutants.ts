@@ -1288,4 +1288,12 @@ export const MUTANTS: Mutant[] = [
     from: '    if (RESERVED_CLAIMS.has(claim))',
     to: '    if (false)',
   },
+  {
+    id: 'body-limit-after-buffering',
+    file: 'src/http/body.ts',
+    tests: ['test/worker/http/body.test.ts'],
+    description: 'a chunked request body with no Content-Length is read whole, the limit unchecked while it streams',
+    from: '    if (total > limit) {',
+    to: '    if (false) {',
+  },
 ];

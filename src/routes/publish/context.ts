@@ -6,7 +6,6 @@ import { errorResponse } from '../../http/responses';
 import type { Actor } from '../../store/audit/actor';
 import { authorizePublisher, PublishRefusal } from '../../access/publish-auth';
 import type { VerifiedCiToken } from '../../access/ci-token';
-import { InputError } from '../../protocol/errors';
 import { auditCiRefusal } from './refusal-audit';
 import { appendAuditEntry } from '../../store/audit/write';
 import type { AuditAction } from '../../store/audit/entry';
@@ -103,15 +102,5 @@ export async function audit(
   }
 }
 
-/** Reads a JSON request body of at most `limit` bytes; throws InputError (400, 413) otherwise. */
-export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > limit) throw new InputError(`the request body is ${declared} bytes; at most ${limit} are accepted here`, 413);
-  const text = await request.text();
-  if (text.length > limit) throw new InputError(`the request body is over ${limit} bytes; at most ${limit} are accepted here`, 413);
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new InputError('the request body is not JSON');
-  }
-}
+/** Reads a JSON request body of at most `limit` bytes (src/http/body.ts: 413 beyond it, while the body streams; 400 when not JSON). */
+export { readJsonAtMost as readJsonBody } from '../../http/body';
