@@ -1296,4 +1296,12 @@ export const MUTANTS: Mutant[] = [
     from: '    if (total > limit) {',
     to: '    if (false) {',
   },
+  {
+    id: 'token-refusals-unlimited',
+    file: 'src/routes/publish/refusal-audit.ts',
+    tests: ['test/worker/publish/refusal-flood.test.ts'],
+    description: 'every refusal of an ert_ token (expired, read token, other namespace) writes its own audit entry',
+    from: 'if (current.written < REFUSALS_PER_WINDOW) {',
+    to: "if (current.written < REFUSALS_PER_WINDOW || kind === 'token') {",
+  },
 ];
