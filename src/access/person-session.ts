@@ -1,7 +1,7 @@
 import type { Env } from '../env';
 import { settings } from '../config';
 import type { TokenPerson } from '../store/tokens/read';
-import { personKey, personRevokedAt } from '../store/identity/person-tokens';
+import { revokedSince } from '../store/identity/person-tokens';
 import { seal, unseal } from './crypto/seal';
 
 /**
@@ -40,7 +40,6 @@ export async function openPersonSession(env: Env, value: string, now = Date.now(
   if (typeof opened.person?.issuer !== 'string' || typeof opened.person.subject !== 'string') return null;
   if (!Array.isArray(opened.scopes) || typeof opened.admin !== 'boolean' || typeof opened.issued !== 'number') return null;
   // Offboarding: an admin revoked all of this person's tokens after this sign-in (one R2 head per request).
-  const revokedAt = await personRevokedAt(env.REGISTRY_R2, personKey(opened.person));
-  if (revokedAt !== null && opened.issued * 1000 <= revokedAt) return null;
+  if (await revokedSince(env.REGISTRY_R2, opened.person, opened.issued * 1000)) return null;
   return opened;
 }

@@ -4,6 +4,7 @@ import type { Env } from '../env';
 import { base64url, constantTimeEqualText } from './crypto/bytes';
 import { sha256Hex } from '../protocol/hashes';
 import { redeemLoginCode } from '../store/identity/login-codes';
+import { revokedSince } from '../store/identity/person-tokens';
 import { issuePersonToken } from './issue';
 import { LOGIN_CLIENT_ID, VERIFIER } from './login-v1';
 import { recordTokenEvent } from './audit';
@@ -18,8 +19,10 @@ import { InputError } from '../protocol/errors';
  * streams: src/http/body.ts), never cached. The code is claimed before
  * anything else is checked, so a failed attempt (wrong verifier, other
  * redirect_uri, expired) burns it: nothing is issued and it cannot be
- * retried. Storage: R2 get + conditional put + delete (the code), then one
- * KV write (the token record) and one R2 write (the person's index).
+ * retried; so does an admin's "revoke all" of the person after the code was
+ * issued. Storage: R2 get + conditional put + delete (the code), one R2
+ * head (the person's revocation), then one KV write (the token record) and
+ * one R2 write (the person's index).
  */
 
 const CODE = /^erc_[A-Za-z0-9_-]{43}$/;
@@ -61,6 +64,9 @@ export async function tokenEndpoint(request: IRequest, env: Env): Promise<Respon
   const record = await redeemLoginCode(env.REGISTRY_R2, sha256Hex(code));
   if (record === null) return oauthError(400, 'invalid_grant', 'the code is unknown, expired or already used');
   if (record.expiresAt <= now) return oauthError(400, 'invalid_grant', 'the code has expired; run login again');
+  // Offboarding: an admin's "revoke all" of this person after the code was issued makes it worthless (one R2 head).
+  if (await revokedSince(env.REGISTRY_R2, record.person, record.issuedAt))
+    return oauthError(400, 'invalid_grant', "an administrator revoked this person's access after the code was issued; run login again");
   if (!constantTimeEqualText(form.get('redirect_uri') ?? '', record.redirectUri))
     return oauthError(400, 'invalid_grant', 'redirect_uri differs from the authorization request');
   const challenge = base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))));

@@ -1304,4 +1304,12 @@ export const MUTANTS: Mutant[] = [
     from: 'if (current.written < REFUSALS_PER_WINDOW) {',
     to: "if (current.written < REFUSALS_PER_WINDOW || kind === 'token') {",
   },
+  {
+    id: 'login-code-outlives-revocation',
+    file: 'src/access/token-endpoint.ts',
+    tests: ['test/worker-private/identity/token-endpoint.test.ts'],
+    description: "a login code issued before an admin's revoke-all of the person still redeems for a token",
+    from: '  if (await revokedSince(env.REGISTRY_R2, record.person, record.issuedAt))',
+    to: '  if (false)',
+  },
 ];
