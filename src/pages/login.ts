@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import { isPrivate, settings } from '../config';
 import type { Env } from '../env';
-import { readSession, sameOrigin, signIn, SIGN_OUT_COOKIE } from '../access/session';
+import { readSession, sameOrigin, signIn, signOut } from '../access/session';
 import { html } from './html';
 import { layout } from './layout';
 import { errorPage, htmlResponse, redirect } from './respond';
@@ -11,7 +11,8 @@ import { InputError } from '../protocol/errors';
 /**
  * Sign-in for the pages of a private registry: GET /login shows the form,
  * POST /login (same-origin only) checks the read token and sets the session
- * cookie, POST /logout (same-origin only) clears it. In public mode /login
+ * cookie, POST /logout (same-origin only) ends the session on the server and
+ * clears the cookie. In public mode /login
  * is a 404: there is nothing to sign in to.
  */
 
@@ -74,8 +75,8 @@ export async function loginSubmit(request: IRequest, env: Env): Promise<Response
   return redirect(next, { 'set-cookie': outcome.cookie });
 }
 
-/** POST /logout — clears the session and goes to /login; 403 cross-origin. */
-export async function logout(request: IRequest): Promise<Response> {
+/** POST /logout — ends the session on the server (a copy of the cookie stops working too) and in the browser, and goes to /login; 403 cross-origin. */
+export async function logout(request: IRequest, env: Env): Promise<Response> {
   if (!sameOrigin(request)) return errorPage(request, new URL(request.url).host, 'Sign-out must come from this site’s own form.', 403);
-  return redirect('/login', { 'set-cookie': SIGN_OUT_COOKIE });
+  return redirect('/login', { 'set-cookie': await signOut(request, env) });
 }

@@ -1312,4 +1312,12 @@ export const MUTANTS: Mutant[] = [
     from: '  if (await revokedSince(env.REGISTRY_R2, record.person, record.issuedAt))',
     to: '  if (false)',
   },
+  {
+    id: 'logout-only-clears-cookie',
+    file: 'src/access/session.ts',
+    tests: ['test/worker-private/pages.test.ts', 'test/worker-private/identity/tokens-page.test.ts'],
+    description: 'POST /logout only clears the cookie: a copy of it keeps the session',
+    from: '  if (value !== null && session !== null) await endSession(env.REGISTRY_R2, value, session.expires);',
+    to: '',
+  },
 ];
