@@ -48,6 +48,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
  *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
  *   .people/PERSON/revoked                              when an admin last revoked all of a person's tokens (ends older page sessions)
+ *   .ended-sessions/SHA256                              a page session ended by sign-out, by the SHA-256 of its cookie value (src/store/identity/ended-sessions.ts)
  *   .audit/YYYY-MM-DD/HHMMSSmmm-NONCE.json              one audit entry (src/store/audit/), created only if absent, never rewritten
  *   provenance (src/store/provenance.ts, docs/provenance.md):
  *   .provenance/HOST/providers/NS/TYPE/VERSION/SHA256.json        a version's signed DSSE envelope, content-addressed, created only if absent
@@ -108,6 +109,9 @@ export const personTokensPrefix = (personKey: string) => `.people/${personKey}/t
 export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) => `${personTokensPrefix(personKey)}${tokenSha256Hex}`;
 /** When an admin last revoked all of a person's tokens (R2, custom metadata `at`): their older page sessions end too. */
 export const personRevokedKey = (personKey: string) => `.people/${personKey}/revoked`;
+
+/** A page session ended by POST /logout (R2, custom metadata `expires`), by the SHA-256 of its cookie value: a copy of the cookie is refused. */
+export const endedSessionKey = (cookieSha256Hex: string) => `.ended-sessions/${cookieSha256Hex}`;
 
 /** R2 object name of a release file (archive, SHA256SUMS or its signature). */
 export const releaseObjectKey = (address: ProviderAddress, version: string, filename: string) => `${providerPath(address)}/${version}/${filename}`;

@@ -7,8 +7,7 @@ import type { Actor } from '../../store/audit/actor';
 import { authorizePublisher, PublishRefusal } from '../../access/publish-auth';
 import type { VerifiedCiToken } from '../../access/ci-token';
 import type { PackageRef } from '../../access/package-rights';
-import { InputError } from '../../protocol/errors';
-import { auditCiRefusal } from './refusal-audit';
+import { auditRefusal } from './refusal-audit';
 import { appendAuditEntry } from '../../store/audit/write';
 import type { AuditAction } from '../../store/audit/entry';
 import type { BlobStore, KvStore } from '../../store/store';
@@ -51,7 +50,7 @@ export interface AuditTarget {
  * `pkg` (publish-auth.ts: the credential's packages must include it), then answers what `handle` returns. A refused credential
  * answers 401/403 (WWW-Authenticate on 401), a refusal (InputError, a
  * StoreRefusal) its status (src/http/errors.ts) and message; both leave an audit entry `refused` when the caller is known
- * (a token id, a CI job's claims). Other errors propagate (500, logged).
+ * (a token id, a CI job's claims), a refused credential's rate-limited per class (refusal-audit.ts). Other errors propagate (500, logged).
  */
 export async function asPublisher(
   request: IRequest,
@@ -71,12 +70,13 @@ export async function asPublisher(
     return await handle(actor, store, authorization.ci);
   } catch (error) {
     if (error instanceof PublishRefusal) {
-      if (error.claimed && error.claimed.kind === 'ci') {
-        // Anyone can mint CI tokens (forged, or genuine for their own repository) without limit: refusals are rate-limited.
-        await auditCiRefusal(env, ctx, error.verified ? 'verified' : 'unverified', { ...what, actor: error.claimed, reason: error.message }, (entry) =>
+      if (error.claimed) {
+        // Anyone can mint CI tokens (forged, or genuine for their own repository) and resend a leaked ert_ token without limit: refusals are rate-limited.
+        const kind = error.claimed.kind === 'ci' ? (error.verified ? 'verified' : 'unverified') : 'token';
+        await auditRefusal(env, ctx, kind, { ...what, actor: error.claimed, reason: error.message }, (entry) =>
           audit(store, ctx, { ...entry, outcome: 'refused' }),
         );
-      } else if (error.claimed) await audit(store, ctx, { ...what, actor: error.claimed, outcome: 'refused', reason: error.message });
+      }
       const challenge = error.challenge;
       return errorResponse(error.status, error.message, challenge ? { 'www-authenticate': challenge } : {});
     }
@@ -104,15 +104,5 @@ export async function audit(
   }
 }
 
-/** Reads a JSON request body of at most `limit` bytes; throws InputError (400, 413) otherwise. */
-export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > limit) throw new InputError(`the request body is ${declared} bytes; at most ${limit} are accepted here`, 413);
-  const text = await request.text();
-  if (text.length > limit) throw new InputError(`the request body is over ${limit} bytes; at most ${limit} are accepted here`, 413);
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new InputError('the request body is not JSON');
-  }
-}
+/** Reads a JSON request body of at most `limit` bytes (src/http/body.ts: 413 beyond it, while the body streams; 400 when not JSON). */
+export { readJsonAtMost as readJsonBody } from '../../http/body';

@@ -70,6 +70,16 @@ export async function markPersonRevoked(blobs: R2Bucket, key: string, at = Date.
   await blobs.put(personRevokedKey(key), '', { customMetadata: { at: String(at) } });
 }
 
+/**
+ * True when an admin revoked all of the person's tokens at or after `issuedMs` (epoch ms): what was issued to
+ * them before — a page session, a pending login code — is no longer honoured. One R2 head. The one check of
+ * offboarding for person sessions (src/access/person-session.ts) and login codes (src/access/token-endpoint.ts).
+ */
+export async function revokedSince(blobs: R2Bucket, person: Pick<TokenPerson, 'issuer' | 'subject'>, issuedMs: number): Promise<boolean> {
+  const revokedAt = await personRevokedAt(blobs, personKey(person));
+  return revokedAt !== null && issuedMs <= revokedAt;
+}
+
 /** When the person's tokens were last revoked all at once (epoch ms), or null (one R2 head). */
 export async function personRevokedAt(blobs: R2Bucket, key: string): Promise<number | null> {
   const head = await blobs.head(personRevokedKey(key));

@@ -176,7 +176,7 @@ describe('least privilege per package', { timeout: 60_000 }, () => {
     });
     expect(withdraw.status).toBe(403);
     expect(JSON.parse((await storedVersions('own-thing'))!).versions.map((v: { version: string }) => v.version)).toEqual(['9.9.9']);
-    const refusal = (await auditOf(NS)).find((e) => e.action === 'lifecycle.withdraw');
+    const refusal = (await auditOf(NS)).find((e) => e.action === 'lifecycle.change' && e.outcome === 'refused');
     expect(refusal).toMatchObject({ outcome: 'refused', actor: { kind: 'ci', repository: 'acme/modules/vpc' } });
   });
 });

@@ -52,7 +52,7 @@ describe('a publish token names its packages', { timeout: 60_000 }, () => {
     expect((await env.REGISTRY_R2.list({ prefix: `${HOST}/rights/victim/9.9.9/` })).objects).toEqual([]);
     // Its own lifecycle it may change.
     expect((await post('/v1/publish/lifecycle/providers/rights/thing', token, { action: 'deprecate', message: 'use 2.x' })).status).toBe(200);
-    expect((await refusals(id)).map((e) => e.action).sort()).toEqual(['lifecycle.withdraw', 'module.publish', 'provider.publish']);
+    expect((await refusals(id)).map((e) => e.action).sort()).toEqual(['lifecycle.change', 'module.publish', 'provider.publish']);
   });
 
   it('a pattern covers what it names: rights/mod-* publishes rights/mod-a, not rights/model-b of another shape or a module', async () => {
