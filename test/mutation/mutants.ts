@@ -1280,4 +1280,20 @@ export const MUTANTS: Mutant[] = [
     from: '  if (privateKey.getKeyID().toHex().toUpperCase() !== record.keyId) throw',
     to: '  if (false) throw',
   },
+  {
+    id: 'served-variant-ignores-settings',
+    file: 'src/access/release-urls.ts',
+    tests: ['test/worker-private/served-documents.test.ts'],
+    description: 'a kept download document signed with a rotated-out secret (or other URL settings) is served again',
+    from: 'if (hit && hit.source === document && hit.settingsKey === settingsKey) return hit.document;',
+    to: 'if (hit && hit.source === document) return hit.document;',
+  },
+  {
+    id: 'served-variant-ignores-source',
+    file: 'src/access/release-urls.ts',
+    tests: ['test/worker-private/served-documents.test.ts'],
+    description: 'a kept download document is served after its stored document was read again (a changed document keeps its old URLs)',
+    from: 'if (hit && hit.source === document && hit.settingsKey === settingsKey) return hit.document;',
+    to: 'if (hit && hit.settingsKey === settingsKey) return hit.document;',
+  },
 ];
