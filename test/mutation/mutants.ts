@@ -1296,4 +1296,20 @@ export const MUTANTS: Mutant[] = [
     from: 'if (hit && hit.source === document && hit.settingsKey === settingsKey) return hit.document;',
     to: 'if (hit && hit.settingsKey === settingsKey) return hit.document;',
   },
+  {
+    id: 'token-cache-keeps-past-bound',
+    file: 'src/store/tokens/cached-read.ts',
+    tests: ['test/worker-private/token-cache.test.ts'],
+    description: "an isolate keeps a read-token record for 60 s, so with KV's own 30 s a revocation takes 90 s",
+    from: 'export const TOKEN_CACHE_MS = 30_000;',
+    to: 'export const TOKEN_CACHE_MS = 60_000;',
+  },
+  {
+    id: 'token-cache-revoke-not-forgotten',
+    file: 'src/store/tokens/write.ts',
+    tests: ['test/worker-private/token-cache.test.ts'],
+    description: 'a token revoked through this isolate is still accepted from its kept record',
+    from: '  forgetTokenRecord(tokenSha256Hex);',
+    to: '',
+  },
 ];
