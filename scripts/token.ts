@@ -12,7 +12,7 @@
  *       for --registry) and reads nothing; '*' allowed in the type, name or
  *       system. --publish NS --namespace-wide: every package of NS, explicitly.
  *   list      Lists tokens: id, name, scopes, created, expires (never the token).
- *   revoke <id or name>   Deletes the token's record; refused from the next request on.
+ *   revoke <id or name>   Deletes the token's record; refused everywhere within 60 s (docs/private.md).
  *
  * Options for every command:
  *   --remote          the deployed KV namespace (CLOUDFLARE_API_TOKEN, CLOUDFLARE_ACCOUNT_ID;

@@ -116,7 +116,7 @@ export const listTokens = (kv: KvStore): Promise<TokenRecord[]> => listTokenReco
 
 /**
  * Revokes the token whose id (or a prefix of it of at least 6 digits) or
- * name is `which`; it is refused from the next request on. Throws InputError
+ * name is `which`; it is refused everywhere within 60 s. Throws InputError
  * when nothing matches, or when several tokens match (then revoke by id).
  */
 export async function revokeToken(kv: KvStore, which: string): Promise<TokenRecord> {

@@ -196,7 +196,12 @@ async function revokeTokenAction({ request, env, session, fields, refuse }: Toke
   if (!revoked) return refuse(`No token ${id} that you may revoke.`);
   await revokePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, revoked.owner ? personKey(revoked.owner) : '-', revoked.sha256);
   await recordTokenEvent(env, me.person, 'token.revoke', { id, owner: revoked.owner });
-  return render(request, env, session, html`<p class="notice" role="status">Token <code>${id}</code> is revoked: it is refused from the next request on.</p>`);
+  return render(
+    request,
+    env,
+    session,
+    html`<p class="notice" role="status">Token <code>${id}</code> is revoked: it is refused from now on here, and everywhere within a minute.</p>`,
+  );
 }
 
 /** POST /tokens/revoke-person (admins only): every token of a person, and their page sessions. */

@@ -59,7 +59,7 @@ export async function listPersonTokens(blobs: R2Bucket, key: string): Promise<Pe
   return entries.sort((a, b) => b.created.localeCompare(a.created));
 }
 
-/** Revokes one of a person's tokens: deletes its KV record (refused from the next request on) and its index entry. */
+/** Revokes one of a person's tokens: deletes its KV record (refused everywhere within 60 s) and its index entry. */
 export async function revokePersonToken(kv: KVNamespace, blobs: R2Bucket, key: string, tokenSha256Hex: string): Promise<void> {
   await deleteTokenRecord(kv, tokenSha256Hex);
   await blobs.delete(personTokenObjectKey(key, tokenSha256Hex));
