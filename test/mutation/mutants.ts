@@ -505,8 +505,8 @@ export const MUTANTS: Mutant[] = [
     file: 'src/store/read-document.ts',
     tests: CACHE,
     description: '"not found" for an immutable document is cached until evicted',
-    from: 'document !== null && immutable ? Number.POSITIVE_INFINITY : listTtlMs',
-    to: 'immutable ? Number.POSITIVE_INFINITY : listTtlMs',
+    from: 'document !== null && immutable ? Number.POSITIVE_INFINITY : document === null && fromRecord ? 0 : listTtlMs',
+    to: 'immutable ? Number.POSITIVE_INFINITY : document === null && fromRecord ? 0 : listTtlMs',
   },
   {
     id: 'versions-list-immutable',
@@ -1279,5 +1279,21 @@ export const MUTANTS: Mutant[] = [
     description: 'a held record naming one key id but sealing another private key signs with that other key',
     from: '  if (privateKey.getKeyID().toHex().toUpperCase() !== record.keyId) throw',
     to: '  if (false) throw',
+  },
+  {
+    id: 'document-miss-not-from-record',
+    file: 'src/store/read-document.ts',
+    tests: ['test/worker/production/listed-installs.test.ts', 'test/worker/cache-lifetimes.test.ts'],
+    description: "a version's document missing from KV (a location's cached miss) answers 404 instead of being built from its R2 record",
+    from: '    if (text === null && fromRecord) text = await fromRecord();',
+    to: '',
+  },
+  {
+    id: 'document-absence-remembered',
+    file: 'src/store/read-document.ts',
+    tests: ['test/worker/cache-lifetimes.test.ts'],
+    description: "a version document's absence is remembered in the isolate for the list lifetime (a list read later may name it)",
+    from: 'document === null && fromRecord ? 0 : listTtlMs',
+    to: 'listTtlMs',
   },
 ];

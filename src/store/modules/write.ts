@@ -179,7 +179,8 @@ export async function publishModuleVersion(
   return committed ? 'published' : 'unchanged';
 }
 
-function downloadBody(record: ModuleVersionRecord): string {
+/** A module version's download document ({"location": …}): the body the publish stores and the Worker rebuilds from the record on a KV miss. */
+export function downloadBody(record: ModuleVersionRecord): string {
   return JSON.stringify(moduleDownloadBody(moduleArchivePath(record.address, record.version, record.filename)));
 }
 
