@@ -1296,4 +1296,20 @@ export const MUTANTS: Mutant[] = [
     from: 'document === null && fromRecord ? 0 : listTtlMs',
     to: 'listTtlMs',
   },
+  {
+    id: 'hot-key-write-not-retried',
+    file: 'src/store/kv-write.ts',
+    tests: ['test/worker/production/kv-write.test.ts', 'test/worker/production/write-rate.test.ts'],
+    description: 'a KV write refused for the one-write-a-second rule is not retried (a burst of publishes fails)',
+    from: '      if (!isKvRateLimited(error) || wait === undefined) throw error;',
+    to: '      throw error;',
+  },
+  {
+    id: 'hot-key-superseded-still-written',
+    file: 'src/store/kv-write.ts',
+    tests: ['test/worker/production/kv-write.test.ts'],
+    description: 'a writer whose body is superseded retries anyway (and may write the older body last)',
+    from: '      if (await options.superseded?.()) return false;',
+    to: '',
+  },
 ];

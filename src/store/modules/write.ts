@@ -1,3 +1,4 @@
+import { putHotKey } from '../kv-write';
 import { compareVersionsDescending } from '../../protocol/version';
 import { formatModuleAddress, moduleDownloadBody, moduleVersionsBody, type ModuleAddress } from '../../protocol/modules-v1';
 import {
@@ -281,8 +282,8 @@ export async function rebuildModuleIndex(
     if (storedBody !== body || storedCatalog !== catalog) {
       progress({ step: 'index', detail: `${versions.length} versions of ${formatModuleAddress(address)}` });
       check();
-      if (storedBody !== body) await kv.put(moduleVersionsKey(address), body);
-      if (storedCatalog !== catalog) await kv.put(moduleCatalogKey(address.hostname), catalog);
+      if (storedBody !== body) await putHotKey(kv, moduleVersionsKey(address), body);
+      if (storedCatalog !== catalog) await putHotKey(kv, moduleCatalogKey(address.hostname), catalog);
     }
     // Done unless a version was committed meanwhile (only writers without the lease can do that).
     const now = await moduleVersions(store, address, () => {});
