@@ -40,7 +40,7 @@ export async function findPackage(request: IRequest, env: Env, ctx?: ExecutionCo
   const address = requestAddress(request, config.hostname);
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const platform = parsePlatform(pathSegment(request.params.os, 'os'), pathSegment(request.params.arch, 'arch'));
-  const document = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, config.listTtlMs, edgeCacheFor(request, ctx));
+  const document = await readDownloadDocument(env.REGISTRY_KV, env.REGISTRY_R2, address, version, platform, config.listTtlMs, edgeCacheFor(request, ctx));
   if (document === null) {
     return notFound(`provider ${formatAddress(address)} ${version} has no package for ${platform.os}_${platform.arch}`);
   }

@@ -1,3 +1,4 @@
+import { putHotKey } from '../kv-write';
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { sortVersions } from '../../protocol/version';
 import { mapLimit } from '../../concurrency';
@@ -173,7 +174,7 @@ async function writeListDocuments(
   }
   for (const { key, body } of documents) {
     options.check();
-    await kv.put(key, body);
+    await putHotKey(kv, key, body);
   }
   return page;
 }
