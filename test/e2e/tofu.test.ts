@@ -16,6 +16,7 @@ import { publishIntoState } from './local-publish';
 import { generateRelease, generateSigningKey, zipDigests, type GeneratedRelease, type SigningKeyPair } from './release';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
 import { ensureTofu, runTofu, type TofuRun } from './tofu/tofu';
+import { missing, onPath } from '../tools';
 
 /**
  * A REAL OpenTofu (1.6.2, test/tofu/, docs/opentofu.md) against the registry
@@ -228,5 +229,136 @@ describe('OpenTofu 1.6.2 against the registry in private mode', () => {
     expect(none.output.replace(/\s+/g, ' ')).toMatch(/401|requires authentication|Unauthorized/i);
     expect(scope.ok).toBe(false);
     expect(scope.output.replace(/\s+/g, ' ')).toMatch(/403|rejected the given authentication credentials|Forbidden/i);
+  });
+});
+
+/**
+ * The OCI view (/v2/, docs/oci.md) through an independent client: Debian's skopeo (containers/image, not
+ * oras-go) inspects and copies a provider version, the mirror's upstream provider and a module, public and
+ * private (--src-creds with a read token: the Bearer challenge and token endpoint), trusting the run's
+ * certificate (--src-cert-dir). Every copied zip layer is then checked against the release's SHA256SUMS.
+ */
+const skopeo = onPath('skopeo');
+describe.skipIf(missing('skopeo', skopeo))('the OCI view with skopeo (public and private)', () => {
+  async function runSkopeo(args: string[]): Promise<{ ok: boolean; output: string; stdout: string }> {
+    const home = join(dir, 'skopeo-home');
+    await mkdir(join(home, 'certs'), { recursive: true });
+    await mkdir(join(dir, 'oci'), { recursive: true });
+    await writeFile(join(home, 'certs', 'ca.crt'), certificate.pem);
+    await writeFile(join(home, 'policy.json'), JSON.stringify({ default: [{ type: 'insecureAcceptAnything' }] }));
+    await writeFile(join(home, 'registries.conf'), '');
+    const env = { PATH: process.env.PATH, HOME: home, REGISTRY_AUTH_FILE: join(home, 'auth.json'), CONTAINERS_REGISTRIES_CONF: join(home, 'registries.conf') };
+    try {
+      const { stdout, stderr } = await execute(skopeo!, ['--policy', join(home, 'policy.json'), ...args], { env, timeout: 120_000, maxBuffer: 64 << 20 });
+      return { ok: true, output: stdout + stderr, stdout };
+    } catch (error) {
+      const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+      return { ok: false, output: `${stdout ?? ''}${stderr ?? ''}${String(error)}`, stdout: stdout ?? '' };
+    }
+  }
+  const certDir = () => join(dir, 'skopeo-home', 'certs');
+  const image = (server: DevServer, repository: string, tag: string) => `docker://localhost:${server.port}/${repository}:${tag}`;
+
+  /** Every layer (archive/zip) of an OCI layout's manifests, with its blob file's SHA-256 computed here. */
+  async function layersOf(layout: string): Promise<{ digest: string; sha256: string; title: string; mediaType: string }[]> {
+    const blob = (digest: string) => join(layout, 'blobs', 'sha256', digest.slice('sha256:'.length));
+    const index = JSON.parse(await readFile(join(layout, 'index.json'), 'utf8')) as { manifests: { digest: string; mediaType: string }[] };
+    const layers: { digest: string; sha256: string; title: string; mediaType: string }[] = [];
+    const visit = async (digest: string): Promise<void> => {
+      const document = JSON.parse(await readFile(blob(digest), 'utf8')) as {
+        manifests?: { digest: string }[];
+        layers?: { digest: string; mediaType: string; annotations?: Record<string, string> }[];
+      };
+      for (const entry of document.manifests ?? []) await visit(entry.digest);
+      for (const layer of document.layers ?? []) {
+        const sha256 = createHash('sha256')
+          .update(await readFile(blob(layer.digest)))
+          .digest('hex');
+        layers.push({ digest: layer.digest, sha256, title: layer.annotations?.['org.opencontainers.image.title'] ?? '', mediaType: layer.mediaType });
+      }
+    };
+    for (const entry of index.manifests) await visit(entry.digest);
+    return layers;
+  }
+
+  /** The SHA256SUMS lines (hex → file name) of a generated release. */
+  async function shasums(version: string): Promise<Map<string, string>> {
+    const text = await readFile(releases.find((r) => r.version === version)!.shasumsPath, 'utf8');
+    return new Map(
+      text
+        .trimEnd()
+        .split('\n')
+        .map((line) => line.split(/\s+/) as [string, string]),
+    );
+  }
+
+  it('skopeo inspect --raw shows the stored index; skopeo copy --all of a provider, a mirrored upstream provider and a module; every layer verifies', async () => {
+    const provider = image(publicServer, `providers/${HOST}/acme/thing`, '1.3.0');
+    const [raw, tags] = await Promise.all([
+      runSkopeo(['inspect', '--raw', '--tls-verify=true', '--cert-dir', certDir(), provider]),
+      runSkopeo(['list-tags', '--cert-dir', certDir(), `docker://localhost:${publicServer.port}/providers/${HOST}/acme/thing`]),
+    ]);
+    console.log(`--- skopeo inspect --raw ${provider} ---\n${raw.output}\n--- skopeo list-tags ---\n${tags.output}`);
+    expect(raw.ok, raw.output).toBe(true);
+    const index = JSON.parse(raw.stdout) as { mediaType: string; artifactType: string; manifests: { platform: { os: string; architecture: string } }[] };
+    expect(index.mediaType).toBe('application/vnd.oci.image.index.v1+json');
+    expect(index.artifactType).toBe('application/vnd.opentofu.provider');
+    expect(index.manifests.map((m) => `${m.platform.os}_${m.platform.architecture}`).sort()).toEqual([...PLATFORMS].sort());
+    expect(tags.ok, tags.output).toBe(true);
+    expect((JSON.parse(tags.stdout) as { Tags: string[] }).Tags).toEqual(VERSIONS);
+
+    const copies = [
+      { source: provider, layout: join(dir, 'oci', 'provider'), version: '1.3.0' },
+      { source: image(publicServer, `providers/${UPSTREAM}/acme/thing`, '2.0.0'), layout: join(dir, 'oci', 'upstream'), version: '2.0.0' },
+    ];
+    const moduleLayout = join(dir, 'oci', 'module');
+    const results = await Promise.all([
+      ...copies.map((c) => runSkopeo(['copy', '--all', '--src-cert-dir', certDir(), c.source, `oci:${c.layout}:${c.version}`])),
+      runSkopeo(['copy', '--src-cert-dir', certDir(), image(publicServer, 'modules/acme/vpc/aws', '2.1.0'), `oci:${moduleLayout}:2.1.0`]),
+    ]);
+    for (const result of results) {
+      console.log(`--- skopeo copy ---\n${result.output}`);
+      expect(result.ok, result.output).toBe(true);
+    }
+    for (const copy of copies) {
+      const layers = await layersOf(copy.layout);
+      const sums = await shasums(copy.version);
+      expect(layers).toHaveLength(PLATFORMS.length);
+      for (const layer of layers) {
+        expect(layer.mediaType).toBe('archive/zip');
+        expect(layer.digest).toBe(`sha256:${layer.sha256}`);
+        expect(sums.get(layer.sha256), `${copy.source}: ${layer.title}`).toBe(layer.title);
+      }
+    }
+    const [moduleLayer] = await layersOf(moduleLayout);
+    expect(moduleLayer).toMatchObject({ mediaType: 'archive/zip', title: 'vpc-aws-2.1.0.zip', digest: `sha256:${moduleLayer!.sha256}` });
+    // An independent zip reader (Debian's unzip) lists the module and its submodule.
+    const { stdout: listing } = await execute('unzip', ['-l', join(moduleLayout, 'blobs', 'sha256', moduleLayer!.sha256)]);
+    expect(listing).toContain('main.tf');
+    expect(listing).toContain('modules/subnet/main.tf');
+    const { stdout: tested } = await execute('unzip', ['-t', join(moduleLayout, 'blobs', 'sha256', moduleLayer!.sha256)]);
+    expect(tested).toContain('No errors detected');
+  });
+
+  it('private mode: skopeo with --src-creds (a read token) copies; without, or out of scope, it is refused', async () => {
+    const provider = image(privateServer, `providers/${HOST}/acme/thing`, '1.3.0');
+    const layout = join(dir, 'oci', 'private');
+    const [ok, none, scope] = await Promise.all([
+      runSkopeo(['copy', '--all', '--src-cert-dir', certDir(), '--src-creds', `token:${tokens.acme}`, provider, `oci:${layout}:1.3.0`]),
+      runSkopeo(['inspect', '--raw', '--cert-dir', certDir(), provider]),
+      runSkopeo(['inspect', '--raw', '--cert-dir', certDir(), '--creds', `token:${tokens.other}`, provider]),
+    ]);
+    console.log(
+      `--- skopeo copy (private, acme token) ---\n${hideTokens(ok.output)}\n--- no credentials ---\n${none.output}\n--- out of scope ---\n${hideTokens(scope.output)}`,
+    );
+    expect(ok.ok, hideTokens(ok.output)).toBe(true);
+    const sums = await shasums('1.3.0');
+    const layers = await layersOf(layout);
+    expect(layers).toHaveLength(PLATFORMS.length);
+    for (const layer of layers) expect(sums.get(layer.sha256)).toBe(layer.title);
+    expect(none.ok).toBe(false);
+    expect(none.output).toMatch(/unauthorized|authentication required/i);
+    expect(scope.ok).toBe(false);
+    expect(hideTokens(scope.output)).toMatch(/denied|403|unauthorized/i);
   });
 });
