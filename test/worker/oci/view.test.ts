@@ -399,3 +399,16 @@ describe('cost per request (real KV and R2, counted)', () => {
     expect(c.ops().r2).toBe(0);
   });
 });
+
+describe('the pages show the OCI configuration beside the other snippets', () => {
+  it('a provider page: oci_mirror with a ${hostname} template; a module page: an oci:// source of the version', async () => {
+    const page = await (await get('/providers/acme/ocithing/1.2.0')).text();
+    expect(page).toContain('id="snippet-oci-mirror"');
+    expect(page).toContain('repository_template = &quot;registry.example.com/providers/${hostname}/${namespace}/${type}&quot;');
+    expect(page).toContain('include             = [&quot;registry.example.com/acme/ocithing&quot;]');
+    const upstreamPage = await (await get('/mirror/registry.terraform.io/hashicorp/random')).text();
+    expect(upstreamPage).toContain('include             = [&quot;registry.terraform.io/hashicorp/random&quot;]');
+    const modulePage = await (await get('/modules/acme/net/aws/1.1.0')).text();
+    expect(modulePage).toContain('source = &quot;oci://registry.example.com/modules/acme/net/aws?tag=1.1.0&quot;');
+  });
+});
