@@ -290,3 +290,17 @@ export const moduleStatementPrefix = (address: ModuleAddress, version: string) =
   `.provenance/${address.hostname}/modules/${address.namespace}/${address.name}/${address.system}/${version}/`;
 export const provenancePolicyKey = (hostname: string, namespace: string) => `.provenance-policy/${hostname}/${namespace}.json`;
 export const attestationKeysKey = (hostname: string) => `.attestation-keys/${hostname}.json`;
+
+// ---- OCI view (src/store/oci.ts, src/routes/oci/, docs/oci.md) ----
+// R2 only, every object created once (If-None-Match: *) and never rewritten:
+//   .oci/REPO/tags/VERSION          the version's image index (providers) or image manifest (modules), its digest in custom metadata
+//   .oci/REPO/manifests/HEX         every manifest and index by the hex of its sha256 digest
+//   .oci/REPO/blobs/HEX             a layer: no bytes, custom metadata `key` = the R2 object it is (the stored zip)
+//   .oci/REPO/zips/VERSION.zip      the deterministic zip of a module version published as tar.gz (OpenTofu takes zip only)
+// REPO = providers/HOST/NS/TYPE or modules/HOST/NS/NAME/SYSTEM (the store's name; the wire's names are in src/routes/oci/).
+export const ociProviderRepo = (address: ProviderAddress) => `providers/${providerPath(address)}`;
+export const ociModuleRepo = (address: ModuleAddress) => `modules/${modulePath(address)}`;
+export const ociTagKey = (repo: string, version: string) => `.oci/${repo}/tags/${version}`;
+export const ociManifestKey = (repo: string, hex: string) => `.oci/${repo}/manifests/${hex}`;
+export const ociBlobKey = (repo: string, hex: string) => `.oci/${repo}/blobs/${hex}`;
+export const ociModuleZipKey = (repo: string, version: string) => `.oci/${repo}/zips/${version}.zip`;
