@@ -1280,4 +1280,20 @@ export const MUTANTS: Mutant[] = [
     from: '  if (privateKey.getKeyID().toHex().toUpperCase() !== record.keyId) throw',
     to: '  if (false) throw',
   },
+  {
+    id: 'audit-printable-raw',
+    file: 'src/store/audit/display.ts',
+    tests: ['test/worker-private/identity/audit-page.test.ts'],
+    description: 'the audit is shown with control characters raw (an ESC sequence in a claim reaches the reader)',
+    from: '  return text.replace(UNPRINTABLE, (c) => {',
+    to: '  return text.replace(/(?!)/g, (c) => {',
+  },
+  {
+    id: 'audit-reads-unbounded',
+    file: 'src/store/audit/read.ts',
+    tests: ['test/worker/store/audit.test.ts'],
+    description: 'an audit query reads every entry of its window, whatever its bound',
+    from: '  const maxReads = Math.max(1, Math.min(query.maxReads ?? MAX_AUDIT_READS, MAX_AUDIT_READS));',
+    to: '  const maxReads = Number.MAX_SAFE_INTEGER;',
+  },
 ];
