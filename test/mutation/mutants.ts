@@ -1296,4 +1296,20 @@ export const MUTANTS: Mutant[] = [
     from: '  const maxReads = Math.max(1, Math.min(query.maxReads ?? MAX_AUDIT_READS, MAX_AUDIT_READS));',
     to: '  const maxReads = Number.MAX_SAFE_INTEGER;',
   },
+  {
+    id: 'upstream-hops-unchecked',
+    file: 'src/http/upstream-client.ts',
+    tests: ['test/scripts/mirror/upstream-client.test.ts'],
+    description: 'only the first and last URL of a redirect chain are checked: a plain-http hop in the middle passes',
+    from: '      options.checkHop?.(current);',
+    to: '      if (hop === 0) options.checkHop?.(current);',
+  },
+  {
+    id: 'readme-uncapped',
+    file: 'src/http/readme.ts',
+    tests: ['test/worker/mirror-modules/repack.test.ts'],
+    description: 'a README of any size is rendered',
+    from: '  if (bytes > MAX_README_BYTES) {',
+    to: '  if (false) {',
+  },
 ];
