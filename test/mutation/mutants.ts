@@ -1312,4 +1312,28 @@ export const MUTANTS: Mutant[] = [
     from: '  if (bytes > MAX_README_BYTES) {',
     to: '  if (false) {',
   },
+  {
+    id: 'upload-sessions-uncapped',
+    file: 'src/routes/publish/providers.ts',
+    tests: ['test/worker/publish/upload-sessions.test.ts'],
+    description: 'a credential may hold any number of open upload sessions',
+    from: '  if (open >= MAX_OPEN_UPLOADS) {',
+    to: '  if (false) {',
+  },
+  {
+    id: 'upload-sweep-none',
+    file: 'src/store/uploads/session.ts',
+    tests: ['test/worker/publish/upload-sessions.test.ts'],
+    description: 'expired upload sessions and their staged files are never swept by the Worker',
+    from: '    if (marker.expiresMs > now) break; // sorted: the rest expire later',
+    to: '    if (marker.expiresMs > 0) break;',
+  },
+  {
+    id: 'deploy-no-lifecycle-rules',
+    file: 'scripts/lib/deploy/plan.ts',
+    tests: ['test/scripts/deploy/plan.test.ts'],
+    description: 'npm run deploy plans no R2 lifecycle rules',
+    from: '    if (rules.some((r) => r.name === rule.name || r.prefix === rule.prefix)) continue;',
+    to: '    continue;',
+  },
 ];
