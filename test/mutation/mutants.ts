@@ -1336,4 +1336,28 @@ export const MUTANTS: Mutant[] = [
     from: '    if (rules.some((r) => r.name === rule.name || r.prefix === rule.prefix)) continue;',
     to: '    continue;',
   },
+  {
+    id: 'verify-any-package',
+    file: 'scripts/lib/provenance-verify.ts',
+    tests: ['test/worker/publish/provenance-binding.test.ts'],
+    description: "npm run verify accepts a statement naming another package (another namespace's statement of the same files)",
+    from: "  if (typeof stated.address !== 'string' || canonical(stated.address) !== canonical(options.address) || stated.version !== options.version) {",
+    to: '  if (false) {',
+  },
+  {
+    id: 'verify-any-repository-id',
+    file: 'scripts/lib/provenance-verify.ts',
+    tests: ['test/worker/publish/provenance-binding.test.ts'],
+    description: 'npm run verify ignores the repository id the publisher rule is pinned to',
+    from: '  if (facts.pinnedRepositoryId !== null && facts.pinnedRepositoryId !== facts.repositoryId) {',
+    to: '  if (false) {',
+  },
+  {
+    id: 'statement-unbound',
+    file: 'src/provenance/statement.ts',
+    tests: ['test/worker/publish/provenance-binding.test.ts'],
+    description: 'build provenance names no package',
+    from: '  return { hostname: facts.hostname, publishedAt: facts.publishedAt, ...(facts.package ? { package: facts.package } : {}), publisher: rule };',
+    to: '  return { hostname: facts.hostname, publishedAt: facts.publishedAt, publisher: rule };',
+  },
 ];
