@@ -1360,4 +1360,20 @@ export const MUTANTS: Mutant[] = [
     from: '  return { hostname: facts.hostname, publishedAt: facts.publishedAt, ...(facts.package ? { package: facts.package } : {}), publisher: rule };',
     to: '  return { hostname: facts.hostname, publishedAt: facts.publishedAt, publisher: rule };',
   },
+  {
+    id: 'policy-overlap-unchecked',
+    file: 'scripts/lib/mirror/policy-cli.ts',
+    tests: ['test/scripts/mirror/module-overlap.test.ts'],
+    description: 'a module proxy rule into a namespace we publish into is stored',
+    from: '    if (overlaps.length) {',
+    to: '    if (false) {',
+  },
+  {
+    id: 'overlap-proxied-counts-as-ours',
+    file: 'src/store/mirror/module-overlap.ts',
+    tests: ['test/scripts/mirror/module-overlap.test.ts'],
+    description: 'versions the proxy stored count as our own (a policy can never be set again)',
+    from: '    if (record === null || record.proxiedFrom !== undefined) continue;',
+    to: '    if (record === null) continue;',
+  },
 ];

@@ -204,6 +204,7 @@ async function publishRepacked(
     sha256,
     size: bytes.length,
     publishedAt: new Date().toISOString(),
+    proxiedFrom: formatModuleAddress(proxy.allowance.upstream),
   };
   const content = { sha256Hex: sha256, size: record.size, contentType: 'application/gzip', open: () => bytes };
   await publishModuleVersion(proxy.store, record, proxiedModuleDocs(texts), content, () => {}, { lease });
