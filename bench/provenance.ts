@@ -118,7 +118,7 @@ export async function benchProvenance(work: string, log: (line: string) => void 
             name: `terraform-provider-thing_9.9.9_${n}`,
             digest: { sha256: 'ab'.repeat(32) },
           }));
-          await attester.sign(subjects);
+          await attester.sign(subjects, { address: `${HOST}/acme/thing`, version: '9.9.9' });
           const cpu = async (work: () => Promise<unknown>) => {
             const start = process.cpuUsage();
             for (let i = 0; i < 100; i++) await work();
@@ -135,7 +135,7 @@ export async function benchProvenance(work: string, log: (line: string) => void 
             await crypto.subtle.digest('SHA-256', envelope);
           });
           keyOpenCpuMs = await cpu(() => currentAttestationKey(blobs, 'bench-signing-key-secret-0123456789abcdefgh', HOST));
-          wholeCpuMs = await cpu(() => attester.sign(subjects));
+          wholeCpuMs = await cpu(() => attester.sign(subjects, { address: `${HOST}/acme/thing`, version: '9.9.9' }));
           r2ReadCpuMs = await cpu(async () => (await blobs.get(attestationKeysKey(HOST)))!.text());
         }
         results.push({

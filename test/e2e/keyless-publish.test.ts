@@ -334,7 +334,7 @@ describe('keyless publishing from CI', () => {
       const cases: [string, string[], RegExp][] = [
         ['zip', [], /terraform-provider-thing_1\.0\.0_linux_amd64\.zip.* hash/],
         ['envelope', [], /signature .* does not verify/],
-        ['other', [], /is served but is not a subject|does not serve/],
+        ['other', [], /the statement is about .*\/acme\/vpc\/aws 1\.0\.0, not .*\/acme\/thing 1\.0\.0/],
         [
           '',
           ['--repository', 'acme/terraform-provider-other'],

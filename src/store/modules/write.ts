@@ -162,7 +162,10 @@ export async function publishModuleVersion(
   await kv.put(moduleDocsKey(address, version), JSON.stringify(docs));
 
   // The statement before the record (the commit point), which names it: both absent or both whole.
-  const prepared = await options.attest?.sign([{ name: record.filename, digest: { sha256: record.sha256 } }]);
+  const prepared = await options.attest?.sign([{ name: record.filename, digest: { sha256: record.sha256 } }], {
+    address: formatModuleAddress(address),
+    version,
+  });
   if (prepared) {
     progress({ step: 'documents', detail: `${prepared.kind === 'build' ? 'build provenance' : 'publish attestation'} statement` });
     record = { ...record, provenance: await storeStatement(blobs, moduleStatementPrefix(address, version), prepared, check) };
