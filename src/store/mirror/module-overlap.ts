@@ -87,6 +87,6 @@ async function publishedIn(store: Store, hostname: string, namespace: string, ru
     ...(await store.kv.list({ prefix: versionRecordPrefix({ hostname, namespace, type: '' }).replace(/\/\/$/, '/'), limit: 1 })).keys.map((k) => k.name),
   ];
   if (providerRecords.length) return `providers are published in ${hostname}/${namespace}`;
-  if ((await readPublishers(store.kv, hostname, namespace)).length) return `${hostname}/${namespace} has trusted publishers (CI jobs publish into it)`;
+  if ((await readPublishers(store, hostname, namespace)).length) return `${hostname}/${namespace} has trusted publishers (CI jobs publish into it)`;
   return null;
 }

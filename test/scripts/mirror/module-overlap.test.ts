@@ -64,7 +64,7 @@ describe('a module proxy rule overlapping a namespace we publish into', () => {
       await store.blobs.put(committedRecordKey({ hostname: host, namespace: 'providers-here', type: 'thing' }, '1.0.0'), '{}');
       expect((await moduleRuleOverlaps(store, host, policy('providers-here'), null))[0]?.what).toBe(`providers are published in ${host}/providers-here`);
       // A namespace with a trusted publisher: its CI jobs publish into it.
-      await writePublishers(store.kv, host, 'ci-owned', [
+      await writePublishers(store, host, 'ci-owned', [
         await parsePublisherInput({
           issuer: 'https://token.actions.githubusercontent.com',
           repository: 'acme/terraform-aws-x',
@@ -72,6 +72,7 @@ describe('a module proxy rule overlapping a namespace we publish into', () => {
           ref: 'refs/tags/v*',
           repositoryId: '1',
           ownerId: '2',
+          packages: ['ci-owned/x/aws'],
         }),
       ]);
       expect((await moduleRuleOverlaps(store, host, policy('ci-owned'), null))[0]?.what).toBe(
