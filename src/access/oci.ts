@@ -45,7 +45,12 @@ export function repositoryNamespace(name: string, ownHostname: string): { hostna
 export function requestRepository(request: Request): string {
   const path = new URL(request.url).pathname;
   const match = /^\/v2\/(.+)\/(manifests|blobs|tags|referrers)\/[^/]+$/.exec(path);
-  return match ? decodeURIComponent(match[1]!) : '';
+  if (!match) return '';
+  try {
+    return decodeURIComponent(match[1]!);
+  } catch {
+    return match[1]!; // a malformed percent-encoding: the route answers 400 once a credential is accepted
+  }
 }
 
 /** The Bearer challenge for `repository` ('' for the base route: no scope). */
@@ -140,7 +145,9 @@ function readTokenAuthentication(token: string, env: Env): Promise<Authenticatio
  * 200 {"token","access_token","expires_in":60,"issued_at"} listing the
  * granted repositories; 401 UNAUTHORIZED without a valid read token;
  * 403 DENIED when it covers none of the asked repositories; 400 NAME_INVALID
- * for a malformed repository name. Public mode: 200 with an anonymous token
+ * for a repository of neither kind or with a malformed hostname or namespace
+ * (a scope that is not `repository:NAME:ACTIONS` with pull is ignored, as
+ * Docker's token protocol does). Public mode: 200 with an anonymous token
  * (every route is open anyway). Cost: one KV read (the token record).
  */
 export async function ociTokenEndpoint(request: IRequest, env: Env): Promise<Response> {

@@ -120,6 +120,9 @@ describe('the read token itself (an oci_credentials access_token)', () => {
     expect(denied.status).toBe(403);
     expect(await code(denied)).toBe('DENIED');
     expect((await get(`/v2/${REPO}/tags/list`, bearer(publish))).status).toBe(401);
+    // A malformed percent-encoding is a 400, never a 5xx, with or without a credential.
+    expect((await get('/v2/providers/registry.example.com/%E0%A4%A/x/tags/list', bearer(acme))).status).toBe(400);
+    expect((await get('/v2/providers/registry.example.com/%E0%A4%A/x/tags/list')).status).toBe(401);
   });
 
   it('the private view serves no blob or manifest without a credential', async () => {
