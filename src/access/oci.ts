@@ -160,7 +160,9 @@ export async function ociTokenEndpoint(request: IRequest, env: Env): Promise<Res
     const type = request.headers.get('content-type') ?? '';
     if (!type.toLowerCase().startsWith('application/x-www-form-urlencoded'))
       return ociError(400, 'UNSUPPORTED', 'the body must be application/x-www-form-urlencoded');
-    const form = new URLSearchParams(await request.text());
+    const text = await boundedText(request, MAX_FORM_BYTES);
+    if (text === null) return ociError(413, 'UNSUPPORTED', `the form is larger than ${MAX_FORM_BYTES} bytes`);
+    const form = new URLSearchParams(text);
     token ??= form.get('refresh_token') ?? form.get('password') ?? undefined;
     scopes = [...scopes, ...form.getAll('scope')];
   }
@@ -185,6 +187,35 @@ export async function ociTokenEndpoint(request: IRequest, env: Env): Promise<Res
   }
   if (refused && granted.length === 0) return refused;
   return tokenAnswer(await issueOciToken(granted, settings(env).signingSecret));
+}
+
+/** The largest token request form read (a read token and a few scopes need far less). */
+const MAX_FORM_BYTES = 8192;
+
+/** The body as text, read at most `limit` bytes while it streams; null (nothing more read) when it is longer. */
+async function boundedText(request: Request, limit: number): Promise<string | null> {
+  if (Number(request.headers.get('content-length') ?? 0) > limit) return null;
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      return null;
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
 }
 
 function tokenAnswer(token: string): Response {

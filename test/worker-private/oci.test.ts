@@ -91,6 +91,13 @@ describe('the token endpoint', () => {
     const body = await out.json<{ errors: { code: string; message: string }[] }>();
     expect(body.errors[0]).toEqual({ code: 'DENIED', message: 'this token has no access to namespace "other" at registry.example.com; its scopes: acme' });
     expect((await ociToken('repository:elsewhere/a/b/c:pull', basic(acme))).status).toBe(400);
+    const huge = await get('/v2/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `password=${'x'.repeat(9000)}`,
+    });
+    expect(huge.status).toBe(413);
+    expect(await code(huge)).toBe('UNSUPPORTED');
   });
 
   it('an OCI token altered in its last byte, or older than 60 seconds, is refused', async () => {
