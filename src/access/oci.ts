@@ -45,7 +45,12 @@ export function repositoryNamespace(name: string, ownHostname: string): { hostna
 export function requestRepository(request: Request): string {
   const path = new URL(request.url).pathname;
   const match = /^\/v2\/(.+)\/(manifests|blobs|tags|referrers)\/[^/]+$/.exec(path);
-  return match ? decodeURIComponent(match[1]!) : '';
+  if (!match) return '';
+  try {
+    return decodeURIComponent(match[1]!);
+  } catch {
+    return match[1]!; // a malformed percent-encoding: the route answers 400 once a credential is accepted
+  }
 }
 
 /** The Bearer challenge for `repository` ('' for the base route: no scope). */
@@ -140,7 +145,9 @@ function readTokenAuthentication(token: string, env: Env): Promise<Authenticatio
  * 200 {"token","access_token","expires_in":60,"issued_at"} listing the
  * granted repositories; 401 UNAUTHORIZED without a valid read token;
  * 403 DENIED when it covers none of the asked repositories; 400 NAME_INVALID
- * for a malformed repository name. Public mode: 200 with an anonymous token
+ * for a repository of neither kind or with a malformed hostname or namespace
+ * (a scope that is not `repository:NAME:ACTIONS` with pull is ignored, as
+ * Docker's token protocol does). Public mode: 200 with an anonymous token
  * (every route is open anyway). Cost: one KV read (the token record).
  */
 export async function ociTokenEndpoint(request: IRequest, env: Env): Promise<Response> {
@@ -153,7 +160,9 @@ export async function ociTokenEndpoint(request: IRequest, env: Env): Promise<Res
     const type = request.headers.get('content-type') ?? '';
     if (!type.toLowerCase().startsWith('application/x-www-form-urlencoded'))
       return ociError(400, 'UNSUPPORTED', 'the body must be application/x-www-form-urlencoded');
-    const form = new URLSearchParams(await request.text());
+    const text = await boundedText(request, MAX_FORM_BYTES);
+    if (text === null) return ociError(413, 'UNSUPPORTED', `the form is larger than ${MAX_FORM_BYTES} bytes`);
+    const form = new URLSearchParams(text);
     token ??= form.get('refresh_token') ?? form.get('password') ?? undefined;
     scopes = [...scopes, ...form.getAll('scope')];
   }
@@ -178,6 +187,35 @@ export async function ociTokenEndpoint(request: IRequest, env: Env): Promise<Res
   }
   if (refused && granted.length === 0) return refused;
   return tokenAnswer(await issueOciToken(granted, settings(env).signingSecret));
+}
+
+/** The largest token request form read (a read token and a few scopes need far less). */
+const MAX_FORM_BYTES = 8192;
+
+/** The body as text, read at most `limit` bytes while it streams; null (nothing more read) when it is longer. */
+async function boundedText(request: Request, limit: number): Promise<string | null> {
+  if (Number(request.headers.get('content-length') ?? 0) > limit) return null;
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      return null;
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
 }
 
 function tokenAnswer(token: string): Response {

@@ -47,7 +47,7 @@ let key: SigningKeyPair;
 let releases: GeneratedRelease[];
 let publicServer: DevServer;
 let privateServer: DevServer;
-const tokens = { acme: '', other: '' };
+const tokens = { acme: '', other: '', both: '' };
 
 /**
  * What OpenTofu 1.6.2 locks for `version`, computed here from the generated zips: the zh: of every platform
@@ -95,6 +95,8 @@ beforeAll(async () => {
   const token = async (...args: string[]) =>
     (await execute(tsx, ['scripts/token.ts', 'create', ...args, '--persist-to', privateState], { cwd: root })).stdout.trimEnd().split('\n').at(-1)!;
   tokens.acme = await token('--namespace', 'acme', '--name', 'acme-ci');
+  // acme's own providers and modules, and the mirror's copy of upstream.example.com/acme/thing.
+  tokens.both = await token('--namespace', 'acme', '--namespace', `${UPSTREAM}/acme`, '--name', 'acme-and-upstream');
   tokens.other = await token('--namespace', 'other', '--name', 'other-ci');
   [publicServer, privateServer] = await Promise.all([
     startDevServer({ stateDir: publicState, port: await freePort(), certificate, vars: { REGISTRY_HOSTNAME: HOST, GZIP_DOCUMENTS: 'true' } }),
@@ -340,25 +342,42 @@ describe.skipIf(missing('skopeo', skopeo))('the OCI view with skopeo (public and
     expect(tested).toContain('No errors detected');
   });
 
-  it('private mode: skopeo with --src-creds (a read token) copies; without, or out of scope, it is refused', async () => {
+  it('private mode: skopeo with --src-creds (a read token) copies a provider, the mirrored upstream provider and a module; without, or out of scope, it is refused', async () => {
     const provider = image(privateServer, `providers/${HOST}/acme/thing`, '1.3.0');
-    const layout = join(dir, 'oci', 'private');
-    const [ok, none, scope] = await Promise.all([
-      runSkopeo(['copy', '--all', '--src-cert-dir', certDir(), '--src-creds', `token:${tokens.acme}`, provider, `oci:${layout}:1.3.0`]),
+    const creds = ['--src-creds', `token:${tokens.both}`];
+    const copies = [
+      { source: provider, layout: join(dir, 'oci', 'private-provider'), version: '1.3.0' },
+      { source: image(privateServer, `providers/${UPSTREAM}/acme/thing`, '2.0.0'), layout: join(dir, 'oci', 'private-upstream'), version: '2.0.0' },
+    ];
+    const moduleLayout = join(dir, 'oci', 'private-module');
+    const [okProvider, okUpstream, okModule, none, scope, upstreamScope] = await Promise.all([
+      ...copies.map((c) => runSkopeo(['copy', '--all', '--src-cert-dir', certDir(), ...creds, c.source, `oci:${c.layout}:${c.version}`])),
+      runSkopeo(['copy', '--src-cert-dir', certDir(), ...creds, image(privateServer, 'modules/acme/vpc/aws', '2.1.0'), `oci:${moduleLayout}:2.1.0`]),
       runSkopeo(['inspect', '--raw', '--cert-dir', certDir(), provider]),
       runSkopeo(['inspect', '--raw', '--cert-dir', certDir(), '--creds', `token:${tokens.other}`, provider]),
+      // A bare namespace scope covers this registry's hostname only, not the mirror's upstream one.
+      runSkopeo(['inspect', '--raw', '--cert-dir', certDir(), '--creds', `token:${tokens.acme}`, copies[1]!.source]),
     ]);
+    for (const result of [okProvider, okUpstream, okModule]) {
+      console.log(`--- skopeo copy (private, --src-creds) ---\n${hideTokens(result!.output)}`);
+      expect(result!.ok, hideTokens(result!.output)).toBe(true);
+    }
     console.log(
-      `--- skopeo copy (private, acme token) ---\n${hideTokens(ok.output)}\n--- no credentials ---\n${none.output}\n--- out of scope ---\n${hideTokens(scope.output)}`,
+      `--- no credentials ---\n${none!.output}\n--- out of scope ---\n${hideTokens(scope!.output)}\n--- upstream, acme-only token ---\n${hideTokens(upstreamScope!.output)}`,
     );
-    expect(ok.ok, hideTokens(ok.output)).toBe(true);
-    const sums = await shasums('1.3.0');
-    const layers = await layersOf(layout);
-    expect(layers).toHaveLength(PLATFORMS.length);
-    for (const layer of layers) expect(sums.get(layer.sha256)).toBe(layer.title);
-    expect(none.ok).toBe(false);
-    expect(none.output).toMatch(/unauthorized|authentication required/i);
-    expect(scope.ok).toBe(false);
-    expect(hideTokens(scope.output)).toMatch(/denied|403|unauthorized/i);
+    for (const copy of copies) {
+      const sums = await shasums(copy.version);
+      const layers = await layersOf(copy.layout);
+      expect(layers).toHaveLength(PLATFORMS.length);
+      for (const layer of layers) expect(sums.get(layer.sha256), `${copy.source}: ${layer.title}`).toBe(layer.title);
+    }
+    const [moduleLayer] = await layersOf(moduleLayout);
+    expect(moduleLayer).toMatchObject({ mediaType: 'archive/zip', title: 'vpc-aws-2.1.0.zip' });
+    expect(none!.ok).toBe(false);
+    expect(none!.output).toMatch(/unauthorized|authentication required/i);
+    for (const refused of [scope!, upstreamScope!]) {
+      expect(refused.ok).toBe(false);
+      expect(hideTokens(refused.output)).toMatch(/denied|403|unauthorized/i);
+    }
   });
 });

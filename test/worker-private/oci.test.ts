@@ -91,6 +91,13 @@ describe('the token endpoint', () => {
     const body = await out.json<{ errors: { code: string; message: string }[] }>();
     expect(body.errors[0]).toEqual({ code: 'DENIED', message: 'this token has no access to namespace "other" at registry.example.com; its scopes: acme' });
     expect((await ociToken('repository:elsewhere/a/b/c:pull', basic(acme))).status).toBe(400);
+    const huge = await get('/v2/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `password=${'x'.repeat(9000)}`,
+    });
+    expect(huge.status).toBe(413);
+    expect(await code(huge)).toBe('UNSUPPORTED');
   });
 
   it('an OCI token altered in its last byte, or older than 60 seconds, is refused', async () => {
@@ -120,6 +127,9 @@ describe('the read token itself (an oci_credentials access_token)', () => {
     expect(denied.status).toBe(403);
     expect(await code(denied)).toBe('DENIED');
     expect((await get(`/v2/${REPO}/tags/list`, bearer(publish))).status).toBe(401);
+    // A malformed percent-encoding is a 400, never a 5xx, with or without a credential.
+    expect((await get('/v2/providers/registry.example.com/%E0%A4%A/x/tags/list', bearer(acme))).status).toBe(400);
+    expect((await get('/v2/providers/registry.example.com/%E0%A4%A/x/tags/list')).status).toBe(401);
   });
 
   it('the private view serves no blob or manifest without a credential', async () => {

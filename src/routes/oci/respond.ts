@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Env } from '../../env';
 import { isPrivate, settings } from '../../config';
 import { ociError } from '../../access/oci';
-import { IMMUTABLE } from '../../http/responses';
+import { IMMUTABLE, pathSegment } from '../../http/responses';
 import { refusalStatus } from '../../http/errors';
 import { serveR2Object } from '../../http/r2-object';
 import { edgeCacheFor } from '../../store/edge-cache';
@@ -77,8 +77,7 @@ export async function manifestByDigest(env: Env, repo: string, reference: string
  * zip itself. Docker-Content-Digest on every answer; BLOB_UNKNOWN otherwise.
  */
 export async function blob(request: IRequest, env: Env, ctx: ExecutionContext | undefined, repo: string): Promise<Response> {
-  const reference = String(request.params.digest ?? '');
-  const hex = parseDigest(decodeURIComponent(reference));
+  const hex = parseDigest(pathSegment(request.params.digest, 'digest'));
   const digest = `sha256:${hex}`;
   if (digest === EMPTY_CONFIG_DIGEST) {
     return new Response(EMPTY_CONFIG_BYTES, {
@@ -118,7 +117,7 @@ export function tagList(request: IRequest, name: string, versions: readonly stri
 
 /** GET /v2/REPO/referrers/sha256:… — always an empty image index: nothing here refers to another manifest. */
 export async function referrers(request: IRequest): Promise<Response> {
-  parseDigest(decodeURIComponent(String(request.params.digest ?? '')));
+  parseDigest(pathSegment(request.params.digest, 'digest'));
   return new Response(EMPTY_REFERRERS, { headers: { 'content-type': OCI_INDEX, 'cache-control': 'no-store' } });
 }
 

@@ -258,6 +258,9 @@ describe('provider manifests', () => {
       [`${repo}/blobs/sha256:XYZ`, 400, 'DIGEST_INVALID'],
       ['/v2/providers/registry.example.com/acme/absent/manifests/1.0.0', 404, 'MANIFEST_UNKNOWN'],
       ['/v2/providers/bad_host!/acme/x/manifests/1.0.0', 400, 'NAME_INVALID'],
+      ['/v2/providers/registry.example.com/%E0%A4%A/x/tags/list', 400, 'NAME_INVALID'],
+      [`${repo}/blobs/sha256%3A%E0%A4%A`, 400, 'DIGEST_INVALID'],
+      [`${repo}/referrers/%E0%A4%A`, 400, 'DIGEST_INVALID'],
       ['/v2/elsewhere', 404, 'NAME_UNKNOWN'],
     ];
     for (const [path, status, code] of cases) {
