@@ -1320,4 +1320,20 @@ export const MUTANTS: Mutant[] = [
     from: '  if (value !== null && session !== null) await endSession(env.REGISTRY_R2, value, session.expires);',
     to: '',
   },
+  {
+    id: 'broken-setting-used',
+    file: 'src/config.ts',
+    tests: ['test/worker/config.test.ts', 'test/worker-private/misconfigured.test.ts'],
+    description: 'a URL_SIGNING_SECRET shorter than 32 characters (or a REGISTRY_HOSTNAME that is not one) is handed out and used',
+    from: '  if (problem !== null) throw new ConfigError(problem);',
+    to: '',
+  },
+  {
+    id: 'misconfiguration-answers-500',
+    file: 'src/http/errors.ts',
+    tests: ['test/worker/http/errors.test.ts', 'test/worker-private/misconfigured.test.ts'],
+    description: 'a misconfigured setting answers 500 "internal error" instead of 503 naming the setting',
+    from: '  if (error instanceof ConfigError) {',
+    to: '  if (false) {',
+  },
 ];
