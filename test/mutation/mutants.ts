@@ -935,11 +935,11 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'genuine-unmatched-refusals-unlimited',
-    file: 'src/routes/publish/context.ts',
+    file: 'src/routes/publish/refusal-audit.ts',
     tests: ['test/worker/publish/refusal-flood.test.ts'],
     description: 'refusals of genuine CI tokens that match no publisher are written one by one (anyone can mint one for their own repository)',
-    from: "if (error.claimed && error.claimed.kind === 'ci') {",
-    to: "if (error.claimed && error.claimed.kind === 'ci' && !error.verified) {",
+    from: 'if (current.written < REFUSALS_PER_WINDOW) {',
+    to: "if (current.written < REFUSALS_PER_WINDOW || kind === 'verified') {",
   },
   {
     id: 'audit-page-outcome-ignored',
@@ -1091,15 +1091,15 @@ export const MUTANTS: Mutant[] = [
     file: 'src/config.ts',
     tests: ['test/worker/config.test.ts'],
     description: 'a URL_SIGNING_SECRET or SIGNING_KEY_SECRET shorter than 32 characters is used',
-    from: 'if (weak !== null) throw new ConfigError(weak);',
-    to: '',
+    from: '  if (!value || value.length >= MIN_SECRET_LENGTH) return null;',
+    to: '  return null;',
   },
   {
     id: 'deploy-short-secret',
     file: 'scripts/deploy.ts',
     tests: ['test/scripts/deploy/deploy-cli.test.ts'],
     description: 'npm run deploy goes ahead with a short secret in the environment',
-    from: 'if (weak !== null) throw new InputError(`deploy stopped before changing anything: ${weak}`);',
+    from: "  if (problems.length > 0) throw new InputError(`deploy stopped before changing anything: ${problems.join('\\n  ')}`);",
     to: '',
   },
   {

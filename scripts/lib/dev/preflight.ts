@@ -14,7 +14,7 @@ import { readDevVars } from './vars';
  */
 
 /** Where a variable's value came from, for the message. */
-export type VarSource = 'wrangler.toml' | '.dev.vars' | '--var';
+export type VarSource = 'wrangler.toml' | '.dev.vars' | '--var' | '--hostname' | 'the environment';
 
 /** The `--var NAME:VALUE` arguments (also `--var=NAME:VALUE`), split at the first colon, as wrangler reads them. */
 export function varArgs(args: readonly string[]): Record<string, string> {
@@ -52,8 +52,24 @@ export function mergeVars(layers: [VarSource, Record<string, string>][]): { vars
   return { vars, sources };
 }
 
-// Stands for a secret npm start is about to generate (32 random bytes): set, and long enough.
-const GENERATED = 'generated-by-npm-start-'.padEnd(43, 'x');
+// Stands for a secret the command is about to generate (32 random bytes): set, and long enough.
+const GENERATED = 'generated-by-this-command-'.padEnd(43, 'x');
+
+/**
+ * configProblems of `vars`, a checked secret (URL_SIGNING_SECRET, SIGNING_KEY_SECRET) that is absent
+ * counting as the one the command generates (npm start writes .dev.vars, npm run deploy puts the secret).
+ * Used by `npm start` and `npm run deploy` (scripts/deploy.ts) before they start anything.
+ */
+export function preflightProblems(vars: Record<string, string>): readonly SettingProblem[] {
+  const checked = { ...vars };
+  for (const name of CHECKED_SECRETS) if (!(name in checked)) checked[name] = GENERATED;
+  return configProblems(checked);
+}
+
+/** One problem for a terminal: its message and where its setting is set. */
+export function describeProblem(problem: SettingProblem, sources: Record<string, VarSource>): string {
+  return `${problem.message}${sources[problem.setting] ? ` (set in ${sources[problem.setting]})` : ''}`;
+}
 
 /** The problems of the variables `npm start ARGS` in `root` would run with (and where each setting is set). */
 export async function startProblems(
@@ -65,13 +81,11 @@ export async function startProblems(
     ['.dev.vars', readDevVars(root)],
     ['--var', varArgs(args)],
   ]);
-  const checked = { ...vars };
-  for (const name of CHECKED_SECRETS) if (!(name in checked)) checked[name] = GENERATED;
-  return { problems: configProblems(checked), sources };
+  return { problems: preflightProblems(vars), sources };
 }
 
 /** The refusal `npm start` prints: every problem, where its setting is set, and that nothing was started. */
 export function startRefusal(problems: readonly SettingProblem[], sources: Record<string, VarSource>): string {
-  const lines = problems.map((p) => `  - ${p.message}${sources[p.setting] ? ` (set in ${sources[p.setting]})` : ''}`);
+  const lines = problems.map((p) => `  - ${describeProblem(p, sources)}`);
   return `edge-registry: npm start stopped before starting wrangler dev: the registry cannot run with this configuration:\n${lines.join('\n')}\n`;
 }
