@@ -77,15 +77,7 @@ export { ConfigError };
 export { MIN_SECRET_LENGTH };
 export const CHECKED_SECRETS = ['URL_SIGNING_SECRET', 'SIGNING_KEY_SECRET'] as const;
 
-/** The first problem with the secrets in `values` (set and shorter than MIN_SECRET_LENGTH), naming it and the fix; null when none. */
-export function weakSecret(values: Partial<Record<(typeof CHECKED_SECRETS)[number], string | undefined>>): string | null {
-  for (const name of CHECKED_SECRETS) {
-    const problem = weakSecretProblem(name, values[name]);
-    if (problem !== null) return problem;
-  }
-  return null;
-}
-
+/** The problem with secret `name` when it is set and shorter than MIN_SECRET_LENGTH, naming it and the fix (never the value); null when none. */
 function weakSecretProblem(name: (typeof CHECKED_SECRETS)[number], value: string | undefined): string | null {
   if (!value || value.length >= MIN_SECRET_LENGTH) return null;
   return `${name} is ${value.length} characters; at least ${MIN_SECRET_LENGTH} are required: generate one with \`openssl rand -base64 32\` (wrangler secret put ${name}; locally .dev.vars)`;
@@ -117,7 +109,7 @@ export function settings(env: Env): Settings {
  * The problems of a set of variables, as the Worker would find them: the one
  * parser (parseSettings) run on `vars` (wrangler.toml's [vars] and the
  * secrets, by name). For `npm start` and `npm run deploy`, which refuse to
- * start with any (scripts/lib/preflight.ts).
+ * start with any (scripts/lib/dev/preflight.ts).
  */
 export function configProblems(vars: Record<string, string | undefined>): readonly SettingProblem[] {
   return parseSettings(vars as unknown as Env).problems;
