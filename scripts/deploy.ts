@@ -11,6 +11,7 @@
  * environment shorter than 32 characters (src/config.ts). Safe to re-run:
  * every decision is made from what the account holds now.
  */
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
@@ -20,7 +21,8 @@ import { nextSteps } from './lib/deploy/next-steps';
 import { chooseHostname, PlanError } from './lib/deploy/plan';
 import { PLACEHOLDER_HOSTNAME, readProductionConfig } from './lib/deploy/production-config';
 import { InputError } from '../src/protocol/errors';
-import { weakSecret } from '../src/config';
+import { describeProblem, mergeVars, preflightProblems } from './lib/dev/preflight';
+import { readWranglerVars } from './lib/config';
 
 const USAGE = `usage: npm run deploy -- --hostname registry.acme.com [options]
 
@@ -75,10 +77,11 @@ async function main(argv: string[]): Promise<void> {
     smokeTimeoutMs: Number(values['smoke-timeout'] ?? 180) * 1000,
     say,
   };
-  // The secrets the operator holds in the environment for the Worker (SIGNING_KEY_SECRET for keys --remote):
-  // a short one is refused here, before anything changes, as the Worker would refuse it at its first request.
-  const weak = weakSecret({ URL_SIGNING_SECRET: process.env.URL_SIGNING_SECRET, SIGNING_KEY_SECRET: process.env.SIGNING_KEY_SECRET });
-  if (weak !== null) throw new InputError(`deploy stopped before changing anything: ${weak}`);
+  // The Worker's own parser (src/config.ts) on what it will run with — [env.ENV.vars], --hostname, and the secrets
+  // the operator holds in the environment (SIGNING_KEY_SECRET for keys --remote): refused here, before anything
+  // changes, naming each setting, where it is set and the fix, as the Worker would answer 503 for it.
+  const problems = await deployProblems(options.configFile, env, hostname);
+  if (problems.length > 0) throw new InputError(`deploy stopped before changing anything: ${problems.join('\n  ')}`);
   try {
     await executeDeploy(options);
     if (options.dryRun) return;
@@ -87,6 +90,21 @@ async function main(argv: string[]): Promise<void> {
   } catch (error) {
     throw asInputError(error, values.verbose ?? false);
   }
+}
+
+/** deploy's pre-flight: the problems (described, with where each setting is set) of the variables the Worker will get. */
+async function deployProblems(configFile: string, env: string, hostname: string | null): Promise<string[]> {
+  const secrets: Record<string, string> = {};
+  for (const name of ['URL_SIGNING_SECRET', 'SIGNING_KEY_SECRET', 'OIDC_CLIENT_SECRET']) {
+    const value = process.env[name];
+    if (value) secrets[name] = value;
+  }
+  const { vars, sources } = mergeVars([
+    ['wrangler.toml', existsSync(configFile) ? await readWranglerVars(configFile, env) : {}],
+    ['--hostname', hostname ? { REGISTRY_HOSTNAME: hostname } : {}],
+    ['the environment', secrets],
+  ]);
+  return preflightProblems(vars).map((problem) => describeProblem(problem, sources));
 }
 
 /**

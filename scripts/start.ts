@@ -4,6 +4,8 @@
  * by default). Extra arguments pass through to wrangler dev (--port, --ip,
  * --var, --local-protocol …). On an empty state it says how to publish a
  * first provider. Creates .dev.vars with a URL_SIGNING_SECRET when missing.
+ * Refuses to start (exit 1, before anything is written or started) when the
+ * Worker could not run with its settings (scripts/lib/dev/preflight.ts).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -11,10 +13,18 @@ import { join } from 'node:path';
 import { emptyStateHint } from './lib/dev/hint';
 import { devOrigin, devStateDir, recordServer } from './lib/dev/server';
 import { ensureDevSecret, ensureDevVars, SIGNING_KEY_SECRET } from './lib/dev/vars';
+import { startProblems, startRefusal } from './lib/dev/preflight';
 
 const root = join(import.meta.dirname, '..');
 const wrangler = join(root, 'node_modules', '.bin', 'wrangler');
 const args = process.argv.slice(2);
+
+// The Worker's own parser (src/config.ts) on the variables wrangler dev would give it: refuse here, naming each setting.
+const { problems, sources } = await startProblems(root, args);
+if (problems.length > 0) {
+  process.stderr.write(startRefusal(problems, sources));
+  process.exit(1);
+}
 
 // Private mode (`npm start -- --var ACCESS:private`) signs download URLs with URL_SIGNING_SECRET from .dev.vars.
 if (ensureDevVars(root)) process.stderr.write('edge-registry: generated URL_SIGNING_SECRET in .dev.vars (git-ignored) for private mode\n');

@@ -1,5 +1,6 @@
 import type { Env } from './env';
 import { IMMUTABLE } from './http/responses';
+import { ConfigError } from './http/errors';
 import { parseHostname } from './protocol/address';
 import { parseOidcSettings, type OidcSettings } from './access/config';
 import { MIN_SECRET_LENGTH } from './store/keys/seal';
@@ -10,7 +11,7 @@ import { MIN_SECRET_LENGTH } from './store/keys/seal';
  * typed values, so no request re-parses strings.
  */
 export interface Settings {
-  /** REGISTRY_HOSTNAME, lower case: the hostname of the providers this registry is the origin of. */
+  /** REGISTRY_HOSTNAME, lower case: the hostname of the providers this registry is the origin of. Throws ConfigError when it is not a hostname. */
   hostname: string;
   /** ACCESS: "public" only when it says exactly that; anything else, a typo included, fails closed. */
   access: 'public' | 'private';
@@ -28,9 +29,9 @@ export interface Settings {
   archiveBaseUrl: string;
   /** Minutes a signed release-file URL stays valid (SIGNED_URL_MINUTES in (0, 10080], default 15). */
   signedUrlMinutes: number;
-  /** URL_SIGNING_SECRET, '' when not set (private mode then answers 500 where it would sign or verify). */
+  /** URL_SIGNING_SECRET, '' when not set (private mode then answers 503 where it would sign or verify). Throws ConfigError when too short. */
   signingSecret: string;
-  /** SIGNING_KEY_SECRET, '' when not set: opens registry-held signing keys (src/store/keys/held-keys.ts). */
+  /** SIGNING_KEY_SECRET, '' when not set: opens registry-held signing keys (src/store/keys/held-keys.ts). Throws ConfigError when too short. */
   signingKeySecret: string;
   /** GZIP_DOCUMENTS = "true": stored documents go out gzip-compressed to clients that accept it. */
   gzipDocuments: boolean;
@@ -48,20 +49,23 @@ export interface Settings {
   downloadBatchMs: number | null;
   /** MODULE_PROXY_MAX_MB > 0 in bytes (src/mirror/modules/proxy.ts lowers its package limit to it); null: its default. */
   moduleProxyMaxBytes: number | null;
+  /**
+   * Every setting the registry cannot run with as configured (configProblems): a REGISTRY_HOSTNAME that is
+   * not a hostname, a secret shorter than MIN_SECRET_LENGTH, a sign-in configuration (OIDC_*, LOGIN_POLICY)
+   * that does not parse. Reading `hostname`, `signingSecret` or `signingKeySecret` while its setting is one
+   * of these throws ConfigError (503 naming it), so only the routes that need a broken setting refuse.
+   */
+  problems: readonly SettingProblem[];
 }
 
-/**
- * A setting the registry cannot run with (REGISTRY_HOSTNAME not a hostname,
- * URL_SIGNING_SECRET missing where it is needed): the operator fixes
- * wrangler.toml or a secret. The Worker answers 500 without the message
- * (src/http/errors.ts) and logs it.
- */
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
+/** A setting the registry cannot run with: its name and a message naming it and the fix, never its value. */
+export interface SettingProblem {
+  setting: string;
+  message: string;
 }
+
+// ConfigError: a setting the registry cannot run with; the Worker answers 503 naming it (src/http/errors.ts).
+export { ConfigError };
 
 /**
  * The shortest secret accepted (characters) for every secret the registry
@@ -73,15 +77,10 @@ export class ConfigError extends Error {
 export { MIN_SECRET_LENGTH };
 export const CHECKED_SECRETS = ['URL_SIGNING_SECRET', 'SIGNING_KEY_SECRET'] as const;
 
-/** The first problem with the secrets in `values` (set and shorter than MIN_SECRET_LENGTH), naming it and the fix; null when none. */
-export function weakSecret(values: Partial<Record<(typeof CHECKED_SECRETS)[number], string | undefined>>): string | null {
-  for (const name of CHECKED_SECRETS) {
-    const value = values[name];
-    if (value && value.length < MIN_SECRET_LENGTH) {
-      return `${name} is ${value.length} characters; at least ${MIN_SECRET_LENGTH} are required: generate one with \`openssl rand -base64 32\` (wrangler secret put ${name})`;
-    }
-  }
-  return null;
+/** The problem with secret `name` when it is set and shorter than MIN_SECRET_LENGTH, naming it and the fix (never the value); null when none. */
+function weakSecretProblem(name: (typeof CHECKED_SECRETS)[number], value: string | undefined): string | null {
+  if (!value || value.length >= MIN_SECRET_LENGTH) return null;
+  return `${name} is ${value.length} characters; at least ${MIN_SECRET_LENGTH} are required: generate one with \`openssl rand -base64 32\` (wrangler secret put ${name}; locally .dev.vars)`;
 }
 
 const DEFAULT_SIGNED_URL_MINUTES = 15;
@@ -91,9 +90,11 @@ const parsed = new WeakMap<Env, Settings>();
 
 /**
  * The settings of `env`, parsed on first use and memoised per Env object.
- * Throws ConfigError (a server misconfiguration, so a 500) when
- * REGISTRY_HOSTNAME is not a hostname or a secret is set but shorter than
- * MIN_SECRET_LENGTH; other malformed values fall back to their defaults.
+ * Never throws: a setting the registry cannot run with is listed in
+ * `problems`, and reading the value it gives (`hostname`, `signingSecret`,
+ * `signingKeySecret`) throws ConfigError naming it and the fix, so the
+ * routes that need it answer 503 and the others keep serving; other
+ * malformed values fall back to their defaults.
  */
 export function settings(env: Env): Settings {
   let result = parsed.get(env);
@@ -104,37 +105,70 @@ export function settings(env: Env): Settings {
   return result;
 }
 
+/**
+ * The problems of a set of variables, as the Worker would find them: the one
+ * parser (parseSettings) run on `vars` (wrangler.toml's [vars] and the
+ * secrets, by name). For `npm start` and `npm run deploy`, which refuse to
+ * start with any (scripts/lib/dev/preflight.ts).
+ */
+export function configProblems(vars: Record<string, string | undefined>): readonly SettingProblem[] {
+  return parseSettings(vars as unknown as Env).problems;
+}
+
+/** `value`, or throws ConfigError(problem) when its setting has one: a broken value is never used. */
+function usable<T>(value: T, problem: string | null): T {
+  if (problem !== null) throw new ConfigError(problem);
+  return value;
+}
+
 function parseSettings(env: Env): Settings {
-  let hostname: string;
+  const problems: SettingProblem[] = [];
+  const problem = (setting: string, message: string | null): string | null => {
+    if (message !== null) problems.push({ setting, message });
+    return message;
+  };
+  let hostname = '';
+  let hostnameProblem: string | null = null;
   try {
     hostname = parseHostname(env.REGISTRY_HOSTNAME ?? '');
   } catch (error) {
-    throw new ConfigError(`REGISTRY_HOSTNAME in wrangler.toml: ${(error as Error).message}`);
+    hostnameProblem = problem('REGISTRY_HOSTNAME', `REGISTRY_HOSTNAME in wrangler.toml: ${(error as Error).message}`);
   }
   // A short secret is refused outright, never used: it seals admin sessions and signs download URLs.
-  const weak = weakSecret(env);
-  if (weak !== null) throw new ConfigError(weak);
+  const signingProblem = problem('URL_SIGNING_SECRET', weakSecretProblem('URL_SIGNING_SECRET', env.URL_SIGNING_SECRET));
+  const keyProblem = problem('SIGNING_KEY_SECRET', weakSecretProblem('SIGNING_KEY_SECRET', env.SIGNING_KEY_SECRET));
+  const oidc = parseOidcSettings(env);
+  if (oidc?.problem) problem(/^[A-Z_]+/.exec(oidc.problem)?.[0] ?? 'OIDC_ISSUER', oidc.problem);
+  const signingSecret = env.URL_SIGNING_SECRET ?? '';
+  const signingKeySecret = env.SIGNING_KEY_SECRET ?? '';
   const access = env.ACCESS === 'public' ? 'public' : 'private';
   const seconds = Number(env.INDEX_CACHE_SECONDS ?? '5');
   const listTtlMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 5000;
   return {
-    hostname,
+    get hostname() {
+      return usable(hostname, hostnameProblem);
+    },
     access,
     listTtlMs,
     listCacheControl: `${access === 'private' ? 'private' : 'public'}, max-age=${Math.round(listTtlMs / 1000)}`,
     releaseDocumentCacheControl: access === 'private' ? 'private, no-store' : IMMUTABLE,
     archiveBaseUrl: (env.ARCHIVE_BASE_URL ?? '').replace(/\/+$/, ''),
     signedUrlMinutes: parseSignedUrlMinutes(env.SIGNED_URL_MINUTES),
-    signingSecret: env.URL_SIGNING_SECRET ?? '',
-    signingKeySecret: env.SIGNING_KEY_SECRET ?? '',
+    get signingSecret() {
+      return usable(signingSecret, signingProblem);
+    },
+    get signingKeySecret() {
+      return usable(signingKeySecret, keyProblem);
+    },
     gzipDocuments: env.GZIP_DOCUMENTS === 'true',
-    oidc: parseOidcSettings(env),
+    oidc,
     pullTimeoutMs: secondsToMs(env.PULL_TIMEOUT_SECONDS, Infinity),
     pullRefreshMs: secondsToMs(env.PULL_REFRESH_SECONDS, Infinity),
     pullListMs: secondsToMs(env.PULL_LIST_SECONDS, Infinity),
     auditRefusalWindowMs: secondsToMs(env.AUDIT_REFUSAL_WINDOW_SECONDS, 3600),
     downloadBatchMs: downloadBatchMs(env.DOWNLOAD_BATCH_MS),
     moduleProxyMaxBytes: megabytes(env.MODULE_PROXY_MAX_MB),
+    problems,
   };
 }
 

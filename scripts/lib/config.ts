@@ -67,6 +67,20 @@ export async function readRegistryConfig(options: ConfigOptions = {}): Promise<R
 }
 
 /**
+ * The string variables (`[vars]`, or `[env.ENV.vars]`) of the wrangler.toml at
+ * `configPath` as wrangler resolves them (cached like readRegistryConfig's
+ * read). Throws InputError when the file is missing.
+ */
+export async function readWranglerVars(configPath: string, env?: string): Promise<Record<string, string>> {
+  if (!existsSync(configPath)) throw new InputError(`${configPath} not found: run from the project root or pass --config PATH/wrangler.toml`);
+  const vars: Record<string, string> = {};
+  for (const [name, value] of Object.entries((await readWranglerBindings(configPath, env)).vars ?? {})) {
+    if (typeof value === 'string') vars[name] = value;
+  }
+  return vars;
+}
+
+/**
  * wrangler.toml's top-level compatibility_date, read synchronously (for the
  * bench and tests that start workerd themselves). Throws InputError when the
  * file has none.

@@ -3,6 +3,21 @@ import { LeaseBusyError, NotStoredError, ProvenanceRequiredError, StoreRefusal, 
 import { errorResponse } from './responses';
 
 /**
+ * A setting the registry cannot run with (REGISTRY_HOSTNAME not a hostname, a
+ * secret too short or missing where it is needed, a sign-in configuration
+ * that does not parse; src/config.ts): the message names the setting and the
+ * fix, never its value. The Worker answers 503 with it on the routes that
+ * need the setting (errorToResponse) and logs it; `npm start` and `npm run
+ * deploy` refuse to start with it.
+ */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
  * The one place where an error a handler throws becomes an HTTP status
  * (the CLI's counterpart is scripts/lib/cli.ts describeFailure):
  *
@@ -11,9 +26,9 @@ import { errorResponse } from './responses';
  *   NotStoredError                        → 404
  *   VersionConflictError, LeaseBusyError  → 409
  *   ProvenanceRequiredError               → 403
+ *   ConfigError                           → null here: errorToResponse answers 503 naming the setting
  *   any other error (StoreFailure included: StoredReleaseMismatchError,
- *   ListRebuildRaceError, LeaseLostError, DamagedRecordError, SealError;
- *   ConfigError)
+ *   ListRebuildRaceError, LeaseLostError, DamagedRecordError, SealError)
  *                                         → null: a 500 without internals
  */
 export function refusalStatus(error: unknown): number | null {
@@ -26,10 +41,18 @@ export function refusalStatus(error: unknown): number | null {
   return null;
 }
 
-/** Maps an error thrown by a handler to a response: a refusal → its 4xx and message, anything else → 500 without internals (logged). */
+/**
+ * Maps an error thrown by a handler to a response: a refusal → its 4xx and message; a ConfigError → 503
+ * "the registry is misconfigured: …" naming the setting and the fix (logged); anything else → 500 without
+ * internals (logged).
+ */
 export function errorToResponse(error: unknown): Response {
   const status = refusalStatus(error);
   if (status !== null) return errorResponse(status, (error as Error).message);
+  if (error instanceof ConfigError) {
+    console.error(`misconfigured: ${error.message}`);
+    return errorResponse(503, `the registry is misconfigured: ${error.message}`);
+  }
   console.error('internal error', error);
   return errorResponse(500, 'internal error');
 }

@@ -102,10 +102,12 @@ describe('signed URLs in private metadata', () => {
     await file.arrayBuffer();
   });
 
-  it('a missing URL_SIGNING_SECRET is a server misconfiguration (500), never an unsigned URL', async () => {
+  it('a missing URL_SIGNING_SECRET is a server misconfiguration (503 naming it), never an unsigned URL', async () => {
     const response = await getWith({ URL_SIGNING_SECRET: '' }, downloadPath, bearer(token));
-    expect(response.status).toBe(500);
-    expect(await response.text()).not.toContain('/v1/archives/');
+    expect(response.status).toBe(503);
+    const text = await response.text();
+    expect(text).not.toContain('/v1/archives/');
+    expect(text).toContain('the registry is misconfigured: URL_SIGNING_SECRET is not set');
   });
 });
 

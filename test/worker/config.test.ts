@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, settings } from '../../src/config';
+import { ConfigError, configProblems, settings } from '../../src/config';
 import type { Env } from '../../src/env';
 import { withArchiveBase, withReleaseUrls } from '../../src/access/release-urls';
 
@@ -51,15 +51,36 @@ describe('settings', () => {
       auditRefusalWindowMs: 5000,
       downloadBatchMs: 250,
       moduleProxyMaxBytes: 1_572_864,
+      problems: [],
     });
   });
 
-  it('refuse a secret shorter than 32 characters, naming it (every request then answers 500; the message is logged)', () => {
-    expect(() => settings(with_({ URL_SIGNING_SECRET: 'x'.repeat(31) }))).toThrow(
-      /^URL_SIGNING_SECRET is 31 characters; at least 32 are required: generate one with `openssl rand -base64 32`/,
-    );
-    expect(() => settings(with_({ SIGNING_KEY_SECRET: 'short' }))).toThrow(/SIGNING_KEY_SECRET is 5 characters; at least 32/);
+  it('refuse a secret shorter than 32 characters, naming it: listed in problems, and never handed out (ConfigError, a 503 on the routes that need it)', () => {
+    const s = settings(with_({ URL_SIGNING_SECRET: 'x'.repeat(31) }));
+    expect(s.problems.map((p) => p.setting)).toEqual(['URL_SIGNING_SECRET']);
+    expect(() => s.signingSecret).toThrow(ConfigError);
+    expect(() => s.signingSecret).toThrow(/^URL_SIGNING_SECRET is 31 characters; at least 32 are required: generate one with `openssl rand -base64 32`/);
+    expect(s.access).toBe('public'); // the rest is usable (wrangler.toml's ACCESS)
+    expect(() => settings(with_({ SIGNING_KEY_SECRET: 'short' })).signingKeySecret).toThrow(/SIGNING_KEY_SECRET is 5 characters; at least 32/);
     expect(settings(with_({ URL_SIGNING_SECRET: 'x'.repeat(32), SIGNING_KEY_SECRET: '' })).signingSecret).toBe('x'.repeat(32));
+    // Never the value in a problem's message.
+    const secret = 'y'.repeat(20);
+    expect(JSON.stringify(settings(with_({ URL_SIGNING_SECRET: secret })).problems)).not.toContain(secret);
+  });
+
+  it("configProblems: the same parser on plain variables (the scripts' pre-flight), every problem with its setting", () => {
+    expect(configProblems({ REGISTRY_HOSTNAME: 'registry.example.com' })).toEqual([]);
+    const problems = configProblems({
+      REGISTRY_HOSTNAME: 'not a host',
+      URL_SIGNING_SECRET: 'short',
+      SIGNING_KEY_SECRET: 'k'.repeat(32),
+      OIDC_ISSUER: 'https://id.example.com',
+      OIDC_CLIENT_ID: 'registry',
+      LOGIN_POLICY: '{"rules":[{"if":{"constructor":"x"},"scopes":["*"]}]}',
+    });
+    expect(problems.map((p) => p.setting)).toEqual(['REGISTRY_HOSTNAME', 'URL_SIGNING_SECRET', 'LOGIN_POLICY']);
+    expect(problems[2]!.message).toContain('"constructor" cannot be a claim name');
+    expect(configProblems({ REGISTRY_HOSTNAME: 'r.example.com', OIDC_ISSUER: 'http://id.example.com', OIDC_CLIENT_ID: 'x' })[0]!.setting).toBe('OIDC_ISSUER');
   });
 
   it('fail closed or fall back to defaults on malformed values', () => {
@@ -92,9 +113,11 @@ describe('settings', () => {
     expect(settings(with_({ DOWNLOAD_BATCH_MS: '0' })).downloadBatchMs).toBe(0);
   });
 
-  it('refuse a REGISTRY_HOSTNAME that is not a hostname, naming the variable', () => {
-    expect(() => settings(with_({ REGISTRY_HOSTNAME: 'not a host' }))).toThrow(ConfigError);
-    expect(() => settings(with_({ REGISTRY_HOSTNAME: 'not a host' }))).toThrow(/^REGISTRY_HOSTNAME in wrangler.toml: hostname "not a host"/);
+  it('refuse a REGISTRY_HOSTNAME that is not a hostname, naming the variable, when it is read', () => {
+    const s = settings(with_({ REGISTRY_HOSTNAME: 'not a host' }));
+    expect(() => s.hostname).toThrow(ConfigError);
+    expect(() => s.hostname).toThrow(/^REGISTRY_HOSTNAME in wrangler.toml: hostname "not a host"/);
+    expect(s.problems.map((p) => p.setting)).toEqual(['REGISTRY_HOSTNAME']);
   });
 });
 

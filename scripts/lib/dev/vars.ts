@@ -46,9 +46,20 @@ export function readDevVar(root: string, name: string): string | undefined {
 }
 
 function readVar(text: string, name: string): string | undefined {
+  return parseVars(text)[name];
+}
+
+/** Every `NAME=value` of `.dev.vars` under `root` (empty values left out); {} when there is no file. */
+export function readDevVars(root: string): Record<string, string> {
+  const path = join(root, '.dev.vars');
+  return existsSync(path) ? parseVars(readFileSync(path, 'utf8')) : {};
+}
+
+function parseVars(text: string): Record<string, string> {
+  const vars: Record<string, string> = {};
   for (const line of text.split(/\r?\n/)) {
     const match = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
-    if (match && match[1] === name && match[2]) return match[2].replace(/^(["'])(.*)\1$/, '$2');
+    if (match?.[2] && !(match[1]! in vars)) vars[match[1]!] = match[2].replace(/^(["'])(.*)\1$/, '$2');
   }
-  return undefined;
+  return vars;
 }

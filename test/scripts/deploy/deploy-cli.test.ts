@@ -222,6 +222,25 @@ describe('npm run deploy', () => {
     const { code, stderr } = await deploy(['--hostname', 'registry.acme.com'], { SIGNING_KEY_SECRET: 'short-secret' });
     expect(code).toBe(1);
     expect(stderr).toMatch(/deploy stopped before changing anything: SIGNING_KEY_SECRET is 12 characters; at least 32 are required/);
+    expect(stderr).toContain('(set in the environment)');
+    expect(stderr).not.toContain('short-secret');
+    expect(await commands()).toEqual([]);
+  });
+
+  it('a LOGIN_POLICY or OIDC setting the Worker cannot parse: refused naming it and where it is set, before anything changes', async () => {
+    const toml = await readFile(paths().toml, 'utf8');
+    await writeFile(
+      paths().toml,
+      toml.replace(
+        '[env.production.vars]\n',
+        `[env.production.vars]\nOIDC_ISSUER = "https://id.acme.com"\nOIDC_CLIENT_ID = "registry"\nLOGIN_POLICY = '{"rules":[{"if":{"prototype":"x"},"scopes":["*"]}]}'\n`,
+      ),
+    );
+    const { code, stderr } = await deploy(['--hostname', 'registry.acme.com'], { URL_SIGNING_SECRET: 'u'.repeat(44) });
+    expect(code).toBe(1);
+    expect(stderr).toContain(
+      'deploy stopped before changing anything: LOGIN_POLICY.rules[0].if: "prototype" cannot be a claim name (a JavaScript object\'s own name); name the ID token\'s claim, such as "groups" or "sub" (set in wrangler.toml)',
+    );
     expect(await commands()).toEqual([]);
   });
 

@@ -38,7 +38,6 @@ describe('store outcomes become HTTP statuses in one place (src/http/errors.ts)'
       new LeaseLostError('providers/x', 'taken over'),
       new DamagedRecordError('records/x', 'not JSON'),
       new SealError('SIGNING_KEY_SECRET is not set'),
-      new ConfigError('URL_SIGNING_SECRET is not set'),
       new Error('R2 down'),
     ];
     const logged = console.error;
@@ -50,6 +49,21 @@ describe('store outcomes become HTTP statuses in one place (src/http/errors.ts)'
         expect(response.status, error.name).toBe(500);
         expect(await response.json()).toEqual({ errors: ['internal error'] });
       }
+    } finally {
+      console.error = logged;
+    }
+  });
+
+  it('a setting the registry cannot run with (ConfigError) answers 503 naming it and the fix, so the operator knows what to change', async () => {
+    const logged = console.error;
+    console.error = () => {};
+    try {
+      const error = new ConfigError('URL_SIGNING_SECRET is not set; private mode needs it (wrangler secret put URL_SIGNING_SECRET)');
+      expect(refusalStatus(error)).toBeNull();
+      const response = errorToResponse(error);
+      expect(response.status).toBe(503);
+      expect(response.headers.get('cache-control')).toBe('no-store');
+      expect(await response.json()).toEqual({ errors: [`the registry is misconfigured: ${error.message}`] });
     } finally {
       console.error = logged;
     }
