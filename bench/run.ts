@@ -23,6 +23,7 @@ import { benchEdgeCache } from './edge-cache';
 import { build } from './build';
 import { soak } from './soak';
 import { benchCost, costTargets } from './cost';
+import { benchBudgets, budgetsTable } from './budgets';
 import { benchDownloadCounting } from './download-counting';
 import { benchPublishApi } from './publish-api';
 import { benchSigning, benchWriteFloor } from './write-floor';
@@ -165,6 +166,9 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
     log('cost: requests, KV and R2 reads of a real terraform init, cold and with a warm edge cache');
     const cost = await benchCost(work, { quick, log });
 
+    log('budgets: storage operations per invocation of each write path at realistic sizes, and the Free daily budget (bench/budgets.ts)');
+    const budgets = await benchBudgets(log);
+
     const targets = [
       ...evaluate(floor, floorP99, smallRoutes, largeRoutes, kvReads, archive, publish, bundleGzip),
       ...edgeCacheTargets(edgeCache),
@@ -209,11 +213,15 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       bundle: { gzipBytes: bundleGzip },
       cost,
       production,
+      budgets,
       targets,
       seconds: (Date.now() - started) / 1000,
     };
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
-    else process.stdout.write(`${productionTable(production, ROUNDS)}\n${table(result)}`);
+    else
+      process.stdout.write(
+        `${productionTable(production, ROUNDS)}\n${table(result)}\n\nbudgets per invocation (Cloudflare: 1,000 storage operations per invocation; Free: 1,000 KV writes a day)\n${budgetsTable(budgets)}\n`,
+      );
   } finally {
     await rm(work, { recursive: true, force: true });
   }

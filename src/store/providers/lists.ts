@@ -52,6 +52,12 @@ export interface ListUpdateOptions {
    * writing them without reading when the index changed.
    */
   verify?: boolean;
+  /**
+   * Write the three documents without reading them first, even when the index
+   * did not change (a lifecycle change: the index is the same, the lists are
+   * not; a KV read to compare could be a location's stale copy).
+   */
+  rewrite?: boolean;
 }
 
 /** How many times a conditional write may lose to other writers (only writers without the lease can cause that) before giving up. */
@@ -141,7 +147,7 @@ async function applyToIndex(
     }
     // Lifecycle (src/store/lifecycle/): withdrawn versions leave both lists; deprecations become `warnings`.
     const lifecycle = await readLifecycle(store.blobs, providerLifecycleKey(address));
-    const page = await writeListDocuments(store.kv, next, lifecycle, { progress, check, verify: verify || !changed });
+    const page = await writeListDocuments(store.kv, next, lifecycle, { progress, check, verify: !options.rewrite && (verify || !changed), rewrite: false });
     await updateCatalogEntry(store, catalogEntryOf(page), { progress, check, verify: verify || !changed });
     if (!changed) return;
     // A writer without the lease may have written its (older or newer) documents after ours: the last

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { moduleAddress } from '../../../src/protocol/modules-v1';
-import { publishVersions } from '../../../src/store/providers/write';
+import { storeMirroredVersion } from '../../../src/store/mirror/write';
+import { publishVersions, rebuildProviderIndex } from '../../../src/store/providers/write';
 import { seedModule } from '../../fixtures/modules';
 import { fakeRelease, signRelease } from '../../fixtures/release';
 import { address } from '../helpers';
@@ -22,6 +23,20 @@ describe('a version published at A while B polls', () => {
     const first = await release('1.0.0');
     await p.run('A', (env) => publishVersions({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, [first]), 'publish 1.0.0');
     await p.run('A', (env) => seedModule(env.REGISTRY_KV, env.REGISTRY_R2, vpc, '1.0.0'), 'publish module 1.0.0');
+    // A provider mirrored from another registry (npm run mirror -- sync), served by the network mirror.
+    const up = address('poll', 'up', 'upstream.example.com');
+    const sync = (version: string) =>
+      p.run(
+        'CLI',
+        async (env) => {
+          const { record, files } = fakeRelease(up, version, PLATFORMS);
+          await storeMirroredVersion({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, record, files);
+          await rebuildProviderIndex({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, up);
+        },
+        `sync ${version}`,
+        { limited: false },
+      );
+    await sync('1.0.0');
     p.clock.advance(61_000);
 
     const failures: string[] = [];
@@ -29,6 +44,7 @@ describe('a version published at A while B polls', () => {
       failures.push(...(await providerInstallFailures(p, location, 'poll', 'thing')));
       failures.push(...(await mirrorInstallFailures(p, location, 'poll', 'thing')));
       failures.push(...(await moduleInstallFailures(p, location, 'poll', 'vpc', 'aws')));
+      failures.push(...(await mirrorInstallFailures(p, location, 'poll', 'up', 'upstream.example.com')));
     };
     // B reads the lists, then (10 s later) polls for 1.1.0, which is not published yet: its misses are cached at B.
     await poll('B');
@@ -37,10 +53,12 @@ describe('a version published at A while B polls', () => {
     expect((await at(p, 'B', '/v1/providers/poll/thing/1.1.0/download/linux/amd64')).status).toBe(404);
     expect((await at(p, 'B', `${base}/1.1.0.json`)).status).toBe(404);
     expect((await at(p, 'B', '/v1/modules/poll/vpc/aws/1.1.0/download')).status).toBe(404);
+    expect((await at(p, 'B', '/v1/mirror/upstream.example.com/poll/up/1.1.0.json')).status).toBe(404);
 
     const second = await release('1.1.0');
     await p.run('A', (env) => publishVersions({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, [second]), 'publish 1.1.0');
     await p.run('A', (env) => seedModule(env.REGISTRY_KV, env.REGISTRY_R2, vpc, '1.1.0'), 'publish module 1.1.0');
+    await sync('1.1.0');
     for (let t = 0; t <= 70_000; t += 5_000) {
       await poll('A');
       await poll('B');
@@ -51,6 +69,7 @@ describe('a version published at A while B polls', () => {
     expect((await at(p, 'B', '/v1/providers/poll/thing/versions')).text).toContain('"1.1.0"');
     expect((await at(p, 'B', `${base}/index.json`)).text).toContain('"1.1.0"');
     expect((await at(p, 'B', '/v1/modules/poll/vpc/aws/versions')).text).toContain('"1.1.0"');
+    expect((await at(p, 'B', '/v1/mirror/upstream.example.com/poll/up/index.json')).text).toContain('"1.1.0"');
     expectNoFailures(p);
   }, 120_000);
 });

@@ -48,8 +48,14 @@ export async function providerInstallFailures(p: Production<Env>, location: stri
 }
 
 /** The same for the network mirror: every version in index.json answers its VERSION.json, whose archives download. */
-export async function mirrorInstallFailures(p: Production<Env>, location: string, namespace: string, type: string): Promise<string[]> {
-  const base = `/v1/mirror/${bindings.REGISTRY_HOSTNAME}/${namespace}/${type}`;
+export async function mirrorInstallFailures(
+  p: Production<Env>,
+  location: string,
+  namespace: string,
+  type: string,
+  hostname = bindings.REGISTRY_HOSTNAME,
+): Promise<string[]> {
+  const base = `/v1/mirror/${hostname}/${namespace}/${type}`;
   const index = await at(p, location, `${base}/index.json`);
   if (index.status === 404) return [];
   if (index.status !== 200) return [`index.json ${index.status}`];

@@ -1,13 +1,15 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { catalogKey } from '../../../src/store/layout';
 import { changeProviderLifecycle } from '../../../src/store/lifecycle/providers';
 import { storeMirroredVersion } from '../../../src/store/mirror/write';
 import { publishVersion, rebuildProviderIndex } from '../../../src/store/providers/write';
 import type { Store } from '../../../src/store/store';
 import { fakeRelease, signRelease } from '../../fixtures/release';
 import { address } from '../helpers';
-import { at, expectNoFailures, mirrorInstallFailures, production, providerInstallFailures } from './scenario';
+import { mapLimit } from '../../../src/concurrency';
+import { catalogKey, committedRecordKey } from '../../../src/store/layout';
+import { emptyIndex, indexWith, writeProviderIndex } from '../../../src/store/providers/version-index';
+import { at, bindings, expectNoFailures, mirrorInstallFailures, production, providerInstallFailures } from './scenario';
 
 // Rule: KV accepts at most one write a second to the same key; a faster write throws (429).
 // Scenarios: publishes, a mirror sync and lifecycle changes that rewrite shared keys (the version lists,
@@ -57,6 +59,23 @@ describe('writes within a second', () => {
     expect(list.text).not.toContain('"1.0.0"');
     expect(list.text).toContain('"1.1.0"');
     expectNoFailures(p);
+  }, 120_000);
+
+  it('a lifecycle change of a provider with 1,000 versions stays within an invocation’s 1,000 storage operations', async () => {
+    const p = production();
+    const many = address('burst', 'many');
+    // 1,000 committed records and the index built from them (written directly: a rebuild would read each).
+    const records = Array.from(
+      { length: 1000 },
+      (_, i) => fakeRelease(many, `0.${Math.floor(i / 100)}.${i % 100}`, ['linux_amd64'], { archiveSize: 16 }).record,
+    );
+    await mapLimit(records, 64, (record) => bindings.REGISTRY_R2.put(committedRecordKey(many, record.version), JSON.stringify(record)).then(() => {}));
+    await writeProviderIndex(bindings.REGISTRY_R2, indexWith(emptyIndex(many), records, {}), null);
+    await p.run('A', (e) => changeProviderLifecycle(storeOf(e), many, { kind: 'deprecate', version: '0.0.1', message: 'old' }), 'deprecate');
+    expect(p.invocations[0]!.exceeded).toBeNull();
+    expect(p.largest().storageOperations).toBeLessThan(100);
+    p.clock.advance(61_000);
+    expect((await at(p, 'B', '/v1/providers/burst/many/versions')).text).toContain('"warnings"');
   }, 120_000);
 
   it("a 50-version mirror sync's writes (CLI: KV's rules, no invocation limit) and the rebuild after it", async () => {
