@@ -935,11 +935,11 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'genuine-unmatched-refusals-unlimited',
-    file: 'src/routes/publish/context.ts',
+    file: 'src/routes/publish/refusal-audit.ts',
     tests: ['test/worker/publish/refusal-flood.test.ts'],
     description: 'refusals of genuine CI tokens that match no publisher are written one by one (anyone can mint one for their own repository)',
-    from: "const kind = error.claimed.kind === 'ci' ? (error.verified ? 'verified' : 'unverified') : 'token';",
-    to: "const kind = error.claimed.kind === 'ci' ? 'unverified' : 'token';",
+    from: 'if (current.written < REFUSALS_PER_WINDOW) {',
+    to: "if (current.written < REFUSALS_PER_WINDOW || kind === 'verified') {",
   },
   {
     id: 'audit-page-outcome-ignored',
