@@ -691,7 +691,7 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'empty-protocols',
-    file: 'scripts/lib/provider/release-checks.ts',
+    file: 'src/protocol/release-manifest.ts',
     tests: ['test/scripts/provider/release.test.ts', ...VALIDATION],
     description: 'a manifest with protocol_versions [] is accepted',
     from: 'if (!Array.isArray(versions) || versions.length === 0 || ',

@@ -1,5 +1,5 @@
 import { formatShasums, sha256Hex } from '../../../src/protocol/hashes';
-import { shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
+import { manifestFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
 import { explicitPrivateKey } from '../keys/keyring';
 import { RegistryClient, type UploadableFile } from '../registry-api';
 import type { PublishResult } from './result';
@@ -44,6 +44,17 @@ export async function publishToRegistry(
     { filename: shasumsFilename(plan.type, plan.version), size: sums.byteLength, bytes: sums, sha256: sha256Hex(sums) },
     ...(signature
       ? [{ filename: shasumsSignatureFilename(plan.type, plan.version), size: signature.byteLength, bytes: signature, sha256: sha256Hex(signature) }]
+      : []),
+    // The manifest the protocols came from, under the name SHA256SUMS lists it by: the server checks both against it.
+    ...(plan.manifest
+      ? [
+          {
+            filename: manifestFilename(plan.type, plan.version),
+            size: plan.manifest.bytes.byteLength,
+            bytes: plan.manifest.bytes,
+            sha256: sha256Hex(plan.manifest.bytes),
+          },
+        ]
       : []),
   ];
   const manifest = {

@@ -1,8 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { InputError, platformName, type Platform } from '../../../src/protocol/index';
-import { RELEASE_FILE_PATTERNS, archiveFilename, shasumsFilename } from '../../../src/protocol/release-files';
+import { RELEASE_FILE_PATTERNS, archiveFilename, manifestFilename, shasumsFilename } from '../../../src/protocol/release-files';
+import { REPOSITORY_MANIFEST } from '../../../src/protocol/release-manifest';
 import { mapLimit } from '../../../src/concurrency';
 import { inspectArchive, type ProgressSink } from './archive';
 import { checkShasums, findExecutable, readManifestProtocols } from './release-checks';
@@ -41,6 +42,8 @@ export interface ReleasePlan {
   protocols: string[];
   /** True when protocols came from the manifest, false when defaulted to 5.0. */
   protocolsFromManifest: boolean;
+  /** The manifest the protocols came from (…_manifest.json, or the repository root's terraform-registry-manifest.json). */
+  manifest: { path: string; bytes: Uint8Array } | null;
   archives: PlannedArchive[];
   /** A supplied SHA256SUMS (validated against the archives), to be published as is. */
   shasums: { path: string; bytes: Uint8Array } | null;
@@ -65,7 +68,7 @@ const { archive: ARCHIVE, manifest: MANIFEST, shasums: SUMS, signature: SIG } = 
 export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
   const log = input.log ?? (() => {});
   const notes: string[] = [];
-  const { archives, manifests, sums, sigs } = collectReleaseFiles(input.paths, notes);
+  const { archives, manifests, sums, sigs, repositoryManifests } = collectReleaseFiles(input.paths, notes);
 
   // What is missing, in the order a user can fix it: the files themselves (paths above, archives or
   // executables here) before the names read from them, so an empty or wrong folder is named as such
@@ -87,12 +90,14 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
   }
   const sources = platformSources(archives, binaries);
 
-  // Manifest → protocols.
-  const protocolsFromManifest = manifests[0] !== undefined;
-  const protocols = manifests[0] ? readManifestProtocols(manifests[0].path) : ['5.0'];
+  // Manifest → protocols: the release's own (…_manifest.json), else the repository root's, where goreleaser leaves it.
+  const manifestPath = manifests[0]?.path ?? findRepositoryManifest(input.paths, repositoryManifests);
+  const protocolsFromManifest = manifestPath !== undefined;
+  const protocols = manifestPath ? readManifestProtocols(manifestPath) : ['5.0'];
+  if (manifestPath && !manifests[0]) notes.push(`protocols ${JSON.stringify(protocols)} from ${manifestPath} (the repository's manifest)`);
   if (!protocolsFromManifest) {
     notes.push(
-      'no terraform-provider-TYPE_VERSION_manifest.json: serving protocols ["5.0"] (add the manifest with metadata.protocol_versions for plugin protocol 6)',
+      `no terraform-provider-TYPE_VERSION_manifest.json: serving protocols ["5.0"] (add the manifest with metadata.protocol_versions for plugin protocol 6, or keep ${REPOSITORY_MANIFEST} beside dist/)`,
     );
   }
 
@@ -108,8 +113,9 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
   };
   try {
     const planned = await planArchives(sources, { type, version, tempDir, concurrency: input.concurrency ?? 2, log, notes });
-    if (shasums) await checkShasums(shasums, planned, manifests[0]?.path);
-    return { type, version, protocols, protocolsFromManifest, archives: planned, shasums, signature, notes, cleanup };
+    if (shasums) await checkShasums(shasums, planned, { filename: manifestFilename(type, version), path: manifestPath });
+    const manifest = manifestPath ? { path: manifestPath, bytes: readBytes(manifestPath) } : null;
+    return { type, version, protocols, protocolsFromManifest, manifest, archives: planned, shasums, signature, notes, cleanup };
   } catch (error) {
     cleanup();
     throw error;
@@ -117,12 +123,16 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
 }
 
 /** The release files named by `paths` (files, or directories read by readDirectory), sorted by kind. Throws InputError for a file that is not one. */
-function collectReleaseFiles(paths: readonly string[], notes: string[]): { archives: Named[]; manifests: Named[]; sums: Named[]; sigs: Named[] } {
-  const found = { archives: [] as Named[], manifests: [] as Named[], sums: [] as Named[], sigs: [] as Named[] };
+function collectReleaseFiles(
+  paths: readonly string[],
+  notes: string[],
+): { archives: Named[]; manifests: Named[]; sums: Named[]; sigs: Named[]; repositoryManifests: string[] } {
+  const found = { archives: [] as Named[], manifests: [] as Named[], sums: [] as Named[], sigs: [] as Named[], repositoryManifests: [] as string[] };
   const consider = (path: string, fromDirectory: boolean) => {
     const name = basename(path);
     let match: RegExpExecArray | null;
-    if ((match = ARCHIVE.exec(name))) found.archives.push({ path, type: match[1]!, version: match[2]! });
+    if (name === REPOSITORY_MANIFEST && !fromDirectory) found.repositoryManifests.push(path);
+    else if ((match = ARCHIVE.exec(name))) found.archives.push({ path, type: match[1]!, version: match[2]! });
     else if ((match = MANIFEST.exec(name))) found.manifests.push({ path, type: match[1]!, version: match[2]! });
     else if ((match = SUMS.exec(name))) found.sums.push({ path, type: match[1]!, version: match[2]! });
     else if ((match = SIG.exec(name))) found.sigs.push({ path, type: match[1]!, version: match[2]! });
@@ -146,6 +156,25 @@ function collectReleaseFiles(paths: readonly string[], notes: string[]): { archi
     else consider(path, false);
   }
   return found;
+}
+
+/**
+ * The repository's terraform-registry-manifest.json when no …_manifest.json was
+ * given: one passed as a file, else the one in or beside (the parent of) a
+ * directory given — goreleaser's dist/ sits in the repository root. Undefined
+ * when there is none. Throws InputError when more than one is passed.
+ */
+function findRepositoryManifest(paths: readonly string[], given: readonly string[]): string | undefined {
+  if (given.length > 1) throw new InputError(`found ${given.length} ${REPOSITORY_MANIFEST} files (${given.join(', ')}); keep one`);
+  if (given[0]) return given[0];
+  for (const raw of paths) {
+    const dir = resolve(raw);
+    if (!statSync(dir).isDirectory()) continue;
+    for (const candidate of [join(dir, REPOSITORY_MANIFEST), join(dirname(dir), REPOSITORY_MANIFEST)]) {
+      if (existsSync(candidate) && statSync(candidate).isFile()) return candidate;
+    }
+  }
+  return undefined;
 }
 
 type PlatformSource = { platform: Platform; path: string; fromBinary: boolean };

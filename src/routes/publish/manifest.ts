@@ -1,7 +1,7 @@
 import { parseProviderDocs } from '../../protocol/provider-docs';
 import { InputError } from '../../protocol/errors';
 import { parsePlatformName } from '../../protocol/platform';
-import { parseReleaseFilename, shasumsFilename, shasumsSignatureFilename } from '../../protocol/release-files';
+import { manifestFilename, parseReleaseFilename, shasumsFilename, shasumsSignatureFilename } from '../../protocol/release-files';
 import type { DeclaredFile, ProviderUpload } from '../../store/uploads/session';
 
 /**
@@ -11,17 +11,21 @@ import type { DeclaredFile, ProviderUpload } from '../../store/uploads/session';
  *   {"protocols": ["6.0"],
  *    "files": [{"filename": "terraform-provider-TYPE_VERSION_OS_ARCH.zip", "size": N, "sha256": "<hex>", "h1": "h1:…"},
  *              {"filename": "terraform-provider-TYPE_VERSION_SHA256SUMS", "size": N, "sha256": "<hex>"},
- *              {"filename": "terraform-provider-TYPE_VERSION_SHA256SUMS.sig", "size": N, "sha256": "<hex>"}],   (optional)
+ *              {"filename": "terraform-provider-TYPE_VERSION_SHA256SUMS.sig", "size": N, "sha256": "<hex>"},   (optional)
+ *              {"filename": "terraform-provider-TYPE_VERSION_manifest.json", "size": N, "sha256": "<hex>"}],   (optional)
  *    "dry_run": false}
  *
  * Validated here before anything is stored, with the CLI's rules: release
  * file names of this TYPE and VERSION, at least one archive, no platform
- * twice, exactly one SHA256SUMS, at most one signature, sizes within limits.
+ * twice, exactly one SHA256SUMS, at most one signature and one manifest
+ * (goreleaser's terraform-registry-manifest.json under the name SHA256SUMS
+ * lists it by; "protocols" then required, and checked against it at the
+ * commit; it is not stored), sizes within limits.
  */
 
 /** Largest archive accepted (R2's single-object limit is far above; this bounds a commit's work). */
 export const MAX_ARCHIVE_BYTES = 2 * 1024 ** 3;
-/** SHA256SUMS and its signature are small text and binary files. */
+/** SHA256SUMS, its signature and the manifest are small text and binary files. */
 export const MAX_SMALL_FILE_BYTES = 64 * 1024;
 const MAX_FILES = 64;
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -43,7 +47,7 @@ export function parseProviderManifest(body: unknown, type: string, version: stri
   const files: DeclaredFile[] = [];
   const h1: Record<string, string> = {};
   const platforms = new Map<string, string>();
-  const kinds = { shasums: 0, signature: 0 };
+  const kinds = { shasums: 0, signature: 0, manifest: 0 };
   for (const [index, raw] of m.files.entries()) {
     const declared = parseDeclaredFile(raw, `files[${index}]`, type, version);
     const { file, kind } = declared;
@@ -53,13 +57,16 @@ export function parseProviderManifest(body: unknown, type: string, version: stri
       platforms.set(declared.platform, file.filename);
       if (declared.h1) h1[file.filename] = declared.h1;
     }
-    if (kind === 'shasums' || kind === 'signature') kinds[kind]++;
+    if (kind !== 'archive') kinds[kind]++;
     if (files.some((other) => other.filename === file.filename)) throw new InputError(`${file.filename} is listed twice; keep one`);
     files.push(file);
   }
   if (platforms.size === 0) throw new InputError(`no provider archives among the files: expected terraform-provider-${type}_${version}_OS_ARCH.zip`);
   if (kinds.shasums !== 1) throw new InputError(`send exactly one ${shasumsFilename(type, version)} (the sha256sum lines of every archive)`);
   if (kinds.signature > 1) throw new InputError(`send at most one ${shasumsSignatureFilename(type, version)}`);
+  if (kinds.manifest > 1) throw new InputError(`send at most one ${manifestFilename(type, version)}`);
+  if (kinds.manifest === 1 && m.protocols === undefined)
+    throw new InputError(`"protocols" must be sent with ${manifestFilename(type, version)}: its metadata.protocol_versions`);
   if (m.dry_run !== undefined && typeof m.dry_run !== 'boolean') throw new InputError('"dry_run" must be true or false');
   const docs = m.docs === undefined ? undefined : parseProviderDocs(m.docs, type);
   return {
@@ -92,14 +99,14 @@ function parseDeclaredFile(
   where: string,
   type: string,
   version: string,
-): { file: DeclaredFile; kind: 'archive' | 'shasums' | 'signature'; platform?: string; h1?: string } {
+): { file: DeclaredFile; kind: 'archive' | 'shasums' | 'signature' | 'manifest'; platform?: string; h1?: string } {
   const f = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
   if (typeof f.filename !== 'string') throw new InputError(`${where}.filename must be a string`);
   const filename = f.filename;
   const parsed = parseReleaseFilename(filename);
-  if (!parsed || parsed.kind === 'manifest') {
+  if (!parsed) {
     throw new InputError(
-      `${where}: "${filename.slice(0, 200)}" is not a release file name (terraform-provider-TYPE_VERSION_OS_ARCH.zip, …_SHA256SUMS or …_SHA256SUMS.sig)`,
+      `${where}: "${filename.slice(0, 200)}" is not a release file name (terraform-provider-TYPE_VERSION_OS_ARCH.zip, …_SHA256SUMS, …_SHA256SUMS.sig or …_manifest.json)`,
     );
   }
   if (parsed.type !== type || parsed.version !== version) {
@@ -110,7 +117,12 @@ function parseDeclaredFile(
   if (typeof f.sha256 !== 'string' || !HEX64.test(f.sha256)) throw new InputError(`${where}.sha256 must be the file's SHA-256 in lower-case hex`);
   const limit = parsed.kind === 'archive' ? MAX_ARCHIVE_BYTES : MAX_SMALL_FILE_BYTES;
   if (size > limit) throw new InputError(`${filename} is ${size} bytes; at most ${limit} are accepted`, 413);
-  const contentType = parsed.kind === 'archive' ? 'application/zip' : parsed.kind === 'shasums' ? 'text/plain; charset=utf-8' : 'application/pgp-signature';
+  const contentType = {
+    archive: 'application/zip',
+    shasums: 'text/plain; charset=utf-8',
+    signature: 'application/pgp-signature',
+    manifest: 'application/json',
+  }[parsed.kind];
   const file = { filename, size, sha256: f.sha256, contentType };
   if (parsed.kind !== 'archive') return { file, kind: parsed.kind };
   const platform = parsePlatformName(parsed.platform!);

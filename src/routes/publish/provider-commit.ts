@@ -4,7 +4,8 @@ import { InputError } from '../../protocol/errors';
 import { sha256Hex } from '../../protocol/hashes';
 import { checkReleaseShasums } from '../../protocol/release-shasums';
 import { verifyDetached } from '../../protocol/openpgp-signature';
-import { parseReleaseFilename } from '../../protocol/release-files';
+import { manifestFilename, parseReleaseFilename, RELEASE_FILE_PATTERNS } from '../../protocol/release-files';
+import { checkManifestLine, parseManifestProtocols } from '../../protocol/release-manifest';
 import { checkProviderExecutable, executableProblem } from '../../protocol/provider-executable';
 import { parsePlatformName } from '../../protocol/platform';
 import { readZipDirectory, zipH1, type ZipSource } from '../../protocol/zip-reader';
@@ -57,15 +58,24 @@ export async function commitProvider(
     return held.get(key) ?? new Uint8Array(await (await bucket.get(key))!.arrayBuffer());
   };
 
-  // SHA256SUMS: one line per archive, each with the archive's SHA-256.
+  // SHA256SUMS: one line per archive, each with the archive's SHA-256; a manifest line (goreleaser's) checked against the manifest sent.
   const sumsFile = upload.files.find((f) => f.filename === draft.shasumsFilename)!;
   const sums = await bytesOf(sumsFile.filename);
-  checkReleaseShasums(
+  const entries = checkReleaseShasums(
     sums,
     draft.packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum, shown: p.filename })),
     sumsFile.filename,
-    () => true,
+    (filename) => RELEASE_FILE_PATTERNS.archive.test(filename),
   );
+  const manifestName = manifestFilename(upload.type, upload.version);
+  const manifestFile = upload.files.find((f) => f.filename === manifestName);
+  if (manifestFile) {
+    const protocols = parseManifestProtocols(await bytesOf(manifestName), manifestName);
+    if (JSON.stringify(protocols) !== JSON.stringify([...new Set(upload.protocols)])) {
+      throw new InputError(`"protocols" ${JSON.stringify(upload.protocols)} differs from ${manifestName}'s protocol_versions ${JSON.stringify(protocols)}`);
+    }
+  }
+  checkManifestLine(entries, manifestName, manifestFile ? { sha256Hex: manifestFile.sha256, shown: manifestName } : null, sumsFile.filename);
   const packages = await checkedArchives(draft, upload, (pkg) => storedZip(reader, staged.get(pkg.filename)!, pkg.size));
 
   // The signature: the client's, verified against the namespace's keys, or the registry-held key's.
@@ -104,7 +114,7 @@ const HELD_FILE_BYTES = 4 * 1024 * 1024;
 /** At most this much in all (a release of many platforms reads the rest by range). */
 const HELD_TOTAL_BYTES = 16 * 1024 * 1024;
 
-/** What publishVersion writes: every uploaded file but the client's signature (from `open`), then the signature the commit settled on. */
+/** What publishVersion writes: every uploaded file but the client's signature and the manifest (from `open`), then the signature the commit settled on. */
 function releaseFiles(
   upload: ProviderUpload,
   record: VersionRecord,
@@ -112,7 +122,7 @@ function releaseFiles(
   open: (filename: string, size: number) => Uint8Array | ReadableStream<Uint8Array>,
 ): ReleaseFile[] {
   const files: ReleaseFile[] = upload.files
-    .filter((f) => f.filename !== record.shasumsSignatureFilename)
+    .filter((f) => f.filename !== record.shasumsSignatureFilename && parseReleaseFilename(f.filename)?.kind !== 'manifest')
     .map((f) => ({ filename: f.filename, sha256Hex: f.sha256, size: f.size, contentType: f.contentType, open: () => open(f.filename, f.size) }));
   files.push({
     filename: record.shasumsSignatureFilename,
