@@ -675,7 +675,7 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'platform-twice',
-    file: 'scripts/lib/provider/release.ts',
+    file: 'src/protocol/provider-release.ts',
     tests: VALIDATION,
     description: 'a platform given twice is accepted',
     from: 'if (previous) throw',
@@ -683,10 +683,10 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'signature-without-sums',
-    file: 'scripts/lib/provider/release.ts',
+    file: 'src/protocol/provider-release.ts',
     tests: VALIDATION,
     description: 'a .sig without its SHA256SUMS is accepted',
-    from: 'if (signature && !shasums) {',
+    from: 'if (list.signature && !list.shasums) {',
     to: 'if (false) {',
   },
   {
@@ -788,12 +788,12 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'api-module-zip-entries-unchecked',
-    file: 'src/store/uploads/stored-module.ts',
-    tests: ['test/worker/publish/module-zip.test.ts'],
+    file: 'src/protocol/module-package-check.ts',
+    tests: ['test/worker/publish/module-zip.test.ts', 'test/scripts/module/zip.test.ts'],
     description:
-      "the publish API lists an uploaded module zip's names from its central directory only, as before issue 28: duplicates, overlaps, damaged local headers, encryption and links leaving the package are published",
-    from: 'return (await readModuleZip(zip, directory, label))',
-    to: "return directory.entries.map((e) => ({ name: checkedEntryName(label, e.name), type: e.isDirectory ? 'directory' : 'file' }))",
+      "a module zip's names listed from its central directory only (the one package pipeline, both ways in), as the publish API did before issue 28: duplicates, overlaps, damaged local headers, encryption and links leaving the package are published",
+    from: "for (const entry of await readModuleZip(source.entries, await readZipDirectory(source.directory, label, 'module'), label, keep)) {",
+    to: "for (const entry of (await readZipDirectory(source.directory, label, 'module')).entries.map((e) => ({ name: checkedEntryName(label, e.name), type: e.isDirectory ? 'directory' : 'file', content: undefined as Uint8Array | undefined }))) {",
   },
   {
     id: 'module-zip-link-target-unchecked',
@@ -1279,5 +1279,29 @@ export const MUTANTS: Mutant[] = [
     description: 'a held record naming one key id but sealing another private key signs with that other key',
     from: '  if (privateKey.getKeyID().toHex().toUpperCase() !== record.keyId) throw',
     to: '  if (false) throw',
+  },
+  {
+    id: 'manifest-line-unchecked',
+    file: 'src/protocol/release-manifest.ts',
+    tests: ['test/scripts/publish-validation.test.ts', 'test/worker/publish/providers.test.ts'],
+    description: "a SHA256SUMS line for goreleaser's manifest with another SHA-256 than the manifest given is accepted (both ways in)",
+    from: '  if (line.sha256Hex !== manifest.sha256Hex) {',
+    to: '  if (false) {',
+  },
+  {
+    id: 'release-file-count-unbounded',
+    file: 'src/protocol/provider-release.ts',
+    tests: ['test/protocol/provider-release.test.ts'],
+    description: 'a release of more than 64 files is accepted by the one release pipeline (the CLI had no limit before issue 35)',
+    from: '  if (files.length > MAX_RELEASE_FILES) throw',
+    to: '  if (false) throw',
+  },
+  {
+    id: 'declared-protocols-ignored',
+    file: 'src/protocol/provider-release.ts',
+    tests: ['test/protocol/provider-release.test.ts', 'test/worker/publish/providers.test.ts'],
+    description: "declared \"protocols\" that differ from the manifest's are accepted",
+    from: '    if (declared && JSON.stringify([...new Set(declared)]) !== JSON.stringify(protocols)) {',
+    to: '    if (false) {',
   },
 ];

@@ -1,4 +1,5 @@
-import { formatShasums, sha256Hex } from '../../../src/protocol/hashes';
+import { sha256Hex } from '../../../src/protocol/hashes';
+import { generatedShasums } from '../../../src/protocol/provider-release';
 import { manifestFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
 import { explicitPrivateKey } from '../keys/keyring';
 import { RegistryClient, type UploadableFile } from '../registry-api';
@@ -28,7 +29,8 @@ export async function publishToRegistry(
   timing('release validated');
   const client = await RegistryClient.open(options.registry, env, log);
   const sums =
-    plan.shasums?.bytes ?? new TextEncoder().encode(formatShasums(plan.archives.map((a) => ({ filename: a.filename, sha256Hex: a.digest.sha256Hex }))));
+    plan.shasums?.bytes ??
+    generatedShasums(plan.archives.map((a) => ({ ...a.platform, filename: a.filename, shasum: a.digest.sha256Hex, h1: a.digest.h1, size: a.digest.size })));
   let signature = plan.signature?.bytes ?? null;
   if (!signature) {
     const key = await explicitPrivateKey({ keyFile: options.keyFile, env });
