@@ -1300,7 +1300,7 @@ export const MUTANTS: Mutant[] = [
     id: 'declared-protocols-ignored',
     file: 'src/protocol/provider-release.ts',
     tests: ['test/protocol/provider-release.test.ts', 'test/worker/publish/providers.test.ts'],
-    description: "declared \"protocols\" that differ from the manifest's are accepted",
+    description: 'declared "protocols" that differ from the manifest\'s are accepted',
     from: '    if (declared && JSON.stringify([...new Set(declared)]) !== JSON.stringify(protocols)) {',
     to: '    if (false) {',
   },
