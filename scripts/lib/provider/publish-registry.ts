@@ -4,6 +4,7 @@ import { manifestFilename, shasumsFilename, shasumsSignatureFilename } from '../
 import { explicitPrivateKey } from '../keys/keyring';
 import { RegistryClient, type UploadableFile } from '../registry-api';
 import type { PublishResult } from './result';
+import type { ProviderManifestBody } from '../../../src/protocol/publish-api';
 import type { ReleasePlan } from './release';
 import { signDetached } from './sign';
 import type { ProviderDocs } from '../../../src/protocol/provider-docs-shape';
@@ -59,7 +60,7 @@ export async function publishToRegistry(
         ]
       : []),
   ];
-  const manifest = {
+  const manifest: ProviderManifestBody = {
     protocols: plan.protocols,
     files: files.map((f) => ({ filename: f.filename, size: f.size, sha256: f.sha256, ...(f.h1 ? { h1: f.h1 } : {}) })),
     ...(options.dryRun ? { dry_run: true } : {}),
