@@ -310,7 +310,10 @@ export async function benchCliWall(options: {
   try {
     log(`setting up in ${dir}: a registry-held Ed25519 key and a publish token (the CLI), then npm start`);
     await cli('keys', ['generate', '--namespace', NAMESPACE, '--held-by-registry', '--type', 'ecc', '--persist-to', state]);
-    const token = (await cli('token', ['create', '--publish', NAMESPACE, '--name', 'cli-wall', '--persist-to', state])).trimEnd().split('\n').at(-1)!;
+    const token = (await cli('token', ['create', '--publish', NAMESPACE, '--namespace-wide', '--name', 'cli-wall', '--persist-to', state]))
+      .trimEnd()
+      .split('\n')
+      .at(-1)!;
     server = await startServer(state);
     log(`npm start answers at ${server.origin}`);
 

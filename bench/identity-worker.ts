@@ -36,7 +36,15 @@ export default {
       const token = await request.text();
       const publishers = JSON.parse(request.headers.get('x-publishers') ?? '[]') as TrustedPublisher[];
       let subject = '';
-      for (let i = 0; i < n; i++) subject = (await verifyCiToken(token, { namespace: 'acme', publishers, hostname: 'registry.example.com' })).actor.subject;
+      for (let i = 0; i < n; i++)
+        subject = (
+          await verifyCiToken(token, {
+            namespace: 'acme',
+            pkg: { kind: 'provider', namespace: 'acme', type: 'thing' },
+            publishers,
+            hostname: 'registry.example.com',
+          })
+        ).actor.subject;
       return new Response(subject);
     }
     return new Response('not found', { status: 404 });

@@ -44,6 +44,7 @@ async function main(): Promise<void> {
       ref: 'refs/tags/v*',
       repositoryId: '123456',
       ownerId: '654321',
+      packages: ['acme/thing'],
     }),
   ];
   const token = await ci.github.mint({ ...githubClaims('acme/terraform-provider-thing'), aud: 'registry.example.com' }, { lifetimeSeconds: 3600 });

@@ -68,8 +68,8 @@ export async function benchProvenance(work: string, log: (line: string) => void 
         const blobs = (await runtime.mf.getR2Bucket('REGISTRY_R2')) as unknown as BlobStore;
         const key = await writeKeyFile(work, `bench-${statements}.asc`, 'ecc');
         await writeSigningKeys(kv, HOST, 'acme', [{ key_id: key.keyId, ascii_armor: key.publicArmor }]);
-        await writePublishers(kv, HOST, 'acme', [
-          await parsePublisherInput({ issuer: ci.github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*' }),
+        await writePublishers({ kv, blobs }, HOST, 'acme', [
+          await parsePublisherInput({ issuer: ci.github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*', packages: ['acme/thing'] }),
         ]);
         const profiler = await workerProfiler(inspectorPort, runtime.pid);
         const publishes: number[] = [];
@@ -101,7 +101,13 @@ export async function benchProvenance(work: string, log: (line: string) => void 
         if (statements) {
           // The statement's own work, without the noise of a whole publish: the attester the commit uses, 100 times.
           const claims = { ...githubClaims(REPO, { ref: 'refs/tags/v9.9.9' }), iss: ci.github.url };
-          const publisher = await parsePublisherInput({ issuer: ci.github.url, repository: REPO, workflow: 'release.yml', ref: 'refs/tags/v*' });
+          const publisher = await parsePublisherInput({
+            issuer: ci.github.url,
+            repository: REPO,
+            workflow: 'release.yml',
+            ref: 'refs/tags/v*',
+            packages: ['acme/thing'],
+          });
           const attester = attesterFor(
             { kind: 'ci', issuer: ci.github.url, subject: 'x' },
             { claims, publisher, actor: { kind: 'ci', issuer: ci.github.url, subject: 'x' } },
@@ -112,7 +118,7 @@ export async function benchProvenance(work: string, log: (line: string) => void 
             name: `terraform-provider-thing_9.9.9_${n}`,
             digest: { sha256: 'ab'.repeat(32) },
           }));
-          await attester.sign(subjects);
+          await attester.sign(subjects, { address: `${HOST}/acme/thing`, version: '9.9.9' });
           const cpu = async (work: () => Promise<unknown>) => {
             const start = process.cpuUsage();
             for (let i = 0; i < 100; i++) await work();
@@ -129,7 +135,7 @@ export async function benchProvenance(work: string, log: (line: string) => void 
             await crypto.subtle.digest('SHA-256', envelope);
           });
           keyOpenCpuMs = await cpu(() => currentAttestationKey(blobs, 'bench-signing-key-secret-0123456789abcdefgh', HOST));
-          wholeCpuMs = await cpu(() => attester.sign(subjects));
+          wholeCpuMs = await cpu(() => attester.sign(subjects, { address: `${HOST}/acme/thing`, version: '9.9.9' }));
           r2ReadCpuMs = await cpu(async () => (await blobs.get(attestationKeysKey(HOST)))!.text());
         }
         results.push({

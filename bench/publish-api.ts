@@ -140,6 +140,7 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
       created: new Date().toISOString(),
       expires: null,
       purpose: 'publish',
+      namespaceWide: true,
     });
     const key = await writeKeyFile(work, 'bench.asc', 'ecc');
     await writeSigningKeys(kv, HOST, 'acme', [{ key_id: key.keyId, ascii_armor: key.publicArmor }]);

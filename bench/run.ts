@@ -26,6 +26,7 @@ import { benchCost, costTargets } from './cost';
 import { benchDownloadCounting } from './download-counting';
 import { benchPublishApi } from './publish-api';
 import { benchSigning, benchWriteFloor } from './write-floor';
+import { benchProduction, productionTable, productionTargets } from './production';
 import {
   countingTargets,
   edgeCacheTargets,
@@ -132,6 +133,9 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       await server.dispose();
     }
 
+    log('production settings: every route, public and private (a read token), each run paired with a floor run (bench/production.ts)');
+    const production = await benchProduction(bundle, { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, warmUp: !quick, log });
+
     log('KV reads per request and Worker JS per request (counting wrapper around the same Worker)');
     const isolate = await inIsolate(countingBundle, small, quick ? null : large, [...routesOf('small', '1.0.0'), ...MODULE_ROUTES.small], (v) => [
       ...routesOf('large', v),
@@ -169,6 +173,7 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       ...publishApiTargets(publishApi),
       ...countingTargets(downloadCounting),
       ...writeFloorTargets(writeFloor.paths),
+      ...productionTargets(production),
     ];
     const result = {
       machine: { cpus: cpus().length, node: process.version, loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg()[0]! },
@@ -203,11 +208,12 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       writeFloor,
       bundle: { gzipBytes: bundleGzip },
       cost,
+      production,
       targets,
       seconds: (Date.now() - started) / 1000,
     };
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
-    else process.stdout.write(table(result));
+    else process.stdout.write(`${productionTable(production, ROUNDS)}\n${table(result)}`);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -38,9 +38,10 @@ export interface LoadResult {
 /**
  * Loads `url` with wrk (one thread: on this 2-core machine the second core
  * belongs to workerd) at `connections` for `seconds`, loopback only.
- * `script`: a wrk Lua script (e.g. one that rotates request paths).
+ * `script`: a wrk Lua script (e.g. one that rotates request paths);
+ * `headers`: more request headers ("Name: value"), e.g. a bearer token.
  */
-export async function wrk(url: string, options: { connections: number; seconds: number; script?: string }): Promise<LoadResult> {
+export async function wrk(url: string, options: { connections: number; seconds: number; script?: string; headers?: string[] }): Promise<LoadResult> {
   if (!/^http:\/\/127\.0\.0\.1:\d+\//.test(url)) throw new Error(`wrk target ${url} is not on loopback`);
   // Terraform's and OpenTofu's Go HTTP client always sends Accept-Encoding: gzip.
   const { stdout } = await run(
@@ -54,6 +55,7 @@ export async function wrk(url: string, options: { connections: number; seconds: 
       '--latency',
       '-H',
       'Accept-Encoding: gzip',
+      ...(options.headers ?? []).flatMap((header) => ['-H', header]),
       ...(options.script ? ['-s', options.script] : []),
       url,
     ],

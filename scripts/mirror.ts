@@ -99,7 +99,7 @@ async function main(): Promise<void> {
     : await openLocalStore(config);
   try {
     if (command === 'policy') {
-      await policyCommand(rest, store, { say, print: (text) => process.stdout.write(text) });
+      await policyCommand(rest, store, { say, print: (text) => process.stdout.write(text) }, config.hostname);
     } else if (command === 'remove') {
       const result = await removeCommand(rest[0]!, values.version!, store, config.hostname, values.remote);
       if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);

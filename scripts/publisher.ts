@@ -1,11 +1,12 @@
 /**
- * `npm run publisher -- add|list|remove|require-provenance --namespace NS [options]`
+ * `npm run publisher -- add|pin|list|remove|require-provenance --namespace NS [options]`
  *
  * Trusted publishers: the CI jobs allowed to publish into a namespace with
  * their own short-lived OpenID Connect ID token and no stored secret
- * (`publish-provider --registry URL` in GitHub Actions or GitLab CI). Stored
- * in the registry's KV (local state, or --remote); the Worker matches each
- * CI token against them.
+ * (`publish-provider --registry URL` in GitHub Actions or GitLab CI), each
+ * only the packages named for it. Stored in the registry's R2 (local state,
+ * or --remote), changed by conditional writes; the Worker matches each CI
+ * token against them.
  *
  * Exit status: 0 on success, 1 for bad input or an unknown publisher, 2 for
  * bad arguments, 3 for other failures.
@@ -18,13 +19,18 @@ import { readRegistryConfig } from './lib/config';
 import { type CommandStore, openCommandStore } from './lib/stores/open';
 import { audited } from './lib/audit';
 import { setProvenanceRequired } from '../src/store/provenance';
-import { addPublisher, formatPublishers, listPublishers, removePublisher } from './lib/publishers';
+import { addPublisher, formatPublishers, listPublishers, pinPublisher, removePublisher } from './lib/publishers';
+import type { Store } from '../src/store/store';
 
 const USAGE = `usage: npm run publisher -- COMMAND --namespace NS [options]
 
   add --issuer URL (--repository OWNER/REPO | --project-path GROUP/PROJECT)
       (--ref 'refs/tags/v*' | --environment NAME | --any-ref) [ids] [--api URL]
-        trust a CI job to publish into NS:
+      (--package NS/TYPE | --package NS/NAME/SYSTEM ... | --namespace-wide)
+        trust a CI job to publish (and deprecate, withdraw) the packages named, in NS:
+        --package is repeatable, '*' allowed in the type, name or system (acme/thing-*);
+        --namespace-wide trusts it with every package of NS, and says so in list and the audit;
+        adding a publisher that is already trusted sets its packages to the ones given
           GitHub Actions: --issuer ${GITHUB_ISSUER} --repository OWNER/REPO
                           --workflow release.yml  (.github/workflows/release.yml, required;
                           a reusable workflow of another repository: OWNER/REPO/.github/workflows/FILE.yml[@REF])
@@ -36,8 +42,11 @@ const USAGE = `usage: npm run publisher -- COMMAND --namespace NS [options]
         immutable ids: given, or looked up from --api (default https://api.github.com, https://HOST/api/v3
         for GitHub Enterprise Server, the GitLab instance's /api/v4; GITHUB_TOKEN / GITLAB_TOKEN for private
         ones). GitLab jobs must run on a protected branch or tag unless --allow-unprotected-ref.
+  pin ID [ids | --api URL] [--workflow FILE] [--ref … | --environment … | --any-ref] [--package … | --namespace-wide]
+        complete a publisher stored before ids, workflows, refs and packages were required: it publishes
+        nothing until pinned (list says what it lacks); its ids are looked up as for add when not given
   list [--json]
-        the namespace's trusted publishers
+        the namespace's trusted publishers, with their packages
   remove ID
         stop trusting a publisher (ID as list prints it)
   require-provenance [--off]
@@ -69,6 +78,8 @@ const OPTIONS = {
   'allow-unprotected-ref': { type: 'boolean' },
   api: { type: 'string' },
   off: { type: 'boolean' },
+  package: { type: 'string', multiple: true },
+  'namespace-wide': { type: 'boolean' },
 } as const;
 
 /** The options only `add` takes (what a publisher matches, and where its ids are looked up). */
@@ -86,7 +97,24 @@ const ADD_OPTIONS = [
   'any-ref',
   'allow-unprotected-ref',
   'api',
+  'package',
+  'namespace-wide',
 ] as const;
+
+/** The options `pin` takes: what a stored publisher may lack, and where its ids are looked up. */
+const PIN_OPTIONS = new Set<string>([
+  'workflow',
+  'ref',
+  'environment',
+  'repository-id',
+  'owner-id',
+  'project-id',
+  'namespace-id',
+  'any-ref',
+  'api',
+  'package',
+  'namespace-wide',
+]);
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
@@ -102,6 +130,7 @@ interface Context {
 
 const COMMANDS = {
   add: addCommand,
+  pin: pinCommand,
   list: listCommand,
   remove: removeCommand,
   'require-provenance': requireProvenanceCommand,
@@ -120,7 +149,8 @@ run(async () => {
   const namespace = parseProviderName(values.namespace!, 'namespace');
   const config = await readRegistryConfig({ configPath: values.config, env: values.env, persistTo: values['persist-to'] });
   const hostname = values.hostname ? parseHostname(values.hostname) : config.hostname;
-  const store = await openCommandStore(config, { remote: values.remote, readOnly: command === 'list' });
+  // Every command opens R2 too: the publishers are stored there (list reads them from it).
+  const store = await openCommandStore(config, { remote: values.remote, readOnly: false });
   try {
     await COMMANDS[command]({ values, hostname, namespace, target: `${hostname}/${namespace}`, store }, rest);
   } finally {
@@ -130,21 +160,22 @@ run(async () => {
 
 /** One known command with its arguments, and only its options; UsageError (exit 2) naming the first that is not. */
 function checkArguments(command: string | undefined, rest: string[], values: Values): asserts command is Command {
-  if (!command || !Object.hasOwn(COMMANDS, command)) throw new UsageError('expected one command: add, list, remove or require-provenance');
+  if (!command || !Object.hasOwn(COMMANDS, command)) throw new UsageError('expected one command: add, pin, list, remove or require-provenance');
   if (values.off && command !== 'require-provenance') throw new UsageError('--off is an option of require-provenance');
-  if (command === 'remove' ? rest.length !== 1 : rest.length > 0) {
-    throw new UsageError(command === 'remove' ? 'remove takes one publisher id (npm run publisher -- list prints them)' : `unexpected argument "${rest[0]}"`);
+  const takesId = command === 'remove' || command === 'pin';
+  if (takesId ? rest.length !== 1 : rest.length > 0) {
+    throw new UsageError(takesId ? `${command} takes one publisher id (npm run publisher -- list prints them)` : `unexpected argument "${rest[0]}"`);
   }
   if (command !== 'add') {
-    const given = ADD_OPTIONS.filter((name) => values[name] !== undefined);
+    const given = ADD_OPTIONS.filter((name) => values[name] !== undefined && !(command === 'pin' && PIN_OPTIONS.has(name)));
     if (given.length) throw new UsageError(`--${given[0]} is an option of add`);
   }
   if (!values.namespace) throw new UsageError('--namespace is required');
 }
 
-/** `add`: trusts a CI job (pinned to its repository's ids, given or looked up), audited; already trusted is `unchanged`. */
-async function addCommand({ values, hostname, namespace, target, store }: Context): Promise<void> {
-  const input = {
+/** What add and pin are given, as parsePublisherInput takes it. */
+function publisherInput(values: Values) {
+  return {
     issuer: values.issuer,
     repository: values.repository,
     projectPath: values['project-path'],
@@ -157,19 +188,52 @@ async function addCommand({ values, hostname, namespace, target, store }: Contex
     namespaceId: values['namespace-id'],
     anyRef: values['any-ref'],
     allowUnprotectedRef: values['allow-unprotected-ref'],
+    packages: values.package,
+    namespaceWide: values['namespace-wide'],
   };
+}
+
+/** `add`: trusts a CI job with the packages named (pinned to its repository's ids, given or looked up), audited; already trusted is `unchanged` or its packages `updated`. */
+async function addCommand({ values, hostname, namespace, target, store }: Context): Promise<void> {
   const lookup = { api: values.api, env: process.env };
-  const { publisher, added } = await audited(
+  const { publisher, added, updated } = await audited(
     store.audit,
     values.remote,
     { action: 'publisher.add', target },
-    () => addPublisher(store.kv, hostname, namespace, input, lookup),
-    (result) => ({ outcome: result.added ? 'ok' : 'unchanged', reason: describePublisher(result.publisher).replace(/\s+/g, ' ') }),
+    () => addPublisher(storeOf(store), hostname, namespace, publisherInput(values), lookup),
+    (result) => ({ outcome: result.added || result.updated ? 'ok' : 'unchanged', reason: describePublisher(result.publisher).replace(/\s+/g, ' ') }),
   );
-  say(added ? `trusted publisher added to ${target} in ${store.description}:` : `${target} already trusts this publisher:`);
+  say(
+    added
+      ? `trusted publisher added to ${target} in ${store.description}:`
+      : updated
+        ? `${target} already trusts this publisher; its packages are now the ones given:`
+        : `${target} already trusts this publisher:`,
+  );
   say(`  ${describePublisher(publisher)}`);
-  if (added) say('  CI jobs it matches can now publish with `--registry URL` and their ID token (production KV takes up to 60 s to propagate)');
-  if (values.json) process.stdout.write(`${JSON.stringify({ publisher, added })}\n`);
+  if (added || updated) say('  CI jobs it matches can now publish those packages with `--registry URL` and their ID token, from the next request on');
+  if (values.json) process.stdout.write(`${JSON.stringify({ publisher, added, updated })}\n`);
+}
+
+/** `pin ID`: completes a publisher stored before ids, workflows, refs and packages were required (it publishes nothing until then), audited. */
+async function pinCommand({ values, hostname, namespace, target, store }: Context, rest: string[]): Promise<void> {
+  const lookup = { api: values.api, env: process.env };
+  const { before, publisher } = await audited(
+    store.audit,
+    values.remote,
+    { action: 'publisher.pin', target, reason: `publisher ${rest[0]!}` },
+    () => pinPublisher(storeOf(store), hostname, namespace, rest[0]!, publisherInput(values), lookup),
+    (result) => ({ outcome: 'ok', reason: `${result.before.id} pinned as ${describePublisher(result.publisher).replace(/\s+/g, ' ')}` }),
+  );
+  say(`pinned trusted publisher ${before.id} of ${target} in ${store.description}; it is now:`);
+  say(`  ${describePublisher(publisher)}`);
+  if (values.json) process.stdout.write(`${JSON.stringify({ before, publisher })}\n`);
+}
+
+/** The KV and R2 of an operator command that writes (every publisher command opens both). */
+function storeOf(store: CommandStore): Store {
+  if (!store.blobs) throw new Error("the publisher commands need the registry's R2 bucket");
+  return { kv: store.kv, blobs: store.blobs };
 }
 
 /** `require-provenance [--off]`: its own R2 object, not part of the publisher records (src/store/provenance.ts); audited. */
@@ -190,9 +254,9 @@ async function requireProvenanceCommand({ values, hostname, namespace, target, s
   if (values.json) process.stdout.write(`${JSON.stringify({ namespace: target, requireProvenance: required })}\n`);
 }
 
-/** `list`: the namespace's trusted publishers, from KV only. */
+/** `list`: the namespace's trusted publishers with their packages (and what an unpinned one lacks). */
 async function listCommand({ values, hostname, namespace, target, store }: Context): Promise<void> {
-  const publishers = await listPublishers(store.kv, hostname, namespace);
+  const publishers = await listPublishers(storeOf(store), hostname, namespace);
   if (values.json) process.stdout.write(`${JSON.stringify({ namespace: target, publishers })}\n`);
   else process.stdout.write(`${formatPublishers(hostname, namespace, publishers)}\n`);
 }
@@ -203,7 +267,7 @@ async function removeCommand({ values, hostname, namespace, target, store }: Con
     store.audit,
     values.remote,
     { action: 'publisher.remove', target, reason: `publisher ${rest[0]!}` },
-    () => removePublisher(store.kv, hostname, namespace, rest[0]!),
+    () => removePublisher(storeOf(store), hostname, namespace, rest[0]!),
     (result) => ({ outcome: 'ok', reason: describePublisher(result).replace(/\s+/g, ' ') }),
   );
   say(`removed trusted publisher ${removed.id} from ${target} in ${store.description}`);

@@ -5,12 +5,14 @@
  *       Creates a read token; prints it once, as the last line of stdout. NS is a
  *       namespace of this registry, "*" (everything), HOST/NS or HOST/* (a
  *       mirrored upstream namespace, e.g. registry.terraform.io/hashicorp).
- *   create --publish NS [--publish NS2 …] [--expires 90d] [--name release]
- *       Creates a publish token: it publishes into these namespaces of this
- *       registry through the write API (EDGE_REGISTRY_TOKEN for --registry)
- *       and reads nothing.
+ *       Tokens expire after 90 days unless --expires says otherwise ("never" explicitly).
+ *   create --publish NS/TYPE|NS/NAME/SYSTEM [--publish …] [--expires 90d] [--name release]
+ *       Creates a publish token: it publishes (and deprecates, withdraws) these
+ *       packages of this registry through the write API (EDGE_REGISTRY_TOKEN
+ *       for --registry) and reads nothing; '*' allowed in the type, name or
+ *       system. --publish NS --namespace-wide: every package of NS, explicitly.
  *   list      Lists tokens: id, name, scopes, created, expires (never the token).
- *   revoke <id or name>   Deletes the token's record; refused from the next request on.
+ *   revoke <id or name>   Deletes the token's record; refused everywhere within 60 s (docs/private.md).
  *
  * Options for every command:
  *   --remote          the deployed KV namespace (CLOUDFLARE_API_TOKEN, CLOUDFLARE_ACCOUNT_ID;
@@ -30,19 +32,22 @@ import { type CommandStore, openCommandStore } from './lib/stores/open';
 import type { RegistryConfig } from './lib/config';
 import { audited } from './lib/audit';
 import { tokenId, tokenSha256 } from '../src/access/tokens';
-import { createToken, formatTokenTable, listTokens, parseExpiry, revokeToken } from './lib/tokens';
+import { createToken, describeToken, formatTokenTable, listTokens, parseExpiry, revokeToken } from './lib/tokens';
 
 const TOKEN_SHAPE = /^ert_[A-Za-z0-9_-]{43}$/;
 
 const USAGE = `usage:
   npm run token -- create --namespace NS [--namespace NS2 | '*'] [--expires 90d] [--name ci] [--remote] [--env NAME]
-  npm run token -- create --publish NS [--publish NS2 | '*'] [--expires 90d] [--name release] [--remote] [--env NAME]
+  npm run token -- create --publish NS/TYPE [--publish NS/NAME/SYSTEM …] [--expires 90d] [--name release] [--remote] [--env NAME]
+  npm run token -- create --publish NS [--publish NS2 | '*'] --namespace-wide [--expires 90d] [--name release] [--remote] [--env NAME]
+  (--expires: a duration like 12h, 90d, 1y, a date, or never; default 90d)
   npm run token -- list [--remote] [--env NAME]
   npm run token -- revoke <id or name> [--remote] [--env NAME]`;
 
 const OPTIONS = {
   namespace: { type: 'string', multiple: true, short: 'n' },
   publish: { type: 'string', multiple: true },
+  'namespace-wide': { type: 'boolean' },
   expires: { type: 'string' },
   name: { type: 'string' },
   ...STATE_OPTIONS,
@@ -90,8 +95,8 @@ function checkArguments(command: string | undefined, rest: string[], values: Val
   if (!Object.hasOwn(COMMANDS, command)) throw new UsageError(`unknown command "${command}"`);
   if (command !== 'revoke' && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
   if (command === 'revoke' && rest.length !== 1) throw new UsageError('revoke takes one token id or name');
-  if (command !== 'create' && (values.namespace || values.publish || values.expires || values.name !== undefined)) {
-    throw new UsageError('--namespace, --publish, --expires and --name are options of create');
+  if (command !== 'create' && (values.namespace || values.publish || values.expires || values.name !== undefined || values['namespace-wide'])) {
+    throw new UsageError('--namespace, --publish, --namespace-wide, --expires and --name are options of create');
   }
   if (values.namespace && values.publish) {
     throw new UsageError('a token either reads (--namespace) or publishes (--publish), never both: create two tokens');
@@ -105,17 +110,24 @@ async function createCommand({ values, config, store, expires }: Context): Promi
     store.audit,
     values.remote,
     { action: 'token.create', target: 'token (new)' },
-    () => createToken(store.kv, { scopes: (purpose === 'publish' ? values.publish : values.namespace) ?? [], name: values.name, expires, purpose }),
+    () =>
+      createToken(store.kv, {
+        scopes: (purpose === 'publish' ? values.publish : values.namespace) ?? [],
+        name: values.name,
+        expires,
+        purpose,
+        namespaceWide: values['namespace-wide'],
+      }),
     ({ record: r }) => ({
       outcome: 'ok',
       target: `token ${r.id}`,
       namespaces: r.scopes,
-      reason: `${r.purpose} token${r.name ? ` "${r.name}"` : ''}, scopes ${r.scopes.join(', ')}, expires ${r.expires ?? 'never'}`,
+      reason: `${r.purpose} token${r.name ? ` "${r.name}"` : ''}, ${describeToken(r)}, expires ${r.expires ?? 'never'}`,
     }),
   );
   const lines = [
     `created ${record.purpose} token ${record.id}${record.name ? ` (${record.name})` : ''} in ${store.description}`,
-    `  scopes:  ${record.scopes.join(', ')}`,
+    record.purpose === 'publish' ? `  may:     ${describeToken(record)}` : `  scopes:  ${record.scopes.join(', ')}`,
     `  expires: ${record.expires ?? 'never'}`,
     record.purpose === 'publish'
       ? `Publish with it: EDGE_REGISTRY_TOKEN=… npm run publish-provider -- dist --namespace ${record.scopes[0] === '*' ? 'NS' : record.scopes[0]} --registry https://${config.hostname}. It is shown only this once:`

@@ -3,9 +3,10 @@
  * (or HOST/NS/NAME/SYSTEM for a module)
  *
  * Checks a release's signed build provenance as a consumer: the signature
- * against the registry's published attestation keys, every subject against
- * the files it serves (and SHA256SUMS), and the expected repository and
- * workflow (scripts/lib/provenance-verify.ts). A private registry: a read
+ * against the registry's published attestation keys, the package address and
+ * version it names, every subject against the files it serves (and
+ * SHA256SUMS), the repository id the publisher rule is pinned to, and the
+ * expected repository (name and id) and workflow (scripts/lib/provenance-verify.ts). A private registry: a read
  * token in $EDGE_REGISTRY_TOKEN.
  *
  * Exit status: 0 verified, 1 something did not match (the message names it)
@@ -20,6 +21,10 @@ const USAGE = `usage: npm run verify -- HOST/NAMESPACE/TYPE VERSION [options]
        npm run verify -- HOST/NAMESPACE/NAME/SYSTEM VERSION [options]   (a module)
 
   --repository OWNER/REPO   the repository it must have been built from (GitLab: GROUP/PROJECT)
+  --repository-id ID        that repository's numeric id (GitHub repository_id, GitLab project id): a
+                            repository deleted and re-created, or renamed, under the name has another
+  --accept-unbound          accept a statement that names no package address (signed before statements
+                            did): checked by its files alone, with a warning
   --workflow FILE.yml       the workflow file that must have built it
   --registry URL            where the registry is served when not at https://HOST
   --json                    print the verified facts as JSON on stdout
@@ -30,6 +35,8 @@ run(async () => {
     allowPositionals: true,
     options: {
       repository: { type: 'string' },
+      'repository-id': { type: 'string' },
+      'accept-unbound': { type: 'boolean' },
       workflow: { type: 'string' },
       registry: { type: 'string' },
       json: { type: 'boolean' },
@@ -47,6 +54,8 @@ run(async () => {
     address,
     version,
     repository: values.repository,
+    repositoryId: values['repository-id'],
+    acceptUnbound: values['accept-unbound'],
     workflow: values.workflow,
     registry: values.registry,
     token: process.env[TOKEN_ENV] || undefined,

@@ -28,6 +28,10 @@ import { createModuleUpload } from './routes/publish/modules';
 import { moduleLifecycle, providerLifecycle } from './routes/publish/lifecycle';
 import { commitUpload, uploadFile } from './routes/publish/uploads';
 import { moduleProvenance, provenanceKeys, providerProvenance } from './routes/provenance';
+import { ociTokenEndpoint, requireOciPull } from './access/oci';
+import { ociBase, ociOther } from './routes/oci/respond';
+import { providerBlob, providerManifest, providerReferrers, providerTags } from './routes/oci/providers';
+import { moduleBlob, moduleManifest, moduleReferrers, moduleTags } from './routes/oci/modules';
 
 const router = Router<IRequest, [Env, ExecutionContext]>({
   catch: errorToResponse,
@@ -64,6 +68,19 @@ router
   .get('/v1/provenance/modules/:namespace/:name/:system/:version', requireModuleReadToken, moduleProvenance)
   // a module's deprecations and withdrawals for scripts (modules.v1 has no warnings field)
   .get('/v1/lifecycle/modules/:namespace/:name/:system', requireModuleReadToken, moduleLifecycleJson)
+  // The read-only OCI Distribution view (src/routes/oci/, docs/oci.md): providers and modules for oci_mirror and oci:// sources.
+  .get('/v2/', requireOciPull, ociBase)
+  .get('/v2/token', ociTokenEndpoint)
+  .post('/v2/token', ociTokenEndpoint)
+  .get('/v2/providers/:hostname/:namespace/:type/tags/list', requireOciPull, providerTags)
+  .get('/v2/providers/:hostname/:namespace/:type/manifests/:reference', requireOciPull, providerManifest)
+  .get('/v2/providers/:hostname/:namespace/:type/blobs/:digest', requireOciPull, providerBlob)
+  .get('/v2/providers/:hostname/:namespace/:type/referrers/:digest', requireOciPull, providerReferrers)
+  .get('/v2/modules/:namespace/:name/:system/tags/list', requireOciPull, moduleTags)
+  .get('/v2/modules/:namespace/:name/:system/manifests/:reference', requireOciPull, moduleManifest)
+  .get('/v2/modules/:namespace/:name/:system/blobs/:digest', requireOciPull, moduleBlob)
+  .get('/v2/modules/:namespace/:name/:system/referrers/:digest', requireOciPull, moduleReferrers)
+  .all('/v2/*', requireOciPull, ociOther)
   .get('/modules', modulesIndexPage)
   .get('/modules/:namespace/:name/:system/:version?', modulePage)
   // Pages for people (src/pages/); private mode: a session cookie, else a redirect to /login.

@@ -1,4 +1,5 @@
-import { describeActor, operatorActor, type Actor } from '../../src/store/audit/actor';
+import { operatorActor, type Actor } from '../../src/store/audit/actor';
+import { displayEntry } from '../../src/store/audit/display';
 import { InputError } from '../../src/protocol/errors';
 import { isUserFixable } from './cli';
 import { appendAuditEntry, type AuditStore } from '../../src/store/audit/write';
@@ -76,13 +77,17 @@ export function parseSince(raw: string, now = Date.now()): Date {
   throw new InputError(`--since "${raw}": use a duration like 30m, 12h, 7d, 4w or a date like 2026-11-01`);
 }
 
-/** The human listing: one line per entry, oldest first (no secrets: entries never hold one). */
+/**
+ * The human listing: one line per entry, oldest first (no secrets: entries
+ * never hold one), every field through displayEntry (control characters
+ * escaped: nothing an entry holds reaches the terminal as an escape sequence).
+ */
 export function formatAuditLines(entries: readonly AuditEntry[]): string {
   if (entries.length === 0) return 'no audit entries';
   return entries
-    .map((e) => {
-      const reason = e.reason ? ` — ${e.reason}` : '';
-      return `${e.time.slice(0, 19).replace('T', ' ')}  ${e.outcome.padEnd(9)}  ${e.action.padEnd(16)}  ${e.target}  by ${describeActor(e.actor)}${reason}`;
+    .map((entry) => {
+      const e = displayEntry(entry);
+      return `${e.time}  ${e.outcome.padEnd(9)}  ${e.action.padEnd(16)}  ${e.target}  by ${e.actor}${e.reason ? ` — ${e.reason}` : ''}`;
     })
     .join('\n');
 }

@@ -11,12 +11,15 @@ import {
 import { parseIssuerUrl } from '../../src/access/issuer-url';
 import { InputError } from '../../src/protocol/errors';
 import { readPublishers } from '../../src/store/publishers/read';
-import { writePublishers } from '../../src/store/publishers/write';
-import type { KvStore } from '../../src/store/store';
+import { updatePublishers } from '../../src/store/publishers/write';
+import type { Store } from '../../src/store/store';
+import { unpinnedReason } from '../../src/access/publishers';
 
 /**
- * The publisher commands over any KvStore (local state or --remote KV):
- * scripts/publisher.ts parses arguments and prints; these do the work.
+ * The publisher commands over any Store (local state or --remote): the list
+ * lives in R2 and changes only by conditional writes
+ * (src/store/publishers/write.ts), so concurrent commands never undo each
+ * other. scripts/publisher.ts parses arguments and prints; these do the work.
  * Input is validated completely before anything is read or written.
  */
 
@@ -88,58 +91,135 @@ export async function resolvePublisherIds(input: PublisherInput, lookup: IdLooku
 /**
  * Adds a trusted publisher to the namespace, its ids looked up
  * (resolvePublisherIds) when `lookup` is given and they are not. Returns it
- * and whether it was added (false: the same publisher was already there,
- * nothing written). Throws InputError for bad input (see
- * parsePublisherInput), a failed lookup, or when the namespace already has
- * MAX_PUBLISHERS.
+ * and what happened: `added`, or (the same CI identity already trusted)
+ * `updated` when its packages changed to the ones given, else neither
+ * (nothing written). Throws InputError for bad input (see
+ * parsePublisherInput: the packages are required, in this namespace), a
+ * failed lookup, or when the namespace already has MAX_PUBLISHERS.
  */
 export async function addPublisher(
-  kv: KvStore,
+  store: Store,
   hostname: string,
   namespace: string,
   input: PublisherInput,
   lookup?: IdLookup,
-): Promise<{ publisher: TrustedPublisher; added: boolean }> {
+): Promise<{ publisher: TrustedPublisher; added: boolean; updated: boolean }> {
+  const scoped = { ...input, namespace };
   // Everything but the ids is checked before the lookup, so a typo is not sent to the CI's API.
   if (lookup) {
     const placeholders = input.repository
       ? { repositoryId: input.repositoryId ?? '1', ownerId: input.ownerId ?? '1' }
       : { projectId: input.projectId ?? '1', namespaceId: input.namespaceId ?? '1' };
-    await parsePublisherInput({ ...input, ...placeholders });
+    await parsePublisherInput({ ...scoped, ...placeholders });
   }
-  const publisher = await parsePublisherInput(lookup ? await resolvePublisherIds(input, lookup) : input);
-  const existing = await readPublishers(kv, hostname, namespace);
-  const same = existing.find((p) => p.id === publisher.id);
-  if (same) return { publisher: same, added: false };
-  if (existing.length >= MAX_PUBLISHERS) throw new InputError(`namespace ${namespace} already has ${MAX_PUBLISHERS} trusted publishers; remove one first`);
-  await writePublishers(kv, hostname, namespace, [...existing, publisher]);
-  return { publisher, added: true };
-}
-
-/** The namespace's publishers, oldest first. */
-export async function listPublishers(kv: KvStore, hostname: string, namespace: string): Promise<TrustedPublisher[]> {
-  return readPublishers(kv, hostname, namespace);
+  const publisher = await parsePublisherInput(lookup ? await resolvePublisherIds(scoped, lookup) : scoped);
+  return updatePublishers<{ publisher: TrustedPublisher; added: boolean; updated: boolean }>(store, hostname, namespace, (existing) => {
+    const same = existing.find((p) => p.id === publisher.id);
+    if (same && sameRights(same, publisher)) return { publishers: existing, result: { publisher: same, added: false, updated: false } };
+    if (same) {
+      const changed = withRights(same, publisher);
+      return { publishers: existing.map((p) => (p.id === same.id ? changed : p)), result: { publisher: changed, added: false, updated: true } };
+    }
+    if (existing.length >= MAX_PUBLISHERS) throw new InputError(`namespace ${namespace} already has ${MAX_PUBLISHERS} trusted publishers; remove one first`);
+    return { publishers: [...existing, publisher], result: { publisher, added: true, updated: false } };
+  });
 }
 
 /**
- * Removes the publisher with this id (12 hex digits, as `list` prints).
- * Returns it; throws InputError when the namespace has none with that id.
+ * Completes a publisher stored before ids, workflows, refs or packages were
+ * required (publishers.ts unpinnedReason), which publishes nothing until
+ * then: what it lacks comes from `input` (ids given, or looked up from the
+ * CI's API when `lookup` is given; --workflow, --ref/--environment/--any-ref,
+ * --package/--namespace-wide), what it has is kept. The completed publisher
+ * replaces it in one conditional write (a concurrent remove wins: then
+ * InputError). Returns the old and the new one. Throws InputError for an
+ * unknown id, a publisher that needs no pin, or anything parsePublisherInput refuses.
  */
-export async function removePublisher(kv: KvStore, hostname: string, namespace: string, id: string): Promise<TrustedPublisher> {
+export async function pinPublisher(
+  store: Store,
+  hostname: string,
+  namespace: string,
+  id: string,
+  input: PublisherInput,
+  lookup?: IdLookup,
+): Promise<{ before: TrustedPublisher; publisher: TrustedPublisher }> {
+  const wanted = parsePublisherId(id);
+  const before = (await readPublishers(store, hostname, namespace)).find((p) => p.id === wanted);
+  if (!before) throw new InputError(`namespace ${namespace} has no trusted publisher ${wanted} (npm run publisher -- list --namespace ${namespace})`);
+  if (unpinnedReason(before) === null) throw new InputError(`publisher ${wanted} is already pinned; to change its packages, add it again with --package`);
+  const kept: PublisherInput =
+    before.kind === 'github'
+      ? {
+          issuer: before.issuer,
+          repository: before.repository,
+          workflow: before.workflow ?? input.workflow,
+          repositoryId: before.repositoryId ?? input.repositoryId,
+          ownerId: before.ownerId ?? input.ownerId,
+        }
+      : {
+          issuer: before.issuer,
+          projectPath: before.projectPath,
+          projectId: before.projectId ?? input.projectId,
+          namespaceId: before.namespaceId ?? input.namespaceId,
+          allowUnprotectedRef: before.allowUnprotectedRef,
+        };
+  const limits =
+    before.ref || before.environment || before.anyRef
+      ? { ref: before.ref, environment: before.environment, anyRef: before.anyRef }
+      : { ref: input.ref, environment: input.environment, anyRef: input.anyRef };
+  const rights =
+    before.packages || before.namespaceWide
+      ? { packages: before.packages, namespaceWide: before.namespaceWide }
+      : { packages: input.packages, namespaceWide: input.namespaceWide };
+  const full: PublisherInput = { ...kept, ...limits, ...rights, namespace };
+  const publisher = await parsePublisherInput(lookup ? await resolvePublisherIds(full, lookup) : full);
+  await updatePublishers(store, hostname, namespace, (existing) => {
+    if (!existing.some((p) => p.id === wanted)) throw new InputError(`publisher ${wanted} was removed while it was being pinned; nothing changed`);
+    const others = existing.filter((p) => p.id !== wanted && p.id !== publisher.id);
+    return { publishers: [...others, publisher], result: undefined };
+  });
+  return { before, publisher };
+}
+
+/** The namespace's publishers, oldest first. */
+export async function listPublishers(store: Store, hostname: string, namespace: string): Promise<TrustedPublisher[]> {
+  return readPublishers(store, hostname, namespace);
+}
+
+/**
+ * Removes the publisher with this id (12 hex digits, as `list` prints), in
+ * one conditional write. Returns it; throws InputError when the namespace has none with that id.
+ */
+export async function removePublisher(store: Store, hostname: string, namespace: string, id: string): Promise<TrustedPublisher> {
+  const wanted = parsePublisherId(id);
+  return updatePublishers(store, hostname, namespace, (existing) => {
+    const found = existing.find((p) => p.id === wanted);
+    if (!found) {
+      throw new InputError(`namespace ${namespace} has no trusted publisher ${wanted} (it has: ${existing.map((p) => p.id).join(', ') || 'none'})`);
+    }
+    return { publishers: existing.filter((p) => p.id !== wanted), result: found };
+  });
+}
+
+/** A publisher id as `list` prints it (12 hex digits, any case); InputError otherwise. */
+function parsePublisherId(id: string): string {
   const wanted = id.trim().toLowerCase();
   if (!/^[0-9a-f]{12}$/.test(wanted)) throw new InputError(`publisher id "${id}" must be the 12 hex digits npm run publisher -- list prints`);
-  const existing = await readPublishers(kv, hostname, namespace);
-  const found = existing.find((p) => p.id === wanted);
-  if (!found) {
-    throw new InputError(`namespace ${namespace} has no trusted publisher ${wanted} (it has: ${existing.map((p) => p.id).join(', ') || 'none'})`);
-  }
-  await writePublishers(
-    kv,
-    hostname,
-    namespace,
-    existing.filter((p) => p.id !== wanted),
-  );
-  return found;
+  return wanted;
+}
+
+function sameRights(a: TrustedPublisher, b: TrustedPublisher): boolean {
+  return Boolean(a.namespaceWide) === Boolean(b.namespaceWide) && JSON.stringify(a.packages ?? []) === JSON.stringify(b.packages ?? []);
+}
+
+/** `p` with the packages (or namespace-wide grant) of `from`. */
+function withRights(p: TrustedPublisher, from: TrustedPublisher): TrustedPublisher {
+  const { packages: _packages, namespaceWide: _wide, ...rest } = p;
+  return {
+    ...rest,
+    ...(from.packages ? { packages: from.packages } : {}),
+    ...(from.namespaceWide ? { namespaceWide: true as const } : {}),
+  } as TrustedPublisher;
 }
 
 /** The listing as text lines (a header, then one line per publisher). */

@@ -1,3 +1,4 @@
+import { printable } from '../../src/store/audit/display';
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { InputError } from '../../src/protocol/errors';
@@ -155,7 +156,7 @@ export class RegistryClient {
     if (response.status >= 300 && response.status < 400) {
       const location = response.headers.get('location');
       throw new InputError(
-        `the registry answered ${response.status} (a redirect${location ? ` to ${location}` : ''}); give --registry the address it redirects to`,
+        `the registry answered ${response.status} (a redirect${location ? ` to ${printable(location)}` : ''}); give --registry the address it redirects to`,
         response.status,
       );
     }
@@ -173,13 +174,14 @@ function body(file: UploadableFile, start: number, end: number): BodyInit {
   return Readable.toWeb(createReadStream(file.path!, { start, end: end - 1, highWaterMark: 1 << 20 })) as unknown as BodyInit;
 }
 
+/** The server's error message, control characters escaped (it may quote a CI token's claims: never sent raw to a terminal). */
 async function errorMessage(response: Response): Promise<string> {
   const text = await response.text().catch(() => '');
   try {
     const errors = (JSON.parse(text) as { errors?: unknown }).errors;
-    if (Array.isArray(errors) && typeof errors[0] === 'string') return errors.join('; ');
+    if (Array.isArray(errors) && typeof errors[0] === 'string') return printable(errors.join('; '));
   } catch {
     // not JSON
   }
-  return text.slice(0, 300) || response.statusText;
+  return printable(text.slice(0, 300) || response.statusText);
 }

@@ -1,4 +1,5 @@
 import { newToken, parseScope, tokenId, tokenSha256 } from '../../src/access/tokens';
+import { describeRights, parsePackagePattern, tokenRights } from '../../src/access/package-rights';
 import { InputError } from '../../src/protocol/errors';
 import { deleteTokenRecord, listTokenRecords, writeTokenRecord } from '../../src/store/tokens/write';
 import { type TokenPurpose, type TokenRecord } from '../../src/store/tokens/read';
@@ -12,14 +13,18 @@ import type { KvStore } from '../../src/store/store';
 
 const UNIT_MS = { h: 3600_000, d: 86_400_000, w: 7 * 86_400_000, y: 365 * 86_400_000 } as const;
 
+/** How long a token lives when `--expires` is not given: a leaked token stops working on its own. */
+export const DEFAULT_EXPIRY = '90d';
+
 /**
- * Parses `--expires`: "never", a duration ("12h", "90d", "4w", "1y") from
- * `now`, or an ISO date/time ("2027-01-31", "2027-01-31T12:00:00Z"). Returns
- * the ISO expiry or null for never. Throws InputError for anything else or a
- * time not in the future.
+ * Parses `--expires`: "never" (said explicitly), a duration ("12h", "90d",
+ * "4w", "1y") from `now`, or an ISO date/time ("2027-01-31",
+ * "2027-01-31T12:00:00Z"); not given, DEFAULT_EXPIRY. Returns the ISO expiry
+ * or null for never. Throws InputError for anything else or a time not in the future.
  */
 export function parseExpiry(raw: string | undefined, now = Date.now()): string | null {
-  if (raw === undefined || raw === 'never') return null;
+  if (raw === undefined) return parseExpiry(DEFAULT_EXPIRY, now);
+  if (raw === 'never') return null;
   const duration = /^(\d{1,6})([hdwy])$/.exec(raw.trim());
   let at: number;
   if (duration) {
@@ -37,11 +42,14 @@ export function parseExpiry(raw: string | undefined, now = Date.now()): string |
 export interface CreateOptions {
   /**
    * Scopes as given: for a read token (--namespace, repeatable) "*", NAMESPACE, HOST/NAMESPACE or HOST/*;
-   * for a publish token (--publish, repeatable) NAMESPACE of this registry, or "*" for every namespace.
+   * for a publish token (--publish, repeatable) the packages it may publish, NS/TYPE or NS/NAME/SYSTEM
+   * (src/access/package-rights.ts), or with `namespaceWide` namespaces of this registry ("*": every one).
    */
   scopes: readonly string[];
   /** read (default) or publish. */
   purpose?: TokenPurpose;
+  /** A publish token allowed every package of its namespaces (--namespace-wide), said explicitly. */
+  namespaceWide?: boolean;
   name?: string;
   /** As parsed by parseExpiry. */
   expires: string | null;
@@ -49,20 +57,25 @@ export interface CreateOptions {
 }
 
 /**
- * Creates a token and stores its record (hash, scopes, name, creation,
- * expiry). Returns the token — shown once, never stored — and its record.
- * Throws InputError when no scope is given or one is invalid.
+ * Creates a token and stores its record (hash, scopes, packages, name,
+ * creation, expiry). Returns the token — shown once, never stored — and its
+ * record. Throws InputError when no scope is given or one is invalid: a
+ * publish token names packages, or namespaces only with `namespaceWide`.
  */
 export async function createToken(kv: KvStore, options: CreateOptions): Promise<{ token: string; record: TokenRecord }> {
   const purpose = options.purpose ?? 'read';
   if (options.scopes.length === 0) {
     throw new InputError(
       purpose === 'publish'
-        ? 'give at least one --publish NS (repeatable; "*" for every namespace of this registry)'
+        ? 'give at least one --publish NS/TYPE or NS/NAME/SYSTEM (repeatable: the packages it may publish; --namespace-wide with --publish NS for every package of NS)'
         : 'give at least one --namespace NS (repeatable; "*" for every namespace, HOST/NS for a mirrored upstream one)',
     );
   }
-  const scopes = [...new Set(options.scopes.map(purpose === 'publish' ? parsePublishScope : parseScope))];
+  if (options.namespaceWide && purpose !== 'publish') throw new InputError('--namespace-wide is for publish tokens (--publish NS)');
+  const packages = purpose === 'publish' && !options.namespaceWide ? [...new Set(options.scopes.map((raw) => parsePackagePattern(raw, '--publish')))] : null;
+  const scopes = packages
+    ? [...new Set(packages.map((p) => p.split('/')[0]!))]
+    : [...new Set(options.scopes.map(purpose === 'publish' ? parsePublishScope : parseScope))];
   const name = (options.name ?? '').trim();
   if (name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) throw new InputError('--name must be at most 100 printable characters');
   const token = newToken();
@@ -75,20 +88,27 @@ export async function createToken(kv: KvStore, options: CreateOptions): Promise<
     created: new Date(options.now ?? Date.now()).toISOString(),
     expires: options.expires,
     purpose,
+    ...(packages ? { packages } : {}),
+    ...(purpose === 'publish' && options.namespaceWide ? { namespaceWide: true as const } : {}),
   };
   await writeTokenRecord(kv, record);
   return { token, record };
 }
 
 /**
- * Validates one publish scope: a namespace of this registry (publishing writes only there) or "*". Throws
- * InputError for anything else — HOST/NS scopes name mirrored upstream namespaces, which nobody publishes into.
+ * Validates one namespace-wide publish scope: a namespace of this registry (publishing writes only there) or "*".
+ * Throws InputError for anything else — HOST/NS scopes name mirrored upstream namespaces, which nobody publishes into.
  */
 export function parsePublishScope(raw: string): string {
   const scope = parseScope(raw);
   if (scope.includes('/'))
-    throw new InputError(`--publish "${raw}": a publish token is scoped to namespaces of this registry (NS, or "*" for all), not HOST/NS`);
+    throw new InputError(`--publish "${raw}" with --namespace-wide: give namespaces of this registry (NS, or "*" for all), not packages or HOST/NS`);
   return scope;
+}
+
+/** What a token may do, for listings and audit entries: its read scopes, or what it may publish. */
+export function describeToken(record: TokenRecord): string {
+  return record.purpose === 'publish' ? `publish ${describeRights(tokenRights(record))}` : `read ${record.scopes.join(', ')}`;
 }
 
 /** Every token record, oldest first. */
@@ -96,7 +116,7 @@ export const listTokens = (kv: KvStore): Promise<TokenRecord[]> => listTokenReco
 
 /**
  * Revokes the token whose id (or a prefix of it of at least 6 digits) or
- * name is `which`; it is refused from the next request on. Throws InputError
+ * name is `which`; it is refused everywhere within 60 s. Throws InputError
  * when nothing matches, or when several tokens match (then revoke by id).
  */
 export async function revokeToken(kv: KvStore, which: string): Promise<TokenRecord> {
@@ -119,7 +139,9 @@ export function formatTokenTable(records: readonly TokenRecord[], now = Date.now
   const rows = records.map((r) => [
     r.id,
     r.name || '-',
-    `${r.purpose === 'publish' ? 'publish:' : ''}${r.scopes.join(',')}`,
+    r.purpose === 'publish'
+      ? `publish:${r.namespaceWide ? `NAMESPACE-WIDE ${r.scopes.join(',')}` : (r.packages ?? ['NOTHING (created before per-package rights)']).join(',')}`
+      : r.scopes.join(','),
     r.created.slice(0, 19).replace('T', ' '),
     r.expires === null ? 'never' : `${r.expires.slice(0, 19).replace('T', ' ')}${Date.parse(r.expires) <= now ? ' (expired)' : ''}`,
   ]);

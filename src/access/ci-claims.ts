@@ -13,8 +13,9 @@ import { refMatches, type GitHubPublisher, type GitLabPublisher, type TrustedPub
  *                   ref_protected, environment, pipeline_id, job_id
  *
  * Ids are compared first: a name can be freed and registered again, an id
- * never moves. A publisher stored before ids were pinned (none stored)
- * matches on names; publish-auth.ts then pins the ids the token presented.
+ * never moves. A publisher stored before ids were required (none stored)
+ * matches on names here only so that the refusal can name it: ci-token.ts
+ * refuses it until the operator pins it (publishers.ts unpinnedReason).
  *
  * The signature, `iss`, `aud` and the times are checked before (ci-token.ts).
  */
@@ -38,9 +39,9 @@ export interface CiActor {
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
 const idText = (value: unknown): string | undefined => (typeof value === 'number' && Number.isFinite(value) ? String(value) : text(value));
 
-/** The first publisher of `publishers` (all of one namespace) whose conditions the claims meet; null when none does. */
-export function matchingPublisher(claims: CiClaims, publishers: readonly TrustedPublisher[]): TrustedPublisher | null {
-  return publishers.find((p) => p.issuer === claims.iss && (p.kind === 'github' ? matchesGitHub(p, claims) : matchesGitLab(p, claims))) ?? null;
+/** Every publisher of `publishers` (all of one namespace) whose conditions the claims meet, in stored order (the package rights are checked after, by ci-token.ts). */
+export function matchingPublishers(claims: CiClaims, publishers: readonly TrustedPublisher[]): TrustedPublisher[] {
+  return publishers.filter((p) => p.issuer === claims.iss && (p.kind === 'github' ? matchesGitHub(p, claims) : matchesGitLab(p, claims)));
 }
 
 /** The ids a verified token presents for its repository or project (decimal strings); undefined when it carries none. */
@@ -53,7 +54,7 @@ export function presentedIds(claims: CiClaims, kind: TrustedPublisher['kind']): 
 /** True when the publisher is pinned to ids and the token presents exactly those (both: a transferred repository keeps its id, not its owner's). */
 function idsMatch(p: TrustedPublisher, claims: CiClaims): boolean {
   const pinned = p.kind === 'github' ? { id: p.repositoryId, ownerId: p.ownerId } : { id: p.projectId, ownerId: p.namespaceId };
-  if (pinned.id === undefined) return true; // stored before ids existed: pinned by its first publish
+  if (pinned.id === undefined) return true; // stored before ids were required: matched by names, then refused as unpinned (ci-token.ts)
   const presented = presentedIds(claims, p.kind);
   return presented !== undefined && presented.id === pinned.id && presented.ownerId === pinned.ownerId;
 }

@@ -1,8 +1,9 @@
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify } from 'jose';
-import { ciActor, matchingPublisher, namesMatchButIdsDiffer, type CiActor, type CiClaims } from './ci-claims';
+import { ciActor, matchingPublishers, namesMatchButIdsDiffer, type CiActor, type CiClaims } from './ci-claims';
+import { packageName, rightsAllow, type PackageRef } from './package-rights';
 import { IssuerUnavailableError, issuerKeys, type IssuerKeyCache } from './issuer-keys';
 import { transportCause, withJwksRetry } from './jwks-retry';
-import type { TrustedPublisher } from './publishers';
+import { publisherRights, unpinnedReason, type TrustedPublisher } from './publishers';
 
 /**
  * Verifying a CI job's OpenID Connect ID token (GitHub Actions, GitLab CI)
@@ -18,7 +19,10 @@ import type { TrustedPublisher } from './publishers';
  *      or `https://` + hostname), `exp`, `nbf` and `iat` hold with 30 s of skew,
  *      the token was issued at most MAX_TOKEN_AGE_SECONDS ago and carries a `jti`
  *      (publish-auth.ts lets each `jti` start one publish);
- *   5. the claims meet one of the namespace's publishers (ci-claims.ts).
+ *   5. the claims meet one of the namespace's publishers (ci-claims.ts) that
+ *      is complete (pinned to ids, with its workflow, ref and packages:
+ *      publishers.ts unpinnedReason) and whose packages include the one
+ *      written (package-rights.ts).
  *
  * Every refusal is a CiTokenError saying why, carrying the actor the token
  * *claims* to be (unverified unless `reason` is 'no-publisher') for the audit
@@ -45,7 +49,10 @@ export type CiTokenRefusal =
   | 'invalid'
   /** `exp` has passed. */
   | 'expired'
-  /** A genuine token, but of a repository, workflow, ref or environment no publisher of the namespace allows. */
+  /**
+   * A genuine token, but of a repository, workflow, ref or environment no publisher of the namespace allows, or allowed
+   * only by publishers not yet pinned, or by none that may write this package.
+   */
   | 'no-publisher'
   /** The issuer's discovery or JWKS could not be fetched (not the caller's fault). */
   | 'issuer-unavailable';
@@ -71,6 +78,8 @@ export interface VerifiedCiToken {
 export interface VerifyCiTokenOptions {
   /** The namespace (for messages). */
   namespace: string;
+  /** The package the request writes: a publisher must be allowed to write it. */
+  pkg: PackageRef;
   /** The namespace's trusted publishers. */
   publishers: readonly TrustedPublisher[];
   /** This registry's hostname (REGISTRY_HOSTNAME); `aud` must be it or `https://` + it. */
@@ -91,7 +100,7 @@ export function looksLikeJwt(token: string): boolean {
  * the verified claims and the audit actor; throws CiTokenError otherwise.
  */
 export async function verifyCiToken(token: string, options: VerifyCiTokenOptions): Promise<VerifiedCiToken> {
-  const { namespace, publishers, hostname } = options;
+  const { namespace, publishers, hostname, pkg } = options;
   const now = options.now ?? new Date();
   if (token.length > MAX_TOKEN_LENGTH || !looksLikeJwt(token)) {
     throw new CiTokenError('malformed', 'the bearer token is neither a publish token (ert_…) nor a CI ID token (a JWT)', null);
@@ -142,8 +151,28 @@ export async function verifyCiToken(token: string, options: VerifyCiTokenOptions
   if (typeof claims.iat === 'number' && claims.iat > now.getTime() / 1000 + CLOCK_SKEW_SECONDS) {
     throw new CiTokenError('invalid', 'the CI ID token was issued in the future (iat); check the clocks', claimed);
   }
-  const publisher = matchingPublisher(claims, candidates);
-  const actor = ciActor(claims, publisher);
+  const matching = matchingPublishers(claims, candidates);
+  const complete = matching.filter((p) => unpinnedReason(p) === null);
+  const publisher = complete.find((p) => rightsAllow(publisherRights(p), pkg)) ?? null;
+  const actor = ciActor(claims, publisher ?? matching[0] ?? null);
+  if (!publisher && complete.length > 0) {
+    throw new CiTokenError(
+      'no-publisher',
+      `${describeRun(actor)} may not publish or change ${packageName(pkg)}: its trusted publisher${complete.length > 1 ? 's allow' : ' allows'} only ${complete
+        .map((p) => publisherRights(p).packages.join(', '))
+        .join('; ')} (the operator adds packages with npm run publisher -- add … --package ${packageName(pkg)})`,
+      actor,
+    );
+  }
+  if (!publisher && matching.length > 0) {
+    const first = matching[0]!;
+    throw new CiTokenError(
+      'no-publisher',
+      `${describeRun(actor)} matches trusted publisher ${first.id} of namespace ${namespace}, which publishes nothing until the operator pins it: ${unpinnedReason(first)} ` +
+        `(npm run publisher -- pin ${first.id} --namespace ${namespace} …)`,
+      actor,
+    );
+  }
   if (!publisher) {
     const renamed = candidates.some((p) => namesMatchButIdsDiffer(p, claims))
       ? ': its repository or project has the trusted name but not the trusted id (recreated, or moved to another owner); if that is intended, remove the publisher and add it again'

@@ -49,15 +49,27 @@ export class PolicyError extends Error {
 }
 
 const CLAIM = /^[A-Za-z0-9_.:-]{1,100}$/;
+/**
+ * Names an object literal treats specially: `condition["__proto__"] = v`
+ * sets the prototype instead of a claim, leaving a condition with no claims,
+ * which matches everybody; `constructor` and `prototype` would be read from
+ * Object.prototype off every claims object. Never claim names of an ID token.
+ */
+const RESERVED_CLAIMS = new Set(['__proto__', 'constructor', 'prototype']);
 const MAX_TOKEN_DAYS = 365;
 
 function parseCondition(value: unknown, where: string): Condition {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new PolicyError(`${where} must be an object of claim → value`);
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length === 0) throw new PolicyError(`${where} is empty: it would match everybody; name at least one claim`);
-  const condition: Condition = {};
+  // No prototype: whatever a name, it is a key of this object and nothing else.
+  const condition: Condition = Object.create(null) as Condition;
   for (const [claim, wanted] of entries) {
     if (!CLAIM.test(claim)) throw new PolicyError(`${where}: "${claim}" is not a claim name`);
+    if (RESERVED_CLAIMS.has(claim))
+      throw new PolicyError(
+        `${where}: "${claim}" cannot be a claim name (a JavaScript object's own name); name the ID token's claim, such as "groups" or "sub"`,
+      );
     if (typeof wanted !== 'string' || wanted === '') throw new PolicyError(`${where}.${claim} must be a non-empty string`);
     condition[claim] = wanted;
   }
@@ -67,7 +79,8 @@ function parseCondition(value: unknown, where: string): Condition {
 /**
  * Parses LOGIN_POLICY. Throws PolicyError naming the first problem: not
  * JSON, no rules, a rule without a condition or scopes, an invalid scope
- * (see parseScope), unknown keys, token_days not a whole number in 1..365.
+ * (see parseScope), unknown keys, a claim named `__proto__`, `constructor`
+ * or `prototype`, token_days not a whole number in 1..365.
  * Never returns a policy that lets everybody in by accident: an empty
  * condition is refused.
  */
@@ -119,7 +132,7 @@ function claimMatches(claims: Record<string, unknown>, claim: string, wanted: st
   }
   // An address the provider has not verified proves nothing.
   if (claim === 'email' && claims.email_verified !== true) return false;
-  const value = claims[claim];
+  const value = Object.hasOwn(claims, claim) ? claims[claim] : undefined;
   if (typeof value === 'string') return value === wanted;
   if (Array.isArray(value)) return value.some((item) => item === wanted);
   return false;

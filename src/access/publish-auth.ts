@@ -1,34 +1,33 @@
 import { constantTimeEqualText } from './crypto/bytes';
 import { tokenId, tokenSha256 } from './tokens';
 import { tokenKey } from '../store/layout';
-import { appendAuditEntry } from '../store/audit/write';
 import { readPublishers } from '../store/publishers/read';
 import { claimTokenUse } from '../store/publishers/token-uses';
-import { writePublishers } from '../store/publishers/write';
 import { parseTokenRecord } from '../store/tokens/read';
 import type { BlobStore, KvStore } from '../store/store';
 import type { Actor } from '../store/audit/actor';
-import { presentedIds, type CiClaims } from './ci-claims';
 import { CiTokenError, looksLikeJwt, verifyCiToken, type VerifiedCiToken } from './ci-token';
-import { describePublisher, type TrustedPublisher } from './publishers';
+import { describeRights, packageName, rightsAllow, rightsEmpty, tokenRights, type PackageRef } from './package-rights';
 
 /**
  * Who may write through the publish API (src/routes/publish/): a request
  * carries `Authorization: Bearer CREDENTIAL`, either
  *   - a publish token `ert_…` (`npm run token -- create --publish NS`): its
- *     record is read by the token's SHA-256 (uncached, so a revocation takes
- *     effect on the next request), the hash compared in constant time, the
- *     expiry checked, and one of its scopes must be the namespace or "*";
- *     a read token never publishes;
+ *     record is read by the token's SHA-256 (uncached KV: a revocation
+ *     reaches every location within KV's 60 s), the hash compared in
+ *     constant time, the expiry checked, and its packages (or, created
+ *     --namespace-wide, its namespaces) must include the package written
+ *     (src/access/package-rights.ts); a read token never publishes;
  *   - a CI job's OIDC ID token (a JWT): verified and matched against the
- *     namespace's trusted publishers by src/access/ci-token.ts; a token
- *     starts one publish (`starts`: its `jti` is recorded in R2 until it
- *     expires, src/store/publishers/token-uses.ts), and the first publish a
- *     publisher stored before ids were pinned allows pins the ids the token
- *     presented (an audit entry `publisher.pin` says so).
+ *     namespace's trusted publishers (read from R2, strongly consistent) by
+ *     src/access/ci-token.ts, which also checks the publisher's packages; a
+ *     token starts one publish (`starts`: its `jti` is recorded in R2 until
+ *     it expires, src/store/publishers/token-uses.ts). Nothing is written
+ *     back: a publisher stored without ids is refused until the operator
+ *     pins it, never pinned from a token.
  * Statuses as the read API: 401 (with WWW-Authenticate) for missing,
  * malformed, unknown, revoked, expired or unverifiable credentials; 403 for
- * valid credentials that may not publish into this namespace.
+ * valid credentials that may not write this package.
  */
 
 export type PublishRefusalStatus = 401 | 403 | 503;
@@ -65,21 +64,23 @@ export interface PublishAuthorization {
 }
 
 /**
- * Authorises `request` to publish into `namespace` (lower case, already
- * validated) of this registry (`config.hostname`). `starts` names what the
+ * Authorises `request` to publish or change `pkg` (lower case, already
+ * validated) of this registry (`config.hostname`): a publish, an upload
+ * session's requests, a lifecycle change. `starts` names what the
  * request starts (`provider.publish HOST/NS/TYPE VERSION`), or is null when
  * it continues an upload session (whose route checks the token's `jti` is the
  * one that started it). Resolves with the actor for the audit log and, for a CI job, the verified token (build provenance states only its claims); throws
  * PublishRefusal (401/403, 503 when a CI issuer cannot be reached) otherwise,
  * 401 for a CI token that already started another publish. Never throws
- * anything else for bad input. Cost: one KV read (publish token) or one KV
- * read, the issuer's cached keys and one R2 create-only put (CI token).
+ * anything else for bad input. Cost: one KV read (publish token) or one or
+ * two R2 reads (+1 KV read for a list not yet moved to R2), the issuer's
+ * cached keys and one R2 create-only put (CI token).
  */
 export async function authorizePublisher(
   request: Request,
   config: { hostname: string },
   store: { kv: KvStore; blobs: BlobStore },
-  namespace: string,
+  pkg: PackageRef,
   starts: string | null,
   now = new Date(),
 ): Promise<PublishAuthorization> {
@@ -96,15 +97,15 @@ export async function authorizePublisher(
   if (credential === undefined) {
     throw new PublishRefusal(401, 'the Authorization header is not "Bearer <publish token or CI ID token>"', null, 'invalid_token');
   }
-  if (PUBLISH_TOKEN.test(credential)) return { actor: await publishTokenActor(credential, store.kv, namespace, now), ci: null };
+  if (PUBLISH_TOKEN.test(credential)) return { actor: await publishTokenActor(credential, store.kv, pkg, now), ci: null };
   if (looksLikeJwt(credential)) {
-    const ci = await ciTokenActor(credential, config, store, namespace, starts, now);
+    const ci = await ciTokenActor(credential, config, store, pkg, starts, now);
     return { actor: ci.actor, ci };
   }
   throw new PublishRefusal(401, 'the bearer credential is neither a token of this registry (ert_…) nor a CI ID token (a JWT)', null, 'invalid_token');
 }
 
-async function publishTokenActor(token: string, kv: KvStore, namespace: string, now: Date): Promise<Actor> {
+async function publishTokenActor(token: string, kv: KvStore, pkg: PackageRef, now: Date): Promise<Actor> {
   const hash = tokenSha256(token);
   const text = await kv.get(tokenKey(hash), 'text');
   const record = text === null ? null : parseTokenRecord(text);
@@ -118,8 +119,17 @@ async function publishTokenActor(token: string, kv: KvStore, namespace: string, 
   if (record.purpose !== 'publish') {
     throw new PublishRefusal(403, 'this is a read token: it never publishes; create a publish token with npm run token -- create --publish NS', actor);
   }
-  if (!record.scopes.some((scope) => scope === '*' || scope === namespace)) {
-    throw new PublishRefusal(403, `this publish token may not publish into namespace "${namespace}"; its namespaces: ${record.scopes.join(', ')}`, actor);
+  const rights = tokenRights(record);
+  if (rightsEmpty(rights)) {
+    throw new PublishRefusal(
+      403,
+      `this publish token (${actor.tokenId}) was created before publish rights were per package and publishes nothing: create one for the packages it publishes ` +
+        `(npm run token -- create --publish ${packageName(pkg)}) and revoke this one (npm run token -- revoke ${actor.tokenId})`,
+      actor,
+    );
+  }
+  if (!rightsAllow(rights, pkg)) {
+    throw new PublishRefusal(403, `this publish token may not publish or change ${packageName(pkg)}; it may: ${describeRights(rights)}`, actor);
   }
   return actor;
 }
@@ -129,20 +139,20 @@ async function ciTokenActor(
   token: string,
   config: { hostname: string },
   store: { kv: KvStore; blobs: BlobStore },
-  namespace: string,
+  pkg: PackageRef,
   starts: string | null,
   now: Date,
 ): Promise<VerifiedCiToken> {
-  const publishers = await readPublishers(store.kv, config.hostname, namespace);
+  const publishers = await readPublishers(store, config.hostname, pkg.namespace);
   let verified;
   try {
-    verified = await verifyCiToken(token, { namespace, publishers, hostname: config.hostname, now });
+    verified = await verifyCiToken(token, { namespace: pkg.namespace, pkg, publishers, hostname: config.hostname, now });
   } catch (error) {
     if (!(error instanceof CiTokenError)) throw error;
     const status = error.reason === 'no-publisher' ? 403 : error.reason === 'issuer-unavailable' ? 503 : 401;
     throw new PublishRefusal(status, error.message, error.claimed, status === 401 ? 'invalid_token' : undefined);
   }
-  const { claims, actor, publisher } = verified;
+  const { claims, actor } = verified;
   if (starts !== null) {
     // jti and exp are required claims (ci-token.ts).
     const earlier = await claimTokenUse(
@@ -161,46 +171,6 @@ async function ciTokenActor(
         true,
       );
     }
-    await pinIds(store, config.hostname, namespace, publisher, claims, actor);
   }
   return verified;
-}
-
-/**
- * A publisher stored before ids were pinned matched on names: pin the ids the
- * token presented (re-reading the list, so a concurrent edit is kept) and
- * audit it. From then on only that repository or project, by id, matches.
- * A failure to pin is logged, not a failed publish (the next publish pins).
- */
-async function pinIds(
-  store: { kv: KvStore; blobs: BlobStore },
-  hostname: string,
-  namespace: string,
-  publisher: TrustedPublisher,
-  claims: CiClaims,
-  actor: Actor,
-): Promise<void> {
-  if (publisher.kind === 'github' ? publisher.repositoryId !== undefined : publisher.projectId !== undefined) return;
-  const ids = presentedIds(claims, publisher.kind);
-  if (!ids) return;
-  try {
-    const current = await readPublishers(store.kv, hostname, namespace);
-    let pinned: TrustedPublisher | null = null;
-    const updated = current.map((p) => {
-      if (p.id !== publisher.id) return p;
-      pinned = p.kind === 'github' ? { ...p, repositoryId: ids.id, ownerId: ids.ownerId } : { ...p, projectId: ids.id, namespaceId: ids.ownerId };
-      return pinned;
-    });
-    if (pinned === null) return;
-    await writePublishers(store.kv, hostname, namespace, updated);
-    await appendAuditEntry(store, {
-      action: 'publisher.pin',
-      target: `${hostname}/${namespace}`,
-      actor,
-      outcome: 'ok',
-      reason: `pinned by its first publish to the ids its token presented: ${describePublisher(pinned).replace(/\s+/g, ' ')}`,
-    });
-  } catch (error) {
-    console.error(`publisher ${publisher.id} of ${hostname}/${namespace} not pinned: ${(error as Error)?.message ?? error}`);
-  }
 }

@@ -1,5 +1,6 @@
 import { InputError } from '../protocol/errors';
 import { parseIssuerUrl } from './issuer-url';
+import { describeRights, parsePackagePattern, type PublishRights } from './package-rights';
 import { NUMERIC_ID, type GitHubPublisher, type GitLabPublisher, type TrustedPublisher } from '../store/publishers/record';
 
 // The stored record (its fields and the list's parser) is the store's: src/store/publishers/record.ts.
@@ -20,10 +21,12 @@ export type { GitHubPublisher, GitLabPublisher, TrustedPublisher };
  *           `ref_protected` and the `environment`
  *
  * New publishers must be pinned to the ids, GitHub ones must name the
- * workflow, and every one must name a ref or an environment unless the
- * operator says --any-ref. Publishers stored before the ids existed carry
- * none: the first publish they allow pins the ids its token presented
- * (publish-auth.ts).
+ * workflow, every one must name a ref or an environment unless the operator
+ * says --any-ref, and the packages it may publish (`--package acme/thing`,
+ * src/access/package-rights.ts) unless the operator says --namespace-wide.
+ * Publishers stored before ids, workflows, refs or packages were required
+ * publish nothing until the operator completes them (`npm run publisher --
+ * pin`): nothing is ever pinned from a token (`unpinnedReason`).
  *
  * Refs are full git refs (`refs/tags/v*`, `refs/heads/main`) for both CIs, so
  * a tag pattern never matches a branch of the same name; `*` matches any run
@@ -52,6 +55,12 @@ export interface PublisherInput {
   namespaceId?: string;
   anyRef?: boolean;
   allowUnprotectedRef?: boolean;
+  /** --package, repeatable: NS/TYPE or NS/NAME/SYSTEM patterns (package-rights.ts). */
+  packages?: readonly string[];
+  /** --namespace-wide: every package of the namespace, explicitly. */
+  namespaceWide?: boolean;
+  /** The namespace it is added to: every --package must be in it. */
+  namespace?: string;
 }
 
 const OWNER = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/;
@@ -69,8 +78,10 @@ const REUSABLE_WORKFLOW =
  * --workflow with --project-path, a GitLab path given for GitHub's issuer
  * (and the reverse), missing or malformed ids (GitHub: --repository-id and
  * --owner-id; GitLab: --project-id and --namespace-id), a GitHub publisher
- * without --workflow, neither --ref nor --environment without --any-ref, and
- * --allow-unprotected-ref for GitHub.
+ * without --workflow, neither --ref nor --environment without --any-ref,
+ * --allow-unprotected-ref for GitHub, neither --package nor --namespace-wide
+ * (or both), a malformed package pattern, and (when `input.namespace` is
+ * given) a package of another namespace.
  */
 export async function parsePublisherInput(input: PublisherInput, now = new Date()): Promise<TrustedPublisher> {
   if (!input.issuer) throw new InputError(`--issuer is required (GitHub Actions: ${GITHUB_ISSUER}; GitLab: your instance, e.g. ${GITLAB_COM_ISSUER})`);
@@ -82,7 +93,51 @@ export async function parsePublisherInput(input: PublisherInput, now = new Date(
   const environment = input.environment === undefined ? undefined : parseEnvironment(input.environment);
   const common = { issuer, ...(ref ? { ref } : {}), ...(environment ? { environment } : {}), ...(input.anyRef ? { anyRef: true as const } : {}) };
   const fields = input.repository ? githubPublisher(input, common) : gitlabPublisher(input, common);
-  return { id: await publisherId(fields), ...fields, created: now.toISOString() };
+  return { id: await publisherId(fields), ...fields, created: now.toISOString(), ...parsePublisherRights(input, input.namespace) };
+}
+
+/**
+ * The rights of a publisher from --package (repeatable) or --namespace-wide:
+ * exactly one of them. Throws InputError naming the fix; a package of
+ * another namespace than `namespace` (when given) is refused.
+ */
+export function parsePublisherRights(
+  input: Pick<PublisherInput, 'packages' | 'namespaceWide'>,
+  namespace?: string,
+): { packages: string[] } | { namespaceWide: true } {
+  const given = input.packages ?? [];
+  if (input.namespaceWide && given.length) throw new InputError('give --package or --namespace-wide, not both');
+  if (input.namespaceWide) return { namespaceWide: true };
+  if (given.length === 0) {
+    throw new InputError(
+      'give --package NS/TYPE (a provider) or --package NS/NAME/SYSTEM (a module), repeatable, for what this publisher may publish; --namespace-wide allows every package of the namespace explicitly',
+    );
+  }
+  const packages = [...new Set(given.map((raw) => parsePackagePattern(raw, '--package')))];
+  const foreign = namespace === undefined ? undefined : packages.find((p) => p.split('/')[0] !== namespace.toLowerCase());
+  if (foreign) throw new InputError(`--package ${foreign} is not in namespace ${namespace}: a publisher publishes only into the namespace it is added to`);
+  return { packages };
+}
+
+/** What a publisher may publish and change (for package-rights.ts's rightsAllow); nothing for one stored before rights existed. */
+export function publisherRights(p: TrustedPublisher): PublishRights {
+  return { namespaces: p.namespaceWide ? ['*'] : [], packages: p.packages ?? [] };
+}
+
+/**
+ * Why a stored publisher may not publish until the operator completes it
+ * (`npm run publisher -- pin`), or null when it may: stored before ids,
+ * workflows, refs or packages were required. Nothing is pinned from a
+ * token: the first token to arrive could be anyone's branch or workflow.
+ */
+export function unpinnedReason(p: TrustedPublisher): string | null {
+  const missing = [];
+  if (p.kind === 'github' ? p.repositoryId === undefined : p.projectId === undefined)
+    missing.push(p.kind === 'github' ? 'the repository ids' : 'the project ids');
+  if (p.kind === 'github' && !p.workflow) missing.push('a workflow');
+  if (!p.ref && !p.environment && !p.anyRef) missing.push('a ref or an environment');
+  if (!p.packages && !p.namespaceWide) missing.push('its packages');
+  return missing.length ? `it names no ${missing.join(', no ')}` : null;
 }
 
 /** What every publisher has: its issuer, and the ref pattern, environment or --any-ref it is limited by. */
@@ -223,7 +278,10 @@ export function describePublisher(p: TrustedPublisher): string {
     p.kind === 'github'
       ? `${p.repository} (${p.repositoryId ? `id ${p.repositoryId}, owner id ${p.ownerId}` : 'ids not pinned yet'})${p.workflow ? ` workflow ${p.workflow}` : ''}`
       : `${p.projectPath} (${p.projectId ? `id ${p.projectId}, namespace id ${p.namespaceId}` : 'ids not pinned yet'})${p.allowUnprotectedRef ? ' unprotected refs allowed' : ''}`;
-  return `${p.id}  ${p.kind}  ${p.issuer}  ${what}  ref ${p.ref ?? 'any'}  environment ${p.environment ?? 'any'}`;
+  const unpinned = unpinnedReason(p);
+  return `${p.id}  ${p.kind}  ${p.issuer}  ${what}  ref ${p.ref ?? 'any'}  environment ${p.environment ?? 'any'}  ${p.namespaceWide ? 'NAMESPACE-WIDE (every package of its namespace)' : describeRights(publisherRights(p))}${
+    unpinned ? `  PUBLISHES NOTHING until pinned (${unpinned}): npm run publisher -- pin ${p.id}` : ''
+  }`;
 }
 
 async function publisherId(fields: Omit<GitHubPublisher, 'id' | 'created'> | Omit<GitLabPublisher, 'id' | 'created'>): Promise<string> {

@@ -1,12 +1,14 @@
 import type { Env } from '../env';
 import { settings } from '../config';
-import { signReleaseUrls } from './signed-urls';
+import { DocumentCache } from '../store/document-cache';
+import { StoredDocument } from '../store/stored-body';
+import { signReleaseUrls, signingWindow } from './signed-urls';
 
 /**
  * Rewriting the release-file URLs of a stored body as it is served. Stored
  * bodies carry path-absolute URLs ("/v1/archives/…"), so one stored document
  * serves any hostname; these functions sign them (private mode) and make them
- * absolute on ARCHIVE_BASE_URL (when set).
+ * absolute on ARCHIVE_BASE_URL (when set) or on the request's origin.
  */
 
 /**
@@ -21,15 +23,16 @@ export function withArchiveBase(body: string, env: Env): string {
 
 /**
  * The release-file URLs of a stored body as served: in private mode each is
- * signed (signReleaseUrls: ?expires=…&signature=…, valid SIGNED_URL_MINUTES)
- * and then, like in public mode, made absolute on ARCHIVE_BASE_URL when set.
- * Public mode stays synchronous and returns withArchiveBase's result. Throws
- * ConfigError (500) in private mode when URL_SIGNING_SECRET is not set.
+ * signed (signReleaseUrls: ?expires=…&signature=…, signed at the start of
+ * `now`'s signing window, see signingWindow) and then, like in public mode,
+ * made absolute on ARCHIVE_BASE_URL when set. Public mode stays synchronous
+ * and returns withArchiveBase's result. Throws ConfigError (500) in private
+ * mode when URL_SIGNING_SECRET is not set.
  */
-export function withReleaseUrls(body: string, env: Env): string | Promise<string> {
+export function withReleaseUrls(body: string, env: Env, now = Date.now()): string | Promise<string> {
   const config = settings(env);
   if (config.access === 'public') return withArchiveBase(body, env);
-  return signReleaseUrls(body, config, Date.now()).then((signed) => withArchiveBase(signed, env));
+  return signReleaseUrls(body, config, signingWindow(config, now).signedAt).then((signed) => withArchiveBase(signed, env));
 }
 
 /**
@@ -42,6 +45,58 @@ export function withReleaseUrls(body: string, env: Env): string | Promise<string
  * path-absolute one ("cannot parse url": no lock-file hashes). Absolute URLs
  * work for every client.
  */
-export async function withAbsoluteReleaseUrls(body: string, env: Env, origin: string): Promise<string> {
-  return (await withReleaseUrls(body, env)).replaceAll('"/v1/archives/', `"${origin}/v1/archives/`);
+export async function withAbsoluteReleaseUrls(body: string, env: Env, origin: string, now = Date.now()): Promise<string> {
+  return (await withReleaseUrls(body, env, now)).replaceAll('"/v1/archives/', `"${origin}/v1/archives/`);
+}
+
+/** A served variant: the text as sent, for one stored document under the settings that rewrote it. */
+class ServedVariant {
+  constructor(
+    readonly source: StoredDocument,
+    readonly settingsKey: string,
+    readonly document: StoredDocument,
+  ) {}
+
+  /** The rewritten text and its gzip, plus the source's text, which this entry keeps alive too (counted high, never low). */
+  get cacheBytes(): number {
+    return this.document === this.source ? 0 : this.document.cacheBytes + this.source.text.length * 2;
+  }
+}
+
+// Rewritten documents, per stored document × origin × signing window (16 MiB, least recently used evicted).
+const variants = new DocumentCache<ServedVariant>(16 * 1024 * 1024);
+
+/** The isolate's served-variant cache figures (for tests and the bench). */
+export const servedVariantStats = () => variants.stats();
+
+/**
+ * `document` (a stored body as the isolate's document cache holds it) as
+ * served: its release-file URLs rewritten by withAbsoluteReleaseUrls on
+ * `origin`, or by withReleaseUrls when `origin` is null, as a StoredDocument
+ * of its own, so its gzip is computed once and kept with it. `key` names the
+ * stored document (the request's path will do). The result is kept in the
+ * isolate per (key, origin) in a byte-bounded LRU — in private mode only
+ * until the signing window ends — and reused only while `document` is the
+ * very object it was made from and the settings that shape the URLs are the
+ * same, so a re-read or changed document is rewritten again. Returns
+ * `document` itself when the rewrite changes nothing. Throws ConfigError as
+ * withReleaseUrls does.
+ */
+export async function servedDocument(document: StoredDocument, env: Env, key: string, origin: string | null, now = Date.now()): Promise<StoredDocument> {
+  const config = settings(env);
+  const isPrivate = config.access === 'private';
+  const window = isPrivate ? signingWindow(config, now) : null;
+  const cacheKey = `${origin ?? ''}\n${key}\n${window?.signedAt ?? ''}`;
+  const settingsKey = `${config.access}\n${config.archiveBaseUrl}\n${isPrivate ? `${config.signedUrlMinutes}\n${config.signingSecret}` : ''}`;
+  const hit = variants.get(cacheKey, now);
+  if (hit && hit.source === document && hit.settingsKey === settingsKey) return hit.document;
+  const text = origin === null ? await withReleaseUrls(document.text, env, now) : await withAbsoluteReleaseUrls(document.text, env, origin, now);
+  const served = text === document.text ? document : new StoredDocument(text);
+  variants.set(cacheKey, new ServedVariant(document, settingsKey, served), window ? window.until - now : Number.POSITIVE_INFINITY, now);
+  return served;
+}
+
+/** Forgets every served variant: what a fresh isolate sees (for tests and the bench). */
+export function forgetServedVariants(): void {
+  variants.clear();
 }

@@ -4,7 +4,8 @@ import { hmacSha256 } from './crypto/hmac';
 import { readTokenRecord, parseTokenRecord, type TokenRecord } from '../store/tokens/read';
 import { base64url, constantTimeEqual, constantTimeEqualText, fromBase64url } from './crypto/bytes';
 import { authenticate, tokenSha256 } from './tokens';
-import { openPersonSession, type PersonSession } from './person-session';
+import { openPersonSession, PERSON_SESSION_PREFIX, type PersonSession } from './person-session';
+import { endSession, sessionEnded } from '../store/identity/ended-sessions';
 
 /**
  * Browser sessions for the pages of a private registry. Signing in with a
@@ -16,7 +17,9 @@ import { openPersonSession, type PersonSession } from './person-session';
  * with URL_SIGNING_SECRET over "session\n" + hash + "\n" + expires (the
  * prefix keeps it from ever verifying as a signed URL). The token itself is
  * not in the cookie. Every request re-reads the token record, so revoking
- * or expiring the token ends its sessions at once.
+ * or expiring the token ends its sessions at once, and checks that the
+ * session was not ended by signing out (src/store/identity/ended-sessions.ts):
+ * a copy of the cookie stops working when its session signs out.
  */
 
 export const SESSION_COOKIE = '__Host-session';
@@ -58,26 +61,48 @@ export async function signIn(token: string, env: Env, now = Date.now()): Promise
   return { cookie: `${SESSION_COOKIE}=${value}; Path=/; Max-Age=${expires - Math.floor(now / 1000)}; HttpOnly; Secure; SameSite=Lax` };
 }
 
-/** The Set-Cookie header value that ends a session. */
+/**
+ * Signs the request's session out server-side: when its cookie is a live
+ * session, records it as ended (one R2 write), so the cookie — and every
+ * copy of it — is refused from the next request on. Resolves with the
+ * Set-Cookie header value that clears it in this browser (SIGN_OUT_COOKIE)
+ * either way.
+ */
+export async function signOut(request: Request, env: Env, now = Date.now()): Promise<string> {
+  const value = cookieValue(request.headers.get('cookie'), SESSION_COOKIE);
+  const session = value === null ? null : await readSessionValue(value, env, now);
+  if (value !== null && session !== null) await endSession(env.REGISTRY_R2, value, session.expires);
+  return SIGN_OUT_COOKIE;
+}
+
+/** The Set-Cookie header value that ends a session in the browser (signOut also ends it on the server). */
 export const SIGN_OUT_COOKIE = `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Lax`;
 
 /**
  * The session of a request: null when there is no cookie, it is malformed,
- * its HMAC does not verify, it has expired, or its token's record is gone
- * (revoked), damaged or expired. One uncached KV read (the token record)
- * when the cookie verifies. Never throws for bad input.
+ * its HMAC does not verify, it has expired, it was ended by signing out, or
+ * its token's record is gone (revoked), damaged or expired. One uncached KV
+ * read (the token record) and one R2 head (ended?), side by side, when the
+ * cookie verifies; a person's session: openPersonSession's. Never throws
+ * for bad input.
  */
 export async function readSession(request: Request, env: Env, now = Date.now()): Promise<Session | null> {
   const value = cookieValue(request.headers.get('cookie'), SESSION_COOKIE);
-  if (value?.startsWith('p.')) return personAsSession(await openPersonSession(env, value, now));
-  const match = value === null ? null : /^([0-9a-f]{64})\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})$/.exec(value);
+  return value === null ? null : readSessionValue(value, env, now);
+}
+
+/** readSession of a cookie value (`__Host-session`'s). */
+async function readSessionValue(value: string, env: Env, now: number): Promise<Session | null> {
+  if (value.startsWith(PERSON_SESSION_PREFIX)) return personAsSession(await openPersonSession(env, value, now));
+  const match = /^([0-9a-f]{64})\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})$/.exec(value);
   if (!match) return null;
   const [, hash, expiresText, signature] = match as unknown as [string, string, string, string];
   const expires = Number(expiresText);
   if (expires * 1000 <= now) return null;
   const given = fromBase64url(signature);
   if (given === null || !constantTimeEqual(given, await mac(env, hash, expires))) return null;
-  const text = await readTokenRecord(env.REGISTRY_KV, hash);
+  const [text, ended] = await Promise.all([readTokenRecord(env.REGISTRY_KV, hash), sessionEnded(env.REGISTRY_R2, value)]);
+  if (ended) return null;
   const record = text === null ? null : parseTokenRecord(text);
   if (record === null || !constantTimeEqualText(record.sha256, hash)) return null;
   if (record.expires !== null && Date.parse(record.expires) <= now) return null;

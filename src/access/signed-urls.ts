@@ -39,6 +39,20 @@ export async function signatureQuery(config: SigningSettings, path: string, expi
 const RELEASE_URL = /"(\/v1\/archives\/[^"\\?#]+)"/g;
 
 /**
+ * The signing window `now` falls in. Every URL signed in one window carries
+ * the same expiry — the window's start plus SIGNED_URL_MINUTES — so a signed
+ * document is the same text for the whole window and the isolate can keep it
+ * (compressed once) until `until`. A window lasts min(60 s, a quarter of the
+ * lifetime): a URL is served with between three quarters of its lifetime and
+ * all of it left, never more. `signedAt` is the instant to sign at.
+ */
+export function signingWindow(config: Pick<Settings, 'signedUrlMinutes'>, now: number): { signedAt: number; until: number } {
+  const length = Math.max(1000, Math.min(60_000, Math.floor((config.signedUrlMinutes * 60_000) / 4 / 1000) * 1000));
+  const signedAt = Math.floor(now / length) * length;
+  return { signedAt, until: signedAt + length };
+}
+
+/**
  * Signs every path-absolute release-file URL ("/v1/archives/…") in a stored
  * JSON body, valid for `config.signedUrlMinutes` from `now`. Other bytes are
  * kept. Throws ConfigError when URL_SIGNING_SECRET is not set, or (never

@@ -2,7 +2,8 @@ import { parseHostname } from '../protocol/address';
 import { parseModuleName } from '../protocol/modules-v1';
 import { InputError } from '../protocol/errors';
 import { sha256Hex } from '../protocol/hashes';
-import { readTokenRecord, parseTokenRecord, type TokenRecord } from '../store/tokens/read';
+import { parseTokenRecord, type TokenRecord } from '../store/tokens/read';
+import { readTokenRecordCached } from '../store/tokens/cached-read';
 import { base64url, constantTimeEqualText } from './crypto/bytes';
 
 /**
@@ -61,8 +62,10 @@ export type Authentication =
   | { ok: false; message: string; error?: 'invalid_token' };
 
 /**
- * Authenticates a request by its bearer read token: one uncached KV read (so a
- * revocation takes effect on the next request). Fails — for a 401 — when
+ * Authenticates a request by its bearer read token. Its record comes from
+ * readTokenRecordCached: one KV read, or none when this isolate read it less
+ * than 30 s ago, so a revocation made elsewhere is refused within the 60 s
+ * bound (docs/private.md); every check below runs on every request. Fails — for a 401 — when
  * the header is missing or malformed, the token is unknown or revoked (no
  * record), its record is damaged, its hash does not match the record's
  * (compared in constant time), it has expired, or it is a publish token.
@@ -77,7 +80,7 @@ export async function authenticate(request: Request, kv: KVNamespace, now = Date
     return { ok: false, message: 'the Authorization header is not "Bearer <token>" with a token of this registry', error: 'invalid_token' };
   }
   const hash = tokenSha256(token);
-  const text = await readTokenRecord(kv, hash);
+  const text = await readTokenRecordCached(kv, hash, now);
   const record = text === null ? null : parseTokenRecord(text);
   if (record === null || !constantTimeEqualText(record.sha256, hash)) {
     if (text !== null) console.error(`token record ${tokenId(hash)} is damaged; the token is refused`);

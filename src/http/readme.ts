@@ -108,7 +108,23 @@ const markdown = new Marked({
   },
 });
 
-/** README.md → HTML safe to put in a page (see the file comment). Never throws. */
+/**
+ * The largest README rendered (UTF-8 bytes): a module page needs no more, and
+ * rendering costs CPU in proportion (the module proxy reads packages of up
+ * to 32 MB). One cap for every way a module comes in (docs/module-proxy.md).
+ */
+export const MAX_README_BYTES = 1024 * 1024;
+
+/**
+ * README.md → HTML safe to put in a page (see the file comment). A README
+ * over MAX_README_BYTES is not rendered: the result is one paragraph saying
+ * so (the cap, and that the package holds it). Never throws.
+ */
 export function renderReadme(text: string): string {
+  // UTF-8 takes at least one byte per UTF-16 unit and at most three: count the bytes only when it can matter.
+  const bytes = text.length > MAX_README_BYTES ? text.length : text.length * 3 > MAX_README_BYTES ? new TextEncoder().encode(text).length : 0;
+  if (bytes > MAX_README_BYTES) {
+    return `<p>README.md is larger than the ${MAX_README_BYTES / 1048576} MiB this registry renders on its pages; read it in the module package.</p>`;
+  }
   return markdown.parse(text) as string;
 }

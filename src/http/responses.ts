@@ -20,22 +20,15 @@ export function jsonBody(body: string, cacheControl: string, status = 200): Resp
 const COMPRESS_FROM_BYTES = 1024;
 
 /**
- * A stored JSON document as a response. `served` is the text to send when a
- * route rewrote it (signed or absolute URLs); otherwise the stored text is
- * sent — with `compress`, gzip-compressed once per cached document when the
- * request accepts gzip (Terraform's and OpenTofu's HTTP client always do),
- * with `Vary: Accept-Encoding` either way.
+ * A stored JSON document as a response: its text — with `compress`,
+ * gzip-compressed once per cached document when the request accepts gzip
+ * (Terraform's and OpenTofu's HTTP client always do), with `Vary:
+ * Accept-Encoding` either way. A route that rewrites a document's URLs
+ * passes the rewritten StoredDocument (src/access/release-urls.ts
+ * servedDocument), which keeps its own compressed copy.
  */
-export async function documentResponse(
-  request: Request,
-  document: StoredDocument,
-  cacheControl: string,
-  options: { compress: boolean; served?: string },
-): Promise<Response> {
-  const served = options.served ?? document.text;
-  if (!options.compress || served !== document.text || document.text.length < COMPRESS_FROM_BYTES) {
-    return jsonBody(served, cacheControl);
-  }
+export async function documentResponse(request: Request, document: StoredDocument, cacheControl: string, options: { compress: boolean }): Promise<Response> {
+  if (!options.compress || document.text.length < COMPRESS_FROM_BYTES) return jsonBody(document.text, cacheControl);
   const headers = { 'content-type': 'application/json', 'cache-control': cacheControl, vary: 'Accept-Encoding' };
   if (!acceptsGzip(request.headers.get('accept-encoding'))) return new Response(document.text, { headers });
   return new Response(await document.gzip(), {

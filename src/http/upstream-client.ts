@@ -68,6 +68,12 @@ export interface RequestOptions {
   withToken: boolean;
   /** Statuses handed to the reader; any other is an UpstreamError (or a retry). */
   ok?: readonly number[];
+  /**
+   * Called with every URL before it is requested — the first and each redirect
+   * hop — so a rule about where bytes may come from (https only) holds for the
+   * whole chain, not only its ends; it throws (an UpstreamError) to refuse.
+   */
+  checkHop?: (url: string) => void;
 }
 
 const REDIRECTS = [301, 302, 303, 307, 308];
@@ -131,12 +137,16 @@ export class UpstreamClient {
   /**
    * Opens an archive without credentials: the 200 response (after redirects)
    * with its body unread; the caller reads it with its own idle timer
-   * (limits.idleMs). Throws UpstreamError for a non-200 status, a timeout
-   * before the headers, or a redirect loop.
+   * (limits.idleMs). `checkHop` sees every URL of the chain before it is
+   * requested (RequestOptions.checkHop). Throws UpstreamError for a non-200
+   * status, a timeout before the headers, a redirect loop, or what checkHop throws.
    */
-  async openArchive(url: string, what: string): Promise<{ response: Response; url: string }> {
+  async openArchive(url: string, what: string, checkHop?: (url: string) => void): Promise<{ response: Response; url: string }> {
     this.counts.archive++;
-    return this.request(url, what, { accept: '*/*', withToken: false }, async (response, finalUrl) => ({ response, url: finalUrl }));
+    return this.request(url, what, { accept: '*/*', withToken: false, ...(checkHop ? { checkHop } : {}) }, async (response, finalUrl) => ({
+      response,
+      url: finalUrl,
+    }));
   }
 
   /**
@@ -265,6 +275,7 @@ export class UpstreamClient {
       if (seen.has(current)) throw new UpstreamError(`${what} ${url}: redirect loop (${[...seen].join(' → ')} → ${current})`);
       if (hop > this.limits.maxRedirects) throw new UpstreamError(`${what} ${url}: more than ${this.limits.maxRedirects} redirects`);
       seen.add(current);
+      options.checkHop?.(current);
       const headers: Record<string, string> = { accept: options.accept, 'user-agent': this.limits.userAgent };
       const token = options.withToken ? this.limits.tokenFor?.(parsed.host) : undefined;
       if (token) headers.authorization = `Bearer ${token}`;

@@ -1,15 +1,18 @@
 import type { IRequest } from 'itty-router';
 import { isPrivate, settings } from '../config';
 import type { Env } from '../env';
-import { readSession, sameOrigin, signIn, SIGN_OUT_COOKIE } from '../access/session';
+import { readSession, sameOrigin, signIn, signOut } from '../access/session';
 import { html } from './html';
 import { layout } from './layout';
 import { errorPage, htmlResponse, redirect } from './respond';
+import { readFormAtMost } from '../http/body';
+import { InputError } from '../protocol/errors';
 
 /**
  * Sign-in for the pages of a private registry: GET /login shows the form,
  * POST /login (same-origin only) checks the read token and sets the session
- * cookie, POST /logout (same-origin only) clears it. In public mode /login
+ * cookie, POST /logout (same-origin only) ends the session on the server and
+ * clears the cookie. In public mode /login
  * is a 404: there is nothing to sign in to.
  */
 
@@ -50,15 +53,19 @@ export async function loginPage(request: IRequest, env: Env): Promise<Response> 
   return form(request, next, undefined, 200, env);
 }
 
-/** POST /login — 303 to `next` with the session cookie; 401 with the form again for a refused token; 403 cross-origin. */
+/** A token and a `next` path fit in far less; a larger form is refused while it streams (413, src/http/body.ts). */
+const MAX_FORM_BYTES = 8192;
+
+/** POST /login — 303 to `next` with the session cookie; 401 with the form again for a refused token; 403 cross-origin; 413 for a form over 8 KiB. */
 export async function loginSubmit(request: IRequest, env: Env): Promise<Response> {
   const url = new URL(request.url);
   if (!isPrivate(env)) return errorPage(request, url.host, 'This registry is public: there is nothing to sign in to.');
   if (!sameOrigin(request)) return errorPage(request, url.host, 'Sign-in must come from this site’s own form.', 403);
   let fields: FormData;
   try {
-    fields = await request.formData();
-  } catch {
+    fields = await readFormAtMost(request, MAX_FORM_BYTES);
+  } catch (error) {
+    if (error instanceof InputError && error.status === 413) return form(request, '/', 'The form is too large to be a sign-in.', 413, env);
     return form(request, '/', 'The form could not be read; try again.', 400, env);
   }
   const next = safeNext(String(fields.get('next') ?? '/'));
@@ -68,8 +75,8 @@ export async function loginSubmit(request: IRequest, env: Env): Promise<Response
   return redirect(next, { 'set-cookie': outcome.cookie });
 }
 
-/** POST /logout — clears the session and goes to /login; 403 cross-origin. */
-export async function logout(request: IRequest): Promise<Response> {
+/** POST /logout — ends the session on the server (a copy of the cookie stops working too) and in the browser, and goes to /login; 403 cross-origin. */
+export async function logout(request: IRequest, env: Env): Promise<Response> {
   if (!sameOrigin(request)) return errorPage(request, new URL(request.url).host, 'Sign-out must come from this site’s own form.', 403);
-  return redirect('/login', { 'set-cookie': SIGN_OUT_COOKIE });
+  return redirect('/login', { 'set-cookie': await signOut(request, env) });
 }

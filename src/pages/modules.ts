@@ -10,7 +10,7 @@ import { canSee, page, type PageContext } from './context';
 import { sessionName } from './home';
 import { html, path, raw, type Html } from './html';
 import { layout, snippet } from './layout';
-import { credentialsSnippet, hostBlockSnippet, snippetAddress } from './snippets';
+import { credentialsSnippet, hostBlockSnippet, ociCredentialsSnippet, ociModuleSnippet, snippetAddress } from './snippets';
 import { lifecycleBadges, lifecycleNotes } from './lifecycle';
 import { downloadsFact, loadDownloads } from './downloads';
 import { moduleCounterName } from '../downloads/names';
@@ -89,6 +89,13 @@ ${lifecycleNotes('module', lifecycle?.deprecated, version, lifecycle?.versions[v
 <dl class="facts">${downloads === null ? '' : downloadsFact(downloads, version)}${provenance}</dl>
 ${snippet('module-block', 'Use it', moduleBlock(address, where.sourceHost, version))}
 ${where.hostBlock ? hostBlockSnippet(where) : ''}
+${snippet(
+  'snippet-oci-module',
+  'Or from the OCI view (OpenTofu ≥ 1.10)',
+  ociModuleSnippet(where.browsedHost, address.name.replace(/[^a-z0-9_]/g, '_'), address.namespace, address.name, address.system, version) +
+    (config.access === 'private' ? `\n# in the CLI configuration\n${ociCredentialsSnippet(where.browsedHost)}` : ''),
+  html`An <code>oci://</code> source names one version by its tag (no constraints); the package is served as a zip.`,
+)}
 ${
   config.access === 'private'
     ? snippet(

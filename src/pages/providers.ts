@@ -15,7 +15,16 @@ import { PAGE_SECURITY_HEADERS, redirect } from './respond';
 import { provenanceFact } from './provenance';
 import { readVersionRecord } from '../store/providers/version-records';
 import { storeFromEnv } from '../store/store';
-import { credentialsSnippet, hostBlockSnippet, networkMirrorSnippet, requiredProvidersSnippet, snippetAddress, suggestedConstraint } from './snippets';
+import {
+  credentialsSnippet,
+  hostBlockSnippet,
+  networkMirrorSnippet,
+  ociCredentialsSnippet,
+  ociMirrorSnippet,
+  requiredProvidersSnippet,
+  snippetAddress,
+  suggestedConstraint,
+} from './snippets';
 
 /**
  * The provider pages: /providers/NS/TYPE (the newest stable version),
@@ -202,6 +211,15 @@ function useSnippets(ctx: PageContext, { hostname, namespace, type, own, mirror,
       'Install through this network mirror',
       networkMirrorSnippet(address.origin),
       html`In the CLI configuration (<code>~/.terraformrc</code> or <code>TF_CLI_CONFIG_FILE</code>). Through the mirror the configuration keeps ${mirror ? 'the' : 'this'} provider's real address, <code>${hostname}/${namespace}/${type}</code>.${address.https ? '' : html` <strong>Terraform and OpenTofu accept a network mirror only at an <code>https:</code> URL</strong>: serve this instance over HTTPS to use it (<code>npm start -- --local-protocol https …</code>, see the README).`}`,
+    ),
+  );
+  snippets.push(
+    snippet(
+      'snippet-oci-mirror',
+      'Install from the OCI view (OpenTofu ≥ 1.10)',
+      ociMirrorSnippet(address.browsedHost, hostname, namespace, type) +
+        (ctx.config.access === 'private' ? `\n${ociCredentialsSnippet(address.browsedHost)}` : ''),
+      html`In OpenTofu's CLI configuration instead of the network mirror: every version is an OCI image index at <code>${address.browsedHost}/providers/${hostname}/${namespace}/${type}</code>, each platform's layer the zip listed here (its digest is the <code>zh:</code> hash).${ctx.config.access === 'private' ? html` The <code>oci_credentials</code> password is a read token for this namespace.` : ''}`,
     ),
   );
   if (mirror) snippets.push(snippet('snippet-required', 'Configuration', requiredProvidersSnippet(type, source, constraint)));

@@ -138,6 +138,7 @@ export async function callback(request: IRequest, env: Env): Promise<Response> {
       codeChallenge: flow.cli.codeChallenge,
       redirectUri: flow.cli.redirectUri,
       expiresAt: Date.now() + CODE_SECONDS * 1000,
+      issuedAt: Date.now(),
       person,
       scopes: grant.scopes,
       tokenDays: ready.policy.tokenDays,

@@ -117,3 +117,40 @@ export function hostBlockSnippet(address: SnippetAddress): Html {
     html`In the CLI configuration (<code>~/.terraformrc</code> or <code>TF_CLI_CONFIG_FILE</code>). You are browsing <code>${address.browsedHost}</code>${address.https ? '' : ' over http'}: Terraform wants a registry hostname with a dot, found over HTTPS, so snippets name <code>${address.sourceHost}</code> (<code>REGISTRY_HOSTNAME</code>) and this block sends it to <code>${address.origin}</code>.`,
   );
 }
+
+/**
+ * OpenTofu ≥ 1.10's `oci_mirror` installing `hostname/namespace/type` from
+ * this registry's OCI view (docs/oci.md) at `ociHost` (host[:port] of the
+ * origin: OCI clients always call https://HOST/v2/). The template keeps
+ * `${hostname}`, so the same block serves our own and mirrored upstream
+ * providers; `direct` stays for every other provider.
+ */
+export function ociMirrorSnippet(ociHost: string, hostname: string, namespace: string, type: string): string {
+  return `provider_installation {
+  oci_mirror {
+    repository_template = "${ociHost}/providers/\${hostname}/\${namespace}/\${type}"
+    include             = ["${hostname}/${namespace}/${type}"]
+  }
+  direct {
+    exclude = ["${hostname}/${namespace}/${type}"]
+  }
+}
+`;
+}
+
+/** OpenTofu's `oci_credentials` for this registry's OCI view in private mode: a read token as the password (any user name). */
+export function ociCredentialsSnippet(ociHost: string): string {
+  return `oci_credentials "${ociHost}" {
+  username = "token"
+  password = "${TOKEN_PLACEHOLDER}"
+}
+`;
+}
+
+/** A `module` block with an `oci://` source for `version` (OCI tags write `+` as `_`); `local` is the block's name. */
+export function ociModuleSnippet(ociHost: string, local: string, namespace: string, name: string, system: string, version: string): string {
+  return `module "${local}" {
+  source = "oci://${ociHost}/modules/${namespace}/${name}/${system}?tag=${version.replaceAll('+', '_')}"
+}
+`;
+}

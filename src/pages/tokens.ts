@@ -11,6 +11,11 @@ import type { PersonSession } from '../access/person-session';
 import { html, type Html } from './html';
 import { layout, snippet } from './layout';
 import { errorPage, htmlResponse, redirect } from './respond';
+import { readFormAtMost } from '../http/body';
+import { InputError } from '../protocol/errors';
+
+/** The largest token form accepted (a name, the days, the scopes chosen; an id; a person's key): 413 beyond, while it streams. */
+const MAX_FORM_BYTES = 16 * 1024;
 
 /**
  * /tokens: people signed in with the identity provider mint read tokens for
@@ -133,9 +138,16 @@ export async function tokensSubmit(request: IRequest, env: Env): Promise<Respons
   if (session instanceof Response) return session;
   let fields: FormData;
   try {
-    fields = await request.formData();
-  } catch {
-    return render(request, env, session, html`<p class="error" role="alert">The form could not be read; try again.</p>`, 400);
+    fields = await readFormAtMost(request, MAX_FORM_BYTES);
+  } catch (error) {
+    const tooLarge = error instanceof InputError && error.status === 413;
+    return render(
+      request,
+      env,
+      session,
+      html`<p class="error" role="alert">${tooLarge ? 'The form is too large.' : 'The form could not be read; try again.'}</p>`,
+      tooLarge ? 413 : 400,
+    );
   }
   const action: string = request.params?.action ?? '';
   if (!Object.hasOwn(TOKEN_ACTIONS, action)) return errorPage(request, host, 'Unknown token action.', 404);
@@ -184,7 +196,12 @@ async function revokeTokenAction({ request, env, session, fields, refuse }: Toke
   if (!revoked) return refuse(`No token ${id} that you may revoke.`);
   await revokePersonToken(env.REGISTRY_KV, env.REGISTRY_R2, revoked.owner ? personKey(revoked.owner) : '-', revoked.sha256);
   await recordTokenEvent(env, me.person, 'token.revoke', { id, owner: revoked.owner });
-  return render(request, env, session, html`<p class="notice" role="status">Token <code>${id}</code> is revoked: it is refused from the next request on.</p>`);
+  return render(
+    request,
+    env,
+    session,
+    html`<p class="notice" role="status">Token <code>${id}</code> is revoked: it is refused from now on here, and everywhere within a minute.</p>`,
+  );
 }
 
 /** POST /tokens/revoke-person (admins only): every token of a person, and their page sessions. */

@@ -4,13 +4,14 @@ import { currentAttestationKey } from '../store/keys/attestation-keys';
 import type { Attester, PreparedStatement } from '../store/provenance';
 import type { BlobStore } from '../store/store';
 import { signEnvelope } from '../protocol/dsse';
-import { buildProvenance, IncompleteClaimsError, publishAttestation, type Subject } from './statement';
+import { buildProvenance, IncompleteClaimsError, publishAttestation, type PackageRef, type Subject } from './statement';
 
 /**
  * The attester of one publish (see src/store/provenance.ts): build
  * provenance when the actor is a trusted CI job whose token verified with
  * every claim the statement needs (`ci` is verifyCiToken's result — nothing
- * the uploader sent), else a publish attestation naming the actor kind.
+ * the uploader sent), else a publish attestation naming the actor kind;
+ * either names the package (`sign`'s `pkg`: full address and version).
  * Signed with the registry's current attestation key (made on first use);
  * kind 'none' when the registry has no SIGNING_KEY_SECRET to seal one.
  */
@@ -21,7 +22,7 @@ export function attesterFor(
   blobs: BlobStore,
   now = () => new Date(),
 ): Attester {
-  const facts = () => ({ hostname: config.hostname, publishedAt: now().toISOString() });
+  const facts = (pkg?: PackageRef) => ({ hostname: config.hostname, publishedAt: now().toISOString(), ...(pkg ? { package: pkg } : {}) });
   const sign = async (statement: unknown, kind: PreparedStatement['kind'], summary?: PreparedStatement['summary']): Promise<PreparedStatement> => {
     const key = await currentAttestationKey(blobs, config.signingKeySecret, config.hostname);
     const envelope = await signEnvelope(new TextEncoder().encode(JSON.stringify(statement)), key.privateKey, key.kid);
@@ -36,8 +37,8 @@ export function attesterFor(
       buildProvenance(ci.claims, ci.publisher, [], facts()); // all claims present: decided before anything is written
       return {
         kind: 'build',
-        async sign(subjects: Subject[]) {
-          const { statement, summary } = buildProvenance(ci.claims, ci.publisher, subjects, facts());
+        async sign(subjects: Subject[], pkg: PackageRef) {
+          const { statement, summary } = buildProvenance(ci.claims, ci.publisher, subjects, facts(pkg));
           return sign(statement, 'build', summary);
         },
       };
@@ -48,5 +49,5 @@ export function attesterFor(
   } else {
     why = `published by ${actor.kind === 'token' ? 'a publish token' : actor.kind === 'operator' ? 'the CLI with the storage credentials' : actor.kind}`;
   }
-  return { kind: 'publish', why, sign: (subjects: Subject[]) => sign(publishAttestation(actor.kind, subjects, facts()), 'publish') };
+  return { kind: 'publish', why, sign: (subjects: Subject[], pkg: PackageRef) => sign(publishAttestation(actor.kind, subjects, facts(pkg)), 'publish') };
 }

@@ -17,7 +17,13 @@ export type { BuildSummary };
  *                      predicate type says it is not build provenance.
  *
  * Subjects are the published files with their SHA-256 (each zip and
- * SHA256SUMS of a provider; the package of a module).
+ * SHA256SUMS of a provider; the package of a module). File names alone do
+ * not say which package they belong to (acme/thing and evil/thing ship the
+ * same names), so both statements also name the package: its full address
+ * (HOST/NS/TYPE, or HOST/NS/NAME/SYSTEM for a module) and version — build
+ * provenance in `predicate.buildDefinition.internalParameters.registry.package`,
+ * the publish attestation in `predicate.package`. `npm run verify` requires
+ * it to be the package asked about (scripts/lib/provenance-verify.ts).
  */
 
 export const STATEMENT_TYPE = 'https://in-toto.io/Statement/v1';
@@ -40,10 +46,19 @@ export interface Statement {
   predicate: Record<string, unknown>;
 }
 
+/** The package a statement is about: its full address and version. */
+export interface PackageRef {
+  /** HOST/NS/TYPE (a provider) or HOST/NS/NAME/SYSTEM (a module). */
+  address: string;
+  version: string;
+}
+
 export interface RegistryFacts {
   /** The registry's hostname. */
   hostname: string;
   publishedAt: string;
+  /** The package the statement is about (every statement the registry signs has it; absent only in benchmarks). */
+  package?: PackageRef;
 }
 
 const text = (value: unknown): string | undefined =>
@@ -229,7 +244,7 @@ function registryFacts(facts: RegistryFacts, publisher: TrustedPublisher) {
           ref: ref ?? null,
           environment: environment ?? null,
         };
-  return { hostname: facts.hostname, publishedAt: facts.publishedAt, publisher: rule };
+  return { hostname: facts.hostname, publishedAt: facts.publishedAt, ...(facts.package ? { package: facts.package } : {}), publisher: rule };
 }
 
 /** The publish attestation of a release published without a CI identity: the actor kind and the time — not build provenance. */
@@ -238,6 +253,12 @@ export function publishAttestation(actorKind: 'token' | 'operator' | 'person' | 
     _type: STATEMENT_TYPE,
     subject: subjects,
     predicateType: PUBLISH_ATTESTATION_V1,
-    predicate: { buildProvenance: false, actor: { kind: actorKind }, hostname: facts.hostname, publishedAt: facts.publishedAt },
+    predicate: {
+      buildProvenance: false,
+      actor: { kind: actorKind },
+      hostname: facts.hostname,
+      ...(facts.package ? { package: facts.package } : {}),
+      publishedAt: facts.publishedAt,
+    },
   };
 }

@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings } from '../config';
-import { withReleaseUrls } from '../access/release-urls';
+import { servedDocument } from '../access/release-urls';
 import { documentResponse, notFound, pathSegment } from '../http/responses';
 import { edgeCacheFor } from '../store/edge-cache';
 import { formatAddress } from '../protocol/address';
@@ -34,10 +34,9 @@ export async function mirrorDocument(request: IRequest, env: Env, ctx?: Executio
   // A version mirrored from another registry gains platforms when the allow-list grows (npm run mirror),
   // so only our own providers' version documents are immutable.
   const own = address.hostname === config.hostname;
-  const document = await readMirrorVersion(env.REGISTRY_KV, address, version, config.listTtlMs, own ? edgeCacheFor(request, ctx) : null, own);
+  const document = await readMirrorVersion(env.REGISTRY_KV, env.REGISTRY_R2, address, version, config.listTtlMs, own ? edgeCacheFor(request, ctx) : null, own);
   if (document === null) return notFound(`provider ${formatAddress(address)} ${version} is not in this mirror`);
-  return documentResponse(request, document, own ? config.releaseDocumentCacheControl : config.listCacheControl, {
-    compress: config.gzipDocuments,
-    served: await withReleaseUrls(document.text, env),
-  });
+  // Signed in private mode, on ARCHIVE_BASE_URL when set: rewritten and compressed once per signing window (servedDocument).
+  const served = await servedDocument(document, env, new URL(request.url).pathname, null);
+  return documentResponse(request, served, own ? config.releaseDocumentCacheControl : config.listCacheControl, { compress: config.gzipDocuments });
 }

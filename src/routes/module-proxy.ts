@@ -70,7 +70,7 @@ export async function proxiedModuleDownload(request: IRequest, env: Env): Promis
   const proxy = await moduleProxyContext(env, address);
   if (!proxy) return moduleDownload(request, env);
   const version = parseVersion(pathSegment(request.params.version, 'version'));
-  const held = await readModuleDownload(env.REGISTRY_KV, address, version, settings(env).listTtlMs);
+  const held = await readModuleDownload(env.REGISTRY_KV, env.REGISTRY_R2, address, version, settings(env).listTtlMs);
   if (held) return moduleDownload(request, env);
   if (!proxy.allowance.allows(version)) {
     return notFound(

@@ -40,7 +40,7 @@ export async function moduleDownload(request: IRequest, env: Env): Promise<Respo
   const config = settings(env);
   const address = requestModuleAddress(request, config.hostname);
   const version = parseVersion(pathSegment(request.params.version, 'version'));
-  const document = await readModuleDownload(env.REGISTRY_KV, address, version, config.listTtlMs);
+  const document = await readModuleDownload(env.REGISTRY_KV, env.REGISTRY_R2, address, version, config.listTtlMs);
   if (document === null) return notFound(`module ${formatModuleAddress(address)} has no version ${version}`);
   const { location } = JSON.parse(document.text) as ModuleDownloadBody;
   return moduleDownloadAnswer(request, env, location);

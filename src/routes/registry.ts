@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings } from '../config';
-import { withAbsoluteReleaseUrls } from '../access/release-urls';
+import { servedDocument } from '../access/release-urls';
 import { documentResponse, notFound, pathSegment } from '../http/responses';
 import { edgeCacheFor } from '../store/edge-cache';
 import { formatAddress } from '../protocol/address';
@@ -31,19 +31,20 @@ export async function listVersions(request: IRequest, env: Env): Promise<Respons
  * that version or platform is not published; 400 for malformed parts. The
  * stored body comes from the isolate, else the location's edge cache, else KV
  * (and then goes into the edge cache). Its release-file URLs are served
- * absolute (withAbsoluteReleaseUrls), so sent uncompressed.
+ * absolute on the request's origin (and signed in private mode): the
+ * rewritten text is kept per origin in the isolate and compressed once
+ * (servedDocument), so a repeat request neither rewrites nor compresses.
  */
 export async function findPackage(request: IRequest, env: Env, ctx?: ExecutionContext): Promise<Response> {
   const config = settings(env);
   const address = requestAddress(request, config.hostname);
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const platform = parsePlatform(pathSegment(request.params.os, 'os'), pathSegment(request.params.arch, 'arch'));
-  const document = await readDownloadDocument(env.REGISTRY_KV, address, version, platform, config.listTtlMs, edgeCacheFor(request, ctx));
+  const document = await readDownloadDocument(env.REGISTRY_KV, env.REGISTRY_R2, address, version, platform, config.listTtlMs, edgeCacheFor(request, ctx));
   if (document === null) {
     return notFound(`provider ${formatAddress(address)} ${version} has no package for ${platform.os}_${platform.arch}`);
   }
-  return documentResponse(request, document, config.releaseDocumentCacheControl, {
-    compress: config.gzipDocuments,
-    served: await withAbsoluteReleaseUrls(document.text, env, new URL(request.url).origin),
-  });
+  const url = new URL(request.url);
+  const served = await servedDocument(document, env, url.pathname, url.origin);
+  return documentResponse(request, served, config.releaseDocumentCacheControl, { compress: config.gzipDocuments });
 }

@@ -50,6 +50,11 @@ export class DocumentCache<Value extends { cacheBytes: number } = StoredDocument
     }
   }
 
+  /** Forgets the entry under `key`, if any. */
+  delete(key: string): void {
+    this.remove(key);
+  }
+
   /** Empties the cache. */
   clear(): void {
     this.entries.clear();

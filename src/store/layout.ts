@@ -15,7 +15,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   records/HOST/NS/TYPE/VERSION                        version record (JSON), a copy of the R2 record below (read only for versions published before R2 records were kept)
  *   signing-keys/HOST/NS                                namespace public keys (JSON)
  *   tokens/SHA256                                       read or publish token record, by the SHA-256 of the token
- *   publishers/HOST/NS                                  the namespace's trusted CI publishers (JSON list, src/store/publishers/record.ts)
+ *   publishers/HOST/NS                                  trusted CI publishers stored before they moved to R2 (read until the next change moves them)
  *   held-signing-keys/HOST/NS                           the namespace's registry-held private signing key, encrypted (src/store/keys/held-keys.ts)
  *   pages/catalog                                       the home page's list of every provider
  *   pages/summaries/HOST/NS/TYPE                        one provider's catalogue entry
@@ -48,10 +48,12 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   .login-codes/SHA256                                 a one-time login.v1 code (JSON), by the SHA-256 of the code; claimed with If-Match
  *   .people/PERSON/tokens/SHA256                        index of a person's tokens (custom metadata), PERSON = SHA-256 of issuer + "\n" + subject
  *   .people/PERSON/revoked                              when an admin last revoked all of a person's tokens (ends older page sessions)
+ *   .ended-sessions/SHA256                              a page session ended by sign-out, by the SHA-256 of its cookie value (src/store/identity/ended-sessions.ts)
  *   .audit/YYYY-MM-DD/HHMMSSmmm-NONCE.json              one audit entry (src/store/audit/), created only if absent, never rewritten
  *   provenance (src/store/provenance.ts, docs/provenance.md):
  *   .provenance/HOST/providers/NS/TYPE/VERSION/SHA256.json        a version's signed DSSE envelope, content-addressed, created only if absent
  *   .provenance/HOST/modules/NS/NAME/SYSTEM/VERSION/SHA256.json   the same for a module version
+ *   .publishers/HOST/NS.json                            the namespace's trusted CI publishers (JSON list, src/store/publishers/record.ts), changed only by conditional writes
  *   .provenance-policy/HOST/NS.json                     the namespace requires build provenance (absent: it does not)
  *   .attestation-keys/HOST.json                         the registry's attestation keys, private halves sealed (src/store/keys/attestation-keys.ts)
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
@@ -85,8 +87,10 @@ export const versionRecordKey = (address: ProviderAddress, version: string) => `
 
 export const signingKeysKey = (hostname: string, namespace: string) => `signing-keys/${hostname}/${namespace}`;
 
-/** Trusted publishers of a namespace (JSON list; src/store/publishers/). */
-export const publishersKey = (hostname: string, namespace: string) => `publishers/${hostname}/${namespace}`;
+/** KV: trusted publishers of a namespace as stored before they moved to R2 (src/store/publishers/read.ts). */
+export const legacyPublishersKey = (hostname: string, namespace: string) => `publishers/${hostname}/${namespace}`;
+/** R2: trusted publishers of a namespace (JSON list; src/store/publishers/), changed only by conditional writes. */
+export const publishersObject = (hostname: string, namespace: string) => `.publishers/${hostname}/${namespace}.json`;
 /** R2: the one publish a CI ID token started (src/store/publishers/token-uses.ts), by SHA-256 of issuer and `jti`; kept until the token's exp. */
 export const ciTokenUseKey = (hostname: string, digest: string) => `.ci-token-uses/${hostname}/${digest}`;
 
@@ -105,6 +109,9 @@ export const personTokensPrefix = (personKey: string) => `.people/${personKey}/t
 export const personTokenObjectKey = (personKey: string, tokenSha256Hex: string) => `${personTokensPrefix(personKey)}${tokenSha256Hex}`;
 /** When an admin last revoked all of a person's tokens (R2, custom metadata `at`): their older page sessions end too. */
 export const personRevokedKey = (personKey: string) => `.people/${personKey}/revoked`;
+
+/** A page session ended by POST /logout (R2, custom metadata `expires`), by the SHA-256 of its cookie value: a copy of the cookie is refused. */
+export const endedSessionKey = (cookieSha256Hex: string) => `.ended-sessions/${cookieSha256Hex}`;
 
 /** R2 object name of a release file (archive, SHA256SUMS or its signature). */
 export const releaseObjectKey = (address: ProviderAddress, version: string, filename: string) => `${providerPath(address)}/${version}/${filename}`;
@@ -263,13 +270,27 @@ export const pullLeaseName = (address: ProviderAddress, version: string) => `pul
 // ---- Publish API uploads (src/store/uploads/) ----
 // R2 only: what a client uploads through /v1/publish/ is staged here until its commit copies it to the
 // release file's (or module package's) own name under the lease. Nothing here is ever served or listed;
-// an upload abandoned by a killed client expires (`expires` in the session; an R2 lifecycle rule on the
-// prefix `.uploads/` deletes leftovers after a day).
+// an upload abandoned by a killed client expires (`expires` in the session): refused from then on and
+// removed by the Worker's sweep (src/store/uploads/session.ts: up to 3 expired sessions at every upload
+// start, oldest expiry first); the R2 lifecycle rule `npm run deploy` creates on `.uploads/` is a backstop.
+//   .uploads/.open/CREDENTIAL/EXPIRES-ID   one empty marker per open session of a credential (the cap counts them)
+//   .uploads/.expiry/EXPIRES-ID            one empty marker per session, names sorted by expiry (the sweep lists them)
 //   .uploads/ID/session.json          the upload session: what is being published, declared files, actor, expiry
 //   .uploads/ID/files/FILENAME        a staged file (its SHA-256 verified by R2 on put)
 //   .uploads/ID/multipart/FILENAME    the R2 multipart upload id of a file sent in parts
 //   .uploads/ID/parts/FILENAME/N      the etag of part N of that file
 export const uploadPrefix = (id: string) => `.uploads/${id}/`;
+/** EXPIRES: the expiry in ms since the epoch, 13 digits, so names sort by it. */
+const expiryName = (expiresMs: number, id: string) => `${String(expiresMs).padStart(13, '0')}-${id}`;
+export const uploadsOpenPrefix = (credential: string) => `.uploads/.open/${credential}/`;
+export const uploadOpenKey = (credential: string, expiresMs: number, id: string) => `${uploadsOpenPrefix(credential)}${expiryName(expiresMs, id)}`;
+export const uploadsExpiryPrefix = '.uploads/.expiry/';
+export const uploadExpiryKey = (expiresMs: number, id: string) => `${uploadsExpiryPrefix}${expiryName(expiresMs, id)}`;
+/** The expiry (ms) and session id an open or expiry marker names; null for a name of another form. */
+export function parseUploadMarker(key: string): { expiresMs: number; id: string } | null {
+  const match = /\/(\d{13})-([0-9a-f]{32})$/.exec(key);
+  return match ? { expiresMs: Number(match[1]), id: match[2]! } : null;
+}
 export const uploadSessionKey = (id: string) => `${uploadPrefix(id)}session.json`;
 export const uploadFileKey = (id: string, filename: string) => `${uploadPrefix(id)}files/${filename}`;
 export const uploadMultipartKey = (id: string, filename: string) => `${uploadPrefix(id)}multipart/${filename}`;
@@ -283,3 +304,17 @@ export const moduleStatementPrefix = (address: ModuleAddress, version: string) =
   `.provenance/${address.hostname}/modules/${address.namespace}/${address.name}/${address.system}/${version}/`;
 export const provenancePolicyKey = (hostname: string, namespace: string) => `.provenance-policy/${hostname}/${namespace}.json`;
 export const attestationKeysKey = (hostname: string) => `.attestation-keys/${hostname}.json`;
+
+// ---- OCI view (src/store/oci.ts, src/routes/oci/, docs/oci.md) ----
+// R2 only, every object created once (If-None-Match: *) and never rewritten:
+//   .oci/REPO/tags/VERSION          the version's image index (providers) or image manifest (modules), its digest in custom metadata
+//   .oci/REPO/manifests/HEX         every manifest and index by the hex of its sha256 digest
+//   .oci/REPO/blobs/HEX             a layer: no bytes, custom metadata `key` = the R2 object it is (the stored zip)
+//   .oci/REPO/zips/VERSION.zip      the deterministic zip of a module version published as tar.gz (OpenTofu takes zip only)
+// REPO = providers/HOST/NS/TYPE or modules/HOST/NS/NAME/SYSTEM (the store's name; the wire's names are in src/routes/oci/).
+export const ociProviderRepo = (address: ProviderAddress) => `providers/${providerPath(address)}`;
+export const ociModuleRepo = (address: ModuleAddress) => `modules/${modulePath(address)}`;
+export const ociTagKey = (repo: string, version: string) => `.oci/${repo}/tags/${version}`;
+export const ociManifestKey = (repo: string, hex: string) => `.oci/${repo}/manifests/${hex}`;
+export const ociBlobKey = (repo: string, hex: string) => `.oci/${repo}/blobs/${hex}`;
+export const ociModuleZipKey = (repo: string, version: string) => `.oci/${repo}/zips/${version}.zip`;

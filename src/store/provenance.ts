@@ -49,7 +49,8 @@ export interface Attester {
   kind: 'build' | 'publish' | 'none';
   /** Why there is no build provenance (for the policy's refusal). */
   why?: string;
-  sign(subjects: { name: string; digest: { sha256: string } }[]): Promise<PreparedStatement | null>;
+  /** `pkg`: the package's full address (HOST/NS/TYPE or HOST/NS/NAME/SYSTEM) and version, stated with the subjects. */
+  sign(subjects: { name: string; digest: { sha256: string } }[], pkg: { address: string; version: string }): Promise<PreparedStatement | null>;
 }
 
 /** True when `namespace` requires build provenance (one R2 read, strongly consistent). */

@@ -1,3 +1,4 @@
+import { putHotKey } from './kv-write';
 import { mapLimit } from '../concurrency';
 import { listAllObjectKeys } from './list';
 import type { BlobStore, KvStore, Store } from './store';
@@ -185,7 +186,7 @@ export async function repairDocuments(kv: KvStore, documents: readonly ExpectedD
     if (stored !== null && equivalent?.(stored)) return;
     progress({ step: 'repair', detail: `${key}: ${stored === null ? 'missing' : 'differs from the record'}; writing it again` });
     check();
-    await kv.put(key, body);
+    await putHotKey(kv, key, body);
     repairs++;
   });
   return repairs;

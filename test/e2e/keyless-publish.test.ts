@@ -130,6 +130,8 @@ beforeAll(async () => {
     '123456',
     '--owner-id',
     '654321',
+    '--package',
+    'acme/thing',
   ]);
   await operator('publisher', [
     'add',
@@ -145,8 +147,10 @@ beforeAll(async () => {
     '4242',
     '--namespace-id',
     '42',
+    '--package',
+    'acme/vpc/aws',
   ]);
-  publishToken = (await operator('token', ['create', '--publish', 'acme', '--name', 'no-provenance'])).stdout.trimEnd().split('\n').at(-1)!;
+  publishToken = (await operator('token', ['create', '--publish', 'acme/thing', '--name', 'no-provenance'])).stdout.trimEnd().split('\n').at(-1)!;
   server = await startDevServer({ stateDir, port: await freePort(), certificate, vars: { SIGNING_KEY_SECRET: SECRET, REGISTRY_HOSTNAME: HOST } });
 }, 300_000);
 
@@ -332,7 +336,7 @@ describe('keyless publishing from CI', () => {
       const cases: [string, string[], RegExp][] = [
         ['zip', [], /terraform-provider-thing_1\.0\.0_linux_amd64\.zip.* hash/],
         ['envelope', [], /signature .* does not verify/],
-        ['other', [], /is served but is not a subject|does not serve/],
+        ['other', [], /the statement is about .*\/acme\/vpc\/aws 1\.0\.0, not .*\/acme\/thing 1\.0\.0/],
         [
           '',
           ['--repository', 'acme/terraform-provider-other'],
@@ -435,6 +439,14 @@ module "vpc" {
         'a token for another audience',
         await attempt(githubClaims(PROVIDER_REPO, { ref: 'refs/tags/v1.1.0', environment: 'release' }), { EDGE_REGISTRY_AUDIENCE: 'registry.other.example' }),
         /"aud"/,
+      ],
+      [
+        "the trusted module project's job, for the provider (least privilege per package)",
+        await script('publish-provider', [dist, '--namespace', 'acme', '--registry', server.origin, '--json'], {
+          EDGE_REGISTRY_ID_TOKEN: await ci.gitlab.mint({ ...gitlabClaims(MODULE_PROJECT, { ref: 'v1.1.0' }), aud: HOST }),
+          NODE_EXTRA_CA_CERTS: certificate.certPath,
+        }),
+        /may not publish or change acme\/thing: its trusted publisher allows only acme\/vpc\/aws/,
       ],
       [
         'a token replayed after it expired',

@@ -267,6 +267,41 @@ describe.skipIf(missing('terraform', terraform))('pull-through: terraform init t
     }
   });
 
+  it('an OCI request pulls through as a /v1/ one does: tags from the policy, and an index only once every allowed platform is held', async () => {
+    const repo = `/v2/providers/${source}`;
+    const tags = JSON.parse((await at(`${repo}/tags/list`)).body.toString('utf8')) as { tags: string[] };
+    expect(tags.tags).toEqual(['1.0.0', '1.1.0']); // 2.0.0 is outside ~> 1.0
+    const sumsOf = async (version: string) =>
+      new Map(
+        (await (await fetch(`${good.origin}/files/terraform-provider-thing_${version}_SHA256SUMS`)).text())
+          .trim()
+          .split('\n')
+          .map((line) => line.split(/\s+/).reverse() as [string, string]),
+      );
+    // 1.0.0 is held for this platform only (the test above): the OCI request pulls the missing platforms first.
+    for (const version of ['1.0.0']) {
+      const before = good.archiveRequests();
+      const response = await at(`${repo}/manifests/${version}`);
+      expect(response.status, `${version}: ${response.body.toString('utf8')}\n${server.log().slice(-2000)}`).toBe(200);
+      expect(response.headers['content-type']).toBe('application/vnd.oci.image.index.v1+json');
+      const index = JSON.parse(response.body.toString('utf8')) as { manifests: { digest: string; platform: { os: string; architecture: string } }[] };
+      expect(index.manifests.map((m) => `${m.platform.os}_${m.platform.architecture}`).sort()).toEqual([...PLATFORMS].sort());
+      expect(good.archiveRequests() - before).toBe(PLATFORMS.length - 1);
+      const sums = await sumsOf(version);
+      for (const entry of index.manifests) {
+        const manifest = JSON.parse((await at(`${repo}/manifests/${entry.digest}`)).body.toString('utf8')) as {
+          layers: { digest: string; annotations: Record<string, string> }[];
+        };
+        const [layer] = manifest.layers;
+        const blob = await at(`${repo}/blobs/${layer!.digest}`);
+        expect(blob.status).toBe(200);
+        // The layer is the upstream's signed SHA256SUMS line of that file.
+        expect(sums.get(layer!.annotations['org.opencontainers.image.title']!)).toBe(sha256(blob.body));
+        expect(layer!.digest).toBe(`sha256:${sha256(blob.body)}`);
+      }
+    }
+  });
+
   it('an archive sent without Content-Length is checked while stored (multipart), then served from R2 with its length', async () => {
     const file = 'terraform-provider-hostile_1.0.11_linux_amd64.zip';
     expect((await at(`/v1/mirror/${HOSTILE}/acme/hostile/1.0.11.json`)).status).toBe(200);

@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { promisify } from 'node:util';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +44,8 @@ const MODULES: UpstreamModule[] = [
     ],
   },
   { namespace: NS, name: 'zipped', system: 'aws', versions: [{ version: '1.0.0', source: 'https://downloads.upstream.test/zipped-1.0.0.zip' }] },
+  // Asked for only through the OCI view (/v2/): its first OCI request proxies it.
+  { namespace: NS, name: 'oci', system: 'aws', versions: [{ version: '1.0.0', source: gh('o1.0.0') }] },
   {
     namespace: NS,
     name: 'hostile',
@@ -190,6 +194,29 @@ describe.skipIf(missing('terraform', terraform))('module proxy: terraform init o
     expect(elsewhere.status).toBe(404);
     expect(upstream.requests.length).toBe(before); // a namespace the policy does not proxy never reaches the upstream
     expect(upstream.count('v2.0.0')).toBe(0);
+  });
+
+  it('an OCI request proxies a module as a /v1/ download does; the tar.gz stored is served as a zip made once', async () => {
+    const repo = `/v2/modules/${NS}/oci/aws`;
+    expect(JSON.parse((await at(`${repo}/tags/list`)).body.toString('utf8'))).toEqual({ name: `modules/${NS}/oci/aws`, tags: ['1.0.0'] });
+    expect(upstream.count('tar.gz/o1.0.0')).toBe(0);
+    const first = await at(`${repo}/manifests/1.0.0`);
+    expect(first.status, first.body.toString('utf8')).toBe(200);
+    expect(upstream.count('tar.gz/o1.0.0')).toBe(1);
+    const manifest = JSON.parse(first.body.toString('utf8')) as { artifactType: string; layers: { mediaType: string; digest: string }[] };
+    expect(manifest.artifactType).toBe('application/vnd.opentofu.modulepkg');
+    expect(manifest.layers.map((l) => l.mediaType)).toEqual(['archive/zip']);
+    const zip = (await at(`${repo}/blobs/${manifest.layers[0]!.digest}`)).body;
+    expect(`sha256:${sha256(zip)}`).toBe(manifest.layers[0]!.digest);
+    const zipPath = join(root, 'oci-module.zip');
+    await writeFile(zipPath, zip);
+    const { stdout } = await promisify(execFile)('unzip', ['-l', zipPath]);
+    expect(stdout).toContain('modules/subnet/main.tf');
+    // Held now: the same stored bytes again, no second upstream fetch; and modules.v1 serves the version too.
+    const again = await at(`${repo}/manifests/1.0.0`);
+    expect(again.headers['docker-content-digest']).toBe(first.headers['docker-content-digest']);
+    expect(upstream.count('tar.gz/o1.0.0')).toBe(1);
+    expect((await at(`/v1/modules/${NS}/oci/aws/1.0.0/download`)).status).toBe(204);
   });
 
   it("an HTTPS zip source is fetched (through the policy's archives override) and stored as a .tar.gz of ours", async () => {

@@ -18,7 +18,7 @@ import { freePort, makeCertificate, startDevServer, type Certificate, type DevSe
 
 /**
  * The publish API end to end, the way a release job uses it: `wrangler dev` over HTTPS with a fresh state, a
- * publish token from `npm run token -- create --publish acme`, then the real CLI — `publish-provider` and
+ * publish token from `npm run token -- create --publish acme --namespace-wide`, then the real CLI — `publish-provider` and
  * `publish-module` with `--registry URL` and EDGE_REGISTRY_TOKEN, no storage credentials — and the result
  * installed by a real `terraform init` and its signature checked by `gpg --verify`. Also: the CLI's output
  * and exit codes for unchanged, immutable and refused publishes, and a client killed mid-upload.
@@ -48,7 +48,7 @@ beforeAll(async () => {
     expect(result.code, result.stderr).toBe(0);
     return result.stdout.trimEnd().split('\n').at(-1)!;
   };
-  publishToken = await token('--publish', 'acme', '--name', 'release');
+  publishToken = await token('--publish', 'acme', '--namespace-wide', '--name', 'release');
   readToken = await token('--namespace', 'acme', '--name', 'reader');
   key = await writeKeyFile(dir, 'signer.asc', 'rsa');
   expect((await runScript('keys', ['import', '--namespace', 'acme', '--key-file', key.path, '--persist-to', state])).code).toBe(0);
@@ -58,7 +58,7 @@ beforeAll(async () => {
   });
   expect(held.code, held.stderr).toBe(0);
   heldKeyId = (JSON.parse(held.stdout) as { key_id: string }).key_id;
-  heldToken = await token('--publish', 'held', '--name', 'keyless');
+  heldToken = await token('--publish', 'held/thing', '--name', 'keyless');
   // A goreleaser release (the scaffolding config, signed with the publisher's own key) published by the CLI into
   // the local state before the server serves it: the first way in.
   localRelease = await writeGoreleaserRelease(join(dir, 'repo-0.1.0'), 'scaffolding', '0.1.0', { signingKey: readFileSync(key.path, 'utf8') });
@@ -130,7 +130,7 @@ describe('publish-provider --registry', () => {
     expect(reader.stderr).toMatch(/\(403\): this is a read token: it never publishes/);
     const other = await cli('publish-provider', [dist, '--namespace', 'other', '--key-file', key.path]);
     expect(other.code).toBe(1);
-    expect(other.stderr).toMatch(/\(403\): this publish token may not publish into namespace "other"/);
+    expect(other.stderr).toMatch(/\(403\): this publish token may not publish or change other\/thing; it may: NAMESPACE-WIDE acme/);
   });
 
   it.skipIf(missing('terraform', terraform))(

@@ -2,7 +2,8 @@ import { base64url, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CiTokenError, MAX_TOKEN_AGE_SECONDS, verifyCiToken, type CiTokenRefusal } from '../../src/access/ci-token';
 import { IssuerKeyCache } from '../../src/access/issuer-keys';
-import { parsePublisherInput, type TrustedPublisher } from '../../src/access/publishers';
+import { parsePublisherInput, type GitHubPublisher, type TrustedPublisher } from '../../src/access/publishers';
+import type { PackageRef } from '../../src/access/package-rights';
 import { githubClaims, gitlabClaims, startCiIssuers, type CiIssuers } from '../fixtures/ci-issuers';
 
 /**
@@ -12,8 +13,9 @@ import { githubClaims, gitlabClaims, startCiIssuers, type CiIssuers } from '../f
  */
 const HOST = 'registry.example.com';
 // The ids the stand-in issuers put in their tokens (test/fixtures/ci-issuers.ts).
-const GITHUB_IDS = { repositoryId: '123456', ownerId: '654321' };
-const GITLAB_IDS = { projectId: '4242', namespaceId: '42' };
+const GITHUB_IDS = { repositoryId: '123456', ownerId: '654321', packages: ['acme/thing'] };
+const GITLAB_IDS = { projectId: '4242', namespaceId: '42', packages: ['acme/thing', 'acme/vpc/*'] };
+const THING: PackageRef = { kind: 'provider', namespace: 'acme', type: 'thing' };
 let ci: CiIssuers;
 let publishers: TrustedPublisher[];
 
@@ -39,9 +41,10 @@ beforeAll(async () => {
 });
 afterAll(() => ci?.close());
 
-const verify = (token: string, options: { now?: Date; keys?: IssuerKeyCache; publishers?: TrustedPublisher[] } = {}) =>
+const verify = (token: string, options: { now?: Date; keys?: IssuerKeyCache; publishers?: TrustedPublisher[]; pkg?: PackageRef } = {}) =>
   verifyCiToken(token, {
     namespace: 'acme',
+    pkg: options.pkg ?? THING,
     publishers: options.publishers ?? publishers,
     hostname: HOST,
     keys: options.keys ?? new IssuerKeyCache(),
@@ -295,9 +298,38 @@ describe('refused (hostile or misconfigured)', () => {
     await expectRefused(verify(old), 'expired', /issued more than 60 minutes ago \(iat\)/);
   });
 
-  it('a publisher stored before ids were pinned matches on names (publish-auth.ts pins it)', async () => {
-    const legacy = { ...publishers[0]!, repositoryId: undefined, ownerId: undefined } as TrustedPublisher;
-    expect((await verify(await ci.github.mint({ ...thing(), repository_id: '999001', aud: HOST }), { publishers: [legacy] })).publisher).toBe(legacy);
+  it('a publisher stored before ids, workflows, refs or packages were required publishes nothing until pinned, naming what it lacks', async () => {
+    const token = await ci.github.mint({ ...thing(), aud: HOST });
+    const { repositoryId: _r, ownerId: _o, ...unpinned } = publishers[0]! as GitHubPublisher;
+    await expectRefused(
+      verify(token, { publishers: [unpinned as TrustedPublisher] }),
+      'no-publisher',
+      /publishes nothing until the operator pins it: it names no the repository ids \(npm run publisher -- pin/,
+    );
+    const { packages: _p, ...unscoped } = publishers[0]!;
+    await expectRefused(verify(token, { publishers: [unscoped as TrustedPublisher] }), 'no-publisher', /it names no its packages/);
+    const { workflow: _w, ...anyWorkflow } = publishers[0]! as GitHubPublisher;
+    await expectRefused(verify(token, { publishers: [anyWorkflow as TrustedPublisher] }), 'no-publisher', /it names no a workflow/);
+    const { ref: _f, ...anyRef } = publishers[0]!;
+    await expectRefused(verify(token, { publishers: [anyRef as TrustedPublisher] }), 'no-publisher', /it names no a ref or an environment/);
+    // Complete, it verifies.
+    expect((await verify(token)).publisher).toBe(publishers[0]);
+  });
+
+  it('a trusted job may write only the packages named for it: another provider, a module, a pattern', async () => {
+    const token = await ci.github.mint({ ...thing(), aud: HOST });
+    await expectRefused(
+      verify(token, { pkg: { kind: 'provider', namespace: 'acme', type: 'other' } }),
+      'no-publisher',
+      /may not publish or change acme\/other: its trusted publisher allows only acme\/thing/,
+    );
+    // A provider pattern never names a module of the same name.
+    await expectRefused(verify(token, { pkg: { kind: 'module', namespace: 'acme', name: 'thing', system: 'aws' } }), 'no-publisher');
+    const gitlab = await ci.gitlab.mint({ ...gitlabClaims('acme/modules/vpc'), aud: HOST });
+    expect((await verify(gitlab, { pkg: { kind: 'module', namespace: 'acme', name: 'vpc', system: 'google' } })).publisher).toBe(publishers[2]);
+    await expectRefused(verify(gitlab, { pkg: { kind: 'module', namespace: 'acme', name: 'vpcx', system: 'aws' } }), 'no-publisher');
+    const wide = await parsePublisherInput({ ...publishers[0]!, packages: undefined, namespaceWide: true });
+    expect((await verify(token, { publishers: [wide], pkg: { kind: 'module', namespace: 'acme', name: 'any', system: 'aws' } })).publisher).toBe(wide);
   });
 
   it('a reusable workflow of another repository, when the publisher names it in full', async () => {

@@ -6,11 +6,11 @@ import { promisify } from 'node:util';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parsePublisherInput, refMatches, type PublisherInput } from '../../src/access/publishers';
-import { publishersKey } from '../../src/store/layout';
+import { parsePublisherInput, refMatches, unpinnedReason, type PublisherInput } from '../../src/access/publishers';
+import { legacyPublishersKey, publishersObject } from '../../src/store/layout';
 import { openLocalStore } from '../../scripts/lib/stores/local';
 import { type StoreHandle } from '../../scripts/lib/stores/handle';
-import { addPublisher, listPublishers, removePublisher, resolvePublisherIds } from '../../scripts/lib/publishers';
+import { addPublisher, listPublishers, pinPublisher, removePublisher, resolvePublisherIds } from '../../scripts/lib/publishers';
 import { readRegistryConfig } from '../../scripts/lib/config';
 import { listAuditEntries } from '../../src/store/audit/read';
 
@@ -20,6 +20,7 @@ const tsx = join(root, 'node_modules', '.bin', 'tsx');
 const GITHUB = 'https://token.actions.githubusercontent.com';
 const IDS = { repositoryId: '123456', ownerId: '654321' };
 const GL_IDS = { projectId: '4242', namespaceId: '42' };
+const RIGHTS = { packages: ['acme/thing'] };
 
 describe('parsePublisherInput', () => {
   it('accepts GitHub and GitLab publishers in canonical form, with a stable id', async () => {
@@ -30,6 +31,7 @@ describe('parsePublisherInput', () => {
       ref: 'refs/tags/v*',
       environment: 'release',
       ...IDS,
+      ...RIGHTS,
     });
     expect(github).toMatchObject({
       kind: 'github',
@@ -39,6 +41,7 @@ describe('parsePublisherInput', () => {
       ref: 'refs/tags/v*',
       environment: 'release',
       ...IDS,
+      ...RIGHTS,
     });
     expect(github.id).toMatch(/^[0-9a-f]{12}$/);
     // Same matching fields (repository case aside) → same id; another ref or other ids → another id.
@@ -51,6 +54,7 @@ describe('parsePublisherInput', () => {
           ref: 'refs/tags/v*',
           environment: 'release',
           ...IDS,
+          ...RIGHTS,
         })
       ).id,
     ).toBe(github.id);
@@ -63,6 +67,7 @@ describe('parsePublisherInput', () => {
           ref: 'refs/heads/main',
           environment: 'release',
           ...IDS,
+          ...RIGHTS,
         })
       ).id,
     ).not.toBe(github.id);
@@ -76,16 +81,19 @@ describe('parsePublisherInput', () => {
           environment: 'release',
           repositoryId: '9',
           ownerId: '654321',
+          ...RIGHTS,
         })
       ).id,
     ).not.toBe(github.id);
-    const gitlab = await parsePublisherInput({ issuer: 'https://gitlab.com', projectPath: 'group/sub/project', ref: 'refs/tags/v*', ...GL_IDS });
-    expect(gitlab).toMatchObject({ kind: 'gitlab', issuer: 'https://gitlab.com', projectPath: 'group/sub/project', ref: 'refs/tags/v*', ...GL_IDS });
+    const gitlab = await parsePublisherInput({ issuer: 'https://gitlab.com', projectPath: 'group/sub/project', ref: 'refs/tags/v*', ...GL_IDS, ...RIGHTS });
+    expect(gitlab).toMatchObject({ kind: 'gitlab', issuer: 'https://gitlab.com', projectPath: 'group/sub/project', ref: 'refs/tags/v*', ...GL_IDS, ...RIGHTS });
     expect(gitlab).not.toHaveProperty('allowUnprotectedRef');
     expect(
-      await parsePublisherInput({ issuer: 'http://127.0.0.1:8080/issuer', repository: 'a/b', workflow: 'r.yml', environment: 'release', ...IDS }),
+      await parsePublisherInput({ issuer: 'http://127.0.0.1:8080/issuer', repository: 'a/b', workflow: 'r.yml', environment: 'release', ...IDS, ...RIGHTS }),
     ).toMatchObject({ issuer: 'http://127.0.0.1:8080/issuer' });
-    expect(await parsePublisherInput({ issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', anyRef: true, ...IDS })).toMatchObject({ anyRef: true });
+    expect(await parsePublisherInput({ issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', anyRef: true, ...IDS, ...RIGHTS })).toMatchObject({
+      anyRef: true,
+    });
     expect(
       await parsePublisherInput({
         issuer: GITHUB,
@@ -93,6 +101,7 @@ describe('parsePublisherInput', () => {
         workflow: 'acme/shared/.github/workflows/build.yml@refs/heads/main',
         environment: 'e',
         ...IDS,
+        ...RIGHTS,
       }),
     ).toMatchObject({ workflow: 'acme/shared/.github/workflows/build.yml@refs/heads/main' });
   });
@@ -174,27 +183,110 @@ describe('publisher commands on the local state', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('add stores the publisher once per namespace; list shows it; remove deletes it', async () => {
-    const input = { issuer: GITHUB, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', ...IDS };
-    const first = await addPublisher(store.kv, 'registry.example.com', 'acme', input);
-    expect(first.added).toBe(true);
-    expect(await addPublisher(store.kv, 'registry.example.com', 'acme', input)).toEqual({ publisher: first.publisher, added: false });
-    expect(await listPublishers(store.kv, 'registry.example.com', 'acme')).toEqual([first.publisher]);
-    expect(await listPublishers(store.kv, 'registry.example.com', 'other')).toEqual([]);
-    await expect(removePublisher(store.kv, 'registry.example.com', 'acme', '000000000000')).rejects.toThrow(/has no trusted publisher 000000000000/);
-    await expect(removePublisher(store.kv, 'registry.example.com', 'acme', 'nope')).rejects.toThrow(/12 hex digits/);
-    expect(await removePublisher(store.kv, 'registry.example.com', 'acme', first.publisher.id.toUpperCase())).toEqual(first.publisher);
-    expect(await store.kv.get(publishersKey('registry.example.com', 'acme'), 'text')).toBeNull();
+  it('add stores the publisher once per namespace (a second add with other packages changes them); list shows it; remove deletes it', async () => {
+    const input = { issuer: GITHUB, repository: 'acme/terraform-provider-thing', workflow: 'release.yml', ref: 'refs/tags/v*', ...IDS, ...RIGHTS };
+    const first = await addPublisher(store, 'registry.example.com', 'acme', input);
+    expect(first).toMatchObject({ added: true, publisher: { packages: ['acme/thing'] } });
+    expect(await addPublisher(store, 'registry.example.com', 'acme', input)).toEqual({ publisher: first.publisher, added: false, updated: false });
+    const widened = await addPublisher(store, 'registry.example.com', 'acme', { ...input, packages: ['acme/thing', 'acme/vpc/aws'] });
+    expect(widened).toMatchObject({ added: false, updated: true, publisher: { id: first.publisher.id, packages: ['acme/thing', 'acme/vpc/aws'] } });
+    expect(await listPublishers(store, 'registry.example.com', 'acme')).toEqual([widened.publisher]);
+    expect(await listPublishers(store, 'registry.example.com', 'other')).toEqual([]);
+    await expect(removePublisher(store, 'registry.example.com', 'acme', '000000000000')).rejects.toThrow(/has no trusted publisher 000000000000/);
+    await expect(removePublisher(store, 'registry.example.com', 'acme', 'nope')).rejects.toThrow(/12 hex digits/);
+    expect(await removePublisher(store, 'registry.example.com', 'acme', first.publisher.id.toUpperCase())).toEqual(widened.publisher);
+    expect(JSON.parse(await (await store.blobs.get(publishersObject('registry.example.com', 'acme')))!.text())).toEqual([]);
   });
 
-  it('bad input writes nothing', async () => {
+  it('bad input writes nothing: no packages, a package of another namespace, a namespace-wide pattern', async () => {
     const before = (await store.kv.list({ prefix: '' })).keys.length;
-    await expect(addPublisher(store.kv, 'registry.example.com', 'acme', { issuer: 'http://ci.example.com', repository: 'a/b' })).rejects.toThrow(/https/);
+    const objects = (await store.blobs.list({ prefix: '' })).objects.length;
+    await expect(addPublisher(store, 'registry.example.com', 'acme', { issuer: 'http://ci.example.com', repository: 'a/b' })).rejects.toThrow(/https/);
     // Bad input is refused before any lookup is sent (the API here does not exist).
     await expect(
-      addPublisher(store.kv, 'registry.example.com', 'acme', { issuer: GITHUB, repository: 'a/b', ref: 'refs/tags/v*' }, { api: 'http://127.0.0.1:9' }),
+      addPublisher(store, 'registry.example.com', 'acme', { issuer: GITHUB, repository: 'a/b', ref: 'refs/tags/v*' }, { api: 'http://127.0.0.1:9' }),
     ).rejects.toThrow(/--workflow FILE.yml is required/);
+    const input = { issuer: GITHUB, repository: 'a/b', workflow: 'r.yml', ref: 'refs/tags/v*', ...IDS };
+    await expect(addPublisher(store, 'registry.example.com', 'acme', input)).rejects.toThrow(/give --package NS\/TYPE .*--namespace-wide/);
+    await expect(addPublisher(store, 'registry.example.com', 'acme', { ...input, packages: ['other/thing'] })).rejects.toThrow(/not in namespace acme/);
+    await expect(addPublisher(store, 'registry.example.com', 'acme', { ...input, packages: ['acme/*'] })).rejects.toThrow(
+      /every provider of acme.*--namespace-wide/,
+    );
+    await expect(addPublisher(store, 'registry.example.com', 'acme', { ...input, packages: ['acme/thing'], namespaceWide: true })).rejects.toThrow(/not both/);
     expect((await store.kv.list({ prefix: '' })).keys).toHaveLength(before);
+    expect((await store.blobs.list({ prefix: '' })).objects).toHaveLength(objects);
+  });
+
+  it('a list stored in KV before publishers moved to R2 is read, and moved by the next change', async () => {
+    const legacy = [{ id: '0123456789ab', kind: 'github', issuer: GITHUB, repository: 'acme/legacy', created: '2026-01-01T00:00:00.000Z' }];
+    await store.kv.put(legacyPublishersKey('registry.example.com', 'moved'), JSON.stringify(legacy));
+    expect(await listPublishers(store, 'registry.example.com', 'moved')).toMatchObject(legacy);
+    const input = { issuer: GITHUB, repository: 'acme/new', workflow: 'r.yml', ref: 'refs/tags/v*', ...IDS, packages: ['moved/thing'] };
+    await addPublisher(store, 'registry.example.com', 'moved', input);
+    expect(await store.kv.get(legacyPublishersKey('registry.example.com', 'moved'), 'text')).toBeNull();
+    expect((await listPublishers(store, 'registry.example.com', 'moved')).map((p) => p.id)[0]).toBe('0123456789ab');
+  });
+
+  it('changes race safely: a remove racing adds never brings the removed publisher back; a pin racing a remove, one of them wins whole', async () => {
+    const base = { issuer: GITHUB, workflow: 'r.yml', ref: 'refs/tags/v*', ...IDS };
+    for (let round = 0; round < 5; round++) {
+      const ns = `race${round}`;
+      const victim = await addPublisher(store, 'registry.example.com', ns, { ...base, repository: 'acme/victim', packages: [`${ns}/victim`] });
+      const results = await Promise.allSettled([
+        removePublisher(store, 'registry.example.com', ns, victim.publisher.id),
+        addPublisher(store, 'registry.example.com', ns, { ...base, repository: 'acme/a', packages: [`${ns}/a`] }),
+        addPublisher(store, 'registry.example.com', ns, { ...base, repository: 'acme/b', packages: [`${ns}/b`] }),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+      expect((await listPublishers(store, 'registry.example.com', ns)).map((p) => ('repository' in p ? p.repository : p.projectPath)).sort()).toEqual([
+        'acme/a',
+        'acme/b',
+      ]);
+
+      const legacy = { id: 'abcdefabcdef', kind: 'github', issuer: GITHUB, repository: 'acme/legacy', created: '2026-01-01T00:00:00.000Z' };
+      await store.kv.put(legacyPublishersKey('registry.example.com', `pin${round}`), JSON.stringify([legacy]));
+      const [pinned, removed] = await Promise.allSettled([
+        pinPublisher(store, 'registry.example.com', `pin${round}`, legacy.id, { ...IDS, workflow: 'r.yml', ref: 'refs/tags/v*', packages: [`pin${round}/x`] }),
+        removePublisher(store, 'registry.example.com', `pin${round}`, legacy.id),
+      ]);
+      const after = await listPublishers(store, 'registry.example.com', `pin${round}`);
+      // Removed first: the pin is refused and nothing comes back. Pinned first: the remove finds no such id, and the pinned one stays.
+      if (removed.status === 'fulfilled') {
+        expect(pinned.status).toBe('rejected');
+        expect(after).toEqual([]);
+      } else {
+        expect(pinned.status).toBe('fulfilled');
+        expect(after.map((p) => ('repository' in p ? p.repository : p.projectPath))).toEqual(['acme/legacy']);
+        expect(unpinnedReason(after[0]!)).toBeNull();
+      }
+    }
+  });
+
+  it('pin completes a publisher stored without ids, workflow, ref or packages (it published nothing before); nothing else is changed', async () => {
+    const legacy = { id: 'abcdefabcdef', kind: 'github', issuer: GITHUB, repository: 'acme/terraform-provider-thing', created: '2026-01-01T00:00:00.000Z' };
+    await store.kv.put(legacyPublishersKey('registry.example.com', 'pinned'), JSON.stringify([legacy]));
+    await expect(pinPublisher(store, 'registry.example.com', 'pinned', legacy.id, { ...IDS, ref: 'refs/tags/v*', packages: ['pinned/thing'] })).rejects.toThrow(
+      /--workflow FILE.yml is required/,
+    );
+    await expect(pinPublisher(store, 'registry.example.com', 'pinned', legacy.id, { ...IDS, workflow: 'release.yml', ref: 'refs/tags/v*' })).rejects.toThrow(
+      /give --package/,
+    );
+    expect(await store.kv.get(legacyPublishersKey('registry.example.com', 'pinned'), 'text')).not.toBeNull();
+    const { publisher } = await pinPublisher(store, 'registry.example.com', 'pinned', legacy.id, {
+      ...IDS,
+      workflow: 'release.yml',
+      ref: 'refs/tags/v*',
+      packages: ['pinned/thing'],
+    });
+    expect(publisher).toMatchObject({
+      repository: 'acme/terraform-provider-thing',
+      workflow: 'release.yml',
+      ref: 'refs/tags/v*',
+      ...IDS,
+      packages: ['pinned/thing'],
+    });
+    expect(await listPublishers(store, 'registry.example.com', 'pinned')).toEqual([publisher]);
+    await expect(pinPublisher(store, 'registry.example.com', 'pinned', publisher.id, {})).rejects.toThrow(/already pinned/);
   });
 });
 
@@ -227,6 +319,8 @@ describe('npm run publisher (the CLI)', () => {
       '123456',
       '--owner-id',
       '654321',
+      '--package',
+      'acme/thing',
       '--json',
     );
     const { publisher: created } = JSON.parse(added.stdout) as { publisher: { id: string } };
@@ -245,6 +339,8 @@ describe('npm run publisher (the CLI)', () => {
       '4242',
       '--namespace-id',
       '42',
+      '--package',
+      'acme/vpc/aws',
     );
     const listed = JSON.parse((await publisher('list', '--namespace', 'acme', '--json')).stdout) as { publishers: { kind: string }[] };
     expect(listed.publishers.map((p) => p.kind)).toEqual(['github', 'gitlab']);
@@ -253,6 +349,8 @@ describe('npm run publisher (the CLI)', () => {
       `${created.id}  github  ${GITHUB}  acme/terraform-provider-thing (id 123456, owner id 654321) workflow release.yml  ref refs/tags/v*  environment release`,
     );
     expect(text).toContain('acme/modules/vpc (id 4242, namespace id 42)');
+    expect(text).toContain('environment release  packages acme/thing');
+    expect(text).toContain('packages acme/vpc/aws');
     expect((await publisher('remove', '--namespace', 'acme', created.id)).stderr).toContain(`removed trusted publisher ${created.id}`);
     expect((await publisher('list', '--namespace', 'acme')).stdout).not.toContain(created.id);
 
@@ -291,6 +389,8 @@ describe('npm run publisher (the CLI)', () => {
           'r.yml',
           '--ref',
           'refs/tags/v*',
+          '--package',
+          'acme/b',
           '--api',
           'http://127.0.0.1:9',
         ],
@@ -400,6 +500,8 @@ describe("looking the ids up from the CI's API (a local HTTP server standing in 
           'release.yml',
           '--ref',
           'refs/tags/v*',
+          '--package',
+          'acme/thing',
           '--api',
           api,
           '--persist-to',

@@ -160,6 +160,20 @@ describe('RegistryClient.uploadAndCommit', () => {
     expect((gone as Error).message).toBe(`PUT http://127.0.0.1:${port}: fetch failed (connect ECONNREFUSED 127.0.0.1:${port})`);
   });
 
+  it("a refusal quoting a CI token's claims reaches the terminal with its control characters escaped", async () => {
+    const files = [file('a.zip', 10)];
+    server = createServer((_request, response) => {
+      response.writeHead(403, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ errors: ['the CI job (repository acme/x\u001b[2J\u001b]0;owned\u0007) matches none'] }));
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', () => resolve()));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const error = (await (await client(origin, [])).uploadAndCommit(session(files), files).catch((e: unknown) => e)) as Error;
+    expect(error).toBeInstanceOf(InputError);
+    expect(error.message).toBe('the registry refused the publish (403): the CI job (repository acme/x\\x1b[2J\\x1b]0;owned\\x07) matches none');
+    expect(error.message).not.toMatch(/[\u0000-\u001f]/);
+  });
+
   it('sends the bearer credential and reads a compressed answer', async () => {
     const { gzipSync } = await import('node:zlib');
     let authorization = '';

@@ -24,7 +24,9 @@ describe('parseExpiry', () => {
     expect(parseExpiry('2w', now)).toBe('2026-01-15T00:00:00.000Z');
     expect(parseExpiry('2027-01-31', now)).toBe('2027-01-31T00:00:00.000Z');
     expect(parseExpiry('never', now)).toBeNull();
-    expect(parseExpiry(undefined, now)).toBeNull();
+  });
+  it('a token expires after 90 days unless --expires says otherwise ("never" only when said)', () => {
+    expect(parseExpiry(undefined, now)).toBe('2026-04-01T00:00:00.000Z');
   });
   it('refuses other text and times not in the future', () => {
     for (const bad of ['soon', '5x', '-1d', '0d', '2025-12-31', '2026-13-45', '']) {
@@ -81,6 +83,27 @@ describe('token commands on the local state', () => {
     expect((await store.kv.list({ prefix: '' })).keys).toHaveLength(before);
   });
 
+  it('a publish token names its packages; a whole namespace only with namespaceWide (--namespace-wide), listed as such', async () => {
+    const { record } = await createToken(store.kv, { scopes: ['Acme/Thing', 'acme/vpc/aws', 'acme/thing'], purpose: 'publish', expires: null });
+    expect(record).toMatchObject({ purpose: 'publish', scopes: ['acme'], packages: ['acme/thing', 'acme/vpc/aws'] });
+    expect(record).not.toHaveProperty('namespaceWide');
+    const wide = await createToken(store.kv, { scopes: ['acme'], purpose: 'publish', namespaceWide: true, expires: null });
+    expect(wide.record).toMatchObject({ scopes: ['acme'], namespaceWide: true });
+    expect(wide.record).not.toHaveProperty('packages');
+    const before = (await store.kv.list({ prefix: '' })).keys.length;
+    await expect(createToken(store.kv, { scopes: ['acme'], purpose: 'publish', expires: null })).rejects.toThrow(/--publish "acme" must name a package/);
+    await expect(createToken(store.kv, { scopes: ['acme/*'], purpose: 'publish', expires: null })).rejects.toThrow(/every provider of acme.*--namespace-wide/);
+    await expect(createToken(store.kv, { scopes: ['*/thing'], purpose: 'publish', expires: null })).rejects.toThrow(/namespace cannot be a pattern/);
+    await expect(createToken(store.kv, { scopes: ['acme/thing'], purpose: 'publish', namespaceWide: true, expires: null })).rejects.toThrow(
+      /--namespace-wide: give namespaces/,
+    );
+    await expect(createToken(store.kv, { scopes: ['acme'], namespaceWide: true, expires: null })).rejects.toThrow(/--namespace-wide is for publish tokens/);
+    expect((await store.kv.list({ prefix: '' })).keys).toHaveLength(before);
+    const table = formatTokenTable([record, wide.record]);
+    expect(table).toContain('publish:acme/thing,acme/vpc/aws');
+    expect(table).toContain('publish:NAMESPACE-WIDE acme');
+  });
+
   it('list shows id, name, scopes and expiry, never a token or hash', async () => {
     const { token, record } = await createToken(store.kv, { scopes: ['*'], name: 'everything', expires: null });
     const table = formatTokenTable(await listTokens(store.kv));
@@ -113,6 +136,14 @@ describe('npm run token (the CLI)', () => {
 
   const token = (...args: string[]) => run(tsx, ['scripts/token.ts', ...args, '--persist-to', dir], { cwd: root });
 
+  it('create without --expires makes a token that expires in 90 days, and says so', async () => {
+    const created = await token('create', '--publish', 'acme/thing', '--name', 'default-expiry');
+    const expires = /expires: (\S+)/.exec(created.stdout)?.[1];
+    expect(Date.parse(expires!) - Date.now()).toBeGreaterThan(89 * 86_400_000);
+    expect(Date.parse(expires!) - Date.now()).toBeLessThanOrEqual(90 * 86_400_000);
+    expect(created.stdout).toContain('may:     publish packages acme/thing');
+  });
+
   it('create prints the token once, as the last line of stdout; list and revoke never print it', async () => {
     const created = await token('create', '--namespace', 'acme', '--namespace', '*', '--expires', '30d', '--name', 'cli-test');
     const lines = created.stdout.trimEnd().split('\n');
@@ -134,6 +165,8 @@ describe('npm run token (the CLI)', () => {
     const cases: [string[], number][] = [
       [['create'], 1],
       [['create', '--namespace', 'Bad.NS'], 1],
+      [['create', '--publish', 'acme'], 1],
+      [['create', '--publish', 'acme/*'], 1],
       [['revoke'], 2],
       [['rotate'], 2],
       [['list', '--namespace', 'x'], 2],

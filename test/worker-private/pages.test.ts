@@ -189,6 +189,21 @@ describe('a session', () => {
     expect(response.headers.get('set-cookie')).toMatch(new RegExp(`^${SESSION_COOKIE}=; Path=/; Max-Age=0`));
     expect((await get('/logout')).status).toBe(405);
   });
+
+  it('signing out ends the session on the server: a copy of the cookie taken before is refused, the token itself still works', async () => {
+    const { cookie, token } = await signedIn(['acme']);
+    const copy = cookie; // e.g. lifted from the browser's profile
+    const other = await signedIn(['acme']); // another session of another token: untouched
+    expect((await get('/providers/acme/thing', withCookie(copy))).status).toBe(200);
+    expect((await get('/logout', { method: 'POST', redirect: 'manual', headers: { cookie, origin: ORIGIN } })).status).toBe(303);
+    const after = await get('/providers/acme/thing', withCookie(copy));
+    expect(after.status).toBe(303);
+    expect(after.headers.get('location')).toBe('/login?next=%2Fproviders%2Facme%2Fthing');
+    expect((await get('/providers/acme/thing', withCookie(other.cookie))).status).toBe(200);
+    // Signing out ends a session, not its read token: the API and a fresh sign-in keep working.
+    expect((await get('/v1/providers/acme/thing/versions', { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    expect((await get('/login', form({ token, next: '/' }))).status).toBe(303);
+  });
 });
 
 describe('the API in private mode', () => {

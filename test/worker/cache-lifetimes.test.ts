@@ -48,18 +48,17 @@ describe(`INDEX_CACHE_SECONDS = ${SECONDS}`, () => {
     expect(await at(LIFETIME_MS, keys)).toEqual(['1.0.0', '2.0.0']);
   });
 
-  it('"not found" for a provider, a version document and a mirror version is reused only for the lifetime', async () => {
+  it('"not found" for a provider is reused only for the lifetime; a version document and a mirror version answer once committed', async () => {
     const provider = address('acme', 'absent');
-    const paths = [
-      '/v1/providers/acme/absent/versions',
-      '/v1/providers/acme/absent/1.0.0/download/linux/amd64',
-      '/v1/mirror/registry.example.com/acme/absent/index.json',
-      '/v1/mirror/registry.example.com/acme/absent/1.0.0.json',
-    ];
-    for (const path of paths) expect((await at(0, () => getWith(vars, path))).status, path).toBe(404);
+    const lists = ['/v1/providers/acme/absent/versions', '/v1/mirror/registry.example.com/acme/absent/index.json'];
+    // A version's documents are never remembered as absent (a list read later may name the version: issue 34);
+    // a miss is answered from the version's R2 record, the source of truth.
+    const documents = ['/v1/providers/acme/absent/1.0.0/download/linux/amd64', '/v1/mirror/registry.example.com/acme/absent/1.0.0.json'];
+    for (const path of [...lists, ...documents]) expect((await at(0, () => getWith(vars, path))).status, path).toBe(404);
     await seed([fakeRelease(provider, '1.0.0', ['linux_amd64'])]);
-    for (const path of paths) expect((await at(LIFETIME_MS - 1, () => getWith(vars, path))).status, `${path} (cached)`).toBe(404);
-    for (const path of paths) expect((await at(LIFETIME_MS, () => getWith(vars, path))).status, `${path} after the lifetime`).toBe(200);
+    for (const path of lists) expect((await at(LIFETIME_MS - 1, () => getWith(vars, path))).status, `${path} (cached)`).toBe(404);
+    for (const path of documents) expect((await at(LIFETIME_MS - 1, () => getWith(vars, path))).status, `${path} (committed)`).toBe(200);
+    for (const path of lists) expect((await at(LIFETIME_MS, () => getWith(vars, path))).status, `${path} after the lifetime`).toBe(200);
   });
 
   it('a published version document is immutable: served with a one-year immutable lifetime', async () => {

@@ -5,6 +5,11 @@ import type { Env } from '../../src/env';
 // As deployed: wrangler.toml's production environment turns compression on.
 const PRODUCTION: Partial<Env> = { GZIP_DOCUMENTS: 'true' };
 import { acceptsGzip } from '../../src/http/responses';
+import { env } from 'cloudflare:workers';
+import worker from '../../src/index';
+import { downloadDocumentKey } from '../../src/store/layout';
+
+const CTX = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
 
 const provider = address('acme', 'squeezed');
 const PLATFORMS = ['linux_amd64', 'linux_arm64', 'darwin_amd64', 'darwin_arm64', 'windows_amd64', 'windows_386'];
@@ -48,16 +53,27 @@ describe('gzip for clients that accept it (Terraform and OpenTofu always do)', (
     expect(Object.keys((await response.json<{ versions: object }>()).versions)).toHaveLength(5);
   });
 
-  it('sends a rewritten document (absolute URLs) uncompressed, with the rewrite', async () => {
-    // The download document's release-file URLs are always absolute (on the request's origin, for Renovate).
-    const own = await getWith(PRODUCTION, '/v1/providers/acme/squeezed/1.2.0/download/linux/amd64', { headers: { 'accept-encoding': 'gzip' } });
-    expect(own.headers.get('content-encoding')).toBeNull();
-    expect((await own.json<{ download_url: string }>()).download_url).toMatch(/^https?:\/\/[^/]+\/v1\/archives\//);
-    const response = await getWith({ ...PRODUCTION, ARCHIVE_BASE_URL: 'https://dl.example.com' }, '/v1/providers/acme/squeezed/1.2.0/download/linux/amd64', {
-      headers: { 'accept-encoding': 'gzip' },
-    });
-    expect(response.headers.get('content-encoding')).toBeNull();
-    expect((await response.json<{ download_url: string }>()).download_url).toMatch(/^https:\/\/dl\.example\.com\//);
+  it('sends the download document (URLs absolute on the origin asked) compressed, per origin, and its bytes at rest unchanged', async () => {
+    const path = '/v1/providers/acme/squeezed/1.2.0/download/linux/amd64';
+    const gzipHeaders = { headers: { 'accept-encoding': 'gzip' } };
+    const own = await getWith(PRODUCTION, path, gzipHeaders);
+    expect(own.headers.get('content-encoding')).toBe('gzip');
+    expect(own.headers.get('vary')).toBe('Accept-Encoding');
+    const ownText = await gunzip(own);
+    expect(JSON.parse(ownText).download_url).toMatch(/^https:\/\/registry\.example\.com\/v1\/archives\//);
+    // Another origin of the same Worker gets its own URLs (a variant of its own), compressed as well.
+    const other = await worker.fetch(new Request(`http://localhost:8787${path}`, gzipHeaders) as never, { ...env, ...PRODUCTION } as Env, CTX);
+    expect(other.headers.get('content-encoding')).toBe('gzip');
+    expect(JSON.parse(await gunzip(other)).download_url).toMatch(/^http:\/\/localhost:8787\/v1\/archives\//);
+    // Asked again: the same bytes, from the same kept variant.
+    expect(await gunzip(await getWith(PRODUCTION, path, gzipHeaders))).toBe(ownText);
+    // What KV holds is still path-absolute.
+    const stored = await env.REGISTRY_KV.get(downloadDocumentKey(provider, '1.2.0', { os: 'linux', arch: 'amd64' }), 'text');
+    expect(JSON.parse(stored!).download_url).toMatch(/^\/v1\/archives\//);
+
+    const base = await getWith({ ...PRODUCTION, ARCHIVE_BASE_URL: 'https://dl.example.com' }, path, gzipHeaders);
+    expect(base.headers.get('content-encoding')).toBe('gzip');
+    expect(JSON.parse(await gunzip(base)).download_url).toMatch(/^https:\/\/dl\.example\.com\//);
   });
 
   it('reads Accept-Encoding as HTTP defines it', () => {

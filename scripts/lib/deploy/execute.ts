@@ -13,7 +13,16 @@ import { delimiter, join } from 'node:path';
 import { isSetupStep, planDeploy, checkAuth, PlanError, LOGIN_FIX, SIGNING_SECRET, type DeployOptions, type Observed, type Step } from './plan';
 import { readProductionConfig } from './production-config';
 import { parseServiceDiscovery } from '../../../src/protocol/discovery';
-import { parseKvNamespaces, parseR2Buckets, parseSecrets, parseWhoami, plain, WranglerOutputError, type WranglerResult } from './wrangler-output';
+import {
+  parseKvNamespaces,
+  parseLifecycleRules,
+  parseR2Buckets,
+  parseSecrets,
+  parseWhoami,
+  plain,
+  WranglerOutputError,
+  type WranglerResult,
+} from './wrangler-output';
 
 const root = join(import.meta.dirname, '..', '..', '..');
 
@@ -83,7 +92,7 @@ export async function observe(options: ExecuteOptions, auth?: Observed['auth']):
   if (!auth.loggedIn) {
     if (options.dryRun) {
       options.say('note: wrangler is not logged in, so this dry run assumes the account has nothing yet');
-      return { auth, accountIdFromEnv, kvNamespaces: null, buckets: null, secrets: null, config, configText };
+      return { auth, accountIdFromEnv, kvNamespaces: null, buckets: null, lifecycleRules: null, secrets: null, config, configText };
     }
     checkAuth({ auth, accountIdFromEnv }); // throws with the login fix
   }
@@ -112,7 +121,16 @@ export async function observe(options: ExecuteOptions, auth?: Observed['auth']):
       'the token needs "Workers Scripts: Edit"; then run `npm run deploy` again',
     ),
   ]);
-  return { auth, accountIdFromEnv, kvNamespaces, buckets, secrets, config, configText };
+  const bucketName = options.bucketName ?? config.bucketName ?? 'edge-registry';
+  const lifecycleRules = buckets.includes(bucketName)
+    ? await read(
+        "list the bucket's lifecycle rules",
+        ['r2', 'bucket', 'lifecycle', 'list', bucketName],
+        parseLifecycleRules,
+        'the token needs "Workers R2 Storage: Edit"; then run `npm run deploy` again',
+      )
+    : null;
+  return { auth, accountIdFromEnv, kvNamespaces, buckets, lifecycleRules, secrets, config, configText };
 }
 
 /** Prints one step as the plan shows it: what it does, the command or the file change. */
@@ -132,6 +150,8 @@ const FIXES: Record<Step['kind'], string> = {
   'create-kv': 'the token needs "Workers KV Storage: Edit"; then run `npm run deploy` again (it continues from here)',
   'create-bucket':
     'enable R2 once for the account (dash.cloudflare.com → R2; the free plan is enough) and give the token "Workers R2 Storage: Edit"; then run `npm run deploy` again (it continues from here)',
+  'add-lifecycle-rule':
+    'the token needs "Workers R2 Storage: Edit"; then run `npm run deploy` again (it continues from here). The Worker expires these objects itself too: the rule only deletes leftovers',
   'write-config': 'make the file writable (or fix the error above), then run `npm run deploy` again',
   'put-secret': 'the token needs "Workers Scripts: Edit"; then run `npm run deploy` again',
   deploy:
@@ -146,7 +166,8 @@ async function runStep(step: Step, options: ExecuteOptions): Promise<void> {
   };
   switch (step.kind) {
     case 'create-kv':
-    case 'create-bucket': {
+    case 'create-bucket':
+    case 'add-lifecycle-rule': {
       const result = await wrangler(step.command);
       if (result.status !== 0) fail(`\`${shown(step.command)}\` failed (exit status ${result.status})`, outputOf(result));
       return;
@@ -220,7 +241,9 @@ export async function executeDeploy(options: ExecuteOptions): Promise<Step[]> {
     const account = checkAuth(observed)!;
     say(`     ${observed.auth.email ?? observed.auth.authType}, account ${account.name} (${account.id})`);
   }
-  say('==> look at the account ($ wrangler kv namespace list, wrangler r2 bucket list, wrangler secret list) and the config');
+  say(
+    '==> look at the account ($ wrangler kv namespace list, wrangler r2 bucket list, wrangler r2 bucket lifecycle list, wrangler secret list) and the config',
+  );
   let steps = planDeploy(options, observed);
   if (options.dryRun) {
     say(`plan (dry run: nothing is changed; ${steps.length} steps):`);

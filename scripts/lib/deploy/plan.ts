@@ -6,7 +6,7 @@
  * account's current state: re-running after a failure continues where it
  * stopped, and running it on a finished deployment only deploys again.
  */
-import type { Account, Auth, KvNamespace, Secrets } from './wrangler-output';
+import type { Account, Auth, KvNamespace, LifecycleRule, Secrets } from './wrangler-output';
 import { PLACEHOLDER_HOSTNAME, PLACEHOLDER_KV_ID, configMatches, editProductionConfig, type ConfigChange, type ProductionConfig } from './production-config';
 
 export interface DeployOptions {
@@ -32,6 +32,8 @@ export interface Observed {
   /** null when it could not be listed (dry run while logged out): assume none. */
   kvNamespaces: KvNamespace[] | null;
   buckets: string[] | null;
+  /** The bucket's lifecycle rules; null when not known (the bucket does not exist yet, or a dry run while logged out). */
+  lifecycleRules: LifecycleRule[] | null;
   secrets: Secrets | null;
   config: ProductionConfig;
   configText: string;
@@ -45,6 +47,7 @@ export const PENDING_KV_ID = '<id of the new KV namespace>';
 export type Step =
   | { kind: 'create-kv'; title: string; describe: string; command: string[] }
   | { kind: 'create-bucket'; name: string; describe: string; command: string[] }
+  | { kind: 'add-lifecycle-rule'; name: string; describe: string; command: string[] }
   | { kind: 'write-config'; describe: string; text: string; changes: ConfigChange[] }
   | { kind: 'put-secret'; describe: string; command: string[] }
   | { kind: 'deploy'; describe: string; command: string[]; withNewSigningSecret: boolean }
@@ -60,6 +63,30 @@ export class PlanError extends Error {
     super(message);
   }
 }
+
+/**
+ * The R2 lifecycle rules the deploy creates: objects under these prefixes
+ * are garbage after a while, and R2 deletes them without a request of ours.
+ * Each is a backstop: the Worker refuses every one of them once expired
+ * (and sweeps abandoned uploads itself, src/store/uploads/session.ts).
+ */
+export const LIFECYCLE_RULES = [
+  {
+    name: 'edge-registry-uploads',
+    prefix: '.uploads/',
+    expireDays: 2,
+    abortMultipartDays: 2,
+    what: 'publish API uploads: sessions expire after 24 h',
+  },
+  { name: 'edge-registry-ci-token-uses', prefix: '.ci-token-uses/', expireDays: 1, what: 'used CI tokens: useless once the token expired' },
+  { name: 'edge-registry-login-codes', prefix: '.login-codes/', expireDays: 1, what: 'unredeemed login codes: refused after 2 minutes' },
+  {
+    name: 'edge-registry-ended-sessions',
+    prefix: '.ended-sessions/',
+    expireDays: 1,
+    what: 'sign-out markers: needed only until the session would have expired (12 h)',
+  },
+] as const;
 
 /** The exact permissions an API token needs for `npm run deploy` (and nothing more). */
 export const TOKEN_PERMISSIONS = [
@@ -136,7 +163,8 @@ const wranglerConfigArgs = (options: DeployOptions) => ['--config', options.conf
  * The steps still to do, in order. Decisions:
  * - KV: the config's id if the account has it, else a namespace titled
  *   `kvTitle` if one exists, else create it.
- * - R2: the bucket named by --bucket or the config; create it if the account lacks it.
+ * - R2: the bucket named by --bucket or the config; create it if the account lacks it;
+ *   add each of LIFECYCLE_RULES it lacks (by name or by prefix).
  * - Config: write id, bucket, hostname and route when they differ.
  * - Secret: a deployed Worker without URL_SIGNING_SECRET gets one with
  *   `wrangler secret put`; a Worker never deployed gets it with its first
@@ -175,6 +203,30 @@ export function planDeploy(options: DeployOptions, observed: Observed): Step[] {
     });
   }
 
+  // Lifecycle rules: each one the bucket lacks (by our name, or any rule of the operator's on the same prefix).
+  // A bucket still to be created has none; a dry run that could not look lists them all.
+  const rules = observed.lifecycleRules ?? [];
+  for (const rule of LIFECYCLE_RULES) {
+    if (rules.some((r) => r.name === rule.name || r.prefix === rule.prefix)) continue;
+    steps.push({
+      kind: 'add-lifecycle-rule',
+      name: rule.name,
+      describe: `add the R2 lifecycle rule "${rule.name}" to "${bucketName}": delete objects under ${rule.prefix} after ${rule.expireDays} day${rule.expireDays === 1 ? '' : 's'} (${rule.what})`,
+      command: [
+        'r2',
+        'bucket',
+        'lifecycle',
+        'add',
+        bucketName,
+        rule.name,
+        rule.prefix,
+        '--expire-days',
+        String(rule.expireDays),
+        ...('abortMultipartDays' in rule ? ['--abort-multipart-days', String(rule.abortMultipartDays)] : []),
+      ],
+    });
+  }
+
   const wanted = { kvNamespaceId: kvId, bucketName, hostname };
   if (!configMatches(config, wanted)) {
     const { text, changes } = editProductionConfig(observed.configText, options.env, wanted);
@@ -207,5 +259,11 @@ export function planDeploy(options: DeployOptions, observed: Observed): Step[] {
 
 /** True for the steps that change the account or the config (the ones the executor re-observes after). */
 export function isSetupStep(step: Step): boolean {
-  return step.kind === 'create-kv' || step.kind === 'create-bucket' || step.kind === 'write-config' || step.kind === 'put-secret';
+  return (
+    step.kind === 'create-kv' ||
+    step.kind === 'create-bucket' ||
+    step.kind === 'add-lifecycle-rule' ||
+    step.kind === 'write-config' ||
+    step.kind === 'put-secret'
+  );
 }

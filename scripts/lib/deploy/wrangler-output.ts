@@ -11,6 +11,9 @@
  *   `name:  X` / `creation_date:  Y` block per bucket (no JSON option).
  * - `wrangler secret list --env E`: a JSON array `[{"name","type"}]`; a Worker
  *   never deployed: exit status 1 and `Worker "N" … not found.` on stderr.
+ * - `wrangler r2 bucket lifecycle list B`: `Listing lifecycle rules for bucket 'B'...`,
+ *   then one `name:` / `enabled:` / `prefix:` / `action:` block per rule (`prefix:
+ *   (all prefixes)` for none), or `There are no lifecycle rules for bucket 'B'.`
  */
 
 /** What one wrangler invocation printed. */
@@ -109,4 +112,25 @@ export function parseSecrets(result: WranglerResult): Secrets {
     throw new WranglerOutputError(`\`wrangler secret list\` printed an unexpected value: ${JSON.stringify(value).slice(0, 300)}`);
   }
   return { workerExists: true, names: (value as { name: string }[]).map((s) => s.name) };
+}
+
+export interface LifecycleRule {
+  name: string;
+  /** '' for a rule on every object. */
+  prefix: string;
+}
+
+/** `wrangler r2 bucket lifecycle list BUCKET`: each rule's name and prefix. Throws WranglerOutputError when the header is missing. */
+export function parseLifecycleRules(result: WranglerResult): LifecycleRule[] {
+  const text = plain(result.stdout);
+  const at = text.indexOf('Listing lifecycle rules for bucket');
+  if (at < 0) throw new WranglerOutputError(`\`wrangler r2 bucket lifecycle list\` printed an unexpected output:\n${text.trim()}`);
+  const rules: LifecycleRule[] = [];
+  for (const line of text.slice(at).split('\n')) {
+    const name = /^name:\s+(.+?)\s*$/.exec(line);
+    if (name) rules.push({ name: name[1]!, prefix: '' });
+    const prefix = /^prefix:\s+(.+?)\s*$/.exec(line);
+    if (prefix && rules.length) rules[rules.length - 1]!.prefix = prefix[1] === '(all prefixes)' ? '' : prefix[1]!;
+  }
+  return rules;
 }

@@ -161,8 +161,8 @@ interface FetchedPackage {
 
 /**
  * The upstream's download answer for `version`, its package source (`found.source` names it as soon as it is
- * known, for the audit of a failure), and the bytes: https only unless the policy names the host (a redirect to
- * plain http:// too; an archives override is the operator's choice), at most packageLimit. Throws UpstreamError.
+ * known, for the audit of a failure), and the bytes: https only unless the policy names the host, checked on the
+ * first URL and on every redirect hop (an archives override is the operator's choice), at most packageLimit. Throws UpstreamError.
  */
 async function fetchPackage(proxy: ModuleProxyContext, version: string, found: { source: string }): Promise<FetchedPackage> {
   const { location, url } = await moduleLocation(proxy.http, await modulesBase(proxy), proxy.allowance.upstream, version);
@@ -170,8 +170,9 @@ async function fetchPackage(proxy: ModuleProxyContext, version: string, found: {
   found.source = where.described;
   const named = (host: string) => proxy.policy.hosts[host] !== undefined;
   const fetchUrl = withArchivesOverride(requireHttps(where.url, named, where.described), (host) => proxy.policy.hosts[host]?.archives);
-  const opened = await proxy.http.openArchive(fetchUrl, `module package of ${upstreamLabel(proxy)} ${version}`);
-  if (fetchUrl === where.url) requireHttps(opened.url, named, where.described);
+  // Every hop, not only the first and the last: one plain-http hop in the middle is enough to change the bytes.
+  const everyHop = fetchUrl === where.url ? (url: string) => void requireHttps(url, named, where.described) : undefined;
+  const opened = await proxy.http.openArchive(fetchUrl, `module package of ${upstreamLabel(proxy)} ${version}`, everyHop);
   const bytes = await readArchive(opened.response, packageLimit(proxy.env), proxy.http.limits.idleMs, opened.url);
   return { url: opened.url, bytes, where };
 }
@@ -203,6 +204,7 @@ async function publishRepacked(
     sha256,
     size: bytes.length,
     publishedAt: new Date().toISOString(),
+    proxiedFrom: formatModuleAddress(proxy.allowance.upstream),
   };
   const content = { sha256Hex: sha256, size: record.size, contentType: 'application/gzip', open: () => bytes };
   await publishModuleVersion(proxy.store, record, proxiedModuleDocs(texts), content, () => {}, { lease });

@@ -1,3 +1,4 @@
+import { MAX_README_BYTES } from '../../http/readme';
 import { InputError } from '../../protocol/errors';
 import { readZipDirectory, readZipEntries, zipInMemory } from '../../protocol/zip-reader';
 import { checkedEntryName, isDocFile, isExcludedFromPackage } from '../../protocol/module-package';
@@ -98,7 +99,8 @@ export async function repackModule(
   const texts = new Map<string, string>();
   const decoder = new TextDecoder();
   for (const file of unique) {
-    if (isDocFile(file.name)) texts.set(file.name, decoder.decode(file.data));
+    // A README past the renderer's cap is decoded only that far: renderReadme then says it is too large.
+    if (isDocFile(file.name)) texts.set(file.name, decoder.decode(file.name.endsWith('README.md') ? file.data.subarray(0, MAX_README_BYTES + 4) : file.data));
   }
   return { bytes: await gzip(writeTar(unique)), texts, fileCount: unique.length };
 }

@@ -71,7 +71,7 @@ interface MirrorVersionBody {
 async function pullVersion(request: IRequest, env: Env, ctx: ExecutionContext | undefined, pull: PullContext, version: string): Promise<Response> {
   const config = settings(env);
   const label = `${formatAddress(pull.address)} ${version}`;
-  const heldDocument = await readMirrorVersion(env.REGISTRY_KV, pull.address, version, config.listTtlMs, null, false);
+  const heldDocument = await readMirrorVersion(env.REGISTRY_KV, null, pull.address, version, config.listTtlMs, null, false);
   if (!pull.allowance.allows(version)) {
     if (heldDocument) return mirrorDocument(request, env, ctx);
     return notFound(`provider ${label} is not in this mirror, and the pull-through policy does not allow this version`);

@@ -6,8 +6,8 @@ import { errorResponse } from '../../http/responses';
 import type { Actor } from '../../store/audit/actor';
 import { authorizePublisher, PublishRefusal } from '../../access/publish-auth';
 import type { VerifiedCiToken } from '../../access/ci-token';
-import { InputError } from '../../protocol/errors';
-import { auditCiRefusal } from './refusal-audit';
+import type { PackageRef } from '../../access/package-rights';
+import { auditRefusal } from './refusal-audit';
 import { appendAuditEntry } from '../../store/audit/write';
 import type { AuditAction } from '../../store/audit/entry';
 import { storeFromEnv, type BlobStore, type KvStore } from '../../store/store';
@@ -46,17 +46,17 @@ export interface AuditTarget {
 }
 
 /**
- * Runs `handle` for an authorised actor: authorises the request for
- * `namespace`, then answers what `handle` returns. A refused credential
+ * Runs `handle` for an authorised actor: authorises the request to write
+ * `pkg` (publish-auth.ts: the credential's packages must include it), then answers what `handle` returns. A refused credential
  * answers 401/403 (WWW-Authenticate on 401), a refusal (InputError, a
  * StoreRefusal) its status (src/http/errors.ts) and message; both leave an audit entry `refused` when the caller is known
- * (a token id, a CI job's claims). Other errors propagate (500, logged).
+ * (a token id, a CI job's claims), a refused credential's rate-limited per class (refusal-audit.ts). Other errors propagate (500, logged).
  */
 export async function asPublisher(
   request: IRequest,
   env: Env,
   ctx: ExecutionContext,
-  namespace: string,
+  pkg: PackageRef,
   what: AuditTarget,
   handle: (actor: Actor, store: PublishStore, ci: VerifiedCiToken | null) => Promise<Response>,
   /** 'continues' for an upload session's requests: a CI token starts one publish (publish-auth.ts), and these continue it. */
@@ -65,17 +65,18 @@ export async function asPublisher(
   const store = publishStore(env);
   let actor: Actor | null = null;
   try {
-    const authorization = await authorizePublisher(request, settings(env), store, namespace, mode === 'starts' ? `${what.action} ${what.target}` : null);
+    const authorization = await authorizePublisher(request, settings(env), store, pkg, mode === 'starts' ? `${what.action} ${what.target}` : null);
     actor = authorization.actor;
     return await handle(actor, store, authorization.ci);
   } catch (error) {
     if (error instanceof PublishRefusal) {
-      if (error.claimed && error.claimed.kind === 'ci') {
-        // Anyone can mint CI tokens (forged, or genuine for their own repository) without limit: refusals are rate-limited.
-        await auditCiRefusal(env, ctx, error.verified ? 'verified' : 'unverified', { ...what, actor: error.claimed, reason: error.message }, (entry) =>
+      if (error.claimed) {
+        // Anyone can mint CI tokens (forged, or genuine for their own repository) and resend a leaked ert_ token without limit: refusals are rate-limited.
+        const kind = error.claimed.kind === 'ci' ? (error.verified ? 'verified' : 'unverified') : 'token';
+        await auditRefusal(env, ctx, kind, { ...what, actor: error.claimed, reason: error.message }, (entry) =>
           audit(store, ctx, { ...entry, outcome: 'refused' }),
         );
-      } else if (error.claimed) await audit(store, ctx, { ...what, actor: error.claimed, outcome: 'refused', reason: error.message });
+      }
       const challenge = error.challenge;
       return errorResponse(error.status, error.message, challenge ? { 'www-authenticate': challenge } : {});
     }
@@ -103,15 +104,5 @@ export async function audit(
   }
 }
 
-/** Reads a JSON request body of at most `limit` bytes; throws InputError (400, 413) otherwise. */
-export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > limit) throw new InputError(`the request body is ${declared} bytes; at most ${limit} are accepted here`, 413);
-  const text = await request.text();
-  if (text.length > limit) throw new InputError(`the request body is over ${limit} bytes; at most ${limit} are accepted here`, 413);
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new InputError('the request body is not JSON');
-  }
-}
+/** Reads a JSON request body of at most `limit` bytes (src/http/body.ts: 413 beyond it, while the body streams; 400 when not JSON). */
+export { readJsonAtMost as readJsonBody } from '../../http/body';

@@ -10,7 +10,8 @@ import { moduleLeaseName, providerLeaseName } from '../../store/layout';
 import { parseLifecycleMessage, type LifecycleAction } from '../../store/lifecycle/change';
 import { changeModuleLifecycle } from '../../store/lifecycle/modules';
 import { changeProviderLifecycle } from '../../store/lifecycle/providers';
-import { asPublisher, audit, json, readJsonBody } from './context';
+import type { PackageRef } from '../../access/package-rights';
+import { asPublisher, audit, json, readJsonBody, type AuditTarget } from './context';
 import { withWorkerLease } from './lease';
 
 /**
@@ -22,15 +23,19 @@ import { withWorkerLease } from './lease';
  * `{"action": "deprecate"|"undeprecate"|"withdraw"|"restore", "version"?: "X.Y.Z", "message"?: "…"}`.
  * The same store code as `npm run lifecycle` (the lease, the conditional R2
  * commit, the rebuild). 200 `{"status": "changed"|"unchanged", "versions", "lifecycle"}`;
- * 400 for a bad body, 404 for an unknown package or version, 401/403 for
- * credentials; every outcome audited (`lifecycle.ACTION`, the actor).
+ * 400 for a bad body, 413 for one over 8 KiB (read only once the credential
+ * is accepted, and never past the limit), 404 for an unknown package or
+ * version, 401/403 for credentials; every outcome audited (`lifecycle.ACTION`,
+ * the actor; a refused credential as `lifecycle.change`).
  */
 
 const ACTIONS = ['deprecate', 'undeprecate', 'withdraw', 'restore'] as const;
+/** The largest body accepted: an action, a version and a message of at most MAX_MESSAGE_LENGTH characters. */
+const MAX_BODY_BYTES = 8 * 1024;
 
 export function providerLifecycle(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
   const address = providerAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'));
-  return handle(request, env, ctx, address.namespace, formatAddress(address), (store, action, check) =>
+  return handle(request, env, ctx, { kind: 'provider', namespace: address.namespace, type: address.type }, formatAddress(address), (store, action, check) =>
     withWorkerLease(store.blobs, providerLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatAddress(address)}`, (lease) =>
       changeProviderLifecycle(store, address, action, { lease }),
     ),
@@ -44,7 +49,7 @@ export function moduleLifecycle(request: IRequest, env: Env, ctx: ExecutionConte
     pathSegment(request.params.name, 'name'),
     pathSegment(request.params.system, 'system'),
   );
-  return handle(request, env, ctx, address.namespace, formatModuleAddress(address), (store, action, check) =>
+  return handle(request, env, ctx, { kind: 'module', ...address }, formatModuleAddress(address), (store, action, check) =>
     withWorkerLease(store.blobs, moduleLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatModuleAddress(address)}`, (lease) =>
       changeModuleLifecycle(store, address, action, { lease }),
     ),
@@ -57,18 +62,14 @@ type Change = (
   context: { actor: Parameters<Parameters<typeof asPublisher>[5]>[0] },
 ) => Promise<{ changed: boolean; versions: string[]; state: unknown }>;
 
-async function handle(request: IRequest, env: Env, ctx: ExecutionContext, namespace: string, name: string, change: Change): Promise<Response> {
-  // The audit target names the version when the body does; read it once, before authorising, only to name the entry.
-  const body = await readJsonBody(request, 8 * 1024).catch((error: unknown) => error as Error);
-  const version = body instanceof Error ? undefined : (body as { version?: unknown })?.version;
-  const kind = body instanceof Error ? 'change' : String((body as { action?: unknown })?.action ?? 'change');
-  const what = {
-    action: `lifecycle.${/^[a-z]+$/.test(kind) ? kind : 'change'}`,
-    target: `${name}${typeof version === 'string' && version.length <= 64 ? ` ${version}` : ''}`,
-  };
-  return asPublisher(request, env, ctx, namespace, what, async (actor, store) => {
-    if (body instanceof Error) throw body;
-    const action = parseAction(body);
+async function handle(request: IRequest, env: Env, ctx: ExecutionContext, pkg: PackageRef, name: string, change: Change): Promise<Response> {
+  // Nothing of the body is read before the credential is checked: a refused credential is audited as
+  // `lifecycle.change` of the package; once the body is parsed, `what` names the action and version, also for
+  // the refusals asPublisher audits after that (it reads `what` when it writes the entry).
+  const what: AuditTarget = { action: 'lifecycle.change', target: name };
+  return asPublisher(request, env, ctx, pkg, what, async (actor, store) => {
+    const action = parseAction(await readJsonBody(request, MAX_BODY_BYTES));
+    Object.assign(what, { action: `lifecycle.${action.kind}`, target: `${name}${'version' in action && action.version ? ` ${action.version}` : ''}` });
     const result = await change(store, action, { actor });
     await audit(store, ctx, { ...what, actor, outcome: result.changed ? 'ok' : 'unchanged', ...('message' in action ? { reason: action.message } : {}) });
     return json({ address: name, status: result.changed ? 'changed' : 'unchanged', versions: result.versions, lifecycle: result.state });

@@ -37,7 +37,7 @@ export async function createModuleUpload(request: IRequest, env: Env, ctx: Execu
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const what = { action: 'module.publish', target: `${formatModuleAddress(address)} ${version}` } as const;
 
-  return asPublisher(request, env, ctx, address.namespace, what, async (actor, store, ci) => {
+  return asPublisher(request, env, ctx, { kind: 'module', ...address }, what, async (actor, store, ci) => {
     // A namespace requiring provenance refuses other publishers before anything is read or written.
     await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attesterFor(actor, ci, settings(env), store.blobs));
     const manifest = parseModuleManifest(await readJsonBody(request, MAX_MANIFEST_BYTES));

@@ -8,12 +8,22 @@ import { parsePlatformName } from '../../protocol/platform';
 import { parseReleaseFilename, shasumsFilename, shasumsSignatureFilename } from '../../protocol/release-files';
 import { parseVersion } from '../../protocol/version';
 import type { ProviderPublishResult, UploadSessionBody } from '../../protocol/publish-api';
+import { InputError } from '../../protocol/errors';
 import { providerLeaseName } from '../../store/layout';
 import { draftVersionRecord } from '../../store/providers/draft';
 import { publishVersion } from '../../store/providers/write';
 import { differentContentsError, readVersionRecord, sameRelease } from '../../store/providers/version-records';
 import type { PackageRecord, VersionRecord } from '../../store/types';
-import { newUploadId, writeUploadSession, type ProviderUpload, type UploadSession } from '../../store/uploads/session';
+import {
+  MAX_OPEN_UPLOADS,
+  newUploadId,
+  openUploads,
+  sweepExpiredUploads,
+  writeUploadSession,
+  type ProviderUpload,
+  type UploadBucket,
+  type UploadSession,
+} from '../../store/uploads/session';
 import { asPublisher, audit, json, PART_BYTES, readJsonBody, type PublishStore } from './context';
 import { writeUploadDocs } from './provider-docs';
 import { withWorkerLease } from './lease';
@@ -45,7 +55,7 @@ export async function createProviderUpload(request: IRequest, env: Env, ctx: Exe
   const address = providerAddress(settings(env).hostname, namespace, type);
   const what = { action: 'provider.publish', target: `${formatAddress(address)} ${version}` } as const;
 
-  return asPublisher(request, env, ctx, namespace, what, async (actor, store, ci) => {
+  return asPublisher(request, env, ctx, { kind: 'provider', namespace, type }, what, async (actor, store, ci) => {
     // A namespace requiring provenance refuses other publishers before anything is read or written.
     const attest = attesterFor(actor, ci, settings(env), store.blobs);
     await checkProvenancePolicy(store.blobs, address.hostname, namespace, attest);
@@ -103,7 +113,16 @@ export function publishResult(record: VersionRecord, status: ProviderPublishResu
   };
 }
 
-/** Starts an upload session of `actor` for `upload` (provider or module) in the address's namespace, valid SESSION_HOURS. */
+/**
+ * Starts an upload session of `actor` for `upload` (provider or module) in
+ * the address's namespace, valid SESSION_HOURS. First sweeps up to
+ * SWEEP_PER_START expired sessions of anyone (store/uploads/session.ts; a
+ * failed sweep is logged, never a failed start), then counts the
+ * credential's open sessions: at MAX_OPEN_UPLOADS already, throws
+ * InputError 429 naming the fix (commit or abandon them; when the soonest
+ * expires). Concurrent starts of one credential are counted each before
+ * the others write, so they can pass the cap by at most their number.
+ */
 export async function startSession(
   store: PublishStore,
   actor: Actor,
@@ -111,6 +130,16 @@ export async function startSession(
   upload: UploadSession['upload'],
 ): Promise<UploadSession> {
   const now = Date.now();
+  await sweepExpiredUploads(store.bucket as unknown as UploadBucket, now).catch((error: unknown) =>
+    console.error(`upload sweep failed: ${(error as Error)?.message ?? error}`),
+  );
+  const { open, soonest } = await openUploads(store.blobs, actor, now);
+  if (open >= MAX_OPEN_UPLOADS) {
+    throw new InputError(
+      `these credentials have ${open} open upload sessions, the most at once (${MAX_OPEN_UPLOADS}): commit the ones you started (POST their commit_url) or wait until the soonest expires at ${soonest}; sessions expire ${SESSION_HOURS} hours after they start`,
+      429,
+    );
+  }
   const session: UploadSession = {
     id: newUploadId(),
     hostname: address.hostname,

@@ -4,13 +4,17 @@ import type { Actor } from '../../store/audit/actor';
 import type { AuditAction } from '../../store/audit/entry';
 
 /**
- * Audit entries for refusals of CI ID tokens, in two classes counted apart:
- *   unverified  a token whose signature, issuer, audience or dates failed, so
- *               its claims are whatever the sender wrote;
- *   verified    a genuine token that matches no trusted publisher (any GitHub
- *               user can mint one for their own repository, choosing our
- *               audience) or that already started another publish.
- * Anyone can send either without limit; one R2 object each would let them
+ * Audit entries for refused publish credentials, in three classes counted apart:
+ *   unverified  a CI ID token whose signature, issuer, audience or dates
+ *               failed, so its claims are whatever the sender wrote;
+ *   verified    a genuine CI ID token that matches no trusted publisher (any
+ *               GitHub user can mint one for their own repository, choosing
+ *               our audience) or that already started another publish;
+ *   token       a token of this registry (`ert_…`) refused as expired, as a
+ *               read token, or for another namespace: whoever holds one — a
+ *               leaked expired token included — can send it without limit.
+ * (An unknown or revoked `ert_` token names nobody and is not audited.)
+ * Anyone can send these without limit; one R2 object each would let them
  * fill the audit log (and the R2 bill). So per isolate, class and window
  * (AUDIT_REFUSAL_WINDOW_SECONDS, default 60) the first REFUSALS_PER_WINDOW are
  * written one by one; the rest are only counted, and the first of those
@@ -18,17 +22,16 @@ import type { AuditAction } from '../../store/audit/entry';
  * SUMMARY_MAX_WAIT_MS later, whichever is first (waitUntil work is cut about
  * 30 s after the response): how many, from when to when, per target, reason
  * and issuer + subject, with the last one's actor. Bound with the defaults:
- * 10 + 3 entries a minute per class and isolate, 26 for both (Cloudflare runs
- * many isolates: the bound multiplies by those an attacker reaches).
+ * 10 + 3 entries a minute per class and isolate, 39 for the three (Cloudflare
+ * runs many isolates: the bound multiplies by those an attacker reaches).
  * Successful writes are never limited, and the /audit page filters to them
- * (?outcome=ok). Refusals of `ert_` publish tokens are not limited: each costs
- * its sender a token the operator issued.
+ * (?outcome=ok).
  */
 
 export const REFUSALS_PER_WINDOW = 10;
 /** The name the forged-token tests know the limit by. */
 export const UNVERIFIED_PER_WINDOW = REFUSALS_PER_WINDOW;
-export type RefusalClass = 'unverified' | 'verified';
+export type RefusalClass = 'unverified' | 'verified' | 'token';
 /** The longest a summary waits in waitUntil (Cloudflare allows about 30 s after the response). */
 const SUMMARY_MAX_WAIT_MS = 20_000;
 const DEFAULT_WINDOW_SECONDS = 60;
@@ -48,7 +51,7 @@ interface Window {
   last: number;
   byTarget: Map<string, number>;
   byReason: Map<string, number>;
-  /** Per `issuer subject` the tokens named (claimed, for the unverified class). */
+  /** Per `issuer subject` the CI tokens named (claimed, for the unverified class), per `token ID (name)` the registry's tokens. */
   byActor: Map<string, number>;
   lastEntry: RefusalEntry | null;
 }
@@ -61,12 +64,12 @@ function refusalWindowMs(env: Env): number {
 }
 
 /**
- * Records one refusal of a CI ID token of `kind`: calls `write` with its
+ * Records one refused publish credential of `kind`: calls `write` with its
  * entry when the class's window has room, else counts it and makes sure a
  * summary is written (through `write`, in ctx.waitUntil) when the window
  * ends. `write` must not throw (the caller's audit() logs failures).
  */
-export async function auditCiRefusal(
+export async function auditRefusal(
   env: Env,
   ctx: ExecutionContext,
   kind: RefusalClass,
@@ -94,7 +97,13 @@ export async function auditCiRefusal(
   w.byTarget.set(entry.target, (w.byTarget.get(entry.target) ?? 0) + 1);
   const reason = entry.reason.slice(0, 160);
   w.byReason.set(reason, (w.byReason.get(reason) ?? 0) + 1);
-  const who = entry.actor.kind === 'ci' ? `${entry.actor.issuer} ${entry.actor.subject}`.slice(0, 200) : entry.actor.kind;
+  const who = (
+    entry.actor.kind === 'ci'
+      ? `${entry.actor.issuer} ${entry.actor.subject}`
+      : entry.actor.kind === 'token'
+        ? `token ${entry.actor.tokenId} (${entry.actor.name})`
+        : entry.actor.kind
+  ).slice(0, 200);
   w.byActor.set(who, (w.byActor.get(who) ?? 0) + 1);
   w.lastEntry = entry;
   if (summaryScheduled) return;
@@ -113,6 +122,12 @@ export async function auditCiRefusal(
   );
 }
 
+const CLASS_NAMES: Record<RefusalClass, string> = {
+  unverified: 'unverified CI ID tokens',
+  verified: 'genuine CI ID tokens no trusted publisher allows',
+  token: 'tokens of this registry (expired, read tokens, other namespaces)',
+};
+
 /** The summary entry of a window's counted refusals. */
 function summary(w: Window, kind: RefusalClass): RefusalEntry {
   const top = (counts: Map<string, number>) =>
@@ -128,10 +143,10 @@ function summary(w: Window, kind: RefusalClass): RefusalEntry {
     target: targets[0]![0],
     actor: last.actor,
     reason:
-      `${w.suppressed} more refusals of ${kind === 'unverified' ? 'unverified CI ID tokens' : 'genuine CI ID tokens no trusted publisher allows'} ` +
+      `${w.suppressed} more refusals of ${CLASS_NAMES[kind]} ` +
       `between ${new Date(w.first).toISOString()} and ${new Date(w.last).toISOString()}, ` +
       `counted here rather than logged one by one (at most ${REFUSALS_PER_WINDOW} are, per window and isolate). ` +
-      `Targets: ${top(w.byTarget)}. Reasons: ${top(w.byReason)}. Issuer and subject: ${top(w.byActor)}. ` +
+      `Targets: ${top(w.byTarget)}. Reasons: ${top(w.byReason)}. ${kind === 'token' ? 'Tokens' : 'Issuer and subject'}: ${top(w.byActor)}. ` +
       `Actor: ${kind === 'unverified' ? 'what the last token claimed (unverified)' : "the last token's"}.`,
   };
 }

@@ -4,7 +4,7 @@ import type { Env } from '../../env';
 import { errorResponse, pathSegment } from '../../http/responses';
 import type { Actor } from '../../store/audit/actor';
 import { InputError } from '../../protocol/errors';
-import { readUploadSession, removeUpload, type UploadSession } from '../../store/uploads/session';
+import { readUploadSession, removeUpload, type UploadBucket, type UploadSession } from '../../store/uploads/session';
 import { partCount, partLength, stagePart, stageWholeFile } from '../../store/uploads/staged';
 import { asPublisher, audit, json, MAX_BODY_BYTES, publishStore, type AuditTarget } from './context';
 import { commitModule } from './module-commit';
@@ -23,7 +23,8 @@ import { commitProvider } from './provider-commit';
  *        200 with the CLI's --json result, status "published", "unchanged" or "repaired".
  *
  * Only the credential that started the session may use it (403 otherwise); an unknown or committed
- * session is 404, an expired one 410.
+ * session is 404, an expired one 410 (and removed with its staged files). A credential has at most
+ * MAX_OPEN_UPLOADS open sessions (providers.ts startSession: 429); expired ones are swept at each start.
  */
 
 export async function uploadFile(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
@@ -72,7 +73,7 @@ export async function commitUpload(request: IRequest, env: Env, ctx: ExecutionCo
     const digests = Object.fromEntries(session.upload.files.map((f) => [f.filename, f.sha256]));
     await audit(store, ctx, { ...auditTarget(session), actor, outcome: result.status === 'unchanged' ? 'unchanged' : 'ok', digests });
     // Staged copies are garbage now; removing them need not delay the answer.
-    ctx.waitUntil(removeUpload(store.bucket as unknown as Parameters<typeof removeUpload>[0], session.id).catch(() => {}));
+    ctx.waitUntil(removeUpload(store.bucket as unknown as UploadBucket, session.id, session).catch(() => {}));
     return json(result);
   });
 }
@@ -102,12 +103,18 @@ function asSessionPublisher(
     request,
     env,
     ctx,
-    session.namespace,
+    session.upload.kind === 'provider'
+      ? { kind: 'provider', namespace: session.namespace, type: session.upload.type }
+      : { kind: 'module', namespace: session.namespace, name: session.upload.name, system: session.upload.system },
     auditTarget(session),
     async (actor, _store, ci) => {
       if (!sameActor(actor, session.actor))
         throw new InputError('this upload was started with other credentials; only they may upload to it or commit it', 403);
-      if (Date.parse(session.expires) <= Date.now()) throw new InputError(`this upload expired at ${session.expires}; start the publish again`, 410);
+      if (Date.parse(session.expires) <= Date.now()) {
+        // Expiry is checked on use, and an expired session found this way goes at once (the sweep would later).
+        ctx.waitUntil(removeUpload(env.REGISTRY_R2 as unknown as UploadBucket, session.id, session).catch(() => {}));
+        throw new InputError(`this upload expired at ${session.expires}; start the publish again`, 410);
+      }
       return handle(actor, ci);
     },
     'continues',

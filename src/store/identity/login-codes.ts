@@ -18,6 +18,8 @@ export interface LoginCodeRecord {
   redirectUri: string;
   /** Epoch milliseconds after which the code is refused. */
   expiresAt: number;
+  /** Epoch milliseconds the code was issued: an admin's "revoke all" of the person at or after it makes it worthless (revokedSince). */
+  issuedAt: number;
   person: TokenPerson;
   scopes: string[];
   /** Lifetime of the token it is exchanged for, in days (LOGIN_POLICY.token_days at sign-in). */
@@ -59,7 +61,9 @@ export async function redeemLoginCode(blobs: R2Bucket, codeSha256Hex: string): P
 }
 
 function parseLoginCode(r: LoginCodeRecord): LoginCodeRecord | null {
-  if (typeof r.codeChallenge !== 'string' || typeof r.redirectUri !== 'string' || typeof r.expiresAt !== 'number') return null;
+  // A code stored without issuedAt (before it existed; they live 2 minutes) cannot be checked against a revocation: refused.
+  if (typeof r.codeChallenge !== 'string' || typeof r.redirectUri !== 'string' || typeof r.expiresAt !== 'number' || typeof r.issuedAt !== 'number')
+    return null;
   if (typeof r.person?.issuer !== 'string' || typeof r.person.subject !== 'string') return null;
   if (!Array.isArray(r.scopes) || !r.scopes.every((s) => typeof s === 'string') || typeof r.tokenDays !== 'number') return null;
   return r;

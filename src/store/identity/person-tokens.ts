@@ -59,7 +59,7 @@ export async function listPersonTokens(blobs: R2Bucket, key: string): Promise<Pe
   return entries.sort((a, b) => b.created.localeCompare(a.created));
 }
 
-/** Revokes one of a person's tokens: deletes its KV record (refused from the next request on) and its index entry. */
+/** Revokes one of a person's tokens: deletes its KV record (refused everywhere within 60 s) and its index entry. */
 export async function revokePersonToken(kv: KVNamespace, blobs: R2Bucket, key: string, tokenSha256Hex: string): Promise<void> {
   await deleteTokenRecord(kv, tokenSha256Hex);
   await blobs.delete(personTokenObjectKey(key, tokenSha256Hex));
@@ -68,6 +68,16 @@ export async function revokePersonToken(kv: KVNamespace, blobs: R2Bucket, key: s
 /** Records that every token of the person was revoked at `at` (epoch ms): their page sessions signed in before then end (one R2 write). */
 export async function markPersonRevoked(blobs: R2Bucket, key: string, at = Date.now()): Promise<void> {
   await blobs.put(personRevokedKey(key), '', { customMetadata: { at: String(at) } });
+}
+
+/**
+ * True when an admin revoked all of the person's tokens at or after `issuedMs` (epoch ms): what was issued to
+ * them before — a page session, a pending login code — is no longer honoured. One R2 head. The one check of
+ * offboarding for person sessions (src/access/person-session.ts) and login codes (src/access/token-endpoint.ts).
+ */
+export async function revokedSince(blobs: R2Bucket, person: Pick<TokenPerson, 'issuer' | 'subject'>, issuedMs: number): Promise<boolean> {
+  const revokedAt = await personRevokedAt(blobs, personKey(person));
+  return revokedAt !== null && issuedMs <= revokedAt;
 }
 
 /** When the person's tokens were last revoked all at once (epoch ms), or null (one R2 head). */

@@ -1,3 +1,4 @@
+import { putHotKey } from '../kv-write';
 import type { ModuleAddress } from '../../protocol/modules-v1';
 import { moduleLifecycleOfHostPrefix, moduleLifecyclePageKey } from '../layout';
 import { listAllObjectKeys } from '../list';
@@ -47,5 +48,5 @@ export async function writeModuleLifecyclePage(kv: KvStore, address: ModuleAddre
   const text = serializeLifecycle(state);
   if (stored === text || (stored === null && isEmptyLifecycle(state))) return;
   check();
-  await kv.put(key, text);
+  await putHotKey(kv, key, text);
 }

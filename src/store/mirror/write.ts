@@ -1,3 +1,4 @@
+import { putHotKey } from '../kv-write';
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { sortVersions } from '../../protocol/version';
 import { downloadDocument, mirrorVersionDocument } from '../providers/documents';
@@ -67,10 +68,10 @@ export async function storeMirroredVersion(
   progress({ step: 'documents', detail: `${merged.packages.length} platforms of ${record.version}` });
   for (const pkg of merged.packages) {
     check();
-    await kv.put(downloadDocumentKey(merged.address, merged.version, pkg), downloadDocument(merged, pkg));
+    await putHotKey(kv, downloadDocumentKey(merged.address, merged.version, pkg), downloadDocument(merged, pkg));
   }
   check();
-  await kv.put(mirrorVersionKey(merged.address, merged.version), mirrorVersionDocument(merged));
+  await putHotKey(kv, mirrorVersionKey(merged.address, merged.version), mirrorVersionDocument(merged));
   progress({ step: 'record', detail: record.version });
   check();
   const recordKey = committedRecordKey(merged.address, merged.version);

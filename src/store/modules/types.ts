@@ -72,6 +72,8 @@ export interface ModuleVersionRecord {
   publishedAt: string;
   /** The signed statement of this version (src/store/provenance.ts); absent for versions published without one. */
   provenance?: import('../provenance').ProvenanceRef;
+  /** Set by the module proxy: the upstream module (HOST/NS/NAME/SYSTEM) this version was fetched from; absent for versions published here. */
+  proxiedFrom?: string;
 }
 
 /** The module catalog of a hostname (the /modules page), rebuilt from the records at every publish. */

@@ -1,3 +1,4 @@
+import { putHotKey } from '../kv-write';
 import { compareVersionsDescending } from '../../protocol/version';
 import { formatModuleAddress, moduleDownloadBody, moduleVersionsBody, type ModuleAddress } from '../../protocol/modules-v1';
 import {
@@ -161,7 +162,10 @@ export async function publishModuleVersion(
   await kv.put(moduleDocsKey(address, version), JSON.stringify(docs));
 
   // The statement before the record (the commit point), which names it: both absent or both whole.
-  const prepared = await options.attest?.sign([{ name: record.filename, digest: { sha256: record.sha256 } }]);
+  const prepared = await options.attest?.sign([{ name: record.filename, digest: { sha256: record.sha256 } }], {
+    address: formatModuleAddress(address),
+    version,
+  });
   if (prepared) {
     progress({ step: 'documents', detail: `${prepared.kind === 'build' ? 'build provenance' : 'publish attestation'} statement` });
     record = { ...record, provenance: await storeStatement(blobs, moduleStatementPrefix(address, version), prepared, check) };
@@ -179,7 +183,8 @@ export async function publishModuleVersion(
   return committed ? 'published' : 'unchanged';
 }
 
-function downloadBody(record: ModuleVersionRecord): string {
+/** A module version's download document ({"location": …}): the body the publish stores and the Worker rebuilds from the record on a KV miss. */
+export function downloadBody(record: ModuleVersionRecord): string {
   return JSON.stringify(moduleDownloadBody(moduleArchivePath(record.address, record.version, record.filename)));
 }
 
@@ -280,8 +285,8 @@ export async function rebuildModuleIndex(
     if (storedBody !== body || storedCatalog !== catalog) {
       progress({ step: 'index', detail: `${versions.length} versions of ${formatModuleAddress(address)}` });
       check();
-      if (storedBody !== body) await kv.put(moduleVersionsKey(address), body);
-      if (storedCatalog !== catalog) await kv.put(moduleCatalogKey(address.hostname), catalog);
+      if (storedBody !== body) await putHotKey(kv, moduleVersionsKey(address), body);
+      if (storedCatalog !== catalog) await putHotKey(kv, moduleCatalogKey(address.hostname), catalog);
     }
     // Done unless a version was committed meanwhile (only writers without the lease can do that).
     const now = await moduleVersions(store, address, () => {});

@@ -1,3 +1,4 @@
+import { putHotKey } from '../kv-write';
 import { mapLimit } from '../../concurrency';
 import { catalogKey, catalogObjectKey, parseProviderIndexKey, providerIndexPrefix, providerLifecycleKey, summaryPrefix } from '../layout';
 import { listAllKeys, listAllObjectKeys } from '../list';
@@ -89,12 +90,12 @@ async function changeCatalog(
       if (!written) continue; // another publish changed it since it was read
       etag = written.etag;
       options.check();
-      await store.kv.put(catalogKey, text);
+      await putHotKey(store.kv, catalogKey, text, { superseded: superseded(store, etag) });
     } else if (verify) {
       if ((await store.kv.get(catalogKey, 'text')) === text) return;
       options.progress({ step: 'repair', detail: `${catalogKey}: differs from ${catalogObjectKey}; writing it again` });
       options.check();
-      await store.kv.put(catalogKey, text);
+      await putHotKey(store.kv, catalogKey, text, { superseded: superseded(store, etag) });
     } else {
       return;
     }
@@ -105,6 +106,9 @@ async function changeCatalog(
   }
   throw new ListRebuildRaceError('the provider catalogue kept changing while being rebuilt; run the publish again');
 }
+
+/** True once the catalogue object is no longer the one with `etag`: its newer writer writes the KV copy. */
+const superseded = (store: Store, etag: string | null) => async () => (await store.blobs.head(catalogObjectKey))?.etag !== etag;
 
 function parseCatalog(text: string): Catalog | null {
   try {

@@ -1,3 +1,4 @@
+import { putHotKey } from '../kv-write';
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { sortVersions } from '../../protocol/version';
 import { mapLimit } from '../../concurrency';
@@ -176,7 +177,7 @@ async function writeListDocuments(
   options.progress({ step: 'documents', detail: `the version lists (registry, mirror) and the provider page of ${formatAddress(index.address)}` });
   for (const { key, body } of documents) {
     options.check();
-    await kv.put(key, body);
+    await putHotKey(kv, key, body);
   }
   return page;
 }

@@ -142,10 +142,13 @@ export async function publishVersion(
   await writeDocuments(kv, record, check);
 
   // The statement before the record (the commit point), which names it: both absent or both whole.
-  const prepared = await options.attest?.sign([
-    ...record.packages.map((p) => ({ name: p.filename, digest: { sha256: p.shasum } })),
-    ...(record.shasumsFile ? [{ name: record.shasumsFilename, digest: { sha256: record.shasumsFile.sha256 } }] : []),
-  ]);
+  const prepared = await options.attest?.sign(
+    [
+      ...record.packages.map((p) => ({ name: p.filename, digest: { sha256: p.shasum } })),
+      ...(record.shasumsFile ? [{ name: record.shasumsFilename, digest: { sha256: record.shasumsFile.sha256 } }] : []),
+    ],
+    { address: formatAddress(address), version },
+  );
   if (prepared) {
     progress({ step: 'documents', detail: `${prepared.kind === 'build' ? 'build provenance' : 'publish attestation'} statement` });
     record = { ...record, provenance: await storeStatement(blobs, providerStatementPrefix(address, version), prepared, check) };

@@ -20,6 +20,13 @@ export interface PublisherCommon {
   created: string;
   /** The operator allowed any ref and any environment (--any-ref); else a new publisher names a ref or an environment. */
   anyRef?: true;
+  /**
+   * The packages it may publish and change: NS/TYPE and NS/NAME/SYSTEM patterns of its namespace
+   * (src/access/package-rights.ts). Absent with no `namespaceWide`: stored before per-package rights, it publishes nothing.
+   */
+  packages?: string[];
+  /** The operator allowed every package of the namespace explicitly (--namespace-wide). */
+  namespaceWide?: true;
 }
 
 export interface GitHubPublisher extends PublisherCommon {
@@ -29,7 +36,7 @@ export interface GitHubPublisher extends PublisherCommon {
   /** Workflow file name under .github/workflows/ (`release.yml`), or a reusable workflow of another repository as
    *  OWNER/REPO/.github/workflows/FILE[@REF]; absent (only publishers stored before it was required) = any workflow. */
   workflow?: string;
-  /** `repository_id` (decimal); absent only on publishers stored before ids were pinned (the first publish pins it). */
+  /** `repository_id` (decimal); absent only on publishers stored before ids were required (they publish nothing until `publisher pin`). */
   repositoryId?: string;
   /** `repository_owner_id` (decimal); present whenever repositoryId is. */
   ownerId?: string;
@@ -39,7 +46,7 @@ export interface GitLabPublisher extends PublisherCommon {
   kind: 'gitlab';
   /** GROUP[/SUBGROUP…]/PROJECT (compared case-insensitively). */
   projectPath: string;
-  /** `project_id` (decimal); absent only on publishers stored before ids were pinned (the first publish pins it). */
+  /** `project_id` (decimal); absent only on publishers stored before ids were required (they publish nothing until `publisher pin`). */
   projectId?: string;
   /** `namespace_id` (decimal); present whenever projectId is. */
   namespaceId?: string;
@@ -74,7 +81,9 @@ function isPublisher(value: unknown): value is TrustedPublisher {
   const ids = (a: unknown, b: unknown) =>
     (a === undefined && b === undefined) || (str(a) && str(b) && NUMERIC_ID.test(a as string) && NUMERIC_ID.test(b as string));
   const flag = (v: unknown) => v === undefined || v === true;
+  const packages = p.packages === undefined || (Array.isArray(p.packages) && p.packages.length > 0 && p.packages.every(str));
   if (!str(p.id) || !str(p.issuer) || !str(p.created) || !optional(p.ref) || !optional(p.environment) || !flag(p.anyRef)) return false;
+  if (!packages || !flag(p.namespaceWide)) return false;
   if (p.kind === 'github') return str(p.repository) && optional(p.workflow) && ids(p.repositoryId, p.ownerId);
   if (p.kind === 'gitlab') return str(p.projectPath) && ids(p.projectId, p.namespaceId) && flag(p.allowUnprotectedRef);
   return false;

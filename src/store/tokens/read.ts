@@ -27,6 +27,13 @@ export interface TokenRecord {
    * it reads nothing).
    */
   purpose?: TokenPurpose;
+  /**
+   * A publish token's packages: NS/TYPE and NS/NAME/SYSTEM patterns (src/access/package-rights.ts). A publish token
+   * with neither these nor `namespaceWide` was created before per-package rights and publishes nothing.
+   */
+  packages?: string[];
+  /** A publish token allowed every package of its scopes' namespaces explicitly (`--namespace-wide`). */
+  namespaceWide?: true;
   /** The person a token was issued to by sign-in (`terraform login`, the Tokens page); absent for `npm run token` tokens. */
   person?: TokenPerson;
 }
@@ -68,6 +75,14 @@ export function parseTokenRecord(text: string): TokenRecord | null {
     expires: r.expires as string | null,
     purpose: (r.purpose as TokenPurpose | undefined) ?? 'read',
   };
+  if (r.packages !== undefined) {
+    if (!Array.isArray(r.packages) || !r.packages.every((p) => typeof p === 'string')) return null;
+    record.packages = r.packages as string[];
+  }
+  if (r.namespaceWide !== undefined) {
+    if (r.namespaceWide !== true) return null;
+    record.namespaceWide = true;
+  }
   const person = r.person as Record<string, unknown> | undefined;
   if (person !== undefined) {
     if (typeof person !== 'object' || person === null || typeof person.issuer !== 'string' || typeof person.subject !== 'string') return null;

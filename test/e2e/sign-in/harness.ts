@@ -180,11 +180,19 @@ export async function terraformHome(world: SignInWorld, name: string, cliConfig 
  * `terraform login HOST` as a person runs it: answers "yes", takes the URL
  * Terraform prints (its own listener on 127.0.0.1 waits for the redirect),
  * follows it in chromium through the provider's sign-in as `login`, then
- * reads the token Terraform wrote to its credentials file.
+ * reads the token Terraform wrote to its credentials file. `cli` runs
+ * another binary the same way (`tofu login`: OpenTofu keeps the same file).
  */
-export async function terraformLogin(world: SignInWorld, name: string, login: string, host = world.hostname, cliConfig = ''): Promise<LoginRun> {
+export async function terraformLogin(
+  world: SignInWorld,
+  name: string,
+  login: string,
+  host = world.hostname,
+  cliConfig = '',
+  cli = terraform!,
+): Promise<LoginRun> {
   const { home, env } = await terraformHome(world, name, cliConfig);
-  const child = spawn(terraform!, ['login', host], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(cli, ['login', host], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   let output = '';
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
@@ -243,19 +251,23 @@ export async function terraformLogin(world: SignInWorld, name: string, login: st
   return { code, output: output.replace(/\u001b\[[0-9;]*m/g, ''), token, pageText, reachedTerraform };
 }
 
-/** `terraform init` in a fresh directory with these files; `cli.tfrc` (if given) becomes a fresh HOME's ~/.terraformrc unless `homeEnv` is given. */
+/**
+ * `terraform init` (or `cli init`, e.g. tofu) in a fresh directory with these files; `cli.tfrc` (if given)
+ * becomes a fresh HOME's ~/.terraformrc unless `homeEnv` is given.
+ */
 export async function terraformInit(
   world: SignInWorld,
   name: string,
   files: Record<string, string>,
   homeEnv?: NodeJS.ProcessEnv,
+  cli = terraform!,
 ): Promise<{ ok: boolean; output: string }> {
   const work = join(world.dir, 'init', name);
   await mkdir(work, { recursive: true });
   for (const [file, text] of Object.entries(files)) await writeFile(join(work, file), text);
   const env: NodeJS.ProcessEnv = homeEnv ?? (await terraformHome(world, `init-${name}`, files['cli.tfrc'] ?? '')).env;
   try {
-    const { stdout, stderr } = await run(terraform!, ['init', '-input=false', '-no-color'], {
+    const { stdout, stderr } = await run(cli, ['init', '-input=false', '-no-color'], {
       cwd: work,
       env: { ...env, TF_IN_AUTOMATION: '1' },
       timeout: 120_000,

@@ -15,6 +15,7 @@ import {
   type SignInWorld,
 } from './harness';
 import { missing } from '../../tools';
+import { ensureTofu } from '../tofu/tofu';
 
 /**
  * `terraform login localhost:PORT` end to end with a real OpenID Provider:
@@ -74,6 +75,24 @@ describe.skipIf(missing('chromium and terraform', ready))("terraform login with 
     const module = await terraformInit(world, 'alice-host-block-module', { 'main.tf': moduleConfig() }, loginEnv(world, 'alice-host-block'));
     expect(module.ok, module.output).toBe(true);
     expect(module.output).toMatch(/Downloading registry\.example\.com\/acme\/vpc\/aws 1\.0\.0/);
+  });
+
+  it('tofu login (OpenTofu 1.6.2, the same login.v1): the token it stored installs the private provider with tofu init', async () => {
+    const tofu = await ensureTofu();
+    const login = await terraformLogin(world, 'alice-tofu', 'alice', world.hostname, '', tofu);
+    expect(login.code, `${login.output}\n--- page ---\n${login.pageText}`).toBe(0);
+    expect(login.output).toContain('Success! OpenTofu has obtained and saved an API token.');
+    expect(login.token).toMatch(/^ert_[A-Za-z0-9_-]{43}$/);
+    expect(login.reachedTerraform).toBe(true);
+    // Run at once: with the HOME tofu login wrote to, and with a fresh one (refused: the token is what let it in).
+    const files = { 'main.tf': providerConfig(world.hostname) };
+    const [init, without] = await Promise.all([
+      terraformInit(world, 'alice-tofu-init', files, loginEnv(world, 'alice-tofu'), tofu),
+      terraformInit(world, 'alice-tofu-none', files, undefined, tofu),
+    ]);
+    expect(init.ok, init.output).toBe(true);
+    expect(init.output).toContain(`Installed ${world.hostname}/acme/thing v1.3.0`);
+    expect(without.ok).toBe(false);
   });
 
   it('a person the policy grants nothing (unverified company email, no group) gets no token and a page saying so', async () => {

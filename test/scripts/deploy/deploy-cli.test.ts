@@ -51,6 +51,7 @@ interface Account {
   buckets: string[];
   worker: { secrets: string[]; deploys: number; config: string | null } | null;
   secretLengths?: Record<string, number>;
+  lifecycle?: Record<string, { name: string; prefix: string; expireDays: number; abortMultipartDays: number }[]>;
 }
 
 let project: string;
@@ -100,7 +101,13 @@ async function deploy(args: string[], extraEnv: Record<string, string> = {}): Pr
 }
 
 const reads = ['whoami --json', 'kv namespace list', 'r2 bucket list'];
-const isRead = (c: string) => reads.includes(c) || c.startsWith('secret list');
+const isRead = (c: string) => reads.includes(c) || c.startsWith('secret list') || c.startsWith('r2 bucket lifecycle list');
+const LIFECYCLE_ADDS = [
+  'r2 bucket lifecycle add edge-registry edge-registry-uploads .uploads/ --expire-days 2 --abort-multipart-days 2',
+  'r2 bucket lifecycle add edge-registry edge-registry-ci-token-uses .ci-token-uses/ --expire-days 1',
+  'r2 bucket lifecycle add edge-registry edge-registry-login-codes .login-codes/ --expire-days 1',
+  'r2 bucket lifecycle add edge-registry edge-registry-ended-sessions .ended-sessions/ --expire-days 1',
+];
 
 describe('npm run deploy', () => {
   it('--dry-run prints every command and file change and changes nothing', async () => {
@@ -111,6 +118,7 @@ describe('npm run deploy', () => {
     expect(stderr).toContain('dry run: nothing is changed');
     expect(stderr).toContain('$ wrangler kv namespace create edge-registry');
     expect(stderr).toContain('$ wrangler r2 bucket create edge-registry');
+    for (const add of LIFECYCLE_ADDS) expect(stderr).toContain(`$ wrangler ${add}`);
     expect(stderr).toMatch(/\[env\.production\] routes: \(added\) → \[\{ pattern = "registry\.acme\.com", custom_domain = true \}\]/);
     expect(stderr).toMatch(/\[env\.production\.vars\] REGISTRY_HOSTNAME: "registry\.example\.com" → "registry\.acme\.com"/);
     expect(stderr).toContain(`$ wrangler deploy --config ${paths().toml} --env production --secrets-file`);
@@ -148,11 +156,18 @@ describe('npm run deploy', () => {
     expect(ran).toEqual([
       'kv namespace create edge-registry',
       'r2 bucket create edge-registry',
+      ...LIFECYCLE_ADDS,
       expect.stringMatching(new RegExp(`^deploy --config ${paths().toml} --env production --secrets-file /.+/secrets\\.json$`)),
     ]);
     const state = await account();
     expect(state.kv.map((n) => n.title)).toEqual(['other-app-cache', 'edge-registry']);
     expect(state.buckets).toEqual(['logs-archive', 'edge-registry']);
+    expect(state.lifecycle?.['edge-registry']).toEqual([
+      { name: 'edge-registry-uploads', prefix: '.uploads/', expireDays: 2, abortMultipartDays: 2 },
+      { name: 'edge-registry-ci-token-uses', prefix: '.ci-token-uses/', expireDays: 1, abortMultipartDays: 0 },
+      { name: 'edge-registry-login-codes', prefix: '.login-codes/', expireDays: 1, abortMultipartDays: 0 },
+      { name: 'edge-registry-ended-sessions', prefix: '.ended-sessions/', expireDays: 1, abortMultipartDays: 0 },
+    ]);
     expect(state.worker?.secrets).toEqual(['URL_SIGNING_SECRET']);
     expect(state.secretLengths?.URL_SIGNING_SECRET).toBe(44); // 32 random bytes, base64
     const config = await readProductionConfig(paths().toml, 'production');
@@ -165,7 +180,7 @@ describe('npm run deploy', () => {
     });
     expect(state.worker?.config).toBe(await readFile(paths().toml, 'utf8')); // deployed with the written config
     // The temporary secrets file is gone.
-    const secretsFile = ran[2]!.split(' ').at(-1)!;
+    const secretsFile = ran[2 + LIFECYCLE_ADDS.length]!.split(' ').at(-1)!;
     await expect(readFile(secretsFile)).rejects.toThrow(/ENOENT/);
     expect(first.stderr).toContain('==> 1. create the KV namespace "edge-registry"');
     expect(first.stderr).toContain('https://edge-registry.acme.workers.dev');
@@ -183,16 +198,19 @@ describe('npm run deploy', () => {
     expect((await account()).worker?.deploys).toBe(2);
   });
 
-  it('reuses what exists by name and sets a missing signing secret with secret put', async () => {
+  it("reuses what exists by name, keeps an operator's own lifecycle rule on a prefix, and sets a missing signing secret with secret put", async () => {
     await setAccount({
       loggedIn: true,
       kv: [{ id: '9f0c5a3e2b1d4c6e8a7f9b0d1c2e3f4a', title: 'edge-registry' }],
       buckets: ['edge-registry'],
       worker: { secrets: [], deploys: 1, config: null },
+      lifecycle: { 'edge-registry': [{ name: 'my-own-login-codes-rule', prefix: '.login-codes/', expireDays: 3, abortMultipartDays: 0 }] },
     });
     const { code, stderr } = await deploy(['--hostname', 'registry.acme.com']);
     expect(code, stderr).toBe(0);
     expect((await commands()).filter((c) => !isRead(c))).toEqual([
+      ...LIFECYCLE_ADDS.slice(0, 2),
+      LIFECYCLE_ADDS[3]!,
       `secret put URL_SIGNING_SECRET --config ${paths().toml} --env production`,
       `deploy --config ${paths().toml} --env production`,
     ]);

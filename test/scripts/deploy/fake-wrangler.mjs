@@ -22,6 +22,7 @@ const stdin = () => {
 const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 const firstOption = args.findIndex((a) => a.startsWith('-'));
 const command = (firstOption < 0 ? args : args.slice(0, firstOption)).slice(0, 3).join(' ');
+// `r2 bucket lifecycle list|add BUCKET [NAME PREFIX]`: positionals after the first three (a prefix starts with a dot, not a dash).
 appendFileSync(process.env.FAKE_WRANGLER_LOG, `${JSON.stringify(args)}\n`);
 
 const out = (text) => process.stdout.write(text);
@@ -65,6 +66,32 @@ if (args[0] === 'whoami') {
   state.buckets.push(args[3]);
   save();
   out(`${banner}Creating bucket '${args[3]}'...\n✅ Created bucket '${args[3]}' with default storage class of Standard.\n`);
+} else if (command === 'r2 bucket lifecycle' && args[3] === 'list') {
+  // wrangler 4.86's format (recorded/r2-lifecycle-list.stdout; "There are no …" is its line for none).
+  const rules = state.lifecycle?.[args[4]] ?? [];
+  out(
+    `${banner}Listing lifecycle rules for bucket '${args[4]}'...\n${
+      rules.length === 0
+        ? `There are no lifecycle rules for bucket '${args[4]}'.`
+        : rules
+            .map(
+              (r) =>
+                `name:     ${r.name}\nenabled:  Yes\nprefix:   ${r.prefix || '(all prefixes)'}\naction:   Expire objects after ${r.expireDays} days${r.abortMultipartDays ? `, Abort incomplete multipart uploads after ${r.abortMultipartDays} days` : ''}`,
+            )
+            .join('\n\n')
+    }\n`,
+  );
+} else if (command === 'r2 bucket lifecycle' && args[3] === 'add') {
+  const [bucket, name, prefix] = args.slice(4, 7);
+  state.lifecycle = {
+    ...state.lifecycle,
+    [bucket]: [
+      ...(state.lifecycle?.[bucket] ?? []),
+      { name, prefix, expireDays: Number(option('--expire-days')), abortMultipartDays: Number(option('--abort-multipart-days') ?? 0) },
+    ],
+  };
+  save();
+  out(`${banner}Adding lifecycle rule '${name}' to bucket '${bucket}'...\n✨ Added lifecycle rule '${name}' to bucket '${bucket}'.\n`);
 } else if (command === 'secret list') {
   if (!state.worker) {
     process.stderr.write(recorded('secret-list-no-worker.stderr'));

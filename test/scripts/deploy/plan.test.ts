@@ -1,8 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseKvNamespaces, parseR2Buckets, parseSecrets, parseWhoami, type WranglerResult } from '../../../scripts/lib/deploy/wrangler-output';
-import { PENDING_KV_ID, PlanError, checkAuth, planDeploy, type DeployOptions, type Observed } from '../../../scripts/lib/deploy/plan';
+import {
+  parseKvNamespaces,
+  parseLifecycleRules,
+  parseR2Buckets,
+  parseSecrets,
+  parseWhoami,
+  type WranglerResult,
+} from '../../../scripts/lib/deploy/wrangler-output';
+import { LIFECYCLE_RULES, PENDING_KV_ID, PlanError, checkAuth, planDeploy, type DeployOptions, type Observed } from '../../../scripts/lib/deploy/plan';
 import { editProductionConfig, type ProductionConfig } from '../../../scripts/lib/deploy/production-config';
 
 /** What wrangler 4.86 printed (see recorded/README.md). */
@@ -47,6 +54,21 @@ describe('reading wrangler 4.86 output', () => {
     expect(() => parseSecrets({ status: 1, stdout: '', stderr: 'Authentication error [code: 10000]' })).toThrow(/exit status 1/);
   });
 
+  it('r2 bucket lifecycle list: each rule\'s name and prefix ("(all prefixes)" is none), Cloudflare\'s default rule included', () => {
+    expect(parseLifecycleRules(recorded('r2-lifecycle-list-default'))).toEqual([{ name: 'Default Multipart Abort Rule', prefix: '' }]);
+    expect(parseLifecycleRules(recorded('r2-lifecycle-list'))).toEqual([
+      { name: 'Default Multipart Abort Rule', prefix: '' },
+      { name: 'edge-registry-uploads', prefix: '.uploads/' },
+      { name: 'edge-registry-login-codes', prefix: '.login-codes/' },
+    ]);
+    expect(
+      parseLifecycleRules({ status: 0, stdout: "Listing lifecycle rules for bucket 'b'...\nThere are no lifecycle rules for bucket 'b'.\n", stderr: '' }),
+    ).toEqual([]);
+    expect(() => parseLifecycleRules({ status: 0, stdout: '[]', stderr: '' })).toThrow(/unexpected output/);
+    // What `lifecycle add` printed when it added a rule (exit 0).
+    expect(recorded('r2-lifecycle-add').stdout).toContain("Added lifecycle rule 'edge-registry-uploads' to bucket 'edge-registry'");
+  });
+
   it('refuses output it does not recognise instead of guessing', () => {
     expect(() => parseKvNamespaces({ status: 0, stdout: 'Something else entirely', stderr: '' })).toThrow(/no JSON/);
     expect(() => parseR2Buckets({ status: 0, stdout: '[]', stderr: '' })).toThrow(/unexpected output/);
@@ -77,6 +99,8 @@ function observed(overrides: Partial<Observed> = {}): Observed {
     accountIdFromEnv: null,
     kvNamespaces: [],
     buckets: [],
+    // The rules the deploy creates are there (the tests of the lifecycle steps say otherwise).
+    lifecycleRules: LIFECYCLE_RULES.map(({ name, prefix }) => ({ name, prefix })),
     secrets: { workerExists: false },
     config: shippedConfig,
     configText: shippedToml,
@@ -86,8 +110,18 @@ function observed(overrides: Partial<Observed> = {}): Observed {
 
 describe('the deploy plan', () => {
   it('on an empty account: create both, write the config, deploy with a new signing secret, smoke-test', () => {
-    const steps = planDeploy(options, observed());
-    expect(steps.map((s) => s.kind)).toEqual(['create-kv', 'create-bucket', 'write-config', 'deploy', 'smoke-test']);
+    const steps = planDeploy(options, observed({ lifecycleRules: null }));
+    expect(steps.map((s) => s.kind)).toEqual([
+      'create-kv',
+      'create-bucket',
+      'add-lifecycle-rule',
+      'add-lifecycle-rule',
+      'add-lifecycle-rule',
+      'write-config',
+      'deploy',
+      'smoke-test',
+    ]);
+    steps.splice(2, 3);
     expect(steps[0]).toMatchObject({ command: ['kv', 'namespace', 'create', 'edge-registry'] });
     expect(steps[1]).toMatchObject({ command: ['r2', 'bucket', 'create', 'edge-registry'] });
     const write = steps[2]!;
@@ -229,5 +263,43 @@ describe('editing the production environment of wrangler.toml', () => {
     expect(text).toContain('[[env.production.kv_namespaces]]\nbinding = "REGISTRY_KV"\nid = "abc123"');
     expect(text).toContain('[[env.production.r2_buckets]]\nbinding = "REGISTRY_R2"\nbucket_name = "acme-bucket"');
     expect(changes.find((c) => c.key === 'routes')?.from).toBe('[ "old.example.com/*", ]');
+  });
+});
+
+describe('the deploy plan: R2 lifecycle rules', () => {
+  it("adds each rule the bucket lacks, with wrangler 4.86's `r2 bucket lifecycle add` arguments; none twice, and not over an operator's own rule on the prefix", () => {
+    const ready = {
+      kvNamespaces: [{ id: 'kv123', title: 'edge-registry' }],
+      buckets: ['edge-registry'],
+      secrets: { workerExists: true as const, names: ['URL_SIGNING_SECRET'] },
+    };
+    const lacking = planDeploy(options, observed({ ...ready, lifecycleRules: [{ name: 'Default Multipart Abort Rule', prefix: '' }] }));
+    expect(lacking.filter((s) => s.kind === 'add-lifecycle-rule').map((s) => ('command' in s ? s.command.join(' ') : ''))).toEqual([
+      'r2 bucket lifecycle add edge-registry edge-registry-uploads .uploads/ --expire-days 2 --abort-multipart-days 2',
+      'r2 bucket lifecycle add edge-registry edge-registry-ci-token-uses .ci-token-uses/ --expire-days 1',
+      'r2 bucket lifecycle add edge-registry edge-registry-login-codes .login-codes/ --expire-days 1',
+      'r2 bucket lifecycle add edge-registry edge-registry-ended-sessions .ended-sessions/ --expire-days 1',
+    ]);
+    expect(lacking[0]!.describe).toBe(
+      'add the R2 lifecycle rule "edge-registry-uploads" to "edge-registry": delete objects under .uploads/ after 2 days (publish API uploads: sessions expire after 24 h)',
+    );
+    const some = planDeploy(
+      options,
+      observed({
+        ...ready,
+        lifecycleRules: [
+          { name: 'edge-registry-uploads', prefix: '.uploads/' },
+          { name: 'keep-codes-a-week', prefix: '.login-codes/' },
+        ],
+      }),
+    );
+    expect(some.filter((s) => s.kind === 'add-lifecycle-rule').map((s) => (s.kind === 'add-lifecycle-rule' ? s.name : ''))).toEqual([
+      'edge-registry-ci-token-uses',
+      'edge-registry-ended-sessions',
+    ]);
+    expect(planDeploy(options, observed(ready)).map((s) => s.kind)).toEqual(['write-config', 'deploy', 'smoke-test']);
+    // --bucket names the bucket the rules go on.
+    const other = planDeploy({ ...options, bucketName: 'reg-files' }, observed({ ...ready, buckets: ['reg-files'], lifecycleRules: [] }));
+    expect(other.find((s) => s.kind === 'add-lifecycle-rule')).toMatchObject({ command: expect.arrayContaining(['reg-files']) });
   });
 });

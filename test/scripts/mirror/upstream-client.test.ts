@@ -75,4 +75,35 @@ describe('the one upstream client', () => {
     await expect(worker.getJson(`${base}/hop/6`, 'doc')).rejects.toThrow(`doc ${base}/hop/6: more than 5 redirects`);
     expect((await new UpstreamClient(retrying([])).getJson(`${base}/hop/6`, 'doc')).json).toEqual({ ok: 'after hops' });
   });
+
+  it("checks every hop of a redirect chain, the middle ones too (the module proxy's https rule): a refused hop is never requested", async () => {
+    const { requireHttps } = await import('../../../src/mirror/modules/source');
+    const worker = new UpstreamClient(DEFAULT_LIMITS);
+    const checked: string[] = [];
+    // A chain whose first and last hops the policy allows, and a middle one it does not (plain http to another host).
+    const named = (host: string) => host === '127.0.0.1';
+    const middle = `${base}/hop/1`.replace('127.0.0.1', 'localhost');
+    const hostile = createServer((_req, res) => res.writeHead(302, { location: middle }).end());
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    try {
+      const start = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}/start`;
+      seen.length = 0;
+      const error = await worker
+        .openArchive(start, 'module package', (url) => {
+          checked.push(url);
+          requireHttps(url, named);
+        })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(UpstreamError);
+      expect((error as Error).message).toMatch(/plain http:\/\/.*hosts\["localhost"\]/);
+      expect(checked).toEqual([start, middle]);
+      expect(seen).toEqual([]); // the middle hop (and so the last) never requested
+    } finally {
+      await new Promise<void>((resolve) => hostile.close(() => resolve()));
+    }
+    // Every hop of an allowed chain is checked: first, each redirect, last.
+    checked.length = 0;
+    await (await worker.openArchive(`${base}/hop/2`, 'module package', (url) => checked.push(url) && undefined)).response.body?.cancel();
+    expect(checked).toEqual([`${base}/hop/2`, `${base}/hop/1`, `${base}/hop/0`]);
+  });
 });

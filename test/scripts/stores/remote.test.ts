@@ -10,7 +10,7 @@ import { publishRelease } from '../../../scripts/lib/provider/publish';
 import { KvRestStore } from '../../../scripts/lib/stores/kv-rest';
 import { R2S3Store } from '../../../scripts/lib/stores/r2-s3';
 import { listAuditEntries } from '../../../src/store/audit/read';
-import { publishersKey } from '../../../src/store/layout';
+import { legacyPublishersKey, publishersObject } from '../../../src/store/layout';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from '../helpers';
 import { VersionConflictError } from '../../../src/store/errors';
 
@@ -444,7 +444,7 @@ describe('lifecycle --remote', () => {
 });
 
 describe('publisher --remote', () => {
-  it('adds, lists and removes a trusted publisher in KV through the REST API, each change audited in R2 through the S3 API as the operator via --remote', async () => {
+  it('adds, lists and removes a trusted publisher in R2 through the S3 API (conditional writes), each change audited in R2 through the S3 API as the operator via --remote', async () => {
     const remote = ['--remote', '--env', 'production', '--config', configPath];
     const added = await runScript(
       'publisher',
@@ -464,6 +464,8 @@ describe('publisher --remote', () => {
         '1',
         '--owner-id',
         '2',
+        '--package',
+        'acme/thing',
         '--json',
         ...remote,
       ],
@@ -472,9 +474,11 @@ describe('publisher --remote', () => {
     expect(added.code, added.stderr).toBe(0);
     const { publisher } = JSON.parse(added.stdout) as { publisher: { id: string; repository: string } };
     expect(publisher.repository).toBe('acme/terraform-provider-thing');
-    // Stored where the Worker reads it: the production namespace's publishers key, through the KV REST API.
-    const stored = kvApi.values.get(`${config.kvNamespaceId}/${publishersKey(config.hostname, 'acme')}`);
-    expect(JSON.parse(stored!)).toMatchObject([{ id: publisher.id, workflow: 'release.yml', ref: 'refs/tags/v*' }]);
+    // Stored where the Worker reads it: the production bucket's publishers object, through the S3 API; nothing in KV.
+    const r2 = new R2S3Store({ endpoint: s3Endpoint, bucket: config.bucketName, accessKeyId: S3_KEY, secretAccessKey: S3_KEY, region: 'us-east-1' });
+    const stored = async () => JSON.parse(await (await r2.get(publishersObject(config.hostname, 'acme')))!.text()) as unknown[];
+    expect(await stored()).toMatchObject([{ id: publisher.id, workflow: 'release.yml', ref: 'refs/tags/v*', packages: ['acme/thing'] }]);
+    expect(kvApi.values.has(`${config.kvNamespaceId}/${legacyPublishersKey(config.hostname, 'acme')}`)).toBe(false);
     // Adding it again changes nothing; list reads it back.
     expect(
       (
@@ -496,6 +500,8 @@ describe('publisher --remote', () => {
             '1',
             '--owner-id',
             '2',
+            '--package',
+            'acme/thing',
             ...remote,
           ],
           remoteEnv(),
@@ -512,13 +518,12 @@ describe('publisher --remote', () => {
       remoteEnv(),
     );
     expect(refused.code).toBe(1);
-    expect(JSON.parse(kvApi.values.get(`${config.kvNamespaceId}/${publishersKey(config.hostname, 'acme')}`)!)).toHaveLength(1);
+    expect(await stored()).toHaveLength(1);
     const removed = await runScript('publisher', ['remove', '--namespace', 'acme', publisher.id, ...remote], remoteEnv());
     expect(removed.code, removed.stderr).toBe(0);
-    expect(kvApi.values.has(`${config.kvNamespaceId}/${publishersKey(config.hostname, 'acme')}`)).toBe(false);
+    expect(await stored()).toEqual([]);
 
     // The audit log in R2 (read back through the S3 API): operator via --remote, with the outcomes.
-    const r2 = new R2S3Store({ endpoint: s3Endpoint, bucket: config.bucketName, accessKeyId: S3_KEY, secretAccessKey: S3_KEY, region: 'us-east-1' });
     const entries = (await listAuditEntries({ blobs: r2 }, { namespace: 'acme' })).entries.filter((e) => e.action.startsWith('publisher.'));
     expect(entries.map((e) => [e.action, e.outcome, e.target, e.actor])).toEqual([
       ['publisher.add', 'ok', `${config.hostname}/acme`, { kind: 'operator', via: 'remote' }],

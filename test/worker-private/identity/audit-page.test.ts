@@ -82,4 +82,56 @@ describe('/audit', () => {
     expect(anonymous.headers.get('location')).toBe('/login?next=/audit');
     expect((await getWith(config, '/audit', { method: 'POST', headers: { cookie: await cookieOf('admin', true) } })).status).toBe(405);
   });
+
+  it("escapes control characters of a refused CI token's claims (an ESC sequence is shown as \\x1b, never sent raw)", async () => {
+    const blobs = env.REGISTRY_R2 as unknown as BlobStore;
+    await appendAuditEntry(
+      { blobs },
+      {
+        actor: { kind: 'ci', issuer: 'https://token.actions.githubusercontent.com', subject: 'repo:x\u001b]0;pwned\u0007', repository: 'x\u001b[2J' },
+        action: 'provider.publish',
+        target: 'registry.example.com/esc/thing 1.0.0',
+        outcome: 'refused',
+        reason: 'no trusted publisher matches repository x\u001b[2J\u202e',
+      },
+    );
+    const page = await (await getWith(config, '/audit?namespace=esc&days=1', { headers: { cookie: await cookieOf('admin', true) } })).text();
+    expect(page).toContain('thing 1.0.0');
+    expect(page).toContain('x\\x1b[2J');
+    expect(page).toContain('repo:x\\x1b]0;pwned\\x07');
+    expect(page).toContain('\\u202e');
+    expect(page).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/);
+  });
+
+  it('pages through a window larger than a page: an "Older entries" link with the cursor, each entry on one page only', async () => {
+    const blobs = env.REGISTRY_R2 as unknown as BlobStore;
+    const base = Date.now() - 3_600_000;
+    for (let i = 0; i < 205; i += 41)
+      await Promise.all(
+        Array.from({ length: 41 }, (_, j) =>
+          appendAuditEntry(
+            { blobs },
+            {
+              actor: { kind: 'operator', via: 'local' },
+              action: 'key.add',
+              target: `registry.example.com/paged${i + j}`,
+              outcome: 'ok',
+              time: new Date(base + (i + j) * 1000).toISOString(),
+            },
+          ),
+        ),
+      );
+    const cookie = await cookieOf('admin', true);
+    const first = await (await getWith(config, '/audit?days=1&outcome=ok', { headers: { cookie } })).text();
+    const link = /<a href="([^"]+)" rel="next">Older entries<\/a>/.exec(first);
+    expect(link).not.toBeNull();
+    expect(first).toContain('registry.example.com/paged204<');
+    const older = await (await getWith(config, link![1]!.replaceAll('&amp;', '&'), { headers: { cookie } })).text();
+    const shown = (text: string) => [...text.matchAll(/registry\.example\.com\/paged(\d+)</g)].map((m) => Number(m[1]));
+    expect(shown(first).length).toBeGreaterThan(190); // 200 a page, newer entries of the other tests among them
+    expect(new Set([...shown(first), ...shown(older)]).size).toBe(205);
+    expect(shown(older)).toEqual(expect.arrayContaining([0, 1, 2, 3, 4]));
+    expect(shown(first).filter((n) => shown(older).includes(n))).toEqual([]);
+    expect((await getWith(config, '/audit?before=..%2Fsecrets', { headers: { cookie } })).status).toBe(400);
+  });
 });

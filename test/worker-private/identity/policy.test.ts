@@ -23,6 +23,15 @@ describe('parsePolicy refuses, naming the problem', () => {
     ['token_days 0', '{"rules":[{"if":{"groups":"a"},"scopes":["acme"]}],"token_days":0}', /token_days must be a whole number/],
     ['token_days fractional', '{"rules":[{"if":{"groups":"a"},"scopes":["acme"]}],"token_days":1.5}', /token_days/],
     ['token_days over a year', '{"rules":[{"if":{"groups":"a"},"scopes":["acme"]}],"token_days":366}', /token_days/],
+    // Hostile: `{"__proto__": …}` used to become a condition with no claims, matching everybody.
+    ['a claim named __proto__ (would match everybody)', '{"rules":[{"if":{"__proto__":"x"},"scopes":["*"]}]}', /"__proto__" cannot be a claim name/],
+    ['a claim named constructor', '{"rules":[{"if":{"constructor":"x"},"scopes":["*"]}]}', /"constructor" cannot be a claim name/],
+    ['a claim named prototype', '{"rules":[{"if":{"prototype":"x"},"scopes":["*"]}]}', /"prototype" cannot be a claim name/],
+    [
+      'an admins condition on __proto__',
+      '{"rules":[{"if":{"groups":"a"},"scopes":["acme"]}],"admins":{"__proto__":"x"}}',
+      /"__proto__" cannot be a claim name/,
+    ],
     ['an empty admins condition', '{"rules":[{"if":{"groups":"a"},"scopes":["acme"]}],"admins":{}}', /admins is empty/],
   ];
   for (const [what, text, message] of cases) {

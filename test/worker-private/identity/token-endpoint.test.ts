@@ -4,7 +4,7 @@ import { tokenSha256 } from '../../../src/access/tokens';
 import { sha256Hex } from '../../../src/protocol/hashes';
 import { loginCodeObjectKey, tokenKey } from '../../../src/store/layout';
 import { storeLoginCode } from '../../../src/store/identity/login-codes';
-import { listPersonTokens, personKey } from '../../../src/store/identity/person-tokens';
+import { listPersonTokens, markPersonRevoked, personKey } from '../../../src/store/identity/person-tokens';
 import { parseTokenRecord } from '../../../src/store/tokens/read';
 import { address, env, fakeRelease, getWith, seed } from '../helpers';
 import { lastByteFlipped, oidcEnv, pkce } from './helpers';
@@ -21,14 +21,17 @@ beforeAll(async () => {
   await seed([fakeRelease(address('acme', 'thing'), '1.0.0', ['linux_amd64'])]);
 });
 
-async function newCode(options: { expiresAt?: number; scopes?: string[] } = {}): Promise<{ code: string; verifier: string }> {
+async function newCode(
+  options: { expiresAt?: number; issuedAt?: number; scopes?: string[]; person?: typeof person } = {},
+): Promise<{ code: string; verifier: string }> {
   const { verifier, challenge } = await pkce();
   const code = `erc_${base64url(crypto.getRandomValues(new Uint8Array(32)))}`;
   await storeLoginCode(env.REGISTRY_R2, sha256Hex(code), {
     codeChallenge: challenge,
     redirectUri: REDIRECT,
     expiresAt: options.expiresAt ?? Date.now() + 60_000,
-    person,
+    issuedAt: options.issuedAt ?? Date.now(),
+    person: options.person ?? person,
     scopes: options.scopes ?? ['acme'],
     tokenDays: 7,
   });
@@ -117,6 +120,20 @@ describe('POST /oauth/token', () => {
   it('an expired code', async () => {
     const { code, verifier } = await newCode({ expiresAt: Date.now() - 1 });
     expect(await expectRefused(await exchange({ code, code_verifier: verifier }))).toContain('expired');
+  });
+
+  it("a code issued before an admin revoked all of the person's tokens no longer redeems (offboarding); one issued after does", async () => {
+    const carol = { issuer: person.issuer, subject: 'carol-sub', email: 'carol@acme.com' };
+    const pending = await newCode({ person: carol });
+    const revokedAt = Date.now() + 5; // the admin's "revoke all" (POST /tokens/revoke-person writes this marker)
+    await markPersonRevoked(env.REGISTRY_R2, personKey(carol), revokedAt);
+    expect(await expectRefused(await exchange({ code: pending.code, code_verifier: pending.verifier }))).toContain(
+      "an administrator revoked this person's access after the code was issued",
+    );
+    expect(await listPersonTokens(env.REGISTRY_R2, personKey(carol))).toEqual([]);
+    // A sign-in after the revocation (the provider still lets them in) gets a code that works.
+    const later = await newCode({ person: carol, issuedAt: revokedAt + 1 });
+    expect((await exchange({ code: later.code, code_verifier: later.verifier })).status).toBe(200);
   });
 
   it("another redirect_uri than the authorization request's", async () => {

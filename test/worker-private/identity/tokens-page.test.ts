@@ -131,4 +131,18 @@ describe('/tokens', () => {
     const later = await cookieOf(bob, { issued: Math.floor(Date.now() / 1000) + 2 });
     expect((await getWith(config, '/tokens', { headers: { cookie: later } })).status).toBe(200);
   });
+
+  it("signing out ends a person's session on the server: a copy of the cookie is refused, another session of theirs is not", async () => {
+    const cookie = await cookieOf(alice);
+    const laptop = await cookieOf(alice, { expires: Math.floor(Date.now() / 1000) + 601 });
+    expect((await getWith(config, '/tokens', { headers: { cookie } })).status).toBe(200);
+    const out = await getWith(config, '/logout', { method: 'POST', redirect: 'manual', headers: { cookie, origin: ORIGIN } });
+    expect(out.status).toBe(303);
+    const copy = await getWith(config, '/tokens', { redirect: 'manual', headers: { cookie } });
+    expect(copy.status).toBe(303);
+    expect(copy.headers.get('location')).toBe('/login?next=/tokens');
+    // A copy cannot mint a token either.
+    expect((await post('/tokens', cookie, { name: 'x', scope: 'acme', days: '1' })).status).toBe(303);
+    expect((await getWith(config, '/tokens', { headers: { cookie: laptop } })).status).toBe(200);
+  });
 });

@@ -46,10 +46,18 @@ describe('verifyCiToken in workerd', () => {
         ref: 'refs/tags/v*',
         repositoryId: '123456',
         ownerId: '654321',
+        packages: ['acme/thing'],
       }),
-      await parsePublisherInput({ issuer: gitlab.url, projectPath: 'acme/modules/vpc', anyRef: true, projectId: '4242', namespaceId: '42' }),
+      await parsePublisherInput({
+        issuer: gitlab.url,
+        projectPath: 'acme/modules/vpc',
+        anyRef: true,
+        projectId: '4242',
+        namespaceId: '42',
+        packages: ['acme/thing'],
+      }),
     ];
-    const options = { namespace: 'acme', publishers, hostname: HOST, keys };
+    const options = { namespace: 'acme', pkg: { kind: 'provider' as const, namespace: 'acme', type: 'thing' }, publishers, hostname: HOST, keys };
     const fromGithub = await verifyCiToken(
       await mint(github, {
         repository: 'acme/terraform-provider-thing',
@@ -73,9 +81,16 @@ describe('verifyCiToken in workerd', () => {
         ref: 'refs/tags/v*',
         repositoryId: '123456',
         ownerId: '654321',
+        packages: ['acme/thing'],
       }),
     ];
-    const options = { namespace: 'acme', publishers, hostname: HOST, keys: new IssuerKeyCache() };
+    const options = {
+      namespace: 'acme',
+      pkg: { kind: 'provider' as const, namespace: 'acme', type: 'thing' },
+      publishers,
+      hostname: HOST,
+      keys: new IssuerKeyCache(),
+    };
     const reason = (token: string) =>
       verifyCiToken(token, options).then(
         () => 'accepted',

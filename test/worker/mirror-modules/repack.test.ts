@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../../src/protocol/errors';
 import { proxiedModuleDocs } from '../../../src/mirror/modules/docs';
-import { renderReadme } from '../../../src/http/readme';
+import { MAX_README_BYTES, renderReadme } from '../../../src/http/readme';
 import { repackModule } from '../../../src/mirror/modules/repack';
 import { readTar } from '../../../src/protocol/tar';
 import { paxHeader, tarGz, zipDeflated, zipStored, type TarEntry } from '../../fixtures/archives';
@@ -298,5 +298,30 @@ describe('renderReadme', () => {
     expect(renderReadme('[m](mailto:a@example.com) [h](HTTPS://example.com/) [e](https://example.com/?a=1&amp;b=2)')).toBe(
       '<p><a href="mailto:a@example.com">m</a> <a href="HTTPS://example.com/">h</a> <a href="https://example.com/?a=1&amp;b=2">e</a></p>\n',
     );
+  });
+
+  it('renders a README of at most 1 MiB (MAX_README_BYTES, counted in UTF-8 bytes); a larger one is a note, not rendered', async () => {
+    const note = /README\.md is larger than the 1 MiB this registry renders on its pages; read it in the module package/;
+    expect(renderReadme(`# a\n${'x'.repeat(MAX_README_BYTES - 4)}`)).not.toMatch(note);
+    expect(renderReadme(`# a\n${'x'.repeat(MAX_README_BYTES - 3)}`)).toMatch(note);
+    // 600,000 two-byte characters: under the cap in UTF-16 units, over it in bytes.
+    expect(renderReadme('é'.repeat(600_000))).toMatch(note);
+    // The module proxy, from a package: a 2 MiB README is decoded only up to the cap and becomes the note.
+    const big = 'a'.repeat(2 * 1024 * 1024);
+    const repacked = await repackModule(
+      await tarGz([
+        { name: 'main.tf', content: MAIN },
+        { name: 'README.md', content: big },
+      ]),
+      'tar.gz',
+      {
+        stripTop: false,
+        subdir: '',
+        label: 'pkg',
+        maxUnpackedBytes: 8 * 1024 * 1024,
+      },
+    );
+    expect(repacked.texts.get('README.md')!.length).toBeLessThanOrEqual(MAX_README_BYTES + 4);
+    expect(proxiedModuleDocs(repacked.texts).readmeHtml).toMatch(note);
   });
 });

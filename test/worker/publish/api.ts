@@ -18,17 +18,24 @@ import { get } from '../helpers';
 
 export const HOST = env.REGISTRY_HOSTNAME;
 
-export async function issue(purpose: 'read' | 'publish', scopes: string[], options: { expires?: string | null; name?: string } = {}) {
+/**
+ * A token as `npm run token -- create` stores it. Publish scopes that name packages (NS/TYPE, NS/NAME/SYSTEM) are
+ * stored as `--publish PACKAGE` stores them; bare namespaces as `--publish NS --namespace-wide` does, unless
+ * `legacy` (a publish token created before per-package rights: namespaces, no packages, no namespace-wide flag).
+ */
+export async function issue(purpose: 'read' | 'publish', scopes: string[], options: { expires?: string | null; name?: string; legacy?: boolean } = {}) {
   const token = newToken();
   const sha256 = tokenSha256(token);
+  const packages = purpose === 'publish' && scopes.every((s) => s.includes('/')) ? scopes : null;
   await writeTokenRecord(env.REGISTRY_KV, {
     id: tokenId(sha256),
     name: options.name ?? `${purpose}-test`,
     sha256,
-    scopes,
+    scopes: packages ? [...new Set(packages.map((p) => p.split('/')[0]!))] : scopes,
     created: new Date().toISOString(),
     expires: options.expires ?? null,
     purpose,
+    ...(packages ? { packages } : purpose === 'publish' && !options.legacy ? { namespaceWide: true as const } : {}),
   });
   return { token, id: tokenId(sha256) };
 }

@@ -4,11 +4,12 @@ import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { parsePublisherInput } from '../../../src/access/publishers';
 import { listAuditEntries } from '../../../src/store/audit/read';
 import { storeHeldKey } from '../../../src/store/keys/held-keys';
-import { publishersKey, versionsDocumentKey } from '../../../src/store/layout';
+import { legacyPublishersKey, versionsDocumentKey } from '../../../src/store/layout';
 import { readPublishers } from '../../../src/store/publishers/read';
 import { writePublishers } from '../../../src/store/publishers/write';
 import { writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import type { BlobStore } from '../../../src/store/store';
+import { get } from '../helpers';
 import { buildRelease, commit, HOST, manifestOf, publishRelease, put, startPublish, type Session } from './api';
 
 /**
@@ -16,8 +17,9 @@ import { buildRelease, commit, HOST, manifestOf, publishRelease, put, startPubli
  * workerd with real tokens of the local issuers (test/fixtures/ci-issuers.setup.ts):
  * a recreated repository (same names, other ids), a transferred one (same
  * repository id, other owner), a GitLab job on an unprotected tag, a token
- * used for a second publish; and a publisher stored before ids were pinned,
- * pinned by its first publish.
+ * used for a second publish, a trusted job publishing or changing a package
+ * not named for it; and a publisher stored before ids were required, which
+ * publishes nothing (and is never pinned from a token) until the operator pins it.
  */
 const { github, gitlab } = inject('ciIssuers');
 const REPO = 'acme/terraform-provider-thing';
@@ -58,6 +60,9 @@ const gitlabJob = (overrides: JWTPayload = {}): JWTPayload => ({
   ...overrides,
 });
 
+const lifecycle = (path: string, token: string, body: object) =>
+  get(path, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const store = { kv: env.REGISTRY_KV as never, blobs: env.REGISTRY_R2 as never };
 const storedVersions = (type: string, namespace = NS) => env.REGISTRY_KV.get(versionsDocumentKey({ hostname: HOST, namespace, type }), 'text');
 const auditOf = async (namespace: string) => (await listAuditEntries({ blobs: env.REGISTRY_R2 as unknown as BlobStore }, { namespace })).entries;
 
@@ -69,7 +74,7 @@ async function trust(namespace: string): Promise<void> {
 
 beforeAll(async () => {
   await trust(NS);
-  await writePublishers(env.REGISTRY_KV, HOST, NS, [
+  await writePublishers(store, HOST, NS, [
     await parsePublisherInput({
       issuer: github.url,
       repository: REPO,
@@ -77,8 +82,16 @@ beforeAll(async () => {
       ref: 'refs/tags/v*',
       repositoryId: '123456',
       ownerId: '654321',
+      packages: ['hj/hijack', 'hj/once', 'hj/race', 'hj/own-*'],
     }),
-    await parsePublisherInput({ issuer: gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*', projectId: '4242', namespaceId: '42' }),
+    await parsePublisherInput({
+      issuer: gitlab.url,
+      projectPath: 'acme/modules/vpc',
+      ref: 'refs/tags/v*',
+      projectId: '4242',
+      namespaceId: '42',
+      packages: ['hj/unprotected', 'hj/vpc/aws'],
+    }),
   ]);
 });
 
@@ -143,32 +156,71 @@ describe('one token, one publish', { timeout: 60_000 }, () => {
   });
 });
 
-describe('publishers stored before ids were pinned', { timeout: 60_000 }, () => {
-  it('keep working: the first publish pins the ids its token presented (audited); then another repository of that name is refused', async () => {
+describe('least privilege per package', { timeout: 60_000 }, () => {
+  it("a trusted job publishes the packages named for it, and nothing else of the namespace: another provider, a module, another's lifecycle", async () => {
+    // The module project's job (trusted for hj/unprotected and the module hj/vpc/aws) tries the provider repository's package.
+    const release = await buildRelease('own-thing', '9.9.9', { unsigned: true });
+    const manifest = await manifestOf(release);
+    const foreign = await startPublish(await mint(gitlab, gitlabJob()), NS, release, manifest);
+    expect(foreign.status).toBe(403);
+    expect(await foreign.text()).toMatch(/may not publish or change hj\/own-thing: its trusted publisher allows only hj\/unprotected, hj\/vpc\/aws/);
+    expect(await storedVersions('own-thing')).toBeNull();
+    expect((await env.REGISTRY_R2.list({ prefix: `${HOST}/${NS}/own-thing/` })).objects).toEqual([]);
+    // The provider repository's job may (a pattern: hj/own-*), and then the module job may not withdraw it.
+    const published = await publishRelease(await mint(github, job()), NS, release);
+    expect(published.committed?.status, JSON.stringify(published.body)).toBe(200);
+    const withdraw = await lifecycle(`/v1/publish/lifecycle/providers/${NS}/own-thing`, await mint(gitlab, gitlabJob()), {
+      action: 'withdraw',
+      version: '9.9.9',
+      message: 'hostile',
+    });
+    expect(withdraw.status).toBe(403);
+    expect(JSON.parse((await storedVersions('own-thing'))!).versions.map((v: { version: string }) => v.version)).toEqual(['9.9.9']);
+    const refusal = (await auditOf(NS)).find((e) => e.action === 'lifecycle.change' && e.outcome === 'refused');
+    expect(refusal).toMatchObject({ outcome: 'refused', actor: { kind: 'ci', repository: 'acme/modules/vpc' } });
+  });
+});
+
+describe('publishers stored before ids were required', { timeout: 60_000 }, () => {
+  it('publish nothing until the operator pins them: never pinned from a token, nothing written; pinned, the pinned repository publishes', async () => {
     await trust('legacy');
-    // As stored before: no ids, no required workflow or ref.
-    await env.REGISTRY_KV.put(
-      publishersKey(HOST, 'legacy'),
-      JSON.stringify([{ id: '0123456789ab', kind: 'github', issuer: github.url, repository: REPO, created: '2026-01-01T00:00:00.000Z' }]),
-    );
+    // As stored before: no ids, no workflow, ref or packages, in KV.
+    const legacy = JSON.stringify([{ id: '0123456789ab', kind: 'github', issuer: github.url, repository: REPO, created: '2026-01-01T00:00:00.000Z' }]);
+    await env.REGISTRY_KV.put(legacyPublishersKey(HOST, 'legacy'), legacy);
     const release = await buildRelease('pinned', '1.0.0', { unsigned: true });
+    const refused = await startPublish(
+      await mint(github, job({ repository_id: '555', repository_owner_id: '666' })),
+      'legacy',
+      release,
+      await manifestOf(release),
+    );
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).toMatch(
+      /matches trusted publisher 0123456789ab .* publishes nothing until the operator pins it: it names no the repository ids, no a workflow, no a ref or an environment, no its packages \(npm run publisher -- pin 0123456789ab/,
+    );
+    // Nothing was pinned or written back, nothing published.
+    expect(await env.REGISTRY_KV.get(legacyPublishersKey(HOST, 'legacy'), 'text')).toBe(legacy);
+    expect(await readPublishers(store, HOST, 'legacy')).toMatchObject([{ id: '0123456789ab' }]);
+    expect((await readPublishers(store, HOST, 'legacy'))[0]).not.toHaveProperty('repositoryId');
+    expect((await auditOf('legacy')).find((e) => e.action === 'publisher.pin')).toBeUndefined();
+    expect(await storedVersions('pinned', 'legacy')).toBeNull();
+    // The operator pins it (npm run publisher -- pin, tested in test/scripts/publisher.test.ts): that repository by id publishes, another does not.
+    await writePublishers(store, HOST, 'legacy', [
+      await parsePublisherInput({
+        issuer: github.url,
+        repository: REPO,
+        workflow: 'release.yml',
+        ref: 'refs/tags/v*',
+        repositoryId: '555',
+        ownerId: '666',
+        packages: ['legacy/pinned'],
+      }),
+    ]);
+    expect(await env.REGISTRY_KV.get(legacyPublishersKey(HOST, 'legacy'), 'text')).toBeNull();
+    expect(
+      (await startPublish(await mint(github, job({ repository_id: '999', repository_owner_id: '666' })), 'legacy', release, await manifestOf(release))).status,
+    ).toBe(403);
     const published = await publishRelease(await mint(github, job({ repository_id: '555', repository_owner_id: '666' })), 'legacy', release);
     expect(published.committed?.status, JSON.stringify(published.body)).toBe(200);
-    expect(await readPublishers(env.REGISTRY_KV as never, HOST, 'legacy')).toMatchObject([{ id: '0123456789ab', repositoryId: '555', ownerId: '666' }]);
-    const pin = (await auditOf('legacy')).find((e) => e.action === 'publisher.pin');
-    expect(pin).toMatchObject({ outcome: 'ok', target: `${HOST}/legacy`, actor: { kind: 'ci', repository: REPO } });
-    expect(pin?.reason).toMatch(/id 555, owner id 666/);
-    const next = await buildRelease('pinned', '1.0.1', { unsigned: true });
-    expect(
-      (await startPublish(await mint(github, job({ repository_id: '999', repository_owner_id: '666' })), 'legacy', next, await manifestOf(next))).status,
-    ).toBe(403);
-    expect(
-      (
-        await startPublish(await mint(github, job({ repository_id: '555', repository_owner_id: '666' })), 'legacy', next, {
-          ...(await manifestOf(next)),
-          dry_run: true,
-        })
-      ).status,
-    ).toBe(200);
   });
 });

@@ -58,7 +58,7 @@ beforeAll(async () => {
   heldKeyId = key.keyId;
   await writeSigningKeys(env.REGISTRY_KV, HOST, 'ci', [{ key_id: key.keyId, ascii_armor: key.armoredPublicKey }]);
   await storeHeldKey(env.REGISTRY_KV, env.SIGNING_KEY_SECRET!, HOST, 'ci', key.keyId, key.armoredPrivateKey);
-  await writePublishers(env.REGISTRY_KV, HOST, 'ci', [
+  await writePublishers({ kv: env.REGISTRY_KV as never, blobs: env.REGISTRY_R2 as never }, HOST, 'ci', [
     await parsePublisherInput({
       issuer: github.url,
       repository: REPO,
@@ -67,8 +67,16 @@ beforeAll(async () => {
       environment: 'release',
       repositoryId: '123456',
       ownerId: '654321',
+      namespaceWide: true,
     }),
-    await parsePublisherInput({ issuer: gitlab.url, projectPath: 'acme/modules/vpc', ref: 'refs/tags/v*', projectId: '4242', namespaceId: '42' }),
+    await parsePublisherInput({
+      issuer: gitlab.url,
+      projectPath: 'acme/modules/vpc',
+      ref: 'refs/tags/v*',
+      projectId: '4242',
+      namespaceId: '42',
+      namespaceWide: true,
+    }),
   ]);
 });
 

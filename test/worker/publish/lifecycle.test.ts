@@ -2,8 +2,9 @@ import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { listAuditEntries } from '../../../src/store/audit/read';
 import type { BlobStore } from '../../../src/store/store';
-import { address, atFakeTime, fakeRelease, get, seed } from '../helpers';
+import { address, atFakeTime, fakeRelease, get, getWith, seed } from '../helpers';
 import { bearer, issue } from './api';
+import { chunkedBody } from '../../fixtures/chunked-body';
 
 /**
  * `npm run lifecycle` over the publish API (POST /v1/publish/lifecycle/…):
@@ -80,5 +81,40 @@ describe('POST /v1/publish/lifecycle/modules/:namespace/:name/:system', () => {
     const response = await post('/v1/publish/lifecycle/modules/acme/none/aws', publisher, { action: 'deprecate', message: 'x' });
     expect(response.status).toBe(404);
     expect((await response.json<{ errors: string[] }>()).errors[0]).toContain('module registry.example.com/acme/none/aws has no published version');
+  });
+});
+
+describe('the lifecycle body: read only after the credential, and never past 8 KiB', () => {
+  const path = '/v1/publish/lifecycle/providers/acme/api-withdrawn';
+  const chunked = (token: string | null, total: number) => {
+    const stream = chunkedBody(total);
+    const request = getWith({}, path, {
+      method: 'POST',
+      headers: bearer(token, { 'content-type': 'application/json' }),
+      body: stream.body,
+      duplex: 'half',
+    } as RequestInit);
+    return { request, pulled: stream.pulled };
+  };
+
+  it('without a credential (or with a refused one) nothing of the body is read: 401/403 with 0 bytes pulled', async () => {
+    const { token: reader } = await issue('read', ['acme']);
+    for (const [token, status] of [
+      [null, 401],
+      ['ert_' + 'x'.repeat(43), 401],
+      [reader, 403],
+    ] as const) {
+      const { request, pulled } = chunked(token, 64 * 1024 * 1024);
+      expect((await request).status).toBe(status);
+      expect(pulled()).toBe(0);
+    }
+  });
+
+  it('a chunked body of 64 MiB with no Content-Length from a valid publisher: 413 after little more than 8 KiB was read', async () => {
+    const { request, pulled } = chunked(publisher, 64 * 1024 * 1024);
+    const response = await request;
+    expect(response.status).toBe(413);
+    expect((await response.json<{ errors: string[] }>()).errors[0]).toBe('the request body is over 8192 bytes; at most 8192 are accepted here');
+    expect(pulled()).toBeLessThanOrEqual(64 * 1024);
   });
 });

@@ -62,7 +62,7 @@ beforeAll(async () => {
   for (const ns of ['prov', 'strict']) {
     await writeSigningKeys(env.REGISTRY_KV, HOST, ns, [{ key_id: key.keyId, ascii_armor: key.armoredPublicKey }]);
     await storeHeldKey(env.REGISTRY_KV, env.SIGNING_KEY_SECRET!, HOST, ns, key.keyId, key.armoredPrivateKey);
-    await writePublishers(env.REGISTRY_KV, HOST, ns, [
+    await writePublishers({ kv: env.REGISTRY_KV as never, blobs: env.REGISTRY_R2 as never }, HOST, ns, [
       await parsePublisherInput({
         issuer: github.url,
         repository: REPO,
@@ -70,6 +70,7 @@ beforeAll(async () => {
         ref: 'refs/tags/v*',
         repositoryId: '123456789',
         ownerId: '4242001',
+        namespaceWide: true,
       }),
     ]);
   }

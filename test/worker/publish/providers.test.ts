@@ -120,7 +120,7 @@ describe('credentials', { timeout: 60_000 }, () => {
     const wrongNamespace = await attempt(bearer(other.token));
     expect(wrongNamespace.status).toBe(403);
     expect(((await wrongNamespace.json()) as { errors: string[] }).errors[0]).toBe(
-      'this publish token may not publish into namespace "acme"; its namespaces: other',
+      'this publish token may not publish or change acme/creds; it may: NAMESPACE-WIDE other',
     );
 
     const { entries } = await listAuditEntries({ blobs: env.REGISTRY_R2 as unknown as BlobStore }, { namespace: 'acme' });

@@ -91,7 +91,7 @@ describe('refusals of genuine CI ID tokens that no publisher allows', () => {
     timeout: 120_000,
   }, async () => {
     const { github } = inject('ciIssuers');
-    await writePublishers(env.REGISTRY_KV, HOST, 'genuine', [
+    await writePublishers({ kv: env.REGISTRY_KV as never, blobs: env.REGISTRY_R2 as never }, HOST, 'genuine', [
       await parsePublisherInput({
         issuer: github.url,
         repository: 'acme/terraform-provider-thing',
@@ -99,6 +99,7 @@ describe('refusals of genuine CI ID tokens that no publisher allows', () => {
         ref: 'refs/tags/v*',
         repositoryId: '1',
         ownerId: '2',
+        namespaceWide: true,
       }),
     ]);
     // Signed by the issuer for attackers' own repositories, with our audience: each verifies, none matches.
@@ -149,5 +150,40 @@ describe('refusals of genuine CI ID tokens that no publisher allows', () => {
       new RegExp(`Issuer and subject: ${github.url.replace(/[.]/g, '\\.')} repo:attacker-\\d/terraform-provider-thing:ref:refs/tags/v1 ×\\d+`),
     );
     expect(single.every((e) => e.actor.kind === 'ci' && /matches none of the trusted publishers/.test(e.reason ?? ''))).toBe(true);
+  });
+});
+
+describe('refusals of tokens of this registry (ert_…)', () => {
+  it('a flood of an expired publish token and a read token: at most REFUSALS_PER_WINDOW entries one by one + summaries per window, every refusal counted', {
+    timeout: 60_000,
+  }, async () => {
+    const expired = await issue('publish', ['stale'], { expires: '2020-01-01T00:00:00.000Z', name: 'leaked' });
+    const reader = await issue('read', ['stale'], { name: 'reader' });
+    const flood = 40;
+    const windowSeconds = 3;
+    const started = Date.now();
+    const sent = [];
+    for (let i = 0; i < flood; i++) {
+      const token = i % 2 === 0 ? expired.token : reader.token;
+      sent.push(await post(token, 'stale', { AUDIT_REFUSAL_WINDOW_SECONDS: String(windowSeconds) } as Partial<Env>));
+    }
+    const elapsed = Date.now() - started;
+    expect(sent.map((s) => s.status)).toEqual(Array.from({ length: flood }, (_, i) => (i % 2 === 0 ? 401 : 403)));
+    await Promise.all(sent.map((s) => waitOnExecutionContext(s.ctx)));
+
+    const entries = await refusals('stale');
+    const summaries = entries.filter((e) => /more refusals of tokens of this registry/.test(e.reason ?? ''));
+    const single = entries.filter((e) => !summaries.includes(e));
+    const windows = Math.floor(elapsed / (windowSeconds * 1000)) + 1;
+    expect(single.length).toBeLessThanOrEqual(windows * REFUSALS_PER_WINDOW);
+    expect(summaries.length).toBeGreaterThanOrEqual(1);
+    expect(summaries.length).toBeLessThanOrEqual(windows);
+    expect(entries.length).toBeLessThan(flood);
+    // Nothing lost: one by one or counted in a summary, naming the tokens by id.
+    const counted = summaries.reduce((n, e) => n + Number(/^(\d+) more refusals/.exec(e.reason ?? '')?.[1]), 0);
+    expect(single.length + counted).toBe(flood);
+    expect(summaries[0]!.reason).toContain(`token ${expired.id} (leaked) ×`);
+    expect(summaries[0]!.reason).toContain(`token ${reader.id} (reader) ×`);
+    expect(single.every((e) => e.actor.kind === 'token')).toBe(true);
   });
 });

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { listAuditEntries } from '../../../src/store/audit/read';
+import { listAuditEntries, MAX_AUDIT_READS } from '../../../src/store/audit/read';
 import { appendAuditEntry } from '../../../src/store/audit/write';
 import { auditDayPrefix } from '../../../src/store/layout';
 import type { BlobStore } from '../../../src/store/store';
@@ -107,16 +107,74 @@ describe('listAuditEntries', () => {
     const sinceNoon = await listAuditEntries(store, { since: '2026-05-09T12:00:00.000Z', now });
     expect(sinceNoon.entries.map((e) => e.target)).toEqual(['registry.example.com/other/thing 1.0.0', 'token 0123456789ab']);
 
-    // The newest N only (the audit page): the same entries as the tail of the full listing, the rest counted by name.
+    // The newest N matching (the audit page): newest first, reading only until N match; the window's names are counted, not read.
     const newest = await listAuditEntries(store, { since: '2026-05-09T12:00:00.000Z', now, newest: 2 });
-    expect(newest.entries.map((e) => e.target)).toEqual(['token 0123456789ab']);
-    expect(newest.damaged).toEqual(['.audit/2026-05-10/000000000-damaged.json']); // the other of the newest two
-    expect(newest.total).toBe(3); // with the older entry, counted by its name and not read
+    expect(newest.entries.map((e) => e.target)).toEqual(['registry.example.com/other/thing 1.0.0', 'token 0123456789ab']);
+    expect(newest.damaged).toEqual(['.audit/2026-05-10/000000000-damaged.json']); // read on the way, reported
+    expect(newest.total).toBe(3);
+    expect(newest.next).toBeNull();
     const newestOne = await listAuditEntries(store, { since: '2026-04-30T00:00:00.000Z', now, newest: 1 });
     expect(newestOne.entries.map((e) => e.target)).toEqual(['token 0123456789ab']);
-    expect(newestOne.total).toBe(5);
-    expect(newestOne.damaged).toEqual([]);
-    // A namespace filter reads every entry, whatever `newest` says.
-    expect((await listAuditEntries(store, { since: '2026-04-30T00:00:00.000Z', namespace: 'acme', now, newest: 1 })).total).toBe(3);
+    expect(newestOne).toMatchObject({ total: 5, damaged: [], read: 1 });
+    // A filter reads on until enough match, and the cursor goes on from there.
+    const acmeNewest = await listAuditEntries(store, { since: '2026-04-30T00:00:00.000Z', namespace: 'acme', now, newest: 2 });
+    expect(acmeNewest.entries.map((e) => e.target)).toEqual(['registry.example.com/acme/thing 2.0.0', 'token 0123456789ab']);
+    const acmeOlder = await listAuditEntries(store, { since: '2026-04-30T00:00:00.000Z', namespace: 'acme', now, newest: 2, cursor: acmeNewest.next! });
+    expect(acmeOlder.entries.map((e) => e.target)).toEqual(['registry.example.com/acme/old 1.0.0']);
+    expect(acmeOlder.next).toBeNull();
+    await expect(listAuditEntries(store, { cursor: 'tokens/../x' })).rejects.toThrow(/not one a listing gave/);
   });
+});
+
+describe('listAuditEntries reads a bounded number of objects', () => {
+  it('a window of 1,200 entries: one query reads at most its bound (MAX_AUDIT_READS), filters included, and the cursor pages through all', async () => {
+    const day = '2026-06-01';
+    const names: string[] = [];
+    // Entries written straight into R2 (what appendAuditEntry would write; 1,200 puts through it take long in workerd).
+    const puts: Promise<unknown>[] = [];
+    for (let i = 0; i < 1200; i++) {
+      const clock = `${String(Math.floor(i / 3600)).padStart(2, '0')}${String(Math.floor(i / 60) % 60).padStart(2, '0')}${String(i % 60).padStart(2, '0')}000`;
+      const time = `${day}T${clock.slice(0, 2)}:${clock.slice(2, 4)}:${clock.slice(4, 6)}.000Z`;
+      const key = `${auditDayPrefix(day)}${clock}-${String(i).padStart(16, '0')}.json`;
+      names.push(key);
+      const entry = {
+        time,
+        actor: operator,
+        action: 'provider.publish',
+        target: `registry.example.com/${i === 7 ? 'rare' : 'flood'}/thing 1.0.${i}`,
+        outcome: i === 7 ? 'ok' : 'refused',
+      };
+      puts.push(env.REGISTRY_R2.put(key, JSON.stringify(entry)));
+      if (puts.length === 50) await Promise.all(puts.splice(0));
+    }
+    await Promise.all(puts);
+    const now = new Date(`${day}T23:00:00.000Z`);
+    const since = `${day}T00:00:00.000Z`;
+    // A filter matching one old entry: the query stops at its bound and says where to go on.
+    const first = await listAuditEntries(store, { since, now, namespace: 'rare', newest: 200 });
+    expect(first.read).toBe(MAX_AUDIT_READS);
+    expect(first.entries).toEqual([]);
+    expect(first.total).toBe(1200);
+    expect(first.next).toBe(names[1200 - MAX_AUDIT_READS]);
+    const second = await listAuditEntries(store, { since, now, namespace: 'rare', newest: 200, cursor: first.next! });
+    expect(second.read).toBe(1200 - MAX_AUDIT_READS); // the rest of the window, fewer than the bound
+    expect(second.next).toBeNull();
+    expect(second.entries.map((e) => e.target)).toEqual(['registry.example.com/rare/thing 1.0.7']);
+    // Oldest first (the CLI) with a smaller bound: pages of exactly that many, every entry once.
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await listAuditEntries(store, { since, now, outcome: 'refused', maxReads: 500, ...(cursor ? { cursor } : {}) });
+      expect(page.read).toBeLessThanOrEqual(500);
+      seen.push(...page.entries.map((e) => e.target));
+      cursor = page.next ?? undefined;
+      pages++;
+    } while (cursor);
+    expect(pages).toBe(3);
+    expect(seen.length).toBe(1199);
+    expect(new Set(seen).size).toBe(1199);
+    // A bound above the ceiling is the ceiling.
+    expect((await listAuditEntries(store, { since, now, maxReads: 5000 })).read).toBe(MAX_AUDIT_READS);
+  }, 120_000); // about 4,600 R2 operations on Miniflare's local R2
 });

@@ -2,6 +2,7 @@
 // the outputs in this folder; see README.md. EMPTY=1: an empty account; NOWORKER=1: the Worker was never deployed.
 import { createServer } from 'node:http';
 const ok = (result, extra = {}) => JSON.stringify({ success: true, errors: [], messages: [], result, ...extra });
+let lifecycle = null;
 const server = createServer((req, res) => {
   let body = '';
   req.on('data', (c) => (body += c));
@@ -45,6 +46,24 @@ const server = createServer((req, res) => {
         }),
       );
     if (p.endsWith('/r2/buckets') && req.method === 'POST') return res.end(ok({ name: JSON.parse(body).name, creation_date: '2026-11-22T04:40:00.000Z' }));
+    // Lifecycle rules of a bucket: one default rule of Cloudflare's (multipart uploads aborted after 7 days), plus what was PUT.
+    if (p.endsWith('/lifecycle') && req.method === 'GET')
+      return res.end(
+        ok({
+          rules: lifecycle ?? [
+            {
+              id: 'Default Multipart Abort Rule',
+              enabled: true,
+              conditions: {},
+              abortMultipartUploadsTransition: { condition: { maxAge: 604800, type: 'Age' } },
+            },
+          ],
+        }),
+      );
+    if (p.endsWith('/lifecycle') && req.method === 'PUT') {
+      lifecycle = JSON.parse(body).rules;
+      return res.end(ok({}));
+    }
     if (p.endsWith('/secrets') && req.method === 'GET') {
       if (process.env.NOWORKER) {
         res.statusCode = 404;
