@@ -14,7 +14,8 @@ import { timing } from './lib/timing';
 const USAGE = `usage: npm run publish-provider -- [DIST_DIR|FILE…] --namespace NS [options]
 
   DIST_DIR|FILE           goreleaser dist/ or files: terraform-provider-TYPE_VERSION_OS_ARCH.zip,
-                          …_manifest.json, …_SHA256SUMS, …_SHA256SUMS.sig
+                          …_manifest.json, …_SHA256SUMS, …_SHA256SUMS.sig; the protocols come from the
+                          manifest, else terraform-registry-manifest.json in or beside DIST_DIR (goreleaser)
   --namespace NS          namespace to publish under (required)
   --binary OS_ARCH=PATH   zip a raw provider executable for that platform (repeatable)
   --type TYPE             provider type (default: from the file names)

@@ -5,6 +5,7 @@ import { InputError } from '../../src/protocol/errors';
 import { publishCredential, type PublishCredential } from './ci-credentials';
 import { CRASH_ENV, KILL_ENV, progressLog } from './progress';
 import { timing } from './timing';
+import type { SessionFile, UploadSessionBody } from '../../src/protocol/publish-api';
 
 /**
  * The client side of the Worker's publish API (`--registry URL` of
@@ -30,18 +31,8 @@ export interface UploadableFile {
   bytes?: Uint8Array;
 }
 
-interface SessionFile {
-  filename: string;
-  size: number;
-  url: string;
-  parts: number;
-}
-interface Session {
-  upload: string;
-  part_size: number;
-  files: SessionFile[];
-  commit_url: string;
-}
+/** The parts of a started session (src/protocol/publish-api.ts) the client reads. */
+type Session = Pick<UploadSessionBody, 'upload' | 'part_size' | 'files' | 'commit_url'>;
 
 export class RegistryClient {
   private constructor(

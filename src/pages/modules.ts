@@ -18,7 +18,7 @@ import { readModuleLifecyclePage } from '../store/lifecycle/read';
 import { withdrawnVersions, type LifecycleState } from '../store/lifecycle/state';
 import { provenanceFact } from './provenance';
 import { readModuleRecord } from '../store/modules/write';
-import type { BlobStore, KvStore } from '../store/store';
+import { storeFromEnv } from '../store/store';
 
 /**
  * Module pages, beside the provider pages and on the same frame (layout,
@@ -82,11 +82,7 @@ export const modulePage = page(async (ctx, params) => {
   const docs = docsDocument === null ? null : (JSON.parse(docsDocument.text) as ModuleDocs);
   const where = snippetAddress(ctx.url, config.hostname);
   const downloads = await loadDownloads(ctx, moduleCounterName(address));
-  const record = await readModuleRecord(
-    { kv: ctx.env.REGISTRY_KV as unknown as KvStore, blobs: ctx.env.REGISTRY_R2 as unknown as BlobStore },
-    address,
-    version,
-  );
+  const record = await readModuleRecord(storeFromEnv(ctx.env), address, version);
   const provenance = provenanceFact(record?.provenance, path('v1', 'provenance', 'modules', address.namespace, address.name, address.system, version));
   const body = html`<h1>${title} <span class="badge accent">v${version}</span></h1>
 ${lifecycleNotes('module', lifecycle?.deprecated, version, lifecycle?.versions[version])}

@@ -14,7 +14,7 @@ import { providerCounterName } from '../downloads/names';
 import { PAGE_SECURITY_HEADERS, redirect } from './respond';
 import { provenanceFact } from './provenance';
 import { readVersionRecord } from '../store/providers/version-records';
-import type { BlobStore, KvStore } from '../store/store';
+import { storeFromEnv } from '../store/store';
 import {
   credentialsSnippet,
   hostBlockSnippet,
@@ -116,11 +116,7 @@ function formatSize(bytes: number): string {
 
 /** The version's statement reference, from its R2 record (one read); null for mirrored providers. */
 async function loadProvenance(ctx: PageContext, address: ProviderAddress, version: string): Promise<Html> {
-  const record = await readVersionRecord(
-    { kv: ctx.env.REGISTRY_KV as unknown as KvStore, blobs: ctx.env.REGISTRY_R2 as unknown as BlobStore },
-    address,
-    version,
-  );
+  const record = await readVersionRecord(storeFromEnv(ctx.env), address, version);
   return provenanceFact(record?.provenance, path('v1', 'provenance', 'providers', address.namespace, address.type, version));
 }
 

@@ -2,9 +2,9 @@ import { InputError } from './errors';
 import { parseShasums, type ShasumEntry } from './hashes';
 
 /**
- * The checks a release's SHA256SUMS passes before it is published, the same
- * for the publish CLI (a supplied file, scripts/lib/provider/release.ts) and
- * the Worker's publish API (an uploaded one, src/routes/publish/provider-commit.ts):
+ * The checks a release's SHA256SUMS passes before it is published, step 4 of
+ * the one release pipeline (src/protocol/provider-release.ts) that the publish
+ * CLI and the Worker's publish API both run:
  * sha256sum text in UTF-8, a line for every archive with the archive's
  * SHA-256, and no line for an archive that is not being published.
  */

@@ -9,7 +9,7 @@ import { attestationPublicKeys } from '../store/keys/attestation-keys';
 import { readModuleRecord } from '../store/modules/write';
 import type { ProvenanceRef } from '../store/provenance';
 import { readVersionRecord } from '../store/providers/version-records';
-import type { BlobStore, Store } from '../store/store';
+import { storeFromEnv, type Store } from '../store/store';
 import { requestAddress, requestModuleAddress } from './params';
 
 /**
@@ -25,7 +25,7 @@ import { requestAddress, requestModuleAddress } from './params';
  * guards in src/index.ts). Costs: the version's R2 record and the envelope.
  */
 
-const store = (env: Env): Store => ({ kv: env.REGISTRY_KV as unknown as Store['kv'], blobs: env.REGISTRY_R2 as unknown as BlobStore });
+const store = (env: Env): Store => storeFromEnv(env);
 
 export async function provenanceKeys(_request: IRequest, env: Env): Promise<Response> {
   const keys = await attestationPublicKeys(store(env).blobs, settings(env).hostname);

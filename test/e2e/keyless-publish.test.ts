@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeDemoModule } from '../../scripts/lib/demo/module';
 import { githubClaims, gitlabClaims, startCiIssuers, type CiIssuers } from '../fixtures/ci-issuers';
 import { writeDist } from '../scripts/helpers';
+import { writeGoreleaserRelease } from '../fixtures/goreleaser';
+import { expectServedAndInstalled } from './goreleaser-install';
 import { get, getBytes } from './http';
 import { freePort, makeCertificate, startDevServer, type Certificate, type DevServer } from './server';
 import { launchChromium } from '../fixtures/browser';
@@ -530,6 +532,31 @@ module "vpc" {
       await browser.close();
     }
   });
+
+  it.skipIf(missing('terraform', terraform))(
+    "a goreleaser release (the scaffolding config, unsigned: the job has no GPG key) from a keyless job: the root manifest's protocols 6.0, SHA256SUMS served as goreleaser wrote it and signed by the registry-held key; terraform init installs it",
+    async () => {
+      // The job's workspace is the repository: goreleaser left dist/ there and the manifest in the root.
+      const release = await writeGoreleaserRelease(join(dir, 'workspace'), 'thing', '2.0.0');
+      ci.githubJob = githubClaims(PROVIDER_REPO, { workflow: 'release.yml', ref: 'refs/tags/v2.0.0', environment: 'release', runId: '4343' });
+      const env = { ...githubRunnerEnv(), GITHUB_REF: 'refs/tags/v2.0.0', GITHUB_WORKSPACE: release.root };
+      expectNoCredentials(env);
+      const result = await script('publish-provider', [release.dist, '--namespace', 'acme', '--registry', server.origin, '--json'], env);
+      expect(result.code, `${result.stderr}\n--- wrangler dev ---\n${server.log().slice(-3000)}`).toBe(0);
+      expect(JSON.parse(result.stdout)).toMatchObject({ version: '2.0.0', status: 'published', key_id: heldKeyId, protocols: ['6.0'] });
+      expect(JSON.parse(result.stdout).platforms).toHaveLength(13);
+      const output = await expectServedAndInstalled({
+        origin: server.origin,
+        certificate,
+        host: HOST,
+        namespace: 'acme',
+        release,
+        keyId: heldKeyId,
+        work: join(dir, 'terraform-goreleaser'),
+      });
+      console.log(`--- terraform init of a keyless-published goreleaser release ---\n${output}`);
+    },
+  );
 });
 
 function now(): number {

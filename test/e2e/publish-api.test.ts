@@ -8,7 +8,9 @@ import { createHash, randomFillSync } from 'node:crypto';
 import { writeDemoModule } from '../../scripts/lib/demo/module';
 import { PART_BYTES } from '../../src/routes/publish/context';
 import { zipStored } from '../fixtures/archives';
-import { killableEnv, runScript, writeDist, writeKeyFile } from '../scripts/helpers';
+import { killableEnv, runScript, writeDist, writeKeyFile, type CliResult } from '../scripts/helpers';
+import { writeGoreleaserRelease, type GoreleaserRelease } from '../fixtures/goreleaser';
+import { expectServedAndInstalled } from './goreleaser-install';
 import { get } from './http';
 import { terraformInit } from './terraform-init';
 import { missing, terraform } from '../tools';
@@ -34,6 +36,8 @@ let key: { path: string; keyId: string; publicArmor: string };
 let heldToken: string;
 let heldKeyId: string;
 const SECRET = 'publish-api-e2e-signing-secret-0123456789';
+let localRelease: GoreleaserRelease;
+let localPublish: CliResult;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'edge-registry-publish-api-'));
@@ -55,6 +59,12 @@ beforeAll(async () => {
   expect(held.code, held.stderr).toBe(0);
   heldKeyId = (JSON.parse(held.stdout) as { key_id: string }).key_id;
   heldToken = await token('--publish', 'held/thing', '--name', 'keyless');
+  // A goreleaser release (the scaffolding config, signed with the publisher's own key) published by the CLI into
+  // the local state before the server serves it: the first way in.
+  localRelease = await writeGoreleaserRelease(join(dir, 'repo-0.1.0'), 'scaffolding', '0.1.0', { signingKey: readFileSync(key.path, 'utf8') });
+  localPublish = await runScript('publish-provider', [localRelease.dist, '--namespace', 'acme', '--persist-to', state, '--json'], {
+    EDGE_REGISTRY_SIGNING_KEY: '',
+  });
   server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { SIGNING_KEY_SECRET: SECRET } });
 }, 300_000);
 afterAll(async () => {
@@ -250,6 +260,72 @@ describe('publish-provider --registry', () => {
     await new Promise((resolve) => setTimeout(resolve, 6000));
     const listed = JSON.parse((await https('/v1/providers/acme/killed/1.0.0/download/linux/amd64')).body.toString()) as { shasum: string };
     expect(listed.shasum).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe("a goreleaser release (terraform-provider-scaffolding-framework's .goreleaser.yml): dist/ as goreleaser leaves it, the manifest in the repository root", () => {
+  it.skipIf(missing('terraform', terraform))(
+    "published by the CLI into the local state: 13 platforms, protocols 6.0 from the root manifest, the publisher's SHA256SUMS and signature served byte for byte; terraform init installs it",
+    async () => {
+      expect(localPublish.code, localPublish.stderr).toBe(0);
+      expect(JSON.parse(localPublish.stdout)).toMatchObject({ status: 'published', protocols: ['6.0'], key_id: key.keyId });
+      expect(localPublish.stderr).toMatch(/protocols \["6\.0"\] from \S*repo-0\.1\.0\/terraform-registry-manifest\.json/);
+      expect(localPublish.stderr).toMatch(/signature verified with key [0-9A-F]{16}; publishing it as is/);
+      // A brand-new provider's first publish says what it wrote, and nothing reads as damage.
+      expect(localPublish.stderr).not.toMatch(/REPAIR|rebuilding the index/);
+      expect(localPublish.stderr).toMatch(
+        /documents: the version lists \(registry, mirror\) and the provider page of registry\.example\.com\/acme\/scaffolding/,
+      );
+      const output = await expectServedAndInstalled({
+        origin: server.origin,
+        certificate,
+        host: HOST,
+        namespace: 'acme',
+        release: localRelease,
+        keyId: key.keyId,
+        publisherKey: key.publicArmor,
+        work: join(dir, 'tf-goreleaser-local'),
+      });
+      console.log(`--- terraform init of a goreleaser release published by the CLI into local state ---\n${output}`);
+    },
+  );
+
+  it.skipIf(missing('terraform', terraform))(
+    '--registry with a publish token: the manifest goes along, its SHA256SUMS line checked by the server; protocols 6.0; terraform init installs it',
+    async () => {
+      const release = await writeGoreleaserRelease(join(dir, 'repo-0.2.0'), 'scaffolding', '0.2.0', { signingKey: readFileSync(key.path, 'utf8') });
+      const dry = await cli('publish-provider', [release.dist, '--namespace', 'acme', '--dry-run', '--json']);
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(JSON.parse(dry.stdout)).toMatchObject({ status: 'dry-run', protocols: ['6.0'] });
+      const published = await cli('publish-provider', [release.dist, '--namespace', 'acme', '--json']);
+      expect(published.code, published.stderr).toBe(0);
+      expect(JSON.parse(published.stdout)).toMatchObject({ status: 'published', protocols: ['6.0'], key_id: key.keyId });
+      expect(JSON.parse(published.stdout).platforms).toHaveLength(13);
+      await expectServedAndInstalled({
+        origin: server.origin,
+        certificate,
+        host: HOST,
+        namespace: 'acme',
+        release,
+        keyId: key.keyId,
+        publisherKey: key.publicArmor,
+        work: join(dir, 'tf-goreleaser-api'),
+      });
+      const again = await cli('publish-provider', [release.dist, '--namespace', 'acme', '--json']);
+      expect(again.code, again.stderr).toBe(0);
+      expect(JSON.parse(again.stdout).status).toBe('unchanged');
+    },
+  );
+
+  it('a manifest that changed after the build is refused by the CLI before anything is sent (nothing published)', async () => {
+    const release = await writeGoreleaserRelease(join(dir, 'repo-0.3.0'), 'scaffolding', '0.3.0', { signingKey: readFileSync(key.path, 'utf8') });
+    writeFileSync(release.manifestPath, JSON.stringify({ version: 1, metadata: { protocol_versions: ['5.0'] } }));
+    const refused = await cli('publish-provider', [release.dist, '--namespace', 'acme']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /_SHA256SUMS: terraform-provider-scaffolding_0\.3\.0_manifest\.json is listed with SHA-256 [0-9a-f]{64} but \S*terraform-registry-manifest\.json has [0-9a-f]{64}; the manifest changed after the release was built/,
+    );
+    expect((await https('/v1/providers/acme/scaffolding/0.3.0/download/linux/amd64')).status).toBe(404);
   });
 });
 

@@ -13,6 +13,7 @@ import { InputError } from '../../src/protocol/errors';
 import { formatShasums } from '../../src/protocol/hashes';
 import { releaseObjectKey } from '../../src/store/layout';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from './helpers';
+import { writeGoreleaserRelease } from '../fixtures/goreleaser';
 
 /**
  * Every validation failure of publish-provider: an InputError naming the
@@ -170,6 +171,22 @@ describe('publish-provider refuses, naming the file and the fix, and writes noth
     const sums = `${await sumsFor(d)}${'e'.repeat(64)}  terraform-provider-x_1.0.0_freebsd_amd64.zip\n`;
     writeFileSync(join(d, 'terraform-provider-x_1.0.0_SHA256SUMS'), sums);
     await refused({ paths: [d] }, /lists terraform-provider-x_1\.0\.0_freebsd_amd64\.zip, which is not among the archives given/);
+  });
+
+  it("SHA256SUMS listing goreleaser's manifest when no manifest is found (not in dist/, not in the repository root), or one that changed since", async () => {
+    const d = await dist({ protocols: null });
+    const manifestLine = `${'a'.repeat(64)}  terraform-provider-x_1.0.0_manifest.json\n`;
+    writeFileSync(join(d, 'terraform-provider-x_1.0.0_SHA256SUMS'), `${await sumsFor(d)}${manifestLine}`);
+    await refused(
+      { paths: [d] },
+      /_SHA256SUMS: lists terraform-provider-x_1\.0\.0_manifest\.json, but no manifest was given; pass terraform-registry-manifest\.json/,
+    );
+    const release = await writeGoreleaserRelease(join(dir, `repo-${++counter}`), 'x', '1.0.0');
+    writeFileSync(release.manifestPath, '{"version": 1, "metadata": {"protocol_versions": ["6.0"]}}');
+    await refused(
+      { paths: [release.dist] },
+      /_SHA256SUMS: terraform-provider-x_1\.0\.0_manifest\.json is listed with SHA-256 [0-9a-f]{64} but \S+terraform-registry-manifest\.json has/,
+    );
   });
 
   it('a malformed SHA256SUMS', async () => {

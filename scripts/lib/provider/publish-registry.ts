@@ -1,8 +1,10 @@
-import { formatShasums, sha256Hex } from '../../../src/protocol/hashes';
-import { shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
+import { sha256Hex } from '../../../src/protocol/hashes';
+import { generatedShasums } from '../../../src/protocol/provider-release';
+import { manifestFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
 import { explicitPrivateKey } from '../keys/keyring';
 import { RegistryClient, type UploadableFile } from '../registry-api';
 import type { PublishResult } from './result';
+import type { ProviderManifestBody } from '../../../src/protocol/publish-api';
 import type { ReleasePlan } from './release';
 import { signDetached } from './sign';
 import type { ProviderDocs } from '../../../src/protocol/provider-docs-shape';
@@ -28,7 +30,8 @@ export async function publishToRegistry(
   timing('release validated');
   const client = await RegistryClient.open(options.registry, env, log);
   const sums =
-    plan.shasums?.bytes ?? new TextEncoder().encode(formatShasums(plan.archives.map((a) => ({ filename: a.filename, sha256Hex: a.digest.sha256Hex }))));
+    plan.shasums?.bytes ??
+    generatedShasums(plan.archives.map((a) => ({ ...a.platform, filename: a.filename, shasum: a.digest.sha256Hex, h1: a.digest.h1, size: a.digest.size })));
   let signature = plan.signature?.bytes ?? null;
   if (!signature) {
     const key = await explicitPrivateKey({ keyFile: options.keyFile, env });
@@ -45,8 +48,19 @@ export async function publishToRegistry(
     ...(signature
       ? [{ filename: shasumsSignatureFilename(plan.type, plan.version), size: signature.byteLength, bytes: signature, sha256: sha256Hex(signature) }]
       : []),
+    // The manifest the protocols came from, under the name SHA256SUMS lists it by: the server checks both against it.
+    ...(plan.manifest
+      ? [
+          {
+            filename: manifestFilename(plan.type, plan.version),
+            size: plan.manifest.bytes.byteLength,
+            bytes: plan.manifest.bytes,
+            sha256: sha256Hex(plan.manifest.bytes),
+          },
+        ]
+      : []),
   ];
-  const manifest = {
+  const manifest: ProviderManifestBody = {
     protocols: plan.protocols,
     files: files.map((f) => ({ filename: f.filename, size: f.size, sha256: f.sha256, ...(f.h1 ? { h1: f.h1 } : {}) })),
     ...(options.dryRun ? { dry_run: true } : {}),

@@ -1,14 +1,6 @@
-import {
-  formatAddress,
-  formatShasums,
-  InputError,
-  parseHostname,
-  parseProviderName,
-  providerAddress,
-  sha256Hex,
-  type ProviderAddress,
-} from '../../../src/protocol/index';
+import { formatAddress, InputError, parseHostname, parseProviderName, providerAddress, sha256Hex, type ProviderAddress } from '../../../src/protocol/index';
 import { providerLeaseName } from '../../../src/store/layout';
+import { generatedShasums } from '../../../src/protocol/provider-release';
 import { draftVersionRecord } from '../../../src/store/providers/draft';
 import { withLease, type Lease } from '../../../src/store/lease';
 import { beginProviderPublish, publishVersion } from '../../../src/store/providers/write';
@@ -224,7 +216,7 @@ function prepare(ctx: PlanContext, attest: Prepared['attest']): Prepared {
     size: a.digest.size,
   }));
   // SHA256SUMS: supplied, or one sorted line per zip (deterministic, so a re-run makes the same bytes).
-  const shasums = plan.shasums?.bytes ?? new TextEncoder().encode(formatShasums(packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum }))));
+  const shasums = plan.shasums?.bytes ?? generatedShasums(packages);
   const draft = draftVersionRecord(address, plan.version, plan.protocols, packages, { sha256: sha256Hex(shasums), size: shasums.byteLength });
   const result = (keyId: string, status: PublishResult['status']): PublishResult => ({
     address: formatAddress(address),

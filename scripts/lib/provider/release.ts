@@ -1,13 +1,15 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
-import { InputError, platformName, type Platform } from '../../../src/protocol/index';
-import { RELEASE_FILE_PATTERNS, archiveFilename, shasumsFilename } from '../../../src/protocol/release-files';
+import { basename, dirname, join, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { InputError, type Platform } from '../../../src/protocol/index';
+import { RELEASE_FILE_PATTERNS, archiveFilename, manifestFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
+import { REPOSITORY_MANIFEST } from '../../../src/protocol/release-manifest';
 import { mapLimit } from '../../../src/concurrency';
 import { inspectArchive, type ProgressSink } from './archive';
-import { checkShasums, findExecutable, readManifestProtocols } from './release-checks';
 import type { PlannedArchive } from './planned-archive';
-import { parseBinaryOption, pickName, platformFrom, readDirectory, type Named } from './release-inputs';
+import { parseBinaryOption, pickName, platformFrom, readDirectory, type BinaryOption, type Named } from './release-inputs';
+import { checkProviderRelease, type GivenReleaseFile } from '../../../src/protocol/provider-release';
 import { zipBinary } from './zip-binary';
 
 export type { PlannedArchive };
@@ -41,6 +43,8 @@ export interface ReleasePlan {
   protocols: string[];
   /** True when protocols came from the manifest, false when defaulted to 5.0. */
   protocolsFromManifest: boolean;
+  /** The manifest the protocols came from (…_manifest.json, or the repository root's terraform-registry-manifest.json). */
+  manifest: { path: string; bytes: Uint8Array } | null;
   archives: PlannedArchive[];
   /** A supplied SHA256SUMS (validated against the archives), to be published as is. */
   shasums: { path: string; bytes: Uint8Array } | null;
@@ -55,17 +59,18 @@ export interface ReleasePlan {
 const { archive: ARCHIVE, manifest: MANIFEST, shasums: SUMS, signature: SIG } = RELEASE_FILE_PATTERNS;
 
 /**
- * Validates the input and returns the plan. Throws InputError for the first
- * problem, naming the file and the fix: names, strict semver, platforms,
- * unreadable zips or a zip without the provider executable, a platform given
- * twice, SHA256SUMS lines not matching the zips, a signature without
- * SHA256SUMS, a malformed manifest. Writes nothing but temporary zips for
- * --binary (removed by cleanup(), also on error).
+ * Validates the input and returns the plan. Finds the files (names, the
+ * type and version they agree on, --binary executables zipped the way
+ * goreleaser does, every zip read and hashed), then runs the one pipeline of
+ * a release's checks (src/protocol/provider-release.ts) that the publish API
+ * runs on the same files. Throws InputError for the first problem, naming the
+ * file and the fix. Writes nothing but temporary zips for --binary (removed
+ * by cleanup(), also on error).
  */
 export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
   const log = input.log ?? (() => {});
   const notes: string[] = [];
-  const { archives, manifests, sums, sigs } = collectReleaseFiles(input.paths, notes);
+  const { archives, manifests, sums, sigs, repositoryManifests } = collectReleaseFiles(input.paths, notes);
 
   // What is missing, in the order a user can fix it: the files themselves (paths above, archives or
   // executables here) before the names read from them, so an empty or wrong folder is named as such
@@ -78,38 +83,55 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
   }
   const type = pickName('type', input.type, [...archives, ...manifests, ...sums, ...sigs], binaries);
   const version = pickName('version', input.version, [...archives, ...manifests, ...sums, ...sigs], binaries);
-  for (const [list, what] of [
-    [manifests, 'manifest'],
-    [sums, 'SHA256SUMS'],
-    [sigs, 'SHA256SUMS.sig'],
-  ] as const) {
-    if (list.length > 1) throw new InputError(`found ${list.length} ${what} files (${list.map((f) => f.path).join(', ')}); keep one`);
-  }
-  const sources = platformSources(archives, binaries);
-
-  // Manifest → protocols.
-  const protocolsFromManifest = manifests[0] !== undefined;
-  const protocols = manifests[0] ? readManifestProtocols(manifests[0].path) : ['5.0'];
-  if (!protocolsFromManifest) {
-    notes.push(
-      'no terraform-provider-TYPE_VERSION_manifest.json: serving protocols ["5.0"] (add the manifest with metadata.protocol_versions for plugin protocol 6)',
-    );
-  }
-
-  const signature = sigs[0] ? { path: sigs[0].path, bytes: readBytes(sigs[0].path) } : null;
-  const shasums = sums[0] ? { path: sums[0].path, bytes: readBytes(sums[0].path) } : null;
-  if (signature && !shasums) {
-    throw new InputError(`${signature.path}: a signature without its ${shasumsFilename(type, version)}; add the SHA256SUMS file it signs, or remove the .sig`);
-  }
+  // The manifest: the release's own (…_manifest.json), else the repository root's, where goreleaser leaves it.
+  const manifestPaths =
+    manifests.length > 0 ? manifests.map((m) => m.path) : [findRepositoryManifest(input.paths, repositoryManifests)].flatMap((p) => p ?? []);
 
   const tempDir = binaries.length > 0 ? mkdtempSync(join(tmpdir(), 'edge-registry-zip-')) : null;
   const cleanup = () => {
     if (tempDir) rmSync(tempDir, { recursive: true, force: true });
   };
   try {
-    const planned = await planArchives(sources, { type, version, tempDir, concurrency: input.concurrency ?? 2, log, notes });
-    if (shasums) await checkShasums(shasums, planned, manifests[0]?.path);
-    return { type, version, protocols, protocolsFromManifest, archives: planned, shasums, signature, notes, cleanup };
+    const sources = [
+      ...archives.map((a) => ({ platform: platformFrom(a.path, ARCHIVE.exec(basename(a.path))![3]!), path: a.path, shown: a.path, binary: null })),
+      ...binaries.map((b) => ({ platform: b.platform, path: b.path, shown: `--binary ${b.raw}`, binary: b })),
+    ];
+    const planned = await planArchives(sources, { type, version, tempDir, concurrency: input.concurrency ?? 2, log });
+    const small = new Map<string, { path: string; bytes: Uint8Array }>();
+    const smallFile = (filename: string, path: string): GivenReleaseFile => {
+      const bytes = readBytes(path);
+      small.set(filename, { path, bytes });
+      return { filename, size: bytes.byteLength, sha256Hex: createHash('sha256').update(bytes).digest('hex'), shown: path };
+    };
+    const files: GivenReleaseFile[] = [
+      ...planned.map((a) => ({ filename: a.filename, size: a.digest.size, sha256Hex: a.digest.sha256Hex, shown: a.shown })),
+      ...sums.map((f) => smallFile(shasumsFilename(type, version), f.path)),
+      ...sigs.map((f) => smallFile(shasumsSignatureFilename(type, version), f.path)),
+      ...manifestPaths.map((path) => smallFile(manifestFilename(type, version), path)),
+    ];
+    const digests = new Map(planned.map((a) => [a.filename, a.digest]));
+    const checked = await checkProviderRelease({
+      type,
+      version,
+      files,
+      readArchive: async (file) => digests.get(file.filename)!,
+      readSmall: async (file) => small.get(file.filename)!.bytes,
+    });
+    if (checked.manifest && manifests.length === 0)
+      notes.push(`protocols ${JSON.stringify(checked.protocols)} from ${checked.manifest.shown} (the repository's manifest)`);
+    const pathOf = (file: GivenReleaseFile | undefined) => (file ? { path: file.shown, bytes: small.get(file.filename)!.bytes } : null);
+    return {
+      type,
+      version,
+      protocols: checked.protocols,
+      protocolsFromManifest: checked.protocolsFromManifest,
+      manifest: pathOf(checked.manifest ?? undefined),
+      archives: planned.map(({ shown: _, ...a }) => a).sort((a, b) => (a.filename < b.filename ? -1 : a.filename > b.filename ? 1 : 0)),
+      shasums: pathOf(checked.shasums?.file),
+      signature: pathOf(checked.signature?.file),
+      notes: [...notes, ...checked.notes],
+      cleanup,
+    };
   } catch (error) {
     cleanup();
     throw error;
@@ -117,12 +139,16 @@ export async function readRelease(input: ReleaseInput): Promise<ReleasePlan> {
 }
 
 /** The release files named by `paths` (files, or directories read by readDirectory), sorted by kind. Throws InputError for a file that is not one. */
-function collectReleaseFiles(paths: readonly string[], notes: string[]): { archives: Named[]; manifests: Named[]; sums: Named[]; sigs: Named[] } {
-  const found = { archives: [] as Named[], manifests: [] as Named[], sums: [] as Named[], sigs: [] as Named[] };
+function collectReleaseFiles(
+  paths: readonly string[],
+  notes: string[],
+): { archives: Named[]; manifests: Named[]; sums: Named[]; sigs: Named[]; repositoryManifests: string[] } {
+  const found = { archives: [] as Named[], manifests: [] as Named[], sums: [] as Named[], sigs: [] as Named[], repositoryManifests: [] as string[] };
   const consider = (path: string, fromDirectory: boolean) => {
     const name = basename(path);
     let match: RegExpExecArray | null;
-    if ((match = ARCHIVE.exec(name))) found.archives.push({ path, type: match[1]!, version: match[2]! });
+    if (name === REPOSITORY_MANIFEST && !fromDirectory) found.repositoryManifests.push(path);
+    else if ((match = ARCHIVE.exec(name))) found.archives.push({ path, type: match[1]!, version: match[2]! });
     else if ((match = MANIFEST.exec(name))) found.manifests.push({ path, type: match[1]!, version: match[2]! });
     else if ((match = SUMS.exec(name))) found.sums.push({ path, type: match[1]!, version: match[2]! });
     else if ((match = SIG.exec(name))) found.sigs.push({ path, type: match[1]!, version: match[2]! });
@@ -148,56 +174,47 @@ function collectReleaseFiles(paths: readonly string[], notes: string[]): { archi
   return found;
 }
 
-type PlatformSource = { platform: Platform; path: string; fromBinary: boolean };
-
-/** One source per platform (archives, then --binary executables). Throws InputError for a platform given twice. */
-function platformSources(archives: readonly Named[], binaries: readonly ReturnType<typeof parseBinaryOption>[]): PlatformSource[] {
-  const sources: PlatformSource[] = [];
-  const seen = new Map<string, string>();
-  const claim = (platform: Platform, path: string) => {
-    const key = platformName(platform);
-    const previous = seen.get(key);
-    if (previous) throw new InputError(`platform ${key} is given twice: ${previous} and ${path}; keep one`);
-    seen.set(key, path);
-  };
-  for (const archive of archives) {
-    const platform = platformFrom(archive.path, ARCHIVE.exec(basename(archive.path))![3]!);
-    claim(platform, archive.path);
-    sources.push({ platform, path: archive.path, fromBinary: false });
+/**
+ * The repository's terraform-registry-manifest.json when no …_manifest.json was
+ * given: one passed as a file, else the one in or beside (the parent of) a
+ * directory given — goreleaser's dist/ sits in the repository root. Undefined
+ * when there is none. Throws InputError when more than one is passed.
+ */
+function findRepositoryManifest(paths: readonly string[], given: readonly string[]): string | undefined {
+  if (given.length > 1) throw new InputError(`found ${given.length} ${REPOSITORY_MANIFEST} files (${given.join(', ')}); keep one`);
+  if (given[0]) return given[0];
+  for (const raw of paths) {
+    const dir = resolve(raw);
+    if (!statSync(dir).isDirectory()) continue;
+    for (const candidate of [join(dir, REPOSITORY_MANIFEST), join(dirname(dir), REPOSITORY_MANIFEST)]) {
+      if (existsSync(candidate) && statSync(candidate).isFile()) return candidate;
+    }
   }
-  for (const binary of binaries) {
-    claim(binary.platform, `--binary ${binary.raw}`);
-    sources.push({ platform: binary.platform, path: binary.path, fromBinary: true });
-  }
-  return sources;
+  return undefined;
 }
 
+type PlatformSource = { platform: Platform; path: string; shown: string; binary: BinaryOption | null };
+
 /**
- * Each source as a planned archive, sorted by file name: --binary executables
- * zipped into `tempDir`, every zip read and hashed, its executable found (a
- * note when it is not marked executable). Throws InputError as findExecutable.
+ * Each source as a planned archive: --binary executables zipped into
+ * `tempDir`, every zip read and hashed (inspectArchive: InputError for a zip
+ * the registry does not accept). The checks are the pipeline's.
  */
 async function planArchives(
   sources: readonly PlatformSource[],
-  o: { type: string; version: string; tempDir: string | null; concurrency: number; log: (line: string) => void; notes: string[] },
-): Promise<PlannedArchive[]> {
+  o: { type: string; version: string; tempDir: string | null; concurrency: number; log: (line: string) => void },
+): Promise<(PlannedArchive & { shown: string })[]> {
   const { type, version, log } = o;
-  const planned = await mapLimit(sources, o.concurrency, async (source) => {
+  return mapLimit(sources, o.concurrency, async (source) => {
     const filename = archiveFilename(type, version, source.platform);
     let path = source.path;
-    if (source.fromBinary) {
+    if (source.binary) {
       path = await zipBinary(source.path, o.tempDir!, { type, version, platform: source.platform });
       log(`zipped ${source.path} → ${filename}`);
     }
     const digest = await inspectArchive(path, progressLogger(log, basename(path)));
-    const executable = findExecutable(path, digest, type, version, source.platform);
-    const unixMode = digest.entries.find((e) => e.name === executable)?.unixMode;
-    if (source.platform.os !== 'windows' && unixMode != null && (unixMode & 0o111) === 0) {
-      o.notes.push(`${basename(path)}: ${executable} is not marked executable in the zip (mode ${unixMode.toString(8)}); Terraform may fail to start it`);
-    }
-    return { platform: source.platform, filename, path, digest, executable } satisfies PlannedArchive;
+    return { platform: source.platform, filename, path, digest, shown: source.binary ? source.shown : path };
   });
-  return planned.sort((a, b) => (a.filename < b.filename ? -1 : a.filename > b.filename ? 1 : 0));
 }
 
 function readBytes(path: string): Uint8Array {

@@ -1,20 +1,2 @@
-import type { PackageRecord } from '../../../src/store/types';
-
-/** One platform in the `--json` output: the stored package record, field for field. */
-export type PublishedPlatform = PackageRecord;
-
-/** What `--json` prints. */
-export interface PublishResult {
-  /** hostname/namespace/type */
-  address: string;
-  version: string;
-  protocols: string[];
-  platforms: PublishedPlatform[];
-  key_id: string;
-  /**
-   * published: written now; unchanged: already published with these bytes and
-   * verified whole; repaired: already published, missing or damaged parts
-   * rewritten; dry-run: nothing written.
-   */
-  status: 'published' | 'unchanged' | 'repaired' | 'dry-run';
-}
+// What `--json` prints: the publish API's own result shape (src/protocol/publish-api.ts), for every way in.
+export type { ProviderPublishResult as PublishResult, PublishedPlatform } from '../../../src/protocol/publish-api';

@@ -7,7 +7,7 @@ import { moduleArchiveFilename, moduleLeaseName } from '../../store/layout';
 import { withLease } from '../../store/lease';
 import { publishModuleVersion, readModuleRecord } from '../../store/modules/write';
 import type { ModuleVersionRecord } from '../../store/modules/types';
-import type { Store } from '../../store/store';
+import { storeFromEnv, type Store } from '../../store/store';
 import { appendAuditEntry } from '../../store/audit/write';
 import type { AuditOutcome } from '../../store/audit/entry';
 import { PULL_ACTOR } from '../changes';
@@ -66,7 +66,7 @@ export async function moduleProxyContext(env: Env, address: ModuleAddress): Prom
   if (!policy || policy.modules.length === 0) return null;
   const allowance = moduleAllowanceFor(policy.modules, address);
   if (!allowance || allowance.upstream.hostname === settings(env).hostname) return null;
-  return { env, store: { kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, address, allowance, policy, http: new UpstreamClient(upstreamLimits(env)) };
+  return { env, store: storeFromEnv(env), address, allowance, policy, http: new UpstreamClient(upstreamLimits(env)) };
 }
 
 const upstreamLabel = (proxy: ModuleProxyContext) => formatModuleAddress(proxy.allowance.upstream);

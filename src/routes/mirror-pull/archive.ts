@@ -17,6 +17,7 @@ import { verifyMirroredArchive, type ArchiveSource } from '../../mirror/verify-a
 import { notePull } from '../../mirror/changes';
 import { releaseFile, releaseFileParams } from '../archives';
 import { upstreamFailure } from './documents';
+import { storeFromEnv } from '../../store/store';
 
 /**
  * GET|HEAD /v1/archives/… with pull-through: what R2 holds is served as
@@ -233,7 +234,7 @@ const ISOLATE_STARTED = new Date().toISOString();
 
 /** Whether the version's record lists `filename` (the commit point of a pulled archive). */
 async function isCommitted(env: Env, address: ProviderAddress, version: string, filename: string): Promise<boolean> {
-  const record = await readVersionRecord({ kv: env.REGISTRY_KV, blobs: env.REGISTRY_R2 }, address, version);
+  const record = await readVersionRecord(storeFromEnv(env), address, version);
   return record?.packages.some((p) => p.filename === filename) ?? false;
 }
 

@@ -10,7 +10,7 @@ import type { PackageRef } from '../../access/package-rights';
 import { auditRefusal } from './refusal-audit';
 import { appendAuditEntry } from '../../store/audit/write';
 import type { AuditAction } from '../../store/audit/entry';
-import type { BlobStore, KvStore } from '../../store/store';
+import { storeFromEnv, type BlobStore, type KvStore } from '../../store/store';
 
 /**
  * What every publish API handler shares: the store over the Worker's
@@ -27,7 +27,7 @@ export interface PublishStore {
 }
 
 export function publishStore(env: Env): PublishStore {
-  return { kv: env.REGISTRY_KV as unknown as KvStore, blobs: env.REGISTRY_R2 as unknown as BlobStore, bucket: env.REGISTRY_R2 };
+  return { ...storeFromEnv(env), bucket: env.REGISTRY_R2 };
 }
 
 /** The largest request body Cloudflare accepts on the Free and Pro plans: bigger files go in parts. */

@@ -1,19 +1,16 @@
 import type { Actor } from '../../store/audit/actor';
 import { formatAddress } from '../../protocol/address';
-import { InputError } from '../../protocol/errors';
 import { sha256Hex } from '../../protocol/hashes';
-import { checkReleaseShasums } from '../../protocol/release-shasums';
 import { verifyDetached } from '../../protocol/openpgp-signature';
 import { parseReleaseFilename } from '../../protocol/release-files';
-import { checkProviderExecutable, executableProblem } from '../../protocol/provider-executable';
-import { parsePlatformName } from '../../protocol/platform';
-import { readZipDirectory, zipH1, type ZipSource } from '../../protocol/zip-reader';
+import { checkProviderRelease } from '../../protocol/provider-release';
+import { readZipDirectory, zipH1 } from '../../protocol/zip-reader';
 import { providerLeaseName } from '../../store/layout';
 import { beginProviderPublish, publishVersion, type ReleaseFile } from '../../store/providers/write';
 import { writeUploadDocs } from './provider-docs';
 import { differentContentsError, sameRelease } from '../../store/providers/version-records';
 import { readSigningKeys } from '../../store/providers/signing-keys';
-import type { PackageRecord, SigningKey, VersionRecord } from '../../store/types';
+import type { SigningKey, VersionRecord } from '../../store/types';
 import type { ProviderUpload, UploadSession } from '../../store/uploads/session';
 import { completeStagedFile, partCount, readStagedFile, stagedStream } from '../../store/uploads/staged';
 import { heldRangeReader, storedZip } from '../../store/uploads/stored-zip';
@@ -25,11 +22,13 @@ import { draftRecord, publishResult } from './providers';
 import { signerFor } from './signing';
 
 /**
- * Commits a provider upload: checks what was uploaded with the CLI's rules —
- * every file complete with its declared size and SHA-256, each zip readable
- * and holding terraform-provider-TYPE_vVERSION (from its central directory:
- * read from memory for a small file sent whole, by range otherwise), its `h1:` computed here (and equal to the client's when
- * sent), SHA256SUMS listing exactly the archives, the signature verifying
+ * Commits a provider upload: every file complete with its declared size and
+ * SHA-256, then the one release pipeline the CLI runs too
+ * (src/protocol/provider-release.ts: each zip readable and holding
+ * terraform-provider-TYPE_vVERSION, read from memory for a small file sent
+ * whole, by range otherwise; its `h1:` computed here and equal to the client's
+ * when sent; the manifest's protocols; SHA256SUMS listing exactly the archives
+ * and the manifest's line), the signature verifying
  * with a key of the namespace (or made now by the registry-held key) — then
  * publishes with src/store's publishVersion under the provider's lease:
  * release files written from the held bytes or copied from the staging area, documents, the R2 record (the
@@ -57,21 +56,31 @@ export async function commitProvider(
     return held.get(key) ?? new Uint8Array(await (await bucket.get(key))!.arrayBuffer());
   };
 
-  // SHA256SUMS: one line per archive, each with the archive's SHA-256.
-  const sumsFile = upload.files.find((f) => f.filename === draft.shasumsFilename)!;
-  const sums = await bytesOf(sumsFile.filename);
-  checkReleaseShasums(
-    sums,
-    draft.packages.map((p) => ({ filename: p.filename, sha256Hex: p.shasum, shown: p.filename })),
-    sumsFile.filename,
-    () => true,
-  );
-  const packages = await checkedArchives(draft, upload, (pkg) => storedZip(reader, staged.get(pkg.filename)!, pkg.size));
+  // The one pipeline of a release's checks (src/protocol/provider-release.ts), on the files as uploaded: the
+  // CLI runs it on the same files before sending them.
+  const checked = await checkProviderRelease({
+    type: upload.type,
+    version: upload.version,
+    files: upload.files.map((f) => ({ filename: f.filename, size: f.size, sha256Hex: f.sha256, shown: f.filename })),
+    readArchive: async (file) => {
+      const zip = storedZip(reader, staged.get(file.filename)!, file.size);
+      const label = `archive ${file.filename}`;
+      const directory = await readZipDirectory(zip, label);
+      const entries = directory.entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory, size: e.uncompressedSize, unixMode: e.unixMode }));
+      return { entries, h1: await zipH1(zip, directory, label) };
+    },
+    readSmall: (file) => bytesOf(file.filename),
+    declaredProtocols: upload.protocols,
+    ...(upload.h1 ? { declaredH1: upload.h1 } : {}),
+    concurrency: 1,
+  });
+  const sums = checked.shasums!.bytes;
+  const packages = checked.packages;
 
   // The signature: the client's, verified against the namespace's keys, or the registry-held key's.
   const sigFile = upload.files.find((f) => f.filename === draft.shasumsSignatureFilename);
   const { signature, key: signingKey } = sigFile
-    ? await verifiedSignature(store, address, sums, await bytesOf(sigFile.filename), sigFile.filename)
+    ? await verifiedSignature(store, address, sums, checked.signature!.bytes, sigFile.filename)
     : await (await signerFor({ kv: store.kv, signingKeySecret, hostname: address.hostname, namespace: address.namespace }, upload.type, upload.version)).sign(
         sums,
       );
@@ -104,7 +113,7 @@ const HELD_FILE_BYTES = 4 * 1024 * 1024;
 /** At most this much in all (a release of many platforms reads the rest by range). */
 const HELD_TOTAL_BYTES = 16 * 1024 * 1024;
 
-/** What publishVersion writes: every uploaded file but the client's signature (from `open`), then the signature the commit settled on. */
+/** What publishVersion writes: every uploaded file but the client's signature and the manifest (from `open`), then the signature the commit settled on. */
 function releaseFiles(
   upload: ProviderUpload,
   record: VersionRecord,
@@ -112,7 +121,7 @@ function releaseFiles(
   open: (filename: string, size: number) => Uint8Array | ReadableStream<Uint8Array>,
 ): ReleaseFile[] {
   const files: ReleaseFile[] = upload.files
-    .filter((f) => f.filename !== record.shasumsSignatureFilename)
+    .filter((f) => f.filename !== record.shasumsSignatureFilename && parseReleaseFilename(f.filename)?.kind !== 'manifest')
     .map((f) => ({ filename: f.filename, sha256Hex: f.sha256, size: f.size, contentType: f.contentType, open: () => open(f.filename, f.size) }));
   files.push({
     filename: record.shasumsSignatureFilename,
@@ -166,28 +175,4 @@ async function readStagedFiles(
     if (bytes) held.set(key, bytes);
   });
   return { staged, held };
-}
-
-/**
- * Each archive of the draft, read through `zipOf`: the provider executable at its top level (from the central
- * directory), and its `h1:` from the inflated entries, equal to the client's when sent. Returns the packages
- * with their `h1:`; InputError naming the archive otherwise.
- */
-async function checkedArchives(draft: VersionRecord, upload: ProviderUpload, zipOf: (pkg: PackageRecord) => ZipSource): Promise<PackageRecord[]> {
-  const packages: PackageRecord[] = [];
-  for (const pkg of draft.packages) {
-    const label = `archive ${pkg.filename}`;
-    const zip = zipOf(pkg);
-    const directory = await readZipDirectory(zip, label);
-    const platform = parsePlatformName(parseReleaseFilename(pkg.filename)!.platform!);
-    const check = checkProviderExecutable(
-      directory.entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory, size: e.uncompressedSize })),
-      { type: upload.type, version: upload.version, platform },
-    );
-    if (!check.ok) throw new InputError(executableProblem(check, label, 'publisher'));
-    const h1 = await zipH1(zip, directory, label);
-    if (pkg.h1 && pkg.h1 !== h1) throw new InputError(`${label}: its contents hash to ${h1}, the manifest says ${pkg.h1}`);
-    packages.push({ ...pkg, h1 });
-  }
-  return packages;
 }

@@ -7,6 +7,7 @@ import { formatAddress, parseProviderName, providerAddress, type ProviderAddress
 import { parsePlatformName } from '../../protocol/platform';
 import { parseReleaseFilename, shasumsFilename, shasumsSignatureFilename } from '../../protocol/release-files';
 import { parseVersion } from '../../protocol/version';
+import type { ProviderPublishResult, UploadSessionBody } from '../../protocol/publish-api';
 import { InputError } from '../../protocol/errors';
 import { providerLeaseName } from '../../store/layout';
 import { draftVersionRecord } from '../../store/providers/draft';
@@ -100,8 +101,8 @@ export function draftRecord(address: ProviderAddress, upload: ProviderUpload): V
   return draftVersionRecord(address, upload.version, upload.protocols, packages, { sha256: sums.sha256, size: sums.size });
 }
 
-/** The CLI's `--json` result shape for a record. */
-export function publishResult(record: VersionRecord, status: 'published' | 'unchanged' | 'repaired' | 'dry-run') {
+/** The result (src/protocol/publish-api.ts, what the CLI's `--json` prints) for a record. */
+export function publishResult(record: VersionRecord, status: ProviderPublishResult['status']): ProviderPublishResult {
   return {
     address: formatAddress(record.address),
     version: record.version,
@@ -154,7 +155,7 @@ export async function startSession(
 }
 
 /** What a client needs to upload and commit: one URL per file, the number of parts of each. */
-export function sessionResponse(request: Request, session: UploadSession) {
+export function sessionResponse(request: Request, session: UploadSession): UploadSessionBody {
   const base = `/v1/publish/uploads/${session.id}`;
   void request;
   return {

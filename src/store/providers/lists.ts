@@ -133,7 +133,9 @@ async function applyToIndex(
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     let state = attempt === 0 && options.state ? options.state : await loadProviderLists(store, address, { progress, check });
     if (rebuild && state.stored) state = { ...state, index: await indexFromRecords(store, address, progress, check) };
-    if (rebuild || !state.stored) verify = true;
+    // A missing or damaged index is checked against the documents, unless nothing was ever committed (a brand-new
+    // provider: its documents are written, not "repaired").
+    if (rebuild || (!state.stored && state.index.versions.length > 0)) verify = true;
     const next = apply(state.index);
     if (next.versions.length === 0) return; // nothing committed: nothing to list
     const changed = !state.stored || JSON.stringify(next) !== JSON.stringify(state.stored);
@@ -178,6 +180,7 @@ async function writeListDocuments(
     await repairDocuments(kv, documents, options.progress, options.check);
     return page;
   }
+  options.progress({ step: 'documents', detail: `the version lists (registry, mirror) and the provider page of ${formatAddress(index.address)}` });
   for (const { key, body } of documents) {
     options.check();
     await putHotKey(kv, key, body);
@@ -193,7 +196,6 @@ async function writeListDocuments(
  */
 async function indexFromRecords(store: Store, address: ProviderAddress, progress: PublishProgress, check: () => void): Promise<ProviderIndex> {
   const { kv, blobs } = store;
-  progress({ step: 'index', detail: `rebuilding the index of ${formatAddress(address)} from its version records` });
   const onDamaged = warnOnce(progress);
   const records = new Map<string, VersionRecord>();
   for (const record of await readRecordObjects(blobs, committedRecordPrefix(address), parseVersionRecord, onDamaged)) records.set(record.version, record);
@@ -201,6 +203,8 @@ async function indexFromRecords(store: Store, address: ProviderAddress, progress
   // KV copies of records: adopt those R2 lacks, then delete them all (R2 holds every record from here on).
   const prefix = versionRecordPrefix(address);
   const kvKeys = await listAllKeys(kv, prefix);
+  // Said only when there is something to rebuild from: a brand-new provider has no records.
+  if (records.size > 0 || kvKeys.length > 0) progress({ step: 'index', detail: `rebuilding the index of ${formatAddress(address)} from its version records` });
   await mapLimit(kvKeys, 16, async (key) => {
     const version = key.slice(prefix.length);
     if (!records.has(version)) {

@@ -6,6 +6,7 @@ import type { MirrorSummary } from '../../../scripts/lib/mirror/summary';
 import { zipBuffers } from '../../../scripts/lib/provider/zip-binary';
 import { executableName, parsePlatformName } from '../../../src/protocol/index';
 import { configPath, runScript, tempDir } from '../helpers';
+import { writeGoreleaserRelease, writeProvidersMirror } from '../../fixtures/goreleaser';
 
 /**
  * `npm run mirror -- import DIR` on directories laid out as `terraform
@@ -117,5 +118,21 @@ describe('mirror import', () => {
     const result = await mirror(state, ['import', own, '--json']);
     expect(result.code).toBe(1);
     expect(result.summary!.providers[0]!.reason).toMatch(/this registry's own hostname .*npm run publish-provider/);
+  });
+
+  it('imports what `terraform providers mirror` writes for a goreleaser release of the scaffolding config: all 13 platforms', async () => {
+    const { dir, source, state } = fresh();
+    const release = await writeGoreleaserRelease(join(dir, 'repo'), 'scaffolding', '0.1.0');
+    await writeProvidersMirror(
+      source,
+      release,
+      { hostname: HOST, namespace: 'hashicorp' },
+      async (platform) => (await inspectArchive(release.archives.get(platform)!)).h1,
+    );
+    const result = await mirror(state, ['import', source, '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.summary!.providers).toMatchObject([{ address: `${HOST}/hashicorp/scaffolding`, status: 'mirrored' }]);
+    const list = await mirror(state, ['list']);
+    expect(list.stdout).toBe(`${HOST}/hashicorp/scaffolding\n  0.1.0  ${[...release.platforms].sort().join(' ')}\n`);
   });
 });

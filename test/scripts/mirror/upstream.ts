@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import { createServer as createPlainServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -81,7 +81,6 @@ export function upstreamGpgKey(): Promise<GpgKey> {
     const gpg = (...args: string[]) =>
       execFileSync('gpg', ['--homedir', home, '--batch', '--pinentry-mode', 'loopback', '--passphrase', '', ...args], { stdio: 'pipe' });
     gpg('--quick-gen-key', 'upstream test <upstream@example.com>', 'rsa2048', 'sign', 'never');
-    stopAgent(home);
     const colons = gpg('--with-colons', '--list-secret-keys').toString();
     const fingerprint = /^fpr:+([0-9A-F]{40}):/m.exec(colons)![1]!;
     return { home, fingerprint, keyId: fingerprint.slice(-16), publicArmor: gpg('--armor', '--export', fingerprint).toString() };
@@ -124,18 +123,23 @@ function gpgSign(key: GpgKey, data: Uint8Array): Buffer {
     );
     return readFileSync(join(dir, 'sums.sig'));
   } finally {
-    stopAgent(key.home);
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 /**
  * Stops the gpg-agent that gpg started for `home` (key generation and
- * signing need one; it would outlive the test and its removed home). The
- * next gpg call starts a fresh one when needed.
+ * signing need one; it would outlive the test and its removed home) and
+ * waits until it is gone: its socket removed, at most 5 s. Called once, when
+ * the key is released — never between gpg calls: `gpgconf --kill` returns
+ * before the agent has exited, and a gpg run in that window failed now and
+ * then with "can't connect to the agent".
  */
 function stopAgent(home: string): void {
+  const socket = spawnSync('gpgconf', ['--homedir', home, '--list-dirs', 'agent-socket'], { encoding: 'utf8' }).stdout.trim();
   spawnSync('gpgconf', ['--homedir', home, '--kill', 'gpg-agent'], { stdio: 'ignore' });
+  const until = Date.now() + 5000;
+  while (socket && existsSync(socket) && Date.now() < until) spawnSync('sleep', ['0.05']);
 }
 
 async function foreignSign(data: Uint8Array): Promise<Uint8Array> {

@@ -3,7 +3,7 @@ import * as openpgp from 'openpgp';
 import { expect, inject } from 'vitest';
 import { newToken, tokenId, tokenSha256 } from '../../../src/access/tokens';
 import { formatShasums, h1Hash } from '../../../src/protocol/hashes';
-import { archiveFilename, executableName, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
+import { archiveFilename, executableName, manifestFilename, shasumsFilename, shasumsSignatureFilename } from '../../../src/protocol/release-files';
 import { writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import { writeTokenRecord } from '../../../src/store/tokens/write';
 import { TEST_KEY } from '../../fixtures/release';
@@ -70,6 +70,8 @@ export async function buildRelease(
     sums?: (text: string) => string;
     /** Builds the zip of a platform instead of zipStored (entries: name → content). */
     zip?: (platform: string, entries: Record<string, string>) => Promise<Uint8Array>;
+    /** goreleaser's manifest (terraform-registry-manifest.json's text): listed in SHA256SUMS (checksum.extra_files) and sent as …_manifest.json. */
+    manifest?: string;
   } = {},
 ): Promise<BuiltRelease> {
   const files = new Map<string, Uint8Array>();
@@ -87,6 +89,12 @@ export async function buildRelease(
     );
     h1.set(filename, h1Hash(digests));
     lines.push({ filename, sha256Hex: await hex(zip) });
+  }
+  if (options.manifest !== undefined) {
+    const bytes = new TextEncoder().encode(options.manifest);
+    files.set(manifestFilename(type, version), bytes);
+    lines.push({ filename: manifestFilename(type, version), sha256Hex: await hex(bytes) });
+    lines.sort((a, b) => (a.filename < b.filename ? -1 : 1));
   }
   const text = formatShasums(lines);
   const sums = new TextEncoder().encode(options.sums ? options.sums(text) : text);

@@ -48,6 +48,19 @@ describe('publishing a provider release through the API', { timeout: 60_000 }, (
     expect((await env.REGISTRY_R2.list({ prefix: `.uploads/${result.session!.upload}/` })).objects).toEqual([]);
   });
 
+  it('a goreleaser release: SHA256SUMS lists the manifest (checksum.extra_files), sent beside it; protocols 6.0; SHA256SUMS served byte for byte, the manifest not served', async () => {
+    const release = await buildRelease('goreleased', '1.0.0', { manifest: '{"version": 1, "metadata": {"protocol_versions": ["6.0"]}}\n' });
+    const result = await publishRelease(publisher, 'acme', release);
+    expect(result.committed?.status, JSON.stringify(result.body)).toBe(200);
+    expect(result.body).toMatchObject({ status: 'published', protocols: ['6.0'] });
+    const doc = (await (await get('/v1/providers/acme/goreleased/1.0.0/download/linux/amd64')).json()) as { shasums_url: string; protocols: string[] };
+    expect(doc.protocols).toEqual(['6.0']);
+    const sums = new Uint8Array(await (await get(doc.shasums_url)).arrayBuffer());
+    expect(sums).toEqual(release.files.get('terraform-provider-goreleased_1.0.0_SHA256SUMS'));
+    expect(new TextDecoder().decode(sums)).toContain('  terraform-provider-goreleased_1.0.0_manifest.json\n');
+    expect((await get(doc.shasums_url.replace(/_SHA256SUMS$/, '_manifest.json'))).status).toBe(404);
+  });
+
   it('an identical re-publish is "unchanged" without uploading; other bytes for the version are 409', async () => {
     const release = await buildRelease('same', '1.0.0');
     expect((await publishRelease(publisher, 'acme', release)).body.status).toBe('published');
@@ -239,6 +252,47 @@ describe('refusals, each with nothing listed', { timeout: 60_000 }, () => {
       'badsums',
       release,
       /_SHA256SUMS: terraform-provider-badsums_1\.0\.0_\w+\.zip is listed with SHA-256 00000000[0-9a-f]{56} but the archive .* has [0-9a-f]{64}; the archive changed after SHA256SUMS was made/,
+    );
+  });
+
+  it('goreleaser\'s manifest listed in SHA256SUMS: changed after the build, not sent, protocols other than it says, sent without "protocols"', async () => {
+    const manifest = '{\n  "version": 1,\n  "metadata": {\n    "protocol_versions": ["6.0"]\n  }\n}\n';
+    const name = (type: string) => `terraform-provider-${type}_1.0.0_manifest.json`;
+    const changed = await buildRelease('manichanged', '1.0.0', { manifest });
+    changed.files.set(name('manichanged'), new TextEncoder().encode(manifest.replace('6.0', '5.0')));
+    await refusedAt(
+      'committed',
+      'manichanged',
+      changed,
+      /_SHA256SUMS: terraform-provider-manichanged_1\.0\.0_manifest\.json is listed with SHA-256 [0-9a-f]{64} but terraform-provider-manichanged_1\.0\.0_manifest\.json has [0-9a-f]{64}; the manifest changed after the release was built/,
+      400,
+      { protocols: ['5.0'] },
+    );
+    const unsent = await buildRelease('maniunsent', '1.0.0', { manifest });
+    unsent.files.delete(name('maniunsent'));
+    await refusedAt(
+      'committed',
+      'maniunsent',
+      unsent,
+      /_SHA256SUMS: lists terraform-provider-maniunsent_1\.0\.0_manifest\.json, but no manifest was given; pass terraform-registry-manifest\.json/,
+    );
+    const other = await buildRelease('maniother', '1.0.0', { manifest });
+    await refusedAt(
+      'committed',
+      'maniother',
+      other,
+      /"protocols" \["5\.0"\] differs from terraform-provider-maniother_1\.0\.0_manifest\.json's protocol_versions \["6\.0"\]/,
+      400,
+      {
+        protocols: ['5.0'],
+      },
+    );
+    const bare = await buildRelease('manibare', '1.0.0', { manifest });
+    const files = (await manifestOf(bare)).files;
+    const response = await startPublish(publisher, 'acme', bare, { files });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { errors: string[] }).errors[0]).toMatch(
+      /"protocols" must be sent with terraform-provider-manibare_1\.0\.0_manifest\.json/,
     );
   });
 

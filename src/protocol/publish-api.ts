@@ -1,0 +1,71 @@
+import type { ProviderDocs } from './provider-docs-shape';
+
+/**
+ * The publish API's wire shapes (docs/publish-api.md), one definition for the
+ * Worker that answers them (src/routes/publish/) and the CLI that sends them
+ * (scripts/lib/registry-api.ts, scripts/lib/provider/publish-registry.ts).
+ */
+
+/** One declared file of a provider manifest. */
+export interface ManifestFile {
+  filename: string;
+  size: number;
+  /** Lower-case hex SHA-256. */
+  sha256: string;
+  /** An archive's Go dirhash, "h1:…" (optional; the server computes its own and compares). */
+  h1?: string;
+}
+
+/** The body of `POST /v1/publish/providers/:namespace/:type/:version`. */
+export interface ProviderManifestBody {
+  /** The plugin protocols (default ["5.0"]); required when the manifest file is among `files`. */
+  protocols?: string[];
+  /** The archives, SHA256SUMS, optionally its .sig and goreleaser's manifest. */
+  files: ManifestFile[];
+  dry_run?: boolean;
+  docs?: ProviderDocs;
+}
+
+/** One file of an upload session: PUT it to `url`, in `parts` parts of `part_size` bytes when parts > 1. */
+export interface SessionFile {
+  filename: string;
+  size: number;
+  url: string;
+  parts: number;
+}
+
+/** A started upload session (201). */
+export interface UploadSessionBody {
+  upload: string;
+  expires: string;
+  part_size: number;
+  files: SessionFile[];
+  commit_url: string;
+}
+
+/** One published platform: the stored package record, field for field. */
+export interface PublishedPlatform {
+  os: string;
+  arch: string;
+  filename: string;
+  /** Hex SHA-256 of the zip. */
+  shasum: string;
+  h1: string;
+  size: number;
+}
+
+/** A provider publish's result: the commit's answer, a start's 200, and what `publish-provider --json` prints. */
+export interface ProviderPublishResult {
+  /** hostname/namespace/type */
+  address: string;
+  version: string;
+  protocols: string[];
+  platforms: PublishedPlatform[];
+  key_id: string;
+  /**
+   * published: written now; unchanged: already published with these bytes and
+   * verified whole; repaired: already published, missing or damaged parts
+   * rewritten; dry-run: nothing written.
+   */
+  status: 'published' | 'unchanged' | 'repaired' | 'dry-run';
+}
