@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { InputError, UpstreamError } from '../../src/protocol/errors';
+import { ConfigError, InputError, UpstreamError } from '../../src/protocol/errors';
 import { StoreRefusal } from '../../src/store/errors';
 
 /**
@@ -13,7 +13,8 @@ import { StoreRefusal } from '../../src/store/errors';
  * src/http/errors.ts):
  *   0 success;
  *   1 an error the user can fix (isUserFixable): InputError (bad input, a
- *     refused publish) and every StoreRefusal of src/store/errors.ts —
+ *     refused publish), ConfigError (a setting to fix, e.g. SIGNING_KEY_SECRET
+ *     not set for a held key) and every StoreRefusal of src/store/errors.ts —
  *     VersionConflictError, NotStoredError, LeaseBusyError;
  *   2 usage (UsageError, or an option parseArgs rejects);
  *   3 anything else, StoreFailure included (StoredReleaseMismatchError,
@@ -38,9 +39,9 @@ export function verboseRequested(argv: readonly string[] = process.argv, env: No
   return argv.includes('--verbose') || ['1', 'true', 'yes'].includes((env[VERBOSE_ENV] ?? '').toLowerCase());
 }
 
-/** True for an error the user can fix (exit 1, audited as `refused`): bad input or a store refusal. */
+/** True for an error the user can fix (exit 1, audited as `refused`): bad input, a store refusal, or a setting to fix (ConfigError). */
 export function isUserFixable(error: unknown): error is Error {
-  return error instanceof InputError || error instanceof UpstreamError || error instanceof StoreRefusal;
+  return error instanceof InputError || error instanceof UpstreamError || error instanceof StoreRefusal || error instanceof ConfigError;
 }
 
 /** True for a usage error (exit 2): UsageError or an option parseArgs rejects. */

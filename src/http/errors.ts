@@ -1,21 +1,9 @@
-import { InputError, UpstreamError } from '../protocol/errors';
+import { ConfigError, InputError, UpstreamError } from '../protocol/errors';
+
+// ConfigError is the protocol layer's (src/protocol/errors.ts), so the store can throw it too (a missing SIGNING_KEY_SECRET).
+export { ConfigError };
 import { LeaseBusyError, NotStoredError, ProvenanceRequiredError, StoreRefusal, VersionConflictError } from '../store/errors';
 import { errorResponse } from './responses';
-
-/**
- * A setting the registry cannot run with (REGISTRY_HOSTNAME not a hostname, a
- * secret too short or missing where it is needed, a sign-in configuration
- * that does not parse; src/config.ts): the message names the setting and the
- * fix, never its value. The Worker answers 503 with it on the routes that
- * need the setting (errorToResponse) and logs it; `npm start` and `npm run
- * deploy` refuse to start with it.
- */
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
 
 /**
  * The one place where an error a handler throws becomes an HTTP status

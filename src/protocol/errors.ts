@@ -70,3 +70,19 @@ export interface ErrorResponse {
 export function errorBody(message: string): string {
   return JSON.stringify({ errors: [message] } satisfies ErrorResponse);
 }
+
+/**
+ * A setting the registry cannot run with (REGISTRY_HOSTNAME not a hostname, a
+ * secret too short or missing where it is needed, a sign-in configuration
+ * that does not parse; src/config.ts; SIGNING_KEY_SECRET missing where a
+ * registry-held key is used, src/store/keys/seal.ts): the message names the
+ * setting and the fix, never its value. The Worker answers 503 with it on the routes that
+ * need the setting (errorToResponse) and logs it; `npm start` and `npm run
+ * deploy` refuse to start with it.
+ */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}

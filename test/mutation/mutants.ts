@@ -1617,4 +1617,12 @@ export const MUTANTS: Mutant[] = [
     from: '  if (error instanceof ConfigError) {',
     to: '  if (false) {',
   },
+  {
+    id: 'missing-key-secret-answers-500',
+    file: 'src/store/keys/seal.ts',
+    tests: ['test/worker-private/held-key-secret.test.ts'],
+    description: 'a keyless publish with no SIGNING_KEY_SECRET answers 500 "internal error" instead of naming the setting',
+    from: '    throw new ConfigError(',
+    to: '    throw new SealError(',
+  },
 ];

@@ -1,3 +1,4 @@
+import { ConfigError } from '../../protocol/errors';
 import { deriveAesGcmKey } from './aes-key';
 import { SealError } from '../errors';
 
@@ -28,15 +29,16 @@ const INFO = 'edge-registry held signing key v1';
 export const MIN_SECRET_LENGTH = 32;
 
 async function deriveKey(secret: string, salt: Uint8Array): Promise<CryptoKey> {
+  // A misconfiguration, not damage: a 503 naming the setting where a held key is used (src/http/errors.ts).
   if (secret.length < MIN_SECRET_LENGTH) {
-    throw new SealError(
+    throw new ConfigError(
       `SIGNING_KEY_SECRET is ${secret ? 'shorter than 32 characters' : 'not set'}; generate one with \`openssl rand -base64 32\` (wrangler secret put SIGNING_KEY_SECRET)`,
     );
   }
   return deriveAesGcmKey(secret, salt, INFO);
 }
 
-/** Encrypts `plaintext` under `secret`, bound to `additionalData`. Throws SealError for a missing or short secret. */
+/** Encrypts `plaintext` under `secret`, bound to `additionalData`. Throws ConfigError for a missing or short secret. */
 export async function seal(secret: string, plaintext: Uint8Array, additionalData: string): Promise<Sealed> {
   const salt = crypto.getRandomValues(new Uint8Array(16));
   const iv = crypto.getRandomValues(new Uint8Array(12));
