@@ -26,6 +26,11 @@ export interface Settings {
   releaseDocumentCacheControl: string;
   /** ARCHIVE_BASE_URL without trailing slashes; '' keeps release-file URLs path-absolute. */
   archiveBaseUrl: string;
+  /**
+   * RELEASE_FILES=r2: where download documents point release files and module packages instead of the
+   * Worker — presigned R2 S3 URLs (src/access/r2-urls.ts); null: the Worker's own routes (the default).
+   */
+  r2Files: R2FileSettings | null;
   /** Minutes a signed release-file URL stays valid (SIGNED_URL_MINUTES in (0, 10080], default 15). */
   signedUrlMinutes: number;
   /** URL_SIGNING_SECRET, '' when not set (private mode then answers 500 where it would sign or verify). */
@@ -48,6 +53,14 @@ export interface Settings {
   downloadBatchMs: number | null;
   /** MODULE_PROXY_MAX_MB > 0 in bytes (src/mirror/modules/proxy.ts lowers its package limit to it); null: its default. */
   moduleProxyMaxBytes: number | null;
+}
+
+/** R2's S3 API, to presign GETs of release files: endpoint without trailing slash, bucket, an R2 API token's S3 keys. */
+export interface R2FileSettings {
+  endpoint: string;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
 }
 
 /**
@@ -115,6 +128,7 @@ function parseSettings(env: Env): Settings {
   const weak = weakSecret(env);
   if (weak !== null) throw new ConfigError(weak);
   const access = env.ACCESS === 'public' ? 'public' : 'private';
+  const r2Files = parseR2Files(env);
   const seconds = Number(env.INDEX_CACHE_SECONDS ?? '5');
   const listTtlMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 5000;
   return {
@@ -122,7 +136,9 @@ function parseSettings(env: Env): Settings {
     access,
     listTtlMs,
     listCacheControl: `${access === 'private' ? 'private' : 'public'}, max-age=${Math.round(listTtlMs / 1000)}`,
-    releaseDocumentCacheControl: access === 'private' ? 'private, no-store' : IMMUTABLE,
+    // With presigned R2 URLs a public document expires with its URLs: a client may keep it for a signing window.
+    releaseDocumentCacheControl: access === 'private' ? 'private, no-store' : r2Files ? 'public, max-age=60' : IMMUTABLE,
+    r2Files,
     archiveBaseUrl: (env.ARCHIVE_BASE_URL ?? '').replace(/\/+$/, ''),
     signedUrlMinutes: parseSignedUrlMinutes(env.SIGNED_URL_MINUTES),
     signingSecret: env.URL_SIGNING_SECRET ?? '',
@@ -158,6 +174,34 @@ function downloadBatchMs(raw: string | undefined): number | null {
 }
 
 /** SIGNED_URL_MINUTES when it is a number in (0, 10080], else 15. */
+/**
+ * RELEASE_FILES: unset or "worker" → null; "r2" → the R2 S3 settings, every
+ * one required. Throws ConfigError naming what is missing or malformed (an
+ * endpoint must be https, or http on a loopback host for local tests).
+ */
+function parseR2Files(env: Env): R2FileSettings | null {
+  const mode = env.RELEASE_FILES ?? '';
+  if (mode === '' || mode === 'worker') return null;
+  if (mode !== 'r2') throw new ConfigError(`RELEASE_FILES is "${mode}"; it is "worker" (the default) or "r2"`);
+  const missing = (['R2_ENDPOINT', 'R2_BUCKET_NAME', 'R2_ACCESS_KEY_ID', 'R2_SECRET_ACCESS_KEY'] as const).filter((name) => !env[name]);
+  if (missing.length > 0) {
+    throw new ConfigError(`RELEASE_FILES=r2 needs ${missing.join(', ')} (npm run deploy -- --release-files r2 says how to create them)`);
+  }
+  const endpoint = env.R2_ENDPOINT!.replace(/\/+$/, '');
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new ConfigError(`R2_ENDPOINT "${endpoint}" is not a URL; it is https://ACCOUNT_ID.r2.cloudflarestorage.com`);
+  }
+  const loopback = url.hostname === '127.0.0.1' || url.hostname === 'localhost';
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw new ConfigError(`R2_ENDPOINT "${endpoint}" must be https (https://ACCOUNT_ID.r2.cloudflarestorage.com)`);
+  }
+  if (!/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(env.R2_BUCKET_NAME!)) throw new ConfigError(`R2_BUCKET_NAME "${env.R2_BUCKET_NAME}" is not an R2 bucket name`);
+  return { endpoint, bucket: env.R2_BUCKET_NAME!, accessKeyId: env.R2_ACCESS_KEY_ID!, secretAccessKey: env.R2_SECRET_ACCESS_KEY! };
+}
+
 function parseSignedUrlMinutes(raw: string | undefined): number {
   const minutes = Number(raw ?? '');
   return raw && Number.isFinite(minutes) && minutes > 0 && minutes <= MAX_SIGNED_URL_MINUTES ? minutes : DEFAULT_SIGNED_URL_MINUTES;
