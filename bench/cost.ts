@@ -334,7 +334,7 @@ export function costTable(figures: CostFigures): string[] {
   const lines: string[] = [];
   const n = (value: number) => (Number.isInteger(value) ? String(value) : value.toFixed(1));
   lines.push(
-    `what it costs to run — real terraform init of ${figures.providers} providers (${figures.platforms.length} platforms each) and 1 module, private mode with a token, per init${figures.providers === TYPICAL.providers ? '' : ` (provider part scaled to ${TYPICAL.providers} providers)`}:`,
+    `what it costs to run — real terraform init of ${figures.providers} providers (${figures.platforms.length} platforms each) and 1 module, production settings (gzip documents; private: with a read token), per init${figures.providers === TYPICAL.providers ? '' : ` (provider part scaled to ${TYPICAL.providers} providers)`}:`,
   );
   const widths = [8, 13, 16, 31, 9, 9, 9, 20];
   const pad = (cells: string[]) => cells.map((c, i) => c[i < 4 ? 'padEnd' : 'padStart'](widths[i]!)).join('  ');
