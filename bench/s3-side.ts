@@ -6,8 +6,9 @@ import { get } from 'node:https';
 import { AwsClient } from 'aws4fetch';
 
 /**
- * R2's S3 API for RELEASE_FILES=r2, played on this machine by s3rver (which
- * checks SigV4 presigned URLs as S3 and R2 do) behind an HTTPS server with
+ * R2's S3 API for RELEASE_FILES=r2, played on this machine by s3rver behind
+ * an HTTPS server (which checks SigV4 presigned URLs as R2 does: s3rver does
+ * not; bench/s3-sigv4.ts) with
  * `certificate` (Terraform downloads over HTTPS only with a trusted CA), in a
  * child process (bench/s3-server.ts says why). The front server counts every
  * client request by kind: R2 class-B reads that never reach the Worker.

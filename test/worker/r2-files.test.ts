@@ -7,8 +7,8 @@ import { seedModule } from '../fixtures/modules';
 import { address, fakeRelease, get, getWith, seed } from './helpers';
 
 // RELEASE_FILES=r2 (issue 38): download documents point release files and module packages at presigned R2 S3
-// URLs. That R2 accepts them is shown against an S3 server (test/scripts/r2-presign.test.ts) and by real
-// terraform (test/e2e/r2-files.test.ts); here: what the Worker answers.
+// URLs. That they pass an independent SigV4 check and real terraform installs through them:
+// test/e2e/r2-files.test.ts; here: what the Worker answers.
 
 const bindings = env as unknown as Env;
 const R2: Partial<Env> = {
