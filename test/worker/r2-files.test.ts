@@ -1,10 +1,13 @@
 import { env } from 'cloudflare:workers';
+import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
+import worker from '../../src/index';
+import type { DownloadSummary } from '../../src/downloads/read';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Env } from '../../src/env';
 import { moduleAddress } from '../../src/protocol/modules-v1';
 import { downloadDocumentKey } from '../../src/store/layout';
 import { seedModule } from '../fixtures/modules';
-import { address, fakeRelease, get, getWith, seed } from './helpers';
+import { address, fakeRelease, get, getWith, ORIGIN, seed } from './helpers';
 
 // RELEASE_FILES=r2 (issue 38): download documents point release files and module packages at presigned R2 S3
 // URLs. That they pass an independent SigV4 check and real terraform installs through them:
@@ -90,4 +93,40 @@ describe('release files straight from R2', () => {
       expect(errors.join('\n')).toContain(says);
     });
   }
+});
+
+describe('download counts with files from R2', () => {
+  /** A request to the Worker with RELEASE_FILES=r2 and a real execution context, waited for (counts are sent after the response). */
+  async function ask(path: string, init?: RequestInit): Promise<Response> {
+    const ctx = createExecutionContext();
+    const response = await worker.fetch(new Request(new URL(path, ORIGIN), init) as never, { ...bindings, ...R2 } as Env, ctx);
+    await response.arrayBuffer();
+    await waitOnExecutionContext(ctx);
+    return response;
+  }
+
+  async function settled(path: string, want: number): Promise<DownloadSummary> {
+    for (let i = 0; i < 60; i++) {
+      if ((await (await get(path, { headers: { 'cache-control': 'no-cache' } })).json<DownloadSummary>()).total >= want) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 700)); // an overshoot must be seen too
+    return get(path).then((r) => r.json<DownloadSummary>());
+  }
+
+  it('counts a find-a-package GET and a module download, never a HEAD, and the archive route then counts nothing', async () => {
+    const counted = address('acme', 'countedr2');
+    await seed([fakeRelease(counted, '1.0.0', ['linux_amd64', 'darwin_arm64'])]);
+    const countedModule = moduleAddress(bindings.REGISTRY_HOSTNAME, 'acme', 'countedr2', 'aws');
+    await seedModule(bindings.REGISTRY_KV, bindings.REGISTRY_R2, countedModule, '1.0.0');
+    const doc = (platform: string) => `/v1/providers/acme/countedr2/1.0.0/download/${platform.replace('_', '/')}`;
+    for (const path of [doc('linux_amd64'), doc('linux_amd64'), doc('darwin_arm64')]) expect((await ask(path)).status).toBe(200);
+    expect((await ask(doc('linux_amd64'), { method: 'HEAD' })).status).toBe(200);
+    expect((await ask('/v1/archives/registry.example.com/acme/countedr2/1.0.0/terraform-provider-countedr2_1.0.0_linux_amd64.zip')).status).toBe(200);
+    expect((await ask('/v1/modules/acme/countedr2/aws/1.0.0/download')).status).toBe(204);
+
+    const providers = await settled('/v1/downloads/providers/acme/countedr2', 3);
+    expect(providers).toMatchObject({ total: 3, versions: { '1.0.0': { total: 3, platforms: { linux_amd64: 2, darwin_arm64: 1 } } } });
+    expect((await settled('/v1/downloads/modules/acme/countedr2/aws', 1)).total).toBe(1);
+  });
 });
