@@ -28,6 +28,7 @@ import { publishIntoState } from '../test/e2e/local-publish';
 import { generateRelease, generateSigningKey } from '../test/e2e/release';
 import { freePort, makeCertificate } from '../test/e2e/server';
 import { VARS } from './runtime';
+import { startS3 } from './s3-side';
 
 const run = promisify(execFile);
 const MIRRORED_HOSTNAME = 'registry.example.com';
@@ -57,7 +58,13 @@ export interface InitCounts {
   r2ClassBByRoute: Record<string, number>;
 }
 
-export interface CostScenario {
+/** Which deployment an init ran against: ACCESS, and RELEASE_FILES (worker: files through the Worker; r2: presigned R2 URLs). */
+export interface CostConfig {
+  access: 'private' | 'public';
+  files: 'worker' | 'r2';
+}
+
+export interface CostScenario extends CostConfig {
   path: 'origin registry' | 'network mirror';
   cache: 'cold' | 'warm edge cache, fresh isolate' | 'warm edge cache and isolate';
   /** Measured, for `providers` providers in one init. */
@@ -78,7 +85,7 @@ export type CostFigures =
       typical: {
         providers: number;
         initsPerDay: number;
-        /** Share of each free-plan limit 1,000 inits a day use, at the steady state (warm edge cache, fresh isolate), origin registry. */
+        /** Share of each free-plan limit 1,000 inits a day use, at the steady state (warm edge cache, fresh isolate), origin registry, private, files through the Worker. */
         usage: { requests: number; kvReads: number; r2ClassBPerMonth: number };
         storage: { versionMb: number; versionsThatFit: number; perProvider: number };
       };
@@ -86,7 +93,13 @@ export type CostFigures =
     };
 
 /** Runs the measurement; `{skipped}` with the reason when terraform or openssl is missing. */
-export async function benchCost(work: string, options: { quick: boolean; log: (message: string) => void }): Promise<CostFigures> {
+export async function benchCost(work: string, options: { quick: boolean; log: (message: string) => void; configs?: CostConfig[] }): Promise<CostFigures> {
+  const configs = options.configs ?? [
+    { access: 'private', files: 'worker' },
+    { access: 'public', files: 'worker' },
+    { access: 'private', files: 'r2' },
+    { access: 'public', files: 'r2' },
+  ];
   const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((p) => existsSync(p));
   if (!terraform) return { skipped: 'no terraform binary (/usr/local/bin or /usr/bin)' };
   const started = Date.now();
@@ -137,7 +150,10 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
   });
   const certificate = makeCertificate(dir);
 
-  const start = (cacheDir: string) =>
+  // RELEASE_FILES=r2: R2's S3 API played by s3rver, behind an HTTPS proxy that counts the clients' requests
+  // (class-B reads that never reach the Worker); the release files and packages are copied into it.
+  const s3 = configs.some((c) => c.files === 'r2') ? await startS3(dir, certificate) : null;
+  const start = (cacheDir: string, config: CostConfig) =>
     new Miniflare({
       modules: [{ type: 'ESModule', path: bundlePath }],
       modulesRoot: dirname(bundlePath),
@@ -151,10 +167,11 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
       bindings: {
         ...VARS,
         REGISTRY_HOSTNAME: hostname,
-        ACCESS: 'private',
+        ACCESS: config.access,
         INDEX_CACHE_SECONDS: '30',
         GZIP_DOCUMENTS: 'true',
         URL_SIGNING_SECRET: 'bench-cost-signing-secret-0123456789',
+        ...(config.files === 'r2' && s3 ? { RELEASE_FILES: 'r2', ...s3.bindings } : {}),
       },
       kvNamespaces: { REGISTRY_KV: 'edge-registry-local' },
       r2Buckets: { REGISTRY_R2: 'edge-registry' },
@@ -170,42 +187,63 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
 
   let token = '';
   const scenarios: CostScenario[] = [];
-  for (const path of ['origin registry', 'network mirror'] as const) {
-    const cacheDir = join(dir, `cache-${path.replace(' ', '-')}`);
-    let mf = start(cacheDir);
-    await mf.ready;
-    try {
-      if (!token) {
-        const kv = (await mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore;
-        token = (await createToken(kv, { scopes: ['*'], name: 'bench', expires: null })).token;
+  try {
+    for (const config of configs) {
+      for (const path of ['origin registry', 'network mirror'] as const) {
+        const label = `${config.access}, files ${config.files === 'r2' ? 'from R2' : 'through the Worker'}, ${path}`;
+        const cacheDir = join(dir, `cache-${config.access}-${config.files}-${path.replace(' ', '-')}`);
+        let mf = start(cacheDir, config);
+        await mf.ready;
+        try {
+          if (!token) {
+            const kv = (await mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore;
+            token = (await createToken(kv, { scopes: ['*'], name: 'bench', expires: null })).token;
+          }
+          if (s3 && !s3.copied) await s3.copyFrom((await mf.getR2Bucket('REGISTRY_R2')) as unknown as R2Bucket);
+          const read = async () => (await (await mf.dispatchFetch(`https://${hostname}/__cost/counts?reset`)).json()) as InitCounts;
+          await read();
+          await s3?.reset();
+          const measure = async (cache: CostScenario['cache'], runIndex: number) => {
+            await terraformInit(terraform, join(dir, 'init', `${config.access}-${config.files}-${path.replace(' ', '-')}-${runIndex}`), {
+              hostname,
+              providers,
+              token: config.access === 'private' ? token : null,
+              mirror: path === 'network mirror',
+              certPath: certificate.certPath,
+            });
+            const measured = await read();
+            if (config.files === 'r2' && s3) {
+              for (const [route, count] of Object.entries(await s3.reset())) {
+                measured.r2ClassB += count;
+                measured.r2ClassBByRoute[route] = (measured.r2ClassBByRoute[route] ?? 0) + count;
+              }
+            }
+            scenarios.push({ ...config, ...scenario(path, cache, measured, providers) });
+            log(
+              `cost: ${label}, ${cache}: ${measured.requests} Worker requests, ${measured.kvReads} KV reads, ${measured.r2ClassB} R2 reads (${providers} providers)`,
+            );
+          };
+          await measure('cold', 1);
+          await mf.dispose();
+          mf = start(cacheDir, config); // same edge cache on disk, a new isolate
+          await mf.ready;
+          await read();
+          await s3?.reset();
+          await measure('warm edge cache, fresh isolate', 2);
+          await measure('warm edge cache and isolate', 3);
+        } finally {
+          await mf.dispose();
+        }
       }
-      const read = async () => (await (await mf.dispatchFetch(`https://${hostname}/__cost/counts?reset`)).json()) as InitCounts;
-      await read();
-      const measure = async (cache: CostScenario['cache'], runIndex: number) => {
-        await terraformInit(terraform, join(dir, 'init', `${path.replace(' ', '-')}-${runIndex}`), {
-          hostname,
-          providers,
-          token,
-          mirror: path === 'network mirror',
-          certPath: certificate.certPath,
-        });
-        const measured = await read();
-        scenarios.push(scenario(path, cache, measured, providers));
-        log(`cost: ${path}, ${cache}: ${measured.requests} requests, ${measured.kvReads} KV reads, ${measured.r2ClassB} R2 reads (${providers} providers)`);
-      };
-      await measure('cold', 1);
-      await mf.dispose();
-      mf = start(cacheDir); // same edge cache on disk, a new isolate
-      await mf.ready;
-      await read();
-      await measure('warm edge cache, fresh isolate', 2);
-      await measure('warm edge cache and isolate', 3);
-    } finally {
-      await mf.dispose();
     }
+  } finally {
+    await s3?.close();
   }
 
-  const steady = scenarios.find((s) => s.path === 'origin registry' && s.cache === 'warm edge cache, fresh isolate')!.perTypicalInit;
+  const steady = (
+    scenarios.find((s) => s.access === 'private' && s.files === 'worker' && s.path === 'origin registry' && s.cache === 'warm edge cache, fresh isolate') ??
+    scenarios[0]!
+  ).perTypicalInit;
   const versionMb = STORAGE.platformsPerVersion * STORAGE.archiveMb;
   const versionsThatFit = Math.floor((FREE_PLAN.r2StorageGb * 1000) / versionMb);
   return {
@@ -226,7 +264,12 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
 }
 
 /** Per-init figures scaled to the typical organisation's provider count, and the free plan's daily capacity at that cost. */
-export function scenario(path: CostScenario['path'], cache: CostScenario['cache'], measured: InitCounts, providers: number): CostScenario {
+export function scenario(
+  path: CostScenario['path'],
+  cache: CostScenario['cache'],
+  measured: InitCounts,
+  providers: number,
+): Omit<CostScenario, keyof CostConfig> {
   // Discovery and the module are once per init; everything else is per provider.
   const scale = TYPICAL.providers / providers;
   const scaled = (byRoute: Record<string, number>) =>
@@ -248,7 +291,7 @@ export function scenario(path: CostScenario['path'], cache: CostScenario['cache'
 async function terraformInit(
   terraform: string,
   dir: string,
-  options: { hostname: string; providers: number; token: string; mirror: boolean; certPath: string },
+  options: { hostname: string; providers: number; token: string | null; mirror: boolean; certPath: string },
 ): Promise<void> {
   await mkdir(dir, { recursive: true });
   const sourceHost = options.mirror ? MIRRORED_HOSTNAME : options.hostname;
@@ -263,7 +306,8 @@ async function terraformInit(
   await writeFile(join(dir, 'main.tf'), `terraform {\n  required_providers {\n${required}\n  }\n}\n\n${module}`);
   const mirror = options.mirror ? `provider_installation {\n  network_mirror {\n    url = "https://${options.hostname}/v1/mirror/"\n  }\n}\n` : '';
   const moduleHost = `host "${MODULE_HOSTNAME}" {\n  services = {\n    "modules.v1" = "https://${options.hostname}/v1/modules/"\n  }\n}\n`;
-  const credentials = [options.hostname, MODULE_HOSTNAME].map((h) => `credentials "${h}" {\n  token = "${options.token}"\n}\n`).join('');
+  const credentials =
+    options.token === null ? '' : [options.hostname, MODULE_HOSTNAME].map((h) => `credentials "${h}" {\n  token = "${options.token}"\n}\n`).join('');
   await writeFile(join(dir, 'cli.tfrc'), `${credentials}${moduleHost}${mirror}`);
   try {
     await run(terraform, ['init', '-input=false', '-no-color'], {
@@ -290,14 +334,16 @@ export function costTable(figures: CostFigures): string[] {
   const lines: string[] = [];
   const n = (value: number) => (Number.isInteger(value) ? String(value) : value.toFixed(1));
   lines.push(
-    `what it costs to run — real terraform init of ${figures.providers} providers (${figures.platforms.length} platforms each) and 1 module, private mode with a token, per init${figures.providers === TYPICAL.providers ? '' : ` (provider part scaled to ${TYPICAL.providers} providers)`}:`,
+    `what it costs to run — real terraform init of ${figures.providers} providers (${figures.platforms.length} platforms each) and 1 module, production settings (gzip documents; private: with a read token), per init${figures.providers === TYPICAL.providers ? '' : ` (provider part scaled to ${TYPICAL.providers} providers)`}:`,
   );
-  const widths = [16, 31, 9, 9, 9, 20];
-  const pad = (cells: string[]) => cells.map((c, i) => c[i < 2 ? 'padEnd' : 'padStart'](widths[i]!)).join('  ');
-  lines.push(pad(['install path', 'cache', 'requests', 'KV reads', 'R2 reads', 'free-plan inits/day']));
+  const widths = [8, 13, 16, 31, 9, 9, 9, 20];
+  const pad = (cells: string[]) => cells.map((c, i) => c[i < 4 ? 'padEnd' : 'padStart'](widths[i]!)).join('  ');
+  lines.push(pad(['access', 'files', 'install path', 'cache', 'requests', 'KV reads', 'R2 reads', 'free-plan inits/day']));
   for (const s of figures.scenarios) {
     lines.push(
       pad([
+        s.access,
+        s.files === 'r2' ? 'from R2' : 'via Worker',
         s.path,
         s.cache,
         n(s.perTypicalInit.requests),
@@ -309,7 +355,9 @@ export function costTable(figures: CostFigures): string[] {
   }
   for (const s of figures.scenarios.filter((x) => x.cache === 'cold')) {
     lines.push(
-      `  ${s.path}, one cold init of ${figures.providers} providers: requests ${Object.entries(s.measured.byRoute)
+      `  ${s.access}, files ${s.files === 'r2' ? 'from R2' : 'via Worker'}, ${s.path}, one cold init of ${figures.providers} providers: requests ${Object.entries(
+        s.measured.byRoute,
+      )
         .map(([k, v]) => `${k} ${v}`)
         .join(', ')}; KV reads by key ${Object.entries(s.measured.kvReadsByKey)
         .map(([k, v]) => `${k}/… ${v}`)
@@ -332,7 +380,8 @@ export function costTargets(figures: CostFigures): { name: string; value: number
   if ('skipped' in figures) return [];
   const t = figures.typical;
   const worst = Math.max(t.usage.requests, t.usage.kvReads, t.usage.r2ClassBPerMonth);
-  const warmR2 = Math.max(...figures.scenarios.filter((s) => s.cache !== 'cold').map((s) => s.measured.r2ClassB));
+  // Through the Worker only: with files from R2 every client download is an R2 read by design.
+  const warmR2 = Math.max(0, ...figures.scenarios.filter((s) => s.cache !== 'cold' && s.files === 'worker').map((s) => s.measured.r2ClassB));
   return [
     {
       name: `${t.providers} providers × ${t.initsPerDay} inits/day: largest share of a free-plan limit`,
@@ -341,5 +390,39 @@ export function costTargets(figures: CostFigures): { name: string; value: number
       met: worst <= 1,
     },
     { name: 'terraform init with a warm edge cache: R2 reads', value: warmR2, target: '0', met: warmR2 === 0 },
+    // Issue 38: with files from R2, ≤ 20 Worker requests per init of 10 providers and a module (≥ 5,000 inits a day on Free).
+    ...figures.scenarios
+      .filter((s) => s.files === 'r2' && s.cache === 'warm edge cache, fresh isolate')
+      .map((s) => ({
+        name: `files from R2, ${s.access}, ${s.path}: free-plan terraform inits/day (10 providers + 1 module)`,
+        value: s.freePlanInitsPerDay,
+        target: '≥ 5000',
+        met: s.freePlanInitsPerDay >= 5000,
+      })),
   ];
+}
+
+// `npx tsx bench/cost.ts [--quick] [--only private-worker,public-r2,…]` runs only this.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { mkdtemp, rm } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const argv = process.argv.slice(2);
+  const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1]!.split(',') : null;
+  const configs = only?.map((pair) => {
+    const [access, files] = pair.split('-') as [CostConfig['access'], CostConfig['files']];
+    return { access, files };
+  });
+  const work = await mkdtemp(join((await import('node:os')).tmpdir(), 'edge-registry-cost-'));
+  void tmpdir;
+  try {
+    const figures = await benchCost(work, {
+      quick: argv.includes('--quick'),
+      log: (m) => process.stderr.write(`bench: ${m}\n`),
+      ...(configs ? { configs } : {}),
+    });
+    process.stdout.write(`${argv.includes('--json') ? JSON.stringify(figures) : costTable(figures).join('\n')}\n`);
+    for (const t of costTargets(figures)) process.stdout.write(`${t.met ? 'met   ' : 'MISSED'} ${t.name}: ${t.value} (${t.target})\n`);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
 }

@@ -87,8 +87,10 @@ export async function benchProduction(
     bindings: { ACCESS: 'private', URL_SIGNING_SECRET: SIGNING_SECRET, INDEX_CACHE_SECONDS: '30' },
   });
   try {
+    log('production: seeding the public and the private registry (1 and 1,000 versions × 12 platforms, modules)');
     const newest = await seed(publicRuntime);
     await seed(privateRuntime);
+    log('production: seeded');
     const kv = (await privateRuntime.mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore;
     const { token } = await createToken(kv, { scopes: ['*'], name: 'bench', expires: null });
     const plan = (['public', 'private'] as const).flatMap((mode) =>

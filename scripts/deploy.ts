@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { run, say, UsageError } from './lib/cli';
 import { DeployStepError, executeDeploy } from './lib/deploy/execute';
 import { nextSteps } from './lib/deploy/next-steps';
-import { chooseHostname, PlanError } from './lib/deploy/plan';
+import { chooseHostname, PlanError, R2_SECRETS } from './lib/deploy/plan';
 import { PLACEHOLDER_HOSTNAME, readProductionConfig } from './lib/deploy/production-config';
 import { InputError } from '../src/protocol/errors';
 import { describeProblem, mergeVars, preflightProblems } from './lib/dev/preflight';
@@ -35,6 +35,8 @@ const USAGE = `usage: npm run deploy -- --hostname registry.acme.com [options]
   --kv-namespace T    title of the KV namespace to use or create (default edge-registry)
   --bucket NAME       R2 bucket to use or create (default: wrangler.toml's, edge-registry)
   --url URL           check service discovery at URL instead of https://HOST (e.g. the workers.dev URL)
+  --release-files r2  release files straight from R2 (presigned URLs; docs/serving.md): needs R2_ACCESS_KEY_ID
+                      and R2_SECRET_ACCESS_KEY (an R2 API token, Object Read only) in the environment
   --verbose           stack traces on failure
 
 Needs \`npx wrangler login\` first, or CLOUDFLARE_API_TOKEN (+ CLOUDFLARE_ACCOUNT_ID) in the environment.`;
@@ -52,6 +54,7 @@ async function main(argv: string[]): Promise<void> {
       'kv-namespace': { type: 'string' },
       bucket: { type: 'string' },
       url: { type: 'string' },
+      'release-files': { type: 'string' },
       'smoke-timeout': { type: 'string' },
       verbose: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -75,6 +78,7 @@ async function main(argv: string[]): Promise<void> {
     smokeUrl: values.url ?? null,
     dryRun: values['dry-run'] ?? false,
     smokeTimeoutMs: Number(values['smoke-timeout'] ?? 180) * 1000,
+    releaseFilesR2: releaseFilesR2(values['release-files']),
     say,
   };
   // The Worker's own parser (src/config.ts) on what it will run with — [env.ENV.vars], --hostname, and the secrets
@@ -105,6 +109,26 @@ async function deployProblems(configFile: string, env: string, hostname: string 
     ['the environment', secrets],
   ]);
   return preflightProblems(vars).map((problem) => describeProblem(problem, sources));
+}
+
+/**
+ * --release-files: "r2" → true after checking the environment holds the R2
+ * API token's S3 keys (the one step wrangler cannot do); "worker" or absent →
+ * false. Throws InputError before anything changes otherwise.
+ */
+function releaseFilesR2(value: string | undefined): boolean {
+  if (value === undefined || value === 'worker') return false;
+  if (value !== 'r2') throw new InputError(`--release-files is "${value}"; it is "r2" (release files straight from R2) or "worker" (the default)`);
+  const missing = R2_SECRETS.filter((name) => !process.env[name]);
+  if (missing.length > 0) {
+    throw new InputError(
+      `deploy stopped before changing anything: --release-files r2 needs ${missing.join(' and ')} in the environment. ` +
+        'wrangler cannot create R2 API tokens: dash.cloudflare.com → R2 → Manage R2 API Tokens → Create API token, permission ' +
+        '"Object Read only" on the registry\'s bucket; export its Access Key ID as R2_ACCESS_KEY_ID and its Secret Access Key as ' +
+        'R2_SECRET_ACCESS_KEY, then run the deploy again (docs/serving.md, "Release files straight from R2")',
+    );
+  }
+  return true;
 }
 
 /**

@@ -27,6 +27,11 @@ export interface Settings {
   releaseDocumentCacheControl: string;
   /** ARCHIVE_BASE_URL without trailing slashes; '' keeps release-file URLs path-absolute. */
   archiveBaseUrl: string;
+  /**
+   * RELEASE_FILES=r2: where download documents point release files and module packages instead of the
+   * Worker — presigned R2 S3 URLs (src/access/r2-urls.ts); null: the Worker's own routes (the default).
+   */
+  r2Files: R2FileSettings | null;
   /** Minutes a signed release-file URL stays valid (SIGNED_URL_MINUTES in (0, 10080], default 15). */
   signedUrlMinutes: number;
   /** URL_SIGNING_SECRET, '' when not set (private mode then answers 503 where it would sign or verify). Throws ConfigError when too short. */
@@ -56,6 +61,14 @@ export interface Settings {
    * of these throws ConfigError (503 naming it), so only the routes that need a broken setting refuse.
    */
   problems: readonly SettingProblem[];
+}
+
+/** R2's S3 API, to presign GETs of release files: endpoint without trailing slash, bucket, an R2 API token's S3 keys. */
+export interface R2FileSettings {
+  endpoint: string;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
 }
 
 /** A setting the registry cannot run with: its name and a message naming it and the fix, never its value. */
@@ -142,6 +155,15 @@ function parseSettings(env: Env): Settings {
   const signingSecret = env.URL_SIGNING_SECRET ?? '';
   const signingKeySecret = env.SIGNING_KEY_SECRET ?? '';
   const access = env.ACCESS === 'public' ? 'public' : 'private';
+  // RELEASE_FILES=r2 misconfigured: listed, and a 503 naming it only where release-file URLs are made.
+  let r2Files: R2FileSettings | null = null;
+  let r2Problem: string | null = null;
+  try {
+    r2Files = parseR2Files(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    r2Problem = problem(/^[A-Z_0-9]+/.exec(error.message)?.[0] ?? 'RELEASE_FILES', error.message);
+  }
   const seconds = Number(env.INDEX_CACHE_SECONDS ?? '5');
   const listTtlMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 5000;
   return {
@@ -151,7 +173,11 @@ function parseSettings(env: Env): Settings {
     access,
     listTtlMs,
     listCacheControl: `${access === 'private' ? 'private' : 'public'}, max-age=${Math.round(listTtlMs / 1000)}`,
-    releaseDocumentCacheControl: access === 'private' ? 'private, no-store' : IMMUTABLE,
+    // With presigned R2 URLs a public document expires with its URLs: a client may keep it for a signing window.
+    releaseDocumentCacheControl: access === 'private' ? 'private, no-store' : r2Files ? 'public, max-age=60' : IMMUTABLE,
+    get r2Files() {
+      return usable(r2Files, r2Problem);
+    },
     archiveBaseUrl: (env.ARCHIVE_BASE_URL ?? '').replace(/\/+$/, ''),
     signedUrlMinutes: parseSignedUrlMinutes(env.SIGNED_URL_MINUTES),
     get signingSecret() {
@@ -192,6 +218,34 @@ function downloadBatchMs(raw: string | undefined): number | null {
 }
 
 /** SIGNED_URL_MINUTES when it is a number in (0, 10080], else 15. */
+/**
+ * RELEASE_FILES: unset or "worker" → null; "r2" → the R2 S3 settings, every
+ * one required. Throws ConfigError naming what is missing or malformed (an
+ * endpoint must be https, or http on a loopback host for local tests).
+ */
+function parseR2Files(env: Env): R2FileSettings | null {
+  const mode = env.RELEASE_FILES ?? '';
+  if (mode === '' || mode === 'worker') return null;
+  if (mode !== 'r2') throw new ConfigError(`RELEASE_FILES is "${mode}"; it is "worker" (the default) or "r2"`);
+  const missing = (['R2_ENDPOINT', 'R2_BUCKET_NAME', 'R2_ACCESS_KEY_ID', 'R2_SECRET_ACCESS_KEY'] as const).filter((name) => !env[name]);
+  if (missing.length > 0) {
+    throw new ConfigError(`RELEASE_FILES=r2 needs ${missing.join(', ')} (npm run deploy -- --release-files r2 says how to create them)`);
+  }
+  const endpoint = env.R2_ENDPOINT!.replace(/\/+$/, '');
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new ConfigError(`R2_ENDPOINT "${endpoint}" is not a URL; it is https://ACCOUNT_ID.r2.cloudflarestorage.com`);
+  }
+  const loopback = url.hostname === '127.0.0.1' || url.hostname === 'localhost';
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw new ConfigError(`R2_ENDPOINT "${endpoint}" must be https (https://ACCOUNT_ID.r2.cloudflarestorage.com)`);
+  }
+  if (!/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(env.R2_BUCKET_NAME!)) throw new ConfigError(`R2_BUCKET_NAME "${env.R2_BUCKET_NAME}" is not an R2 bucket name`);
+  return { endpoint, bucket: env.R2_BUCKET_NAME!, accessKeyId: env.R2_ACCESS_KEY_ID!, secretAccessKey: env.R2_SECRET_ACCESS_KEY! };
+}
+
 function parseSignedUrlMinutes(raw: string | undefined): number {
   const minutes = Number(raw ?? '');
   return raw && Number.isFinite(minutes) && minutes > 0 && minutes <= MAX_SIGNED_URL_MINUTES ? minutes : DEFAULT_SIGNED_URL_MINUTES;

@@ -35,6 +35,19 @@ export interface Env {
   PULL_LIST_SECONDS?: string;
   /** Module proxy: largest upstream package in MB (default and maximum 16; unpacked at most twice that). */
   MODULE_PROXY_MAX_MB?: string;
+  /**
+   * "r2": download documents point release files and module packages at presigned R2 S3 URLs (the
+   * Worker's own routes stay and keep working); "worker" or unset: at the Worker (docs/serving.md).
+   */
+  RELEASE_FILES?: string;
+  /** RELEASE_FILES=r2: R2's S3 endpoint, https://ACCOUNT_ID.r2.cloudflarestorage.com. */
+  R2_ENDPOINT?: string;
+  /** RELEASE_FILES=r2: the bucket REGISTRY_R2 is bound to (wrangler.toml's bucket_name). */
+  R2_BUCKET_NAME?: string;
+  /** RELEASE_FILES=r2: an R2 API token's S3 access key id (a secret; read-only on the bucket is enough). */
+  R2_ACCESS_KEY_ID?: string;
+  /** RELEASE_FILES=r2: that token's S3 secret access key (a secret). */
+  R2_SECRET_ACCESS_KEY?: string;
   /** Minutes a signed release-file URL stays valid (private mode). */
   SIGNED_URL_MINUTES?: string;
   /** Sign in with the organisation's identity provider (issue 21, src/access/): the OpenID Provider's issuer URL. Unset = no login. */

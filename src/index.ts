@@ -16,7 +16,7 @@ import { docsIndexPage, entityPage } from './pages/docs';
 import { loginPage, loginSubmit, logout } from './pages/login';
 import { asset, notFoundFor } from './pages/static';
 import { redirect } from './pages/respond';
-import { countingModuleArchives, countingProviderArchives } from './downloads/routes';
+import { countingDownloadDocuments, countingModuleArchives, countingModuleDownloads, countingProviderArchives } from './downloads/routes';
 import { requireSignedUrlOrModuleToken } from './access/module-archive-access';
 import { mirrorDownloads, moduleDownloads, providerDownloads } from './routes/downloads';
 import { moduleLifecycleJson } from './routes/lifecycle';
@@ -44,7 +44,7 @@ const router = Router<IRequest, [Env, ExecutionContext]>({
 router
   .get('/.well-known/terraform.json', discovery)
   .get('/v1/providers/:namespace/:type/versions', requireReadToken, listVersions)
-  .get('/v1/providers/:namespace/:type/:version/download/:os/:arch', requireReadToken, findPackage)
+  .get('/v1/providers/:namespace/:type/:version/download/:os/:arch', requireReadToken, countingDownloadDocuments(findPackage))
   .get('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorPullDocument)
   .get('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, countingProviderArchives(pullReleaseFile))
   // The publish API (src/routes/publish/): POST a manifest, PUT each file, POST commit.
@@ -56,7 +56,7 @@ router
   .put('/v1/publish/uploads/:id/:filename', uploadFile)
   // modules.v1 (with the module proxy of src/mirror/modules/) and module pages
   .get('/v1/modules/:namespace/:name/:system/versions', requireModuleReadToken, proxiedModuleVersions)
-  .get('/v1/modules/:namespace/:name/:system/:version/download', requireModuleReadToken, proxiedModuleDownload)
+  .get('/v1/modules/:namespace/:name/:system/:version/download', requireModuleReadToken, countingModuleDownloads(proxiedModuleDownload))
   .get('/v1/module-archives/:hostname/:namespace/:name/:system/:version/:file', requireSignedUrlOrModuleToken, countingModuleArchives(moduleArchive))
   // download counts for scripts (src/downloads/)
   .get('/v1/downloads/providers/:namespace/:type', requireReadToken, providerDownloads)

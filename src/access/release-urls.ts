@@ -3,6 +3,7 @@ import { settings } from '../config';
 import { DocumentCache } from '../store/document-cache';
 import { StoredDocument } from '../store/stored-body';
 import { signReleaseUrls, signingWindow } from './signed-urls';
+import { withPresignedR2Urls } from './r2-urls';
 
 /**
  * Rewriting the release-file URLs of a stored body as it is served. Stored
@@ -22,7 +23,9 @@ export function withArchiveBase(body: string, env: Env): string {
 }
 
 /**
- * The release-file URLs of a stored body as served: in private mode each is
+ * The release-file URLs of a stored body as served. With RELEASE_FILES=r2
+ * (either mode) each is a presigned R2 URL valid SIGNED_URL_MINUTES from the
+ * start of `now`'s signing window (src/access/r2-urls.ts). Otherwise: in private mode each is
  * signed (signReleaseUrls: ?expires=…&signature=…, signed at the start of
  * `now`'s signing window, see signingWindow) and then, like in public mode,
  * made absolute on ARCHIVE_BASE_URL when set. Public mode stays synchronous
@@ -31,6 +34,7 @@ export function withArchiveBase(body: string, env: Env): string {
  */
 export function withReleaseUrls(body: string, env: Env, now = Date.now()): string | Promise<string> {
   const config = settings(env);
+  if (config.r2Files) return withPresignedR2Urls(body, config.r2Files, signingWindow(config, now).signedAt, config.signedUrlMinutes * 60);
   if (config.access === 'public') return withArchiveBase(body, env);
   return signReleaseUrls(body, config, signingWindow(config, now).signedAt).then((signed) => withArchiveBase(signed, env));
 }
@@ -75,8 +79,8 @@ export const servedVariantStats = () => variants.stats();
  * `origin`, or by withReleaseUrls when `origin` is null, as a StoredDocument
  * of its own, so its gzip is computed once and kept with it. `key` names the
  * stored document (the request's path will do). The result is kept in the
- * isolate per (key, origin) in a byte-bounded LRU — in private mode only
- * until the signing window ends — and reused only while `document` is the
+ * isolate per (key, origin) in a byte-bounded LRU — with signed or presigned
+ * URLs only until the signing window ends — and reused only while `document` is the
  * very object it was made from and the settings that shape the URLs are the
  * same, so a re-read or changed document is rewritten again. Returns
  * `document` itself when the rewrite changes nothing. Throws ConfigError as
@@ -84,10 +88,16 @@ export const servedVariantStats = () => variants.stats();
  */
 export async function servedDocument(document: StoredDocument, env: Env, key: string, origin: string | null, now = Date.now()): Promise<StoredDocument> {
   const config = settings(env);
-  const isPrivate = config.access === 'private';
-  const window = isPrivate ? signingWindow(config, now) : null;
+  const signed = config.access === 'private' || config.r2Files !== null;
+  const window = signed ? signingWindow(config, now) : null;
   const cacheKey = `${origin ?? ''}\n${key}\n${window?.signedAt ?? ''}`;
-  const settingsKey = `${config.access}\n${config.archiveBaseUrl}\n${isPrivate ? `${config.signedUrlMinutes}\n${config.signingSecret}` : ''}`;
+  const r2 = config.r2Files;
+  const settingsKey = [
+    config.access,
+    config.archiveBaseUrl,
+    ...(signed ? [config.signedUrlMinutes, config.signingSecret] : []),
+    ...(r2 ? Object.values(r2) : []),
+  ].join('\n');
   const hit = variants.get(cacheKey, now);
   if (hit && hit.source === document && hit.settingsKey === settingsKey) return hit.document;
   const text = origin === null ? await withReleaseUrls(document.text, env, now) : await withAbsoluteReleaseUrls(document.text, env, origin, now);

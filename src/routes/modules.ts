@@ -2,7 +2,8 @@ import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings, releaseFileCacheControl } from '../config';
 import { documentResponse, notFound, pathSegment } from '../http/responses';
-import { signatureQuery } from '../access/signed-urls';
+import { signatureQuery, signingWindow } from '../access/signed-urls';
+import { presignedR2Url } from '../access/r2-urls';
 import { InputError } from '../protocol/errors';
 import { formatModuleAddress, TERRAFORM_GET_HEADER, type ModuleDownloadBody } from '../protocol/modules-v1';
 import { parseVersion } from '../protocol/version';
@@ -48,7 +49,10 @@ export async function moduleDownload(request: IRequest, env: Env): Promise<Respo
 
 /**
  * The download answer for a package at `location` (path-absolute): 204 with
- * X-Terraform-Get (signed in private mode), or OpenTofu ≥ 1.12's JSON form.
+ * X-Terraform-Get (signed in private mode; a presigned R2 URL with
+ * RELEASE_FILES=r2), or OpenTofu ≥ 1.12's JSON form (always the Worker's
+ * route: OpenTofu sends its registry token with it, which R2 would refuse
+ * next to a presigned query).
  */
 export async function moduleDownloadAnswer(request: IRequest, env: Env, location: string): Promise<Response> {
   const config = settings(env);
@@ -59,6 +63,15 @@ export async function moduleDownloadAnswer(request: IRequest, env: Env, location
     });
   }
   let served = location;
+  if (config.r2Files) {
+    // RELEASE_FILES=r2: the package straight from R2, presigned (src/access/r2-urls.ts); absolute, so no ARCHIVE_BASE_URL.
+    const { signedAt } = signingWindow(config, Date.now());
+    const url = await presignedR2Url(config.r2Files, location, signedAt, config.signedUrlMinutes * 60);
+    return new Response(null, {
+      status: 204,
+      headers: { [TERRAFORM_GET_HEADER]: url, 'cache-control': config.releaseDocumentCacheControl, vary: 'User-Agent' },
+    });
+  }
   if (config.access === 'private') {
     const expires = Math.floor(Date.now() / 1000) + Math.round(config.signedUrlMinutes * 60);
     served = `${location}?${await signatureQuery(config, location, expires)}`;

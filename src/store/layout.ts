@@ -182,6 +182,21 @@ export const moduleObjectKey = (address: ModuleAddress, version: string, filenam
 export const moduleArchivePath = (address: ModuleAddress, version: string, filename: string) =>
   `/v1/module-archives/${modulePath(address)}/${version}/${filename}`;
 
+/**
+ * The R2 object name behind a path the Worker serves a release file or module
+ * package at (releaseFilePath, moduleArchivePath: their inverse), for
+ * pointing clients at R2 itself; null for any other path, or one whose object
+ * name would start with "." (never a release file).
+ */
+export function objectKeyOfServedPath(path: string): string | null {
+  const key = path.startsWith('/v1/archives/')
+    ? path.slice('/v1/archives/'.length)
+    : path.startsWith('/v1/module-archives/')
+      ? `modules/${path.slice('/v1/module-archives/'.length)}`
+      : null;
+  return key === null || key.startsWith('.') || key.includes('/.') ? null : key;
+}
+
 /** File name of a module package: NAME-SYSTEM-VERSION.tar.gz (or .zip for a supplied zip). */
 export const moduleArchiveFilename = (address: ModuleAddress, version: string, format: ModuleArchiveFormat) =>
   `${address.name}-${address.system}-${version}.${format}`;

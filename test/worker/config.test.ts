@@ -41,6 +41,7 @@ describe('settings', () => {
       releaseDocumentCacheControl: 'public, max-age=31536000, immutable',
       archiveBaseUrl: 'https://dl.example.com',
       signedUrlMinutes: 60,
+      r2Files: null,
       signingSecret: 's'.repeat(32),
       gzipDocuments: true,
       oidc: null,

@@ -173,7 +173,9 @@ async function runStep(step: Step, options: ExecuteOptions): Promise<void> {
       return;
     }
     case 'put-secret': {
-      const result = await wrangler(step.command, { stdin: randomBytes(32).toString('base64') });
+      const value = step.fromEnv ? process.env[step.fromEnv] : randomBytes(32).toString('base64');
+      if (!value) fail(`${step.fromEnv} is not set in the environment`, '');
+      const result = await wrangler(step.command, { stdin: value! });
       if (result.status !== 0) fail(`\`${shown(step.command)}\` failed (exit status ${result.status})`, outputOf(result));
       return;
     }
@@ -194,7 +196,8 @@ async function runStep(step: Step, options: ExecuteOptions): Promise<void> {
         if (step.withNewSigningSecret) {
           dir = await mkdtemp(join(tmpdir(), 'edge-registry-deploy-'));
           const file = join(dir, 'secrets.json');
-          await writeFile(file, JSON.stringify({ [SIGNING_SECRET]: randomBytes(32).toString('base64') }), { mode: 0o600 });
+          const fromEnv = Object.fromEntries((step.secretsFromEnv ?? []).map((name) => [name, process.env[name] ?? '']));
+          await writeFile(file, JSON.stringify({ [SIGNING_SECRET]: randomBytes(32).toString('base64'), ...fromEnv }), { mode: 0o600 });
           command[command.indexOf('<temporary file with URL_SIGNING_SECRET>')] = file;
         }
         const result = await wrangler(command);

@@ -22,7 +22,16 @@ export interface DeployOptions {
   bucketName: string | null;
   /** URL the smoke test fetches discovery from; null = https://HOSTNAME. */
   smokeUrl: string | null;
+  /**
+   * --release-files r2: release files straight from R2 (docs/serving.md). The deploy then sets RELEASE_FILES,
+   * R2_ENDPOINT and R2_BUCKET_NAME (wrangler deploy --var) and the secrets R2_ACCESS_KEY_ID and
+   * R2_SECRET_ACCESS_KEY from the environment; absent or false: the Worker serves them (the default).
+   */
+  releaseFilesR2?: boolean;
 }
+
+/** The Worker secrets RELEASE_FILES=r2 needs, taken from the deploy's environment (an R2 API token's S3 keys). */
+export const R2_SECRETS = ['R2_ACCESS_KEY_ID', 'R2_SECRET_ACCESS_KEY'] as const;
 
 /** Everything the plan is computed from. `auth` null: not asked (dry run while logged out). */
 export interface Observed {
@@ -49,8 +58,10 @@ export type Step =
   | { kind: 'create-bucket'; name: string; describe: string; command: string[] }
   | { kind: 'add-lifecycle-rule'; name: string; describe: string; command: string[] }
   | { kind: 'write-config'; describe: string; text: string; changes: ConfigChange[] }
-  | { kind: 'put-secret'; describe: string; command: string[] }
-  | { kind: 'deploy'; describe: string; command: string[]; withNewSigningSecret: boolean }
+  /** `fromEnv`: the value is that environment variable's (else a random 32-byte one). */
+  | { kind: 'put-secret'; describe: string; command: string[]; fromEnv?: string }
+  /** `withNewSigningSecret`: a first deploy, with a new URL_SIGNING_SECRET (and `secretsFromEnv`) in its secrets file. */
+  | { kind: 'deploy'; describe: string; command: string[]; withNewSigningSecret: boolean; secretsFromEnv?: string[] }
   | { kind: 'smoke-test'; describe: string; url: string };
 
 /** A problem the user must fix before anything is planned: what is wrong and what to do. */
@@ -169,6 +180,10 @@ const wranglerConfigArgs = (options: DeployOptions) => ['--config', options.conf
  * - Secret: a deployed Worker without URL_SIGNING_SECRET gets one with
  *   `wrangler secret put`; a Worker never deployed gets it with its first
  *   deploy (`--secrets-file`), so it never runs without one.
+ * - --release-files r2: R2_ACCESS_KEY_ID and R2_SECRET_ACCESS_KEY put from
+ *   the environment when the deployed Worker lacks them (in the first
+ *   deploy's secrets file when there is none yet), and the deploy given
+ *   RELEASE_FILES, R2_ENDPOINT (from the account id) and R2_BUCKET_NAME.
  * - Always: deploy, then the smoke test.
  * Throws PlanError for a missing hostname.
  */
@@ -244,13 +259,44 @@ export function planDeploy(options: DeployOptions, observed: Observed): Step[] {
     });
   }
 
+  const r2Vars: string[] = [];
+  if (options.releaseFilesR2) {
+    // Secrets before the deploy that uses them; a Worker never deployed gets them in its first deploy's secrets file.
+    if (secrets.workerExists) {
+      for (const name of R2_SECRETS.filter((n) => !secrets.names.includes(n))) {
+        steps.push({
+          kind: 'put-secret',
+          describe: `set ${name} on the Worker "${config.workerName}" (from the environment)`,
+          command: ['secret', 'put', name, ...wranglerConfigArgs(options)],
+          fromEnv: name,
+        });
+      }
+    }
+    const account = observed.auth.loggedIn ? checkAuth(observed)?.id : undefined;
+    r2Vars.push(
+      '--var',
+      'RELEASE_FILES:r2',
+      '--var',
+      `R2_ENDPOINT:https://${account ?? '<ACCOUNT_ID>'}.r2.cloudflarestorage.com`,
+      '--var',
+      `R2_BUCKET_NAME:${bucketName}`,
+    );
+  }
+
   steps.push({
     kind: 'deploy',
-    describe: withNewSigningSecret
-      ? `deploy the Worker "${config.workerName}" (first deploy: with a new random ${SIGNING_SECRET})`
-      : `deploy the Worker "${config.workerName}"`,
-    command: ['deploy', ...wranglerConfigArgs(options), ...(withNewSigningSecret ? ['--secrets-file', '<temporary file with URL_SIGNING_SECRET>'] : [])],
+    describe:
+      (withNewSigningSecret
+        ? `deploy the Worker "${config.workerName}" (first deploy: with a new random ${SIGNING_SECRET})`
+        : `deploy the Worker "${config.workerName}"`) + (options.releaseFilesR2 ? ', release files straight from R2 (presigned URLs)' : ''),
+    command: [
+      'deploy',
+      ...wranglerConfigArgs(options),
+      ...r2Vars,
+      ...(withNewSigningSecret ? ['--secrets-file', '<temporary file with URL_SIGNING_SECRET>'] : []),
+    ],
     withNewSigningSecret,
+    ...(withNewSigningSecret && options.releaseFilesR2 ? { secretsFromEnv: [...R2_SECRETS] } : {}),
   });
   const url = `${(options.smokeUrl ?? `https://${hostname}`).replace(/\/+$/, '')}/.well-known/terraform.json`;
   steps.push({ kind: 'smoke-test', describe: `check service discovery at ${url}`, url });

@@ -244,6 +244,14 @@ describe('npm run deploy', () => {
     expect(await commands()).toEqual([]);
   });
 
+  it('--release-files r2 without the R2 API token in the environment: refused saying how to make one, before anything changes', async () => {
+    const { code, stderr } = await deploy(['--hostname', 'registry.acme.com', '--release-files', 'r2'], { R2_ACCESS_KEY_ID: '', R2_SECRET_ACCESS_KEY: '' });
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/deploy stopped before changing anything: --release-files r2 needs R2_ACCESS_KEY_ID and R2_SECRET_ACCESS_KEY/);
+    expect(stderr).toContain('Manage R2 API Tokens');
+    expect(await commands()).toEqual([]);
+  });
+
   it("a failing step names itself, shows wrangler's output and the fix; re-running continues from there", async () => {
     const failed = await deploy(['--hostname', 'registry.acme.com'], { FAKE_WRANGLER_FAIL: 'r2 bucket create' });
     expect(failed.code).toBe(1);

@@ -303,3 +303,37 @@ describe('the deploy plan: R2 lifecycle rules', () => {
     expect(other.find((s) => s.kind === 'add-lifecycle-rule')).toMatchObject({ command: expect.arrayContaining(['reg-files']) });
   });
 });
+
+describe('the deploy plan with --release-files r2 (issue 38)', () => {
+  const deployed = (names: string[]) =>
+    observed({
+      kvNamespaces: [{ id: 'kv123', title: 'edge-registry' }],
+      buckets: ['edge-registry'],
+      secrets: { workerExists: true, names },
+    });
+
+  it('puts the R2 API token’s keys from the environment when the Worker lacks them, and deploys with the R2 variables', () => {
+    const steps = planDeploy({ ...options, releaseFilesR2: true }, deployed(['URL_SIGNING_SECRET']));
+    const secrets = steps.filter((s) => s.kind === 'put-secret');
+    expect(secrets.map((s) => (s.kind === 'put-secret' ? s.fromEnv : null))).toEqual(['R2_ACCESS_KEY_ID', 'R2_SECRET_ACCESS_KEY']);
+    const deploy = steps.find((s) => s.kind === 'deploy')!;
+    expect(deploy.kind === 'deploy' && deploy.command).toEqual(
+      expect.arrayContaining(['--var', 'RELEASE_FILES:r2', 'R2_ENDPOINT:https://a1.r2.cloudflarestorage.com', 'R2_BUCKET_NAME:edge-registry']),
+    );
+  });
+
+  it('puts no secret the Worker already has (a re-run only deploys)', () => {
+    const steps = planDeploy({ ...options, releaseFilesR2: true }, deployed(['URL_SIGNING_SECRET', 'R2_ACCESS_KEY_ID', 'R2_SECRET_ACCESS_KEY']));
+    expect(steps.filter((s) => s.kind === 'put-secret')).toEqual([]);
+  });
+
+  it('a first deploy carries the R2 keys in its secrets file', () => {
+    const steps = planDeploy({ ...options, releaseFilesR2: true }, observed());
+    expect(steps.find((s) => s.kind === 'deploy')).toMatchObject({ withNewSigningSecret: true, secretsFromEnv: ['R2_ACCESS_KEY_ID', 'R2_SECRET_ACCESS_KEY'] });
+  });
+
+  it('without the flag nothing about R2 is set (the Worker serves release files)', () => {
+    const deploy = planDeploy(options, deployed(['URL_SIGNING_SECRET'])).find((s) => s.kind === 'deploy')!;
+    expect(deploy.kind === 'deploy' && deploy.command.join(' ')).not.toContain('RELEASE_FILES');
+  });
+});

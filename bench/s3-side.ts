@@ -1,0 +1,94 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { get } from 'node:https';
+import { AwsClient } from 'aws4fetch';
+
+/**
+ * R2's S3 API for RELEASE_FILES=r2, played on this machine by s3rver behind
+ * an HTTPS server (which checks SigV4 presigned URLs as R2 does: s3rver does
+ * not; bench/s3-sigv4.ts) with
+ * `certificate` (Terraform downloads over HTTPS only with a trusted CA), in a
+ * child process (bench/s3-server.ts says why). The front server counts every
+ * client request by kind: R2 class-B reads that never reach the Worker.
+ * `copyFrom` copies the release files and module packages of the Worker's
+ * bucket (Miniflare's R2) into it, as on Cloudflare the one bucket is both.
+ */
+export interface S3Side {
+  /** The Worker's variables and secrets for RELEASE_FILES=r2 against this server. */
+  bindings: Record<string, string>;
+  copied: boolean;
+  copyFrom(bucket: R2Bucket): Promise<number>;
+  /** Requests by "GET r2 release file" / "GET r2 module package" / other since the last reset; resets. */
+  reset(): Promise<Record<string, number>>;
+  close(): Promise<void>;
+}
+
+const KEY = 'S3RVER'; // s3rver's built-in credentials
+export const S3_BUCKET = 'edge-registry';
+
+export async function startS3(dir: string, certificate: { certPath: string; keyPath: string }): Promise<S3Side> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--no-experimental-require-module',
+      '--import',
+      'tsx',
+      join(import.meta.dirname, 's3-server.ts'),
+      dir,
+      certificate.certPath,
+      certificate.keyPath,
+      S3_BUCKET,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'], cwd: join(import.meta.dirname, '..') },
+  );
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`the S3 server exited with ${code}`)));
+  });
+  const { endpoint, direct } = JSON.parse(line) as { endpoint: string; direct: string };
+  const ca = readFileSync(certificate.certPath);
+  const side: S3Side = {
+    bindings: { R2_ENDPOINT: endpoint, R2_BUCKET_NAME: S3_BUCKET, R2_ACCESS_KEY_ID: KEY, R2_SECRET_ACCESS_KEY: KEY },
+    copied: false,
+    async copyFrom(bucket) {
+      // Straight to s3rver (plain HTTP), not through the counting front.
+      const client = new AwsClient({ accessKeyId: KEY, secretAccessKey: KEY, service: 's3', region: 'auto' });
+      let copied = 0;
+      let cursor: string | undefined;
+      do {
+        const page = await bucket.list({ limit: 500, ...(cursor ? { cursor } : {}) });
+        for (const object of page.objects) {
+          if (object.key.startsWith('.')) continue; // records, uploads, audit: never release files
+          const body = await bucket.get(object.key);
+          const bytes = new Uint8Array(await body!.arrayBuffer());
+          const response = await client.fetch(`${direct}/${S3_BUCKET}/${object.key.split('/').map(encodeURIComponent).join('/')}`, {
+            method: 'PUT',
+            body: bytes,
+          });
+          if (!response.ok) throw new Error(`copying ${object.key} into s3rver: ${response.status} ${await response.text()}`);
+          copied++;
+        }
+        cursor = page.truncated ? page.cursor : undefined;
+      } while (cursor);
+      side.copied = true;
+      return copied;
+    },
+    async reset() {
+      const text = await new Promise<string>((resolve, reject) => {
+        get(`${endpoint}/__counts?reset`, { ca }, (response) => {
+          let body = '';
+          response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          response.on('end', () => resolve(body));
+        }).on('error', reject);
+      });
+      return JSON.parse(text) as Record<string, number>;
+    },
+    async close() {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+  return side;
+}
