@@ -117,11 +117,12 @@ describe('the deploy plan', () => {
       'add-lifecycle-rule',
       'add-lifecycle-rule',
       'add-lifecycle-rule',
+      'add-lifecycle-rule',
       'write-config',
       'deploy',
       'smoke-test',
     ]);
-    steps.splice(2, 3);
+    steps.splice(2, 4);
     expect(steps[0]).toMatchObject({ command: ['kv', 'namespace', 'create', 'edge-registry'] });
     expect(steps[1]).toMatchObject({ command: ['r2', 'bucket', 'create', 'edge-registry'] });
     const write = steps[2]!;
