@@ -108,7 +108,7 @@ export function parsePublishScope(raw: string): string {
 
 /** What a token may do, for listings and audit entries: its read scopes, or what it may publish. */
 export function describeToken(record: TokenRecord): string {
-  return record.purpose === 'publish' ? `publish ${describeRights(tokenRights(record))}` : `read ${record.scopes.join(', ')}`;
+  return record.purpose === 'publish' ? `publish ${describeRights(tokenRights(record))}` : `scopes ${record.scopes.join(', ')}`;
 }
 
 /** Every token record, oldest first. */
