@@ -1,3 +1,4 @@
+import { forgetTokenRecords } from '../../src/store/tokens/cached-read';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { signatureQuery } from '../../src/access/signed-urls';
 import { edgeCacheUrl } from '../../src/store/edge-cache';
@@ -88,7 +89,9 @@ describe('documents in the edge cache, private mode', () => {
     expect(reads()).toBe(2); // the token, the document
     expect(await caches.default.match(edgeCacheUrl(ORIGIN, 'kv', downloadDocumentKey(provider, '1.0.0', { os: 'linux', arch: 'amd64' })))).toBeDefined();
 
+    // A fresh isolate: neither the document nor the token's record kept (src/store/tokens/cached-read.ts).
     forgetIsolateDocuments();
+    forgetTokenRecords();
     for (const init of [{}, bearer('ert_not-a-real-token'), bearer(`${token}x`)]) {
       const { response } = await send(download, init, { REGISTRY_KV: kv });
       expect(response.status).toBe(401);
@@ -100,6 +103,6 @@ describe('documents in the edge cache, private mode', () => {
     expect(hit.response.headers.get('cache-control')).toBe('private, no-store');
     const body = await hit.response.json<{ download_url: string }>();
     expect(body.download_url).toMatch(/\?expires=\d+&signature=[A-Za-z0-9_-]{43}$/);
-    expect(reads() - before).toBe(1); // the token only
+    expect(reads() - before).toBe(1); // the token only (the document from the edge cache)
   });
 });
