@@ -1,9 +1,7 @@
-import { constantTimeEqualText } from './crypto/bytes';
-import { tokenId, tokenSha256 } from './tokens';
+import { checkTokenRecord, tokenId, tokenSha256 } from './tokens';
 import { tokenKey } from '../store/layout';
 import { readPublishers } from '../store/publishers/read';
 import { claimTokenUse } from '../store/publishers/token-uses';
-import { parseTokenRecord } from '../store/tokens/read';
 import type { BlobStore, KvStore } from '../store/store';
 import type { Actor } from '../store/audit/actor';
 import { CiTokenError, looksLikeJwt, verifyCiToken, type VerifiedCiToken } from './ci-token';
@@ -107,18 +105,13 @@ export async function authorizePublisher(
 
 async function publishTokenActor(token: string, kv: KvStore, pkg: PackageRef, now: Date): Promise<Actor> {
   const hash = tokenSha256(token);
-  const text = await kv.get(tokenKey(hash), 'text');
-  const record = text === null ? null : parseTokenRecord(text);
-  if (record === null || !constantTimeEqualText(record.sha256, hash)) {
-    throw new PublishRefusal(401, 'the token is not valid: unknown or revoked', null, 'invalid_token');
-  }
+  // Uncached: a publish sees a revocation as soon as KV does (the read path keeps records up to 30 s).
+  const check = checkTokenRecord(await kv.get(tokenKey(hash), 'text'), hash, 'publish', now.getTime());
+  if (!check.ok && check.record === null) throw new PublishRefusal(401, check.message, null, 'invalid_token');
+  const record = check.record!;
   const actor: Actor = { kind: 'token', tokenId: tokenId(hash), name: record.name };
-  if (record.expires !== null && Date.parse(record.expires) <= now.getTime()) {
-    throw new PublishRefusal(401, `the token expired at ${record.expires}`, actor, 'invalid_token');
-  }
-  if (record.purpose !== 'publish') {
-    throw new PublishRefusal(403, 'this is a read token: it never publishes; create a publish token with npm run token -- create --publish NS', actor);
-  }
+  if (!check.ok)
+    throw check.reason === 'expired' ? new PublishRefusal(401, check.message, actor, 'invalid_token') : new PublishRefusal(403, check.message, actor);
   const rights = tokenRights(record);
   if (rightsEmpty(rights)) {
     throw new PublishRefusal(

@@ -1,9 +1,9 @@
 import type { Env } from '../env';
 import { settings } from '../config';
 import { hmacSha256 } from './crypto/hmac';
-import { readTokenRecord, parseTokenRecord, type TokenRecord } from '../store/tokens/read';
-import { base64url, constantTimeEqual, constantTimeEqualText, fromBase64url } from './crypto/bytes';
-import { authenticate, tokenSha256 } from './tokens';
+import { readTokenRecord, type TokenRecord } from '../store/tokens/read';
+import { base64url, constantTimeEqual, fromBase64url } from './crypto/bytes';
+import { authenticate, checkTokenRecord, tokenSha256 } from './tokens';
 import { openPersonSession, PERSON_SESSION_PREFIX, type PersonSession } from './person-session';
 import { endSession, sessionEnded } from '../store/identity/ended-sessions';
 
@@ -103,10 +103,8 @@ async function readSessionValue(value: string, env: Env, now: number): Promise<S
   if (given === null || !constantTimeEqual(given, await mac(env, hash, expires))) return null;
   const [text, ended] = await Promise.all([readTokenRecord(env.REGISTRY_KV, hash), sessionEnded(env.REGISTRY_R2, value)]);
   if (ended) return null;
-  const record = text === null ? null : parseTokenRecord(text);
-  if (record === null || !constantTimeEqualText(record.sha256, hash)) return null;
-  if (record.expires !== null && Date.parse(record.expires) <= now) return null;
-  return { record, expires };
+  const check = checkTokenRecord(text, hash, 'read', now);
+  return check.ok ? { record: check.record, expires } : null;
 }
 
 /** A person's session in the shape the pages use: `record` carries their name (email) and the scopes granted at sign-in. */

@@ -2,7 +2,7 @@ import { parseHostname } from '../protocol/address';
 import { parseModuleName } from '../protocol/modules-v1';
 import { InputError } from '../protocol/errors';
 import { sha256Hex } from '../protocol/hashes';
-import { parseTokenRecord, type TokenRecord } from '../store/tokens/read';
+import { parseTokenRecord, type TokenPurpose, type TokenRecord } from '../store/tokens/read';
 import { readTokenRecordCached } from '../store/tokens/cached-read';
 import { base64url, constantTimeEqualText } from './crypto/bytes';
 
@@ -81,17 +81,41 @@ export async function authenticate(request: Request, kv: KVNamespace, now = Date
   }
   const hash = tokenSha256(token);
   const text = await readTokenRecordCached(kv, hash, now);
+  const check = checkTokenRecord(text, hash, 'read', now);
+  if (!check.ok && check.reason === 'unknown' && text !== null) console.error(`token record ${tokenId(hash)} is damaged; the token is refused`);
+  return check.ok ? { ok: true, record: check.record } : { ok: false, message: check.message, error: 'invalid_token' };
+}
+
+/** What checkTokenRecord decided: the record, or why the token is refused (and its record when there is one, for the audit). */
+export type TokenCheck =
+  | { ok: true; record: TokenRecord }
+  | { ok: false; reason: 'unknown' | 'expired' | 'purpose'; message: string; record: TokenRecord | null };
+
+/**
+ * The one validity check of a token's stored record (`text`, null when KV
+ * has none), for the read API (authenticate), the publish API
+ * (publish-auth.ts) and page sessions (session.ts): the record exists and
+ * parses, and its hash equals the presented token's (`hash`, compared in
+ * constant time) — else 'unknown' (unknown, revoked or damaged); it has not
+ * expired at `now` — else 'expired'; it is a token of `purpose` — else
+ * 'purpose' (least privilege: a publish token reads nothing, a read token
+ * publishes nothing). Never throws. What the token may reach (scopes,
+ * packages) is the caller's next check.
+ */
+export function checkTokenRecord(text: string | null, hash: string, purpose: TokenPurpose, now: number): TokenCheck {
   const record = text === null ? null : parseTokenRecord(text);
   if (record === null || !constantTimeEqualText(record.sha256, hash)) {
-    if (text !== null) console.error(`token record ${tokenId(hash)} is damaged; the token is refused`);
-    return { ok: false, message: 'the token is not valid: unknown or revoked', error: 'invalid_token' };
+    return { ok: false, reason: 'unknown', message: 'the token is not valid: unknown or revoked', record: null };
   }
   if (record.expires !== null && Date.parse(record.expires) <= now) {
-    return { ok: false, message: `the token expired at ${record.expires}`, error: 'invalid_token' };
+    return { ok: false, reason: 'expired', message: `the token expired at ${record.expires}`, record };
   }
-  // Least privilege: a publish token writes through the publish API and reads nothing.
-  if (record.purpose === 'publish') {
-    return { ok: false, message: 'this is a publish token: it only publishes (the /v1/publish/ API); use a read token to read', error: 'invalid_token' };
+  if ((record.purpose ?? 'read') !== purpose) {
+    const message =
+      purpose === 'read'
+        ? 'this is a publish token: it only publishes (the /v1/publish/ API); use a read token to read'
+        : 'this is a read token: it never publishes; create a publish token with npm run token -- create --publish NS/TYPE';
+    return { ok: false, reason: 'purpose', message, record };
   }
   return { ok: true, record };
 }
