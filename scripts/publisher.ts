@@ -101,20 +101,8 @@ const ADD_OPTIONS = [
   'namespace-wide',
 ] as const;
 
-/** The options `pin` takes: what a stored publisher may lack, and where its ids are looked up. */
-const PIN_OPTIONS = new Set<string>([
-  'workflow',
-  'ref',
-  'environment',
-  'repository-id',
-  'owner-id',
-  'project-id',
-  'namespace-id',
-  'any-ref',
-  'api',
-  'package',
-  'namespace-wide',
-]);
+/** The options `pin` takes: add's but the identity itself (what a stored publisher may lack, and where its ids are looked up). */
+const PIN_OPTIONS = new Set<string>(ADD_OPTIONS.filter((name) => !['issuer', 'repository', 'project-path', 'allow-unprotected-ref'].includes(name)));
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 

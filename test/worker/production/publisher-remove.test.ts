@@ -1,5 +1,4 @@
 import { env } from 'cloudflare:workers';
-import { importJWK, SignJWT, type JWTPayload } from 'jose';
 import { describe, expect, inject, it } from 'vitest';
 import { parsePublisherInput } from '../../../src/access/publishers';
 import { storeHeldKey } from '../../../src/store/keys/held-keys';
@@ -8,6 +7,7 @@ import { readPublishers } from '../../../src/store/publishers/read';
 import { updatePublishers, writePublishers } from '../../../src/store/publishers/write';
 import type { Store } from '../../../src/store/store';
 import { buildRelease, HOST, manifestOf, type Session } from '../publish/api';
+import { githubJob, mint } from '../publish/ci-jobs';
 import { expectNoFailures, ORIGIN, production } from './scenario';
 
 // Rule: KV is cached per location; R2 is strongly consistent. Trusted publishers live in R2 and change only by
@@ -19,24 +19,7 @@ const { github } = inject('ciIssuers');
 const REPO = 'acme/terraform-provider-thing';
 const NS = 'rmrace';
 const store: Store = { kv: env.REGISTRY_KV as never, blobs: env.REGISTRY_R2 as never };
-const now = () => Math.floor(Date.now() / 1000);
-
-async function mint(): Promise<string> {
-  const claims: JWTPayload = {
-    sub: `repo:${REPO}:ref:refs/tags/v1.0.0`,
-    repository: REPO,
-    repository_id: '123456',
-    repository_owner_id: '654321',
-    ref: 'refs/tags/v1.0.0',
-    workflow_ref: `${REPO}/.github/workflows/release.yml@refs/tags/v1.0.0`,
-    job_workflow_ref: `${REPO}/.github/workflows/release.yml@refs/tags/v1.0.0`,
-    run_id: '1',
-    run_attempt: '1',
-  };
-  return new SignJWT({ iss: github.url, aud: HOST, iat: now(), nbf: now(), exp: now() + 300, jti: crypto.randomUUID(), ...claims })
-    .setProtectedHeader({ alg: github.alg, kid: github.kid })
-    .sign(await importJWK(github.privateJwk, github.alg));
-}
+const token = () => mint(github, githubJob(REPO));
 
 const start = async (p: ReturnType<typeof production>, location: string, version: string) => {
   const release = await buildRelease('thing', version, { unsigned: true });
@@ -44,7 +27,7 @@ const start = async (p: ReturnType<typeof production>, location: string, version
     location,
     new Request(`${ORIGIN}/v1/publish/providers/${NS}/thing/${version}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${await mint()}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${await token()}`, 'content-type': 'application/json' },
       body: JSON.stringify(await manifestOf(release)),
     }),
   );
@@ -86,7 +69,7 @@ describe('a CI publish racing publisher remove', () => {
       'A',
       new Request(new URL(file.url, ORIGIN), {
         method: 'PUT',
-        headers: { authorization: `Bearer ${await mint()}`, 'content-length': String(a.release.files.get(file.filename)!.byteLength) },
+        headers: { authorization: `Bearer ${await token()}`, 'content-length': String(a.release.files.get(file.filename)!.byteLength) },
         body: a.release.files.get(file.filename)!,
       }),
     );

@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:workers';
-import { importJWK, SignJWT, type JWTPayload } from 'jose';
+import type { JWTPayload } from 'jose';
+import { githubJob, mint } from './ci-jobs';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { parsePublisherInput } from '../../../src/access/publishers';
 import { listAuditEntries } from '../../../src/store/audit/read';
@@ -24,29 +25,8 @@ import { buildRelease, commit, HOST, manifestOf, publishRelease, put, startPubli
 const { github, gitlab } = inject('ciIssuers');
 const REPO = 'acme/terraform-provider-thing';
 const NS = 'hj';
-const now = () => Math.floor(Date.now() / 1000);
-
-async function mint(issuer: typeof github, claims: JWTPayload): Promise<string> {
-  const key = await importJWK(issuer.privateJwk, issuer.alg);
-  return new SignJWT({ iss: issuer.url, aud: HOST, iat: now(), nbf: now(), exp: now() + 300, jti: crypto.randomUUID(), ...claims })
-    .setProtectedHeader({ alg: issuer.alg, kid: issuer.kid })
-    .sign(key);
-}
-
 /** GitHub's claims for REPO's release.yml on a tag; ids as given (the trusted ones by default). */
-const job = (ids: { repository_id?: string; repository_owner_id?: string } = {}, repository = REPO): JWTPayload => ({
-  sub: `repo:${repository}:ref:refs/tags/v1.0.0`,
-  repository,
-  repository_owner: repository.split('/')[0],
-  repository_id: '123456',
-  repository_owner_id: '654321',
-  ref: 'refs/tags/v1.0.0',
-  workflow_ref: `${repository}/.github/workflows/release.yml@refs/tags/v1.0.0`,
-  job_workflow_ref: `${repository}/.github/workflows/release.yml@refs/tags/v1.0.0`,
-  run_id: '1',
-  run_attempt: '1',
-  ...ids,
-});
+const job = (ids: { repository_id?: string; repository_owner_id?: string } = {}, repository = REPO): JWTPayload => githubJob(repository, ids);
 const gitlabJob = (overrides: JWTPayload = {}): JWTPayload => ({
   sub: 'project_path:acme/modules/vpc:ref_type:tag:ref:v1.0.0',
   project_path: 'acme/modules/vpc',
