@@ -23,10 +23,11 @@ import { moduleLifecycleJson } from './routes/lifecycle';
 import { tokenEndpoint } from './access/token-endpoint';
 import { tokensPage, tokensSubmit } from './pages/tokens';
 import { auditPage } from './pages/audit';
-import { createProviderUpload } from './routes/publish/providers';
-import { createModuleUpload } from './routes/publish/modules';
-import { moduleLifecycle, providerLifecycle } from './routes/publish/lifecycle';
-import { commitUpload, uploadFile } from './routes/publish/uploads';
+import { asPublisherOf } from './routes/publish/context';
+import { createProviderUpload, providerRelease } from './routes/publish/providers';
+import { createModuleUpload, moduleRelease } from './routes/publish/modules';
+import { changeLifecycle, modulePackage, providerPackage } from './routes/publish/lifecycle';
+import { commitUpload, uploadFile, uploadSession } from './routes/publish/uploads';
 import { moduleProvenance, provenanceKeys, providerProvenance } from './routes/provenance';
 import { ociTokenEndpoint, requireOciPull } from './access/oci';
 import { ociBase, ociOther } from './routes/oci/respond';
@@ -47,13 +48,14 @@ router
   .get('/v1/providers/:namespace/:type/:version/download/:os/:arch', requireReadToken, countingDownloadDocuments(findPackage))
   .get('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorPullDocument)
   .get('/v1/archives/:hostname/:namespace/:type/:version/:file', requireSignedUrl, countingProviderArchives(pullReleaseFile))
-  // The publish API (src/routes/publish/): POST a manifest, PUT each file, POST commit.
-  .post('/v1/publish/providers/:namespace/:type/:version', createProviderUpload)
-  .post('/v1/publish/modules/:namespace/:name/:system/:version', createModuleUpload)
-  .post('/v1/publish/lifecycle/providers/:namespace/:type', providerLifecycle)
-  .post('/v1/publish/lifecycle/modules/:namespace/:name/:system', moduleLifecycle)
-  .post('/v1/publish/uploads/:id/commit', commitUpload)
-  .put('/v1/publish/uploads/:id/:filename', uploadFile)
+  // The publish API (src/routes/publish/): POST a manifest, PUT each file, POST commit. asPublisherOf(target, handler):
+  // the handler runs for a caller with publish rights to the target's package (a publish token or a CI ID token).
+  .post('/v1/publish/providers/:namespace/:type/:version', asPublisherOf(providerRelease, createProviderUpload))
+  .post('/v1/publish/modules/:namespace/:name/:system/:version', asPublisherOf(moduleRelease, createModuleUpload))
+  .post('/v1/publish/lifecycle/providers/:namespace/:type', asPublisherOf(providerPackage, changeLifecycle))
+  .post('/v1/publish/lifecycle/modules/:namespace/:name/:system', asPublisherOf(modulePackage, changeLifecycle))
+  .post('/v1/publish/uploads/:id/commit', asPublisherOf(uploadSession, commitUpload))
+  .put('/v1/publish/uploads/:id/:filename', asPublisherOf(uploadSession, uploadFile))
   // modules.v1 (with the module proxy of src/mirror/modules/) and module pages
   .get('/v1/modules/:namespace/:name/:system/versions', requireModuleReadToken, proxiedModuleVersions)
   .get('/v1/modules/:namespace/:name/:system/:version/download', requireModuleReadToken, countingModuleDownloads(proxiedModuleDownload))

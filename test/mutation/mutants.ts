@@ -1294,7 +1294,7 @@ export const MUTANTS: Mutant[] = [
     file: 'src/routes/publish/providers.ts',
     tests: ['test/worker/publish/provenance.test.ts'],
     description: 'the provider publish API checks the provenance policy only at commit, after the uploads were accepted',
-    from: '    await checkProvenancePolicy(store.blobs, address.hostname, namespace, attest);\n',
+    from: '  await checkProvenancePolicy(store.blobs, address.hostname, namespace, attest);\n',
     to: '',
   },
   {

@@ -91,6 +91,56 @@ export async function asPublisher(
   }
 }
 
+/**
+ * What a publish route writes, worked out from the request before any credential is looked at: the package
+ * its credential must have rights to, the audit target of every outcome, whether a CI token `starts` a publish
+ * (the default) or `continues` one (an upload session's requests), and `check`, run on the authorised actor
+ * inside asPublisher (its refusals audited like the handler's). A resolver answers a Response (e.g. 404 for an
+ * unknown upload) or throws InputError (400, not audited: no caller is known yet) for a bad path.
+ */
+export interface PublishTarget {
+  pkg: PackageRef;
+  what: AuditTarget;
+  mode?: 'starts' | 'continues';
+  check?: (actor: Actor) => void;
+}
+
+/** What a guarded publish handler is given: the authorised actor, the store, a CI token's verified claims, and the resolved target. */
+export interface Publisher<T extends PublishTarget> {
+  actor: Actor;
+  store: PublishStore;
+  ci: VerifiedCiToken | null;
+  target: T;
+}
+
+/**
+ * The publish API's guard, as it reads in the route table (src/index.ts): `asPublisherOf(resolve, handler)`
+ * resolves the request's target (`resolve`), then runs `handler` through asPublisher for that target's package,
+ * so every answer, refusal and audit entry is asPublisher's (above). `resolve`'s own Response or InputError is
+ * answered as is, before any authorisation.
+ */
+export function asPublisherOf<T extends PublishTarget>(
+  resolve: (request: IRequest, env: Env, ctx: ExecutionContext) => Promise<T | Response> | T | Response,
+  handler: (request: IRequest, env: Env, ctx: ExecutionContext, publisher: Publisher<T>) => Promise<Response>,
+): (request: IRequest, env: Env, ctx: ExecutionContext) => Promise<Response> {
+  return async (request, env, ctx) => {
+    const target = await resolve(request, env, ctx);
+    if (target instanceof Response) return target;
+    return asPublisher(
+      request,
+      env,
+      ctx,
+      target.pkg,
+      target.what,
+      async (actor, store, ci) => {
+        target.check?.(actor);
+        return handler(request, env, ctx, { actor, store, ci, target });
+      },
+      target.mode,
+    );
+  };
+}
+
 /** Appends an audit entry; a failure to write it is logged, never turned into a failed publish. */
 export async function audit(
   store: PublishStore,

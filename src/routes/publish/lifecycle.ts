@@ -11,7 +11,8 @@ import { parseLifecycleMessage, type LifecycleAction } from '../../store/lifecyc
 import { changeModuleLifecycle } from '../../store/lifecycle/modules';
 import { changeProviderLifecycle } from '../../store/lifecycle/providers';
 import type { PackageRef } from '../../access/package-rights';
-import { asPublisher, audit, json, readJsonBody, type AuditTarget } from './context';
+import { audit, json, readJsonBody, type Publisher, type PublishStore, type PublishTarget } from './context';
+import type { Actor } from '../../store/audit/actor';
 import { withWorkerLease } from './lease';
 
 /**
@@ -33,47 +34,62 @@ const ACTIONS = ['deprecate', 'undeprecate', 'withdraw', 'restore'] as const;
 /** The largest body accepted: an action, a version and a message of at most MAX_MESSAGE_LENGTH characters. */
 const MAX_BODY_BYTES = 8 * 1024;
 
-export function providerLifecycle(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
+/**
+ * A lifecycle change's target: the package in the path, audited as `lifecycle.change` of it until the body
+ * (read only once the credential is accepted) names the action and version (`name` is the package's address).
+ */
+export interface LifecycleTarget extends PublishTarget {
+  name: string;
+  change: Change;
+}
+
+/** The guard's resolver (asPublisherOf) for `/v1/publish/lifecycle/providers/:namespace/:type`. */
+export function providerPackage(request: IRequest, env: Env): LifecycleTarget {
   const address = providerAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'));
-  return handle(request, env, ctx, { kind: 'provider', namespace: address.namespace, type: address.type }, formatAddress(address), (store, action, check) =>
+  return lifecycleTarget({ kind: 'provider', namespace: address.namespace, type: address.type }, formatAddress(address), (store, action, check) =>
     withWorkerLease(store.blobs, providerLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatAddress(address)}`, (lease) =>
       changeProviderLifecycle(store, address, action, { lease }),
     ),
   );
 }
 
-export function moduleLifecycle(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> | Response {
+/** The guard's resolver (asPublisherOf) for `/v1/publish/lifecycle/modules/:namespace/:name/:system`. */
+export function modulePackage(request: IRequest, env: Env): LifecycleTarget {
   const address = moduleAddress(
     settings(env).hostname,
     pathSegment(request.params.namespace, 'namespace'),
     pathSegment(request.params.name, 'name'),
     pathSegment(request.params.system, 'system'),
   );
-  return handle(request, env, ctx, { kind: 'module', ...address }, formatModuleAddress(address), (store, action, check) =>
+  return lifecycleTarget({ kind: 'module', ...address }, formatModuleAddress(address), (store, action, check) =>
     withWorkerLease(store.blobs, moduleLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatModuleAddress(address)}`, (lease) =>
       changeModuleLifecycle(store, address, action, { lease }),
     ),
   );
 }
 
-type Change = (
-  store: Parameters<Parameters<typeof asPublisher>[5]>[1],
-  action: LifecycleAction,
-  context: { actor: Parameters<Parameters<typeof asPublisher>[5]>[0] },
-) => Promise<{ changed: boolean; versions: string[]; state: unknown }>;
+type Change = (store: PublishStore, action: LifecycleAction, context: { actor: Actor }) => Promise<{ changed: boolean; versions: string[]; state: unknown }>;
 
-async function handle(request: IRequest, env: Env, ctx: ExecutionContext, pkg: PackageRef, name: string, change: Change): Promise<Response> {
+function lifecycleTarget(pkg: PackageRef, name: string, change: Change): LifecycleTarget {
   // Nothing of the body is read before the credential is checked: a refused credential is audited as
   // `lifecycle.change` of the package; once the body is parsed, `what` names the action and version, also for
   // the refusals asPublisher audits after that (it reads `what` when it writes the entry).
-  const what: AuditTarget = { action: 'lifecycle.change', target: name };
-  return asPublisher(request, env, ctx, pkg, what, async (actor, store) => {
-    const action = parseAction(await readJsonBody(request, MAX_BODY_BYTES));
-    Object.assign(what, { action: `lifecycle.${action.kind}`, target: `${name}${'version' in action && action.version ? ` ${action.version}` : ''}` });
-    const result = await change(store, action, { actor });
-    await audit(store, ctx, { ...what, actor, outcome: result.changed ? 'ok' : 'unchanged', ...('message' in action ? { reason: action.message } : {}) });
-    return json({ address: name, status: result.changed ? 'changed' : 'unchanged', versions: result.versions, lifecycle: result.state });
-  });
+  return { pkg, what: { action: 'lifecycle.change', target: name }, name, change };
+}
+
+/** The handler behind `asPublisherOf(providerPackage)` and `asPublisherOf(modulePackage)`: the caller may change the package. */
+export async function changeLifecycle(
+  request: IRequest,
+  _env: Env,
+  ctx: ExecutionContext,
+  { actor, store, target }: Publisher<LifecycleTarget>,
+): Promise<Response> {
+  const { what, name } = target;
+  const action = parseAction(await readJsonBody(request, MAX_BODY_BYTES));
+  Object.assign(what, { action: `lifecycle.${action.kind}`, target: `${name}${'version' in action && action.version ? ` ${action.version}` : ''}` });
+  const result = await target.change(store, action, { actor });
+  await audit(store, ctx, { ...what, actor, outcome: result.changed ? 'ok' : 'unchanged', ...('message' in action ? { reason: action.message } : {}) });
+  return json({ address: name, status: result.changed ? 'changed' : 'unchanged', versions: result.versions, lifecycle: result.state });
 }
 
 /** The action a request body asks for. Throws InputError (400) naming what is wrong. */

@@ -10,7 +10,7 @@ import type { ModuleVersionRecord } from '../../store/modules/types';
 import { moduleResult } from '../../store/modules/result';
 import type { Actor } from '../../store/audit/actor';
 import { type ModuleUpload } from '../../store/uploads/session';
-import { asPublisher, audit, json, readJsonBody, type PublishStore } from './context';
+import { audit, json, readJsonBody, type Publisher, type PublishStore, type PublishTarget } from './context';
 import { withWorkerLease } from './lease';
 import { parseModuleManifest } from './module-manifest';
 import { sessionResponse, startSession } from './providers';
@@ -27,7 +27,14 @@ import { checkProvenancePolicy } from '../../store/provenance';
 
 const MAX_MANIFEST_BYTES = 2 * 1024 * 1024;
 
-export async function createModuleUpload(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
+/** A module version's publish target: the package `:namespace/:name/:system` (400 for a bad name or version, before any credential is looked at). */
+export interface ModuleRelease extends PublishTarget {
+  address: ModuleAddress;
+  version: string;
+}
+
+/** The guard's resolver (asPublisherOf) for `/v1/publish/modules/:namespace/:name/:system/:version`. */
+export function moduleRelease(request: IRequest, env: Env): ModuleRelease {
   const address = moduleAddress(
     settings(env).hostname,
     pathSegment(request.params.namespace, 'namespace'),
@@ -36,39 +43,47 @@ export async function createModuleUpload(request: IRequest, env: Env, ctx: Execu
   );
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const what = { action: 'module.publish', target: `${formatModuleAddress(address)} ${version}` } as const;
+  return { pkg: { kind: 'module', ...address }, what, address, version };
+}
 
-  return asPublisher(request, env, ctx, { kind: 'module', ...address }, what, async (actor, store, ci) => {
-    // A namespace requiring provenance refuses other publishers before anything is read or written.
-    await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attesterFor(actor, ci, settings(env), store.blobs));
-    const manifest = parseModuleManifest(await readJsonBody(request, MAX_MANIFEST_BYTES));
-    const draft = moduleDraft(address, version, manifest);
-    const existing = await readModuleRecord(store, address, version);
-    if (existing) {
-      if (!samePackage(existing, draft)) throw differentPackageError(draft, existing);
-      if (manifest.dryRun) return json(moduleResult(existing, 'dry-run'));
-      const repairs = await repairExisting(store, actor, existing, manifest.docs, what.target);
-      await audit(store, ctx, { ...what, actor, outcome: repairs > 0 ? 'ok' : 'unchanged' });
-      return json(moduleResult(existing, repairs > 0 ? 'repaired' : 'unchanged'));
-    }
-    if (manifest.dryRun) return json(moduleResult(draft, 'dry-run'));
-    const upload: ModuleUpload = {
-      kind: 'module',
-      name: address.name,
-      system: address.system,
-      version,
-      format: manifest.format,
-      docs: manifest.docs,
-      files: [
-        {
-          filename: draft.filename,
-          size: manifest.size,
-          sha256: manifest.sha256,
-          contentType: manifest.format === 'zip' ? 'application/zip' : 'application/gzip',
-        },
-      ],
-    };
-    return json(sessionResponse(request, await startSession(store, actor, address, upload)), 201);
-  });
+/** The handler behind `asPublisherOf(moduleRelease)`: the caller may publish the module. */
+export async function createModuleUpload(
+  request: IRequest,
+  env: Env,
+  ctx: ExecutionContext,
+  { actor, store, ci, target }: Publisher<ModuleRelease>,
+): Promise<Response> {
+  const { address, version, what } = target;
+  // A namespace requiring provenance refuses other publishers before anything is read or written.
+  await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attesterFor(actor, ci, settings(env), store.blobs));
+  const manifest = parseModuleManifest(await readJsonBody(request, MAX_MANIFEST_BYTES));
+  const draft = moduleDraft(address, version, manifest);
+  const existing = await readModuleRecord(store, address, version);
+  if (existing) {
+    if (!samePackage(existing, draft)) throw differentPackageError(draft, existing);
+    if (manifest.dryRun) return json(moduleResult(existing, 'dry-run'));
+    const repairs = await repairExisting(store, actor, existing, manifest.docs, what.target);
+    await audit(store, ctx, { ...what, actor, outcome: repairs > 0 ? 'ok' : 'unchanged' });
+    return json(moduleResult(existing, repairs > 0 ? 'repaired' : 'unchanged'));
+  }
+  if (manifest.dryRun) return json(moduleResult(draft, 'dry-run'));
+  const upload: ModuleUpload = {
+    kind: 'module',
+    name: address.name,
+    system: address.system,
+    version,
+    format: manifest.format,
+    docs: manifest.docs,
+    files: [
+      {
+        filename: draft.filename,
+        size: manifest.size,
+        sha256: manifest.sha256,
+        contentType: manifest.format === 'zip' ? 'application/zip' : 'application/gzip',
+      },
+    ],
+  };
+  return json(sessionResponse(request, await startSession(store, actor, address, upload)), 201);
 }
 
 /**

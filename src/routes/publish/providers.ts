@@ -24,7 +24,7 @@ import {
   type UploadBucket,
   type UploadSession,
 } from '../../store/uploads/session';
-import { asPublisher, audit, json, PART_BYTES, readJsonBody, type PublishStore } from './context';
+import { audit, json, PART_BYTES, readJsonBody, type Publisher, type PublishStore, type PublishTarget } from './context';
 import { writeUploadDocs } from './provider-docs';
 import { withWorkerLease } from './lease';
 import { parseProviderManifest } from './manifest';
@@ -48,45 +48,61 @@ const SESSION_HOURS = 24;
 // Room for the docs of a large provider (publish-provider --docs); KV holds up to 25 MiB.
 const MAX_MANIFEST_BYTES = 8 * 1024 * 1024;
 
-export async function createProviderUpload(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
+/** A provider version's publish target: the package `:namespace/:type` (400 for a bad name or version, before any credential is looked at). */
+export interface ProviderRelease extends PublishTarget {
+  address: ProviderAddress;
+  version: string;
+}
+
+/** The guard's resolver (asPublisherOf) for `/v1/publish/providers/:namespace/:type/:version`. */
+export function providerRelease(request: IRequest, env: Env): ProviderRelease {
   const namespace = parseProviderName(pathSegment(request.params.namespace, 'namespace'), 'namespace');
   const type = parseProviderName(pathSegment(request.params.type, 'type'), 'type');
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const address = providerAddress(settings(env).hostname, namespace, type);
   const what = { action: 'provider.publish', target: `${formatAddress(address)} ${version}` } as const;
+  return { pkg: { kind: 'provider', namespace, type }, what, address, version };
+}
 
-  return asPublisher(request, env, ctx, { kind: 'provider', namespace, type }, what, async (actor, store, ci) => {
-    // A namespace requiring provenance refuses other publishers before anything is read or written.
-    const attest = attesterFor(actor, ci, settings(env), store.blobs);
-    await checkProvenancePolicy(store.blobs, address.hostname, namespace, attest);
-    const { upload, dryRun } = parseProviderManifest(await readJsonBody(request, MAX_MANIFEST_BYTES), type, version);
-    const draft = draftRecord(address, upload);
-    const existing = await readVersionRecord(store, address, version);
-    if (existing) {
-      if (!sameRelease(existing, draft)) throw differentContentsError(draft, existing);
-      if (dryRun) {
-        await writeUploadDocs(store, address, upload, null, true);
-        return json(publishResult(existing, 'dry-run'));
-      }
-      // Already committed: verify it and complete what an interrupted commit left (documents, lists); add docs it lacks.
-      const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${what.target}`, async (lease) =>
-        publishVersion(store, existing, [], () => {}, { lease, attest, docs: await writeUploadDocs(store, address, upload, lease) }),
-      );
-      const status = outcome === 'repaired' ? 'repaired' : 'unchanged';
-      await audit(store, ctx, {
-        ...what,
-        actor,
-        outcome: status === 'repaired' ? 'ok' : 'unchanged',
-        ...(status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
-      });
-      return json(publishResult(existing, status));
+/** The handler behind `asPublisherOf(providerRelease)`: the caller may publish the provider. */
+export async function createProviderUpload(
+  request: IRequest,
+  env: Env,
+  ctx: ExecutionContext,
+  { actor, store, ci, target }: Publisher<ProviderRelease>,
+): Promise<Response> {
+  const { address, version, what } = target;
+  const { namespace, type } = address;
+  // A namespace requiring provenance refuses other publishers before anything is read or written.
+  const attest = attesterFor(actor, ci, settings(env), store.blobs);
+  await checkProvenancePolicy(store.blobs, address.hostname, namespace, attest);
+  const { upload, dryRun } = parseProviderManifest(await readJsonBody(request, MAX_MANIFEST_BYTES), type, version);
+  const draft = draftRecord(address, upload);
+  const existing = await readVersionRecord(store, address, version);
+  if (existing) {
+    if (!sameRelease(existing, draft)) throw differentContentsError(draft, existing);
+    if (dryRun) {
+      await writeUploadDocs(store, address, upload, null, true);
+      return json(publishResult(existing, 'dry-run'));
     }
-    const signed = upload.files.some((f) => f.filename === shasumsSignatureFilename(type, version));
-    if (!signed) await refuseUnlessHeldKey({ kv: store.kv, hostname: address.hostname, namespace }, type, version); // refuses now, not after the uploads
-    if (dryRun) return json(publishResult(draft, 'dry-run'));
-    const session = await startSession(store, actor, address, upload);
-    return json(sessionResponse(request, session), 201);
-  });
+    // Already committed: verify it and complete what an interrupted commit left (documents, lists); add docs it lacks.
+    const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${what.target}`, async (lease) =>
+      publishVersion(store, existing, [], () => {}, { lease, attest, docs: await writeUploadDocs(store, address, upload, lease) }),
+    );
+    const status = outcome === 'repaired' ? 'repaired' : 'unchanged';
+    await audit(store, ctx, {
+      ...what,
+      actor,
+      outcome: status === 'repaired' ? 'ok' : 'unchanged',
+      ...(status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
+    });
+    return json(publishResult(existing, status));
+  }
+  const signed = upload.files.some((f) => f.filename === shasumsSignatureFilename(type, version));
+  if (!signed) await refuseUnlessHeldKey({ kv: store.kv, hostname: address.hostname, namespace }, type, version); // refuses now, not after the uploads
+  if (dryRun) return json(publishResult(draft, 'dry-run'));
+  const session = await startSession(store, actor, address, upload);
+  return json(sessionResponse(request, session), 201);
 }
 
 /** The version record a manifest describes, before the server has checked the bytes (h1 and signing key unknown yet). */

@@ -6,10 +6,9 @@ import type { Actor } from '../../store/audit/actor';
 import { InputError } from '../../protocol/errors';
 import { readUploadSession, removeUpload, type UploadBucket, type UploadSession } from '../../store/uploads/session';
 import { partCount, partLength, stagePart, stageWholeFile } from '../../store/uploads/staged';
-import { asPublisher, audit, json, MAX_BODY_BYTES, publishStore, type AuditTarget } from './context';
+import { audit, json, MAX_BODY_BYTES, publishStore, type AuditTarget, type Publisher, type PublishTarget } from './context';
 import { commitModule } from './module-commit';
 import { attesterFor } from '../../provenance/attest';
-import type { VerifiedCiToken } from '../../access/ci-token';
 import { commitProvider } from './provider-commit';
 
 /**
@@ -27,55 +26,55 @@ import { commitProvider } from './provider-commit';
  * MAX_OPEN_UPLOADS open sessions (providers.ts startSession: 429); expired ones are swept at each start.
  */
 
-export async function uploadFile(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
-  const session = await sessionOf(request, env);
-  if (session instanceof Response) return session;
-  const filename = pathSegment(request.params.filename, 'filename');
-  return asSessionPublisher(request, env, ctx, session, async () => {
-    const file = session.upload.files.find((f) => f.filename === filename);
-    if (!file) throw new InputError(`${filename} is not one of the files this upload declared (${session.upload.files.map((f) => f.filename).join(', ')})`);
-    const parts = partCount(session, file);
-    const partParam = new URL(request.url).searchParams.get('part');
-    const part = partParam === null ? null : Number(partParam);
-    if (part !== null && !(Number.isInteger(part) && part >= 1 && part <= parts)) throw new InputError(`part must be 1 to ${parts} for ${filename}`);
-    if (part === null && parts > 1)
-      throw new InputError(`${filename} is ${file.size} bytes: send it in ${parts} parts of ${session.partSize} bytes (?part=1 … ?part=${parts})`, 413);
-    const expected = part === null ? file.size : partLength(session, file, part);
-    const lengthHeader = request.headers.get('content-length');
-    if (lengthHeader === null || !/^\d+$/.test(lengthHeader))
-      return errorResponse(411, 'Content-Length is required: uploads are streamed to storage and must say their size');
-    const length = Number(lengthHeader);
-    if (length > MAX_BODY_BYTES || length > expected) {
-      throw new InputError(
-        `the body is ${length} bytes; ${filename}${part === null ? '' : ` part ${part}`} is ${expected} bytes (at most ${MAX_BODY_BYTES} per request)`,
-        413,
-      );
-    }
-    if (length < expected) throw new InputError(`the body is ${length} bytes; ${filename}${part === null ? '' : ` part ${part}`} is ${expected} bytes`);
-    if (request.body === null) throw new InputError('the request has no body');
-    if (part === null) await stageWholeFile(env.REGISTRY_R2, session, file, request.body);
-    else await stagePart(env.REGISTRY_R2, session, file, part, request.body);
-    return json({ filename, part: part ?? 1, size: length });
-  });
+/** The handler behind `asPublisherOf(uploadSession)` for `PUT /v1/publish/uploads/:id/:filename`. */
+export async function uploadFile(request: IRequest, env: Env, _ctx: ExecutionContext, { target }: Publisher<UploadTarget>): Promise<Response> {
+  const { session } = target;
+  const filename = target.filename!;
+  const file = session.upload.files.find((f) => f.filename === filename);
+  if (!file) throw new InputError(`${filename} is not one of the files this upload declared (${session.upload.files.map((f) => f.filename).join(', ')})`);
+  const parts = partCount(session, file);
+  const partParam = new URL(request.url).searchParams.get('part');
+  const part = partParam === null ? null : Number(partParam);
+  if (part !== null && !(Number.isInteger(part) && part >= 1 && part <= parts)) throw new InputError(`part must be 1 to ${parts} for ${filename}`);
+  if (part === null && parts > 1)
+    throw new InputError(`${filename} is ${file.size} bytes: send it in ${parts} parts of ${session.partSize} bytes (?part=1 … ?part=${parts})`, 413);
+  const expected = part === null ? file.size : partLength(session, file, part);
+  const lengthHeader = request.headers.get('content-length');
+  if (lengthHeader === null || !/^\d+$/.test(lengthHeader))
+    return errorResponse(411, 'Content-Length is required: uploads are streamed to storage and must say their size');
+  const length = Number(lengthHeader);
+  if (length > MAX_BODY_BYTES || length > expected) {
+    throw new InputError(
+      `the body is ${length} bytes; ${filename}${part === null ? '' : ` part ${part}`} is ${expected} bytes (at most ${MAX_BODY_BYTES} per request)`,
+      413,
+    );
+  }
+  if (length < expected) throw new InputError(`the body is ${length} bytes; ${filename}${part === null ? '' : ` part ${part}`} is ${expected} bytes`);
+  if (request.body === null) throw new InputError('the request has no body');
+  if (part === null) await stageWholeFile(env.REGISTRY_R2, session, file, request.body);
+  else await stagePart(env.REGISTRY_R2, session, file, part, request.body);
+  return json({ filename, part: part ?? 1, size: length });
 }
 
-export async function commitUpload(request: IRequest, env: Env, ctx: ExecutionContext): Promise<Response> {
-  const session = await sessionOf(request, env);
-  if (session instanceof Response) return session;
-  return asSessionPublisher(request, env, ctx, session, async (actor, ci) => {
-    const store = publishStore(env);
-    // The statement states the committing job's verified claims (the same identity that started the session).
-    const attest = attesterFor(actor, ci, settings(env), store.blobs);
-    const result =
-      session.upload.kind === 'provider'
-        ? await commitProvider(store, session, actor, session.upload, settings(env).signingKeySecret, attest)
-        : await commitModule(store, session, actor, session.upload, attest);
-    const digests = Object.fromEntries(session.upload.files.map((f) => [f.filename, f.sha256]));
-    await audit(store, ctx, { ...auditTarget(session), actor, outcome: result.status === 'unchanged' ? 'unchanged' : 'ok', digests });
-    // Staged copies are garbage now; removing them need not delay the answer.
-    ctx.waitUntil(removeUpload(store.bucket as unknown as UploadBucket, session.id, session).catch(() => {}));
-    return json(result);
-  });
+/** The handler behind `asPublisherOf(uploadSession)` for `POST /v1/publish/uploads/:id/commit`. */
+export async function commitUpload(
+  _request: IRequest,
+  env: Env,
+  ctx: ExecutionContext,
+  { actor, store, ci, target }: Publisher<UploadTarget>,
+): Promise<Response> {
+  const { session } = target;
+  // The statement states the committing job's verified claims (the same identity that started the session).
+  const attest = attesterFor(actor, ci, settings(env), store.blobs);
+  const result =
+    session.upload.kind === 'provider'
+      ? await commitProvider(store, session, actor, session.upload, settings(env).signingKeySecret, attest)
+      : await commitModule(store, session, actor, session.upload, attest);
+  const digests = Object.fromEntries(session.upload.files.map((f) => [f.filename, f.sha256]));
+  await audit(store, ctx, { ...auditTarget(session), actor, outcome: result.status === 'unchanged' ? 'unchanged' : 'ok', digests });
+  // Staged copies are garbage now; removing them need not delay the answer.
+  ctx.waitUntil(removeUpload(store.bucket as unknown as UploadBucket, session.id, session).catch(() => {}));
+  return json(result);
 }
 
 async function sessionOf(request: IRequest, env: Env): Promise<UploadSession | Response> {
@@ -92,22 +91,31 @@ function auditTarget(session: UploadSession): AuditTarget {
     : { action: 'module.publish', target: `${session.hostname}/${session.namespace}/${u.name}/${u.system} ${u.version}` };
 }
 
-function asSessionPublisher(
-  request: IRequest,
-  env: Env,
-  ctx: ExecutionContext,
-  session: UploadSession,
-  handle: (actor: Actor, ci: VerifiedCiToken | null) => Promise<Response>,
-): Promise<Response> {
-  return asPublisher(
-    request,
-    env,
-    ctx,
-    session.upload.kind === 'provider'
-      ? { kind: 'provider', namespace: session.namespace, type: session.upload.type }
-      : { kind: 'module', namespace: session.namespace, name: session.upload.name, system: session.upload.system },
-    auditTarget(session),
-    async (actor, _store, ci) => {
+/** An upload session's publish target: the session (the package and audit target are its), and the file of a PUT. */
+export interface UploadTarget extends PublishTarget {
+  session: UploadSession;
+  filename: string | null;
+}
+
+/**
+ * The guard's resolver (asPublisherOf) for `/v1/publish/uploads/:id/…`: 404 for an unknown session (before any
+ * credential is looked at); the session's package and audit target; a CI token `continues` the publish it
+ * started; `check`: only the credential that started the session (403), not past its expiry (410, and removed).
+ */
+export async function uploadSession(request: IRequest, env: Env, ctx: ExecutionContext): Promise<UploadTarget | Response> {
+  const session = await sessionOf(request, env);
+  if (session instanceof Response) return session;
+  const filename = request.params.filename === undefined ? null : pathSegment(request.params.filename, 'filename');
+  return {
+    pkg:
+      session.upload.kind === 'provider'
+        ? { kind: 'provider', namespace: session.namespace, type: session.upload.type }
+        : { kind: 'module', namespace: session.namespace, name: session.upload.name, system: session.upload.system },
+    what: auditTarget(session),
+    mode: 'continues',
+    session,
+    filename,
+    check: (actor) => {
       if (!sameActor(actor, session.actor))
         throw new InputError('this upload was started with other credentials; only they may upload to it or commit it', 403);
       if (Date.parse(session.expires) <= Date.now()) {
@@ -115,10 +123,8 @@ function asSessionPublisher(
         ctx.waitUntil(removeUpload(env.REGISTRY_R2 as unknown as UploadBucket, session.id, session).catch(() => {}));
         throw new InputError(`this upload expired at ${session.expires}; start the publish again`, 410);
       }
-      return handle(actor, ci);
     },
-    'continues',
-  );
+  };
 }
 
 /** Two actors are the same publisher: the same token, or the same CI token (issuer, subject, repository, jti: a CI token continues only the publish it started). */
