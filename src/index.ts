@@ -6,7 +6,7 @@ import { findPackage, listVersions } from './routes/registry';
 import { mirrorPullDocument } from './routes/mirror-pull/documents';
 import { pullReleaseFile } from './routes/mirror-pull/archive';
 import { answerHeadLikeGet, withoutBodyForHead, wrongMethod } from './routes/methods';
-import { requireModuleReadToken, requireReadToken, requireSignedUrl } from './access/access';
+import { publicRoute, requireModuleReadToken, requireReadToken, requireSignedUrl } from './access/access';
 import { moduleArchive } from './routes/modules';
 import { proxiedModuleDownload, proxiedModuleVersions } from './routes/module-proxy';
 import { modulePage, modulesIndexPage } from './pages/modules';
@@ -15,14 +15,15 @@ import { mirrorPage, providerPage, signingKeyFile, versionPage } from './pages/p
 import { docsIndexPage, entityPage } from './pages/docs';
 import { loginPage, loginSubmit, logout } from './pages/login';
 import { asset, notFoundFor } from './pages/static';
+import { pageSession } from './pages/context';
 import { redirect } from './pages/respond';
 import { countingDownloadDocuments, countingModuleArchives, countingModuleDownloads, countingProviderArchives } from './downloads/routes';
 import { requireSignedUrlOrModuleToken } from './access/module-archive-access';
 import { mirrorDownloads, moduleDownloads, providerDownloads } from './routes/downloads';
 import { moduleLifecycleJson } from './routes/lifecycle';
 import { tokenEndpoint } from './access/token-endpoint';
-import { tokensPage, tokensSubmit } from './pages/tokens';
-import { auditPage } from './pages/audit';
+import { sameOriginTokenForm, signedInPerson, tokensPage, tokensSubmit } from './pages/tokens';
+import { adminOnly, auditPage } from './pages/audit';
 import { asPublisherOf } from './routes/publish/context';
 import { createProviderUpload, providerRelease } from './routes/publish/providers';
 import { createModuleUpload, moduleRelease } from './routes/publish/modules';
@@ -39,11 +40,11 @@ const router = Router<IRequest, [Env, ExecutionContext]>({
   finally: [withoutBodyForHead],
 });
 
-// One line a route: method, path, guards, handler. `.get` answers HEAD too
+// One line a route: method, path, guards, handler (publicRoute: open to anyone, on purpose). `.get` answers HEAD too
 // (answerHeadLikeGet below); a path asked with a method it has no line for
 // gets 405 with Allow listing the methods it has (wrongMethod).
 router
-  .get('/.well-known/terraform.json', discovery)
+  .get('/.well-known/terraform.json', publicRoute, discovery)
   .get('/v1/providers/:namespace/:type/versions', requireReadToken, listVersions)
   .get('/v1/providers/:namespace/:type/:version/download/:os/:arch', requireReadToken, countingDownloadDocuments(findPackage))
   .get('/v1/mirror/:hostname/:namespace/:type/:file', requireReadToken, mirrorPullDocument)
@@ -65,15 +66,15 @@ router
   .get('/v1/downloads/mirror/:hostname/:namespace/:type', requireReadToken, mirrorDownloads)
   .get('/v1/downloads/modules/:namespace/:name/:system', requireModuleReadToken, moduleDownloads)
   // signed provenance of releases (src/routes/provenance.ts)
-  .get('/v1/provenance/keys', provenanceKeys)
+  .get('/v1/provenance/keys', publicRoute, provenanceKeys)
   .get('/v1/provenance/providers/:namespace/:type/:version', requireReadToken, providerProvenance)
   .get('/v1/provenance/modules/:namespace/:name/:system/:version', requireModuleReadToken, moduleProvenance)
   // a module's deprecations and withdrawals for scripts (modules.v1 has no warnings field)
   .get('/v1/lifecycle/modules/:namespace/:name/:system', requireModuleReadToken, moduleLifecycleJson)
   // The read-only OCI Distribution view (src/routes/oci/, docs/oci.md): providers and modules for oci_mirror and oci:// sources.
   .get('/v2/', requireOciPull, ociBase)
-  .get('/v2/token', ociTokenEndpoint)
-  .post('/v2/token', ociTokenEndpoint)
+  .get('/v2/token', publicRoute, ociTokenEndpoint)
+  .post('/v2/token', publicRoute, ociTokenEndpoint)
   .get('/v2/providers/:hostname/:namespace/:type/tags/list', requireOciPull, providerTags)
   .get('/v2/providers/:hostname/:namespace/:type/manifests/:reference', requireOciPull, providerManifest)
   .get('/v2/providers/:hostname/:namespace/:type/blobs/:digest', requireOciPull, providerBlob)
@@ -83,32 +84,32 @@ router
   .get('/v2/modules/:namespace/:name/:system/blobs/:digest', requireOciPull, moduleBlob)
   .get('/v2/modules/:namespace/:name/:system/referrers/:digest', requireOciPull, moduleReferrers)
   .all('/v2/*', requireOciPull, ociOther)
-  .get('/modules', modulesIndexPage)
-  .get('/modules/:namespace/:name/:system/:version?', modulePage)
+  .get('/modules', pageSession, modulesIndexPage)
+  .get('/modules/:namespace/:name/:system/:version?', pageSession, modulePage)
   // Pages for people (src/pages/); private mode: a session cookie, else a redirect to /login.
-  .get('/', homePage)
-  .get('/providers/:namespace/:type', providerPage)
-  .get('/providers/:namespace/:type/:version', versionPage)
-  .get('/providers/:namespace/:type/:version/signing-key.asc', signingKeyFile)
-  .get('/providers/:namespace/:type/:version/docs', docsIndexPage)
-  .get('/providers/:namespace/:type/:version/docs/resources/:name', entityPage('resources'))
-  .get('/providers/:namespace/:type/:version/docs/data-sources/:name', entityPage('data-sources'))
-  .get('/mirror/:hostname/:namespace/:type', mirrorPage)
-  .get('/assets/:file', asset)
-  .get('/login', loginPage)
-  .post('/login', loginSubmit)
-  .post('/logout', logout)
+  .get('/', pageSession, homePage)
+  .get('/providers/:namespace/:type', pageSession, providerPage)
+  .get('/providers/:namespace/:type/:version', pageSession, versionPage)
+  .get('/providers/:namespace/:type/:version/signing-key.asc', pageSession, signingKeyFile)
+  .get('/providers/:namespace/:type/:version/docs', pageSession, docsIndexPage)
+  .get('/providers/:namespace/:type/:version/docs/resources/:name', pageSession, entityPage('resources'))
+  .get('/providers/:namespace/:type/:version/docs/data-sources/:name', pageSession, entityPage('data-sources'))
+  .get('/mirror/:hostname/:namespace/:type', pageSession, mirrorPage)
+  .get('/assets/:file', publicRoute, asset)
+  .get('/login', publicRoute, loginPage)
+  .post('/login', publicRoute, loginSubmit)
+  .post('/logout', publicRoute, logout)
   // Sign-in with the identity provider (src/access/, only with OIDC_ISSUER): login.v1 and the pages' SSO.
   // The broker loads jose and oauth4webapi: imported on first use, so other routes never wait for them.
-  .get('/oauth/authorization', async (request, env) => (await import('./pages/sign-in')).authorize(request, env))
-  .get('/oauth/callback', async (request, env) => (await import('./pages/sign-in')).callback(request, env))
-  .post('/oauth/token', tokenEndpoint)
-  .get('/login/sso', async (request, env) => (await import('./pages/sign-in')).pageSignIn(request, env))
-  .get('/tokens', tokensPage)
-  .post('/tokens', tokensSubmit)
-  .get('/tokens/:action', () => redirect('/tokens'))
-  .post('/tokens/:action', tokensSubmit)
-  .get('/audit', auditPage)
+  .get('/oauth/authorization', publicRoute, async (request, env) => (await import('./pages/sign-in')).authorize(request, env))
+  .get('/oauth/callback', publicRoute, async (request, env) => (await import('./pages/sign-in')).callback(request, env))
+  .post('/oauth/token', publicRoute, tokenEndpoint)
+  .get('/login/sso', publicRoute, async (request, env) => (await import('./pages/sign-in')).pageSignIn(request, env))
+  .get('/tokens', signedInPerson, tokensPage)
+  .post('/tokens', sameOriginTokenForm, signedInPerson, tokensSubmit)
+  .get('/tokens/:action', publicRoute, () => redirect('/tokens'))
+  .post('/tokens/:action', sameOriginTokenForm, signedInPerson, tokensSubmit)
+  .get('/audit', adminOnly, auditPage)
   .all('*', (request) => wrongMethod(router.routes, request) ?? notFoundFor(request));
 answerHeadLikeGet(router.routes);
 

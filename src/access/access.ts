@@ -10,8 +10,17 @@ import { authenticate, scopeAllows } from './tokens';
 /**
  * The route guards of private mode (see src/index.ts). In public mode both
  * return undefined at once — no KV read, no crypto — and the route's handler
- * answers as before. Discovery has no guard: it stays public.
+ * answers as before. Discovery has no guard: it stays public (publicRoute).
  */
+
+/**
+ * The guard of a route open to anyone, in either mode (discovery, the token endpoints, sign-in, static
+ * assets): asks for no credential and lets the handler run. It names, in the route table, that the route
+ * is public on purpose; what the handler is given (a token to sign in with, a login code) it checks itself.
+ */
+export function publicRoute(_request: IRequest, _env: Env): undefined {
+  return undefined;
+}
 
 /**
  * Guard of the registry and mirror metadata routes. In private mode:

@@ -1,7 +1,7 @@
 import type { IRequest } from 'itty-router';
 import { isPrivate } from '../config';
 import type { Env } from '../env';
-import { readSession } from '../access/session';
+import { readSession, type Session } from '../access/session';
 import { displayEntry, printable } from '../store/audit/display';
 import { parseProviderName } from '../protocol/address';
 import { InputError } from '../protocol/errors';
@@ -33,11 +33,23 @@ const MAX_SHOWN = 200;
 export const MAX_READS = 500;
 const OUTCOMES: readonly AuditOutcome[] = ['ok', 'unchanged', 'refused', 'failed'];
 
-export async function auditPage(request: IRequest, env: Env): Promise<Response> {
-  const url = new URL(request.url);
+/**
+ * The audit page's guard (src/index.ts): an admin's session (a person LOGIN_POLICY makes an admin), put on the
+ * request as `session`. Without a session: to the sign-in page; signed in but not an admin: 403.
+ */
+export async function adminOnly(request: IRequest, env: Env): Promise<Response | undefined> {
   const session = await readSession(request, env);
   if (session === null) return redirect(`${isPrivate(env) ? '/login' : '/login/sso'}?next=/audit`);
-  if (!session.person?.admin) return errorPage(request, url.host, 'The audit log is for admins (LOGIN_POLICY.admins), signed in with single sign-on.', 403);
+  if (!session.person?.admin)
+    return errorPage(request, new URL(request.url).host, 'The audit log is for admins (LOGIN_POLICY.admins), signed in with single sign-on.', 403);
+  request.session = session;
+  return undefined;
+}
+
+/** GET /audit, behind adminOnly. */
+export async function auditPage(request: IRequest & { session: Session }, env: Env): Promise<Response> {
+  const url = new URL(request.url);
+  const session = request.session;
   let days: number;
   let namespace: string | undefined;
   let outcome: AuditOutcome | undefined;

@@ -40,8 +40,27 @@ export interface RenderedPage {
 }
 
 /**
- * Wraps a page handler: in private mode a request without a valid session
- * is redirected to /login (never a page body); a refusal (a malformed
+ * The pages' guard (src/index.ts: `pageSession` before every page() route): in private mode a request
+ * without a valid session is redirected to /login (never a page body); the session found is put on the
+ * request for page() (null in public mode).
+ */
+export async function pageSession(request: IRequest, env: Env): Promise<Response | undefined> {
+  if (settings(env).access !== 'private') {
+    request.session = null;
+    return undefined;
+  }
+  const session = await readSession(request, env);
+  if (session === null) {
+    const url = new URL(request.url);
+    return redirect(`/login?next=${encodeURIComponent(url.pathname + url.search)}`);
+  }
+  request.session = session;
+  return undefined;
+}
+
+/**
+ * Wraps a page handler behind the pageSession guard (its session is the page's; a private-mode request
+ * that did not pass the guard throws, a 500, never a page); a refusal (a malformed
  * name or version: InputError; NotStoredError, …) becomes an HTML error
  * page with its status (src/http/errors.ts). In public
  * mode a 200 page is cached in the isolate until the earliest expiry of the
@@ -54,11 +73,8 @@ export function page(render: (ctx: PageContext, params: Record<string, string>) 
     const url = new URL(request.url);
     const config = settings(env);
     const privateMode = config.access === 'private';
-    let session: Session | null = null;
-    if (privateMode) {
-      session = await readSession(request, env);
-      if (session === null) return redirect(`/login?next=${encodeURIComponent(url.pathname + url.search)}`);
-    }
+    const session: Session | null = privateMode ? (request.session ?? null) : null;
+    if (privateMode && session === null) throw new Error(`page ${url.pathname} is routed without the pageSession guard`);
     const ctx: PageContext = { request, env, config, url, host: url.host, session, freshness: new Freshness() };
     const ttl = config.listTtlMs;
     const compress = config.gzipDocuments;

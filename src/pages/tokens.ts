@@ -31,7 +31,12 @@ const MAX_FORM_BYTES = 16 * 1024;
 
 type Person = Session & { person: PersonSession };
 
-async function personOrResponse(request: Request, env: Env): Promise<Person | Response> {
+/**
+ * The /tokens pages' guard (src/index.ts): a person signed in with single sign-on, put on the request as
+ * `session`. Without OIDC_ISSUER: the page saying so; without a session: to the sign-in page; a session of a
+ * read token (no person): 403.
+ */
+export async function signedInPerson(request: IRequest, env: Env): Promise<Response | undefined> {
   const url = new URL(request.url);
   if (settings(env).oidc === null)
     return errorPage(request, url.host, 'The Tokens page needs sign-in with an identity provider (OIDC_ISSUER), which this registry does not have.');
@@ -39,8 +44,18 @@ async function personOrResponse(request: Request, env: Env): Promise<Person | Re
   if (session === null) return redirect(`${isPrivate(env) ? '/login' : '/login/sso'}?next=/tokens`);
   if (!session.person)
     return errorPage(request, url.host, 'Tokens are minted by people signed in with single sign-on. Sign out and use “Sign in with SSO”.', 403);
-  return session as Person;
+  request.session = session as Person;
+  return undefined;
 }
+
+/** The token forms' guard (src/index.ts), before signedInPerson: a same-origin POST only (403 otherwise, as /login). */
+export async function sameOriginTokenForm(request: IRequest, _env: Env): Promise<Response | undefined> {
+  if (!sameOrigin(request)) return errorPage(request, new URL(request.url).host, 'Token changes must come from this site’s own forms.', 403);
+  return undefined;
+}
+
+/** A request past signedInPerson. */
+type PersonRequest = IRequest & { session: Person };
 
 const tfTokenVariable = (host: string) => `TF_TOKEN_${host.replace(/\./g, '_').replace(/-/g, '__')}`;
 
@@ -107,11 +122,9 @@ ${adminSection}`;
   return frame(request, session, body, status);
 }
 
-/** GET /tokens */
-export async function tokensPage(request: IRequest, env: Env): Promise<Response> {
-  const session = await personOrResponse(request, env);
-  if (session instanceof Response) return session;
-  return render(request, env, session);
+/** GET /tokens, behind signedInPerson. */
+export async function tokensPage(request: PersonRequest, env: Env): Promise<Response> {
+  return render(request, env, request.session);
 }
 
 /** What a token form's action works on: the signed-in person, the form's fields, and how to refuse (400 with the page). */
@@ -130,12 +143,10 @@ const TOKEN_ACTIONS = {
   'revoke-person': revokePersonAction,
 } satisfies Record<string, (form: TokenForm) => Promise<Response>>;
 
-/** POST /tokens, /tokens/revoke, /tokens/revoke-person (same-origin only: 403 otherwise; a refused input: 400 with the page and the reason). */
-export async function tokensSubmit(request: IRequest, env: Env): Promise<Response> {
+/** POST /tokens, /tokens/revoke, /tokens/revoke-person, behind sameOriginTokenForm and signedInPerson (a refused input: 400 with the page and the reason). */
+export async function tokensSubmit(request: PersonRequest, env: Env): Promise<Response> {
   const host = new URL(request.url).host;
-  if (!sameOrigin(request)) return errorPage(request, host, 'Token changes must come from this site’s own forms.', 403);
-  const session = await personOrResponse(request, env);
-  if (session instanceof Response) return session;
+  const session = request.session;
   let fields: FormData;
   try {
     fields = await readFormAtMost(request, MAX_FORM_BYTES);

@@ -1188,8 +1188,8 @@ export const MUTANTS: Mutant[] = [
     file: 'src/pages/audit.ts',
     tests: ['test/worker-private/identity/audit-page.test.ts'],
     description: 'the audit log page is shown to any signed-in person, not only admins',
-    from: 'if (!session.person?.admin) return',
-    to: 'if (false) return',
+    from: '  if (!session.person?.admin)\n',
+    to: '  if (false)\n',
   },
   {
     id: 'provider-docs-unknown-keys',
