@@ -10,7 +10,7 @@ import { authenticate, scopeAllows } from './tokens';
 /**
  * The route guards of private mode (see src/index.ts). In public mode both
  * return undefined at once — no KV read, no crypto — and the route's handler
- * answers as before. Discovery has no guard: it stays public (publicRoute).
+ * answers as before. Discovery asks for no credential: it stays public (publicRoute).
  */
 
 /**
