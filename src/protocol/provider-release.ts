@@ -6,6 +6,7 @@ import { checkProviderExecutable, executableProblem } from './provider-executabl
 import { manifestFilename, parseReleaseFilename, RELEASE_FILE_PATTERNS, shasumsFilename, type ReleaseFileKind } from './release-files';
 import { checkManifestLine, parseManifestProtocols } from './release-manifest';
 import { checkReleaseShasums } from './release-shasums';
+import type { PublishedPlatform } from './publish-api';
 
 /**
  * The one pipeline of a provider release's checks, run by every way in with
@@ -85,15 +86,8 @@ export interface ProviderReleaseInput {
   concurrency?: number;
 }
 
-/** An archive as it will be published (the version record's package). */
-export interface CheckedPackage {
-  os: string;
-  arch: string;
-  filename: string;
-  shasum: string;
-  h1: string;
-  size: number;
-}
+/** An archive as it will be published (the version record's package): publish-api.ts's PublishedPlatform. */
+export type CheckedPackage = PublishedPlatform;
 
 export interface CheckedProviderRelease {
   protocols: string[];

@@ -43,14 +43,16 @@ export interface UploadSessionBody {
   commit_url: string;
 }
 
-/** One published platform: the stored package record, field for field. */
+/** One published platform: the stored package record (src/store/types.ts PackageRecord is this type). */
 export interface PublishedPlatform {
   os: string;
   arch: string;
   filename: string;
-  /** Hex SHA-256 of the zip. */
+  /** Hex SHA-256 of the zip (the registry's `shasum`; `zh:` hash). */
   shasum: string;
+  /** Go dirhash Hash1 of the zip's contents, "h1:…". */
   h1: string;
+  /** Size of the zip in bytes. */
   size: number;
 }
 

@@ -1,18 +1,9 @@
 import type { ProviderAddress } from '../protocol/address';
 import type { SigningKey } from '../protocol/providers-v1';
+import type { PublishedPlatform } from '../protocol/publish-api';
 
-/** One platform's package within a published version. */
-export interface PackageRecord {
-  os: string;
-  arch: string;
-  filename: string;
-  /** Hex SHA-256 of the zip (the registry's `shasum`; `zh:` hash). */
-  shasum: string;
-  /** Go dirhash Hash1 of the zip's contents, "h1:…". */
-  h1: string;
-  /** Size of the zip in bytes. */
-  size: number;
-}
+/** One platform's package within a published version: the publish protocol's PublishedPlatform, as stored. */
+export type PackageRecord = PublishedPlatform;
 
 /** Defined with the protocol's types (src/protocol/openpgp-signature.ts checks signatures against it). */
 export type { SigningKey };
