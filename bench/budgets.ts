@@ -29,25 +29,9 @@ import { seedModule } from '../test/fixtures/modules';
 import { countingStore, type StoreCounter } from '../test/fixtures/counting-store';
 import { FREE_DAILY, INVOCATION_LIMITS } from '../test/fixtures/production/rules';
 import { fakeRelease } from '../test/fixtures/release';
+import { SCAFFOLDING_PLATFORMS } from '../test/fixtures/goreleaser';
 
 const HOST = 'registry.example.com';
-/** HashiCorp's provider scaffolding's goreleaser targets: 14 platforms. */
-export const FOURTEEN_PLATFORMS = [
-  'darwin_amd64',
-  'darwin_arm64',
-  'freebsd_386',
-  'freebsd_amd64',
-  'freebsd_arm',
-  'freebsd_arm64',
-  'linux_386',
-  'linux_amd64',
-  'linux_arm',
-  'linux_arm64',
-  'windows_386',
-  'windows_amd64',
-  'windows_arm',
-  'windows_arm64',
-];
 
 export interface BudgetRow {
   path: string;
@@ -85,7 +69,7 @@ function rowOf(path: string, runs: BudgetRow['runs'], counter: StoreCounter): Bu
 
 async function seedProvider(store: Store, namespace: string, type: string, versions: number, platforms = 3): Promise<void> {
   const address = providerAddress(HOST, namespace, type);
-  const names = FOURTEEN_PLATFORMS.slice(0, platforms);
+  const names = [...SCAFFOLDING_PLATFORMS].slice(0, platforms);
   await mapLimit(
     Array.from({ length: versions }, (_, i) => `0.${Math.floor(i / 100)}.${i % 100}`),
     16,
@@ -111,8 +95,8 @@ export async function benchBudgets(log: (line: string) => void = () => {}): Prom
     log('budgets: seeding a provider with 1,000 versions');
     await seedProvider(handle, 'big', 'thing', 1000);
     const big = providerAddress(HOST, 'big', 'thing');
-    const release = fakeRelease(big, '9.0.0', FOURTEEN_PLATFORMS, { archiveSize: 256 });
-    await measure('publish a 14-platform release (provider with 1,000 versions; the commit)', 'Worker', () =>
+    const release = fakeRelease(big, '9.0.0', [...SCAFFOLDING_PLATFORMS], { archiveSize: 256 });
+    await measure('publish a 13-platform release (the scaffolding goreleaser targets; provider with 1,000 versions; the commit)', 'Worker', () =>
       publishVersion(counted, release.record, release.files),
     );
     await measure('deprecate a version (provider with 1,000 versions)', 'Worker', () =>
@@ -120,7 +104,7 @@ export async function benchBudgets(log: (line: string) => void = () => {}): Prom
     );
 
     const upstream = providerAddress('upstream.example.com', 'sync', 'big');
-    const synced = Array.from({ length: 50 }, (_, i) => fakeRelease(upstream, `1.${i}.0`, FOURTEEN_PLATFORMS.slice(0, 6), { archiveSize: 64 }));
+    const synced = Array.from({ length: 50 }, (_, i) => fakeRelease(upstream, `1.${i}.0`, SCAFFOLDING_PLATFORMS.slice(0, 6), { archiveSize: 64 }));
     await measure('mirror sync of 50 versions × 6 platforms (one provider)', 'CLI', async () => {
       for (const { record, files } of synced) await storeMirroredVersion(counted, record, files);
       await rebuildProviderIndex(counted, upstream, () => {});

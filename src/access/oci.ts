@@ -95,14 +95,19 @@ async function checkOciPull(request: Request, env: Env): Promise<Response | unde
   const auth = await readTokenAuthentication(readToken, env);
   if (!auth.ok) return ociError(401, 'UNAUTHORIZED', auth.message, { 'www-authenticate': challenge(request, repository, 'invalid_token') });
   if (repository === '') return undefined;
-  let place: { hostname: string; namespace: string };
+  const place = placeOf(repository, env);
+  if (place instanceof Response) return place;
+  return grants(auth, place, env) ? undefined : denied(auth, place);
+}
+
+/** The hostname and namespace a repository name is in, or the OCI error (400 NAME_INVALID) naming what is wrong. */
+function placeOf(repository: string, env: Env): { hostname: string; namespace: string } | Response {
   try {
-    place = repositoryNamespace(repository, settings(env).hostname);
+    return repositoryNamespace(repository, settings(env).hostname);
   } catch (error) {
     if (error instanceof InputError) return ociError(400, 'NAME_INVALID', error.message);
     throw error;
   }
-  return grants(auth, place, env) ? undefined : denied(auth, place);
 }
 
 function grants(auth: Authentication & { ok: true }, place: { hostname: string; namespace: string }, env: Env): boolean {
@@ -175,13 +180,8 @@ export async function ociTokenEndpoint(request: IRequest, env: Env): Promise<Res
   const granted: string[] = [];
   let refused: Response | undefined;
   for (const repository of repositories) {
-    let place: { hostname: string; namespace: string };
-    try {
-      place = repositoryNamespace(repository, settings(env).hostname);
-    } catch (error) {
-      if (error instanceof InputError) return ociError(400, 'NAME_INVALID', error.message);
-      throw error;
-    }
+    const place = placeOf(repository, env);
+    if (place instanceof Response) return place;
     if (grants(auth, place, env)) granted.push(repository);
     else refused ??= denied(auth, place);
   }

@@ -49,6 +49,7 @@ export function parsePackagePattern(raw: string, option: string): string {
   const pattern = raw.trim().toLowerCase();
   const segments = pattern.split('/');
   const shape = `${option} "${raw}" must name a package: NS/TYPE for a provider (acme/thing) or NS/NAME/SYSTEM for a module (acme/vpc/aws), '*' allowed in the last parts`;
+  if (segments.length === 1 && segments[0]) throw new InputError(`${shape}; for every package of ${segments[0]}, add --namespace-wide`);
   if (segments.length !== 2 && segments.length !== 3) throw new InputError(shape);
   const [namespace, ...rest] = segments as [string, ...string[]];
   if (namespace.includes('*')) throw new InputError(`${option} "${raw}": the namespace cannot be a pattern; give one credential per namespace`);
