@@ -1,5 +1,6 @@
 import { checkTokenRecord, tokenId, tokenSha256 } from './tokens';
 import { tokenKey } from '../store/layout';
+import { parseTokenRecord } from '../store/tokens/read';
 import { readPublishers } from '../store/publishers/read';
 import { claimTokenUse } from '../store/publishers/token-uses';
 import type { BlobStore, KvStore } from '../store/store';
@@ -106,7 +107,8 @@ export async function authorizePublisher(
 async function publishTokenActor(token: string, kv: KvStore, pkg: PackageRef, now: Date): Promise<Actor> {
   const hash = tokenSha256(token);
   // Uncached: a publish sees a revocation as soon as KV does (the read path keeps records up to 30 s).
-  const check = checkTokenRecord(await kv.get(tokenKey(hash), 'text'), hash, 'publish', now.getTime());
+  const text = await kv.get(tokenKey(hash), 'text');
+  const check = checkTokenRecord(text === null ? null : parseTokenRecord(text), hash, 'publish', now.getTime());
   if (!check.ok && check.record === null) throw new PublishRefusal(401, check.message, null, 'invalid_token');
   const record = check.record!;
   const actor: Actor = { kind: 'token', tokenId: tokenId(hash), name: record.name };

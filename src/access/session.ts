@@ -1,7 +1,7 @@
 import type { Env } from '../env';
 import { settings } from '../config';
 import { hmacSha256 } from './crypto/hmac';
-import { readTokenRecord, type TokenRecord } from '../store/tokens/read';
+import { parseTokenRecord, readTokenRecord, type TokenRecord } from '../store/tokens/read';
 import { base64url, constantTimeEqual, fromBase64url } from './crypto/bytes';
 import { authenticate, checkTokenRecord, tokenSha256 } from './tokens';
 import { openPersonSession, PERSON_SESSION_PREFIX, type PersonSession } from './person-session';
@@ -103,7 +103,7 @@ async function readSessionValue(value: string, env: Env, now: number): Promise<S
   if (given === null || !constantTimeEqual(given, await mac(env, hash, expires))) return null;
   const [text, ended] = await Promise.all([readTokenRecord(env.REGISTRY_KV, hash), sessionEnded(env.REGISTRY_R2, value)]);
   if (ended) return null;
-  const check = checkTokenRecord(text, hash, 'read', now);
+  const check = checkTokenRecord(text === null ? null : parseTokenRecord(text), hash, 'read', now);
   return check.ok ? { record: check.record, expires } : null;
 }
 

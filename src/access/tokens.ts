@@ -2,7 +2,7 @@ import { parseHostname } from '../protocol/address';
 import { parseModuleName } from '../protocol/modules-v1';
 import { InputError } from '../protocol/errors';
 import { sha256Hex } from '../protocol/hashes';
-import { parseTokenRecord, type TokenPurpose, type TokenRecord } from '../store/tokens/read';
+import { type TokenPurpose, type TokenRecord } from '../store/tokens/read';
 import { readTokenRecordCached } from '../store/tokens/cached-read';
 import { base64url, constantTimeEqualText } from './crypto/bytes';
 
@@ -80,9 +80,9 @@ export async function authenticate(request: Request, kv: KVNamespace, now = Date
     return { ok: false, message: 'the Authorization header is not "Bearer <token>" with a token of this registry', error: 'invalid_token' };
   }
   const hash = tokenSha256(token);
-  const text = await readTokenRecordCached(kv, hash, now);
-  const check = checkTokenRecord(text, hash, 'read', now);
-  if (!check.ok && check.reason === 'unknown' && text !== null) console.error(`token record ${tokenId(hash)} is damaged; the token is refused`);
+  const stored = await readTokenRecordCached(kv, hash, now);
+  const check = checkTokenRecord(stored?.record ?? null, hash, 'read', now);
+  if (stored && stored.record === null) console.error(`token record ${tokenId(hash)} is damaged; the token is refused`);
   return check.ok ? { ok: true, record: check.record } : { ok: false, message: check.message, error: 'invalid_token' };
 }
 
@@ -92,8 +92,8 @@ export type TokenCheck =
   | { ok: false; reason: 'unknown' | 'expired' | 'purpose'; message: string; record: TokenRecord | null };
 
 /**
- * The one validity check of a token's stored record (`text`, null when KV
- * has none), for the read API (authenticate), the publish API
+ * The one validity check of a token's stored record (parsed by
+ * parseTokenRecord; null when KV has none or it is damaged), for the read API (authenticate), the publish API
  * (publish-auth.ts) and page sessions (session.ts): the record exists and
  * parses, and its hash equals the presented token's (`hash`, compared in
  * constant time) — else 'unknown' (unknown, revoked or damaged); it has not
@@ -102,8 +102,7 @@ export type TokenCheck =
  * publishes nothing). Never throws. What the token may reach (scopes,
  * packages) is the caller's next check.
  */
-export function checkTokenRecord(text: string | null, hash: string, purpose: TokenPurpose, now: number): TokenCheck {
-  const record = text === null ? null : parseTokenRecord(text);
+export function checkTokenRecord(record: TokenRecord | null, hash: string, purpose: TokenPurpose, now: number): TokenCheck {
   if (record === null || !constantTimeEqualText(record.sha256, hash)) {
     return { ok: false, reason: 'unknown', message: 'the token is not valid: unknown or revoked', record: null };
   }
