@@ -96,6 +96,8 @@ export async function startDevServer(options: {
   port: number;
   vars?: Record<string, string>;
   certificate?: Certificate;
+  /** A wrangler config other than the project's wrangler.toml (test/e2e/production-dev.ts). */
+  config?: string;
 }): Promise<DevServer> {
   // A free inspector port too: the default (9229) would clash with another dev server.
   const args = [
@@ -112,6 +114,7 @@ export async function startDevServer(options: {
     '--log-level',
     'info',
   ];
+  if (options.config) args.push('--config', options.config);
   for (const [name, value] of Object.entries(options.vars ?? {})) args.push('--var', `${name}:${value}`);
   if (options.certificate) {
     args.push('--local-protocol', 'https', '--https-key-path', options.certificate.keyPath, '--https-cert-path', options.certificate.certPath);

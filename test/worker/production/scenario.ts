@@ -2,20 +2,11 @@ import { env } from 'cloudflare:workers';
 import { expect } from 'vitest';
 import worker from '../../../src/index';
 import type { Env } from '../../../src/env';
-import { forgetIsolateDocuments } from '../../../src/store/read-document';
-import { forgetTokenRecords } from '../../../src/store/tokens/cached-read';
-import { forgetServedVariants } from '../../../src/access/release-urls';
+import { forgetIsolate } from '../../fixtures/production/forget-isolate';
 import { Production, type ProductionOptions } from '../../fixtures/production/production';
 
 export const ORIGIN = 'https://registry.example.com';
 export const bindings = env as unknown as Env;
-
-/** What a fresh isolate does not have: every document, token record and served variant the Worker keeps in memory. */
-function forgetIsolate(): void {
-  forgetIsolateDocuments();
-  forgetTokenRecords();
-  forgetServedVariants();
-}
 
 /** The harness around this project's Worker and its Miniflare bindings; each request meets a fresh isolate. */
 export function production(options: ProductionOptions = {}): Production<Env> {
