@@ -6,7 +6,10 @@
  * scripts run, against Miniflare's local KV and R2 (scripts/lib/stores/local),
  * counted by the store-counting proxy the publish-cost figures use
  * (test/fixtures/counting-store.ts). The per-`terraform init` figures (Worker
- * requests, KV reads) come from bench/cost.ts (a real terraform init).
+ * requests, KV reads) come from bench/cost.ts (a real terraform init). The
+ * paths that fetch from an upstream (a 100 MiB provider pulled through, a
+ * vpc-shaped module proxied: subrequests, CPU and isolate memory per
+ * invocation) are measured in workerd by bench/budgets-pulled.ts.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -30,6 +33,8 @@ import { countingStore, type StoreCounter } from '../test/fixtures/counting-stor
 import { FREE_DAILY, INVOCATION_LIMITS } from '../test/fixtures/production/rules';
 import { fakeRelease } from '../test/fixtures/release';
 import { SCAFFOLDING_PLATFORMS } from '../test/fixtures/goreleaser';
+import { benchPulledBudgets, pulledTable } from './budgets-pulled';
+import { withWebSocket } from './worker-cpu';
 
 const HOST = 'registry.example.com';
 
@@ -190,8 +195,18 @@ function textTable(head: string[], body: string[][]): string {
   return [line(head), ...body.map(line)].join('\n');
 }
 
+// `npm run bench:budgets [-- --only writes|pulled] [-- --json]`: the write paths' budgets (above) and the pulled paths'
+// (bench/budgets-pulled.ts: a 100 MiB provider pulled through, a vpc-shaped module proxied; CPU and heap through
+// workerd's inspector, which needs a global WebSocket: Node 20 is restarted with --experimental-websocket).
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const rows = await benchBudgets((line) => process.stderr.write(`${line}\n`));
-  if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
-  else process.stdout.write(`${budgetsTable(rows)}\n`);
+  const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  if (only !== 'writes') await withWebSocket();
+  const rows = only === 'pulled' ? [] : await benchBudgets(log);
+  const pulled = only === 'writes' ? [] : await benchPulledBudgets(log);
+  if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify({ writes: rows, pulled }, null, 2)}\n`);
+  else {
+    if (rows.length) process.stdout.write(`${budgetsTable(rows)}\n\n`);
+    if (pulled.length) process.stdout.write(`${pulledTable(pulled)}\n`);
+  }
 }
