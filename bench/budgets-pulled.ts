@@ -4,11 +4,14 @@
  * and a proxied module shaped like terraform-aws-modules/vpc (≈ 200 files, ≈ 1 MB of Terraform text; the
  * real one cannot be fetched here, so test/e2e/module-upstream.ts generates one of that size and file count).
  *
+ * Then, for CPU per route, the routes of a `terraform init` of published providers (1 and 1,000 versions).
+ *
  * Each row is one invocation, as `terraform init` makes them (list, version document, archive), run
  * alone and in sequence in workerd (Miniflare, the Worker as wrangler builds it, every binding call and
  * fetch counted by bench/pull-worker.ts; an archive's background commit waited for and counted with it):
  * storage operations (KV and R2 calls) and subrequests beside the per-invocation limits, the Worker's CPU
- * (its isolate's busy samples × 100 µs, bench/worker-cpu.ts; with the background commit) beside Free's
+ * (its isolate's busy samples × 100 µs while the request was answered, bench/worker-cpu.ts; the archive's
+ * commit after the response only as an upper bound: wall-clock samples) beside Free's
  * 10 ms, and the Worker isolate's memory (Runtime.getHeapUsage through workerd's inspector: V8 heap, embedder
  * objects and ArrayBuffer backing stores, the most in use, sampled every 100 ms while the invocation ran) beside 128 MB.
  */
@@ -22,6 +25,8 @@ import { freePort } from '../test/e2e/server';
 import { INVOCATION_LIMITS } from '../test/fixtures/production/rules';
 import { StaticUpstream } from '../test/scripts/mirror/upstream';
 import { build } from './build';
+import { HOSTNAME, seedLarge, seedSmall } from './seed';
+import { providerAddress } from '../src/protocol/address';
 import { open } from './inspector';
 import { startRuntime } from './runtime';
 import { workerProfiler } from './worker-cpu';
@@ -41,8 +46,8 @@ export interface PulledRow {
   subrequests: number;
   /** The Worker isolate's busy samples while the request was answered (ms). */
   cpuMs: number;
-  /** The Worker isolate's busy samples from the request to the end of its after-response work (the pulled archive's commit), ms: wall-clock samples, so an upper bound (bench/worker-cpu.ts). */
-  cpuWithBackgroundMs: number;
+  /** The Worker isolate's busy samples from the request to the end of its after-response work (the pulled archive's commit), ms: wall-clock samples, so an upper bound (bench/worker-cpu.ts); null for an invocation with none. */
+  cpuWithBackgroundMs: number | null;
   /**
    * The Worker isolate's largest memory in use while the invocation ran (MB): V8's heap in use, the embedder's
    * (workerd's) objects on it, and ArrayBuffer backing stores outside it (Runtime.getHeapUsage's usedSize +
@@ -137,7 +142,7 @@ export async function benchPulledBudgets(
       const heaps = mode === 'heap' ? await isolateMemory(inspectorPort) : null;
       let index = 0;
       /** One invocation: `path` fetched alone (body read), then `settled` (its background work) awaited. */
-      const invocation = async (name: string, path: string, settled: () => Promise<void> = async () => {}) => {
+      const invocation = async (name: string, path: string, settled?: () => Promise<void>) => {
         await ops();
         await heaps?.collectGarbage(); // what the previous invocation left is not this one's
         let heapUsedMb = heaps ? await heaps.sample() : 0;
@@ -158,10 +163,12 @@ export async function benchPulledBudgets(
         })();
         const started = performance.now();
         let response!: Response;
+        let text = '';
         const run = async () => {
           response = await fetch(new URL(path, runtime.origin));
-          await response.arrayBuffer();
-          await settled();
+          const body = await response.arrayBuffer();
+          if (body.byteLength < MiB) text = new TextDecoder().decode(body);
+          await settled?.();
         };
         const cpu = profiler ? (await profiler.record(run)).cpu : (await run(), null);
         const wallMs = performance.now() - started;
@@ -174,7 +181,7 @@ export async function benchPulledBudgets(
           row.heapUsedMb = Math.round(heapUsedMb * 10) / 10;
           row.liveMb = Math.round(liveMb * 10) / 10;
           log(`budgets: ${name}: isolate memory peak ${row.heapUsedMb} MB, live ${row.liveMb} MB${missed ? ` (${missed} samples unanswered)` : ''}`);
-          return response;
+          return { response, text };
         }
         const row: PulledRow = {
           invocation: name,
@@ -185,14 +192,14 @@ export async function benchPulledBudgets(
           storageOperations: sum(counts, /^(kv|r2):/),
           subrequests: counts['subrequest:fetch'] ?? 0,
           cpuMs: Math.round((cpu?.requests[0]?.cpuMs ?? 0) * 10) / 10,
-          cpuWithBackgroundMs: Math.round((cpu?.totalCpuMs ?? 0) * 10) / 10,
+          cpuWithBackgroundMs: settled ? Math.round((cpu?.totalCpuMs ?? 0) * 10) / 10 : null,
           heapUsedMb: 0,
           liveMb: 0,
           wallMs: Math.round(wallMs),
         };
         rows.push(row);
         log(`budgets: ${name}: ${JSON.stringify(row)}`);
-        return response;
+        return { response, text };
       };
       try {
         const mirror = '/v1/mirror/upstream.test/acme/big';
@@ -216,14 +223,37 @@ export async function benchPulledBudgets(
         const label = `module proxy, vpc-shaped (${moduleFiles + 5} files)`;
         await invocation(`${label}: versions (cold)`, `${vpc}/versions`);
         const download = await invocation(`${label}: download (cold: fetched, checked, repacked, stored)`, `${vpc}/${module}/download`);
-        const target = download.headers.get('x-terraform-get');
+        const target = download.response.headers.get('x-terraform-get');
         if (!target) throw new Error('module download: no X-Terraform-Get');
         await invocation(`${label}: the package`, target);
+
+        // The routes of a `terraform init` of a published provider, each in an isolate that has not read its
+        // documents yet (the first request for each) in the CPU pass: a provider with 1 version and one with 1,000.
+        await invocation('read: discovery', '/.well-known/terraform.json');
+        for (const [type, version, label] of [
+          ['small', '1.0.0', '1 version'],
+          ['large', newest, '1,000 versions'],
+        ] as const) {
+          await invocation(`read (${label}): versions`, `/v1/providers/bench/${type}/versions`);
+          const doc = await invocation(`read (${label}): download document`, `/v1/providers/bench/${type}/${version}/download/linux/amd64`);
+          await invocation(`read (${label}): mirror index.json`, `/v1/mirror/${HOSTNAME}/bench/${type}/index.json`);
+          await invocation(`read (${label}): mirror VERSION.json`, `/v1/mirror/${HOSTNAME}/bench/${type}/${version}.json`);
+          if (type === 'small') {
+            const url = new URL(
+              (JSON.parse(doc.text) as { download_url: string }).download_url,
+              `${runtime.origin}/v1/providers/bench/${type}/${version}/download/linux/amd64`,
+            );
+            await invocation(`read (${label}): the archive`, `${url.pathname}${url.search}`);
+          }
+        }
       } finally {
         profiler?.close();
         heaps?.close();
       }
     };
+    log('budgets: seeding published providers with 1 and 1,000 versions (bench/seed.ts)');
+    await seedSmall(runtime, providerAddress(HOSTNAME, 'bench', 'small'), '1.0.0');
+    const newest = await seedLarge(runtime, providerAddress(HOSTNAME, 'bench', 'large'), 1000);
     await pass('cpu', '1.0.0', '5.0.0');
     await pass('heap', '1.1.0', '5.1.0');
   } finally {
@@ -245,7 +275,7 @@ export function pulledTable(rows: readonly PulledRow[]): string {
     `storage ops (of ${free.storageOperations})`,
     `subrequests (of ${free.subrequests} Free)`,
     `CPU ms (of ${FREE_CPU_MS} Free)`,
-    'CPU ms to after-response end (upper bound)',
+    'CPU ms with after-response work (upper bound)',
     `isolate memory MB, peak / live (of ${ISOLATE_MEMORY_MB})`,
     'wall ms',
   ];
@@ -256,7 +286,7 @@ export function pulledTable(rows: readonly PulledRow[]): string {
     String(r.storageOperations),
     String(r.subrequests),
     `${r.cpuMs}${r.cpuMs > FREE_CPU_MS ? ' OVER Free' : ''}`,
-    String(r.cpuWithBackgroundMs),
+    r.cpuWithBackgroundMs === null ? '—' : String(r.cpuWithBackgroundMs),
     `${r.heapUsedMb} / ${r.liveMb}`,
     String(r.wallMs),
   ]);
