@@ -24,6 +24,7 @@ import { build } from './build';
 import { soak } from './soak';
 import { benchCost, costTargets } from './cost';
 import { benchBudgets, budgetsTable } from './budgets';
+import { benchPulledBudgets, pulledTable } from './budgets-pulled';
 import { benchDownloadCounting } from './download-counting';
 import { benchPublishApi } from './publish-api';
 import { benchSigning, benchWriteFloor } from './write-floor';
@@ -168,6 +169,8 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
 
     log('budgets: storage operations per invocation of each write path at realistic sizes, and the Free daily budget (bench/budgets.ts)');
     const budgets = await benchBudgets(log);
+    log('budgets: a 100 MiB provider pulled through, a vpc-shaped module proxied, CPU per route and isolate memory (bench/budgets-pulled.ts)');
+    const pulledBudgets = await benchPulledBudgets(log);
 
     const targets = [
       ...evaluate(floor, floorP99, smallRoutes, largeRoutes, kvReads, archive, publish, bundleGzip),
@@ -214,13 +217,14 @@ export default { fetch() { return new Response(body, { headers: { 'content-type'
       cost,
       production,
       budgets,
+      pulledBudgets,
       targets,
       seconds: (Date.now() - started) / 1000,
     };
     if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else
       process.stdout.write(
-        `${productionTable(production, ROUNDS)}\n${table(result)}\n\nbudgets per invocation (Cloudflare: 1,000 storage operations per invocation; Free: 1,000 KV writes a day)\n${budgetsTable(budgets)}\n`,
+        `${productionTable(production, ROUNDS)}\n${table(result)}\n\nbudgets per invocation (Cloudflare: 1,000 storage operations per invocation; Free: 1,000 KV writes a day)\n${budgetsTable(budgets)}\n\nbudgets per invocation of the pulled and read routes (1,000 storage operations; Free: 50 subrequests, 10 ms CPU; 128 MB per isolate)\n${pulledTable(pulledBudgets)}\n`,
       );
   } finally {
     await rm(work, { recursive: true, force: true });
