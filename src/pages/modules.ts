@@ -18,7 +18,7 @@ import { readModuleLifecyclePage } from '../store/lifecycle/read';
 import { withdrawnVersions, type LifecycleState } from '../store/lifecycle/state';
 import { provenanceFact } from './provenance';
 import { readModuleRecord } from '../store/modules/write';
-import { storeFromEnv } from '../store/store';
+import { storeFromEnv } from '../store/from-env';
 
 /**
  * Module pages, beside the provider pages and on the same frame (layout,

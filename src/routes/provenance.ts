@@ -9,7 +9,8 @@ import { attestationPublicKeys } from '../store/keys/attestation-keys';
 import { readModuleRecord } from '../store/modules/write';
 import type { ProvenanceRef } from '../store/provenance';
 import { readVersionRecord } from '../store/providers/version-records';
-import { storeFromEnv, type Store } from '../store/store';
+import { type Store } from '../store/store';
+import { storeFromEnv } from '../store/from-env';
 import { requestAddress, requestModuleAddress } from './params';
 
 /**

@@ -1,5 +1,3 @@
-import type { Env } from '../env';
-
 /**
  * The subset of the Workers KV and R2 binding APIs the store uses. The real
  * bindings (in the Worker), Miniflare's (local state for the scripts) and the
@@ -44,7 +42,7 @@ export interface BlobStore {
     key: string,
     value: ReadableStream | ArrayBuffer | Uint8Array | string,
     options?: {
-      httpMetadata?: { contentType?: string };
+      httpMetadata?: { contentType?: string; cacheControl?: string };
       customMetadata?: Record<string, string>;
       onlyIf?: BlobWriteCondition;
     },
@@ -66,13 +64,4 @@ export interface BlobStore {
 export interface Store {
   kv: KvStore;
   blobs: BlobStore;
-}
-
-/**
- * The Store over the Worker's bindings: the one place the Worker builds it
- * (and the one cast from the runtime's binding types, which declare more
- * overloads, to the subset above). Never throws.
- */
-export function storeFromEnv(env: Pick<Env, 'REGISTRY_KV' | 'REGISTRY_R2'>): Store {
-  return { kv: env.REGISTRY_KV as unknown as KvStore, blobs: env.REGISTRY_R2 as unknown as BlobStore };
 }

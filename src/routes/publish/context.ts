@@ -10,7 +10,8 @@ import type { PackageRef } from '../../access/package-rights';
 import { auditRefusal } from './refusal-audit';
 import { appendAuditEntry } from '../../store/audit/write';
 import type { AuditAction } from '../../store/audit/entry';
-import { storeFromEnv, type BlobStore, type KvStore } from '../../store/store';
+import { type BlobStore, type KvStore } from '../../store/store';
+import { storeFromEnv } from '../../store/from-env';
 
 /**
  * What every publish API handler shares: the store over the Worker's
