@@ -139,7 +139,7 @@ export async function startFilesOrigin(certificate: { certPath: string; keyPath:
     async copyFrom(bucket) {
       let cursor: string | undefined;
       do {
-        const page = await bucket.list({ limit: 500, include: ['httpMetadata'], ...(cursor ? { cursor } : {}) });
+        const page = await bucket.list({ limit: 500, ...(cursor ? { cursor } : {}) });
         for (const listed of page.objects) {
           if (listed.key.startsWith('.') || listed.key.includes('/.')) continue; // never public (records, uploads, audit, keys)
           const object = await bucket.get(listed.key);
