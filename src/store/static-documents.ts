@@ -53,7 +53,7 @@ export function parsePublicDocuments(vars: PublicDocumentsVars): PublicDocuments
   if (mode !== 'r2') throw new ConfigError(`PUBLIC_DOCUMENTS is "${mode}"; it is "worker" (the default) or "r2"`);
   if (vars.ACCESS !== 'public') {
     throw new ConfigError(
-      'PUBLIC_DOCUMENTS=r2 needs ACCESS = "public": in private mode every metadata request needs its read token checked by the Worker; remove PUBLIC_DOCUMENTS',
+      'PUBLIC_DOCUMENTS=r2 needs ACCESS = "public": in private mode every metadata request needs its read token checked by the Worker: for a public registry set ACCESS = "public" (the vars of the environment in wrangler.toml), else remove PUBLIC_DOCUMENTS',
     );
   }
   const raw = vars.FILES_ORIGIN ?? '';
