@@ -12,6 +12,7 @@ import { readRegistryConfig } from './lib/config';
 import { openStore } from './lib/stores/open';
 import { InputError } from '../src/protocol/errors';
 import { writeAllStaticCopies } from '../src/store/static-documents';
+import type { BlobStore } from '../src/store/store';
 
 const USAGE = `usage: npm run static-documents -- [options]
 
@@ -22,7 +23,10 @@ const USAGE = `usage: npm run static-documents -- [options]
   --config PATH            wrangler.toml (default ./wrangler.toml)
   --persist-to DIR         local state root (default .wrangler/state)
 
-Exit status: 0 written, 1 when the environment does not set PUBLIC_DOCUMENTS = "r2", 2 for usage.`;
+Then checks that the domain refuses the bucket's private objects (names starting with ".": the WAF rule).
+
+Exit status: 0 written, 1 when the environment does not set PUBLIC_DOCUMENTS = "r2" or the domain serves
+private objects, 2 for usage.`;
 
 run(async () => {
   const { values } = parseArgs({ options: { ...STATE_OPTIONS } });
@@ -42,7 +46,34 @@ run(async () => {
   try {
     const written = await writeAllStaticCopies(store, documents);
     say(`${written} static documents written to ${store.description}, served on ${documents.filesOrigin}`);
+    say(await checkPrivateObjectsBlocked(store.blobs, documents.filesOrigin));
   } finally {
     await store.close();
   }
 }, USAGE);
+
+/** The object the check below asks the files origin for: its name starts with ".", like every object that must stay private. */
+const CHECK_KEY = '.files-origin-check';
+
+/**
+ * Checks that FILES_ORIGIN refuses objects whose name starts with "." (the WAF rule of docs/serving.md): writes a
+ * harmless marker object under such a name and asks the domain for it. Throws InputError when the domain serves it
+ * (the bucket's private objects are public: add the rule); returns the line to print otherwise, also when the domain
+ * cannot be reached (not attached yet, or a local run).
+ */
+async function checkPrivateObjectsBlocked(blobs: BlobStore, filesOrigin: string): Promise<string> {
+  await blobs.put(CHECK_KEY, 'if you can read this on the files domain, add its WAF rule (docs/serving.md)\n');
+  let status: number;
+  try {
+    status = (await fetch(`${filesOrigin}/${CHECK_KEY}`, { signal: AbortSignal.timeout(10_000), redirect: 'manual' })).status;
+  } catch (error) {
+    return `could not check ${filesOrigin} (${(error as Error).message}): once the domain is attached, run this again to check that it refuses private objects`;
+  }
+  if (status === 200) {
+    throw new InputError(
+      `${filesOrigin}/${CHECK_KEY} answered 200: the domain serves the bucket's private objects (records, uploads, audit, sealed keys). ` +
+        `Add the WAF custom rule (http.host eq "${new URL(filesOrigin).hostname}" and http.request.uri.path contains "/.") → Block now (docs/serving.md), then run this again`,
+    );
+  }
+  return `${filesOrigin} refuses private objects (HTTP ${status} for ${CHECK_KEY})`;
+}

@@ -57,6 +57,7 @@ describe('npm run static-documents', () => {
     const result = await cli(config);
     expect(result.code, result.output).toBe(0);
     expect(result.output).toMatch(/(\d+) static documents written .*served on https:\/\/files\.example\.com/);
+    expect(result.output).toContain('could not check https://files.example.com');
     const mf = new Miniflare({
       modules: true,
       script: 'export default { fetch() { return new Response(null, { status: 404 }) } }',
@@ -74,6 +75,31 @@ describe('npm run static-documents', () => {
       expect(await r2.head(`v1/mirror/${HOST}/acme/later/index.json`)).not.toBeNull();
     } finally {
       await mf.dispose();
+    }
+  });
+
+  it('checks that the files domain refuses private objects: fails while it serves one, passes once it refuses', async () => {
+    const { createServer } = await import('node:http');
+    for (const [status, code, says] of [
+      [200, 1, 'answered 200: the domain serves the bucket'],
+      [403, 0, 'refuses private objects (HTTP 403 for .files-origin-check)'],
+    ] as const) {
+      const asked: string[] = [];
+      const server = createServer((request, response) => {
+        asked.push(request.url ?? '');
+        response.writeHead(status).end();
+      });
+      const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+      try {
+        const config = configWith(`check-${status}`, `PUBLIC_DOCUMENTS = "r2"\nFILES_ORIGIN = "http://127.0.0.1:${port}"\n`);
+        configs.push(config);
+        const result = await cli(config);
+        expect(result.code, result.output).toBe(code);
+        expect(result.output).toContain(says);
+        expect(asked).toEqual(['/.files-origin-check']);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
     }
   });
 
