@@ -164,6 +164,34 @@ describe('PUBLIC_DOCUMENTS=r2: static copies of the public documents', () => {
     await expectSameAsWorker('/v1/providers/acme/staticlater/0.1.0/download/linux/amd64', downloadKey('staticlater', '0.1.0', 'linux', 'amd64'));
   });
 
+  it('in a publish, every download document and VERSION.json are written before the lists that name the version', async () => {
+    // The real R2 binding, its puts of static copies noted in order (every call goes through to Miniflare's R2).
+    const order: string[] = [];
+    const recording = new Proxy(bindings.REGISTRY_R2, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target);
+        if (name !== 'put') return typeof value === 'function' ? value.bind(target) : value;
+        return (key: string, ...rest: unknown[]) => {
+          if (key.startsWith('v1/')) order.push(key);
+          return (value as (...args: unknown[]) => unknown).call(target, key, ...rest);
+        };
+      },
+    });
+    const ordered = address('acme', 'staticorder');
+    const release = fakeRelease(ordered, '1.0.0', ['linux_amd64', 'darwin_arm64']);
+    await signRelease(release);
+    await publishVersions(storeFromEnv({ ...on, REGISTRY_R2: recording } as Env), [release]);
+    const lists = [`v1/mirror/${HOST}/acme/staticorder/index.json`, versionsKey('staticorder')];
+    const documents = [
+      downloadKey('staticorder', '1.0.0', 'linux', 'amd64'),
+      downloadKey('staticorder', '1.0.0', 'darwin', 'arm64'),
+      `v1/mirror/${HOST}/acme/staticorder/1.0.0.json`,
+    ];
+    expect(new Set(order)).toEqual(new Set([...documents, ...lists]));
+    const firstList = Math.min(...lists.map((key) => order.indexOf(key)));
+    for (const key of documents) expect(order.indexOf(key), key).toBeLessThan(firstList);
+  });
+
   it('copies nothing but the public documents', () => {
     expect(staticDocumentKey(`v1/providers/${HOST}/acme/x/1.0.0/download/linux_amd64`)).toBe(`v1/providers/${HOST}/acme/x/1.0.0/download/linux/amd64`);
     for (const key of [
