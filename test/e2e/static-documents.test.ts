@@ -14,6 +14,7 @@ import { publishIntoState } from './local-publish';
 import { generateRelease, generateSigningKey } from './release';
 import { freePort, makeCertificate, type Certificate } from './server';
 import { terraformInit } from './terraform-init';
+import { runTofu } from './tofu/tofu';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
@@ -121,6 +122,15 @@ describe.skipIf(missing('terraform', terraform))('provider metadata and files st
     expect(stdout).toContain('Success!');
     expect(readFileSync(join(work, '.terraform.lock.hcl'), 'utf8').match(/"h1:/g)?.length).toBe(PLATFORMS.length);
     expect(files.reset()['GET r2 static document']).toBeGreaterThanOrEqual(1 + PLATFORMS.length);
+  });
+
+  it('tofu init (OpenTofu 1.6) follows the absolute providers.v1 URL too', async () => {
+    files.reset();
+    const work = project('tofu', hostname);
+    const result = await runTofu(work, ['init', '-input=false', '-backend=false'], certificate.certPath);
+    expect(result.ok, result.output).toBe(true);
+    expect(result.output).toMatch(/Installed [^ ]*acme\/static v1\.0\.0/);
+    expect(files.reset()['GET r2 static document']).toBe(2);
   });
 
   it('a network mirror on the files origin installs with the Worker stopped', async () => {
