@@ -17,8 +17,8 @@ export interface ProductionConfig {
   hostname: string | null;
   /** `routes` of the environment, as `{pattern, custom_domain}`. */
   routes: { pattern: string; custom_domain?: boolean }[];
-  /** FILES_ORIGIN when PUBLIC_DOCUMENTS = "r2" in the environment's vars, else null. */
-  filesOrigin?: string | null;
+  /** FILES_ORIGIN when PUBLIC_DOCUMENTS = "r2" in the environment's vars; absent otherwise. */
+  filesOrigin?: string;
 }
 
 /** The values a deploy writes. */
@@ -69,7 +69,7 @@ export async function readProductionConfig(configPath: string, env: string): Pro
     bucketName: r2?.bucket_name ?? null,
     hostname: typeof hostname === 'string' ? hostname : null,
     routes,
-    filesOrigin: vars.PUBLIC_DOCUMENTS === 'r2' && typeof vars.FILES_ORIGIN === 'string' ? vars.FILES_ORIGIN : null,
+    ...(vars.PUBLIC_DOCUMENTS === 'r2' && typeof vars.FILES_ORIGIN === 'string' ? { filesOrigin: vars.FILES_ORIGIN } : {}),
   };
 }
 
