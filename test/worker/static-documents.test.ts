@@ -231,8 +231,13 @@ describe('PUBLIC_DOCUMENTS refusals', () => {
     expect(await bindings.REGISTRY_KV.get(`v1/providers/${HOST}/acme/staticbroken/1.0.0/download/linux_amd64`)).toBeNull();
   });
 
-  it('private mode with the setting: the Worker keeps serving documents itself (discovery unchanged)', async () => {
+  it('private mode with the setting: the Worker keeps serving documents itself (discovery unchanged) and writes none', async () => {
     const body = await (await getWith({ ...PUBLIC, ACCESS: 'private' }, '/.well-known/terraform.json')).json<Record<string, string>>();
     expect(body['providers.v1']).toBe('/v1/providers/');
+    // …and writes no document: a private registry's metadata never goes to the public domain.
+    const release = fakeRelease(address('acme', 'staticprivate'), '1.0.0', ['linux_amd64']);
+    await signRelease(release);
+    await expect(publishVersions(storeFromEnv({ ...on, ACCESS: 'private' } as Env), [release])).rejects.toThrow(/needs ACCESS = "public"/);
+    expect(await staticObject(downloadKey('staticprivate', '1.0.0', 'linux', 'amd64'))).toBeNull();
   });
 });
