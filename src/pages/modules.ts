@@ -18,7 +18,7 @@ import { readModuleLifecyclePage } from '../store/lifecycle/read';
 import { withdrawnVersions, type LifecycleState } from '../store/lifecycle/state';
 import { provenanceFact } from './provenance';
 import { readModuleRecord } from '../store/modules/write';
-import { storeFromEnv } from '../store/from-env';
+import { storeFromEnv } from '../store/store';
 
 /**
  * Module pages, beside the provider pages and on the same frame (layout,

@@ -14,7 +14,7 @@ import { providerCounterName } from '../downloads/names';
 import { PAGE_SECURITY_HEADERS, redirect } from './respond';
 import { provenanceFact } from './provenance';
 import { readVersionRecord } from '../store/providers/version-records';
-import { storeFromEnv } from '../store/from-env';
+import { storeFromEnv } from '../store/store';
 import {
   credentialsSnippet,
   hostBlockSnippet,

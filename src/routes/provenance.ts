@@ -9,8 +9,7 @@ import { attestationPublicKeys } from '../store/keys/attestation-keys';
 import { readModuleRecord } from '../store/modules/write';
 import type { ProvenanceRef } from '../store/provenance';
 import { readVersionRecord } from '../store/providers/version-records';
-import { type Store } from '../store/store';
-import { storeFromEnv } from '../store/from-env';
+import { storeFromEnv, type Store } from '../store/store';
 import { requestAddress, requestModuleAddress } from './params';
 
 /**

@@ -1,6 +1,6 @@
 import { ConfigError } from '../protocol/errors';
 import { staticDocumentKey } from './layout';
-import type { BlobStore, KvStore, Store } from './store';
+import type { BlobStore, KvStore, Store } from './store-types';
 
 /**
  * Public metadata straight from R2 (PUBLIC_DOCUMENTS = "r2", public mode only):

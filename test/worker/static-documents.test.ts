@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Env } from '../../src/env';
 import { configProblems } from '../../src/config';
-import { storeFromEnv } from '../../src/store/from-env';
+import { storeFromEnv } from '../../src/store/store';
 import { publishVersions } from '../../src/store/providers/write';
 import { removeMirroredVersion } from '../../src/store/mirror/remove';
 import { staticDocumentKey } from '../../src/store/layout';

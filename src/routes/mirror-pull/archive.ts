@@ -17,7 +17,7 @@ import { verifyMirroredArchive, type ArchiveSource } from '../../mirror/verify-a
 import { notePull } from '../../mirror/changes';
 import { releaseFile, releaseFileParams } from '../archives';
 import { upstreamFailure } from './documents';
-import { storeFromEnv } from '../../store/from-env';
+import { storeFromEnv } from '../../store/store';
 
 /**
  * GET|HEAD /v1/archives/… with pull-through: what R2 holds is served as

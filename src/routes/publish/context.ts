@@ -10,8 +10,7 @@ import type { PackageRef } from '../../access/package-rights';
 import { auditRefusal } from './refusal-audit';
 import { appendAuditEntry } from '../../store/audit/write';
 import type { AuditAction } from '../../store/audit/entry';
-import { type BlobStore, type KvStore } from '../../store/store';
-import { storeFromEnv } from '../../store/from-env';
+import { storeFromEnv, type BlobStore, type KvStore } from '../../store/store';
 
 /**
  * What every publish API handler shares: the store over the Worker's
