@@ -11,6 +11,10 @@
  *   later init served by another isolate of the location: the steady state);
  * - warm edge cache and isolate: the same workerd again.
  *
+ * Per deployment (CostConfig): files through the Worker, files from presigned R2 URLs (RELEASE_FILES=r2), and
+ * in public mode metadata and files from the bucket's public custom domain (PUBLIC_DOCUMENTS=r2, played by
+ * bench/s3-side.ts's startFilesOrigin; every request to it counted as an R2 class-B read).
+ *
  * From those, the daily `terraform init` capacity that fits Cloudflare's free
  * plan, and the share of it a typical organisation (10 providers, 1,000
  * inits a day, each installing its 10 providers and one module) uses.
@@ -23,12 +27,13 @@ import { promisify } from 'node:util';
 import { Miniflare } from 'miniflare';
 import { publishModule } from '../scripts/lib/module/publish';
 import { createToken } from '../scripts/lib/tokens';
-import type { KvStore } from '../src/store/store';
+import type { BlobStore, KvStore } from '../src/store/store';
 import { publishIntoState } from '../test/e2e/local-publish';
 import { generateRelease, generateSigningKey } from '../test/e2e/release';
 import { freePort, makeCertificate } from '../test/e2e/server';
 import { VARS } from './runtime';
-import { startS3 } from './s3-side';
+import { startFilesOrigin, startS3 } from './s3-side';
+import { writeAllStaticCopies } from '../src/store/static-documents';
 
 const run = promisify(execFile);
 const MIRRORED_HOSTNAME = 'registry.example.com';
@@ -58,11 +63,18 @@ export interface InitCounts {
   r2ClassBByRoute: Record<string, number>;
 }
 
-/** Which deployment an init ran against: ACCESS, and RELEASE_FILES (worker: files through the Worker; r2: presigned R2 URLs). */
+/**
+ * Which deployment an init ran against: ACCESS, and where release files and provider metadata come from (worker:
+ * everything through the Worker; r2: RELEASE_FILES=r2, files from presigned R2 URLs; documents: PUBLIC_DOCUMENTS=r2,
+ * public only, the providers.v1 and mirror documents and the files from the bucket's public custom domain).
+ */
 export interface CostConfig {
   access: 'private' | 'public';
-  files: 'worker' | 'r2';
+  files: 'worker' | 'r2' | 'documents';
 }
+
+/** A config's "files" column. */
+const filesLabel = (files: CostConfig['files']) => (files === 'documents' ? 'metadata+files R2' : files === 'r2' ? 'from R2' : 'via Worker');
 
 export interface CostScenario extends CostConfig {
   path: 'origin registry' | 'network mirror';
@@ -99,6 +111,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
     { access: 'public', files: 'worker' },
     { access: 'private', files: 'r2' },
     { access: 'public', files: 'r2' },
+    { access: 'public', files: 'documents' },
   ];
   const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((p) => existsSync(p));
   if (!terraform) return { skipped: 'no terraform binary (/usr/local/bin or /usr/bin)' };
@@ -153,6 +166,8 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
   // RELEASE_FILES=r2: R2's S3 API played by s3rver, behind an HTTPS proxy that counts the clients' requests
   // (class-B reads that never reach the Worker); the release files and packages are copied into it.
   const s3 = configs.some((c) => c.files === 'r2') ? await startS3(dir, certificate) : null;
+  // PUBLIC_DOCUMENTS=r2: the bucket's public custom domain, played by an HTTPS server serving the bucket's objects.
+  const files = configs.some((c) => c.files === 'documents') ? await startFilesOrigin(certificate) : null;
   const start = (cacheDir: string, config: CostConfig) =>
     new Miniflare({
       modules: [{ type: 'ESModule', path: bundlePath }],
@@ -172,6 +187,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
         GZIP_DOCUMENTS: 'true',
         URL_SIGNING_SECRET: 'bench-cost-signing-secret-0123456789',
         ...(config.files === 'r2' && s3 ? { RELEASE_FILES: 'r2', ...s3.bindings } : {}),
+        ...(config.files === 'documents' && files ? { PUBLIC_DOCUMENTS: 'r2', FILES_ORIGIN: files.origin } : {}),
       },
       kvNamespaces: { REGISTRY_KV: 'edge-registry-local' },
       r2Buckets: { REGISTRY_R2: 'edge-registry' },
@@ -190,7 +206,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
   try {
     for (const config of configs) {
       for (const path of ['origin registry', 'network mirror'] as const) {
-        const label = `${config.access}, files ${config.files === 'r2' ? 'from R2' : 'through the Worker'}, ${path}`;
+        const label = `${config.access}, files ${filesLabel(config.files)}, ${path}`;
         const cacheDir = join(dir, `cache-${config.access}-${config.files}-${path.replace(' ', '-')}`);
         let mf = start(cacheDir, config);
         await mf.ready;
@@ -200,20 +216,32 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
             token = (await createToken(kv, { scopes: ['*'], name: 'bench', expires: null })).token;
           }
           if (s3 && !s3.copied) await s3.copyFrom((await mf.getR2Bucket('REGISTRY_R2')) as unknown as R2Bucket);
+          if (config.files === 'documents' && files && !files.copied) {
+            // The state was published without the setting: the backfill writes the static copies, then the domain serves them.
+            const store = {
+              kv: (await mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore,
+              blobs: (await mf.getR2Bucket('REGISTRY_R2')) as unknown as BlobStore,
+            };
+            const written = await writeAllStaticCopies(store, { filesOrigin: files.origin });
+            log(`cost: ${written} static documents written, ${await files.copyFrom(store.blobs as unknown as R2Bucket)} objects on the files origin`);
+          }
           const read = async () => (await (await mf.dispatchFetch(`https://${hostname}/__cost/counts?reset`)).json()) as InitCounts;
           await read();
           await s3?.reset();
+          files?.reset();
           const measure = async (cache: CostScenario['cache'], runIndex: number) => {
             await terraformInit(terraform, join(dir, 'init', `${config.access}-${config.files}-${path.replace(' ', '-')}-${runIndex}`), {
               hostname,
               providers,
               token: config.access === 'private' ? token : null,
-              mirror: path === 'network mirror',
+              mirror:
+                path === 'network mirror' ? (config.files === 'documents' && files ? `${files.origin}/v1/mirror/` : `https://${hostname}/v1/mirror/`) : null,
               certPath: certificate.certPath,
             });
             const measured = await read();
-            if (config.files === 'r2' && s3) {
-              for (const [route, count] of Object.entries(await s3.reset())) {
+            const outside = config.files === 'r2' && s3 ? await s3.reset() : config.files === 'documents' && files ? files.reset() : null;
+            if (outside) {
+              for (const [route, count] of Object.entries(outside)) {
                 measured.r2ClassB += count;
                 measured.r2ClassBByRoute[route] = (measured.r2ClassBByRoute[route] ?? 0) + count;
               }
@@ -229,6 +257,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
           await mf.ready;
           await read();
           await s3?.reset();
+          files?.reset();
           await measure('warm edge cache, fresh isolate', 2);
           await measure('warm edge cache and isolate', 3);
         } finally {
@@ -238,6 +267,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
     }
   } finally {
     await s3?.close();
+    await files?.close();
   }
 
   const steady = (
@@ -291,7 +321,7 @@ export function scenario(
 async function terraformInit(
   terraform: string,
   dir: string,
-  options: { hostname: string; providers: number; token: string | null; mirror: boolean; certPath: string },
+  options: { hostname: string; providers: number; token: string | null; mirror: string | null; certPath: string },
 ): Promise<void> {
   await mkdir(dir, { recursive: true });
   const sourceHost = options.mirror ? MIRRORED_HOSTNAME : options.hostname;
@@ -304,7 +334,7 @@ async function terraformInit(
   // modules.host.example at this Worker's modules.v1 (as discovery would).
   const module = `module "vpc" {\n  source  = "${MODULE_HOSTNAME}/acme/vpc/aws"\n  version = "~> 1.0"\n}\n`;
   await writeFile(join(dir, 'main.tf'), `terraform {\n  required_providers {\n${required}\n  }\n}\n\n${module}`);
-  const mirror = options.mirror ? `provider_installation {\n  network_mirror {\n    url = "https://${options.hostname}/v1/mirror/"\n  }\n}\n` : '';
+  const mirror = options.mirror ? `provider_installation {\n  network_mirror {\n    url = "${options.mirror}"\n  }\n}\n` : '';
   const moduleHost = `host "${MODULE_HOSTNAME}" {\n  services = {\n    "modules.v1" = "https://${options.hostname}/v1/modules/"\n  }\n}\n`;
   const credentials =
     options.token === null ? '' : [options.hostname, MODULE_HOSTNAME].map((h) => `credentials "${h}" {\n  token = "${options.token}"\n}\n`).join('');
@@ -336,14 +366,14 @@ export function costTable(figures: CostFigures): string[] {
   lines.push(
     `what it costs to run — real terraform init of ${figures.providers} providers (${figures.platforms.length} platforms each) and 1 module, production settings (gzip documents; private: with a read token), per init${figures.providers === TYPICAL.providers ? '' : ` (provider part scaled to ${TYPICAL.providers} providers)`}:`,
   );
-  const widths = [8, 13, 16, 31, 9, 9, 9, 20];
+  const widths = [8, 17, 16, 31, 9, 9, 9, 20];
   const pad = (cells: string[]) => cells.map((c, i) => c[i < 4 ? 'padEnd' : 'padStart'](widths[i]!)).join('  ');
   lines.push(pad(['access', 'files', 'install path', 'cache', 'requests', 'KV reads', 'R2 reads', 'free-plan inits/day']));
   for (const s of figures.scenarios) {
     lines.push(
       pad([
         s.access,
-        s.files === 'r2' ? 'from R2' : 'via Worker',
+        filesLabel(s.files),
         s.path,
         s.cache,
         n(s.perTypicalInit.requests),
@@ -355,9 +385,7 @@ export function costTable(figures: CostFigures): string[] {
   }
   for (const s of figures.scenarios.filter((x) => x.cache === 'cold')) {
     lines.push(
-      `  ${s.access}, files ${s.files === 'r2' ? 'from R2' : 'via Worker'}, ${s.path}, one cold init of ${figures.providers} providers: requests ${Object.entries(
-        s.measured.byRoute,
-      )
+      `  ${s.access}, files ${filesLabel(s.files)}, ${s.path}, one cold init of ${figures.providers} providers: requests ${Object.entries(s.measured.byRoute)
         .map(([k, v]) => `${k} ${v}`)
         .join(', ')}; KV reads by key ${Object.entries(s.measured.kvReadsByKey)
         .map(([k, v]) => `${k}/… ${v}`)
@@ -392,9 +420,9 @@ export function costTargets(figures: CostFigures): { name: string; value: number
     { name: 'terraform init with a warm edge cache: R2 reads', value: warmR2, target: '0', met: warmR2 === 0 },
     // Issue 38: with files from R2, ≤ 20 Worker requests per init of 10 providers and a module (≥ 5,000 inits a day on Free).
     ...figures.scenarios
-      .filter((s) => s.files === 'r2' && s.cache === 'warm edge cache, fresh isolate')
+      .filter((s) => s.files !== 'worker' && s.cache === 'warm edge cache, fresh isolate')
       .map((s) => ({
-        name: `files from R2, ${s.access}, ${s.path}: free-plan terraform inits/day (10 providers + 1 module)`,
+        name: `${s.files === 'documents' ? 'metadata and files' : 'files'} from R2, ${s.access}, ${s.path}: free-plan terraform inits/day (10 providers + 1 module)`,
         value: s.freePlanInitsPerDay,
         target: '≥ 5000',
         met: s.freePlanInitsPerDay >= 5000,
@@ -402,7 +430,7 @@ export function costTargets(figures: CostFigures): { name: string; value: number
   ];
 }
 
-// `npx tsx bench/cost.ts [--quick] [--only private-worker,public-r2,…]` runs only this.
+// `npx tsx bench/cost.ts [--quick] [--only private-worker,public-r2,public-documents,…]` runs only this.
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { mkdtemp, rm } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');

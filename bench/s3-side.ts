@@ -92,3 +92,74 @@ export async function startS3(dir: string, certificate: { certPath: string; keyP
   };
   return side;
 }
+
+/**
+ * The R2 bucket's public custom domain for PUBLIC_DOCUMENTS=r2 (FILES_ORIGIN), played by an HTTPS server in this
+ * process: GET and HEAD of `/KEY` answer the object KEY with its stored Content-Type and Cache-Control, as R2 does
+ * behind a custom domain (no listing, no credentials). `copyFrom` copies every object of the Worker's bucket
+ * (Miniflare's R2) but those whose name has a segment starting with "." — what docs/serving.md's WAF rule blocks
+ * on the real domain. Every request is counted (an R2 class-B read each: the conservative case, no edge cache).
+ */
+export interface FilesOrigin {
+  /** https://localhost:PORT */
+  origin: string;
+  copied: boolean;
+  copyFrom(bucket: R2Bucket): Promise<number>;
+  /** Requests by "GET r2 static document" / "GET r2 release file" / "HEAD r2 release file" / "refused" since the last reset; resets. */
+  reset(): Record<string, number>;
+  close(): Promise<void>;
+}
+
+export async function startFilesOrigin(certificate: { certPath: string; keyPath: string }): Promise<FilesOrigin> {
+  const { createServer } = await import('node:https');
+  const objects = new Map<string, { bytes: Uint8Array; contentType: string; cacheControl: string | undefined }>();
+  let counts: Record<string, number> = {};
+  const count = (name: string) => (counts[name] = (counts[name] ?? 0) + 1);
+  const server = createServer({ cert: readFileSync(certificate.certPath), key: readFileSync(certificate.keyPath) }, (request, response) => {
+    const key = decodeURIComponent(new URL(request.url ?? '/', 'https://files').pathname.slice(1));
+    const object = objects.get(key);
+    const kind = key.startsWith('v1/') ? 'static document' : 'release file';
+    if (!object || (request.method !== 'GET' && request.method !== 'HEAD')) {
+      count('refused');
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+      return;
+    }
+    count(`${request.method} r2 ${kind}`);
+    response.writeHead(200, {
+      'content-type': object.contentType,
+      'content-length': String(object.bytes.byteLength),
+      ...(object.cacheControl ? { 'cache-control': object.cacheControl } : {}),
+    });
+    response.end(request.method === 'HEAD' ? undefined : object.bytes);
+  });
+  const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+  const side: FilesOrigin = {
+    origin: `https://localhost:${port}`,
+    copied: false,
+    async copyFrom(bucket) {
+      let cursor: string | undefined;
+      do {
+        const page = await bucket.list({ limit: 500, ...(cursor ? { cursor } : {}) });
+        for (const listed of page.objects) {
+          if (listed.key.startsWith('.') || listed.key.includes('/.')) continue; // never public (records, uploads, audit, keys)
+          const object = await bucket.get(listed.key);
+          objects.set(listed.key, {
+            bytes: new Uint8Array(await object!.arrayBuffer()),
+            contentType: object!.httpMetadata?.contentType ?? 'application/octet-stream',
+            cacheControl: object!.httpMetadata?.cacheControl,
+          });
+        }
+        cursor = page.truncated ? page.cursor : undefined;
+      } while (cursor);
+      side.copied = true;
+      return objects.size;
+    },
+    reset() {
+      const result = counts;
+      counts = {};
+      return result;
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+  return side;
+}

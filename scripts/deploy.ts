@@ -37,6 +37,9 @@ const USAGE = `usage: npm run deploy -- --hostname registry.acme.com [options]
   --url URL           check service discovery at URL instead of https://HOST (e.g. the workers.dev URL)
   --release-files r2  release files straight from R2 (presigned URLs; docs/serving.md): needs R2_ACCESS_KEY_ID
                       and R2_SECRET_ACCESS_KEY (an R2 API token, Object Read only) in the environment
+  --public-documents URL
+                      public mode: provider metadata and files from the bucket's public custom domain URL
+                      (PUBLIC_DOCUMENTS=r2, written into wrangler.toml; docs/serving.md says the manual steps)
   --verbose           stack traces on failure
 
 Needs \`npx wrangler login\` first, or CLOUDFLARE_API_TOKEN (+ CLOUDFLARE_ACCOUNT_ID) in the environment.`;
@@ -55,6 +58,7 @@ async function main(argv: string[]): Promise<void> {
       bucket: { type: 'string' },
       url: { type: 'string' },
       'release-files': { type: 'string' },
+      'public-documents': { type: 'string' },
       'smoke-timeout': { type: 'string' },
       verbose: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -79,25 +83,26 @@ async function main(argv: string[]): Promise<void> {
     dryRun: values['dry-run'] ?? false,
     smokeTimeoutMs: Number(values['smoke-timeout'] ?? 180) * 1000,
     releaseFilesR2: releaseFilesR2(values['release-files']),
+    filesOrigin: values['public-documents'] ?? null,
     say,
   };
   // The Worker's own parser (src/config.ts) on what it will run with — [env.ENV.vars], --hostname, and the secrets
   // the operator holds in the environment (SIGNING_KEY_SECRET for keys --remote): refused here, before anything
   // changes, naming each setting, where it is set and the fix, as the Worker would answer 503 for it.
-  const problems = await deployProblems(options.configFile, env, hostname);
+  const problems = await deployProblems(options.configFile, env, hostname, options.filesOrigin);
   if (problems.length > 0) throw new InputError(`deploy stopped before changing anything: ${problems.join('\n  ')}`);
   try {
     await executeDeploy(options);
     if (options.dryRun) return;
     const hostname = chooseHostname(options, await readProductionConfig(options.configFile, env));
-    process.stdout.write(nextSteps(hostname, env, configPath));
+    process.stdout.write(nextSteps(hostname, env, configPath, options.filesOrigin));
   } catch (error) {
     throw asInputError(error, values.verbose ?? false);
   }
 }
 
 /** deploy's pre-flight: the problems (described, with where each setting is set) of the variables the Worker will get. */
-async function deployProblems(configFile: string, env: string, hostname: string | null): Promise<string[]> {
+async function deployProblems(configFile: string, env: string, hostname: string | null, filesOrigin: string | null): Promise<string[]> {
   const secrets: Record<string, string> = {};
   for (const name of ['URL_SIGNING_SECRET', 'SIGNING_KEY_SECRET', 'OIDC_CLIENT_SECRET']) {
     const value = process.env[name];
@@ -106,6 +111,7 @@ async function deployProblems(configFile: string, env: string, hostname: string 
   const { vars, sources } = mergeVars([
     ['wrangler.toml', existsSync(configFile) ? await readWranglerVars(configFile, env) : {}],
     ['--hostname', hostname ? { REGISTRY_HOSTNAME: hostname } : {}],
+    ['--public-documents', filesOrigin !== null ? { PUBLIC_DOCUMENTS: 'r2', FILES_ORIGIN: filesOrigin } : {}],
     ['the environment', secrets],
   ]);
   return preflightProblems(vars).map((problem) => describeProblem(problem, sources));

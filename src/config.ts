@@ -4,6 +4,7 @@ import { ConfigError } from './http/errors';
 import { parseHostname } from './protocol/address';
 import { parseOidcSettings, type OidcSettings } from './access/config';
 import { MIN_SECRET_LENGTH } from './store/keys/seal';
+import { parsePublicDocuments, type PublicDocuments } from './store/static-documents';
 
 /**
  * The Worker's settings: wrangler.toml's variables parsed once per Env
@@ -32,6 +33,13 @@ export interface Settings {
    * Worker — presigned R2 S3 URLs (src/access/r2-urls.ts); null: the Worker's own routes (the default).
    */
   r2Files: R2FileSettings | null;
+  /**
+   * PUBLIC_DOCUMENTS=r2 (public mode only): the bucket's public custom domain (FILES_ORIGIN) serves static copies
+   * of the providers.v1 and mirror documents and the release files (src/store/static-documents.ts); discovery
+   * points providers.v1 there and download documents name the files there. null: the Worker serves them (the default).
+   * Throws ConfigError (503 naming it) while the setting is broken (listed in `problems`).
+   */
+  publicDocuments: PublicDocuments | null;
   /** Minutes a signed release-file URL stays valid (SIGNED_URL_MINUTES in (0, 10080], default 15). */
   signedUrlMinutes: number;
   /** URL_SIGNING_SECRET, '' when not set (private mode then answers 503 where it would sign or verify). Throws ConfigError when too short. */
@@ -164,6 +172,15 @@ function parseSettings(env: Env): Settings {
     if (!(error instanceof ConfigError)) throw error;
     r2Problem = problem(/^[A-Z_0-9]+/.exec(error.message)?.[0] ?? 'RELEASE_FILES', error.message);
   }
+  // PUBLIC_DOCUMENTS=r2 misconfigured (or in private mode): listed, and a 503 naming it where it is needed.
+  let publicDocuments: PublicDocuments | null = null;
+  let documentsProblem: string | null = null;
+  try {
+    publicDocuments = parsePublicDocuments(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    documentsProblem = problem(/^[A-Z_]+(?= is| ")/.exec(error.message)?.[0] ?? 'PUBLIC_DOCUMENTS', error.message);
+  }
   const seconds = Number(env.INDEX_CACHE_SECONDS ?? '5');
   const listTtlMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 5000;
   return {
@@ -174,9 +191,12 @@ function parseSettings(env: Env): Settings {
     listTtlMs,
     listCacheControl: `${access === 'private' ? 'private' : 'public'}, max-age=${Math.round(listTtlMs / 1000)}`,
     // With presigned R2 URLs a public document expires with its URLs: a client may keep it for a signing window.
-    releaseDocumentCacheControl: access === 'private' ? 'private, no-store' : r2Files ? 'public, max-age=60' : IMMUTABLE,
+    releaseDocumentCacheControl: access === 'private' ? 'private, no-store' : r2Files && !publicDocuments ? 'public, max-age=60' : IMMUTABLE,
     get r2Files() {
       return usable(r2Files, r2Problem);
+    },
+    get publicDocuments() {
+      return usable(publicDocuments, documentsProblem);
     },
     archiveBaseUrl: (env.ARCHIVE_BASE_URL ?? '').replace(/\/+$/, ''),
     signedUrlMinutes: parseSignedUrlMinutes(env.SIGNED_URL_MINUTES),

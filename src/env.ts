@@ -40,6 +40,10 @@ export interface Env {
    * Worker's own routes stay and keep working); "worker" or unset: at the Worker (docs/serving.md).
    */
   RELEASE_FILES?: string;
+  /** "r2" (public mode only): static copies of the providers.v1 and mirror documents on the bucket's public custom domain, FILES_ORIGIN (src/store/static-documents.ts). */
+  PUBLIC_DOCUMENTS?: string;
+  /** PUBLIC_DOCUMENTS=r2: the R2 bucket's public custom domain, https://files.example.com (no path). */
+  FILES_ORIGIN?: string;
   /** RELEASE_FILES=r2: R2's S3 endpoint, https://ACCOUNT_ID.r2.cloudflarestorage.com. */
   R2_ENDPOINT?: string;
   /** RELEASE_FILES=r2: the bucket REGISTRY_R2 is bound to (wrangler.toml's bucket_name). */

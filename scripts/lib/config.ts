@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSyn
 import { createRequire } from 'node:module';
 import { dirname, join, resolve, sep } from 'node:path';
 import { InputError, parseHostname } from '../../src/protocol/index';
+import { parsePublicDocuments, type PublicDocuments, type PublicDocumentsVars } from '../../src/store/static-documents';
 
 /**
  * What the scripts need from wrangler.toml, read with wrangler's own config
@@ -24,6 +25,8 @@ export interface RegistryConfig {
   localPersistRoot: string;
   /** wrangler.toml's compatibility_date: the local runtime the scripts start runs with it, as `wrangler dev` does. */
   compatibilityDate: string;
+  /** PUBLIC_DOCUMENTS=r2 of the selected environment (src/store/static-documents.ts): the store's writes also write the static copies. Absent or null: off. */
+  publicDocuments?: PublicDocuments | null;
 }
 
 export interface ConfigOptions {
@@ -38,7 +41,7 @@ export interface ConfigOptions {
 /**
  * Reads the registry's bindings from wrangler.toml. Throws InputError when
  * the file is missing or lacks the REGISTRY_KV / REGISTRY_R2 bindings or the
- * REGISTRY_HOSTNAME variable.
+ * REGISTRY_HOSTNAME variable, or its PUBLIC_DOCUMENTS setting is broken.
  */
 export async function readRegistryConfig(options: ConfigOptions = {}): Promise<RegistryConfig> {
   const configPath = resolve(options.configPath ?? 'wrangler.toml');
@@ -55,7 +58,14 @@ export async function readRegistryConfig(options: ConfigOptions = {}): Promise<R
   const hostname = vars.REGISTRY_HOSTNAME;
   if (typeof hostname !== 'string') throw new InputError(`${where}: [vars] REGISTRY_HOSTNAME is not set`);
   const projectRoot = dirname(configPath);
+  let publicDocuments: PublicDocuments | null;
+  try {
+    publicDocuments = parsePublicDocuments(vars as PublicDocumentsVars);
+  } catch (error) {
+    throw new InputError(`${where}: ${(error as Error).message}`);
+  }
   return {
+    publicDocuments,
     configPath,
     projectRoot,
     hostname: parseHostname(hostname),

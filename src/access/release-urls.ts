@@ -1,5 +1,6 @@
 import type { Env } from '../env';
-import { settings } from '../config';
+import { settings, type Settings } from '../config';
+import { withFilesOriginUrls, type PublicDocuments } from '../store/static-documents';
 import { DocumentCache } from '../store/document-cache';
 import { StoredDocument } from '../store/stored-body';
 import { signReleaseUrls, signingWindow } from './signed-urls';
@@ -22,8 +23,15 @@ export function withArchiveBase(body: string, env: Env): string {
   return base === '' ? body : body.replaceAll('"/v1/archives/', `"${base}/v1/archives/`);
 }
 
+/** PUBLIC_DOCUMENTS=r2's setting in public mode (throws its ConfigError while it is broken); null otherwise: private mode never uses it. */
+function publicDocumentsOf(config: Settings): PublicDocuments | null {
+  return config.access === 'public' ? config.publicDocuments : null;
+}
+
 /**
- * The release-file URLs of a stored body as served. With RELEASE_FILES=r2
+ * The release-file URLs of a stored body as served. With PUBLIC_DOCUMENTS=r2 (public mode) each is absolute on
+ * FILES_ORIGIN, the bucket's public custom domain (withFilesOriginUrls: the bytes of the document's static copy).
+ * With RELEASE_FILES=r2
  * (either mode) each is a presigned R2 URL valid SIGNED_URL_MINUTES from the
  * start of `now`'s signing window (src/access/r2-urls.ts). Otherwise: in private mode each is
  * signed (signReleaseUrls: ?expires=…&signature=…, signed at the start of
@@ -34,6 +42,8 @@ export function withArchiveBase(body: string, env: Env): string {
  */
 export function withReleaseUrls(body: string, env: Env, now = Date.now()): string | Promise<string> {
   const config = settings(env);
+  const documents = publicDocumentsOf(config);
+  if (documents) return withFilesOriginUrls(body, documents);
   if (config.r2Files) return withPresignedR2Urls(body, config.r2Files, signingWindow(config, now).signedAt, config.signedUrlMinutes * 60);
   if (config.access === 'public') return withArchiveBase(body, env);
   return signReleaseUrls(body, config, signingWindow(config, now).signedAt).then((signed) => withArchiveBase(signed, env));
@@ -88,13 +98,15 @@ export const servedVariantStats = () => variants.stats();
  */
 export async function servedDocument(document: StoredDocument, env: Env, key: string, origin: string | null, now = Date.now()): Promise<StoredDocument> {
   const config = settings(env);
-  const signed = config.access === 'private' || config.r2Files !== null;
+  const documents = publicDocumentsOf(config);
+  const signed = documents === null && (config.access === 'private' || config.r2Files !== null);
   const window = signed ? signingWindow(config, now) : null;
   const cacheKey = `${origin ?? ''}\n${key}\n${window?.signedAt ?? ''}`;
   const r2 = config.r2Files;
   const settingsKey = [
     config.access,
     config.archiveBaseUrl,
+    documents?.filesOrigin ?? '',
     ...(signed ? [config.signedUrlMinutes, config.signingSecret] : []),
     ...(r2 ? Object.values(r2) : []),
   ].join('\n');

@@ -1,22 +1,40 @@
-import { discoveryBody, PROVIDERS_V1_PATH } from '../protocol/discovery';
+import { discoveryBody, PROVIDERS_V1_PATH, type ServiceDiscovery } from '../protocol/discovery';
 import { MODULES_V1_PATH } from '../protocol/modules-v1';
 import type { IRequest } from 'itty-router';
 import { settings } from '../config';
 import type { Env } from '../env';
 import { loginV1Service } from '../access/login-v1';
+import { staticProvidersBase } from '../store/static-documents';
 
 // Built once: discovery never reads KV.
 const DISCOVERY = discoveryBody({ 'providers.v1': PROVIDERS_V1_PATH, 'modules.v1': MODULES_V1_PATH });
 // With sign-in configured (OIDC_ISSUER), login.v1 too: `terraform login HOST` / `tofu login HOST`.
 const DISCOVERY_WITH_LOGIN = discoveryBody({ 'providers.v1': PROVIDERS_V1_PATH, 'modules.v1': MODULES_V1_PATH, 'login.v1': loginV1Service() });
+// PUBLIC_DOCUMENTS=r2: the body per Env object (the runtime hands an isolate's requests the same one).
+const withStaticProviders = new WeakMap<Env, string>();
 
 /**
  * GET /.well-known/terraform.json — remote service discovery. Always 200 with
- * the providers.v1 and modules.v1 base URLs (and login.v1 when sign-in is configured) (path-absolute; the client
- * resolves them against this document's URL).
+ * the providers.v1 and modules.v1 base URLs (and login.v1 when sign-in is configured), path-absolute: the client
+ * resolves them against this document's URL. With PUBLIC_DOCUMENTS=r2 (public mode) providers.v1 is the
+ * absolute URL of the static documents on the files origin (FILES_ORIGIN/v1/providers/HOST/), so a
+ * provider install never reaches the Worker; modules.v1 stays here. 503 naming the setting while
+ * PUBLIC_DOCUMENTS is broken in public mode.
  */
 export function discovery(_request: IRequest, env: Env): Response {
-  return new Response(settings(env).oidc ? DISCOVERY_WITH_LOGIN : DISCOVERY, {
+  const config = settings(env);
+  let body = config.oidc ? DISCOVERY_WITH_LOGIN : DISCOVERY;
+  const documents = config.access === 'public' ? config.publicDocuments : null;
+  if (documents) {
+    body = withStaticProviders.get(env) ?? '';
+    if (body === '') {
+      const services: ServiceDiscovery = { 'providers.v1': staticProvidersBase(documents, config.hostname), 'modules.v1': MODULES_V1_PATH };
+      if (config.oidc) services['login.v1'] = loginV1Service();
+      body = discoveryBody(services);
+      withStaticProviders.set(env, body);
+    }
+  }
+  return new Response(body, {
     headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=3600' },
   });
 }

@@ -56,6 +56,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   .publishers/HOST/NS.json                            the namespace's trusted CI publishers (JSON list, src/store/publishers/record.ts), changed only by conditional writes
  *   .provenance-policy/HOST/NS.json                     the namespace requires build provenance (absent: it does not)
  *   .attestation-keys/HOST.json                         the registry's attestation keys, private halves sealed (src/store/keys/attestation-keys.ts)
+ *   v1/providers/HOST/…, v1/mirror/HOST/…             PUBLIC_DOCUMENTS=r2: static copies of the KV documents above (staticDocumentKey)
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *
  * All names are lower case; HOST may carry a :port.
@@ -80,6 +81,21 @@ export function parseMirrorIndexKey(key: string): ProviderAddress | null {
 }
 
 export const mirrorVersionKey = (address: ProviderAddress, version: string) => `v1/mirror/${providerPath(address)}/${version}.json`;
+
+/**
+ * PUBLIC_DOCUMENTS=r2 (src/store/static-documents.ts): the R2 object holding the public static copy of KV
+ * document `kvKey`, named as the path it is served at on the files origin — the same as the KV key for the
+ * version lists and VERSION.json (v1/providers/HOST/NS/TYPE/versions, v1/mirror/HOST/NS/TYPE/index.json and
+ * VERSION.json), v1/providers/HOST/NS/TYPE/VERSION/download/OS/ARCH for a download document (its KV key ends in
+ * OS_ARCH); null for every other key (nothing else is copied). A release file's key starts with its hostname, so
+ * these cannot collide with one unless a hostname is "v1".
+ */
+export function staticDocumentKey(kvKey: string): string | null {
+  if (/^v1\/providers\/[^/]+\/[^/]+\/[^/]+\/versions$/.test(kvKey)) return kvKey;
+  if (/^v1\/mirror\/[^/]+\/[^/]+\/[^/]+\/[^/]+\.json$/.test(kvKey)) return kvKey;
+  const download = /^(v1\/providers\/[^/]+\/[^/]+\/[^/]+\/[^/]+\/download)\/([a-z0-9]+)_([a-z0-9]+)$/.exec(kvKey);
+  return download ? `${download[1]}/${download[2]}/${download[3]}` : null;
+}
 
 export const versionRecordPrefix = (address: ProviderAddress) => `records/${providerPath(address)}/`;
 

@@ -1625,4 +1625,28 @@ export const MUTANTS: Mutant[] = [
     from: '    throw new ConfigError(',
     to: '    throw new SealError(',
   },
+  {
+    id: 'static-copy-not-written',
+    file: 'src/store/static-documents.ts',
+    tests: ['test/worker/static-documents.test.ts'],
+    description: 'with PUBLIC_DOCUMENTS=r2 a KV document write no longer writes its static copy (the files domain serves stale lists)',
+    from: '      if (copy) await putStaticCopy(blobs, copy, key, value);',
+    to: '',
+  },
+  {
+    id: 'static-copy-not-deleted',
+    file: 'src/store/static-documents.ts',
+    tests: ['test/worker/static-documents.test.ts'],
+    description: 'a removed mirrored version keeps its static copies on the files domain',
+    from: '      if (copy) await blobs.delete(staticDocumentKey(key)!);',
+    to: '',
+  },
+  {
+    id: 'public-documents-in-private-mode',
+    file: 'src/store/static-documents.ts',
+    tests: ['test/worker/static-documents.test.ts'],
+    description: 'PUBLIC_DOCUMENTS=r2 is accepted in private mode (metadata published on a public domain without a token check)',
+    from: "  if (vars.ACCESS !== 'public') {",
+    to: '  if (false) {',
+  },
 ];

@@ -42,6 +42,7 @@ describe('settings', () => {
       archiveBaseUrl: 'https://dl.example.com',
       signedUrlMinutes: 60,
       r2Files: null,
+      publicDocuments: null,
       signingSecret: 's'.repeat(32),
       gzipDocuments: true,
       oidc: null,

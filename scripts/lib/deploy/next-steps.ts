@@ -4,7 +4,7 @@
  */
 
 /** The text printed after the smoke test passed, for the registry on `hostname` deployed from environment `env`. */
-export function nextSteps(hostname: string, env: string, configPath: string): string {
+export function nextSteps(hostname: string, env: string, configPath: string, filesOrigin: string | null = null): string {
   const remote = `--remote --env ${env}${configPath === 'wrangler.toml' ? '' : ` --config ${configPath}`}`;
   const tokenEnv = `TF_TOKEN_${hostname.replace(/-/g, '__').replace(/\./g, '_')}`;
   return `
@@ -43,5 +43,25 @@ The registry answers on https://${hostname}. Next:
        }
 
   CI workflows for releasing providers and modules: examples/github-actions/
+${filesOrigin ? publicDocumentsSteps(filesOrigin, remote) : ''}`;
+}
+
+/** The steps --public-documents leaves to the operator (wrangler cannot do the WAF rule; the domain needs the zone id). */
+function publicDocumentsSteps(filesOrigin: string, remote: string): string {
+  const domain = new URL(filesOrigin).hostname;
+  return `
+  Provider metadata and files from ${filesOrigin} (PUBLIC_DOCUMENTS=r2), once, in this order:
+
+  a. Block every object whose name has a segment starting with "." on that domain (records, uploads, audit,
+     sealed keys: an R2 custom domain serves every object of its bucket). Dashboard → the zone of ${domain} →
+     Security → WAF → Custom rules → Create rule: expression
+       (http.host eq "${domain}" and http.request.uri.path contains "/.")
+     action Block. Free plans include custom rules.
+  b. Attach the domain to the bucket (the zone id: dashboard → the zone → Overview):
+       npx wrangler r2 bucket domain add BUCKET --domain ${domain} --zone-id ZONE_ID
+  c. Write the static copies of what was published before:
+       npm run static-documents -- ${remote}
+  d. Check: curl ${filesOrigin}/.records/ answers 403; the discovery document names ${filesOrigin}/v1/providers/….
+     A network mirror on the files domain: network_mirror { url = "${filesOrigin}/v1/mirror/" }
 `;
 }

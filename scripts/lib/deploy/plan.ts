@@ -28,6 +28,12 @@ export interface DeployOptions {
    * R2_SECRET_ACCESS_KEY from the environment; absent or false: the Worker serves them (the default).
    */
   releaseFilesR2?: boolean;
+  /**
+   * --public-documents FILES_ORIGIN (public mode): provider metadata and files from the bucket's public custom
+   * domain (docs/serving.md). The deploy writes PUBLIC_DOCUMENTS = "r2" and FILES_ORIGIN into the environment's
+   * vars in wrangler.toml; attaching the domain to the bucket and its WAF rule stay manual (next steps say how).
+   */
+  filesOrigin?: string | null;
 }
 
 /** The Worker secrets RELEASE_FILES=r2 needs, taken from the deploy's environment (an R2 API token's S3 keys). */
@@ -242,7 +248,7 @@ export function planDeploy(options: DeployOptions, observed: Observed): Step[] {
     });
   }
 
-  const wanted = { kvNamespaceId: kvId, bucketName, hostname };
+  const wanted = { kvNamespaceId: kvId, bucketName, hostname, ...(options.filesOrigin ? { filesOrigin: options.filesOrigin } : {}) };
   if (!configMatches(config, wanted)) {
     const { text, changes } = editProductionConfig(observed.configText, options.env, wanted);
     steps.push({ kind: 'write-config', describe: `write the ${options.env} environment into ${options.configPath}`, text, changes });
@@ -288,7 +294,9 @@ export function planDeploy(options: DeployOptions, observed: Observed): Step[] {
     describe:
       (withNewSigningSecret
         ? `deploy the Worker "${config.workerName}" (first deploy: with a new random ${SIGNING_SECRET})`
-        : `deploy the Worker "${config.workerName}"`) + (options.releaseFilesR2 ? ', release files straight from R2 (presigned URLs)' : ''),
+        : `deploy the Worker "${config.workerName}"`) +
+      (options.releaseFilesR2 ? ', release files straight from R2 (presigned URLs)' : '') +
+      (options.filesOrigin ? `, provider metadata and files from ${options.filesOrigin} (PUBLIC_DOCUMENTS=r2)` : ''),
     command: [
       'deploy',
       ...wranglerConfigArgs(options),

@@ -17,6 +17,8 @@ export interface ProductionConfig {
   hostname: string | null;
   /** `routes` of the environment, as `{pattern, custom_domain}`. */
   routes: { pattern: string; custom_domain?: boolean }[];
+  /** FILES_ORIGIN when PUBLIC_DOCUMENTS = "r2" in the environment's vars; absent otherwise. */
+  filesOrigin?: string;
 }
 
 /** The values a deploy writes. */
@@ -24,6 +26,8 @@ export interface WantedConfig {
   kvNamespaceId: string;
   bucketName: string;
   hostname: string;
+  /** --public-documents: PUBLIC_DOCUMENTS = "r2" and this FILES_ORIGIN in the environment's vars (absent: left as they are). */
+  filesOrigin?: string;
 }
 
 /** One edited key, for printing: `[section] key: from → to` (from is null for an added key). */
@@ -54,7 +58,8 @@ export async function readProductionConfig(configPath: string, env: string): Pro
   }
   const kv = config.kv_namespaces.find((ns: { binding: string }) => ns.binding === 'REGISTRY_KV');
   const r2 = config.r2_buckets.find((b: { binding: string }) => b.binding === 'REGISTRY_R2');
-  const hostname = (config.vars as Record<string, unknown>).REGISTRY_HOSTNAME;
+  const vars = config.vars as Record<string, unknown>;
+  const hostname = vars.REGISTRY_HOSTNAME;
   const routes = (config.routes ?? []).map((route: unknown) =>
     typeof route === 'string' ? { pattern: route } : (route as { pattern: string; custom_domain?: boolean }),
   );
@@ -64,6 +69,7 @@ export async function readProductionConfig(configPath: string, env: string): Pro
     bucketName: r2?.bucket_name ?? null,
     hostname: typeof hostname === 'string' ? hostname : null,
     routes,
+    ...(vars.PUBLIC_DOCUMENTS === 'r2' && typeof vars.FILES_ORIGIN === 'string' ? { filesOrigin: vars.FILES_ORIGIN } : {}),
   };
 }
 
@@ -75,7 +81,8 @@ export function configMatches(config: ProductionConfig, wanted: WantedConfig): b
     config.hostname === wanted.hostname &&
     config.routes.length === 1 &&
     config.routes[0]!.pattern === wanted.hostname &&
-    config.routes[0]!.custom_domain === true
+    config.routes[0]!.custom_domain === true &&
+    (wanted.filesOrigin === undefined || config.filesOrigin === wanted.filesOrigin)
   );
 }
 
@@ -178,6 +185,11 @@ export function editProductionConfig(text: string, env: string, wanted: WantedCo
   const route = `[{ pattern = ${str(wanted.hostname)}, custom_domain = true }]`;
   setIn(table(prefix), [`[${prefix}]`, `name = "edge-registry"`], 'routes', route, route);
   setIn(table(`${prefix}.vars`), [`[${prefix}.vars]`], 'REGISTRY_HOSTNAME', str(wanted.hostname), str(wanted.hostname));
+  if (wanted.filesOrigin !== undefined) {
+    // In wrangler.toml (not --var): the scripts' writes (mirror sync, --remote) read it there and write the static copies too.
+    setIn(table(`${prefix}.vars`), [`[${prefix}.vars]`], 'PUBLIC_DOCUMENTS', str('r2'), str('r2'));
+    setIn(table(`${prefix}.vars`), [`[${prefix}.vars]`], 'FILES_ORIGIN', str(wanted.filesOrigin), str(wanted.filesOrigin));
+  }
   setIn(
     binding(`${prefix}.kv_namespaces`, 'REGISTRY_KV'),
     [`[[${prefix}.kv_namespaces]]`, 'binding = "REGISTRY_KV"'],

@@ -14,7 +14,7 @@ import { readDevVars } from './vars';
  */
 
 /** Where a variable's value came from, for the message. */
-export type VarSource = 'wrangler.toml' | '.dev.vars' | '--var' | '--hostname' | 'the environment';
+export type VarSource = 'wrangler.toml' | '.dev.vars' | '--var' | '--hostname' | '--public-documents' | 'the environment';
 
 /** The `--var NAME:VALUE` arguments (also `--var=NAME:VALUE`), split at the first colon, as wrangler reads them. */
 export function varArgs(args: readonly string[]): Record<string, string> {

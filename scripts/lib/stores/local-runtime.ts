@@ -14,7 +14,11 @@ import { LocalRuntimeError } from './local-errors';
  * as base64 inside JSON.
  */
 
-export type PutOptions = { httpMetadata?: { contentType?: string }; customMetadata?: Record<string, string>; onlyIf?: BlobWriteCondition };
+export type PutOptions = {
+  httpMetadata?: { contentType?: string; cacheControl?: string };
+  customMetadata?: Record<string, string>;
+  onlyIf?: BlobWriteCondition;
+};
 
 /** The parts of the R2 binding the local store uses, as this Worker offers them. */
 export interface R2Like {

@@ -3,6 +3,7 @@ import { openLocalStore } from './local';
 import { type StoreHandle } from './handle';
 import { openRemoteKv, openRemoteStore } from './remote';
 import type { R2S3Options } from './r2-s3';
+import { withStaticDocuments } from '../../../src/store/static-documents';
 
 /**
  * Opening the registry's state the one way every script does: the local
@@ -19,9 +20,13 @@ export interface OpenStoreOptions {
   tuning?: Pick<R2S3Options, 'multipartThreshold' | 'partSize' | 'onProgress' | 'region'>;
 }
 
-/** KV and R2. Throws InputError for missing --remote credentials. */
+/**
+ * KV and R2; with the environment's PUBLIC_DOCUMENTS=r2 its KV writer also writes the public static copies
+ * (withStaticDocuments), as the Worker's does. Throws InputError for missing --remote credentials.
+ */
 export async function openStore(config: RegistryConfig, options: OpenStoreOptions = {}): Promise<StoreHandle> {
-  return options.remote ? openRemoteStore(config, options.env ?? process.env, options.tuning) : openLocalStore(config);
+  const store = options.remote ? await openRemoteStore(config, options.env ?? process.env, options.tuning) : await openLocalStore(config);
+  return withStaticDocuments(store, config.publicDocuments ?? null);
 }
 
 /** KV only (tokens, keys): --remote needs no R2 credentials. Throws InputError for missing --remote credentials. */

@@ -97,7 +97,7 @@ export class R2S3Store implements BlobStore {
   async put(
     key: string,
     value: ReadableStream | ArrayBuffer | Uint8Array | string,
-    options: { httpMetadata?: { contentType?: string }; customMetadata?: Record<string, string>; onlyIf?: BlobWriteCondition } = {},
+    options: { httpMetadata?: { contentType?: string; cacheControl?: string }; customMetadata?: Record<string, string>; onlyIf?: BlobWriteCondition } = {},
   ): Promise<{ key: string; etag: string } | null> {
     const headers = { ...this.objectHeaders(options), ...conditionHeaders(options.onlyIf) };
     const parts = partsOf(value, this.partSize);
@@ -181,9 +181,13 @@ export class R2S3Store implements BlobStore {
     return `${endpoint}/${encodeURIComponent(this.options.bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`;
   }
 
-  private objectHeaders(options: { httpMetadata?: { contentType?: string }; customMetadata?: Record<string, string> }): Record<string, string> {
+  private objectHeaders(options: {
+    httpMetadata?: { contentType?: string; cacheControl?: string };
+    customMetadata?: Record<string, string>;
+  }): Record<string, string> {
     const headers: Record<string, string> = {};
     if (options.httpMetadata?.contentType) headers['content-type'] = options.httpMetadata.contentType;
+    if (options.httpMetadata?.cacheControl) headers['cache-control'] = options.httpMetadata.cacheControl;
     for (const [name, value] of Object.entries(options.customMetadata ?? {})) headers[`x-amz-meta-${name.toLowerCase()}`] = value;
     return headers;
   }

@@ -328,9 +328,11 @@ async function finish(
     (message) => new UpstreamError(message),
   );
   lease.check();
+  // The store's KV writer: with PUBLIC_DOCUMENTS=r2 it writes the documents' static copies too.
+  const store = storeFromEnv(pull.env);
   await commitPulledPackage(
-    pull.env.REGISTRY_KV,
-    pull.env.REGISTRY_R2,
+    store.kv,
+    store.blobs,
     manifest,
     { os: pkg.os, arch: pkg.arch, filename: pkg.filename, shasum: verified.sha256Hex, h1: verified.h1, size: verified.size },
     {

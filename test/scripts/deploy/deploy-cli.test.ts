@@ -252,6 +252,35 @@ describe('npm run deploy', () => {
     expect(await commands()).toEqual([]);
   });
 
+  it('--public-documents in private mode, or with an http origin: refused naming the setting and the fix, before anything changes', async () => {
+    const privateMode = await deploy(['--hostname', 'registry.acme.com', '--public-documents', 'https://files.acme.com']);
+    expect(privateMode.code).toBe(1);
+    expect(privateMode.stderr).toContain('deploy stopped before changing anything: PUBLIC_DOCUMENTS=r2 needs ACCESS = "public"');
+    expect(privateMode.stderr).toContain('(set in --public-documents)');
+    const toml = await readFile(paths().toml, 'utf8');
+    await writeFile(paths().toml, toml.replace(/^ACCESS = "private"$/m, 'ACCESS = "public"'));
+    const http = await deploy(['--hostname', 'registry.acme.com', '--public-documents', 'http://files.acme.com']);
+    expect(http.code).toBe(1);
+    expect(http.stderr).toContain('FILES_ORIGIN "http://files.acme.com" must be https');
+    expect(await commands()).toEqual([]);
+  });
+
+  it('--public-documents in public mode: writes PUBLIC_DOCUMENTS and FILES_ORIGIN into wrangler.toml, deploys, prints the manual steps', async () => {
+    const toml = await readFile(paths().toml, 'utf8');
+    await writeFile(paths().toml, toml.replace(/^ACCESS = "private"$/m, 'ACCESS = "public"'));
+    const { code, stdout, stderr } = await deploy(['--hostname', 'registry.acme.com', '--public-documents', 'https://files.acme.com'], {
+      URL_SIGNING_SECRET: 'u'.repeat(44),
+    });
+    expect(code, stderr).toBe(0);
+    const written = await readProductionConfig(paths().toml, 'production');
+    expect(written.filesOrigin).toBe('https://files.acme.com');
+    expect(await readFile(paths().toml, 'utf8')).toContain('PUBLIC_DOCUMENTS = "r2"');
+    expect((await commands()).some((c) => c.startsWith('deploy '))).toBe(true);
+    expect(stdout).toContain('(http.host eq "files.acme.com" and http.request.uri.path contains "/.")');
+    expect(stdout).toContain('npx wrangler r2 bucket domain add BUCKET --domain files.acme.com --zone-id ZONE_ID');
+    expect(stdout).toContain('npm run static-documents -- --remote --env production');
+  });
+
   it("a failing step names itself, shows wrangler's output and the fix; re-running continues from there", async () => {
     const failed = await deploy(['--hostname', 'registry.acme.com'], { FAKE_WRANGLER_FAIL: 'r2 bucket create' });
     expect(failed.code).toBe(1);

@@ -338,3 +338,44 @@ describe('the deploy plan with --release-files r2 (issue 38)', () => {
     expect(deploy.kind === 'deploy' && deploy.command.join(' ')).not.toContain('RELEASE_FILES');
   });
 });
+
+describe('the deploy plan with --public-documents (issue 38: provider metadata from R2)', () => {
+  const ready = () =>
+    observed({
+      kvNamespaces: [{ id: 'kv123', title: 'edge-registry' }],
+      buckets: ['edge-registry'],
+      secrets: { workerExists: true, names: ['URL_SIGNING_SECRET'] },
+    });
+
+  it('writes PUBLIC_DOCUMENTS = "r2" and FILES_ORIGIN into the environment’s vars (where the scripts read them too), then deploys', () => {
+    const steps = planDeploy({ ...options, filesOrigin: 'https://files.acme.com' }, ready());
+    const write = steps.find((s) => s.kind === 'write-config');
+    expect(write?.kind === 'write-config' && write.text).toContain('PUBLIC_DOCUMENTS = "r2"\nFILES_ORIGIN = "https://files.acme.com"');
+    expect(write?.kind === 'write-config' && write.changes.map((c) => c.key)).toEqual(expect.arrayContaining(['PUBLIC_DOCUMENTS', 'FILES_ORIGIN']));
+    expect(steps.find((s) => s.kind === 'deploy')?.describe).toContain('provider metadata and files from https://files.acme.com');
+  });
+
+  it('a config that already holds them is not rewritten for them; without the flag they are left as they are', () => {
+    const base = ready();
+    const first = planDeploy({ ...options, filesOrigin: 'https://files.acme.com' }, base).find((s) => s.kind === 'write-config');
+    const text = first?.kind === 'write-config' ? first.text : '';
+    const again = planDeploy(
+      { ...options, filesOrigin: 'https://files.acme.com' },
+      {
+        ...base,
+        configText: text,
+        config: {
+          ...base.config,
+          kvNamespaceId: 'kv123',
+          bucketName: 'edge-registry',
+          hostname: 'registry.acme.com',
+          routes: [{ pattern: 'registry.acme.com', custom_domain: true }],
+          filesOrigin: 'https://files.acme.com',
+        },
+      },
+    );
+    expect(again.map((s) => s.kind)).toEqual(['deploy', 'smoke-test']);
+    const without = planDeploy(options, ready()).find((s) => s.kind === 'write-config');
+    expect(without?.kind === 'write-config' && without.text).not.toContain('PUBLIC_DOCUMENTS');
+  });
+});
