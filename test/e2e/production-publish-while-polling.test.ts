@@ -18,10 +18,12 @@ import { missing, terraform } from '../tools';
  *
  * 1. Versions of a provider and a module published at A through the publish API (`publish-provider` and
  *    `publish-module --registry A` with a publish token) while terraform at B inits in a loop (no lock file,
- *    no cache, `>= 1.0.0`: each init picks the newest version B lists), through providers.v1 (a `host` block)
- *    and through the network mirror, with B also polling for each version's documents before it exists (a
+ *    no cache, `>= 1.0.0`: each init picks the newest version B lists): the provider through providers.v1 (a
+ *    `host` block) and through the network mirror, the module through modules.v1, with B also polling for each version's documents before it exists (a
  *    release pipeline waiting for it: B caches those misses) and the harness clock moved between rounds so
  *    B's copies expire at different moments. 0 failed inits; each installed version is one B listed then.
+ *    (Without readDocument's `fromRecord`, src/store/read-document.ts, the round where B's lists show 1.2.0
+ *    while B still holds its documents' misses fails all three inits.)
  * 2. Deprecate, then withdraw, the newest version at A (the publish API's lifecycle route) while B inits: no
  *    init fails; once B's copies have expired, a constraint pinned to the withdrawn version finds no release,
  *    unpinned inits install the version before it.
