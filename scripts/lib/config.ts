@@ -24,6 +24,8 @@ export interface RegistryConfig {
   localPersistRoot: string;
   /** wrangler.toml's compatibility_date: the local runtime the scripts start runs with it, as `wrangler dev` does. */
   compatibilityDate: string;
+  /** The string `[vars]` of the selected environment (the local publish serves the registry Worker with them, as `npm start` does). */
+  vars?: Record<string, string>;
 }
 
 export interface ConfigOptions {
@@ -63,6 +65,7 @@ export async function readRegistryConfig(options: ConfigOptions = {}): Promise<R
     bucketName: r2.bucket_name,
     localPersistRoot: join(resolve(options.persistTo ?? join(projectRoot, '.wrangler', 'state')), 'v3'),
     compatibilityDate: config.compatibility_date ?? compatibilityDate(configPath),
+    vars: Object.fromEntries(Object.entries(vars).filter((entry): entry is [string, string] => typeof entry[1] === 'string')),
   };
 }
 

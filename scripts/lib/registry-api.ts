@@ -40,7 +40,29 @@ export class RegistryClient {
     private readonly credential: PublishCredential,
     /** Progress lines, with the CLI's test hooks (EDGE_REGISTRY_TEST_KILL_AT=upload#2 kills the client before its second file). */
     private readonly progress: ReturnType<typeof progressLog>,
+    /** The local publish (localRegistryClient): each request holding the local state's write lock; refusals as the Worker words them. */
+    private readonly local: { exclusive<T>(call: () => Promise<T>): Promise<T> } | null = null,
   ) {}
+
+  /**
+   * A client for the registry Worker the local publish serves on the local state (stores/local.ts, on
+   * 127.0.0.1), with the short-lived publish token `bearer`. Each request runs inside `exclusive` (the
+   * local state's write lock, which other local writers take too); a refusal is an InputError with the
+   * Worker's message alone (as the local publish has always worded it).
+   */
+  static local(
+    registry: { origin: string; exclusive<T>(call: () => Promise<T>): Promise<T> },
+    bearer: string,
+    env: NodeJS.ProcessEnv,
+    log: (line: string) => void,
+  ): RegistryClient {
+    return new RegistryClient(
+      registry.origin,
+      { bearer, kind: 'token', source: 'a publish token for this run' },
+      progressLog(log, env[CRASH_ENV], env[KILL_ENV]),
+      registry,
+    );
+  }
 
   /** A client for the registry at `url` with the environment's credential. Throws InputError for a bad URL or no credential. */
   static async open(url: string, env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<RegistryClient> {
@@ -129,6 +151,10 @@ export class RegistryClient {
    * "unchanged"). Any other network failure, or a second, is an Error.
    */
   private async request(path: string, init: () => RequestInit): Promise<Response> {
+    return this.local ? this.local.exclusive(() => this.send(path, init)) : this.send(path, init);
+  }
+
+  private async send(path: string, init: () => RequestInit): Promise<Response> {
     let response: Response;
     const url = new URL(path, this.base);
     let method: string | undefined;
@@ -161,7 +187,7 @@ export class RegistryClient {
       );
     }
     if (response.status >= 400 && response.status < 500)
-      throw new InputError(`the registry refused the publish (${response.status}): ${message}`, response.status);
+      throw new InputError(this.local ? message : `the registry refused the publish (${response.status}): ${message}`, response.status);
     throw new Error(`the registry answered ${response.status}: ${message}`);
   }
 }

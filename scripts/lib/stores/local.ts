@@ -1,6 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { readDevVars } from '../dev/vars';
+import { registryBundle } from './registry-bundle';
 import type { BlobHead, BlobStore, KvStore } from '../../../src/store/store';
 import { compatibilityDate, type RegistryConfig } from '../config';
 import { fixedParts } from './parts';
@@ -19,33 +21,76 @@ import { isTransientLocalError } from './local-errors';
  *
  * Opens the local state of `config`; creates the persist root when missing.
  */
-export async function openLocalStore(
-  config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> & Partial<Pick<RegistryConfig, 'compatibilityDate'>>,
-): Promise<StoreHandle> {
+export async function openLocalStore(config: LocalConfig, options: { registry?: LocalRegistryOptions } = {}): Promise<StoreHandle> {
   mkdirSync(config.localPersistRoot, { recursive: true });
+  const registry = options.registry ? await registryWorker(config, options.registry) : null;
   // Starting the local runtime can meet a busy SQLite too (a running `wrangler dev` on the same state): start again.
-  return retryBusy(() => startLocalStore(config));
+  return retryBusy(() => startLocalStore(config, registry));
 }
 
-async function startLocalStore(
-  config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> & Partial<Pick<RegistryConfig, 'compatibilityDate'>>,
-): Promise<StoreHandle> {
+type LocalConfig = Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> &
+  Partial<Pick<RegistryConfig, 'compatibilityDate' | 'projectRoot' | 'vars' | 'hostname'>>;
+
+/** The registry Worker to serve beside the store: `hostname` overrides REGISTRY_HOSTNAME (--hostname). */
+export interface LocalRegistryOptions {
+  hostname?: string;
+}
+
+/**
+ * The registry Worker as `npm start` serves it: the bundle `wrangler deploy` makes (registry-bundle.ts),
+ * wrangler.toml's vars (REGISTRY_HOSTNAME replaced by `hostname` when given), the project's .dev.vars
+ * secrets, the DOWNLOADS Durable Object; KV, R2 and the Durable Object on the same persist root.
+ */
+async function registryWorker(config: LocalConfig, options: LocalRegistryOptions): Promise<{ worker: WorkerOptions; hostname: string }> {
+  const bundle = await registryBundle();
+  const hostname = options.hostname ?? config.hostname ?? config.vars?.REGISTRY_HOSTNAME ?? 'registry.example.com';
+  return {
+    hostname,
+    worker: {
+      name: 'registry',
+      modules: [{ type: 'ESModule', path: bundle }],
+      modulesRoot: dirname(bundle),
+      compatibilityDate: config.compatibilityDate ?? compatibilityDate(),
+      bindings: { ...(config.vars ?? {}), ...(config.projectRoot ? readDevVars(config.projectRoot) : {}), REGISTRY_HOSTNAME: hostname },
+      kvNamespaces: { REGISTRY_KV: config.kvNamespaceId },
+      r2Buckets: { REGISTRY_R2: config.bucketName },
+      durableObjects: { DOWNLOADS: { className: 'DownloadCounter', useSQLite: true } },
+    },
+  };
+}
+
+type WorkerOptions = Record<string, unknown> & { name: string };
+
+async function startLocalStore(config: LocalConfig, registry: { worker: WorkerOptions; hostname: string } | null): Promise<StoreHandle> {
   // A killed CLI must not leave its runtime running (and holding the state open).
   tieLocalRuntimeToThisProcess();
   // Loaded here, not at the top: loading miniflare costs ~0.2 s of CPU, which publishing through the API never needs.
   // require, not import(): miniflare is CommonJS, and import() of it first has Node scan its 3 MB entry for
   // the export names and module syntax (import 0.36–0.73 s against require 0.19–0.28 s, measured 26 Nov 2026).
   const { Miniflare } = createRequire(import.meta.url)('miniflare') as typeof import('miniflare');
-  const mf = new Miniflare({
+  const storeWorker = {
+    name: 'local-store',
     modules: true,
     script: LOCAL_RUNTIME_SCRIPT,
     compatibilityDate: config.compatibilityDate ?? compatibilityDate(),
-    defaultPersistRoot: config.localPersistRoot,
     kvNamespaces: { REGISTRY_KV: config.kvNamespaceId },
     r2Buckets: { REGISTRY_R2: config.bucketName },
-  });
+  };
+  // With the registry: one runtime, two Workers on the same bindings. The registry is the default (its
+  // origin is what the publish client is given, on 127.0.0.1 only); the store answers dispatchFetch's
+  // http://local-store/ requests (its route).
+  const mf = new Miniflare(
+    registry
+      ? {
+          workers: [registry.worker, { ...storeWorker, routes: ['local-store/*'] }] as unknown as import('miniflare').WorkerOptions[],
+          defaultPersistRoot: config.localPersistRoot,
+          host: '127.0.0.1',
+          port: 0,
+        }
+      : { ...storeWorker, defaultPersistRoot: config.localPersistRoot },
+  );
   try {
-    await mf.ready;
+    const url = await mf.ready;
     const dispatch: Dispatch = (url, init) => mf.dispatchFetch(url, init) as unknown as Promise<Response>;
     const lock = new StateLock(join(config.localPersistRoot, '.edge-registry-write.lock'));
     return {
@@ -53,6 +98,7 @@ async function startLocalStore(
       blobs: new LocalBlobStore(dispatchR2(dispatch), lock),
       description: `local state ${config.localPersistRoot}`,
       close: () => mf.dispose(),
+      ...(registry ? { registry: { origin: url.origin, hostname: registry.hostname, exclusive: (call) => lock.run(call) } } : {}),
     };
   } catch (error) {
     await mf.dispose();

@@ -1,0 +1,72 @@
+import { deleteTokenRecord } from '../../../src/store/tokens/write';
+import type { RegistryConfig } from '../config';
+import { RegistryClient } from '../registry-api';
+import { createToken } from '../tokens';
+import type { StoreHandle } from './handle';
+import { openLocalStore } from './local';
+import { timing } from '../timing';
+
+/**
+ * How `publish-provider` and `publish-module` publish without --registry:
+ * through the publish API, served by the registry Worker itself on the
+ * local state (openLocalStore with `registry`: the bundle `wrangler deploy`
+ * ships, wrangler.toml's bindings and vars, as `npm start` serves it). The
+ * Worker is the one writer of releases; the CLI holds no write path of its own.
+ *
+ * The operator's credential goes through the same check as any other publish:
+ * a publish token scoped to exactly the one package (`pkg`, NS/TYPE or
+ * NS/NAME/SYSTEM), expiring within the hour, is created in the local KV (as
+ * `npm run token -- create --publish` does: only its hash is stored, the token
+ * itself lives in this process only), sent as the bearer, and deleted when the
+ * publish ends, whatever its outcome. A CLI killed meanwhile leaves a record
+ * that expires on its own. There is no route or header that skips the check.
+ */
+
+/** How long a local publish's token is valid (a killed CLI cannot revoke it). */
+const LOCAL_TOKEN_MS = 3600_000;
+
+export interface LocalPublish {
+  config: RegistryConfig;
+  /** A store a caller keeps open across publishes: used when it serves the registry for `hostname`, else one is opened here. */
+  store?: StoreHandle;
+  /** The registry hostname the Worker serves (wrangler.toml's, or --hostname). */
+  hostname: string;
+  /** The one package the token may publish: NS/TYPE or NS/NAME/SYSTEM. */
+  pkg: string;
+  /** The command, naming the token ("publish-provider (local)"), which names the publish in the audit log. */
+  command: string;
+  env: NodeJS.ProcessEnv;
+  log: (line: string) => void;
+}
+
+/**
+ * Runs `publish` with the local state's store and a client of its registry
+ * Worker carrying a publish token for `o.pkg`; resolves with what `publish`
+ * resolves. Throws what opening the local state throws (InputError, an Error
+ * for a bundle that does not build), and what `publish` throws. The token is
+ * deleted afterwards (a failure to delete it is a warning: it expires within
+ * the hour); a store opened here is closed.
+ */
+export async function withLocalPublish<T>(o: LocalPublish, publish: (p: { store: StoreHandle; client: RegistryClient }) => Promise<T>): Promise<T> {
+  const own = o.store?.registry?.hostname === o.hostname ? null : await openLocalStore(o.config, { registry: { hostname: o.hostname } });
+  const store = own ?? o.store!;
+  timing('local registry ready');
+  try {
+    const { token, record } = await createToken(store.kv, {
+      scopes: [o.pkg],
+      purpose: 'publish',
+      name: `${o.command} (local)`,
+      expires: new Date(Date.now() + LOCAL_TOKEN_MS).toISOString(),
+    });
+    timing('publish token created');
+    try {
+      return await publish({ store, client: RegistryClient.local(store.registry!, token, o.env, o.log) });
+    } finally {
+      await deleteTokenRecord(store.kv, record.sha256).catch((error: unknown) =>
+        o.log(`warning: could not delete this run's publish token ${record.id} (it expires within the hour): ${(error as Error).message}`),
+      );
+    }
+  } finally {
+    if (own) await own.close();
+  }
+}
