@@ -139,8 +139,11 @@ export class RegistryClient {
     await Promise.all(inFlight);
     if (failures.length > 0) throw failures.sort((a, b) => a.index - b.index)[0]!.error;
     this.progress({ step: 'record', detail: 'committing' });
-    const response = await this.request(session.commit_url, () => ({ method: 'POST' }));
-    return response.json() as Promise<R>;
+    const answer = this.request(session.commit_url, () => ({ method: 'POST' }));
+    // A silent step for the kill hook (EDGE_REGISTRY_TEST_KILL_AT=commit-sent): the commit on its way or answered.
+    await Promise.race([answer.then(noop, noop), new Promise((resolve) => setTimeout(resolve, 50))]);
+    this.progress({ step: 'commit-sent', detail: '' });
+    return (await answer).json() as Promise<R>;
   }
 
   /**
@@ -191,6 +194,8 @@ export class RegistryClient {
     throw new Error(`the registry answered ${response.status}: ${message}`);
   }
 }
+
+const noop = () => undefined;
 
 /** Socket errors meaning the server closed the connection before answering (undici's UND_ERR_SOCKET: "other side closed"). */
 const CLOSED_BEFORE_ANSWER = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);

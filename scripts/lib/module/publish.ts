@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { InputError, parseHostname, parseVersion, sha256Hex } from '../../../src/protocol/index';
 import { formatModuleAddress, moduleAddress, type ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
-import { moduleArchiveFilename } from '../../../src/store/layout';
+import { moduleArchiveFilename, moduleLeaseName } from '../../../src/store/layout';
 import type { ModuleDocs, ModuleVersionRecord } from '../../../src/store/modules/types';
 import { moduleVersionFields } from '../../../src/store/modules/result';
 import { readRegistryConfig, type RegistryConfig } from '../config';
@@ -209,7 +209,16 @@ async function publishLocally(
   const { address, version, format, sha256 } = record;
   const { namespace, name, system } = address;
   return withLocalPublish(
-    { config, store: options.store, hostname: address.hostname, pkg: `${namespace}/${name}/${system}`, command: 'publish-module', env, log },
+    {
+      config,
+      store: options.store,
+      hostname: address.hostname,
+      pkg: `${namespace}/${name}/${system}`,
+      command: 'publish-module',
+      lease: moduleLeaseName(address),
+      env,
+      log,
+    },
     async ({ store, client }) => {
       if (!options.dryRun) log(`publishing ${label} to ${store.description}`);
       const served = await sendModule(client, { address, version, format, bytes: v.bytes, sha256, docs: v.docs, readme: pkg.readme, dryRun: options.dryRun });

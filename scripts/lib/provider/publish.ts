@@ -1,4 +1,5 @@
 import { formatAddress, InputError, parseHostname, parseProviderName, providerAddress, sha256Hex, type ProviderAddress } from '../../../src/protocol/index';
+import { providerLeaseName } from '../../../src/store/layout';
 import { readVersionRecord } from '../../../src/store/providers/version-records';
 import { readSigningKeys, writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import type { ProviderDocs } from '../../../src/protocol/provider-docs-shape';
@@ -109,7 +110,7 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     const hostname = options.hostname ? parseHostname(options.hostname) : config.hostname;
     const address = providerAddress(hostname, namespace, plan.type);
     return await withLocalPublish(
-      { config, store: options.store, hostname, pkg: `${namespace}/${plan.type}`, command: 'publish-provider', env, log },
+      { config, store: options.store, hostname, pkg: `${namespace}/${plan.type}`, command: 'publish-provider', lease: providerLeaseName(address), env, log },
       ({ store, client }) => publishLocally({ plan, address, store, client, config, options, log, env, docs }),
     );
   } finally {

@@ -1,4 +1,9 @@
+import { hostname } from 'node:os';
+import { parseLeaseState } from '../../../src/store/lease';
+import { leaseObjectKey } from '../../../src/store/layout';
+import type { BlobStore } from '../../../src/store/store';
 import { deleteTokenRecord } from '../../../src/store/tokens/write';
+import { processExists } from '../process-exists';
 import type { RegistryConfig } from '../config';
 import { RegistryClient } from '../registry-api';
 import { createToken } from '../tokens';
@@ -33,8 +38,10 @@ export interface LocalPublish {
   hostname: string;
   /** The one package the token may publish: NS/TYPE or NS/NAME/SYSTEM. */
   pkg: string;
-  /** The command, naming the token ("publish-provider (local)"), which names the publish in the audit log. */
+  /** The command, naming the token ("publish-provider (local, pid N on HOST)"), which names the publish in the audit log and the lease. */
   command: string;
+  /** The package's lease (providerLeaseName, moduleLeaseName): one a killed local publish left is released first. */
+  lease: string;
   env: NodeJS.ProcessEnv;
   log: (line: string) => void;
 }
@@ -52,10 +59,11 @@ export async function withLocalPublish<T>(o: LocalPublish, publish: (p: { store:
   const store = own ?? o.store!;
   timing('local registry ready');
   try {
+    await releaseKilledLocalLease(store.blobs, o.lease, o.log);
     const { token, record } = await createToken(store.kv, {
       scopes: [o.pkg],
       purpose: 'publish',
-      name: `${o.command} (local)`,
+      name: `${o.command} (local, pid ${process.pid} on ${hostname()})`,
       expires: new Date(Date.now() + LOCAL_TOKEN_MS).toISOString(),
     });
     timing('publish token created');
@@ -69,4 +77,27 @@ export async function withLocalPublish<T>(o: LocalPublish, publish: (p: { store:
   } finally {
     if (own) await own.close();
   }
+}
+
+/**
+ * The Worker holds a package's lease while it commits (renewed, expiring 30 s after its last renewal). The
+ * local runtime dies with the CLI, so a local publish killed mid-commit leaves the lease held by nobody
+ * until it expires. Its owner names the local token (`… (local, pid N on HOST)` in its purpose): when
+ * that process ran on this host and is gone, the lease is marked released here (a conditional write:
+ * only that exact lease state), so a re-run goes ahead at once, as a killed CLI's lease always allowed.
+ * Any other lease is left to the Worker (which waits for it). Errors propagate.
+ */
+async function releaseKilledLocalLease(blobs: BlobStore, name: string, log: (line: string) => void): Promise<void> {
+  const object = await blobs.get(leaseObjectKey(name));
+  if (!object) return;
+  const state = parseLeaseState(await object.text());
+  if (!state || state.released || state.expiresAt <= Date.now()) return;
+  const local = /\(local, pid (\d+) on ([^)]+)\)/.exec(state.owner.purpose ?? '');
+  if (!local || local[2] !== hostname() || Number(local[1]) === process.pid || processExists(Number(local[1]))) return;
+  const released = { ...state, released: true, expiresAt: 0 };
+  const written = await blobs.put(leaseObjectKey(name), JSON.stringify(released), {
+    onlyIf: { etagMatches: object.etag },
+    httpMetadata: { contentType: 'application/json' },
+  });
+  if (written) log(`released the lease ${name}: the local publish holding it (pid ${local[1]}) was killed`);
 }

@@ -24,8 +24,14 @@ import { isTransientLocalError } from './local-errors';
 export async function openLocalStore(config: LocalConfig, options: { registry?: LocalRegistryOptions } = {}): Promise<StoreHandle> {
   mkdirSync(config.localPersistRoot, { recursive: true });
   const registry = options.registry ? await registryWorker(config, options.registry) : null;
-  // Starting the local runtime can meet a busy SQLite too (a running `wrangler dev` on the same state): start again.
-  return retryBusy(() => startLocalStore(config, registry));
+  // Starting the local runtime can meet a busy SQLite too (a running `wrangler dev` on the same state, another
+  // publish starting): the start takes the state's write lock, and a runtime that failed to start starts again.
+  const lock = new StateLock(join(config.localPersistRoot, '.edge-registry-write.lock'));
+  return retryBusy(
+    () => lock.run(() => startLocalStore(config, registry, lock)),
+    20,
+    (error) => (error as { code?: string })?.code === 'ERR_RUNTIME_FAILURE',
+  );
 }
 
 type LocalConfig = Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> &
@@ -61,7 +67,7 @@ async function registryWorker(config: LocalConfig, options: LocalRegistryOptions
 
 type WorkerOptions = Record<string, unknown> & { name: string };
 
-async function startLocalStore(config: LocalConfig, registry: { worker: WorkerOptions; hostname: string } | null): Promise<StoreHandle> {
+async function startLocalStore(config: LocalConfig, registry: { worker: WorkerOptions; hostname: string } | null, lock: StateLock): Promise<StoreHandle> {
   // A killed CLI must not leave its runtime running (and holding the state open).
   tieLocalRuntimeToThisProcess();
   // Loaded here, not at the top: loading miniflare costs ~0.2 s of CPU, which publishing through the API never needs.
@@ -92,7 +98,6 @@ async function startLocalStore(config: LocalConfig, registry: { worker: WorkerOp
   try {
     const url = await mf.ready;
     const dispatch: Dispatch = (url, init) => mf.dispatchFetch(url, init) as unknown as Promise<Response>;
-    const lock = new StateLock(join(config.localPersistRoot, '.edge-registry-write.lock'));
     return {
       kv: lockedKv(dispatchKv(dispatch), lock),
       blobs: new LocalBlobStore(dispatchR2(dispatch), lock),
@@ -181,14 +186,14 @@ class LocalBlobStore implements BlobStore {
  * Calls `call`, again with jittered backoff while it fails with a transient
  * error (isTransientLocalError: SQLite busy, a lost connection to the local
  * runtime) and `attempts` are left: every call made here is idempotent.
- * Throws the last error, or at once any error that is not transient.
+ * Throws the last error, or at once any error that is not transient (nor `alsoTransient`).
  */
-export async function retryBusy<T>(call: () => Promise<T>, attempts = 20): Promise<T> {
+export async function retryBusy<T>(call: () => Promise<T>, attempts = 20, alsoTransient: (error: unknown) => boolean = () => false): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
     } catch (error) {
-      const transient = isTransientLocalError(error);
+      const transient = isTransientLocalError(error) || alsoTransient(error);
       if (!transient || attempt >= attempts) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 25 * 2 ** attempt) * (0.5 + Math.random())));
     }
