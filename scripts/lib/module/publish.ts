@@ -11,7 +11,7 @@ import { readSuppliedPackage } from './archive';
 import { extractModuleDocs } from './docs';
 import { formatMB, packModule } from './pack';
 import { publishModuleToRegistry, registryHostname, sendModule } from './publish-registry';
-import { withLocalPublish } from '../stores/local-publish';
+import { startLocalRegistry, withLocalPublish } from '../stores/local-publish';
 import { remotePublishRefusal } from '../provider/publish';
 
 /**
@@ -210,9 +210,7 @@ async function publishLocally(
   const { namespace, name, system } = address;
   return withLocalPublish(
     {
-      config,
-      store: options.store,
-      hostname: address.hostname,
+      registry: startLocalRegistry(config, address.hostname, options.store, false).get(),
       pkg: `${namespace}/${name}/${system}`,
       command: 'publish-module',
       lease: moduleLeaseName(address),

@@ -5,7 +5,7 @@ import { readSigningKeys, writeSigningKeys } from '../../../src/store/providers/
 import type { ProviderDocs } from '../../../src/protocol/provider-docs-shape';
 import { readRegistryConfig, type RegistryConfig } from '../config';
 import type { StoreHandle } from '../stores/handle';
-import { withLocalPublish } from '../stores/local-publish';
+import { startLocalRegistry, withLocalPublish } from '../stores/local-publish';
 import type { RegistryClient } from '../registry-api';
 import { readRelease, type ReleasePlan } from './release';
 import { chooseSigner, signDetached } from './sign';
@@ -99,7 +99,16 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     options.registry === undefined
       ? (options.config ?? (await readRegistryConfig({ configPath: options.configPath, env: options.env, persistTo: options.persistTo })))
       : null;
-  const plan = await readRelease({ paths: options.paths ?? [], binaries: options.binaries, type: options.type, version: options.version, log });
+  const hostname = config ? (options.hostname ? parseHostname(options.hostname) : config.hostname) : '';
+  // The local registry starts while the release is read (stores/local-publish.ts).
+  const registry = config ? startLocalRegistry(config, hostname, options.store, true) : null;
+  let plan: ReleasePlan;
+  try {
+    plan = await readRelease({ paths: options.paths ?? [], binaries: options.binaries, type: options.type, version: options.version, log });
+  } catch (error) {
+    await registry?.close();
+    throw error;
+  }
   timing('release validated');
   try {
     for (const note of plan.notes) log(`note: ${note}`);
@@ -107,14 +116,14 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     const docs = options.docs ? readDocsFile(options.docs, namespace, plan.type) : undefined;
     if (!config)
       return await publishToRegistry(plan, namespace, { registry: options.registry!, keyFile: options.keyFile, dryRun: options.dryRun, docs }, log, env);
-    const hostname = options.hostname ? parseHostname(options.hostname) : config.hostname;
     const address = providerAddress(hostname, namespace, plan.type);
     return await withLocalPublish(
-      { config, store: options.store, hostname, pkg: `${namespace}/${plan.type}`, command: 'publish-provider', lease: providerLeaseName(address), env, log },
+      { registry: registry!.get(), pkg: `${namespace}/${plan.type}`, command: 'publish-provider', lease: providerLeaseName(address), env, log },
       ({ store, client }) => publishLocally({ plan, address, store, client, config, options, log, env, docs }),
     );
   } finally {
     plan.cleanup();
+    await registry?.close(); // when the publish stopped before using it (withLocalPublish closes it otherwise)
   }
 }
 

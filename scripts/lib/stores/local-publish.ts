@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseLeaseState } from '../../../src/store/lease';
 import { leaseObjectKey } from '../../../src/store/layout';
@@ -31,11 +32,8 @@ import { timing } from '../timing';
 const LOCAL_TOKEN_MS = 3600_000;
 
 export interface LocalPublish {
-  config: RegistryConfig;
-  /** A store a caller keeps open across publishes: used when it serves the registry for `hostname`, else one is opened here. */
-  store?: StoreHandle;
-  /** The registry hostname the Worker serves (wrangler.toml's, or --hostname). */
-  hostname: string;
+  /** The local state's registry (startLocalRegistry). */
+  registry: LocalRegistry;
   /** The one package the token may publish: NS/TYPE or NS/NAME/SYSTEM. */
   pkg: string;
   /** The command, naming the token ("publish-provider (local, pid N on HOST)"), which names the publish in the audit log and the lease. */
@@ -46,19 +44,62 @@ export interface LocalPublish {
   log: (line: string) => void;
 }
 
+/** A local state's store with its registry Worker, starting or started, and how to close it. */
+export interface LocalRegistry {
+  store: Promise<StoreHandle>;
+  /** Closes the store if it was opened here (not a caller's); never throws. */
+  close(): Promise<void>;
+}
+
+/**
+ * The store and registry Worker a local publish uses: `given` (a caller's open store) when it serves the
+ * registry for `hostname`, else the local state of `config`, opened on the first `get()` — or at once
+ * with `early` when the state exists already, so the runtime starts while the release is read (a
+ * publish refused on its input creates no state). `close()` closes what was opened here (nothing
+ * else) and never throws; the opening's failure surfaces where `store` is awaited.
+ */
+export function startLocalRegistry(
+  config: RegistryConfig,
+  hostname: string,
+  given: StoreHandle | undefined,
+  early: boolean,
+): { get(): LocalRegistry; close(): Promise<void> } {
+  if (given?.registry?.hostname === hostname) {
+    const registry = { store: Promise.resolve(given), close: async () => {} };
+    return { get: () => registry, close: async () => {} };
+  }
+  let opened: LocalRegistry | undefined;
+  const get = (): LocalRegistry => {
+    if (opened) return opened;
+    const store = openLocalStore(config, { registry: { hostname } });
+    store.catch(() => undefined); // awaited by the publish; a publish stopped before that only closes it
+    let closed = false;
+    opened = {
+      store,
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        await store.then((s) => s.close()).catch(() => undefined);
+      },
+    };
+    return opened;
+  };
+  if (early && existsSync(config.localPersistRoot)) get();
+  return { get, close: async () => opened?.close() };
+}
+
 /**
  * Runs `publish` with the local state's store and a client of its registry
  * Worker carrying a publish token for `o.pkg`; resolves with what `publish`
  * resolves. Throws what opening the local state throws (InputError, an Error
  * for a bundle that does not build), and what `publish` throws. The token is
  * deleted afterwards (a failure to delete it is a warning: it expires within
- * the hour); a store opened here is closed.
+ * the hour); the registry is closed (when not a caller's).
  */
 export async function withLocalPublish<T>(o: LocalPublish, publish: (p: { store: StoreHandle; client: RegistryClient }) => Promise<T>): Promise<T> {
-  const own = o.store?.registry?.hostname === o.hostname ? null : await openLocalStore(o.config, { registry: { hostname: o.hostname } });
-  const store = own ?? o.store!;
-  timing('local registry ready');
   try {
+    const store = await o.registry.store;
+    timing('local registry ready');
     await releaseKilledLocalLease(store.blobs, o.lease, o.log);
     const { token, record } = await createToken(store.kv, {
       scopes: [o.pkg],
@@ -75,7 +116,7 @@ export async function withLocalPublish<T>(o: LocalPublish, publish: (p: { store:
       );
     }
   } finally {
-    if (own) await own.close();
+    await o.registry.close();
   }
 }
 
