@@ -127,6 +127,9 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
   }
 }
 
+/** What a manifest declares for a signature not made yet (a dry run's): the Worker checks only that one is sent. */
+const UNSIGNED_YET = { size: 1, sha256: sha256Hex(new Uint8Array(1)) };
+
 /** What publishLocally works from: the validated release, where it goes, and how the run was asked for. */
 interface LocalContext {
   plan: ReleasePlan;
@@ -159,12 +162,17 @@ async function publishLocally(ctx: LocalContext): Promise<PublishResult> {
   let signerKeyId: string | undefined;
   if (!signature && !existing) {
     const signer = await chooseSigner(address, config, namespaceKeys, { keyFile: options.keyFile, keysDir: options.keysDir }, env, log);
+    const writesKey = signer.pending !== undefined || !namespaceKeys.some((k) => k.key_id === signer.keyId);
     if (options.dryRun && signer.pending) {
       // No key yet (a dry run creates none): the manifest declares a signature the commit would carry.
       pending = signer.pending;
       signerKeyId = signer.keyId;
-      declaredSignature = { size: 1, sha256: sha256Hex(new Uint8Array(1)) };
+      declaredSignature = UNSIGNED_YET;
     } else {
+      // A key to generate or register is written only once the Worker has accepted the release (its
+      // policy, the version's state, the names): asked with a dry run first; a refusal throws here.
+      if (writesKey && !options.dryRun)
+        await sendRelease(client, plan, address.namespace, { signature: null, declaredSignature: UNSIGNED_YET, dryRun: true, docs });
       const key = await signer.load();
       if (!namespaceKeys.some((k) => k.key_id === key.publicKey.key_id) && !options.dryRun) {
         await writeSigningKeys(store.kv, address.hostname, address.namespace, [...namespaceKeys, key.publicKey]);

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { readDevVars } from '../dev/vars';
+import { readDevVars, SIGNING_KEY_SECRET } from '../dev/vars';
 import { registryBundle } from './registry-bundle';
 import type { BlobHead, BlobStore, KvStore } from '../../../src/store/store';
 import { compatibilityDate, type RegistryConfig } from '../config';
@@ -45,7 +45,7 @@ export interface LocalRegistryOptions {
 /**
  * The registry Worker as `npm start` serves it: the bundle `wrangler deploy` makes (registry-bundle.ts),
  * wrangler.toml's vars (REGISTRY_HOSTNAME replaced by `hostname` when given), the project's .dev.vars
- * secrets, the DOWNLOADS Durable Object; KV, R2 and the Durable Object on the same persist root.
+ * secrets (SIGNING_KEY_SECRET from this process's environment first), the DOWNLOADS Durable Object; KV, R2 and the Durable Object on the same persist root.
  */
 async function registryWorker(config: LocalConfig, options: LocalRegistryOptions): Promise<{ worker: WorkerOptions; hostname: string }> {
   const bundle = await registryBundle();
@@ -57,7 +57,13 @@ async function registryWorker(config: LocalConfig, options: LocalRegistryOptions
       modules: [{ type: 'ESModule', path: bundle }],
       modulesRoot: dirname(bundle),
       compatibilityDate: config.compatibilityDate ?? compatibilityDate(),
-      bindings: { ...(config.vars ?? {}), ...(config.projectRoot ? readDevVars(config.projectRoot) : {}), REGISTRY_HOSTNAME: hostname },
+      bindings: {
+        ...(config.vars ?? {}),
+        ...(config.projectRoot ? readDevVars(config.projectRoot) : {}),
+        // The secret that opens the registry's keys, when the operator's environment has it (as `npm run keys` reads it).
+        ...(process.env[SIGNING_KEY_SECRET] ? { [SIGNING_KEY_SECRET]: process.env[SIGNING_KEY_SECRET] } : {}),
+        REGISTRY_HOSTNAME: hostname,
+      },
       kvNamespaces: { REGISTRY_KV: config.kvNamespaceId },
       r2Buckets: { REGISTRY_R2: config.bucketName },
       durableObjects: { DOWNLOADS: { className: 'DownloadCounter', useSQLite: true } },
