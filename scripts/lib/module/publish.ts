@@ -11,8 +11,7 @@ import { readSuppliedPackage } from './archive';
 import { extractModuleDocs } from './docs';
 import { formatMB, packModule } from './pack';
 import { publishModuleToRegistry, registryHostname, sendModule } from './publish-registry';
-import { startLocalRegistry, withLocalPublish } from '../stores/local-publish';
-import { remotePublishRefusal } from '../provider/publish';
+import { remotePublishRefusal, startLocalRegistry, withLocalPublish } from '../stores/local-publish';
 
 /**
  * publishModule: the function behind `npm run publish-module`. Everything is

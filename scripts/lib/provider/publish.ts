@@ -1,11 +1,11 @@
-import { formatAddress, InputError, parseHostname, parseProviderName, providerAddress, sha256Hex, type ProviderAddress } from '../../../src/protocol/index';
+import { formatAddress, parseHostname, parseProviderName, providerAddress, sha256Hex, type ProviderAddress } from '../../../src/protocol/index';
 import { providerLeaseName } from '../../../src/store/layout';
 import { readVersionRecord } from '../../../src/store/providers/version-records';
 import { readSigningKeys, writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import type { ProviderDocs } from '../../../src/protocol/provider-docs-shape';
 import { readRegistryConfig, type RegistryConfig } from '../config';
 import type { StoreHandle } from '../stores/handle';
-import { startLocalRegistry, withLocalPublish } from '../stores/local-publish';
+import { remotePublishRefusal, startLocalRegistry, withLocalPublish } from '../stores/local-publish';
 import type { RegistryClient } from '../registry-api';
 import { readRelease, type ReleasePlan } from './release';
 import { chooseSigner, signDetached } from './sign';
@@ -71,15 +71,6 @@ export interface PublishOptions {
 
 // What `--json` prints lives in ./result.ts (publish-registry.ts shares it).
 export type { PublishedPlatform, PublishResult } from './result';
-
-/** The refusal of `--remote` for a release publish (InputError, exit 1): deployed registries are published to through their API. */
-export function remotePublishRefusal(command: 'publish-provider' | 'publish-module', pkg: string): InputError {
-  return new InputError(
-    `${command} --remote is gone: the registry's publish API is the one writer of releases. Publish to a deployed registry with ` +
-      `--registry https://YOUR-REGISTRY and a publish token in $EDGE_REGISTRY_TOKEN (npm run token -- create --publish ${pkg} --remote), ` +
-      'or keyless from CI (docs/trusted-publishing.md)',
-  );
-}
 
 /**
  * Validates and publishes one provider version. Resolves with the result

@@ -4,6 +4,7 @@ import { parseLeaseState } from '../../../src/store/lease';
 import { leaseObjectKey } from '../../../src/store/layout';
 import type { BlobStore } from '../../../src/store/store';
 import { deleteTokenRecord } from '../../../src/store/tokens/write';
+import { InputError } from '../../../src/protocol/errors';
 import { processExists } from '../process-exists';
 import type { RegistryConfig } from '../config';
 import { RegistryClient } from '../registry-api';
@@ -42,6 +43,15 @@ export interface LocalPublish {
   lease: string;
   env: NodeJS.ProcessEnv;
   log: (line: string) => void;
+}
+
+/** The refusal of `--remote` for a release publish (InputError, exit 1): deployed registries are published to through their API. */
+export function remotePublishRefusal(command: 'publish-provider' | 'publish-module', pkg: string): InputError {
+  return new InputError(
+    `${command} --remote is gone: the registry's publish API is the one writer of releases. Publish to a deployed registry with ` +
+      `--registry https://YOUR-REGISTRY and a publish token in $EDGE_REGISTRY_TOKEN (npm run token -- create --publish ${pkg} --remote), ` +
+      'or keyless from CI (docs/trusted-publishing.md)',
+  );
 }
 
 /** A local state's store with its registry Worker, starting or started, and how to close it. */
