@@ -218,7 +218,16 @@ async function publishLocally(
     },
     async ({ store, client }) => {
       if (!options.dryRun) log(`publishing ${label} to ${store.description}`);
-      const served = await sendModule(client, { address, version, format, bytes: v.bytes, sha256, docs: v.docs, readme: pkg.readme, dryRun: options.dryRun });
+      const served = await sendModule(await client, {
+        address,
+        version,
+        format,
+        bytes: v.bytes,
+        sha256,
+        docs: v.docs,
+        readme: pkg.readme,
+        dryRun: options.dryRun,
+      });
       log(
         {
           'dry-run': `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`,

@@ -126,7 +126,8 @@ interface LocalContext {
   plan: ReleasePlan;
   address: ProviderAddress;
   store: StoreHandle;
-  client: RegistryClient;
+  /** The local registry's client, once its publish token exists. */
+  client: Promise<RegistryClient>;
   config: RegistryConfig;
   options: PublishOptions;
   log: (line: string) => void;
@@ -163,7 +164,7 @@ async function publishLocally(ctx: LocalContext): Promise<PublishResult> {
       // A key to generate or register is written only once the Worker has accepted the release (its
       // policy, the version's state, the names): asked with a dry run first; a refusal throws here.
       if (writesKey && !options.dryRun)
-        await sendRelease(client, plan, address.namespace, { signature: null, declaredSignature: UNSIGNED_YET, dryRun: true, docs });
+        await sendRelease(await client, plan, address.namespace, { signature: null, declaredSignature: UNSIGNED_YET, dryRun: true, docs });
       const key = await signer.load();
       if (!namespaceKeys.some((k) => k.key_id === key.publicKey.key_id) && !options.dryRun) {
         await writeSigningKeys(store.kv, address.hostname, address.namespace, [...namespaceKeys, key.publicKey]);
@@ -176,7 +177,7 @@ async function publishLocally(ctx: LocalContext): Promise<PublishResult> {
   timing('signed');
   if (!options.dryRun && !existing) log(`publishing ${name} to ${store.description}`);
   if (docs && !options.dryRun) log(`docs: ${docs.resources.length} resources, ${docs.dataSources.length} data sources, sent with the release`);
-  const sent = await sendRelease(client, plan, address.namespace, { signature, declaredSignature, dryRun: options.dryRun, docs });
+  const sent = await sendRelease(await client, plan, address.namespace, { signature, declaredSignature, dryRun: options.dryRun, docs });
   const answered = 'result' in sent ? sent.result : await sent.upload();
   // A dry run's answer knows no key (nothing was signed there): the one that signs, or signed.
   const result = answered.status === 'dry-run' ? { ...answered, key_id: existing?.signingKey.key_id ?? signerKeyId ?? answered.key_id } : answered;

@@ -106,24 +106,31 @@ export function startLocalRegistry(
  * deleted afterwards (a failure to delete it is a warning: it expires within
  * the hour); the registry is closed (when not a caller's).
  */
-export async function withLocalPublish<T>(o: LocalPublish, publish: (p: { store: StoreHandle; client: RegistryClient }) => Promise<T>): Promise<T> {
+export async function withLocalPublish<T>(o: LocalPublish, publish: (p: { store: StoreHandle; client: Promise<RegistryClient> }) => Promise<T>): Promise<T> {
   try {
     const store = await o.registry.store;
     timing('local registry ready');
-    await releaseKilledLocalLease(store.blobs, o.lease, o.log);
-    const { token, record } = await createToken(store.kv, {
+    // The token and the lease check go on while the publish reads and signs; the client waits for both.
+    const made = createToken(store.kv, {
       scopes: [o.pkg],
       purpose: 'publish',
       name: `${o.command} (local, pid ${process.pid} on ${hostname()})`,
       expires: new Date(Date.now() + LOCAL_TOKEN_MS).toISOString(),
     });
-    timing('publish token created');
+    const client = Promise.all([made, releaseKilledLocalLease(store.blobs, o.lease, o.log)]).then(([{ token }]) => {
+      timing('publish token created');
+      return RegistryClient.local(store.registry!, token, o.env, o.log);
+    });
+    client.catch(() => undefined); // awaited by `publish`, or by nobody when it stops first
     try {
-      return await publish({ store, client: RegistryClient.local(store.registry!, token, o.env, o.log) });
+      return await publish({ store, client });
     } finally {
-      await deleteTokenRecord(store.kv, record.sha256).catch((error: unknown) =>
-        o.log(`warning: could not delete this run's publish token ${record.id} (it expires within the hour): ${(error as Error).message}`),
-      );
+      const record = await made.then((m) => m.record).catch(() => null);
+      if (record) {
+        await deleteTokenRecord(store.kv, record.sha256).catch((error: unknown) =>
+          o.log(`warning: could not delete this run's publish token ${record.id} (it expires within the hour): ${(error as Error).message}`),
+        );
+      }
     }
   } finally {
     await o.registry.close();
