@@ -195,6 +195,8 @@ async function publishLocally(ctx: LocalContext): Promise<PublishResult> {
       if (pending) log(`  ${pending}`);
       break;
     case 'published':
+      // What the Worker's commit wrote beside the release files (src/store/providers/lists.ts), said as the CLI always said it.
+      log(`  documents: the version lists (registry, mirror) and the provider page of ${formatAddress(address)}`);
       log(`published ${name} (${result.platforms.length} platforms, signed by ${result.key_id})`);
       break;
     case 'repaired':
