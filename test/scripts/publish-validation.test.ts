@@ -13,6 +13,7 @@ import { InputError } from '../../src/protocol/errors';
 import { formatShasums } from '../../src/protocol/hashes';
 import { releaseObjectKey } from '../../src/store/layout';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from './helpers';
+import { listTokens } from '../../scripts/lib/tokens';
 import { writeGoreleaserRelease } from '../fixtures/goreleaser';
 
 /**
@@ -315,6 +316,17 @@ describe('publish-provider refuses, naming the file and the fix, and writes noth
     const cli = await runScript('publish-module', [dir, '--namespace', 'acme', '--name', 'vpc', '--system', 'aws', '--version', '1.0.0', '--remote']);
     expect(cli.code, cli.stderr).toBe(1);
     expect(cli.stderr).toMatch(/publish-module --remote is gone: .*npm run token -- create --publish acme\/vpc\/aws --remote/);
+  });
+
+  it("the local publish's token lives only while it runs: none left after a publish, nor after the Worker refuses one (409)", async () => {
+    const before = await listTokens(store.kv);
+    const release = (salt: string) => writeDist(join(dir, `tokened-${salt}`), 'tokened', '1.0.0', { platforms: ['linux_amd64'], salt });
+    const published = await publishRelease({ paths: [await release('a')], namespace: 'acme', config, store, keyFile: key.path });
+    expect(published.status).toBe('published');
+    expect(await listTokens(store.kv)).toEqual(before);
+    const other = publishRelease({ paths: [await release('b')], namespace: 'acme', config, store, keyFile: key.path });
+    await expect(other).rejects.toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents/) });
+    expect(await listTokens(store.kv)).toEqual(before);
   });
 
   it('never prints a private key in an error', async () => {
