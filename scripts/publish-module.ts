@@ -2,9 +2,9 @@
  * `npm run publish-module -- DIR_OR_PACKAGE --namespace NS --name NAME --system SYSTEM --version X.Y.Z [options]`
  *
  * Publishes one module version (a directory, packed deterministically, or a
- * .tar.gz/.zip package) into the local state `npm start` serves, or with
- * --remote into the KV namespace and R2 bucket of wrangler.toml. See
- * scripts/lib/module/publish.ts for the function API.
+ * .tar.gz/.zip package) through the registry Worker's publish API: served
+ * in-process on the local state `npm start` serves, or with --registry URL a
+ * deployed registry's. See scripts/lib/module/publish.ts for the function API.
  */
 import { parseArgs } from 'node:util';
 import { checkStateTarget, run, stateTarget, say, STATE_OPTIONS, UsageError } from './lib/cli';
@@ -20,9 +20,6 @@ const USAGE = `usage: npm run publish-module -- DIR|PACKAGE --namespace NS --nam
   --max-size MB          refuse packages over this size (default ${DEFAULT_MAX_MB})
   --registry URL         publish through the registry's publish API (no Cloudflare credentials): a publish
                          token in $EDGE_REGISTRY_TOKEN, or the CI job's OIDC identity
-  --remote               write to Cloudflare: $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN,
-                         $R2_ACCESS_KEY_ID, $R2_SECRET_ACCESS_KEY (optional $R2_ENDPOINT)
-  --env NAME             wrangler environment for --remote (e.g. production)
   --config PATH          wrangler.toml (default ./wrangler.toml)
   --persist-to DIR       local state root, as wrangler dev --persist-to (default .wrangler/state)
   --hostname HOST        registry hostname (default REGISTRY_HOSTNAME of wrangler.toml)

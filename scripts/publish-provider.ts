@@ -2,9 +2,9 @@
  * `npm run publish-provider -- DIST_OR_FILES… --namespace NS [options]`
  *
  * Publishes one provider version (a goreleaser dist/, release files, or
- * --binary executables) into the local state `npm start` serves, or with
- * --remote into the KV namespace and R2 bucket of wrangler.toml. See
- * scripts/lib/provider/publish.ts for the function API.
+ * --binary executables) through the registry Worker's publish API: served
+ * in-process on the local state `npm start` serves, or with --registry URL a
+ * deployed registry's. See scripts/lib/provider/publish.ts for the function API.
  */
 import { parseArgs } from 'node:util';
 import { checkStateTarget, run, stateTarget, say, SIGNING_STATE_OPTIONS, UsageError } from './lib/cli';
@@ -26,9 +26,6 @@ const USAGE = `usage: npm run publish-provider -- [DIST_DIR|FILE…] --namespace
                           token in $EDGE_REGISTRY_TOKEN, or the CI job's OIDC identity (GitHub Actions
                           id-token: write; GitLab id_tokens as $EDGE_REGISTRY_ID_TOKEN); the registry signs
                           with its namespace key unless --key-file or a .sig is given
-  --remote                write to Cloudflare: $CLOUDFLARE_ACCOUNT_ID, $CLOUDFLARE_API_TOKEN,
-                          $R2_ACCESS_KEY_ID, $R2_SECRET_ACCESS_KEY (optional $R2_ENDPOINT)
-  --env NAME              wrangler environment for --remote (e.g. production)
   --config PATH           wrangler.toml (default ./wrangler.toml)
   --persist-to DIR        local state root, as wrangler dev --persist-to (default .wrangler/state)
   --hostname HOST         registry hostname (default REGISTRY_HOSTNAME of wrangler.toml)

@@ -27,6 +27,8 @@ export interface RegistryConfig {
   compatibilityDate: string;
   /** PUBLIC_DOCUMENTS=r2 of the selected environment (src/store/static-documents.ts): the store's writes also write the static copies. Absent or null: off. */
   publicDocuments?: PublicDocuments | null;
+  /** The string `[vars]` of the selected environment (the local publish serves the registry Worker with them, as `npm start` does). */
+  vars?: Record<string, string>;
 }
 
 export interface ConfigOptions {
@@ -73,6 +75,7 @@ export async function readRegistryConfig(options: ConfigOptions = {}): Promise<R
     bucketName: r2.bucket_name,
     localPersistRoot: join(resolve(options.persistTo ?? join(projectRoot, '.wrangler', 'state')), 'v3'),
     compatibilityDate: config.compatibility_date ?? compatibilityDate(configPath),
+    vars: Object.fromEntries(Object.entries(vars).filter((entry): entry is [string, string] => typeof entry[1] === 'string')),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { PublishProgress } from '../../src/store/records';
+import type { PublishStep } from '../../src/store/records';
 
 // The progress lines every publish prints (providers, modules, mirror), and their test hooks.
 
@@ -11,7 +11,11 @@ export const KILL_ENV = 'EDGE_REGISTRY_TEST_KILL_AT';
  * The progress lines of a publish (providers and modules), with the test
  * hooks CRASH_ENV (exit before a step) and KILL_ENV (SIGKILL at a step).
  */
-export function progressLog(log: (line: string) => void, crashBefore?: string, killAt?: string): PublishProgress {
+export function progressLog(
+  log: (line: string) => void,
+  crashBefore?: string,
+  killAt?: string,
+): (event: { step: PublishStep | 'commit-sent'; detail: string }) => void {
   const seen = new Map<string, number>();
   const [killStep, killNth] = (killAt ?? '').split('#');
   return (event) => {
@@ -26,6 +30,8 @@ export function progressLog(log: (line: string) => void, crashBefore?: string, k
     else if (event.step === 'skip-upload') log(`  already stored: ${event.detail}`);
     else if (event.step === 'repair') log(`  REPAIR ${event.detail}`);
     else if (event.step === 'warning') log(`warning: ${event.detail}`);
+    else if (event.step === 'commit-sent')
+      return; // a point for the kill hook only (registry-api.ts)
     else log(`  ${event.step}: ${event.detail}`);
   };
 }

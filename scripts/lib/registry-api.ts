@@ -40,7 +40,29 @@ export class RegistryClient {
     private readonly credential: PublishCredential,
     /** Progress lines, with the CLI's test hooks (EDGE_REGISTRY_TEST_KILL_AT=upload#2 kills the client before its second file). */
     private readonly progress: ReturnType<typeof progressLog>,
+    /** The local publish (localRegistryClient): each request holding the local state's write lock; refusals as the Worker words them. */
+    private readonly local: { exclusive<T>(call: () => Promise<T>): Promise<T> } | null = null,
   ) {}
+
+  /**
+   * A client for the registry Worker the local publish serves on the local state (stores/local.ts, on
+   * 127.0.0.1), with the short-lived publish token `bearer`. Each request runs inside `exclusive` (the
+   * local state's write lock, which other local writers take too); a refusal is an InputError with the
+   * Worker's message alone (as the local publish has always worded it).
+   */
+  static local(
+    registry: { origin: string; exclusive<T>(call: () => Promise<T>): Promise<T> },
+    bearer: string,
+    env: NodeJS.ProcessEnv,
+    log: (line: string) => void,
+  ): RegistryClient {
+    return new RegistryClient(
+      registry.origin,
+      { bearer, kind: 'token', source: 'a publish token for this run' },
+      progressLog(log, env[CRASH_ENV], env[KILL_ENV]),
+      registry,
+    );
+  }
 
   /** A client for the registry at `url` with the environment's credential. Throws InputError for a bad URL or no credential. */
   static async open(url: string, env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<RegistryClient> {
@@ -117,8 +139,11 @@ export class RegistryClient {
     await Promise.all(inFlight);
     if (failures.length > 0) throw failures.sort((a, b) => a.index - b.index)[0]!.error;
     this.progress({ step: 'record', detail: 'committing' });
-    const response = await this.request(session.commit_url, () => ({ method: 'POST' }));
-    return response.json() as Promise<R>;
+    const answer = this.request(session.commit_url, () => ({ method: 'POST' }));
+    // A silent step for the kill hook (EDGE_REGISTRY_TEST_KILL_AT=commit-sent): the commit on its way or answered.
+    await Promise.race([answer.then(noop, noop), new Promise((resolve) => setTimeout(resolve, 50))]);
+    this.progress({ step: 'commit-sent', detail: '' });
+    return (await answer).json() as Promise<R>;
   }
 
   /**
@@ -129,6 +154,10 @@ export class RegistryClient {
    * "unchanged"). Any other network failure, or a second, is an Error.
    */
   private async request(path: string, init: () => RequestInit): Promise<Response> {
+    return this.local ? this.local.exclusive(() => this.send(path, init)) : this.send(path, init);
+  }
+
+  private async send(path: string, init: () => RequestInit): Promise<Response> {
     let response: Response;
     const url = new URL(path, this.base);
     let method: string | undefined;
@@ -161,10 +190,12 @@ export class RegistryClient {
       );
     }
     if (response.status >= 400 && response.status < 500)
-      throw new InputError(`the registry refused the publish (${response.status}): ${message}`, response.status);
+      throw new InputError(this.local ? message : `the registry refused the publish (${response.status}): ${message}`, response.status);
     throw new Error(`the registry answered ${response.status}: ${message}`);
   }
 }
+
+const noop = () => undefined;
 
 /** Socket errors meaning the server closed the connection before answering (undici's UND_ERR_SOCKET: "other side closed"). */
 const CLOSED_BEFORE_ANSWER = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);

@@ -650,11 +650,11 @@ export const MUTANTS: Mutant[] = [
   // scripts/lib: publish, release, archive, local-store
   {
     id: 'publish-no-immutability',
-    file: 'scripts/lib/provider/publish.ts',
+    file: 'src/routes/publish/providers.ts',
     tests: VALIDATION,
     description:
-      'publish-provider does not compare with the published version before the lease (a --dry-run of other bytes says "already published with these bytes")',
-    from: 'if (existing && !sameRelease(existing, draft)) throw differentContentsError(draft, existing);',
+      'the publish API (every publish-provider, local ones included) does not compare with the published version when a publish starts (a --dry-run of other bytes says "already published with these bytes")',
+    from: 'if (!sameRelease(existing, draft)) throw differentContentsError(draft, existing);',
     to: 'if (false) throw differentContentsError(draft, existing);',
   },
   {
@@ -1648,5 +1648,13 @@ export const MUTANTS: Mutant[] = [
     description: 'PUBLIC_DOCUMENTS=r2 is accepted in private mode (metadata published on a public domain without a token check)',
     from: "  if (vars.ACCESS !== 'public') {",
     to: '  if (false) {',
+  },
+  {
+    id: 'local-publish-token-kept',
+    file: 'scripts/lib/stores/local-publish.ts',
+    tests: ['test/scripts/publish-validation.test.ts'],
+    description: 'a local publish leaves its publish token in the local KV (valid for the hour) instead of deleting it when it ends',
+    from: '        await deleteTokenRecord(store.kv, record.sha256).catch(',
+    to: '        await Promise.resolve().catch(',
   },
 ];

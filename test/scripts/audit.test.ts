@@ -81,13 +81,23 @@ describe('audit entries of the CLI write paths', () => {
       'module.publish ok registry.example.com/other/vpc/aws 1.0.0',
       'mirror.import ok registry.terraform.io/hashicorp/null 3.2.0',
     ]);
-    expect(entries.every((e) => JSON.stringify(e.actor) === JSON.stringify(operator))).toBe(true);
+    // The operator's commands are the operator's; a publish goes through the Worker's publish API, with the publish
+    // token the CLI made for exactly that package (stores/local-publish.ts): the entry names that token.
+    const publishes = entries.filter((e) => e.action.endsWith('.publish'));
+    expect(entries.filter((e) => !publishes.includes(e)).every((e) => JSON.stringify(e.actor) === JSON.stringify(operator))).toBe(true);
+    for (const e of publishes) {
+      expect(e.actor).toMatchObject({ kind: 'token', name: expect.stringMatching(/^publish-(provider|module) \(local, pid \d+ on .+\)$/) });
+    }
     expect(entries[3]).toMatchObject({ namespaces: ['acme'], reason: expect.stringContaining('read token "ci", scopes acme') });
     expect(entries[2]!.reason).toMatch(/has no signing key 0123456789ABCDEF/);
     expect(entries[7]!.reason).toMatch(/already published with different contents/);
+    // The publish API's entry: every file of the release (the archives, SHA256SUMS, its signature, the manifest).
     expect(Object.keys(entries[5]!.digests!).sort()).toEqual([
+      'terraform-provider-thing_1.0.0_SHA256SUMS',
+      'terraform-provider-thing_1.0.0_SHA256SUMS.sig',
       'terraform-provider-thing_1.0.0_darwin_arm64.zip',
       'terraform-provider-thing_1.0.0_linux_amd64.zip',
+      'terraform-provider-thing_1.0.0_manifest.json',
       'terraform-provider-thing_1.0.0_windows_amd64.zip',
     ]);
     expect(entries[9]!.digests).toEqual({ linux_amd64: digest.sha256Hex });

@@ -7,7 +7,6 @@ import { openLocalStore } from '../../scripts/lib/stores/local';
 import { type StoreHandle } from '../../scripts/lib/stores/handle';
 import { publishRelease } from '../../scripts/lib/provider/publish';
 import { configPath, tempDir, writeDist, writeKeyFile } from './helpers';
-import { VersionConflictError } from '../../src/store/errors';
 
 /**
  * publish-provider decides "already published" by content: a rebuild whose
@@ -22,7 +21,7 @@ let keyFile: string;
 
 beforeAll(async () => {
   config = await readRegistryConfig({ configPath, persistTo: join(dir, 'state') });
-  store = await openLocalStore(config);
+  store = await openLocalStore(config, { registry: {} });
   const key = await writeKeyFile(dir);
   keyFile = key.path;
   await addNamespaceKey(store.kv, config.hostname, 'acme', { key_id: key.keyId, ascii_armor: key.publicArmor });
@@ -50,7 +49,7 @@ async function storedState(): Promise<string> {
 async function refusedAs(path: string, message: RegExp): Promise<void> {
   const before = await storedState();
   const attempt = publishRelease({ paths: [path], namespace: 'acme', config, store, keyFile });
-  await expect(attempt).rejects.toBeInstanceOf(VersionConflictError);
+  await expect(attempt).rejects.toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents/) });
   // The wording names the differing file: what the publisher reads to find the mistake.
   await expect(attempt).rejects.toThrow(message);
   expect(await storedState()).toBe(before);
@@ -84,7 +83,7 @@ describe('republishing a version', () => {
       dryRun: true,
       log: (line) => lines.push(line),
     });
-    await expect(attempt).rejects.toBeInstanceOf(VersionConflictError);
+    await expect(attempt).rejects.toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents/) });
     await expect(attempt).rejects.toThrow(/terraform-provider-same_1\.0\.0_linux_amd64\.zip has SHA-256/);
     expect(lines.join('\n')).not.toMatch(/already published with these bytes/);
     expect(await storedState()).toBe(before);

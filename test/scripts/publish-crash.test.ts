@@ -132,8 +132,10 @@ afterAll(() => cleanup());
 const figures = { tried: 0, corrupt: 0, blocked: 0, slowestRerunMs: 0 };
 
 describe('a publish killed at any moment', () => {
-  // Every stage the publish reports (2 archives + SHA256SUMS + signature = 4 uploads), then random moments.
-  const stages = ['lease', 'upload#1', 'upload#2', 'upload#3', 'upload#4', 'documents', 'record', 'index'];
+  // Every stage the publish reports — each upload to the Worker's session (2 archives + SHA256SUMS +
+  // signature), the commit about to be sent, the commit sent (the local runtime, and with it the Worker's
+  // commit, dies with the CLI) — then random moments.
+  const stages = ['upload#1', 'upload#2', 'upload#3', 'upload#4', 'record', 'commit-sent'];
   const randomDelays = [0, 40, 120].map((base) => base + Math.floor(Math.random() * 40));
 
   it.each([

@@ -13,6 +13,7 @@ import { InputError } from '../../src/protocol/errors';
 import { formatShasums } from '../../src/protocol/hashes';
 import { releaseObjectKey } from '../../src/store/layout';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from './helpers';
+import { listTokens } from '../../scripts/lib/tokens';
 import { writeGoreleaserRelease } from '../fixtures/goreleaser';
 
 /**
@@ -32,7 +33,7 @@ let counter = 0;
 
 beforeAll(async () => {
   config = await readRegistryConfig({ configPath, persistTo: state });
-  store = await openLocalStore(config);
+  store = await openLocalStore(config, { registry: {} });
   key = await writeKeyFile(dir, 'signer.asc');
   stranger = await writeKeyFile(dir, 'stranger.asc');
   await addNamespaceKey(store.kv, config.hostname, 'acme', { key_id: key.keyId, ascii_armor: key.publicArmor });
@@ -307,11 +308,25 @@ describe('publish-provider refuses, naming the file and the fix, and writes noth
     );
   });
 
-  it('--remote without credentials', async () => {
+  it('--remote: refused, naming --registry URL with a publish token (the publish API is the one writer of releases)', async () => {
     await refused(
       { paths: [await dist()], remote: true, store: undefined, processEnv: {} },
-      /--remote needs CLOUDFLARE_ACCOUNT_ID, CLOUDFLARE_API_TOKEN, R2_ACCESS_KEY_ID, R2_SECRET_ACCESS_KEY/,
+      /publish-provider --remote is gone: .*--registry https:\/\/YOUR-REGISTRY and a publish token in \$EDGE_REGISTRY_TOKEN \(npm run token -- create --publish acme\/TYPE --remote\)/,
     );
+    const cli = await runScript('publish-module', [dir, '--namespace', 'acme', '--name', 'vpc', '--system', 'aws', '--version', '1.0.0', '--remote']);
+    expect(cli.code, cli.stderr).toBe(1);
+    expect(cli.stderr).toMatch(/publish-module --remote is gone: .*npm run token -- create --publish acme\/vpc\/aws --remote/);
+  });
+
+  it("the local publish's token lives only while it runs: none left after a publish, nor after the Worker refuses one (409)", async () => {
+    const before = await listTokens(store.kv);
+    const release = (salt: string) => writeDist(join(dir, `tokened-${salt}`), 'tokened', '1.0.0', { platforms: ['linux_amd64'], salt });
+    const published = await publishRelease({ paths: [await release('a')], namespace: 'acme', config, store, keyFile: key.path });
+    expect(published.status).toBe('published');
+    expect(await listTokens(store.kv)).toEqual(before);
+    const other = publishRelease({ paths: [await release('b')], namespace: 'acme', config, store, keyFile: key.path });
+    await expect(other).rejects.toMatchObject({ status: 409, message: expect.stringMatching(/already published with different contents/) });
+    expect(await listTokens(store.kv)).toEqual(before);
   });
 
   it('never prints a private key in an error', async () => {

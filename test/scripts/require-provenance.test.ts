@@ -49,7 +49,7 @@ describe('require-provenance', { timeout: 240_000 }, () => {
     const provider = await runScript('publish-provider', [dist, '--namespace', 'strict', '--key-file', key.path, '--persist-to', state], env);
     expect(provider.code, provider.stderr).toBe(1);
     expect(provider.stderr).toMatch(
-      /namespace strict requires build provenance: only a trusted CI publisher may publish into it \(published by the CLI with the storage credentials\)/,
+      /namespace strict requires build provenance: only a trusted CI publisher may publish into it \(published by a publish token\)/,
     );
     expect(provider.stderr).toMatch(/require-provenance --namespace strict --off/);
     const tree = join(dir, 'module');

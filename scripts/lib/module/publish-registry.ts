@@ -28,28 +28,41 @@ export async function publishModuleToRegistry(
   p: RegistryModulePublish,
   log: (line: string) => void,
   env: NodeJS.ProcessEnv,
-): Promise<{ status: 'published' | 'unchanged' | 'repaired' | 'dry-run' }> {
+): Promise<{ status: ModulePublishStatus }> {
   const client = await RegistryClient.open(p.registry, env, log);
+  const { namespace, name, system } = p.address;
+  const label = `${namespace}/${name}/${system} ${p.version}`;
+  const result = await sendModule(client, p);
+  log(
+    {
+      'dry-run': `dry run: the registry accepts ${label}; nothing was written`,
+      unchanged: `${label} is already published with this package; nothing to upload`,
+      repaired: `${label} is already published with this package; nothing to upload`,
+      published: `published ${label}`,
+    }[result.status],
+  );
+  return result;
+}
+
+type ModulePublishStatus = 'published' | 'unchanged' | 'repaired' | 'dry-run';
+
+/**
+ * Publishes the package through `client` (every way in: --registry, and the local publish): the
+ * manifest (format, size, digest, docs as data, README as text), then the package's upload and the
+ * commit unless the server answers at once (dry run, unchanged, repaired). Resolves with the status;
+ * throws the client's errors.
+ */
+export async function sendModule(client: RegistryClient, p: Omit<RegistryModulePublish, 'registry'>): Promise<{ status: ModulePublishStatus }> {
   const { readmeHtml: _html, ...docs } = p.docs;
   void _html;
   const manifest = { format: p.format, size: p.bytes.byteLength, sha256: p.sha256, docs, readme: p.readme, ...(p.dryRun ? { dry_run: true } : {}) };
   const { namespace, name, system } = p.address;
-  const label = `${namespace}/${name}/${system} ${p.version}`;
-  type Result = { status: 'published' | 'unchanged' | 'repaired' | 'dry-run' };
+  type Result = { status: ModulePublishStatus };
   const started = await client.start<Result>(`/v1/publish/modules/${namespace}/${name}/${system}/${p.version}`, manifest);
-  if ('result' in started) {
-    log(
-      started.result.status === 'dry-run'
-        ? `dry run: the registry accepts ${label}; nothing was written`
-        : `${label} is already published with this package; nothing to upload`,
-    );
-    return started.result;
-  }
+  if ('result' in started) return started.result;
   const filename = started.session.files[0]?.filename;
   if (!filename) throw new Error('the registry asked for no package file');
-  const result = await client.uploadAndCommit<Result>(started.session, [{ filename, size: p.bytes.byteLength, bytes: p.bytes }]);
-  log(result.status === 'published' ? `published ${label}` : `${label} was already published; nothing rewritten`);
-  return result;
+  return client.uploadAndCommit<Result>(started.session, [{ filename, size: p.bytes.byteLength, bytes: p.bytes }]);
 }
 
 /** The hostname a --registry URL names (module addresses are HOST/NS/NAME/SYSTEM). */

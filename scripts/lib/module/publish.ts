@@ -1,26 +1,17 @@
 import { readFileSync, statSync } from 'node:fs';
-import { cliAttester } from '../provenance';
-import { checkProvenancePolicy } from '../../../src/store/provenance';
 import { InputError, parseHostname, parseVersion, sha256Hex } from '../../../src/protocol/index';
 import { formatModuleAddress, moduleAddress, type ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
 import { moduleArchiveFilename, moduleLeaseName } from '../../../src/store/layout';
-import { withLease } from '../../../src/store/lease';
-import { processLeaseOptions } from '../stores/lease';
-import { differentPackageError, publishModuleVersion, readModuleRecord, samePackage } from '../../../src/store/modules/write';
-import { CRASH_ENV, KILL_ENV, progressLog } from '../progress';
 import type { ModuleDocs, ModuleVersionRecord } from '../../../src/store/modules/types';
 import { moduleVersionFields } from '../../../src/store/modules/result';
 import { readRegistryConfig, type RegistryConfig } from '../config';
-import { openLocalStore } from '../stores/local';
 import { type StoreHandle } from '../stores/handle';
-import { openRemoteStore } from '../stores/remote';
-import type { R2S3Options } from '../stores/r2-s3';
 import { isDocFile } from '../../../src/protocol/module-package';
 import { readSuppliedPackage } from './archive';
 import { extractModuleDocs } from './docs';
 import { formatMB, packModule } from './pack';
-import { audited } from '../audit';
-import { publishModuleToRegistry, registryHostname } from './publish-registry';
+import { publishModuleToRegistry, registryHostname, sendModule } from './publish-registry';
+import { remotePublishRefusal, startLocalRegistry, withLocalPublish } from '../stores/local-publish';
 
 /**
  * publishModule: the function behind `npm run publish-module`. Everything is
@@ -42,6 +33,7 @@ export interface PublishModuleOptions {
   version: string;
   /** Size limit of the package in MB (default 100). */
   maxMB?: number;
+  /** Refused: modules reach a deployed registry through its publish API (`registry`) only. */
   remote?: boolean;
   env?: string;
   configPath?: string;
@@ -52,10 +44,9 @@ export interface PublishModuleOptions {
   processEnv?: NodeJS.ProcessEnv;
   /** Publish through this registry's publish API (URL) instead of writing storage: EDGE_REGISTRY_TOKEN or a CI OIDC token. */
   registry?: string;
-  /** An already-open store (not closed here), with its config. */
+  /** An already-open local store (opened with its registry to be used; not closed here), with its config. */
   store?: StoreHandle;
   config?: RegistryConfig;
-  remoteTuning?: Pick<R2S3Options, 'multipartThreshold' | 'partSize' | 'region' | 'onProgress'>;
 }
 
 /** What `--json` prints. */
@@ -99,8 +90,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   } catch {
     throw new InputError(`${options.path}: no such file or directory; give the module's directory or a .tar.gz/.zip package`);
   }
-  if (options.registry !== undefined && options.remote)
-    throw new InputError("--registry publishes through the registry's API; --remote writes Cloudflare storage directly: use one");
+  if (options.remote) throw remotePublishRefusal('publish-module', `${options.namespace}/${options.name}/${options.system}`);
   // --registry needs no wrangler.toml: the registry names itself (its hostname is in the URL).
   const config =
     options.registry !== undefined
@@ -129,15 +119,13 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   );
 
   const env = options.processEnv ?? process.env;
-  if (options.registry !== undefined) {
-    const served = await publishModuleToRegistry(
-      { registry: options.registry, address, version, format, bytes, sha256, docs, readme: pkg.readme, dryRun: options.dryRun },
-      log,
-      env,
-    );
-    return result(served.status);
-  }
-  return publishToStore(options, config!, { label, record, docs, bytes, env }, result);
+  if (config) return publishLocally(options, config, { label, record, docs, bytes, env }, pkg, result);
+  const served = await publishModuleToRegistry(
+    { registry: options.registry!, address, version, format, bytes, sha256, docs, readme: pkg.readme, dryRun: options.dryRun },
+    log,
+    env,
+  );
+  return result(served.status);
 }
 
 /** What `--json` prints for `record` published from `pkg` with `status`. */
@@ -203,110 +191,61 @@ async function readPackage(path: string, isDirectory: boolean, maxBytes: number,
 }
 
 /**
- * Publishes a read package into the store (the options' open store, or the
- * local state or --remote opened and closed here), audited: the namespace's
- * provenance policy, the version's state (other bytes → VersionConflictError;
- * same bytes → verified and repaired), then publishModuleVersion under the
- * module's lease. A dry run reads and writes nothing but says what it would
- * do. Throws what those throw (InputError, VersionConflictError,
- * LeaseBusyError, infrastructure errors).
+ * The local publish: through the registry Worker served on the local state (stores/local-publish.ts),
+ * with a publish token for exactly this module. The Worker checks the package again, refuses other
+ * bytes (409), verifies and repairs a stored version, and writes under the module's lease; this prints
+ * the lines the local publish always printed. Throws what the client throws (InputError for a refusal).
  */
-async function publishToStore(
+async function publishLocally(
   options: PublishModuleOptions,
-  storeConfig: RegistryConfig,
+  config: RegistryConfig,
   v: ModuleToPublish,
+  pkg: ModulePackage,
   result: (status: PublishModuleResult['status']) => PublishModuleResult,
 ): Promise<PublishModuleResult> {
-  const { label, env } = v;
+  const { label, record, env } = v;
   const log = options.log ?? (() => {});
-  const store =
-    options.store ??
-    (options.remote
-      ? openRemoteStore(storeConfig, env, {
-          onProgress: (key, sent) => log(`  sent ${formatMB(sent)} of ${key.slice(key.lastIndexOf('/') + 1)}`),
-          ...options.remoteTuning,
-        })
-      : await openLocalStore(storeConfig));
-  try {
-    // Every publish that reaches the store leaves an audit entry (a dry run none).
-    return await audited(
-      options.dryRun ? null : store,
-      options.remote,
-      { action: 'module.publish', target: label },
-      async () => result(await publishOrPlan(store, storeConfig, options, v)),
-      (r) =>
-        r.status === 'dry-run'
-          ? null
-          : {
-              outcome: r.status === 'unchanged' ? 'unchanged' : 'ok',
-              ...(r.status === 'repaired' ? { reason: 'repaired what an interrupted publish left missing' } : {}),
-              digests: { [r.filename]: r.sha256 },
-            },
-    );
-  } finally {
-    if (!options.store) await store.close();
-  }
+  const { address, version, format, sha256 } = record;
+  const { namespace, name, system } = address;
+  return withLocalPublish(
+    {
+      registry: startLocalRegistry(config, address.hostname, options.store, false).get(),
+      pkg: `${namespace}/${name}/${system}`,
+      command: 'publish-module',
+      lease: moduleLeaseName(address),
+      env,
+      log,
+    },
+    async ({ store, client }) => {
+      if (!options.dryRun) log(`publishing ${label} to ${store.description}`);
+      const served = await sendModule(await client, {
+        address,
+        version,
+        format,
+        bytes: v.bytes,
+        sha256,
+        docs: v.docs,
+        readme: pkg.readme,
+        dryRun: options.dryRun,
+      });
+      log(
+        {
+          'dry-run': `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`,
+          published: `published ${label}`,
+          repaired: `${label} was already published; repaired what an interrupted publish left missing`,
+          unchanged: `${label} was already published; verified, nothing rewritten`,
+        }[served.status],
+      );
+      return result(served.status);
+    },
+  );
 }
 
-/** A validated module version ready to publish: its record, docs and bytes, `label` for messages, `env` for the store. */
+/** A validated module version ready to publish: its record, docs and bytes, `label` for messages, `env` for the credentials. */
 interface ModuleToPublish {
   label: string;
   record: ModuleVersionRecord;
   docs: ModuleDocs;
   bytes: Uint8Array;
   env: NodeJS.ProcessEnv;
-}
-
-/**
- * Inside the audit: the namespace's provenance policy (a namespace requiring
- * build provenance refuses the CLI before anything is written), the
- * version's state (other bytes → VersionConflictError), then, unless a dry
- * run, publishModuleVersion under the module's lease. Returns the status.
- */
-async function publishOrPlan(
-  store: StoreHandle,
-  storeConfig: RegistryConfig,
-  options: PublishModuleOptions,
-  v: ModuleToPublish,
-): Promise<PublishModuleResult['status']> {
-  const { label, record, docs, bytes, env } = v;
-  const { address, version, format, sha256 } = record;
-  const log = options.log ?? (() => {});
-  const attest = cliAttester(storeConfig, options.remote, store.blobs, env);
-  await checkProvenancePolicy(store.blobs, address.hostname, address.namespace, attest);
-  const existing = await readModuleRecord(store, address, version);
-  if (existing && !samePackage(existing, record)) throw differentPackageError(record, existing);
-  if (options.dryRun) {
-    log(
-      existing
-        ? `dry run: ${label} is already published with these bytes`
-        : `dry run: would publish ${label} to ${store.description} as ${record.filename} (${formatMB(record.size)}, sha256 ${sha256})`,
-    );
-    return 'dry-run';
-  }
-  log(existing ? `${label} is already published with these bytes; verifying what is stored` : `publishing ${label} to ${store.description}`);
-  // One writer per module: the publish (its own check of the record, verification and repair included) holds the module's lease.
-  const outcome = await withLease(store.blobs, moduleLeaseName(address), processLeaseOptions(`publish-module ${label}`, log), (lease) =>
-    publishModuleVersion(
-      store,
-      record,
-      docs,
-      {
-        sha256Hex: sha256,
-        size: bytes.byteLength,
-        contentType: format === 'zip' ? 'application/zip' : 'application/gzip',
-        open: () => bytes,
-      },
-      progressLog(log, env[CRASH_ENV], env[KILL_ENV]),
-      { lease, attest },
-    ),
-  );
-  log(
-    outcome === 'published'
-      ? `published ${label}`
-      : outcome === 'repaired'
-        ? `${label} was already published; repaired what an interrupted publish left missing`
-        : `${label} was already published; verified, nothing rewritten`,
-  );
-  return outcome;
 }

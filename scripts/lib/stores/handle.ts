@@ -6,4 +6,9 @@ export interface StoreHandle extends Store {
   description: string;
   /** Releases the store (stops Miniflare); call once, also after errors. */
   close(): Promise<void>;
+  /**
+   * The registry Worker serving this same local state (openLocalStore with `registry`): the local publish
+   * goes through its publish API. `exclusive` runs one request to it holding the local state's write lock.
+   */
+  registry?: { origin: string; hostname: string; exclusive<T>(call: () => Promise<T>): Promise<T> };
 }

@@ -1,6 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { readDevVars, SIGNING_KEY_SECRET } from '../dev/vars';
+import { registryBundle } from './registry-bundle';
 import type { BlobHead, BlobStore, KvStore } from '../../../src/store/store';
 import { compatibilityDate, type RegistryConfig } from '../config';
 import { fixedParts } from './parts';
@@ -19,40 +21,95 @@ import { isTransientLocalError } from './local-errors';
  *
  * Opens the local state of `config`; creates the persist root when missing.
  */
-export async function openLocalStore(
-  config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> & Partial<Pick<RegistryConfig, 'compatibilityDate'>>,
-): Promise<StoreHandle> {
+export async function openLocalStore(config: LocalConfig, options: { registry?: LocalRegistryOptions } = {}): Promise<StoreHandle> {
   mkdirSync(config.localPersistRoot, { recursive: true });
-  // Starting the local runtime can meet a busy SQLite too (a running `wrangler dev` on the same state): start again.
-  return retryBusy(() => startLocalStore(config));
+  const registry = options.registry ? await registryWorker(config, options.registry) : null;
+  // Starting the local runtime can meet a busy SQLite too (a running `wrangler dev` on the same state, another
+  // publish starting): the start takes the state's write lock, and a runtime that failed to start starts again.
+  const lock = new StateLock(join(config.localPersistRoot, '.edge-registry-write.lock'));
+  return retryBusy(
+    () => lock.run(() => startLocalStore(config, registry, lock)),
+    20,
+    (error) => (error as { code?: string })?.code === 'ERR_RUNTIME_FAILURE',
+  );
 }
 
-async function startLocalStore(
-  config: Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> & Partial<Pick<RegistryConfig, 'compatibilityDate'>>,
-): Promise<StoreHandle> {
+type LocalConfig = Pick<RegistryConfig, 'localPersistRoot' | 'kvNamespaceId' | 'bucketName'> &
+  Partial<Pick<RegistryConfig, 'compatibilityDate' | 'projectRoot' | 'vars' | 'hostname'>>;
+
+/** The registry Worker to serve beside the store: `hostname` overrides REGISTRY_HOSTNAME (--hostname). */
+export interface LocalRegistryOptions {
+  hostname?: string;
+}
+
+/**
+ * The registry Worker as `npm start` serves it: the bundle `wrangler deploy` makes (registry-bundle.ts),
+ * wrangler.toml's vars (REGISTRY_HOSTNAME replaced by `hostname` when given), the project's .dev.vars
+ * secrets (SIGNING_KEY_SECRET from this process's environment first), the DOWNLOADS Durable Object; KV, R2 and the Durable Object on the same persist root.
+ */
+async function registryWorker(config: LocalConfig, options: LocalRegistryOptions): Promise<{ worker: WorkerOptions; hostname: string }> {
+  const bundle = await registryBundle();
+  const hostname = options.hostname ?? config.hostname ?? config.vars?.REGISTRY_HOSTNAME ?? 'registry.example.com';
+  return {
+    hostname,
+    worker: {
+      name: 'registry',
+      modules: [{ type: 'ESModule', path: bundle }],
+      modulesRoot: dirname(bundle),
+      compatibilityDate: config.compatibilityDate ?? compatibilityDate(),
+      bindings: {
+        ...(config.vars ?? {}),
+        ...(config.projectRoot ? readDevVars(config.projectRoot) : {}),
+        // The secret that opens the registry's keys, when the operator's environment has it (as `npm run keys` reads it).
+        ...(process.env[SIGNING_KEY_SECRET] ? { [SIGNING_KEY_SECRET]: process.env[SIGNING_KEY_SECRET] } : {}),
+        REGISTRY_HOSTNAME: hostname,
+      },
+      kvNamespaces: { REGISTRY_KV: config.kvNamespaceId },
+      r2Buckets: { REGISTRY_R2: config.bucketName },
+      durableObjects: { DOWNLOADS: { className: 'DownloadCounter', useSQLite: true } },
+    },
+  };
+}
+
+type WorkerOptions = Record<string, unknown> & { name: string };
+
+async function startLocalStore(config: LocalConfig, registry: { worker: WorkerOptions; hostname: string } | null, lock: StateLock): Promise<StoreHandle> {
   // A killed CLI must not leave its runtime running (and holding the state open).
   tieLocalRuntimeToThisProcess();
   // Loaded here, not at the top: loading miniflare costs ~0.2 s of CPU, which publishing through the API never needs.
   // require, not import(): miniflare is CommonJS, and import() of it first has Node scan its 3 MB entry for
   // the export names and module syntax (import 0.36–0.73 s against require 0.19–0.28 s, measured 26 Nov 2026).
   const { Miniflare } = createRequire(import.meta.url)('miniflare') as typeof import('miniflare');
-  const mf = new Miniflare({
+  const storeWorker = {
+    name: 'local-store',
     modules: true,
     script: LOCAL_RUNTIME_SCRIPT,
     compatibilityDate: config.compatibilityDate ?? compatibilityDate(),
-    defaultPersistRoot: config.localPersistRoot,
     kvNamespaces: { REGISTRY_KV: config.kvNamespaceId },
     r2Buckets: { REGISTRY_R2: config.bucketName },
-  });
+  };
+  // With the registry: one runtime, two Workers on the same bindings. The registry is the default (its
+  // origin is what the publish client is given, on 127.0.0.1 only); the store answers dispatchFetch's
+  // http://local-store/ requests (its route).
+  const mf = new Miniflare(
+    registry
+      ? {
+          workers: [registry.worker, { ...storeWorker, routes: ['local-store/*'] }] as unknown as import('miniflare').WorkerOptions[],
+          defaultPersistRoot: config.localPersistRoot,
+          host: '127.0.0.1',
+          port: 0,
+        }
+      : { ...storeWorker, defaultPersistRoot: config.localPersistRoot },
+  );
   try {
-    await mf.ready;
+    const url = await mf.ready;
     const dispatch: Dispatch = (url, init) => mf.dispatchFetch(url, init) as unknown as Promise<Response>;
-    const lock = new StateLock(join(config.localPersistRoot, '.edge-registry-write.lock'));
     return {
       kv: lockedKv(dispatchKv(dispatch), lock),
       blobs: new LocalBlobStore(dispatchR2(dispatch), lock),
       description: `local state ${config.localPersistRoot}`,
       close: () => mf.dispose(),
+      ...(registry ? { registry: { origin: url.origin, hostname: registry.hostname, exclusive: (call) => lock.run(call) } } : {}),
     };
   } catch (error) {
     await mf.dispose();
@@ -135,14 +192,14 @@ class LocalBlobStore implements BlobStore {
  * Calls `call`, again with jittered backoff while it fails with a transient
  * error (isTransientLocalError: SQLite busy, a lost connection to the local
  * runtime) and `attempts` are left: every call made here is idempotent.
- * Throws the last error, or at once any error that is not transient.
+ * Throws the last error, or at once any error that is not transient (nor `alsoTransient`).
  */
-export async function retryBusy<T>(call: () => Promise<T>, attempts = 20): Promise<T> {
+export async function retryBusy<T>(call: () => Promise<T>, attempts = 20, alsoTransient: (error: unknown) => boolean = () => false): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
     } catch (error) {
-      const transient = isTransientLocalError(error);
+      const transient = isTransientLocalError(error) || alsoTransient(error);
       if (!transient || attempt >= attempts) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 25 * 2 ** attempt) * (0.5 + Math.random())));
     }

@@ -2,7 +2,6 @@ import type { RegistryConfig } from '../config';
 import { openLocalStore } from './local';
 import { type StoreHandle } from './handle';
 import { openRemoteKv, openRemoteStore } from './remote';
-import type { R2S3Options } from './r2-s3';
 import { withStaticDocuments } from '../../../src/store/static-documents';
 
 /**
@@ -16,8 +15,6 @@ export interface OpenStoreOptions {
   remote?: boolean;
   /** Where --remote credentials come from (default process.env). */
   env?: NodeJS.ProcessEnv;
-  /** Multipart tuning and upload progress for --remote. */
-  tuning?: Pick<R2S3Options, 'multipartThreshold' | 'partSize' | 'onProgress' | 'region'>;
 }
 
 /**
@@ -25,7 +22,7 @@ export interface OpenStoreOptions {
  * (withStaticDocuments), as the Worker's does. Throws InputError for missing --remote credentials.
  */
 export async function openStore(config: RegistryConfig, options: OpenStoreOptions = {}): Promise<StoreHandle> {
-  const store = options.remote ? await openRemoteStore(config, options.env ?? process.env, options.tuning) : await openLocalStore(config);
+  const store = options.remote ? await openRemoteStore(config, options.env ?? process.env) : await openLocalStore(config);
   return withStaticDocuments(store, config.publicDocuments ?? null);
 }
 

@@ -10,7 +10,6 @@ import { InputError } from '../../../src/protocol/errors';
 import { catalogKey, docsKey, providerPageKey } from '../../../src/store/layout';
 import type { ProviderPageData } from '../../../src/store/pages/read';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from '../helpers';
-import { VersionConflictError } from '../../../src/store/errors';
 
 // publish-provider --docs against a local state: validated before any write, stored per version, immutable.
 const { dir, cleanup } = tempDir('docs');
@@ -77,8 +76,10 @@ describe('publish-provider --docs', () => {
     const file = spec('first');
     expect((await publish('1.0.0', file)).status).toBe('unchanged');
     const before = await snapshot();
-    await expect(publish('1.0.0', spec('changed'))).rejects.toThrow(VersionConflictError);
-    await expect(publish('1.0.0', spec('changed'), true)).rejects.toThrow(VersionConflictError);
+    // The Worker refuses (409), with the store's own message.
+    const refused = { status: 409, message: expect.stringMatching(/different/) };
+    await expect(publish('1.0.0', spec('changed'))).rejects.toMatchObject(refused);
+    await expect(publish('1.0.0', spec('changed'), true)).rejects.toMatchObject(refused);
     expect(await snapshot()).toBe(before);
   });
 

@@ -105,7 +105,7 @@ describe('the local store (scripts/lib/stores/local.ts)', () => {
       'publish-module',
       [dir, '--namespace', 'acme', '--name', 'orphan', '--system', 'aws', '--version', '1.0.0', '--persist-to', join(work.dir, 'state')],
       {
-        [KILL_ENV]: 'documents',
+        [KILL_ENV]: 'record',
         [name]: value,
         ...killableEnv(work.dir),
       },

@@ -6,13 +6,11 @@ import { AwsClient } from 'aws4fetch';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRegistryConfig, type RegistryConfig } from '../../../scripts/lib/config';
-import { publishRelease } from '../../../scripts/lib/provider/publish';
 import { KvRestStore } from '../../../scripts/lib/stores/kv-rest';
 import { R2S3Store } from '../../../scripts/lib/stores/r2-s3';
 import { listAuditEntries } from '../../../src/store/audit/read';
 import { legacyPublishersKey, publishersObject } from '../../../src/store/layout';
-import { configPath, runScript, tempDir, writeDist, writeKeyFile } from '../helpers';
-import { VersionConflictError } from '../../../src/store/errors';
+import { configPath, runScript, tempDir } from '../helpers';
 
 // The mirror test's upstream GnuPG home and agent (loaded lazily there) go with this file.
 afterAll(async () => (await import('../mirror/upstream')).releaseUpstreamGpgKey());
@@ -313,113 +311,30 @@ describe('R2S3Store conditional writes on the wire (leases and records rely on t
   });
 });
 
-describe('publish-provider --remote', () => {
-  it('publishes through the KV REST API and the S3 API, refuses unregistered keys, and is idempotent', async () => {
-    const key = await writeKeyFile(dir, 'remote-signer.asc');
-    const dist = await writeDist(join(dir, 'dist'), 'cloud', '1.0.0', { platforms: ['linux_amd64', 'windows_amd64'], padding: 0 });
-    // A large archive to go through multipart (threshold lowered below).
-    const { zipBuffers } = await import('../../../scripts/lib/provider/zip-binary');
-    const { writeFileSync } = await import('node:fs');
-    writeFileSync(
-      join(dist, 'terraform-provider-cloud_1.0.0_darwin_arm64.zip'),
-      await zipBuffers({ 'terraform-provider-cloud_v1.0.0': randomBytes(11 * 1024 * 1024) }, { compress: false }),
-    );
-    const options = {
-      paths: [dist],
-      namespace: 'acme',
-      remote: true,
-      env: 'production',
-      configPath,
-      keyFile: key.path,
-      processEnv: remoteEnv(),
-      remoteTuning: { multipartThreshold: 5 * 1024 * 1024, partSize: 5 * 1024 * 1024, region: 'us-east-1' },
-    };
-
-    // The namespace has no keys: --remote never adopts a key silently (decided under the provider's lease, which
-    // s3rver cannot make exclusive: it ignores If-None-Match on PUT, and the publish says so).
-    const refusedLines: string[] = [];
-    await expect(publishRelease({ ...options, log: (line: string) => refusedLines.push(line) })).rejects.toThrow(
-      /key [0-9A-F]{16} is not a signing key of namespace acme \(it has none\); register it first with npm run keys -- import --namespace acme --remote/,
-    );
-    expect([...kvApi.values.keys()].filter((k) => k.includes('/acme/cloud'))).toEqual([]);
-
-    const imported = await runScript('keys', ['import', '--namespace', 'acme', '--remote', '--env', 'production', '--key-file', key.path], remoteEnv());
-    expect(imported.code, imported.stderr).toBe(0);
-    expect(imported.stderr + imported.stdout).not.toMatch(/PRIVATE KEY|test-api-token/);
-
-    s3Requests.length = 0;
-    const lines: string[] = [];
-    const result = await publishRelease({ ...options, log: (line: string) => lines.push(line) });
-    expect(result).toMatchObject({ address: `${config.hostname}/acme/cloud`, version: '1.0.0', status: 'published', key_id: key.keyId });
-    // The provider's lease and the committed record live in R2.
-    expect(s3Requests).toContain(`PUT /${config.bucketName}/.leases/providers/${config.hostname}/acme/cloud`);
-    expect(refusedLines.join('\n')).toMatch(
-      /warning: this object store ignores conditional writes \(If-None-Match\), so the lease providers\/.*\/acme\/cloud cannot keep other writers out/,
-    );
-    const committed = await s3Get(`.records/${config.hostname}/acme/cloud/1.0.0.json`);
-    expect(JSON.parse(committed.bytes.toString())).toMatchObject({ version: '1.0.0', signingKey: { key_id: key.keyId } });
-    const ns = config.kvNamespaceId;
-    const versions = JSON.parse(kvApi.values.get(`${ns}/v1/providers/${config.hostname}/acme/cloud/versions`)!);
-    expect(versions.versions.map((v: { version: string }) => v.version)).toEqual(['1.0.0']);
-    for (const platform of result.platforms) {
-      const object = await s3Get(`${config.hostname}/acme/cloud/1.0.0/${platform.filename}`);
-      expect(object.status).toBe(200);
-      expect(createHash('sha256').update(object.bytes).digest('hex')).toBe(platform.shasum);
-    }
-    const bigPath = `/${config.bucketName}/${config.hostname}/acme/cloud/1.0.0/terraform-provider-cloud_1.0.0_darwin_arm64.zip`;
-    expect(s3Requests.filter((r) => r.startsWith(`PUT ${bigPath}?partNumber=`))).toHaveLength(3);
-    expect(s3Requests.filter((r) => r.startsWith(`PUT ${config.bucketName}`) || r === `PUT ${bigPath}`)).toEqual([]);
-    const sums = await s3Get(`${config.hostname}/acme/cloud/1.0.0/terraform-provider-cloud_1.0.0_SHA256SUMS`);
-    expect(sums.bytes.toString()).toContain(`${result.platforms[0]!.shasum}  ${result.platforms[0]!.filename}\n`);
-
-    const puts = kvApi.requests.filter((r) => r.method === 'PUT').length;
-    const again = await publishRelease(options);
-    expect(again.status).toBe('unchanged');
-    expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(puts);
-
-    const rebuilt = await writeDist(join(dir, 'dist-rebuilt'), 'cloud', '1.0.0', { platforms: ['linux_amd64'], salt: 'x' });
-    await expect(publishRelease({ ...options, paths: [rebuilt] })).rejects.toThrow(VersionConflictError);
-  });
-});
-
-describe('publish-module --remote', () => {
-  it('publishes a module through the KV REST API and the S3 API (the package served back byte for byte), idempotent and immutable', async () => {
-    const { publishModule } = await import('../../../scripts/lib/module/publish');
-    const { writeDemoModule } = await import('../../../scripts/lib/demo/module');
-    const { writeFileSync } = await import('node:fs');
-    const tree = join(dir, 'module-remote');
-    writeDemoModule(tree, '1.0.0');
-    const options = {
-      path: tree,
-      namespace: 'acme',
-      name: 'net',
-      system: 'aws',
-      version: '1.0.0',
-      remote: true,
-      env: 'production',
-      configPath,
-      processEnv: remoteEnv(),
-      remoteTuning: { region: 'us-east-1' },
-    };
-    const result = await publishModule(options);
-    expect(result).toMatchObject({ address: `${config.hostname}/acme/net/aws`, status: 'published', filename: 'net-aws-1.0.0.tar.gz' });
-    const ns = config.kvNamespaceId;
-    expect(JSON.parse(kvApi.values.get(`${ns}/v1/modules/${config.hostname}/acme/net/aws/versions`)!)).toEqual({
-      modules: [{ versions: [{ version: '1.0.0' }] }],
-    });
-    const object = await s3Get(`modules/${config.hostname}/acme/net/aws/1.0.0/net-aws-1.0.0.tar.gz`);
-    expect(object.status).toBe(200);
-    expect(createHash('sha256').update(object.bytes).digest('hex')).toBe(result.sha256);
-    const puts = kvApi.requests.filter((r) => r.method === 'PUT').length;
-    expect((await publishModule(options)).status).toBe('unchanged');
-    expect(kvApi.requests.filter((r) => r.method === 'PUT').length).toBe(puts);
-    writeFileSync(join(tree, 'extra.tf'), 'variable "extra" {}\n');
-    await expect(publishModule(options)).rejects.toThrow(VersionConflictError);
-  });
-});
-
 describe('lifecycle --remote', () => {
-  it('deprecates the module published above through the KV REST API and the S3 API (the R2 object is the commit point)', async () => {
+  it('deprecates a module through the KV REST API and the S3 API (the R2 object is the commit point)', async () => {
+    // The module, written through the same two APIs by the store's own write path (releases reach a deployed
+    // registry only through its publish API; this seeds what the lifecycle command changes).
+    const { openRemoteStore } = await import('../../../scripts/lib/stores/remote');
+    const { publishModuleVersion } = await import('../../../src/store/modules/write');
+    const { fakeDocs } = await import('../../fixtures/modules');
+    const bytes = new TextEncoder().encode('a module package: the store never unpacks it\n');
+    const address = { hostname: config.hostname, namespace: 'acme', name: 'net', system: 'aws' };
+    const seeded = await publishModuleVersion(
+      openRemoteStore(config, remoteEnv(), { region: 'us-east-1' }),
+      {
+        address,
+        version: '1.0.0',
+        filename: 'net-aws-1.0.0.tar.gz',
+        format: 'tar.gz',
+        sha256: createHash('sha256').update(bytes).digest('hex'),
+        size: bytes.byteLength,
+        publishedAt: new Date(0).toISOString(),
+      },
+      fakeDocs(),
+      { sha256Hex: createHash('sha256').update(bytes).digest('hex'), size: bytes.byteLength, contentType: 'application/gzip', open: () => bytes },
+    );
+    expect(seeded).toBe('published');
     const result = await runScript(
       'lifecycle',
       ['deprecate', 'acme/net/aws', '--message', 'use acme/network/aws', '--remote', '--env', 'production', '--config', configPath, '--json'],
