@@ -1,9 +1,15 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { mapLimit } from '../../../src/concurrency';
+import { changeProviderLifecycle } from '../../../src/store/lifecycle/providers';
+import { committedRecordKey, mirrorIndexKey, providerPageKey, versionsDocumentKey } from '../../../src/store/layout';
+import { emptyIndex, indexWith, writeProviderIndex } from '../../../src/store/providers/version-index';
 import { writeSigningKeys } from '../../../src/store/providers/signing-keys';
+import { fakeRelease } from '../../fixtures/release';
+import { address } from '../helpers';
 import { zipStored } from '../../fixtures/archives';
 import { TEST_KEY } from '../../fixtures/release';
-import { KV_MAX_KEY_BYTES } from '../../fixtures/production/rules';
+import { KV_MAX_KEY_BYTES, KV_MAX_VALUE_BYTES } from '../../fixtures/production/rules';
 import { buildRelease, hex, issue, manifestOf, type Session } from '../publish/api';
 import { at, ORIGIN, production } from './scenario';
 
@@ -81,6 +87,60 @@ describe('KV keys at the longest names the registry accepts', () => {
       // The figure for the docs.
       console.log(`REGISTRY_HOSTNAME of ${hostname.length}: longest KV key written ${p.kv.largest.keyBytes} bytes (${p.kv.largest.key.slice(0, 40)}…)`);
     }, 60_000);
+  }
+});
+
+// KV's value limit (25 MiB) against the largest lists the registry rewrites: the versions document and the
+// mirror's index.json of a provider with 1,000 versions (the size the budgets promise) of 14 platforms
+// (HashiCorp's scaffolding), each version 128 characters long.
+const PLATFORMS_14 = [
+  'darwin_amd64',
+  'darwin_arm64',
+  'freebsd_386',
+  'freebsd_amd64',
+  'freebsd_arm',
+  'freebsd_arm64',
+  'linux_386',
+  'linux_amd64',
+  'linux_arm',
+  'linux_arm64',
+  'windows_386',
+  'windows_amd64',
+  'windows_arm',
+  'windows_arm64',
+];
+
+describe('KV values at the largest lists the registry writes', () => {
+  const long = (i: number) => `${i}.0.0-rc.${'a'.repeat(56)}+build.${String(i).padStart(57 - String(i).length, 'b')}`;
+  const short = (i: number) => `${Math.floor(i / 100)}.${i % 100}.0`;
+  for (const [shape, version] of [
+    ['128-character', long],
+    ['short (X.Y.0)', short],
+  ] as const) {
+    it(`a provider with 1,000 versions of 14 platforms, ${shape} versions: every list and page document it writes stays under 25 MiB`, async () => {
+      const p = production();
+      const many = address('kvsizes', shape.startsWith('128') ? 'long' : 'short');
+      const records = Array.from({ length: 1000 }, (_, i) => fakeRelease(many, version(i), PLATFORMS_14, { archiveSize: 16 }).record);
+      if (shape.startsWith('128')) expect(records.every((r) => r.version.length === 128)).toBe(true);
+      await mapLimit(records, 64, (record) => env.REGISTRY_R2.put(committedRecordKey(many, record.version), JSON.stringify(record)).then(() => {}));
+      await writeProviderIndex(env.REGISTRY_R2, indexWith(emptyIndex(many), records, {}), null);
+      // A lifecycle change rewrites the lists and the page data from the index, through the harness's KV (which
+      // refuses a value over 25 MiB as the binding does).
+      await p.run('A', (e) =>
+        changeProviderLifecycle({ kv: e.REGISTRY_KV, blobs: e.REGISTRY_R2 }, many, { kind: 'deprecate', version: version(0), message: 'old' }),
+      );
+      expect(p.invocations[0]!.exceeded).toBeNull();
+      const size = async (key: string) => new TextEncoder().encode((await env.REGISTRY_KV.get(key, 'text')) ?? '').byteLength;
+      const [versionsDoc, mirrorIndex, page] = await Promise.all([versionsDocumentKey(many), mirrorIndexKey(many), providerPageKey(many)].map(size));
+      // The largest value written is the provider's page data (every version's files and digests).
+      expect(p.kv.largest.valueKey).toBe(providerPageKey(many));
+      expect(p.kv.largest.valueBytes).toBe(page);
+      expect(page).toBeLessThan(KV_MAX_VALUE_BYTES);
+      expect(Math.max(versionsDoc, mirrorIndex)).toBeLessThan(page);
+      console.log(
+        `1,000 versions × 14 platforms (${shape}): versions document ${versionsDoc} bytes, mirror index.json ${mirrorIndex} bytes, page data ${page} bytes; the page data reaches 25 MiB at ~${Math.floor(KV_MAX_VALUE_BYTES / (page / 1000))} versions`,
+      );
+    }, 120_000);
   }
 });
 
