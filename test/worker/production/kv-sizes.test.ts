@@ -131,7 +131,9 @@ describe('KV values at the largest lists the registry writes', () => {
       );
       expect(p.invocations[0]!.exceeded).toBeNull();
       const size = async (key: string) => new TextEncoder().encode((await env.REGISTRY_KV.get(key, 'text')) ?? '').byteLength;
-      const [versionsDoc = 0, mirrorIndex = 0, page = 0] = await Promise.all([versionsDocumentKey(many), mirrorIndexKey(many), providerPageKey(many)].map(size));
+      const [versionsDoc = 0, mirrorIndex = 0, page = 0] = await Promise.all(
+        [versionsDocumentKey(many), mirrorIndexKey(many), providerPageKey(many)].map(size),
+      );
       // The largest value written is the provider's page data (every version's files and digests).
       expect(p.kv.largest.valueKey).toBe(providerPageKey(many));
       expect(p.kv.largest.valueBytes).toBe(page);
