@@ -1649,4 +1649,12 @@ export const MUTANTS: Mutant[] = [
     from: "  if (vars.ACCESS !== 'public') {",
     to: '  if (false) {',
   },
+  {
+    id: 'kv-key-length-unchecked',
+    file: 'src/store/key-limits.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description: 'a publish whose KV keys would pass 512 bytes is no longer refused at its start (a 500 from the KV binding instead)',
+    from: '  if (longest > KV_MAX_KEY_BYTES) refuse(what, longest);\n}',
+    to: '}',
+  },
 ];
