@@ -10,6 +10,7 @@ import { startHarnessServer, type HarnessServer, type HarnessState } from './pro
 import { makeCertificate, type Certificate } from './server';
 import { terraformInit } from './terraform-init';
 import { missing, terraform } from '../tools';
+import { MAX_OPEN_CONNECTIONS } from '../fixtures/production/rules';
 
 afterAll(releaseUpstreamGpgKey);
 
@@ -174,6 +175,17 @@ describe.skipIf(missing('terraform', terraform))('20 concurrent cold terraform i
     const most = (of: (c: Record<string, number>) => number, list = invocations) => Math.max(0, ...list.map((i) => of(i.counts)));
     expect(most(storage)).toBeLessThanOrEqual(FREE.storageOperations);
     expect(most((c) => c.subrequests!)).toBeLessThanOrEqual(FREE.subrequests);
+    // Cloudflare opens at most 6 connections per invocation and queues further fetches (the harness does too):
+    // the pull-through (mirror) and the module proxy never have more than that waiting at once.
+    const upstream = (prefix: string) => invocations.filter((i) => i.path.startsWith(prefix) && i.counts.subrequests! > 0);
+    const pulls = upstream('/v1/mirror/');
+    const proxied = upstream('/v1/modules/');
+    expect(pulls.length).toBeGreaterThan(0);
+    expect(proxied.length).toBeGreaterThan(0);
+    const connections = (list: typeof invocations) => most((c) => c.connections!, list);
+    expect(connections(pulls)).toBeLessThanOrEqual(MAX_OPEN_CONNECTIONS);
+    expect(connections(proxied)).toBeLessThanOrEqual(MAX_OPEN_CONNECTIONS);
+    expect(most((c) => c.queuedFetches!)).toBe(0);
     const inits = afterInits.invocations.filter((i) => !i.path.startsWith('/.well-known/'));
     const refused = Object.values(refusedWrites).reduce((a, b) => a + b, 0);
     console.log(
@@ -181,6 +193,7 @@ describe.skipIf(missing('terraform', terraform))('20 concurrent cold terraform i
         `production-inits: ${INITS} concurrent cold terraform inits at ${LOCATIONS.length} locations (${VERSIONS.length} versions of a pull-through provider and of a proxied module)`,
         `  wall time ${(wallMs / 1000).toFixed(1)} s; 0 failed; Worker invocations ${afterInits.invocations.length} during the inits (${inits.length} past discovery), ${invocations.length} with the listed-installs checks`,
         `  per invocation at most ${most(storage, afterInits.invocations)} storage operations (limit ${FREE.storageOperations}), ${most((c) => c.subrequests!, afterInits.invocations)} subrequests (limit ${FREE.subrequests} on Free)`,
+        `  fetches waiting for headers at once, per invocation: at most ${connections(pulls)} (pull-through, ${pulls.length} invocations with subrequests), ${connections(proxied)} (module proxy, ${proxied.length}); limit ${MAX_OPEN_CONNECTIONS}, none queued`,
         `  KV over the run: ${daily.reads} reads, ${daily.writes} write attempts, ${refused} refused by the one-write-a-second rule (${JSON.stringify(refusedWrites)})`,
       ].join('\n'),
     );

@@ -1657,4 +1657,12 @@ export const MUTANTS: Mutant[] = [
     from: '        await deleteTokenRecord(store.kv, record.sha256).catch(',
     to: '        await Promise.resolve().catch(',
   },
+  {
+    id: 'kv-key-length-unchecked',
+    file: 'src/store/key-limits.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description: 'a publish whose KV keys would pass 512 bytes is no longer refused at its start (a 500 from the KV binding instead)',
+    from: '  if (longest > KV_MAX_KEY_BYTES) refuse(what, longest);\n}',
+    to: '}',
+  },
 ];

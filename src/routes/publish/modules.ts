@@ -1,6 +1,7 @@
 import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
+import { checkModuleKeys } from '../../store/key-limits';
 import { pathSegment } from '../../http/responses';
 import { formatModuleAddress, moduleAddress, type ModuleAddress } from '../../protocol/modules-v1';
 import { parseVersion } from '../../protocol/version';
@@ -43,6 +44,7 @@ export function moduleRelease(request: IRequest, env: Env): ModuleRelease {
   );
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const what = { action: 'module.publish', target: `${formatModuleAddress(address)} ${version}` } as const;
+  checkModuleKeys(address, version, what.target);
   return { pkg: { kind: 'module', ...address }, what, address, version };
 }
 

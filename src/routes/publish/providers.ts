@@ -1,6 +1,7 @@
 import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
+import { checkProviderKeys } from '../../store/key-limits';
 import { pathSegment } from '../../http/responses';
 import type { Actor } from '../../store/audit/actor';
 import { formatAddress, parseProviderName, providerAddress, type ProviderAddress } from '../../protocol/address';
@@ -61,6 +62,7 @@ export function providerRelease(request: IRequest, env: Env): ProviderRelease {
   const version = parseVersion(pathSegment(request.params.version, 'version'));
   const address = providerAddress(settings(env).hostname, namespace, type);
   const what = { action: 'provider.publish', target: `${formatAddress(address)} ${version}` } as const;
+  checkProviderKeys(address, version, what.target);
   return { pkg: { kind: 'provider', namespace, type }, what, address, version };
 }
 

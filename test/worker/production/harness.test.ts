@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { KV_WRITE_RATE_ERROR, TOO_MANY_STORAGE_OPERATIONS, TOO_MANY_SUBREQUESTS } from '../../fixtures/production/rules';
+import { env } from 'cloudflare:workers';
+import { Invocation } from '../../fixtures/production/invocation';
+import {
+  KV_MAX_KEY_BYTES,
+  KV_MAX_VALUE_BYTES,
+  KV_WRITE_RATE_ERROR,
+  kvKeyTooLong,
+  kvValueTooLarge,
+  MAX_OPEN_CONNECTIONS,
+  TOO_MANY_STORAGE_OPERATIONS,
+  TOO_MANY_SUBREQUESTS,
+} from '../../fixtures/production/rules';
 import { at, production } from './scenario';
 
 // The harness's own rules, each shown to bite on Miniflare's real bindings (docs/production-rules.md).
@@ -84,5 +95,49 @@ describe('the production harness', () => {
     const p = production();
     expect((await at(p, 'A', '/.well-known/terraform.json')).status).toBe(200);
     expect(p.invocations.at(-1)).toMatchObject({ location: 'A', method: 'GET', path: '/.well-known/terraform.json', status: 200, exceeded: null });
+  });
+
+  it('refuses a KV key over 512 bytes and a value over 25 MiB with the binding errors, writing nothing', async () => {
+    const p = production();
+    const long = `harness/${'k'.repeat(KV_MAX_KEY_BYTES - 8 + 1)}`;
+    const large = 'v'.repeat(KV_MAX_VALUE_BYTES + 1);
+    // Miniflare's real binding refuses them with these messages; the harness refuses them alike, before the write.
+    const real = env.REGISTRY_KV as unknown as KVNamespace;
+    await expect(real.put(long, 'v')).rejects.toThrow(kvKeyTooLong(KV_MAX_KEY_BYTES + 1));
+    await expect(real.put('harness/large', large)).rejects.toThrow(kvValueTooLarge(KV_MAX_VALUE_BYTES + 1));
+    await expect(p.run('A', (e) => e.REGISTRY_KV.put(long, 'v'))).rejects.toThrow(kvKeyTooLong(KV_MAX_KEY_BYTES + 1));
+    await expect(p.run('A', (e) => e.REGISTRY_KV.get(long, 'text'))).rejects.toThrow(kvKeyTooLong(KV_MAX_KEY_BYTES + 1, 'GET'));
+    await expect(p.run('A', (e) => e.REGISTRY_KV.put('harness/large', large))).rejects.toThrow(kvValueTooLarge(KV_MAX_VALUE_BYTES + 1));
+    // The largest key and value are taken; the refused put claimed no write (the key may be written at once).
+    await p.run('A', (e) => e.REGISTRY_KV.put('harness/large', large.slice(1)));
+    await p.run('A', (e) => e.REGISTRY_KV.put(long.slice(1), 'v'));
+    expect(await real.get('harness/large', 'text')).toHaveLength(KV_MAX_VALUE_BYTES);
+    expect(p.kv.refusedWrites.size).toBe(0);
+  }, 60_000);
+
+  it('keeps at most 6 fetches of an invocation waiting for headers; a 7th waits for the first to get its headers', async () => {
+    const invocation = new Invocation('A', 'free');
+    const answers: (() => void)[] = [];
+    const started: number[] = [];
+    const sends = Array.from({ length: 9 }, (_, i) =>
+      invocation.connect(() => {
+        started.push(i);
+        return new Promise<number>((resolve) => answers.push(() => resolve(i)));
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(started).toEqual([0, 1, 2, 3, 4, 5]);
+    answers[2]!();
+    expect(await sends[2]).toBe(2);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(started).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    for (let i = 0; i < 9; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      answers[i]?.();
+    }
+    expect(await Promise.all(sends)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(started).toHaveLength(9);
+    expect(invocation.counts).toMatchObject({ connections: 9, queuedFetches: 3 });
+    expect(MAX_OPEN_CONNECTIONS).toBe(6);
   });
 });
