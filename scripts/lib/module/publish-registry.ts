@@ -1,5 +1,6 @@
 import { InputError } from '../../../src/protocol/errors';
 import type { ModuleAddress, ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
+import type { ModuleManifestBody, ModulePublishResult } from '../../../src/protocol/publish-api';
 import type { ModuleDocs } from '../../../src/store/modules/types';
 import { RegistryClient } from '../registry-api';
 
@@ -24,19 +25,21 @@ export interface RegistryModulePublish {
   dryRun?: boolean;
 }
 
-export async function publishModuleToRegistry(
-  p: RegistryModulePublish,
-  log: (line: string) => void,
-  env: NodeJS.ProcessEnv,
-): Promise<{ status: 'published' | 'unchanged' | 'repaired' | 'dry-run' }> {
+export async function publishModuleToRegistry(p: RegistryModulePublish, log: (line: string) => void, env: NodeJS.ProcessEnv): Promise<ModulePublishResult> {
   const client = await RegistryClient.open(p.registry, env, log);
   const { readmeHtml: _html, ...docs } = p.docs;
   void _html;
-  const manifest = { format: p.format, size: p.bytes.byteLength, sha256: p.sha256, docs, readme: p.readme, ...(p.dryRun ? { dry_run: true } : {}) };
+  const manifest: ModuleManifestBody = {
+    format: p.format,
+    size: p.bytes.byteLength,
+    sha256: p.sha256,
+    docs,
+    readme: p.readme,
+    ...(p.dryRun ? { dry_run: true } : {}),
+  };
   const { namespace, name, system } = p.address;
   const label = `${namespace}/${name}/${system} ${p.version}`;
-  type Result = { status: 'published' | 'unchanged' | 'repaired' | 'dry-run' };
-  const started = await client.start<Result>(`/v1/publish/modules/${namespace}/${name}/${system}/${p.version}`, manifest);
+  const started = await client.start<ModulePublishResult>(`/v1/publish/modules/${namespace}/${name}/${system}/${p.version}`, manifest);
   if ('result' in started) {
     log(
       started.result.status === 'dry-run'
@@ -47,7 +50,7 @@ export async function publishModuleToRegistry(
   }
   const filename = started.session.files[0]?.filename;
   if (!filename) throw new Error('the registry asked for no package file');
-  const result = await client.uploadAndCommit<Result>(started.session, [{ filename, size: p.bytes.byteLength, bytes: p.bytes }]);
+  const result = await client.uploadAndCommit<ModulePublishResult>(started.session, [{ filename, size: p.bytes.byteLength, bytes: p.bytes }]);
   log(result.status === 'published' ? `published ${label}` : `${label} was already published; nothing rewritten`);
   return result;
 }
