@@ -23,7 +23,7 @@ export function folderOf(file: string): string {
 
 const HASHES = ['test/protocol/hashes.test.ts', 'test/scripts/hashes.test.ts'];
 const ERRORS = ['test/protocol/address.test.ts', 'test/worker/errors.test.ts', 'test/worker/registry.test.ts', 'test/worker/mirror.test.ts'];
-const SCOPES = ['test/worker-private/scope-rules.test.ts', 'test/worker-private/tokens.test.ts'];
+const SCOPES = ['test/worker-private/scope-rules.test.ts', 'test/worker-private/scope-rule.test.ts', 'test/worker-private/tokens.test.ts'];
 const SIGNED = ['test/worker-private/signed-url-binding.test.ts', 'test/worker-private/signed-urls.test.ts'];
 const CACHE = ['test/worker/cache-lifetimes.test.ts', 'test/worker/caching.test.ts'];
 const STORE = ['test/worker/version-order.test.ts', 'test/worker/immutability.test.ts', 'test/worker/registry.test.ts', 'test/worker/mirror.test.ts'];
@@ -299,47 +299,47 @@ export const MUTANTS: Mutant[] = [
   // src/auth
   {
     id: 'scope-namespace-prefix',
-    file: 'src/access/tokens.ts',
+    file: 'src/access/scope.ts',
     tests: SCOPES,
     description: 'a scope "acme" also grants "acme-internal" (prefix match)',
-    from: 'if (slash === -1) return hostname === ownHost && namespace === scope;',
-    to: 'if (slash === -1) return hostname === ownHost && namespace.startsWith(scope);',
+    from: "if (reach.namespace !== '*' && reach.namespace !== namespace) return false;",
+    to: "if (reach.namespace !== '*' && !namespace.startsWith(reach.namespace)) return false;",
   },
   {
     id: 'scope-bare-any-host',
-    file: 'src/access/tokens.ts',
+    file: 'src/access/scope.ts',
     tests: SCOPES,
     description: 'a bare namespace scope grants that namespace on every hostname',
-    from: 'if (slash === -1) return hostname === ownHost && namespace === scope;',
-    to: 'if (slash === -1) return namespace === scope;',
+    from: 'if (!reach.anyHost && hostname !== (reach.host ?? own)) return false;',
+    to: 'if (!reach.anyHost && reach.host !== null && hostname !== reach.host) return false;',
   },
   {
     id: 'scope-host-prefix',
-    file: 'src/access/tokens.ts',
+    file: 'src/access/scope.ts',
     tests: SCOPES,
     description: 'HOST/… scopes match hostnames that start with HOST',
-    from: "return hostname === host && (ns === '*' || ns === namespace);",
-    to: "return hostname.startsWith(host) && (ns === '*' || ns === namespace);",
+    from: 'if (!reach.anyHost && hostname !== (reach.host ?? own)) return false;',
+    to: 'if (!reach.anyHost && !hostname.startsWith(reach.host ?? own)) return false;',
   },
   {
     id: 'scope-host-ignores-namespace',
-    file: 'src/access/tokens.ts',
+    file: 'src/access/scope.ts',
     tests: SCOPES,
     description: 'HOST/NAMESPACE grants every namespace of HOST',
-    from: "return hostname === host && (ns === '*' || ns === namespace);",
-    to: 'return hostname === host;',
+    from: "if (reach.namespace !== '*' && reach.namespace !== namespace) return false;",
+    to: "if (reach.host === null && reach.namespace !== '*' && reach.namespace !== namespace) return false;",
   },
   {
     id: 'scope-any-wildcard',
-    file: 'src/access/tokens.ts',
+    file: 'src/access/scope.ts',
     tests: SCOPES,
     description: 'any scope containing * grants everything',
-    from: "if (scope === '*') return true;",
-    to: "if (scope.includes('*')) return true;",
+    from: "if (scope === '*') return { anyHost: true, host: null, namespace: '*', package: null };",
+    to: "if (scope.includes('*')) return { anyHost: true, host: null, namespace: '*', package: null };",
   },
   {
     id: 'scope-not-lowercased',
-    file: 'src/access/tokens.ts',
+    file: 'src/access/scope.ts',
     tests: SCOPES,
     description: 'HOST/NAMESPACE scopes keep their case (never match the lower-cased request)',
     from: "return parts[1] === '*' ? `${host}/*` : `${host}/${parseModuleName(parts[1]!, 'namespace')}`;",
@@ -966,7 +966,7 @@ export const MUTANTS: Mutant[] = [
     from: 'return presented !== undefined && presented.id === pinned.id && presented.ownerId === pinned.ownerId;',
     to: 'return presented !== undefined && presented.id === pinned.id;',
   },
-  // least privilege per package (src/access/package-rights.ts, ci-token.ts, publish-auth.ts, publishers store): issue 36
+  // least privilege per package (src/access/scope.ts, ci-token.ts, publish-auth.ts, publishers store): issue 36
   {
     id: 'unpinned-publisher-publishes',
     file: 'src/access/ci-token.ts',
@@ -980,7 +980,7 @@ export const MUTANTS: Mutant[] = [
     file: 'src/access/ci-token.ts',
     tests: ['test/identity/ci-token.test.ts', 'test/worker/publish/ci-hijack.test.ts'],
     description: "a trusted publisher publishes any package of its namespace (the module project's job publishes the provider)",
-    from: 'const publisher = complete.find((p) => rightsAllow(publisherRights(p), pkg)) ?? null;',
+    from: 'const publisher = complete.find((p) => rightsAllow(publisherRights(p, namespace), pkg, hostname)) ?? null;',
     to: 'const publisher = complete[0] ?? null;',
   },
   {
@@ -988,12 +988,12 @@ export const MUTANTS: Mutant[] = [
     file: 'src/access/publish-auth.ts',
     tests: ['test/worker/publish/package-rights.test.ts'],
     description: 'a publish token publishes any package of the namespaces its packages are in',
-    from: '  if (!rightsAllow(rights, pkg)) {',
+    from: '  if (!rightsAllow(rights, pkg, hostname)) {',
     to: '  if (!record.scopes.includes(pkg.namespace)) {',
   },
   {
     id: 'legacy-token-publishes',
-    file: 'src/access/package-rights.ts',
+    file: 'src/access/scope.ts',
     tests: ['test/worker/publish/package-rights.test.ts'],
     description: 'a publish token created before per-package rights keeps publishing into its whole namespace',
     from: 'return { namespaces: record.namespaceWide ? record.scopes : [], packages: record.packages ?? [] };',
@@ -1001,15 +1001,15 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'package-pattern-crosses-kinds',
-    file: 'src/access/package-rights.ts',
-    tests: ['test/identity/ci-token.test.ts', 'test/worker/publish/package-rights.test.ts'],
+    file: 'src/access/scope.ts',
+    tests: ['test/identity/ci-token.test.ts', 'test/worker/publish/package-rights.test.ts', 'test/worker-private/scope-rule.test.ts'],
     description: 'a provider pattern also names modules (and the reverse)',
-    from: "return rights.packages.some((pattern) => pattern.split('/').length === segments && globMatches(pattern, name));",
-    to: "return rights.packages.some((pattern) => globMatches(pattern.split('/').slice(0, 2).join('/') + (segments === 3 ? '/*' : ''), name));",
+    from: 'return pkg !== undefined && pkg.length === reach.package.length && reach.package.every((pattern, i) => partMatches(pattern, pkg[i]!));',
+    to: "return pkg !== undefined && reach.package.every((pattern, i) => partMatches(pattern, pkg[i] ?? ''));",
   },
   {
     id: 'wide-pattern-accepted',
-    file: 'src/access/package-rights.ts',
+    file: 'src/access/scope.ts',
     tests: ['test/scripts/publisher.test.ts', 'test/scripts/token.test.ts'],
     description: "a pattern 'acme/*' is accepted as a package (namespace-wide without --namespace-wide)",
     from: 'if (/^\\*+$/.test(rest[0]!)) {',
@@ -1624,5 +1624,30 @@ export const MUTANTS: Mutant[] = [
     description: 'a keyless publish with no SIGNING_KEY_SECRET answers 500 "internal error" instead of naming the setting',
     from: '    throw new ConfigError(',
     to: '    throw new SealError(',
+  },
+  // one scope rule for reads and publishes (src/access/scope.ts): issue 35
+  {
+    id: 'namespace-wide-publisher-any-namespace',
+    file: 'src/access/publishers.ts',
+    tests: ['test/worker-private/scope-rule.test.ts'],
+    description: 'a namespace-wide trusted publisher may publish into every namespace (kept inside its own only by the lookup)',
+    from: 'return { namespaces: p.namespaceWide ? [namespace] : [], packages: p.packages ?? [] };',
+    to: "return { namespaces: p.namespaceWide ? ['*'] : [], packages: p.packages ?? [] };",
+  },
+  {
+    id: 'package-grant-namespace-pattern',
+    file: 'src/access/scope.ts',
+    tests: ['test/worker-private/scope-rule.test.ts'],
+    description: "a stored package grant whose namespace is '*' reaches every namespace",
+    from: "if ((parts.length !== 2 && parts.length !== 3) || parts[0]!.includes('*')) return null;",
+    to: 'if (parts.length !== 2 && parts.length !== 3) return null;',
+  },
+  {
+    id: 'package-grant-reaches-reads',
+    file: 'src/access/scope.ts',
+    tests: ['test/worker-private/scope-rule.test.ts'],
+    description: 'a package grant also reaches a read of (or a write to) its whole namespace',
+    from: 'return pkg !== undefined && pkg.length',
+    to: 'return pkg === undefined || pkg.length',
   },
 ];
