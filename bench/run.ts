@@ -64,7 +64,7 @@ async function main(): Promise<void> {
   try {
     log('building the Worker (wrangler deploy --dry-run)');
     const bundle = await build(work, null);
-    const countingBundle = await build(work, 'bench/counting-worker.ts');
+    const countingBundle = await build(work, 'bench/bench-worker.ts');
     const bundleGzip = gzipSync(await readFile(bundle)).byteLength;
 
     log('floor (a constant-JSON Worker) and the registry, in the same runtime');

@@ -77,7 +77,7 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-soak-'));
   try {
     log('building the Worker with the bench wrapper (wrangler deploy --dry-run)');
-    const bundle = await build(work, 'bench/counting-worker.ts');
+    const bundle = await build(work, 'bench/bench-worker.ts');
     const inspectorPort = await freePort();
     const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'), { inspectorPort });
     let heaps: Awaited<ReturnType<typeof connectHeaps>> | null = null;

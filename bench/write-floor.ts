@@ -1,7 +1,7 @@
 /**
  * `npx tsx bench/write-floor.ts [--quick] [--json] [SIZES_MIB…]` (and part of `npm run bench`): each write
  * path's Worker CPU per MiB of archive next to the runtime's native floor, measured in the same run, in
- * the same workerd, on the same bytes (bench/pull-worker.ts's /__bench endpoints):
+ * the same workerd, on the same bytes (bench/bench-worker.ts's /__bench endpoints):
  *
  * - floor zh: the archive piped into crypto.DigestStream; floor h1: each entry piped through
  *   DecompressionStream('deflate-raw') into crypto.DigestStream; module floor: gunzip, gzip and SHA-256 of
@@ -178,7 +178,7 @@ function makeModule(dir: string, bytes: number): Buffer {
 
 /** Measures every path at every size; `work` is a scratch directory. */
 export async function benchWriteFloor(work: string, sizes: number[], log: (line: string) => void = () => {}): Promise<WritePathFigures[]> {
-  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/pull-worker.ts') });
+  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/bench-worker.ts') });
   const sink = await discardServer();
   const rows: WritePathFigures[] = [];
   try {
@@ -286,7 +286,7 @@ export interface SigningFigures {
  */
 export async function benchSigning(work: string, log: (line: string) => void = () => {}): Promise<SigningFigures[]> {
   const openpgp = await import('openpgp');
-  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/pull-worker.ts') });
+  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/bench-worker.ts') });
   const rows: SigningFigures[] = [];
   try {
     const cpuOf = async (query: string, body: string): Promise<number> => {
