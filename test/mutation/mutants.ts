@@ -895,7 +895,7 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'pull-through-bytes-unchecked',
-    file: 'src/routes/mirror-pull/archive.ts',
+    file: 'src/routes/mirror-pull/commit.ts',
     tests: ['test/e2e/mirror-pull.test.ts'],
     description: 'pull-through stores and completes archive bytes that do not match the signed SHA256SUMS line',
     from: '      matchesSignedSums(pkg.shasum, how.what),\n',
