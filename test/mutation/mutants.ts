@@ -911,7 +911,7 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'mirror-changed-sums-accepted',
-    file: 'scripts/lib/mirror/sync.ts',
+    file: 'scripts/lib/mirror/sync-version.ts',
     tests: ['test/scripts/mirror/sync-changes.test.ts'],
     description: 'mirror sync does not notice that an upstream SHA256SUMS differs from the one it mirrored for that version',
     from: 'if (storedSums?.customMetadata?.sha256 && storedSums.customMetadata.sha256 !== sha256Hex(sums)) {',
