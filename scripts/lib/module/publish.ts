@@ -6,7 +6,8 @@ import { formatModuleAddress, moduleAddress, type ModuleArchiveFormat } from '..
 import { moduleArchiveFilename, moduleLeaseName } from '../../../src/store/layout';
 import { withLease } from '../../../src/store/lease';
 import { processLeaseOptions } from '../stores/lease';
-import { differentPackageError, publishModuleVersion, readModuleRecord, samePackage } from '../../../src/store/modules/write';
+import { differentPackageError, readModuleRecord, samePackage } from '../../../src/store/modules/record';
+import { publishModuleVersion } from '../../../src/store/modules/write';
 import { CRASH_ENV, KILL_ENV, progressLog } from '../progress';
 import type { ModuleDocs, ModuleVersionRecord } from '../../../src/store/modules/types';
 import { moduleVersionFields } from '../../../src/store/modules/result';
