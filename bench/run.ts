@@ -26,7 +26,8 @@ import { benchCost, costTargets } from './cost';
 import { benchBudgets, budgetsTable } from './budgets';
 import { benchDownloadCounting } from './download-counting';
 import { benchPublishApi } from './publish-api';
-import { benchSigning, benchWriteFloor } from './write-floor';
+import { benchSigning } from './held-key-signing';
+import { benchWriteFloor } from './write-floor';
 import { benchProduction, productionTable, productionTargets } from './production';
 import {
   countingTargets,
