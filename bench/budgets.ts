@@ -22,7 +22,7 @@ import { moduleAddress } from '../src/protocol/modules-v1';
 import { committedRecordKey, moduleArchiveFilename, moduleCommittedRecordKey } from '../src/store/layout';
 import { changeProviderLifecycle } from '../src/store/lifecycle/providers';
 import { storeMirroredVersion } from '../src/store/mirror/write';
-import { rebuildModuleIndex } from '../src/store/modules/write';
+import { rebuildModuleIndex } from '../src/store/modules/lists';
 import { updateProviderLists } from '../src/store/providers/lists';
 import { publishVersion, rebuildProviderIndex } from '../src/store/providers/write';
 import { commitRecord } from '../src/store/records';

@@ -1,6 +1,6 @@
 /**
  * `npx tsx bench/commit-pieces.ts [--rounds=N]`: the publish commit's own pieces of work, each alone in
- * workerd (bench/commit-pieces-worker.ts): N of a piece per request, the Worker's CPU per piece (its isolate's
+ * workerd (bench/bench-worker-floor.ts): N of a piece per request, the Worker's CPU per piece (its isolate's
  * busy samples × 100 µs, bench/worker-cpu.ts) minus an empty request, median of the rounds.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -30,17 +30,17 @@ async function main(): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-pieces-'));
   const before = loadavg();
   const inspectorPort = await freePort();
-  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/commit-pieces-worker.ts') }, undefined, { inspectorPort });
+  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/bench-worker.ts') }, undefined, { inspectorPort });
   try {
     const kinds = ['none', ...KINDS];
-    for (const kind of kinds) await fetch(`${runtime.origin}/piece?kind=${kind}&n=3`).then((r) => r.arrayBuffer());
+    for (const kind of kinds) await fetch(`${runtime.origin}/__bench/piece?kind=${kind}&n=3`).then((r) => r.arrayBuffer());
     const profiler = await workerProfiler(inspectorPort, runtime.pid);
     const cpu = new Map<string, number[]>(kinds.map((k) => [k, []]));
     try {
       for (let round = 0; round < rounds; round++) {
         const { cpu: recording } = await profiler.record(async () => {
           for (const kind of kinds) {
-            const response = await fetch(`${runtime.origin}/piece?kind=${kind}&n=${N}`);
+            const response = await fetch(`${runtime.origin}/__bench/piece?kind=${kind}&n=${N}`);
             if (!response.ok) throw new Error(`${kind}: ${response.status}`);
             await response.arrayBuffer();
           }
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
         .join(' ')}`,
     );
     console.log(
-      `the commit's pieces alone (bench/commit-pieces-worker.ts, ${N} per request, minus an empty request of ${none.toFixed(2)} ms; Worker CPU per piece, median of ${rounds}):`,
+      `the commit's pieces alone (bench/bench-worker-floor.ts, ${N} per request, minus an empty request of ${none.toFixed(2)} ms; Worker CPU per piece, median of ${rounds}):`,
     );
     for (const kind of KINDS) {
       const rs = cpu.get(kind)!;

@@ -1,6 +1,6 @@
 /**
  * What counting a download costs (src/downloads/), measured in workerd with
- * Miniflare's real SQLite-backed Durable Object, through bench/downloads-worker.ts:
+ * Miniflare's real SQLite-backed Durable Object, through bench/bench-worker.ts:
  *
  * - CPU per download: N archive GETs handled inside one request with counting
  *   off, on (the production 500 ms window: the whole loop is one batch) and
@@ -37,7 +37,7 @@ export interface CountingFigures {
 
 export async function benchDownloadCounting(work: string, options: { quick?: boolean; log?: (line: string) => void } = {}): Promise<CountingFigures> {
   const log = options.log ?? (() => {});
-  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/downloads-worker.ts') }, undefined, { downloads: { batchMs: BATCH_MS } });
+  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/bench-worker.ts') }, undefined, { downloads: { batchMs: BATCH_MS } });
   try {
     const small = { hostname: HOSTNAME, namespace: 'bench', type: 'counted' };
     await seedSmall(runtime, small, '1.0.0');

@@ -6,12 +6,12 @@
  * how fast a large archive streams from R2 versus from the cache.
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, archivePath, seedLargeArchive, seedSmall } from './seed';
 import { releaseFilePath } from '../src/store/layout';
 import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../src/protocol/release-files';
+import { freePort } from '../test/e2e/server';
 
 export interface Reads {
   kv: number;
@@ -89,17 +89,6 @@ export async function benchEdgeCache(countingBundle: string, work: string, quick
     reads: routes.map((route, i) => ({ name: route.name, first: first[i]!, sameIsolate: sameIsolate[i]!, freshIsolate: freshIsolate[i]! })),
     archive,
   };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function counters(runtime: Runtime): Promise<Reads> {

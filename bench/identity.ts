@@ -1,6 +1,6 @@
 /**
  * `npx tsx bench/identity.ts` — Worker CPU of keyless CI publishing's two
- * steps, in workerd (the Worker built as wrangler builds it, bench/identity-worker.ts):
+ * steps, in workerd (the Worker built as wrangler builds it, bench/bench-worker.ts):
  *
  *   - signing a SHA256SUMS with a registry-held key (open the sealed key,
  *     read it with openpgp, sign): RSA-4096 (keys generate's default) and
@@ -31,7 +31,7 @@ const COLD_ROUNDS = 5;
 async function main(): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-identity-'));
   const ci = await startCiIssuers();
-  const bundle = await build(work, 'bench/identity-worker.ts');
+  const bundle = await build(work, 'bench/bench-worker.ts');
   const rows: [string, string][] = [];
   const ms = (micros: number) => `${(micros / 1000).toFixed(2)} ms`;
   const keys = await Promise.all((['rsa', 'ecc'] as const).map(async (type) => ({ type, key: await generateSigningKey({ type, name: `bench ${type}` }) })));

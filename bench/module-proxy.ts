@@ -5,7 +5,7 @@
  * one, one the size of terraform-aws-modules/vpc (about 1 MB of Terraform
  * text in ~200 files) and a large one (about 8 MB in ~1,600 files). The
  * Worker (as wrangler builds it, in workerd via Miniflare, every binding
- * call and fetch counted by bench/pull-worker.ts) holds only a policy.
+ * call and fetch counted by bench/bench-worker.ts) holds only a policy.
  *
  * Per cold download (GET …/download, which proxies the version, then the
  * package): wall time, the whole workerd process's CPU (an upper bound: it
@@ -45,7 +45,7 @@ async function main(): Promise<void> {
     versions: ['1.0.0', '1.1.0'].map((version) => ({ version, source: source(name, version), extraFiles })),
   }));
   log('building the Worker');
-  const bundle = await build(work, 'bench/pull-worker.ts');
+  const bundle = await build(work, 'bench/bench-worker.ts');
   const upstream = await ModuleUpstream.start(modules);
   const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
   try {

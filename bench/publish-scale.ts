@@ -10,7 +10,7 @@ import { executableName } from '../src/protocol/release-files';
 import { parsePlatformName } from '../src/protocol/platform';
 import { committedRecordKey, moduleArchiveFilename, moduleCommittedRecordKey } from '../src/store/layout';
 import { moduleAddress } from '../src/protocol/modules-v1';
-import { rebuildModuleIndex } from '../src/store/modules/write';
+import { rebuildModuleIndex } from '../src/store/modules/lists';
 import { seedModule } from '../test/fixtures/modules';
 import { rebuildProviderIndex } from '../src/store/providers/write';
 import { writeSigningKeys } from '../src/store/providers/signing-keys';

@@ -3,7 +3,7 @@
  * Worker. A local upstream (plain HTTP, GnuPG-signed SHA256SUMS) offers
  * incompressible archives of 50 MB and 200 MB (10 and 50 with --quick); the
  * Worker (as wrangler builds it, in workerd via Miniflare, every binding
- * call and fetch counted by bench/pull-worker.ts) holds only a policy.
+ * call and fetch counted by bench/bench-worker.ts) holds only a policy.
  *
  * Per cold pull (VERSION.json, then the archive, then the background commit):
  * wall time to the client's last byte and to the commit, the whole workerd
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const log = (line: string) => process.stderr.write(`bench:pull: ${line}\n`);
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-pull-'));
   log(`building the Worker; generating ${sizes.join(' and ')} MiB archives`);
-  const bundle = await build(work, 'bench/pull-worker.ts');
+  const bundle = await build(work, 'bench/bench-worker.ts');
   const versions = sizes.map((_, i) => `${i + 1}.0.0`);
   const upstream = await StaticUpstream.start({
     namespace: 'acme',

@@ -6,7 +6,8 @@ import type { EdgeCacheFigures } from './edge-cache';
 import { costTable, type CostFigures } from './cost';
 import { countingTable, type CountingFigures } from './download-counting';
 import { publishApiTable, type PublishApiFigures } from './publish-api';
-import { writeFloorTable, type SigningFigures, type WritePathFigures } from './write-floor';
+import type { SigningFigures } from './held-key-signing';
+import { writeFloorTable, type WritePathFigures } from './write-floor';
 import type { FloorP99, RouteFigures, Target } from './targets';
 
 export function round1(n: number | null): number | null {

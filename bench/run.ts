@@ -27,7 +27,8 @@ import { benchBudgets, budgetsTable } from './budgets';
 import { benchPulledBudgets, pulledTable } from './budgets-pulled';
 import { benchDownloadCounting } from './download-counting';
 import { benchPublishApi } from './publish-api';
-import { benchSigning, benchWriteFloor } from './write-floor';
+import { benchSigning } from './held-key-signing';
+import { benchWriteFloor } from './write-floor';
 import { benchProduction, productionTable, productionTargets } from './production';
 import {
   countingTargets,
@@ -65,7 +66,7 @@ async function main(): Promise<void> {
   try {
     log('building the Worker (wrangler deploy --dry-run)');
     const bundle = await build(work, null);
-    const countingBundle = await build(work, 'bench/counting-worker.ts');
+    const countingBundle = await build(work, 'bench/bench-worker.ts');
     const bundleGzip = gzipSync(await readFile(bundle)).byteLength;
 
     log('floor (a constant-JSON Worker) and the registry, in the same runtime');

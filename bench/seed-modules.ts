@@ -1,6 +1,6 @@
 import { moduleAddress } from '../src/protocol/modules-v1';
 import { moduleRecordKey } from '../src/store/layout';
-import { rebuildModuleIndex } from '../src/store/modules/write';
+import { rebuildModuleIndex } from '../src/store/modules/lists';
 import { seedModule } from '../test/fixtures/modules';
 import { HOSTNAME, stores } from './seed';
 import type { Runtime } from './runtime';

@@ -20,7 +20,6 @@ import { fakeRelease } from '../test/fixtures/release';
 import { publishVersion, rebuildProviderIndex } from '../src/store/providers/write';
 import { downloadDocumentKey, releaseFilePath } from '../src/store/layout';
 import type { ProviderAddress } from '../src/protocol/address';
-import { createServer } from 'node:net';
 import { build } from './build';
 import { connectHeaps, type HeapFigures } from './inspector';
 import { cpuMicros, rssBytes, rssParts } from './proc';
@@ -28,6 +27,7 @@ import { startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, PLATFORMS, stores } from './seed';
 import { wrk, type LoadResult } from './wrk';
 import { analyse, report, type RouteFigures, type SoakResult, type SoakSample } from './soak-report';
+import { freePort } from '../test/e2e/server';
 
 const CONNECTIONS = 50;
 const VERSIONS = 300;
@@ -77,7 +77,7 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-soak-'));
   try {
     log('building the Worker with the bench wrapper (wrangler deploy --dry-run)');
-    const bundle = await build(work, 'bench/counting-worker.ts');
+    const bundle = await build(work, 'bench/bench-worker.ts');
     const inspectorPort = await freePort();
     const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'), { inspectorPort });
     let heaps: Awaited<ReturnType<typeof connectHeaps>> | null = null;
@@ -285,15 +285,4 @@ async function cacheFigures(origin: string): Promise<NonNullable<SoakSample['cac
     }
   }
   return null;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }

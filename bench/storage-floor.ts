@@ -2,7 +2,7 @@
  * The floor of a storage operation: the Worker CPU one KV or R2 call on a
  * small JSON document takes in this workerd (Miniflare's simulators), with
  * CPU attributed to the Worker isolate exactly as bench/worker-cpu.ts does
- * for the publish API. bench/storage-floor-worker.ts runs N operations of
+ * for the publish API. the bench Worker (bench/bench-worker-floor.ts) runs N operations of
  * one kind per request; per operation = (request − an empty request) ÷ N,
  * the median of `rounds` interleaved rounds.
  *
@@ -18,7 +18,7 @@ import { build } from './build';
 import { COMMIT_REQUESTS, COMMIT_REQUESTS_BEFORE } from '../test/fixtures/commit-requests';
 import { startRuntime } from './runtime';
 import { withWebSocket, workerProfiler } from './worker-cpu';
-import { spin } from './storage-floor-worker';
+import { spin } from './bench-worker-floor';
 
 export const STORAGE_OPS = [
   'kv-get',
@@ -81,19 +81,19 @@ export async function benchStorageFloor(
   const n = options.n ?? 40;
   const rounds = options.rounds ?? 5;
   const inspectorPort = await freePort();
-  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/storage-floor-worker.ts') }, undefined, { inspectorPort });
+  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/bench-worker.ts') }, undefined, { inspectorPort });
   try {
-    await fetch(`${runtime.origin}/seed?n=${n}`).then((r) => r.arrayBuffer());
+    await fetch(`${runtime.origin}/__bench/floor/seed?n=${n}`).then((r) => r.arrayBuffer());
     const kinds = ['none', ...STORAGE_OPS];
     const mixUrl = options.mix
-      ? `${runtime.origin}/op?kind=commit-mix&n=1&pad=${options.pad ?? 0}&mix=${encodeURIComponent(JSON.stringify(options.mix))}`
+      ? `${runtime.origin}/__bench/floor/op?kind=commit-mix&n=1&pad=${options.pad ?? 0}&mix=${encodeURIComponent(JSON.stringify(options.mix))}`
       : null;
     const mixRounds: number[] = [];
     const calibration: number[] = [];
     const calibrationProcess: number[] = [];
     if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
     // Warm the isolate on every kind first.
-    for (const kind of [...kinds, 'spin']) await fetch(`${runtime.origin}/op?kind=${kind}&n=2`).then((r) => r.arrayBuffer());
+    for (const kind of [...kinds, 'spin']) await fetch(`${runtime.origin}/__bench/floor/op?kind=${kind}&n=2`).then((r) => r.arrayBuffer());
     const profiler = await workerProfiler(inspectorPort, runtime.pid);
     const cpu = new Map<string, number[]>(kinds.map((k) => [k, []]));
     const upper = new Map<string, number[]>(kinds.map((k) => [k, []]));
@@ -102,12 +102,12 @@ export async function benchStorageFloor(
       for (let round = 0; round < rounds; round++) {
         const { cpu: recording } = await profiler.record(async () => {
           for (const kind of kinds) {
-            const response = await fetch(`${runtime.origin}/op?kind=${kind}&n=${n}`);
+            const response = await fetch(`${runtime.origin}/__bench/floor/op?kind=${kind}&n=${n}`);
             if (!response.ok) throw new Error(`${kind}: ${response.status}`);
             await response.arrayBuffer();
           }
           if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
-          await fetch(`${runtime.origin}/op?kind=spin&n=${SPIN_N}`).then((r) => r.arrayBuffer());
+          await fetch(`${runtime.origin}/__bench/floor/op?kind=spin&n=${SPIN_N}`).then((r) => r.arrayBuffer());
         });
         calibration.push(recording.requests.at(-1)!.cpuMs);
         calibrationProcess.push(recording.requests.at(-1)!.upperBoundMs);
@@ -120,7 +120,7 @@ export async function benchStorageFloor(
               kinds[i]!,
               r.topFunctions
                 .slice(0, 5)
-                .map((f) => `${f.name.replace(/ index\.js:\d+| storage-floor-worker\.js:\d+/, '')} ${(f.ms / n).toFixed(3)}`)
+                .map((f) => `${f.name.replace(/ index\.js:\d+| bench-worker\.js:\d+/, '')} ${(f.ms / n).toFixed(3)}`)
                 .join('; '),
             );
         });
@@ -150,7 +150,7 @@ export async function benchStorageFloor(
 /** The lines `bench:publish-api` and this script print. */
 export function storageFloorTable(floor: StorageFloor): string[] {
   return [
-    `storage floor (bench/storage-floor-worker.ts: ${floor.n} sequential operations per request on ~600-byte JSON, minus an empty request of ${floor.requestMs.toFixed(2)} ms; Worker CPU per operation, median):`,
+    `storage floor (bench/bench-worker-floor.ts: ${floor.n} sequential operations per request on ~600-byte JSON, minus an empty request of ${floor.requestMs.toFixed(2)} ms; Worker CPU per operation, median):`,
     ...floor.perOp.map(
       (o) =>
         `  ${o.kind.padEnd(26)} ${o.cpuMs.toFixed(3)} ms (workerd process ≤ ${o.upperBoundMs.toFixed(3)} ms)  ${o.topFunctions ? `[per op by function: ${o.topFunctions}]` : ''}`,

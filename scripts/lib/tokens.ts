@@ -1,5 +1,5 @@
-import { newToken, parseScope, tokenId, tokenSha256 } from '../../src/access/tokens';
-import { describeRights, parsePackagePattern, tokenRights } from '../../src/access/package-rights';
+import { describeRights, parseScope, tokenRights } from '../../src/access/scope';
+import { newToken, tokenId, tokenSha256 } from '../../src/access/tokens';
 import { InputError } from '../../src/protocol/errors';
 import { deleteTokenRecord, listTokenRecords, writeTokenRecord } from '../../src/store/tokens/write';
 import { type TokenPurpose, type TokenRecord } from '../../src/store/tokens/read';
@@ -43,7 +43,7 @@ export interface CreateOptions {
   /**
    * Scopes as given: for a read token (--namespace, repeatable) "*", NAMESPACE, HOST/NAMESPACE or HOST/*;
    * for a publish token (--publish, repeatable) the packages it may publish, NS/TYPE or NS/NAME/SYSTEM
-   * (src/access/package-rights.ts), or with `namespaceWide` namespaces of this registry ("*": every one).
+   * (src/access/scope.ts), or with `namespaceWide` namespaces of this registry ("*": every one).
    */
   scopes: readonly string[];
   /** read (default) or publish. */
@@ -72,10 +72,10 @@ export async function createToken(kv: KvStore, options: CreateOptions): Promise<
     );
   }
   if (options.namespaceWide && purpose !== 'publish') throw new InputError('--namespace-wide is for publish tokens (--publish NS)');
-  const packages = purpose === 'publish' && !options.namespaceWide ? [...new Set(options.scopes.map((raw) => parsePackagePattern(raw, '--publish')))] : null;
+  const packages = purpose === 'publish' && !options.namespaceWide ? [...new Set(options.scopes.map((raw) => parseScope(raw, 'package', '--publish')))] : null;
   const scopes = packages
     ? [...new Set(packages.map((p) => p.split('/')[0]!))]
-    : [...new Set(options.scopes.map(purpose === 'publish' ? parsePublishScope : parseScope))];
+    : [...new Set(options.scopes.map((raw) => parseScope(raw, purpose === 'publish' ? 'namespace' : 'read', '--publish')))];
   const name = (options.name ?? '').trim();
   if (name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) throw new InputError('--name must be at most 100 printable characters');
   const token = newToken();
@@ -93,17 +93,6 @@ export async function createToken(kv: KvStore, options: CreateOptions): Promise<
   };
   await writeTokenRecord(kv, record);
   return { token, record };
-}
-
-/**
- * Validates one namespace-wide publish scope: a namespace of this registry (publishing writes only there) or "*".
- * Throws InputError for anything else — HOST/NS scopes name mirrored upstream namespaces, which nobody publishes into.
- */
-export function parsePublishScope(raw: string): string {
-  const scope = parseScope(raw);
-  if (scope.includes('/'))
-    throw new InputError(`--publish "${raw}" with --namespace-wide: give namespaces of this registry (NS, or "*" for all), not packages or HOST/NS`);
-  return scope;
 }
 
 /** What a token may do, for listings and audit entries: its read scopes, or what it may publish. */

@@ -5,7 +5,8 @@ import { errorResponse, pathSegment } from '../http/responses';
 import { parseHostname, parseProviderName } from '../protocol/address';
 import { parseModuleName } from '../protocol/modules-v1';
 import { verifySignedUrl } from './signed-urls';
-import { authenticate, scopeAllows } from './tokens';
+import { scopeGrants } from './scope';
+import { authenticate } from './tokens';
 
 /**
  * The route guards of private mode (see src/index.ts). In public mode both
@@ -59,7 +60,7 @@ export async function checkReadToken(request: IRequest, env: Env, parseNamespace
   const ownHostname = settings(env).hostname;
   const hostname = request.params.hostname === undefined ? ownHostname : parseHostname(pathSegment(request.params.hostname, 'hostname'));
   const namespace = parseNamespace(pathSegment(request.params.namespace, 'namespace'));
-  if (!scopeAllows(auth.record.scopes, hostname, namespace, ownHostname)) {
+  if (!scopeGrants(auth.record.scopes, 'read', { hostname, namespace }, ownHostname)) {
     return errorResponse(403, `this token has no access to namespace "${namespace}" at ${hostname}; its scopes: ${auth.record.scopes.join(', ')}`);
   }
   return undefined;

@@ -1,6 +1,6 @@
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify } from 'jose';
 import { ciActor, matchingPublishers, namesMatchButIdsDiffer, type CiActor, type CiClaims } from './ci-claims';
-import { packageName, rightsAllow, type PackageRef } from './package-rights';
+import { packageName, rightsAllow, type PackageRef } from './scope';
 import { IssuerUnavailableError, issuerKeys, type IssuerKeyCache } from './issuer-keys';
 import { transportCause, withJwksRetry } from './jwks-retry';
 import { publisherRights, unpinnedReason, type TrustedPublisher } from './publishers';
@@ -22,7 +22,7 @@ import { publisherRights, unpinnedReason, type TrustedPublisher } from './publis
  *   5. the claims meet one of the namespace's publishers (ci-claims.ts) that
  *      is complete (pinned to ids, with its workflow, ref and packages:
  *      publishers.ts unpinnedReason) and whose packages include the one
- *      written (package-rights.ts).
+ *      written (scope.ts).
  *
  * Every refusal is a CiTokenError saying why, carrying the actor the token
  * *claims* to be (unverified unless `reason` is 'no-publisher') for the audit
@@ -153,13 +153,13 @@ export async function verifyCiToken(token: string, options: VerifyCiTokenOptions
   }
   const matching = matchingPublishers(claims, candidates);
   const complete = matching.filter((p) => unpinnedReason(p) === null);
-  const publisher = complete.find((p) => rightsAllow(publisherRights(p), pkg)) ?? null;
+  const publisher = complete.find((p) => rightsAllow(publisherRights(p, namespace), pkg, hostname)) ?? null;
   const actor = ciActor(claims, publisher ?? matching[0] ?? null);
   if (!publisher && complete.length > 0) {
     throw new CiTokenError(
       'no-publisher',
       `${describeRun(actor)} may not publish or change ${packageName(pkg)}: its trusted publisher${complete.length > 1 ? 's allow' : ' allows'} only ${complete
-        .map((p) => publisherRights(p).packages.join(', '))
+        .map((p) => publisherRights(p, namespace).packages.join(', '))
         .join('; ')} (the operator adds packages with npm run publisher -- add … --package ${packageName(pkg)})`,
       actor,
     );

@@ -7,7 +7,8 @@ import { parseModuleName } from '../protocol/modules-v1';
 import { InputError } from '../protocol/errors';
 import { base64url, constantTimeEqual, fromBase64url } from './crypto/bytes';
 import { hmacSha256 } from './crypto/hmac';
-import { authenticate, scopeAllows, type Authentication } from './tokens';
+import { scopeGrants } from './scope';
+import { authenticate, type Authentication } from './tokens';
 
 /**
  * Access to the OCI view (/v2/, docs/oci.md) with the registry's own rules:
@@ -20,7 +21,7 @@ import { authenticate, scopeAllows, type Authentication } from './tokens';
  *    `oci_credentials` block's access_token sends) or as the password of Basic.
  * A read token is checked by the one check of every registry route
  * (authenticate: its KV record, expiry, purpose) and its scopes by the one
- * scope rule (scopeAllows), so `/v2/` grants exactly what `/v1/` grants.
+ * scope rule (scope.ts scopeGrants), so `/v2/` grants exactly what `/v1/` grants.
  */
 
 /** Seconds an issued OCI token is valid: the registry's revocation bound (a revoked read token is refused everywhere within 60 s). */
@@ -111,7 +112,7 @@ function placeOf(repository: string, env: Env): { hostname: string; namespace: s
 }
 
 function grants(auth: Authentication & { ok: true }, place: { hostname: string; namespace: string }, env: Env): boolean {
-  return scopeAllows(auth.record.scopes, place.hostname, place.namespace, settings(env).hostname);
+  return scopeGrants(auth.record.scopes, 'read', place, settings(env).hostname);
 }
 
 function denied(auth: Authentication & { ok: true }, place: { hostname: string; namespace: string }): Response {

@@ -1,4 +1,4 @@
-import { parseScope } from './tokens';
+import { parseScope } from './scope';
 
 /**
  * LOGIN_POLICY: which people get which read scopes when they sign in with
@@ -108,7 +108,7 @@ export function parsePolicy(text: string | undefined): LoginPolicy {
     const scopes = r.scopes.map((scope: unknown) => {
       if (typeof scope !== 'string') throw new PolicyError(`${where}.scopes holds a non-string`);
       try {
-        return parseScope(scope);
+        return parseScope(scope, 'read');
       } catch (error) {
         throw new PolicyError(`${where}.scopes: ${(error as Error).message}`);
       }

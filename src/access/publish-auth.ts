@@ -6,7 +6,7 @@ import { claimTokenUse } from '../store/publishers/token-uses';
 import type { BlobStore, KvStore } from '../store/store';
 import type { Actor } from '../store/audit/actor';
 import { CiTokenError, looksLikeJwt, verifyCiToken, type VerifiedCiToken } from './ci-token';
-import { describeRights, packageName, rightsAllow, rightsEmpty, tokenRights, type PackageRef } from './package-rights';
+import { describeRights, packageName, rightsAllow, rightsEmpty, tokenRights, type PackageRef } from './scope';
 
 /**
  * Who may write through the publish API (src/routes/publish/): a request
@@ -16,7 +16,7 @@ import { describeRights, packageName, rightsAllow, rightsEmpty, tokenRights, typ
  *     reaches every location within KV's 60 s), the hash compared in
  *     constant time, the expiry checked, and its packages (or, created
  *     --namespace-wide, its namespaces) must include the package written
- *     (src/access/package-rights.ts); a read token never publishes;
+ *     (src/access/scope.ts); a read token never publishes;
  *   - a CI job's OIDC ID token (a JWT): verified and matched against the
  *     namespace's trusted publishers (read from R2, strongly consistent) by
  *     src/access/ci-token.ts, which also checks the publisher's packages; a
@@ -96,7 +96,7 @@ export async function authorizePublisher(
   if (credential === undefined) {
     throw new PublishRefusal(401, 'the Authorization header is not "Bearer <publish token or CI ID token>"', null, 'invalid_token');
   }
-  if (PUBLISH_TOKEN.test(credential)) return { actor: await publishTokenActor(credential, store.kv, pkg, now), ci: null };
+  if (PUBLISH_TOKEN.test(credential)) return { actor: await publishTokenActor(credential, store.kv, pkg, config.hostname, now), ci: null };
   if (looksLikeJwt(credential)) {
     const ci = await ciTokenActor(credential, config, store, pkg, starts, now);
     return { actor: ci.actor, ci };
@@ -104,7 +104,7 @@ export async function authorizePublisher(
   throw new PublishRefusal(401, 'the bearer credential is neither a token of this registry (ert_…) nor a CI ID token (a JWT)', null, 'invalid_token');
 }
 
-async function publishTokenActor(token: string, kv: KvStore, pkg: PackageRef, now: Date): Promise<Actor> {
+async function publishTokenActor(token: string, kv: KvStore, pkg: PackageRef, hostname: string, now: Date): Promise<Actor> {
   const hash = tokenSha256(token);
   // Uncached: a publish sees a revocation as soon as KV does (the read path keeps records up to 30 s).
   const text = await kv.get(tokenKey(hash), 'text');
@@ -123,7 +123,7 @@ async function publishTokenActor(token: string, kv: KvStore, pkg: PackageRef, no
       actor,
     );
   }
-  if (!rightsAllow(rights, pkg)) {
+  if (!rightsAllow(rights, pkg, hostname)) {
     throw new PublishRefusal(403, `this publish token may not publish or change ${packageName(pkg)}; it may: ${describeRights(rights)}`, actor);
   }
   return actor;

@@ -1,6 +1,6 @@
 import { InputError } from '../protocol/errors';
 import { parseIssuerUrl } from './issuer-url';
-import { describeRights, parsePackagePattern, type PublishRights } from './package-rights';
+import { describeRights, parseScope, type PublishRights } from './scope';
 import { NUMERIC_ID, type GitHubPublisher, type GitLabPublisher, type TrustedPublisher } from '../store/publishers/record';
 
 // The stored record (its fields and the list's parser) is the store's: src/store/publishers/record.ts.
@@ -23,7 +23,7 @@ export type { GitHubPublisher, GitLabPublisher, TrustedPublisher };
  * New publishers must be pinned to the ids, GitHub ones must name the
  * workflow, every one must name a ref or an environment unless the operator
  * says --any-ref, and the packages it may publish (`--package acme/thing`,
- * src/access/package-rights.ts) unless the operator says --namespace-wide.
+ * src/access/scope.ts) unless the operator says --namespace-wide.
  * Publishers stored before ids, workflows, refs or packages were required
  * publish nothing until the operator completes them (`npm run publisher --
  * pin`): nothing is ever pinned from a token (`unpinnedReason`).
@@ -55,7 +55,7 @@ export interface PublisherInput {
   namespaceId?: string;
   anyRef?: boolean;
   allowUnprotectedRef?: boolean;
-  /** --package, repeatable: NS/TYPE or NS/NAME/SYSTEM patterns (package-rights.ts). */
+  /** --package, repeatable: NS/TYPE or NS/NAME/SYSTEM patterns (scope.ts, form 'package'). */
   packages?: readonly string[];
   /** --namespace-wide: every package of the namespace, explicitly. */
   namespaceWide?: boolean;
@@ -113,15 +113,19 @@ export function parsePublisherRights(
       'give --package NS/TYPE (a provider) or --package NS/NAME/SYSTEM (a module), repeatable, for what this publisher may publish; --namespace-wide allows every package of the namespace explicitly',
     );
   }
-  const packages = [...new Set(given.map((raw) => parsePackagePattern(raw, '--package')))];
+  const packages = [...new Set(given.map((raw) => parseScope(raw, 'package', '--package')))];
   const foreign = namespace === undefined ? undefined : packages.find((p) => p.split('/')[0] !== namespace.toLowerCase());
   if (foreign) throw new InputError(`--package ${foreign} is not in namespace ${namespace}: a publisher publishes only into the namespace it is added to`);
   return { packages };
 }
 
-/** What a publisher may publish and change (for package-rights.ts's rightsAllow); nothing for one stored before rights existed. */
-export function publisherRights(p: TrustedPublisher): PublishRights {
-  return { namespaces: p.namespaceWide ? ['*'] : [], packages: p.packages ?? [] };
+/**
+ * What a publisher of `namespace` (the namespace it is stored under) may publish and change, for scope.ts's
+ * rightsAllow: its packages, or with --namespace-wide that namespace (never another: a publisher is trusted by one
+ * namespace); nothing for one stored before rights existed.
+ */
+export function publisherRights(p: TrustedPublisher, namespace: string): PublishRights {
+  return { namespaces: p.namespaceWide ? [namespace] : [], packages: p.packages ?? [] };
 }
 
 /**
@@ -279,7 +283,7 @@ export function describePublisher(p: TrustedPublisher): string {
       ? `${p.repository} (${p.repositoryId ? `id ${p.repositoryId}, owner id ${p.ownerId}` : 'ids not pinned yet'})${p.workflow ? ` workflow ${p.workflow}` : ''}`
       : `${p.projectPath} (${p.projectId ? `id ${p.projectId}, namespace id ${p.namespaceId}` : 'ids not pinned yet'})${p.allowUnprotectedRef ? ' unprotected refs allowed' : ''}`;
   const unpinned = unpinnedReason(p);
-  return `${p.id}  ${p.kind}  ${p.issuer}  ${what}  ref ${p.ref ?? 'any'}  environment ${p.environment ?? 'any'}  ${p.namespaceWide ? 'NAMESPACE-WIDE (every package of its namespace)' : describeRights(publisherRights(p))}${
+  return `${p.id}  ${p.kind}  ${p.issuer}  ${what}  ref ${p.ref ?? 'any'}  environment ${p.environment ?? 'any'}  ${p.namespaceWide ? 'NAMESPACE-WIDE (every package of its namespace)' : describeRights({ namespaces: [], packages: p.packages ?? [] })}${
     unpinned ? `  PUBLISHES NOTHING until pinned (${unpinned}): npm run publisher -- pin ${p.id}` : ''
   }`;
 }

@@ -1,6 +1,3 @@
-import { parseHostname } from '../protocol/address';
-import { parseModuleName } from '../protocol/modules-v1';
-import { InputError } from '../protocol/errors';
 import { sha256Hex } from '../protocol/hashes';
 import { type TokenPurpose, type TokenRecord } from '../store/tokens/read';
 import { readTokenRecordCached } from '../store/tokens/cached-read';
@@ -13,16 +10,9 @@ import { base64url, constantTimeEqualText } from './crypto/bytes';
  * scanners recognise a leaked one. Only its SHA-256 is stored (see
  * src/store/tokens/write.ts), so KV never holds a usable token.
  *
- * Scopes say which providers a token may read:
- *   "*"               everything this Worker serves, any hostname
- *   "NAMESPACE"       that namespace of this registry (REGISTRY_HOSTNAME), in
- *                     the registry API and in the mirror
- *   "HOST/NAMESPACE"  that namespace at HOST: how a scope names mirrored
- *                     upstream providers, e.g. "registry.terraform.io/hashicorp"
- *   "HOST/*"          every namespace at HOST, e.g. "registry.terraform.io/*"
- * A bare namespace deliberately does not match other hostnames: "hashicorp"
- * would otherwise also grant registry.example.com/hashicorp, which is not
- * the upstream one.
+ * A read token's scopes say which namespaces it may read: "*", NAMESPACE,
+ * HOST/NAMESPACE or HOST/*, parsed and matched by the one scope rule of
+ * src/access/scope.ts (parseScope and scopeGrants, form 'read').
  */
 
 export const TOKEN_PREFIX = 'ert_';
@@ -117,39 +107,4 @@ export function checkTokenRecord(record: TokenRecord | null, hash: string, purpo
     return { ok: false, reason: 'purpose', message, record };
   }
   return { ok: true, record };
-}
-
-/**
- * Validates and normalises one scope as given to `token create --namespace`:
- * "*", "NAMESPACE", "HOST/NAMESPACE" or "HOST/*" (lower-cased). Throws
- * InputError for anything else.
- */
-export function parseScope(raw: string): string {
-  const scope = raw.trim();
-  if (scope === '*') return '*';
-  const parts = scope.split('/');
-  // Module namespaces may also hold underscores (a superset of provider namespaces); one scope grants both.
-  if (parts.length === 1) return parseModuleName(parts[0]!, 'namespace');
-  if (parts.length === 2) {
-    const host = parseHostname(parts[0]!);
-    return parts[1] === '*' ? `${host}/*` : `${host}/${parseModuleName(parts[1]!, 'namespace')}`;
-  }
-  throw new InputError(`scope "${raw}" must be "*", NAMESPACE, HOST/NAMESPACE or HOST/*`);
-}
-
-/**
- * True when one of `scopes` grants reading providers of `namespace` at
- * `hostname` (both already normalised to lower case); `registryHostname` is
- * the host a bare NAMESPACE scope refers to.
- */
-export function scopeAllows(scopes: readonly string[], hostname: string, namespace: string, registryHostname: string): boolean {
-  const ownHost = registryHostname.toLowerCase();
-  return scopes.some((scope) => {
-    if (scope === '*') return true;
-    const slash = scope.indexOf('/');
-    if (slash === -1) return hostname === ownHost && namespace === scope;
-    const host = scope.slice(0, slash);
-    const ns = scope.slice(slash + 1);
-    return hostname === host && (ns === '*' || ns === namespace);
-  });
 }

@@ -9,7 +9,7 @@ import { checkProviderExecutable, executableProblem, type ListedEntry } from '..
  * type, combined by one function, here verifyMirroredArchive in
  * ./verify-archive.ts). Each way in picks the checks that fit what it was
  * given: `mirror sync` (scripts/lib/mirror/verify.ts: the download document
- * and the SHA256SUMS), pull-through (src/routes/mirror-pull/archive.ts: the
+ * and the SHA256SUMS), pull-through (src/routes/mirror-pull/commit.ts: the
  * signed SHA256SUMS line of its manifest) and `mirror import` (the h1/zh
  * hashes of a `terraform providers mirror` directory).
  *

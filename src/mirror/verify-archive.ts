@@ -3,7 +3,7 @@ import type { ArchiveCheck, OpenedZip, ReadDigest } from './archive-checks';
 /**
  * Verifying a mirrored provider archive: the one function every way in calls
  * (`mirror sync` and `mirror import` in scripts/lib/mirror/verify.ts,
- * pull-through in src/routes/mirror-pull/archive.ts), combining the checks of
+ * pull-through in src/routes/mirror-pull/commit.ts), combining the checks of
  * ./archive-checks.ts. What differs between the ways in is only where the
  * bytes are, behind ArchiveSource: a file downloaded or found on disk (Node),
  * or a stream copied to R2 and the client at once, or an object R2 already

@@ -5,7 +5,7 @@ import { StoredDocument } from '../store/stored-body';
 import type { Env } from '../env';
 import { refusalStatus } from '../http/errors';
 import { readSession, type Session } from '../access/session';
-import { scopeAllows } from '../access/tokens';
+import { scopeGrants } from '../access/scope';
 import { errorPage, htmlResponse, redirect } from './respond';
 
 /**
@@ -29,7 +29,7 @@ export interface PageContext {
 
 /** True when the visitor may see providers of `namespace` at `hostname` (always in public mode). */
 export function canSee(ctx: PageContext, hostname: string, namespace: string): boolean {
-  return ctx.session === null || scopeAllows(ctx.session.record.scopes, hostname, namespace, ctx.config.hostname);
+  return ctx.session === null || scopeGrants(ctx.session.record.scopes, 'read', { hostname, namespace }, ctx.config.hostname);
 }
 
 const rendered = new DocumentCache(8 * 1024 * 1024);

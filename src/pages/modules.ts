@@ -17,7 +17,7 @@ import { moduleCounterName } from '../downloads/names';
 import { readModuleLifecyclePage } from '../store/lifecycle/read';
 import { withdrawnVersions, type LifecycleState } from '../store/lifecycle/state';
 import { provenanceFact } from './provenance';
-import { readModuleRecord } from '../store/modules/write';
+import { readModuleRecord } from '../store/modules/record';
 import { storeFromEnv } from '../store/store';
 
 /**

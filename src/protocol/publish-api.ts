@@ -1,9 +1,12 @@
+import type { ModuleInterface, ModuleSubmodule } from './module-docs-shape';
+import type { ModuleArchiveFormat } from './modules-v1';
 import type { ProviderDocs } from './provider-docs-shape';
 
 /**
  * The publish API's wire shapes (docs/publish-api.md), one definition for the
  * Worker that answers them (src/routes/publish/) and the CLI that sends them
- * (scripts/lib/registry-api.ts, scripts/lib/provider/publish-registry.ts).
+ * (scripts/lib/registry-api.ts, scripts/lib/provider/publish-registry.ts,
+ * scripts/lib/module/publish-registry.ts).
  */
 
 /** One declared file of a provider manifest. */
@@ -69,5 +72,42 @@ export interface ProviderPublishResult {
    * verified whole; repaired: already published, missing or damaged parts
    * rewritten; dry-run: nothing written.
    */
-  status: 'published' | 'unchanged' | 'repaired' | 'dry-run';
+  status: PublishStatus;
+}
+
+/** What a publish did: written now, already there whole, already there with missing parts rewritten, or nothing written (dry run). */
+export type PublishStatus = 'published' | 'unchanged' | 'repaired' | 'dry-run';
+
+/** A module package's documentation as a client sends it: the root's interface and each submodule's (no README: that travels as `readme`). */
+export interface ModuleDocsBody extends ModuleInterface {
+  submodules: ModuleSubmodule[];
+}
+
+/**
+ * The body of `POST /v1/publish/modules/:namespace/:name/:system/:version`
+ * (checked by src/routes/publish/module-manifest.ts). The README travels as
+ * Markdown text, rendered by the Worker; never as HTML.
+ */
+export interface ModuleManifestBody {
+  format: ModuleArchiveFormat;
+  /** The package's size in bytes. */
+  size: number;
+  /** Lower-case hex SHA-256 of the package. */
+  sha256: string;
+  docs: ModuleDocsBody;
+  readme?: string | null;
+  dry_run?: boolean;
+}
+
+/** A module publish's result: the commit's answer and a start's 200 (the session is UploadSessionBody, one file). */
+export interface ModulePublishResult {
+  /** hostname/namespace/name/system */
+  address: string;
+  version: string;
+  filename: string;
+  format: ModuleArchiveFormat;
+  /** Lower-case hex SHA-256 of the package. */
+  sha256: string;
+  size: number;
+  status: PublishStatus;
 }

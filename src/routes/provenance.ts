@@ -6,7 +6,7 @@ import { formatAddress } from '../protocol/address';
 import { formatModuleAddress } from '../protocol/modules-v1';
 import { parseVersion } from '../protocol/version';
 import { attestationPublicKeys } from '../store/keys/attestation-keys';
-import { readModuleRecord } from '../store/modules/write';
+import { readModuleRecord } from '../store/modules/record';
 import type { ProvenanceRef } from '../store/provenance';
 import { readVersionRecord } from '../store/providers/version-records';
 import { storeFromEnv, type Store } from '../store/store';

@@ -59,8 +59,12 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   v1/providers/HOST/…, v1/mirror/HOST/…             PUBLIC_DOCUMENTS=r2: static copies of the KV documents above (staticDocumentKey)
  * Names starting with "." can never be a release file's key (a hostname cannot start with one), so the Worker never serves them.
  *
- * All names are lower case; HOST may carry a :port.
+ * All names are lower case; HOST may carry a :port. The audit log's names are in layout-audit.ts and the
+ * publish API's staging names in layout-uploads.ts, exported from here with the rest.
  */
+
+export * from './layout-audit';
+export * from './layout-uploads';
 
 function providerPath({ hostname, namespace, type }: ProviderAddress): string {
   return `${hostname}/${namespace}/${type}`;
@@ -264,29 +268,6 @@ export const moduleLifecycleKey = (address: ModuleAddress) => `.lifecycle/module
 export const moduleLifecyclePageKey = (address: ModuleAddress) => `module-lifecycle/${modulePath(address)}`;
 export const moduleLifecycleOfHostPrefix = (hostname: string) => `.lifecycle/modules/${hostname}/`;
 
-// ---- Audit log (src/store/audit/) ----
-// R2 only: one object per entry, created with If-None-Match: * and never rewritten; a date prefix per UTC
-// day so `audit --since 7d` lists seven prefixes, and names sort by time within a day.
-
-/** Prefix of every audit entry. */
-export const auditPrefix = '.audit/';
-
-/** Prefix of the audit entries of one UTC day ("2026-11-23"). */
-export const auditDayPrefix = (day: string) => `${auditPrefix}${day}/`;
-
-/** R2 object of one audit entry written at `time` (ISO 8601, UTC); `nonce` makes entries of the same millisecond distinct. */
-export function auditEntryKey(time: string, nonce: string): string {
-  const day = time.slice(0, 10);
-  const clock = time.slice(11, 23).replace(/[:.]/g, ''); // HHMMSSmmm
-  return `${auditDayPrefix(day)}${clock}-${nonce}.json`;
-}
-
-/** The time (ms) auditEntryKey encoded in `key`; NaN for a name not of that form. */
-export function auditKeyTime(key: string): number {
-  const match = /^\.audit\/(\d{4}-\d{2}-\d{2})\/(\d{2})(\d{2})(\d{2})(\d{3})-[^/]*$/.exec(key);
-  return match ? Date.parse(`${match[1]}T${match[2]}:${match[3]}:${match[4]}.${match[5]}Z`) : Number.NaN;
-}
-
 // ---- Pull-through mirror (src/mirror/, src/store/mirror/) ----
 //
 // KV:
@@ -297,36 +278,6 @@ export function auditKeyTime(key: string): number {
 export const mirrorPolicyKey = 'mirror-policy';
 export const pullManifestKey = (address: ProviderAddress, version: string) => `.pull/${providerPath(address)}/${version}.json`;
 export const pullLeaseName = (address: ProviderAddress, version: string) => `pull/${providerPath(address)}/${version}`;
-
-// ---- Publish API uploads (src/store/uploads/) ----
-// R2 only: what a client uploads through /v1/publish/ is staged here until its commit copies it to the
-// release file's (or module package's) own name under the lease. Nothing here is ever served or listed;
-// an upload abandoned by a killed client expires (`expires` in the session): refused from then on and
-// removed by the Worker's sweep (src/store/uploads/session.ts: up to 3 expired sessions at every upload
-// start, oldest expiry first); the R2 lifecycle rule `npm run deploy` creates on `.uploads/` is a backstop.
-//   .uploads/.open/CREDENTIAL/EXPIRES-ID   one empty marker per open session of a credential (the cap counts them)
-//   .uploads/.expiry/EXPIRES-ID            one empty marker per session, names sorted by expiry (the sweep lists them)
-//   .uploads/ID/session.json          the upload session: what is being published, declared files, actor, expiry
-//   .uploads/ID/files/FILENAME        a staged file (its SHA-256 verified by R2 on put)
-//   .uploads/ID/multipart/FILENAME    the R2 multipart upload id of a file sent in parts
-//   .uploads/ID/parts/FILENAME/N      the etag of part N of that file
-export const uploadPrefix = (id: string) => `.uploads/${id}/`;
-/** EXPIRES: the expiry in ms since the epoch, 13 digits, so names sort by it. */
-const expiryName = (expiresMs: number, id: string) => `${String(expiresMs).padStart(13, '0')}-${id}`;
-export const uploadsOpenPrefix = (credential: string) => `.uploads/.open/${credential}/`;
-export const uploadOpenKey = (credential: string, expiresMs: number, id: string) => `${uploadsOpenPrefix(credential)}${expiryName(expiresMs, id)}`;
-export const uploadsExpiryPrefix = '.uploads/.expiry/';
-export const uploadExpiryKey = (expiresMs: number, id: string) => `${uploadsExpiryPrefix}${expiryName(expiresMs, id)}`;
-/** The expiry (ms) and session id an open or expiry marker names; null for a name of another form. */
-export function parseUploadMarker(key: string): { expiresMs: number; id: string } | null {
-  const match = /\/(\d{13})-([0-9a-f]{32})$/.exec(key);
-  return match ? { expiresMs: Number(match[1]), id: match[2]! } : null;
-}
-export const uploadSessionKey = (id: string) => `${uploadPrefix(id)}session.json`;
-export const uploadFileKey = (id: string, filename: string) => `${uploadPrefix(id)}files/${filename}`;
-export const uploadMultipartKey = (id: string, filename: string) => `${uploadPrefix(id)}multipart/${filename}`;
-export const uploadPartsPrefix = (id: string, filename: string) => `${uploadPrefix(id)}parts/${filename}/`;
-export const uploadPartKey = (id: string, filename: string, part: number) => `${uploadPartsPrefix(id, filename)}${String(part).padStart(5, '0')}`;
 
 // Provenance (src/store/provenance.ts, src/store/keys/attestation-keys.ts).
 export const providerStatementPrefix = (address: ProviderAddress, version: string) =>

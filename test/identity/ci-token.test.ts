@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CiTokenError, MAX_TOKEN_AGE_SECONDS, verifyCiToken, type CiTokenRefusal } from '../../src/access/ci-token';
 import { IssuerKeyCache } from '../../src/access/issuer-keys';
 import { parsePublisherInput, type GitHubPublisher, type TrustedPublisher } from '../../src/access/publishers';
-import type { PackageRef } from '../../src/access/package-rights';
+import type { PackageRef } from '../../src/access/scope';
 import { githubClaims, gitlabClaims, startCiIssuers, type CiIssuers } from '../fixtures/ci-issuers';
 
 /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_TAR_METADATA_BYTES, readTar, TarReader, writeTar } from '../../src/protocol/tar';
+import { MAX_TAR_METADATA_BYTES, readTar, TarReader } from '../../src/protocol/tar';
+import { writeTar } from '../../src/protocol/tar-write';
 import { paxHeader, tarBytes } from '../fixtures/archives';
 
 // The one tar parser (TarReader; readTar is it fed a whole archive): chunks may split headers and data anywhere,

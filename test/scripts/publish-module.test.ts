@@ -28,7 +28,9 @@ import {
   moduleRecordKey,
   moduleVersionsKey,
 } from '../../src/store/layout';
-import { publishModuleVersion, readModuleRecord, rebuildModuleIndex, verifyModuleVersion } from '../../src/store/modules/write';
+import { publishModuleVersion, verifyModuleVersion } from '../../src/store/modules/write';
+import { readModuleRecord } from '../../src/store/modules/record';
+import { rebuildModuleIndex } from '../../src/store/modules/lists';
 import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from '../../src/store/modules/types';
 import { fakeDocs } from '../fixtures/modules';
 import { configPath, killableEnv, runScript, tempDir } from './helpers';

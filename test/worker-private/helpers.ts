@@ -1,6 +1,7 @@
 import { env as workersEnv } from 'cloudflare:workers';
 import type { Env } from '../../src/env';
-import { newToken, parseScope, tokenId, tokenSha256 } from '../../src/access/tokens';
+import { parseScope } from '../../src/access/scope';
+import { newToken, tokenId, tokenSha256 } from '../../src/access/tokens';
 import { writeTokenRecord } from '../../src/store/tokens/write';
 import { type TokenRecord } from '../../src/store/tokens/read';
 
@@ -20,7 +21,7 @@ export async function issueToken(
     id: tokenId(sha256),
     name: options.name ?? 'test',
     sha256,
-    scopes: scopes.map(parseScope),
+    scopes: scopes.map((scope) => parseScope(scope, 'read')),
     created: new Date().toISOString(),
     expires: options.expires ?? null,
     purpose: options.purpose ?? 'read',

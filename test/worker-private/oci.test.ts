@@ -6,7 +6,7 @@ import { address, atFakeTime, bearer, env, fakeRelease, get, issueToken, seed } 
  * token endpoint taking the registry's read tokens (Basic password, Bearer,
  * POST form), short-lived per-repository tokens, and the read token itself
  * as a Bearer credential — every refusal with OCI's error JSON, and the
- * same scope rules as /v1/ (one check: authenticate + scopeAllows).
+ * same scope rules as /v1/ (one check: authenticate + scopeGrants).
  */
 const provider = address('acme', 'ocipriv');
 const other = address('other', 'thing');

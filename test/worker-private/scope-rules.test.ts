@@ -1,11 +1,13 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { authenticate, parseScope, scopeAllows, tokenSha256 } from '../../src/access/tokens';
+import { parseScope, scopeGrants } from '../../src/access/scope';
+import { authenticate, tokenSha256 } from '../../src/access/tokens';
 import { tokenKey } from '../../src/store/layout';
 import { address, bearer, env, fakeRelease, get, issueToken, seed } from './helpers';
 
 // Rules a token scope must hold exactly: whole namespaces and hostnames, never prefixes or look-alikes.
 
 const OWN = 'registry.example.com';
+const scopeAllows = (scopes: string[], hostname: string, namespace: string, own: string) => scopeGrants(scopes, 'read', { hostname, namespace }, own);
 
 beforeAll(async () => {
   await seed([
@@ -17,7 +19,7 @@ beforeAll(async () => {
   ]);
 });
 
-describe('scopeAllows', () => {
+describe('scopeGrants, read form', () => {
   const cases: [scopes: string[], host: string, namespace: string, allowed: boolean][] = [
     [['acme'], OWN, 'acme', true],
     [['acme'], OWN, 'acme-internal', false],
@@ -51,17 +53,17 @@ describe('scopeAllows', () => {
   });
 });
 
-describe('parseScope', () => {
+describe('parseScope, read form', () => {
   it('normalises to lower case and keeps *, NAMESPACE, HOST/NAMESPACE and HOST/*', () => {
-    expect(parseScope('*')).toBe('*');
-    expect(parseScope(' ACME ')).toBe('acme');
-    expect(parseScope('Registry.Terraform.IO/HashiCorp')).toBe('registry.terraform.io/hashicorp');
-    expect(parseScope('registry.terraform.io/*')).toBe('registry.terraform.io/*');
+    expect(parseScope('*', 'read')).toBe('*');
+    expect(parseScope(' ACME ', 'read')).toBe('acme');
+    expect(parseScope('Registry.Terraform.IO/HashiCorp', 'read')).toBe('registry.terraform.io/hashicorp');
+    expect(parseScope('registry.terraform.io/*', 'read')).toBe('registry.terraform.io/*');
   });
 
   it('refuses anything else with an InputError', () => {
     for (const bad of ['', 'acme/', '*/acme', 'a/b/c', 'acme*', 'ac me', 'registry.terraform.io/hashi*']) {
-      expect(() => parseScope(bad), bad).toThrow(expect.objectContaining({ name: 'InputError' }));
+      expect(() => parseScope(bad, 'read'), bad).toThrow(expect.objectContaining({ name: 'InputError' }));
     }
   });
 });

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import worker from '../../src/index';
 import type { Env } from '../../src/env';
 import { moduleAddress } from '../../src/protocol/modules-v1';
-import { rebuildModuleIndex } from '../../src/store/modules/write';
+import { rebuildModuleIndex } from '../../src/store/modules/lists';
 import { fakeDocs, seedModule } from '../fixtures/modules';
 import { countingKv, get, getWith, ORIGIN } from './helpers';
 

@@ -4,13 +4,13 @@ import { constants as zlibConstants, createGzip } from 'node:zlib';
 import { once } from 'node:events';
 import { InputError } from '../../../src/protocol/errors';
 import { isExcludedFromPackage } from '../../../src/protocol/module-package';
-import { tarChunks } from '../../../src/protocol/tar';
+import { tarChunks } from '../../../src/protocol/tar-write';
 
 /**
  * Packing a module directory into a deterministic .tar.gz: the same tree
  * gives the same bytes on every run and machine with the same Node (zlib),
  * so re-publishing an unchanged module is recognised as `unchanged`. The tar
- * is the one module tar writer (src/protocol/tar.ts, shared with the module
+ * is the one module tar writer (src/protocol/tar-write.ts, shared with the module
  * proxy); the gzip is Node's zlib at level 9, as it always was here.
  *
  * - Entries are regular files only (directories are implied by the paths;

@@ -1,5 +1,6 @@
 import { InputError } from '../../../src/protocol/errors';
 import type { ModuleAddress, ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
+import type { ModuleManifestBody, ModulePublishResult } from '../../../src/protocol/publish-api';
 import type { ModuleDocs } from '../../../src/store/modules/types';
 import { RegistryClient } from '../registry-api';
 
@@ -24,11 +25,7 @@ export interface RegistryModulePublish {
   dryRun?: boolean;
 }
 
-export async function publishModuleToRegistry(
-  p: RegistryModulePublish,
-  log: (line: string) => void,
-  env: NodeJS.ProcessEnv,
-): Promise<{ status: ModulePublishStatus }> {
+export async function publishModuleToRegistry(p: RegistryModulePublish, log: (line: string) => void, env: NodeJS.ProcessEnv): Promise<ModulePublishResult> {
   const client = await RegistryClient.open(p.registry, env, log);
   const { namespace, name, system } = p.address;
   const label = `${namespace}/${name}/${system} ${p.version}`;
@@ -44,25 +41,29 @@ export async function publishModuleToRegistry(
   return result;
 }
 
-type ModulePublishStatus = 'published' | 'unchanged' | 'repaired' | 'dry-run';
-
 /**
  * Publishes the package through `client` (every way in: --registry, and the local publish): the
  * manifest (format, size, digest, docs as data, README as text), then the package's upload and the
  * commit unless the server answers at once (dry run, unchanged, repaired). Resolves with the status;
  * throws the client's errors.
  */
-export async function sendModule(client: RegistryClient, p: Omit<RegistryModulePublish, 'registry'>): Promise<{ status: ModulePublishStatus }> {
+export async function sendModule(client: RegistryClient, p: Omit<RegistryModulePublish, 'registry'>): Promise<ModulePublishResult> {
   const { readmeHtml: _html, ...docs } = p.docs;
   void _html;
-  const manifest = { format: p.format, size: p.bytes.byteLength, sha256: p.sha256, docs, readme: p.readme, ...(p.dryRun ? { dry_run: true } : {}) };
+  const manifest: ModuleManifestBody = {
+    format: p.format,
+    size: p.bytes.byteLength,
+    sha256: p.sha256,
+    docs,
+    readme: p.readme,
+    ...(p.dryRun ? { dry_run: true } : {}),
+  };
   const { namespace, name, system } = p.address;
-  type Result = { status: ModulePublishStatus };
-  const started = await client.start<Result>(`/v1/publish/modules/${namespace}/${name}/${system}/${p.version}`, manifest);
+  const started = await client.start<ModulePublishResult>(`/v1/publish/modules/${namespace}/${name}/${system}/${p.version}`, manifest);
   if ('result' in started) return started.result;
   const filename = started.session.files[0]?.filename;
   if (!filename) throw new Error('the registry asked for no package file');
-  return client.uploadAndCommit<Result>(started.session, [{ filename, size: p.bytes.byteLength, bytes: p.bytes }]);
+  return client.uploadAndCommit<ModulePublishResult>(started.session, [{ filename, size: p.bytes.byteLength, bytes: p.bytes }]);
 }
 
 /** The hostname a --registry URL names (module addresses are HOST/NS/NAME/SYSTEM). */

@@ -3,7 +3,8 @@ import { InputError } from '../../protocol/errors';
 import { readZipDirectory, readZipEntries, zipInMemory } from '../../protocol/zip-reader';
 import { checkedEntryName, isDocFile, isExcludedFromPackage } from '../../protocol/module-package';
 import { bytesStream, concatBytes } from '../../bytes';
-import { readTar, writeTar, type TarEntry } from '../../protocol/tar';
+import { readTar, type TarEntry } from '../../protocol/tar';
+import { writeTar } from '../../protocol/tar-write';
 
 /**
  * A fetched upstream package made into a module package of ours: the

@@ -8,7 +8,7 @@ import { parseReference, tagVersion } from '../../protocol/oci';
 import { parseVersion } from '../../protocol/version';
 import { ociModuleRepo } from '../../store/layout';
 import { readModuleVersions } from '../../store/modules/read';
-import { readModuleRecord } from '../../store/modules/write';
+import { readModuleRecord } from '../../store/modules/record';
 import { readModuleLifecyclePage } from '../../store/lifecycle/read';
 import { withoutWithdrawn } from '../../store/lifecycle/state';
 import { readTaggedManifest, writeModuleView } from '../../store/oci';

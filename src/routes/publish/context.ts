@@ -6,7 +6,7 @@ import { errorResponse } from '../../http/responses';
 import type { Actor } from '../../store/audit/actor';
 import { authorizePublisher, PublishRefusal } from '../../access/publish-auth';
 import type { VerifiedCiToken } from '../../access/ci-token';
-import type { PackageRef } from '../../access/package-rights';
+import type { PackageRef } from '../../access/scope';
 import { auditRefusal } from './refusal-audit';
 import { appendAuditEntry } from '../../store/audit/write';
 import type { AuditAction } from '../../store/audit/entry';

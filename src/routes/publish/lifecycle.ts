@@ -10,7 +10,7 @@ import { moduleLeaseName, providerLeaseName } from '../../store/layout';
 import { parseLifecycleMessage, type LifecycleAction } from '../../store/lifecycle/change';
 import { changeModuleLifecycle } from '../../store/lifecycle/modules';
 import { changeProviderLifecycle } from '../../store/lifecycle/providers';
-import type { PackageRef } from '../../access/package-rights';
+import type { PackageRef } from '../../access/scope';
 import { audit, json, readJsonBody, type Publisher, type PublishStore, type PublishTarget } from './context';
 import type { Actor } from '../../store/audit/actor';
 import { withWorkerLease } from './lease';

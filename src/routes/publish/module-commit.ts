@@ -1,7 +1,8 @@
 import type { Actor } from '../../store/audit/actor';
 import { formatModuleAddress } from '../../protocol/modules-v1';
 import { moduleLeaseName } from '../../store/layout';
-import { publishModuleVersion, readModuleRecord } from '../../store/modules/write';
+import { publishModuleVersion } from '../../store/modules/write';
+import { readModuleRecord } from '../../store/modules/record';
 import type { ModuleUpload, UploadSession } from '../../store/uploads/session';
 import { completeStagedFile, stagedStream } from '../../store/uploads/staged';
 import { checkStoredModulePackage } from '../../store/uploads/stored-module';

@@ -1,15 +1,13 @@
 import { renderReadme } from '../../http/readme';
 import { InputError } from '../../protocol/errors';
 import type { ModuleArchiveFormat } from '../../protocol/modules-v1';
+import type { ModuleManifestBody } from '../../protocol/publish-api';
 import type { ModuleDocs, ModuleInterface } from '../../store/modules/types';
 
 /**
  * The manifest a client sends to start a module publish
- * (`POST /v1/publish/modules/NS/NAME/SYSTEM/VERSION`):
- *
- *   {"format": "tar.gz" | "zip", "size": N, "sha256": "<hex>",
- *    "docs": {"inputs": […], "outputs": […], "providers": […], "requiredVersion": …, "submodules": […]},
- *    "readme": "<README.md as text>" | null, "dry_run": false}
+ * (`POST /v1/publish/modules/NS/NAME/SYSTEM/VERSION`): the wire type
+ * ModuleManifestBody (src/protocol/publish-api.ts), checked field by field.
  *
  * Docs are extracted by the client (the Worker parses no HCL) and checked
  * here for shape and size; they are plain data, escaped on the pages. The
@@ -35,7 +33,7 @@ export interface ModuleManifest {
 export function parseModuleManifest(body: unknown, maxBytes = DEFAULT_MAX_MODULE_BYTES): ModuleManifest {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw new InputError('the manifest must be a JSON object with "format", "size", "sha256" and "docs"');
-  const m = body as Record<string, unknown>;
+  const m = body as { [K in keyof ModuleManifestBody]?: unknown };
   if (m.format !== 'tar.gz' && m.format !== 'zip') throw new InputError('"format" must be "tar.gz" or "zip"');
   if (!Number.isSafeInteger(m.size) || (m.size as number) <= 0) throw new InputError('"size" must be the package\'s size in bytes');
   if ((m.size as number) > maxBytes) throw new InputError(`the package is ${m.size} bytes, over the size limit of ${maxBytes}`, 413);

@@ -8,7 +8,7 @@ import { readLifecycle } from './change';
 import { isEmptyLifecycle, serializeLifecycle, withdrawnVersions, type LifecycleState } from './state';
 
 /**
- * What a module rebuild (src/store/modules/write.ts rebuildModuleIndex)
+ * What a module rebuild (src/store/modules/lists.ts rebuildModuleIndex)
  * needs of the lifecycle: the hostname's catalog without withdrawn versions
  * (every module's lifecycle object is read: one R2 list, plus one read per
  * module that has one), and the KV copy the module page reads.

@@ -1,7 +1,7 @@
 import { formatModuleAddress, type ModuleAddress } from '../../protocol/modules-v1';
 import { moduleCommittedRecordPrefix, moduleLifecycleKey, moduleRecordPrefix } from '../layout';
 import { listAllKeys, listAllObjectKeys } from '../list';
-import { rebuildModuleIndex } from '../modules/write';
+import { rebuildModuleIndex } from '../modules/lists';
 import { compareVersionsDescending } from '../../protocol/version';
 import type { PublishProgress } from '../records';
 import type { Store } from '../store';

@@ -11,7 +11,7 @@ import {
   versionRecordPrefix,
 } from '../layout';
 import { listAllKeys, listAllObjectKeys } from '../list';
-import { readModuleRecord } from '../modules/write';
+import { readModuleRecord } from '../modules/record';
 import type { Store } from '../store';
 
 /**

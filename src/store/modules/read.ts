@@ -3,7 +3,8 @@ import type { ModuleAddress } from '../../protocol/modules-v1';
 import { moduleCatalogKey, moduleCommittedRecordKey, moduleDocsKey, moduleDownloadKey, moduleVersionsKey } from '../layout';
 import { readDocument } from '../read-document';
 import type { BlobStore } from '../store';
-import { downloadBody, parseModuleRecord } from './write';
+import { parseModuleRecord } from './record';
+import { downloadBody } from './write';
 
 /**
  * The read side of the module store, used by the Worker: the same reads and

@@ -1,4 +1,5 @@
 import { formatModuleAddress } from '../../protocol/modules-v1';
+import type { ModulePublishResult, PublishStatus } from '../../protocol/publish-api';
 import type { ModuleVersionRecord } from './types';
 
 /**
@@ -7,7 +8,7 @@ import type { ModuleVersionRecord } from './types';
  */
 
 /** The stored version's address, version, file, format, SHA-256 and size. */
-export function moduleVersionFields(record: ModuleVersionRecord) {
+export function moduleVersionFields(record: ModuleVersionRecord): Omit<ModulePublishResult, 'status'> {
   return {
     address: formatModuleAddress(record.address),
     version: record.version,
@@ -19,6 +20,6 @@ export function moduleVersionFields(record: ModuleVersionRecord) {
 }
 
 /** The publish API's answer: the version's fields and what the publish did. */
-export function moduleResult(record: ModuleVersionRecord, status: 'published' | 'unchanged' | 'repaired' | 'dry-run') {
+export function moduleResult(record: ModuleVersionRecord, status: PublishStatus): ModulePublishResult {
   return { ...moduleVersionFields(record), status };
 }

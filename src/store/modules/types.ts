@@ -1,3 +1,4 @@
+import type { ModuleInterface, ModuleSubmodule } from '../../protocol/module-docs-shape';
 import type { ModuleAddress, ModuleArchiveFormat } from '../../protocol/modules-v1';
 
 /**
@@ -6,52 +7,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../../protocol/modules-
  * pages only render them, escaped.
  */
 
-/** One `variable` block. */
-export interface ModuleInput {
-  name: string;
-  /** The type expression as written (`list(string)`), or null when untyped. */
-  type: string | null;
-  /** The default as HCL-ish JSON text (`"x"`, `[1,2]`, `null`), or null when there is none (then required). */
-  default: string | null;
-  description: string | null;
-  sensitive: boolean;
-  nullable: boolean;
-  /** True when there is no default: callers must set it. */
-  required: boolean;
-  /** Number of validation blocks. */
-  validations: number;
-}
-
-/** One `output` block. */
-export interface ModuleOutput {
-  name: string;
-  description: string | null;
-  sensitive: boolean;
-}
-
-/** One entry of `terraform { required_providers { … } }`. */
-export interface ModuleProviderRequirement {
-  /** Local name (`aws`). */
-  name: string;
-  /** Source address as written (`hashicorp/aws`), or null for the legacy string form. */
-  source: string | null;
-  /** Version constraint, or null. */
-  version: string | null;
-}
-
-/** The interface of one module directory (the root or a submodule). */
-export interface ModuleInterface {
-  inputs: ModuleInput[];
-  outputs: ModuleOutput[];
-  providers: ModuleProviderRequirement[];
-  /** `required_version` constraints, joined with ", " when several blocks set one. */
-  requiredVersion: string | null;
-}
-
-export interface ModuleSubmodule extends ModuleInterface {
-  /** Path inside the package, e.g. "modules/subnet". */
-  path: string;
-}
+export type { ModuleInput, ModuleInterface, ModuleOutput, ModuleProviderRequirement, ModuleSubmodule } from '../../protocol/module-docs-shape';
 
 /** Everything a module page shows for one version. */
 export interface ModuleDocs extends ModuleInterface {

@@ -1,45 +1,21 @@
-import { putHotKey } from '../kv-write';
-import { compareVersionsDescending } from '../../protocol/version';
-import { formatModuleAddress, moduleDownloadBody, moduleVersionsBody, type ModuleAddress } from '../../protocol/modules-v1';
+import { formatModuleAddress, moduleDownloadBody } from '../../protocol/modules-v1';
 import {
   moduleArchivePath,
-  moduleCatalogKey,
   moduleCommittedRecordKey,
-  moduleCommittedRecordPrefix,
-  moduleCommittedRecordsOfHostPrefix,
   moduleDocsKey,
   moduleDownloadKey,
   moduleStatementPrefix,
-  moduleLifecycleKey,
   moduleObjectKey,
   moduleRecordKey,
-  moduleRecordPrefix,
-  moduleRecordsOfHostPrefix,
-  moduleVersionsKey,
-  parseModuleCommittedRecordKey,
-  parseModuleRecordKey,
 } from '../layout';
 import type { Store } from '../store';
-import { listAllKeys, listAllObjectKeys } from '../list';
-import {
-  commitRecord,
-  parseStoredJson,
-  readCommittedRecord,
-  readRecordObjects,
-  repairDocuments,
-  uploadUnlessStored,
-  verifyObject,
-  warnOnce,
-  type PublishOutcome,
-  type PublishProgress,
-  type StoredFile,
-} from '../records';
-import type { ModuleCatalog, ModuleDocs, ModuleVersionRecord } from './types';
-import { readLifecycle } from '../lifecycle/change';
-import { withoutWithdrawnInCatalog, writeModuleLifecyclePage } from '../lifecycle/module-lists';
-import { withoutWithdrawn } from '../lifecycle/state';
+import { listAllObjectKeys } from '../list';
+import { commitRecord, repairDocuments, uploadUnlessStored, verifyObject, type PublishOutcome, type PublishProgress, type StoredFile } from '../records';
+import type { ModuleDocs, ModuleVersionRecord } from './types';
+import { differentPackageError, parseModuleRecord, readModuleRecord, samePackage } from './record';
+import { rebuildModuleIndex } from './lists';
 import { checkProvenancePolicy, storeStatement, type Attester } from '../provenance';
-import { DamagedRecordError, ListRebuildRaceError, StoredReleaseMismatchError, VersionConflictError } from '../errors';
+import { StoredReleaseMismatchError } from '../errors';
 
 /**
  * The write side of the module store, used by `npm run publish-module` and by
@@ -60,49 +36,6 @@ import { DamagedRecordError, ListRebuildRaceError, StoredReleaseMismatchError, V
  * A run killed at any point leaves every list as it was or whole; running it
  * again verifies what is stored against the record and repairs it.
  */
-
-/**
- * Parses and validates a stored module version record. Throws
- * DamagedRecordError naming `key` when it is not JSON or lacks a field.
- */
-export function parseModuleRecord(text: string, key: string): ModuleVersionRecord {
-  const value = parseStoredJson(text, key);
-  const r = value as Partial<ModuleVersionRecord> | null;
-  const fail = (why: string): never => {
-    throw new DamagedRecordError(key, why);
-  };
-  if (typeof r !== 'object' || r === null) return fail('not an object');
-  if (typeof r.version !== 'string' || !r.version) fail('no version');
-  const a = r.address as Partial<ModuleAddress> | undefined;
-  if (!a || typeof a.hostname !== 'string' || typeof a.namespace !== 'string' || typeof a.name !== 'string' || typeof a.system !== 'string') fail('no address');
-  if (typeof r.filename !== 'string' || !r.filename) fail('no file name');
-  if (r.format !== 'tar.gz' && r.format !== 'zip') fail('no package format');
-  if (typeof r.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(r.sha256)) fail('no SHA-256');
-  if (typeof r.size !== 'number' || !Number.isInteger(r.size) || r.size < 0) fail('no size');
-  return r as ModuleVersionRecord;
-}
-
-/**
- * The committed record of a module version, or null when it was never
- * (completely) published. Reads the R2 record (strongly consistent); a
- * version published before records were kept in R2 is found through its KV
- * record. Throws DamagedRecordError for a damaged record.
- */
-export async function readModuleRecord(store: Store, address: ModuleAddress, version: string): Promise<ModuleVersionRecord | null> {
-  return readCommittedRecord(store, moduleCommittedRecordKey(address, version), moduleRecordKey(address, version), parseModuleRecord);
-}
-
-/** True when two records are the same package bytes (a re-run). */
-export function samePackage(a: ModuleVersionRecord, b: ModuleVersionRecord): boolean {
-  return a.sha256 === b.sha256 && a.size === b.size && a.filename === b.filename;
-}
-
-/** The VersionConflictError for a module version published with another package. */
-export function differentPackageError(record: ModuleVersionRecord, existing: ModuleVersionRecord): VersionConflictError {
-  return new VersionConflictError(
-    `${formatModuleAddress(record.address)} ${record.version} is already published with different contents (SHA-256 ${existing.sha256}, ${existing.filename}; this package ${record.sha256}, ${record.filename}); published versions are immutable — publish a new version instead`,
-  );
-}
 
 /**
  * Publishes one module version; the caller holds the module's lease
@@ -255,92 +188,4 @@ function isJsonObject(text: string): boolean {
   } catch {
     return false;
   }
-}
-
-/**
- * Rewrites the module's version list and the hostname's catalog from the
- * committed records in R2 (strongly consistent; this module's records are
- * read and validated — a damaged one is reported as a 'warning' with its key
- * and skipped), plus KV records of versions published before R2 records
- * existed (by key). Writes nothing when both are current; lists again after
- * writing and repeats while records appeared meanwhile (writers without the
- * lease); throws ListRebuildRaceError when they keep appearing.
- */
-export async function rebuildModuleIndex(
-  store: Store,
-  address: ModuleAddress,
-  progress: PublishProgress = () => {},
-  check: () => void = () => {},
-): Promise<void> {
-  const { kv, blobs } = store;
-  const onDamaged = warnOnce(progress);
-  for (let attempt = 0; attempt < 10; attempt++) {
-    const versions = await moduleVersions(store, address, onDamaged);
-    // Lifecycle (src/store/lifecycle/): withdrawn versions leave the list and the catalog.
-    const lifecycle = await readLifecycle(blobs, moduleLifecycleKey(address));
-    const listed = withoutWithdrawn(versions, lifecycle, (v) => v);
-    const body = JSON.stringify(moduleVersionsBody(listed));
-    const catalog = JSON.stringify(await withoutWithdrawnInCatalog(blobs, await buildCatalog(store, address, listed), address, lifecycle));
-    const [storedBody, storedCatalog] = await Promise.all([kv.get(moduleVersionsKey(address), 'text'), kv.get(moduleCatalogKey(address.hostname), 'text')]);
-    if (storedBody !== body || storedCatalog !== catalog) {
-      progress({ step: 'index', detail: `${versions.length} versions of ${formatModuleAddress(address)}` });
-      check();
-      if (storedBody !== body) await putHotKey(kv, moduleVersionsKey(address), body);
-      if (storedCatalog !== catalog) await putHotKey(kv, moduleCatalogKey(address.hostname), catalog);
-    }
-    // Done unless a version was committed meanwhile (only writers without the lease can do that).
-    const now = await moduleVersions(store, address, () => {});
-    if (now.every((v) => versions.includes(v))) {
-      await writeModuleLifecyclePage(kv, address, lifecycle, check);
-      return;
-    }
-  }
-  throw new ListRebuildRaceError(`the version list of ${formatModuleAddress(address)} kept changing while being rebuilt; run the publish again`);
-}
-
-/** The module's listed versions, newest first: valid R2 records, plus legacy KV records without one. */
-async function moduleVersions({ kv, blobs }: Store, address: ModuleAddress, onDamaged: (error: DamagedRecordError) => void): Promise<string[]> {
-  const versions = new Set<string>();
-  const damaged = new Set<string>();
-  const records = await readRecordObjects(blobs, moduleCommittedRecordPrefix(address), parseModuleRecord, (error) => {
-    const parsed = parseModuleCommittedRecordKey(error.key);
-    if (parsed) damaged.add(parsed.version);
-    onDamaged(error);
-  });
-  for (const record of records) versions.add(record.version);
-  const prefix = moduleRecordPrefix(address);
-  for (const key of await listAllKeys(kv, prefix)) {
-    const version = key.slice(prefix.length);
-    if (!damaged.has(version)) versions.add(version);
-  }
-  return [...versions].sort(compareVersionsDescending);
-}
-
-/**
- * The hostname's catalog: every module with a record (R2 keys, strongly
- * consistent, plus legacy KV keys), with `address`'s versions as just
- * validated (`versions`).
- */
-async function buildCatalog({ kv, blobs }: Store, address: ModuleAddress, versions: readonly string[]): Promise<ModuleCatalog> {
-  const modules = new Map<string, ModuleCatalog['modules'][number]>();
-  const add = (parsed: { address: ModuleAddress; version: string } | null) => {
-    if (!parsed) return;
-    const { namespace, name, system } = parsed.address;
-    const id = `${namespace}/${name}/${system}`;
-    const entry = modules.get(id) ?? { namespace, name, system, versions: [] };
-    if (!entry.versions.includes(parsed.version)) entry.versions.push(parsed.version);
-    modules.set(id, entry);
-  };
-  for (const key of await listAllObjectKeys(blobs, moduleCommittedRecordsOfHostPrefix(address.hostname))) add(parseModuleCommittedRecordKey(key));
-  for (const key of await listAllKeys(kv, moduleRecordsOfHostPrefix(address.hostname))) add(parseModuleRecordKey(key));
-  const self = `${address.namespace}/${address.name}/${address.system}`;
-  if (versions.length > 0) modules.set(self, { namespace: address.namespace, name: address.name, system: address.system, versions: [...versions] });
-  else modules.delete(self);
-  const list = [...modules.entries()]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([, m]) => ({
-      ...m,
-      versions: m.versions.sort(compareVersionsDescending),
-    }));
-  return { modules: list };
 }

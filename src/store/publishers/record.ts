@@ -22,7 +22,7 @@ export interface PublisherCommon {
   anyRef?: true;
   /**
    * The packages it may publish and change: NS/TYPE and NS/NAME/SYSTEM patterns of its namespace
-   * (src/access/package-rights.ts). Absent with no `namespaceWide`: stored before per-package rights, it publishes nothing.
+   * (src/access/scope.ts). Absent with no `namespaceWide`: stored before per-package rights, it publishes nothing.
    */
   packages?: string[];
   /** The operator allowed every package of the namespace explicitly (--namespace-wide). */

@@ -28,7 +28,7 @@ export interface TokenRecord {
    */
   purpose?: TokenPurpose;
   /**
-   * A publish token's packages: NS/TYPE and NS/NAME/SYSTEM patterns (src/access/package-rights.ts). A publish token
+   * A publish token's packages: NS/TYPE and NS/NAME/SYSTEM patterns (src/access/scope.ts). A publish token
    * with neither these nor `namespaceWide` was created before per-package rights and publishes nothing.
    */
   packages?: string[];

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Env } from '../../../src/env';
 import { moduleAddress } from '../../../src/protocol/modules-v1';
 import { sha256Hex } from '../../../src/protocol/hashes';
-import { writeTar } from '../../../src/protocol/tar';
+import { writeTar } from '../../../src/protocol/tar-write';
 import { writeZip } from '../../../src/protocol/zip-writer';
 import { readZipDirectory, readZipEntries, zipInMemory } from '../../../src/protocol/zip-reader';
 import { withLease } from '../../../src/store/lease';

@@ -1,37 +1,3 @@
-/**
- * Bench-only Worker (never deployed) for `npm run bench:pull`: the registry
- * Worker with every KV and R2 binding call counted by method, and every
- * outgoing fetch (a subrequest) counted, reported (and with ?reset zeroed)
- * at /__bench/ops. Calls made in waitUntil after the response count too.
- *
- * /__bench/cpu?what=copy&mb=N&sink=URL runs the pull's verified copy
- * (SHA-256 while streaming into two length-checked streams, both POSTed to
- * the discard server at URL) over N MiB made in memory: no storage I/O, so
- * the process CPU it takes is the Worker's own work.
- * what=h1&key=K computes the h1 of R2 object K as the pull does; what=read&key=K
- * only reads it (the simulator's share, to subtract).
- *
- * POST /__bench/repack?times=N with a GitHub tarball as the body runs the
- * module proxy's own work on it N times (unpack, checks, deterministic
- * repack, gzip, docs, SHA-256): no I/O, for the module bench.
- *
- * For bench/write-floor.ts (ours ÷ the runtime's native floor, per MiB):
- * PUT /__bench/object?key=K&head=H&block=B&count=N keeps an archive in the
- * isolate, laid out as a head, a block repeated N times and a tail (no
- * storage I/O while measuring, and 200 MiB fits; 64 KiB views when read,
- * as from the network); /__bench/cpu?what=mem-zh-copy&key=K&sha=HEX&sink=URL
- * runs the pull's verified copy over it (both destinations POSTed to the
- * discard server at URL, natively, as R2's put and a client's connection
- * take them), mem-h1 the pull's h1, mem-commit-hash the publish commit's
- * checks of a multipart-staged zip (whole-object SHA-256, entries, h1);
- * the floors: mem-floor-zh only pipes it into crypto.DigestStream,
- * mem-floor-h1 only pipes each entry through DecompressionStream into
- * crypto.DigestStream, mem-floor-zh-delivery tees it natively into a
- * DigestStream and two FixedLengthStreams sent to URL; POST
- * /__bench/floor-repack?times=N gunzips the body, gzips it again and
- * hashes it, natively (the module proxy's floor).
- */
-import worker from '../src/index';
 import type { Env } from '../src/env';
 import { verifiedCopy } from '../src/mirror/verified-copy';
 import { matchesSignedSums } from '../src/mirror/archive-checks';
@@ -46,60 +12,45 @@ import { detachedSigner } from '../src/store/keys/held-keys';
 import { readZipDirectory, zipH1 } from '../src/protocol/zip-reader';
 import { entryDataOffset, LOCAL_HEADER_BYTES } from '../src/protocol/zip';
 
-const ops: Record<string, number> = {};
-const count = (name: string) => (ops[name] = (ops[name] ?? 0) + 1);
-
-const realFetch = globalThis.fetch;
-globalThis.fetch = ((input: RequestInfo | URL, init?: RequestInit) => {
-  count('subrequest:fetch');
-  return realFetch(input, init);
-}) as typeof fetch;
-
-function counted<T extends object>(binding: T, prefix: string): T {
-  return new Proxy(binding, {
-    get(target, property) {
-      const value = Reflect.get(target, property) as unknown;
-      if (typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        count(`${prefix}:${String(property)}`);
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
+/**
+ * The bench Worker's byte paths (bench/bench-worker.ts routes /__bench/cpu, /__bench/repack, /__bench/floor-repack,
+ * /__bench/sign and PUT /__bench/object here), for `npm run bench:pull`, `bench:modules` and bench/write-floor.ts
+ * (ours ÷ the runtime's native floor, per MiB). No storage I/O in a measured request but what it says.
+ *
+ * /__bench/cpu?what=copy&mb=N&sink=URL runs the pull's verified copy (SHA-256 while streaming into two
+ * length-checked streams, both POSTed to the discard server at URL) over N MiB made in memory; what=h1&key=K
+ * computes the h1 of R2 object K as the pull does; what=read&key=K only reads it (the simulator's share).
+ *
+ * POST /__bench/repack?times=N with a GitHub tarball as the body runs the module proxy's own work on it N times
+ * (unpack, checks, deterministic repack, gzip, docs, SHA-256); /__bench/floor-repack?times=N gunzips the body,
+ * gzips it again and hashes it, natively (the module proxy's floor).
+ *
+ * PUT /__bench/object?key=K&head=H&block=B&count=N keeps an archive in the isolate, laid out as a head, a block
+ * repeated N times and a tail (200 MiB fits; 64 KiB views when read, as from the network);
+ * /__bench/cpu?what=mem-zh-copy&key=K&sha=HEX&sink=URL runs the pull's verified copy over it (both destinations
+ * POSTed to the discard server, natively, as R2's put and a client's connection take them), mem-h1 the pull's h1,
+ * mem-commit-hash the publish commit's checks of a staged zip (whole-object SHA-256, entries, h1); the floors:
+ * mem-floor-zh only pipes it into crypto.DigestStream, mem-floor-h1 each entry through DecompressionStream into
+ * crypto.DigestStream, mem-floor-zh-delivery tees it natively into a DigestStream and two FixedLengthStreams sent
+ * to URL. Returns null for another path.
+ */
+export function bytePaths(request: Request, url: URL, env: Env): Promise<Response> | null {
+  if (url.pathname === '/__bench/cpu') return cpu(url, env);
+  if (url.pathname === '/__bench/repack') return repack(request, url);
+  if (url.pathname === '/__bench/floor-repack') return floorRepack(request, url);
+  if (url.pathname === '/__bench/sign') return sign(request, url);
+  if (url.pathname === '/__bench/object' && request.method === 'PUT') {
+    // The body: head, then one block, then tail; ?head= and ?block= give the first two's lengths, ?count= the block's repeats.
+    return request.arrayBuffer().then((b) => {
+      const all = new Uint8Array(b);
+      const [head, block, count] = ['head', 'block', 'count'].map((n) => Number(url.searchParams.get(n))) as [number, number, number];
+      const archive = new HeldArchive(all.subarray(0, head), all.subarray(head, head + block), count, all.subarray(head + block));
+      memory.set(url.searchParams.get('key')!, archive);
+      return Response.json({ size: archive.size });
+    });
+  }
+  return null;
 }
-
-const wrapped = new WeakMap<Env, Env>();
-function countingEnv(env: Env): Env {
-  let result = wrapped.get(env);
-  if (!result) wrapped.set(env, (result = { ...env, REGISTRY_KV: counted(env.REGISTRY_KV, 'kv'), REGISTRY_R2: counted(env.REGISTRY_R2, 'r2') }));
-  return result;
-}
-
-export default {
-  fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> {
-    const url = new URL(request.url);
-    if (url.pathname === '/__bench/ops') {
-      const body = JSON.stringify(ops);
-      if (url.searchParams.has('reset')) for (const key of Object.keys(ops)) delete ops[key];
-      return new Response(body, { headers: { 'content-type': 'application/json' } });
-    }
-    if (url.pathname === '/__bench/cpu') return cpu(url, env);
-    if (url.pathname === '/__bench/repack') return repack(request, url);
-    if (url.pathname === '/__bench/floor-repack') return floorRepack(request, url);
-    if (url.pathname === '/__bench/sign') return sign(request, url);
-    if (url.pathname === '/__bench/object' && request.method === 'PUT') {
-      // The body: head, then one block, then tail; ?head= and ?block= give the first two's lengths, ?count= the block's repeats.
-      return request.arrayBuffer().then((b) => {
-        const all = new Uint8Array(b);
-        const [head, block, count] = ['head', 'block', 'count'].map((n) => Number(url.searchParams.get(n))) as [number, number, number];
-        const archive = new HeldArchive(all.subarray(0, head), all.subarray(head, head + block), count, all.subarray(head + block));
-        memory.set(url.searchParams.get('key')!, archive);
-        return Response.json({ size: archive.size });
-      });
-    }
-    return worker.fetch(request, countingEnv(env), ctx);
-  },
-} satisfies ExportedHandler<Env>;
 
 async function drain(stream: ReadableStream<Uint8Array>): Promise<number> {
   let bytes = 0;
@@ -140,7 +91,6 @@ async function cpu(url: URL, env: Env): Promise<Response> {
   const digest = await zipDigest(env.REGISTRY_R2, key, head.size);
   return Response.json(digest);
 }
-export { DownloadCounter } from '../src/downloads/counter';
 
 // Archives held in the isolate for the floor comparison (no storage I/O in the measured requests). Each is a
 // head, a middle that repeats one block `count` times, and a tail (bench/write-floor.ts lays out the zip), so
