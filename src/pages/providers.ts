@@ -3,7 +3,8 @@ import { pathSegment } from '../http/responses';
 import { providerAddress, type ProviderAddress } from '../protocol/address';
 import { InputError } from '../protocol/errors';
 import { newestStable, parseVersion } from '../protocol/version';
-import { readProviderPage, type PageVersion, type ProviderPageData } from '../store/pages/read';
+import { pagePlatforms, readProviderPage, type PagePlatform, type PageVersion, type ProviderPageData } from '../store/pages/read';
+import type { VersionRecord } from '../store/types';
 import { canSee, page, type PageContext, type RenderedPage } from './context';
 import { sessionName } from './home';
 import { html, path, type Html } from './html';
@@ -30,8 +31,10 @@ import {
  * The provider pages: /providers/NS/TYPE (the newest stable version),
  * /providers/NS/TYPE/VERSION, the armored signing key of a version, and
  * /mirror/HOST/NS/TYPE for any stored hostname. One KV read (the provider's
- * page data) on a cache miss. A provider outside the session's scope is
- * "not found", like one that does not exist.
+ * page data) on a cache miss, and the shown version's R2 record (its
+ * provenance; its packages when it is older than the newest
+ * PAGE_FULL_VERSIONS the page data keeps them for). A provider outside the
+ * session's scope is "not found", like one that does not exist.
  */
 
 async function load(ctx: PageContext, address: ProviderAddress): Promise<ProviderPageData> {
@@ -63,7 +66,15 @@ export const providerPage = page(async (ctx, params) => {
   const data = await load(ctx, address);
   const newest = newestListed(data);
   const current = data.versions.find((v) => v.version === newest) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!;
-  return render(ctx, data, current, false, await loadDownloads(ctx, providerCounterName(address)), await loadProvenance(ctx, address, current.version));
+  const record = await readVersionRecord(storeFromEnv(ctx.env), address, current.version);
+  return render(
+    ctx,
+    data,
+    withPlatforms(current, record),
+    false,
+    await loadDownloads(ctx, providerCounterName(address)),
+    provenanceOf(address, current.version, record),
+  );
 });
 
 /** GET /providers/:namespace/:type/:version */
@@ -73,7 +84,15 @@ export const versionPage = page(async (ctx, params) => {
   const data = await load(ctx, address);
   const current = data.versions.find((v) => v.version === version);
   if (!current) throw new InputError(`${address.namespace}/${address.type} has no version ${version}.`, 404);
-  return render(ctx, data, current, false, await loadDownloads(ctx, providerCounterName(address)), await loadProvenance(ctx, address, version));
+  const record = await readVersionRecord(storeFromEnv(ctx.env), address, version);
+  return render(
+    ctx,
+    data,
+    withPlatforms(current, record),
+    false,
+    await loadDownloads(ctx, providerCounterName(address)),
+    provenanceOf(address, version, record),
+  );
 });
 
 /** GET /mirror/:hostname/:namespace/:type — what the mirror holds of a provider: versions and platforms. */
@@ -88,7 +107,8 @@ export const mirrorPage = page(async (ctx, params) => {
       : data.versions.find((v) => v.version === parseVersion(wanted));
   if (!current) throw new InputError(`The mirror holds no version ${wanted} of ${address.hostname}/${address.namespace}/${address.type}.`, 404);
   // Mirrored archives are served (and counted) by the same archive route, under their upstream hostname.
-  return render(ctx, data, current, true, await loadDownloads(ctx, providerCounterName(address)));
+  const record = current.platforms ? null : await readVersionRecord(storeFromEnv(ctx.env), address, current.version);
+  return render(ctx, data, withPlatforms(current, record), true, await loadDownloads(ctx, providerCounterName(address)));
 });
 
 /** GET /providers/:namespace/:type/:version/signing-key.asc — the armored public key that signed that version. */
@@ -114,16 +134,22 @@ function formatSize(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-/** The version's statement reference, from its R2 record (one read); null for mirrored providers. */
-async function loadProvenance(ctx: PageContext, address: ProviderAddress, version: string): Promise<Html> {
-  const record = await readVersionRecord(storeFromEnv(ctx.env), address, version);
+/** The version's statement reference, from its R2 record (null when it has none). */
+function provenanceOf(address: ProviderAddress, version: string, record: VersionRecord | null): Html {
   return provenanceFact(record?.provenance, path('v1', 'provenance', 'providers', address.namespace, address.type, version));
+}
+
+/** A version as a page shows it: with its packages, from the page data or (older versions) from its R2 record. */
+type ShownVersion = PageVersion & { platforms: PagePlatform[] };
+
+function withPlatforms(version: PageVersion, record: VersionRecord | null): ShownVersion {
+  return { ...version, platforms: version.platforms ?? (record ? pagePlatforms(record) : []) };
 }
 
 function render(
   ctx: PageContext,
   data: ProviderPageData,
-  current: PageVersion,
+  current: ShownVersion,
   mirror: boolean,
   downloads: PageDownloads = null,
   provenance: Html | null = null,
@@ -244,7 +270,7 @@ function useSnippets(ctx: PageContext, { hostname, namespace, type, own, mirror,
 }
 
 /** Each platform's file, size, downloads (when counted) and zh:/h1: hashes. */
-function platformsSection(current: PageVersion, downloads: PageDownloads): Html {
+function platformsSection(current: ShownVersion, downloads: PageDownloads): Html {
   return html`<section aria-labelledby="platforms"><h2 id="platforms">Platforms</h2>
 <div class="scroll"><table>
 <thead><tr><th scope="col">Platform</th><th scope="col">Size</th>${downloads && downloads !== 'unavailable' ? html`<th scope="col">Downloads (${downloads.days} days)</th>` : ''}<th scope="col">Hashes</th></tr></thead>

@@ -145,7 +145,7 @@ export const releaseFilePath = (address: ProviderAddress, version: string, filen
 // Pages for people (src/store/pages/read.ts): documents materialised at publish time, one KV read per page.
 //   pages/catalog                          the home page's list of every provider (JSON)
 //   pages/summaries/HOST/NS/TYPE           one provider's catalogue entry (the catalogue is rebuilt from these)
-//   pages/providers/HOST/NS/TYPE           a provider's page data: versions, platforms, hashes, keys
+//   pages/providers/HOST/NS/TYPE           a provider's page data: versions, keys; platforms and hashes of the newest 50
 //   pages/docs/HOST/NS/TYPE/VERSION        a version's docs (normalised schema, immutable)
 export const catalogKey = 'pages/catalog';
 export const summaryPrefix = 'pages/summaries/';

@@ -1689,4 +1689,20 @@ export const MUTANTS: Mutant[] = [
     from: 'return pkg !== undefined && pkg.length',
     to: 'return pkg === undefined || pkg.length',
   },
+  {
+    id: 'page-data-keeps-every-package',
+    file: 'src/store/pages/write.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description: "a provider's page data keeps every version's packages again (it grows past KV's 25 MiB at ~5,000 versions of 14 platforms)",
+    from: '...(newest < PAGE_FULL_VERSIONS ? { platforms: pagePlatforms(r) } : {}),',
+    to: '...(newest >= 0 ? { platforms: pagePlatforms(r) } : {}),',
+  },
+  {
+    id: 'old-version-page-without-record',
+    file: 'src/pages/providers.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description: "an older version's page no longer reads its packages from its R2 record (it shows no platforms)",
+    from: '  return { ...version, platforms: version.platforms ?? (record ? pagePlatforms(record) : []) };',
+    to: '  return { ...version, platforms: version.platforms ?? [] };',
+  },
 ];

@@ -3,7 +3,7 @@ import type { ProviderAddress } from '../../protocol/address';
 import type { ProviderDocs } from '../../protocol/provider-docs-shape';
 import { catalogKey, docsKey, providerPageKey } from '../layout';
 import type { LifecycleMark } from '../lifecycle/state';
-import type { PackageRecord } from '../types';
+import type { PackageRecord, VersionRecord } from '../types';
 
 /**
  * Page documents: what a page for people needs, materialised at publish time
@@ -24,6 +24,13 @@ export interface PageKey {
 /** A platform's package as a page shows it: the version record's own fields. */
 export type PagePlatform = PackageRecord;
 
+/** A version's packages as a page shows them, sorted by platform. */
+export function pagePlatforms(record: VersionRecord): PagePlatform[] {
+  return [...record.packages]
+    .sort((a, b) => `${a.os}_${a.arch}`.localeCompare(`${b.os}_${b.arch}`))
+    .map(({ os, arch, filename, shasum, h1, size }) => ({ os, arch, filename, shasum, h1, size }));
+}
+
 export interface PageVersion {
   version: string;
   publishedAt: string;
@@ -31,13 +38,21 @@ export interface PageVersion {
   keyId: string;
   /** True when docs are stored for this version. */
   docs: boolean;
-  platforms: PagePlatform[];
+  /**
+   * The version's packages, kept for the newest PAGE_FULL_VERSIONS versions only (so the page data stays
+   * far under KV's 25 MiB value limit at any realistic number of versions); absent for older ones, whose
+   * page reads them from the version's R2 record (src/pages/providers.ts).
+   */
+  platforms?: PagePlatform[];
   /** Lifecycle marks (src/store/lifecycle/): shown on the pages; a withdrawn version is never the default. */
   deprecated?: LifecycleMark;
   withdrawn?: LifecycleMark;
 }
 
-/** Everything the provider and version pages show: versions newest first, keys by id. */
+/** How many of a provider's newest versions the page data keeps with their packages. */
+export const PAGE_FULL_VERSIONS = 50;
+
+/** Everything the provider and version pages show: versions newest first (packages for the newest PAGE_FULL_VERSIONS), keys by id. */
 export interface ProviderPageData {
   address: ProviderAddress;
   description: string;

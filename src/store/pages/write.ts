@@ -3,7 +3,7 @@ import { sortVersions } from '../../protocol/version';
 import { fingerprintOf } from '../../protocol/openpgp-packets';
 import type { ProviderDocs } from '../../protocol/provider-docs-shape';
 import { docsKey } from '../layout';
-import type { PageKey, ProviderPageData } from './read';
+import { PAGE_FULL_VERSIONS, pagePlatforms, type PageKey, type ProviderPageData } from './read';
 import type { KvStore } from '../store';
 import type { SigningKey, VersionRecord } from '../types';
 import { EMPTY_LIFECYCLE, type LifecycleState } from '../lifecycle/state';
@@ -49,7 +49,11 @@ export async function readVersionDocs(kv: KvStore, address: ProviderAddress, ver
   return text === null ? null : (JSON.parse(text) as ProviderDocs);
 }
 
-/** The page data of a provider from its version records and which versions have docs. */
+/**
+ * The page data of a provider from its version records and which versions have docs: every version with
+ * its date, protocols, key, docs flag and lifecycle marks, and the packages of the newest
+ * PAGE_FULL_VERSIONS (an older version's page reads its packages from its R2 record).
+ */
 export function providerPageData(
   records: readonly VersionRecord[],
   docsVersions: ReadonlySet<string>,
@@ -64,7 +68,7 @@ export function providerPageData(
     description,
     versions: sortVersions([...byVersion.keys()])
       .reverse()
-      .map((version) => {
+      .map((version, newest) => {
         const r = byVersion.get(version)!;
         return {
           version,
@@ -72,9 +76,7 @@ export function providerPageData(
           protocols: r.protocols,
           keyId: r.signingKey.key_id,
           docs: docsVersions.has(version),
-          platforms: [...r.packages]
-            .sort((a, b) => `${a.os}_${a.arch}`.localeCompare(`${b.os}_${b.arch}`))
-            .map(({ os, arch, filename, shasum, h1, size }) => ({ os, arch, filename, shasum, h1, size })),
+          ...(newest < PAGE_FULL_VERSIONS ? { platforms: pagePlatforms(r) } : {}),
           ...lifecycle.versions[version],
         };
       }),

@@ -6,6 +6,8 @@ import { committedRecordKey, mirrorIndexKey, providerPageKey, versionsDocumentKe
 import { emptyIndex, indexWith, writeProviderIndex } from '../../../src/store/providers/version-index';
 import { writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import { fakeRelease } from '../../fixtures/release';
+import { PAGE_FULL_VERSIONS, type Catalog, type CatalogEntry, type ProviderPageData } from '../../../src/store/pages/read';
+import type { ModuleCatalog } from '../../../src/store/modules/types';
 import { address } from '../helpers';
 import { zipStored } from '../../fixtures/archives';
 import { TEST_KEY } from '../../fixtures/release';
@@ -110,9 +112,11 @@ const PLATFORMS_14 = [
   'windows_arm64',
 ];
 
+/** A 128-character version (for i < 10,000) and a short one, both unique per i. */
+const long = (i: number) => `${i}.0.0-rc.${'a'.repeat(56)}+build.${String(i).padStart(57 - String(i).length, 'b')}`;
+const short = (i: number) => `${Math.floor(i / 100)}.${i % 100}.0`;
+
 describe('KV values at the largest lists the registry writes', () => {
-  const long = (i: number) => `${i}.0.0-rc.${'a'.repeat(56)}+build.${String(i).padStart(57 - String(i).length, 'b')}`;
-  const short = (i: number) => `${Math.floor(i / 100)}.${i % 100}.0`;
   for (const [shape, version] of [
     ['128-character', long],
     ['short (X.Y.0)', short],
@@ -134,16 +138,116 @@ describe('KV values at the largest lists the registry writes', () => {
       const [versionsDoc = 0, mirrorIndex = 0, page = 0] = await Promise.all(
         [versionsDocumentKey(many), mirrorIndexKey(many), providerPageKey(many)].map(size),
       );
-      // The largest value written is the provider's page data (every version's files and digests).
-      expect(p.kv.largest.valueKey).toBe(providerPageKey(many));
-      expect(p.kv.largest.valueBytes).toBe(page);
-      expect(page).toBeLessThan(KV_MAX_VALUE_BYTES);
-      expect(Math.max(versionsDoc, mirrorIndex)).toBeLessThan(page);
+      // The page data keeps the packages of the newest PAGE_FULL_VERSIONS only: the largest value written is
+      // the versions document (the protocol's list of every version with its platforms).
+      expect(p.kv.largest.valueBytes).toBe(Math.max(versionsDoc, mirrorIndex, page));
+      expect(p.kv.largest.valueBytes).toBeLessThan(KV_MAX_VALUE_BYTES);
+      expect(page).toBeLessThan(versionsDoc);
       console.log(
-        `1,000 versions × 14 platforms (${shape}): versions document ${versionsDoc} bytes, mirror index.json ${mirrorIndex} bytes, page data ${page} bytes; the page data reaches 25 MiB at ~${Math.floor(KV_MAX_VALUE_BYTES / (page / 1000))} versions`,
+        `1,000 versions × 14 platforms (${shape}): versions document ${versionsDoc} bytes, mirror index.json ${mirrorIndex} bytes, page data ${page} bytes`,
       );
     }, 120_000);
   }
+});
+
+// Past the 1,000 versions the budgets use: a provider with 6,000 versions of 14 platforms, 128-character
+// versions (its page data would have been ~31 MiB, over KV's 25 MiB, before the page data kept the packages
+// of the newest PAGE_FULL_VERSIONS only). The stored state is built through the store functions; one more
+// version is published through the publish API, and its pages still reach the oldest version.
+describe('a provider with 6,000 versions of 14 platforms', () => {
+  it('keeps its page data bounded, takes a publish through the API, and its pages still list and show every version', async () => {
+    const p = production();
+    const huge = address('kvmany', 'huge');
+    const records = Array.from({ length: 6000 }, (_, i) => fakeRelease(huge, long(i), PLATFORMS_14, { archiveSize: 16 }).record);
+    // The index holds every record; the oldest version's R2 record is what its page reads its packages from.
+    await env.REGISTRY_R2.put(committedRecordKey(huge, long(0)), JSON.stringify(records[0]));
+    await writeProviderIndex(env.REGISTRY_R2, indexWith(emptyIndex(huge), records, {}), null);
+    await writeSigningKeys(env.REGISTRY_KV, huge.hostname, huge.namespace, [TEST_KEY]);
+    const { token } = await issue('publish', [huge.namespace]);
+    const auth = { authorization: `Bearer ${token}` };
+    const send = async (path: string, init: RequestInit) => p.fetch('A', new Request(new URL(path, ORIGIN), init));
+
+    const release = await buildRelease(huge.type, '9999.0.0', { platforms: PLATFORMS_14 });
+    const started = await send(`/v1/publish/providers/${huge.namespace}/${huge.type}/9999.0.0`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify(await manifestOf(release)),
+    });
+    const published = await publishThrough(send, auth, started, (f) => release.files.get(f)!);
+    expect(published.status, published.text).toBe(200);
+    expect(p.invocations.filter((i) => i.status >= 500)).toEqual([]);
+
+    const size = async (key: string) => new TextEncoder().encode((await env.REGISTRY_KV.get(key, 'text')) ?? '').byteLength;
+    const [versionsDoc = 0, page = 0] = await Promise.all([versionsDocumentKey(huge), providerPageKey(huge)].map(size));
+    const stored = JSON.parse((await env.REGISTRY_KV.get(providerPageKey(huge), 'text'))!) as ProviderPageData;
+    expect(stored.versions).toHaveLength(6001);
+    expect(stored.versions.filter((v) => v.platforms !== undefined)).toHaveLength(PAGE_FULL_VERSIONS);
+    expect(stored.versions[0]!.version).toBe('9999.0.0');
+    // Bounded: under a tenth of KV's limit at 6,000 versions, and smaller than the versions document.
+    expect(page).toBeLessThan(KV_MAX_VALUE_BYTES / 10);
+    expect(page).toBeLessThan(versionsDoc);
+    expect(p.kv.largest.valueBytes).toBeLessThan(KV_MAX_VALUE_BYTES);
+    const older = stored.versions.slice(PAGE_FULL_VERSIONS);
+    const perVersion = new TextEncoder().encode(JSON.stringify(older)).byteLength / older.length;
+    console.log(
+      `6,001 versions × 14 platforms (128-character): page data ${page} bytes (~${Math.round(perVersion)} bytes per older version: 25 MiB at ~${Math.floor(KV_MAX_VALUE_BYTES / perVersion)} versions), versions document ${versionsDoc} bytes (25 MiB at ~${Math.floor(KV_MAX_VALUE_BYTES / (versionsDoc / 6001))} versions)`,
+    );
+
+    // The pages: the provider page lists all 6,001 versions, the oldest linked; the oldest version's page shows
+    // its packages (read from its R2 record); the new version's from the page data.
+    const HTML = { headers: { accept: 'text/html' } };
+    const home = await at(p, 'B', `/providers/${huge.namespace}/${huge.type}`, HTML);
+    expect(home.status).toBe(200);
+    expect(home.text).toContain('(6001)');
+    expect(home.text).toContain(`/providers/${huge.namespace}/${huge.type}/${encodeURIComponent(long(0))}`);
+    expect(home.text).toContain('terraform-provider-huge_9999.0.0_windows_arm64.zip');
+    const oldest = await at(p, 'B', `/providers/${huge.namespace}/${huge.type}/${encodeURIComponent(long(0))}`, HTML);
+    expect(oldest.status).toBe(200);
+    expect(oldest.text).toContain('14 platforms');
+    for (const r of records[0]!.packages) expect(oldest.text).toContain(r.shasum);
+    const mirror = await at(p, 'B', `/mirror/${huge.hostname}/${huge.namespace}/${huge.type}?version=${encodeURIComponent(long(0))}`, HTML);
+    expect(mirror.status).toBe(200);
+    expect(mirror.text).toContain(records[0]!.packages[0]!.filename);
+  }, 180_000);
+});
+
+// The catalogues are one value each: the home page's `pages/catalog` (one entry per provider) and a host's
+// `module-catalog/HOST` (every module with its version strings). Their sizes at 2,000 packages, measured on the
+// shapes the registry writes.
+describe('the catalogues at 2,000 packages', () => {
+  it('stay under 25 MiB (a tenth of it at realistic names)', () => {
+    const bytes = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).byteLength;
+    const entry = (i: number, hostname: string, name: number, description: number): CatalogEntry => ({
+      hostname,
+      namespace: `namespace-${i}`.padEnd(name, 'n'),
+      type: `type-${i}`.padEnd(name, 't'),
+      latest: long(i),
+      description: 'd'.repeat(description),
+      versionCount: 1000,
+      publishedAt: '2026-11-27T05:00:00.000Z',
+    });
+    // Realistic: 20-character names, a 200-character description; longest: 253-character host, 64-character names, 1,000-character description.
+    const realistic = bytes({ providers: Array.from({ length: 2000 }, (_, i) => entry(i, 'registry.example.com', 20, 200)) } satisfies Catalog);
+    const longest = bytes({ providers: Array.from({ length: 2000 }, (_, i) => entry(i, 'h'.repeat(253), 64, 1000)) } satisfies Catalog);
+    // Modules: 2,000 modules of 100 versions each (short and 128-character).
+    const modules = (version: (i: number) => string) =>
+      bytes({
+        modules: Array.from({ length: 2000 }, (_, i) => ({
+          namespace: `namespace-${i}`,
+          name: `module-${i}`,
+          system: 'aws',
+          versions: Array.from({ length: 100 }, (_, v) => version(v)),
+        })),
+      } satisfies ModuleCatalog);
+    const [moduleShort, moduleLong] = [modules(short), modules(long)];
+    expect(realistic).toBeLessThan(KV_MAX_VALUE_BYTES / 10);
+    for (const size of [longest, moduleShort]) expect(size).toBeLessThan(KV_MAX_VALUE_BYTES);
+    // Not fixed (docs/production-rules.md's findings): the module catalogue lists every version string of every
+    // module, so at 200,000 module versions of 128 characters it passes 25 MiB.
+    console.log(
+      `2,000 providers: pages/catalog ${realistic} bytes (25 MiB at ~${Math.floor(KV_MAX_VALUE_BYTES / (realistic / 2000))} providers), ${longest} at the longest names (~${Math.floor(KV_MAX_VALUE_BYTES / (longest / 2000))}); 2,000 modules × 100 versions: module-catalog ${moduleShort} bytes short versions (25 MiB at ~${Math.floor(KV_MAX_VALUE_BYTES / (moduleShort / 200_000))} module versions), ${moduleLong} 128-character (~${Math.floor(KV_MAX_VALUE_BYTES / (moduleLong / 200_000))})`,
+    );
+  });
 });
 
 /** Uploads each file of a started session and commits; the step that stopped it and its answer. */
