@@ -1665,4 +1665,22 @@ export const MUTANTS: Mutant[] = [
     from: '  if (longest > KV_MAX_KEY_BYTES) refuse(what, longest);\n}',
     to: '}',
   },
+  {
+    id: 'lost-release-files-not-asked',
+    file: 'src/routes/publish/providers.ts',
+    tests: ['test/worker/publish/lost-files.test.ts'],
+    description:
+      'a re-run of a published provider whose release files R2 lost is not asked for them (500 StoredReleaseMismatchError instead of restoring them)',
+    from: '    if (lost.length > 0) return json(',
+    to: '    if (false) return json(',
+  },
+  {
+    id: 'lost-file-other-bytes-accepted',
+    file: 'src/routes/publish/provider-repair.ts',
+    tests: ['test/worker/publish/lost-files.test.ts'],
+    description:
+      'a lost release file is asked for with the digest the manifest declares, not the one the record names (a re-made signature accepted at the start)',
+    from: '  if (want && (want.sha256 === undefined || want.sha256 === file.sha256) && (want.size === undefined || want.size === file.size)) return;',
+    to: '  return;',
+  },
 ];
