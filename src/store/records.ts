@@ -136,6 +136,19 @@ export function warnOnce(progress: PublishProgress, warned = new Set<string>()):
 }
 
 /**
+ * Whether a stored object (its `head`, null when missing) holds what a record
+ * says: the recorded size and SHA-256 (as stored in its metadata), each when
+ * recorded. The one check of a release file against its record: the verify,
+ * the repair and the publish start's look for lost files call it.
+ */
+export function storedAsRecorded(
+  head: { size: number; customMetadata?: Record<string, string> } | null,
+  want: { sha256: string | undefined; size: number | undefined },
+): boolean {
+  return head !== null && (want.size === undefined || head.size === want.size) && (want.sha256 === undefined || head.customMetadata?.sha256 === want.sha256);
+}
+
+/**
  * Checks the R2 object `key` against `want` (size and SHA-256; an undefined
  * field is not checked). When it is missing or differs and `file` has the
  * wanted bytes, uploads it again ('repaired'); otherwise returns a phrase
@@ -152,8 +165,7 @@ export async function verifyObject(
 ): Promise<'ok' | 'repaired' | string> {
   const head = await blobs.head(key);
   const actual = head ? { sha256: head.customMetadata?.sha256, size: head.size } : null;
-  const fine = actual && (want.size === undefined || actual.size === want.size) && (want.sha256 === undefined || actual.sha256 === want.sha256);
-  if (fine) return 'ok';
+  if (storedAsRecorded(head, want)) return 'ok';
   const what = actual
     ? `stored ${actual.size} bytes, SHA-256 ${actual.sha256 ?? 'unknown'}; the record says ${want.size ?? '?'} bytes, ${want.sha256 ?? '?'}`
     : 'missing';

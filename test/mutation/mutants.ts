@@ -570,8 +570,8 @@ export const MUTANTS: Mutant[] = [
     file: 'src/store/records.ts',
     tests: RECORDS,
     description: 'verification of a published version accepts a stored file of another size',
-    from: 'const fine = actual && (want.size === undefined || actual.size === want.size) && ',
-    to: 'const fine = actual && ',
+    from: 'return head !== null && (want.size === undefined || head.size === want.size) && ',
+    to: 'return head !== null && ',
   },
   {
     id: 'commit-record-overwrites',
@@ -1704,5 +1704,23 @@ export const MUTANTS: Mutant[] = [
     description: "an older version's page no longer reads its packages from its R2 record (it shows no platforms)",
     from: '  return { ...version, platforms: version.platforms ?? (record ? pagePlatforms(record) : []) };',
     to: '  return { ...version, platforms: version.platforms ?? [] };',
+  },
+  {
+    id: 'lost-release-files-not-asked',
+    file: 'src/routes/publish/providers.ts',
+    tests: ['test/worker/publish/lost-files.test.ts'],
+    description:
+      'a re-run of a published provider whose release files R2 lost is not asked for them (500 StoredReleaseMismatchError instead of restoring them)',
+    from: '    if (lost.length > 0) return json(',
+    to: '    if (false) return json(',
+  },
+  {
+    id: 'lost-file-other-bytes-accepted',
+    file: 'src/routes/publish/provider-repair.ts',
+    tests: ['test/worker/publish/lost-files.test.ts'],
+    description:
+      'a lost release file is asked for with the digest the manifest declares, not the one the record names (a re-made signature accepted at the start)',
+    from: '  if (want && (want.sha256 === undefined || want.sha256 === file.sha256) && (want.size === undefined || want.size === file.size)) return;',
+    to: '  return;',
   },
 ];

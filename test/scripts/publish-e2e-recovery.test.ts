@@ -9,6 +9,8 @@ import { readRegistryConfig } from '../../scripts/lib/config';
 import { publishRelease, type PublishResult } from '../../scripts/lib/provider/publish';
 import { signDetached } from '../../scripts/lib/provider/sign';
 import { formatShasums } from '../../src/protocol/hashes';
+import { releaseObjectKey } from '../../src/store/layout';
+import { openLocalStore } from '../../scripts/lib/stores/local';
 import { configPath, killableEnv, runScript, sleep, startWranglerDev, tempDir, writeDist, type WranglerDev } from './helpers';
 import { servedRegistry, sha256 } from './served';
 
@@ -167,5 +169,28 @@ describe(`publish-provider interrupted, supplied and --binary, served by wrangle
     const again = await publish([...args, '--type', 'gadget', '--version', '0.1.0']);
     expect(again.code, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout).status).toBe('unchanged');
+  });
+
+  it('release files lost from R2 (deleted by hand) are restored by a re-run of the same publish: served again and verified as Terraform verifies', async () => {
+    const config = await readRegistryConfig({ configPath, persistTo: state });
+    const address = { hostname, namespace: 'acme', type: 'widget' };
+    const lost = ['terraform-provider-widget_1.0.0_linux_amd64.zip', 'terraform-provider-widget_1.0.0_SHA256SUMS'];
+    const store = await openLocalStore(config);
+    try {
+      for (const filename of lost) await store.blobs.delete(releaseObjectKey(address, '1.0.0', filename));
+    } finally {
+      await store.close();
+    }
+    const doc = (await getJson('/v1/providers/acme/widget/1.0.0/download/linux/amd64')).body;
+    await expect(download(new URL(doc.download_url, server.origin).href)).rejects.toThrow();
+
+    // The same release again (the CLI signs SHA256SUMS anew; the stored signature is not lost, so it is not asked for).
+    const again = await publish([join(dir, 'widget-1.0.0')]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).status).toBe('repaired');
+    const downloads = join(dir, 'downloads-restored');
+    mkdirSync(downloads, { recursive: true });
+    const { archive } = await verifyLikeTerraform('widget', '1.0.0', 'linux_amd64', downloads);
+    expect(sha256(archive)).toBe(doc.shasum);
   });
 });

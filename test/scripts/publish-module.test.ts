@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGzip } from 'node:zlib';
@@ -524,7 +524,7 @@ describe('consistency and repair (the same guarantees as providers)', () => {
   const catalogVersions = async (name: string) =>
     (JSON.parse((await store.kv.get(moduleCatalogKey(config.hostname), 'text'))!) as ModuleCatalog).modules.find((m) => m.name === name)?.versions;
 
-  it('a re-run repairs what an interrupted publish lost (documents, list, catalog): status repaired, then unchanged', async () => {
+  it('a re-run repairs what was lost (package object, documents, KV record, list, catalog): status repaired, then unchanged', async () => {
     const address = moduleAddress(config.hostname, 'acme', 'interrupted', 'aws');
     const dir = moduleDir({ 'main.tf': 'variable "region" {}\n', 'README.md': '# Interrupted\n' });
     const first = await publish(dir, '1.0.0', { name: 'interrupted' });
@@ -534,8 +534,10 @@ describe('consistency and repair (the same guarantees as providers)', () => {
       [moduleDownloadKey(address, '1.0.0'), moduleDocsKey(address, '1.0.0'), moduleRecordKey(address, '1.0.0')].map((key) => store.kv.get(key, 'text')),
     );
 
-    // What a commit interrupted after the package and record were written leaves missing (the Worker writes, and repairs).
-    for (const key of [moduleDownloadKey(address, '1.0.0'), moduleDocsKey(address, '1.0.0'), moduleVersionsKey(address)]) {
+    // The package object lost from R2 (deleted by hand, a lost object) and what an interrupted commit leaves missing:
+    // the Worker's publish API asks for the package again and restores it from the re-run's bytes.
+    await store.blobs.delete(packageKey);
+    for (const key of [moduleDownloadKey(address, '1.0.0'), moduleDocsKey(address, '1.0.0'), moduleRecordKey(address, '1.0.0'), moduleVersionsKey(address)]) {
       await store.kv.delete(key);
     }
     await store.kv.put(moduleCatalogKey(config.hostname), '{"modules":[]}');
@@ -550,6 +552,19 @@ describe('consistency and repair (the same guarantees as providers)', () => {
     expect(after).toEqual(before);
     const head = await store.blobs.head(packageKey);
     expect({ size: head?.size, sha256: head?.customMetadata?.sha256 }).toEqual({ size: first.size, sha256: first.sha256 });
+    // The bytes the registry Worker serves to terraform (its download location), hashed here: the published package.
+    const { origin, hostname } = store.registry!;
+    const located = await fetch(`${origin}/v1/modules/acme/interrupted/aws/1.0.0/download`, { headers: { host: hostname } });
+    expect(located.status).toBe(204);
+    const archive = await fetch(new URL(located.headers.get('x-terraform-get')!, `${origin}/v1/modules/acme/interrupted/aws/1.0.0/download`), {
+      headers: { host: hostname },
+    });
+    expect(archive.status).toBe(200);
+    expect(
+      createHash('sha256')
+        .update(new Uint8Array(await archive.arrayBuffer()))
+        .digest('hex'),
+    ).toBe(first.sha256);
     expect(await listed(address)).toEqual(['1.0.0']);
     expect(await catalogVersions('interrupted')).toEqual(['1.0.0']);
     expect((await publish(dir, '1.0.0', { name: 'interrupted' })).status).toBe('unchanged');

@@ -8,7 +8,7 @@ import { parseVersion } from '../../protocol/version';
 import { moduleArchiveFilename, moduleLeaseName } from '../../store/layout';
 import { differentPackageError, readModuleRecord, samePackage } from '../../store/modules/record';
 import { rebuildModuleIndex } from '../../store/modules/lists';
-import { verifyModuleVersion } from '../../store/modules/write';
+import { packageLost, verifyModuleVersion } from '../../store/modules/write';
 import type { ModuleVersionRecord } from '../../store/modules/types';
 import { moduleResult } from '../../store/modules/result';
 import type { Actor } from '../../store/audit/actor';
@@ -23,8 +23,10 @@ import { checkProvenancePolicy } from '../../store/provenance';
 /**
  * `POST /v1/publish/modules/:namespace/:name/:system/:version` — starts a
  * module publish; the body is the manifest (module-manifest.ts). Answers as
- * the provider route does: 201 with the upload's URLs, 200 "unchanged" /
- * "repaired" for a version already published with this package, 200
+ * the provider route does: 201 with the upload's URLs (also for a version
+ * published with this package whose package object R2 lost: the commit
+ * restores it), 200 "unchanged" / "repaired" for a version already
+ * published with this package, 200
  * "dry-run", 400/409/413 with the CLI's messages, 401/403 for credentials.
  */
 
@@ -66,16 +68,24 @@ export async function createModuleUpload(
   if (existing) {
     if (!samePackage(existing, draft)) throw differentPackageError(draft, existing);
     if (manifest.dryRun) return json(moduleResult(existing, 'dry-run'));
+    // The package lost from R2: the client uploads it again, the commit (publishModuleVersion's repair) restores it.
+    if (await packageLost(store.blobs, existing))
+      return json(sessionResponse(request, await startSession(store, actor, address, moduleUpload(draft, manifest, true))), 201);
     const repairs = await repairExisting(store, actor, existing, manifest.docs, what.target);
     await audit(store, ctx, { ...what, actor, outcome: repairs > 0 ? 'ok' : 'unchanged' });
     return json(moduleResult(existing, repairs > 0 ? 'repaired' : 'unchanged'));
   }
   if (manifest.dryRun) return json(moduleResult(draft, 'dry-run'));
-  const upload: ModuleUpload = {
+  return json(sessionResponse(request, await startSession(store, actor, address, moduleUpload(draft, manifest))), 201);
+}
+
+/** The upload session's description of a module publish (`repair`: a re-run restoring the published version's lost package). */
+function moduleUpload(draft: ModuleVersionRecord, manifest: ReturnType<typeof parseModuleManifest>, repair = false): ModuleUpload {
+  return {
     kind: 'module',
-    name: address.name,
-    system: address.system,
-    version,
+    name: draft.address.name,
+    system: draft.address.system,
+    version: draft.version,
     format: manifest.format,
     docs: manifest.docs,
     files: [
@@ -86,8 +96,8 @@ export async function createModuleUpload(
         contentType: manifest.format === 'zip' ? 'application/zip' : 'application/gzip',
       },
     ],
+    ...(repair ? { repair: true as const } : {}),
   };
-  return json(sessionResponse(request, await startSession(store, actor, address, upload)), 201);
 }
 
 /**

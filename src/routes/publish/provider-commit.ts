@@ -20,6 +20,7 @@ import { withWorkerLease } from './lease';
 import { allSettledInOrder } from '../../concurrency';
 import { draftRecord, publishResult } from './providers';
 import { signerFor } from './signing';
+import { commitProviderRepair } from './provider-repair';
 
 /**
  * Commits a provider upload: every file complete with its declared size and
@@ -34,7 +35,8 @@ import { signerFor } from './signing';
  * release files written from the held bytes or copied from the staging area, documents, the R2 record (the
  * commit point), the lists. Throws InputError (400) or VersionConflictError
  * (409: the version was published meanwhile with other bytes) with nothing
- * written, docs included.
+ * written, docs included. A repair session (`upload.repair`) is committed by
+ * provider-repair.ts's commitProviderRepair instead.
  */
 export async function commitProvider(
   store: PublishStore,
@@ -44,6 +46,11 @@ export async function commitProvider(
   signingKeySecret: string,
   attest?: Attester,
 ) {
+  if (upload.repair) {
+    // A re-run restoring lost release files of a published version (provider-repair.ts).
+    const { existing, outcome } = await commitProviderRepair(store, session, actor, upload, attest);
+    return publishResult(existing, outcome);
+  }
   const { bucket } = store;
   const address = { hostname: session.hostname, namespace: session.namespace, type: upload.type };
   const draft = draftRecord(address, upload);

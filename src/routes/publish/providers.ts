@@ -30,6 +30,7 @@ import { writeUploadDocs } from './provider-docs';
 import { withWorkerLease } from './lease';
 import { parseProviderManifest } from './manifest';
 import { refuseUnlessHeldKey } from './signing';
+import { filesToRestore } from './provider-repair';
 import { attesterFor } from '../../provenance/attest';
 import { checkProvenancePolicy } from '../../store/provenance';
 
@@ -41,6 +42,9 @@ import { checkProvenancePolicy } from '../../store/provenance';
  *       bytes when parts > 1), then POST commit_url;
  *   200 {"status": "unchanged" | "repaired", …} when the version is already
  *       published with these files (an interrupted commit is completed);
+ *   201 as above, listing only the files R2 lost, when the version is
+ *       published with these files but some are lost (the commit restores
+ *       them; 409 when a lost one cannot be: provider-repair.ts);
  *   200 {"status": "dry-run", …} for "dry_run": true (nothing written);
  *   400 / 409 / 413 with the CLI's messages; 401 / 403 for credentials.
  */
@@ -87,6 +91,9 @@ export async function createProviderUpload(
       await writeUploadDocs(store, address, upload, null, true);
       return json(publishResult(existing, 'dry-run'));
     }
+    // Release files lost from R2: the client uploads exactly those, the commit restores them (provider-repair.ts).
+    const lost = await filesToRestore(store, existing, upload);
+    if (lost.length > 0) return json(sessionResponse(request, await startSession(store, actor, address, { ...upload, files: lost, repair: true })), 201);
     // Already committed: verify it and complete what an interrupted commit left (documents, lists); add docs it lacks.
     const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${what.target}`, async (lease) =>
       publishVersion(store, existing, [], () => {}, { lease, attest, docs: await writeUploadDocs(store, address, upload, lease) }),

@@ -71,7 +71,9 @@ export async function commitUpload(
       ? await commitProvider(store, session, actor, session.upload, settings(env).signingKeySecret, attest)
       : await commitModule(store, session, actor, session.upload, attest);
   const digests = Object.fromEntries(session.upload.files.map((f) => [f.filename, f.sha256]));
-  await audit(store, ctx, { ...auditTarget(session), actor, outcome: result.status === 'unchanged' ? 'unchanged' : 'ok', digests });
+  const repaired =
+    result.status === 'repaired' ? { reason: `repaired: restored ${session.upload.files.map((f) => f.filename).join(', ')} from the uploaded bytes` } : {};
+  await audit(store, ctx, { ...auditTarget(session), actor, outcome: result.status === 'unchanged' ? 'unchanged' : 'ok', digests, ...repaired });
   // Staged copies are garbage now; removing them need not delay the answer.
   ctx.waitUntil(removeUpload(store.bucket as unknown as UploadBucket, session.id, session).catch(() => {}));
   return json(result);

@@ -10,7 +10,7 @@ import {
 } from '../layout';
 import type { Store } from '../store';
 import { listAllObjectKeys } from '../list';
-import { commitRecord, repairDocuments, uploadUnlessStored, verifyObject, type PublishOutcome, type PublishProgress, type StoredFile } from '../records';
+import { commitRecord, repairDocuments, storedAsRecorded, uploadUnlessStored, verifyObject, type PublishOutcome, type PublishProgress, type StoredFile } from '../records';
 import type { ModuleDocs, ModuleVersionRecord } from './types';
 import { differentPackageError, parseModuleRecord, readModuleRecord, samePackage } from './record';
 import { rebuildModuleIndex } from './lists';
@@ -114,6 +114,12 @@ export async function publishModuleVersion(
 
   if (rebuild) await rebuildModuleIndex(store, address, progress, check);
   return committed ? 'published' : 'unchanged';
+}
+
+/** Whether R2 no longer holds a committed module version's package as its record says (missing, or another size or SHA-256): a re-run of the same package restores it. One head. */
+export async function packageLost(blobs: Store['blobs'], record: ModuleVersionRecord): Promise<boolean> {
+  const head = await blobs.head(moduleObjectKey(record.address, record.version, record.filename));
+  return !storedAsRecorded(head, { sha256: record.sha256, size: record.size });
 }
 
 /** A module version's download document ({"location": …}): the body the publish stores and the Worker rebuilds from the record on a KV miss. */

@@ -1,7 +1,7 @@
 import { formatAddress } from '../../protocol/address';
 import { downloadDocument, mirrorVersionDocument } from './documents';
 import { downloadDocumentKey, mirrorVersionKey, releaseObjectKey } from '../layout';
-import { repairDocuments, verifyObject, type PublishProgress } from '../records';
+import { repairDocuments, storedAsRecorded, verifyObject, type PublishProgress } from '../records';
 import type { Store } from '../store';
 import type { VersionRecord } from '../types';
 import { StoredReleaseMismatchError } from '../errors';
@@ -23,10 +23,7 @@ export async function verifyVersion(
 ): Promise<number> {
   const { address, version } = record;
   const name = `${formatAddress(address)} ${version}`;
-  const expected = new Map<string, { sha256: string | undefined; size: number | undefined }>();
-  for (const p of record.packages) expected.set(p.filename, { sha256: p.shasum, size: p.size });
-  expected.set(record.shasumsFilename, { sha256: record.shasumsFile?.sha256, size: record.shasumsFile?.size });
-  expected.set(record.shasumsSignatureFilename, { sha256: record.signatureFile?.sha256, size: record.signatureFile?.size });
+  const expected = recordedReleaseFiles(record);
   const available = new Map(files.map((f) => [f.filename, f]));
   const problems: string[] = [];
   let repairs = 0;
@@ -55,4 +52,30 @@ export async function verifyVersion(
     );
   }
   return repairs;
+}
+
+/** A recorded release file's digest (each part undefined when an old record lacks it). */
+export interface RecordedFile {
+  sha256: string | undefined;
+  size: number | undefined;
+}
+
+/** The release files a version's record names (archives, SHA256SUMS, its signature), by filename, with their recorded digests. */
+export function recordedReleaseFiles(record: VersionRecord): Map<string, RecordedFile> {
+  const expected = new Map<string, RecordedFile>();
+  for (const p of record.packages) expected.set(p.filename, { sha256: p.shasum, size: p.size });
+  expected.set(record.shasumsFilename, { sha256: record.shasumsFile?.sha256, size: record.shasumsFile?.size });
+  expected.set(record.shasumsSignatureFilename, { sha256: record.signatureFile?.sha256, size: record.signatureFile?.size });
+  return expected;
+}
+
+/**
+ * The release files of a committed version that R2 no longer holds as its
+ * record says (missing, or another size or SHA-256): lost objects a re-run
+ * of the same release restores. Heads only; reads nothing else.
+ */
+export async function lostReleaseFiles(blobs: Store['blobs'], record: VersionRecord): Promise<string[]> {
+  const expected = [...recordedReleaseFiles(record)];
+  const heads = await Promise.all(expected.map(([filename]) => blobs.head(releaseObjectKey(record.address, record.version, filename))));
+  return expected.filter(([, want], i) => !storedAsRecorded(heads[i] ?? null, want)).map(([filename]) => filename);
 }

@@ -43,6 +43,8 @@ export interface ProviderUpload {
   h1?: Record<string, string>;
   /** Docs for the version's pages (publish-provider --docs), checked by src/protocol/provider-docs.ts. */
   docs?: import('../../protocol/provider-docs-shape').ProviderDocs;
+  /** A re-run restoring a published version's lost release files: `files` are exactly those (src/routes/publish/provider-repair.ts). */
+  repair?: true;
 }
 
 export interface ModuleUpload {
@@ -54,6 +56,8 @@ export interface ModuleUpload {
   /** The one package file. */
   files: [DeclaredFile];
   docs: ModuleDocs;
+  /** A re-run restoring a published version's lost package (committed as a publish of the same package: its repair path). */
+  repair?: true;
 }
 
 export interface UploadSession {
