@@ -562,7 +562,7 @@ export const MUTANTS: Mutant[] = [
     file: 'src/store/records.ts',
     tests: RECORDS,
     description: 'verification of a published version accepts a stored file of the right size with other bytes',
-    from: '&& (want.sha256 === undefined || actual.sha256 === want.sha256);',
+    from: ' && (want.sha256 === undefined || head.customMetadata?.sha256 === want.sha256);',
     to: ';',
   },
   {
