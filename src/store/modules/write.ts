@@ -10,7 +10,16 @@ import {
 } from '../layout';
 import type { Store } from '../store';
 import { listAllObjectKeys } from '../list';
-import { commitRecord, repairDocuments, storedAsRecorded, uploadUnlessStored, verifyObject, type PublishOutcome, type PublishProgress, type StoredFile } from '../records';
+import {
+  commitRecord,
+  repairDocuments,
+  storedAsRecorded,
+  uploadUnlessStored,
+  verifyObject,
+  type PublishOutcome,
+  type PublishProgress,
+  type StoredFile,
+} from '../records';
 import type { ModuleDocs, ModuleVersionRecord } from './types';
 import { differentPackageError, parseModuleRecord, readModuleRecord, samePackage } from './record';
 import { rebuildModuleIndex } from './lists';
