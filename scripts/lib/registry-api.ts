@@ -154,7 +154,19 @@ export class RegistryClient {
    * "unchanged"). Any other network failure, or a second, is an Error.
    */
   private async request(path: string, init: () => RequestInit): Promise<Response> {
-    return this.local ? this.local.exclusive(() => this.send(path, init)) : this.send(path, init);
+    const local = this.local;
+    if (!local) return this.send(path, init);
+    // The local state's SQLite, shared with other processes' runtimes (another local publish finishing its work
+    // after its answer, a `wrangler dev` on the same state), can answer busy inside the Worker: a 5xx the old
+    // direct writes retried (stores/local-errors.ts). Every request here is safe to send again (above).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await local.exclusive(() => this.send(path, init));
+      } catch (error) {
+        if (!(error instanceof RegistryServerError) || attempt >= LOCAL_ATTEMPTS) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt + Math.random() * 50));
+      }
+    }
   }
 
   private async send(path: string, init: () => RequestInit): Promise<Response> {
@@ -191,11 +203,25 @@ export class RegistryClient {
     }
     if (response.status >= 400 && response.status < 500)
       throw new InputError(this.local ? message : `the registry refused the publish (${response.status}): ${message}`, response.status);
-    throw new Error(`the registry answered ${response.status}: ${message}`);
+    throw new RegistryServerError(response.status, message);
   }
 }
 
 const noop = () => undefined;
+
+/** How often a local publish sends a request the local registry answered with a 5xx (busy local state): 4 tries, ~1.5 s in all. */
+const LOCAL_ATTEMPTS = 4;
+
+/** The registry answered 5xx: its own or its storage's failure, not the publisher's input (exit 3 in the CLI). */
+export class RegistryServerError extends Error {
+  constructor(
+    readonly status: number,
+    serverMessage: string,
+  ) {
+    super(`the registry answered ${status}: ${serverMessage}`);
+    this.name = 'RegistryServerError';
+  }
+}
 
 /** Socket errors meaning the server closed the connection before answering (undici's UND_ERR_SOCKET: "other side closed"). */
 const CLOSED_BEFORE_ANSWER = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
