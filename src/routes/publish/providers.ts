@@ -2,6 +2,7 @@ import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
 import { checkProviderKeys } from '../../store/key-limits';
+import { checkVersionsDocumentRoom } from '../../store/value-limits';
 import { pathSegment } from '../../http/responses';
 import type { Actor } from '../../store/audit/actor';
 import { formatAddress, parseProviderName, providerAddress, type ProviderAddress } from '../../protocol/address';
@@ -107,6 +108,8 @@ export async function createProviderUpload(
     });
     return json(publishResult(existing, status));
   }
+  // A new version must fit the versions document KV holds (refused now, not after the commit).
+  await checkVersionsDocumentRoom(store.kv, address, { version, protocols: draft.protocols, platforms: draft.packages });
   const signed = upload.files.some((f) => f.filename === shasumsSignatureFilename(type, version));
   if (!signed) await refuseUnlessHeldKey({ kv: store.kv, hostname: address.hostname, namespace }, type, version); // refuses now, not after the uploads
   if (dryRun) return json(publishResult(draft, 'dry-run'));

@@ -10,6 +10,7 @@ import type { Store } from '../store';
 import { listAllKeys } from '../list';
 import type { PackageRecord, VersionRecord } from '../types';
 import { VersionConflictError } from '../errors';
+import { checkVersionsDocumentRoom } from '../value-limits';
 
 /**
  * The write side for providers mirrored from another registry (`npm run
@@ -23,7 +24,9 @@ export type MirrorOutcome = 'mirrored' | 'unchanged';
 /**
  * Stores `record` (every package it lists verified by the caller) with its
  * files; call it holding the provider's lease (`lease` is checked before each
- * write). A version not stored yet is published whole (publishVersion). A
+ * write). A version not stored yet is checked against KV's value limit
+ * (checkVersionsDocumentRoom: InputError, nothing written when its versions
+ * document would pass 25 MiB), then published whole (publishVersion). A
  * stored version gains the packages it lacks: their archives, then every
  * document, then the committed record (replaced only if it is still the one
  * read: an R2 conditional write). A package it already holds
@@ -43,6 +46,8 @@ export async function storeMirroredVersion(
   const check = () => lease?.check();
   const existing = await readVersionRecord(store, record.address, record.version);
   if (!existing) {
+    // A new version must fit the versions document KV holds: refused before anything is written.
+    await checkVersionsDocumentRoom(kv, record.address, { version: record.version, protocols: record.protocols, platforms: record.packages });
     const outcome = await publishVersion(store, record, files, progress, { rebuildIndex: false, existing: null, ...(lease ? { lease } : {}) });
     return outcome === 'published' ? 'mirrored' : 'unchanged';
   }

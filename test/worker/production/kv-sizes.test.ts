@@ -2,7 +2,12 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { mapLimit } from '../../../src/concurrency';
 import { changeProviderLifecycle } from '../../../src/store/lifecycle/providers';
-import { committedRecordKey, mirrorIndexKey, providerPageKey, versionsDocumentKey } from '../../../src/store/layout';
+import { committedRecordKey, mirrorIndexKey, moduleCatalogKey, providerPageKey, versionsDocumentKey } from '../../../src/store/layout';
+import { versionsDocument } from '../../../src/store/providers/documents';
+import { storeMirroredVersion } from '../../../src/store/mirror/write';
+import { KV_MAX_VALUE_BYTES as STORE_MAX_VALUE_BYTES, versionsEntryBytes } from '../../../src/store/value-limits';
+import type { BlobStore, KvStore } from '../../../src/store/store';
+import { InputError } from '../../../src/protocol/errors';
 import { emptyIndex, indexWith, writeProviderIndex } from '../../../src/store/providers/version-index';
 import { writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import { fakeRelease } from '../../fixtures/release';
@@ -242,8 +247,8 @@ describe('the catalogues at 2,000 packages', () => {
     const [moduleShort, moduleLong] = [modules(short), modules(long)];
     expect(realistic).toBeLessThan(KV_MAX_VALUE_BYTES / 10);
     for (const size of [longest, moduleShort]) expect(size).toBeLessThan(KV_MAX_VALUE_BYTES);
-    // Not fixed (docs/production-rules.md's findings): the module catalogue lists every version string of every
-    // module, so at 200,000 module versions of 128 characters it passes 25 MiB.
+    // The module catalogue lists every version string of every module, so at ~200,000 module versions of 128
+    // characters it reaches 25 MiB: a publish past that is refused at its start (the describe below).
     console.log(
       `2,000 providers: pages/catalog ${realistic} bytes (25 MiB at ~${Math.floor(KV_MAX_VALUE_BYTES / (realistic / 2000))} providers), ${longest} at the longest names (~${Math.floor(KV_MAX_VALUE_BYTES / (longest / 2000))}); 2,000 modules × 100 versions: module-catalog ${moduleShort} bytes short versions (25 MiB at ~${Math.floor(KV_MAX_VALUE_BYTES / (moduleShort / 200_000))} module versions), ${moduleLong} 128-character (~${Math.floor(KV_MAX_VALUE_BYTES / (moduleLong / 200_000))})`,
     );
@@ -267,3 +272,108 @@ async function publishThrough(
   const committed = await send(session.commit_url, { method: 'POST', headers: auth });
   return { step: 'commit', status: committed.status, text: await committed.text() };
 }
+
+// Past KV's value limit: a new version whose versions document (or module catalogue) would pass 25 MiB is
+// refused at its publish's start with a 4xx naming the limit and the fix — before any upload, nothing written —
+// instead of a 5xx after its commit. The stored values are built by the store's own functions at the real limit:
+// a versions document (versionsDocument) of ~43,000 128-character versions of 14 platforms and a module
+// catalogue of ~200,000 128-character module versions, each within one entry of 25 MiB.
+describe('a publish past KV 25 MiB value limit', () => {
+  it('the limit is the harness rule (the binding refuses a value over it)', () => {
+    expect(STORE_MAX_VALUE_BYTES).toBe(KV_MAX_VALUE_BYTES);
+  });
+
+  it('a provider whose versions document would pass 25 MiB: refused at the publish start, by a mirror too, nothing written', async () => {
+    const p = production({ vars: { INDEX_CACHE_SECONDS: '0' } });
+    const full = address('kvfull', 'full');
+    const template = fakeRelease(full, long(0), PLATFORMS_14, { archiveSize: 16 }).record;
+    const entry = versionsEntryBytes({ version: long(0), protocols: template.protocols, platforms: template.packages });
+    // Every 128-character version's entry has the same size: the most that fit, the new one (128 characters too) does not.
+    const count = Math.floor((KV_MAX_VALUE_BYTES - versionsDocument([]).length + 1) / entry);
+    const body = versionsDocument(Array.from({ length: count }, (_, i) => ({ ...template, version: long(i) })));
+    expect(new TextEncoder().encode(body).byteLength).toBeLessThanOrEqual(KV_MAX_VALUE_BYTES);
+    expect(new TextEncoder().encode(body).byteLength + entry).toBeGreaterThan(KV_MAX_VALUE_BYTES);
+    await env.REGISTRY_KV.put(versionsDocumentKey(full), body);
+    await writeSigningKeys(env.REGISTRY_KV, full.hostname, full.namespace, [TEST_KEY]);
+    const { token } = await issue('publish', [full.namespace]);
+    const auth = { authorization: `Bearer ${token}` };
+    const send = async (path: string, init: RequestInit) => p.fetch('A', new Request(new URL(path, ORIGIN), init));
+
+    const next = long(count);
+    const release = await buildRelease(full.type, next, { platforms: PLATFORMS_14 });
+    const started = await send(`/v1/publish/providers/${full.namespace}/${full.type}/${encodeURIComponent(next)}`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify(await manifestOf(release)),
+    });
+    const outcome = await publishThrough(send, auth, started, (f) => release.files.get(f)!);
+    expect(outcome.step).toBe('start');
+    expect(outcome.status, outcome.text).toBe(400);
+    expect(outcome.text).toContain(`has ${count} versions`);
+    expect(outcome.text).toContain("over Workers KV's 25.00 MiB value limit");
+    expect(outcome.text).toContain('npm run lifecycle -- withdraw kvfull/full');
+    const start = p.invocations.at(-1)!;
+    expect(start.counts.kvWrites).toBe(0);
+    expect(await env.REGISTRY_KV.get(versionsDocumentKey(full), 'text')).toBe(body);
+    expect(await env.REGISTRY_R2.head(committedRecordKey(full, next))).toBeNull();
+
+    // The mirror's way in (sync, import, pull-through all store a new version through storeMirroredVersion): the same check, nothing written.
+    const mirrored = fakeRelease(full, next, PLATFORMS_14, { archiveSize: 16 });
+    const store = { kv: env.REGISTRY_KV as unknown as KvStore, blobs: env.REGISTRY_R2 as unknown as BlobStore };
+    await expect(storeMirroredVersion(store, mirrored.record, [])).rejects.toThrow(InputError);
+    await expect(storeMirroredVersion(store, mirrored.record, [])).rejects.toThrow(`has ${count} versions`);
+    expect(await env.REGISTRY_R2.head(committedRecordKey(full, next))).toBeNull();
+    console.log(
+      `versions document at the limit: ${count} versions of 14 platforms (128-character), ${entry} bytes each; a publish of one more refused at its start`,
+    );
+  }, 120_000);
+
+  it('a module whose catalogue would pass 25 MiB: refused at the publish start, nothing written', async () => {
+    const p = production({ vars: { INDEX_CACHE_SECONDS: '0' } });
+    const hostname = address('x', 'y').hostname;
+    const bytes = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).byteLength;
+    // Modules of 100 128-character versions, then single versions, while they fit.
+    const modules: ModuleCatalog['modules'] = [];
+    let size = bytes({ modules: [] });
+    let v = 0;
+    for (;;) {
+      const module = { namespace: `ns-${modules.length}`, name: 'vpc', system: 'aws', versions: Array.from({ length: 100 }, () => long(v++)) };
+      const added = bytes(module) + (modules.length > 0 ? 1 : 0);
+      if (size + added > KV_MAX_VALUE_BYTES) break;
+      modules.push(module);
+      size += added;
+    }
+    const last = modules.at(-1)!;
+    while (size + bytes(long(v)) + 1 <= KV_MAX_VALUE_BYTES) {
+      last.versions.push(long(v++));
+      size += bytes(long(v - 1)) + 1;
+    }
+    const body = JSON.stringify({ modules } satisfies ModuleCatalog);
+    expect(new TextEncoder().encode(body).byteLength).toBe(size);
+    await env.REGISTRY_KV.put(moduleCatalogKey(hostname), body);
+    const versions = modules.reduce((n, m) => n + m.versions.length, 0);
+
+    const { token } = await issue('publish', ['kvfull']);
+    const auth = { authorization: `Bearer ${token}` };
+    const send = async (path: string, init: RequestInit) => p.fetch('A', new Request(new URL(path, ORIGIN), init));
+    const pkg = zipStored({ 'main.tf': 'variable "x" {}\n' });
+    const started = await send(`/v1/publish/modules/kvfull/network/aws/1.0.0`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        format: 'zip',
+        size: pkg.byteLength,
+        sha256: await hex(pkg),
+        docs: { inputs: [], outputs: [], providers: [], requiredVersion: null, submodules: [] },
+      }),
+    });
+    const outcome = await publishThrough(send, auth, started, () => pkg);
+    expect(outcome.step).toBe('start');
+    expect(outcome.status, outcome.text).toBe(400);
+    expect(outcome.text).toContain(`lists ${versions} module versions`);
+    expect(outcome.text).toContain("over Workers KV's 25.00 MiB value limit");
+    expect(p.invocations.at(-1)!.counts.kvWrites).toBe(0);
+    expect(await env.REGISTRY_KV.get(moduleCatalogKey(hostname), 'text')).toBe(body);
+    console.log(`module catalogue at the limit: ${versions} module versions of 128 characters (${modules.length} modules); a new module refused at its start`);
+  }, 120_000);
+});

@@ -1,0 +1,77 @@
+import { formatAddress, type ProviderAddress } from '../protocol/address';
+import { InputError } from '../protocol/errors';
+import { formatModuleAddress, type ModuleAddress } from '../protocol/modules-v1';
+import { providerVersionsBody } from '../protocol/providers-v1';
+import { moduleCatalogKey, versionsDocumentKey } from './layout';
+import type { ModuleCatalog } from './modules/types';
+import type { KvStore } from './store';
+
+/**
+ * Workers KV takes values of at most 25 MiB (KV "Limits"); a larger one makes the binding throw. Two values
+ * grow with every version and are rewritten by every publish after its commit: a provider's versions document
+ * (providers.v1's list of every version with its platforms, which Terraform reads whole) and a hostname's
+ * module catalogue (`module-catalog/HOST`, every module with its version strings). A write past the limit would
+ * throw after the version was committed (a 5xx, a version committed but not listed), so a new version is checked
+ * against them at its publish's start, before any upload or write. Withdrawn versions leave both values.
+ */
+export const KV_MAX_VALUE_BYTES = 25 * 1024 * 1024;
+
+const MIB = 1024 * 1024;
+const bytes = (text: string) => new TextEncoder().encode(text).byteLength;
+const mib = (n: number) => `${(n / MIB).toFixed(2)} MiB`;
+const EMPTY_VERSIONS = bytes(providerVersionsBody([]));
+
+/** A version a provider publish or mirror adds: its entry in the versions document. */
+export interface ListedVersion {
+  version: string;
+  protocols: readonly string[];
+  platforms: readonly { os: string; arch: string }[];
+}
+
+/** The bytes `entry` adds to a versions document: its JSON and a separating comma. */
+export function versionsEntryBytes(entry: ListedVersion): number {
+  return bytes(providerVersionsBody([{ version: entry.version, protocols: [...entry.protocols], platforms: [...entry.platforms] }])) - EMPTY_VERSIONS + 1;
+}
+
+/**
+ * Throws InputError (400) when the provider's versions document, with `entry` added, would pass `limit` bytes
+ * (KV's value limit; a lower one only in tests). Reads the stored document (1 KV read, its size: ~600 bytes per
+ * version of 14 platforms); call it for a version not yet committed, before anything is written.
+ */
+export async function checkVersionsDocumentRoom(
+  kv: Pick<KvStore, 'get'>,
+  address: ProviderAddress,
+  entry: ListedVersion,
+  limit = KV_MAX_VALUE_BYTES,
+): Promise<void> {
+  const stored = await kv.get(versionsDocumentKey(address), 'text');
+  const would = (stored === null ? EMPTY_VERSIONS : bytes(stored)) + versionsEntryBytes(entry);
+  if (would <= limit) return;
+  const count = stored === null ? 0 : (JSON.parse(stored) as { versions: unknown[] }).versions.length;
+  const name = formatAddress(address);
+  throw new InputError(
+    `${name} ${entry.version}: ${name} has ${count} versions; its versions document would be ${mib(would)}, over Workers KV's ${mib(limit)} value limit: withdraw old versions (npm run lifecycle -- withdraw ${address.namespace}/${address.type} --version V --message "…"; withdrawn versions leave the list) before publishing more`,
+  );
+}
+
+/**
+ * Throws InputError (400) when the hostname's module catalogue, with `version` of the module added, would pass
+ * `limit` bytes (KV's value limit; a lower one only in tests). Reads the stored catalogue (1 KV read, its size:
+ * ~130 bytes per module version of 128 characters); call it for a version not yet committed.
+ */
+export async function checkModuleCatalogRoom(kv: Pick<KvStore, 'get'>, address: ModuleAddress, version: string, limit = KV_MAX_VALUE_BYTES): Promise<void> {
+  const stored = await kv.get(moduleCatalogKey(address.hostname), 'text');
+  // A new version adds `,"VERSION"`; a new module its whole entry and a comma (the bound, so the catalogue is
+  // parsed only when near the limit).
+  const entry = bytes(JSON.stringify({ namespace: address.namespace, name: address.name, system: address.system, versions: [version] })) + 1;
+  const size = stored === null ? bytes('{"modules":[]}') : bytes(stored);
+  if (size + entry <= limit) return;
+  const catalog = JSON.parse(stored ?? '{"modules":[]}') as ModuleCatalog;
+  const known = catalog.modules.some((m) => m.namespace === address.namespace && m.name === address.name && m.system === address.system);
+  const would = size + (known ? bytes(JSON.stringify(version)) + 1 : entry);
+  if (would <= limit) return;
+  const count = catalog.modules.reduce((n, m) => n + m.versions.length, 0);
+  throw new InputError(
+    `${formatModuleAddress(address)} ${version}: the module catalogue of ${address.hostname} lists ${count} module versions; it would be ${mib(would)}, over Workers KV's ${mib(limit)} value limit: withdraw old module versions (npm run lifecycle -- withdraw NS/NAME/SYSTEM --version V --message "…"; withdrawn versions leave the catalogue) before publishing more`,
+  );
+}
