@@ -62,8 +62,11 @@ beforeAll(async () => {
   // A goreleaser release (the scaffolding config, signed with the publisher's own key) published by the CLI into
   // the local state before the server serves it: the first way in.
   localRelease = await writeGoreleaserRelease(join(dir, 'repo-0.1.0'), 'scaffolding', '0.1.0', { signingKey: readFileSync(key.path, 'utf8') });
+  // The server's SIGNING_KEY_SECRET for the in-process registry too (else a developer's .dev.vars would seal the
+  // registry's attestation key under another secret than the server's).
   localPublish = await runScript('publish-provider', [localRelease.dist, '--namespace', 'acme', '--persist-to', state, '--json'], {
     EDGE_REGISTRY_SIGNING_KEY: '',
+    SIGNING_KEY_SECRET: SECRET,
   });
   server = await startDevServer({ stateDir: state, port: await freePort(), certificate, vars: { SIGNING_KEY_SECRET: SECRET } });
 }, 300_000);
