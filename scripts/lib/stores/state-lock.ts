@@ -6,8 +6,8 @@ import { processExists } from '../process-exists';
  * A cross-process lock around each single write to the local state. The
  * state's SQLite files are opened by every process's own workerd, which
  * fails (rather than waits) when two write at once; taking turns per write
- * keeps concurrent publishes working; one process's own writes (its one
- * workerd) share a held lock (SHARE_MS). (Exclusion of whole publishes is the
+ * keeps concurrent publishes working (one process's own writes queue for
+ * their turns in order, not by polling). (Exclusion of whole publishes is the
  * provider lease's job, src/store/lease.ts; this only spaces out writes.)
  *
  * The lock file is written complete under a temporary name and then linked
@@ -21,68 +21,35 @@ import { processExists } from '../process-exists';
  */
 const STALE_LOCK_MS = 60_000;
 
-/**
- * How long the lock, once taken, is shared by further callers of the same StateLock (one local runtime:
- * its writes never meet each other's SQLite busy errors); a caller after that waits for its release, so a
- * holder's lock never ages towards STALE_LOCK_MS and other processes get their turn.
- */
-const SHARE_MS = 5_000;
-
 export class StateLock {
-  /** The lock this instance holds: its token, when it was taken, how many `run`s are inside it, and its release. */
-  private held: { token: string; at: number; holders: number; released: Promise<void>; release: () => void } | null = null;
-  private taking: Promise<unknown> | null = null;
+  /** Settles when the last `run` of this instance so far has released the lock: the next one waits for it. */
+  private queue: Promise<void> = Promise.resolve();
 
   /** `path`: the lock file (beside the state it guards). */
   constructor(private readonly path: string) {}
 
   /**
    * Runs `fn` holding the lock; throws (naming the owner and the file to remove) when it stays taken for 120 s.
-   * Calls of one instance (one process, one local runtime) while it holds the lock, taken under SHARE_MS ago,
-   * run inside it side by side; the lock file goes when the last of them ends.
+   * Calls of one instance (one process's writes) take their turns in the order they were made, each starting as
+   * soon as the one before it released the lock (rather than polling for it); other processes take theirs between.
    */
   async run<T>(fn: () => Promise<T>): Promise<T> {
-    const held = await this.enter();
+    const before = this.queue;
+    let done = () => {};
+    this.queue = new Promise<void>((resolve) => {
+      done = resolve;
+    });
     try {
-      return await fn();
-    } finally {
-      if (--held.holders === 0) {
-        this.held = null;
-        // Remove only our own lock (a stale-lock taker may have replaced it).
-        if (this.read()?.token === held.token) rmSync(this.path, { force: true });
-        held.release();
-      }
-    }
-  }
-
-  private async enter(): Promise<NonNullable<StateLock['held']>> {
-    for (;;) {
-      const held = this.held;
-      if (held && Date.now() - held.at < SHARE_MS) {
-        held.holders++;
-        return held;
-      }
-      if (held) {
-        await held.released;
-        continue;
-      }
-      if (this.taking) {
-        await this.taking.catch(() => undefined);
-        continue;
-      }
-      const taking = this.acquire();
-      this.taking = taking;
+      await before;
+      const token = await this.acquire();
       try {
-        const token = await taking;
-        let release = () => {};
-        const released = new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        this.held = { token, at: Date.now(), holders: 1, released, release };
-        return this.held;
+        return await fn();
       } finally {
-        this.taking = null;
+        // Remove only our own lock (a stale-lock taker may have replaced it).
+        if (this.read()?.token === token) rmSync(this.path, { force: true });
       }
+    } finally {
+      done();
     }
   }
 
