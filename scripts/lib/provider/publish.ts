@@ -8,7 +8,7 @@ import type { StoreHandle } from '../stores/handle';
 import { remotePublishRefusal, startLocalRegistry, withLocalPublish } from '../stores/local-publish';
 import type { RegistryClient } from '../registry-api';
 import { readRelease, type ReleasePlan } from './release';
-import { chooseSigner, signDetached } from './sign';
+import { chooseSigner, signAhead, signDetached } from './sign';
 import { readDocsFile } from './docs/index';
 import { publishToRegistry, releaseShasums, sendRelease } from './publish-registry';
 import type { PublishResult } from './result';
@@ -110,9 +110,11 @@ export async function publishRelease(options: PublishOptions): Promise<PublishRe
     if (!config)
       return await publishToRegistry(plan, namespace, { registry: options.registry!, keyFile: options.keyFile, dryRun: options.dryRun, docs }, log, env);
     const address = providerAddress(hostname, namespace, plan.type);
+    // Signed while the runtime starts (used only when the key chosen below is that same key).
+    const signedAhead = plan.signature || options.dryRun ? null : signAhead(releaseShasums(plan), address, config, options, env);
     return await withLocalPublish(
       { registry: registry!.get(), pkg: `${namespace}/${plan.type}`, command: 'publish-provider', lease: providerLeaseName(address), env, log },
-      ({ store, client }) => publishLocally({ plan, address, store, client, config, options, log, env, docs }),
+      ({ store, client }) => publishLocally({ plan, address, store, client, config, options, log, env, docs, signedAhead }),
     );
   } finally {
     plan.cleanup();
@@ -135,6 +137,8 @@ interface LocalContext {
   log: (line: string) => void;
   env: NodeJS.ProcessEnv;
   docs: ProviderDocs | undefined;
+  /** SHA256SUMS signed ahead (signAhead), or null. */
+  signedAhead: Promise<{ keyId: string; signature: Uint8Array } | null> | null;
 }
 
 /**
@@ -144,7 +148,7 @@ interface LocalContext {
  * interrupted publish left. Prints the lines the local publish always printed.
  */
 async function publishLocally(ctx: LocalContext): Promise<PublishResult> {
-  const { plan, address, store, client, config, options, log, env, docs } = ctx;
+  const { plan, address, store, client, config, options, log, env, docs, signedAhead } = ctx;
   const name = `${formatAddress(address)} ${plan.version}`;
   const [existing, namespaceKeys] = await Promise.all([
     readVersionRecord(store, address, plan.version),
@@ -172,7 +176,8 @@ async function publishLocally(ctx: LocalContext): Promise<PublishResult> {
         await writeSigningKeys(store.kv, address.hostname, address.namespace, [...namespaceKeys, key.publicKey]);
         log(`registered signing key ${key.publicKey.key_id} for namespace ${address.namespace}`);
       }
-      signature = await signDetached(releaseShasums(plan), key.privateKey);
+      const ahead = await signedAhead;
+      signature = ahead?.keyId === key.publicKey.key_id ? ahead.signature : await signDetached(releaseShasums(plan), key.privateKey);
       signerKeyId = key.publicKey.key_id;
     }
   }

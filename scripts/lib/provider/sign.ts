@@ -102,5 +102,33 @@ export async function chooseSigner(
   };
 }
 
+/**
+ * The local publish's signature made ahead, while the local runtime starts (the CLI waits for it then):
+ * the key chooseSigner tries first when it is at hand without the store (--key-file,
+ * EDGE_REGISTRY_SIGNING_KEY, else an existing .keys/HOST/NS.asc) loaded, and `document` signed with it.
+ * Resolves null when there is no such key or it does not load (chooseSigner meets it again and reports
+ * it); never rejects. The publish uses the signature only when chooseSigner chose the same key, so which
+ * key signs and every refusal stay chooseSigner's.
+ */
+export async function signAhead(
+  document: Uint8Array,
+  address: ProviderAddress,
+  config: RegistryConfig,
+  options: { keyFile?: string; keysDir?: string },
+  env: NodeJS.ProcessEnv,
+): Promise<{ keyId: string; signature: Uint8Array } | null> {
+  try {
+    let key = await explicitPrivateKey({ keyFile: options.keyFile, env });
+    if (!key) {
+      const path = localKeyPath(options.keysDir ?? join(config.projectRoot, '.keys'), address.hostname, address.namespace);
+      if (!existsSync(path)) return null;
+      key = await loadPrivateKey(readFileSync(path, 'utf8'), path, env[PASSPHRASE_ENV] || undefined);
+    }
+    return { keyId: key.publicKey.key_id, signature: await signDetached(document, key.privateKey) };
+  } catch {
+    return null;
+  }
+}
+
 /** openpgp is loaded when a key is used, not when the CLI starts (~60 ms of CPU a keyless publish does not need). */
 const loadOpenpgp = () => import('openpgp');

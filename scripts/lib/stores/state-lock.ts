@@ -6,7 +6,8 @@ import { processExists } from '../process-exists';
  * A cross-process lock around each single write to the local state. The
  * state's SQLite files are opened by every process's own workerd, which
  * fails (rather than waits) when two write at once; taking turns per write
- * keeps concurrent publishes working. (Exclusion of whole publishes is the
+ * keeps concurrent publishes working (one process's own writes queue for
+ * their turns in order, not by polling). (Exclusion of whole publishes is the
  * provider lease's job, src/store/lease.ts; this only spaces out writes.)
  *
  * The lock file is written complete under a temporary name and then linked
@@ -21,17 +22,34 @@ import { processExists } from '../process-exists';
 const STALE_LOCK_MS = 60_000;
 
 export class StateLock {
+  /** Settles when the last `run` of this instance so far has released the lock: the next one waits for it. */
+  private queue: Promise<void> = Promise.resolve();
+
   /** `path`: the lock file (beside the state it guards). */
   constructor(private readonly path: string) {}
 
-  /** Runs `fn` holding the lock; throws (naming the owner and the file to remove) when it stays taken for 120 s. */
+  /**
+   * Runs `fn` holding the lock; throws (naming the owner and the file to remove) when it stays taken for 120 s.
+   * Calls of one instance (one process's writes) take their turns in the order they were made, each starting as
+   * soon as the one before it released the lock (rather than polling for it); other processes take theirs between.
+   */
   async run<T>(fn: () => Promise<T>): Promise<T> {
-    const token = await this.acquire();
+    const before = this.queue;
+    let done = () => {};
+    this.queue = new Promise<void>((resolve) => {
+      done = resolve;
+    });
     try {
-      return await fn();
+      await before;
+      const token = await this.acquire();
+      try {
+        return await fn();
+      } finally {
+        // Remove only our own lock (a stale-lock taker may have replaced it).
+        if (this.read()?.token === token) rmSync(this.path, { force: true });
+      }
     } finally {
-      // Remove only our own lock (a stale-lock taker may have replaced it).
-      if (this.read()?.token === token) rmSync(this.path, { force: true });
+      done();
     }
   }
 
