@@ -66,15 +66,7 @@ export const providerPage = page(async (ctx, params) => {
   const data = await load(ctx, address);
   const newest = newestListed(data);
   const current = data.versions.find((v) => v.version === newest) ?? data.versions.find((v) => !v.withdrawn) ?? data.versions[0]!;
-  const record = await readVersionRecord(storeFromEnv(ctx.env), address, current.version);
-  return render(
-    ctx,
-    data,
-    withPlatforms(current, record),
-    false,
-    await loadDownloads(ctx, providerCounterName(address)),
-    provenanceOf(address, current.version, record),
-  );
+  return renderVersion(ctx, address, data, current);
 });
 
 /** GET /providers/:namespace/:type/:version */
@@ -84,15 +76,7 @@ export const versionPage = page(async (ctx, params) => {
   const data = await load(ctx, address);
   const current = data.versions.find((v) => v.version === version);
   if (!current) throw new InputError(`${address.namespace}/${address.type} has no version ${version}.`, 404);
-  const record = await readVersionRecord(storeFromEnv(ctx.env), address, version);
-  return render(
-    ctx,
-    data,
-    withPlatforms(current, record),
-    false,
-    await loadDownloads(ctx, providerCounterName(address)),
-    provenanceOf(address, version, record),
-  );
+  return renderVersion(ctx, address, data, current);
 });
 
 /** GET /mirror/:hostname/:namespace/:type — what the mirror holds of a provider: versions and platforms. */
@@ -141,6 +125,19 @@ function provenanceOf(address: ProviderAddress, version: string, record: Version
 
 /** A version as a page shows it: with its packages, from the page data or (older versions) from its R2 record. */
 type ShownVersion = PageVersion & { platforms: PagePlatform[] };
+
+/** The provider page of `current` (a version of this registry's provider): its R2 record read once, for its packages and its provenance. */
+async function renderVersion(ctx: PageContext, address: ProviderAddress, data: ProviderPageData, current: PageVersion): Promise<RenderedPage> {
+  const record = await readVersionRecord(storeFromEnv(ctx.env), address, current.version);
+  return render(
+    ctx,
+    data,
+    withPlatforms(current, record),
+    false,
+    await loadDownloads(ctx, providerCounterName(address)),
+    provenanceOf(address, current.version, record),
+  );
+}
 
 function withPlatforms(version: PageVersion, record: VersionRecord | null): ShownVersion {
   return { ...version, platforms: version.platforms ?? (record ? pagePlatforms(record) : []) };

@@ -1,3 +1,4 @@
+import type { ModulePublishResult } from '../../../src/protocol/publish-api';
 import { readFileSync, statSync } from 'node:fs';
 import { InputError, parseHostname, parseVersion, sha256Hex } from '../../../src/protocol/index';
 import { formatModuleAddress, moduleAddress, type ModuleArchiveFormat } from '../../../src/protocol/modules-v1';
@@ -49,26 +50,18 @@ export interface PublishModuleOptions {
   config?: RegistryConfig;
 }
 
-/** What `--json` prints. */
-export interface PublishModuleResult {
-  /** hostname/namespace/name/system */
-  address: string;
-  version: string;
-  filename: string;
-  format: ModuleArchiveFormat;
-  sha256: string;
-  size: number;
+/**
+ * What `--json` prints: the publish API's result (status — published: written now; unchanged: already published with
+ * these bytes and verified whole; repaired: already published, parts missing after an interrupted publish rewritten;
+ * dry-run: nothing written) and what the CLI read from the package.
+ */
+export interface PublishModuleResult extends ModulePublishResult {
   /** Files in the package. */
   files: number;
   inputs: number;
   outputs: number;
   submodules: string[];
   readme: boolean;
-  /**
-   * published: written now; unchanged: already published with these bytes and verified whole (package object, documents,
-   * lists); repaired: already published, parts missing after an interrupted publish rewritten; dry-run: nothing written.
-   */
-  status: 'published' | 'unchanged' | 'repaired' | 'dry-run';
 }
 
 /**
