@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { ConfigError, InputError, UpstreamError } from '../../src/protocol/errors';
-import { StoreRefusal } from '../../src/store/errors';
+import { SecretMismatchError, StoreRefusal } from '../../src/store/errors';
 
 /**
  * Shared CLI plumbing for every script a user runs (publish-provider, keys,
@@ -13,8 +13,9 @@ import { StoreRefusal } from '../../src/store/errors';
  * src/http/errors.ts):
  *   0 success;
  *   1 an error the user can fix (isUserFixable): InputError (bad input, a
- *     refused publish), ConfigError (a setting to fix, e.g. SIGNING_KEY_SECRET
- *     not set for a held key) and every StoreRefusal of src/store/errors.ts —
+ *     refused publish), ConfigError and SecretMismatchError (a setting to fix,
+ *     e.g. SIGNING_KEY_SECRET not set for a held key, or not the one it was
+ *     sealed with) and every StoreRefusal of src/store/errors.ts —
  *     VersionConflictError, NotStoredError, LeaseBusyError;
  *   2 usage (UsageError, or an option parseArgs rejects);
  *   3 anything else, StoreFailure included (StoredReleaseMismatchError,
@@ -39,9 +40,15 @@ export function verboseRequested(argv: readonly string[] = process.argv, env: No
   return argv.includes('--verbose') || ['1', 'true', 'yes'].includes((env[VERBOSE_ENV] ?? '').toLowerCase());
 }
 
-/** True for an error the user can fix (exit 1, audited as `refused`): bad input, a store refusal, or a setting to fix (ConfigError). */
+/** True for an error the user can fix (exit 1, audited as `refused`): bad input, a store refusal, or a setting to fix (ConfigError, SecretMismatchError). */
 export function isUserFixable(error: unknown): error is Error {
-  return error instanceof InputError || error instanceof UpstreamError || error instanceof StoreRefusal || error instanceof ConfigError;
+  return (
+    error instanceof InputError ||
+    error instanceof UpstreamError ||
+    error instanceof StoreRefusal ||
+    error instanceof ConfigError ||
+    error instanceof SecretMismatchError
+  );
 }
 
 /** True for a usage error (exit 2): UsageError or an option parseArgs rejects. */

@@ -2,7 +2,7 @@ import { ConfigError, InputError, UpstreamError } from '../protocol/errors';
 
 // ConfigError is the protocol layer's (src/protocol/errors.ts), so the store can throw it too (a missing SIGNING_KEY_SECRET).
 export { ConfigError };
-import { LeaseBusyError, NotStoredError, ProvenanceRequiredError, StoreRefusal, VersionConflictError } from '../store/errors';
+import { LeaseBusyError, NotStoredError, ProvenanceRequiredError, SecretMismatchError, StoreRefusal, VersionConflictError } from '../store/errors';
 import { errorResponse } from './responses';
 
 /**
@@ -14,7 +14,7 @@ import { errorResponse } from './responses';
  *   NotStoredError                        → 404
  *   VersionConflictError, LeaseBusyError  → 409
  *   ProvenanceRequiredError               → 403
- *   ConfigError                           → null here: errorToResponse answers 503 naming the setting
+ *   ConfigError, SecretMismatchError      → null here: errorToResponse answers 503 naming the setting
  *   any other error (StoreFailure included: StoredReleaseMismatchError,
  *   ListRebuildRaceError, LeaseLostError, DamagedRecordError, SealError)
  *                                         → null: a 500 without internals
@@ -30,14 +30,14 @@ export function refusalStatus(error: unknown): number | null {
 }
 
 /**
- * Maps an error thrown by a handler to a response: a refusal → its 4xx and message; a ConfigError → 503
- * "the registry is misconfigured: …" naming the setting and the fix (logged); anything else → 500 without
- * internals (logged).
+ * Maps an error thrown by a handler to a response: a refusal → its 4xx and message; a ConfigError or a
+ * SecretMismatchError (SIGNING_KEY_SECRET does not open a held key) → 503 "the registry is misconfigured: …"
+ * naming the setting and the fix (logged); anything else → 500 without internals (logged).
  */
 export function errorToResponse(error: unknown): Response {
   const status = refusalStatus(error);
   if (status !== null) return errorResponse(status, (error as Error).message);
-  if (error instanceof ConfigError) {
+  if (error instanceof ConfigError || error instanceof SecretMismatchError) {
     console.error(`misconfigured: ${error.message}`);
     return errorResponse(503, `the registry is misconfigured: ${error.message}`);
   }

@@ -89,6 +89,20 @@ export class SealError extends StoreFailure {
   }
 }
 
+/**
+ * SIGNING_KEY_SECRET does not open a registry-held key (seal.ts `open`): the
+ * secret changed, or the sealed object was altered or copied from elsewhere.
+ * AES-GCM cannot tell the two apart; the first is far the likelier, so the
+ * Worker answers 503 naming the setting (src/http/errors.ts) and the CLI
+ * exits 1, where other SealErrors stay internal failures.
+ */
+export class SecretMismatchError extends SealError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SecretMismatchError';
+  }
+}
+
 /** A stored record that fails validation: which key, and why. Readers report it and skip the record. */
 export class DamagedRecordError extends StoreFailure {
   constructor(

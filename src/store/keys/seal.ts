@@ -1,6 +1,6 @@
 import { ConfigError } from '../../protocol/errors';
 import { deriveAesGcmKey } from './aes-key';
-import { SealError } from '../errors';
+import { SealError, SecretMismatchError } from '../errors';
 
 /**
  * Encryption at rest of a registry-held private key (held-keys.ts), with
@@ -50,9 +50,10 @@ export async function seal(secret: string, plaintext: Uint8Array, additionalData
 }
 
 /**
- * Decrypts a sealed value. Throws SealError when the secret is missing or
- * short, or when it (or the additional data, or any stored byte) is not the
- * one it was sealed with.
+ * Decrypts a sealed value. Throws ConfigError when the secret is missing or
+ * short, SecretMismatchError (a SealError) when it (or the additional data,
+ * or any stored byte) is not the one it was sealed with, SealError for a
+ * value of an unknown format.
  */
 export async function open(secret: string, sealed: Sealed, additionalData: string): Promise<Uint8Array> {
   if (sealed.v !== 1) throw new SealError(`sealed value of unknown format ${String(sealed.v)}`);
@@ -66,7 +67,9 @@ export async function open(secret: string, sealed: Sealed, additionalData: strin
       ),
     );
   } catch {
-    throw new SealError('SIGNING_KEY_SECRET does not open the registry-held key (the secret changed, or the stored key was altered or copied from elsewhere)');
+    throw new SecretMismatchError(
+      'SIGNING_KEY_SECRET does not open the registry-held key (the secret changed, or the stored key was altered or copied from elsewhere): set the secret it was sealed with',
+    );
   }
 }
 

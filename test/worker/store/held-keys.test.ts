@@ -3,7 +3,8 @@ import * as openpgp from 'openpgp';
 import { describe, expect, inject, it } from 'vitest';
 import { heldSigningKeyKey, signingKeysKey } from '../../../src/store/layout';
 import { deleteHeldKey, heldKeyInfo, signShasumsWithHeldKey, storeHeldKey } from '../../../src/store/keys/held-keys';
-import { SealError } from '../../../src/store/errors';
+import { SealError, SecretMismatchError } from '../../../src/store/errors';
+import { errorToResponse } from '../../../src/http/errors';
 import { open, seal } from '../../../src/store/keys/seal';
 
 /**
@@ -122,6 +123,12 @@ describe('signShasumsWithHeldKey', () => {
   it('a wrong or missing secret, a sealed key copied to another namespace, or a record sealing another key than it names: SealError, no signature', async () => {
     await holdFixtureKey('secret');
     await expect(signShasumsWithHeldKey(store, { signingKeySecret: `${SECRET}-rotated` }, HOST, 'secret', sums)).rejects.toBeInstanceOf(SealError);
+    // A changed secret is a setting to fix: the Worker answers 503 naming it, not a bare 500.
+    const wrong = await signShasumsWithHeldKey(store, { signingKeySecret: `${SECRET}-rotated` }, HOST, 'secret', sums).catch((error: unknown) => error);
+    expect(wrong).toBeInstanceOf(SecretMismatchError);
+    const answer = errorToResponse(wrong);
+    expect(answer.status).toBe(503);
+    expect(((await answer.json()) as { errors: string[] }).errors[0]).toMatch(/^the registry is misconfigured: SIGNING_KEY_SECRET does not open/);
     await expect(signShasumsWithHeldKey(store, { signingKeySecret: '' }, HOST, 'secret', sums)).rejects.toThrow(/SIGNING_KEY_SECRET is not set/);
     // An operator (or attacker with KV write) copies acme's sealed key to "evil" and registers the public key there.
     const key = inject('fixtureSigningKey');
