@@ -1613,7 +1613,8 @@ export const MUTANTS: Mutant[] = [
     id: 'misconfiguration-answers-500',
     file: 'src/http/errors.ts',
     tests: ['test/worker/http/errors.test.ts', 'test/worker-private/misconfigured.test.ts', 'test/worker/store/held-keys.test.ts'],
-    description: 'a misconfigured setting (or a SIGNING_KEY_SECRET that does not open a held key) answers 500 "internal error" instead of 503 naming the setting',
+    description:
+      'a misconfigured setting (or a SIGNING_KEY_SECRET that does not open a held key) answers 500 "internal error" instead of 503 naming the setting',
     from: '  if (error instanceof ConfigError || error instanceof SecretMismatchError) {',
     to: '  if (false) {',
   },
