@@ -34,6 +34,7 @@ import { freePort, makeCertificate } from '../test/e2e/server';
 import { VARS } from './runtime';
 import { startFilesOrigin, startS3 } from './s3-side';
 import { writeAllStaticCopies } from '../src/store/static-documents';
+import { markFilesOriginReady } from '../src/store/files-origin-ready';
 
 const run = promisify(execFile);
 const MIRRORED_HOSTNAME = 'registry.example.com';
@@ -223,6 +224,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
               blobs: (await mf.getR2Bucket('REGISTRY_R2')) as unknown as BlobStore,
             };
             const written = await writeAllStaticCopies(store, { filesOrigin: files.origin });
+            await markFilesOriginReady(store.kv, files.origin); // what npm run static-documents writes once its check passed
             log(`cost: ${written} static documents written, ${await files.copyFrom(store.blobs as unknown as R2Bucket)} objects on the files origin`);
           }
           const read = async () => (await (await mf.dispatchFetch(`https://${hostname}/__cost/counts?reset`)).json()) as InitCounts;

@@ -1724,4 +1724,37 @@ export const MUTANTS: Mutant[] = [
     from: '  if (want && (want.sha256 === undefined || want.sha256 === file.sha256) && (want.size === undefined || want.size === file.size)) return;',
     to: '  return;',
   },
+  {
+    id: 'public-documents-before-check',
+    file: 'src/access/release-urls.ts',
+    tests: ['test/worker/static-documents.test.ts'],
+    description:
+      'with PUBLIC_DOCUMENTS=r2 the Worker names FILES_ORIGIN before `npm run static-documents` checked it (every init fails while the domain does not serve)',
+    from: "  return typeof ready === 'boolean' ? (ready ? documents : null) : ready.then((yes) => (yes ? documents : null));",
+    to: '  return documents;',
+  },
+  {
+    id: 'files-origin-marker-any-origin',
+    file: 'src/store/files-origin-ready.ts',
+    tests: ['test/worker/static-documents.test.ts'],
+    description: 'a marker naming another files origin (an earlier FILES_ORIGIN) switches the Worker to one never checked',
+    from: '    return text !== null && (JSON.parse(text) as Partial<ReadyMarker>).files_origin === filesOrigin;',
+    to: '    return text !== null;',
+  },
+  {
+    id: 'files-origin-marker-read-per-request',
+    file: 'src/store/files-origin-ready.ts',
+    tests: ['test/worker/static-documents.test.ts'],
+    description: "PUBLIC_DOCUMENTS=r2's marker is read from KV on every discovery and download-document request",
+    from: '  if (hit && (hit.ready || Date.now() < hit.until)) return hit.ready;',
+    to: '',
+  },
+  {
+    id: 'files-origin-probe-unchecked',
+    file: 'scripts/static-documents.ts',
+    tests: ['test/scripts/static-documents.test.ts'],
+    description: '`npm run static-documents` writes the marker for a files domain that does not serve the bucket (the Worker then sends every init there)',
+    from: '    if (served !== nonce) {',
+    to: '    if (false) {',
+  },
 ];
