@@ -1757,4 +1757,20 @@ export const MUTANTS: Mutant[] = [
     from: '    if (served !== nonce) {',
     to: '    if (false) {',
   },
+  {
+    id: 'body-limit-above-platform',
+    file: 'src/routes/publish/context.ts',
+    tests: ['test/worker/production/request-body.test.ts'],
+    description: "the Worker's upload limit is 100 MiB again, above Cloudflare's 100,000,000 bytes (a body between the two never sees the Worker's message)",
+    from: 'export const MAX_BODY_BYTES = 100_000_000;',
+    to: 'export const MAX_BODY_BYTES = 100 * 1024 * 1024;',
+  },
+  {
+    id: 'body-limit-unchecked',
+    file: 'src/routes/publish/uploads.ts',
+    tests: ['test/worker/production/request-body.test.ts'],
+    description: 'an upload body over the platform limit is refused only as longer than declared, without naming the limit and the parts',
+    from: '  if (length > MAX_BODY_BYTES) {',
+    to: '  if (false) {',
+  },
 ];
