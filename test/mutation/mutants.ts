@@ -1773,4 +1773,20 @@ export const MUTANTS: Mutant[] = [
     from: '  if (length > MAX_BODY_BYTES) {',
     to: '  if (false) {',
   },
+  {
+    id: 'module-proxy-kv-limits-unchecked',
+    file: 'src/mirror/modules/proxy.ts',
+    tests: ['test/worker/mirror-modules/kv-limits.test.ts'],
+    description: "the module proxy fetches and stores a version past KV's limits (a 5xx half-way, or a package that cannot be served)",
+    from: '  await checkNewModuleVersion(store.kv, address, version, proxiedLabel(proxy, version));',
+    to: '',
+  },
+  {
+    id: 'module-proxy-route-keys-unchecked',
+    file: 'src/routes/module-proxy.ts',
+    tests: ['test/worker/mirror-modules/kv-limits.test.ts'],
+    description: 'a proxied module download reads a KV key over 512 bytes (the binding throws: 500 instead of a 400 naming the limit)',
+    from: '  checkModuleKeys(address, version, proxiedLabel(proxy, version));',
+    to: '',
+  },
 ];
