@@ -1,6 +1,7 @@
 import { Router, type IRequest } from 'itty-router';
 import type { Env } from './env';
 import { errorToResponse } from './http/errors';
+import { withKvKeyLimits } from './store/key-limits';
 import { discovery } from './routes/discovery';
 import { findPackage, listVersions } from './routes/registry';
 import { mirrorPullDocument } from './routes/mirror-pull/documents';
@@ -113,7 +114,11 @@ router
   .all('*', (request) => wrongMethod(router.routes, request) ?? notFoundFor(request));
 answerHeadLikeGet(router.routes);
 
-export default { fetch: router.fetch } satisfies ExportedHandler<Env>;
+// Every route sees REGISTRY_KV behind the one KV key-length check (src/store/key-limits.ts): a name whose key
+// would pass KV's 512 bytes is refused (404 for a read, 400 for a write) before the binding would throw.
+export default {
+  fetch: (request: Request, env: Env, ctx: ExecutionContext) => router.fetch(request, withKvKeyLimits(env), ctx),
+} satisfies ExportedHandler<Env>;
 
 // Durable Object classes (wrangler.toml [[durable_objects.bindings]]).
 export { DownloadCounter } from './downloads/counter';

@@ -2,7 +2,15 @@ import { ConfigError, InputError, UpstreamError } from '../protocol/errors';
 
 // ConfigError is the protocol layer's (src/protocol/errors.ts), so the store can throw it too (a missing SIGNING_KEY_SECRET).
 export { ConfigError };
-import { LeaseBusyError, NotStoredError, ProvenanceRequiredError, SecretMismatchError, StoreRefusal, VersionConflictError } from '../store/errors';
+import {
+  KeyTooLongError,
+  LeaseBusyError,
+  NotStoredError,
+  ProvenanceRequiredError,
+  SecretMismatchError,
+  StoreRefusal,
+  VersionConflictError,
+} from '../store/errors';
 import { errorResponse } from './responses';
 
 /**
@@ -12,6 +20,7 @@ import { errorResponse } from './responses';
  *   InputError (bad input)                → its status (400 unless a route chose 404, 413, …)
  *   UpstreamError (an upstream failed)    → its status (502 unless a route chose 404, 422, 504)
  *   NotStoredError                        → 404
+ *   KeyTooLongError (KV's 512-byte keys)  → 404 for a read (no such name can exist), 400 for a write
  *   VersionConflictError, LeaseBusyError  → 409
  *   ProvenanceRequiredError               → 403
  *   ConfigError, SecretMismatchError      → null here: errorToResponse answers 503 naming the setting
@@ -22,6 +31,7 @@ import { errorResponse } from './responses';
 export function refusalStatus(error: unknown): number | null {
   if (error instanceof InputError || error instanceof UpstreamError) return error.status;
   if (error instanceof NotStoredError) return 404;
+  if (error instanceof KeyTooLongError) return error.access === 'read' ? 404 : 400;
   if (error instanceof VersionConflictError || error instanceof LeaseBusyError) return 409;
   if (error instanceof ProvenanceRequiredError) return 403;
   // A refusal added to src/store/errors.ts without a status here is still the caller's to fix.

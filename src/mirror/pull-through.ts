@@ -3,6 +3,7 @@ import { settings } from '../config';
 import type { ProviderAddress } from '../protocol/address';
 import { formatAddress } from '../protocol/address';
 import { platformName } from '../protocol/platform';
+import { checkProviderKeys } from '../store/key-limits';
 import { readPolicy } from '../store/mirror/policy';
 import { readManifest, writeManifest, type PullManifest } from '../store/mirror/pull';
 import { buildManifest } from './manifest';
@@ -117,9 +118,13 @@ function allowedPlatforms(pull: PullContext, offered: UpstreamVersion) {
  * The verified manifest of an allowed `version`: from the isolate, else R2
  * (any age when `maxAgeMs` is infinite, else younger than it), else built
  * from the upstream (buildManifest's checks) and stored in R2. Throws
- * UpstreamError (404 when the upstream does not offer the version).
+ * KeyTooLongError (404) when the version's KV keys would pass 512 bytes (checkProviderKeys, before anything
+ * else), UpstreamError (404 when the upstream does not offer the version).
  */
 export async function manifestFor(pull: PullContext, version: string, maxAgeMs = pull.refreshMs): Promise<PullManifest> {
+  // Every pull (VERSION.json, an archive, an OCI manifest) starts here: a version whose keys could not be stored
+  // is refused (KeyTooLongError 'read', 404) before the upstream is asked or anything is written.
+  checkProviderKeys(pull.address, version, `${formatAddress(pull.address)} ${version}`, 'read');
   const key = `manifest:${formatAddress(pull.address)}/${version}`;
   const fresh = (m: PullManifest) => Date.now() - Date.parse(m.verifiedAt) < maxAgeMs;
   const known = remembered<PullManifest>(key);

@@ -38,6 +38,21 @@ export class NotStoredError extends StoreRefusal {
   }
 }
 
+/**
+ * A name whose Workers KV key would be over KV's 512-byte limit (src/store/key-limits.ts): nothing can ever be
+ * stored under it, so a read of it is "not found" (`access` 'read': the Worker answers 404) and a write is bad
+ * input (`access` 'write': 400). The message names the key's size, the limit and the fix.
+ */
+export class KeyTooLongError extends StoreRefusal {
+  constructor(
+    message: string,
+    readonly access: 'read' | 'write',
+  ) {
+    super(message);
+    this.name = 'KeyTooLongError';
+  }
+}
+
 /** Waited for a lease another live writer kept holding (the message names the owner): try again later. */
 export class LeaseBusyError extends StoreRefusal {
   constructor(message: string) {

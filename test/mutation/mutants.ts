@@ -1662,9 +1662,10 @@ export const MUTANTS: Mutant[] = [
     id: 'kv-key-length-unchecked',
     file: 'src/store/key-limits.ts',
     tests: ['test/worker/production/kv-sizes.test.ts'],
-    description: 'a publish whose KV keys would pass 512 bytes is no longer refused at its start (a 500 from the KV binding instead)',
-    from: '  if (longest > KV_MAX_KEY_BYTES) refuse(what, longest);\n}',
-    to: '}',
+    description:
+      'the one KV key-length rule lets every key through: a publish whose keys would pass 512 bytes is not refused at its start (a 500 from the KV binding instead)',
+    from: '  if (size <= KV_MAX_KEY_BYTES) return;',
+    to: '  return;',
   },
   {
     id: 'namespace-wide-publisher-any-namespace',
@@ -1782,11 +1783,28 @@ export const MUTANTS: Mutant[] = [
     to: '',
   },
   {
-    id: 'module-proxy-route-keys-unchecked',
-    file: 'src/routes/module-proxy.ts',
-    tests: ['test/worker/mirror-modules/kv-limits.test.ts'],
-    description: 'a proxied module download reads a KV key over 512 bytes (the binding throws: 500 instead of a 400 naming the limit)',
-    from: '  checkModuleKeys(address, version, proxiedLabel(proxy, version));',
+    id: 'kv-key-chokepoint-unchecked',
+    file: 'src/store/key-limits.ts',
+    tests: ['test/worker/production/kv-keys.test.ts'],
+    description: "the Worker's KV lets a key over 512 bytes reach the binding: a read route of an over-long name answers 500 instead of a 404 naming the limit",
+    from: '              for (const k of Array.isArray(key) ? key : [key]) checkKvKey(k, access);',
+    to: '',
+  },
+  {
+    id: 'pull-through-keys-unchecked',
+    file: 'src/mirror/pull-through.ts',
+    tests: ['test/worker/production/kv-keys.test.ts'],
+    description:
+      'a pull-through of a version whose documents would pass 512 bytes asks the upstream (and would write its manifest) instead of a 404 naming the limit',
+    from: "  checkProviderKeys(pull.address, version, `${formatAddress(pull.address)} ${version}`, 'read');",
+    to: '',
+  },
+  {
+    id: 'mirror-store-keys-unchecked',
+    file: 'src/store/mirror/write.ts',
+    tests: ['test/worker/production/kv-keys.test.ts'],
+    description: 'mirror sync or import of a version whose keys would pass 512 bytes starts writing (a KV error half-way) instead of refusing it first',
+    from: '  checkProviderKeys(record.address, record.version, `${formatAddress(record.address)} ${record.version}`);',
     to: '',
   },
 ];

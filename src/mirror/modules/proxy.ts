@@ -106,7 +106,7 @@ export async function allowedUpstreamModuleVersions(proxy: ModuleProxyContext): 
  * (src/mirror/modules/source.ts; `hosts[HOST].archives` applied), the bytes
  * (at most packageLimit, PULL_TIMEOUT_SECONDS between chunks), the
  * repacked package and its docs, then publishModuleVersion. Records the
- * outcome in the audit log (module.proxy). Throws InputError (400, before
+ * outcome in the audit log (module.proxy). Throws KeyTooLongError or InputError (400, before
  * the upstream is asked and with nothing written) when the version would not
  * fit KV's limits (checkNewModuleVersion: a key over 512 bytes, the module
  * catalogue over 25 MiB), UpstreamError (404 unknown

@@ -11,6 +11,7 @@ import { listAllKeys } from '../list';
 import type { PackageRecord, VersionRecord } from '../types';
 import { VersionConflictError } from '../errors';
 import { checkVersionsDocumentRoom } from '../value-limits';
+import { checkProviderKeys } from '../key-limits';
 
 /**
  * The write side for providers mirrored from another registry (`npm run
@@ -24,7 +25,8 @@ export type MirrorOutcome = 'mirrored' | 'unchanged';
 /**
  * Stores `record` (every package it lists verified by the caller) with its
  * files; call it holding the provider's lease (`lease` is checked before each
- * write). A version not stored yet is checked against KV's value limit
+ * write). Its KV keys are checked first (checkProviderKeys: KeyTooLongError, nothing
+ * written when one would pass 512 bytes). A version not stored yet is checked against KV's value limit
  * (checkVersionsDocumentRoom: InputError, nothing written when its versions
  * document would pass 25 MiB), then published whole (publishVersion). A
  * stored version gains the packages it lacks: their archives, then every
@@ -42,6 +44,8 @@ export async function storeMirroredVersion(
   progress: PublishProgress = () => {},
   lease?: { check(): void },
 ): Promise<MirrorOutcome> {
+  // Its KV keys must fit (sync, import and pull-through all come here): refused before anything is read or written.
+  checkProviderKeys(record.address, record.version, `${formatAddress(record.address)} ${record.version}`);
   const { kv, blobs } = store;
   const check = () => lease?.check();
   const existing = await readVersionRecord(store, record.address, record.version);

@@ -10,8 +10,8 @@ import { getWith } from '../helpers';
 
 /**
  * The module proxy under Workers KV's key and value limits (src/store/module-limits.ts, the publish API's own
- * check): a proxied module version whose keys would pass 512 bytes, whose package name would be too long to be
- * served, or that would push the hostname's module catalogue past 25 MiB is refused 400 naming why, through the
+ * check): a proxied module version whose keys would pass 512 bytes (404: no such version can exist), whose package
+ * name would be too long to be served, or that would push the hostname's module catalogue past 25 MiB (400) is refused naming why, through the
  * Worker's real proxy route, before the upstream is asked and with nothing written. The upstream points at an
  * address nothing listens on, so a fetch would show as a 502 instead.
  */
@@ -25,11 +25,11 @@ async function everything(): Promise<string[]> {
   return [...kv, ...r2].sort();
 }
 
-async function refused(vars: Partial<Env>, path: string): Promise<string> {
+async function refused(vars: Partial<Env>, path: string, status = 400): Promise<string> {
   const before = await everything();
   const response = await getWith(vars, path);
   const text = await response.text();
-  expect(response.status, text).toBe(400);
+  expect(response.status, text).toBe(status);
   expect(await everything()).toEqual(before);
   return (JSON.parse(text) as { errors: string[] }).errors[0]!;
 }
@@ -62,12 +62,17 @@ describe('module proxy: a version that would not fit KV is refused before the up
     expect(message).toContain("its package's name would be 267 characters in the upload's URL (at most 256)");
   });
 
-  it('a storage key over 512 bytes (a long registry hostname): 400 naming the key limit', async () => {
-    // 253 characters: the longest hostname; with 64-character names and a 128-character version the download document's key is 539 bytes.
+  it('a storage key over 512 bytes (a long registry hostname): 404 naming the key limit (no such version can exist)', async () => {
+    // 253 characters: the longest hostname; with 64-character names and a 128-character version the download document's key is 539 bytes:
+    // the route's read of it is refused by the Worker's KV key check (src/store/key-limits.ts keyLimitedKv) before the binding is asked.
     const hostname = `${'h'.repeat(63)}.${'o'.repeat(63)}.${'s'.repeat(63)}.${'t'.repeat(57)}.com`;
     expect(hostname).toHaveLength(253);
-    const message = await refused({ REGISTRY_HOSTNAME: hostname }, `/v1/modules/limits/${'n'.repeat(64)}/${'s'.repeat(64)}/1.0.0+${'p'.repeat(122)}/download`);
-    expect(message).toContain('its longest storage key would be 539 bytes, and Workers KV takes keys of at most 512 bytes');
+    const message = await refused(
+      { REGISTRY_HOSTNAME: hostname },
+      `/v1/modules/limits/${'n'.repeat(64)}/${'s'.repeat(64)}/1.0.0+${'p'.repeat(122)}/download`,
+      404,
+    );
+    expect(message).toContain('no such name can exist here: its storage key would be 539 bytes, and Workers KV takes keys of at most 512 bytes');
   });
 
   it('a module catalogue that would pass 25 MiB: 400 naming the value limit and the fix', async () => {
