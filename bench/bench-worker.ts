@@ -24,7 +24,7 @@ import type { TrustedPublisher } from '../src/access/publishers';
 import { signShasumsWithHeldKey } from '../src/store/keys/held-keys';
 import { documentCacheStats } from '../src/store/read-document';
 import { bytePaths } from './bench-worker-bytes';
-import { commitPiece, storageFloor } from './bench-worker-floor';
+import { storageFloor } from './bench-worker-floor';
 
 export { DownloadCounter } from '../src/downloads/counter';
 
@@ -256,7 +256,6 @@ export default {
     if (path === '/__sign') return signHeld(request, url, env);
     if (path === '/__verify') return verifyCi(request, url);
     if (path.startsWith('/__bench/floor/')) return storageFloor(url, env);
-    if (path === '/__bench/piece') return commitPiece(url);
     const bytes = bytePaths(request, url, env);
     if (bytes) return bytes;
     const route = routeOf(path);

@@ -8,7 +8,7 @@
  *
  * Each row is one invocation, as `terraform init` makes them (list, version document, archive), run
  * alone and in sequence in workerd (Miniflare, the Worker as wrangler builds it, every binding call and
- * fetch counted by bench/pull-worker.ts; an archive's background commit waited for and counted with it):
+ * fetch counted by bench/bench-worker.ts; an archive's background commit waited for and counted with it):
  * storage operations (KV and R2 calls) and subrequests beside the per-invocation limits, the Worker's CPU
  * (its isolate's busy samples × 100 µs while the request was answered, bench/worker-cpu.ts; the archive's
  * commit after the response only as an upper bound: wall-clock samples) beside Free's
@@ -18,8 +18,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { formatPolicy, parsePolicy } from '../src/protocol/mirror-policy';
-import { mirrorPolicyKey } from '../src/store/layout';
 import { ModuleUpstream } from '../test/e2e/module-upstream';
 import { freePort } from '../test/e2e/server';
 import { INVOCATION_LIMITS } from '../test/fixtures/production/rules';
@@ -27,8 +25,8 @@ import { StaticUpstream } from '../test/scripts/mirror/upstream';
 import { build } from './build';
 import { HOSTNAME, seedLarge, seedSmall } from './seed';
 import { providerAddress } from '../src/protocol/address';
-import { open } from './inspector';
-import { startRuntime } from './runtime';
+import { connectHeaps } from './inspector';
+import { countOf, policyRuntime } from './runtime';
 import { workerProfiler } from './worker-cpu';
 
 /** Free's CPU time per request (Workers "Limits"); Paid allows 30 s by default. */
@@ -61,27 +59,6 @@ export interface PulledRow {
 
 const MiB = 1024 * 1024;
 
-/**
- * The Worker isolate's memory in use (MB), read through workerd's inspector (Runtime.getHeapUsage on the
- * Worker's target, `core:user:`): heap, embedder objects and ArrayBuffer backing stores. Opens its own
- * session: workerd answers one session per isolate, so this cannot run beside the CPU profiler.
- */
-async function isolateMemory(port: number): Promise<{ sample(): Promise<number>; collectGarbage(): Promise<void>; close(): void }> {
-  const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as { id: string; webSocketDebuggerUrl: string }[];
-  const target = targets.find((t) => t.id === 'core:user:');
-  if (!target) throw new Error(`no inspector target core:user: among ${targets.map((t) => t.id).join(', ')}`);
-  const session = await open(target.webSocketDebuggerUrl);
-  return {
-    async sample() {
-      const usage = (await session.call('Runtime.getHeapUsage')) as { usedSize: number; embedderHeapUsedSize?: number; backingStorageSize?: number };
-      return (usage.usedSize + (usage.embedderHeapUsedSize ?? 0) + (usage.backingStorageSize ?? 0)) / MiB;
-    },
-    // A heap snapshot collects garbage first (workerd never answers HeapProfiler.collectGarbage; bench/inspector.ts).
-    collectGarbage: async () => void (await session.call('HeapProfiler.takeHeapSnapshot', { reportProgress: false }, 300_000)),
-    close: () => session.close(),
-  };
-}
-
 /** Measures each invocation of a cold pull of a `providerMb` MiB archive and a cold proxy of a vpc-shaped module. */
 export async function benchPulledBudgets(
   log: (line: string) => void = () => {},
@@ -90,8 +67,8 @@ export async function benchPulledBudgets(
   const providerMb = options.providerMb ?? 100;
   const moduleFiles = options.moduleFiles ?? 200;
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-budgets-pulled-'));
-  log(`budgets: building the Worker (with bench/pull-worker.ts's counters); a ${providerMb} MiB provider archive, a ${moduleFiles + 5}-file module`);
-  const bundle = await build(work, 'bench/pull-worker.ts');
+  log(`budgets: building the bench Worker (bench/bench-worker.ts, its counters); a ${providerMb} MiB provider archive, a ${moduleFiles + 5}-file module`);
+  const bundle = await build(work, 'bench/bench-worker.ts');
   const provider = await StaticUpstream.start({
     namespace: 'acme',
     type: 'big',
@@ -111,41 +88,39 @@ export async function benchPulledBudgets(
     },
   ]);
   const inspectorPort = await freePort();
-  const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'), { inspectorPort });
+  const runtime = await policyRuntime(
+    bundle,
+    join(work, 'state'),
+    {
+      providers: [{ source: 'upstream.test/acme/big', versions: '>= 1.0.0', platforms: ['linux_amd64'] }],
+      modules: [{ source: 'upstream.test/terraform-aws-modules/*/aws', versions: '>= 1.0.0' }],
+      hosts: {
+        'upstream.test': { 'providers.v1': `${provider.origin}/v1/providers/`, 'modules.v1': `${modules.origin}/v1/modules/` },
+        'codeload.github.com': { archives: `${modules.origin}/codeload/` },
+      },
+    },
+    { inspectorPort },
+  );
   const rows: PulledRow[] = [];
   try {
-    const policy = parsePolicy(
-      JSON.stringify({
-        providers: [{ source: 'upstream.test/acme/big', versions: '>= 1.0.0', platforms: ['linux_amd64'] }],
-        modules: [{ source: 'upstream.test/terraform-aws-modules/*/aws', versions: '>= 1.0.0' }],
-        hosts: {
-          'upstream.test': { 'providers.v1': `${provider.origin}/v1/providers/`, 'modules.v1': `${modules.origin}/v1/modules/` },
-          'codeload.github.com': { archives: `${modules.origin}/codeload/` },
-        },
-      }),
-      'bench policy',
-    );
-    await (await runtime.mf.getKVNamespace('REGISTRY_KV')).put(mirrorPolicyKey, formatPolicy(policy));
     const r2 = await runtime.mf.getR2Bucket('REGISTRY_R2');
     // The upstream makes its tarballs (git archive) on first request: made now, outside the measured invocations.
     for (const version of ['5.0.0', '5.1.0'])
       await (await fetch(`${modules.origin}/codeload/terraform-aws-modules/terraform-aws-vpc/tar.gz/v${version}`)).arrayBuffer();
-    const ops = async () => (await (await fetch(`${runtime.origin}/__bench/ops?reset`)).json()) as Record<string, number>;
-    const sum = (counts: Record<string, number>, pattern: RegExp) =>
-      Object.entries(counts)
-        .filter(([k]) => pattern.test(k))
-        .reduce((s, [, n]) => s + n, 0);
+    const { ops } = runtime;
+    const sum = countOf;
     // workerd's inspector answers one session per isolate: the CPU pass (the profiler) and the heap pass
     // (Runtime.getHeapUsage) each pull their own version cold (1.0.0 and 5.0.0, then 1.1.0 and 5.1.0).
     const pass = async (mode: 'cpu' | 'heap', provider: string, module: string) => {
       const profiler = mode === 'cpu' ? await workerProfiler(inspectorPort, runtime.pid) : null;
-      const heaps = mode === 'heap' ? await isolateMemory(inspectorPort) : null;
+      const heaps = mode === 'heap' ? await connectHeaps(inspectorPort) : null;
+      const inUse = async () => (await heaps!.sample()).workerInUseMb;
       let index = 0;
       /** One invocation: `path` fetched alone (body read), then `settled` (its background work) awaited. */
       const invocation = async (name: string, path: string, settled?: () => Promise<void>) => {
         await ops();
-        await heaps?.collectGarbage(); // what the previous invocation left is not this one's
-        let heapUsedMb = heaps ? await heaps.sample() : 0;
+        await heaps?.collectGarbage('worker'); // what the previous invocation left is not this one's
+        let heapUsedMb = heaps ? await inUse() : 0;
         let sampling = heaps !== null;
         let missed = 0;
         let round = 0;
@@ -153,10 +128,10 @@ export async function benchPulledBudgets(
         const sampler = (async () => {
           while (sampling && heaps) {
             // A sample the busy isolate does not answer within 10 s is skipped (counted in the log).
-            heapUsedMb = Math.max(heapUsedMb, await heaps.sample().catch(() => (missed++, 0)));
+            heapUsedMb = Math.max(heapUsedMb, await inUse().catch(() => (missed++, 0)));
             if (++round % 5 === 0) {
-              await heaps.collectGarbage().catch(() => missed++);
-              liveMb = Math.max(liveMb, await heaps.sample().catch(() => (missed++, 0)));
+              await heaps.collectGarbage('worker').catch(() => missed++);
+              liveMb = Math.max(liveMb, await inUse().catch(() => (missed++, 0)));
             }
             await new Promise((resolve) => setTimeout(resolve, 100));
           }

@@ -16,16 +16,13 @@
  *
  * `npx tsx bench/download-counting.ts` runs it alone; `npm run bench` prints it.
  */
-import { pathToFileURL } from 'node:url';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { BATCH_MS } from '../src/downloads/count';
 import type { StorageOps } from '../src/downloads/counter';
 import { build } from './build';
 import { cpuNanos } from './proc';
 import { startRuntime } from './runtime';
 import { HOSTNAME, archivePath, seedSmall } from './seed';
+import { flag, log, script } from './report';
 
 export interface CountingFigures {
   windowMs: number;
@@ -116,12 +113,7 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-counting-'));
-  try {
-    const figures = await benchDownloadCounting(work, { quick: process.argv.includes('--quick'), log: (line) => process.stderr.write(`bench: ${line}\n`) });
-    console.log(process.argv.includes('--json') ? JSON.stringify({ downloadCounting: figures }) : countingTable(figures).join('\n'));
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
-}
+await script(import.meta, 'counting', async (work) => {
+  const figures = await benchDownloadCounting(work, { quick: flag('quick'), log });
+  console.log(flag('json') ? JSON.stringify({ downloadCounting: figures }) : countingTable(figures).join('\n'));
+});

@@ -12,6 +12,8 @@ export interface HeapFigures {
   /** The Worker's isolate: bytes in use and the heap's size. */
   workerUsedMb: number;
   workerTotalMb: number;
+  /** The Worker's memory in use: its V8 heap, workerd's objects on it, and ArrayBuffer backing stores outside it. */
+  workerInUseMb: number;
   /** Every other isolate of the process, summed. */
   othersTotalMb: number;
   /** Each isolate's heap size by inspector target id (Miniflare's KV/R2/cache simulators are separate targets). */
@@ -30,11 +32,11 @@ export async function connectHeaps(
 ): Promise<{
   sample(): Promise<HeapFigures>;
   /**
-   * A full garbage collection in every isolate ('others': all but the Worker's), one after
+   * A full garbage collection in every isolate ('others': all but the Worker's; 'worker': its alone), one after
    * another: what is left is live. Done by taking a heap snapshot and throwing it away (a
    * snapshot collects first): workerd never answers HeapProfiler.collectGarbage.
    */
-  collectGarbage(which?: 'all' | 'others'): Promise<void>;
+  collectGarbage(which?: 'all' | 'others' | 'worker'): Promise<void>;
   /** Writes a heap snapshot of isolate `targetId` to `file` (open it in Chrome DevTools' Memory tab). */
   snapshot(targetId: string, file: string): Promise<void>;
   close(): void;
@@ -42,7 +44,8 @@ export async function connectHeaps(
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as Target[];
   const sessions = await Promise.all(targets.map(async (target) => ({ id: target.id, session: await open(target.webSocketDebuggerUrl) })));
   if (!sessions.some((s) => s.id === workerId)) throw new Error(`no inspector target ${workerId} among ${targets.map((t) => t.id).join(', ')}`);
-  const usage = async (session: Session) => (await session.call('Runtime.getHeapUsage')) as { usedSize: number; totalSize: number };
+  type Usage = { usedSize: number; totalSize: number; embedderHeapUsedSize?: number; backingStorageSize?: number };
+  const usage = async (session: Session) => (await session.call('Runtime.getHeapUsage')) as Usage;
   return {
     async sample() {
       const figures = await Promise.all(sessions.map(async (s) => ({ id: s.id, ...(await usage(s.session)) })));
@@ -51,13 +54,14 @@ export async function connectHeaps(
       return {
         workerUsedMb: mb(worker.usedSize),
         workerTotalMb: mb(worker.totalSize),
+        workerInUseMb: mb(worker.usedSize + (worker.embedderHeapUsedSize ?? 0) + (worker.backingStorageSize ?? 0)),
         othersTotalMb: mb(figures.filter((f) => f.id !== workerId).reduce((sum, f) => sum + f.totalSize, 0)),
         totalMbByTarget: Object.fromEntries(figures.map((f) => [f.id, mb(f.totalSize)])),
       };
     },
     async collectGarbage(which = 'all') {
       for (const s of sessions) {
-        if (which === 'others' && s.id === workerId) continue;
+        if ((which === 'others' && s.id === workerId) || (which === 'worker' && s.id !== workerId)) continue;
         await s.session.call('HeapProfiler.takeHeapSnapshot', { reportProgress: false }, 300_000);
       }
     },

@@ -10,18 +10,19 @@
  * with --quick), which must not grow with the archive (it is streamed).
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { readdirSync, readFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { StaticUpstream } from '../test/scripts/mirror/upstream';
 import { rssBytes } from './proc';
+import { flag, script } from './report';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..');
-const quick = process.argv.includes('--quick');
-const json = process.argv.includes('--json');
+const quick = flag('quick');
+const json = flag('json');
 const MB = 1e6;
 const archiveBytes = (quick ? 10 : 50) * 1024 * 1024;
 const bigBytes = (quick ? 50 : 200) * 1024 * 1024;
@@ -97,8 +98,7 @@ async function sync(
   return { seconds: (performance.now() - started) / 1000, peakRssMb: peak / MB, nodeRssMb: nodePeak / MB, archives: upstream.archiveRequests() - before };
 }
 
-async function main(): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'edge-registry-bench-mirror-'));
+async function main(dir: string): Promise<void> {
   const versions = ['1.0.0', '1.1.0', '1.2.0'];
   const upstream = await StaticUpstream.start({
     namespace: 'acme',
@@ -147,11 +147,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await upstream.stop();
-    await rm(dir, { recursive: true, force: true });
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`bench:mirror failed: ${(error as Error)?.stack ?? String(error)}\n`);
-  process.exit(1);
-});
+await script(import.meta, 'mirror', main);

@@ -20,8 +20,7 @@ import type { KvStore } from '../src/store/store';
 import { build } from './build';
 import { cpuMicros } from './proc';
 import { startRuntime, type Runtime } from './runtime';
-import { HOSTNAME, seedLarge, seedSmall } from './seed';
-import { MODULE_ROUTES, seedModules } from './seed-modules';
+import { HOSTNAME, MODULE_ROUTES, seedLarge, seedModules, seedSmall } from './seed';
 import type { Target } from './targets';
 import { wrk } from './wrk';
 

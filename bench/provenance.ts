@@ -1,17 +1,4 @@
-/**
- * `npm run bench:provenance`: what signed provenance costs a publish. The same
- * keyless publish (a GitHub-shaped CI token from the local issuer, 3
- * platforms, the client's own signature) through the publish API of two
- * workerd runtimes: one without SIGNING_KEY_SECRET (no statement), one with
- * it (an SLSA statement signed and stored before the record). Prints the
- * Worker's CPU per publish and of its commit request (bench/worker-cpu.ts:
- * workerd's CPU × the Worker isolate's share of busy samples), median of
- * several versions after a warm-up, and the R2 writes of a commit.
- */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parsePublisherInput } from '../src/access/publishers';
 import { attesterFor } from '../src/provenance/attest';
 import { signEnvelope } from '../src/protocol/dsse';
@@ -27,7 +14,8 @@ import { writeDist, writeKeyFile } from '../test/scripts/helpers';
 import { freePort } from '../test/e2e/server';
 import { build } from './build';
 import { startRuntime, VARS } from './runtime';
-import { withWebSocket, workerProfiler } from './worker-cpu';
+import { workerProfiler } from './worker-cpu';
+import { median, script } from './report';
 
 const HOST = VARS.REGISTRY_HOSTNAME;
 const REPO = 'acme/terraform-provider-thing';
@@ -49,8 +37,6 @@ export interface ProvenanceCpu {
   /** The R2 read of the keys object alone through Miniflare's client (what keyOpenCpuMs includes that workerd does natively). */
   r2ReadCpuMs?: number;
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 export async function benchProvenance(work: string, log: (line: string) => void = () => {}): Promise<ProvenanceCpu[]> {
   const ci = await startCiIssuers();
@@ -159,10 +145,10 @@ export async function benchProvenance(work: string, log: (line: string) => void 
   return results;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  await withWebSocket();
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-provenance-'));
-  try {
+await script(
+  import.meta,
+  'provenance',
+  async (work) => {
     const [without, withStatements] = await benchProvenance(work, console.log);
     console.log(`\nsigned provenance, Worker CPU of a keyless 3-platform publish (median of ${VERSIONS.length - 1} after a warm-up):`);
     console.log(`  without statements: ${without!.publishMs.toFixed(1)} ms per publish, commit request ${without!.commitMs.toFixed(1)} ms`);
@@ -175,7 +161,6 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
       `  one statement in Node: build + Ed25519 sign + SHA-256 ${w.statementCpuMs!.toFixed(2)} ms CPU; reading the keys object and opening the sealed key ${w.keyOpenCpuMs!.toFixed(2)} ms (of which the R2 read through Miniflare's client alone: ${w.r2ReadCpuMs!.toFixed(2)} ms); both ${w.wholeCpuMs!.toFixed(2)} ms`,
     );
     console.log(`  statement objects written: ${withStatements!.statementObjects} for ${VERSIONS.length} publishes (one R2 write each)`);
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
-}
+  },
+  { inspector: true },
+);

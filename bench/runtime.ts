@@ -1,6 +1,8 @@
 import { compatibilityDate } from '../scripts/lib/config';
 import { dirname } from 'node:path';
 import { Miniflare } from 'miniflare';
+import { formatPolicy, parsePolicy } from '../src/protocol/mirror-policy';
+import { mirrorPolicyKey } from '../src/store/layout';
 import { childPids } from './proc';
 
 /**
@@ -32,13 +34,25 @@ const COMPATIBILITY_DATE = compatibilityDate(); // wrangler.toml's
  * files, so serving one streams from disk); without it they live in memory.
  * `persistCache` keeps the edge cache (Cache API) there as well; its entries
  * are keyed on the request's origin, so a later runtime that should find them
- * listens on the same `port`. `downloads` binds the DOWNLOADS Durable
- * Object (download counts) with that batch window.
+ * listens on the same `port` (`cacheDir`: the cache in that directory
+ * instead). `downloads` binds the DOWNLOADS Durable Object (download counts)
+ * with that batch window. `https` serves with that key and certificate;
+ * `names` are the KV namespace's and the bucket's ids (a local state's:
+ * edge-registry-local and edge-registry).
  */
 export async function startRuntime(
   worker: { bundlePath: string } | { script: string },
   persistDir?: string,
-  options: { persistCache?: boolean; port?: number; inspectorPort?: number; downloads?: { batchMs: number }; bindings?: Record<string, string> } = {},
+  options: {
+    persistCache?: boolean;
+    cacheDir?: string;
+    port?: number;
+    inspectorPort?: number;
+    downloads?: { batchMs: number };
+    bindings?: Record<string, string>;
+    https?: { keyPath: string; certPath: string };
+    names?: { kv: string; r2: string };
+  } = {},
 ): Promise<Runtime> {
   const before = new Set(childPids('workerd'));
   const source =
@@ -53,8 +67,9 @@ export async function startRuntime(
     bindings: { ...VARS, ...(options.downloads ? { DOWNLOAD_BATCH_MS: String(options.downloads.batchMs) } : {}), ...options.bindings },
     // Download counts (wrangler.toml's DOWNLOADS): the bundle must export DownloadCounter.
     ...(options.downloads ? { durableObjects: { DOWNLOADS: { className: 'DownloadCounter', useSQLite: true } } } : {}),
-    kvNamespaces: { REGISTRY_KV: 'bench-kv' },
-    r2Buckets: { REGISTRY_R2: 'bench-r2' },
+    ...(options.https ? { https: true, httpsKeyPath: options.https.keyPath, httpsCertPath: options.https.certPath } : {}),
+    kvNamespaces: { REGISTRY_KV: options.names?.kv ?? 'bench-kv' },
+    r2Buckets: { REGISTRY_R2: options.names?.r2 ?? 'bench-r2' },
     // workerd logs a broken pipe for every connection wrk drops at the end of a run; keep the table readable.
     handleRuntimeStdio(stdout, stderr) {
       stdout.resume();
@@ -62,7 +77,7 @@ export async function startRuntime(
     },
     ...(persistDir ? { defaultPersistRoot: persistDir, kvPersist: true, r2Persist: true } : {}),
     // The Cache API's store on disk too: a later workerd on the same directory is another isolate of the same location.
-    ...(persistDir && options.persistCache ? { cachePersist: true } : {}),
+    ...(options.cacheDir ? { cachePersist: options.cacheDir } : persistDir && options.persistCache ? { cachePersist: true } : {}),
     ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
   });
   const url = await mf.ready;
@@ -70,3 +85,31 @@ export async function startRuntime(
   if (pid === undefined) throw new Error('could not find the workerd process Miniflare started');
   return { mf, origin: url.origin, pid, dispose: () => mf.dispose() };
 }
+
+/**
+ * The bench Worker's `bundle` (bench/bench-worker.ts) on a state in `dir` holding only a pull-through `policy`
+ * (src/protocol/mirror-policy.ts's JSON), with `ops()`: its binding calls and fetches by "binding:method" since the
+ * last call.
+ */
+export async function policyRuntime(
+  bundle: string,
+  dir: string,
+  policy: object,
+  options: { inspectorPort?: number } = {},
+): Promise<Runtime & { ops(): Promise<Record<string, number>> }> {
+  const runtime = await startRuntime({ bundlePath: bundle }, dir, options);
+  await (await runtime.mf.getKVNamespace('REGISTRY_KV')).put(mirrorPolicyKey, formatPolicy(parsePolicy(JSON.stringify(policy), 'bench policy')));
+  return { ...runtime, ops: async () => (await (await fetch(`${runtime.origin}/__bench/ops?reset`)).json()) as Record<string, number> };
+}
+
+/** The sum of `counts` whose "binding:method" matches `pattern`. */
+export const countOf = (counts: Record<string, number>, pattern: RegExp): number =>
+  Object.entries(counts).reduce((sum, [key, n]) => sum + (pattern.test(key) ? n : 0), 0);
+
+/** R2 and KV writes and reads among `counts` (lists are reads, deletes and multipart creations writes). */
+export const storageCounts = (counts: Record<string, number>) => ({
+  r2Writes: countOf(counts, /^r2:(put|delete|createMultipartUpload)/),
+  r2Reads: countOf(counts, /^r2:(get|head|list)/),
+  kvWrites: countOf(counts, /^kv:(put|delete)/),
+  kvReads: countOf(counts, /^kv:(get|list)/),
+});
