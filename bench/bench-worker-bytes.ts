@@ -226,16 +226,6 @@ async function memoryCpu(what: string, url: URL): Promise<Response> {
     await Promise.all([hashed.pipeTo(digest), ...[a, b].map((s) => deliver(s.pipeThrough(new FixedLengthStream(held.size)), sink))]);
     return Response.json({ sha256: hex(await digest.digest) });
   }
-  if (what === 'chunks') {
-    const sizes: number[] = [];
-    const reader = (await body()).getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      sizes.push(value.byteLength);
-    }
-    return Response.json({ count: sizes.length, first: sizes.slice(0, 5) });
-  }
   return new Response(`unknown ${what}`, { status: 400 });
 }
 

@@ -20,7 +20,7 @@ import { BATCH_MS } from '../src/downloads/count';
 import type { StorageOps } from '../src/downloads/counter';
 import { build } from './build';
 import { cpuNanos } from './proc';
-import { startRuntime } from './runtime';
+import { opsOf, startRuntime } from './runtime';
 import { HOSTNAME, archivePath, seedSmall } from './seed';
 import { flag, log, script } from './report';
 
@@ -45,7 +45,7 @@ export async function benchDownloadCounting(work: string, options: { quick?: boo
       if (response.status !== 200 && response.status !== 204) throw new Error(`GET ${p}: ${response.status} ${new TextDecoder().decode(body)}`);
       return body;
     };
-    const rpcs = async (reset = false) => ((await (await fetch(`${runtime.origin}/__bench/rpcs${reset ? '?reset' : ''}`)).json()) as { rpcs: number }).rpcs;
+    const rpcs = async () => (await opsOf(runtime))['downloads:get'] ?? 0;
 
     // CPU per download, each mode after a warm-up; workerd's CPU until the batches it sent settled.
     const n = options.quick ? 500 : 2000;
@@ -65,7 +65,7 @@ export async function benchDownloadCounting(work: string, options: { quick?: boo
     const total = async () =>
       ((await (await fetch(`${runtime.origin}${counted}`, { headers: { 'cache-control': 'no-cache' } })).json()) as { total: number }).total;
     const before = await total();
-    await rpcs(true);
+    await rpcs();
     const downloads = options.quick ? 500 : 2000;
     const concurrency = 20;
     let next = 0;
@@ -81,7 +81,7 @@ export async function benchDownloadCounting(work: string, options: { quick?: boo
     log(`download counting: ${downloads} downloads in ${seconds.toFixed(1)} s: ${load.rpcs} object requests, ${load.counted} counted`);
 
     // Sparse: downloads further apart than the window.
-    await rpcs(true);
+    await rpcs();
     const sparseDownloads = 3;
     for (let i = 0; i < sparseDownloads; i++) {
       await get(path);

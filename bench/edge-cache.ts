@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { rssBytes } from './proc';
-import { startRuntime, type Runtime } from './runtime';
+import { opsOf, readsOf as readsIn, startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, archivePath, seedLargeArchive, seedSmall } from './seed';
 import { releaseFilePath } from '../src/store/layout';
 import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../src/protocol/release-files';
@@ -100,7 +100,7 @@ export async function benchEdgeCache(countingBundle: string, work: string, quick
 }
 
 async function counters(runtime: Runtime): Promise<Reads> {
-  return (await (await fetch(`${runtime.origin}/__bench/reads?reset`)).json()) as Reads;
+  return readsIn(await opsOf(runtime));
 }
 
 /** KV and R2 reads of one GET (body read to the end). */

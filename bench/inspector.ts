@@ -1,5 +1,3 @@
-import { createWriteStream } from 'node:fs';
-
 /**
  * The V8 heaps inside workerd, read through its inspector (Chrome DevTools
  * protocol): the Worker's isolate and, summed, the others Miniflare runs in
@@ -37,8 +35,6 @@ export async function connectHeaps(
    * snapshot collects first): workerd never answers HeapProfiler.collectGarbage.
    */
   collectGarbage(which?: 'all' | 'others' | 'worker'): Promise<void>;
-  /** Writes a heap snapshot of isolate `targetId` to `file` (open it in Chrome DevTools' Memory tab). */
-  snapshot(targetId: string, file: string): Promise<void>;
   close(): void;
 }> {
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as Target[];
@@ -65,18 +61,6 @@ export async function connectHeaps(
         await s.session.call('HeapProfiler.takeHeapSnapshot', { reportProgress: false }, 300_000);
       }
     },
-    async snapshot(targetId, file) {
-      const target = sessions.find((s) => s.id === targetId);
-      if (!target) throw new Error(`no inspector target ${targetId}`);
-      const out = createWriteStream(file);
-      const stop = target.session.listen('HeapProfiler.addHeapSnapshotChunk', (params) => out.write((params as { chunk: string }).chunk));
-      try {
-        await target.session.call('HeapProfiler.takeHeapSnapshot', { reportProgress: false }, 300_000);
-      } finally {
-        stop();
-        await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
-      }
-    },
     close() {
       for (const s of sessions) s.session.close();
     },
@@ -85,8 +69,6 @@ export async function connectHeaps(
 
 export interface Session {
   call(method: string, params?: object, timeoutMs?: number): Promise<unknown>;
-  /** Calls `listener` with the params of every `method` event until the returned function is called. */
-  listen(method: string, listener: (params: unknown) => void): () => void;
   close(): void;
 }
 
@@ -98,19 +80,12 @@ export async function open(url: string): Promise<Session> {
   });
   let next = 0;
   const pending = new Map<number, (result: unknown) => void>();
-  const listeners = new Set<{ method: string; listener: (params: unknown) => void }>();
   socket.addEventListener('message', (event) => {
-    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown; method?: string; params?: unknown };
+    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
     if (message.id !== undefined) pending.get(message.id)?.(message.result);
     if (message.id !== undefined) pending.delete(message.id);
-    if (message.method !== undefined) for (const l of listeners) if (l.method === message.method) l.listener(message.params);
   });
   return {
-    listen(method, listener) {
-      const entry = { method, listener };
-      listeners.add(entry);
-      return () => listeners.delete(entry);
-    },
     call(method, params = {}, timeoutMs = 10_000) {
       const id = ++next;
       return new Promise((resolve, reject) => {

@@ -45,13 +45,6 @@ function readStat(pid: number): { comm: string; ppid: number; utime: number; sti
   return { comm, ppid: Number(fields[1]), utime: Number(fields[11]), stime: Number(fields[12]) };
 }
 
-/** Resident memory split: anonymous (heaps, malloc) and file-backed (the binary, mapped files), in bytes. */
-export function rssParts(pid: number): { anon: number; file: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
-  return { anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem') };
-}
-
 /** Nanoseconds of CPU all threads of the process have used (/proc/PID/task/TID/schedstat; finer than cpuMicros' 10 ms ticks). */
 export function cpuNanos(pid: number): number {
   let total = 0;

@@ -11,7 +11,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { startRuntime } from './runtime';
+import { opsOf, readsOf, startRuntime } from './runtime';
 import { HOSTNAME, MODULE_ROUTES, seedModules, seedSmall } from './seed';
 import { wrkMissing } from './wrk';
 import { benchEdgeCache } from './edge-cache';
@@ -138,7 +138,7 @@ async function kvReadsPerRoute(benchBundle: string): Promise<{ name: string; fir
   try {
     await seedSmall(runtime, { hostname: HOSTNAME, namespace: 'bench', type: 'small' }, '1.0.0');
     await seedModules(runtime);
-    const reads = async () => ((await (await fetch(`${runtime.origin}/__bench/kv-reads?reset`)).json()) as { reads: number }).reads;
+    const reads = async () => readsOf(await opsOf(runtime)).kv;
     const get = async (path: string) => {
       const response = await fetch(`${runtime.origin}${path}`);
       await response.arrayBuffer();
@@ -170,6 +170,5 @@ else {
   // `--soak [MINUTES]` (default 10) runs the memory soak (bench/soak.ts) instead of the bench.
   const given = option('soak');
   const minutes = given !== undefined && /^\d+(\.\d+)?$/.test(given) ? Number(given) : 10;
-  const snapshotDir = option('snapshots');
-  await soak(minutes, json, { cachedOnly: flag('cached'), rawHelpers: flag('raw-helpers'), ...(snapshotDir ? { snapshotDir } : {}) });
+  await soak(minutes, json, { cachedOnly: flag('cached'), rawHelpers: flag('raw-helpers') });
 }

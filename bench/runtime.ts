@@ -99,8 +99,16 @@ export async function policyRuntime(
 ): Promise<Runtime & { ops(): Promise<Record<string, number>> }> {
   const runtime = await startRuntime({ bundlePath: bundle }, dir, options);
   await (await runtime.mf.getKVNamespace('REGISTRY_KV')).put(mirrorPolicyKey, formatPolicy(parsePolicy(JSON.stringify(policy), 'bench policy')));
-  return { ...runtime, ops: async () => (await (await fetch(`${runtime.origin}/__bench/ops?reset`)).json()) as Record<string, number> };
+  return { ...runtime, ops: () => opsOf(runtime) };
 }
+
+/** The bench Worker's counts since the last call (/__bench/ops?reset, bench/bench-worker.ts), by "binding:method". */
+export async function opsOf(runtime: Runtime): Promise<Record<string, number>> {
+  return (await (await fetch(`${runtime.origin}/__bench/ops?reset`)).json()) as Record<string, number>;
+}
+
+/** KV reads (get, getWithMetadata) and R2 reads (get, head) among `counts`. */
+export const readsOf = (counts: Record<string, number>) => ({ kv: countOf(counts, /^kv:get/), r2: countOf(counts, /^r2:(get|head)$/) });
 
 /** The sum of `counts` whose "binding:method" matches `pattern`. */
 export const countOf = (counts: Record<string, number>, pattern: RegExp): number =>

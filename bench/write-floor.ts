@@ -94,9 +94,6 @@ export async function benchWriteFloor(work: string, sizes: number[], log: (line:
         if (put.status !== 200 || JSON.parse(stored).size !== zip.size) throw new Error(`storing ${key}: HTTP ${put.status} ${stored.slice(0, 200)}`);
         const q = `key=${encodeURIComponent(key)}&sink=${encodeURIComponent(sink.url)}`;
         const size = zip.size / MiB;
-        // Warm the code paths once (a warm isolate, as the goals say), then measure ours and the floor interleaved.
-        if (mib === sizes[0] && kind === 'stored')
-          log(`write-floor: source chunks ${await (await fetch(`${runtime.origin}/__bench/cpu?what=mem-chunks&${q}`)).text()}`);
         const floorZh = await cpuOf(`/__bench/cpu?what=mem-floor-zh&${q}`);
         const floorH1 = await cpuOf(`/__bench/cpu?what=mem-floor-h1&${q}`);
         const copy = await cpuOf(`/__bench/cpu?what=mem-zh-copy&${q}&sha=${sha}`);
