@@ -57,8 +57,8 @@ export interface StorageFloor {
   n: number;
   /** The empty request's Worker CPU (median, ms). */
   requestMs: number;
-  /** Per kind: Worker CPU per operation (median, ms) and the Worker isolate's busy samples per operation (an upper bound). */
-  perOp: { kind: string; cpuMs: number; upperBoundMs: number; topFunctions: string }[];
+  /** Per kind: Worker CPU per operation (median, ms). */
+  perOp: { kind: string; cpuMs: number }[];
   /** One request making only `mix`'s storage requests (the publish commit's, when given): Worker CPU per request (median; every round). */
   mix?: { requests: number; cpuMs: number; rounds: number[] };
   /**
@@ -108,8 +108,6 @@ export async function benchStorageFloor(
     for (const kind of [...kinds, 'spin']) await fetch(`${runtime.origin}/__bench/floor/op?kind=${kind}&n=2`).then((r) => r.arrayBuffer());
     const profiler = await workerProfiler(inspectorPort, runtime.pid);
     const cpu = new Map<string, number[]>(kinds.map((k) => [k, []]));
-    const upper = new Map<string, number[]>(kinds.map((k) => [k, []]));
-    const top = new Map<string, string>();
     try {
       for (let round = 0; round < rounds; round++) {
         const { cpu: recording } = await profiler.record(async () => {
@@ -124,33 +122,16 @@ export async function benchStorageFloor(
         calibration.push(recording.requests.at(-1)!.cpuMs);
         calibrationProcess.push(recording.requests.at(-1)!.upperBoundMs);
         if (mixUrl) mixRounds.push(recording.requests.at(-2)!.cpuMs);
-        recording.requests.slice(0, kinds.length).forEach((r, i) => {
-          cpu.get(kinds[i]!)!.push(r.cpuMs);
-          upper.get(kinds[i]!)!.push(r.upperBoundMs);
-          if (round === 0)
-            top.set(
-              kinds[i]!,
-              r.topFunctions
-                .slice(0, 5)
-                .map((f) => `${f.name.replace(/ index\.js:\d+| bench-worker\.js:\d+/, '')} ${(f.ms / n).toFixed(3)}`)
-                .join('; '),
-            );
-        });
+        recording.requests.slice(0, kinds.length).forEach((r, i) => cpu.get(kinds[i]!)!.push(r.cpuMs));
       }
     } finally {
       profiler.close();
     }
     const requestMs = median(cpu.get('none')!);
-    const upperNone = median(upper.get('none')!);
     return {
       n,
       requestMs,
-      perOp: measured.map((kind) => ({
-        kind,
-        cpuMs: Math.max(0, median(cpu.get(kind)!) - requestMs) / n,
-        upperBoundMs: Math.max(0, median(upper.get(kind)!) - upperNone) / n,
-        topFunctions: top.get(kind) ?? '',
-      })),
+      perOp: measured.map((kind) => ({ kind, cpuMs: Math.max(0, median(cpu.get(kind)!) - requestMs) / n })),
       ...(options.mix ? { mix: { requests: Object.values(options.mix).reduce((a, b) => a + b, 0), cpuMs: median(mixRounds), rounds: mixRounds } } : {}),
       calibration: { workerMs: calibration, processMs: calibrationProcess, nodeMs: nodeSpinMs() },
     };
@@ -163,10 +144,7 @@ export async function benchStorageFloor(
 export function storageFloorTable(floor: StorageFloor): string[] {
   return [
     `storage floor (bench/bench-worker-floor.ts: ${floor.n} sequential operations per request on ~600-byte JSON, minus an empty request of ${floor.requestMs.toFixed(2)} ms; Worker CPU per operation, median):`,
-    ...floor.perOp.map(
-      (o) =>
-        `  ${o.kind.padEnd(26)} ${o.cpuMs.toFixed(3)} ms (workerd process ≤ ${o.upperBoundMs.toFixed(3)} ms)  ${o.topFunctions ? `[per op by function: ${o.topFunctions}]` : ''}`,
-    ),
+    ...floor.perOp.map((o) => `  ${o.kind.padEnd(26)} ${o.cpuMs.toFixed(3)} ms`),
     `  calibration: a CPU-only request (no I/O) measured ${median(floor.calibration.workerMs).toFixed(1)} ms in the Worker (rounds: ${floor.calibration.workerMs.map((r) => r.toFixed(1)).join(', ')}); workerd's whole process CPU in the same windows ${floor.calibration.processMs.map((r) => r.toFixed(1)).join(', ')} ms; the same loop in this Node's V8: ${floor.calibration.nodeMs.toFixed(1)} ms`,
     ...(floor.mix
       ? [

@@ -148,18 +148,6 @@ function busyIn(profile: Profile, windows: readonly Window[]): { total: number; 
   return { total, samples };
 }
 
-/** The busy (non-idle) samples of `profile` inside `window`: each sample's node id and the frame it was in. */
-function* busySamplesIn(profile: Profile, window: Window): Generator<{ id: number; frame: Profile['nodes'][number]['callFrame'] }> {
-  const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
-  let at = profile.startTime;
-  for (let i = 0; i < profile.samples.length; i++) {
-    at += profile.timeDeltas[i]!;
-    if (at < window.startUs || at > window.endUs) continue;
-    const frame = byNode.get(profile.samples[i]!);
-    if (frame && frame.functionName !== '(idle)') yield { id: profile.samples[i]!, frame };
-  }
-}
-
 /** A frame's name in the tables: the function, and its bundle line when it has one. */
 const frameName = (frame: Profile['nodes'][number]['callFrame']) =>
   `${frame.functionName || '(anonymous)'}${frame.url ? ` ${frame.url.split('/').at(-1)}:${(frame.lineNumber ?? 0) + 1}` : ''}`;
@@ -171,47 +159,35 @@ export const largest = (totals: Map<string, number>, limit: number) =>
     .sort((a, b) => b.ms - a.ms)
     .slice(0, limit);
 
-/** Self time (ms: samples × interval) per function of `profile`'s busy samples inside `window`, largest first. */
-function topFunctions(profile: Profile, window: Window): { name: string; ms: number }[] {
-  const totals = new Map<string, number>();
-  for (const { frame } of busySamplesIn(profile, window)) {
-    const name = frameName(frame);
-    totals.set(name, (totals.get(name) ?? 0) + SAMPLING_INTERVAL_US / 1000);
-  }
-  return largest(totals, 25);
-}
-
-/** Inclusive time (ms: samples × interval) per function of `profile`'s busy samples inside `window`: each function counted once per sample it is on the stack of. */
-function inclusiveFunctions(profile: Profile, window: Window): { name: string; ms: number }[] {
+/**
+ * The busy (non-idle) samples of `profile` inside `window`, each worth the sampling interval: by function, self
+ * (the top 25) and with callees (each function once per sample it is on the stack of; the top 40), and the shares
+ * of each kind of frame.
+ */
+function profileIn(profile: Profile, window: Window): Pick<RequestCpu, 'topFunctions' | 'inclusiveFunctions' | 'shares'> {
   const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
-  const totals = new Map<string, number>();
-  for (const { id: leaf } of busySamplesIn(profile, window)) {
-    const seen = new Set<string>();
-    for (let id: number | undefined = leaf; id !== undefined; id = parent.get(id)) {
-      const frame = byNode.get(id)!;
-      if (frame.functionName === '(root)') continue;
-      const name = frameName(frame);
-      if (seen.has(name)) continue;
-      seen.add(name);
-      totals.set(name, (totals.get(name) ?? 0) + SAMPLING_INTERVAL_US / 1000);
-    }
-  }
-  return largest(totals, 40);
-}
-
-function sharesIn(profile: Profile, window: Window): RequestCpu['shares'] {
-  const totals = { javascript: 0, 'native methods': 0, '(program)': 0, '(garbage collector)': 0 };
+  const [self, inclusive] = [new Map<string, number>(), new Map<string, number>()];
+  const add = (totals: Map<string, number>, name: string) => totals.set(name, (totals.get(name) ?? 0) + SAMPLING_INTERVAL_US / 1000);
+  const shares = { javascript: 0, 'native methods': 0, '(program)': 0, '(garbage collector)': 0 };
   let all = 0;
-  for (const { frame } of busySamplesIn(profile, window)) {
-    const kind =
-      frame.functionName === '(program)' || frame.functionName === '(garbage collector)' ? frame.functionName : frame.url ? 'javascript' : 'native methods';
-    totals[kind] += 1;
+  let at = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    at += profile.timeDeltas[i]!;
+    const frame = byNode.get(profile.samples[i]!);
+    if (at < window.startUs || at > window.endUs || !frame || frame.functionName === '(idle)') continue;
+    add(self, frameName(frame));
+    const onStack = new Set<string>();
+    for (let id: number | undefined = profile.samples[i]; id !== undefined; id = parent.get(id))
+      if (byNode.get(id)!.functionName !== '(root)') onStack.add(frameName(byNode.get(id)!));
+    for (const name of onStack) add(inclusive, name);
+    const kind = ['(program)', '(garbage collector)'].includes(frame.functionName) ? frame.functionName : frame.url ? 'javascript' : 'native methods';
+    shares[kind as keyof typeof shares] += 1;
     all += 1;
   }
-  for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] = all === 0 ? 0 : totals[key] / all;
-  return totals;
+  for (const key of Object.keys(shares) as (keyof typeof shares)[]) shares[key] = all === 0 ? 0 : shares[key] / all;
+  return { topFunctions: largest(self, 25), inclusiveFunctions: largest(inclusive, 40), shares };
 }
 
 function attribute(worker: Profile, windows: readonly Window[]): CpuRecording {
@@ -222,9 +198,7 @@ function attribute(worker: Profile, windows: readonly Window[]): CpuRecording {
       cpuMs: (mine.samples[i]! * SAMPLING_INTERVAL_US) / 1000,
       upperBoundMs: Math.max(0, w.cpuNs) / 1e6,
       wallMs: (w.endUs - w.startUs) / 1000,
-      topFunctions: topFunctions(worker, w),
-      inclusiveFunctions: inclusiveFunctions(worker, w),
-      shares: sharesIn(worker, w),
+      ...profileIn(worker, w),
     })),
     totalCpuMs: mine.total / 1000,
   };
