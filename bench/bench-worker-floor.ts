@@ -76,16 +76,13 @@ const ops: Record<string, (env: FloorEnv, i: number) => Promise<unknown>> = {
   ...pieces,
   none: async () => undefined,
   'kv-get': (env, i) => env.REGISTRY_KV.get(`floor/${i}`, 'text'),
-  'kv-get-miss': (env, i) => env.REGISTRY_KV.get(`floor-missing/${i}`, 'text'),
   'kv-put': (env, i) => env.REGISTRY_KV.put(`floor/w/${i}`, doc(i)),
   'kv-list': (env) => env.REGISTRY_KV.list({ prefix: 'floor/1', limit: 10 }),
   'r2-head': (env, i) => env.REGISTRY_R2.head(`floor/${i}`),
-  'r2-get-miss': (env, i) => env.REGISTRY_R2.get(`floor-missing/${i}`),
   'r2-get-text': async (env, i) => (await env.REGISTRY_R2.get(`floor/${i}`))?.text(),
   'r2-put': (env, i) => env.REGISTRY_R2.put(`floor/w/${i}`, doc(i), { httpMetadata: { contentType: 'application/json' } }),
   'r2-put-if-absent': (env, i) =>
     env.REGISTRY_R2.put(`floor/new/${fresh++}/${i}`, doc(i), { httpMetadata: { contentType: 'application/json' }, onlyIf: { etagDoesNotMatch: '*' } }),
-  'r2-put-if-absent-refused': (env, i) => env.REGISTRY_R2.put(`floor/${i}`, doc(i), { onlyIf: { etagDoesNotMatch: '*' } }),
   'r2-delete': (env, i) => env.REGISTRY_R2.delete(`floor/gone/${i}`),
   // 1 MiB of bytes held in the isolate into R2 and back (the API commit copies each held staged file so), and the
   // native SHA-256 of the same MiB beside them (what h1 costs per stored MiB).
@@ -95,7 +92,6 @@ const ops: Record<string, (env: FloorEnv, i: number) => Promise<unknown>> = {
   'r2-list': (env) => env.REGISTRY_R2.list({ prefix: 'floor/1', limit: 10 }),
   // CPU only, no I/O: N × 100,000 rounds of integer arithmetic (calibrates the profiler: Node runs it at a known speed).
   spin: async () => spin(100_000),
-  'json-roundtrip': async (_env, i) => JSON.stringify(JSON.parse(doc(i))),
   // The publish commit's storage requests (test/fixtures/commit-requests.ts), nothing else: ?mix=JSON {op: count}.
   'commit-mix': async () => undefined,
 };

@@ -117,52 +117,22 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
         }
       };
       await sample();
-      let sampling = Promise.resolve();
-      let collecting = Promise.resolve();
       let collections = 0;
       // Miniflare's own isolates (see SoakOptions.rawHelpers); never the Worker's, whose heap is left to V8.
-      let collectionRunning = false;
       const collector =
         heaps && !options.rawHelpers
-          ? setInterval(() => {
-              if (collectionRunning) return;
-              collectionRunning = true;
-              collecting = collecting
-                .then(async () => {
-                  await heaps!.collectGarbage('others');
-                  collections++;
-                })
-                .catch((error: unknown) => {
-                  log(`collection failed: ${String(error)}`);
-                })
-                .finally(() => {
-                  collectionRunning = false;
-                });
-            }, HELPER_COLLECTION_SECONDS * 1000)
-          : undefined;
-      // A tick that comes while the previous sample is still being read (a busy workerd answers slowly) is skipped,
-      // never queued: queued samples would all be read at once after the load, as rows that never happened.
-      let sampleRunning = false;
-      const timer = setInterval(() => {
-        if (sampleRunning) return;
-        sampleRunning = true;
-        sampling = sampling
-          .then(sample)
-          .catch((error: unknown) => {
-            log(`sample failed: ${String(error)}`);
-          })
-          .finally(() => {
-            sampleRunning = false;
-          });
-      }, interval * 1000);
+          ? every(HELPER_COLLECTION_SECONDS, 'collection', async () => {
+              await heaps!.collectGarbage('others');
+              collections++;
+            })
+          : null;
+      const sampler = every(interval, 'sample', sample);
       let load: LoadResult;
       try {
         load = await wrk(`${runtime.origin}/`, { connections: CONNECTIONS, seconds: Math.round(minutes * 60), script });
       } finally {
-        clearInterval(timer);
-        clearInterval(collector);
-        await sampling;
-        await collecting;
+        await sampler.stop();
+        await collector?.stop();
       }
       await sample();
       // What is left once every isolate has collected its garbage: live memory, not garbage V8 has yet to collect.
@@ -249,6 +219,26 @@ function luaRotation(paths: readonly string[]): string {
     'end',
     '',
   ].join('\n');
+}
+
+/**
+ * Runs `work` every `seconds` until stopped. A tick that comes while the previous run is still going (a busy workerd
+ * answers slowly) is skipped, never queued: queued samples would all be read at once after the load, as rows that
+ * never happened. A failure is logged; `stop()` waits for the run under way.
+ */
+function every(seconds: number, what: string, work: () => Promise<void>): { stop(): Promise<void> } {
+  let running: Promise<void> | null = null;
+  const timer = setInterval(() => {
+    running ??= work()
+      .catch((error: unknown) => void log(`${what} failed: ${String(error)}`))
+      .finally(() => (running = null));
+  }, seconds * 1000);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
 }
 
 /** /__bench/cache, tried 3 times (the load keeps workerd busy); null when it never answered. */

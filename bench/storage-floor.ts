@@ -20,21 +20,17 @@ import { spin } from './bench-worker-floor';
 
 export const STORAGE_OPS = [
   'kv-get',
-  'kv-get-miss',
   'kv-put',
   'kv-list',
   'r2-head',
-  'r2-get-miss',
   'r2-get-text',
   'r2-put',
   'r2-put-if-absent',
-  'r2-put-if-absent-refused',
   'r2-delete',
   'r2-list',
   'r2-put-1mib',
   'r2-get-1mib',
   'sha256-1mib',
-  'json-roundtrip',
 ] as const;
 
 /** The publish commit's pieces of work measured alone (`--pieces`). */
