@@ -15,8 +15,6 @@
  * 10 ms, and the Worker isolate's memory (Runtime.getHeapUsage through workerd's inspector: V8 heap, embedder
  * objects and ArrayBuffer backing stores, the most in use, sampled every 100 ms while the invocation ran) beside 128 MB.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ModuleUpstream } from '../test/e2e/module-upstream';
 import { freePort } from '../test/e2e/server';
@@ -28,6 +26,7 @@ import { providerAddress } from '../src/protocol/address';
 import { connectHeaps } from './inspector';
 import { countOf, policyRuntime } from './runtime';
 import { workerProfiler } from './worker-cpu';
+import { textTable } from './report';
 
 /** Free's CPU time per request (Workers "Limits"); Paid allows 30 s by default. */
 export const FREE_CPU_MS = 10;
@@ -61,12 +60,12 @@ const MiB = 1024 * 1024;
 
 /** Measures each invocation of a cold pull of a `providerMb` MiB archive and a cold proxy of a vpc-shaped module. */
 export async function benchPulledBudgets(
+  work: string,
   log: (line: string) => void = () => {},
   options: { providerMb?: number; moduleFiles?: number } = {},
 ): Promise<PulledRow[]> {
   const providerMb = options.providerMb ?? 100;
   const moduleFiles = options.moduleFiles ?? 200;
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-budgets-pulled-'));
   log(`budgets: building the bench Worker (bench/bench-worker.ts, its counters); a ${providerMb} MiB provider archive, a ${moduleFiles + 5}-file module`);
   const bundle = await build(work, 'bench/bench-worker.ts');
   const provider = await StaticUpstream.start({
@@ -235,7 +234,6 @@ export async function benchPulledBudgets(
     await runtime.dispose();
     await provider.stop();
     await modules.stop();
-    await rm(work, { recursive: true, force: true });
   }
   return rows;
 }
@@ -265,7 +263,5 @@ export function pulledTable(rows: readonly PulledRow[]): string {
     `${r.heapUsedMb} / ${r.liveMb}`,
     String(r.wallMs),
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return [line(head), ...body.map(line)].join('\n');
+  return textTable(head, body);
 }

@@ -106,16 +106,9 @@ export async function benchBudgets(work: string, log: (line: string) => void = (
     await seedModuleRecords(handle, vpc, 100);
     await measure('module publish (module with 100 versions)', 'Worker', () => seedModule(counted.kv, counted.blobs, vpc, '1.0.0'));
 
-    const token = {
-      id: 'tok_bench',
-      name: 'bench',
-      sha256: 'a'.repeat(64),
-      scopes: [],
-      created: new Date(0).toISOString(),
-      expires: null,
-      purpose: 'read' as const,
-    };
-    await measure('token create / sign-in (the token record)', 'Worker', () => writeTokenRecord(counted.kv, token as never));
+    const created = new Date(0).toISOString();
+    const token = { id: 'tok_bench', name: 'bench', sha256: 'a'.repeat(64), scopes: [], created, expires: null, purpose: 'read' } as const;
+    await measure('token create / sign-in (the token record)', 'Worker', () => writeTokenRecord(counted.kv, { ...token, scopes: [] }));
   } finally {
     await handle.close();
   }
@@ -233,7 +226,7 @@ await script(
       return console.log(JSON.stringify(await benchPublishScale(work, given.length ? given : [1, 100, 1000], 3, log, flag('modules')), null, 1));
     }
     const rows = only === 'pulled' ? [] : await benchBudgets(work, log);
-    const pulled = only === 'writes' ? [] : await benchPulledBudgets(log);
+    const pulled = only === 'writes' ? [] : await benchPulledBudgets(work, log);
     if (flag('json')) process.stdout.write(`${JSON.stringify({ writes: rows, pulled }, null, 2)}\n`);
     else process.stdout.write(`${[rows.length ? budgetsTable(rows) : '', pulled.length ? pulledTable(pulled) : ''].filter(Boolean).join('\n\n')}\n`);
   },

@@ -15,10 +15,8 @@ import { releaseFilePath } from '../src/store/layout';
 import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../src/protocol/release-files';
 import { freePort } from '../test/e2e/server';
 
-export interface Reads {
-  kv: number;
-  r2: number;
-}
+/** KV and R2 reads of a request. */
+export type Reads = ReturnType<typeof readsIn>;
 
 export interface EdgeCacheFigures {
   reads: { name: string; first: Reads; sameIsolate: Reads; freshIsolate: Reads }[];

@@ -77,7 +77,7 @@ async function main(): Promise<void> {
     log('budgets: storage operations per invocation of each write path at realistic sizes (bench/budgets.ts)');
     const budgets = await benchBudgets(work, log);
     log('budgets: a 100 MiB provider pulled through, a vpc-shaped module proxied, CPU per route and isolate memory (bench/budgets-pulled.ts)');
-    const pulledBudgets = await benchPulledBudgets(log);
+    const pulledBudgets = await benchPulledBudgets(work, log);
 
     const targets = [
       ...productionTargets(production),

@@ -175,14 +175,6 @@ export function report(result: SoakResult): string {
     lines.push(
       `Worker isolate's V8 heap: ${mb(h.startMb)} MB at start, ${mb(h.endMb)} MB at the end, peak ${mb(h.peakMb)} MB; slope after the warm-up ${h.slopeMbPerMinute.toFixed(2)} MB/min`,
     );
-  const withHeap = result.samples.filter((s) => s.heap);
-  if (withHeap.length >= 2) {
-    const [first, final] = [withHeap[0]!.heap!, withHeap[withHeap.length - 1]!.heap!];
-    const ids = Object.keys(final.totalMbByTarget).sort((a, b) => final.totalMbByTarget[b]! - final.totalMbByTarget[a]!);
-    lines.push(
-      `V8 heap per isolate, MB at start → end: ${ids.map((id) => `${id} ${mb(first.totalMbByTarget[id] ?? 0)} → ${mb(final.totalMbByTarget[id]!)}`).join(', ')}`,
-    );
-  }
   const c = result.cache;
   lines.push(
     c.samplesRead === 0

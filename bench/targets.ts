@@ -1,13 +1,9 @@
-/**
- * The bench's targets and the medians they are judged on: each figure against
- * its target, reported as met or missed (never a failure; see bench/README.md).
- */
+/** The bench's targets: each figure against its target, reported as met or missed (never a failure; bench/README.md). */
 import type { PublishScaleRow } from './budgets';
 import type { EdgeCacheFigures } from './edge-cache';
 import type { PublishApiFigures } from './publish-api';
 import type { CountingFigures } from './download-counting';
 import type { WritePathFigures } from './write-floor';
-
 import type { Target } from './report';
 
 export type { Target };
