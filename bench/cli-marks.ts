@@ -1,6 +1,7 @@
 /**
  * What a CLI publish's logs say about its time (bench/cli-wall.ts): the CLI's own `timing: MS LABEL` marks
- * (EDGE_REGISTRY_TIMING=1, scripts/lib/timing.ts) and wrangler dev's `[wrangler:info]` lines per request.
+ * (EDGE_REGISTRY_TIMING=1, scripts/lib/timing.ts) and wrangler dev's `[wrangler:info]` lines per request; and the
+ * shape of its figures.
  */
 
 /** A publish's marks (scripts/lib/timing.ts), seconds since its process started. */
@@ -80,4 +81,55 @@ export function breakdown(stderr: string): Breakdown | null {
     exit: exit.ms / 1000,
     requests,
   };
+}
+
+/** One checkout's medians (bench/cli-wall.ts). */
+export interface CliSummary {
+  publish: { wall: number; cpu: number; beyond: number; met: boolean };
+  help: { wall: number; cpu: number; beyond: number };
+  local: { wall: number; cpu: number } | null;
+  localModule: { wall: number; cpu: number } | null;
+  breakdown: {
+    toFirstRequest: number;
+    requests: { name: string; seconds: number }[];
+    /** The same requests' durations as wrangler dev logged them (the Worker in workerd, behind its proxy). */
+    server: { name: string; seconds: number }[];
+    /** Their sum, per publish. */
+    serverTotal: number;
+    /** First request sent → last answer. */
+    requestsSpan: number;
+    afterLastAnswer: number;
+    inProcess: number;
+    outsideMarks: number;
+  };
+}
+
+export interface CliWallFigures {
+  date: string;
+  commit: string;
+  baselineDir: string | null;
+  runs: {
+    kind:
+      | 'publish'
+      | 'node -e 0'
+      | 'help'
+      | 'node -e 0 (help)'
+      | 'local publish'
+      | 'local module publish'
+      | 'baseline publish'
+      | 'baseline help'
+      | 'baseline local publish'
+      | 'baseline local module publish';
+    wall: number;
+    cpu: number;
+    load: number;
+    version?: string;
+    breakdown?: Breakdown | null;
+    /** What wrangler dev logged for each of this publish's requests (its `[wrangler:info] … (N ms)` lines), in seconds. */
+    server?: { name: string; seconds: number }[];
+  }[];
+  node: { wall: number; cpu: number };
+  current: CliSummary;
+  baseline: CliSummary | null;
+  load: { min: number; max: number };
 }

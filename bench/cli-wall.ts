@@ -16,7 +16,8 @@
  *   signed by the held key), each right after a `node -e 0`, alternating which goes first;
  * - `publish-provider --help` N times, interleaved with `node -e 0` too, and (--local N, default 3) a local
  *   publish into another state directory (`publish-provider DIST --namespace bench --persist-to …`, signed
- *   with a local key): the "~1.7 s per publish-provider run" of the issue.
+ *   with a local key): the "~1.7 s per publish-provider run" of the issue; then as many local
+ *   `publish-module DIR` of a 1 MiB module directory (the demo module and 1 MiB of random bytes).
  *
  * Per run it prints the wall time and CPU time (user + system) of the child and every process it started,
  * measured by bash's `time` (getrusage of the children, millisecond precision), and the 1-minute load
@@ -32,11 +33,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { breakdown, serverDurations, type Breakdown } from './cli-marks';
+import { breakdown, serverDurations, type CliSummary, type CliWallFigures } from './cli-marks';
 import { timed } from './proc';
 import { median } from './report';
 import { startNpmStart } from './runtime';
-import { writeRelease } from './seed';
+import { writeModule, writeRelease } from './seed';
 
 const root = join(import.meta.dirname, '..');
 const NAMESPACE = 'bench';
@@ -56,45 +57,6 @@ async function cli(name: string, args: string[], env: NodeJS.ProcessEnv = {}): P
 const f = (seconds: number | undefined, digits = 3) => (seconds === undefined || Number.isNaN(seconds) ? '–' : seconds.toFixed(digits));
 
 type Kind = CliWallFigures['runs'][number]['kind'];
-
-export interface CliSummary {
-  publish: { wall: number; cpu: number; beyond: number; met: boolean };
-  help: { wall: number; cpu: number; beyond: number };
-  local: { wall: number; cpu: number } | null;
-  breakdown: {
-    toFirstRequest: number;
-    requests: { name: string; seconds: number }[];
-    /** The same requests' durations as wrangler dev logged them (the Worker in workerd, behind its proxy). */
-    server: { name: string; seconds: number }[];
-    /** Their sum, per publish. */
-    serverTotal: number;
-    /** First request sent → last answer. */
-    requestsSpan: number;
-    afterLastAnswer: number;
-    inProcess: number;
-    outsideMarks: number;
-  };
-}
-
-export interface CliWallFigures {
-  date: string;
-  commit: string;
-  baselineDir: string | null;
-  runs: {
-    kind: 'publish' | 'node -e 0' | 'help' | 'node -e 0 (help)' | 'local publish' | 'baseline publish' | 'baseline help' | 'baseline local publish';
-    wall: number;
-    cpu: number;
-    load: number;
-    version?: string;
-    breakdown?: Breakdown | null;
-    /** What wrangler dev logged for each of this publish's requests (its `[wrangler:info] … (N ms)` lines), in seconds. */
-    server?: { name: string; seconds: number }[];
-  }[];
-  node: { wall: number; cpu: number };
-  current: CliSummary;
-  baseline: CliSummary | null;
-  load: { min: number; max: number };
-}
 
 export async function benchCliWall(options: {
   runs: number;
@@ -203,6 +165,33 @@ export async function benchCliWall(options: {
           log(`${which} ${version}: ${f(result.wall)} s wall, ${f(result.cpu)} s CPU, load ${result.load.toFixed(1)}`);
         }
       }
+      for (let i = 1; i <= Math.min(options.local, options.runs); i++) {
+        for (const which of rotate<'local module publish' | 'baseline local module publish'>(
+          ['local module publish', ...(baseRun ? (['baseline local module publish'] as const) : [])],
+          i,
+        )) {
+          const version = which === 'local module publish' ? `1.0.${i}` : `2.0.${i}`;
+          const module = writeModule(join(dir, `module-${version}`), version, 1 << 20);
+          const args = [
+            'publish-module',
+            module,
+            '--namespace',
+            NAMESPACE,
+            '--name',
+            'bench',
+            '--system',
+            'aws',
+            '--version',
+            version,
+            '--persist-to',
+            localState,
+          ];
+          const result = await timed(node, [which === 'local module publish' ? run : baseRun!, ...args], cleanEnv());
+          if (result.code !== 0) throw new Error(`${which} exited ${result.code}:\n${result.stderr}`);
+          runs.push({ kind: which, wall: result.wall, cpu: result.cpu, load: result.load });
+          log(`${which} ${version}: ${f(result.wall)} s wall, ${f(result.cpu)} s CPU, load ${result.load.toFixed(1)}`);
+        }
+      }
     }
 
     // Let wrangler dev's last log lines arrive, then give each publish its requests' server-side durations.
@@ -214,10 +203,12 @@ export async function benchCliWall(options: {
       const names = [...new Set(publishes.flatMap((r) => r.breakdown!.requests.map((q) => q.name)))];
       const wall = of(`${prefix}publish`, 'wall');
       const local = of(`${prefix}local publish`, 'wall');
+      const localModule = of(`${prefix}local module publish`, 'wall');
       return {
         publish: { wall, cpu: of(`${prefix}publish`, 'cpu'), beyond: wall - of('node -e 0', 'wall'), met: wall - of('node -e 0', 'wall') <= GOAL_SECONDS },
         help: { wall: of(`${prefix}help`, 'wall'), cpu: of(`${prefix}help`, 'cpu'), beyond: of(`${prefix}help`, 'wall') - of('node -e 0 (help)', 'wall') },
         local: Number.isNaN(local) ? null : { wall: local, cpu: of(`${prefix}local publish`, 'cpu') },
+        localModule: Number.isNaN(localModule) ? null : { wall: localModule, cpu: of(`${prefix}local module publish`, 'cpu') },
         breakdown: {
           toFirstRequest: median(publishes.map((r) => r.breakdown!.firstSend)),
           requests: names.map((name) => ({
@@ -265,7 +256,7 @@ export function cliWallReport(figures: CliWallFigures): string {
     [`baseline (${figures.baselineDir})`, figures.baseline],
   ] as const) {
     if (!summary) continue;
-    const { publish, help, local, breakdown: b } = summary;
+    const { publish, help, local, localModule, breakdown: b } = summary;
     lines.push(
       `${label}:`,
       `  API publish, 1 MiB keyless:   ${f(publish.wall)} s wall, ${f(publish.cpu)} s CPU; ${f(publish.beyond)} s beyond node -e 0 (goal ≤ ${GOAL_SECONDS} s: ${publish.met ? 'MET' : 'NOT MET'})`,
@@ -275,6 +266,7 @@ export function cliWallReport(figures: CliWallFigures): string {
       `  publish-provider --help:      ${f(help.wall)} s wall, ${f(help.cpu)} s CPU (${f(help.beyond)} s beyond node -e 0)`,
     );
     if (local) lines.push(`  local publish (--persist-to): ${f(local.wall)} s wall, ${f(local.cpu)} s CPU`);
+    if (localModule) lines.push(`  local publish-module (1 MiB): ${f(localModule.wall)} s wall, ${f(localModule.cpu)} s CPU`);
   }
   return lines.join('\n');
 }

@@ -21,6 +21,7 @@ import { publishState, terraformInit } from './cost-init';
 import { flag, log as say, option, script, targetLines, textTable } from './report';
 import { startFilesOrigin, startS3 } from './s3-side';
 import { writeAllStaticCopies } from '../src/store/static-documents';
+import { markFilesOriginReady } from '../src/store/files-origin-ready';
 
 /** Cloudflare's Workers Free plan (developers.cloudflare.com: Workers, KV and R2 pricing). */
 export const FREE_PLAN = {
@@ -145,10 +146,8 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
         let runtime = await start(cacheDir, config);
         try {
           const { mf } = runtime;
-          if (!token) {
-            const kv = (await mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore;
-            token = (await createToken(kv, { scopes: ['*'], name: 'bench', expires: null })).token;
-          }
+          const kv = (await mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore;
+          token ||= (await createToken(kv, { scopes: ['*'], name: 'bench', expires: null })).token;
           if (s3 && !s3.copied) await s3.copyFrom((await mf.getR2Bucket('REGISTRY_R2')) as unknown as R2Bucket);
           if (config.files === 'documents' && files && !files.copied) {
             // The state was published without the setting: the backfill writes the static copies, then the domain serves them.
@@ -157,6 +156,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
               blobs: (await mf.getR2Bucket('REGISTRY_R2')) as unknown as BlobStore,
             };
             const written = await writeAllStaticCopies(store, { filesOrigin: files.origin });
+            await markFilesOriginReady(store.kv, files.origin); // what npm run static-documents writes once its check passed
             log(`cost: ${written} static documents written, ${await files.copyFrom(store.blobs as unknown as R2Bucket)} objects on the files origin`);
           }
           const read = async () => (await (await runtime.mf.dispatchFetch(`https://${hostname}/__cost/counts?reset`)).json()) as InitCounts;

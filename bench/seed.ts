@@ -15,6 +15,7 @@ import type { BlobStore, KvStore, Store } from '../src/store/store';
 import type { VersionRecord } from '../src/store/types';
 import { seedModule } from '../test/fixtures/modules';
 import { zipStored } from '../test/fixtures/archives';
+import { writeDemoModule } from '../scripts/lib/demo/module';
 import type { Runtime } from './runtime';
 
 /** The benches' data: seeded through the store module's write paths (publishVersion, committed records), or release directories. */
@@ -108,6 +109,14 @@ export async function seedModules(runtime: Runtime): Promise<void> {
   const big = moduleAddress(HOSTNAME, 'bench', 'big', 'aws');
   await seedModuleRecords({ kv, blobs: r2 }, big, 999);
   await seedModule(kv, r2, big, '1.0.0');
+}
+
+/** A module directory of `version`: the demo module and `bytes` of random data in files/data.bin. */
+export function writeModule(dir: string, version: string, bytes: number): string {
+  writeDemoModule(dir, version);
+  mkdirSync(join(dir, 'files'), { recursive: true });
+  writeFileSync(join(dir, 'files', 'data.bin'), randomFillSync(Buffer.alloc(bytes)));
+  return dir;
 }
 
 /** A release directory of `version` (1 MiB by default): three stored zips of random bytes, and goreleaser's manifest. */

@@ -22,8 +22,8 @@ export interface Settings {
   listCacheControl: string;
   /**
    * Cache-Control of documents with release-file URLs (find a package, mirror
-   * VERSION.json): immutable in public mode; never stored in private mode,
-   * since they are per-token and their signed URLs expire.
+   * VERSION.json): immutable in public mode (a minute with RELEASE_FILES=r2: presigned URLs expire); never
+   * stored in private mode, since they are per-token and their signed URLs expire.
    */
   releaseDocumentCacheControl: string;
   /** ARCHIVE_BASE_URL without trailing slashes; '' keeps release-file URLs path-absolute. */
@@ -35,7 +35,8 @@ export interface Settings {
   r2Files: R2FileSettings | null;
   /**
    * PUBLIC_DOCUMENTS=r2 (public mode only): the bucket's public custom domain (FILES_ORIGIN) serves static copies
-   * of the providers.v1 and mirror documents and the release files (src/store/static-documents.ts); discovery
+   * of the providers.v1 and mirror documents and the release files (src/store/static-documents.ts); once
+   * `npm run static-documents` checked that domain (servedPublicDocuments, src/access/release-urls.ts) discovery
    * points providers.v1 there and download documents name the files there. null: the Worker serves them (the default).
    * Throws ConfigError (503 naming it) while the setting is broken (listed in `problems`).
    */
@@ -191,7 +192,9 @@ function parseSettings(env: Env): Settings {
     listTtlMs,
     listCacheControl: `${access === 'private' ? 'private' : 'public'}, max-age=${Math.round(listTtlMs / 1000)}`,
     // With presigned R2 URLs a public document expires with its URLs: a client may keep it for a signing window.
-    releaseDocumentCacheControl: access === 'private' ? 'private, no-store' : r2Files && !publicDocuments ? 'public, max-age=60' : IMMUTABLE,
+    // (Also with PUBLIC_DOCUMENTS=r2: until its files origin passed the check the Worker serves presigned URLs, and
+    // module downloads keep them.)
+    releaseDocumentCacheControl: access === 'private' ? 'private, no-store' : r2Files ? 'public, max-age=60' : IMMUTABLE,
     get r2Files() {
       return usable(r2Files, r2Problem);
     },

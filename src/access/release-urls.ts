@@ -1,6 +1,8 @@
 import type { Env } from '../env';
-import { settings, type Settings } from '../config';
+import { settings } from '../config';
 import { withFilesOriginUrls, type PublicDocuments } from '../store/static-documents';
+import { filesOriginReady } from '../store/files-origin-ready';
+import type { KvStore } from '../store/store';
 import { DocumentCache } from '../store/document-cache';
 import { StoredDocument } from '../store/stored-body';
 import { signReleaseUrls, signingWindow } from './signed-urls';
@@ -23,26 +25,43 @@ export function withArchiveBase(body: string, env: Env): string {
   return base === '' ? body : body.replaceAll('"/v1/archives/', `"${base}/v1/archives/`);
 }
 
-/** PUBLIC_DOCUMENTS=r2's setting in public mode (throws its ConfigError while it is broken); null otherwise: private mode never uses it. */
-function publicDocumentsOf(config: Settings): PublicDocuments | null {
-  return config.access === 'public' ? config.publicDocuments : null;
+/**
+ * PUBLIC_DOCUMENTS=r2's setting as served: in public mode, once `npm run static-documents` checked FILES_ORIGIN (its
+ * marker, src/store/files-origin-ready.ts: read once per isolate when there, at most once a minute before); null
+ * otherwise — private mode never uses it, and until the check passed the Worker answers as without the setting, so
+ * no client is sent to a files origin that does not serve yet. Synchronous when the isolate knows. Throws the
+ * setting's ConfigError while it is broken.
+ */
+export function servedPublicDocuments(env: Env): PublicDocuments | null | Promise<PublicDocuments | null> {
+  const config = settings(env);
+  const documents = config.access === 'public' ? config.publicDocuments : null;
+  if (documents === null) return null;
+  const ready = filesOriginReady(env.REGISTRY_KV as unknown as KvStore, documents.filesOrigin);
+  return typeof ready === 'boolean' ? (ready ? documents : null) : ready.then((yes) => (yes ? documents : null));
 }
 
 /**
- * The release-file URLs of a stored body as served. With PUBLIC_DOCUMENTS=r2 (public mode) each is absolute on
- * FILES_ORIGIN, the bucket's public custom domain (withFilesOriginUrls: the bytes of the document's static copy).
+ * The release-file URLs of a stored body as served. With PUBLIC_DOCUMENTS=r2 (public mode, once FILES_ORIGIN passed
+ * its check: servedPublicDocuments) each is absolute on FILES_ORIGIN, the bucket's public custom domain
+ * (withFilesOriginUrls: the bytes of the document's static copy).
  * With RELEASE_FILES=r2
  * (either mode) each is a presigned R2 URL valid SIGNED_URL_MINUTES from the
  * start of `now`'s signing window (src/access/r2-urls.ts). Otherwise: in private mode each is
  * signed (signReleaseUrls: ?expires=…&signature=…, signed at the start of
  * `now`'s signing window, see signingWindow) and then, like in public mode,
  * made absolute on ARCHIVE_BASE_URL when set. Public mode stays synchronous
- * and returns withArchiveBase's result. Throws ConfigError (500) in private
+ * (once the isolate knows PUBLIC_DOCUMENTS's marker) and returns withArchiveBase's result. Throws ConfigError (500) in private
  * mode when URL_SIGNING_SECRET is not set.
  */
 export function withReleaseUrls(body: string, env: Env, now = Date.now()): string | Promise<string> {
+  const documents = servedPublicDocuments(env);
+  if (documents instanceof Promise) return documents.then((served) => releaseUrlsAs(body, env, served, now));
+  return releaseUrlsAs(body, env, documents, now);
+}
+
+/** withReleaseUrls with PUBLIC_DOCUMENTS's setting as served (servedPublicDocuments) given. */
+function releaseUrlsAs(body: string, env: Env, documents: PublicDocuments | null, now: number): string | Promise<string> {
   const config = settings(env);
-  const documents = publicDocumentsOf(config);
   if (documents) return withFilesOriginUrls(body, documents);
   if (config.r2Files) return withPresignedR2Urls(body, config.r2Files, signingWindow(config, now).signedAt, config.signedUrlMinutes * 60);
   if (config.access === 'public') return withArchiveBase(body, env);
@@ -98,7 +117,7 @@ export const servedVariantStats = () => variants.stats();
  */
 export async function servedDocument(document: StoredDocument, env: Env, key: string, origin: string | null, now = Date.now()): Promise<StoredDocument> {
   const config = settings(env);
-  const documents = publicDocumentsOf(config);
+  const documents = await servedPublicDocuments(env);
   const signed = documents === null && (config.access === 'private' || config.r2Files !== null);
   const window = signed ? signingWindow(config, now) : null;
   const cacheKey = `${origin ?? ''}\n${key}\n${window?.signedAt ?? ''}`;

@@ -16,8 +16,8 @@ export function jsonBody(body: string, cacheControl: string, status = 200): Resp
   });
 }
 
-// Below this a body is sent as is: compression would save little and cost a copy.
-const COMPRESS_FROM_BYTES = 1024;
+/** Below this many characters a document or page is sent as is: compression would save little and cost a copy. */
+export const COMPRESS_FROM_BYTES = 1024;
 
 /**
  * A stored JSON document as a response: its text — with `compress`,

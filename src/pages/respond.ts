@@ -1,4 +1,4 @@
-import { acceptsGzip } from '../http/responses';
+import { acceptsGzip, COMPRESS_FROM_BYTES } from '../http/responses';
 import { StoredDocument } from '../store/stored-body';
 import { layout } from './layout';
 import { html } from './html';
@@ -16,8 +16,6 @@ export const PAGE_SECURITY_HEADERS: Record<string, string> = {
   'referrer-policy': 'same-origin',
   'x-frame-options': 'DENY',
 };
-
-const COMPRESS_FROM_BYTES = 1024;
 
 /**
  * An HTML response. `page` may be a StoredDocument so its gzip is computed

@@ -5,8 +5,9 @@ import { settings } from '../config';
 import type { Env } from '../env';
 import { loginV1Service } from '../access/login-v1';
 import { staticProvidersBase } from '../store/static-documents';
+import { servedPublicDocuments } from '../access/release-urls';
 
-// Built once: discovery never reads KV.
+// Built once: discovery reads KV only for PUBLIC_DOCUMENTS=r2's marker (once per isolate).
 const DISCOVERY = discoveryBody({ 'providers.v1': PROVIDERS_V1_PATH, 'modules.v1': MODULES_V1_PATH });
 // With sign-in configured (OIDC_ISSUER), login.v1 too: `terraform login HOST` / `tofu login HOST`.
 const DISCOVERY_WITH_LOGIN = discoveryBody({ 'providers.v1': PROVIDERS_V1_PATH, 'modules.v1': MODULES_V1_PATH, 'login.v1': loginV1Service() });
@@ -16,15 +17,16 @@ const withStaticProviders = new WeakMap<Env, string>();
 /**
  * GET /.well-known/terraform.json — remote service discovery. Always 200 with
  * the providers.v1 and modules.v1 base URLs (and login.v1 when sign-in is configured), path-absolute: the client
- * resolves them against this document's URL. With PUBLIC_DOCUMENTS=r2 (public mode) providers.v1 is the
- * absolute URL of the static documents on the files origin (FILES_ORIGIN/v1/providers/HOST/), so a
- * provider install never reaches the Worker; modules.v1 stays here. 503 naming the setting while
- * PUBLIC_DOCUMENTS is broken in public mode.
+ * resolves them against this document's URL. With PUBLIC_DOCUMENTS=r2 (public mode), once `npm run
+ * static-documents` checked the files origin (servedPublicDocuments: one KV read per isolate, none per request
+ * once known), providers.v1 is the absolute URL of the static documents there (FILES_ORIGIN/v1/providers/HOST/),
+ * so a provider install never reaches the Worker; before that, and for modules.v1 always, the Worker's. 503 naming
+ * the setting while PUBLIC_DOCUMENTS is broken in public mode.
  */
-export function discovery(_request: IRequest, env: Env): Response {
+export async function discovery(_request: IRequest, env: Env): Promise<Response> {
   const config = settings(env);
   let body = config.oidc ? DISCOVERY_WITH_LOGIN : DISCOVERY;
-  const documents = config.access === 'public' ? config.publicDocuments : null;
+  const documents = await servedPublicDocuments(env);
   if (documents) {
     body = withStaticProviders.get(env) ?? '';
     if (body === '') {

@@ -9,7 +9,8 @@ import { readModuleDownload, readModuleVersions } from '../store/modules/read';
 import { compareVersionsDescending } from '../protocol/version';
 import { readModuleLifecyclePage } from '../store/lifecycle/read';
 import { withoutWithdrawn } from '../store/lifecycle/state';
-import { allowedUpstreamModuleVersions, moduleProxyContext, proxiedModuleRecord, type ModuleProxyContext } from '../mirror/modules/proxy';
+import { allowedUpstreamModuleVersions, moduleProxyContext, proxiedLabel, proxiedModuleRecord, type ModuleProxyContext } from '../mirror/modules/proxy';
+import { checkModuleKeys } from '../store/key-limits';
 import { UpstreamError } from '../mirror/upstream-http';
 import { listModuleVersions, moduleDownload, moduleDownloadAnswer } from './modules';
 import { UNREACHABLE, upstreamFailure } from './mirror-pull/documents';
@@ -70,6 +71,8 @@ export async function proxiedModuleDownload(request: IRequest, env: Env): Promis
   const proxy = await moduleProxyContext(env, address);
   if (!proxy) return moduleDownload(request, env);
   const version = parseVersion(pathSegment(request.params.version, 'version'));
+  // KV refuses a key over 512 bytes (the binding throws): checked before the read of the version's download key.
+  checkModuleKeys(address, version, proxiedLabel(proxy, version));
   const held = await readModuleDownload(env.REGISTRY_KV, env.REGISTRY_R2, address, version, settings(env).listTtlMs);
   if (held) return moduleDownload(request, env);
   if (!proxy.allowance.allows(version)) {

@@ -28,6 +28,7 @@ import type { ModuleAddress, ModuleArchiveFormat } from '../protocol/modules-v1'
  *   module-catalog/HOST                                 every module of HOST (the /modules page)
  *   module-lifecycle/HOST/NS/NAME/SYSTEM                a copy of a module's lifecycle for its page
  *   mirror-policy                                       the pull-through policy (absent = no pull-through)
+ *   files-origin-ready                                  PUBLIC_DOCUMENTS=r2: the FILES_ORIGIN `npm run static-documents` last checked (src/store/files-origin-ready.ts)
  *
  * R2:
  *   HOST/NS/TYPE/VERSION/FILENAME                       archives, SHA256SUMS, SHA256SUMS.sig
@@ -276,6 +277,9 @@ export const moduleLifecycleOfHostPrefix = (hostname: string) => `.lifecycle/mod
 //   .pull/HOST/NS/TYPE/VERSION.json                     a verified upstream manifest (signed SHA256SUMS, per-platform documents)
 //   .leases/pull/HOST/NS/TYPE/VERSION                   the lease of the one request pulling an archive of that version
 export const mirrorPolicyKey = 'mirror-policy';
+
+/** KV: PUBLIC_DOCUMENTS=r2's marker, written by `npm run static-documents` once its check of FILES_ORIGIN passed (src/store/files-origin-ready.ts). */
+export const filesOriginReadyKey = 'files-origin-ready';
 export const pullManifestKey = (address: ProviderAddress, version: string) => `.pull/${providerPath(address)}/${version}.json`;
 export const pullLeaseName = (address: ProviderAddress, version: string) => `pull/${providerPath(address)}/${version}`;
 

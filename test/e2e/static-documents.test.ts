@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFilesOrigin, type FilesOrigin } from '../../bench/s3-side';
 import { compatibilityDate } from '../../scripts/lib/config';
 import { writeAllStaticCopies } from '../../src/store/static-documents';
+import { markFilesOriginReady } from '../../src/store/files-origin-ready';
 import type { BlobStore, KvStore } from '../../src/store/store';
 import { tempDir } from '../scripts/helpers';
 import { missing, terraform } from '../tools';
@@ -81,6 +82,8 @@ describe.skipIf(missing('terraform', terraform))('provider metadata and files st
     // Published before the setting was on: the backfill writes the static copies, then the domain serves the bucket.
     const store = { kv: (await mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore, blobs: (await mf.getR2Bucket('REGISTRY_R2')) as unknown as BlobStore };
     expect(await writeAllStaticCopies(store, { filesOrigin: files.origin })).toBeGreaterThanOrEqual(2 * (PLATFORMS.length + 3));
+    // …and the marker `npm run static-documents` writes once its check of the domain passed (test/scripts/static-documents.test.ts).
+    await markFilesOriginReady(store.kv, files.origin);
     await files.copyFrom(store.blobs as unknown as R2Bucket);
   });
 

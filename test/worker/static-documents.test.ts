@@ -8,7 +8,9 @@ import { removeMirroredVersion } from '../../src/store/mirror/remove';
 import { staticDocumentKey } from '../../src/store/layout';
 import { forgetIsolateDocuments } from '../../src/store/read-document';
 import { writeAllStaticCopies } from '../../src/store/static-documents';
-import { address, fakeRelease, getWith } from './helpers';
+import { forgetFilesOriginReady, markFilesOriginReady } from '../../src/store/files-origin-ready';
+import { filesOriginReadyKey } from '../../src/store/layout';
+import { address, fakeRelease, getWith, ORIGIN } from './helpers';
 import { bearer, buildRelease, HOST, issue, manifestOf, registerFixtureKey, type BuiltRelease, type Session } from './publish/api';
 import { signRelease } from '../fixtures/release';
 
@@ -77,6 +79,9 @@ const downloadKey = (type: string, version: string, os: string, arch: string) =>
 describe('PUBLIC_DOCUMENTS=r2: static copies of the public documents', () => {
   let token = '';
   beforeAll(async () => {
+    // What `npm run static-documents` writes once FILES_ORIGIN passed its check (test/scripts/static-documents.test.ts).
+    await markFilesOriginReady(bindings.REGISTRY_KV, FILES);
+    forgetFilesOriginReady();
     await registerFixtureKey('acme');
     token = (await issue('publish', ['acme/static'])).token;
   });
@@ -202,6 +207,68 @@ describe('PUBLIC_DOCUMENTS=r2: static copies of the public documents', () => {
       'mirror-policy',
     ]) {
       expect(staticDocumentKey(key), key).toBeNull();
+    }
+  });
+});
+
+describe('PUBLIC_DOCUMENTS=r2 before `npm run static-documents` checked its files origin', () => {
+  const LATER = 'https://files-later.example.com';
+  const MIRROR_VERSION = `/v1/mirror/${HOST}/acme/static/1.0.0.json`;
+
+  /** The real KV binding, its reads of the marker counted (every call goes through to Miniflare's KV). */
+  function countingMarkerReads(): { kv: KVNamespace; reads: () => number } {
+    let reads = 0;
+    const kv = new Proxy(bindings.REGISTRY_KV, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target);
+        if (name !== 'get') return typeof value === 'function' ? value.bind(target) : value;
+        return (key: string, ...rest: unknown[]) => {
+          if (key === filesOriginReadyKey) reads++;
+          return (value as (...args: unknown[]) => unknown).call(target, key, ...rest);
+        };
+      },
+    });
+    return { kv, reads: () => reads };
+  }
+
+  /** Discovery's providers.v1, a download document's download_url and VERSION.json's archive URL, as the Worker answers them. */
+  async function served(vars: Partial<Env>): Promise<string[]> {
+    const discovery = await (await getWith(vars, '/.well-known/terraform.json')).json<Record<string, string>>();
+    const download = await (await getWith(vars, '/v1/providers/acme/static/1.0.0/download/linux/amd64')).json<{ download_url: string }>();
+    const version = await (await getWith(vars, MIRROR_VERSION)).json<{ archives: Record<string, { url: string }> }>();
+    return [discovery['providers.v1']!, download.download_url, version.archives.linux_amd64!.url];
+  }
+
+  it('the Worker names the files origin only once the marker names it, reading the marker once per isolate', async () => {
+    const counting = countingMarkerReads();
+    const later: Partial<Env> = { PUBLIC_DOCUMENTS: 'r2', FILES_ORIGIN: LATER, REGISTRY_KV: counting.kv };
+    const file = `${HOST}/acme/static/1.0.0/terraform-provider-static_1.0.0_linux_amd64.zip`;
+    try {
+      // Deployed with the setting, the domain not checked yet (the marker names another origin): every answer the
+      // Worker's own, as without the setting — the release files on the Worker, discovery path-absolute.
+      forgetFilesOriginReady();
+      for (let i = 0; i < 20; i++) expect(await served(later)).toEqual(['/v1/providers/', `${ORIGIN}/v1/archives/${file}`, `/v1/archives/${file}`]);
+      expect(counting.reads()).toBe(1);
+      // `npm run static-documents` passed for it: an isolate that reads the marker from then on (a fresh one, or
+      // one whose FILES_ORIGIN_RECHECK_MS ran out) names the files origin everywhere.
+      await markFilesOriginReady(bindings.REGISTRY_KV, LATER);
+      forgetFilesOriginReady();
+      for (let i = 0; i < 20; i++) expect(await served(later)).toEqual([`${LATER}/v1/providers/${HOST}/`, `${LATER}/${file}`, `${LATER}/${file}`]);
+      expect(counting.reads()).toBe(2);
+    } finally {
+      await markFilesOriginReady(bindings.REGISTRY_KV, FILES);
+      forgetFilesOriginReady();
+    }
+  });
+
+  it('an unreadable marker counts as not checked: the Worker serves', async () => {
+    await bindings.REGISTRY_KV.put(filesOriginReadyKey, 'not json');
+    forgetFilesOriginReady();
+    try {
+      expect((await served(PUBLIC))[0]).toBe('/v1/providers/');
+    } finally {
+      await markFilesOriginReady(bindings.REGISTRY_KV, FILES);
+      forgetFilesOriginReady();
     }
   });
 });

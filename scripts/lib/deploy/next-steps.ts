@@ -59,9 +59,10 @@ function publicDocumentsSteps(filesOrigin: string, remote: string): string {
      action Block. Free plans include custom rules.
   b. Attach the domain to the bucket (the zone id: dashboard → the zone → Overview):
        npx wrangler r2 bucket domain add BUCKET --domain ${domain} --zone-id ZONE_ID
-  c. Write the static copies of what was published before:
+  c. Write the static copies of what was published before and check the domain; once the check passes the
+     Worker sends clients there (until then it serves provider metadata and files itself):
        npm run static-documents -- ${remote}
-  d. Check: curl ${filesOrigin}/.records/ answers 403; the discovery document names ${filesOrigin}/v1/providers/….
-     A network mirror on the files domain: network_mirror { url = "${filesOrigin}/v1/mirror/" }
+  d. Check: curl ${filesOrigin}/.records/ answers 403; within a minute or two the discovery document names
+     ${filesOrigin}/v1/providers/…. A network mirror on the files domain: network_mirror { url = "${filesOrigin}/v1/mirror/" }
 `;
 }

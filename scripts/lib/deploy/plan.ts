@@ -7,6 +7,7 @@
  * stopped, and running it on a finished deployment only deploys again.
  */
 import type { Account, Auth, KvNamespace, LifecycleRule, Secrets } from './wrangler-output';
+import { LIFECYCLE_RULES } from './lifecycle-rules';
 import { PLACEHOLDER_HOSTNAME, PLACEHOLDER_KV_ID, configMatches, editProductionConfig, type ConfigChange, type ProductionConfig } from './production-config';
 
 export interface DeployOptions {
@@ -80,30 +81,6 @@ export class PlanError extends Error {
     super(message);
   }
 }
-
-/**
- * The R2 lifecycle rules the deploy creates: objects under these prefixes
- * are garbage after a while, and R2 deletes them without a request of ours.
- * Each is a backstop: the Worker refuses every one of them once expired
- * (and sweeps abandoned uploads itself, src/store/uploads/session.ts).
- */
-export const LIFECYCLE_RULES = [
-  {
-    name: 'edge-registry-uploads',
-    prefix: '.uploads/',
-    expireDays: 2,
-    abortMultipartDays: 2,
-    what: 'publish API uploads: sessions expire after 24 h',
-  },
-  { name: 'edge-registry-ci-token-uses', prefix: '.ci-token-uses/', expireDays: 1, what: 'used CI tokens: useless once the token expired' },
-  { name: 'edge-registry-login-codes', prefix: '.login-codes/', expireDays: 1, what: 'unredeemed login codes: refused after 2 minutes' },
-  {
-    name: 'edge-registry-ended-sessions',
-    prefix: '.ended-sessions/',
-    expireDays: 1,
-    what: 'sign-out markers: needed only until the session would have expired (12 h)',
-  },
-] as const;
 
 /** The exact permissions an API token needs for `npm run deploy` (and nothing more). */
 export const TOKEN_PERMISSIONS = [

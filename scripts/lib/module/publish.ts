@@ -12,7 +12,7 @@ import { readSuppliedPackage } from './archive';
 import { extractModuleDocs } from './docs';
 import { formatMB, packModule } from './pack';
 import { publishModuleToRegistry, registryHostname, sendModule } from './publish-registry';
-import { remotePublishRefusal, startLocalRegistry, withLocalPublish } from '../stores/local-publish';
+import { remotePublishRefusal, startLocalRegistry, withLocalPublish, type LocalRegistry } from '../stores/local-publish';
 
 /**
  * publishModule: the function behind `npm run publish-module`. Everything is
@@ -20,7 +20,9 @@ import { remotePublishRefusal, startLocalRegistry, withLocalPublish } from '../s
  * (a directory packed deterministically, or a supplied .tar.gz/.zip
  * validated), its size, its docs (every .tf parses), and the version's state
  * in the store (same bytes → `unchanged`; other bytes → refused, 409). Then
- * src/store/modules/write.ts writes package, documents, record, lists.
+ * the registry Worker's publish API writes package, documents, record, lists:
+ * served on the local state (its runtime starting while the package is packed,
+ * when the state exists), or --registry's.
  */
 
 export const DEFAULT_MAX_MB = 100;
@@ -94,7 +96,29 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   const version = parseVersion(options.version);
   const label = `${formatModuleAddress(address)} ${version}`;
 
-  const pkg = await readPackage(options.path, kind === 'directory', maxBytes, log);
+  // The local registry starts while the package is packed and its docs read (stores/local-publish.ts).
+  const registry = config ? startLocalRegistry(config, hostname, options.store, true) : null;
+  let pkg: ModulePackage;
+  try {
+    pkg = await readPackage(options.path, kind === 'directory', maxBytes, log);
+  } catch (error) {
+    await registry?.close();
+    throw error;
+  }
+  try {
+    return await publishPackage(options, pkg, { address, version, label, log, registry: registry?.get() ?? null });
+  } finally {
+    await registry?.close(); // withLocalPublish closes it too; closing twice is nothing
+  }
+}
+
+/** publishModule's second half, once the package is read: its record, then the local registry's API (`registry`) or --registry's. */
+async function publishPackage(
+  options: PublishModuleOptions,
+  pkg: ModulePackage,
+  o: { address: ModuleVersionRecord['address']; version: string; label: string; log: (line: string) => void; registry: LocalRegistry | null },
+): Promise<PublishModuleResult> {
+  const { address, version, label, log, registry } = o;
   const { bytes, format, docs } = pkg;
   const sha256 = sha256Hex(bytes);
   const record: ModuleVersionRecord = {
@@ -112,7 +136,7 @@ export async function publishModule(options: PublishModuleOptions): Promise<Publ
   );
 
   const env = options.processEnv ?? process.env;
-  if (config) return publishLocally(options, config, { label, record, docs, bytes, env }, pkg, result);
+  if (registry) return publishLocally(options, registry, { label, record, docs, bytes, env }, pkg, result);
   const served = await publishModuleToRegistry(
     { registry: options.registry!, address, version, format, bytes, sha256, docs, readme: pkg.readme, dryRun: options.dryRun },
     log,
@@ -191,7 +215,7 @@ async function readPackage(path: string, isDirectory: boolean, maxBytes: number,
  */
 async function publishLocally(
   options: PublishModuleOptions,
-  config: RegistryConfig,
+  registry: LocalRegistry,
   v: ModuleToPublish,
   pkg: ModulePackage,
   result: (status: PublishModuleResult['status']) => PublishModuleResult,
@@ -202,7 +226,7 @@ async function publishLocally(
   const { namespace, name, system } = address;
   return withLocalPublish(
     {
-      registry: startLocalRegistry(config, address.hostname, options.store, false).get(),
+      registry,
       pkg: `${namespace}/${name}/${system}`,
       command: 'publish-module',
       lease: moduleLeaseName(address),

@@ -7,6 +7,7 @@ import { moduleArchiveFilename, moduleLeaseName } from '../../store/layout';
 import { withLease } from '../../store/lease';
 import { publishModuleVersion } from '../../store/modules/write';
 import { readModuleRecord } from '../../store/modules/record';
+import { checkNewModuleVersion } from '../../store/module-limits';
 import type { ModuleVersionRecord } from '../../store/modules/types';
 import { storeFromEnv, type Store } from '../../store/store';
 import { appendAuditEntry } from '../../store/audit/write';
@@ -72,6 +73,10 @@ export async function moduleProxyContext(env: Env, address: ModuleAddress): Prom
 
 const upstreamLabel = (proxy: ModuleProxyContext) => formatModuleAddress(proxy.allowance.upstream);
 
+/** How a refusal names a proxied version: "HOST/NS/NAME/SYSTEM VERSION (proxied from UPSTREAM)". */
+export const proxiedLabel = (proxy: ModuleProxyContext, version: string) =>
+  `${formatModuleAddress(proxy.address)} ${version} (proxied from ${upstreamLabel(proxy)})`;
+
 /** The upstream's modules.v1 base, discovered once per PULL_LIST_SECONDS per isolate (a list and the first download that follows share it). */
 async function modulesBase(proxy: ModuleProxyContext): Promise<string> {
   const host = proxy.allowance.upstream.hostname;
@@ -101,15 +106,21 @@ export async function allowedUpstreamModuleVersions(proxy: ModuleProxyContext): 
  * (src/mirror/modules/source.ts; `hosts[HOST].archives` applied), the bytes
  * (at most packageLimit, PULL_TIMEOUT_SECONDS between chunks), the
  * repacked package and its docs, then publishModuleVersion. Records the
- * outcome in the audit log (module.proxy). Throws UpstreamError (404 unknown
+ * outcome in the audit log (module.proxy). Throws InputError (400, before
+ * the upstream is asked and with nothing written) when the version would not
+ * fit KV's limits (checkNewModuleVersion: a key over 512 bytes, the module
+ * catalogue over 25 MiB), UpstreamError (404 unknown
  * version, 422 a source it cannot fetch, 502 a broken upstream or package,
  * 504 a timeout), LeaseBusyError (409) after waiting 60 s.
  */
 export async function proxiedModuleRecord(proxy: ModuleProxyContext, version: string): Promise<ModuleVersionRecord> {
   const { store, address } = proxy;
+  const label = `${formatModuleAddress(address)} ${version}`;
+  // KV's limits before any read of the version's keys, the upstream is asked or anything written (the lease
+  // included): the publish API's check. Callers come here for a version they did not find held.
+  await checkNewModuleVersion(store.kv, address, version, proxiedLabel(proxy, version));
   const held = await readModuleRecord(store, address, version);
   if (held) return held;
-  const label = `${formatModuleAddress(address)} ${version}`;
   return withLease(
     store.blobs,
     moduleLeaseName(address),

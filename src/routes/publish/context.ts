@@ -30,9 +30,14 @@ export function publishStore(env: Env): PublishStore {
   return { ...storeFromEnv(env), bucket: env.REGISTRY_R2 };
 }
 
-/** The largest request body Cloudflare accepts on the Free and Pro plans: bigger files go in parts. */
-export const MAX_BODY_BYTES = 100 * 1024 * 1024;
-/** Size of every part but the last of a file sent in parts (R2 wants them equal, ≥ 5 MiB; under MAX_BODY_BYTES). */
+/**
+ * The largest request body Cloudflare lets through to a Worker on Free and Pro zones: "100 MB", read as
+ * 100,000,000 bytes (the stricter reading; a bigger body is answered 413 by Cloudflare before the Worker runs).
+ * The Worker refuses above it too, so a body over it meets the Worker's own 413 message locally and the same
+ * limit in production. Bigger files go in parts.
+ */
+export const MAX_BODY_BYTES = 100_000_000;
+/** Size of every part but the last of a file sent in parts (R2 wants them equal, ≥ 5 MiB; 67,108,864 bytes: under MAX_BODY_BYTES). */
 export const PART_BYTES = 64 * 1024 * 1024;
 
 /** A JSON response that is never cached. */

@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import { settings } from '../../config';
 import type { Env } from '../../env';
 import { checkModuleKeys } from '../../store/key-limits';
-import { checkModuleCatalogRoom } from '../../store/value-limits';
+import { checkNewModuleVersion } from '../../store/module-limits';
 import { pathSegment } from '../../http/responses';
 import { formatModuleAddress, moduleAddress, type ModuleAddress } from '../../protocol/modules-v1';
 import { parseVersion } from '../../protocol/version';
@@ -76,8 +76,8 @@ export async function createModuleUpload(
     await audit(store, ctx, { ...what, actor, outcome: repairs > 0 ? 'ok' : 'unchanged' });
     return json(moduleResult(existing, repairs > 0 ? 'repaired' : 'unchanged'));
   }
-  // A new version must fit the hostname's module catalogue KV holds (refused now, not after the commit).
-  await checkModuleCatalogRoom(store.kv, address, version);
+  // A new version must fit KV's limits: its keys, and the hostname's module catalogue (refused now, not after the commit).
+  await checkNewModuleVersion(store.kv, address, version, what.target);
   if (manifest.dryRun) return json(moduleResult(draft, 'dry-run'));
   return json(sessionResponse(request, await startSession(store, actor, address, moduleUpload(draft, manifest))), 201);
 }

@@ -17,7 +17,7 @@ import { commitProvider } from './provider-commit';
  *   PUT  /v1/publish/uploads/:id/:filename[?part=N]   one declared file's bytes, streamed to R2 (never held
  *        in memory): the whole file in one body when it fits (R2 checks its SHA-256 as it is written), else
  *        part N of `parts` (each exactly part_size bytes but the last); 200 {"filename", "part", "size"}.
- *        Content-Length is required (411); a body longer than declared or over 100 MB is 413.
+ *        Content-Length is required (411); a body longer than declared or over MAX_BODY_BYTES (Cloudflare's 100 MB) is 413.
  *   POST /v1/publish/uploads/:id/commit               checks and publishes (provider-commit.ts, module-commit.ts);
  *        200 with the CLI's --json result, status "published", "unchanged" or "repaired".
  *
@@ -43,12 +43,13 @@ export async function uploadFile(request: IRequest, env: Env, _ctx: ExecutionCon
   if (lengthHeader === null || !/^\d+$/.test(lengthHeader))
     return errorResponse(411, 'Content-Length is required: uploads are streamed to storage and must say their size');
   const length = Number(lengthHeader);
-  if (length > MAX_BODY_BYTES || length > expected) {
+  if (length > MAX_BODY_BYTES) {
     throw new InputError(
-      `the body is ${length} bytes; ${filename}${part === null ? '' : ` part ${part}`} is ${expected} bytes (at most ${MAX_BODY_BYTES} per request)`,
+      `the body is ${length} bytes; at most ${MAX_BODY_BYTES} are accepted per request (Cloudflare's limit): send ${filename} in the parts the upload session names (part_size ${session.partSize})`,
       413,
     );
   }
+  if (length > expected) throw new InputError(`the body is ${length} bytes; ${filename}${part === null ? '' : ` part ${part}`} is ${expected} bytes`, 413);
   if (length < expected) throw new InputError(`the body is ${length} bytes; ${filename}${part === null ? '' : ` part ${part}`} is ${expected} bytes`);
   if (request.body === null) throw new InputError('the request has no body');
   if (part === null) await stageWholeFile(env.REGISTRY_R2, session, file, request.body);

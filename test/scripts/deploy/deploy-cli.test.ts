@@ -279,6 +279,8 @@ describe('npm run deploy', () => {
     expect(stdout).toContain('(http.host eq "files.acme.com" and http.request.uri.path contains "/.")');
     expect(stdout).toContain('npx wrangler r2 bucket domain add BUCKET --domain files.acme.com --zone-id ZONE_ID');
     expect(stdout).toContain('npm run static-documents -- --remote --env production');
+    // The deployed Worker sends nobody to the files domain before that check passed (test/worker/static-documents.test.ts).
+    expect(stdout).toContain('once the check passes the\n     Worker sends clients there (until then it serves provider metadata and files itself)');
   });
 
   it("a failing step names itself, shows wrangler's output and the fix; re-running continues from there", async () => {

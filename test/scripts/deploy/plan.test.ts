@@ -9,7 +9,8 @@ import {
   parseWhoami,
   type WranglerResult,
 } from '../../../scripts/lib/deploy/wrangler-output';
-import { LIFECYCLE_RULES, PENDING_KV_ID, PlanError, checkAuth, planDeploy, type DeployOptions, type Observed } from '../../../scripts/lib/deploy/plan';
+import { PENDING_KV_ID, PlanError, checkAuth, planDeploy, type DeployOptions, type Observed } from '../../../scripts/lib/deploy/plan';
+import { LIFECYCLE_RULES } from '../../../scripts/lib/deploy/lifecycle-rules';
 import { editProductionConfig, type ProductionConfig } from '../../../scripts/lib/deploy/production-config';
 
 /** What wrangler 4.86 printed (see recorded/README.md). */
