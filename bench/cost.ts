@@ -24,12 +24,7 @@ import { writeAllStaticCopies } from '../src/store/static-documents';
 import { markFilesOriginReady } from '../src/store/files-origin-ready';
 
 /** Cloudflare's Workers Free plan (developers.cloudflare.com: Workers, KV and R2 pricing). */
-export const FREE_PLAN = {
-  workerRequestsPerDay: 100_000,
-  kvReadsPerDay: 100_000,
-  r2ClassBPerMonth: 10_000_000,
-  r2StorageGb: 10,
-};
+export const FREE_PLAN = { workerRequestsPerDay: 100_000, kvReadsPerDay: 100_000, r2ClassBPerMonth: 10_000_000, r2StorageGb: 10 };
 /** The organisation the README's figure is for: each init installs its 10 providers and one module. */
 export const TYPICAL = { providers: 10, initsPerDay: 1000 };
 /** Storage assumption (our fake archives are a few hundred bytes): a provider version = 6 platforms × 25 MB zips. */

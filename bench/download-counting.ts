@@ -1,20 +1,10 @@
 /**
- * What counting a download costs (src/downloads/), measured in workerd with
- * Miniflare's real SQLite-backed Durable Object, through bench/bench-worker.ts:
- *
- * - CPU per download: N archive GETs handled inside one request with counting
- *   off, on (the production 500 ms window: the whole loop is one batch) and
- *   unbatched (DOWNLOAD_BATCH_MS 0: one object request per download, as when
- *   downloads of a package in an isolate are sparse); workerd's CPU time ÷ N,
- *   so the differences are counting's own cost (unbatched includes the
- *   object's SQLite work, which Cloudflare bills to the object, not the Worker);
- * - requests to the objects per download: under concurrent load (one isolate)
- *   and sparse (downloads further apart than the window);
- * - SQLite rows read and written per batch (what DO storage bills), for a
- *   batch of 1 and of 12 distinct (version, platform) items;
- * - exactness: the object's total after the load equals the downloads sent.
- *
- * `npx tsx bench/download-counting.ts` runs it alone; `npm run bench` prints it.
+ * What counting a download costs (src/downloads/), in workerd with Miniflare's real SQLite-backed Durable Object,
+ * through bench/bench-worker.ts: workerd's CPU per archive GET (N handled inside one request) with counting off, on
+ * (the 500 ms window: one batch) and unbatched (DOWNLOAD_BATCH_MS 0: one object request per download, its SQLite
+ * work included, which Cloudflare bills to the object); object requests per download under concurrent load and
+ * sparse; SQLite rows per batch of 1 and of 12 items (what DO storage bills); and that the object's total after the
+ * load equals the downloads sent. `npx tsx bench/download-counting.ts [--quick] [--json]` runs it alone.
  */
 import { BATCH_MS } from '../src/downloads/count';
 import type { StorageOps } from '../src/downloads/counter';

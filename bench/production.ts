@@ -18,7 +18,7 @@ import { build } from './build';
 import { cpuMicros } from './proc';
 import { startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, MODULE_ROUTES, seedLarge, seedModules, seedSmall } from './seed';
-import type { Target } from './targets';
+import type { Target } from './report';
 import { wrk } from './wrk';
 import { flag, log, median, option, script } from './report';
 

@@ -30,8 +30,6 @@ const BENCH_SIGNING_KEY_SECRET = 'bench-only-secret-0123456789abcdefghijklmnop';
 
 export interface PublishCpuCase {
   name: string;
-  /** Bytes sent (archives or package, SUMS, signature). */
-  uploadBytes: number;
   requests: number;
   /** Sum over the publish's requests, and the largest single request (what the per-request limit applies to). */
   totalCpuMs: number;
@@ -135,13 +133,12 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
     const cpu: PublishCpuCase[] = [];
     let smallKeyless!: PublishApiFigures['smallKeyless'];
     try {
-      const measure = async (name: string, uploadBytes: number, publish: () => Promise<unknown>) => {
+      const measure = async (name: string, publish: () => Promise<unknown>) => {
         const { cpu: recording } = await profiler.record(publish);
         const perRequest = recording.requests;
         const maxRequest = perRequest.reduce((a, b) => (b.cpuMs > a.cpuMs ? b : a));
         cpu.push({
           name,
-          uploadBytes,
           requests: perRequest.length,
           totalCpuMs: perRequest.reduce((s, r) => s + r.cpuMs, 0),
           maxRequest,
@@ -157,7 +154,7 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
       // The goal's upper bound: zips of up to 1 MiB each (stored, random bytes), a release of 1 and of 3 MiB.
       for (const mib of [1, 3]) {
         const dist = writeRelease(join(work, `dist-keyless-${mib}mib`), `3.0.${mib}`, mib << 20);
-        await measure(`provider, 3 platforms, ${mib} MiB of stored zips, keyless: registry-held Ed25519`, mib << 20, () => keyless(dist));
+        await measure(`provider, 3 platforms, ${mib} MiB of stored zips, keyless: registry-held Ed25519`, () => keyless(dist));
       }
       // The goal's case, repeated: the isolate is warm (openpgp loaded, the held key used once above).
       const repeats = Number(option('repeats') ?? 5);

@@ -21,20 +21,10 @@ import type { Runtime } from './runtime';
 /** The benches' data: seeded through the store module's write paths (publishVersion, committed records), or release directories. */
 
 export const HOSTNAME = 'registry.example.com';
-export const PLATFORMS = [
-  'linux_amd64',
-  'linux_arm64',
-  'linux_386',
-  'linux_arm',
-  'darwin_amd64',
-  'darwin_arm64',
-  'windows_amd64',
-  'windows_386',
-  'windows_arm64',
-  'freebsd_amd64',
-  'freebsd_386',
-  'freebsd_arm',
-];
+const PLATFORM_NAMES =
+  'linux_amd64 linux_arm64 linux_386 linux_arm darwin_amd64 darwin_arm64 windows_amd64 windows_386 windows_arm64 freebsd_amd64 freebsd_386 freebsd_arm';
+/** The 12 platforms of the seeded providers. */
+export const PLATFORMS = PLATFORM_NAMES.split(' ');
 
 export async function stores(runtime: Runtime): Promise<{ kv: KvStore; r2: BlobStore }> {
   return {

@@ -56,13 +56,10 @@ export interface SoakOptions {
   /** Load only documents that fit in the isolate cache (see soak). */
   cachedOnly?: boolean;
   /**
-   * Leave Miniflare's own isolates (its entry worker, the KV, R2 and Cache API simulators)
-   * to V8 alone. By default the soak has them collect their garbage every
-   * HELPER_COLLECTION_SECONDS: each holds native memory V8 does not see (request and
-   * response state, tens of KB per request, behind a few hundred bytes of JavaScript), so
-   * their small heaps are seldom collected and that memory piles up in workerd, a growth no
-   * deployed Worker has (there are no such isolates on Cloudflare). The Worker's own isolate
-   * is never collected by the soak.
+   * Leave Miniflare's own isolates (entry worker, KV, R2 and Cache API simulators) to V8 alone. By default they
+   * collect their garbage every HELPER_COLLECTION_SECONDS: each holds native memory V8 does not see, so their small
+   * heaps are seldom collected and it piles up in workerd, a growth no deployed Worker has (bench/README.md). The
+   * Worker's own isolate is never collected by the soak.
    */
   rawHelpers?: boolean;
 }

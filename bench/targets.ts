@@ -6,8 +6,6 @@ import type { CountingFigures } from './download-counting';
 import type { WritePathFigures } from './write-floor';
 import type { Target } from './report';
 
-export type { Target };
-
 const round = (n: number, digits = 2) => Number(n.toFixed(digits));
 
 /** KV reads per request (≤ 1 on a fresh isolate, none for discovery; 0 cached) and the bundle within Workers Free's 3 MiB. */
