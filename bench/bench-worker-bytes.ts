@@ -65,17 +65,9 @@ async function drain(stream: ReadableStream<Uint8Array>): Promise<number> {
 async function cpu(url: URL, env: Env): Promise<Response> {
   const what = url.searchParams.get('what');
   if (what === 'copy') {
-    const size = Number(url.searchParams.get('mb')) * 1024 * 1024;
-    const chunk = crypto.getRandomValues(new Uint8Array(65536));
-    let sent = 0;
-    const source = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (sent >= size) return controller.close();
-        const piece = chunk.slice(0, Math.min(chunk.byteLength, size - sent));
-        sent += piece.byteLength;
-        controller.enqueue(piece);
-      },
-    });
+    const mb = Number(url.searchParams.get('mb'));
+    const size = mb * 1024 * 1024;
+    const source = new HeldArchive(new Uint8Array(), crypto.getRandomValues(new Uint8Array(65536)), mb * 16, new Uint8Array()).stream();
     // The expected hash is unknown here: the copy must fail at the very end, after hashing every byte.
     const copy = verifiedCopy(source, { settle: signedSums('0'.repeat(64)), size, idleMs: 60_000, what: 'bench' });
     // Both destinations to sockets, as on the edge (see deliver); JS readers of them would add ~3 ms/MiB each.
@@ -225,16 +217,6 @@ async function memoryCpu(what: string, url: URL): Promise<Response> {
     const digest = new crypto.DigestStream('SHA-256');
     await Promise.all([hashed.pipeTo(digest), ...[a, b].map((s) => deliver(s.pipeThrough(new FixedLengthStream(held.size)), sink))]);
     return Response.json({ sha256: hex(await digest.digest) });
-  }
-  if (what === 'chunks') {
-    const sizes: number[] = [];
-    const reader = (await body()).getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      sizes.push(value.byteLength);
-    }
-    return Response.json({ count: sizes.length, first: sizes.slice(0, 5) });
   }
   return new Response(`unknown ${what}`, { status: 400 });
 }

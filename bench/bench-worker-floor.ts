@@ -1,10 +1,11 @@
 import * as openpgp from 'openpgp';
 import { signEnvelope } from '../src/protocol/dsse';
 import { sortVersions } from '../src/protocol/version';
+import { bytesStream } from '../src/bytes';
 
 /**
  * The bench Worker's CPU floors (bench/bench-worker.ts routes to them): storage operations alone on the raw
- * bindings, and pieces of the publish commit's work alone, each N times per request.
+ * bindings, and pieces of the publish commit's work alone (PIECES), each N times per request.
  */
 
 export interface FloorEnv {
@@ -37,6 +38,13 @@ function filled(n: number): Uint8Array {
   return out;
 }
 
+/** SHA-256 of what `stream` carries, through crypto.DigestStream. */
+async function digestOf(stream: ReadableStream<Uint8Array>): Promise<ArrayBuffer> {
+  const digest = new crypto.DigestStream('SHA-256');
+  await stream.pipeTo(digest);
+  return digest.digest;
+}
+
 /** A fixed amount of pure CPU work (bench/worker-cpu.ts's calibration). */
 export function spin(rounds: number): number {
   let x = 1;
@@ -44,19 +52,37 @@ export function spin(rounds: number): number {
   return x;
 }
 
+/** Pieces of the publish commit's own work, each alone (`npx tsx bench/storage-floor.ts --pieces`). */
+const pieces: Record<string, () => Promise<unknown>> = {
+  // The held key's signature as the commit makes it (key unsealed and parsed once per isolate): openpgp.js.
+  'openpgp-sign': async () =>
+    openpgp.sign({ message: await openpgp.createMessage({ binary: sums }), signingKeys: (await keysOnce()).pgp, detached: true, format: 'binary' }),
+  // The alternative: WebCrypto's Ed25519 over the same bytes (what a v4 signature packet built by hand would cost).
+  'webcrypto-ed25519-sign': async () => crypto.subtle.sign('Ed25519', (await keysOnce()).ed, sums),
+  // The publish attestation's DSSE envelope with the (cached) attestation key.
+  'dsse-sign': async () => signEnvelope(statement, (await keysOnce()).ed, 'kid'),
+  'json-index-1': async () => JSON.stringify(JSON.parse(index1)),
+  'json-index-200': async () => JSON.stringify(JSON.parse(index200)),
+  'sort-200-versions': async () => sortVersions(versions200),
+  'gzip-document': async () => new Response(new Response(documentText).body!.pipeThrough(new CompressionStream('gzip'))).arrayBuffer(),
+  'sha256-document': async () => crypto.subtle.digest('SHA-256', new TextEncoder().encode(documentText)),
+  // 1 MiB already in memory piped into crypto.DigestStream three ways (src/bytes.ts: the commit hands bytes on as one chunk).
+  'digest-response-body-1mib': async () => digestOf(new Response(mib()).body!),
+  'digest-blob-stream-1mib': async () => digestOf(new Blob([mib()]).stream()),
+  'digest-one-chunk-1mib': async () => digestOf(bytesStream(mib())),
+};
+
 const ops: Record<string, (env: FloorEnv, i: number) => Promise<unknown>> = {
+  ...pieces,
   none: async () => undefined,
   'kv-get': (env, i) => env.REGISTRY_KV.get(`floor/${i}`, 'text'),
-  'kv-get-miss': (env, i) => env.REGISTRY_KV.get(`floor-missing/${i}`, 'text'),
   'kv-put': (env, i) => env.REGISTRY_KV.put(`floor/w/${i}`, doc(i)),
   'kv-list': (env) => env.REGISTRY_KV.list({ prefix: 'floor/1', limit: 10 }),
   'r2-head': (env, i) => env.REGISTRY_R2.head(`floor/${i}`),
-  'r2-get-miss': (env, i) => env.REGISTRY_R2.get(`floor-missing/${i}`),
   'r2-get-text': async (env, i) => (await env.REGISTRY_R2.get(`floor/${i}`))?.text(),
   'r2-put': (env, i) => env.REGISTRY_R2.put(`floor/w/${i}`, doc(i), { httpMetadata: { contentType: 'application/json' } }),
   'r2-put-if-absent': (env, i) =>
     env.REGISTRY_R2.put(`floor/new/${fresh++}/${i}`, doc(i), { httpMetadata: { contentType: 'application/json' }, onlyIf: { etagDoesNotMatch: '*' } }),
-  'r2-put-if-absent-refused': (env, i) => env.REGISTRY_R2.put(`floor/${i}`, doc(i), { onlyIf: { etagDoesNotMatch: '*' } }),
   'r2-delete': (env, i) => env.REGISTRY_R2.delete(`floor/gone/${i}`),
   // 1 MiB of bytes held in the isolate into R2 and back (the API commit copies each held staged file so), and the
   // native SHA-256 of the same MiB beside them (what h1 costs per stored MiB).
@@ -66,7 +92,6 @@ const ops: Record<string, (env: FloorEnv, i: number) => Promise<unknown>> = {
   'r2-list': (env) => env.REGISTRY_R2.list({ prefix: 'floor/1', limit: 10 }),
   // CPU only, no I/O: N × 100,000 rounds of integer arithmetic (calibrates the profiler: Node runs it at a known speed).
   spin: async () => spin(100_000),
-  'json-roundtrip': async (_env, i) => JSON.stringify(JSON.parse(doc(i))),
   // The publish commit's storage requests (test/fixtures/commit-requests.ts), nothing else: ?mix=JSON {op: count}.
   'commit-mix': async () => undefined,
 };
@@ -165,31 +190,3 @@ const keysOnce = () =>
     const pair = (await crypto.subtle.generateKey({ name: 'Ed25519' }, false, ['sign', 'verify'])) as CryptoKeyPair;
     return { pgp: privateKey, ed: pair.privateKey };
   })());
-
-const pieces: Record<string, () => Promise<unknown>> = {
-  none: async () => undefined,
-  // The held key's signature as the commit makes it (key unsealed and parsed once per isolate): openpgp.js.
-  'openpgp-sign': async () =>
-    openpgp.sign({ message: await openpgp.createMessage({ binary: sums }), signingKeys: (await keysOnce()).pgp, detached: true, format: 'binary' }),
-  // The alternative: WebCrypto's Ed25519 over the same bytes (what a v4 signature packet built by hand would cost).
-  'webcrypto-ed25519-sign': async () => crypto.subtle.sign('Ed25519', (await keysOnce()).ed, sums),
-  // The publish attestation's DSSE envelope with the (cached) attestation key.
-  'dsse-sign': async () => signEnvelope(statement, (await keysOnce()).ed, 'kid'),
-  'json-index-1': async () => JSON.stringify(JSON.parse(index1)),
-  'json-index-200': async () => JSON.stringify(JSON.parse(index200)),
-  'sort-200-versions': async () => sortVersions(versions200),
-  'gzip-document': async () => new Response(new Response(documentText).body!.pipeThrough(new CompressionStream('gzip'))).arrayBuffer(),
-  'sha256-document': async () => crypto.subtle.digest('SHA-256', new TextEncoder().encode(documentText)),
-};
-
-/**
- * Pieces of the publish commit's own work, each alone (bench/commit-pieces.ts): GET /__bench/piece?kind=K&n=N runs
- * piece K N times; kind=none does nothing (the request's own cost, to subtract).
- */
-export async function commitPiece(url: URL): Promise<Response> {
-  const piece = pieces[url.searchParams.get('kind') ?? ''];
-  if (!piece) return new Response('unknown', { status: 404 });
-  const n = Number(url.searchParams.get('n') ?? '1');
-  for (let i = 0; i < n; i++) await piece();
-  return Response.json({ ran: n });
-}

@@ -6,11 +6,10 @@
  * Counting. Every KV, R2 and DOWNLOADS binding call the registry makes, and every subrequest (`fetch`), is counted
  * by "binding:method" and by the route of the request that made it (`routeOf`); the wrapped Env is made once per
  * runtime Env and route, as the Worker memoises its settings per Env object. Read by:
- *   /__bench/ops                 every call by "kv:get", "r2:put", "downloads:get", "subrequest:fetch" (pull-through, module proxy)
- *   /__bench/reads, /kv-reads    KV reads (get, getWithMetadata) and R2 reads (get, head) (edge cache, metadata routes)
- *   /__bench/rpcs                requests made to the download-counting objects (download counting)
- *   /__cost/counts               requests, KV reads and R2 class A/B operations by route, as Cloudflare bills them (bench/cost.ts)
- * ?reset zeroes the counts after reporting them (the first three share theirs); none of them is itself counted.
+ *   /__bench/ops      every call by "kv:get", "r2:put", "downloads:get", "subrequest:fetch" (runtime.ts `readsOf` sums
+ *                     the reads among them)
+ *   /__cost/counts    requests, KV reads and R2 class A/B operations by route, as Cloudflare bills them (bench/cost.ts)
+ * ?reset zeroes the counts after reporting them; neither is itself counted.
  *
  * Other paths: /__bench/loop (N requests handled inside one, for the Worker's own CPU per request), /__bench/add
  * (one batch straight to a counting object), /__bench/cache and /__bench/statuses (the soak), /__sign and
@@ -24,7 +23,7 @@ import type { TrustedPublisher } from '../src/access/publishers';
 import { signShasumsWithHeldKey } from '../src/store/keys/held-keys';
 import { documentCacheStats } from '../src/store/read-document';
 import { bytePaths } from './bench-worker-bytes';
-import { commitPiece, storageFloor } from './bench-worker-floor';
+import { storageFloor } from './bench-worker-floor';
 
 export { DownloadCounter } from '../src/downloads/counter';
 
@@ -133,8 +132,6 @@ function report(url: URL, body: unknown, reset: () => void): Response {
   if (url.searchParams.has('reset')) reset();
   return response;
 }
-const kvReads = () => (ops['kv:get'] ?? 0) + (ops['kv:getWithMetadata'] ?? 0);
-const r2Reads = () => (ops['r2:get'] ?? 0) + (ops['r2:head'] ?? 0);
 
 /**
  * Answers per route and status, and the requests whose response never came (workerd answers a request it finds
@@ -239,9 +236,6 @@ export default {
     const url = new URL(request.url);
     const path = url.pathname;
     if (path === '/__bench/ops') return report(url, ops, () => void (ops = {}));
-    if (path === '/__bench/reads') return report(url, { kv: kvReads(), r2: r2Reads() }, () => void (ops = {}));
-    if (path === '/__bench/kv-reads') return report(url, { reads: kvReads() }, () => void (ops = {}));
-    if (path === '/__bench/rpcs') return report(url, { rpcs: ops['downloads:get'] ?? 0 }, () => void (ops = {}));
     if (path === '/__cost/counts') return report(url, cost, () => void (cost = freshCost()));
     if (path === '/__bench/loop') return loop(url, env, ctx);
     // The isolate's document cache: entries, counted bytes, its bound, evictions (the soak samples it).
@@ -256,7 +250,6 @@ export default {
     if (path === '/__sign') return signHeld(request, url, env);
     if (path === '/__verify') return verifyCi(request, url);
     if (path.startsWith('/__bench/floor/')) return storageFloor(url, env);
-    if (path === '/__bench/piece') return commitPiece(url);
     const bytes = bytePaths(request, url, env);
     if (bytes) return bytes;
     const route = routeOf(path);

@@ -11,30 +11,24 @@
  * vpc-shaped module proxied: subrequests, CPU and isolate memory per
  * invocation) are measured in workerd by bench/budgets-pulled.ts.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readRegistryConfig } from '../scripts/lib/config';
 import { openLocalStore } from '../scripts/lib/stores/local';
-import { mapLimit } from '../src/concurrency';
 import { providerAddress } from '../src/protocol/address';
 import { moduleAddress } from '../src/protocol/modules-v1';
-import { committedRecordKey, moduleArchiveFilename, moduleCommittedRecordKey } from '../src/store/layout';
 import { changeProviderLifecycle } from '../src/store/lifecycle/providers';
 import { storeMirroredVersion } from '../src/store/mirror/write';
-import { rebuildModuleIndex } from '../src/store/modules/lists';
 import { updateProviderLists } from '../src/store/providers/lists';
 import { publishVersion, rebuildProviderIndex } from '../src/store/providers/write';
-import { commitRecord } from '../src/store/records';
-import type { Store } from '../src/store/store';
+import { seedModuleRecords, seedProviderRecords } from './seed';
+import { flag, log, median, option, script, textTable } from './report';
 import { writeTokenRecord } from '../src/store/tokens/write';
 import { seedModule } from '../test/fixtures/modules';
-import { countingStore, type StoreCounter } from '../test/fixtures/counting-store';
+import { countingStore, type StoreCounter, type StoreOperation } from '../test/fixtures/counting-store';
 import { FREE_DAILY, INVOCATION_LIMITS } from '../test/fixtures/production/rules';
 import { fakeRelease } from '../test/fixtures/release';
 import { SCAFFOLDING_PLATFORMS } from '../test/fixtures/goreleaser';
 import { benchPulledBudgets, pulledTable } from './budgets-pulled';
-import { withWebSocket } from './worker-cpu';
 
 const HOST = 'registry.example.com';
 
@@ -72,20 +66,8 @@ function rowOf(path: string, runs: BudgetRow['runs'], counter: StoreCounter): Bu
   };
 }
 
-async function seedProvider(store: Store, namespace: string, type: string, versions: number, platforms = 3): Promise<void> {
-  const address = providerAddress(HOST, namespace, type);
-  const names = [...SCAFFOLDING_PLATFORMS].slice(0, platforms);
-  await mapLimit(
-    Array.from({ length: versions }, (_, i) => `0.${Math.floor(i / 100)}.${i % 100}`),
-    16,
-    (version) => commitRecord(store.blobs, committedRecordKey(address, version), fakeRelease(address, version, names, { archiveSize: 64 }).record),
-  );
-  await rebuildProviderIndex(store, address, () => {});
-}
-
 /** Measures every write path once; `log` reports progress. */
-export async function benchBudgets(log: (line: string) => void = () => {}): Promise<BudgetRow[]> {
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-budgets-'));
+export async function benchBudgets(work: string, log: (line: string) => void = () => {}): Promise<BudgetRow[]> {
   const handle = await openLocalStore(await readRegistryConfig({ persistTo: join(work, 'state') }));
   const rows: BudgetRow[] = [];
   try {
@@ -98,8 +80,8 @@ export async function benchBudgets(log: (line: string) => void = () => {}): Prom
     };
 
     log('budgets: seeding a provider with 1,000 versions');
-    await seedProvider(handle, 'big', 'thing', 1000);
     const big = providerAddress(HOST, 'big', 'thing');
+    await seedProviderRecords(handle, big, 1000, SCAFFOLDING_PLATFORMS.slice(0, 3));
     const release = fakeRelease(big, '9.0.0', [...SCAFFOLDING_PLATFORMS], { archiveSize: 256 });
     await measure('publish a 13-platform release (the scaffolding goreleaser targets; provider with 1,000 versions; the commit)', 'Worker', () =>
       publishVersion(counted, release.record, release.files),
@@ -121,36 +103,75 @@ export async function benchBudgets(log: (line: string) => void = () => {}): Prom
     });
 
     const vpc = moduleAddress(HOST, 'big', 'vpc', 'aws');
-    await mapLimit(
-      Array.from({ length: 100 }, (_, i) => `0.${Math.floor(i / 10)}.${i % 10}`),
-      16,
-      (version) =>
-        commitRecord(handle.blobs, moduleCommittedRecordKey(vpc, version), {
-          address: vpc,
-          version,
-          filename: moduleArchiveFilename(vpc, version, 'tar.gz'),
-          format: 'tar.gz',
-          sha256: '0'.repeat(64),
-          size: 1,
-          publishedAt: new Date(0).toISOString(),
-        }),
-    );
-    await rebuildModuleIndex(handle, vpc, () => {});
+    await seedModuleRecords(handle, vpc, 100);
     await measure('module publish (module with 100 versions)', 'Worker', () => seedModule(counted.kv, counted.blobs, vpc, '1.0.0'));
 
-    const token = {
-      id: 'tok_bench',
-      name: 'bench',
-      sha256: 'a'.repeat(64),
-      scopes: [],
-      created: new Date(0).toISOString(),
-      expires: null,
-      purpose: 'read' as const,
-    };
-    await measure('token create / sign-in (the token record)', 'Worker', () => writeTokenRecord(counted.kv, token as never));
+    const created = new Date(0).toISOString();
+    const token = { id: 'tok_bench', name: 'bench', sha256: 'a'.repeat(64), scopes: [], created, expires: null, purpose: 'read' } as const;
+    await measure('token create / sign-in (the token record)', 'Worker', () => writeTokenRecord(counted.kv, { ...token, scopes: [] }));
   } finally {
     await handle.close();
-    await rm(work, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+/** A publish's storage work at one size of history: wall time (median of the publishes) and the first publish's requests. */
+export interface PublishScaleRow {
+  existingVersions: number;
+  seconds: number;
+  requests: number;
+  byOperation: Partial<Record<StoreOperation, number>>;
+  /** Keys read more than once by the publish. */
+  repeatedReads: number;
+}
+
+/**
+ * What a publish costs as the package's history grows: a provider (or, `modules`, a module) with N existing
+ * versions (committed records, the lists built once), then `publishes` publishes of a new version through the store
+ * code the Worker's commit runs (publishVersion of a 3-platform release; a module's publish), every KV and R2
+ * request counted (test/fixtures/counting-store.ts). `SCALE_TRACE=1` prints every request of the first.
+ */
+export async function benchPublishScale(
+  work: string,
+  sizes: readonly number[],
+  publishes: number,
+  log: (line: string) => void,
+  modules = false,
+): Promise<PublishScaleRow[]> {
+  const rows: PublishScaleRow[] = [];
+  for (const size of sizes) {
+    const handle = await openLocalStore(await readRegistryConfig({ persistTo: join(work, `scale-${modules ? 'module' : 'provider'}-${size}`) }));
+    try {
+      const provider = providerAddress(HOST, 'scale', 'thing');
+      const module = moduleAddress(HOST, 'scale', 'net', 'aws');
+      await (modules ? seedModuleRecords(handle, module, size) : seedProviderRecords(handle, provider, size, SCAFFOLDING_PLATFORMS.slice(0, 3)));
+      const counted = countingStore(handle);
+      const times: number[] = [];
+      for (let i = 0; i < publishes; i++) {
+        const release = fakeRelease(provider, `1.0.${i}`, SCAFFOLDING_PLATFORMS.slice(0, 3));
+        counted.counter.reset();
+        const t0 = process.hrtime.bigint();
+        await (modules ? seedModule(counted.kv, counted.blobs, module, `1.0.${i}`) : publishVersion(counted, release.record, release.files));
+        times.push(Number(process.hrtime.bigint() - t0) / 1e9);
+        if (i > 0) continue;
+        if (process.env.SCALE_TRACE) for (const r of counted.counter.requests) process.stderr.write(`  ${r.op} ${r.key}\n`);
+        const { requests } = counted.counter;
+        rows.push({
+          existingVersions: size,
+          seconds: 0,
+          requests: requests.length,
+          byOperation: counted.counter.byOperation(),
+          repeatedReads: counted.counter.repeatedReads().size,
+        });
+      }
+      const row = rows.at(-1)!;
+      row.seconds = median(times);
+      log(
+        `publish scale (${modules ? 'module' : 'provider'}): ${size} versions: ${row.seconds.toFixed(2)} s, ${row.requests} storage requests ${JSON.stringify(row.byOperation)}`,
+      );
+    } finally {
+      await handle.close();
+    }
   }
   return rows;
 }
@@ -188,25 +209,26 @@ export function budgetsTable(rows: readonly BudgetRow[]): string {
   );
 }
 
-/** Columns padded to their widest cell: the first left-aligned, the others right-aligned. */
-function textTable(head: string[], body: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return [line(head), ...body.map(line)].join('\n');
-}
-
 // `npm run bench:budgets [-- --only writes|pulled] [-- --json]`: the write paths' budgets (above) and the pulled paths'
 // (bench/budgets-pulled.ts: a 100 MiB provider pulled through, a vpc-shaped module proxied; CPU and heap through
 // workerd's inspector, which needs a global WebSocket: Node 20 is restarted with --experimental-websocket).
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  const log = (line: string) => process.stderr.write(`${line}\n`);
-  if (only !== 'writes') await withWebSocket();
-  const rows = only === 'pulled' ? [] : await benchBudgets(log);
-  const pulled = only === 'writes' ? [] : await benchPulledBudgets(log);
-  if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify({ writes: rows, pulled }, null, 2)}\n`);
-  else {
-    if (rows.length) process.stdout.write(`${budgetsTable(rows)}\n\n`);
-    if (pulled.length) process.stdout.write(`${pulledTable(pulled)}\n`);
-  }
-}
+// `npx tsx bench/budgets.ts --scale [--modules] [SIZES…]`: a publish as history grows, the rows as JSON.
+const only = option('only');
+await script(
+  import.meta,
+  'budgets',
+  async (work) => {
+    if (flag('scale')) {
+      const given = process.argv
+        .slice(2)
+        .map(Number)
+        .filter((n) => n > 0);
+      return console.log(JSON.stringify(await benchPublishScale(work, given.length ? given : [1, 100, 1000], 3, log, flag('modules')), null, 1));
+    }
+    const rows = only === 'pulled' ? [] : await benchBudgets(work, log);
+    const pulled = only === 'writes' ? [] : await benchPulledBudgets(work, log);
+    if (flag('json')) process.stdout.write(`${JSON.stringify({ writes: rows, pulled }, null, 2)}\n`);
+    else process.stdout.write(`${[rows.length ? budgetsTable(rows) : '', pulled.length ? pulledTable(pulled) : ''].filter(Boolean).join('\n\n')}\n`);
+  },
+  { inspector: only !== 'writes' && !flag('scale') },
+);

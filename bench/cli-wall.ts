@@ -28,69 +28,20 @@
  * another checkout (e.g. `git worktree add --detach ../base OLD` with node_modules linked) in the same rounds,
  * on the same server, so before and after are measured in the same minutes.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomFillSync } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { zipStored } from '../test/fixtures/archives';
-import { writeDemoModule } from '../scripts/lib/demo/module';
-import { freePort } from '../test/e2e/server';
+import { breakdown, serverDurations, type CliSummary, type CliWallFigures } from './cli-marks';
+import { timed } from './proc';
+import { median } from './report';
+import { startNpmStart } from './runtime';
+import { writeModule, writeRelease } from './seed';
 
 const root = join(import.meta.dirname, '..');
 const NAMESPACE = 'bench';
-const TYPE = 'bench';
-const RELEASE_BYTES = 1 << 20;
-const PLATFORMS = ['linux_amd64', 'darwin_arm64', 'windows_amd64'];
 export const GOAL_SECONDS = 0.3;
-
-export interface Timed {
-  wall: number;
-  cpu: number;
-  load: number;
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** A publish's marks (scripts/lib/timing.ts), seconds since its process started. */
-export interface Breakdown {
-  bundleLoading?: number;
-  scriptRunning?: number;
-  releaseValidated?: number;
-  firstSend: number;
-  lastAnswer: number;
-  exit: number;
-  /** Each request's round trip (s), in the order sent: "POST create", "PUT …_linux_amd64.zip", "POST commit". */
-  requests: { name: string; seconds: number }[];
-}
-
-/** Runs `command args` under bash's `time`: wall and CPU (user + sys, the child and its descendants) in seconds. */
-export function timed(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<Timed> {
-  const dir = mkdtempSync(join(tmpdir(), 'edge-registry-cli-wall-run-'));
-  const files = { out: join(dir, 'out'), err: join(dir, 'err'), time: join(dir, 'time') };
-  const load = loadavg()[0]!;
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', 'TIMEFORMAT="%3R %3U %3S"; { time "$@" >"$OUT" 2>"$ERR"; } 2>"$TIME"', 'bash', command, ...args], {
-      cwd: root,
-      env: { ...env, OUT: files.out, ERR: files.err, TIME: files.time },
-      stdio: 'ignore',
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      try {
-        const [wall, user, sys] = readFileSync(files.time, 'utf8').trim().split(/\s+/).map(Number) as [number, number, number];
-        resolve({ wall, cpu: user + sys, load, code: code ?? -1, stdout: readFileSync(files.out, 'utf8'), stderr: readFileSync(files.err, 'utf8') });
-      } catch (error) {
-        reject(error);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    });
-  });
-}
 
 /** The environment of every CLI run: nothing from this process's (no signing key, no credential) but PATH and HOME. */
 function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
@@ -103,207 +54,9 @@ async function cli(name: string, args: string[], env: NodeJS.ProcessEnv = {}): P
   return result.stdout;
 }
 
-/** A release of version `version` (1 MiB by default): three stored zips of random bytes, and goreleaser's manifest. */
-export function writeRelease(dir: string, version: string, releaseBytes = RELEASE_BYTES): string {
-  mkdirSync(dir, { recursive: true });
-  const overhead = 200; // a stored zip's headers around one entry with a ~40-byte name
-  for (const platform of PLATFORMS) {
-    const exe = `terraform-provider-${TYPE}_v${version}${platform.startsWith('windows') ? '.exe' : ''}`;
-    const zip = zipStored({ [exe]: randomFillSync(Buffer.alloc(Math.floor(releaseBytes / PLATFORMS.length) - overhead)) });
-    writeFileSync(join(dir, `terraform-provider-${TYPE}_${version}_${platform}.zip`), zip);
-  }
-  writeFileSync(join(dir, `terraform-provider-${TYPE}_${version}_manifest.json`), JSON.stringify({ version: 1, metadata: { protocol_versions: ['6.0'] } }));
-  return dir;
-}
-
-/** The request's name in a breakdown: "POST create", "PUT linux_amd64.zip", "POST commit". */
-function requestName(method: string, path: string): string {
-  const what = path.endsWith('/commit')
-    ? 'commit'
-    : method === 'POST'
-      ? 'create'
-      : path.slice(path.lastIndexOf('/') + 1).replace(/^terraform-provider-[^_]+_[^_]+_/, '');
-  return `${method} ${what}`;
-}
-
-/**
- * wrangler dev's `[wrangler:info] METHOD PATH STATUS TEXT (N ms)` lines of the publish API, by the version
- * they published (a commit belongs to the version whose files went to the same upload).
- */
-export function serverDurations(log: string): Map<string, { name: string; seconds: number }[]> {
-  const byVersion = new Map<string, { name: string; seconds: number }[]>();
-  const versionOfUpload = new Map<string, string>();
-  const commits: { upload: string; seconds: number }[] = [];
-  for (const match of log.matchAll(/\[wrangler:info\] (POST|PUT) (\/v1\/publish\/\S+) \d+ [^(\n]*\((\d+)ms\)/g)) {
-    const [, method, path, ms] = match as unknown as [string, string, string, string];
-    const seconds = Number(ms) / 1000;
-    const upload = /^\/v1\/publish\/uploads\/([0-9a-f]+)\//.exec(path)?.[1];
-    const version = /\/v1\/publish\/providers\/[^/]+\/[^/]+\/([^/?]+)$/.exec(path)?.[1] ?? /terraform-provider-[^_]+_([^_]+)_/.exec(path)?.[1];
-    if (upload && path.endsWith('/commit')) {
-      commits.push({ upload, seconds });
-      continue;
-    }
-    if (!version) continue;
-    if (upload) versionOfUpload.set(upload, version);
-    byVersion.set(version, [...(byVersion.get(version) ?? []), { name: requestName(method, path), seconds }]);
-  }
-  for (const { upload, seconds } of commits) {
-    const version = versionOfUpload.get(upload);
-    if (version) byVersion.set(version, [...(byVersion.get(version) ?? []), { name: 'POST commit', seconds }]);
-  }
-  return byVersion;
-}
-
-/** The marks of a run with EDGE_REGISTRY_TIMING=1. */
-export function breakdown(stderr: string): Breakdown | null {
-  const marks: { ms: number; label: string }[] = [];
-  for (const line of stderr.split('\n')) {
-    const match = /^timing: ([\d.]+) (.+)$/.exec(line);
-    if (match) marks.push({ ms: Number(match[1]), label: match[2]! });
-  }
-  const at = (label: string) => marks.find((m) => m.label === label)?.ms;
-  const sends = marks.filter((m) => m.label.startsWith('send '));
-  const answers = marks.filter((m) => m.label.startsWith('answer '));
-  const exit = marks.find((m) => m.label.startsWith('exit '));
-  if (!sends.length || !answers.length || !exit) return null;
-  const requests = sends.map((send) => {
-    const [, method, path] = send.label.split(' ') as [string, string, string];
-    const answer = answers.find((a) => a.ms >= send.ms && a.label.endsWith(` ${method} ${path}`));
-    return { name: requestName(method, path), seconds: answer ? (answer.ms - send.ms) / 1000 : Number.NaN };
-  });
-  const s = (ms: number | undefined) => (ms === undefined ? undefined : ms / 1000);
-  return {
-    bundleLoading: s(at('bundle loading')),
-    scriptRunning: s(at('script running')),
-    releaseValidated: s(at('release validated')),
-    firstSend: sends[0]!.ms / 1000,
-    lastAnswer: Math.max(...answers.map((a) => a.ms)) / 1000,
-    exit: exit.ms / 1000,
-    requests,
-  };
-}
-
-export const median = (values: number[]): number => {
-  const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
-  if (!sorted.length) return Number.NaN;
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-
 const f = (seconds: number | undefined, digits = 3) => (seconds === undefined || Number.isNaN(seconds) ? '–' : seconds.toFixed(digits));
 
-async function startServer(state: string): Promise<{ origin: string; stop: () => Promise<void>; log: () => string }> {
-  const port = await freePort();
-  const ownTmp = mkdtempSync(join(tmpdir(), 'edge-registry-cli-wall-wrangler-'));
-  // Exactly what `npm start -- ARGS` runs (package.json: node scripts/run.mjs start), in its own process group.
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
-      join(root, 'scripts', 'run.mjs'),
-      'start',
-      '--port',
-      String(port),
-      '--ip',
-      '127.0.0.1',
-      '--persist-to',
-      state,
-      '--inspector-port',
-      String(await freePort()),
-      '--show-interactive-dev-session=false',
-    ],
-    { cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: ownTmp, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' } },
-  );
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const group = (signal: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, signal);
-    } catch {
-      // gone already
-    }
-  };
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      group('SIGTERM');
-      const timer = setTimeout(() => group('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-    rmSync(ownTmp, { recursive: true, force: true });
-  };
-  process.on('exit', () => group('SIGKILL'));
-  const origin = `http://localhost:${port}`;
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
-    try {
-      const response = await fetch(`${origin}/.well-known/terraform.json`, { signal: AbortSignal.timeout(2000) });
-      await response.arrayBuffer();
-      if (response.status === 200) return { origin, stop, log: () => output };
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`npm start did not answer within 120 s:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
 type Kind = CliWallFigures['runs'][number]['kind'];
-
-export interface CliSummary {
-  publish: { wall: number; cpu: number; beyond: number; met: boolean };
-  help: { wall: number; cpu: number; beyond: number };
-  local: { wall: number; cpu: number } | null;
-  localModule: { wall: number; cpu: number } | null;
-  breakdown: {
-    toFirstRequest: number;
-    requests: { name: string; seconds: number }[];
-    /** The same requests' durations as wrangler dev logged them (the Worker in workerd, behind its proxy). */
-    server: { name: string; seconds: number }[];
-    /** Their sum, per publish. */
-    serverTotal: number;
-    /** First request sent → last answer. */
-    requestsSpan: number;
-    afterLastAnswer: number;
-    inProcess: number;
-    outsideMarks: number;
-  };
-}
-
-export interface CliWallFigures {
-  date: string;
-  commit: string;
-  baselineDir: string | null;
-  runs: {
-    kind:
-      | 'publish'
-      | 'node -e 0'
-      | 'help'
-      | 'node -e 0 (help)'
-      | 'local publish'
-      | 'local module publish'
-      | 'baseline publish'
-      | 'baseline help'
-      | 'baseline local publish'
-      | 'baseline local module publish';
-    wall: number;
-    cpu: number;
-    load: number;
-    version?: string;
-    breakdown?: Breakdown | null;
-    /** What wrangler dev logged for each of this publish's requests (its `[wrangler:info] … (N ms)` lines), in seconds. */
-    server?: { name: string; seconds: number }[];
-  }[];
-  node: { wall: number; cpu: number };
-  current: CliSummary;
-  baseline: CliSummary | null;
-  load: { min: number; max: number };
-}
 
 export async function benchCliWall(options: {
   runs: number;
@@ -319,7 +72,7 @@ export async function benchCliWall(options: {
   const node = process.execPath;
   const run = join(root, 'scripts', 'run.mjs');
   const baseRun = options.baseline ? join(options.baseline, 'scripts', 'run.mjs') : null;
-  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  let server: Awaited<ReturnType<typeof startNpmStart>> | undefined;
   try {
     log(`setting up in ${dir}: a registry-held Ed25519 key and a publish token (the CLI), then npm start`);
     await cli('keys', ['generate', '--namespace', NAMESPACE, '--held-by-registry', '--type', 'ecc', '--persist-to', state]);
@@ -327,7 +80,7 @@ export async function benchCliWall(options: {
       .trimEnd()
       .split('\n')
       .at(-1)!;
-    server = await startServer(state);
+    server = await startNpmStart(state);
     log(`npm start answers at ${server.origin}`);
 
     const versions = [
@@ -418,10 +171,7 @@ export async function benchCliWall(options: {
           i,
         )) {
           const version = which === 'local module publish' ? `1.0.${i}` : `2.0.${i}`;
-          const module = join(dir, `module-${version}`);
-          writeDemoModule(module, version);
-          mkdirSync(join(module, 'files'));
-          writeFileSync(join(module, 'files', 'data.bin'), randomFillSync(Buffer.alloc(RELEASE_BYTES)));
+          const module = writeModule(join(dir, `module-${version}`), version, 1 << 20);
           const args = [
             'publish-module',
             module,

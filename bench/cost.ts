@@ -1,63 +1,40 @@
 /**
- * What it costs to run: Worker requests, KV reads and R2 class-B reads of a
- * real `terraform init` against the Worker (built as deployed, in workerd via
- * Miniflare, over HTTPS with a certificate made here, the production
- * settings: private mode with a read token, gzip documents), counted through
- * the bindings by bench/cost-worker.ts. Three runs per install path (origin
- * registry, network mirror):
- *
- * - cold: empty edge cache, fresh isolate (the first init in a location);
- * - warm edge cache, fresh isolate: workerd restarted on the same cache (a
- *   later init served by another isolate of the location: the steady state);
- * - warm edge cache and isolate: the same workerd again.
- *
- * Per deployment (CostConfig): files through the Worker, files from presigned R2 URLs (RELEASE_FILES=r2), and
- * in public mode metadata and files from the bucket's public custom domain (PUBLIC_DOCUMENTS=r2, played by
- * bench/s3-side.ts's startFilesOrigin; every request to it counted as an R2 class-B read).
- *
- * From those, the daily `terraform init` capacity that fits Cloudflare's free
- * plan, and the share of it a typical organisation (10 providers, 1,000
+ * What it costs to run: Worker requests, KV reads and R2 class-B reads of a real `terraform init` (bench/cost-init.ts)
+ * against the Worker built as deployed (in workerd over HTTPS, production settings: gzip documents; private mode with
+ * a read token, or public), counted through the bindings by the bench Worker (bench/bench-worker.ts). Per
+ * deployment (CostConfig: files through the Worker, from presigned R2 URLs, or metadata and files from the bucket's
+ * public custom domain, bench/s3-side.ts) and install path (origin registry, network mirror), three runs: cold
+ * (empty edge cache, fresh isolate: the first init in a location), warm edge cache in a fresh isolate (workerd
+ * restarted on the same cache: the steady state), and warm edge cache and isolate. From those, the daily `terraform
+ * init` capacity that fits Cloudflare's free plan, and the share of it a typical organisation (10 providers, 1,000
  * inits a day, each installing its 10 providers and one module) uses.
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
-import { Miniflare } from 'miniflare';
-import { publishModule } from '../scripts/lib/module/publish';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { createToken } from '../scripts/lib/tokens';
 import type { BlobStore, KvStore } from '../src/store/store';
-import { publishIntoState } from '../test/e2e/local-publish';
-import { generateRelease, generateSigningKey } from '../test/e2e/release';
 import { freePort, makeCertificate } from '../test/e2e/server';
-import { VARS } from './runtime';
+import { startRuntime } from './runtime';
+import { build } from './build';
+import { publishState, terraformInit } from './cost-init';
+import { flag, log as say, option, script, targetLines, textTable } from './report';
 import { startFilesOrigin, startS3 } from './s3-side';
 import { writeAllStaticCopies } from '../src/store/static-documents';
 import { markFilesOriginReady } from '../src/store/files-origin-ready';
 
-const run = promisify(execFile);
-const MIRRORED_HOSTNAME = 'registry.example.com';
-const MODULE_HOSTNAME = 'modules.host.example';
-const root = join(import.meta.dirname, '..');
-
 /** Cloudflare's Workers Free plan (developers.cloudflare.com: Workers, KV and R2 pricing). */
-export const FREE_PLAN = {
-  workerRequestsPerDay: 100_000,
-  kvReadsPerDay: 100_000,
-  r2ClassBPerMonth: 10_000_000,
-  r2StorageGb: 10,
-};
+export const FREE_PLAN = { workerRequestsPerDay: 100_000, kvReadsPerDay: 100_000, r2ClassBPerMonth: 10_000_000, r2StorageGb: 10 };
 /** The organisation the README's figure is for: each init installs its 10 providers and one module. */
 export const TYPICAL = { providers: 10, initsPerDay: 1000 };
 /** Storage assumption (our fake archives are a few hundred bytes): a provider version = 6 platforms × 25 MB zips. */
 const STORAGE = { platformsPerVersion: 6, archiveMb: 25 };
 
+/** What the bench Worker's /__cost/counts reports: totals, and by "METHOD route" (KV reads also by key). */
 export interface InitCounts {
   requests: number;
   kvReads: number;
   r2ClassB: number;
-  /** "METHOD route" → requests. */
   byRoute: Record<string, number>;
   kvReadsByKey: Record<string, number>;
   kvReadsByRoute: Record<string, number>;
@@ -122,46 +99,14 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
   const { log } = options;
 
   log('cost: building the counting Worker');
-  const outdir = join(dir, 'worker');
-  await run(join(root, 'node_modules', '.bin', 'wrangler'), ['deploy', 'bench/cost-worker.ts', '--dry-run', '--outdir', outdir], {
-    cwd: root,
-    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
-  });
-  const bundlePath = join(outdir, 'cost-worker.js');
+  const bundlePath = await build(dir, 'bench/bench-worker.ts');
 
   const providers = options.quick ? 3 : TYPICAL.providers;
-  const goOs = process.platform === 'win32' ? 'windows' : process.platform;
-  const goArch = process.arch === 'x64' ? 'amd64' : process.arch;
-  const platforms = [...new Set([`${goOs}_${goArch}`, 'linux_amd64', 'linux_arm64', 'darwin_arm64', 'windows_amd64'])];
-  log(`cost: publishing ${providers} signed providers × ${platforms.length} platforms`);
-  const key = await generateSigningKey();
-  const releases = [];
-  for (let i = 1; i <= providers; i++) releases.push(await generateRelease(join(dir, 'dist', `p${i}`), `thing${i}`, '1.0.0', platforms, key));
   const port = await freePort();
   const hostname = `localhost:${port}`;
   const stateDir = join(dir, 'state');
-  await publishIntoState(stateDir, hostname, 'acme', releases, key);
-  // Terraform cannot resolve a mirror URL for a source address with a port: the mirror run installs
-  // the same releases under a plain hostname (as for mirrored upstream providers).
-  await publishIntoState(stateDir, MIRRORED_HOSTNAME, 'acme', releases, key);
-  // One module (acme/vpc/aws), published with publish-module's own code into the same state.
-  const moduleDir = join(dir, 'module-vpc');
-  await mkdir(moduleDir, { recursive: true });
-  await writeFile(
-    join(moduleDir, 'main.tf'),
-    'variable "cidr" {\n  type    = string\n  default = "10.0.0.0/16"\n}\n\noutput "cidr" {\n  value = var.cidr\n}\n',
-  );
-  await writeFile(join(moduleDir, 'README.md'), '# vpc\n\nA bench module.\n');
-  await publishModule({
-    path: moduleDir,
-    namespace: 'acme',
-    name: 'vpc',
-    system: 'aws',
-    version: '1.0.0',
-    persistTo: stateDir,
-    hostname,
-    configPath: join(root, 'wrangler.toml'),
-  });
+  log(`cost: publishing ${providers} signed providers and a module`);
+  const { platforms } = await publishState(dir, stateDir, hostname, providers);
   const certificate = makeCertificate(dir);
 
   // RELEASE_FILES=r2: R2's S3 API played by s3rver, behind an HTTPS proxy that counts the clients' requests
@@ -169,36 +114,20 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
   const s3 = configs.some((c) => c.files === 'r2') ? await startS3(dir, certificate) : null;
   // PUBLIC_DOCUMENTS=r2: the bucket's public custom domain, played by an HTTPS server serving the bucket's objects.
   const files = configs.some((c) => c.files === 'documents') ? await startFilesOrigin(certificate) : null;
+  // As deployed (wrangler.toml's production environment), on the published state, one edge cache per scenario.
   const start = (cacheDir: string, config: CostConfig) =>
-    new Miniflare({
-      modules: [{ type: 'ESModule', path: bundlePath }],
-      modulesRoot: dirname(bundlePath),
-      compatibilityDate: '2026-04-20',
-      host: '127.0.0.1',
+    startRuntime({ bundlePath }, join(stateDir, 'v3'), {
       port,
-      https: true,
-      httpsKeyPath: certificate.keyPath,
-      httpsCertPath: certificate.certPath,
-      // As deployed: wrangler.toml's production environment.
+      cacheDir,
+      https: certificate,
+      names: { kv: 'edge-registry-local', r2: 'edge-registry' },
       bindings: {
-        ...VARS,
         REGISTRY_HOSTNAME: hostname,
         ACCESS: config.access,
         INDEX_CACHE_SECONDS: '30',
-        GZIP_DOCUMENTS: 'true',
         URL_SIGNING_SECRET: 'bench-cost-signing-secret-0123456789',
         ...(config.files === 'r2' && s3 ? { RELEASE_FILES: 'r2', ...s3.bindings } : {}),
         ...(config.files === 'documents' && files ? { PUBLIC_DOCUMENTS: 'r2', FILES_ORIGIN: files.origin } : {}),
-      },
-      kvNamespaces: { REGISTRY_KV: 'edge-registry-local' },
-      r2Buckets: { REGISTRY_R2: 'edge-registry' },
-      defaultPersistRoot: join(stateDir, 'v3'),
-      kvPersist: true,
-      r2Persist: true,
-      cachePersist: cacheDir,
-      handleRuntimeStdio(stdout, stderr) {
-        stdout.resume();
-        stderr.resume();
       },
     });
 
@@ -209,13 +138,11 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
       for (const path of ['origin registry', 'network mirror'] as const) {
         const label = `${config.access}, files ${filesLabel(config.files)}, ${path}`;
         const cacheDir = join(dir, `cache-${config.access}-${config.files}-${path.replace(' ', '-')}`);
-        let mf = start(cacheDir, config);
-        await mf.ready;
+        let runtime = await start(cacheDir, config);
         try {
-          if (!token) {
-            const kv = (await mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore;
-            token = (await createToken(kv, { scopes: ['*'], name: 'bench', expires: null })).token;
-          }
+          const { mf } = runtime;
+          const kv = (await mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore;
+          token ||= (await createToken(kv, { scopes: ['*'], name: 'bench', expires: null })).token;
           if (s3 && !s3.copied) await s3.copyFrom((await mf.getR2Bucket('REGISTRY_R2')) as unknown as R2Bucket);
           if (config.files === 'documents' && files && !files.copied) {
             // The state was published without the setting: the backfill writes the static copies, then the domain serves them.
@@ -227,10 +154,9 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
             await markFilesOriginReady(store.kv, files.origin); // what npm run static-documents writes once its check passed
             log(`cost: ${written} static documents written, ${await files.copyFrom(store.blobs as unknown as R2Bucket)} objects on the files origin`);
           }
-          const read = async () => (await (await mf.dispatchFetch(`https://${hostname}/__cost/counts?reset`)).json()) as InitCounts;
-          await read();
-          await s3?.reset();
-          files?.reset();
+          const read = async () => (await (await runtime.mf.dispatchFetch(`https://${hostname}/__cost/counts?reset`)).json()) as InitCounts;
+          const reset = async () => void (await Promise.all([read(), s3?.reset(), files?.reset()]));
+          await reset();
           const measure = async (cache: CostScenario['cache'], runIndex: number) => {
             await terraformInit(terraform, join(dir, 'init', `${config.access}-${config.files}-${path.replace(' ', '-')}-${runIndex}`), {
               hostname,
@@ -254,16 +180,13 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
             );
           };
           await measure('cold', 1);
-          await mf.dispose();
-          mf = start(cacheDir, config); // same edge cache on disk, a new isolate
-          await mf.ready;
-          await read();
-          await s3?.reset();
-          files?.reset();
+          await runtime.dispose();
+          runtime = await start(cacheDir, config); // same edge cache on disk, a new isolate
+          await reset();
           await measure('warm edge cache, fresh isolate', 2);
           await measure('warm edge cache and isolate', 3);
         } finally {
-          await mf.dispose();
+          await runtime.dispose();
         }
       }
     }
@@ -306,11 +229,7 @@ export function scenario(
   const scale = TYPICAL.providers / providers;
   const scaled = (byRoute: Record<string, number>) =>
     Object.entries(byRoute).reduce((sum, [route, count]) => sum + (/discovery|module/.test(route) ? count : count * scale), 0);
-  const perTypicalInit = {
-    requests: scaled(measured.byRoute),
-    kvReads: scaled(measured.kvReadsByRoute),
-    r2ClassB: scaled(measured.r2ClassBByRoute),
-  };
+  const perTypicalInit = { requests: scaled(measured.byRoute), kvReads: scaled(measured.kvReadsByRoute), r2ClassB: scaled(measured.r2ClassBByRoute) };
   const limits = [
     { name: 'Worker requests (100k/day)', perDay: FREE_PLAN.workerRequestsPerDay, per: perTypicalInit.requests },
     { name: 'KV reads (100k/day)', perDay: FREE_PLAN.kvReadsPerDay, per: perTypicalInit.kvReads },
@@ -320,60 +239,17 @@ export function scenario(
   return { path, cache, measured, perTypicalInit, freePlanInitsPerDay: binding.inits, bindingLimit: binding.name };
 }
 
-async function terraformInit(
-  terraform: string,
-  dir: string,
-  options: { hostname: string; providers: number; token: string | null; mirror: string | null; certPath: string },
-): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  const sourceHost = options.mirror ? MIRRORED_HOSTNAME : options.hostname;
-  const required = Array.from(
-    { length: options.providers },
-    (_, i) => `    thing${i + 1} = { source = "${sourceHost}/acme/thing${i + 1}", version = "~> 1.0" }`,
-  ).join('\n');
-  // The module comes through the registry protocol either way (network mirrors are for providers only).
-  // Terraform wants a dot in a module registry hostname: the CLI configuration's host block points
-  // modules.host.example at this Worker's modules.v1 (as discovery would).
-  const module = `module "vpc" {\n  source  = "${MODULE_HOSTNAME}/acme/vpc/aws"\n  version = "~> 1.0"\n}\n`;
-  await writeFile(join(dir, 'main.tf'), `terraform {\n  required_providers {\n${required}\n  }\n}\n\n${module}`);
-  const mirror = options.mirror ? `provider_installation {\n  network_mirror {\n    url = "${options.mirror}"\n  }\n}\n` : '';
-  const moduleHost = `host "${MODULE_HOSTNAME}" {\n  services = {\n    "modules.v1" = "https://${options.hostname}/v1/modules/"\n  }\n}\n`;
-  const credentials =
-    options.token === null ? '' : [options.hostname, MODULE_HOSTNAME].map((h) => `credentials "${h}" {\n  token = "${options.token}"\n}\n`).join('');
-  await writeFile(join(dir, 'cli.tfrc'), `${credentials}${moduleHost}${mirror}`);
-  try {
-    await run(terraform, ['init', '-input=false', '-no-color'], {
-      cwd: dir,
-      timeout: 180_000,
-      env: {
-        PATH: process.env.PATH,
-        HOME: dir,
-        TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'),
-        SSL_CERT_FILE: options.certPath,
-        CHECKPOINT_DISABLE: '1',
-        TF_IN_AUTOMATION: '1',
-      },
-    });
-  } catch (error) {
-    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`cost: terraform init failed:\n${stdout ?? ''}\n${stderr ?? ''}`);
-  }
-}
-
 /** The table lines for `npm run bench`. */
 export function costTable(figures: CostFigures): string[] {
   if ('skipped' in figures) return [`what it costs to run: skipped (${figures.skipped})`];
-  const lines: string[] = [];
   const n = (value: number) => (Number.isInteger(value) ? String(value) : value.toFixed(1));
-  lines.push(
+  const t = figures.typical;
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  return [
     `what it costs to run — real terraform init of ${figures.providers} providers (${figures.platforms.length} platforms each) and 1 module, production settings (gzip documents; private: with a read token), per init${figures.providers === TYPICAL.providers ? '' : ` (provider part scaled to ${TYPICAL.providers} providers)`}:`,
-  );
-  const widths = [8, 17, 16, 31, 9, 9, 9, 20];
-  const pad = (cells: string[]) => cells.map((c, i) => c[i < 4 ? 'padEnd' : 'padStart'](widths[i]!)).join('  ');
-  lines.push(pad(['access', 'files', 'install path', 'cache', 'requests', 'KV reads', 'R2 reads', 'free-plan inits/day']));
-  for (const s of figures.scenarios) {
-    lines.push(
-      pad([
+    textTable(
+      ['access', 'files', 'install path', 'cache', 'requests', 'KV reads', 'R2 reads', 'free-plan inits/day'],
+      figures.scenarios.map((s) => [
         s.access,
         filesLabel(s.files),
         s.path,
@@ -383,26 +259,20 @@ export function costTable(figures: CostFigures): string[] {
         n(s.perTypicalInit.r2ClassB),
         `${s.freePlanInitsPerDay.toLocaleString('en-US')} (${s.bindingLimit.split(' (')[0]})`,
       ]),
-    );
-  }
-  for (const s of figures.scenarios.filter((x) => x.cache === 'cold')) {
-    lines.push(
-      `  ${s.access}, files ${filesLabel(s.files)}, ${s.path}, one cold init of ${figures.providers} providers: requests ${Object.entries(s.measured.byRoute)
-        .map(([k, v]) => `${k} ${v}`)
-        .join(', ')}; KV reads by key ${Object.entries(s.measured.kvReadsByKey)
-        .map(([k, v]) => `${k}/… ${v}`)
-        .join(', ')}`,
-    );
-  }
-  const t = figures.typical;
-  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-  lines.push(
+      4,
+    ),
+    ...figures.scenarios
+      .filter((x) => x.cache === 'cold')
+      .map((s) => {
+        const list = (counts: Record<string, number>, suffix = '') =>
+          Object.entries(counts)
+            .map(([k, v]) => `${k}${suffix} ${v}`)
+            .join(', ');
+        return `  ${s.access}, files ${filesLabel(s.files)}, ${s.path}, one cold init of ${figures.providers} providers: requests ${list(s.measured.byRoute)}; KV reads by key ${list(s.measured.kvReadsByKey, '/…')}`;
+      }),
     `typical organisation (${t.providers} providers + 1 module per init, ${t.initsPerDay.toLocaleString('en-US')} inits/day, warm edge cache, fresh isolates): ${pct(t.usage.requests)} of the free Worker requests, ${pct(t.usage.kvReads)} of the free KV reads, ${pct(t.usage.r2ClassBPerMonth)} of the free R2 class-B reads`,
-  );
-  lines.push(
     `storage: 10 GB holds ${t.storage.versionsThatFit} provider versions of ${t.storage.versionMb} MB (${STORAGE.platformsPerVersion} platforms × ${STORAGE.archiveMb} MB zips), ${t.storage.perProvider} per provider for ${t.providers} providers`,
-  );
-  return lines;
+  ];
 }
 
 /** Bench targets: the typical organisation's steady-state use fits the free plan; a warm edge cache reads nothing from R2. */
@@ -432,27 +302,14 @@ export function costTargets(figures: CostFigures): { name: string; value: number
   ];
 }
 
-// `npx tsx bench/cost.ts [--quick] [--only private-worker,public-r2,public-documents,…]` runs only this.
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const { mkdtemp, rm } = await import('node:fs/promises');
-  const { tmpdir } = await import('node:os');
-  const argv = process.argv.slice(2);
-  const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1]!.split(',') : null;
-  const configs = only?.map((pair) => {
-    const [access, files] = pair.split('-') as [CostConfig['access'], CostConfig['files']];
-    return { access, files };
-  });
-  const work = await mkdtemp(join((await import('node:os')).tmpdir(), 'edge-registry-cost-'));
-  void tmpdir;
-  try {
-    const figures = await benchCost(work, {
-      quick: argv.includes('--quick'),
-      log: (m) => process.stderr.write(`bench: ${m}\n`),
-      ...(configs ? { configs } : {}),
+// `npx tsx bench/cost.ts [--quick] [--json] [--only private-worker,public-r2,public-documents,…]` runs only this.
+await script(import.meta, 'cost', async (work) => {
+  const configs = option('only')
+    ?.split(',')
+    .map((pair) => {
+      const [access, files] = pair.split('-') as [CostConfig['access'], CostConfig['files']];
+      return { access, files };
     });
-    process.stdout.write(`${argv.includes('--json') ? JSON.stringify(figures) : costTable(figures).join('\n')}\n`);
-    for (const t of costTargets(figures)) process.stdout.write(`${t.met ? 'met   ' : 'MISSED'} ${t.name}: ${t.value} (${t.target})\n`);
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
-}
+  const figures = await benchCost(work, { quick: flag('quick'), log: say, ...(configs ? { configs } : {}) });
+  console.log(flag('json') ? JSON.stringify(figures) : [...costTable(figures), ...targetLines(costTargets(figures))].join('\n'));
+});

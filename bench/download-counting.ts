@@ -1,31 +1,18 @@
 /**
- * What counting a download costs (src/downloads/), measured in workerd with
- * Miniflare's real SQLite-backed Durable Object, through bench/bench-worker.ts:
- *
- * - CPU per download: N archive GETs handled inside one request with counting
- *   off, on (the production 500 ms window: the whole loop is one batch) and
- *   unbatched (DOWNLOAD_BATCH_MS 0: one object request per download, as when
- *   downloads of a package in an isolate are sparse); workerd's CPU time ÷ N,
- *   so the differences are counting's own cost (unbatched includes the
- *   object's SQLite work, which Cloudflare bills to the object, not the Worker);
- * - requests to the objects per download: under concurrent load (one isolate)
- *   and sparse (downloads further apart than the window);
- * - SQLite rows read and written per batch (what DO storage bills), for a
- *   batch of 1 and of 12 distinct (version, platform) items;
- * - exactness: the object's total after the load equals the downloads sent.
- *
- * `npx tsx bench/download-counting.ts` runs it alone; `npm run bench` prints it.
+ * What counting a download costs (src/downloads/), in workerd with Miniflare's real SQLite-backed Durable Object,
+ * through bench/bench-worker.ts: workerd's CPU per archive GET (N handled inside one request) with counting off, on
+ * (the 500 ms window: one batch) and unbatched (DOWNLOAD_BATCH_MS 0: one object request per download, its SQLite
+ * work included, which Cloudflare bills to the object); object requests per download under concurrent load and
+ * sparse; SQLite rows per batch of 1 and of 12 items (what DO storage bills); and that the object's total after the
+ * load equals the downloads sent. `npx tsx bench/download-counting.ts [--quick] [--json]` runs it alone.
  */
-import { pathToFileURL } from 'node:url';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { BATCH_MS } from '../src/downloads/count';
 import type { StorageOps } from '../src/downloads/counter';
 import { build } from './build';
 import { cpuNanos } from './proc';
-import { startRuntime } from './runtime';
+import { opsOf, startRuntime } from './runtime';
 import { HOSTNAME, archivePath, seedSmall } from './seed';
+import { flag, log, script } from './report';
 
 export interface CountingFigures {
   windowMs: number;
@@ -48,7 +35,7 @@ export async function benchDownloadCounting(work: string, options: { quick?: boo
       if (response.status !== 200 && response.status !== 204) throw new Error(`GET ${p}: ${response.status} ${new TextDecoder().decode(body)}`);
       return body;
     };
-    const rpcs = async (reset = false) => ((await (await fetch(`${runtime.origin}/__bench/rpcs${reset ? '?reset' : ''}`)).json()) as { rpcs: number }).rpcs;
+    const rpcs = async () => (await opsOf(runtime))['downloads:get'] ?? 0;
 
     // CPU per download, each mode after a warm-up; workerd's CPU until the batches it sent settled.
     const n = options.quick ? 500 : 2000;
@@ -68,7 +55,7 @@ export async function benchDownloadCounting(work: string, options: { quick?: boo
     const total = async () =>
       ((await (await fetch(`${runtime.origin}${counted}`, { headers: { 'cache-control': 'no-cache' } })).json()) as { total: number }).total;
     const before = await total();
-    await rpcs(true);
+    await rpcs();
     const downloads = options.quick ? 500 : 2000;
     const concurrency = 20;
     let next = 0;
@@ -84,7 +71,7 @@ export async function benchDownloadCounting(work: string, options: { quick?: boo
     log(`download counting: ${downloads} downloads in ${seconds.toFixed(1)} s: ${load.rpcs} object requests, ${load.counted} counted`);
 
     // Sparse: downloads further apart than the window.
-    await rpcs(true);
+    await rpcs();
     const sparseDownloads = 3;
     for (let i = 0; i < sparseDownloads; i++) {
       await get(path);
@@ -116,12 +103,7 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-counting-'));
-  try {
-    const figures = await benchDownloadCounting(work, { quick: process.argv.includes('--quick'), log: (line) => process.stderr.write(`bench: ${line}\n`) });
-    console.log(process.argv.includes('--json') ? JSON.stringify({ downloadCounting: figures }) : countingTable(figures).join('\n'));
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
-}
+await script(import.meta, 'counting', async (work) => {
+  const figures = await benchDownloadCounting(work, { quick: flag('quick'), log });
+  console.log(flag('json') ? JSON.stringify({ downloadCounting: figures }) : countingTable(figures).join('\n'));
+});

@@ -3,24 +3,24 @@
  * request for a release file or document reads from R2 and KV — the first
  * in a location, again in the same isolate, and in a fresh isolate of the
  * same location (a new workerd on the same state and cache directory) — and
- * how fast a large archive streams from R2 versus from the cache.
+ * how fast a large archive streams from R2 versus from the cache, and how
+ * much workerd's RSS grows while it streams from R2 (a fresh workerd).
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { startRuntime, type Runtime } from './runtime';
+import { rssBytes } from './proc';
+import { opsOf, readsOf as readsIn, startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, archivePath, seedLargeArchive, seedSmall } from './seed';
 import { releaseFilePath } from '../src/store/layout';
 import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../src/protocol/release-files';
 import { freePort } from '../test/e2e/server';
 
-export interface Reads {
-  kv: number;
-  r2: number;
-}
+/** KV and R2 reads of a request. */
+export type Reads = ReturnType<typeof readsIn>;
 
 export interface EdgeCacheFigures {
   reads: { name: string; first: Reads; sameIsolate: Reads; freshIsolate: Reads }[];
-  archive: { mb: number; fromR2MbPerSecond: number; fromCacheMbPerSecond: number; fromCacheFreshIsolateMbPerSecond: number };
+  archive: { mb: number; fromR2MbPerSecond: number; fromCacheMbPerSecond: number; fromCacheFreshIsolateMbPerSecond: number; rssGrowthMb: number };
 }
 
 export async function benchEdgeCache(countingBundle: string, work: string, quick: boolean, log: (m: string) => void): Promise<EdgeCacheFigures> {
@@ -65,7 +65,12 @@ export async function benchEdgeCache(countingBundle: string, work: string, quick
   try {
     for (const route of routes) freshIsolate.push(await readsOf(runtime, route.path));
     log(`edge cache: ${bytes / 1024 / 1024} MB archive from R2 (first request in the location)`);
-    const fromR2 = await curl(runtime, bigPath, bytes);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const baseline = rssBytes(runtime.pid);
+    let peak = baseline;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(runtime.pid))), 20);
+    const fromR2 = await curl(runtime, bigPath, bytes).finally(() => clearInterval(sampler));
+    peak = Math.max(peak, rssBytes(runtime.pid));
     await untilCached(runtime, bigPath, 120_000);
     log('edge cache: the same archive from the cache');
     const fromCache = await curl(runtime, bigPath, bytes);
@@ -78,9 +83,10 @@ export async function benchEdgeCache(countingBundle: string, work: string, quick
       fromR2MbPerSecond: mbps(fromR2),
       fromCacheMbPerSecond: mbps(fromCache),
       fromCacheFreshIsolateMbPerSecond: mbps(fromCacheFresh),
+      rssGrowthMb: (peak - baseline) / 1024 / 1024,
     };
     log(
-      `edge cache: archive from R2 ${archive.fromR2MbPerSecond.toFixed(0)} MB/s, from the cache ${archive.fromCacheMbPerSecond.toFixed(0)} MB/s (fresh isolate ${archive.fromCacheFreshIsolateMbPerSecond.toFixed(0)} MB/s)`,
+      `edge cache: archive from R2 ${archive.fromR2MbPerSecond.toFixed(0)} MB/s, from the cache ${archive.fromCacheMbPerSecond.toFixed(0)} MB/s (fresh isolate ${archive.fromCacheFreshIsolateMbPerSecond.toFixed(0)} MB/s); workerd RSS +${archive.rssGrowthMb.toFixed(1)} MB from R2`,
     );
   } finally {
     await runtime.dispose();
@@ -92,7 +98,7 @@ export async function benchEdgeCache(countingBundle: string, work: string, quick
 }
 
 async function counters(runtime: Runtime): Promise<Reads> {
-  return (await (await fetch(`${runtime.origin}/__bench/reads?reset`)).json()) as Reads;
+  return readsIn(await opsOf(runtime));
 }
 
 /** KV and R2 reads of one GET (body read to the end). */

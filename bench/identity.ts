@@ -13,9 +13,6 @@
  * several operations in one request. Prints a table; the README's
  * "Publishing from CI" quotes it. Loopback only.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parsePublisherInput } from '../src/access/publishers';
 import { storeHeldKey } from '../src/store/keys/held-keys';
 import { signingKeysKey } from '../src/store/layout';
@@ -24,12 +21,12 @@ import { githubClaims, startCiIssuers } from '../test/fixtures/ci-issuers';
 import { build } from './build';
 import { cpuMicros } from './proc';
 import { startRuntime } from './runtime';
+import { script } from './report';
 
 const SECRET = 'bench-identity-secret-0123456789abcdefghijkl';
 const COLD_ROUNDS = 5;
 
-async function main(): Promise<void> {
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-identity-'));
+async function main(work: string): Promise<void> {
   const ci = await startCiIssuers();
   const bundle = await build(work, 'bench/bench-worker.ts');
   const rows: [string, string][] = [];
@@ -83,7 +80,6 @@ async function main(): Promise<void> {
     }
   } finally {
     await ci.close();
-    await rm(work, { recursive: true, force: true });
   }
   const width = Math.max(...rows.map(([name]) => name.length));
   process.stdout.write(
@@ -91,7 +87,4 @@ async function main(): Promise<void> {
   );
 }
 
-void main().catch((error: unknown) => {
-  process.stderr.write(`bench/identity: ${(error as Error).stack ?? String(error)}\n`);
-  process.exit(1);
-});
+await script(import.meta, 'identity', main);

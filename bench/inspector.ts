@@ -1,5 +1,3 @@
-import { createWriteStream } from 'node:fs';
-
 /**
  * The V8 heaps inside workerd, read through its inspector (Chrome DevTools
  * protocol): the Worker's isolate and, summed, the others Miniflare runs in
@@ -12,6 +10,8 @@ export interface HeapFigures {
   /** The Worker's isolate: bytes in use and the heap's size. */
   workerUsedMb: number;
   workerTotalMb: number;
+  /** The Worker's memory in use: its V8 heap, workerd's objects on it, and ArrayBuffer backing stores outside it. */
+  workerInUseMb: number;
   /** Every other isolate of the process, summed. */
   othersTotalMb: number;
   /** Each isolate's heap size by inspector target id (Miniflare's KV/R2/cache simulators are separate targets). */
@@ -30,19 +30,18 @@ export async function connectHeaps(
 ): Promise<{
   sample(): Promise<HeapFigures>;
   /**
-   * A full garbage collection in every isolate ('others': all but the Worker's), one after
+   * A full garbage collection in every isolate ('others': all but the Worker's; 'worker': its alone), one after
    * another: what is left is live. Done by taking a heap snapshot and throwing it away (a
    * snapshot collects first): workerd never answers HeapProfiler.collectGarbage.
    */
-  collectGarbage(which?: 'all' | 'others'): Promise<void>;
-  /** Writes a heap snapshot of isolate `targetId` to `file` (open it in Chrome DevTools' Memory tab). */
-  snapshot(targetId: string, file: string): Promise<void>;
+  collectGarbage(which?: 'all' | 'others' | 'worker'): Promise<void>;
   close(): void;
 }> {
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as Target[];
   const sessions = await Promise.all(targets.map(async (target) => ({ id: target.id, session: await open(target.webSocketDebuggerUrl) })));
   if (!sessions.some((s) => s.id === workerId)) throw new Error(`no inspector target ${workerId} among ${targets.map((t) => t.id).join(', ')}`);
-  const usage = async (session: Session) => (await session.call('Runtime.getHeapUsage')) as { usedSize: number; totalSize: number };
+  type Usage = { usedSize: number; totalSize: number; embedderHeapUsedSize?: number; backingStorageSize?: number };
+  const usage = async (session: Session) => (await session.call('Runtime.getHeapUsage')) as Usage;
   return {
     async sample() {
       const figures = await Promise.all(sessions.map(async (s) => ({ id: s.id, ...(await usage(s.session)) })));
@@ -51,26 +50,15 @@ export async function connectHeaps(
       return {
         workerUsedMb: mb(worker.usedSize),
         workerTotalMb: mb(worker.totalSize),
+        workerInUseMb: mb(worker.usedSize + (worker.embedderHeapUsedSize ?? 0) + (worker.backingStorageSize ?? 0)),
         othersTotalMb: mb(figures.filter((f) => f.id !== workerId).reduce((sum, f) => sum + f.totalSize, 0)),
         totalMbByTarget: Object.fromEntries(figures.map((f) => [f.id, mb(f.totalSize)])),
       };
     },
     async collectGarbage(which = 'all') {
       for (const s of sessions) {
-        if (which === 'others' && s.id === workerId) continue;
+        if ((which === 'others' && s.id === workerId) || (which === 'worker' && s.id !== workerId)) continue;
         await s.session.call('HeapProfiler.takeHeapSnapshot', { reportProgress: false }, 300_000);
-      }
-    },
-    async snapshot(targetId, file) {
-      const target = sessions.find((s) => s.id === targetId);
-      if (!target) throw new Error(`no inspector target ${targetId}`);
-      const out = createWriteStream(file);
-      const stop = target.session.listen('HeapProfiler.addHeapSnapshotChunk', (params) => out.write((params as { chunk: string }).chunk));
-      try {
-        await target.session.call('HeapProfiler.takeHeapSnapshot', { reportProgress: false }, 300_000);
-      } finally {
-        stop();
-        await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
       }
     },
     close() {
@@ -81,8 +69,6 @@ export async function connectHeaps(
 
 export interface Session {
   call(method: string, params?: object, timeoutMs?: number): Promise<unknown>;
-  /** Calls `listener` with the params of every `method` event until the returned function is called. */
-  listen(method: string, listener: (params: unknown) => void): () => void;
   close(): void;
 }
 
@@ -94,19 +80,12 @@ export async function open(url: string): Promise<Session> {
   });
   let next = 0;
   const pending = new Map<number, (result: unknown) => void>();
-  const listeners = new Set<{ method: string; listener: (params: unknown) => void }>();
   socket.addEventListener('message', (event) => {
-    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown; method?: string; params?: unknown };
+    const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
     if (message.id !== undefined) pending.get(message.id)?.(message.result);
     if (message.id !== undefined) pending.delete(message.id);
-    if (message.method !== undefined) for (const l of listeners) if (l.method === message.method) l.listener(message.params);
   });
   return {
-    listen(method, listener) {
-      const entry = { method, listener };
-      listeners.add(entry);
-      return () => listeners.delete(entry);
-    },
     call(method, params = {}, timeoutMs = 10_000) {
       const id = ++next;
       return new Promise((resolve, reject) => {

@@ -15,22 +15,14 @@
  * operations. Then a warm download (upstream requests: 0) and 10
  * simultaneous first downloads of one version (upstream package fetches: 1).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ModuleUpstream, type UpstreamModule } from '../test/e2e/module-upstream';
-import { formatPolicy, parsePolicy } from '../src/protocol/mirror-policy';
-import { mirrorPolicyKey } from '../src/store/layout';
 import { build } from './build';
 import { cpuMicros } from './proc';
-import { startRuntime } from './runtime';
+import { policyRuntime, storageCounts } from './runtime';
+import { flag, log, script } from './report';
 
-await main();
-
-async function main(): Promise<void> {
-  const json = process.argv.includes('--json');
-  const log = (line: string) => process.stderr.write(`bench:modules: ${line}\n`);
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-modules-'));
+await script(import.meta, 'modules', async (work) => {
   const NS = 'bench';
   const source = (name: string, version: string) => `git::https://github.com/${NS}/terraform-aws-${name}.git?ref=${name}-v${version}`;
   const sizes = [
@@ -47,21 +39,12 @@ async function main(): Promise<void> {
   log('building the Worker');
   const bundle = await build(work, 'bench/bench-worker.ts');
   const upstream = await ModuleUpstream.start(modules);
-  const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
+  const runtime = await policyRuntime(bundle, join(work, 'state'), {
+    modules: [{ source: `upstream.test/${NS}/*/aws`, versions: '>= 1.0.0' }],
+    hosts: { 'upstream.test': { 'modules.v1': `${upstream.origin}/v1/modules/` }, 'codeload.github.com': { archives: `${upstream.origin}/codeload/` } },
+  });
+  const { ops } = runtime;
   try {
-    const policy = parsePolicy(
-      JSON.stringify({
-        modules: [{ source: `upstream.test/${NS}/*/aws`, versions: '>= 1.0.0' }],
-        hosts: { 'upstream.test': { 'modules.v1': `${upstream.origin}/v1/modules/` }, 'codeload.github.com': { archives: `${upstream.origin}/codeload/` } },
-      }),
-      'bench policy',
-    );
-    await (await runtime.mf.getKVNamespace('REGISTRY_KV')).put(mirrorPolicyKey, formatPolicy(policy));
-    const ops = async (reset = false) => (await (await fetch(`${runtime.origin}/__bench/ops${reset ? '?reset' : ''}`)).json()) as Record<string, number>;
-    const sum = (counts: Record<string, number>, pattern: RegExp) =>
-      Object.entries(counts)
-        .filter(([k]) => pattern.test(k))
-        .reduce((s, [, n]) => s + n, 0);
     const download = async (name: string, version: string) => {
       const answer = await fetch(`${runtime.origin}/v1/modules/${NS}/${name}/aws/${version}/download`, { redirect: 'manual' });
       const location = answer.headers.get('x-terraform-get');
@@ -78,14 +61,14 @@ async function main(): Promise<void> {
       await (await fetch(`${runtime.origin}/v1/modules/${NS}/${name}/aws/versions`)).arrayBuffer();
       // The upstream makes its tarball (git archive) on first request: made now, outside the measured download.
       const tarball = Buffer.from(await (await fetch(`${upstream.origin}/codeload/${NS}/terraform-aws-${name}/tar.gz/${name}-v1.0.0`)).arrayBuffer());
-      await ops(true);
+      await ops();
       const upstreamBefore = upstream.requests.length;
       const cpu0 = cpuMicros(runtime.pid);
       const started = performance.now();
       const packageBytes = await download(name, '1.0.0');
       const wallMs = performance.now() - started;
       const processCpuMs = (cpuMicros(runtime.pid) - cpu0) / 1000;
-      const counts = await ops(true);
+      const counts = await ops();
       const upstreamRequests = upstream.requests.length - upstreamBefore;
       const times = extraFiles > 1000 ? 3 : 10;
       const before = cpuMicros(runtime.pid);
@@ -103,17 +86,14 @@ async function main(): Promise<void> {
         workerOwnCpuMs: Math.round(ownCpuMs * 10) / 10,
         subrequests: counts['subrequest:fetch'] ?? 0,
         upstreamRequests,
-        r2Writes: sum(counts, /^r2:(put|delete|createMultipartUpload)/),
-        r2Reads: sum(counts, /^r2:(get|head|list)/),
-        kvWrites: sum(counts, /^kv:(put|delete)/),
-        kvReads: sum(counts, /^kv:(get|list)/),
+        ...storageCounts(counts),
         ops: counts,
       });
       log(`cold ${name}: ${JSON.stringify(cold.at(-1))}`);
     }
 
     // Warm: the same version again (held: no upstream request).
-    await ops(true);
+    await ops();
     const upstreamBefore = upstream.requests.length;
     const warmCpu0 = cpuMicros(runtime.pid);
     const warmStarted = performance.now();
@@ -123,7 +103,7 @@ async function main(): Promise<void> {
       wallMs: Math.round(performance.now() - warmStarted),
       workerdProcessCpuMs: Math.round((cpuMicros(runtime.pid) - warmCpu0) / 1000),
       upstreamRequests: upstream.requests.length - upstreamBefore,
-      subrequests: (await ops(true))['subrequest:fetch'] ?? 0,
+      subrequests: (await ops())['subrequest:fetch'] ?? 0,
     };
     log(`warm: ${JSON.stringify(warm)}`);
 
@@ -141,7 +121,7 @@ async function main(): Promise<void> {
     log(`concurrent: ${JSON.stringify(concurrent)}`);
 
     const figures = { cold, warm, concurrent };
-    if (json) {
+    if (flag('json')) {
       process.stdout.write(`${JSON.stringify(figures)}\n`);
     } else {
       process.stdout.write(
@@ -162,6 +142,5 @@ async function main(): Promise<void> {
   } finally {
     await runtime.dispose();
     await upstream.stop();
-    await rm(work, { recursive: true, force: true });
   }
-}
+});

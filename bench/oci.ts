@@ -4,22 +4,17 @@
  * version × 12 platforms (bench/seed.ts), the Worker isolate's busy samples × 100 µs (bench/worker-cpu.ts),
  * median of the rounds. The first manifest request of each round is a new version's (it writes the view).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { loadavg } from 'node:os';
 import { providerAddress } from '../src/protocol/address';
 import { freePort } from '../test/e2e/server';
 import { build } from './build';
 import { startRuntime } from './runtime';
 import { HOSTNAME, seedSmall } from './seed';
-import { withWebSocket, workerProfiler } from './worker-cpu';
+import { workerProfiler } from './worker-cpu';
+import { median, option, script } from './report';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-async function main(): Promise<void> {
-  await withWebSocket();
-  const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice('--rounds='.length) ?? 5);
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-oci-'));
+async function main(work: string): Promise<void> {
+  const rounds = Number(option('rounds') ?? 5);
   const before = loadavg();
   const inspectorPort = await freePort();
   const runtime = await startRuntime({ bundlePath: await build(work, null) }, undefined, { inspectorPort });
@@ -74,11 +69,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await runtime.dispose();
-    await rm(work, { recursive: true, force: true });
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+await script(import.meta, 'oci', main, { inspector: true });

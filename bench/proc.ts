@@ -1,4 +1,7 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /** Linux /proc readings for the workerd process under test (the bench runs on Linux only). */
 
@@ -45,13 +48,6 @@ function readStat(pid: number): { comm: string; ppid: number; utime: number; sti
   return { comm, ppid: Number(fields[1]), utime: Number(fields[11]), stime: Number(fields[12]) };
 }
 
-/** Resident memory split: anonymous (heaps, malloc) and file-backed (the binary, mapped files), in bytes. */
-export function rssParts(pid: number): { anon: number; file: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
-  return { anon: kb('RssAnon'), file: kb('RssFile') + kb('RssShmem') };
-}
-
 /** Nanoseconds of CPU all threads of the process have used (/proc/PID/task/TID/schedstat; finer than cpuMicros' 10 ms ticks). */
 export function cpuNanos(pid: number): number {
   let total = 0;
@@ -63,4 +59,39 @@ export function cpuNanos(pid: number): number {
     }
   }
   return total;
+}
+
+/** A command's run under bash's `time`: wall and CPU seconds, the load average at its start, its exit code and output. */
+export interface Timed {
+  wall: number;
+  cpu: number;
+  load: number;
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `command args` under bash's `time`: wall and CPU (user + sys, the child and its descendants) in seconds. */
+export function timed(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<Timed> {
+  const dir = mkdtempSync(join(tmpdir(), 'edge-registry-cli-wall-run-'));
+  const files = { out: join(dir, 'out'), err: join(dir, 'err'), time: join(dir, 'time') };
+  const load = loadavg()[0]!;
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', 'TIMEFORMAT="%3R %3U %3S"; { time "$@" >"$OUT" 2>"$ERR"; } 2>"$TIME"', 'bash', command, ...args], {
+      cwd: join(import.meta.dirname, '..'),
+      env: { ...env, OUT: files.out, ERR: files.err, TIME: files.time },
+      stdio: 'ignore',
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      try {
+        const [wall, user, sys] = readFileSync(files.time, 'utf8').trim().split(/\s+/).map(Number) as [number, number, number];
+        resolve({ wall, cpu: user + sys, load, code: code ?? -1, stdout: readFileSync(files.out, 'utf8'), stderr: readFileSync(files.err, 'utf8') });
+      } catch (error) {
+        reject(error);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
 }

@@ -12,18 +12,15 @@
  * only this;
  * `npm run bench` runs it as part of the whole.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createToken } from '../scripts/lib/tokens';
 import type { KvStore } from '../src/store/store';
 import { build } from './build';
 import { cpuMicros } from './proc';
 import { startRuntime, type Runtime } from './runtime';
-import { HOSTNAME, seedLarge, seedSmall } from './seed';
-import { MODULE_ROUTES, seedModules } from './seed-modules';
-import type { Target } from './targets';
+import { HOSTNAME, MODULE_ROUTES, seedLarge, seedModules, seedSmall } from './seed';
+import type { Target } from './report';
 import { wrk } from './wrk';
+import { flag, log, median, option, script } from './report';
 
 export interface ProductionLine {
   mode: 'public' | 'private';
@@ -154,12 +151,6 @@ export async function benchProduction(
   }
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
 /** One target per line: req/s ≥ 0.8 × the floor. */
 export function productionTargets(lines: ProductionLine[]): Target[] {
   return lines.map((line) => ({
@@ -195,23 +186,14 @@ export function productionTable(lines: ProductionLine[], rounds: number): string
   return `${out.join('\n')}\n`;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const argv = process.argv.slice(2);
-  const value = (flag: string) => (argv.includes(flag) ? argv[argv.indexOf(flag) + 1] : undefined);
-  const quick = argv.includes('--quick');
-  const seconds = Number(value('--seconds') ?? (quick ? 1 : 3));
-  const rounds = Number(value('--rounds') ?? (quick ? 1 : 3));
-  const only = value('--only');
-  const log = (message: string) => process.stderr.write(`bench: ${message}\n`);
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-production-'));
-  try {
-    log('building the Worker (wrangler deploy --dry-run)');
-    // --bundle PATH: measure another build (e.g. an earlier commit's, for a before/after).
-    const bundle = value('--bundle') ?? (await build(work, null));
-    const lines = await benchProduction(bundle, { seconds, rounds, connections: 50, warmUp: !quick, log, ...(only ? { only } : {}) });
-    if (argv.includes('--json')) process.stdout.write(`${JSON.stringify(lines)}\n`);
-    else process.stdout.write(productionTable(lines, rounds));
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
-}
+await script(import.meta, 'production', async (work) => {
+  const quick = flag('quick');
+  const seconds = Number(option('seconds') ?? (quick ? 1 : 3));
+  const rounds = Number(option('rounds') ?? (quick ? 1 : 3));
+  const only = option('only');
+  log('building the Worker (wrangler deploy --dry-run)');
+  // --bundle PATH: measure another build (e.g. an earlier commit's, for a before/after).
+  const bundle = option('bundle') ?? (await build(work, null));
+  const lines = await benchProduction(bundle, { seconds, rounds, connections: 50, warmUp: !quick, log, ...(only ? { only } : {}) });
+  process.stdout.write(flag('json') ? `${JSON.stringify(lines)}\n` : productionTable(lines, rounds));
+});

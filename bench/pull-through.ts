@@ -15,26 +15,17 @@
  * archive (upstream downloads: 1).
  */
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StaticUpstream } from '../test/scripts/mirror/upstream';
-import { formatPolicy, parsePolicy } from '../src/protocol/mirror-policy';
-import { mirrorPolicyKey } from '../src/store/layout';
 import { build } from './build';
 import { cpuMicros } from './proc';
-import { startRuntime } from './runtime';
+import { policyRuntime, storageCounts } from './runtime';
 import { discardServer } from './write-floor';
+import { flag, log, script } from './report';
 
-await main();
-
-async function main(): Promise<void> {
-  const quick = process.argv.includes('--quick');
-  const json = process.argv.includes('--json');
+await script(import.meta, 'pull', async (work) => {
   const MiB = 1024 * 1024;
-  const sizes = quick ? [10, 50] : [50, 200];
-  const log = (line: string) => process.stderr.write(`bench:pull: ${line}\n`);
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-pull-'));
+  const sizes = flag('quick') ? [10, 50] : [50, 200];
   log(`building the Worker; generating ${sizes.join(' and ')} MiB archives`);
   const bundle = await build(work, 'bench/bench-worker.ts');
   const versions = sizes.map((_, i) => `${i + 1}.0.0`);
@@ -47,20 +38,15 @@ async function main(): Promise<void> {
       { version: '9.0.0', platforms: ['linux_amd64'], padding: sizes[0]! * MiB },
     ],
   });
-  const runtime = await startRuntime({ bundlePath: bundle }, join(work, 'state'));
+  const runtime = await policyRuntime(bundle, join(work, 'state'), {
+    providers: [{ source: 'upstream.test/acme/big', versions: '>= 1.0.0', platforms: ['linux_amd64'] }],
+    hosts: { 'upstream.test': { 'providers.v1': `${upstream.origin}/v1/providers/` } },
+  });
+  const { ops } = runtime;
   const sink = await discardServer();
   try {
-    const policy = parsePolicy(
-      JSON.stringify({
-        providers: [{ source: 'upstream.test/acme/big', versions: '>= 1.0.0', platforms: ['linux_amd64'] }],
-        hosts: { 'upstream.test': { 'providers.v1': `${upstream.origin}/v1/providers/` } },
-      }),
-      'bench policy',
-    );
-    await (await runtime.mf.getKVNamespace('REGISTRY_KV')).put(mirrorPolicyKey, formatPolicy(policy));
     const r2 = await runtime.mf.getR2Bucket('REGISTRY_R2');
     const base = `${runtime.origin}/v1`;
-    const ops = async (reset = false) => (await (await fetch(`${runtime.origin}/__bench/ops${reset ? '?reset' : ''}`)).json()) as Record<string, number>;
     const file = (version: string) => `terraform-provider-big_${version}_linux_amd64.zip`;
     const archiveUrl = (version: string) => `${base}/archives/upstream.test/acme/big/${version}/${file(version)}`;
     const download = async (url: string) => {
@@ -89,7 +75,7 @@ async function main(): Promise<void> {
     for (const [i, mb] of sizes.entries()) {
       const version = versions[i]!;
       const expected = await upstreamSha(version);
-      await ops(true);
+      await ops();
       const upstreamBefore = upstream.requests.length;
       const cpu0 = cpuMicros(runtime.pid);
       const started = performance.now();
@@ -100,21 +86,9 @@ async function main(): Promise<void> {
       await committed(version);
       const toCommit = performance.now() - started;
       const processCpuMs = (cpuMicros(runtime.pid) - cpu0) / 1000;
-      const counts = await ops(true);
+      const counts = await ops();
       if (got.status !== 200 || got.sha256 !== expected)
         throw new Error(`cold pull of ${version}: HTTP ${got.status}, SHA-256 ${got.sha256}, expected ${expected}`);
-      const r2Writes = Object.entries(counts)
-        .filter(([k]) => /^r2:(put|delete|createMultipartUpload)/.test(k))
-        .reduce((s, [, n]) => s + n, 0);
-      const r2Reads = Object.entries(counts)
-        .filter(([k]) => /^r2:(get|head|list)/.test(k))
-        .reduce((s, [, n]) => s + n, 0);
-      const kvWrites = Object.entries(counts)
-        .filter(([k]) => /^kv:(put|delete)/.test(k))
-        .reduce((s, [, n]) => s + n, 0);
-      const kvReads = Object.entries(counts)
-        .filter(([k]) => /^kv:(get|list)/.test(k))
-        .reduce((s, [, n]) => s + n, 0);
       // The Worker's own share, measured without I/O: the verified copy over as many bytes, and h1 minus a plain read.
       const key = `upstream.test/acme/big/${version}/${file(version)}`;
       const measure = async (query: string) => {
@@ -138,10 +112,7 @@ async function main(): Promise<void> {
         plainReadCpuMs: Math.round(readMs),
         subrequests: counts['subrequest:fetch'] ?? 0,
         upstreamRequests: upstream.requests.length - upstreamBefore,
-        r2Writes,
-        r2Reads,
-        kvWrites,
-        kvReads,
+        ...storageCounts(counts),
         ops: counts,
       });
       log(`cold ${mb} MiB: ${JSON.stringify(cold.at(-1))}`);
@@ -149,13 +120,13 @@ async function main(): Promise<void> {
 
     // Warm: the same archive again, in the same isolate and location.
     const version = versions[0]!;
-    await ops(true);
+    await ops();
     const upstreamBefore = upstream.requests.length;
     const warmCpu0 = cpuMicros(runtime.pid);
     const warmStarted = performance.now();
     const warm = await download(archiveUrl(version));
     const warmWall = performance.now() - warmStarted;
-    const warmCounts = await ops(true);
+    const warmCounts = await ops();
     const warmFigures = {
       mb: sizes[0]!,
       status: warm.status,
@@ -186,7 +157,7 @@ async function main(): Promise<void> {
     log(`concurrent: ${JSON.stringify(concurrent)}`);
 
     const figures = { cold, warm: warmFigures, concurrent };
-    if (json) {
+    if (flag('json')) {
       process.stdout.write(`${JSON.stringify(figures)}\n`);
     } else {
       const rows = cold.map(
@@ -209,6 +180,5 @@ async function main(): Promise<void> {
     await runtime.dispose();
     await sink.close();
     await upstream.stop();
-    await rm(work, { recursive: true, force: true });
   }
-}
+});

@@ -1,6 +1,12 @@
 import { compatibilityDate } from '../scripts/lib/config';
-import { dirname } from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { freePort } from '../test/e2e/server';
 import { Miniflare } from 'miniflare';
+import { formatPolicy, parsePolicy } from '../src/protocol/mirror-policy';
+import { mirrorPolicyKey } from '../src/store/layout';
 import { childPids } from './proc';
 
 /**
@@ -32,13 +38,25 @@ const COMPATIBILITY_DATE = compatibilityDate(); // wrangler.toml's
  * files, so serving one streams from disk); without it they live in memory.
  * `persistCache` keeps the edge cache (Cache API) there as well; its entries
  * are keyed on the request's origin, so a later runtime that should find them
- * listens on the same `port`. `downloads` binds the DOWNLOADS Durable
- * Object (download counts) with that batch window.
+ * listens on the same `port` (`cacheDir`: the cache in that directory
+ * instead). `downloads` binds the DOWNLOADS Durable Object (download counts)
+ * with that batch window. `https` serves with that key and certificate;
+ * `names` are the KV namespace's and the bucket's ids (a local state's:
+ * edge-registry-local and edge-registry).
  */
 export async function startRuntime(
   worker: { bundlePath: string } | { script: string },
   persistDir?: string,
-  options: { persistCache?: boolean; port?: number; inspectorPort?: number; downloads?: { batchMs: number }; bindings?: Record<string, string> } = {},
+  options: {
+    persistCache?: boolean;
+    cacheDir?: string;
+    port?: number;
+    inspectorPort?: number;
+    downloads?: { batchMs: number };
+    bindings?: Record<string, string>;
+    https?: { keyPath: string; certPath: string };
+    names?: { kv: string; r2: string };
+  } = {},
 ): Promise<Runtime> {
   const before = new Set(childPids('workerd'));
   const source =
@@ -53,8 +71,9 @@ export async function startRuntime(
     bindings: { ...VARS, ...(options.downloads ? { DOWNLOAD_BATCH_MS: String(options.downloads.batchMs) } : {}), ...options.bindings },
     // Download counts (wrangler.toml's DOWNLOADS): the bundle must export DownloadCounter.
     ...(options.downloads ? { durableObjects: { DOWNLOADS: { className: 'DownloadCounter', useSQLite: true } } } : {}),
-    kvNamespaces: { REGISTRY_KV: 'bench-kv' },
-    r2Buckets: { REGISTRY_R2: 'bench-r2' },
+    ...(options.https ? { https: true, httpsKeyPath: options.https.keyPath, httpsCertPath: options.https.certPath } : {}),
+    kvNamespaces: { REGISTRY_KV: options.names?.kv ?? 'bench-kv' },
+    r2Buckets: { REGISTRY_R2: options.names?.r2 ?? 'bench-r2' },
     // workerd logs a broken pipe for every connection wrk drops at the end of a run; keep the table readable.
     handleRuntimeStdio(stdout, stderr) {
       stdout.resume();
@@ -62,11 +81,117 @@ export async function startRuntime(
     },
     ...(persistDir ? { defaultPersistRoot: persistDir, kvPersist: true, r2Persist: true } : {}),
     // The Cache API's store on disk too: a later workerd on the same directory is another isolate of the same location.
-    ...(persistDir && options.persistCache ? { cachePersist: true } : {}),
+    ...(options.cacheDir ? { cachePersist: options.cacheDir } : persistDir && options.persistCache ? { cachePersist: true } : {}),
     ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
   });
   const url = await mf.ready;
   const pid = childPids('workerd').find((p) => !before.has(p));
   if (pid === undefined) throw new Error('could not find the workerd process Miniflare started');
   return { mf, origin: url.origin, pid, dispose: () => mf.dispose() };
+}
+
+/**
+ * The bench Worker's `bundle` (bench/bench-worker.ts) on a state in `dir` holding only a pull-through `policy`
+ * (src/protocol/mirror-policy.ts's JSON), with `ops()`: its binding calls and fetches by "binding:method" since the
+ * last call.
+ */
+export async function policyRuntime(
+  bundle: string,
+  dir: string,
+  policy: object,
+  options: { inspectorPort?: number } = {},
+): Promise<Runtime & { ops(): Promise<Record<string, number>> }> {
+  const runtime = await startRuntime({ bundlePath: bundle }, dir, options);
+  await (await runtime.mf.getKVNamespace('REGISTRY_KV')).put(mirrorPolicyKey, formatPolicy(parsePolicy(JSON.stringify(policy), 'bench policy')));
+  return { ...runtime, ops: () => opsOf(runtime) };
+}
+
+/** The bench Worker's counts since the last call (/__bench/ops?reset, bench/bench-worker.ts), by "binding:method". */
+export async function opsOf(runtime: Runtime): Promise<Record<string, number>> {
+  return (await (await fetch(`${runtime.origin}/__bench/ops?reset`)).json()) as Record<string, number>;
+}
+
+/** KV reads (get, getWithMetadata) and R2 reads (get, head) among `counts`. */
+export const readsOf = (counts: Record<string, number>) => ({ kv: countOf(counts, /^kv:get/), r2: countOf(counts, /^r2:(get|head)$/) });
+
+/** The sum of `counts` whose "binding:method" matches `pattern`. */
+export const countOf = (counts: Record<string, number>, pattern: RegExp): number =>
+  Object.entries(counts).reduce((sum, [key, n]) => sum + (pattern.test(key) ? n : 0), 0);
+
+/** R2 and KV writes and reads among `counts` (lists are reads, deletes and multipart creations writes). */
+export const storageCounts = (counts: Record<string, number>) => ({
+  r2Writes: countOf(counts, /^r2:(put|delete|createMultipartUpload)/),
+  r2Reads: countOf(counts, /^r2:(get|head|list)/),
+  kvWrites: countOf(counts, /^kv:(put|delete)/),
+  kvReads: countOf(counts, /^kv:(get|list)/),
+});
+
+/**
+ * Exactly what `npm start -- ARGS` runs (package.json: node scripts/run.mjs start: wrangler dev) on a free port and
+ * `state`, in its own process group (stopped with it); resolves once discovery answers 200. `log()`: its output.
+ */
+export async function startNpmStart(state: string): Promise<{ origin: string; stop: () => Promise<void>; log: () => string }> {
+  const port = await freePort();
+  const ownTmp = mkdtempSync(join(tmpdir(), 'edge-registry-cli-wall-wrangler-'));
+  // Exactly what `npm start -- ARGS` runs (package.json: node scripts/run.mjs start), in its own process group.
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      join(import.meta.dirname, '..', 'scripts', 'run.mjs'),
+      'start',
+      '--port',
+      String(port),
+      '--ip',
+      '127.0.0.1',
+      '--persist-to',
+      state,
+      '--inspector-port',
+      String(await freePort()),
+      '--show-interactive-dev-session=false',
+    ],
+    {
+      cwd: join(import.meta.dirname, '..'),
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, TMPDIR: ownTmp, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
+    },
+  );
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  const group = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // gone already
+    }
+  };
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      group('SIGTERM');
+      const timer = setTimeout(() => group('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    }
+    rmSync(ownTmp, { recursive: true, force: true });
+  };
+  process.on('exit', () => group('SIGKILL'));
+  const origin = `http://localhost:${port}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
+    try {
+      const response = await fetch(`${origin}/.well-known/terraform.json`, { signal: AbortSignal.timeout(2000) });
+      await response.arrayBuffer();
+      if (response.status === 200) return { origin, stop, log: () => output };
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`npm start did not answer within 120 s:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }

@@ -56,22 +56,13 @@ export async function startS3(dir: string, certificate: { certPath: string; keyP
       // Straight to s3rver (plain HTTP), not through the counting front.
       const client = new AwsClient({ accessKeyId: KEY, secretAccessKey: KEY, service: 's3', region: 'auto' });
       let copied = 0;
-      let cursor: string | undefined;
-      do {
-        const page = await bucket.list({ limit: 500, ...(cursor ? { cursor } : {}) });
-        for (const object of page.objects) {
-          if (object.key.startsWith('.')) continue; // records, uploads, audit: never release files
-          const body = await bucket.get(object.key);
-          const bytes = new Uint8Array(await body!.arrayBuffer());
-          const response = await client.fetch(`${direct}/${S3_BUCKET}/${object.key.split('/').map(encodeURIComponent).join('/')}`, {
-            method: 'PUT',
-            body: bytes,
-          });
-          if (!response.ok) throw new Error(`copying ${object.key} into s3rver: ${response.status} ${await response.text()}`);
-          copied++;
-        }
-        cursor = page.truncated ? page.cursor : undefined;
-      } while (cursor);
+      // Records, uploads, audit: never release files.
+      for await (const [key, object] of publicObjects(bucket, (k) => !k.startsWith('.'))) {
+        const body = new Uint8Array(await object.arrayBuffer());
+        const response = await client.fetch(`${direct}/${S3_BUCKET}/${key.split('/').map(encodeURIComponent).join('/')}`, { method: 'PUT', body });
+        if (!response.ok) throw new Error(`copying ${key} into s3rver: ${response.status} ${await response.text()}`);
+        copied++;
+      }
       side.copied = true;
       return copied;
     },
@@ -137,20 +128,13 @@ export async function startFilesOrigin(certificate: { certPath: string; keyPath:
     origin: `https://localhost:${port}`,
     copied: false,
     async copyFrom(bucket) {
-      let cursor: string | undefined;
-      do {
-        const page = await bucket.list({ limit: 500, ...(cursor ? { cursor } : {}) });
-        for (const listed of page.objects) {
-          if (listed.key.startsWith('.') || listed.key.includes('/.')) continue; // never public (records, uploads, audit, keys)
-          const object = await bucket.get(listed.key);
-          objects.set(listed.key, {
-            bytes: new Uint8Array(await object!.arrayBuffer()),
-            contentType: object!.httpMetadata?.contentType ?? 'application/octet-stream',
-            cacheControl: object!.httpMetadata?.cacheControl,
-          });
-        }
-        cursor = page.truncated ? page.cursor : undefined;
-      } while (cursor);
+      // Never public: records, uploads, audit, keys.
+      for await (const [key, object] of publicObjects(bucket, (k) => !k.startsWith('.') && !k.includes('/.')))
+        objects.set(key, {
+          bytes: new Uint8Array(await object.arrayBuffer()),
+          contentType: object.httpMetadata?.contentType ?? 'application/octet-stream',
+          cacheControl: object.httpMetadata?.cacheControl,
+        });
       side.copied = true;
       return objects.size;
     },
@@ -162,4 +146,14 @@ export async function startFilesOrigin(certificate: { certPath: string; keyPath:
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
   return side;
+}
+
+/** Every object of `bucket` whose key `wanted` accepts, with its body, page by page. */
+async function* publicObjects(bucket: R2Bucket, wanted: (key: string) => boolean): AsyncGenerator<[string, R2ObjectBody]> {
+  let cursor: string | undefined;
+  do {
+    const page = await bucket.list({ limit: 500, ...(cursor ? { cursor } : {}) });
+    for (const listed of page.objects) if (wanted(listed.key)) yield [listed.key, (await bucket.get(listed.key))!];
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor);
 }

@@ -5,8 +5,6 @@ import type { LoadResult } from './wrk';
 export interface SoakSample {
   seconds: number;
   rssMb: number;
-  /** Of rssMb: anonymous memory (malloc, V8 heaps); the rest is file-backed (workerd's binary). */
-  anonMb: number;
   cpuSeconds: number;
   /** The cache's figures; null when /__bench/cache did not answer (3 tries) behind the load's 50 connections. */
   cache: { entries: number; bytes: number; maxBytes: number; evictions: number } | null;
@@ -38,7 +36,7 @@ export interface SoakResult {
   /** How often Miniflare's own isolates were made to collect their garbage during the load (null: never, see SoakOptions.rawHelpers). */
   helperCollections?: { everySeconds: number; count: number } | null;
   /** After the load, once every isolate has run a full garbage collection (null: no inspector). */
-  afterCollection?: { rssMb: number; anonMb: number; heap: HeapFigures } | null;
+  afterCollection?: { rssMb: number; heap: HeapFigures } | null;
   /** The Worker's own count of answers per route and status, and the requests it never answered (null: not read). */
   routes?: RouteFigures | null;
 }
@@ -147,7 +145,7 @@ export function report(result: SoakResult): string {
       : "  Miniflare's own isolates left to V8 (--raw-helpers, or no inspector): RSS includes the native memory their uncollected garbage holds",
   );
   lines.push('');
-  lines.push('   time   RSS MB  anon MB  Worker heap used/total MB  other isolates MB  cache MB  entries  evictions  CPU s');
+  lines.push('   time   RSS MB  Worker heap used/total MB  other isolates MB  cache MB  entries  evictions  CPU s');
   const peak = result.rss.peakMb;
   // At most ~30 rows: every k-th sample, always the last.
   const step = Math.max(1, Math.ceil(result.samples.length / 30));
@@ -156,7 +154,7 @@ export function report(result: SoakResult): string {
     const bar = '#'.repeat(Math.round((s.rssMb / peak) * 40));
     const heap = s.heap ? `${mb(s.heap.workerUsedMb)} / ${mb(s.heap.workerTotalMb)}` : '—';
     lines.push(
-      `${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${mb(s.anonMb).padStart(7)}  ${heap.padStart(25)}  ${(s.heap ? mb(s.heap.othersTotalMb) : '—').padStart(17)}  ${(s.cache ? mb(s.cache.bytes / 1024 / 1024) : '—').padStart(8)}  ${String(s.cache?.entries ?? '—').padStart(7)}  ${String(s.cache?.evictions ?? '—').padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(5)}  ${bar}`,
+      `${`${s.seconds.toFixed(0)} s`.padStart(7)}  ${mb(s.rssMb).padStart(7)}  ${heap.padStart(25)}  ${(s.heap ? mb(s.heap.othersTotalMb) : '—').padStart(17)}  ${(s.cache ? mb(s.cache.bytes / 1024 / 1024) : '—').padStart(8)}  ${String(s.cache?.entries ?? '—').padStart(7)}  ${String(s.cache?.evictions ?? '—').padStart(9)}  ${s.cpuSeconds.toFixed(0).padStart(5)}  ${bar}`,
     );
   });
   lines.push('');
@@ -170,21 +168,13 @@ export function report(result: SoakResult): string {
   const a = result.afterCollection;
   if (a)
     lines.push(
-      `     after the load and a full garbage collection in every isolate: RSS ${mb(a.rssMb)} MB (anonymous ${mb(a.anonMb)} MB; V8 heaps: Worker ${mb(a.heap.workerUsedMb)} used of ${mb(a.heap.workerTotalMb)} MB, others ${mb(a.heap.othersTotalMb)} MB)`,
+      `     after the load and a full garbage collection in every isolate: RSS ${mb(a.rssMb)} MB (V8 heaps: Worker ${mb(a.heap.workerUsedMb)} used of ${mb(a.heap.workerTotalMb)} MB, others ${mb(a.heap.othersTotalMb)} MB)`,
     );
   const h = result.workerHeap;
   if (h)
     lines.push(
       `Worker isolate's V8 heap: ${mb(h.startMb)} MB at start, ${mb(h.endMb)} MB at the end, peak ${mb(h.peakMb)} MB; slope after the warm-up ${h.slopeMbPerMinute.toFixed(2)} MB/min`,
     );
-  const withHeap = result.samples.filter((s) => s.heap);
-  if (withHeap.length >= 2) {
-    const [first, final] = [withHeap[0]!.heap!, withHeap[withHeap.length - 1]!.heap!];
-    const ids = Object.keys(final.totalMbByTarget).sort((a, b) => final.totalMbByTarget[b]! - final.totalMbByTarget[a]!);
-    lines.push(
-      `V8 heap per isolate, MB at start → end: ${ids.map((id) => `${id} ${mb(first.totalMbByTarget[id] ?? 0)} → ${mb(final.totalMbByTarget[id]!)}`).join(', ')}`,
-    );
-  }
   const c = result.cache;
   lines.push(
     c.samplesRead === 0

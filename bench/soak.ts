@@ -13,7 +13,7 @@
  * HELPER_COLLECTION_SECONDS (SoakOptions.rawHelpers says why); after the load
  * every isolate does, and the RSS left is reported.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fakeRelease } from '../test/fixtures/release';
@@ -21,8 +21,8 @@ import { publishVersion, rebuildProviderIndex } from '../src/store/providers/wri
 import { downloadDocumentKey, releaseFilePath } from '../src/store/layout';
 import type { ProviderAddress } from '../src/protocol/address';
 import { build } from './build';
-import { connectHeaps, type HeapFigures } from './inspector';
-import { cpuMicros, rssBytes, rssParts } from './proc';
+import { connectHeaps } from './inspector';
+import { cpuMicros, rssBytes } from './proc';
 import { startRuntime, type Runtime } from './runtime';
 import { HOSTNAME, PLATFORMS, stores } from './seed';
 import { wrk, type LoadResult } from './wrk';
@@ -55,16 +55,11 @@ const log = (message: string) => process.stderr.write(`bench soak: ${message}\n`
 export interface SoakOptions {
   /** Load only documents that fit in the isolate cache (see soak). */
   cachedOnly?: boolean;
-  /** Writes heap snapshots of the Worker's isolate and the largest other one here after the warm-up and at the end. */
-  snapshotDir?: string;
   /**
-   * Leave Miniflare's own isolates (its entry worker, the KV, R2 and Cache API simulators)
-   * to V8 alone. By default the soak has them collect their garbage every
-   * HELPER_COLLECTION_SECONDS: each holds native memory V8 does not see (request and
-   * response state, tens of KB per request, behind a few hundred bytes of JavaScript), so
-   * their small heaps are seldom collected and that memory piles up in workerd, a growth no
-   * deployed Worker has (there are no such isolates on Cloudflare). The Worker's own isolate
-   * is never collected by the soak.
+   * Leave Miniflare's own isolates (entry worker, KV, R2 and Cache API simulators) to V8 alone. By default they
+   * collect their garbage every HELPER_COLLECTION_SECONDS: each holds native memory V8 does not see, so their small
+   * heaps are seldom collected and it piles up in workerd, a growth no deployed Worker has (bench/README.md). The
+   * Worker's own isolate is never collected by the soak.
    */
   rawHelpers?: boolean;
 }
@@ -104,20 +99,14 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
       }
       const interval = minutes >= 5 ? 5 : 2;
       const samples: SoakSample[] = [];
-      let snapshotsTaken = 0;
       const started = Date.now();
       const sample = async () => {
         const seconds = (Date.now() - started) / 1000;
         const rssMb = rssBytes(runtime.pid) / 1024 / 1024;
-        const anonMb = rssParts(runtime.pid).anon / 1024 / 1024;
         const cpuSeconds = cpuMicros(runtime.pid) / 1e6;
         const heap = heaps ? await heaps.sample().catch(() => null) : null;
         const cache = await cacheFigures(runtime.origin);
-        samples.push({ seconds, rssMb, anonMb, cpuSeconds, cache, heap });
-        if (options.snapshotDir && heaps && heap && snapshotsTaken === 0 && seconds >= (minutes * 60) / 5) {
-          snapshotsTaken++;
-          await snapshots(heaps, heap, options.snapshotDir, 'warm');
-        }
+        samples.push({ seconds, rssMb, cpuSeconds, cache, heap });
         if (samples.length % Math.max(1, Math.round(60 / interval)) === 1) {
           log(
             `${seconds.toFixed(0)} s: RSS ${rssMb.toFixed(1)} MB, Worker heap ${heap ? heap.workerTotalMb.toFixed(1) : '?'} MB, cache ${cache ? `${(cache.bytes / 1024 / 1024).toFixed(1)} MB in ${cache.entries} entries, ${cache.evictions} evictions` : 'not read'}`,
@@ -125,62 +114,30 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
         }
       };
       await sample();
-      let sampling = Promise.resolve();
-      let collecting = Promise.resolve();
       let collections = 0;
       // Miniflare's own isolates (see SoakOptions.rawHelpers); never the Worker's, whose heap is left to V8.
-      let collectionRunning = false;
       const collector =
         heaps && !options.rawHelpers
-          ? setInterval(() => {
-              if (collectionRunning) return;
-              collectionRunning = true;
-              collecting = collecting
-                .then(async () => {
-                  await heaps!.collectGarbage('others');
-                  collections++;
-                })
-                .catch((error: unknown) => {
-                  log(`collection failed: ${String(error)}`);
-                })
-                .finally(() => {
-                  collectionRunning = false;
-                });
-            }, HELPER_COLLECTION_SECONDS * 1000)
-          : undefined;
-      // A tick that comes while the previous sample is still being read (a busy workerd answers slowly) is skipped,
-      // never queued: queued samples would all be read at once after the load, as rows that never happened.
-      let sampleRunning = false;
-      const timer = setInterval(() => {
-        if (sampleRunning) return;
-        sampleRunning = true;
-        sampling = sampling
-          .then(sample)
-          .catch((error: unknown) => {
-            log(`sample failed: ${String(error)}`);
-          })
-          .finally(() => {
-            sampleRunning = false;
-          });
-      }, interval * 1000);
+          ? every(HELPER_COLLECTION_SECONDS, 'collection', async () => {
+              await heaps!.collectGarbage('others');
+              collections++;
+            })
+          : null;
+      const sampler = every(interval, 'sample', sample);
       let load: LoadResult;
       try {
         load = await wrk(`${runtime.origin}/`, { connections: CONNECTIONS, seconds: Math.round(minutes * 60), script });
       } finally {
-        clearInterval(timer);
-        clearInterval(collector);
-        await sampling;
-        await collecting;
+        await sampler.stop();
+        await collector?.stop();
       }
       await sample();
-      const last = samples[samples.length - 1]!.heap;
-      if (options.snapshotDir && heaps && last) await snapshots(heaps, last, options.snapshotDir, 'end');
       // What is left once every isolate has collected its garbage: live memory, not garbage V8 has yet to collect.
       let collected: SoakResult['afterCollection'] = null;
       if (heaps) {
         try {
           await heaps.collectGarbage();
-          collected = { rssMb: rssBytes(runtime.pid) / 1024 / 1024, anonMb: rssParts(runtime.pid).anon / 1024 / 1024, heap: await heaps.sample() };
+          collected = { rssMb: rssBytes(runtime.pid) / 1024 / 1024, heap: await heaps.sample() };
           log(`after a full collection in every isolate: RSS ${collected.rssMb.toFixed(1)} MB`);
         } catch (error) {
           log(`full collection failed: ${String(error)}`);
@@ -201,19 +158,6 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
     }
   } finally {
     await rm(work, { recursive: true, force: true });
-  }
-}
-
-/** Heap snapshots of the Worker's isolate and the largest other one, named STAGE-TARGET.heapsnapshot. */
-async function snapshots(heaps: Awaited<ReturnType<typeof connectHeaps>>, heap: HeapFigures, dir: string, stage: string): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  const others = Object.entries(heap.totalMbByTarget)
-    .filter(([id]) => id !== 'core:user:')
-    .sort((a, b) => b[1] - a[1]);
-  for (const id of ['core:user:', ...others.slice(0, 1).map(([id]) => id)]) {
-    const file = join(dir, `${stage}-${id.replace(/[^\w.-]+/g, '_')}.heapsnapshot`);
-    log(`heap snapshot of ${id} → ${file}`);
-    await heaps.snapshot(id, file).catch((error: unknown) => log(`snapshot of ${id} failed: ${String(error)}`));
   }
 }
 
@@ -272,6 +216,26 @@ function luaRotation(paths: readonly string[]): string {
     'end',
     '',
   ].join('\n');
+}
+
+/**
+ * Runs `work` every `seconds` until stopped. A tick that comes while the previous run is still going (a busy workerd
+ * answers slowly) is skipped, never queued: queued samples would all be read at once after the load, as rows that
+ * never happened. A failure is logged; `stop()` waits for the run under way.
+ */
+function every(seconds: number, what: string, work: () => Promise<void>): { stop(): Promise<void> } {
+  let running: Promise<void> | null = null;
+  const timer = setInterval(() => {
+    running ??= work()
+      .catch((error: unknown) => void log(`${what} failed: ${String(error)}`))
+      .finally(() => (running = null));
+  }, seconds * 1000);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
 }
 
 /** /__bench/cache, tried 3 times (the load keeps workerd busy); null when it never answered. */

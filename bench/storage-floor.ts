@@ -1,42 +1,51 @@
 /**
- * The floor of a storage operation: the Worker CPU one KV or R2 call on a
- * small JSON document takes in this workerd (Miniflare's simulators), with
- * CPU attributed to the Worker isolate exactly as bench/worker-cpu.ts does
- * for the publish API. the bench Worker (bench/bench-worker-floor.ts) runs N operations of
- * one kind per request; per operation = (request − an empty request) ÷ N,
- * the median of `rounds` interleaved rounds.
+ * The floor of a storage operation: the Worker CPU one KV or R2 call on a small JSON document takes in this
+ * workerd (Miniflare's simulators), with CPU attributed to the Worker isolate as bench/worker-cpu.ts does for the
+ * publish API. The bench Worker (bench/bench-worker-floor.ts) runs N operations of one kind per request; per
+ * operation = (request − an empty request) ÷ N, the median of `rounds` interleaved rounds. `--pieces`: the same
+ * for the publish commit's own pieces of work (PIECES: signatures, JSON, sorting, gzip, 1 MiB in memory into a
+ * DigestStream three ways), each alone.
  *
- * `npx tsx bench/storage-floor.ts [--json]`; bench/publish-api.ts runs it in
- * the same run as the publish to set the commit's storage requests against it.
+ * `npx tsx bench/storage-floor.ts [--rounds=N] [--pad=N] [--before] [--pieces] [--json]`; bench/publish-api.ts
+ * runs it in the same run as the publish to set the commit's storage requests against it.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { loadavg } from 'node:os';
 import { freePort } from '../test/e2e/server';
 import { build } from './build';
 import { COMMIT_REQUESTS, COMMIT_REQUESTS_BEFORE } from '../test/fixtures/commit-requests';
 import { startRuntime } from './runtime';
-import { withWebSocket, workerProfiler } from './worker-cpu';
+import { workerProfiler } from './worker-cpu';
+import { flag, median, option, script } from './report';
 import { spin } from './bench-worker-floor';
 
 export const STORAGE_OPS = [
   'kv-get',
-  'kv-get-miss',
   'kv-put',
   'kv-list',
   'r2-head',
-  'r2-get-miss',
   'r2-get-text',
   'r2-put',
   'r2-put-if-absent',
-  'r2-put-if-absent-refused',
   'r2-delete',
   'r2-list',
   'r2-put-1mib',
   'r2-get-1mib',
   'sha256-1mib',
-  'json-roundtrip',
+] as const;
+
+/** The publish commit's pieces of work measured alone (`--pieces`). */
+export const PIECES = [
+  'openpgp-sign',
+  'webcrypto-ed25519-sign',
+  'dsse-sign',
+  'json-index-1',
+  'json-index-200',
+  'sort-200-versions',
+  'gzip-document',
+  'sha256-document',
+  'digest-response-body-1mib',
+  'digest-blob-stream-1mib',
+  'digest-one-chunk-1mib',
 ] as const;
 
 export interface StorageFloor {
@@ -44,8 +53,8 @@ export interface StorageFloor {
   n: number;
   /** The empty request's Worker CPU (median, ms). */
   requestMs: number;
-  /** Per kind: Worker CPU per operation (median, ms) and the Worker isolate's busy samples per operation (an upper bound). */
-  perOp: { kind: string; cpuMs: number; upperBoundMs: number; topFunctions: string }[];
+  /** Per kind: Worker CPU per operation (median, ms). */
+  perOp: { kind: string; cpuMs: number }[];
   /** One request making only `mix`'s storage requests (the publish commit's, when given): Worker CPU per request (median; every round). */
   mix?: { requests: number; cpuMs: number; rounds: number[] };
   /**
@@ -71,20 +80,19 @@ function nodeSpinMs(): number {
   return median(runs);
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
 /** Runs the floor Worker in its own workerd; `work` is a scratch directory. */
 export async function benchStorageFloor(
   work: string,
-  options: { n?: number; rounds?: number; mix?: Readonly<Record<string, number>>; pad?: number } = {},
+  options: { n?: number; rounds?: number; mix?: Readonly<Record<string, number>>; pad?: number; kinds?: readonly string[] } = {},
 ): Promise<StorageFloor> {
   const n = options.n ?? 40;
+  const measured = options.kinds ?? STORAGE_OPS;
   const rounds = options.rounds ?? 5;
   const inspectorPort = await freePort();
   const runtime = await startRuntime({ bundlePath: await build(work, 'bench/bench-worker.ts') }, undefined, { inspectorPort });
   try {
     await fetch(`${runtime.origin}/__bench/floor/seed?n=${n}`).then((r) => r.arrayBuffer());
-    const kinds = ['none', ...STORAGE_OPS];
+    const kinds = ['none', ...measured];
     const mixUrl = options.mix
       ? `${runtime.origin}/__bench/floor/op?kind=commit-mix&n=1&pad=${options.pad ?? 0}&mix=${encodeURIComponent(JSON.stringify(options.mix))}`
       : null;
@@ -96,8 +104,6 @@ export async function benchStorageFloor(
     for (const kind of [...kinds, 'spin']) await fetch(`${runtime.origin}/__bench/floor/op?kind=${kind}&n=2`).then((r) => r.arrayBuffer());
     const profiler = await workerProfiler(inspectorPort, runtime.pid);
     const cpu = new Map<string, number[]>(kinds.map((k) => [k, []]));
-    const upper = new Map<string, number[]>(kinds.map((k) => [k, []]));
-    const top = new Map<string, string>();
     try {
       for (let round = 0; round < rounds; round++) {
         const { cpu: recording } = await profiler.record(async () => {
@@ -112,33 +118,16 @@ export async function benchStorageFloor(
         calibration.push(recording.requests.at(-1)!.cpuMs);
         calibrationProcess.push(recording.requests.at(-1)!.upperBoundMs);
         if (mixUrl) mixRounds.push(recording.requests.at(-2)!.cpuMs);
-        recording.requests.slice(0, kinds.length).forEach((r, i) => {
-          cpu.get(kinds[i]!)!.push(r.cpuMs);
-          upper.get(kinds[i]!)!.push(r.upperBoundMs);
-          if (round === 0)
-            top.set(
-              kinds[i]!,
-              r.topFunctions
-                .slice(0, 5)
-                .map((f) => `${f.name.replace(/ index\.js:\d+| bench-worker\.js:\d+/, '')} ${(f.ms / n).toFixed(3)}`)
-                .join('; '),
-            );
-        });
+        recording.requests.slice(0, kinds.length).forEach((r, i) => cpu.get(kinds[i]!)!.push(r.cpuMs));
       }
     } finally {
       profiler.close();
     }
     const requestMs = median(cpu.get('none')!);
-    const upperNone = median(upper.get('none')!);
     return {
       n,
       requestMs,
-      perOp: STORAGE_OPS.map((kind) => ({
-        kind,
-        cpuMs: Math.max(0, median(cpu.get(kind)!) - requestMs) / n,
-        upperBoundMs: Math.max(0, median(upper.get(kind)!) - upperNone) / n,
-        topFunctions: top.get(kind) ?? '',
-      })),
+      perOp: measured.map((kind) => ({ kind, cpuMs: Math.max(0, median(cpu.get(kind)!) - requestMs) / n })),
       ...(options.mix ? { mix: { requests: Object.values(options.mix).reduce((a, b) => a + b, 0), cpuMs: median(mixRounds), rounds: mixRounds } } : {}),
       calibration: { workerMs: calibration, processMs: calibrationProcess, nodeMs: nodeSpinMs() },
     };
@@ -151,10 +140,7 @@ export async function benchStorageFloor(
 export function storageFloorTable(floor: StorageFloor): string[] {
   return [
     `storage floor (bench/bench-worker-floor.ts: ${floor.n} sequential operations per request on ~600-byte JSON, minus an empty request of ${floor.requestMs.toFixed(2)} ms; Worker CPU per operation, median):`,
-    ...floor.perOp.map(
-      (o) =>
-        `  ${o.kind.padEnd(26)} ${o.cpuMs.toFixed(3)} ms (workerd process ≤ ${o.upperBoundMs.toFixed(3)} ms)  ${o.topFunctions ? `[per op by function: ${o.topFunctions}]` : ''}`,
-    ),
+    ...floor.perOp.map((o) => `  ${o.kind.padEnd(26)} ${o.cpuMs.toFixed(3)} ms`),
     `  calibration: a CPU-only request (no I/O) measured ${median(floor.calibration.workerMs).toFixed(1)} ms in the Worker (rounds: ${floor.calibration.workerMs.map((r) => r.toFixed(1)).join(', ')}); workerd's whole process CPU in the same windows ${floor.calibration.processMs.map((r) => r.toFixed(1)).join(', ')} ms; the same loop in this Node's V8: ${floor.calibration.nodeMs.toFixed(1)} ms`,
     ...(floor.mix
       ? [
@@ -164,32 +150,19 @@ export function storageFloorTable(floor: StorageFloor): string[] {
   ];
 }
 
-async function main(): Promise<void> {
-  await withWebSocket();
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-storage-floor-'));
-  try {
+await script(
+  import.meta,
+  'storage-floor',
+  async (work) => {
     const before = loadavg();
+    const rounds = Number(option('rounds') ?? 5);
+    const pad = Number(option('pad') ?? 0);
     // `--before`: the commit's storage requests before this branch's cut (test/fixtures/commit-requests.ts).
-    const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice('--rounds='.length) ?? 5);
-    const pad = Number(process.argv.find((a) => a.startsWith('--pad='))?.slice('--pad='.length) ?? 0);
-    const floor = await benchStorageFloor(work, { rounds, pad, mix: process.argv.includes('--before') ? COMMIT_REQUESTS_BEFORE : COMMIT_REQUESTS });
-    if (process.argv.includes('--json')) console.log(JSON.stringify({ storageFloor: floor, loadavg: [before, loadavg()] }));
-    else {
-      console.log(
-        `load average ${before.map((l) => l.toFixed(1)).join(' ')} → ${loadavg()
-          .map((l) => l.toFixed(1))
-          .join(' ')}`,
-      );
-      console.log(storageFloorTable(floor).join('\n'));
-    }
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
-}
-
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main().catch((error) => {
-    console.error(error);
-    process.exit(1);
-  });
-}
+    const mix = flag('before') ? COMMIT_REQUESTS_BEFORE : COMMIT_REQUESTS;
+    const floor = await benchStorageFloor(work, flag('pieces') ? { rounds, n: 20, kinds: PIECES } : { rounds, pad, mix });
+    if (flag('json')) return console.log(JSON.stringify({ storageFloor: floor, loadavg: [before, loadavg()] }));
+    const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
+    console.log(`load average ${load(before)} → ${load(loadavg())}\n${storageFloorTable(floor).join('\n')}`);
+  },
+  { inspector: true },
+);

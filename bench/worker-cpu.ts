@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { open, type Session } from './inspector';
+import { open } from './inspector';
 import { cpuNanos } from './proc';
 
 /**
@@ -18,16 +18,12 @@ import { cpuNanos } from './proc';
  *
  * The Worker's CPU (`cpuMs`) = the number of the Worker isolate's busy
  * samples × the sampling interval (100 µs). workerd's profiler takes a sample
- * only while the isolate runs, and each sample's time delta is the wall time
- * since the previous one, idle gaps and other isolates' turns included: a
- * request's first sample after an await can carry 100 ms. Summing deltas (the
- * previous estimate, kept as `shareMs`: the process CPU × the Worker's share
- * of all isolates' summed deltas) gave a 40-put request 0 ms in one round and
- * 68 ms in another, and an empty request up to 6 ms. Counting samples gives a
- * CPU-only loop in the Worker the CPU the same loop takes in Node's V8
- * (bench/storage-floor.ts measures this calibration in every run). On a
- * loaded machine the sampler may miss a few samples (an undercount of a few
- * tenths of a ms): the calibration says how many. `upperBoundMs` = the process
+ * only while the isolate runs; each sample's time delta is the wall time
+ * since the previous one (idle gaps and other isolates' turns included), so
+ * deltas are not summed. Counting samples gives a CPU-only loop in the Worker
+ * the CPU the same loop takes in Node's V8 (bench/storage-floor.ts measures
+ * this calibration in every run); on a loaded machine the sampler may miss a
+ * few samples (the calibration says how many). `upperBoundMs` = the process
  * CPU in the window (every thread of workerd: simulators, HTTP, the profiler).
  */
 
@@ -36,8 +32,6 @@ export interface RequestCpu {
   request: string;
   /** The Worker's CPU: its isolate's busy samples in the window × the sampling interval (see above). */
   cpuMs: number;
-  /** The previous estimate: the process CPU × the Worker isolate's share of all isolates' summed sample deltas (unreliable, see above). */
-  shareMs: number;
   /** workerd's CPU in the window, every thread (an upper bound). */
   upperBoundMs: number;
   wallMs: number;
@@ -71,12 +65,11 @@ export async function workerProfiler(
   close(): void;
 }> {
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as { id: string; webSocketDebuggerUrl: string }[];
-  if (!targets.some((t) => t.id === targetId)) throw new Error(`no inspector target ${targetId} among ${targets.map((t) => t.id).join(', ')}`);
-  const sessions = await Promise.all(targets.map(async (t) => ({ id: t.id, session: (await open(t.webSocketDebuggerUrl)) as Session })));
-  for (const { session } of sessions) {
-    await session.call('Profiler.enable');
-    await session.call('Profiler.setSamplingInterval', { interval: SAMPLING_INTERVAL_US });
-  }
+  const target = targets.find((t) => t.id === targetId);
+  if (!target) throw new Error(`no inspector target ${targetId} among ${targets.map((t) => t.id).join(', ')}`);
+  const session = await open(target.webSocketDebuggerUrl);
+  await session.call('Profiler.enable');
+  await session.call('Profiler.setSamplingInterval', { interval: SAMPLING_INTERVAL_US });
   return {
     async record<T>(work: () => Promise<T>) {
       const windows: Window[] = [];
@@ -106,7 +99,7 @@ export async function workerProfiler(
           windows.push(window);
         }
       };
-      for (const { session } of sessions) await session.call('Profiler.start');
+      await session.call('Profiler.start');
       let result!: T;
       try {
         result = await work();
@@ -114,19 +107,10 @@ export async function workerProfiler(
         globalThis.fetch = realFetch;
       }
       await new Promise((resolve) => setTimeout(resolve, 50)); // let after-response work finish
-      const profiles = await Promise.all(
-        sessions.map(async ({ id, session }) => ({ id, profile: ((await session.call('Profiler.stop', {}, 60_000)) as { profile: Profile }).profile })),
-      );
-      return {
-        result,
-        cpu: attribute(
-          profiles.find((p) => p.id === targetId)!.profile,
-          profiles.filter((p) => p.id !== targetId).map((p) => p.profile),
-          windows,
-        ),
-      };
+      const { profile } = (await session.call('Profiler.stop', {}, 60_000)) as { profile: Profile };
+      return { result, cpu: attribute(profile, windows) };
     },
-    close: () => sessions.forEach(({ session }) => session.close()),
+    close: () => session.close(),
   };
 }
 
@@ -147,10 +131,9 @@ interface Window {
 /** The profiler's sampling interval (µs): one busy sample stands for this much of the isolate's CPU. */
 export const SAMPLING_INTERVAL_US = 100;
 
-/** Non-idle sample time (µs, summed deltas) of `profile` inside each window, and in all; and the number of non-idle samples in each window. */
-function busyIn(profile: Profile, windows: readonly Window[]): { perWindow: number[]; total: number; samples: number[] } {
+/** Non-idle sample time (µs, summed deltas) of `profile` in all, and the number of non-idle samples in each window. */
+function busyIn(profile: Profile, windows: readonly Window[]): { total: number; samples: number[] } {
   const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
-  const perWindow = windows.map(() => 0);
   const samples = windows.map(() => 0);
   let total = 0;
   let at = profile.startTime;
@@ -160,24 +143,9 @@ function busyIn(profile: Profile, windows: readonly Window[]): { perWindow: numb
     if (idle.has(profile.samples[i]!)) continue;
     total += delta;
     const w = windows.findIndex((x) => at >= x.startUs && at <= x.endUs);
-    if (w !== -1) {
-      perWindow[w]! += delta;
-      samples[w]!++;
-    }
+    if (w !== -1) samples[w]!++;
   }
-  return { perWindow, total, samples };
-}
-
-/** The busy (non-idle) samples of `profile` inside `window`: each sample's node id and the frame it was in. */
-function* busySamplesIn(profile: Profile, window: Window): Generator<{ id: number; frame: Profile['nodes'][number]['callFrame'] }> {
-  const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
-  let at = profile.startTime;
-  for (let i = 0; i < profile.samples.length; i++) {
-    at += profile.timeDeltas[i]!;
-    if (at < window.startUs || at > window.endUs) continue;
-    const frame = byNode.get(profile.samples[i]!);
-    if (frame && frame.functionName !== '(idle)') yield { id: profile.samples[i]!, frame };
-  }
+  return { total, samples };
 }
 
 /** A frame's name in the tables: the function, and its bundle line when it has one. */
@@ -185,74 +153,53 @@ const frameName = (frame: Profile['nodes'][number]['callFrame']) =>
   `${frame.functionName || '(anonymous)'}${frame.url ? ` ${frame.url.split('/').at(-1)}:${(frame.lineNumber ?? 0) + 1}` : ''}`;
 
 /** The `limit` largest of `totals` (ms per name), largest first. */
-const largest = (totals: Map<string, number>, limit: number) =>
+export const largest = (totals: Map<string, number>, limit: number) =>
   [...totals]
     .map(([name, ms]) => ({ name, ms }))
     .sort((a, b) => b.ms - a.ms)
     .slice(0, limit);
 
-/** Self time (ms: samples × interval) per function of `profile`'s busy samples inside `window`, largest first. */
-function topFunctions(profile: Profile, window: Window): { name: string; ms: number }[] {
-  const totals = new Map<string, number>();
-  for (const { frame } of busySamplesIn(profile, window)) {
-    const name = frameName(frame);
-    totals.set(name, (totals.get(name) ?? 0) + SAMPLING_INTERVAL_US / 1000);
-  }
-  return largest(totals, 25);
-}
-
-/** Inclusive time (ms: samples × interval) per function of `profile`'s busy samples inside `window`: each function counted once per sample it is on the stack of. */
-function inclusiveFunctions(profile: Profile, window: Window): { name: string; ms: number }[] {
+/**
+ * The busy (non-idle) samples of `profile` inside `window`, each worth the sampling interval: by function, self
+ * (the top 25) and with callees (each function once per sample it is on the stack of; the top 40), and the shares
+ * of each kind of frame.
+ */
+function profileIn(profile: Profile, window: Window): Pick<RequestCpu, 'topFunctions' | 'inclusiveFunctions' | 'shares'> {
   const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
-  const totals = new Map<string, number>();
-  for (const { id: leaf } of busySamplesIn(profile, window)) {
-    const seen = new Set<string>();
-    for (let id: number | undefined = leaf; id !== undefined; id = parent.get(id)) {
-      const frame = byNode.get(id)!;
-      if (frame.functionName === '(root)') continue;
-      const name = frameName(frame);
-      if (seen.has(name)) continue;
-      seen.add(name);
-      totals.set(name, (totals.get(name) ?? 0) + SAMPLING_INTERVAL_US / 1000);
-    }
-  }
-  return largest(totals, 40);
-}
-
-function sharesIn(profile: Profile, window: Window): RequestCpu['shares'] {
-  const totals = { javascript: 0, 'native methods': 0, '(program)': 0, '(garbage collector)': 0 };
+  const [self, inclusive] = [new Map<string, number>(), new Map<string, number>()];
+  const add = (totals: Map<string, number>, name: string) => totals.set(name, (totals.get(name) ?? 0) + SAMPLING_INTERVAL_US / 1000);
+  const shares = { javascript: 0, 'native methods': 0, '(program)': 0, '(garbage collector)': 0 };
   let all = 0;
-  for (const { frame } of busySamplesIn(profile, window)) {
-    const kind =
-      frame.functionName === '(program)' || frame.functionName === '(garbage collector)' ? frame.functionName : frame.url ? 'javascript' : 'native methods';
-    totals[kind] += 1;
+  let at = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    at += profile.timeDeltas[i]!;
+    const frame = byNode.get(profile.samples[i]!);
+    if (at < window.startUs || at > window.endUs || !frame || frame.functionName === '(idle)') continue;
+    add(self, frameName(frame));
+    const onStack = new Set<string>();
+    for (let id: number | undefined = profile.samples[i]; id !== undefined; id = parent.get(id))
+      if (byNode.get(id)!.functionName !== '(root)') onStack.add(frameName(byNode.get(id)!));
+    for (const name of onStack) add(inclusive, name);
+    const kind = ['(program)', '(garbage collector)'].includes(frame.functionName) ? frame.functionName : frame.url ? 'javascript' : 'native methods';
+    shares[kind as keyof typeof shares] += 1;
     all += 1;
   }
-  for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] = all === 0 ? 0 : totals[key] / all;
-  return totals;
+  for (const key of Object.keys(shares) as (keyof typeof shares)[]) shares[key] = all === 0 ? 0 : shares[key] / all;
+  return { topFunctions: largest(self, 25), inclusiveFunctions: largest(inclusive, 40), shares };
 }
 
-function attribute(worker: Profile, others: readonly Profile[], windows: readonly Window[]): CpuRecording {
+function attribute(worker: Profile, windows: readonly Window[]): CpuRecording {
   const mine = busyIn(worker, windows);
-  const theirs = others.map((p) => busyIn(p, windows).perWindow);
   return {
-    requests: windows.map((w, i) => {
-      const workerUs = mine.perWindow[i]!;
-      const allUs = workerUs + theirs.reduce((sum, t) => sum + t[i]!, 0);
-      const processMs = Math.max(0, w.cpuNs) / 1e6;
-      return {
-        request: w.request,
-        cpuMs: (mine.samples[i]! * SAMPLING_INTERVAL_US) / 1000,
-        shareMs: allUs === 0 ? 0 : processMs * (workerUs / allUs),
-        upperBoundMs: processMs,
-        wallMs: (w.endUs - w.startUs) / 1000,
-        topFunctions: topFunctions(worker, w),
-        inclusiveFunctions: inclusiveFunctions(worker, w),
-        shares: sharesIn(worker, w),
-      };
-    }),
+    requests: windows.map((w, i) => ({
+      request: w.request,
+      cpuMs: (mine.samples[i]! * SAMPLING_INTERVAL_US) / 1000,
+      upperBoundMs: Math.max(0, w.cpuNs) / 1e6,
+      wallMs: (w.endUs - w.startUs) / 1000,
+      ...profileIn(worker, w),
+    })),
     totalCpuMs: mine.total / 1000,
   };
 }

@@ -25,16 +25,13 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { build } from './build';
-import { startRuntime } from './runtime';
+import { startRuntime, type Runtime } from './runtime';
 import { cpuNanos } from './proc';
 import { planFor } from './worker-cpu';
 import { makeModule, zipLayout } from './floor-archives';
-import { benchSigning } from './held-key-signing';
+import { flag, script } from './report';
 
 const MiB = 1024 * 1024;
 
@@ -62,20 +59,7 @@ export async function benchWriteFloor(work: string, sizes: number[], log: (line:
   const sink = await discardServer();
   const rows: WritePathFigures[] = [];
   try {
-    // One request's workerd CPU (ms): the bytes are in the isolate already, so there is no storage I/O and
-    // nothing but the Worker runs; the least of three (the machine is shared).
-    const cpuOf = async (url: string, init?: RequestInit): Promise<number> => {
-      let least = Infinity;
-      for (let i = 0; i < 3; i++) {
-        const before = cpuNanos(runtime.pid);
-        const response = await fetch(`${runtime.origin}${url}`, init);
-        const text = await response.text();
-        const ms = (cpuNanos(runtime.pid) - before) / 1e6;
-        if (response.status !== 200) throw new Error(`${url}: HTTP ${response.status} ${text.slice(0, 300)}`);
-        least = Math.min(least, ms);
-      }
-      return least;
-    };
+    const cpuOf = (url: string, init?: RequestInit) => leastCpuMs(runtime, url, init);
     const push = (path: string, kind: string, mib: number, oursMs: number, floorMs: number, floorWithDeliveryMs?: number) => {
       rows.push({
         path,
@@ -110,9 +94,6 @@ export async function benchWriteFloor(work: string, sizes: number[], log: (line:
         if (put.status !== 200 || JSON.parse(stored).size !== zip.size) throw new Error(`storing ${key}: HTTP ${put.status} ${stored.slice(0, 200)}`);
         const q = `key=${encodeURIComponent(key)}&sink=${encodeURIComponent(sink.url)}`;
         const size = zip.size / MiB;
-        // Warm the code paths once (a warm isolate, as the goals say), then measure ours and the floor interleaved.
-        if (mib === sizes[0] && kind === 'stored')
-          log(`write-floor: source chunks ${await (await fetch(`${runtime.origin}/__bench/cpu?what=mem-chunks&${q}`)).text()}`);
         const floorZh = await cpuOf(`/__bench/cpu?what=mem-floor-zh&${q}`);
         const floorH1 = await cpuOf(`/__bench/cpu?what=mem-floor-h1&${q}`);
         const copy = await cpuOf(`/__bench/cpu?what=mem-zh-copy&${q}&sha=${sha}`);
@@ -165,38 +146,87 @@ export function writeFloorTable(rows: readonly WritePathFigures[]): string[] {
   ];
 }
 
-async function main(): Promise<void> {
-  const quick = process.argv.includes('--quick');
-  const json = process.argv.includes('--json');
+/**
+ * One request's workerd process CPU (ms), the least of three (the machine is shared): the bench Worker's paths
+ * make no storage I/O, so nothing but the Worker runs.
+ */
+async function leastCpuMs(runtime: Runtime, url: string, init?: RequestInit): Promise<number> {
+  let least = Infinity;
+  for (let i = 0; i < 3; i++) {
+    const before = cpuNanos(runtime.pid);
+    const response = await fetch(`${runtime.origin}${url}`, init);
+    const text = await response.text();
+    const ms = (cpuNanos(runtime.pid) - before) / 1e6;
+    if (response.status !== 200) throw new Error(`${url}: HTTP ${response.status} ${text.slice(0, 300)}`);
+    least = Math.min(least, ms);
+  }
+  return least;
+}
+
+/** What a signature by a registry-held key costs the Worker: per key type, Worker CPU of one signature (ms). */
+export interface SigningFigures {
+  key: string;
+  cpuMs: number;
+}
+
+/**
+ * What one signature by a registry-held key costs the Worker (the publish commit's only OpenPGP work), per key
+ * type, through openpgp.js with the key read each time and as src/store/keys/held-keys.ts signs (key opened once
+ * per isolate), next to WebCrypto signing the same bytes: workerd's CPU of N signatures minus that of 0, over N,
+ * in a warm isolate (the bench Worker's /__bench/sign).
+ */
+export async function benchSigning(work: string, log: (line: string) => void = () => {}): Promise<SigningFigures[]> {
+  const openpgp = await import('openpgp');
+  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/bench-worker.ts') });
+  const rows: SigningFigures[] = [];
+  const N = 10;
+  /** Worker CPU of one signature with `query` (minus none), after a warm-up. */
+  const each = async (query: string, body: string) => {
+    const cpuOf = (times: number) => leastCpuMs(runtime, `/__bench/sign?${query}&times=${times}`, { method: 'POST', body });
+    await cpuOf(1); // warm: the module and the key type's code
+    return Math.max(0, (await cpuOf(N)) - (await cpuOf(0))) / N;
+  };
+  const push = (key: string, cpuMs: number) => (rows.push({ key, cpuMs }), log(`signing: ${key}: ${cpuMs.toFixed(2)} ms`));
+  try {
+    const userIDs = [{ name: 'bench', email: 'bench@example.com' }];
+    const keys = [
+      ['RSA-4096 (keys generate default)', { type: 'rsa', rsaBits: 4096 }],
+      ['RSA-3072', { type: 'rsa', rsaBits: 3072 }],
+      ['EdDSA ed25519Legacy (keys generate --type ecc)', { type: 'ecc', curve: 'ed25519Legacy' }],
+      ['ECDSA P-256', { type: 'ecc', curve: 'nistP256' }],
+    ] as const;
+    for (const [name, options] of keys) {
+      const armored = (await openpgp.generateKey({ userIDs, ...options, format: 'armored' })).privateKey;
+      push(`openpgp.js, ${name}`, await each('via=read', armored));
+      push(`${name}: as a registry-held key signs (src/store/keys/held-keys.ts)`, await each('via=held', armored));
+    }
+    for (const native of ['Ed25519', 'RSA'] as const)
+      push(`WebCrypto ${native === 'RSA' ? 'RSASSA-PKCS1-v1_5 4096' : 'Ed25519'} (signature only)`, await each(`native=${native}`, ''));
+  } finally {
+    await runtime.dispose();
+  }
+  return rows;
+}
+
+// `npx tsx bench/write-floor.ts [--quick] [--json] [--no-signing | --signing-only] [SIZES_MIB…]`
+await script(import.meta, 'floor', async (work) => {
   const given = process.argv
     .slice(2)
     .filter((a) => /^\d+$/.test(a))
     .map(Number);
-  const sizes = given.length ? given : quick ? [1, 10] : [1, 10, 50, 200];
-  const work = await mkdtemp(join(tmpdir(), 'edge-registry-bench-floor-'));
-  try {
-    const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
-    const rows = process.argv.includes('--signing-only') ? [] : await benchWriteFloor(work, sizes, log);
-    const signing = process.argv.includes('--no-signing') ? [] : await benchSigning(work, log);
-    console.log(
-      json
-        ? JSON.stringify({ writeFloor: rows, signing })
-        : [
-            ...writeFloorTable(rows),
-            '',
-            '| signature by a registry-held key | Worker CPU per signature (ms) |',
-            '| --- | ---: |',
-            ...signing.map((r) => `| ${r.key} | ${r.cpuMs.toFixed(2)} |`),
-          ].join('\n'),
-    );
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
-}
-
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main().catch((error) => {
-    console.error(error);
-    process.exit(1);
-  });
-}
+  const sizes = given.length ? given : flag('quick') ? [1, 10] : [1, 10, 50, 200];
+  const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+  const rows = flag('signing-only') ? [] : await benchWriteFloor(work, sizes, log);
+  const signing = flag('no-signing') ? [] : await benchSigning(work, log);
+  console.log(
+    flag('json')
+      ? JSON.stringify({ writeFloor: rows, signing })
+      : [
+          ...writeFloorTable(rows),
+          '',
+          '| signature by a registry-held key | Worker CPU per signature (ms) |',
+          '| --- | ---: |',
+          ...signing.map((r) => `| ${r.key} | ${r.cpuMs.toFixed(2)} |`),
+        ].join('\n'),
+  );
+});

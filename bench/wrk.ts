@@ -10,10 +10,8 @@ const run = promisify(execFile);
 export function wrkMissing(): string | null {
   const probe = spawnSync('wrk', ['--version'], { stdio: 'ignore' });
   if (!probe.error) return null;
-  return (
-    `npm run bench needs wrk, the HTTP load generator it measures with, and it is not installed (${(probe.error as NodeJS.ErrnoException).code ?? probe.error.message}): ` +
-    'install it with "sudo apt-get install wrk" (Debian/Ubuntu; .ci/run does this) or "brew install wrk" (macOS), then run the bench again'
-  );
+  const why = (probe.error as NodeJS.ErrnoException).code ?? probe.error.message;
+  return `npm run bench needs wrk, the HTTP load generator it measures with, and it is not installed (${why}): install it with "sudo apt-get install wrk" (Debian/Ubuntu; .ci/run does this) or "brew install wrk" (macOS), then run the bench again`;
 }
 
 /** One wrk run: throughput and latency percentiles. */
