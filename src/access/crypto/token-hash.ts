@@ -10,9 +10,11 @@ import { sha256Hex } from '../../protocol/hashes';
  * schedule, and the digest written straight to hex, so a request allocates
  * nothing but the result (noble encodes the text, builds a hasher, a view and
  * a digest array per call: most of a private-mode request's token check).
- * No branch or memory access depends on the message's content, only on its
- * length and on whether it is ASCII: a string with a code unit above 127 (its
- * UTF-8 bytes differ from its code units) is hashed by sha256Hex instead.
+ * No branch depends on the message's content, only on its length and on
+ * whether it is ASCII: a string with a code unit above 127 (its UTF-8 bytes
+ * differ from its code units) is hashed by sha256Hex instead. The hex digits
+ * come from a table indexed by the digest, as in noble's bytesToHex (the
+ * digest is the token's KV key, not a secret).
  */
 
 // FIPS 180-4 §4.2.2: the first 32 bits of the fractional parts of the cube roots of the first 64 primes.
