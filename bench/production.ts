@@ -76,7 +76,7 @@ async function seed(runtime: Runtime): Promise<string> {
 
 /**
  * Loads every production route in public and private mode, each run paired
- * with a floor run, `rounds` times; returns one line per (mode, route).
+ * between floor runs, `rounds` times; returns one line per (mode, route).
  */
 export async function benchProduction(
   bundle: string,
