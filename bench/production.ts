@@ -75,8 +75,8 @@ async function seed(runtime: Runtime): Promise<string> {
 }
 
 /**
- * Loads every production route in public and private mode, each run paired
- * between floor runs, `rounds` times; returns one line per (mode, route).
+ * Loads every production route in public and private mode, each run between
+ * two floor runs, `rounds` times; returns one line per (mode, route).
  */
 export async function benchProduction(
   bundle: string,

@@ -28,6 +28,8 @@ describe('grants taken apart once', () => {
       expect(scopeGrants(['acme/*-aws'], 'package', place('thing-aws'), OWN)).toBe(true);
       expect(scopeGrants(['acme/*-aws'], 'package', place('thing-gcp'), OWN)).toBe(false);
       expect(scopeGrants(['acme/t.ing'], 'package', place('txing'), OWN)).toBe(false);
+      expect(scopeGrants(['acme/other-*'], 'package', place('thing-aws'), OWN)).toBe(false);
+      expect(scopeGrants(['acme/thing-*', 'acme/other-*'], 'package', place('other-aws'), OWN)).toBe(true);
     }
   });
 });
