@@ -4,8 +4,10 @@
  * private mode with a read token — against the floor (a constant-JSON Worker
  * in the same workerd build), measured in the same run. On a shared machine
  * other work hits every run alike only if the runs are close together, so
- * each route's load is paired with a floor load just before it, and the
- * ratio of each pair is taken; the median of the rounds' ratios is reported.
+ * each route's load runs between two floor loads (the one after it is the
+ * next route's before), and its ratio is taken against their mean, which
+ * cancels a load that rises or falls steadily across the three; the median
+ * of the rounds' ratios is reported.
  * Target: ≥ 0.8 × the floor for every line (issue 38).
  *
  * `npx tsx bench/production.ts [--quick] [--seconds N] [--rounds N] [--only NAME] [--bundle PATH]` runs
@@ -30,7 +32,7 @@ export interface ProductionLine {
   encoding: string | null;
   rps: number;
   floorRps: number;
-  /** Median of the rounds' paired ratios (route ÷ the floor run just before it). */
+  /** Median of the rounds' ratios (route ÷ the mean of the floor runs just before and just after it). */
   ratio: number;
   ratios: number[];
   cpuMicrosPerRequest: number;
@@ -70,8 +72,8 @@ async function seed(runtime: Runtime): Promise<string> {
 }
 
 /**
- * Loads every production route in public and private mode, each run paired
- * with a floor run, `rounds` times; returns one line per (mode, route).
+ * Loads every production route in public and private mode, each run between
+ * two floor runs, `rounds` times; returns one line per (mode, route).
  */
 export async function benchProduction(
   bundle: string,
@@ -119,9 +121,12 @@ export async function benchProduction(
     };
     const runs = plan.map(() => [] as { rps: number; floorRps: number; cpu: number; floorCpu: number }[]);
     for (let round = 0; round < options.rounds; round++) {
+      let before = await measure(floor, '/', []);
       for (const [index, item] of plan.entries()) {
-        const f = await measure(floor, '/', []);
         const r = await measure(item.runtime, item.path, item.headers);
+        const after = await measure(floor, '/', []);
+        const f = { rps: (before.rps + after.rps) / 2, cpu: (before.cpu + after.cpu) / 2 };
+        before = after;
         runs[index]!.push({ rps: r.rps, floorRps: f.rps, cpu: r.cpu, floorCpu: f.cpu });
         log(
           `production ${item.mode} ${item.name}: ${r.rps.toFixed(0)} req/s against the floor's ${f.rps.toFixed(0)} (${(r.rps / f.rps).toFixed(2)}×), ${r.cpu.toFixed(0)} µs CPU/req`,
@@ -166,7 +171,7 @@ export function productionTable(lines: ProductionLine[], rounds: number): string
   const widths = [8, 26, 9, 8, 8, 10, 9, 7, 6];
   const pad = (cells: (string | number)[]) => cells.map((c, i) => String(c)[i < 2 ? 'padEnd' : 'padStart'](widths[i]!)).join('  ');
   const out = [
-    `production settings (GZIP_DOCUMENTS on, Accept-Encoding: gzip; private: a read token): each run paired with a floor run just before it, median of ${rounds} round(s)`,
+    `production settings (GZIP_DOCUMENTS on, Accept-Encoding: gzip; private: a read token): each run between two floor runs, against their mean, median of ${rounds} round(s)`,
     pad(['mode', 'route', 'encoding', 'req/s', 'floor', 'µs CPU', 'floor µs', 'ratio', 'target']),
   ];
   for (const l of lines)

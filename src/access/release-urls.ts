@@ -102,6 +102,26 @@ const variants = new DocumentCache<ServedVariant>(16 * 1024 * 1024);
 /** The isolate's served-variant cache figures (for tests and the bench). */
 export const servedVariantStats = () => variants.stats();
 
+// The URL-shaping settings of each Settings object (one per Env: they never change under it), joined once.
+const settingsKeys = new WeakMap<Settings, string>();
+
+/** What a served variant depends on besides its document, origin and signing window: the settings that shape its URLs. */
+function urlSettingsKey(config: Settings, documents: PublicDocuments | null, signed: boolean): string {
+  let key = settingsKeys.get(config);
+  if (key === undefined) {
+    const r2 = config.r2Files;
+    key = [
+      config.access,
+      config.archiveBaseUrl,
+      documents?.filesOrigin ?? '',
+      ...(signed ? [config.signedUrlMinutes, config.signingSecret] : []),
+      ...(r2 ? Object.values(r2) : []),
+    ].join('\n');
+    settingsKeys.set(config, key);
+  }
+  return key;
+}
+
 /**
  * `document` (a stored body as the isolate's document cache holds it) as
  * served: its release-file URLs rewritten by withAbsoluteReleaseUrls on
@@ -121,14 +141,7 @@ export async function servedDocument(document: StoredDocument, env: Env, key: st
   const signed = documents === null && (config.access === 'private' || config.r2Files !== null);
   const window = signed ? signingWindow(config, now) : null;
   const cacheKey = `${origin ?? ''}\n${key}\n${window?.signedAt ?? ''}`;
-  const r2 = config.r2Files;
-  const settingsKey = [
-    config.access,
-    config.archiveBaseUrl,
-    documents?.filesOrigin ?? '',
-    ...(signed ? [config.signedUrlMinutes, config.signingSecret] : []),
-    ...(r2 ? Object.values(r2) : []),
-  ].join('\n');
+  const settingsKey = urlSettingsKey(config, documents, signed);
   const hit = variants.get(cacheKey, now);
   if (hit && hit.source === document && hit.settingsKey === settingsKey) return hit.document;
   const text = origin === null ? await withReleaseUrls(document.text, env, now) : await withAbsoluteReleaseUrls(document.text, env, origin, now);

@@ -73,10 +73,28 @@ export function packageName(ref: PackageRef): string {
 
 /** A grant taken apart: `host` null = this registry's; `anyHost` = every hostname; `namespace` "*" = every namespace; `package` null = every package. */
 interface Reach {
-  anyHost: boolean;
-  host: string | null;
-  namespace: string;
-  package: readonly string[] | null;
+  readonly anyHost: boolean;
+  readonly host: string | null;
+  readonly namespace: string;
+  readonly package: readonly string[] | null;
+}
+
+/**
+ * Taken-apart grants and compiled package patterns, per isolate: a credential's grants are the same strings on
+ * every request, so each is taken apart (reachOf) and each pattern compiled (partMatches) once, not per request.
+ * What is kept is the structure of a string, decided by the string alone; bounded, emptied when full.
+ */
+const KEPT_MAX = 1024;
+const reaches = new Map<string, Reach | null>();
+const matchers = new Map<string, RegExp>();
+
+function kept<Value>(map: Map<string, Value>, key: string, make: () => Value): Value {
+  const hit = map.get(key);
+  if (hit !== undefined) return hit;
+  if (map.size >= KEPT_MAX) map.clear();
+  const value = make();
+  map.set(key, value);
+  return value;
 }
 
 /**
@@ -163,7 +181,7 @@ export function scopeGrants(scopes: readonly string[], form: ScopeForm, place: P
   const namespace = place.namespace.toLowerCase();
   const pkg = place.package?.map((part) => part.toLowerCase());
   return scopes.some((scope) => {
-    const reach = reachOf(scope, form);
+    const reach = kept(reaches, `${form}\n${scope}`, () => reachOf(scope, form));
     if (reach === null) return false;
     if (!reach.anyHost && hostname !== (reach.host ?? own)) return false;
     if (reach.namespace !== '*' && reach.namespace !== namespace) return false;
@@ -174,11 +192,13 @@ export function scopeGrants(scopes: readonly string[], form: ScopeForm, place: P
 
 /** `*` = any run of characters within the part; everything else literal. */
 function partMatches(pattern: string, part: string): boolean {
-  const source = pattern
-    .split('*')
-    .map((piece) => piece.replace(/[.+?^${}()|[\]\\/]/g, '\\$&'))
-    .join('.*');
-  return new RegExp(`^${source}$`).test(part);
+  return kept(matchers, pattern, () => {
+    const source = pattern
+      .split('*')
+      .map((piece) => piece.replace(/[.+?^${}()|[\]\\/]/g, '\\$&'))
+      .join('.*');
+    return new RegExp(`^${source}$`);
+  }).test(part);
 }
 
 /** What a credential may write. `namespaces`: namespace-form grants ("*" = every namespace); `packages`: package-form grants. */

@@ -69,6 +69,29 @@ export async function signReleaseUrls(body: string, config: Pick<Settings, 'sign
   return result;
 }
 
+/** Signed paths of the current signing windows, per isolate (bounded: emptied when full). */
+const signedPaths = new Map<string, string>();
+const SIGNED_PATHS_MAX = 4096;
+
+/**
+ * `path` (a path-absolute release-file URL, e.g. a module package's) with the query that signs it, as
+ * signReleaseUrls signs a document's URLs: at the start of `now`'s signing window, so valid SIGNED_URL_MINUTES
+ * from then (three quarters of the lifetime or more left when served). The same text for the whole window: it
+ * is kept in the isolate per secret, lifetime, window and path, so a request in a window already signed makes no
+ * HMAC. Throws ConfigError when URL_SIGNING_SECRET is not set.
+ */
+export async function signedPathInWindow(config: Pick<Settings, 'signingSecret' | 'signedUrlMinutes'>, path: string, now = Date.now()): Promise<string> {
+  const { signedAt } = signingWindow(config, now);
+  const key = `${config.signingSecret}\n${config.signedUrlMinutes}\n${signedAt}\n${path}`;
+  const kept = signedPaths.get(key);
+  if (kept !== undefined) return kept;
+  const expires = Math.floor(signedAt / 1000) + Math.round(config.signedUrlMinutes * 60);
+  const signed = `${path}?${await signatureQuery(config, path, expires)}`;
+  if (signedPaths.size >= SIGNED_PATHS_MAX) signedPaths.clear();
+  signedPaths.set(key, signed);
+  return signed;
+}
+
 export type Verification = { ok: true; expires: number } | { ok: false; message: string };
 
 /**

@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Env } from '../env';
 import { settings, releaseFileCacheControl } from '../config';
 import { documentResponse, notFound, pathSegment } from '../http/responses';
-import { signatureQuery, signingWindow } from '../access/signed-urls';
+import { signedPathInWindow, signingWindow } from '../access/signed-urls';
 import { presignedR2Url } from '../access/r2-urls';
 import { InputError } from '../protocol/errors';
 import { formatModuleAddress, TERRAFORM_GET_HEADER, type ModuleDownloadBody } from '../protocol/modules-v1';
@@ -72,10 +72,7 @@ export async function moduleDownloadAnswer(request: IRequest, env: Env, location
       headers: { [TERRAFORM_GET_HEADER]: url, 'cache-control': config.releaseDocumentCacheControl, vary: 'User-Agent' },
     });
   }
-  if (config.access === 'private') {
-    const expires = Math.floor(Date.now() / 1000) + Math.round(config.signedUrlMinutes * 60);
-    served = `${location}?${await signatureQuery(config, location, expires)}`;
-  }
+  if (config.access === 'private') served = await signedPathInWindow(config, location);
   return new Response(null, {
     status: 204,
     headers: { [TERRAFORM_GET_HEADER]: config.archiveBaseUrl + served, 'cache-control': config.releaseDocumentCacheControl, vary: 'User-Agent' },

@@ -54,8 +54,9 @@ export function edgeCacheUrl(origin: string, kind: EdgeCacheKind, key: string): 
 export function edgeCacheFor(request: Request, ctx: ExecutionContext | undefined): EdgeCache | null {
   if (typeof caches === 'undefined' || !caches.default) return null;
   const cache = caches.default;
-  const origin = new URL(request.url).origin;
-  const keyUrl = (kind: EdgeCacheKind, key: string) => edgeCacheUrl(origin, kind, key);
+  // Parsed on first use: a request answered from the isolate's own cache never touches the edge cache.
+  let origin: string | undefined;
+  const keyUrl = (kind: EdgeCacheKind, key: string) => edgeCacheUrl((origin ??= new URL(request.url).origin), kind, key);
   return {
     async match(kind, key, init) {
       try {

@@ -33,8 +33,15 @@ export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
-/** constantTimeEqual over the UTF-8 bytes of two strings (hex digests). */
+/**
+ * True when both strings are equal (hex digests, nonces, PKCE values): every code unit is compared, in time that
+ * depends on the lengths only, never on where the first difference is. Strings of different lengths are unequal
+ * at once (the lengths compared are those of fixed-size values, so they are not secret). No allocation: it runs on
+ * every private-mode request (the token's hash against its record's).
+ */
 export function constantTimeEqualText(a: string, b: string): boolean {
-  const encoder = new TextEncoder();
-  return constantTimeEqual(encoder.encode(a), encoder.encode(b));
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
 }
