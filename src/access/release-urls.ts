@@ -1,5 +1,5 @@
 import type { Env } from '../env';
-import { settings } from '../config';
+import { type Settings, settings } from '../config';
 import { withFilesOriginUrls, type PublicDocuments } from '../store/static-documents';
 import { filesOriginReady } from '../store/files-origin-ready';
 import type { KvStore } from '../store/store';

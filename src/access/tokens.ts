@@ -1,7 +1,7 @@
+import { sha256Hex } from '../protocol/hashes';
 import { type TokenPurpose, type TokenRecord } from '../store/tokens/read';
 import { readTokenRecordCached } from '../store/tokens/cached-read';
 import { base64url, constantTimeEqualText } from './crypto/bytes';
-import { sha256HexOfText } from './crypto/token-hash';
 
 /**
  * Read tokens: what Terraform and OpenTofu send as `Authorization: Bearer …`
@@ -23,12 +23,9 @@ export function newToken(): string {
   return TOKEN_PREFIX + base64url(crypto.getRandomValues(new Uint8Array(32)));
 }
 
-/**
- * The lower-case hex SHA-256 of a token: its KV key and its record's `sha256`. Computed on every private-mode
- * request, by sha256HexOfText (the same digest as sha256Hex, without its allocations).
- */
+/** The lower-case hex SHA-256 of a token (@noble/hashes): its KV key and its record's `sha256`. */
 export function tokenSha256(token: string): string {
-  return sha256HexOfText(token);
+  return sha256Hex(token);
 }
 
 /** The public id of a token: the first 12 hex digits of its hash. */

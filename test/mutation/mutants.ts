@@ -1808,23 +1808,6 @@ export const MUTANTS: Mutant[] = [
     to: '',
   },
   {
-    id: 'token-hash-length-unsigned',
-    file: 'src/access/crypto/token-hash.ts',
-    tests: ['test/worker/auth/token-hash.test.ts'],
-    description:
-      "the read path's token hash pads with the length in bytes, not bits: every token's KV key changes (self-consistent, so only the independent check notices)",
-    from: '      W[15] = length << 3;',
-    to: '      W[15] = length;',
-  },
-  {
-    id: 'token-hash-skips-last-character',
-    file: 'src/access/crypto/token-hash.ts',
-    tests: ['test/worker/auth/token-hash.test.ts'],
-    description: "the token hash ignores a token's last character: tokens differing only there share a record",
-    from: '        word = (word << 8) | (at < length ? text.charCodeAt(at) : at === length ? 0x80 : 0);',
-    to: '        word = (word << 8) | (at < length - 1 ? text.charCodeAt(at) : at === length ? 0x80 : 0);',
-  },
-  {
     id: 'constant-time-text-skips-last',
     file: 'src/access/crypto/bytes.ts',
     tests: ['test/worker/auth/token-hash.test.ts', 'test/worker-private/last-bytes.test.ts'],
