@@ -1807,4 +1807,13 @@ export const MUTANTS: Mutant[] = [
     from: '  checkProviderKeys(record.address, record.version, `${formatAddress(record.address)} ${record.version}`);',
     to: '',
   },
+  {
+    id: 'versions-room-not-cumulative',
+    file: 'src/store/value-limits.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description:
+      "a mirror sync checks each new version alone against the stored versions document: together they pass KV's 25 MiB and the lists rebuild fails after the versions were committed",
+    from: '        added += versionsEntryBytes(entry);',
+    to: '',
+  },
 ];
