@@ -1816,4 +1816,12 @@ export const MUTANTS: Mutant[] = [
     from: '        added += versionsEntryBytes(entry);',
     to: '',
   },
+  {
+    id: 'sync-room-per-version',
+    file: 'scripts/lib/mirror/sync.ts',
+    tests: ['test/scripts/mirror/sync.test.ts'],
+    description: "mirror sync checks each new version alone against KV's 25 MiB versions document (a read each), not the versions it adds together",
+    from: '        selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease, room })),',
+    to: '        selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease })),',
+  },
 ];
