@@ -1824,4 +1824,12 @@ export const MUTANTS: Mutant[] = [
     from: '        selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease, room })),',
     to: '        selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease })),',
   },
+  {
+    id: 'import-room-per-version',
+    file: 'scripts/lib/mirror/import.ts',
+    tests: ['test/scripts/mirror/import.test.ts'],
+    description: "mirror import checks each new version alone against KV's 25 MiB versions document (a read each), not the versions it adds together",
+    from: '    for (const version of versions) done.push(await importVersion(address, dir, version, options, log, lease, room));',
+    to: '    for (const version of versions) done.push(await importVersion(address, dir, version, options, log, lease));',
+  },
 ];
