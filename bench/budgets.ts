@@ -18,6 +18,7 @@ import { providerAddress } from '../src/protocol/address';
 import { moduleAddress } from '../src/protocol/modules-v1';
 import { changeProviderLifecycle } from '../src/store/lifecycle/providers';
 import { storeMirroredVersion } from '../src/store/mirror/write';
+import { versionsDocumentRoom } from '../src/store/value-limits';
 import { updateProviderLists } from '../src/store/providers/lists';
 import { publishVersion, rebuildProviderIndex } from '../src/store/providers/write';
 import { seedModuleRecords, seedProviderRecords } from './seed';
@@ -93,7 +94,9 @@ export async function benchBudgets(work: string, log: (line: string) => void = (
     const upstream = providerAddress('upstream.example.com', 'sync', 'big');
     const synced = Array.from({ length: 50 }, (_, i) => fakeRelease(upstream, `1.${i}.0`, SCAFFOLDING_PLATFORMS.slice(0, 6), { archiveSize: 64 }));
     await measure('mirror sync of 50 versions × 6 platforms (one provider)', 'CLI', async () => {
-      for (const { record, files } of synced) await storeMirroredVersion(counted, record, files);
+      // As scripts/lib/mirror/sync.ts: one versions-document room for the provider (1 KV read for the 50 versions).
+      const room = versionsDocumentRoom(counted.kv, upstream);
+      for (const { record, files } of synced) await storeMirroredVersion(counted, record, files, () => {}, undefined, room);
       await rebuildProviderIndex(counted, upstream, () => {});
     });
     const pulled = fakeRelease(upstream, '2.0.0', ['linux_amd64'], { archiveSize: 64 });

@@ -33,10 +33,49 @@ export function versionsEntryBytes(entry: ListedVersion): number {
   return bytes(providerVersionsBody([{ version: entry.version, protocols: [...entry.protocols], platforms: [...entry.platforms] }])) - EMPTY_VERSIONS + 1;
 }
 
+/** The room left in a provider's versions document for the versions a run adds before its lists are rebuilt. */
+export interface VersionsDocumentRoom {
+  /**
+   * Throws InputError (400) when the versions document, with `entry` and every entry taken before added, would
+   * pass the limit; otherwise counts `entry` in. Call it for a version not yet committed, before anything is written.
+   */
+  take(entry: ListedVersion): Promise<void>;
+}
+
+/**
+ * The room in `address`'s versions document under `limit` bytes (KV's value limit; a lower one only in tests):
+ * the stored document is read once (1 KV read, at the first take; its size: ~600 bytes per version of 14
+ * platforms) and each version taken is counted against what is left. A mirror sync makes one per provider, so its
+ * versions (stored before the lists are rebuilt once) are checked together with 1 read, not each with its own read
+ * against a document that does not hold the others.
+ */
+export function versionsDocumentRoom(kv: Pick<KvStore, 'get'>, address: ProviderAddress, limit = KV_MAX_VALUE_BYTES): VersionsDocumentRoom {
+  let stored: Promise<string | null> | undefined;
+  let added = 0;
+  let taken = 0;
+  return {
+    async take(entry) {
+      stored ??= kv.get(versionsDocumentKey(address), 'text');
+      const text = await stored;
+      const would = (text === null ? EMPTY_VERSIONS : bytes(text)) + added + versionsEntryBytes(entry);
+      if (would <= limit) {
+        added += versionsEntryBytes(entry);
+        taken++;
+        return;
+      }
+      const count = (text === null ? 0 : (JSON.parse(text) as { versions: unknown[] }).versions.length) + taken;
+      const name = formatAddress(address);
+      throw new InputError(
+        `${name} ${entry.version}: ${name} has ${count} versions; its versions document would be ${mib(would)}, over Workers KV's ${mib(limit)} value limit: withdraw old versions (npm run lifecycle -- withdraw ${address.namespace}/${address.type} --version V --message "…"; withdrawn versions leave the list) before publishing more`,
+      );
+    },
+  };
+}
+
 /**
  * Throws InputError (400) when the provider's versions document, with `entry` added, would pass `limit` bytes
- * (KV's value limit; a lower one only in tests). Reads the stored document (1 KV read, its size: ~600 bytes per
- * version of 14 platforms); call it for a version not yet committed, before anything is written.
+ * (KV's value limit; a lower one only in tests): one take of a fresh versionsDocumentRoom (1 KV read). Call it for
+ * a version not yet committed, before anything is written.
  */
 export async function checkVersionsDocumentRoom(
   kv: Pick<KvStore, 'get'>,
@@ -44,14 +83,7 @@ export async function checkVersionsDocumentRoom(
   entry: ListedVersion,
   limit = KV_MAX_VALUE_BYTES,
 ): Promise<void> {
-  const stored = await kv.get(versionsDocumentKey(address), 'text');
-  const would = (stored === null ? EMPTY_VERSIONS : bytes(stored)) + versionsEntryBytes(entry);
-  if (would <= limit) return;
-  const count = stored === null ? 0 : (JSON.parse(stored) as { versions: unknown[] }).versions.length;
-  const name = formatAddress(address);
-  throw new InputError(
-    `${name} ${entry.version}: ${name} has ${count} versions; its versions document would be ${mib(would)}, over Workers KV's ${mib(limit)} value limit: withdraw old versions (npm run lifecycle -- withdraw ${address.namespace}/${address.type} --version V --message "…"; withdrawn versions leave the list) before publishing more`,
-  );
+  await versionsDocumentRoom(kv, address, limit).take(entry);
 }
 
 /**

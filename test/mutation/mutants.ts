@@ -1855,4 +1855,29 @@ export const MUTANTS: Mutant[] = [
     from: 'const key = `${config.signingSecret}\\n${config.signedUrlMinutes}\\n${signedAt}\\n${path}`;',
     to: 'const key = `${config.signingSecret}\\n${config.signedUrlMinutes}\\n${signedAt}`;',
   },
+  {
+    id: 'versions-room-not-cumulative',
+    file: 'src/store/value-limits.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description:
+      "a mirror sync checks each new version alone against the stored versions document: together they pass KV's 25 MiB and the lists rebuild fails after the versions were committed",
+    from: '        added += versionsEntryBytes(entry);',
+    to: '',
+  },
+  {
+    id: 'sync-room-per-version',
+    file: 'scripts/lib/mirror/sync.ts',
+    tests: ['test/scripts/mirror/sync.test.ts'],
+    description: "mirror sync checks each new version alone against KV's 25 MiB versions document (a read each), not the versions it adds together",
+    from: '        selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease, room })),',
+    to: '        selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease })),',
+  },
+  {
+    id: 'import-room-per-version',
+    file: 'scripts/lib/mirror/import.ts',
+    tests: ['test/scripts/mirror/import.test.ts'],
+    description: "mirror import checks each new version alone against KV's 25 MiB versions document (a read each), not the versions it adds together",
+    from: '    for (const version of versions) done.push(await importVersion(address, dir, version, options, log, lease, room));',
+    to: '    for (const version of versions) done.push(await importVersion(address, dir, version, options, log, lease));',
+  },
 ];

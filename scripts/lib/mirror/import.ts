@@ -25,6 +25,7 @@ import { diskFile, memoryFile } from '../stores/release-files';
 import { combinedStatus, type MirrorSummary, type PlatformSummary, type ProviderSummary, type VersionSummary } from './summary';
 import { verifyImported } from './verify';
 import { writeUnderProviderLease } from './provider-lease';
+import { versionsDocumentRoom, type VersionsDocumentRoom } from '../../../src/store/value-limits';
 
 /**
  * `mirror import DIR`: a directory made by `terraform providers mirror`
@@ -114,7 +115,9 @@ async function importProvider({ address, dir }: FoundProvider, options: ImportOp
   }
   const results = await writeUnderProviderLease(options.store, address, { command: 'mirror import', dryRun: !!options.dryRun, log }, async (lease) => {
     const done: VersionSummary[] = [];
-    for (const version of versions) done.push(await importVersion(address, dir, version, options, log, lease));
+    // One versions-document room for the provider: the versions this import adds are checked together (1 KV read).
+    const room = versionsDocumentRoom(options.store.kv, address);
+    for (const version of versions) done.push(await importVersion(address, dir, version, options, log, lease, room));
     return done;
   });
   return { address: name, status: combinedStatus(results.map((v) => v.status)), versions: results };
@@ -133,6 +136,7 @@ async function importVersion(
   options: ImportOptions,
   log: (line: string) => void,
   lease?: Lease,
+  room?: VersionsDocumentRoom,
 ): Promise<VersionSummary> {
   const label = `${formatAddress(address)} ${version}`;
   const documentPath = join(dir, `${version}.json`);
@@ -158,7 +162,7 @@ async function importVersion(
   }
   let outcome: MirrorOutcome;
   try {
-    outcome = await storeImported(options.store, address, version, verified, lease);
+    outcome = await storeImported(options.store, address, version, verified, lease, room);
   } catch (error) {
     return fail((error as Error).message);
   }
@@ -235,7 +239,8 @@ async function verifyArchives(
  * Stores a verified version exactly as a sync stores it, with a SHA256SUMS
  * made from the zips for auditing (no upstream signature: a `terraform
  * providers mirror` directory carries hashes only). Returns
- * storeMirroredVersion's outcome ('unchanged' when held with these bytes);
+ * storeMirroredVersion's outcome ('unchanged' when held with these bytes; a
+ * new version counted against `room`, the import's room for the provider);
  * throws what it throws (VersionConflictError for other bytes).
  */
 async function storeImported(
@@ -244,6 +249,7 @@ async function storeImported(
   version: string,
   verified: readonly ImportedArchive[],
   lease?: Lease,
+  room?: VersionsDocumentRoom,
 ): Promise<MirrorOutcome> {
   const sums = new TextEncoder().encode(formatShasums(verified.map(({ pkg }) => ({ filename: pkg.filename, sha256Hex: pkg.shasum }))));
   const record: VersionRecord = {
@@ -261,7 +267,7 @@ async function storeImported(
     ...verified.map(({ pkg, path }) => diskFile(pkg.filename, path, { sha256Hex: pkg.shasum, size: pkg.size }, 'application/zip')),
     memoryFile(record.shasumsFilename, sums, 'text/plain; charset=utf-8'),
   ];
-  return storeMirroredVersion(store, record, files, () => {}, lease);
+  return storeMirroredVersion(store, record, files, () => {}, lease, room);
 }
 
 function subdirs(dir: string): string[] {

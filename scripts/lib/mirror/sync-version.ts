@@ -5,6 +5,7 @@ import type { StoreHandle } from '../stores/handle';
 import type { UpstreamHttp } from './upstream-http';
 import type { Lease } from '../../../src/store/lease';
 import { storeMirroredVersion } from '../../../src/store/mirror/write';
+import type { VersionsDocumentRoom } from '../../../src/store/value-limits';
 import type { ReleaseFile } from '../../../src/store/providers/write';
 import type { PackageRecord, SigningKey, VersionRecord } from '../../../src/store/types';
 import { type Limiter } from '../../../src/concurrency';
@@ -43,6 +44,8 @@ export interface VersionSync {
   limit: Limiter;
   log: (line: string) => void;
   lease?: Lease;
+  /** The provider's versions-document room, one for the whole sync (its new versions count together; 1 KV read). */
+  room?: VersionsDocumentRoom;
 }
 
 /** A version's upstream SHA256SUMS, its signature and the key that verified it; `first` is the document naming them. */
@@ -141,5 +144,6 @@ export async function storeVerified(
       if (event.step === 'skip-upload') log(`  ${label}: already stored: ${event.detail}`);
     },
     sync.lease,
+    sync.room,
   );
 }

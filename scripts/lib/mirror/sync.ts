@@ -11,6 +11,7 @@ import {
   type ProviderAddress,
 } from '../../../src/protocol/index';
 import { readVersionRecord } from '../../../src/store/providers/version-records';
+import { versionsDocumentRoom } from '../../../src/store/value-limits';
 import type { PackageRecord, VersionRecord } from '../../../src/store/types';
 import { limiter, type Limiter } from '../../../src/concurrency';
 import { combinedStatus, type MirrorSummary, type PlatformSummary, type ProviderSummary, type VersionSummary } from './summary';
@@ -95,8 +96,17 @@ async function syncProvider(
     return failed((error as Error).message);
   }
 
-  const versions: VersionSummary[] = await writeUnderProviderLease(options.store, address, { command: 'mirror sync', dryRun: !!options.dryRun, log }, (lease) =>
-    Promise.all(selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease }))),
+  const versions: VersionSummary[] = await writeUnderProviderLease(
+    options.store,
+    address,
+    { command: 'mirror sync', dryRun: !!options.dryRun, log },
+    (lease) => {
+      // One versions-document room for the provider: the versions this sync adds are checked together (1 KV read).
+      const room = versionsDocumentRoom(options.store.kv, address);
+      return Promise.all(
+        selected.map((entry) => syncVersion({ address, base, listed: entry, requested: request.platforms, options, work, limit, log, lease, room })),
+      );
+    },
   );
   const summary: ProviderSummary = { address: name, status: combinedStatus(versions.map((v) => v.status)), versions };
   if (selected.length === 0) {

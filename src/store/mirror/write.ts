@@ -10,7 +10,7 @@ import type { Store } from '../store';
 import { listAllKeys } from '../list';
 import type { PackageRecord, VersionRecord } from '../types';
 import { VersionConflictError } from '../errors';
-import { checkVersionsDocumentRoom } from '../value-limits';
+import { versionsDocumentRoom, type VersionsDocumentRoom } from '../value-limits';
 import { checkProviderKeys } from '../key-limits';
 
 /**
@@ -27,8 +27,10 @@ export type MirrorOutcome = 'mirrored' | 'unchanged';
  * files; call it holding the provider's lease (`lease` is checked before each
  * write). Its KV keys are checked first (checkProviderKeys: KeyTooLongError, nothing
  * written when one would pass 512 bytes). A version not stored yet is checked against KV's value limit
- * (checkVersionsDocumentRoom: InputError, nothing written when its versions
- * document would pass 25 MiB), then published whole (publishVersion). A
+ * (`room`'s take: InputError, nothing written when its versions document would
+ * pass 25 MiB; without `room`, a fresh versionsDocumentRoom, 1 KV read; a sync
+ * passes one room per provider, so its new versions count together), then
+ * published whole (publishVersion). A
  * stored version gains the packages it lacks: their archives, then every
  * document, then the committed record (replaced only if it is still the one
  * read: an R2 conditional write). A package it already holds
@@ -43,6 +45,7 @@ export async function storeMirroredVersion(
   files: readonly ReleaseFile[],
   progress: PublishProgress = () => {},
   lease?: { check(): void },
+  room: VersionsDocumentRoom = versionsDocumentRoom(store.kv, record.address),
 ): Promise<MirrorOutcome> {
   // Its KV keys must fit (sync, import and pull-through all come here): refused before anything is read or written.
   checkProviderKeys(record.address, record.version, `${formatAddress(record.address)} ${record.version}`);
@@ -51,7 +54,7 @@ export async function storeMirroredVersion(
   const existing = await readVersionRecord(store, record.address, record.version);
   if (!existing) {
     // A new version must fit the versions document KV holds: refused before anything is written.
-    await checkVersionsDocumentRoom(kv, record.address, { version: record.version, protocols: record.protocols, platforms: record.packages });
+    await room.take({ version: record.version, protocols: record.protocols, platforms: record.packages });
     const outcome = await publishVersion(store, record, files, progress, { rebuildIndex: false, existing: null, ...(lease ? { lease } : {}) });
     return outcome === 'published' ? 'mirrored' : 'unchanged';
   }

@@ -6,6 +6,11 @@ import type { MirrorSummary } from '../../../scripts/lib/mirror/summary';
 import { zipBuffers } from '../../../scripts/lib/provider/zip-binary';
 import { executableName, parsePlatformName } from '../../../src/protocol/index';
 import { configPath, runScript, tempDir } from '../helpers';
+import { readRegistryConfig } from '../../../scripts/lib/config';
+import { openLocalStore } from '../../../scripts/lib/stores/local';
+import { providerAddress } from '../../../src/protocol/address';
+import { versionsDocumentKey } from '../../../src/store/layout';
+import { KV_MAX_VALUE_BYTES, versionsEntryBytes } from '../../../src/store/value-limits';
 import { writeGoreleaserRelease, writeProvidersMirror } from '../../fixtures/goreleaser';
 
 /**
@@ -135,4 +140,29 @@ describe('mirror import', () => {
     const list = await mirror(state, ['list']);
     expect(list.stdout).toBe(`${HOST}/hashicorp/scaffolding\n  0.1.0  ${[...release.platforms].sort().join(' ')}\n`);
   });
+
+  it("counts the versions it adds together against KV's 25 MiB versions document: room for one more, one imported, the others refused", async () => {
+    const { source, state } = fresh();
+    await packedDir(source, 'acme', 'full', [
+      { version: '1.0.0', platforms: ['linux_amd64'] },
+      { version: '1.1.0', platforms: ['linux_amd64'] },
+      { version: '1.2.0', platforms: ['linux_amd64'] },
+    ]);
+    // A stored versions document with room for one more version of one platform (and half of another), not two.
+    const entry = versionsEntryBytes({ version: '1.0.0', protocols: ['5.0'], platforms: [{ os: 'linux', arch: 'amd64' }] });
+    const target = KV_MAX_VALUE_BYTES - Math.round(1.5 * entry);
+    const filler = (n: number) => JSON.stringify({ versions: [{ version: `0.0.0-${'a'.repeat(n)}`, protocols: ['5.0'], platforms: [] }] });
+    const store = await openLocalStore(await readRegistryConfig({ configPath, persistTo: state }));
+    try {
+      await store.kv.put(versionsDocumentKey(providerAddress(HOST, 'acme', 'full')), filler(target - filler(0).length));
+    } finally {
+      await store.close();
+    }
+
+    const result = await mirror(state, ['import', source, '--json']);
+    expect(result.code, result.stderr).toBe(1);
+    const versions = result.summary!.providers[0]!.versions;
+    expect(versions.map((v) => `${v.version} ${v.status}`)).toEqual(['1.0.0 mirrored', '1.1.0 failed', '1.2.0 failed']);
+    for (const v of versions.slice(1)) expect(v.reason).toContain("over Workers KV's 25.00 MiB value limit");
+  }, 120_000);
 });

@@ -5,7 +5,8 @@ import { readRegistryConfig } from '../../../scripts/lib/config';
 import { openLocalStore } from '../../../scripts/lib/stores/local';
 import type { MirrorSummary } from '../../../scripts/lib/mirror/summary';
 import { providerAddress } from '../../../src/protocol/index';
-import { mirrorIndexKey, mirrorVersionKey, releaseObjectKey } from '../../../src/store/layout';
+import { mirrorIndexKey, mirrorVersionKey, releaseObjectKey, versionsDocumentKey } from '../../../src/store/layout';
+import { KV_MAX_VALUE_BYTES, versionsEntryBytes } from '../../../src/store/value-limits';
 import { configPath, freePort, runScript, tempDir, type CliResult } from '../helpers';
 import { StaticUpstream, upstreamGpgKey, type ReleaseSpec, releaseUpstreamGpgKey } from './upstream';
 
@@ -319,4 +320,33 @@ describe('mirror sync: refusals, dry run, credentials, list', () => {
       },
     ]);
   });
+
+  it("counts the versions it adds together against KV's 25 MiB versions document: room for one more, one mirrored, the others refused", async () => {
+    const { state } = freshState();
+    const address = providerAddress(upstream.host, NS, TYPE);
+    // A stored versions document with room for one more version of one platform (and half of another), not two.
+    const entry = versionsEntryBytes({ version: '1.0.0', protocols: ['5.0'], platforms: [{ os: 'linux', arch: 'amd64' }] });
+    const target = KV_MAX_VALUE_BYTES - Math.round(1.5 * entry);
+    const filler = (n: number) => JSON.stringify({ versions: [{ version: `0.0.0-${'a'.repeat(n)}`, protocols: ['5.0'], platforms: [] }] });
+    const body = filler(target - filler(0).length);
+    expect(body.length).toBe(target);
+    const store = await openLocalStore(await readRegistryConfig({ configPath, persistTo: state }));
+    try {
+      await store.kv.put(versionsDocumentKey(address), body);
+    } finally {
+      await store.close();
+    }
+
+    const run = await mirror(state, ['sync', `${upstream.host}/${NS}/${TYPE}`, '--version', '>= 1.0.0', '--platform', 'linux_amd64', '--json']);
+    const versions = run.summary!.providers[0]!.versions;
+    expect(versions.map((v) => v.version).sort()).toEqual(['1.0.0', '1.1.0', '2.0.0']);
+    expect(
+      versions.filter((v) => v.status === 'mirrored'),
+      run.stderr,
+    ).toHaveLength(1);
+    const refused = versions.filter((v) => v.status === 'failed');
+    expect(refused).toHaveLength(2);
+    for (const v of refused) expect(v.reason).toContain("over Workers KV's 25.00 MiB value limit");
+    expect(run.code).not.toBe(0);
+  }, 120_000);
 });

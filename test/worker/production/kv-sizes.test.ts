@@ -5,7 +5,13 @@ import { changeProviderLifecycle } from '../../../src/store/lifecycle/providers'
 import { committedRecordKey, mirrorIndexKey, moduleCatalogKey, providerPageKey, versionsDocumentKey } from '../../../src/store/layout';
 import { versionsDocument } from '../../../src/store/providers/documents';
 import { storeMirroredVersion } from '../../../src/store/mirror/write';
-import { KV_MAX_VALUE_BYTES as STORE_MAX_VALUE_BYTES, versionsEntryBytes } from '../../../src/store/value-limits';
+import {
+  checkVersionsDocumentRoom,
+  KV_MAX_VALUE_BYTES as STORE_MAX_VALUE_BYTES,
+  versionsDocumentRoom,
+  versionsEntryBytes,
+} from '../../../src/store/value-limits';
+import { countingStore } from '../../fixtures/counting-store';
 import type { BlobStore, KvStore } from '../../../src/store/store';
 import { InputError } from '../../../src/protocol/errors';
 import { emptyIndex, indexWith, writeProviderIndex } from '../../../src/store/providers/version-index';
@@ -327,6 +333,24 @@ describe('a publish past KV 25 MiB value limit', () => {
       `versions document at the limit: ${count} versions of 14 platforms (128-character), ${entry} bytes each; a publish of one more refused at its start`,
     );
   }, 120_000);
+
+  it("a mirror sync's new versions count together against the versions document: 1 KV read, the one that no longer fits refused, nothing of it written", async () => {
+    const synced = address('kvroom', 'sync');
+    const [first, second] = ['1.0.0', '1.1.0'].map((v) => fakeRelease(synced, v, ['linux_amd64'], { archiveSize: 16 }));
+    const entryOf = (r: typeof first) => ({ version: r!.record.version, protocols: r!.record.protocols, platforms: r!.record.packages });
+    // Room for the empty document and one entry, not two: each version alone fits, the two together do not.
+    const limit = versionsDocument([]).length + versionsEntryBytes(entryOf(first)) + versionsEntryBytes(entryOf(second)) - 1;
+    const store = countingStore({ kv: env.REGISTRY_KV as unknown as KvStore, blobs: env.REGISTRY_R2 as unknown as BlobStore });
+    const room = versionsDocumentRoom(store.kv, synced, limit);
+    expect(await storeMirroredVersion(store, first!.record, first!.files, () => {}, undefined, room)).toBe('mirrored');
+    await expect(storeMirroredVersion(store, second!.record, second!.files, () => {}, undefined, room)).rejects.toThrow(InputError);
+    await expect(storeMirroredVersion(store, second!.record, second!.files, () => {}, undefined, room)).rejects.toThrow('has 1 versions');
+    expect(store.counter.requests.filter((r) => r.op === 'kv.get' && r.key === versionsDocumentKey(synced))).toHaveLength(1);
+    expect(await env.REGISTRY_R2.head(committedRecordKey(synced, '1.0.0'))).not.toBeNull();
+    expect(await env.REGISTRY_R2.head(committedRecordKey(synced, '1.1.0'))).toBeNull();
+    // Checked alone against the stored document (which does not list the first yet), the second would pass.
+    await expect(checkVersionsDocumentRoom(env.REGISTRY_KV as unknown as KvStore, synced, entryOf(second), limit)).resolves.toBeUndefined();
+  });
 
   it('a module whose catalogue would pass 25 MiB: refused at the publish start, nothing written', async () => {
     const p = production({ vars: { INDEX_CACHE_SECONDS: '0' } });
