@@ -1,6 +1,7 @@
+import { build } from '../../bench/build';
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { Miniflare } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +16,6 @@ import { freePort, makeCertificate, type Certificate } from './server';
 import { terraformInit } from './terraform-init';
 
 const run = promisify(execFile);
-const root = join(import.meta.dirname, '..', '..');
 
 // RELEASE_FILES=r2 with real clients (issue 38): the Worker as built for deploy, in workerd over HTTPS, points
 // release files and module packages at presigned URLs of R2's S3 API — played by s3rver behind an HTTPS front
@@ -31,11 +31,7 @@ let hostname: string;
 
 describe.skipIf(missing('terraform', terraform))('release files straight from R2, with real terraform', () => {
   beforeAll(async () => {
-    const outdir = join(dir, 'worker');
-    await run(join(root, 'node_modules', '.bin', 'wrangler'), ['deploy', '--dry-run', '--outdir', outdir], {
-      cwd: root,
-      env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
-    });
+    const outdir = dirname(await build(dir, null));
     const key = await generateSigningKey();
     const release = await generateRelease(join(dir, 'dist'), 'fromr2', '1.0.0', PLATFORMS, key);
     const port = await freePort();

@@ -1,6 +1,7 @@
+import { build } from '../../bench/build';
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { Miniflare } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,11 +40,7 @@ let hostname: string;
 
 describe.skipIf(missing('terraform', terraform))('provider metadata and files straight from R2, with real terraform', () => {
   beforeAll(async () => {
-    const outdir = join(dir, 'worker');
-    await run(join(root, 'node_modules', '.bin', 'wrangler'), ['deploy', '--dry-run', '--outdir', outdir], {
-      cwd: root,
-      env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
-    });
+    const outdir = dirname(await build(dir, null));
     const key = await generateSigningKey();
     const release = await generateRelease(join(dir, 'dist'), 'static', '1.0.0', PLATFORMS, key);
     const port = await freePort();

@@ -64,16 +64,7 @@ describe('KV keys at the longest names the registry accepts', () => {
       const provider = await publishThrough(send, auth, started, (f) => release.files.get(f)!);
 
       const pkg = zipStored({ 'main.tf': 'variable "x" {}\n' });
-      const moduleStarted = await send(`/v1/publish/modules/${NS}/${NAME}/${SYSTEM}/${VERSION}`, {
-        method: 'POST',
-        headers: { ...auth, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          format: 'zip',
-          size: pkg.byteLength,
-          sha256: await hex(pkg),
-          docs: { inputs: [], outputs: [], providers: [], requiredVersion: null, submodules: [] },
-        }),
-      });
+      const moduleStarted = await send(`/v1/publish/modules/${NS}/${NAME}/${SYSTEM}/${VERSION}`, await moduleStart(auth, pkg));
       const module = await publishThrough(send, auth, moduleStarted, () => pkg);
 
       // No invocation answered 5xx; every KV key written fits.
@@ -381,16 +372,7 @@ describe('a publish past KV 25 MiB value limit', () => {
     const auth = { authorization: `Bearer ${token}` };
     const send = async (path: string, init: RequestInit) => p.fetch('A', new Request(new URL(path, ORIGIN), init));
     const pkg = zipStored({ 'main.tf': 'variable "x" {}\n' });
-    const started = await send(`/v1/publish/modules/kvfull/network/aws/1.0.0`, {
-      method: 'POST',
-      headers: { ...auth, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        format: 'zip',
-        size: pkg.byteLength,
-        sha256: await hex(pkg),
-        docs: { inputs: [], outputs: [], providers: [], requiredVersion: null, submodules: [] },
-      }),
-    });
+    const started = await send(`/v1/publish/modules/kvfull/network/aws/1.0.0`, await moduleStart(auth, pkg));
     const outcome = await publishThrough(send, auth, started, () => pkg);
     expect(outcome.step).toBe('start');
     expect(outcome.status, outcome.text).toBe(400);
@@ -401,3 +383,17 @@ describe('a publish past KV 25 MiB value limit', () => {
     console.log(`module catalogue at the limit: ${versions} module versions of 128 characters (${modules.length} modules); a new module refused at its start`);
   }, 120_000);
 });
+
+/** The request that starts a module publish of the zip `pkg` (empty docs). */
+async function moduleStart(auth: Record<string, string>, pkg: Uint8Array): Promise<RequestInit> {
+  return {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      format: 'zip',
+      size: pkg.byteLength,
+      sha256: await hex(pkg),
+      docs: { inputs: [], outputs: [], providers: [], requiredVersion: null, submodules: [] },
+    }),
+  };
+}
