@@ -16,19 +16,24 @@ export function jsonBody(body: string, cacheControl: string, status = 200): Resp
   });
 }
 
-/** Below this many characters a document or page is sent as is: compression would save little and cost a copy. */
+/** Below this many characters a page rendered for one request is sent as is: compressing it would cost more than it saves. */
 export const COMPRESS_FROM_BYTES = 1024;
 
 /**
  * A stored JSON document as a response: its text — with `compress`,
  * gzip-compressed once per cached document when the request accepts gzip
- * (Terraform's and OpenTofu's HTTP client always do), with `Vary:
- * Accept-Encoding` either way. A route that rewrites a document's URLs
- * passes the rewritten StoredDocument (src/access/release-urls.ts
- * servedDocument), which keeps its own compressed copy.
+ * (Terraform's and OpenTofu's HTTP client always do), whatever its size, so
+ * no request compresses anything (a small document's compressed copy costs a
+ * few bytes of memory; compressing it on every request, as Cloudflare's edge
+ * and Miniflare's entry Worker otherwise do for a gzip client, costs CPU
+ * each time), with `Vary: Accept-Encoding` either way. A route that rewrites
+ * a document's URLs passes the rewritten StoredDocument
+ * (src/access/release-urls.ts servedDocument), which keeps its own
+ * compressed copy; `document` must be such a kept one, never one made for a
+ * single request.
  */
 export async function documentResponse(request: Request, document: StoredDocument, cacheControl: string, options: { compress: boolean }): Promise<Response> {
-  if (!options.compress || document.text.length < COMPRESS_FROM_BYTES) return jsonBody(document.text, cacheControl);
+  if (!options.compress) return jsonBody(document.text, cacheControl);
   const headers = { 'content-type': 'application/json', 'cache-control': cacheControl, vary: 'Accept-Encoding' };
   if (!acceptsGzip(request.headers.get('accept-encoding'))) return new Response(document.text, { headers });
   return new Response(await document.gzip(), {

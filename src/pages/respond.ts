@@ -18,8 +18,10 @@ export const PAGE_SECURITY_HEADERS: Record<string, string> = {
 };
 
 /**
- * An HTML response. `page` may be a StoredDocument so its gzip is computed
- * once per cached page. Compressed only with `compress` (GZIP_DOCUMENTS, as
+ * An HTML response. `page` may be a StoredDocument (a page kept in the
+ * isolate) so its gzip is computed once per cached page, whatever its size; a
+ * string is a page made for this request, compressed only from
+ * COMPRESS_FROM_BYTES. Compressed only with `compress` (GZIP_DOCUMENTS, as
  * stored documents) and when the client accepts gzip.
  */
 export async function htmlResponse(
@@ -36,7 +38,8 @@ export async function htmlResponse(
     ...options.headers,
   };
   const status = options.status ?? 200;
-  if (!options.compress || document.text.length < COMPRESS_FROM_BYTES || !acceptsGzip(request.headers.get('accept-encoding'))) {
+  const small = typeof page === 'string' && page.length < COMPRESS_FROM_BYTES;
+  if (!options.compress || small || !acceptsGzip(request.headers.get('accept-encoding'))) {
     return new Response(document.text, { status, headers });
   }
   return new Response(await document.gzip(), { status, headers: { ...headers, 'content-encoding': 'gzip' }, encodeBody: 'manual' });

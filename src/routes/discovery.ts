@@ -6,13 +6,17 @@ import type { Env } from '../env';
 import { loginV1Service } from '../access/login-v1';
 import { staticProvidersBase } from '../store/static-documents';
 import { servedPublicDocuments } from '../access/release-urls';
+import { documentResponse } from '../http/responses';
+import { StoredDocument } from '../store/stored-body';
 
-// Built once: discovery reads KV only for PUBLIC_DOCUMENTS=r2's marker (once per isolate).
-const DISCOVERY = discoveryBody({ 'providers.v1': PROVIDERS_V1_PATH, 'modules.v1': MODULES_V1_PATH });
+// Built once (and compressed once, as a kept document): discovery reads KV only for PUBLIC_DOCUMENTS=r2's marker (once per isolate).
+const DISCOVERY = new StoredDocument(discoveryBody({ 'providers.v1': PROVIDERS_V1_PATH, 'modules.v1': MODULES_V1_PATH }));
 // With sign-in configured (OIDC_ISSUER), login.v1 too: `terraform login HOST` / `tofu login HOST`.
-const DISCOVERY_WITH_LOGIN = discoveryBody({ 'providers.v1': PROVIDERS_V1_PATH, 'modules.v1': MODULES_V1_PATH, 'login.v1': loginV1Service() });
-// PUBLIC_DOCUMENTS=r2: the body per Env object (the runtime hands an isolate's requests the same one).
-const withStaticProviders = new WeakMap<Env, string>();
+const DISCOVERY_WITH_LOGIN = new StoredDocument(
+  discoveryBody({ 'providers.v1': PROVIDERS_V1_PATH, 'modules.v1': MODULES_V1_PATH, 'login.v1': loginV1Service() }),
+);
+// PUBLIC_DOCUMENTS=r2: the document per Env object (the runtime hands an isolate's requests the same one).
+const withStaticProviders = new WeakMap<Env, StoredDocument>();
 
 /**
  * GET /.well-known/terraform.json — remote service discovery. Always 200 with
@@ -21,22 +25,22 @@ const withStaticProviders = new WeakMap<Env, string>();
  * static-documents` checked the files origin (servedPublicDocuments: one KV read per isolate, none per request
  * once known), providers.v1 is the absolute URL of the static documents there (FILES_ORIGIN/v1/providers/HOST/),
  * so a provider install never reaches the Worker; before that, and for modules.v1 always, the Worker's. 503 naming
- * the setting while PUBLIC_DOCUMENTS is broken in public mode.
+ * the setting while PUBLIC_DOCUMENTS is broken in public mode. With GZIP_DOCUMENTS, sent to a gzip client
+ * compressed once per isolate (documentResponse).
  */
-export async function discovery(_request: IRequest, env: Env): Promise<Response> {
+export async function discovery(request: IRequest, env: Env): Promise<Response> {
   const config = settings(env);
-  let body = config.oidc ? DISCOVERY_WITH_LOGIN : DISCOVERY;
+  let document = config.oidc ? DISCOVERY_WITH_LOGIN : DISCOVERY;
   const documents = await servedPublicDocuments(env);
   if (documents) {
-    body = withStaticProviders.get(env) ?? '';
-    if (body === '') {
+    let kept = withStaticProviders.get(env);
+    if (!kept) {
       const services: ServiceDiscovery = { 'providers.v1': staticProvidersBase(documents, config.hostname), 'modules.v1': MODULES_V1_PATH };
       if (config.oidc) services['login.v1'] = loginV1Service();
-      body = discoveryBody(services);
-      withStaticProviders.set(env, body);
+      kept = new StoredDocument(discoveryBody(services));
+      withStaticProviders.set(env, kept);
     }
+    document = kept;
   }
-  return new Response(body, {
-    headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=3600' },
-  });
+  return documentResponse(request, document, 'public, max-age=3600', { compress: config.gzipDocuments });
 }

@@ -26,8 +26,8 @@ export class StoredDocument {
     return this.gzipped;
   }
 
-  /** Bytes it may occupy in the cache: UTF-16 text plus a compressed copy no larger than the text. */
+  /** Bytes it may occupy in the cache: UTF-16 text plus a compressed copy no larger than the text and gzip's 18-byte frame. */
   get cacheBytes(): number {
-    return this.text.length * 3;
+    return this.text.length * 3 + 18;
   }
 }

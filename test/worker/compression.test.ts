@@ -47,11 +47,26 @@ describe('gzip for clients that accept it (Terraform and OpenTofu always do)', (
     });
   }
 
-  it('sends small documents as they are', async () => {
-    const response = await getWith(PRODUCTION, '/v1/mirror/registry.example.com/acme/squeezed/index.json', { headers: { 'accept-encoding': 'gzip' } });
-    expect(response.headers.get('content-encoding')).toBeNull();
-    expect(Object.keys((await response.json<{ versions: object }>()).versions)).toHaveLength(5);
-  });
+  for (const [what, path] of [
+    ['a small document', '/v1/mirror/registry.example.com/acme/squeezed/index.json'],
+    ['discovery', '/.well-known/terraform.json'],
+  ]) {
+    it(`sends ${what} compressed as well (once per isolate, not per request), and plain to a client without gzip`, async () => {
+      const plain = await getWith(PRODUCTION, path);
+      expect(plain.headers.get('content-encoding')).toBeNull();
+      const text = await plain.text();
+      expect(text.length).toBeLessThan(1024);
+      const first = await getWith(PRODUCTION, path, { headers: { 'accept-encoding': 'gzip' } });
+      expect(first.headers.get('content-encoding')).toBe('gzip');
+      expect(first.headers.get('vary')).toBe('Accept-Encoding');
+      expect(first.headers.get('content-type')).toBe('application/json');
+      const bytes = new Uint8Array(await first.arrayBuffer());
+      expect(await gunzip(new Response(bytes))).toBe(text);
+      // The second answer is the kept copy: the very same bytes.
+      const second = new Uint8Array(await (await getWith(PRODUCTION, path, { headers: { 'accept-encoding': 'gzip' } })).arrayBuffer());
+      expect(second).toEqual(bytes);
+    });
+  }
 
   it('sends the download document (URLs absolute on the origin asked) compressed, per origin, and its bytes at rest unchanged', async () => {
     const path = '/v1/providers/acme/squeezed/1.2.0/download/linux/amd64';
