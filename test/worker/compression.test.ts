@@ -50,7 +50,7 @@ describe('gzip for clients that accept it (Terraform and OpenTofu always do)', (
   for (const [what, path] of [
     ['a small document', '/v1/mirror/registry.example.com/acme/squeezed/index.json'],
     ['discovery', '/.well-known/terraform.json'],
-  ]) {
+  ] as const) {
     it(`sends ${what} compressed as well (once per isolate, not per request), and plain to a client without gzip`, async () => {
       const plain = await getWith(PRODUCTION, path);
       expect(plain.headers.get('content-encoding')).toBeNull();
