@@ -22,6 +22,7 @@ import type { ModuleCatalog } from '../../../src/store/modules/types';
 import { address } from '../helpers';
 import { zipStored } from '../../fixtures/archives';
 import { TEST_KEY } from '../../fixtures/release';
+import { PLATFORMS_14, SCAFFOLDING_PLATFORMS } from '../../fixtures/platforms';
 import { KV_MAX_KEY_BYTES, KV_MAX_VALUE_BYTES } from '../../fixtures/production/rules';
 import { buildRelease, hex, issue, manifestOf, type Session } from '../publish/api';
 import { at, ORIGIN, production } from './scenario';
@@ -96,29 +97,19 @@ describe('KV keys at the longest names the registry accepts', () => {
 
 // KV's value limit (25 MiB) against the largest lists the registry rewrites: the versions document and the
 // mirror's index.json of a provider with 1,000 versions (the size the budgets promise) of 14 platforms
-// (HashiCorp's scaffolding), each version 128 characters long.
-const PLATFORMS_14 = [
-  'darwin_amd64',
-  'darwin_arm64',
-  'freebsd_386',
-  'freebsd_amd64',
-  'freebsd_arm',
-  'freebsd_arm64',
-  'linux_386',
-  'linux_amd64',
-  'linux_arm',
-  'linux_arm64',
-  'windows_386',
-  'windows_amd64',
-  'windows_arm',
-  'windows_arm64',
-];
+// (HashiCorp's scaffolding's 13 and windows_arm, test/fixtures/platforms.ts), each version 128 characters long.
 
 /** A 128-character version (for i < 10,000) and a short one, both unique per i. */
 const long = (i: number) => `${i}.0.0-rc.${'a'.repeat(56)}+build.${String(i).padStart(57 - String(i).length, 'b')}`;
 const short = (i: number) => `${Math.floor(i / 100)}.${i % 100}.0`;
 
 describe('KV values at the largest lists the registry writes', () => {
+  it("lists 14 platforms: the goreleaser fixture's 13 (HashiCorp's scaffolding) and windows_arm, each once", () => {
+    expect(PLATFORMS_14).toHaveLength(14);
+    expect(new Set(PLATFORMS_14).size).toBe(14);
+    expect(PLATFORMS_14.filter((p) => p !== 'windows_arm')).toEqual([...SCAFFOLDING_PLATFORMS]);
+  });
+
   for (const [shape, version] of [
     ['128-character', long],
     ['short (X.Y.0)', short],
