@@ -1861,7 +1861,7 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/worker/production/kv-sizes.test.ts'],
     description:
       "a mirror sync checks each new version alone against the stored versions document: together they pass KV's 25 MiB and the lists rebuild fails after the versions were committed",
-    from: '        added += versionsEntryBytes(entry);',
+    from: '        added += grows;',
     to: '',
   },
   {
@@ -1911,5 +1911,31 @@ export const MUTANTS: Mutant[] = [
     description: 'a lifecycle change under the lease no longer checks the version is published: it marks a version that does not exist',
     from: '  checkLifecycleTarget(versions, action.version, about);',
     to: '',
+  },
+  {
+    id: 'mirror-room-platforms-unchecked',
+    file: 'src/store/mirror/write.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description:
+      "a mirrored version gaining a platform (sync, import, pull-through's commit) is not checked against KV's 25 MiB versions document: the lists rebuild fails after the record was committed",
+    from: '  await room.take(listedVersion(record), listedVersion(existing));',
+    to: '',
+  },
+  {
+    id: 'pull-room-after-lease',
+    file: 'src/routes/mirror-pull/archive.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description:
+      'pull-through of a platform the versions document has no room for takes the pull lease, asks the upstream and stores the archive before the commit refuses it',
+    from: '  await checkPullRoom(storeFromEnv(env), manifest, pkg);',
+    to: '',
+  },
+  {
+    id: 'room-stored-whole-entry',
+    file: 'src/store/value-limits.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description: "a stored version gaining a platform counts its whole entry against the versions document's room (refused while the platform fits)",
+    from: '      const grows = versionsEntryBytes(next) - (stored ? versionsEntryBytes(stored) : 0);',
+    to: '      const grows = versionsEntryBytes(next);',
   },
 ];

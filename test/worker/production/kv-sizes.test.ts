@@ -8,9 +8,15 @@ import { storeMirroredVersion } from '../../../src/store/mirror/write';
 import {
   checkVersionsDocumentRoom,
   KV_MAX_VALUE_BYTES as STORE_MAX_VALUE_BYTES,
+  listedVersion,
   versionsDocumentRoom,
   versionsEntryBytes,
 } from '../../../src/store/value-limits';
+import { writeManifest } from '../../../src/store/mirror/pull';
+import { clearPolicy, writePolicy } from '../../../src/store/mirror/policy';
+import { parsePolicy } from '../../../src/protocol/mirror-policy';
+import { forgetPullThroughMemory } from '../../../src/mirror/pull-through';
+import type { VersionRecord } from '../../../src/store/types';
 import { countingStore } from '../../fixtures/counting-store';
 import type { BlobStore, KvStore } from '../../../src/store/store';
 import { InputError } from '../../../src/protocol/errors';
@@ -19,7 +25,7 @@ import { writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import { fakeRelease } from '../../fixtures/release';
 import { PAGE_FULL_VERSIONS, type Catalog, type CatalogEntry, type ProviderPageData } from '../../../src/store/pages/read';
 import type { ModuleCatalog } from '../../../src/store/modules/types';
-import { address } from '../helpers';
+import { address, storedEverything } from '../helpers';
 import { zipStored } from '../../fixtures/archives';
 import { TEST_KEY } from '../../fixtures/release';
 import { PLATFORMS_14, SCAFFOLDING_PLATFORMS } from '../../fixtures/platforms';
@@ -333,6 +339,97 @@ describe('a publish past KV 25 MiB value limit', () => {
     // Checked alone against the stored document (which does not list the first yet), the second would pass.
     await expect(checkVersionsDocumentRoom(env.REGISTRY_KV as unknown as KvStore, synced, entryOf(second), limit)).resolves.toBeUndefined();
   });
+
+  it('a mirrored version gaining a platform past 25 MiB: refused by pull-through before its lease or the upstream, by sync and import too, nothing written', async () => {
+    const p = production({ vars: { INDEX_CACHE_SECONDS: '0' } });
+    const HOST = 'kvroom.test';
+    const grow = address('kvroom', 'grow', HOST);
+    // 1.0.0 is mirrored with linux_amd64; the upstream (its verified manifest stored: no upstream needed) also offers linux_arm64.
+    const both = fakeRelease(grow, '1.0.0', ['linux_amd64', 'linux_arm64'], { archiveSize: 16 });
+    const held: VersionRecord = { ...both.record, packages: both.record.packages.slice(0, 1) };
+    const arm64 = both.record.packages[1]!;
+    const gain = versionsEntryBytes(listedVersion(both.record)) - versionsEntryBytes(listedVersion(held));
+    // The versions document: 1.0.0, 128-character versions of 14 platforms, then single-platform versions filling it
+    // to less than linux_arm64's entry (`gain` bytes) below 25 MiB (entries of n records: EMPTY − 1 + their sizes).
+    const records: VersionRecord[] = [held];
+    let room = KV_MAX_VALUE_BYTES - (versionsDocument([]).length - 1) - versionsEntryBytes(listedVersion(held));
+    const template = fakeRelease(grow, long(0), PLATFORMS_14, { archiveSize: 16 }).record;
+    const single = fakeRelease(grow, '0.0.1', ['linux_amd64'], { archiveSize: 16 }).record;
+    const sized = (record: VersionRecord) => versionsEntryBytes(listedVersion(record));
+    // A single-platform version `J.0.0-t.` and k x's (k = 1…120): its entry is smallest(j) − 1 + k bytes.
+    const tuner = (j: number, k: number): VersionRecord => ({ ...single, version: `${j}.0.0-t.${'x'.repeat(k)}` });
+    const smallest = (j: number) => sized(tuner(j, 1));
+    for (let i = 0; room - sized({ ...template, version: long(i) }) >= smallest(0) + 240; i++) {
+      records.push({ ...template, version: long(i) });
+      room -= sized(records.at(-1)!);
+    }
+    for (let j = 0; room >= gain; j++) {
+      const [least, most, next] = [smallest(j), smallest(j) + 119, smallest(j + 1)];
+      // The largest while another fits after it; then one filling the room exactly, or leaving exactly the next one's least.
+      const entry = room >= most + next ? most : room <= most ? room : room - next;
+      records.push(tuner(j, entry - least + 1));
+      room -= sized(records.at(-1)!);
+    }
+    const body = versionsDocument(records);
+    const size = new TextEncoder().encode(body).byteLength;
+    expect(size).toBeLessThanOrEqual(KV_MAX_VALUE_BYTES);
+    expect(size + gain).toBeGreaterThan(KV_MAX_VALUE_BYTES);
+    // The one room check: the platform fits with `gain` bytes of room, not with one less (only its entry counts).
+    const kv = env.REGISTRY_KV as unknown as KvStore;
+    await env.REGISTRY_KV.put(versionsDocumentKey(grow), body);
+    await expect(versionsDocumentRoom(kv, grow, size + gain).take(listedVersion(both.record), listedVersion(held))).resolves.toBeUndefined();
+    await expect(versionsDocumentRoom(kv, grow, size + gain - 1).take(listedVersion(both.record), listedVersion(held))).rejects.toThrow(InputError);
+    await expect(versionsDocumentRoom(kv, grow, size).take(listedVersion(held), listedVersion(held))).resolves.toBeUndefined();
+
+    await env.REGISTRY_R2.put(committedRecordKey(grow, '1.0.0'), JSON.stringify(held));
+    const upstream = 'http://127.0.0.1:9';
+    await writeManifest(env.REGISTRY_R2, {
+      address: grow,
+      version: '1.0.0',
+      protocols: ['5.0'],
+      signer: held.signingKey,
+      shasumsUrl: `${upstream}/files/SHA256SUMS`,
+      sums: '',
+      signature: '',
+      packages: both.record.packages.map((pkg) => ({
+        ...pkg,
+        upstreamFilename: pkg.filename,
+        downloadUrl: `${upstream}/files/${pkg.filename}`,
+        documentUrl: `${upstream}/v1/x`,
+      })),
+      verifiedAt: new Date().toISOString(),
+    });
+    await writePolicy(
+      env.REGISTRY_KV,
+      parsePolicy(
+        JSON.stringify({ providers: [{ source: `${HOST}/kvroom/*`, versions: '>= 1.0' }], hosts: { [HOST]: { 'providers.v1': `${upstream}/v1/providers/` } } }),
+        'test policy',
+      ),
+    );
+    try {
+      const before = await storedEverything();
+      const pulled = await at(p, 'A', `/v1/archives/${HOST}/kvroom/grow/1.0.0/${arm64.filename}`);
+      expect(pulled.status, pulled.text).toBe(400);
+      expect(pulled.text).toContain(`${HOST}/kvroom/grow 1.0.0 (1 more platform): ${HOST}/kvroom/grow has ${records.length} versions`);
+      expect(pulled.text).toContain("over Workers KV's 25.00 MiB value limit");
+      // Refused before the pull lease or the upstream: no fetch (an unreachable upstream would have made it a 502), nothing written.
+      const invocation = p.invocations.at(-1)!;
+      expect([invocation.counts.subrequests, invocation.counts.kvWrites, invocation.counts.r2ClassA]).toEqual([0, 0, 0]);
+      expect(await storedEverything()).toEqual(before);
+
+      // Sync and import add platforms through storeMirroredVersion: the same check, nothing written.
+      const store = { kv, blobs: env.REGISTRY_R2 as unknown as BlobStore };
+      await expect(storeMirroredVersion(store, both.record, both.files)).rejects.toThrow(InputError);
+      await expect(storeMirroredVersion(store, both.record, both.files)).rejects.toThrow('(1 more platform)');
+      expect(await storedEverything()).toEqual(before);
+    } finally {
+      await clearPolicy(env.REGISTRY_KV);
+      forgetPullThroughMemory();
+    }
+    console.log(
+      `versions document ${size} bytes, ${KV_MAX_VALUE_BYTES - size} below 25 MiB; one more platform adds ${gain}: refused by pull-through, sync and import`,
+    );
+  }, 120_000);
 
   it('a module whose catalogue would pass 25 MiB: refused at the publish start, nothing written', async () => {
     const p = production({ vars: { INDEX_CACHE_SECONDS: '0' } });
