@@ -86,7 +86,7 @@ export function versionsDocumentRoom(kv: Pick<KvStore, 'get'>, address: Provider
       const gained = stored ? next.platforms.length - stored.platforms.length : 0;
       const what = stored ? `${entry.version} (${gained} more platform${gained === 1 ? '' : 's'})` : entry.version;
       throw new InputError(
-        `${name} ${what}: ${name} has ${count} versions; its versions document would be ${mib(would)}, over Workers KV's ${mib(limit)} value limit: withdraw old versions (npm run lifecycle -- withdraw ${address.namespace}/${address.type} --version V --message "…"; withdrawn versions leave the list) before publishing more`,
+        `${name} ${what}: ${name} has ${count} versions; its versions document would be ${mib(would)}, over Workers KV's ${mib(limit)} value limit: withdraw old versions (npm run lifecycle -- withdraw ${address.namespace}/${address.type} --version V --message "…"; withdrawn versions leave the list) before publishing more; of a provider mirrored from another registry, remove old ones (npm run mirror -- remove ${name} --version V)`,
       );
     },
   };

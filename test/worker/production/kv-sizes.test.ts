@@ -412,6 +412,7 @@ describe('a publish past KV 25 MiB value limit', () => {
       expect(pulled.status, pulled.text).toBe(400);
       expect(pulled.text).toContain(`${HOST}/kvroom/grow 1.0.0 (1 more platform): ${HOST}/kvroom/grow has ${records.length} versions`);
       expect(pulled.text).toContain("over Workers KV's 25.00 MiB value limit");
+      expect(pulled.text).toContain(`npm run mirror -- remove ${HOST}/kvroom/grow --version V`);
       // Refused before the pull lease or the upstream: no fetch (an unreachable upstream would have made it a 502), nothing written.
       const invocation = p.invocations.at(-1)!;
       expect([invocation.counts.subrequests, invocation.counts.kvWrites, invocation.counts.r2ClassA]).toEqual([0, 0, 0]);
