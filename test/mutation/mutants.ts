@@ -1938,4 +1938,13 @@ export const MUTANTS: Mutant[] = [
     from: '      const grows = versionsEntryBytes(next) - (stored ? versionsEntryBytes(stored) : 0);',
     to: '      const grows = versionsEntryBytes(next);',
   },
+  {
+    id: 'pull-repair-room-after-lease',
+    file: 'src/routes/mirror-pull/commit.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description:
+      'completing a stopped pull that the versions document has no room for takes the pull and provider leases (R2 writes on every request for it) before the commit refuses',
+    from: '    await checkPullRoom(storeFromEnv(env), manifest, pkg);',
+    to: '',
+  },
 ];

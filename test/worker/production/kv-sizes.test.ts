@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { mapLimit } from '../../../src/concurrency';
 import { changeProviderLifecycle } from '../../../src/store/lifecycle/providers';
-import { committedRecordKey, mirrorIndexKey, moduleCatalogKey, providerPageKey, versionsDocumentKey } from '../../../src/store/layout';
+import { committedRecordKey, releaseObjectKey, mirrorIndexKey, moduleCatalogKey, providerPageKey, versionsDocumentKey } from '../../../src/store/layout';
 import { versionsDocument } from '../../../src/store/providers/documents';
 import { storeMirroredVersion } from '../../../src/store/mirror/write';
 import {
@@ -423,6 +423,15 @@ describe('a publish past KV 25 MiB value limit', () => {
       await expect(storeMirroredVersion(store, both.record, both.files)).rejects.toThrow(InputError);
       await expect(storeMirroredVersion(store, both.record, both.files)).rejects.toThrow('(1 more platform)');
       expect(await storedEverything()).toEqual(before);
+
+      // What a pull stopped after its verified put leaves (the archive stored, not committed): served, and the commit
+      // that would complete it after the response is refused before it takes a lease: nothing more written.
+      await env.REGISTRY_R2.put(releaseObjectKey(grow, '1.0.0', arm64.filename), both.bytes.get(arm64.filename)!, { customMetadata: { sha256: arm64.shasum } });
+      const stopped = await storedEverything();
+      const served = await p.fetch('A', new Request(new URL(`/v1/archives/${HOST}/kvroom/grow/1.0.0/${arm64.filename}`, ORIGIN)));
+      expect(served.status).toBe(200);
+      expect([p.invocations.at(-1)!.counts.kvWrites, p.invocations.at(-1)!.counts.r2ClassA]).toEqual([0, 0]);
+      expect(await storedEverything()).toEqual(stopped);
     } finally {
       await clearPolicy(env.REGISTRY_KV);
       forgetPullThroughMemory();
