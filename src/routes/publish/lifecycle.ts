@@ -102,9 +102,10 @@ export async function changeLifecycle(
   const action = parseAction(await readJsonBody(request, MAX_BODY_BYTES));
   Object.assign(what, { action: `lifecycle.${action.kind}`, target: `${name}${'version' in action && action.version ? ` ${action.version}` : ''}` });
   // Bad input changes nothing: an unknown package or version is answered 404 here, before the lease is taken or an
-  // audit entry written (a NotStoredError thrown to asPublisher would be audited). The change checks again on what
-  // it reads under the lease, so its commit never rests on this read (a version it found stays: versions are never
-  // removed; one published meanwhile was not there when this answered).
+  // audit entry written (a NotStoredError thrown to asPublisher would be audited). (A CI ID token's one use was
+  // recorded already, when asPublisher accepted it: src/access/publish-auth.ts.) The change checks again on what it
+  // reads under the lease, so its commit never rests on this read (a version it found stays: this registry's
+  // published versions are never removed; one published meanwhile was not there when this answered).
   try {
     await target.known(store, action);
   } catch (error) {
