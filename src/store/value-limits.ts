@@ -12,7 +12,8 @@ import type { KvStore } from './store';
  * (providers.v1's list of every version with its platforms, which Terraform reads whole) and a hostname's
  * module catalogue (`module-catalog/HOST`, every module with its version strings). A write past the limit would
  * throw after the version was committed (a 5xx, a version committed but not listed), so a new version is checked
- * against them at its publish's start, before any upload or write. Withdrawn versions leave both values.
+ * against them at its publish's start, before any upload or write, and so is a mirrored version gaining a
+ * platform (versionsDocumentRoom's take with the stored entry). Withdrawn versions leave both values.
  */
 export const KV_MAX_VALUE_BYTES = 25 * 1024 * 1024;
 
@@ -28,6 +29,11 @@ export interface ListedVersion {
   platforms: readonly { os: string; arch: string }[];
 }
 
+/** A version record's entry in the versions document. */
+export function listedVersion(record: { version: string; protocols: readonly string[]; packages: readonly { os: string; arch: string }[] }): ListedVersion {
+  return { version: record.version, protocols: record.protocols, platforms: record.packages };
+}
+
 /** The bytes `entry` adds to a versions document: its JSON and a separating comma. */
 export function versionsEntryBytes(entry: ListedVersion): number {
   return bytes(providerVersionsBody([{ version: entry.version, protocols: [...entry.protocols], platforms: [...entry.platforms] }])) - EMPTY_VERSIONS + 1;
@@ -37,9 +43,17 @@ export function versionsEntryBytes(entry: ListedVersion): number {
 export interface VersionsDocumentRoom {
   /**
    * Throws InputError (400) when the versions document, with `entry` and every entry taken before added, would
-   * pass the limit; otherwise counts `entry` in. Call it for a version not yet committed, before anything is written.
+   * pass the limit; otherwise counts `entry` in. `stored`: the version's entry as stored now, when it is stored
+   * (a mirrored version gaining platforms): then only the platforms of `entry` it lacks count. Call it before
+   * anything of the version is written.
    */
-  take(entry: ListedVersion): Promise<void>;
+  take(entry: ListedVersion, stored?: ListedVersion | null): Promise<void>;
+}
+
+/** `stored` with the platforms of `entry` it lacks. */
+function grown(stored: ListedVersion, entry: ListedVersion): ListedVersion {
+  const held = new Set(stored.platforms.map((p) => `${p.os}_${p.arch}`));
+  return { ...stored, platforms: [...stored.platforms, ...entry.platforms.filter((p) => !held.has(`${p.os}_${p.arch}`))] };
 }
 
 /**
@@ -50,23 +64,29 @@ export interface VersionsDocumentRoom {
  * against a document that does not hold the others.
  */
 export function versionsDocumentRoom(kv: Pick<KvStore, 'get'>, address: ProviderAddress, limit = KV_MAX_VALUE_BYTES): VersionsDocumentRoom {
-  let stored: Promise<string | null> | undefined;
+  let document: Promise<string | null> | undefined;
   let added = 0;
   let taken = 0;
   return {
-    async take(entry) {
-      stored ??= kv.get(versionsDocumentKey(address), 'text');
-      const text = await stored;
-      const would = (text === null ? EMPTY_VERSIONS : bytes(text)) + added + versionsEntryBytes(entry);
+    async take(entry, stored) {
+      // A stored version grows by the platforms it gains (nothing when it gains none); a new one by its whole entry.
+      const next = stored ? grown(stored, entry) : entry;
+      const grows = versionsEntryBytes(next) - (stored ? versionsEntryBytes(stored) : 0);
+      if (grows === 0) return;
+      document ??= kv.get(versionsDocumentKey(address), 'text');
+      const text = await document;
+      const would = (text === null ? EMPTY_VERSIONS : bytes(text)) + added + grows;
       if (would <= limit) {
-        added += versionsEntryBytes(entry);
-        taken++;
+        added += grows;
+        if (!stored) taken++;
         return;
       }
       const count = (text === null ? 0 : (JSON.parse(text) as { versions: unknown[] }).versions.length) + taken;
       const name = formatAddress(address);
+      const gained = stored ? next.platforms.length - stored.platforms.length : 0;
+      const what = stored ? `${entry.version} (${gained} more platform${gained === 1 ? '' : 's'})` : entry.version;
       throw new InputError(
-        `${name} ${entry.version}: ${name} has ${count} versions; its versions document would be ${mib(would)}, over Workers KV's ${mib(limit)} value limit: withdraw old versions (npm run lifecycle -- withdraw ${address.namespace}/${address.type} --version V --message "…"; withdrawn versions leave the list) before publishing more`,
+        `${name} ${what}: ${name} has ${count} versions; its versions document would be ${mib(would)}, over Workers KV's ${mib(limit)} value limit: withdraw old versions (npm run lifecycle -- withdraw ${address.namespace}/${address.type} --version V --message "…"; withdrawn versions leave the list) before publishing more; of a provider mirrored from another registry, remove old ones (npm run mirror -- remove ${name} --version V)`,
       );
     },
   };

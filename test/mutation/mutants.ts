@@ -1861,7 +1861,7 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/worker/production/kv-sizes.test.ts'],
     description:
       "a mirror sync checks each new version alone against the stored versions document: together they pass KV's 25 MiB and the lists rebuild fails after the versions were committed",
-    from: '        added += versionsEntryBytes(entry);',
+    from: '        added += grows;',
     to: '',
   },
   {
@@ -1879,5 +1879,72 @@ export const MUTANTS: Mutant[] = [
     description: "mirror import checks each new version alone against KV's 25 MiB versions document (a read each), not the versions it adds together",
     from: '    for (const version of versions) done.push(await importVersion(address, dir, version, options, log, lease, room));',
     to: '    for (const version of versions) done.push(await importVersion(address, dir, version, options, log, lease));',
+  },
+  {
+    id: 'lifecycle-api-unknown-after-lease',
+    file: 'src/routes/publish/lifecycle.ts',
+    tests: ['test/worker/publish/lifecycle.test.ts'],
+    description: 'a lifecycle change over the API of a version the registry does not hold takes the lease and writes an audit entry before its 404',
+    from: '    await target.known(store, action);',
+    to: '',
+  },
+  {
+    id: 'lifecycle-api-unknown-audited',
+    file: 'src/routes/publish/lifecycle.ts',
+    tests: ['test/worker/publish/lifecycle.test.ts'],
+    description: "the API's 404 for an unknown package or version is thrown to asPublisher, which writes a refused audit entry",
+    from: '    if (error instanceof NotStoredError) return errorResponse(404, error.message);',
+    to: '',
+  },
+  {
+    id: 'lifecycle-cli-unknown-after-lease',
+    file: 'scripts/lib/lifecycle/run.ts',
+    tests: ['test/scripts/lifecycle.test.ts'],
+    description: 'npm run lifecycle of a version the registry does not hold takes the lease and writes a refused audit entry before exiting 1',
+    from: '    await known();\n',
+    to: '',
+  },
+  {
+    id: 'lifecycle-no-check-under-lease',
+    file: 'src/store/lifecycle/change.ts',
+    tests: ['test/worker/lifecycle/lifecycle.test.ts'],
+    description: 'a lifecycle change under the lease no longer checks the version is published: it marks a version that does not exist',
+    from: '  checkLifecycleTarget(versions, action.version, about);',
+    to: '',
+  },
+  {
+    id: 'mirror-room-platforms-unchecked',
+    file: 'src/store/mirror/write.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description:
+      "a mirrored version gaining a platform (sync, import, pull-through's commit) is not checked against KV's 25 MiB versions document: the lists rebuild fails after the record was committed",
+    from: '  await room.take(listedVersion(record), listedVersion(existing));',
+    to: '',
+  },
+  {
+    id: 'pull-room-after-lease',
+    file: 'src/routes/mirror-pull/archive.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description:
+      'pull-through of a platform the versions document has no room for takes the pull lease, asks the upstream and stores the archive before the commit refuses it',
+    from: '  await checkPullRoom(storeFromEnv(env), manifest, pkg);',
+    to: '',
+  },
+  {
+    id: 'room-stored-whole-entry',
+    file: 'src/store/value-limits.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description: "a stored version gaining a platform counts its whole entry against the versions document's room (refused while the platform fits)",
+    from: '      const grows = versionsEntryBytes(next) - (stored ? versionsEntryBytes(stored) : 0);',
+    to: '      const grows = versionsEntryBytes(next);',
+  },
+  {
+    id: 'pull-repair-room-after-lease',
+    file: 'src/routes/mirror-pull/commit.ts',
+    tests: ['test/worker/production/kv-sizes.test.ts'],
+    description:
+      'completing a stopped pull that the versions document has no room for takes the pull and provider leases (R2 writes on every request for it) before the commit refuses',
+    from: '    await checkPullRoom(storeFromEnv(env), manifest, pkg);',
+    to: '',
   },
 ];

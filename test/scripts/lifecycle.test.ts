@@ -2,6 +2,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../../src/store/audit/entry';
+import { listAllKeys, listAllObjectKeys } from '../../src/store/list';
+import { readRegistryConfig } from '../../scripts/lib/config';
+import { openLocalStore } from '../../scripts/lib/stores/local';
 import { configPath, runScript, tempDir, writeDist, writeKeyFile } from './helpers';
 
 /**
@@ -16,6 +19,18 @@ const at = ['--persist-to', state, '--config', configPath];
 afterAll(cleanup);
 
 const lifecycle = (...args: string[]) => runScript('lifecycle', [...args, ...at]);
+
+/** Every KV key with its value and every R2 object with its etag of the local state, read through Miniflare's bindings. */
+async function stored(): Promise<string[]> {
+  const store = await openLocalStore(await readRegistryConfig({ configPath, persistTo: state }));
+  try {
+    const kv = await Promise.all((await listAllKeys(store.kv, '')).map(async (key) => `kv:${key}=${await store.kv.get(key, 'text')}`));
+    const r2 = await Promise.all((await listAllObjectKeys(store.blobs, '')).map(async (key) => `r2:${key} ${(await store.blobs.head(key))?.etag}`));
+    return [...kv, ...r2].sort();
+  } finally {
+    await store.close();
+  }
+}
 
 beforeAll(async () => {
   const key = await writeKeyFile(dir);
@@ -82,15 +97,27 @@ describe('npm run lifecycle', () => {
       [['deprecate'], 2, /give exactly one address/],
     ];
     const before = (await lifecycle('status', 'acme/thing', '--json')).stdout;
+    // Every KV key and R2 object as it was: an unknown provider, module or version takes no lease and leaves no audit entry.
+    const everything = await stored();
+    expect(everything.some((line) => line.startsWith('r2:.leases/providers/'))).toBe(true);
     const results = await Promise.all(cases.map(([args]) => lifecycle(...args)));
     cases.forEach(([args, code, message], i) => {
       expect(results[i]!.code, `${args.join(' ')}: ${results[i]!.stderr}`).toBe(code);
       expect(results[i]!.stderr).toMatch(message);
     });
+    expect(await stored()).toEqual(everything);
     expect((await lifecycle('status', 'acme/thing', '--json')).stdout).toBe(before);
   });
 
-  it('leaves an audit entry for every change and refusal (actor: the operator)', async () => {
+  it('refuses a module version it does not hold the same way: exit 1 listing the published ones, nothing written', async () => {
+    const everything = await stored();
+    const unknown = await lifecycle('withdraw', 'acme/vpc/aws', '--version', '3.0.0', '--message', 'x');
+    expect(unknown.code, unknown.stderr).toBe(1);
+    expect(unknown.stderr).toMatch(/module registry\.example\.com\/acme\/vpc\/aws has no version 3\.0\.0; published: 1\.0\.0, 2\.0\.0/);
+    expect(await stored()).toEqual(everything);
+  });
+
+  it('leaves an audit entry for every change (actor: the operator), none for a target it does not hold', async () => {
     const audit = await runScript('audit', ['--json', ...at]);
     expect(audit.code, audit.stderr).toBe(0);
     const entries = (JSON.parse(audit.stdout) as { entries: AuditEntry[] }).entries.filter((e) => e.action.startsWith('lifecycle.'));
@@ -102,9 +129,9 @@ describe('npm run lifecycle', () => {
         'lifecycle.withdraw unchanged registry.example.com/acme/thing 1.2.0',
         'lifecycle.withdraw ok registry.example.com/acme/vpc/aws 2.0.0',
         'lifecycle.restore ok registry.example.com/acme/vpc/aws 2.0.0',
-        'lifecycle.deprecate refused registry.example.com/acme/thing 9.9.9',
       ]),
     );
+    expect(entries.filter((e) => e.outcome === 'refused')).toEqual([]);
     expect(entries.find((e) => e.target.endsWith('1.2.0') && e.outcome === 'ok')).toMatchObject({
       actor: { kind: 'operator', via: 'local' },
       reason: 'breaks <b>imports</b>',

@@ -79,3 +79,25 @@ export async function atFakeTime<T>(ms: number, request: () => Promise<T>): Prom
     vi.useRealTimers();
   }
 }
+
+/**
+ * Every KV key with its value's SHA-256 and every R2 object with its etag, listed in full from Miniflare's
+ * bindings: a request that must change nothing leaves this equal (a lease taken or an audit entry written adds an
+ * object; a rewrite changes a value or an etag).
+ */
+export async function storedEverything(): Promise<string[]> {
+  const out: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await env.REGISTRY_KV.list(cursor ? { cursor } : {});
+    for (const { name } of page.keys) out.push(`kv:${name} ${await sha256HexOf(new Response(await env.REGISTRY_KV.get(name, 'arrayBuffer')))}`);
+    cursor = page.list_complete ? undefined : page.cursor;
+  } while (cursor);
+  let r2Cursor: string | undefined;
+  do {
+    const page = await env.REGISTRY_R2.list(r2Cursor ? { cursor: r2Cursor } : {});
+    for (const object of page.objects) out.push(`r2:${object.key} ${object.etag}`);
+    r2Cursor = page.truncated ? page.cursor : undefined;
+  } while (r2Cursor);
+  return out.sort();
+}

@@ -1,13 +1,12 @@
 import { formatAddress, parseHostname, parseProviderName, providerAddress, type ProviderAddress } from '../../../src/protocol/address';
 import { InputError } from '../../../src/protocol/errors';
-import { NotStoredError } from '../../../src/store/errors';
 import { formatModuleAddress, moduleAddress, type ModuleAddress } from '../../../src/protocol/modules-v1';
 import { parseVersion } from '../../../src/protocol/version';
 import { moduleLeaseName, moduleLifecycleKey, providerLeaseName, providerLifecycleKey } from '../../../src/store/layout';
 import { withLease } from '../../../src/store/lease';
 import { parseLifecycleMessage, readLifecycle, type LifecycleAction } from '../../../src/store/lifecycle/change';
-import { changeModuleLifecycle, committedModuleVersions } from '../../../src/store/lifecycle/modules';
-import { changeProviderLifecycle, committedProviderVersions } from '../../../src/store/lifecycle/providers';
+import { changeModuleLifecycle, knownModuleVersions } from '../../../src/store/lifecycle/modules';
+import { changeProviderLifecycle, knownProviderVersions } from '../../../src/store/lifecycle/providers';
 import type { LifecycleState } from '../../../src/store/lifecycle/state';
 import { readRegistryConfig } from '../config';
 import { audited } from '../audit';
@@ -17,9 +16,10 @@ import { openStore } from '../stores/open';
 /**
  * The function API behind `npm run lifecycle` (scripts/lifecycle.ts):
  * parse and validate everything, open the store (local state or --remote),
- * take the provider's or module's lease and apply the change through
- * src/store/lifecycle/. Throws InputError for anything the user can fix,
- * before writing anything.
+ * check the provider or module holds the version, take its lease and apply
+ * the change through src/store/lifecycle/. Throws InputError for anything the
+ * user can fix and NotStoredError for an unknown provider, module or version,
+ * before writing anything (no lease, no audit entry).
  */
 
 export const LIFECYCLE_COMMANDS = ['deprecate', 'undeprecate', 'withdraw', 'restore', 'status'] as const;
@@ -93,16 +93,18 @@ export async function runLifecycle(options: LifecycleOptions): Promise<Lifecycle
 
   const store = await openStore(config, { remote: options.remote });
   try {
+    // The one existence check (reads only), made before the lease and the audit entry: an unknown provider, module
+    // or version is refused having written nothing. The change checks again on what it reads under the lease.
+    const known = () =>
+      target.kind === 'provider' ? knownProviderVersions(store, target.address, version) : knownModuleVersions(store, target.address, version);
     if (action === null) {
-      const [versions, lifecycle] =
-        target.kind === 'provider'
-          ? await Promise.all([committedProviderVersions(store, target.address), readLifecycle(store.blobs, providerLifecycleKey(target.address))])
-          : await Promise.all([committedModuleVersions(store, target.address), readLifecycle(store.blobs, moduleLifecycleKey(target.address))]);
-      if (versions.length === 0) throw new NotStoredError(`${target.kind} ${name} has no published version`);
-      if (version && !versions.includes(version))
-        throw new NotStoredError(`${target.kind} ${name} has no version ${version}; published: ${versions.join(', ')}`);
+      const [versions, lifecycle] = await Promise.all([
+        known(),
+        readLifecycle(store.blobs, target.kind === 'provider' ? providerLifecycleKey(target.address) : moduleLifecycleKey(target.address)),
+      ]);
       return { kind: target.kind, address: name, command: 'status', version: version ?? null, status: 'status', versions, lifecycle };
     }
+    await known();
     const lease = target.kind === 'provider' ? providerLeaseName(target.address) : moduleLeaseName(target.address);
     const purpose = `lifecycle ${options.command} ${name}${version ? ` ${version}` : ''}`;
     const change = () =>
@@ -114,7 +116,7 @@ export async function runLifecycle(options: LifecycleOptions): Promise<Lifecycle
           ? changeProviderLifecycle(store, target.address, action, { lease: held, progress })
           : changeModuleLifecycle(store, target.address, action, { lease: held, progress });
       });
-    // Every change (and every refusal) leaves an audit entry: actor operator, local or --remote.
+    // From here every outcome leaves an audit entry (a change, a lease held too long: refused, a failure): actor operator, local or --remote.
     const record = {
       action: `lifecycle.${options.command}`,
       target: `${name}${version ? ` ${version}` : ''}`,

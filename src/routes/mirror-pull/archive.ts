@@ -6,7 +6,8 @@ import { formatAddress } from '../../protocol/address';
 import { servedReleaseFileKind } from '../../protocol/release-files';
 import { pullLeaseName, releaseObjectKey } from '../../store/layout';
 import { acquireLease, type Lease } from '../../store/lease';
-import { storePulledArchive, type PullManifest } from '../../store/mirror/pull';
+import { checkPullRoom, storePulledArchive, type PullManifest } from '../../store/mirror/pull';
+import { storeFromEnv } from '../../store/store';
 import { storePulledArchiveInParts } from '../../store/mirror/pull-parts';
 import { manifestFor, pullContext, type PullContext } from '../../mirror/pull-through';
 import { UpstreamError } from '../../mirror/upstream-http';
@@ -37,6 +38,8 @@ import { commitIfUncommitted, finish, isCommitted, ISOLATE_STARTED, noteNotStore
  * a chunked download cut short may look complete behind a proxy.
  * An archive R2 holds is served; if a pull stored it but was stopped before
  * its commit, the commit is completed after the response (commitIfUncommitted).
+ * A pull whose version or platform the versions document has no room for
+ * (KV's 25 MiB values, checkPullRoom) answers 400 before anything is written.
  * Requests arriving meanwhile wait for the lease and are then served from
  * R2. HEAD of an archive not held answers 200 without Accept-Ranges (so a
  * client never takes an empty file for a complete one) and fetches nothing.
@@ -63,6 +66,9 @@ export async function pullReleaseFile(request: IRequest, env: Env, ctx?: Executi
   }
   const pkg = manifest.packages.find((p) => p.filename === filename);
   if (!pkg) return notFound(`${filename} is not in this mirror, and the pull-through policy does not allow its platform`);
+  // A pull whose commit would take the versions document past KV's 25 MiB is refused (400, naming the fix) before
+  // the pull lease is taken or the upstream asked: nothing written. The commit checks again under the provider lease.
+  await checkPullRoom(storeFromEnv(env), manifest, pkg);
   if (request.method === 'HEAD') {
     return new Response(null, { headers: { 'content-type': 'application/zip', 'cache-control': 'no-store' } });
   }

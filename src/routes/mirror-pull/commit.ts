@@ -2,7 +2,7 @@ import type { Env } from '../../env';
 import { formatAddress, type ProviderAddress } from '../../protocol/address';
 import { pullLeaseName, releaseObjectKey } from '../../store/layout';
 import { acquireLease, type Lease } from '../../store/lease';
-import { commitPulledPackage, readManifest, type PullManifest } from '../../store/mirror/pull';
+import { checkPullRoom, commitPulledPackage, readManifest, type PullManifest } from '../../store/mirror/pull';
 import { readVersionRecord } from '../../store/providers/version-records';
 import { pullContext, type PullContext } from '../../mirror/pull-through';
 import { UpstreamError } from '../../mirror/upstream-http';
@@ -43,8 +43,10 @@ const committed = new Set<string>();
  * Worker was stopped between the verified put and the commit): when the
  * policy still allows the version, the stored manifest lists the archive,
  * the stored object carries its verified SHA-256 and the version record
- * lacks it, the commit runs now under the pull lease (finish). Runs after
- * the response (waitUntil); failures are logged, never thrown.
+ * lacks it, the commit runs now under the pull lease (finish), unless the
+ * versions document has no room for it (checkPullRoom: refused before any
+ * lease is taken). Runs after the response (waitUntil); failures and refusals
+ * are logged, never thrown.
  */
 export async function commitIfUncommitted(env: Env, address: ProviderAddress, version: string, filename: string): Promise<void> {
   const key = releaseObjectKey(address, version, filename);
@@ -61,6 +63,8 @@ export async function commitIfUncommitted(env: Env, address: ProviderAddress, ve
     const pkg = manifest?.packages.find((p) => p.filename === filename);
     const head = pkg ? await env.REGISTRY_R2.head(key) : null;
     if (!manifest || !pkg || head?.customMetadata?.sha256 !== pkg.shasum) return; // not a pulled archive (sync stores record and archive together)
+    // A commit the versions document has no room for (KV's 25 MiB) is refused here, before any lease is taken (logged below).
+    await checkPullRoom(storeFromEnv(env), manifest, pkg);
     const label = `${formatAddress(address)} ${version}`;
     const lease = await acquireLease(env.REGISTRY_R2, pullLeaseName(address, version), {
       owner: { host: 'worker', pid: 0, processStartedAt: ISOLATE_STARTED, purpose: `pull-through repair ${label} ${pkg.os}_${pkg.arch}` },

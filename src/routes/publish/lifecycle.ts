@@ -8,8 +8,10 @@ import { formatModuleAddress, moduleAddress } from '../../protocol/modules-v1';
 import { parseVersion } from '../../protocol/version';
 import { moduleLeaseName, providerLeaseName } from '../../store/layout';
 import { parseLifecycleMessage, type LifecycleAction } from '../../store/lifecycle/change';
-import { changeModuleLifecycle } from '../../store/lifecycle/modules';
-import { changeProviderLifecycle } from '../../store/lifecycle/providers';
+import { changeModuleLifecycle, knownModuleVersions } from '../../store/lifecycle/modules';
+import { changeProviderLifecycle, knownProviderVersions } from '../../store/lifecycle/providers';
+import { NotStoredError } from '../../store/errors';
+import { errorResponse } from '../../http/responses';
 import type { PackageRef } from '../../access/scope';
 import { audit, json, readJsonBody, type Publisher, type PublishStore, type PublishTarget } from './context';
 import type { Actor } from '../../store/audit/actor';
@@ -26,8 +28,9 @@ import { withWorkerLease } from './lease';
  * commit, the rebuild). 200 `{"status": "changed"|"unchanged", "versions", "lifecycle"}`;
  * 400 for a bad body, 413 for one over 8 KiB (read only once the credential
  * is accepted, and never past the limit), 404 for an unknown package or
- * version, 401/403 for credentials; every outcome audited (`lifecycle.ACTION`,
- * the actor; a refused credential as `lifecycle.change`).
+ * version (checked before the lease is taken: nothing written, not even an
+ * audit entry), 401/403 for credentials; every other outcome audited
+ * (`lifecycle.ACTION`, the actor; a refused credential as `lifecycle.change`).
  */
 
 const ACTIONS = ['deprecate', 'undeprecate', 'withdraw', 'restore'] as const;
@@ -37,19 +40,26 @@ const MAX_BODY_BYTES = 8 * 1024;
 /**
  * A lifecycle change's target: the package in the path, audited as `lifecycle.change` of it until the body
  * (read only once the credential is accepted) names the action and version (`name` is the package's address).
+ * `known` is the existence check made before the lease (reads only; NotStoredError), `change` the change under
+ * the lease (which checks again).
  */
 export interface LifecycleTarget extends PublishTarget {
   name: string;
+  known: (store: PublishStore, action: LifecycleAction) => Promise<unknown>;
   change: Change;
 }
 
 /** The guard's resolver (asPublisherOf) for `/v1/publish/lifecycle/providers/:namespace/:type`. */
 export function providerPackage(request: IRequest, env: Env): LifecycleTarget {
   const address = providerAddress(settings(env).hostname, pathSegment(request.params.namespace, 'namespace'), pathSegment(request.params.type, 'type'));
-  return lifecycleTarget({ kind: 'provider', namespace: address.namespace, type: address.type }, formatAddress(address), (store, action, check) =>
-    withWorkerLease(store.blobs, providerLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatAddress(address)}`, (lease) =>
-      changeProviderLifecycle(store, address, action, { lease }),
-    ),
+  return lifecycleTarget(
+    { kind: 'provider', namespace: address.namespace, type: address.type },
+    formatAddress(address),
+    (store, action) => knownProviderVersions(store, address, action.version),
+    (store, action, check) =>
+      withWorkerLease(store.blobs, providerLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatAddress(address)}`, (lease) =>
+        changeProviderLifecycle(store, address, action, { lease }),
+      ),
   );
 }
 
@@ -61,20 +71,24 @@ export function modulePackage(request: IRequest, env: Env): LifecycleTarget {
     pathSegment(request.params.name, 'name'),
     pathSegment(request.params.system, 'system'),
   );
-  return lifecycleTarget({ kind: 'module', ...address }, formatModuleAddress(address), (store, action, check) =>
-    withWorkerLease(store.blobs, moduleLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatModuleAddress(address)}`, (lease) =>
-      changeModuleLifecycle(store, address, action, { lease }),
-    ),
+  return lifecycleTarget(
+    { kind: 'module', ...address },
+    formatModuleAddress(address),
+    (store, action) => knownModuleVersions(store, address, action.version),
+    (store, action, check) =>
+      withWorkerLease(store.blobs, moduleLeaseName(address), check.actor, `lifecycle ${action.kind} ${formatModuleAddress(address)}`, (lease) =>
+        changeModuleLifecycle(store, address, action, { lease }),
+      ),
   );
 }
 
 type Change = (store: PublishStore, action: LifecycleAction, context: { actor: Actor }) => Promise<{ changed: boolean; versions: string[]; state: unknown }>;
 
-function lifecycleTarget(pkg: PackageRef, name: string, change: Change): LifecycleTarget {
+function lifecycleTarget(pkg: PackageRef, name: string, known: LifecycleTarget['known'], change: Change): LifecycleTarget {
   // Nothing of the body is read before the credential is checked: a refused credential is audited as
   // `lifecycle.change` of the package; once the body is parsed, `what` names the action and version, also for
   // the refusals asPublisher audits after that (it reads `what` when it writes the entry).
-  return { pkg, what: { action: 'lifecycle.change', target: name }, name, change };
+  return { pkg, what: { action: 'lifecycle.change', target: name }, name, known, change };
 }
 
 /** The handler behind `asPublisherOf(providerPackage)` and `asPublisherOf(modulePackage)`: the caller may change the package. */
@@ -87,6 +101,17 @@ export async function changeLifecycle(
   const { what, name } = target;
   const action = parseAction(await readJsonBody(request, MAX_BODY_BYTES));
   Object.assign(what, { action: `lifecycle.${action.kind}`, target: `${name}${'version' in action && action.version ? ` ${action.version}` : ''}` });
+  // Bad input changes nothing: an unknown package or version is answered 404 here, before the lease is taken or an
+  // audit entry written (a NotStoredError thrown to asPublisher would be audited). (A CI ID token's one use was
+  // recorded already, when asPublisher accepted it: src/access/publish-auth.ts.) The change checks again on what it
+  // reads under the lease, so its commit never rests on this read (a version it found stays: this registry's
+  // published versions are never removed; one published meanwhile was not there when this answered).
+  try {
+    await target.known(store, action);
+  } catch (error) {
+    if (error instanceof NotStoredError) return errorResponse(404, error.message);
+    throw error;
+  }
   const result = await target.change(store, action, { actor });
   await audit(store, ctx, { ...what, actor, outcome: result.changed ? 'ok' : 'unchanged', ...('message' in action ? { reason: action.message } : {}) });
   return json({ address: name, status: result.changed ? 'changed' : 'unchanged', versions: result.versions, lifecycle: result.state });

@@ -127,28 +127,42 @@ export async function commitLifecycle(
   throw new ListRebuildRaceError(`${key} kept changing while being written (writers without the lease); run the command again`);
 }
 
+/** What a lifecycle refusal names: `what` the package is (e.g. "provider registry.example.com/acme/thing") and `form`, its address form (e.g. "NAMESPACE/TYPE"). */
+export interface LifecycleSubject {
+  what: string;
+  form: string;
+}
+
 /**
- * A lifecycle change of one provider or module, the same for both: refuses
- * with NotStoredError when it has no published `versions` or the action
- * names a version not among them (listing them; `what` names it, e.g.
- * "provider registry.example.com/acme/thing", and `form` is the address form
- * to check, e.g. "NAMESPACE/TYPE"); else commits the action under `key`
- * (commitLifecycle) and rebuilds its lists with `rebuild`. Idempotent.
+ * The one existence check of a lifecycle change (and of `npm run lifecycle -- status`): throws NotStoredError
+ * when the package has no published `versions`, or `version` is given and is not among them (listing them).
+ * Pure: callers make it on versions read before the lease (so an unknown target is refused having written
+ * nothing: no lease, no audit entry; src/store/lifecycle/providers.ts, modules.ts) and changeLifecycle makes it
+ * again on versions read under the lease.
+ */
+export function checkLifecycleTarget(versions: readonly string[], version: string | undefined, about: LifecycleSubject): void {
+  if (versions.length === 0) throw new NotStoredError(`${about.what} has no published version; check the address (${about.form} of this registry)`);
+  if (version !== undefined && !versions.includes(version)) {
+    throw new NotStoredError(`${about.what} has no version ${version}; published: ${versions.join(', ')}`);
+  }
+}
+
+/**
+ * A lifecycle change of one provider or module, the same for both, under its lease: refuses with
+ * NotStoredError when `versions` (read under the lease) lack the target (checkLifecycleTarget); else commits
+ * the action under `key` (commitLifecycle) and rebuilds its lists with `rebuild`. Idempotent.
  */
 export async function changeLifecycle(
   blobs: BlobStore,
   key: string,
   versions: string[],
   action: LifecycleAction,
-  about: { what: string; form: string },
+  about: LifecycleSubject,
   rebuild: (check: () => void) => Promise<unknown>,
   options: { lease?: { check(): void }; now?: Date },
 ): Promise<{ changed: boolean; state: LifecycleState; versions: string[] }> {
   const check = () => options.lease?.check();
-  if (versions.length === 0) throw new NotStoredError(`${about.what} has no published version; check the address (${about.form} of this registry)`);
-  if (action.version !== undefined && !versions.includes(action.version)) {
-    throw new NotStoredError(`${about.what} has no version ${action.version}; published: ${versions.join(', ')}`);
-  }
+  checkLifecycleTarget(versions, action.version, about);
   const result = await commitLifecycle(blobs, key, action, check, options.now);
   await rebuild(check);
   return { ...result, versions };

@@ -5,7 +5,7 @@ import { rebuildModuleIndex } from '../modules/lists';
 import { compareVersionsDescending } from '../../protocol/version';
 import type { PublishProgress } from '../records';
 import type { Store } from '../store';
-import { changeLifecycle, type LifecycleAction } from './change';
+import { changeLifecycle, checkLifecycleTarget, type LifecycleAction, type LifecycleSubject } from './change';
 import type { LifecycleResult } from './providers';
 
 /**
@@ -28,11 +28,25 @@ export async function committedModuleVersions({ kv, blobs }: Store, address: Mod
   return [...versions].sort(compareVersionsDescending).reverse();
 }
 
+const subject = (address: ModuleAddress): LifecycleSubject => ({ what: `module ${formatModuleAddress(address)}`, form: 'NAMESPACE/NAME/SYSTEM' });
+
 /**
- * Applies `action` to the module at `address`. Throws NotStoredError when
- * the module has no published version or the action names a version that
- * was never published (listing the published ones); LeaseLostError from
- * `lease.check()`. Idempotent.
+ * The module's published versions, ascending, when it has `version` (any version, without one); throws
+ * NotStoredError otherwise (checkLifecycleTarget). Reads only: `npm run lifecycle` and the publish API call it
+ * before they take the lease or write an audit entry, so a change of an unknown module or version writes
+ * nothing; `status` calls it too.
+ */
+export async function knownModuleVersions(store: Store, address: ModuleAddress, version: string | undefined): Promise<string[]> {
+  const versions = await committedModuleVersions(store, address);
+  checkLifecycleTarget(versions, version, subject(address));
+  return versions;
+}
+
+/**
+ * Applies `action` to the module at `address`; call it holding the module's lease, having called
+ * knownModuleVersions before taking it. Throws NotStoredError when the module has no published version or
+ * the action names a version that was never published (listing the published ones), checked again on what
+ * is read under the lease; LeaseLostError from `lease.check()`. Idempotent.
  */
 export async function changeModuleLifecycle(
   store: Store,
@@ -46,7 +60,7 @@ export async function changeModuleLifecycle(
     moduleLifecycleKey(address),
     versions,
     action,
-    { what: `module ${formatModuleAddress(address)}`, form: 'NAMESPACE/NAME/SYSTEM' },
+    subject(address),
     (check) => rebuildModuleIndex(store, address, options.progress, check),
     options,
   );

@@ -5,7 +5,7 @@ import { listAllKeys, listAllObjectKeys } from '../list';
 import { updateProviderLists } from '../providers/lists';
 import type { PublishProgress } from '../records';
 import type { Store } from '../store';
-import { changeLifecycle, type LifecycleAction } from './change';
+import { changeLifecycle, checkLifecycleTarget, type LifecycleAction, type LifecycleSubject } from './change';
 import type { LifecycleState } from './state';
 
 /**
@@ -39,11 +39,26 @@ export async function committedProviderVersions({ kv, blobs }: Store, address: P
   return sortVersions([...versions]);
 }
 
+const subject = (address: ProviderAddress): LifecycleSubject => ({ what: `provider ${formatAddress(address)}`, form: 'NAMESPACE/TYPE' });
+
 /**
- * Applies `action` to the provider at `address`. Throws NotStoredError
- * when the provider has no published version, or the action names a version
- * that was never published (listing the published ones); LeaseLostError
- * from `lease.check()`. Idempotent: the same action again changes nothing.
+ * The provider's published versions, ascending, when it has `version` (any version, without one); throws
+ * NotStoredError otherwise (checkLifecycleTarget). Reads only (one R2 list per 1,000 versions and one KV list):
+ * `npm run lifecycle` and the publish API call it before they take the lease or write an audit entry, so a
+ * change of an unknown provider or version writes nothing; `status` calls it too.
+ */
+export async function knownProviderVersions(store: Store, address: ProviderAddress, version: string | undefined): Promise<string[]> {
+  const versions = await committedProviderVersions(store, address);
+  checkLifecycleTarget(versions, version, subject(address));
+  return versions;
+}
+
+/**
+ * Applies `action` to the provider at `address`; call it holding the provider's lease, having called
+ * knownProviderVersions before taking it. Throws NotStoredError when the provider has no published version,
+ * or the action names a version that was never published (listing the published ones), checked again on
+ * what is read under the lease; LeaseLostError from `lease.check()`. Idempotent: the same action again
+ * changes nothing.
  */
 export async function changeProviderLifecycle(
   store: Store,
@@ -57,7 +72,7 @@ export async function changeProviderLifecycle(
     providerLifecycleKey(address),
     versions,
     action,
-    { what: `provider ${formatAddress(address)}`, form: 'NAMESPACE/TYPE' },
+    subject(address),
     (check) => updateProviderLists(store, address, { records: [] }, { ...(options.progress ? { progress: options.progress } : {}), check, rewrite: true }),
     options,
   );

@@ -7,7 +7,8 @@ import { storeMirroredVersion } from './write';
 import { type ReleaseFile } from '../providers/write';
 import { readVersionRecord } from '../providers/version-records';
 import { updateProviderLists } from '../providers/lists';
-import type { BlobStore, KvStore } from '../store';
+import type { BlobStore, KvStore, Store } from '../store';
+import { listedVersion, versionsDocumentRoom } from '../value-limits';
 import type { PackageRecord, SigningKey, VersionRecord } from '../types';
 
 /**
@@ -71,6 +72,26 @@ export async function storePulledArchive(
   });
 }
 
+/** The protocols a pulled version is stored with: the upstream's, or 5.0 when it lists none. */
+function pulledProtocols(manifest: PullManifest): string[] {
+  return manifest.protocols.length ? manifest.protocols : ['5.0'];
+}
+
+/**
+ * Throws InputError (400) when committing the platform `pkg` of `manifest` — a new version's whole entry, or a
+ * platform the stored version lacks — would take the provider's versions document past KV's value limit: the
+ * one room check (versionsDocumentRoom's take), which storeMirroredVersion makes again under the provider lease.
+ * Reads only (the version record and the versions document: 1 R2 and 1 KV read): pull-through calls it before it
+ * takes the pull lease or asks the upstream, so a pull that could not be committed writes nothing.
+ */
+export async function checkPullRoom(store: Store, manifest: PullManifest, pkg: { os: string; arch: string }): Promise<void> {
+  const existing = await readVersionRecord(store, manifest.address, manifest.version);
+  await versionsDocumentRoom(store.kv, manifest.address).take(
+    { version: manifest.version, protocols: pulledProtocols(manifest), platforms: [pkg] },
+    existing && listedVersion(existing),
+  );
+}
+
 /**
  * Commits a pulled package (its archive already stored and verified; `pkg`
  * carries its h1 and size): takes the provider lease (waiting up to
@@ -93,7 +114,7 @@ export async function commitPulledPackage(
   const record: VersionRecord = {
     address,
     version,
-    protocols: manifest.protocols.length ? manifest.protocols : ['5.0'],
+    protocols: pulledProtocols(manifest),
     packages: [pkg],
     shasumsFilename: shasumsFilename(address.type, version),
     shasumsSignatureFilename: shasumsSignatureFilename(address.type, version),

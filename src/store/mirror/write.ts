@@ -10,7 +10,7 @@ import type { Store } from '../store';
 import { listAllKeys } from '../list';
 import type { PackageRecord, VersionRecord } from '../types';
 import { VersionConflictError } from '../errors';
-import { versionsDocumentRoom, type VersionsDocumentRoom } from '../value-limits';
+import { listedVersion, versionsDocumentRoom, type VersionsDocumentRoom } from '../value-limits';
 import { checkProviderKeys } from '../key-limits';
 
 /**
@@ -31,7 +31,8 @@ export type MirrorOutcome = 'mirrored' | 'unchanged';
  * pass 25 MiB; without `room`, a fresh versionsDocumentRoom, 1 KV read; a sync
  * passes one room per provider, so its new versions count together), then
  * published whole (publishVersion). A
- * stored version gains the packages it lacks: their archives, then every
+ * stored version gains the packages it lacks, checked against the same room
+ * first (only their platforms count: InputError, nothing written): their archives, then every
  * document, then the committed record (replaced only if it is still the one
  * read: an R2 conditional write). A package it already holds
  * must be identical (filename, SHA-256, h1, size) or this throws
@@ -54,7 +55,7 @@ export async function storeMirroredVersion(
   const existing = await readVersionRecord(store, record.address, record.version);
   if (!existing) {
     // A new version must fit the versions document KV holds: refused before anything is written.
-    await room.take({ version: record.version, protocols: record.protocols, platforms: record.packages });
+    await room.take(listedVersion(record));
     const outcome = await publishVersion(store, record, files, progress, { rebuildIndex: false, existing: null, ...(lease ? { lease } : {}) });
     return outcome === 'published' ? 'mirrored' : 'unchanged';
   }
@@ -71,6 +72,8 @@ export async function storeMirroredVersion(
     }
   }
   if (added.length === 0) return 'unchanged';
+  // The versions document grows by the platforms added: the same check (only their entries count), before anything is written.
+  await room.take(listedVersion(record), listedVersion(existing));
   const addedNames = new Set(added.map((p) => p.filename));
   for (const file of files) {
     if (!addedNames.has(file.filename)) continue;

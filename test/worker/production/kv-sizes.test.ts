@@ -2,15 +2,21 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { mapLimit } from '../../../src/concurrency';
 import { changeProviderLifecycle } from '../../../src/store/lifecycle/providers';
-import { committedRecordKey, mirrorIndexKey, moduleCatalogKey, providerPageKey, versionsDocumentKey } from '../../../src/store/layout';
+import { committedRecordKey, releaseObjectKey, mirrorIndexKey, moduleCatalogKey, providerPageKey, versionsDocumentKey } from '../../../src/store/layout';
 import { versionsDocument } from '../../../src/store/providers/documents';
 import { storeMirroredVersion } from '../../../src/store/mirror/write';
 import {
   checkVersionsDocumentRoom,
   KV_MAX_VALUE_BYTES as STORE_MAX_VALUE_BYTES,
+  listedVersion,
   versionsDocumentRoom,
   versionsEntryBytes,
 } from '../../../src/store/value-limits';
+import { writeManifest } from '../../../src/store/mirror/pull';
+import { clearPolicy, writePolicy } from '../../../src/store/mirror/policy';
+import { parsePolicy } from '../../../src/protocol/mirror-policy';
+import { forgetPullThroughMemory } from '../../../src/mirror/pull-through';
+import type { VersionRecord } from '../../../src/store/types';
 import { countingStore } from '../../fixtures/counting-store';
 import type { BlobStore, KvStore } from '../../../src/store/store';
 import { InputError } from '../../../src/protocol/errors';
@@ -19,9 +25,10 @@ import { writeSigningKeys } from '../../../src/store/providers/signing-keys';
 import { fakeRelease } from '../../fixtures/release';
 import { PAGE_FULL_VERSIONS, type Catalog, type CatalogEntry, type ProviderPageData } from '../../../src/store/pages/read';
 import type { ModuleCatalog } from '../../../src/store/modules/types';
-import { address } from '../helpers';
+import { address, storedEverything } from '../helpers';
 import { zipStored } from '../../fixtures/archives';
 import { TEST_KEY } from '../../fixtures/release';
+import { PLATFORMS_14, SCAFFOLDING_PLATFORMS } from '../../fixtures/platforms';
 import { KV_MAX_KEY_BYTES, KV_MAX_VALUE_BYTES } from '../../fixtures/production/rules';
 import { buildRelease, hex, issue, manifestOf, type Session } from '../publish/api';
 import { at, ORIGIN, production } from './scenario';
@@ -96,29 +103,19 @@ describe('KV keys at the longest names the registry accepts', () => {
 
 // KV's value limit (25 MiB) against the largest lists the registry rewrites: the versions document and the
 // mirror's index.json of a provider with 1,000 versions (the size the budgets promise) of 14 platforms
-// (HashiCorp's scaffolding), each version 128 characters long.
-const PLATFORMS_14 = [
-  'darwin_amd64',
-  'darwin_arm64',
-  'freebsd_386',
-  'freebsd_amd64',
-  'freebsd_arm',
-  'freebsd_arm64',
-  'linux_386',
-  'linux_amd64',
-  'linux_arm',
-  'linux_arm64',
-  'windows_386',
-  'windows_amd64',
-  'windows_arm',
-  'windows_arm64',
-];
+// (HashiCorp's scaffolding's 13 and windows_arm, test/fixtures/platforms.ts), each version 128 characters long.
 
 /** A 128-character version (for i < 10,000) and a short one, both unique per i. */
 const long = (i: number) => `${i}.0.0-rc.${'a'.repeat(56)}+build.${String(i).padStart(57 - String(i).length, 'b')}`;
 const short = (i: number) => `${Math.floor(i / 100)}.${i % 100}.0`;
 
 describe('KV values at the largest lists the registry writes', () => {
+  it("lists 14 platforms: the goreleaser fixture's 13 (HashiCorp's scaffolding) and windows_arm, each once", () => {
+    expect(PLATFORMS_14).toHaveLength(14);
+    expect(new Set(PLATFORMS_14).size).toBe(14);
+    expect(PLATFORMS_14.filter((p) => p !== 'windows_arm')).toEqual([...SCAFFOLDING_PLATFORMS]);
+  });
+
   for (const [shape, version] of [
     ['128-character', long],
     ['short (X.Y.0)', short],
@@ -342,6 +339,107 @@ describe('a publish past KV 25 MiB value limit', () => {
     // Checked alone against the stored document (which does not list the first yet), the second would pass.
     await expect(checkVersionsDocumentRoom(env.REGISTRY_KV as unknown as KvStore, synced, entryOf(second), limit)).resolves.toBeUndefined();
   });
+
+  it('a mirrored version gaining a platform past 25 MiB: refused by pull-through before its lease or the upstream, by sync and import too, nothing written', async () => {
+    const p = production({ vars: { INDEX_CACHE_SECONDS: '0' } });
+    const HOST = 'kvroom.test';
+    const grow = address('kvroom', 'grow', HOST);
+    // 1.0.0 is mirrored with linux_amd64; the upstream (its verified manifest stored: no upstream needed) also offers linux_arm64.
+    const both = fakeRelease(grow, '1.0.0', ['linux_amd64', 'linux_arm64'], { archiveSize: 16 });
+    const held: VersionRecord = { ...both.record, packages: both.record.packages.slice(0, 1) };
+    const arm64 = both.record.packages[1]!;
+    const gain = versionsEntryBytes(listedVersion(both.record)) - versionsEntryBytes(listedVersion(held));
+    // The versions document: 1.0.0, 128-character versions of 14 platforms, then single-platform versions filling it
+    // to less than linux_arm64's entry (`gain` bytes) below 25 MiB (entries of n records: EMPTY − 1 + their sizes).
+    const records: VersionRecord[] = [held];
+    let room = KV_MAX_VALUE_BYTES - (versionsDocument([]).length - 1) - versionsEntryBytes(listedVersion(held));
+    const template = fakeRelease(grow, long(0), PLATFORMS_14, { archiveSize: 16 }).record;
+    const single = fakeRelease(grow, '0.0.1', ['linux_amd64'], { archiveSize: 16 }).record;
+    const sized = (record: VersionRecord) => versionsEntryBytes(listedVersion(record));
+    // A single-platform version `J.0.0-t.` and k x's (k = 1…120): its entry is smallest(j) − 1 + k bytes.
+    const tuner = (j: number, k: number): VersionRecord => ({ ...single, version: `${j}.0.0-t.${'x'.repeat(k)}` });
+    const smallest = (j: number) => sized(tuner(j, 1));
+    for (let i = 0; room - sized({ ...template, version: long(i) }) >= smallest(0) + 240; i++) {
+      records.push({ ...template, version: long(i) });
+      room -= sized(records.at(-1)!);
+    }
+    for (let j = 0; room >= gain; j++) {
+      const [least, most, next] = [smallest(j), smallest(j) + 119, smallest(j + 1)];
+      // The largest while another fits after it; then one filling the room exactly, or leaving exactly the next one's least.
+      const entry = room >= most + next ? most : room <= most ? room : room - next;
+      records.push(tuner(j, entry - least + 1));
+      room -= sized(records.at(-1)!);
+    }
+    const body = versionsDocument(records);
+    const size = new TextEncoder().encode(body).byteLength;
+    expect(size).toBeLessThanOrEqual(KV_MAX_VALUE_BYTES);
+    expect(size + gain).toBeGreaterThan(KV_MAX_VALUE_BYTES);
+    // The one room check: the platform fits with `gain` bytes of room, not with one less (only its entry counts).
+    const kv = env.REGISTRY_KV as unknown as KvStore;
+    await env.REGISTRY_KV.put(versionsDocumentKey(grow), body);
+    await expect(versionsDocumentRoom(kv, grow, size + gain).take(listedVersion(both.record), listedVersion(held))).resolves.toBeUndefined();
+    await expect(versionsDocumentRoom(kv, grow, size + gain - 1).take(listedVersion(both.record), listedVersion(held))).rejects.toThrow(InputError);
+    await expect(versionsDocumentRoom(kv, grow, size).take(listedVersion(held), listedVersion(held))).resolves.toBeUndefined();
+
+    await env.REGISTRY_R2.put(committedRecordKey(grow, '1.0.0'), JSON.stringify(held));
+    const upstream = 'http://127.0.0.1:9';
+    await writeManifest(env.REGISTRY_R2, {
+      address: grow,
+      version: '1.0.0',
+      protocols: ['5.0'],
+      signer: held.signingKey,
+      shasumsUrl: `${upstream}/files/SHA256SUMS`,
+      sums: '',
+      signature: '',
+      packages: both.record.packages.map((pkg) => ({
+        ...pkg,
+        upstreamFilename: pkg.filename,
+        downloadUrl: `${upstream}/files/${pkg.filename}`,
+        documentUrl: `${upstream}/v1/x`,
+      })),
+      verifiedAt: new Date().toISOString(),
+    });
+    await writePolicy(
+      env.REGISTRY_KV,
+      parsePolicy(
+        JSON.stringify({ providers: [{ source: `${HOST}/kvroom/*`, versions: '>= 1.0' }], hosts: { [HOST]: { 'providers.v1': `${upstream}/v1/providers/` } } }),
+        'test policy',
+      ),
+    );
+    try {
+      const before = await storedEverything();
+      const pulled = await at(p, 'A', `/v1/archives/${HOST}/kvroom/grow/1.0.0/${arm64.filename}`);
+      expect(pulled.status, pulled.text).toBe(400);
+      expect(pulled.text).toContain(`${HOST}/kvroom/grow 1.0.0 (1 more platform): ${HOST}/kvroom/grow has ${records.length} versions`);
+      expect(pulled.text).toContain("over Workers KV's 25.00 MiB value limit");
+      expect(pulled.text).toContain(`npm run mirror -- remove ${HOST}/kvroom/grow --version V`);
+      // Refused before the pull lease or the upstream: no fetch (an unreachable upstream would have made it a 502), nothing written.
+      const invocation = p.invocations.at(-1)!;
+      expect([invocation.counts.subrequests, invocation.counts.kvWrites, invocation.counts.r2ClassA]).toEqual([0, 0, 0]);
+      expect(await storedEverything()).toEqual(before);
+
+      // Sync and import add platforms through storeMirroredVersion: the same check, nothing written.
+      const store = { kv, blobs: env.REGISTRY_R2 as unknown as BlobStore };
+      await expect(storeMirroredVersion(store, both.record, both.files)).rejects.toThrow(InputError);
+      await expect(storeMirroredVersion(store, both.record, both.files)).rejects.toThrow('(1 more platform)');
+      expect(await storedEverything()).toEqual(before);
+
+      // What a pull stopped after its verified put leaves (the archive stored, not committed): served, and the commit
+      // that would complete it after the response is refused before it takes a lease: nothing more written.
+      await env.REGISTRY_R2.put(releaseObjectKey(grow, '1.0.0', arm64.filename), both.bytes.get(arm64.filename)!, { customMetadata: { sha256: arm64.shasum } });
+      const stopped = await storedEverything();
+      const served = await p.fetch('A', new Request(new URL(`/v1/archives/${HOST}/kvroom/grow/1.0.0/${arm64.filename}`, ORIGIN)));
+      expect(served.status).toBe(200);
+      expect([p.invocations.at(-1)!.counts.kvWrites, p.invocations.at(-1)!.counts.r2ClassA]).toEqual([0, 0]);
+      expect(await storedEverything()).toEqual(stopped);
+    } finally {
+      await clearPolicy(env.REGISTRY_KV);
+      forgetPullThroughMemory();
+    }
+    console.log(
+      `versions document ${size} bytes, ${KV_MAX_VALUE_BYTES - size} below 25 MiB; one more platform adds ${gain}: refused by pull-through, sync and import`,
+    );
+  }, 120_000);
 
   it('a module whose catalogue would pass 25 MiB: refused at the publish start, nothing written', async () => {
     const p = production({ vars: { INDEX_CACHE_SECONDS: '0' } });

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { listAuditEntries } from '../../../src/store/audit/read';
 import type { BlobStore } from '../../../src/store/store';
-import { address, atFakeTime, fakeRelease, get, getWith, seed } from '../helpers';
+import { address, atFakeTime, fakeRelease, get, getWith, seed, storedEverything } from '../helpers';
 import { bearer, issue } from './api';
 import { chunkedBody } from '../../fixtures/chunked-body';
 
@@ -73,6 +73,29 @@ describe('POST /v1/publish/lifecycle/providers/:namespace/:type', () => {
     const state = await (await post(path, publisher, { action: 'undeprecate' })).json<{ status: string }>();
     expect(state.status).toBe('unchanged'); // nothing above deprecated it
     expect((await get(path)).status).toBe(405);
+  });
+});
+
+describe('a change of a package or version the registry does not hold', () => {
+  it('answers 404 naming the fix before anything is written: no lease taken, no audit entry, every KV key and R2 object as it was', async () => {
+    // A change that succeeded first: the package's lease object exists, so taking it again would change its etag.
+    const ok = await post('/v1/publish/lifecycle/providers/acme/api-withdrawn', publisher, { action: 'deprecate', version: '1.0.0', message: 'use 1.1' });
+    expect(ok.status).toBe(200);
+    const cases: [string, unknown, string][] = [
+      ['providers/acme/api-withdrawn', { action: 'withdraw', version: '9.9.9', message: 'x' }, 'has no version 9.9.9; published: 1.0.0, 1.1.0'],
+      ['providers/acme/api-withdrawn', { action: 'restore', version: '1.0.1' }, 'has no version 1.0.1; published: 1.0.0, 1.1.0'],
+      ['providers/acme/api-withdrawn', { action: 'undeprecate', version: '2.0.0' }, 'has no version 2.0.0'],
+      ['providers/acme/nonesuch', { action: 'deprecate', message: 'x' }, 'provider registry.example.com/acme/nonesuch has no published version'],
+      ['modules/acme/none/aws', { action: 'withdraw', version: '1.0.0', message: 'x' }, 'module registry.example.com/acme/none/aws has no published version'],
+    ];
+    const before = await storedEverything();
+    expect(before.some((line) => line.startsWith('r2:.leases/'))).toBe(true);
+    for (const [path, body, message] of cases) {
+      const response = await post(`/v1/publish/lifecycle/${path}`, publisher, body);
+      expect(response.status, JSON.stringify(body)).toBe(404);
+      expect((await response.json<{ errors: string[] }>()).errors[0]).toContain(message);
+    }
+    expect(await storedEverything()).toEqual(before);
   });
 });
 
