@@ -39,11 +39,18 @@ export default defineConfig({
       },
       {
         // The same Worker in private mode (tokens, signed URLs), as `wrangler dev --var ACCESS:private` with a .dev.vars secret.
+        // SIGNING_KEY_SECRET '' (not set), whatever a local .dev.vars holds (`npm start` writes one): this project's
+        // misconfiguration tests need it missing (test/worker-private/held-key-secret.test.ts).
         plugins: [
           cloudflareTest({
             wrangler: { configPath: './wrangler.toml' },
             miniflare: {
-              bindings: { ACCESS: 'private', URL_SIGNING_SECRET: 'test-signing-secret-not-used-anywhere-else', DOWNLOAD_BATCH_MS: NO_BATCH_WINDOW },
+              bindings: {
+                ACCESS: 'private',
+                URL_SIGNING_SECRET: 'test-signing-secret-not-used-anywhere-else',
+                SIGNING_KEY_SECRET: '',
+                DOWNLOAD_BATCH_MS: NO_BATCH_WINDOW,
+              },
             },
           }),
         ],
