@@ -44,6 +44,9 @@ export class RegistryClient {
     private readonly local: { exclusive<T>(call: () => Promise<T>): Promise<T> } | null = null,
   ) {}
 
+  /** True while this client's uploads run inside one hold of the local state's write lock (uploadAndCommit). */
+  private holding = false;
+
   /**
    * A client for the registry Worker the local publish serves on the local state (stores/local.ts, on
    * 127.0.0.1), with the short-lived publish token `bearer`. Each request runs inside `exclusive` (the
@@ -95,7 +98,8 @@ export class RegistryClient {
   /**
    * Uploads every file of the session (each from `files`), then commits; returns the server's result.
    * Files sent in one PUT go up to UPLOAD_CONCURRENCY at a time (each stages its own object: the server
-   * keeps no per-session state between them); a file sent in parts goes alone, part after part, as before.
+   * keeps no per-session state between them), for the local publish all inside one hold of the local
+   * state's write lock; a file sent in parts goes alone, part after part, as before.
    * Progress lines come in the session's order as each upload starts; after a failure nothing new starts,
    * the uploads in flight finish, and the error of the first file (in that order) that failed is thrown.
    */
@@ -127,16 +131,33 @@ export class RegistryClient {
         failures.push({ index, error });
       }
     };
-    for (const [index, { wanted, file }] of uploads.entries()) {
-      // A file in parts waits for the others and goes alone; a whole one waits for a free slot.
-      while (inFlight.size > 0 && (wanted.parts > 1 || inFlight.size >= UPLOAD_CONCURRENCY)) await Promise.race(inFlight);
-      if (failures.length > 0) break;
-      this.progress({ step: 'upload', detail: `${file.filename} (${(file.size / 1e6).toFixed(2)} MB${wanted.parts > 1 ? ` in ${wanted.parts} parts` : ''})` });
-      const running = upload(index, wanted, file).finally(() => inFlight.delete(running));
-      inFlight.add(running);
-      if (wanted.parts > 1) await running;
-    }
-    await Promise.all(inFlight);
+    const uploadAll = async () => {
+      for (const [index, { wanted, file }] of uploads.entries()) {
+        // A file in parts waits for the others and goes alone; a whole one waits for a free slot.
+        while (inFlight.size > 0 && (wanted.parts > 1 || inFlight.size >= UPLOAD_CONCURRENCY)) await Promise.race(inFlight);
+        if (failures.length > 0) break;
+        this.progress({
+          step: 'upload',
+          detail: `${file.filename} (${(file.size / 1e6).toFixed(2)} MB${wanted.parts > 1 ? ` in ${wanted.parts} parts` : ''})`,
+        });
+        const running = upload(index, wanted, file).finally(() => inFlight.delete(running));
+        inFlight.add(running);
+        if (wanted.parts > 1) await running;
+      }
+      await Promise.all(inFlight);
+    };
+    // The local publish: the uploads side by side inside one hold of the local state's write lock (taken per
+    // request, they would go one after another, each waiting for the lock).
+    if (this.local) {
+      await this.local.exclusive(async () => {
+        this.holding = true;
+        try {
+          await uploadAll();
+        } finally {
+          this.holding = false;
+        }
+      });
+    } else await uploadAll();
     if (failures.length > 0) throw failures.sort((a, b) => a.index - b.index)[0]!.error;
     this.progress({ step: 'record', detail: 'committing' });
     const answer = this.request(session.commit_url, () => ({ method: 'POST' }));
@@ -161,7 +182,7 @@ export class RegistryClient {
     // direct writes retried (stores/local-errors.ts). Every request here is safe to send again (above).
     for (let attempt = 1; ; attempt++) {
       try {
-        return await local.exclusive(() => this.send(path, init));
+        return await (this.holding ? this.send(path, init) : local.exclusive(() => this.send(path, init)));
       } catch (error) {
         if (!(error instanceof RegistryServerError) || attempt >= LOCAL_ATTEMPTS) throw error;
         await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt + Math.random() * 50));
