@@ -32,7 +32,7 @@ export interface UploadableFile {
 }
 
 /** The parts of a started session (src/protocol/publish-api.ts) the client reads. */
-type Session = Pick<UploadSessionBody, 'upload' | 'part_size' | 'files' | 'commit_url'>;
+type Session = Pick<UploadSessionBody, 'upload' | 'part_size' | 'files' | 'with_manifest' | 'commit_url'>;
 
 export class RegistryClient {
   private constructor(
@@ -100,8 +100,9 @@ export class RegistryClient {
    * Files sent in one PUT go up to UPLOAD_CONCURRENCY at a time (each stages its own object: the server
    * keeps no per-session state between them), for the local publish all inside one hold of the local
    * state's write lock; a file sent in parts goes alone, part after part, as before.
-   * Progress lines come in the session's order as each upload starts; after a failure nothing new starts,
-   * the uploads in flight finish, and the error of the first file (in that order) that failed is thrown.
+   * Progress lines come in the order of `files` (the manifest's) as each upload starts, a file the server
+   * took with the manifest (`with_manifest`) reported there too, without a request; after a failure nothing
+   * new starts, the uploads in flight finish, and the error of the first file (in that order) that failed is thrown.
    */
   async uploadAndCommit<R>(session: Session, files: readonly UploadableFile[]): Promise<R> {
     const uploads = session.files.map((wanted) => {
@@ -109,6 +110,11 @@ export class RegistryClient {
       if (!file) throw new Error(`the server asked for ${wanted.filename}, which this publish does not have`);
       return { wanted, file };
     });
+    // Files the server took with the manifest: reported where the manifest lists them, as uploads (they were sent), not sent again.
+    const withManifest = new Set(session.with_manifest ?? []);
+    const steps = files.flatMap((file): { file: UploadableFile; wanted: SessionFile | null }[] =>
+      withManifest.has(file.filename) ? [{ file, wanted: null }] : uploads.filter((u) => u.file === file).map((u) => ({ file, wanted: u.wanted })),
+    );
     const failures: { index: number; error: unknown }[] = [];
     const inFlight = new Set<Promise<void>>();
     const upload = async (index: number, wanted: SessionFile, file: UploadableFile) => {
@@ -132,7 +138,12 @@ export class RegistryClient {
       }
     };
     const uploadAll = async () => {
-      for (const [index, { wanted, file }] of uploads.entries()) {
+      for (const [index, { wanted, file }] of steps.entries()) {
+        if (wanted === null) {
+          if (failures.length > 0) break;
+          this.progress({ step: 'upload', detail: `${file.filename} (${(file.size / 1e6).toFixed(2)} MB)` });
+          continue;
+        }
         // A file in parts waits for the others and goes alone; a whole one waits for a free slot.
         while (inFlight.size > 0 && (wanted.parts > 1 || inFlight.size >= UPLOAD_CONCURRENCY)) await Promise.race(inFlight);
         if (failures.length > 0) break;
