@@ -40,7 +40,7 @@ export class RegistryClient {
     private readonly credential: PublishCredential,
     /** Progress lines, with the CLI's test hooks (EDGE_REGISTRY_TEST_KILL_AT=upload#2 kills the client before its second file). */
     private readonly progress: ReturnType<typeof progressLog>,
-    /** The local publish (localRegistryClient): each request holding the local state's write lock; refusals as the Worker words them. */
+    /** The local publish (localRegistryClient): each request (the uploads together) holding the local state's write lock; refusals as the Worker words them. */
     private readonly local: { exclusive<T>(call: () => Promise<T>): Promise<T> } | null = null,
   ) {}
 
@@ -50,7 +50,8 @@ export class RegistryClient {
   /**
    * A client for the registry Worker the local publish serves on the local state (stores/local.ts, on
    * 127.0.0.1), with the short-lived publish token `bearer`. Each request runs inside `exclusive` (the
-   * local state's write lock, which other local writers take too); a refusal is an InputError with the
+   * local state's write lock, which other local writers take too; the uploads side by side inside one hold
+   * of it: uploadAndCommit); a refusal is an InputError with the
    * Worker's message alone (as the local publish has always worded it).
    */
   static local(

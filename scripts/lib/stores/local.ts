@@ -43,7 +43,7 @@ export interface LocalRegistryOptions {
 }
 
 /**
- * The registry Worker as `npm start` serves it: the bundle `wrangler deploy` makes (registry-bundle.ts),
+ * The registry Worker as `npm start` serves it: the bundle `wrangler deploy` makes, minified (registry-bundle.ts),
  * wrangler.toml's vars (REGISTRY_HOSTNAME replaced by `hostname` when given), the project's .dev.vars
  * secrets (SIGNING_KEY_SECRET from this process's environment first), the DOWNLOADS Durable Object; KV, R2 and the Durable Object on the same persist root.
  */
