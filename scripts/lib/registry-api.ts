@@ -32,7 +32,7 @@ export interface UploadableFile {
 }
 
 /** The parts of a started session (src/protocol/publish-api.ts) the client reads. */
-type Session = Pick<UploadSessionBody, 'upload' | 'part_size' | 'files' | 'commit_url'>;
+type Session = Pick<UploadSessionBody, 'upload' | 'part_size' | 'files' | 'with_manifest' | 'commit_url'>;
 
 export class RegistryClient {
   private constructor(
@@ -40,14 +40,18 @@ export class RegistryClient {
     private readonly credential: PublishCredential,
     /** Progress lines, with the CLI's test hooks (EDGE_REGISTRY_TEST_KILL_AT=upload#2 kills the client before its second file). */
     private readonly progress: ReturnType<typeof progressLog>,
-    /** The local publish (localRegistryClient): each request holding the local state's write lock; refusals as the Worker words them. */
+    /** The local publish (localRegistryClient): each request (the uploads together) holding the local state's write lock; refusals as the Worker words them. */
     private readonly local: { exclusive<T>(call: () => Promise<T>): Promise<T> } | null = null,
   ) {}
+
+  /** True while this client's uploads run inside one hold of the local state's write lock (uploadAndCommit). */
+  private holding = false;
 
   /**
    * A client for the registry Worker the local publish serves on the local state (stores/local.ts, on
    * 127.0.0.1), with the short-lived publish token `bearer`. Each request runs inside `exclusive` (the
-   * local state's write lock, which other local writers take too); a refusal is an InputError with the
+   * local state's write lock, which other local writers take too; the uploads side by side inside one hold
+   * of it: uploadAndCommit); a refusal is an InputError with the
    * Worker's message alone (as the local publish has always worded it).
    */
   static local(
@@ -95,9 +99,11 @@ export class RegistryClient {
   /**
    * Uploads every file of the session (each from `files`), then commits; returns the server's result.
    * Files sent in one PUT go up to UPLOAD_CONCURRENCY at a time (each stages its own object: the server
-   * keeps no per-session state between them); a file sent in parts goes alone, part after part, as before.
-   * Progress lines come in the session's order as each upload starts; after a failure nothing new starts,
-   * the uploads in flight finish, and the error of the first file (in that order) that failed is thrown.
+   * keeps no per-session state between them), for the local publish all inside one hold of the local
+   * state's write lock; a file sent in parts goes alone, part after part, as before.
+   * Progress lines come in the order of `files` (the manifest's) as each upload starts, a file the server
+   * took with the manifest (`with_manifest`) reported there too, without a request; after a failure nothing
+   * new starts, the uploads in flight finish, and the error of the first file (in that order) that failed is thrown.
    */
   async uploadAndCommit<R>(session: Session, files: readonly UploadableFile[]): Promise<R> {
     const uploads = session.files.map((wanted) => {
@@ -105,6 +111,11 @@ export class RegistryClient {
       if (!file) throw new Error(`the server asked for ${wanted.filename}, which this publish does not have`);
       return { wanted, file };
     });
+    // Files the server took with the manifest: reported where the manifest lists them, as uploads (they were sent), not sent again.
+    const withManifest = new Set(session.with_manifest ?? []);
+    const steps = files.flatMap((file): { file: UploadableFile; wanted: SessionFile | null }[] =>
+      withManifest.has(file.filename) ? [{ file, wanted: null }] : uploads.filter((u) => u.file === file).map((u) => ({ file, wanted: u.wanted })),
+    );
     const failures: { index: number; error: unknown }[] = [];
     const inFlight = new Set<Promise<void>>();
     const upload = async (index: number, wanted: SessionFile, file: UploadableFile) => {
@@ -127,16 +138,38 @@ export class RegistryClient {
         failures.push({ index, error });
       }
     };
-    for (const [index, { wanted, file }] of uploads.entries()) {
-      // A file in parts waits for the others and goes alone; a whole one waits for a free slot.
-      while (inFlight.size > 0 && (wanted.parts > 1 || inFlight.size >= UPLOAD_CONCURRENCY)) await Promise.race(inFlight);
-      if (failures.length > 0) break;
-      this.progress({ step: 'upload', detail: `${file.filename} (${(file.size / 1e6).toFixed(2)} MB${wanted.parts > 1 ? ` in ${wanted.parts} parts` : ''})` });
-      const running = upload(index, wanted, file).finally(() => inFlight.delete(running));
-      inFlight.add(running);
-      if (wanted.parts > 1) await running;
-    }
-    await Promise.all(inFlight);
+    const uploadAll = async () => {
+      for (const [index, { wanted, file }] of steps.entries()) {
+        if (wanted === null) {
+          if (failures.length > 0) break;
+          this.progress({ step: 'upload', detail: `${file.filename} (${(file.size / 1e6).toFixed(2)} MB)` });
+          continue;
+        }
+        // A file in parts waits for the others and goes alone; a whole one waits for a free slot.
+        while (inFlight.size > 0 && (wanted.parts > 1 || inFlight.size >= UPLOAD_CONCURRENCY)) await Promise.race(inFlight);
+        if (failures.length > 0) break;
+        this.progress({
+          step: 'upload',
+          detail: `${file.filename} (${(file.size / 1e6).toFixed(2)} MB${wanted.parts > 1 ? ` in ${wanted.parts} parts` : ''})`,
+        });
+        const running = upload(index, wanted, file).finally(() => inFlight.delete(running));
+        inFlight.add(running);
+        if (wanted.parts > 1) await running;
+      }
+      await Promise.all(inFlight);
+    };
+    // The local publish: the uploads side by side inside one hold of the local state's write lock (taken per
+    // request, they would go one after another, each waiting for the lock).
+    if (this.local) {
+      await this.local.exclusive(async () => {
+        this.holding = true;
+        try {
+          await uploadAll();
+        } finally {
+          this.holding = false;
+        }
+      });
+    } else await uploadAll();
     if (failures.length > 0) throw failures.sort((a, b) => a.index - b.index)[0]!.error;
     this.progress({ step: 'record', detail: 'committing' });
     const answer = this.request(session.commit_url, () => ({ method: 'POST' }));
@@ -161,7 +194,7 @@ export class RegistryClient {
     // direct writes retried (stores/local-errors.ts). Every request here is safe to send again (above).
     for (let attempt = 1; ; attempt++) {
       try {
-        return await local.exclusive(() => this.send(path, init));
+        return await (this.holding ? this.send(path, init) : local.exclusive(() => this.send(path, init)));
       } catch (error) {
         if (!(error instanceof RegistryServerError) || attempt >= LOCAL_ATTEMPTS) throw error;
         await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt + Math.random() * 50));

@@ -17,6 +17,12 @@ export interface ManifestFile {
   sha256: string;
   /** An archive's Go dirhash, "h1:…" (optional; the server computes its own and compares). */
   h1?: string;
+  /**
+   * The file's bytes in base64 (optional; not for an archive: SHA256SUMS, its .sig, goreleaser's manifest,
+   * each at most 64 KiB): sent with the manifest, the file needs no upload (the session does not list it). A
+   * server that does not know the field lists the file as usual, so a client uploads whatever the session lists.
+   */
+  content?: string;
 }
 
 /** The body of `POST /v1/publish/providers/:namespace/:type/:version`. */
@@ -42,7 +48,10 @@ export interface UploadSessionBody {
   upload: string;
   expires: string;
   part_size: number;
+  /** The files to upload (in the manifest's order). */
   files: SessionFile[];
+  /** The files whose bytes came with the manifest (ManifestFile's `content`): no upload. Absent when none (or from a server that takes none). */
+  with_manifest?: string[];
   commit_url: string;
 }
 

@@ -1947,4 +1947,20 @@ export const MUTANTS: Mutant[] = [
     from: '    await checkPullRoom(storeFromEnv(env), manifest, pkg);',
     to: '',
   },
+  {
+    id: 'manifest-content-unchecked',
+    file: 'src/routes/publish/manifest.ts',
+    tests: ['test/worker/publish/with-manifest.test.ts'],
+    description: 'a small file sent with the manifest ("content") is taken without checking its bytes against the declared SHA-256',
+    from: '  if (bytes.byteLength !== file.size || sha256Hex(bytes) !== file.sha256)',
+    to: '  if (bytes.byteLength !== file.size)',
+  },
+  {
+    id: 'manifest-content-put-again',
+    file: 'src/routes/publish/uploads.ts',
+    tests: ['test/worker/publish/with-manifest.test.ts'],
+    description: 'a file the manifest carried may be uploaded again (staged beside the bytes the commit uses)',
+    from: '  if (file.content !== undefined)\n    throw new InputError(`${filename} came with the manifest',
+    to: '  if (file.content === null)\n    throw new InputError(`${filename} came with the manifest',
+  },
 ];

@@ -72,7 +72,7 @@ export function releaseShasums(plan: ReleasePlan): Uint8Array {
  * Starts the publish of `plan` through `client` (every way in: --registry, and the local publish): the
  * manifest lists the archives, SHA256SUMS, the signature when there is one (`signature`; or only its
  * size and digest, `declared`, for a dry run whose key does not exist yet) and the manifest the
- * protocols came from. Resolves with the server's result when nothing is to be uploaded (dry run,
+ * protocols came from, the bytes of each of those small files with it (`content`: no upload of their own). Resolves with the server's result when nothing is to be uploaded (dry run,
  * unchanged, repaired), else with `upload`, which sends the files and commits. Throws the client's errors.
  */
 export async function sendRelease(
@@ -105,7 +105,14 @@ export async function sendRelease(
   ];
   const manifest: ProviderManifestBody = {
     protocols: plan.protocols,
-    files: files.map((f) => ({ filename: f.filename, size: f.size, sha256: f.sha256, ...(f.h1 ? { h1: f.h1 } : {}) })),
+    // The small files (SHA256SUMS, its signature, the manifest) travel with the manifest: no upload of their own.
+    files: files.map((f) => ({
+      filename: f.filename,
+      size: f.size,
+      sha256: f.sha256,
+      ...(f.h1 ? { h1: f.h1 } : {}),
+      ...(f.bytes ? { content: Buffer.from(f.bytes).toString('base64') } : {}),
+    })),
     ...(options.dryRun ? { dry_run: true } : {}),
     ...(options.docs ? { docs: options.docs } : {}),
   };

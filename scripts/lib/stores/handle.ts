@@ -8,7 +8,7 @@ export interface StoreHandle extends Store {
   close(): Promise<void>;
   /**
    * The registry Worker serving this same local state (openLocalStore with `registry`): the local publish
-   * goes through its publish API. `exclusive` runs one request to it holding the local state's write lock.
+   * goes through its publish API. `exclusive` runs `call` (one request to it, or several side by side) holding the local state's write lock.
    */
   registry?: { origin: string; hostname: string; exclusive<T>(call: () => Promise<T>): Promise<T> };
 }

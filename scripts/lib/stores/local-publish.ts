@@ -17,7 +17,7 @@ import { timing } from '../timing';
  * How `publish-provider` and `publish-module` publish without --registry:
  * through the publish API, served by the registry Worker itself on the
  * local state (openLocalStore with `registry`: the bundle `wrangler deploy`
- * ships, wrangler.toml's bindings and vars, as `npm start` serves it). The
+ * ships, minified, wrangler.toml's bindings and vars, as `npm start` serves it). The
  * Worker is the one writer of releases; the CLI holds no write path of its own.
  *
  * The operator's credential goes through the same check as any other publish:

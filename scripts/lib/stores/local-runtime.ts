@@ -38,7 +38,8 @@ export interface R2Like {
   }>;
 }
 
-export type Dispatch = (url: string, init: { method: string; body?: Uint8Array | string; headers?: Record<string, string> }) => Promise<Response>;
+/** Sends a request to the store Worker: `path` is path-absolute (`/__edge-registry/…?…`). */
+export type Dispatch = (path: string, init: { method: string; body?: Uint8Array | string; headers?: Record<string, string> }) => Promise<Response>;
 
 /**
  * The Worker. Every answer is 200 with a JSON or raw body (`x-found: 0` for a
@@ -117,7 +118,7 @@ async function call(
   body?: Uint8Array | string,
   headers: Record<string, string> = {},
 ): Promise<Response> {
-  const response = await dispatch(`http://local-store/__edge-registry/${path}?${new URLSearchParams(query)}`, { method, body, headers });
+  const response = await dispatch(`/__edge-registry/${path}?${new URLSearchParams(query)}`, { method, body, headers });
   if (response.status !== 200) throw new LocalRuntimeError(what, query.key ?? '', response.status, await response.text());
   return response;
 }

@@ -6,10 +6,14 @@ import { promisify } from 'node:util';
 
 /**
  * The registry Worker as `wrangler deploy` ships it (`wrangler deploy
- * --dry-run`: the same esbuild bundle of wrangler.toml's main), for the
- * local publish, which serves the publish API in-process on the local state
- * (./local.ts). Building takes ~1.8 s, so the bundle is kept in
- * node_modules/.cache/edge-registry/worker-HASH/, HASH over every file of
+ * --dry-run`: the same esbuild bundle of wrangler.toml's main), minified
+ * (`--minify`: the same modules and names, 1.5 → 0.9 MB), for the local
+ * publish, which serves the publish API in-process on the local state
+ * (./local.ts). Every local publish hands the bundle to the runtime (Miniflare
+ * copies it into workerd's configuration, workerd parses it): minified, that
+ * costs ~20–40 ms less of the CLI's CPU and less of workerd's (measured 27 Nov
+ * 2026). Building takes ~1.8 s, so the bundle is kept in
+ * node_modules/.cache/edge-registry/worker-min-HASH/, HASH over every file of
  * src/, wrangler.toml and package-lock.json: any edit builds it again, an
  * unchanged tree reuses it (hashing the tree: a few ms).
  */
@@ -23,14 +27,14 @@ const run = promisify(execFile);
  * the build fails (a source that does not compile: exit 3, not the user's input).
  */
 export async function registryBundle(): Promise<string> {
-  const dir = join(root, 'node_modules', '.cache', 'edge-registry', `worker-${sourceHash()}`);
+  const dir = join(root, 'node_modules', '.cache', 'edge-registry', `worker-min-${sourceHash()}`);
   const entry = join(dir, 'index.js');
   if (existsSync(entry)) return entry;
   mkdirSync(join(dir, '..'), { recursive: true });
   // Built beside, then renamed into place: a concurrent publish never loads half a bundle.
   const temp = `${dir}.${process.pid}-${Date.now()}`;
   try {
-    await run(join(root, 'node_modules', '.bin', 'wrangler'), ['deploy', '--dry-run', '--outdir', temp, '--config', join(root, 'wrangler.toml')], {
+    await run(join(root, 'node_modules', '.bin', 'wrangler'), ['deploy', '--dry-run', '--minify', '--outdir', temp, '--config', join(root, 'wrangler.toml')], {
       cwd: root,
       env: { ...process.env, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
     });

@@ -2,6 +2,7 @@ import { parseProviderDocs } from '../../protocol/provider-docs';
 import { InputError } from '../../protocol/errors';
 import { manifestFilename, parseReleaseFilename, shasumsFilename } from '../../protocol/release-files';
 import { checkReleaseFileList, MAX_RELEASE_FILES } from '../../protocol/provider-release';
+import { sha256Hex } from '../../protocol/hashes';
 import type { ProviderUpload } from '../../store/uploads/session';
 
 /**
@@ -14,6 +15,10 @@ import type { ProviderUpload } from '../../store/uploads/session';
  *              {"filename": "terraform-provider-TYPE_VERSION_SHA256SUMS.sig", "size": N, "sha256": "<hex>"},   (optional)
  *              {"filename": "terraform-provider-TYPE_VERSION_manifest.json", "size": N, "sha256": "<hex>"}],   (optional)
  *    "dry_run": false}
+ *
+ * A file other than an archive (each at most 64 KiB, the pipeline's limit) may carry its bytes as "content" (base64): it
+ * is then sent with the manifest and needs no upload (the session does not list it; the commit takes its bytes
+ * from the session). Its size and SHA-256 are checked here against the declared ones.
  *
  * Validated here before anything is stored: each entry's shape, then the
  * first step of the release pipeline every way in runs
@@ -55,7 +60,11 @@ export function parseProviderManifest(body: unknown, type: string, version: stri
   const docs = m.docs === undefined ? undefined : parseProviderDocs(m.docs, type);
   const h1: Record<string, string> = {};
   for (const file of declared) if (file.h1 !== undefined) h1[file.filename] = file.h1;
-  const files = declared.map(({ filename, size, sha256 }) => ({ filename, size, sha256, contentType: CONTENT_TYPE[parseReleaseFilename(filename)!.kind] }));
+  const files = declared.map(({ filename, size, sha256, content }, index) => {
+    const kind = parseReleaseFilename(filename)!.kind;
+    if (content !== undefined) checkInlineContent(content, { filename, size, sha256 }, kind, `files[${index}]`);
+    return { filename, size, sha256, contentType: CONTENT_TYPE[kind], ...(content !== undefined ? { content } : {}) };
+  });
   return {
     upload: { kind: 'provider', type, version, protocols, files, ...(Object.keys(h1).length ? { h1 } : {}), ...(docs ? { docs } : {}) },
     dryRun: m.dry_run === true,
@@ -81,11 +90,42 @@ function parseProtocols(raw: unknown): string[] {
  * SHA-256, and an optional "h1:" hash. Throws InputError naming the entry and the field; the names, kinds
  * and limits are the pipeline's (checkReleaseFileList).
  */
-function parseDeclaredFile(raw: unknown, where: string): { filename: string; size: number; sha256: string; h1?: string } {
+function parseDeclaredFile(raw: unknown, where: string): { filename: string; size: number; sha256: string; h1?: string; content?: string } {
   const f = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
   if (typeof f.filename !== 'string') throw new InputError(`${where}.filename must be a string`);
   if (!Number.isSafeInteger(f.size) || (f.size as number) <= 0) throw new InputError(`${where}.size must be the file's size in bytes`);
   if (typeof f.sha256 !== 'string' || !HEX64.test(f.sha256)) throw new InputError(`${where}.sha256 must be the file's SHA-256 in lower-case hex`);
   if (f.h1 !== undefined && (typeof f.h1 !== 'string' || !/^h1:[A-Za-z0-9+/]{43}=$/.test(f.h1))) throw new InputError(`${where}.h1 must be an "h1:…" hash`);
-  return { filename: f.filename, size: f.size as number, sha256: f.sha256, ...(f.h1 !== undefined ? { h1: f.h1 as string } : {}) };
+  if (f.content !== undefined && typeof f.content !== 'string') throw new InputError(`${where}.content must be the file's bytes in base64`);
+  return {
+    filename: f.filename,
+    size: f.size as number,
+    sha256: f.sha256,
+    ...(f.h1 !== undefined ? { h1: f.h1 as string } : {}),
+    ...(f.content !== undefined ? { content: f.content as string } : {}),
+  };
+}
+
+/**
+ * A file's bytes sent with the manifest (`content`, base64): not an archive (archives are uploaded; the other
+ * files' size limit is checkReleaseFileList's), and exactly the declared size and SHA-256. Throws InputError
+ * (`where` names the entry) otherwise.
+ */
+function checkInlineContent(content: string, file: { filename: string; size: number; sha256: string }, kind: string, where: string): void {
+  if (kind === 'archive') throw new InputError(`${where}: ${file.filename} is an archive; upload it (PUT) instead of sending its "content"`);
+  const bytes = inlineBytes(content);
+  if (bytes === null) throw new InputError(`${where}.content must be the file's bytes in base64`);
+  if (bytes.byteLength !== file.size || sha256Hex(bytes) !== file.sha256)
+    throw new InputError(
+      `${where}: the "content" of ${file.filename} is not the file declared (its size ${file.size} and SHA-256 ${file.sha256}); send the file's own bytes`,
+    );
+}
+
+/** The bytes of a file sent with the manifest (base64, padded), or null when `content` is not base64. */
+export function inlineBytes(content: string): Uint8Array | null {
+  if (content.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(content)) return null;
+  const binary = atob(content);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
 }

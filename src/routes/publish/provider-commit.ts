@@ -13,6 +13,8 @@ import { readSigningKeys } from '../../store/providers/signing-keys';
 import type { SigningKey, VersionRecord } from '../../store/types';
 import type { ProviderUpload, UploadSession } from '../../store/uploads/session';
 import { completeStagedFile, partCount, readStagedFile, stagedStream } from '../../store/uploads/staged';
+import { uploadFileKey } from '../../store/layout';
+import { inlineBytes } from './manifest';
 import { heldRangeReader, storedZip } from '../../store/uploads/stored-zip';
 import type { PublishStore } from './context';
 import { checkProvenancePolicy, type Attester } from '../../store/provenance';
@@ -156,7 +158,9 @@ async function verifiedSignature(
  * Small files sent whole are read once and kept for the commit (checks, signature, copy): one R2 read each
  * instead of a head, 2 + 2 × entries ranged reads and a read for the copy. Bounded: HELD_FILE_BYTES a file,
  * HELD_TOTAL_BYTES in all; larger files are checked in R2, read by range and copied from R2. The files are
- * read together (reads only; all settle before any error is thrown, the first in file order).
+ * read together (reads only; all settle before any error is thrown, the first in file order). A file whose
+ * bytes came with the manifest (`content`, checked against its size and SHA-256 when the session started) is
+ * held from the session, under the key it would have been staged at: nothing is read for it.
  */
 async function readStagedFiles(
   bucket: PublishStore['bucket'],
@@ -165,13 +169,18 @@ async function readStagedFiles(
 ): Promise<{ staged: Map<string, string>; held: Map<string, Uint8Array> }> {
   let budget = HELD_TOTAL_BYTES;
   const holds = upload.files.map((file) => {
+    if (file.content !== undefined) return true;
     const hold = partCount(session, file) === 1 && file.size <= HELD_FILE_BYTES && file.size <= budget;
     if (hold) budget -= file.size;
     return hold;
   });
   const read = await allSettledInOrder(
     upload.files.map(async (file, i) =>
-      holds[i] ? await readStagedFile(bucket, session, file) : { key: await completeStagedFile(bucket, session, file), bytes: null },
+      file.content !== undefined
+        ? { key: uploadFileKey(session.id, file.filename), bytes: inlineBytes(file.content)! }
+        : holds[i]
+          ? await readStagedFile(bucket, session, file)
+          : { key: await completeStagedFile(bucket, session, file), bytes: null },
     ),
   );
   const staged = new Map<string, string>();

@@ -94,7 +94,9 @@ export async function createProviderUpload(
     }
     // Release files lost from R2: the client uploads exactly those, the commit restores them (provider-repair.ts).
     const lost = await filesToRestore(store, existing, upload);
-    if (lost.length > 0) return json(sessionResponse(request, await startSession(store, actor, address, { ...upload, files: lost, repair: true })), 201);
+    // Restored from uploads only (provider-repair.ts reads staged files): bytes sent with the manifest are uploaded like the rest.
+    const restore = lost.map(({ content: _content, ...file }) => file);
+    if (lost.length > 0) return json(sessionResponse(request, await startSession(store, actor, address, { ...upload, files: restore, repair: true })), 201);
     // Already committed: verify it and complete what an interrupted commit left (documents, lists); add docs it lacks.
     const outcome = await withWorkerLease(store.blobs, providerLeaseName(address), actor, `publish ${what.target}`, async (lease) =>
       publishVersion(store, existing, [], () => {}, { lease, attest, docs: await writeUploadDocs(store, address, upload, lease) }),
@@ -186,16 +188,21 @@ export async function startSession(
 export function sessionResponse(request: Request, session: UploadSession): UploadSessionBody {
   const base = `/v1/publish/uploads/${session.id}`;
   void request;
+  const withManifest = session.upload.files.filter((f) => f.content !== undefined).map((f) => f.filename);
   return {
     upload: session.id,
     expires: session.expires,
     part_size: session.partSize,
-    files: session.upload.files.map((f) => ({
-      filename: f.filename,
-      size: f.size,
-      url: `${base}/${encodeURIComponent(f.filename)}`,
-      parts: f.size > session.partSize ? Math.ceil(f.size / session.partSize) : 1,
-    })),
+    // A file whose bytes came with the manifest needs no upload.
+    files: session.upload.files
+      .filter((f) => f.content === undefined)
+      .map((f) => ({
+        filename: f.filename,
+        size: f.size,
+        url: `${base}/${encodeURIComponent(f.filename)}`,
+        parts: f.size > session.partSize ? Math.ceil(f.size / session.partSize) : 1,
+      })),
+    ...(withManifest.length > 0 ? { with_manifest: withManifest } : {}),
     commit_url: `${base}/commit`,
   };
 }

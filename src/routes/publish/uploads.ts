@@ -32,6 +32,8 @@ export async function uploadFile(request: IRequest, env: Env, _ctx: ExecutionCon
   const filename = target.filename!;
   const file = session.upload.files.find((f) => f.filename === filename);
   if (!file) throw new InputError(`${filename} is not one of the files this upload declared (${session.upload.files.map((f) => f.filename).join(', ')})`);
+  if (file.content !== undefined)
+    throw new InputError(`${filename} came with the manifest ("content"); it needs no upload: POST the commit_url once the other files are uploaded`);
   const parts = partCount(session, file);
   const partParam = new URL(request.url).searchParams.get('part');
   const part = partParam === null ? null : Number(partParam);

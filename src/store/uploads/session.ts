@@ -30,6 +30,8 @@ export interface DeclaredFile {
   /** Hex SHA-256 the client claims; R2 verifies it on put, and a multipart file is hashed at commit. */
   sha256: string;
   contentType: string;
+  /** The bytes, base64, when the manifest carried them (a small file: no upload, the commit takes them from here). */
+  content?: string;
 }
 
 export interface ProviderUpload {
