@@ -167,7 +167,7 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
  * release files, then the lists. Returns every path the load picks from.
  */
 async function seed(runtime: Runtime, address: ProviderAddress): Promise<{ paths: string[]; storedBytes: number }> {
-  const { kv, r2 } = await stores(runtime);
+  const store = await stores(runtime);
   const versions = Array.from({ length: VERSIONS }, (_, i) => `${Math.floor(i / 100) + 1}.${i % 100}.0`);
   let next = 0;
   await Promise.all(
@@ -177,11 +177,11 @@ async function seed(runtime: Runtime, address: ProviderAddress): Promise<{ paths
         const full = version === versions[0];
         const release = fakeRelease(address, version, PLATFORMS, { archiveSize: full ? ARCHIVE_BYTES : 64 });
         release.record.signingKey = { key_id: '0123456789ABCDEF', ascii_armor: ARMOR };
-        await publishVersion({ kv, blobs: r2 }, release.record, full ? release.files : [], () => {}, { rebuildIndex: false });
+        await publishVersion(store, release.record, full ? release.files : [], () => {}, { rebuildIndex: false });
       }
     }),
   );
-  await rebuildProviderIndex({ kv, blobs: r2 }, address, () => {});
+  await rebuildProviderIndex(store, address, () => {});
 
   const paths: string[] = [
     `/v1/providers/${address.namespace}/${address.type}/versions`,
@@ -194,7 +194,7 @@ async function seed(runtime: Runtime, address: ProviderAddress): Promise<{ paths
       paths.push(`/v1/providers/${address.namespace}/${address.type}/${version}/download/${os}/${arch}`);
     }
   }
-  const sample = await kv.get(downloadDocumentKey(address, versions[1]!, { os: 'linux', arch: 'amd64' }), 'text');
+  const sample = await store.kv.get(downloadDocumentKey(address, versions[1]!, { os: 'linux', arch: 'amd64' }), 'text');
   const storedBytes = (sample?.length ?? 0) * VERSIONS * PLATFORMS.length;
   const first = fakeRelease(address, versions[0]!, PLATFORMS, { archiveSize: ARCHIVE_BYTES });
   for (const pkg of first.record.packages) paths.push(releaseFilePath(address, versions[0]!, pkg.filename));
