@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { createToken } from '../scripts/lib/tokens';
 import type { BlobStore, KvStore } from '../src/store/store';
 import { freePort, makeCertificate } from '../test/e2e/server';
-import { startRuntime } from './runtime';
+import { initCounts, startRuntime, type InitCounts } from './runtime';
 import { build } from './build';
 import { publishState, terraformInit } from './cost-init';
 import { flag, log as say, option, script, targetLines, textTable } from './report';
@@ -29,17 +29,6 @@ export const FREE_PLAN = { workerRequestsPerDay: 100_000, kvReadsPerDay: 100_000
 export const TYPICAL = { providers: 10, initsPerDay: 1000 };
 /** Storage assumption (our fake archives are a few hundred bytes): a provider version = 6 platforms × 25 MB zips. */
 const STORAGE = { platformsPerVersion: 6, archiveMb: 25 };
-
-/** What the bench Worker's /__cost/counts reports: totals, and by "METHOD route" (KV reads also by key). */
-export interface InitCounts {
-  requests: number;
-  kvReads: number;
-  r2ClassB: number;
-  byRoute: Record<string, number>;
-  kvReadsByKey: Record<string, number>;
-  kvReadsByRoute: Record<string, number>;
-  r2ClassBByRoute: Record<string, number>;
-}
 
 /**
  * Which deployment an init ran against: ACCESS, and where release files and provider metadata come from (worker:
@@ -154,7 +143,8 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
             await markFilesOriginReady(store.kv, files.origin); // what npm run static-documents writes once its check passed
             log(`cost: ${written} static documents written, ${await files.copyFrom(store.blobs as unknown as R2Bucket)} objects on the files origin`);
           }
-          const read = async () => (await (await runtime.mf.dispatchFetch(`https://${hostname}/__cost/counts?reset`)).json()) as InitCounts;
+          const read = async () =>
+            initCounts((await (await runtime.mf.dispatchFetch(`https://${hostname}/__bench/ops?detail&reset`)).json()) as Record<string, number>);
           const reset = async () => void (await Promise.all([read(), s3?.reset(), files?.reset()]));
           await reset();
           const measure = async (cache: CostScenario['cache'], runIndex: number) => {

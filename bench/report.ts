@@ -20,6 +20,12 @@ export function textTable(head: readonly string[], body: readonly (readonly stri
   return [line(head), ...body.map(line)].join('\n');
 }
 
+/** A Markdown table (as bench/README.md and docs/ hold them): the first `left` columns left-aligned, the others right-aligned. */
+export function markdownTable(head: readonly string[], body: readonly (readonly (string | number)[])[], left = 1): string {
+  const line = (cells: readonly (string | number)[]) => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map((_, i) => (i < left ? '---' : '---:'))), ...body.map(line)].join('\n');
+}
+
 /** `--NAME=VALUE` or `--NAME VALUE` on the command line; undefined without it. */
 export function option(name: string): string | undefined {
   const argv = process.argv.slice(2);

@@ -126,6 +126,38 @@ export const storageCounts = (counts: Record<string, number>) => ({
   kvReads: countOf(counts, /^kv:(get|list)/),
 });
 
+/** An init's counts: totals, and by "METHOD route" (KV reads also by the key's first segment). */
+export interface InitCounts {
+  requests: number;
+  kvReads: number;
+  r2ClassB: number;
+  byRoute: Record<string, number>;
+  kvReadsByKey: Record<string, number>;
+  kvReadsByRoute: Record<string, number>;
+  r2ClassBByRoute: Record<string, number>;
+}
+
+/** The bench Worker's detailed counts (/__bench/ops?detail, "binding:method|kind|segment") as Cloudflare bills them. */
+export function initCounts(detail: Record<string, number>): InitCounts {
+  const counts: InitCounts = { requests: 0, kvReads: 0, r2ClassB: 0, byRoute: {}, kvReadsByKey: {}, kvReadsByRoute: {}, r2ClassBByRoute: {} };
+  const add = (by: Record<string, number>, key: string, n: number) => void (by[key] = (by[key] ?? 0) + n);
+  for (const [key, n] of Object.entries(detail)) {
+    const [op, kind, segment] = key.split('|') as [string, string, string];
+    if (op === 'worker:request') {
+      counts.requests += n;
+      add(counts.byRoute, kind, n);
+    } else if (/^kv:get/.test(op)) {
+      counts.kvReads += n;
+      add(counts.kvReadsByRoute, kind, n);
+      add(counts.kvReadsByKey, segment, n);
+    } else if (/^r2:(get|head)$/.test(op)) {
+      counts.r2ClassB += n;
+      add(counts.r2ClassBByRoute, kind, n);
+    }
+  }
+  return counts;
+}
+
 /**
  * Exactly what `npm start -- ARGS` runs (package.json: node scripts/run.mjs start: wrangler dev) on a free port and
  * `state`, in its own process group (stopped with it); resolves once discovery answers 200. `log()`: its output.

@@ -6,47 +6,21 @@
  * for the publish commit's own pieces of work (PIECES: signatures, JSON, sorting, gzip, 1 MiB in memory into a
  * DigestStream three ways), each alone.
  *
- * `npx tsx bench/storage-floor.ts [--rounds=N] [--pad=N] [--before] [--pieces] [--json]`; bench/publish-api.ts
+ * `npx tsx bench/storage-floor.ts [--rounds=N] [--pieces] [--json]`; bench/publish-api.ts
  * runs it in the same run as the publish to set the commit's storage requests against it.
  */
 import { loadavg } from 'node:os';
 import { freePort } from '../test/e2e/server';
 import { build } from './build';
-import { COMMIT_REQUESTS, COMMIT_REQUESTS_BEFORE } from '../test/fixtures/commit-requests';
+import { COMMIT_REQUESTS } from '../test/fixtures/commit-requests';
 import { startRuntime } from './runtime';
 import { workerProfiler } from './worker-cpu';
 import { flag, median, option, script } from './report';
-import { spin } from './bench-worker-floor';
+import { pieces, spin, storageOps } from './bench-worker-floor';
 
-export const STORAGE_OPS = [
-  'kv-get',
-  'kv-put',
-  'kv-list',
-  'r2-head',
-  'r2-get-text',
-  'r2-put',
-  'r2-put-if-absent',
-  'r2-delete',
-  'r2-list',
-  'r2-put-1mib',
-  'r2-get-1mib',
-  'sha256-1mib',
-] as const;
-
-/** The publish commit's pieces of work measured alone (`--pieces`). */
-export const PIECES = [
-  'openpgp-sign',
-  'webcrypto-ed25519-sign',
-  'dsse-sign',
-  'json-index-1',
-  'json-index-200',
-  'sort-200-versions',
-  'gzip-document',
-  'sha256-document',
-  'digest-response-body-1mib',
-  'digest-blob-stream-1mib',
-  'digest-one-chunk-1mib',
-] as const;
+/** The storage operations measured by default, and the publish commit's pieces of work measured alone (`--pieces`). */
+export const STORAGE_OPS = Object.keys(storageOps);
+export const PIECES = Object.keys(pieces);
 
 export interface StorageFloor {
   /** Operations per request. */
@@ -83,7 +57,7 @@ function nodeSpinMs(): number {
 /** Runs the floor Worker in its own workerd; `work` is a scratch directory. */
 export async function benchStorageFloor(
   work: string,
-  options: { n?: number; rounds?: number; mix?: Readonly<Record<string, number>>; pad?: number; kinds?: readonly string[] } = {},
+  options: { n?: number; rounds?: number; mix?: Readonly<Record<string, number>>; kinds?: readonly string[] } = {},
 ): Promise<StorageFloor> {
   const n = options.n ?? 40;
   const measured = options.kinds ?? STORAGE_OPS;
@@ -93,9 +67,7 @@ export async function benchStorageFloor(
   try {
     await fetch(`${runtime.origin}/__bench/floor/seed?n=${n}`).then((r) => r.arrayBuffer());
     const kinds = ['none', ...measured];
-    const mixUrl = options.mix
-      ? `${runtime.origin}/__bench/floor/op?kind=commit-mix&n=1&pad=${options.pad ?? 0}&mix=${encodeURIComponent(JSON.stringify(options.mix))}`
-      : null;
+    const mixUrl = options.mix ? `${runtime.origin}/__bench/floor/op?n=1&mix=${encodeURIComponent(JSON.stringify(options.mix))}` : null;
     const mixRounds: number[] = [];
     const calibration: number[] = [];
     const calibrationProcess: number[] = [];
@@ -156,10 +128,7 @@ await script(
   async (work) => {
     const before = loadavg();
     const rounds = Number(option('rounds') ?? 5);
-    const pad = Number(option('pad') ?? 0);
-    // `--before`: the commit's storage requests before this branch's cut (test/fixtures/commit-requests.ts).
-    const mix = flag('before') ? COMMIT_REQUESTS_BEFORE : COMMIT_REQUESTS;
-    const floor = await benchStorageFloor(work, flag('pieces') ? { rounds, n: 20, kinds: PIECES } : { rounds, pad, mix });
+    const floor = await benchStorageFloor(work, flag('pieces') ? { rounds, n: 20, kinds: PIECES } : { rounds, mix: COMMIT_REQUESTS });
     if (flag('json')) return console.log(JSON.stringify({ storageFloor: floor, loadavg: [before, loadavg()] }));
     const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
     console.log(`load average ${load(before)} → ${load(loadavg())}\n${storageFloorTable(floor).join('\n')}`);
