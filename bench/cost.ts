@@ -3,7 +3,7 @@
  * against the Worker built as deployed (in workerd over HTTPS, production settings: gzip documents; private mode with
  * a read token, or public), counted through the bindings by the bench Worker (bench/bench-worker.ts). Per
  * deployment (CostConfig: files through the Worker, from presigned R2 URLs, or metadata and files from the bucket's
- * public custom domain, bench/s3-side.ts) and install path (origin registry, network mirror), three runs: cold
+ * public custom domain, test/e2e/s3/side.ts) and install path (origin registry, network mirror), three runs: cold
  * (empty edge cache, fresh isolate: the first init in a location), warm edge cache in a fresh isolate (workerd
  * restarted on the same cache: the steady state), and warm edge cache and isolate. From those, the daily `terraform
  * init` capacity that fits Cloudflare's free plan, and the share of it a typical organisation (10 providers, 1,000
@@ -19,7 +19,7 @@ import { initCounts, startRuntime, type InitCounts } from './runtime';
 import { build } from './build';
 import { publishState, terraformInit } from './cost-init';
 import { flag, log as say, option, script, targetLines, textTable } from './report';
-import { startFilesOrigin, startS3 } from './s3-side';
+import { startFilesOrigin, startS3 } from '../test/e2e/s3/side';
 import { writeAllStaticCopies } from '../src/store/static-documents';
 import { markFilesOriginReady } from '../src/store/files-origin-ready';
 
