@@ -11,7 +11,7 @@
  *
  * Other paths: /__bench/loop (N requests handled inside one, for the Worker's own CPU per request), /__bench/add
  * (one batch straight to a counting object), /__bench/cache and /__bench/statuses (the soak), /__sign and
- * /__verify (trusted publishing's steps, bench/identity.ts), the byte paths of bench-worker-bytes.ts and the
+ * /__verify (trusted publishing's steps, bench/signing.ts), the byte paths of bench-worker-bytes.ts and the
  * floors of bench-worker-floor.ts.
  */
 import worker from '../src/index';

@@ -182,32 +182,12 @@ export async function benchPublishScale(
 /** The budgets table, with each plan's per-invocation limit beside each Worker path. */
 export function budgetsTable(rows: readonly BudgetRow[]): string {
   const limit = INVOCATION_LIMITS.free.storageOperations;
+  const share = (r: BudgetRow) => `${Math.round((100 * r.storageOperations) / limit)} %${r.storageOperations > limit ? ' OVER' : ''}`;
   return textTable(
-    [
-      'write path',
-      'runs in',
-      'KV reads',
-      'KV writes',
-      'KV deletes',
-      'KV lists',
-      'R2 class A',
-      'R2 class B',
-      'storage ops',
-      'of 1,000/invocation',
-      'a day on Free',
-    ],
+    'write path|runs in|KV reads|KV writes|KV deletes|KV lists|R2 class A|R2 class B|storage ops|of 1,000/invocation|a day on Free'.split('|'),
     rows.map((r) => [
-      r.path,
-      r.runs,
-      String(r.kvReads),
-      String(r.kvWrites),
-      String(r.kvDeletes),
-      String(r.kvLists),
-      String(r.r2ClassA),
-      String(r.r2ClassB),
-      String(r.storageOperations),
-      r.runs === 'Worker' ? `${Math.round((100 * r.storageOperations) / limit)} %${r.storageOperations > limit ? ' OVER' : ''}` : 'n/a (CLI)',
-      String(r.perDayOnFree),
+      ...[r.path, r.runs, ...[r.kvReads, r.kvWrites, r.kvDeletes, r.kvLists, r.r2ClassA, r.r2ClassB, r.storageOperations].map(String)],
+      ...[r.runs === 'Worker' ? share(r) : 'n/a (CLI)', String(r.perDayOnFree)],
     ]),
   );
 }

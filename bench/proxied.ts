@@ -24,7 +24,7 @@ import { ModuleUpstream } from '../test/e2e/module-upstream';
 import { StaticUpstream } from '../test/scripts/mirror/upstream';
 import { build } from './build';
 import { cpuMicros } from './proc';
-import { policyRuntime, storageCounts } from './runtime';
+import { policyRuntime, processCpuMs, storageCounts } from './runtime';
 import { flag, log, markdownTable, script } from './report';
 
 type Bench = Awaited<ReturnType<typeof policyRuntime>>;
@@ -43,15 +43,6 @@ async function measured<T>(runtime: Bench, upstream: { requests: readonly string
   const ops = await runtime.ops();
   const upstreamRequests = upstream.requests.length - requests;
   return { result, wallMs, workerdProcessCpuMs, upstreamRequests, subrequests: ops['subrequest:fetch'] ?? 0, ...storageCounts(ops), ops };
-}
-
-/** workerd's process CPU (ms) of one request to a bench Worker path (no storage I/O but what it says), answered 200. */
-async function cpuOf(runtime: Bench, path: string, init?: RequestInit): Promise<number> {
-  const before = cpuMicros(runtime.pid);
-  const response = await fetch(`${runtime.origin}${path}`, init);
-  const text = await response.text();
-  if (response.status !== 200) throw new Error(`${path}: HTTP ${response.status} ${text.slice(0, 300)}`);
-  return (cpuMicros(runtime.pid) - before) / 1000;
 }
 
 /** Downloads `url`: status, bytes and their SHA-256. */
@@ -199,7 +190,7 @@ async function moduleProxy(work: string, bundle: string): Promise<string> {
       const upstreamTarball = await tarball(name, '1.0.0');
       const { result: packageBytes, ...figures } = await measured(runtime, upstream, () => get(name, '1.0.0'));
       const times = extraFiles > 1000 ? 3 : 10;
-      const ownCpuMs = (await cpuOf(runtime, `/__bench/repack?times=${times}`, { method: 'POST', body: upstreamTarball })) / times;
+      const ownCpuMs = (await processCpuMs(runtime, `/__bench/repack?times=${times}`, { method: 'POST', body: upstreamTarball })) / times;
       cold.push({
         module: name,
         files: extraFiles + 5,

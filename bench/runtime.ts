@@ -7,7 +7,7 @@ import { freePort } from '../test/e2e/server';
 import { Miniflare } from 'miniflare';
 import { formatPolicy, parsePolicy } from '../src/protocol/mirror-policy';
 import { mirrorPolicyKey } from '../src/store/layout';
-import { childPids } from './proc';
+import { childPids, cpuNanos } from './proc';
 
 /**
  * workerd through Miniflare's API, serving a built Worker directly on
@@ -104,6 +104,23 @@ export async function policyRuntime(
   const runtime = await startRuntime({ bundlePath: bundle }, dir, options);
   await (await runtime.mf.getKVNamespace('REGISTRY_KV')).put(mirrorPolicyKey, formatPolicy(parsePolicy(JSON.stringify(policy), 'bench policy')));
   return { ...runtime, ops: () => opsOf(runtime) };
+}
+
+/** workerd's process CPU (ms, every thread's schedstat) of one request to `runtime`, answered 200 (else throws). */
+export async function processCpuMs(runtime: Runtime, path: string, init?: RequestInit): Promise<number> {
+  const before = cpuNanos(runtime.pid);
+  const response = await fetch(`${runtime.origin}${path}`, init);
+  const text = await response.text();
+  const ms = (cpuNanos(runtime.pid) - before) / 1e6;
+  if (response.status !== 200) throw new Error(`${path}: HTTP ${response.status} ${text.slice(0, 300)}`);
+  return ms;
+}
+
+/** One request's workerd process CPU (ms), the least of three (the machine is shared; the bench Worker's paths make no storage I/O). */
+export async function leastCpuMs(runtime: Runtime, url: string, init?: RequestInit): Promise<number> {
+  let least = Infinity;
+  for (let i = 0; i < 3; i++) least = Math.min(least, await processCpuMs(runtime, url, init));
+  return least;
 }
 
 /** The bench Worker's counts since the last call (/__bench/ops?reset, bench/bench-worker.ts), by "binding:method". */
