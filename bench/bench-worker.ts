@@ -87,18 +87,15 @@ const wrapped = new WeakMap<Env, Map<string, Env>>();
 function countingEnv(env: Env, kind: string): Env {
   let byKind = wrapped.get(env);
   if (!byKind) wrapped.set(env, (byKind = new Map()));
-  let result = byKind.get(kind);
-  if (!result) {
-    const of = (prefix: string) => (method: string, args: unknown[]) => add(`${prefix}:${method}`, kind, prefix === 'kv' ? String(args[0]).split('/')[0] : '');
-    result = {
+  const of = (prefix: string) => (method: string, args: unknown[]) => add(`${prefix}:${method}`, kind, prefix === 'kv' ? String(args[0]).split('/')[0] : '');
+  if (!byKind.has(kind))
+    byKind.set(kind, {
       ...env,
       REGISTRY_KV: counted(env.REGISTRY_KV, of('kv')),
       REGISTRY_R2: counted(env.REGISTRY_R2, of('r2')),
       ...(env.DOWNLOADS ? { DOWNLOADS: counted(env.DOWNLOADS, of('downloads')) } : {}),
-    };
-    byKind.set(kind, result);
-  }
-  return result;
+    });
+  return byKind.get(kind)!;
 }
 
 /**
@@ -163,21 +160,11 @@ function downloadsEnv(env: Env): Record<'on' | 'off' | 'unbatched', Env> {
 
 const SUMS = new TextEncoder().encode(`${'c'.repeat(64)}  terraform-provider-bench_1.0.0_linux_amd64.zip\n`.repeat(3));
 
-/** POST /__sign?ns=NS&n=N: N × signShasumsWithHeldKey (held key of NS, secret in X-Secret). */
+/** POST /__sign?ns=NS: signShasumsWithHeldKey with the held key of NS (its secret in X-Secret); answers the key id. */
 async function signHeld(request: Request, url: URL, env: Env): Promise<Response> {
-  let keyId = '';
-  for (let i = 0, n = Number(url.searchParams.get('n') ?? '1'); i < n; i++) {
-    const secret = request.headers.get('x-secret') ?? '';
-    const signed = await signShasumsWithHeldKey(
-      { kv: env.REGISTRY_KV },
-      { signingKeySecret: secret },
-      'registry.example.com',
-      url.searchParams.get('ns')!,
-      SUMS,
-    );
-    keyId = signed?.keyId ?? 'none';
-  }
-  return new Response(keyId);
+  const secret = { signingKeySecret: request.headers.get('x-secret') ?? '' };
+  const signed = await signShasumsWithHeldKey({ kv: env.REGISTRY_KV }, secret, 'registry.example.com', url.searchParams.get('ns')!, SUMS);
+  return new Response(signed?.keyId ?? 'none');
 }
 
 /** POST /__verify?n=N: N × verifyCiToken of the token in the body against the publishers in X-Publishers (JSON), aud registry.example.com. */

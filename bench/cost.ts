@@ -9,7 +9,7 @@
  * init` capacity that fits Cloudflare's free plan, and the share of it a typical organisation (10 providers, 1,000
  * inits a day, each installing its 10 providers and one module) uses.
  */
-import { existsSync } from 'node:fs';
+import { terraform } from '../test/tools';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createToken } from '../scripts/lib/tokens';
@@ -80,8 +80,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
     { access: 'public', files: 'r2' },
     { access: 'public', files: 'documents' },
   ];
-  const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((p) => existsSync(p));
-  if (!terraform) return { skipped: 'no terraform binary (/usr/local/bin or /usr/bin)' };
+  if (!terraform) return { skipped: 'no terraform binary (/usr/local/bin, /usr/bin or PATH)' };
   const started = Date.now();
   const dir = join(work, 'cost');
   await mkdir(dir, { recursive: true });
@@ -148,7 +147,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
           const reset = async () => void (await Promise.all([read(), s3?.reset(), files?.reset()]));
           await reset();
           const measure = async (cache: CostScenario['cache'], runIndex: number) => {
-            await terraformInit(terraform, join(dir, 'init', `${config.access}-${config.files}-${path.replace(' ', '-')}-${runIndex}`), {
+            await terraformInit(join(dir, 'init', `${config.access}-${config.files}-${path.replace(' ', '-')}-${runIndex}`), {
               hostname,
               providers,
               token: config.access === 'private' ? token : null,

@@ -35,14 +35,16 @@ const ARCHIVE_BYTES = 256 * 1024;
 // A real RSA-4096 public key in ASCII armor is ~3 KB; every download document carries one.
 const ARMOR = `-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n${'A'.repeat(3000).replace(/(.{64})/g, '$1\n')}\n-----END PGP PUBLIC KEY BLOCK-----\n`;
 
-/** /__bench/statuses: the Worker's answers per route and status, and requests never answered. */
-async function routeFigures(origin: string): Promise<RouteFigures | null> {
-  try {
-    const response = await fetch(`${origin}/__bench/statuses`, { signal: AbortSignal.timeout(10_000) });
-    return (await response.json()) as RouteFigures;
-  } catch {
-    return null;
+/** GET `path` of the bench Worker as JSON, tried `tries` times (the load keeps workerd busy); null when it never answered. */
+async function benchJson<T>(origin: string, path: string, tries = 1): Promise<T | null> {
+  for (let attempt = 0; attempt < tries; attempt++) {
+    try {
+      return (await (await fetch(`${origin}${path}`, { signal: AbortSignal.timeout(10_000) })).json()) as T;
+    } catch {
+      // not answered: try again
+    }
   }
+  return null;
 }
 
 const log = (message: string) => process.stderr.write(`bench soak: ${message}\n`);
@@ -105,7 +107,7 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
         const rssMb = rssBytes(runtime.pid) / 1024 / 1024;
         const cpuSeconds = cpuMicros(runtime.pid) / 1e6;
         const heap = heaps ? await heaps.sample().catch(() => null) : null;
-        const cache = await cacheFigures(runtime.origin);
+        const cache = await benchJson<NonNullable<SoakSample['cache']>>(runtime.origin, '/__bench/cache', 3);
         samples.push({ seconds, rssMb, cpuSeconds, cache, heap });
         if (samples.length % Math.max(1, Math.round(60 / interval)) === 1) {
           log(
@@ -145,7 +147,7 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
       }
       // After a pause, so requests wrk gave up on have had time to finish (or be found hung).
       await new Promise((resolve) => setTimeout(resolve, 12_000));
-      const routes = await routeFigures(runtime.origin);
+      const routes = await benchJson<RouteFigures>(runtime.origin, '/__bench/statuses');
       const result = analyse(CONNECTIONS, minutes, paths.length, storedBytes, load, samples);
       result.routes = routes;
       result.afterCollection = collected;
@@ -236,17 +238,4 @@ function every(seconds: number, what: string, work: () => Promise<void>): { stop
       await running;
     },
   };
-}
-
-/** /__bench/cache, tried 3 times (the load keeps workerd busy); null when it never answered. */
-async function cacheFigures(origin: string): Promise<NonNullable<SoakSample['cache']> | null> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const response = await fetch(`${origin}/__bench/cache`, { signal: AbortSignal.timeout(10_000) });
-      return (await response.json()) as NonNullable<SoakSample['cache']>;
-    } catch {
-      // try again
-    }
-  }
-  return null;
 }
