@@ -52,13 +52,8 @@ export interface PulledRow {
 const MiB = 1024 * 1024;
 
 /** Measures each invocation of a cold pull of a `providerMb` MiB archive and a cold proxy of a vpc-shaped module. */
-export async function benchPulledBudgets(
-  work: string,
-  log: (line: string) => void = () => {},
-  options: { providerMb?: number; moduleFiles?: number } = {},
-): Promise<PulledRow[]> {
-  const providerMb = options.providerMb ?? 100;
-  const moduleFiles = options.moduleFiles ?? 200;
+export async function benchPulledBudgets(work: string, log: (line: string) => void = () => {}): Promise<PulledRow[]> {
+  const [providerMb, moduleFiles] = [100, 200];
   log(`budgets: building the bench Worker (bench/bench-worker.ts, its counters); a ${providerMb} MiB provider archive, a ${moduleFiles + 5}-file module`);
   const bundle = await build(work, 'bench/bench-worker.ts');
   const provider = await StaticUpstream.start({

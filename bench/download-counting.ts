@@ -6,6 +6,7 @@
  * sparse; SQLite rows per batch of 1 and of 12 items (what DO storage bills); and that the object's total after the
  * load equals the downloads sent. `npx tsx bench/download-counting.ts [--quick] [--json]` runs it alone.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BATCH_MS } from '../src/downloads/count';
 import type { StorageOps } from '../src/downloads/counter';
 import { build } from './build';
@@ -97,10 +98,6 @@ export function countingTable(f: CountingFigures): string[] {
     `  storage per batch: 1 item ${ops(f.storage.batchOf1)}; 12 items ${ops(f.storage.batchOf12)}; the day's first batch ${ops(f.storage.firstBatchOfDay)} (table setup and retention check); KV and R2: 0`,
     `  exact: ${f.load.counted} counted of ${f.load.downloads} downloads${f.load.counted === f.load.downloads ? '' : ' — NOT EXACT'}`,
   ];
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 await script(import.meta, 'counting', async (work) => {

@@ -11,7 +11,7 @@ import { build } from './build';
 import { startRuntime } from './runtime';
 import { HOSTNAME, seedSmall } from './seed';
 import { workerProfiler } from './worker-cpu';
-import { median, option, script } from './report';
+import { loadAverages, median, option, script } from './report';
 
 async function main(work: string): Promise<void> {
   const rounds = Number(option('rounds') ?? 5);
@@ -57,11 +57,7 @@ async function main(work: string): Promise<void> {
     } finally {
       profiler.close();
     }
-    console.log(
-      `load average ${before.map((l) => l.toFixed(1)).join(' ')} → ${loadavg()
-        .map((l) => l.toFixed(1))
-        .join(' ')}`,
-    );
+    console.log(`load average ${loadAverages(before)} → ${loadAverages()}`);
     console.log(`Worker CPU per request (one provider version × 12 platforms; median of ${rounds}, each round's values in brackets):`);
     for (const name of names) {
       const values = cpu.get(name)!;

@@ -45,6 +45,13 @@ async function measured<T>(runtime: Bench, upstream: { requests: readonly string
   return { result, wallMs, workerdProcessCpuMs, upstreamRequests, subrequests: ops['subrequest:fetch'] ?? 0, ...storageCounts(ops), ops };
 }
 
+/** `request` made 10 times at once: the answers and the wall time (ms) for all. */
+async function simultaneous<T>(request: () => Promise<T>): Promise<{ results: T[]; wallMs: number }> {
+  const started = performance.now();
+  const results = await Promise.all(Array.from({ length: 10 }, request));
+  return { results, wallMs: Math.round(performance.now() - started) };
+}
+
 /** Downloads `url`: status, bytes and their SHA-256. */
 async function download(url: string | URL, init?: RequestInit) {
   const response = await fetch(url, init);
@@ -111,16 +118,11 @@ async function pullThrough(work: string, bundle: string): Promise<string> {
     // 10 simultaneous first requests for one archive.
     await fetch(`${base}/mirror/upstream.test/acme/big/9.0.0.json`).then((r) => r.arrayBuffer());
     const before = upstream.archiveRequestsFor(file('9.0.0'));
-    const started = performance.now();
-    const results = await Promise.all(Array.from({ length: 10 }, () => download(archiveUrl('9.0.0'))));
+    const { results, wallMs } = await simultaneous(() => download(archiveUrl('9.0.0')));
     const expected = await upstreamSha('9.0.0');
     const concurrent = {
-      requests: 10,
-      mb: sizes[0]!,
-      statuses: results.map((r) => r.status),
-      identical: results.every((r) => r.sha256 === expected),
-      upstreamDownloads: upstream.archiveRequestsFor(file('9.0.0')) - before - 1,
-      wallMs: Math.round(performance.now() - started),
+      ...{ requests: 10, mb: sizes[0]!, statuses: results.map((r) => r.status), identical: results.every((r) => r.sha256 === expected) },
+      ...{ upstreamDownloads: upstream.archiveRequestsFor(file('9.0.0')) - before - 1, wallMs },
     };
     log(`concurrent: ${JSON.stringify(concurrent)}`);
     if (flag('json')) return JSON.stringify({ cold, warm, concurrent });
@@ -209,13 +211,12 @@ async function moduleProxy(work: string, bundle: string): Promise<string> {
     // 10 simultaneous first downloads of one version.
     await tarball('vpc', '1.1.0');
     const fetchesBefore = upstream.count('tar.gz/vpc-v1.1.0');
-    const started = performance.now();
-    const results = await Promise.all(Array.from({ length: 10 }, () => get('vpc', '1.1.0')));
+    const { results, wallMs } = await simultaneous(() => get('vpc', '1.1.0'));
     const concurrent = {
       requests: 10,
       sameSize: new Set(results).size === 1,
       upstreamPackageFetches: upstream.count('tar.gz/vpc-v1.1.0') - fetchesBefore,
-      wallMs: Math.round(performance.now() - started),
+      wallMs,
     };
     log(`concurrent: ${JSON.stringify(concurrent)}`);
     if (flag('json')) return JSON.stringify({ cold, warm: { module: 'vpc', ...warm }, concurrent });

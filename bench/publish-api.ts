@@ -6,7 +6,6 @@
  * ≤ 10 ms), and 1 and 3 MiB of stored zips; beside the storage floor measured in the same run
  * (bench/storage-floor.ts) and what the commit's storage requests cost at it.
  */
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createToken } from '../scripts/lib/tokens';
 import { writeSigningKeys } from '../src/store/providers/signing-keys';
@@ -20,7 +19,7 @@ import { build } from './build';
 import { writeRelease } from './seed';
 import { startRuntime } from './runtime';
 import { largest, planFor, workerProfiler, type RequestCpu } from './worker-cpu';
-import { flag, log as say, median, option, script } from './report';
+import { flag, loadAverages, log as say, median, option, script } from './report';
 import { benchStorageFloor, storageFloorTable, type StorageFloor } from './storage-floor';
 import { COMMIT_REQUESTS } from '../test/fixtures/commit-requests';
 
@@ -205,9 +204,7 @@ await script(
     const by = (list: { name: string; ms: number }[]) => list.map((f) => `${f.name} ${f.ms.toFixed(1)}`).join('; ');
     console.log(
       [
-        `load average ${loadavg()
-          .map((l) => l.toFixed(1))
-          .join(' ')}`,
+        `load average ${loadAverages()}`,
         ...storageFloorTable(figures.floor),
         ...publishApiTable(figures),
         ...figures.cpu.map((c) => `  ${c.name}, the largest request's busy samples by function (wall-clock samples, ms): ${by(c.maxRequest.topFunctions)}`),

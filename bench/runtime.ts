@@ -1,9 +1,6 @@
 import { compatibilityDate } from '../scripts/lib/config';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { freePort } from '../test/e2e/server';
+import { dirname } from 'node:path';
+import { freePort, startDevServer, type DevServer } from '../test/e2e/server';
 import { Miniflare } from 'miniflare';
 import { formatPolicy, parsePolicy } from '../src/protocol/mirror-policy';
 import { mirrorPolicyKey } from '../src/store/layout';
@@ -177,70 +174,9 @@ export function initCounts(detail: Record<string, number>): InitCounts {
 
 /**
  * Exactly what `npm start -- ARGS` runs (package.json: node scripts/run.mjs start: wrangler dev) on a free port and
- * `state`, in its own process group (stopped with it); resolves once discovery answers 200. `log()`: its output.
+ * `state`, in its own process group (stopped with it; test/e2e/server.ts); resolves once discovery answers 200.
+ * `log()`: its output.
  */
-export async function startNpmStart(state: string): Promise<{ origin: string; stop: () => Promise<void>; log: () => string }> {
-  const port = await freePort();
-  const ownTmp = mkdtempSync(join(tmpdir(), 'edge-registry-cli-wall-wrangler-'));
-  // Exactly what `npm start -- ARGS` runs (package.json: node scripts/run.mjs start), in its own process group.
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
-      join(import.meta.dirname, '..', 'scripts', 'run.mjs'),
-      'start',
-      '--port',
-      String(port),
-      '--ip',
-      '127.0.0.1',
-      '--persist-to',
-      state,
-      '--inspector-port',
-      String(await freePort()),
-      '--show-interactive-dev-session=false',
-    ],
-    {
-      cwd: join(import.meta.dirname, '..'),
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, TMPDIR: ownTmp, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
-    },
-  );
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const group = (signal: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, signal);
-    } catch {
-      // gone already
-    }
-  };
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      group('SIGTERM');
-      const timer = setTimeout(() => group('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-    rmSync(ownTmp, { recursive: true, force: true });
-  };
-  process.on('exit', () => group('SIGKILL'));
-  const origin = `http://localhost:${port}`;
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
-    try {
-      const response = await fetch(`${origin}/.well-known/terraform.json`, { signal: AbortSignal.timeout(2000) });
-      await response.arrayBuffer();
-      if (response.status === 200) return { origin, stop, log: () => output };
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`npm start did not answer within 120 s:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+export async function startNpmStart(state: string): Promise<DevServer> {
+  return startDevServer({ stateDir: state, port: await freePort(), npmStart: true });
 }

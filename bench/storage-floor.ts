@@ -15,7 +15,7 @@ import { build } from './build';
 import { COMMIT_REQUESTS } from '../test/fixtures/commit-requests';
 import { startRuntime } from './runtime';
 import { workerProfiler } from './worker-cpu';
-import { flag, median, option, script } from './report';
+import { flag, loadAverages, median, option, script } from './report';
 import { pieces, spin, storageOps } from './bench-worker-floor';
 
 /** The storage operations measured by default, and the publish commit's pieces of work measured alone (`--pieces`). */
@@ -130,8 +130,7 @@ await script(
     const rounds = Number(option('rounds') ?? 5);
     const floor = await benchStorageFloor(work, flag('pieces') ? { rounds, n: 20, kinds: PIECES } : { rounds, mix: COMMIT_REQUESTS });
     if (flag('json')) return console.log(JSON.stringify({ storageFloor: floor, loadavg: [before, loadavg()] }));
-    const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
-    console.log(`load average ${load(before)} → ${load(loadavg())}\n${storageFloorTable(floor).join('\n')}`);
+    console.log(`load average ${loadAverages(before)} → ${loadAverages()}\n${storageFloorTable(floor).join('\n')}`);
   },
   { inspector: true },
 );
