@@ -1,15 +1,12 @@
 /**
- * `npm run bench:budgets` (and a section of `npm run bench`): each write
- * path's storage operations per invocation at realistic sizes, beside
- * Cloudflare's limits (docs/production-rules.md), and the daily Free-plan
- * budget they leave. Every path runs the store code the Worker and the
- * scripts run, against Miniflare's local KV and R2 (scripts/lib/stores/local),
- * counted by the store-counting proxy the publish-cost figures use
- * (test/fixtures/counting-store.ts). The per-`terraform init` figures (Worker
- * requests, KV reads) come from bench/cost.ts (a real terraform init). The
- * paths that fetch from an upstream (a 100 MiB provider pulled through, a
- * vpc-shaped module proxied: subrequests, CPU and isolate memory per
- * invocation) are measured in workerd by bench/budgets-pulled.ts.
+ * `npm run bench:budgets` (and a section of `npm run bench`): each write path's storage operations per invocation at
+ * realistic sizes, beside Cloudflare's limits (docs/production-rules.md), and the daily Free-plan budget they leave.
+ * Every path runs the store code the Worker and the scripts run, against Miniflare's local KV and R2
+ * (scripts/lib/stores/local), counted by the store-counting proxy the publish-cost figures use
+ * (test/fixtures/counting-store.ts). The per-`terraform init` figures (Worker requests, KV reads) come from
+ * bench/cost.ts (a real terraform init). The paths that fetch from an upstream (a 100 MiB provider pulled through, a
+ * vpc-shaped module proxied: subrequests, CPU and isolate memory per invocation) are measured in workerd by
+ * bench/budgets-pulled.ts.
  */
 import { join } from 'node:path';
 import { readRegistryConfig } from '../scripts/lib/config';

@@ -109,17 +109,8 @@ export interface CliWallFigures {
   commit: string;
   baselineDir: string | null;
   runs: {
-    kind:
-      | 'publish'
-      | 'node -e 0'
-      | 'help'
-      | 'node -e 0 (help)'
-      | 'local publish'
-      | 'local module publish'
-      | 'baseline publish'
-      | 'baseline help'
-      | 'baseline local publish'
-      | 'baseline local module publish';
+    /** What ran: this checkout's CLI, the baseline's, or `node -e 0` beside the publishes or the help runs. */
+    kind: `${'' | 'baseline '}${'publish' | 'help' | 'local publish' | 'local module publish'}` | 'node -e 0' | 'node -e 0 (help)';
     wall: number;
     cpu: number;
     load: number;

@@ -15,15 +15,9 @@ import { opsOf, startRuntime } from './runtime';
 import { HOSTNAME, archivePath, seedSmall } from './seed';
 import { flag, log, script } from './report';
 
-export interface CountingFigures {
-  windowMs: number;
-  cpu: { n: number; offMicros: number; onMicros: number; unbatchedMicros: number };
-  load: { downloads: number; concurrency: number; seconds: number; rpcs: number; counted: number };
-  sparse: { downloads: number; rpcs: number };
-  storage: { firstBatchOfDay: StorageOps; batchOf1: StorageOps; batchOf12: StorageOps };
-}
+export type CountingFigures = Awaited<ReturnType<typeof benchDownloadCounting>>;
 
-export async function benchDownloadCounting(work: string, options: { quick?: boolean; log?: (line: string) => void } = {}): Promise<CountingFigures> {
+export async function benchDownloadCounting(work: string, options: { quick?: boolean; log?: (line: string) => void } = {}) {
   const log = options.log ?? (() => {});
   const runtime = await startRuntime({ bundlePath: await build(work, 'bench/bench-worker.ts') }, undefined, { downloads: { batchMs: BATCH_MS } });
   try {
@@ -73,12 +67,8 @@ export async function benchDownloadCounting(work: string, options: { quick?: boo
 
     // Sparse: downloads further apart than the window.
     await rpcs();
-    const sparseDownloads = 3;
-    for (let i = 0; i < sparseDownloads; i++) {
-      await get(path);
-      await sleep(BATCH_MS + 200);
-    }
-    const sparse = { downloads: sparseDownloads, rpcs: await rpcs() };
+    for (let i = 0; i < 3; i++) await get(path).then(() => sleep(BATCH_MS + 200));
+    const sparse = { downloads: 3, rpcs: await rpcs() };
 
     const add = async (items: number) => JSON.parse(new TextDecoder().decode(await get(`/__bench/add?items=${items}&name=storage`))) as StorageOps;
     const storage = { firstBatchOfDay: await add(1), batchOf1: await add(1), batchOf12: await add(12) };

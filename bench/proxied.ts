@@ -24,7 +24,7 @@ import { ModuleUpstream } from '../test/e2e/module-upstream';
 import { StaticUpstream } from '../test/scripts/mirror/upstream';
 import { build } from './build';
 import { cpuMicros } from './proc';
-import { policyRuntime, processCpuMs, storageCounts } from './runtime';
+import { policyRuntime, processCpuMs, storageCounts, untilCommitted } from './runtime';
 import { flag, log, markdownTable, script } from './report';
 
 type Bench = Awaited<ReturnType<typeof policyRuntime>>;
@@ -79,17 +79,9 @@ async function pullThrough(work: string, bundle: string): Promise<string> {
     hosts: { 'upstream.test': { 'providers.v1': `${upstream.origin}/v1/providers/` } },
   });
   try {
-    const r2 = await runtime.mf.getR2Bucket('REGISTRY_R2');
     const base = `${runtime.origin}/v1`;
     const file = (version: string) => `terraform-provider-big_${version}_linux_amd64.zip`;
     const archiveUrl = (version: string) => `${base}/archives/upstream.test/acme/big/${version}/${file(version)}`;
-    const committed = async (version: string) => {
-      for (let i = 0; i < 600; i++) {
-        if (await r2.head(`.records/upstream.test/acme/big/${version}.json`)) return;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      throw new Error(`${version} was never committed`);
-    };
     const upstreamSha = async (version: string) => (await download(`${upstream.origin}/files/${file(version)}`)).sha256;
 
     const cold = [];
@@ -101,7 +93,7 @@ async function pullThrough(work: string, bundle: string): Promise<string> {
         await (await fetch(`${base}/mirror/upstream.test/acme/big/${version}.json`)).arrayBuffer();
         const got = await download(archiveUrl(version));
         const toLastByte = performance.now() - started;
-        await committed(version);
+        await untilCommitted(runtime, version);
         return { got, toLastByte };
       });
       if (result.got.status !== 200 || result.got.sha256 !== expected)

@@ -8,8 +8,7 @@ import { childPids, cpuNanos } from './proc';
 
 /**
  * workerd through Miniflare's API, serving a built Worker directly on
- * 127.0.0.1 (no wrangler dev proxy in front), with in-memory KV and R2
- * bound as in wrangler.toml.
+ * 127.0.0.1 (no wrangler dev proxy in front), with in-memory KV and R2 bound as in wrangler.toml.
  */
 export interface Runtime {
   mf: Miniflare;
@@ -31,15 +30,12 @@ export const VARS = {
 const COMPATIBILITY_DATE = compatibilityDate(); // wrangler.toml's
 
 /**
- * `persistDir` stores KV and R2 on disk as `wrangler dev` does (R2 blobs are
- * files, so serving one streams from disk); without it they live in memory.
- * `persistCache` keeps the edge cache (Cache API) there as well; its entries
- * are keyed on the request's origin, so a later runtime that should find them
- * listens on the same `port` (`cacheDir`: the cache in that directory
- * instead). `downloads` binds the DOWNLOADS Durable Object (download counts)
- * with that batch window. `https` serves with that key and certificate;
- * `names` are the KV namespace's and the bucket's ids (a local state's:
- * edge-registry-local and edge-registry).
+ * `persistDir` stores KV and R2 on disk as `wrangler dev` does (R2 blobs are files, so serving one streams from
+ * disk); without it they live in memory. `persistCache` keeps the edge cache (Cache API) there as well; its entries
+ * are keyed on the request's origin, so a later runtime that should find them listens on the same `port` (`cacheDir`:
+ * the cache in that directory instead). `downloads` binds the DOWNLOADS Durable Object (download counts) with that
+ * batch window. `https` serves with that key and certificate; `names` are the KV namespace's and the bucket's ids (a
+ * local state's: edge-registry-local and edge-registry).
  */
 export async function startRuntime(
   worker: { bundlePath: string } | { script: string },
@@ -118,6 +114,16 @@ export async function leastCpuMs(runtime: Runtime, url: string, init?: RequestIn
   let least = Infinity;
   for (let i = 0; i < 3; i++) least = Math.min(least, await processCpuMs(runtime, url, init));
   return least;
+}
+
+/** Waits (up to 2 minutes) until the pulled version `version` of upstream.test/acme/big is committed (its record in R2). */
+export async function untilCommitted(runtime: Runtime, version: string): Promise<void> {
+  const r2 = await runtime.mf.getR2Bucket('REGISTRY_R2');
+  for (let i = 0; i < 1200; i++) {
+    if (await r2.head(`.records/upstream.test/acme/big/${version}.json`)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the pulled version ${version} was never committed`);
 }
 
 /** The bench Worker's counts since the last call (/__bench/ops?reset, bench/bench-worker.ts), by "binding:method". */

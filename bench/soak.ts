@@ -1,17 +1,13 @@
 /**
- * `npm run bench -- --soak [MINUTES]` (default 10): memory under sustained
- * load. 50 wrk connections for MINUTES against the built Worker in workerd
- * (the bench's counting wrapper around the same Worker), each request a
- * random pick among every document and some release files of a provider
- * whose documents add up to well over the isolate cache's 32 MiB, so the
- * cache is kept full and evicting all along. Every few seconds it samples
- * workerd's RSS and the cache's own figures (/__bench/cache), then prints the
- * RSS curve, whether it plateaus after the warm-up, and whether the cache's
- * byte bound held at every sample, and the Worker's answers per route and
- * status with the requests it never answered (/__bench/statuses). Reported,
- * never a failure. Miniflare's own isolates collect their garbage every
- * HELPER_COLLECTION_SECONDS (SoakOptions.rawHelpers says why); after the load
- * every isolate does, and the RSS left is reported.
+ * `npm run bench -- --soak [MINUTES]` (default 10): memory under sustained load. 50 wrk connections for MINUTES
+ * against the built Worker in workerd (the bench's counting wrapper around the same Worker), each request a random
+ * pick among every document and some release files of a provider whose documents add up to well over the isolate
+ * cache's 32 MiB, so the cache is kept full and evicting all along. Every few seconds it samples workerd's RSS and
+ * the cache's own figures (/__bench/cache), then prints the RSS curve, whether it plateaus after the warm-up, and
+ * whether the cache's byte bound held at every sample, and the Worker's answers per route and status with the
+ * requests it never answered (/__bench/statuses). Reported, never a failure. Miniflare's own isolates collect their
+ * garbage every HELPER_COLLECTION_SECONDS (SoakOptions.rawHelpers says why); after the load every isolate does, and
+ * the RSS left is reported.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -164,9 +160,8 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
 }
 
 /**
- * Publishes VERSIONS versions through the store's write path: every
- * version's download and mirror documents (no files), one version with its
- * release files, then the lists. Returns every path the load picks from.
+ * Publishes VERSIONS versions through the store's write path: every version's download and mirror documents (no
+ * files), one version with its release files, then the lists. Returns every path the load picks from.
  */
 async function seed(runtime: Runtime, address: ProviderAddress): Promise<{ paths: string[]; storedBytes: number }> {
   const store = await stores(runtime);

@@ -64,28 +64,30 @@ export async function benchStorageFloor(
   const rounds = options.rounds ?? 5;
   const inspectorPort = await freePort();
   const runtime = await startRuntime({ bundlePath: await build(work, 'bench/bench-worker.ts') }, undefined, { inspectorPort });
+  /** GET a floor path of the bench Worker, its body read; throws unless 200. */
+  const get = async (path: string) => {
+    const response = await fetch(`${runtime.origin}/__bench/floor/${path}`);
+    if (!response.ok) throw new Error(`${path}: ${response.status}`);
+    await response.arrayBuffer();
+  };
   try {
-    await fetch(`${runtime.origin}/__bench/floor/seed?n=${n}`).then((r) => r.arrayBuffer());
+    await get(`seed?n=${n}`);
     const kinds = ['none', ...measured];
-    const mixUrl = options.mix ? `${runtime.origin}/__bench/floor/op?n=1&mix=${encodeURIComponent(JSON.stringify(options.mix))}` : null;
+    const mixUrl = options.mix ? `op?n=1&mix=${encodeURIComponent(JSON.stringify(options.mix))}` : null;
     const mixRounds: number[] = [];
     const calibration: number[] = [];
     const calibrationProcess: number[] = [];
-    if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
+    if (mixUrl) await get(mixUrl);
     // Warm the isolate on every kind first.
-    for (const kind of [...kinds, 'spin']) await fetch(`${runtime.origin}/__bench/floor/op?kind=${kind}&n=2`).then((r) => r.arrayBuffer());
+    for (const kind of [...kinds, 'spin']) await get(`op?kind=${kind}&n=2`);
     const profiler = await workerProfiler(inspectorPort, runtime.pid);
     const cpu = new Map<string, number[]>(kinds.map((k) => [k, []]));
     try {
       for (let round = 0; round < rounds; round++) {
         const { cpu: recording } = await profiler.record(async () => {
-          for (const kind of kinds) {
-            const response = await fetch(`${runtime.origin}/__bench/floor/op?kind=${kind}&n=${n}`);
-            if (!response.ok) throw new Error(`${kind}: ${response.status}`);
-            await response.arrayBuffer();
-          }
-          if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
-          await fetch(`${runtime.origin}/__bench/floor/op?kind=spin&n=${SPIN_N}`).then((r) => r.arrayBuffer());
+          for (const kind of kinds) await get(`op?kind=${kind}&n=${n}`);
+          if (mixUrl) await get(mixUrl);
+          await get(`op?kind=spin&n=${SPIN_N}`);
         });
         calibration.push(recording.requests.at(-1)!.cpuMs);
         calibrationProcess.push(recording.requests.at(-1)!.upperBoundMs);

@@ -187,9 +187,8 @@ function attribute(worker: Profile, windows: readonly Window[]): CpuRecording {
 }
 
 /**
- * The inspector is a WebSocket, which Node 20 has behind a flag: when it is
- * missing, runs this script again with the flag and exits with its code
- * (never returns then). Call first thing in an entry point.
+ * The inspector is a WebSocket, which Node 20 has behind a flag: when it is missing, runs this script again with the
+ * flag and exits with its code (never returns then). Call first thing in an entry point.
  */
 export async function withWebSocket(): Promise<void> {
   if (typeof globalThis.WebSocket !== 'undefined') return;
