@@ -140,21 +140,12 @@ export async function storageFloor(url: URL, env: FloorEnv): Promise<Response> {
 const sums = new TextEncoder().encode(
   ['darwin_arm64', 'linux_amd64', 'windows_amd64'].map((p) => `${'a'.repeat(64)}  terraform-provider-x_1.0.0_${p}.zip\n`).join(''),
 );
-// A statement about the size of the commit's publish attestation (~1.5 KB of in-toto JSON).
+// A statement the size of the commit's publish attestation (~1.5 KB of in-toto JSON: its subjects' names and digests).
 const statement = new TextEncoder().encode(
   JSON.stringify({
     _type: 'https://in-toto.io/Statement/v1',
-    subject: ['darwin_arm64', 'linux_amd64', 'windows_amd64', 'SHA256SUMS'].map((p) => ({
-      name: `terraform-provider-x_1.0.0_${p}`,
-      digest: { sha256: 'b'.repeat(64) },
-    })),
-    predicateType: 'https://edge-registry.dev/publish/v1',
-    predicate: {
-      publisher: { kind: 'token', tokenId: 'c'.repeat(32) },
-      registry: 'registry.example.com',
-      at: new Date(0).toISOString(),
-      padding: 'p'.repeat(600),
-    },
+    subject: `${'terraform-provider-x_1.0.0_linux_amd64 '.repeat(4)}${'b'.repeat(256)}`,
+    padding: 'p'.repeat(1000),
   }),
 );
 // A version entry of the provider's index (~600 bytes); the index of a provider with N versions is N of them.

@@ -16,8 +16,8 @@ export interface Breakdown {
   requests: { name: string; seconds: number }[];
 }
 
-/** The request's name in a breakdown: "POST create", "PUT linux_amd64.zip", "POST commit". */
-function requestName(method: string, path: string): string {
+/** A publish API request's name: "POST create", "PUT linux_amd64.zip", "POST commit" (also bench/publish-api.ts's). */
+export function requestName(method: string, path: string): string {
   const what = path.endsWith('/commit')
     ? 'commit'
     : method === 'POST'

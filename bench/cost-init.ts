@@ -5,6 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { publishModule } from '../scripts/lib/module/publish';
+import { writeDemoModule } from '../scripts/lib/demo/module';
 import { publishIntoState } from '../test/e2e/local-publish';
 import { generateRelease, generateSigningKey } from '../test/e2e/release';
 import { terraformInit as runInit } from '../test/e2e/terraform-init';
@@ -25,14 +26,9 @@ export async function publishState(dir: string, stateDir: string, hostname: stri
   // Terraform cannot resolve a mirror URL for a source address with a port: the mirror run installs
   // the same releases under a plain hostname (as for mirrored upstream providers).
   await publishIntoState(stateDir, MIRRORED_HOSTNAME, 'acme', releases, key);
-  // One module (acme/vpc/aws), published with publish-module's own code into the same state.
+  // One module (acme/vpc/aws: the demo module), published with publish-module's own code into the same state.
   const moduleDir = join(dir, 'module-vpc');
-  await mkdir(moduleDir, { recursive: true });
-  await writeFile(
-    join(moduleDir, 'main.tf'),
-    'variable "cidr" {\n  type    = string\n  default = "10.0.0.0/16"\n}\n\noutput "cidr" {\n  value = var.cidr\n}\n',
-  );
-  await writeFile(join(moduleDir, 'README.md'), '# vpc\n\nA bench module.\n');
+  writeDemoModule(moduleDir, '1.0.0', hostname);
   await publishModule({
     path: moduleDir,
     namespace: 'acme',

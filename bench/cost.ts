@@ -55,24 +55,10 @@ export interface CostScenario extends CostConfig {
   bindingLimit: string;
 }
 
-export type CostFigures =
-  | { skipped: string }
-  | {
-      providers: number;
-      platforms: string[];
-      scenarios: CostScenario[];
-      typical: {
-        providers: number;
-        initsPerDay: number;
-        /** Share of each free-plan limit 1,000 inits a day use, at the steady state (warm edge cache, fresh isolate), origin registry, private, files through the Worker. */
-        usage: { requests: number; kvReads: number; r2ClassBPerMonth: number };
-        storage: { versionMb: number; versionsThatFit: number; perProvider: number };
-      };
-      seconds: number;
-    };
+export type CostFigures = Awaited<ReturnType<typeof benchCost>>;
 
 /** Runs the measurement; `{skipped}` with the reason when terraform or openssl is missing. */
-export async function benchCost(work: string, options: { quick: boolean; log: (message: string) => void; configs?: CostConfig[] }): Promise<CostFigures> {
+export async function benchCost(work: string, options: { quick: boolean; log: (message: string) => void; configs?: CostConfig[] }) {
   const configs = options.configs ?? [
     { access: 'private', files: 'worker' },
     { access: 'public', files: 'worker' },
@@ -80,7 +66,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
     { access: 'public', files: 'r2' },
     { access: 'public', files: 'documents' },
   ];
-  if (!terraform) return { skipped: 'no terraform binary (/usr/local/bin, /usr/bin or PATH)' };
+  if (!terraform) return { skipped: 'no terraform binary (/usr/local/bin, /usr/bin or PATH)' } as const;
   const started = Date.now();
   const dir = join(work, 'cost');
   await mkdir(dir, { recursive: true });
@@ -196,6 +182,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
     scenarios,
     typical: {
       ...TYPICAL,
+      // The share of each free-plan limit the typical inits use at the steady state (warm edge cache, fresh isolate; private, files through the Worker).
       usage: {
         requests: (steady.requests * TYPICAL.initsPerDay) / FREE_PLAN.workerRequestsPerDay,
         kvReads: (steady.kvReads * TYPICAL.initsPerDay) / FREE_PLAN.kvReadsPerDay,

@@ -22,6 +22,7 @@ import { largest, planFor, workerProfiler, type RequestCpu } from './worker-cpu'
 import { flag, loadAverages, log as say, median, option, script } from './report';
 import { benchStorageFloor, storageFloorTable, type StorageFloor } from './storage-floor';
 import { COMMIT_REQUESTS } from '../test/fixtures/commit-requests';
+import { requestName } from './cli-marks';
 
 const HOST = 'registry.example.com';
 const BENCH_SIGNING_KEY_SECRET = 'bench-only-secret-0123456789abcdefghijklmnop';
@@ -125,7 +126,8 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
         const dist = await writeDist(join(work, `dist-repeat-${i}`), 'repeat', `2.0.${i}`);
         const { cpu: recording } = await profiler.record(() => keyless(dist));
         for (const r of recording.requests) {
-          const name = requestKind(r.request);
+          const [method, path] = r.request.replace(/\?.*$/, '').split(' ') as [string, string];
+          const name = requestName(method, path).replace(/^POST /, '');
           byRequest.set(name, [...(byRequest.get(name) ?? []), r.cpuMs]);
           if (name === 'commit') {
             for (const f of r.inclusiveFunctions) inclusive.set(f.name, (inclusive.get(f.name) ?? 0) + f.ms / repeats);
@@ -181,14 +183,6 @@ export function publishApiTable(figures: PublishApiFigures): string[] {
   ];
 }
 
-/** create, PUT FILENAME or commit. */
-export function requestKind(request: string): string {
-  if (/^POST \/v1\/publish\/(providers|modules)\//.test(request)) return 'create';
-  if (request.endsWith('/commit')) return 'commit';
-  const put = /^PUT \/v1\/publish\/uploads\/[^/]+\/(.+)$/.exec(request.replace(/\?.*$/, ''));
-  return put ? `PUT ${put[1]!.replace(/^terraform-provider-[^_]+_[^_]+_/, '')}` : route(request);
-}
-
 /** A request without its upload id and query. */
 export function route(request: string): string {
   return request.replace(/\/v1\/publish\/uploads\/[^/]+/, '/v1/publish/uploads/ID').replace(/\?.*$/, '');
@@ -202,17 +196,14 @@ await script(
     if (flag('json')) return console.log(JSON.stringify({ apiPublish: figures }));
     const k = figures.smallKeyless;
     const by = (list: { name: string; ms: number }[]) => list.map((f) => `${f.name} ${f.ms.toFixed(1)}`).join('; ');
+    const byKind = Object.entries(k.commitByKind).map(([kind, ms]) => `${kind} ${ms.toFixed(1)}`);
     console.log(
       [
         `load average ${loadAverages()}`,
         ...storageFloorTable(figures.floor),
         ...publishApiTable(figures),
         ...figures.cpu.map((c) => `  ${c.name}, the largest request's busy samples by function (wall-clock samples, ms): ${by(c.maxRequest.topFunctions)}`),
-        `  the small keyless publish's commit, Worker CPU by kind of frame (ms, mean of ${k.repeats}; CPU × share of busy samples): ${Object.entries(
-          k.commitByKind,
-        )
-          .map(([kind, ms]) => `${kind} ${ms.toFixed(1)}`)
-          .join(', ')}`,
+        `  the small keyless publish's commit, Worker CPU by kind of frame (ms, mean of ${k.repeats}; CPU × share of busy samples): ${byKind.join(', ')}`,
         `  the same commit's busy samples by function, self time (wall-clock samples, ms per commit): ${by(k.commitSelf)}`,
         `  the same by function with callees: ${by(k.commitInclusive)}`,
         ...figures.cpu.map(
