@@ -154,8 +154,8 @@ export async function benchPublishScale(
         await (modules ? seedModule(counted.kv, counted.blobs, module, `1.0.${i}`) : publishVersion(counted, release.record, release.files));
         times.push(Number(process.hrtime.bigint() - t0) / 1e9);
         if (i > 0) continue;
-        if (process.env.SCALE_TRACE) for (const r of counted.counter.requests) process.stderr.write(`  ${r.op} ${r.key}\n`);
         const { requests } = counted.counter;
+        if (process.env.SCALE_TRACE) for (const r of requests) process.stderr.write(`  ${r.op} ${r.key}\n`);
         rows.push({
           existingVersions: size,
           seconds: 0,

@@ -27,15 +27,9 @@ async function main(work: string): Promise<void> {
     for (const path of ['/v2/', '/tags/list', `/manifests/${versions.at(-1)}`])
       await fetch(path === '/v2/' ? `${runtime.origin}/v2/` : `${repo}${path}`).then((r) => r.arrayBuffer());
     const profiler = await workerProfiler(inspectorPort, runtime.pid);
-    const names = [
-      'v1 download document',
-      'GET /v2/',
-      'tags/list',
-      'manifest by tag, first (writes the view)',
-      'manifest by tag',
-      'manifest by digest',
-      'blob (layer, 1 KiB)',
-    ];
+    // The requests of each round, in order.
+    const names =
+      'v1 download document|GET /v2/|tags/list|manifest by tag, first (writes the view)|manifest by tag|manifest by digest|blob (layer, 1 KiB)'.split('|');
     const cpu = new Map<string, number[]>(names.map((n) => [n, []]));
     try {
       for (let round = 0; round < rounds; round++) {

@@ -16,6 +16,7 @@ export type Reads = ReturnType<typeof readsOf>;
 
 export interface RouteReads {
   name: string;
+  path: string;
   /** Immutable once published (a release file or a version's document): the location's edge cache keeps it. */
   immutable: boolean;
   /** A release file (served from R2 or the edge cache). */
@@ -68,14 +69,7 @@ export async function benchReads(benchBundle: string, work: string): Promise<Rou
   runtime = await start();
   try {
     const fresh = await readAll(runtime);
-    return ROUTES.map((r, i) => ({
-      name: r.name,
-      immutable: r.immutable === true,
-      file: r.file === true,
-      first: first[i]!,
-      again: again[i]!,
-      freshIsolate: fresh[i]!,
-    }));
+    return ROUTES.map((r, i) => ({ ...r, immutable: !!r.immutable, file: !!r.file, first: first[i]!, again: again[i]!, freshIsolate: fresh[i]! }));
   } finally {
     await runtime.dispose();
   }

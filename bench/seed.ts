@@ -79,16 +79,11 @@ export async function seedLarge(runtime: Runtime, address: ProviderAddress, coun
 }
 
 /** modules.v1 routes of what seedModules stores: bench/net/aws with one version, bench/big/aws with 1,000. */
-export const MODULE_ROUTES = {
-  small: [
-    { name: 'module versions', path: '/v1/modules/bench/net/aws/versions' },
-    { name: 'module download', path: '/v1/modules/bench/net/aws/1.0.0/download' },
-  ],
-  large: [
-    { name: 'module versions', path: '/v1/modules/bench/big/aws/versions' },
-    { name: 'module download', path: '/v1/modules/bench/big/aws/1.0.0/download' },
-  ],
-};
+const moduleRoutes = (name: string) => [
+  { name: 'module versions', path: `/v1/modules/bench/${name}/aws/versions` },
+  { name: 'module download', path: `/v1/modules/bench/${name}/aws/1.0.0/download` },
+];
+export const MODULE_ROUTES = { small: moduleRoutes('net'), large: moduleRoutes('big') };
 
 /** bench/net/aws with one version and bench/big/aws with 1,000 (999 committed records, then 1.0.0 published in full). */
 export async function seedModules(runtime: Runtime): Promise<void> {

@@ -12,34 +12,15 @@ export interface SoakSample {
   heap: HeapFigures | null;
 }
 
-export interface SoakResult {
-  minutes: number;
-  connections: number;
-  paths: number;
-  storedDocumentMb: number;
-  load: LoadResult;
-  samples: SoakSample[];
-  rss: {
-    startMb: number;
-    afterWarmupMb: number;
-    endMb: number;
-    peakMb: number;
-    /** Least-squares slope after the warm-up (the first fifth of the run). */
-    slopeMbPerMinute: number;
-    /** Mean RSS of the last third minus that of the middle third. */
-    lastThirdMinusMiddleThirdMb: number;
-    plateaus: boolean;
-  };
-  cache: { maxBytesSeen: number; bound: number; heldAtEverySample: boolean; evictions: number; samplesRead: number };
-  /** The Worker isolate's V8 heap size (null without inspector figures): its slope after the warm-up, like RSS's. */
-  workerHeap: { startMb: number; endMb: number; peakMb: number; slopeMbPerMinute: number } | null;
+/** The soak's figures: `analyse`'s verdict, and what the soak adds after the load. */
+export type SoakResult = ReturnType<typeof analyse> & {
   /** How often Miniflare's own isolates were made to collect their garbage during the load (null: never, see SoakOptions.rawHelpers). */
   helperCollections?: { everySeconds: number; count: number } | null;
   /** After the load, once every isolate has run a full garbage collection (null: no inspector). */
   afterCollection?: { rssMb: number; heap: HeapFigures } | null;
   /** The Worker's own count of answers per route and status, and the requests it never answered (null: not read). */
   routes?: RouteFigures | null;
-}
+};
 
 export interface RouteFigures {
   statuses: Record<string, number>;
@@ -47,7 +28,7 @@ export interface RouteFigures {
 }
 
 /** The RSS curve judged after the warm-up (the first fifth), the Worker heap's slope and the cache bound at every sample. */
-export function analyse(connections: number, minutes: number, pathCount: number, storedBytes: number, load: LoadResult, samples: SoakSample[]): SoakResult {
+export function analyse(connections: number, minutes: number, pathCount: number, storedBytes: number, load: LoadResult, samples: SoakSample[]) {
   const total = samples[samples.length - 1]!.seconds;
   const afterWarmup = samples.filter((s) => s.seconds >= total / 5);
   const slope = leastSquaresSlope(afterWarmup.map((s) => [s.seconds / 60, s.rssMb]));
@@ -60,6 +41,7 @@ export function analyse(connections: number, minutes: number, pathCount: number,
   const allowed = Math.min(16, 0.05 * mean(afterWarmup));
   const plateaus = slope * windowMinutes <= allowed && drift <= allowed;
   const withHeap = samples.filter((s) => s.heap !== null);
+  // The Worker isolate's V8 heap size (null without inspector figures): its slope after the warm-up, like RSS's.
   const workerHeap =
     withHeap.length < 2
       ? null
@@ -84,8 +66,8 @@ export function analyse(connections: number, minutes: number, pathCount: number,
       afterWarmupMb: afterWarmup[0]?.rssMb ?? samples[0]!.rssMb,
       endMb: samples[samples.length - 1]!.rssMb,
       peakMb: Math.max(...samples.map((s) => s.rssMb)),
-      slopeMbPerMinute: slope,
-      lastThirdMinusMiddleThirdMb: drift,
+      slopeMbPerMinute: slope, // least-squares, after the warm-up (the first fifth of the run)
+      lastThirdMinusMiddleThirdMb: drift, // mean RSS of the last third minus that of the middle third
       plateaus,
     },
     cache: {

@@ -144,7 +144,7 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
       // After a pause, so requests wrk gave up on have had time to finish (or be found hung).
       await new Promise((resolve) => setTimeout(resolve, 12_000));
       const routes = await benchJson<RouteFigures>(runtime.origin, '/__bench/statuses');
-      const result = analyse(CONNECTIONS, minutes, paths.length, storedBytes, load, samples);
+      const result: SoakResult = analyse(CONNECTIONS, minutes, paths.length, storedBytes, load, samples);
       result.routes = routes;
       result.afterCollection = collected;
       result.helperCollections = heaps && !options.rawHelpers ? { everySeconds: HELPER_COLLECTION_SECONDS, count: collections } : null;

@@ -61,18 +61,9 @@ export async function benchWriteFloor(work: string, sizes: number[], log: (line:
   try {
     const cpuOf = (url: string, init?: RequestInit) => leastCpuMs(runtime, url, init);
     const push = (path: string, kind: string, mib: number, oursMs: number, floorMs: number, floorWithDeliveryMs?: number) => {
-      rows.push({
-        path,
-        kind,
-        mib,
-        oursMs,
-        floorMs,
-        oursPerMiB: oursMs / mib,
-        floorPerMiB: floorMs / mib,
-        ratio: floorMs > 0 ? oursMs / floorMs : NaN,
-        plan: planFor(oursMs),
-        ...(floorWithDeliveryMs === undefined ? {} : { floorWithDeliveryMs, ratioWithDelivery: oursMs / floorWithDeliveryMs }),
-      });
+      const delivery = floorWithDeliveryMs === undefined ? {} : { floorWithDeliveryMs, ratioWithDelivery: oursMs / floorWithDeliveryMs };
+      const perMiB = { oursPerMiB: oursMs / mib, floorPerMiB: floorMs / mib, ratio: floorMs > 0 ? oursMs / floorMs : NaN };
+      rows.push({ path, kind, mib, oursMs, floorMs, ...perMiB, plan: planFor(oursMs), ...delivery });
       const r = rows.at(-1)!;
       log(
         `write-floor: ${path}, ${kind} ${mib.toFixed(1)} MiB: ours ${r.oursMs.toFixed(1)} ms, floor ${r.floorMs.toFixed(1)} ms (${r.ratio.toFixed(2)}×)${floorWithDeliveryMs === undefined ? '' : `, floor with delivery ${floorWithDeliveryMs.toFixed(1)} ms (${r.ratioWithDelivery!.toFixed(2)}×)`}`,
