@@ -45,13 +45,8 @@ async function benchJson<T>(origin: string, path: string, tries = 1): Promise<T 
 
 const log = (message: string) => process.stderr.write(`bench soak: ${message}\n`);
 
-/**
- * Runs the soak for `minutes` and prints its report (or, with `json`, one JSON object).
- * `cachedOnly`: load only the documents of the first 40 versions, which fit in the
- * isolate cache — no KV read after the warm-up — to tell growth on the KV path apart.
- */
 export interface SoakOptions {
-  /** Load only documents that fit in the isolate cache (see soak). */
+  /** Load only the documents of the first 40 versions, which fit in the isolate cache (no KV read after the warm-up): growth on the KV path told apart. */
   cachedOnly?: boolean;
   /**
    * Leave Miniflare's own isolates (entry worker, KV, R2 and Cache API simulators) to V8 alone. By default they
@@ -65,6 +60,7 @@ export interface SoakOptions {
 /** How often Miniflare's own isolates collect their garbage during the soak (unless rawHelpers). */
 const HELPER_COLLECTION_SECONDS = 10;
 
+/** Runs the soak for `minutes` and prints its report (or, with `json`, one JSON object). */
 export async function soak(minutes: number, json: boolean, options: SoakOptions = {}): Promise<SoakResult> {
   const { cachedOnly = false } = options;
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-soak-'));
