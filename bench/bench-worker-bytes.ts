@@ -1,4 +1,3 @@
-import type { Env } from '../src/env';
 import { verifiedCopy } from '../src/mirror/verified-copy';
 import { matchesSignedSums } from '../src/mirror/archive-checks';
 import { checkBytes } from '../src/mirror/verify-archive';
@@ -13,13 +12,9 @@ import { readZipDirectory, zipH1 } from '../src/protocol/zip-reader';
 import { entryDataOffset, LOCAL_HEADER_BYTES } from '../src/protocol/zip';
 
 /**
- * The bench Worker's byte paths (bench/bench-worker.ts routes /__bench/cpu, /__bench/repack, /__bench/floor-repack,
- * /__bench/sign and PUT /__bench/object here), for `npm run bench:pull`, `bench:modules` and bench/write-floor.ts
+ * The bench Worker's byte paths (bench/bench-worker.ts routes /__bench/cpu?what=mem-…, /__bench/repack, /__bench/floor-repack,
+ * /__bench/sign and PUT /__bench/object here), for `npm run bench:modules` and bench/write-floor.ts
  * (ours ÷ the runtime's native floor, per MiB). No storage I/O in a measured request but what it says.
- *
- * /__bench/cpu?what=copy&mb=N&sink=URL runs the pull's verified copy (SHA-256 while streaming into two
- * length-checked streams, both POSTed to the discard server at URL) over N MiB made in memory; what=h1&key=K
- * computes the h1 of R2 object K as the pull does; what=read&key=K only reads it (the simulator's share).
  *
  * POST /__bench/repack?times=N with a GitHub tarball as the body runs the module proxy's own work on it N times
  * (unpack, checks, deterministic repack, gzip, docs, SHA-256); /__bench/floor-repack?times=N gunzips the body,
@@ -34,8 +29,8 @@ import { entryDataOffset, LOCAL_HEADER_BYTES } from '../src/protocol/zip';
  * crypto.DigestStream, mem-floor-zh-delivery tees it natively into a DigestStream and two FixedLengthStreams sent
  * to URL. Returns null for another path.
  */
-export function bytePaths(request: Request, url: URL, env: Env): Promise<Response> | null {
-  if (url.pathname === '/__bench/cpu') return cpu(url, env);
+export function bytePaths(request: Request, url: URL): Promise<Response> | null {
+  if (url.pathname === '/__bench/cpu') return memoryCpu(url.searchParams.get('what')?.replace(/^mem-/, '') ?? '', url);
   if (url.pathname === '/__bench/repack') return repack(request, url);
   if (url.pathname === '/__bench/floor-repack') return floorRepack(request, url);
   if (url.pathname === '/__bench/sign') return sign(request, url);
@@ -52,36 +47,11 @@ export function bytePaths(request: Request, url: URL, env: Env): Promise<Respons
   return null;
 }
 
-async function drain(stream: ReadableStream<Uint8Array>): Promise<number> {
-  let bytes = 0;
-  const reader = stream.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return bytes;
-    bytes += value.byteLength;
-  }
-}
-
-async function cpu(url: URL, env: Env): Promise<Response> {
-  const what = url.searchParams.get('what');
-  if (what === 'copy') {
-    const mb = Number(url.searchParams.get('mb'));
-    const size = mb * 1024 * 1024;
-    const source = new HeldArchive(new Uint8Array(), crypto.getRandomValues(new Uint8Array(65536)), mb * 16, new Uint8Array()).stream();
-    // The expected hash is unknown here: the copy must fail at the very end, after hashing every byte.
-    const copy = verifiedCopy(source, { settle: signedSums('0'.repeat(64)), size, idleMs: 60_000, what: 'bench' });
-    // Both destinations to sockets, as on the edge (see deliver); JS readers of them would add ~3 ms/MiB each.
-    const sink = url.searchParams.get('sink')!;
-    const [a, b, done] = await Promise.allSettled([deliver(copy.client, sink), deliver(copy.store, sink), copy.done]);
-    return Response.json({ client: a.status, store: b.status, done: done.status === 'rejected' ? String((done.reason as Error).message).slice(0, 60) : 'ok' });
-  }
-  if (what?.startsWith('mem-')) return memoryCpu(what.slice(4), url);
-  const key = url.searchParams.get('key')!;
-  const head = await env.REGISTRY_R2.head(key);
-  if (!head) return new Response('no such object', { status: 404 });
-  if (what === 'read') return Response.json({ bytes: await drain((await env.REGISTRY_R2.get(key))!.body) });
-  const digest = await zipDigest(env.REGISTRY_R2, key, head.size);
-  return Response.json(digest);
+/** SHA-256 of what `stream` carries, through crypto.DigestStream, as hex. */
+export async function sha256Of(stream: ReadableStream<Uint8Array>): Promise<string> {
+  const digest = new crypto.DigestStream('SHA-256');
+  await stream.pipeTo(digest);
+  return [...new Uint8Array(await digest.digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 // Archives held in the isolate for the floor comparison (no storage I/O in the measured requests). Each is a
@@ -151,7 +121,6 @@ const memoryBucket = {
 const CHUNK = 64 * 1024;
 // provider-commit.ts's HELD_FILE_BYTES: a staged file up to this size, sent whole, is held in memory for the commit.
 const HELD_FILE_BYTES = 4 * 1024 * 1024;
-const hex = (buffer: ArrayBuffer) => [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, '0')).join('');
 
 /**
  * Hands `stream` to a native consumer, as R2's put and a client's connection take it in production: the
@@ -166,6 +135,7 @@ async function deliver(stream: ReadableStream<Uint8Array>, sink: string): Promis
   if (!response.ok) throw new Error(`sink: HTTP ${response.status}`);
 }
 
+/** /__bench/cpu?what=mem-…: the held archive's paths and floors (above). */
 async function memoryCpu(what: string, url: URL): Promise<Response> {
   const key = url.searchParams.get('key')!;
   const held = memory.get(key);
@@ -184,27 +154,19 @@ async function memoryCpu(what: string, url: URL): Promise<Response> {
     // memory (provider-commit.ts: heldRangeReader); a larger one by ranged reads. The whole-object SHA-256 (what
     // staged.ts's storedSha256 does for a file sent in parts; R2 checks a file sent whole) over the same bytes.
     const bytes = held.size <= HELD_FILE_BYTES ? await held.bytes(0, held.size) : null;
-    const digest = new crypto.DigestStream('SHA-256');
-    await (bytes ? bytesStream(bytes) : await body()).pipeTo(digest);
-    const sha256 = hex(await digest.digest);
+    const sha256 = await sha256Of(bytes ? bytesStream(bytes) : await body());
     const zip = storedZip(bytes ? heldRangeReader(memoryBucket, new Map([[key, bytes]])) : memoryBucket, key, held.size);
     return Response.json({ sha256, h1: await zipH1(zip, await readZipDirectory(zip, key), key) });
   }
-  if (what === 'floor-zh') {
-    const digest = new crypto.DigestStream('SHA-256');
-    await (await body()).pipeTo(digest);
-    return Response.json({ sha256: hex(await digest.digest) });
-  }
+  if (what === 'floor-zh') return Response.json({ sha256: await sha256Of(await body()) });
   if (what === 'floor-h1') {
     // Only the native work: each entry (its offsets from the central directory) inflated into a DigestStream.
     const { entries } = await readZipDirectory(storedZip(memoryBucket, key, held.size), key);
     const digests: string[] = [];
     for (const entry of entries) {
       const offset = entryDataOffset(await held.bytes(entry.localHeaderOffset, LOCAL_HEADER_BYTES), entry, key);
-      const digest = new crypto.DigestStream('SHA-256');
       const source = held.stream(offset, entry.compressedSize);
-      await (entry.method === 8 ? source.pipeThrough(new DecompressionStream('deflate-raw')) : source).pipeTo(digest);
-      digests.push(`${hex(await digest.digest)}  ${entry.name}`);
+      digests.push(`${await sha256Of(entry.method === 8 ? source.pipeThrough(new DecompressionStream('deflate-raw')) : source)}  ${entry.name}`);
     }
     return Response.json({ digests });
   }
@@ -214,9 +176,8 @@ async function memoryCpu(what: string, url: URL): Promise<Response> {
     // FixedLengthStreams sent to sockets. No JS per chunk, and no holding back of the last block.
     const [hashed, copies] = (await body()).tee();
     const [a, b] = copies.tee();
-    const digest = new crypto.DigestStream('SHA-256');
-    await Promise.all([hashed.pipeTo(digest), ...[a, b].map((s) => deliver(s.pipeThrough(new FixedLengthStream(held.size)), sink))]);
-    return Response.json({ sha256: hex(await digest.digest) });
+    const [sha256] = await Promise.all([sha256Of(hashed), ...[a, b].map((s) => deliver(s.pipeThrough(new FixedLengthStream(held.size)), sink))]);
+    return Response.json({ sha256 });
   }
   return new Response(`unknown ${what}`, { status: 400 });
 }
@@ -241,18 +202,16 @@ async function sign(request: Request, url: URL): Promise<Response> {
     // One key pair per isolate: generating an RSA key takes a random, large time that times=0 cannot subtract.
     let keys = nativeKeys.get(native);
     if (!keys) nativeKeys.set(native, (keys = (await crypto.subtle.generateKey(algorithm, false, ['sign', 'verify'])) as CryptoKeyPair));
-    const started = Date.now();
     for (let i = 0; i < times; i++) await crypto.subtle.sign(algorithm.name, keys.privateKey, sums);
-    return Response.json({ ok: true, started });
+    return Response.json({ ok: true });
   }
   const openpgp = await import('openpgp');
   let size = 0;
   if (url.searchParams.get('via') === 'held') {
     // As src/store/keys/held-keys.ts signs in a warm isolate: the key parsed and its signer made once.
     const signer = await detachedSigner(await openpgp.readPrivateKey({ armoredKey: armored }));
-    const started = Date.now();
     for (let i = 0; i < times; i++) size = (await signer(sums)).byteLength;
-    return Response.json({ size, started });
+    return Response.json({ size });
   }
   for (let i = 0; i < times; i++) {
     const privateKey = await openpgp.readPrivateKey({ armoredKey: armored });
@@ -265,11 +224,8 @@ async function sign(request: Request, url: URL): Promise<Response> {
 async function floorRepack(request: Request, url: URL): Promise<Response> {
   const bytes = new Uint8Array(await request.arrayBuffer());
   const times = Number(url.searchParams.get('times') ?? '1');
-  for (let i = 0; i < times; i++) {
-    const digest = new crypto.DigestStream('SHA-256');
-    await new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip')).pipeThrough(new CompressionStream('gzip')).pipeTo(digest);
-    await digest.digest;
-  }
+  for (let i = 0; i < times; i++)
+    await sha256Of(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip')).pipeThrough(new CompressionStream('gzip')));
   return Response.json({ size: bytes.byteLength });
 }
 

@@ -2,10 +2,11 @@ import * as openpgp from 'openpgp';
 import { signEnvelope } from '../src/protocol/dsse';
 import { sortVersions } from '../src/protocol/version';
 import { bytesStream } from '../src/bytes';
+import { sha256Of } from './bench-worker-bytes';
 
 /**
  * The bench Worker's CPU floors (bench/bench-worker.ts routes to them): storage operations alone on the raw
- * bindings, and pieces of the publish commit's work alone (PIECES), each N times per request.
+ * bindings (`storageOps`), and pieces of the publish commit's work alone (`pieces`), each N times per request.
  */
 
 export interface FloorEnv {
@@ -13,10 +14,8 @@ export interface FloorEnv {
   REGISTRY_R2: R2Bucket;
 }
 
-let padding = '';
 const doc = (i: number) =>
   JSON.stringify({
-    padding,
     protocols: ['5.0'],
     os: 'linux',
     arch: 'amd64',
@@ -38,13 +37,6 @@ function filled(n: number): Uint8Array {
   return out;
 }
 
-/** SHA-256 of what `stream` carries, through crypto.DigestStream. */
-async function digestOf(stream: ReadableStream<Uint8Array>): Promise<ArrayBuffer> {
-  const digest = new crypto.DigestStream('SHA-256');
-  await stream.pipeTo(digest);
-  return digest.digest;
-}
-
 /** A fixed amount of pure CPU work (bench/worker-cpu.ts's calibration). */
 export function spin(rounds: number): number {
   let x = 1;
@@ -53,7 +45,7 @@ export function spin(rounds: number): number {
 }
 
 /** Pieces of the publish commit's own work, each alone (`npx tsx bench/storage-floor.ts --pieces`). */
-const pieces: Record<string, () => Promise<unknown>> = {
+export const pieces: Record<string, () => Promise<unknown>> = {
   // The held key's signature as the commit makes it (key unsealed and parsed once per isolate): openpgp.js.
   'openpgp-sign': async () =>
     openpgp.sign({ message: await openpgp.createMessage({ binary: sums }), signingKeys: (await keysOnce()).pgp, detached: true, format: 'binary' }),
@@ -67,14 +59,13 @@ const pieces: Record<string, () => Promise<unknown>> = {
   'gzip-document': async () => new Response(new Response(documentText).body!.pipeThrough(new CompressionStream('gzip'))).arrayBuffer(),
   'sha256-document': async () => crypto.subtle.digest('SHA-256', new TextEncoder().encode(documentText)),
   // 1 MiB already in memory piped into crypto.DigestStream three ways (src/bytes.ts: the commit hands bytes on as one chunk).
-  'digest-response-body-1mib': async () => digestOf(new Response(mib()).body!),
-  'digest-blob-stream-1mib': async () => digestOf(new Blob([mib()]).stream()),
-  'digest-one-chunk-1mib': async () => digestOf(bytesStream(mib())),
+  'digest-response-body-1mib': async () => sha256Of(new Response(mib()).body!),
+  'digest-blob-stream-1mib': async () => sha256Of(new Blob([mib()]).stream()),
+  'digest-one-chunk-1mib': async () => sha256Of(bytesStream(mib())),
 };
 
-const ops: Record<string, (env: FloorEnv, i: number) => Promise<unknown>> = {
-  ...pieces,
-  none: async () => undefined,
+/** Storage operations on the raw bindings, each on a small JSON document (`i`: its index among the request's). */
+export const storageOps: Record<string, (env: FloorEnv, i: number) => Promise<unknown>> = {
   'kv-get': (env, i) => env.REGISTRY_KV.get(`floor/${i}`, 'text'),
   'kv-put': (env, i) => env.REGISTRY_KV.put(`floor/w/${i}`, doc(i)),
   'kv-list': (env) => env.REGISTRY_KV.list({ prefix: 'floor/1', limit: 10 }),
@@ -84,38 +75,38 @@ const ops: Record<string, (env: FloorEnv, i: number) => Promise<unknown>> = {
   'r2-put-if-absent': (env, i) =>
     env.REGISTRY_R2.put(`floor/new/${fresh++}/${i}`, doc(i), { httpMetadata: { contentType: 'application/json' }, onlyIf: { etagDoesNotMatch: '*' } }),
   'r2-delete': (env, i) => env.REGISTRY_R2.delete(`floor/gone/${i}`),
+  'r2-list': (env) => env.REGISTRY_R2.list({ prefix: 'floor/1', limit: 10 }),
   // 1 MiB of bytes held in the isolate into R2 and back (the API commit copies each held staged file so), and the
   // native SHA-256 of the same MiB beside them (what h1 costs per stored MiB).
   'r2-put-1mib': (env, i) => env.REGISTRY_R2.put(`floor/big/${i % 4}`, mib()),
   'r2-get-1mib': async (env, i) => (await env.REGISTRY_R2.get(`floor/big/${i % 4}`))?.arrayBuffer(),
   'sha256-1mib': async () => crypto.subtle.digest('SHA-256', mib()),
-  'r2-list': (env) => env.REGISTRY_R2.list({ prefix: 'floor/1', limit: 10 }),
-  // CPU only, no I/O: N × 100,000 rounds of integer arithmetic (calibrates the profiler: Node runs it at a known speed).
-  spin: async () => spin(100_000),
-  // The publish commit's storage requests (test/fixtures/commit-requests.ts), nothing else: ?mix=JSON {op: count}.
-  'commit-mix': async () => undefined,
 };
 
+const ops: Record<string, (env: FloorEnv, i: number) => Promise<unknown>> = {
+  ...storageOps,
+  ...pieces,
+  none: async () => undefined,
+  // CPU only, no I/O: N × 100,000 rounds of integer arithmetic (calibrates the profiler: Node runs it at a known speed).
+  spin: async () => spin(100_000),
+};
+
+/** Which operation stands for each kind of storage request in a mix (test/fixtures/commit-requests.ts's names). */
+const MIX_OPS: Record<string, string> = {
+  'kv.get': 'kv-get',
+  'kv.list': 'kv-list',
+  'r2.get': 'r2-get-text',
+  'r2.head': 'r2-head',
+  'r2.list': 'r2-list',
+  'r2.put': 'r2-put',
+  'kv.put': 'kv-put',
+  'r2.delete': 'r2-delete',
+};
+
+/** The requests of `mix` ({kind: count}) one after another, reads on the seeded documents; of the R2 puts, the first 7 are create-only, as the commit's (lease ×2, statement, record, index, catalogue, audit). */
 async function commitMix(env: FloorEnv, mix: Record<string, number>): Promise<void> {
-  let i = 0;
-  const times = (op: string, run: (j: number) => Promise<unknown>) => Array.from({ length: mix[op] ?? 0 }, () => () => run(i++));
-  const steps = [
-    ...times('kv.get', (j) => env.REGISTRY_KV.get(`floor/${j % 10}`, 'text')),
-    ...times('kv.list', () => env.REGISTRY_KV.list({ prefix: 'floor/1', limit: 10 })),
-    ...times('r2.get', async (j) => (await env.REGISTRY_R2.get(`floor/${j % 10}`))?.text()),
-    ...times('r2.head', (j) => env.REGISTRY_R2.head(`floor/${j % 10}`)),
-    ...times('r2.list', () => env.REGISTRY_R2.list({ prefix: 'floor/1', limit: 10 })),
-    // Of the commit's R2 puts, 7 are create-only (lease ×2, statement, record, index, catalogue, audit).
-    ...times('r2.put', (j) =>
-      env.REGISTRY_R2.put(`floor/mix/${fresh++}/${j}`, doc(j), {
-        httpMetadata: { contentType: 'application/json' },
-        ...(j % 12 < 7 ? { onlyIf: { etagDoesNotMatch: '*' } } : {}),
-      }),
-    ),
-    ...times('kv.put', (j) => env.REGISTRY_KV.put(`floor/w/${j}`, doc(j))),
-    ...times('r2.delete', (j) => env.REGISTRY_R2.delete(`floor/gone/${j}`)),
-  ];
-  for (const step of steps) await step();
+  for (const [kind, count] of Object.entries(mix))
+    for (let j = 0; j < count; j++) await ops[kind === 'r2.put' && j < 7 ? 'r2-put-if-absent' : MIX_OPS[kind]!]!(env, j % 10);
 }
 
 /**
@@ -137,35 +128,24 @@ export async function storageFloor(url: URL, env: FloorEnv): Promise<Response> {
     return Response.json({ seeded: n });
   }
   const op = ops[url.searchParams.get('kind') ?? ''];
-  if (url.pathname !== '/__bench/floor/op' || !op) return new Response('unknown', { status: 404 });
-  // &pad=N: documents N bytes larger (the commit's are 1–4 KB: the armored key, the record, the index).
-  padding = 'p'.repeat(Number(url.searchParams.get('pad') ?? '0'));
+  if (url.pathname !== '/__bench/floor/op' || (!op && !url.searchParams.has('mix'))) return new Response('unknown', { status: 404 });
   const mix = url.searchParams.get('mix');
   if (mix) for (let i = 0; i < n; i++) await commitMix(env, JSON.parse(mix) as Record<string, number>);
   // &parallel=1: the N operations at once (Promise.all) instead of one after another.
-  else if (url.searchParams.get('parallel') === '1') await Promise.all(Array.from({ length: n }, (_, i) => op(env, i)));
-  else for (let i = 0; i < n; i++) await op(env, i);
+  else if (url.searchParams.get('parallel') === '1') await Promise.all(Array.from({ length: n }, (_, i) => op!(env, i)));
+  else for (let i = 0; i < n; i++) await op!(env, i);
   return Response.json({ ran: n });
 }
 
 const sums = new TextEncoder().encode(
   ['darwin_arm64', 'linux_amd64', 'windows_amd64'].map((p) => `${'a'.repeat(64)}  terraform-provider-x_1.0.0_${p}.zip\n`).join(''),
 );
-// A statement about the size of the commit's publish attestation (~1.5 KB of in-toto JSON).
+// A statement the size of the commit's publish attestation (~1.5 KB of in-toto JSON: its subjects' names and digests).
 const statement = new TextEncoder().encode(
   JSON.stringify({
     _type: 'https://in-toto.io/Statement/v1',
-    subject: ['darwin_arm64', 'linux_amd64', 'windows_amd64', 'SHA256SUMS'].map((p) => ({
-      name: `terraform-provider-x_1.0.0_${p}`,
-      digest: { sha256: 'b'.repeat(64) },
-    })),
-    predicateType: 'https://edge-registry.dev/publish/v1',
-    predicate: {
-      publisher: { kind: 'token', tokenId: 'c'.repeat(32) },
-      registry: 'registry.example.com',
-      at: new Date(0).toISOString(),
-      padding: 'p'.repeat(600),
-    },
+    subject: `${'terraform-provider-x_1.0.0_linux_amd64 '.repeat(4)}${'b'.repeat(256)}`,
+    padding: 'p'.repeat(1000),
   }),
 );
 // A version entry of the provider's index (~600 bytes); the index of a provider with N versions is N of them.

@@ -5,15 +5,13 @@
  *
  * Counting. Every KV, R2 and DOWNLOADS binding call the registry makes, and every subrequest (`fetch`), is counted
  * by "binding:method" and by the route of the request that made it (`routeOf`); the wrapped Env is made once per
- * runtime Env and route, as the Worker memoises its settings per Env object. Read by:
- *   /__bench/ops      every call by "kv:get", "r2:put", "downloads:get", "subrequest:fetch" (runtime.ts `readsOf` sums
- *                     the reads among them)
- *   /__cost/counts    requests, KV reads and R2 class A/B operations by route, as Cloudflare bills them (bench/cost.ts)
- * ?reset zeroes the counts after reporting them; neither is itself counted.
+ * runtime Env and route, as the Worker memoises its settings per Env object. /__bench/ops reports them (`ops`
+ * below: runtime.ts `readsOf` sums the reads among them; bench/cost.ts bills ?detail by route as Cloudflare does);
+ * it is not itself counted.
  *
  * Other paths: /__bench/loop (N requests handled inside one, for the Worker's own CPU per request), /__bench/add
  * (one batch straight to a counting object), /__bench/cache and /__bench/statuses (the soak), /__sign and
- * /__verify (trusted publishing's steps, bench/identity.ts), the byte paths of bench-worker-bytes.ts and the
+ * /__verify (trusted publishing's steps, bench/signing.ts), the byte paths of bench-worker-bytes.ts and the
  * floors of bench-worker-floor.ts.
  */
 import worker from '../src/index';
@@ -61,49 +59,26 @@ export function routeOf(pathname: string): string {
   return 'other';
 }
 
-/** What /__cost/counts reports (bench/cost.ts's InitCounts). */
-interface CostCounts {
-  requests: number;
-  byRoute: Record<string, number>;
-  /** KV reads by the key's first segment (v1, records, signing-keys, tokens). */
-  kvReadsByKey: Record<string, number>;
-  /** KV reads and R2 class-B reads by "METHOD route" of the request that made them. */
-  kvReadsByRoute: Record<string, number>;
-  r2ClassBByRoute: Record<string, number>;
-  kvReads: number;
-  r2ClassB: number;
-  r2ClassA: number;
-}
-const freshCost = (): CostCounts => ({
-  requests: 0,
-  byRoute: {},
-  kvReadsByKey: {},
-  kvReadsByRoute: {},
-  r2ClassBByRoute: {},
-  kvReads: 0,
-  r2ClassB: 0,
-  r2ClassA: 0,
-});
-let cost = freshCost();
+/**
+ * Every binding call and subrequest since the last reset, keyed "binding:method|kind|segment": the request's kind
+ * ("METHOD route") and, for KV, the key's first segment (v1, records, signing-keys, tokens); each request itself as
+ * "worker:request|kind|". /__bench/ops sums them by "binding:method"; ?detail reports the keys themselves.
+ */
 let ops: Record<string, number> = {};
-const add = (counts: Record<string, number>, key: string) => (counts[key] = (counts[key] ?? 0) + 1);
+const add = (op: string, kind = '', segment = '') => void (ops[`${op}|${kind}|${segment}`] = (ops[`${op}|${kind}|${segment}`] ?? 0) + 1);
 
-/** One call of a binding (`prefix` kv, r2 or downloads) by a request of `kind` ("METHOD route"). */
-function countCall(prefix: string, kind: string, method: string, args: unknown[]): void {
-  add(ops, `${prefix}:${method}`);
-  if (prefix === 'kv' && (method === 'get' || method === 'getWithMetadata')) {
-    cost.kvReads++;
-    add(cost.kvReadsByRoute, kind);
-    add(cost.kvReadsByKey, String(args[0]).split('/')[0]!);
-  } else if (prefix === 'r2' && (method === 'get' || method === 'head')) {
-    cost.r2ClassB++;
-    add(cost.r2ClassBByRoute, kind);
-  } else if (prefix === 'r2' && (method === 'put' || method === 'list' || method.startsWith('createMultipart'))) cost.r2ClassA++;
+/** /__bench/ops[?detail][&reset]: the counts, by "binding:method" or in detail; ?reset zeroes them after. */
+function opsReport(url: URL): Response {
+  const byOp: Record<string, number> = {};
+  for (const [key, n] of Object.entries(ops)) if (!key.startsWith('worker:')) byOp[key.split('|')[0]!] = (byOp[key.split('|')[0]!] ?? 0) + n;
+  const response = Response.json(url.searchParams.has('detail') ? ops : byOp);
+  if (url.searchParams.has('reset')) ops = {};
+  return response;
 }
 
 const realFetch = globalThis.fetch;
 globalThis.fetch = ((input: RequestInfo | URL, init?: RequestInit) => {
-  add(ops, 'subrequest:fetch');
+  add('subrequest:fetch');
   return realFetch(input, init);
 }) as typeof fetch;
 
@@ -112,25 +87,15 @@ const wrapped = new WeakMap<Env, Map<string, Env>>();
 function countingEnv(env: Env, kind: string): Env {
   let byKind = wrapped.get(env);
   if (!byKind) wrapped.set(env, (byKind = new Map()));
-  let result = byKind.get(kind);
-  if (!result) {
-    const of = (prefix: string) => (method: string, args: unknown[]) => countCall(prefix, kind, method, args);
-    result = {
+  const of = (prefix: string) => (method: string, args: unknown[]) => add(`${prefix}:${method}`, kind, prefix === 'kv' ? String(args[0]).split('/')[0] : '');
+  if (!byKind.has(kind))
+    byKind.set(kind, {
       ...env,
       REGISTRY_KV: counted(env.REGISTRY_KV, of('kv')),
       REGISTRY_R2: counted(env.REGISTRY_R2, of('r2')),
       ...(env.DOWNLOADS ? { DOWNLOADS: counted(env.DOWNLOADS, of('downloads')) } : {}),
-    };
-    byKind.set(kind, result);
-  }
-  return result;
-}
-
-/** A JSON answer with `body`, and `reset()` run after it was taken when the URL has ?reset. */
-function report(url: URL, body: unknown, reset: () => void): Response {
-  const response = Response.json(body);
-  if (url.searchParams.has('reset')) reset();
-  return response;
+    });
+  return byKind.get(kind)!;
 }
 
 /**
@@ -166,25 +131,17 @@ function statusReport(): Response {
 }
 
 /**
- * /__bench/loop?path=P&n=N[&mode=on|off|unbatched]: handles GET P N times inside this one request (body read to
- * the end each time) on the runtime's own bindings (nothing counted but, with `mode`, the downloads) and answers
- * 204; the bench divides the process CPU time it took by N: the Worker's own JavaScript per request without the
- * HTTP stack. path=- measures a constant Response. With `mode` (download counting) every answer must be 200, and
- * downloads are counted on (the configured window), off (no DOWNLOADS) or unbatched (DOWNLOAD_BATCH_MS 0: one
- * object request per download).
+ * /__bench/loop?path=P&n=N&mode=on|off|unbatched (download counting): handles GET P N times inside this one request
+ * (each answer 200, its body read to the end) with downloads counted on (the configured window), off (no DOWNLOADS)
+ * or unbatched (DOWNLOAD_BATCH_MS 0: one object request per download), and answers 204; the bench divides the
+ * process CPU time it took by N: the Worker's own JavaScript per request without the HTTP stack.
  */
 async function loop(url: URL, env: Env, ctx: ExecutionContext): Promise<Response> {
-  const path = url.searchParams.get('path') ?? '/';
-  const n = Number(url.searchParams.get('n') ?? '1000');
-  const mode = url.searchParams.get('mode');
-  const target = new URL(path, url).href;
-  const loopEnv = mode === null ? env : downloadsEnv(env)[mode as 'on' | 'off' | 'unbatched'];
-  for (let i = 0; i < n; i++) {
-    const response =
-      path === '-'
-        ? new Response('{"providers.v1":"/v1/providers/"}', { headers: { 'content-type': 'application/json' } })
-        : await worker.fetch(new Request(target), loopEnv, ctx);
-    if (mode !== null && response.status !== 200) return new Response(`GET ${target}: ${response.status}`, { status: 500 });
+  const target = new URL(url.searchParams.get('path') ?? '/', url).href;
+  const loopEnv = downloadsEnv(env)[url.searchParams.get('mode') as 'on' | 'off' | 'unbatched'];
+  for (let i = 0, n = Number(url.searchParams.get('n') ?? '1000'); i < n; i++) {
+    const response = await worker.fetch(new Request(target), loopEnv, ctx);
+    if (response.status !== 200) return new Response(`GET ${target}: ${response.status}`, { status: 500 });
     await response.arrayBuffer();
   }
   return new Response(null, { status: 204 });
@@ -195,7 +152,7 @@ const variants = new WeakMap<Env, Record<'on' | 'off' | 'unbatched', Env>>();
 function downloadsEnv(env: Env): Record<'on' | 'off' | 'unbatched', Env> {
   let result = variants.get(env);
   if (!result) {
-    const on = { ...env, DOWNLOADS: counted(env.DOWNLOADS!, (method) => add(ops, `downloads:${method}`)) };
+    const on = { ...env, DOWNLOADS: counted(env.DOWNLOADS!, (method) => add(`downloads:${method}`)) };
     variants.set(env, (result = { on, off: { ...env, DOWNLOADS: undefined }, unbatched: { ...on, DOWNLOAD_BATCH_MS: '0' } }));
   }
   return result;
@@ -203,21 +160,11 @@ function downloadsEnv(env: Env): Record<'on' | 'off' | 'unbatched', Env> {
 
 const SUMS = new TextEncoder().encode(`${'c'.repeat(64)}  terraform-provider-bench_1.0.0_linux_amd64.zip\n`.repeat(3));
 
-/** POST /__sign?ns=NS&n=N: N × signShasumsWithHeldKey (held key of NS, secret in X-Secret). */
+/** POST /__sign?ns=NS: signShasumsWithHeldKey with the held key of NS (its secret in X-Secret); answers the key id. */
 async function signHeld(request: Request, url: URL, env: Env): Promise<Response> {
-  let keyId = '';
-  for (let i = 0, n = Number(url.searchParams.get('n') ?? '1'); i < n; i++) {
-    const secret = request.headers.get('x-secret') ?? '';
-    const signed = await signShasumsWithHeldKey(
-      { kv: env.REGISTRY_KV },
-      { signingKeySecret: secret },
-      'registry.example.com',
-      url.searchParams.get('ns')!,
-      SUMS,
-    );
-    keyId = signed?.keyId ?? 'none';
-  }
-  return new Response(keyId);
+  const secret = { signingKeySecret: request.headers.get('x-secret') ?? '' };
+  const signed = await signShasumsWithHeldKey({ kv: env.REGISTRY_KV }, secret, 'registry.example.com', url.searchParams.get('ns')!, SUMS);
+  return new Response(signed?.keyId ?? 'none');
 }
 
 /** POST /__verify?n=N: N × verifyCiToken of the token in the body against the publishers in X-Publishers (JSON), aud registry.example.com. */
@@ -235,8 +182,7 @@ export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     const url = new URL(request.url);
     const path = url.pathname;
-    if (path === '/__bench/ops') return report(url, ops, () => void (ops = {}));
-    if (path === '/__cost/counts') return report(url, cost, () => void (cost = freshCost()));
+    if (path === '/__bench/ops') return opsReport(url);
     if (path === '/__bench/loop') return loop(url, env, ctx);
     // The isolate's document cache: entries, counted bytes, its bound, evictions (the soak samples it).
     if (path === '/__bench/cache') return Response.json(documentCacheStats());
@@ -250,12 +196,11 @@ export default {
     if (path === '/__sign') return signHeld(request, url, env);
     if (path === '/__verify') return verifyCi(request, url);
     if (path.startsWith('/__bench/floor/')) return storageFloor(url, env);
-    const bytes = bytePaths(request, url, env);
+    const bytes = bytePaths(request, url);
     if (bytes) return bytes;
     const route = routeOf(path);
     const kind = `${request.method} ${route}`;
-    cost.requests++;
-    add(cost.byRoute, kind);
+    add('worker:request', kind);
     return tracked(request, route, () => worker.fetch(request, countingEnv(env, kind), ctx));
   },
 } satisfies ExportedHandler<Env>;

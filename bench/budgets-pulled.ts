@@ -17,7 +17,7 @@ import { build } from './build';
 import { HOSTNAME, seedLarge, seedSmall } from './seed';
 import { providerAddress } from '../src/protocol/address';
 import { connectHeaps } from './inspector';
-import { countOf, policyRuntime } from './runtime';
+import { countOf, policyRuntime, untilCommitted } from './runtime';
 import { workerProfiler } from './worker-cpu';
 import { textTable } from './report';
 
@@ -52,13 +52,8 @@ export interface PulledRow {
 const MiB = 1024 * 1024;
 
 /** Measures each invocation of a cold pull of a `providerMb` MiB archive and a cold proxy of a vpc-shaped module. */
-export async function benchPulledBudgets(
-  work: string,
-  log: (line: string) => void = () => {},
-  options: { providerMb?: number; moduleFiles?: number } = {},
-): Promise<PulledRow[]> {
-  const providerMb = options.providerMb ?? 100;
-  const moduleFiles = options.moduleFiles ?? 200;
+export async function benchPulledBudgets(work: string, log: (line: string) => void = () => {}): Promise<PulledRow[]> {
+  const [providerMb, moduleFiles] = [100, 200];
   log(`budgets: building the bench Worker (bench/bench-worker.ts, its counters); a ${providerMb} MiB provider archive, a ${moduleFiles + 5}-file module`);
   const bundle = await build(work, 'bench/bench-worker.ts');
   const provider = await StaticUpstream.start({
@@ -95,7 +90,6 @@ export async function benchPulledBudgets(
   );
   const rows: PulledRow[] = [];
   try {
-    const r2 = await runtime.mf.getR2Bucket('REGISTRY_R2');
     // The upstream makes its tarballs (git archive) on first request: made now, outside the measured invocations.
     for (const version of ['5.0.0', '5.1.0'])
       await (await fetch(`${modules.origin}/codeload/terraform-aws-modules/terraform-aws-vpc/tar.gz/v${version}`)).arrayBuffer();
@@ -171,19 +165,12 @@ export async function benchPulledBudgets(
       try {
         const mirror = '/v1/mirror/upstream.test/acme/big';
         const file = `terraform-provider-big_${provider}_linux_amd64.zip`;
-        const committed = async () => {
-          for (let i = 0; i < 1200; i++) {
-            if (await r2.head(`.records/upstream.test/acme/big/${provider}.json`)) return;
-            await new Promise((resolve) => setTimeout(resolve, 100));
-          }
-          throw new Error(`the pulled version ${provider} was never committed`);
-        };
         await invocation(`pull-through ${providerMb} MiB: index.json (cold)`, `${mirror}/index.json`);
         await invocation(`pull-through ${providerMb} MiB: VERSION.json (cold)`, `${mirror}/${provider}.json`);
         await invocation(
           `pull-through ${providerMb} MiB: the archive (cold: streamed, verified, stored, committed)`,
           `/v1/archives/upstream.test/acme/big/${provider}/${file}`,
-          committed,
+          () => untilCommitted(runtime, provider),
         );
         await invocation(`pull-through ${providerMb} MiB: the archive (held)`, `/v1/archives/upstream.test/acme/big/${provider}/${file}`);
         const vpc = '/v1/modules/terraform-aws-modules/vpc/aws';

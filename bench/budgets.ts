@@ -1,15 +1,12 @@
 /**
- * `npm run bench:budgets` (and a section of `npm run bench`): each write
- * path's storage operations per invocation at realistic sizes, beside
- * Cloudflare's limits (docs/production-rules.md), and the daily Free-plan
- * budget they leave. Every path runs the store code the Worker and the
- * scripts run, against Miniflare's local KV and R2 (scripts/lib/stores/local),
- * counted by the store-counting proxy the publish-cost figures use
- * (test/fixtures/counting-store.ts). The per-`terraform init` figures (Worker
- * requests, KV reads) come from bench/cost.ts (a real terraform init). The
- * paths that fetch from an upstream (a 100 MiB provider pulled through, a
- * vpc-shaped module proxied: subrequests, CPU and isolate memory per
- * invocation) are measured in workerd by bench/budgets-pulled.ts.
+ * `npm run bench:budgets` (and a section of `npm run bench`): each write path's storage operations per invocation at
+ * realistic sizes, beside Cloudflare's limits (docs/production-rules.md), and the daily Free-plan budget they leave.
+ * Every path runs the store code the Worker and the scripts run, against Miniflare's local KV and R2
+ * (scripts/lib/stores/local), counted by the store-counting proxy the publish-cost figures use
+ * (test/fixtures/counting-store.ts). The per-`terraform init` figures (Worker requests, KV reads) come from
+ * bench/cost.ts (a real terraform init). The paths that fetch from an upstream (a 100 MiB provider pulled through, a
+ * vpc-shaped module proxied: subrequests, CPU and isolate memory per invocation) are measured in workerd by
+ * bench/budgets-pulled.ts.
  */
 import { join } from 'node:path';
 import { readRegistryConfig } from '../scripts/lib/config';
@@ -157,8 +154,8 @@ export async function benchPublishScale(
         await (modules ? seedModule(counted.kv, counted.blobs, module, `1.0.${i}`) : publishVersion(counted, release.record, release.files));
         times.push(Number(process.hrtime.bigint() - t0) / 1e9);
         if (i > 0) continue;
-        if (process.env.SCALE_TRACE) for (const r of counted.counter.requests) process.stderr.write(`  ${r.op} ${r.key}\n`);
         const { requests } = counted.counter;
+        if (process.env.SCALE_TRACE) for (const r of requests) process.stderr.write(`  ${r.op} ${r.key}\n`);
         rows.push({
           existingVersions: size,
           seconds: 0,
@@ -182,32 +179,12 @@ export async function benchPublishScale(
 /** The budgets table, with each plan's per-invocation limit beside each Worker path. */
 export function budgetsTable(rows: readonly BudgetRow[]): string {
   const limit = INVOCATION_LIMITS.free.storageOperations;
+  const share = (r: BudgetRow) => `${Math.round((100 * r.storageOperations) / limit)} %${r.storageOperations > limit ? ' OVER' : ''}`;
   return textTable(
-    [
-      'write path',
-      'runs in',
-      'KV reads',
-      'KV writes',
-      'KV deletes',
-      'KV lists',
-      'R2 class A',
-      'R2 class B',
-      'storage ops',
-      'of 1,000/invocation',
-      'a day on Free',
-    ],
+    'write path|runs in|KV reads|KV writes|KV deletes|KV lists|R2 class A|R2 class B|storage ops|of 1,000/invocation|a day on Free'.split('|'),
     rows.map((r) => [
-      r.path,
-      r.runs,
-      String(r.kvReads),
-      String(r.kvWrites),
-      String(r.kvDeletes),
-      String(r.kvLists),
-      String(r.r2ClassA),
-      String(r.r2ClassB),
-      String(r.storageOperations),
-      r.runs === 'Worker' ? `${Math.round((100 * r.storageOperations) / limit)} %${r.storageOperations > limit ? ' OVER' : ''}` : 'n/a (CLI)',
-      String(r.perDayOnFree),
+      ...[r.path, r.runs, ...[r.kvReads, r.kvWrites, r.kvDeletes, r.kvLists, r.r2ClassA, r.r2ClassB, r.storageOperations].map(String)],
+      ...[r.runs === 'Worker' ? share(r) : 'n/a (CLI)', String(r.perDayOnFree)],
     ]),
   );
 }

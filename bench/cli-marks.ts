@@ -16,8 +16,8 @@ export interface Breakdown {
   requests: { name: string; seconds: number }[];
 }
 
-/** The request's name in a breakdown: "POST create", "PUT linux_amd64.zip", "POST commit". */
-function requestName(method: string, path: string): string {
+/** A publish API request's name: "POST create", "PUT linux_amd64.zip", "POST commit" (also bench/publish-api.ts's). */
+export function requestName(method: string, path: string): string {
   const what = path.endsWith('/commit')
     ? 'commit'
     : method === 'POST'
@@ -109,17 +109,8 @@ export interface CliWallFigures {
   commit: string;
   baselineDir: string | null;
   runs: {
-    kind:
-      | 'publish'
-      | 'node -e 0'
-      | 'help'
-      | 'node -e 0 (help)'
-      | 'local publish'
-      | 'local module publish'
-      | 'baseline publish'
-      | 'baseline help'
-      | 'baseline local publish'
-      | 'baseline local module publish';
+    /** What ran: this checkout's CLI, the baseline's, or `node -e 0` beside the publishes or the help runs. */
+    kind: `${'' | 'baseline '}${'publish' | 'help' | 'local publish' | 'local module publish'}` | 'node -e 0' | 'node -e 0 (help)';
     wall: number;
     cpu: number;
     load: number;

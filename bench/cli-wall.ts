@@ -34,7 +34,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { breakdown, serverDurations, type CliSummary, type CliWallFigures } from './cli-marks';
-import { timed } from './proc';
+import { timed, type Timed } from './proc';
 import { median } from './report';
 import { startNpmStart } from './runtime';
 import { writeModule, writeRelease } from './seed';
@@ -107,91 +107,53 @@ export async function benchCliWall(options: {
     const warm = await publish('0.0.1');
     log(`warm-up publish: ${f(warm.wall)} s wall, ${f(warm.cpu)} s CPU (not counted)`);
     const runs: CliWallFigures['runs'] = [];
-    const of = (kind: CliWallFigures['runs'][number]['kind'], key: 'wall' | 'cpu') => median(runs.filter((r) => r.kind === kind).map((r) => r[key]));
-    log('\nrun  what                   wall (s)  CPU (s)  load  to 1st req  requests (round trips, s)');
-    // Each round runs node -e 0, this CLI and the baseline's in a rotating order.
-    const rotate = <T extends Kind | 'node'>(items: readonly T[], i: number): T[] => [...items.slice(i % items.length), ...items.slice(0, i % items.length)];
-    for (let i = 1; i <= options.runs; i++) {
-      for (const which of rotate<'node' | 'publish' | 'baseline publish'>(['node', 'publish', ...(baseRun ? (['baseline publish'] as const) : [])], i)) {
-        const version = which === 'baseline publish' ? `2.0.${i}` : `1.0.${i}`;
-        const result = which === 'node' ? await bare() : await publish(version, which === 'publish' ? run : baseRun!);
-        const b = which === 'node' ? undefined : breakdown(result.stderr);
-        runs.push({
-          kind: which === 'node' ? 'node -e 0' : which,
-          wall: result.wall,
-          cpu: result.cpu,
-          load: result.load,
-          ...(which === 'node' ? {} : { version, breakdown: b }),
-        });
-        log(
-          `${String(i).padStart(3)}  ${(which === 'node' ? 'node -e 0' : `${which === 'publish' ? '' : 'baseline '}publish ${version}`).padEnd(22)} ${f(result.wall).padStart(8)} ${f(result.cpu).padStart(8)} ${result.load.toFixed(1).padStart(5)}` +
-            (b ? `  ${f(b.firstSend).padStart(10)}  ${b.requests.map((r) => `${r.name} ${f(r.seconds)}`).join(', ')}` : ''),
+    const of = (kind: Kind, key: 'wall' | 'cpu') => median(runs.filter((r) => r.kind === kind).map((r) => r[key]));
+    const localState = join(dir, 'local-state');
+    const keysDir = join(dir, 'keys');
+    /** One run of `kind` (a "baseline …" kind runs the baseline's CLI) in round `i`: its version's release or module. */
+    const once = (kind: Kind, i: number): Promise<Timed> => {
+      const [cli, version] = kind.startsWith('baseline ') ? [baseRun!, `2.0.${i}`] : [run, `1.0.${i}`];
+      const what = kind.replace(/^baseline /, '');
+      if (what.startsWith('node -e 0')) return bare();
+      if (what === 'publish') return publish(version, cli);
+      if (what === 'help') return timed(node, [cli, 'publish-provider', '--help'], cleanEnv());
+      if (what === 'local publish')
+        return timed(
+          node,
+          [cli, 'publish-provider', dists.get(version)!, '--namespace', NAMESPACE, '--persist-to', localState, '--keys-dir', keysDir],
+          cleanEnv(),
         );
-      }
-    }
-    for (let i = 1; i <= options.runs; i++) {
-      for (const which of rotate<'node' | 'help' | 'baseline help'>(['node', 'help', ...(baseRun ? (['baseline help'] as const) : [])], i)) {
-        const result = which === 'node' ? await bare() : await timed(node, [which === 'help' ? run : baseRun!, 'publish-provider', '--help'], cleanEnv());
-        runs.push({ kind: which === 'node' ? 'node -e 0 (help)' : which, wall: result.wall, cpu: result.cpu, load: result.load });
-      }
-    }
-    if (options.local > 0) {
-      const localState = join(dir, 'local-state');
-      const keysDir = join(dir, 'keys');
-      await cli('keys', ['generate', '--namespace', NAMESPACE, '--type', 'ecc', '--persist-to', localState, '--keys-dir', keysDir]);
-      for (let i = 1; i <= Math.min(options.local, options.runs); i++) {
-        for (const which of rotate<'local publish' | 'baseline local publish'>(
-          ['local publish', ...(baseRun ? (['baseline local publish'] as const) : [])],
-          i,
-        )) {
-          const version = which === 'local publish' ? `1.0.${i}` : `2.0.${i}`;
-          const result = await timed(
-            node,
-            [
-              which === 'local publish' ? run : baseRun!,
-              'publish-provider',
-              dists.get(version)!,
-              '--namespace',
-              NAMESPACE,
-              '--persist-to',
-              localState,
-              '--keys-dir',
-              keysDir,
-            ],
-            cleanEnv(),
+      const module = writeModule(join(dir, `module-${version}`), version, 1 << 20);
+      const args = ['--namespace', NAMESPACE, '--name', 'bench', '--system', 'aws', '--version', version, '--persist-to', localState];
+      return timed(node, [cli, 'publish-module', module, ...args], cleanEnv());
+    };
+    /**
+     * `count` rounds of `kinds` (the baseline's kinds only with --baseline), each round in a rotated order, so that
+     * node -e 0, this CLI and the baseline's take turns going first; every run recorded (a publish with its marks).
+     */
+    const rounds = async (count: number, kinds: Kind[]) => {
+      const present = kinds.filter((k) => baseRun || !k.startsWith('baseline '));
+      for (let i = 1; i <= count; i++) {
+        for (const kind of [...present.slice(i % present.length), ...present.slice(0, i % present.length)]) {
+          const result = await once(kind, i);
+          if (result.code !== 0) throw new Error(`${kind} exited ${result.code}:\n${result.stderr}`);
+          const version = kind.startsWith('baseline ') ? `2.0.${i}` : `1.0.${i}`;
+          const b = /^(baseline )?publish$/.test(kind) ? breakdown(result.stderr) : null;
+          runs.push({ kind, wall: result.wall, cpu: result.cpu, load: result.load, ...(b ? { version, breakdown: b } : {}) });
+          log(
+            `${String(i).padStart(3)}  ${kind.padEnd(30)} ${f(result.wall).padStart(8)} ${f(result.cpu).padStart(8)} ${result.load.toFixed(1).padStart(5)}` +
+              (b ? `  ${f(b.firstSend).padStart(10)}  ${b.requests.map((r) => `${r.name} ${f(r.seconds)}`).join(', ')}` : ''),
           );
-          if (result.code !== 0) throw new Error(`${which} exited ${result.code}:\n${result.stderr}`);
-          runs.push({ kind: which, wall: result.wall, cpu: result.cpu, load: result.load });
-          log(`${which} ${version}: ${f(result.wall)} s wall, ${f(result.cpu)} s CPU, load ${result.load.toFixed(1)}`);
         }
       }
-      for (let i = 1; i <= Math.min(options.local, options.runs); i++) {
-        for (const which of rotate<'local module publish' | 'baseline local module publish'>(
-          ['local module publish', ...(baseRun ? (['baseline local module publish'] as const) : [])],
-          i,
-        )) {
-          const version = which === 'local module publish' ? `1.0.${i}` : `2.0.${i}`;
-          const module = writeModule(join(dir, `module-${version}`), version, 1 << 20);
-          const args = [
-            'publish-module',
-            module,
-            '--namespace',
-            NAMESPACE,
-            '--name',
-            'bench',
-            '--system',
-            'aws',
-            '--version',
-            version,
-            '--persist-to',
-            localState,
-          ];
-          const result = await timed(node, [which === 'local module publish' ? run : baseRun!, ...args], cleanEnv());
-          if (result.code !== 0) throw new Error(`${which} exited ${result.code}:\n${result.stderr}`);
-          runs.push({ kind: which, wall: result.wall, cpu: result.cpu, load: result.load });
-          log(`${which} ${version}: ${f(result.wall)} s wall, ${f(result.cpu)} s CPU, load ${result.load.toFixed(1)}`);
-        }
-      }
+    };
+    log('\nrun  what                           wall (s)  CPU (s)  load  to 1st req  requests (round trips, s)');
+    await rounds(options.runs, ['node -e 0', 'publish', 'baseline publish']);
+    await rounds(options.runs, ['node -e 0 (help)', 'help', 'baseline help']);
+    if (options.local > 0) {
+      await cli('keys', ['generate', '--namespace', NAMESPACE, '--type', 'ecc', '--persist-to', localState, '--keys-dir', keysDir]);
+      await rounds(Math.min(options.local, options.runs), ['local publish', 'baseline local publish']);
+      await rounds(Math.min(options.local, options.runs), ['local module publish', 'baseline local module publish']);
     }
 
     // Let wrangler dev's last log lines arrive, then give each publish its requests' server-side durations.

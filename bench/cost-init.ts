@@ -2,15 +2,14 @@
  * The client side of bench/cost.ts: a local state with `providers` signed providers (the host's platform and four
  * more) and one module published into it by the CLI's own code, and a real `terraform init` of them all.
  */
-import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { publishModule } from '../scripts/lib/module/publish';
+import { writeDemoModule } from '../scripts/lib/demo/module';
 import { publishIntoState } from '../test/e2e/local-publish';
 import { generateRelease, generateSigningKey } from '../test/e2e/release';
+import { terraformInit as runInit } from '../test/e2e/terraform-init';
 
-const run = promisify(execFile);
 /** Where the mirror run's providers live: Terraform cannot resolve a mirror URL for a source address with a port. */
 export const MIRRORED_HOSTNAME = 'registry.example.com';
 const MODULE_HOSTNAME = 'modules.host.example';
@@ -27,14 +26,9 @@ export async function publishState(dir: string, stateDir: string, hostname: stri
   // Terraform cannot resolve a mirror URL for a source address with a port: the mirror run installs
   // the same releases under a plain hostname (as for mirrored upstream providers).
   await publishIntoState(stateDir, MIRRORED_HOSTNAME, 'acme', releases, key);
-  // One module (acme/vpc/aws), published with publish-module's own code into the same state.
+  // One module (acme/vpc/aws: the demo module), published with publish-module's own code into the same state.
   const moduleDir = join(dir, 'module-vpc');
-  await mkdir(moduleDir, { recursive: true });
-  await writeFile(
-    join(moduleDir, 'main.tf'),
-    'variable "cidr" {\n  type    = string\n  default = "10.0.0.0/16"\n}\n\noutput "cidr" {\n  value = var.cidr\n}\n',
-  );
-  await writeFile(join(moduleDir, 'README.md'), '# vpc\n\nA bench module.\n');
+  writeDemoModule(moduleDir, '1.0.0', hostname);
   await publishModule({
     path: moduleDir,
     namespace: 'acme',
@@ -50,7 +44,6 @@ export async function publishState(dir: string, stateDir: string, hostname: stri
 
 /** A real `terraform init` in `dir` of thing1…N and the module, with a token for private mode and a network mirror when given. */
 export async function terraformInit(
-  terraform: string,
   dir: string,
   options: { hostname: string; providers: number; token: string | null; mirror: string | null; certPath: string },
 ): Promise<void> {
@@ -70,21 +63,6 @@ export async function terraformInit(
   const credentials =
     options.token === null ? '' : [options.hostname, MODULE_HOSTNAME].map((h) => `credentials "${h}" {\n  token = "${options.token}"\n}\n`).join('');
   await writeFile(join(dir, 'cli.tfrc'), `${credentials}${moduleHost}${mirror}`);
-  try {
-    await run(terraform, ['init', '-input=false', '-no-color'], {
-      cwd: dir,
-      timeout: 180_000,
-      env: {
-        PATH: process.env.PATH,
-        HOME: dir,
-        TF_CLI_CONFIG_FILE: join(dir, 'cli.tfrc'),
-        SSL_CERT_FILE: options.certPath,
-        CHECKPOINT_DISABLE: '1',
-        TF_IN_AUTOMATION: '1',
-      },
-    });
-  } catch (error) {
-    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`cost: terraform init failed:\n${stdout ?? ''}\n${stderr ?? ''}`);
-  }
+  const result = await runInit(dir, options.certPath, 180_000);
+  if (!result.ok) throw new Error(`cost: terraform init failed:\n${result.output}`);
 }

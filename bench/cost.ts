@@ -3,23 +3,23 @@
  * against the Worker built as deployed (in workerd over HTTPS, production settings: gzip documents; private mode with
  * a read token, or public), counted through the bindings by the bench Worker (bench/bench-worker.ts). Per
  * deployment (CostConfig: files through the Worker, from presigned R2 URLs, or metadata and files from the bucket's
- * public custom domain, bench/s3-side.ts) and install path (origin registry, network mirror), three runs: cold
+ * public custom domain, test/e2e/s3/side.ts) and install path (origin registry, network mirror), three runs: cold
  * (empty edge cache, fresh isolate: the first init in a location), warm edge cache in a fresh isolate (workerd
  * restarted on the same cache: the steady state), and warm edge cache and isolate. From those, the daily `terraform
  * init` capacity that fits Cloudflare's free plan, and the share of it a typical organisation (10 providers, 1,000
  * inits a day, each installing its 10 providers and one module) uses.
  */
-import { existsSync } from 'node:fs';
+import { terraform } from '../test/tools';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createToken } from '../scripts/lib/tokens';
 import type { BlobStore, KvStore } from '../src/store/store';
 import { freePort, makeCertificate } from '../test/e2e/server';
-import { startRuntime } from './runtime';
+import { initCounts, startRuntime, type InitCounts } from './runtime';
 import { build } from './build';
 import { publishState, terraformInit } from './cost-init';
 import { flag, log as say, option, script, targetLines, textTable } from './report';
-import { startFilesOrigin, startS3 } from './s3-side';
+import { startFilesOrigin, startS3 } from '../test/e2e/s3/side';
 import { writeAllStaticCopies } from '../src/store/static-documents';
 import { markFilesOriginReady } from '../src/store/files-origin-ready';
 
@@ -29,17 +29,6 @@ export const FREE_PLAN = { workerRequestsPerDay: 100_000, kvReadsPerDay: 100_000
 export const TYPICAL = { providers: 10, initsPerDay: 1000 };
 /** Storage assumption (our fake archives are a few hundred bytes): a provider version = 6 platforms × 25 MB zips. */
 const STORAGE = { platformsPerVersion: 6, archiveMb: 25 };
-
-/** What the bench Worker's /__cost/counts reports: totals, and by "METHOD route" (KV reads also by key). */
-export interface InitCounts {
-  requests: number;
-  kvReads: number;
-  r2ClassB: number;
-  byRoute: Record<string, number>;
-  kvReadsByKey: Record<string, number>;
-  kvReadsByRoute: Record<string, number>;
-  r2ClassBByRoute: Record<string, number>;
-}
 
 /**
  * Which deployment an init ran against: ACCESS, and where release files and provider metadata come from (worker:
@@ -66,24 +55,10 @@ export interface CostScenario extends CostConfig {
   bindingLimit: string;
 }
 
-export type CostFigures =
-  | { skipped: string }
-  | {
-      providers: number;
-      platforms: string[];
-      scenarios: CostScenario[];
-      typical: {
-        providers: number;
-        initsPerDay: number;
-        /** Share of each free-plan limit 1,000 inits a day use, at the steady state (warm edge cache, fresh isolate), origin registry, private, files through the Worker. */
-        usage: { requests: number; kvReads: number; r2ClassBPerMonth: number };
-        storage: { versionMb: number; versionsThatFit: number; perProvider: number };
-      };
-      seconds: number;
-    };
+export type CostFigures = Awaited<ReturnType<typeof benchCost>>;
 
 /** Runs the measurement; `{skipped}` with the reason when terraform or openssl is missing. */
-export async function benchCost(work: string, options: { quick: boolean; log: (message: string) => void; configs?: CostConfig[] }): Promise<CostFigures> {
+export async function benchCost(work: string, options: { quick: boolean; log: (message: string) => void; configs?: CostConfig[] }) {
   const configs = options.configs ?? [
     { access: 'private', files: 'worker' },
     { access: 'public', files: 'worker' },
@@ -91,8 +66,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
     { access: 'public', files: 'r2' },
     { access: 'public', files: 'documents' },
   ];
-  const terraform = ['/usr/local/bin/terraform', '/usr/bin/terraform'].find((p) => existsSync(p));
-  if (!terraform) return { skipped: 'no terraform binary (/usr/local/bin or /usr/bin)' };
+  if (!terraform) return { skipped: 'no terraform binary (/usr/local/bin, /usr/bin or PATH)' } as const;
   const started = Date.now();
   const dir = join(work, 'cost');
   await mkdir(dir, { recursive: true });
@@ -154,11 +128,12 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
             await markFilesOriginReady(store.kv, files.origin); // what npm run static-documents writes once its check passed
             log(`cost: ${written} static documents written, ${await files.copyFrom(store.blobs as unknown as R2Bucket)} objects on the files origin`);
           }
-          const read = async () => (await (await runtime.mf.dispatchFetch(`https://${hostname}/__cost/counts?reset`)).json()) as InitCounts;
+          const read = async () =>
+            initCounts((await (await runtime.mf.dispatchFetch(`https://${hostname}/__bench/ops?detail&reset`)).json()) as Record<string, number>);
           const reset = async () => void (await Promise.all([read(), s3?.reset(), files?.reset()]));
           await reset();
           const measure = async (cache: CostScenario['cache'], runIndex: number) => {
-            await terraformInit(terraform, join(dir, 'init', `${config.access}-${config.files}-${path.replace(' ', '-')}-${runIndex}`), {
+            await terraformInit(join(dir, 'init', `${config.access}-${config.files}-${path.replace(' ', '-')}-${runIndex}`), {
               hostname,
               providers,
               token: config.access === 'private' ? token : null,
@@ -207,6 +182,7 @@ export async function benchCost(work: string, options: { quick: boolean; log: (m
     scenarios,
     typical: {
       ...TYPICAL,
+      // The share of each free-plan limit the typical inits use at the steady state (warm edge cache, fresh isolate; private, files through the Worker).
       usage: {
         requests: (steady.requests * TYPICAL.initsPerDay) / FREE_PLAN.workerRequestsPerDay,
         kvReads: (steady.kvReads * TYPICAL.initsPerDay) / FREE_PLAN.kvReadsPerDay,

@@ -6,6 +6,7 @@
  * sparse; SQLite rows per batch of 1 and of 12 items (what DO storage bills); and that the object's total after the
  * load equals the downloads sent. `npx tsx bench/download-counting.ts [--quick] [--json]` runs it alone.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BATCH_MS } from '../src/downloads/count';
 import type { StorageOps } from '../src/downloads/counter';
 import { build } from './build';
@@ -14,15 +15,9 @@ import { opsOf, startRuntime } from './runtime';
 import { HOSTNAME, archivePath, seedSmall } from './seed';
 import { flag, log, script } from './report';
 
-export interface CountingFigures {
-  windowMs: number;
-  cpu: { n: number; offMicros: number; onMicros: number; unbatchedMicros: number };
-  load: { downloads: number; concurrency: number; seconds: number; rpcs: number; counted: number };
-  sparse: { downloads: number; rpcs: number };
-  storage: { firstBatchOfDay: StorageOps; batchOf1: StorageOps; batchOf12: StorageOps };
-}
+export type CountingFigures = Awaited<ReturnType<typeof benchDownloadCounting>>;
 
-export async function benchDownloadCounting(work: string, options: { quick?: boolean; log?: (line: string) => void } = {}): Promise<CountingFigures> {
+export async function benchDownloadCounting(work: string, options: { quick?: boolean; log?: (line: string) => void } = {}) {
   const log = options.log ?? (() => {});
   const runtime = await startRuntime({ bundlePath: await build(work, 'bench/bench-worker.ts') }, undefined, { downloads: { batchMs: BATCH_MS } });
   try {
@@ -72,12 +67,8 @@ export async function benchDownloadCounting(work: string, options: { quick?: boo
 
     // Sparse: downloads further apart than the window.
     await rpcs();
-    const sparseDownloads = 3;
-    for (let i = 0; i < sparseDownloads; i++) {
-      await get(path);
-      await sleep(BATCH_MS + 200);
-    }
-    const sparse = { downloads: sparseDownloads, rpcs: await rpcs() };
+    for (let i = 0; i < 3; i++) await get(path).then(() => sleep(BATCH_MS + 200));
+    const sparse = { downloads: 3, rpcs: await rpcs() };
 
     const add = async (items: number) => JSON.parse(new TextDecoder().decode(await get(`/__bench/add?items=${items}&name=storage`))) as StorageOps;
     const storage = { firstBatchOfDay: await add(1), batchOf1: await add(1), batchOf12: await add(12) };
@@ -97,10 +88,6 @@ export function countingTable(f: CountingFigures): string[] {
     `  storage per batch: 1 item ${ops(f.storage.batchOf1)}; 12 items ${ops(f.storage.batchOf12)}; the day's first batch ${ops(f.storage.firstBatchOfDay)} (table setup and retention check); KV and R2: 0`,
     `  exact: ${f.load.counted} counted of ${f.load.downloads} downloads${f.load.counted === f.load.downloads ? '' : ' — NOT EXACT'}`,
   ];
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 await script(import.meta, 'counting', async (work) => {

@@ -42,6 +42,15 @@ export function zipLayout(kind: 'stored' | 'deflated', zipBytes: number): ZipLay
   let crc = 0;
   for (let i = 0; i < count; i++) crc = crc32(plain, crc);
   const method = kind === 'stored' ? 0 : 8;
+  const small = (name: string, data: Buffer) => ({
+    name,
+    mode: 0o100644,
+    method: 0,
+    crc: crc32(data),
+    compressed: data.byteLength,
+    size: data.byteLength,
+    data,
+  });
   const entries: { name: string; mode: number; method: number; crc: number; compressed: number; size: number; data?: Buffer }[] = [
     {
       name: 'terraform-provider-big_v1.0.0',
@@ -51,18 +60,8 @@ export function zipLayout(kind: 'stored' | 'deflated', zipBytes: number): ZipLay
       compressed: block.byteLength * count + finalBlock.byteLength,
       size: plain.byteLength * count,
     },
-    ...[
-      ['README.md', Buffer.from('# big\n'.repeat(200))],
-      ['LICENSE', Buffer.from('Mozilla Public License 2.0\n'.repeat(400))],
-    ].map(([name, data]) => ({
-      name: name as string,
-      mode: 0o100644,
-      method: 0,
-      crc: crc32(data as Buffer),
-      compressed: (data as Buffer).byteLength,
-      size: (data as Buffer).byteLength,
-      data: data as Buffer,
-    })),
+    small('README.md', Buffer.from('# big\n'.repeat(200))),
+    small('LICENSE', Buffer.from('Mozilla Public License 2.0\n'.repeat(400))),
   ];
   const DOS_TIME = 0; // 00:00:00
   const DOS_DATE = ((2026 - 1980) << 9) | (1 << 5) | 1; // 2026-01-01

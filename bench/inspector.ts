@@ -1,9 +1,8 @@
 /**
- * The V8 heaps inside workerd, read through its inspector (Chrome DevTools
- * protocol): the Worker's isolate and, summed, the others Miniflare runs in
- * the same process (its KV/R2 simulators, the cache). Tells a growing RSS
- * apart: the Worker's JavaScript heap, or memory outside it. Needs a global
- * WebSocket (Node 22, or Node 20 with --experimental-websocket).
+ * The V8 heaps inside workerd, read through its inspector (Chrome DevTools protocol): the Worker's isolate and,
+ * summed, the others Miniflare runs in the same process (its KV/R2 simulators, the cache). Tells a growing RSS apart:
+ * the Worker's JavaScript heap, or memory outside it. Needs a global WebSocket (Node 22, or Node 20 with
+ * --experimental-websocket).
  */
 
 export interface HeapFigures {

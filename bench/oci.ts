@@ -11,7 +11,7 @@ import { build } from './build';
 import { startRuntime } from './runtime';
 import { HOSTNAME, seedSmall } from './seed';
 import { workerProfiler } from './worker-cpu';
-import { median, option, script } from './report';
+import { loadAverages, median, option, script } from './report';
 
 async function main(work: string): Promise<void> {
   const rounds = Number(option('rounds') ?? 5);
@@ -27,15 +27,9 @@ async function main(work: string): Promise<void> {
     for (const path of ['/v2/', '/tags/list', `/manifests/${versions.at(-1)}`])
       await fetch(path === '/v2/' ? `${runtime.origin}/v2/` : `${repo}${path}`).then((r) => r.arrayBuffer());
     const profiler = await workerProfiler(inspectorPort, runtime.pid);
-    const names = [
-      'v1 download document',
-      'GET /v2/',
-      'tags/list',
-      'manifest by tag, first (writes the view)',
-      'manifest by tag',
-      'manifest by digest',
-      'blob (layer, 1 KiB)',
-    ];
+    // The requests of each round, in order.
+    const names =
+      'v1 download document|GET /v2/|tags/list|manifest by tag, first (writes the view)|manifest by tag|manifest by digest|blob (layer, 1 KiB)'.split('|');
     const cpu = new Map<string, number[]>(names.map((n) => [n, []]));
     try {
       for (let round = 0; round < rounds; round++) {
@@ -57,11 +51,7 @@ async function main(work: string): Promise<void> {
     } finally {
       profiler.close();
     }
-    console.log(
-      `load average ${before.map((l) => l.toFixed(1)).join(' ')} → ${loadavg()
-        .map((l) => l.toFixed(1))
-        .join(' ')}`,
-    );
+    console.log(`load average ${loadAverages(before)} → ${loadAverages()}`);
     console.log(`Worker CPU per request (one provider version × 12 platforms; median of ${rounds}, each round's values in brackets):`);
     for (const name of names) {
       const values = cpu.get(name)!;

@@ -6,12 +6,10 @@
  * ≤ 10 ms), and 1 and 3 MiB of stored zips; beside the storage floor measured in the same run
  * (bench/storage-floor.ts) and what the commit's storage requests cost at it.
  */
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { newToken, tokenId, tokenSha256 } from '../src/access/tokens';
+import { createToken } from '../scripts/lib/tokens';
 import { writeSigningKeys } from '../src/store/providers/signing-keys';
 import type { KvStore } from '../src/store/store';
-import { writeTokenRecord } from '../src/store/tokens/write';
 import { storeHeldKey } from '../src/store/keys/held-keys';
 import { generateSigningKey } from '../scripts/lib/keys/keyring';
 import { publishRelease } from '../scripts/lib/provider/publish';
@@ -21,9 +19,10 @@ import { build } from './build';
 import { writeRelease } from './seed';
 import { startRuntime } from './runtime';
 import { largest, planFor, workerProfiler, type RequestCpu } from './worker-cpu';
-import { flag, log as say, median, option, script } from './report';
+import { flag, loadAverages, log as say, median, option, script } from './report';
 import { benchStorageFloor, storageFloorTable, type StorageFloor } from './storage-floor';
 import { COMMIT_REQUESTS } from '../test/fixtures/commit-requests';
+import { requestName } from './cli-marks';
 
 const HOST = 'registry.example.com';
 const BENCH_SIGNING_KEY_SECRET = 'bench-only-secret-0123456789abcdefghijklmnop';
@@ -65,34 +64,8 @@ export interface PublishApiFigures {
     /** The commit's busy samples by function, self time (wall-clock samples, ms per commit, mean over the repeats). */
     commitSelf: { name: string; ms: number }[];
   };
-  /** The storage floor measured in the same run (bench/storage-floor.ts), and what the commit's storage requests cost at it. */
-  storage: { floor: StorageFloor; commitRequests: number; commitFloorMs: number };
-}
-
-/** Which floor operation stands for each storage request the commit makes (test/fixtures/commit-requests.ts). */
-const FLOOR_OF: Record<string, string[]> = {
-  'kv.get': ['kv-get'],
-  'kv.list': ['kv-list'],
-  'kv.put': ['kv-put'],
-  'r2.delete': ['r2-delete'],
-  'r2.get': ['r2-get-text'],
-  'r2.head': ['r2-head'],
-  'r2.list': ['r2-list'],
-  // 5 plain puts (the release files), 7 create-only ones (lease ×2, statement, record, index, catalogue, audit): their mean.
-  'r2.put': ['r2-put', 'r2-put-if-absent'],
-};
-
-/** The Worker CPU the commit's storage requests take at the floor: Σ requests × the floor's CPU per operation. */
-export function commitAtFloor(floor: StorageFloor, requests: Readonly<Record<string, number>> = COMMIT_REQUESTS): { requests: number; ms: number } {
-  let count = 0;
-  let ms = 0;
-  for (const [op, n] of Object.entries(requests)) {
-    const kinds = FLOOR_OF[op] ?? [];
-    const each = kinds.reduce((sum, k) => sum + (floor.perOp.find((o) => o.kind === k)?.cpuMs ?? 0), 0) / Math.max(1, kinds.length);
-    count += n;
-    ms += n * each;
-  }
-  return { requests: count, ms };
+  /** The storage floor measured in the same run (bench/storage-floor.ts), with one request making only the commit's storage requests. */
+  floor: StorageFloor;
 }
 
 /** Runs every case; `work` is a scratch directory (left for the caller to remove). */
@@ -100,8 +73,6 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
   const inspectorPort = await freePort();
   // The storage floor first, in the same run (its own workerd, stopped before the publishes).
   const floor = await benchStorageFloor(work, { rounds: 5, mix: COMMIT_REQUESTS });
-  const atFloor = commitAtFloor(floor);
-  log(`storage floor: the commit's ${atFloor.requests} storage requests take ${atFloor.ms.toFixed(1)} ms of Worker CPU at the floor`);
   // `--bundle=PATH`: another build of the Worker (e.g. an older commit's, for a before/after in one session).
   const bundlePath = option('bundle') ?? (await build(work, null));
   const runtime = await startRuntime({ bundlePath }, undefined, {
@@ -110,18 +81,7 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
   });
   try {
     const kv = (await runtime.mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore;
-    const token = newToken();
-    const sha256 = tokenSha256(token);
-    await writeTokenRecord(kv, {
-      id: tokenId(sha256),
-      name: 'bench',
-      sha256,
-      scopes: ['heldecc'],
-      created: new Date().toISOString(),
-      expires: null,
-      purpose: 'publish',
-      namespaceWide: true,
-    });
+    const { token } = await createToken(kv, { scopes: ['heldecc'], name: 'bench', expires: null, purpose: 'publish', namespaceWide: true });
     // Keyless publishing: a namespace whose key the registry holds (as `npm run keys -- generate --held-by-registry --type ecc`).
     const held = await generateSigningKey({ name: 'bench heldecc', type: 'ecc' });
     await storeHeldKey(kv, BENCH_SIGNING_KEY_SECRET, HOST, 'heldecc', held.publicKey.key_id, held.armoredPrivateKey);
@@ -166,7 +126,8 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
         const dist = await writeDist(join(work, `dist-repeat-${i}`), 'repeat', `2.0.${i}`);
         const { cpu: recording } = await profiler.record(() => keyless(dist));
         for (const r of recording.requests) {
-          const name = requestKind(r.request);
+          const [method, path] = r.request.replace(/\?.*$/, '').split(' ') as [string, string];
+          const name = requestName(method, path).replace(/^POST /, '');
           byRequest.set(name, [...(byRequest.get(name) ?? []), r.cpuMs]);
           if (name === 'commit') {
             for (const f of r.inclusiveFunctions) inclusive.set(f.name, (inclusive.get(f.name) ?? 0) + f.ms / repeats);
@@ -194,7 +155,7 @@ export async function benchPublishApi(work: string, log: (line: string) => void 
     } finally {
       profiler.close();
     }
-    return { cpu, smallKeyless, storage: { floor, commitRequests: atFloor.requests, commitFloorMs: atFloor.ms } };
+    return { cpu, smallKeyless, floor };
   } finally {
     await runtime.dispose();
   }
@@ -205,7 +166,7 @@ export function publishApiTable(figures: PublishApiFigures): string[] {
   const k = figures.smallKeyless;
   // The sampler falls short on a busy machine: this run's CPU-only request says by how much (Node's CPU for the
   // same loop ÷ the Worker's measured). The verdict takes the figure scaled up by it (never down), when sane.
-  const { floor, commitRequests, commitFloorMs } = figures.storage;
+  const { floor } = figures;
   const measured = median(floor.calibration.workerMs);
   const factor = measured > 0 && floor.calibration.nodeMs / measured < 2 ? Math.max(1, floor.calibration.nodeMs / measured) : 1;
   const worst = k.perRequest.reduce((a, b) => (b.medianMs > a.medianMs ? b : a));
@@ -214,20 +175,12 @@ export function publishApiTable(figures: PublishApiFigures): string[] {
   return [
     "publish API, Worker CPU per publish (the Worker isolate's busy samples × 100 µs, bench/worker-cpu.ts; storage simulators excluded; calibrated by the storage floor's CPU-only request):",
     `  the goal (issue 29): 3 platforms, small zips, keyless with a registry-held Ed25519 key, warm isolate, ${k.repeats} publishes, per request, median (least–most): ${k.perRequest.map((r) => `${r.request} ${r.medianMs.toFixed(1)} ms (${Math.min(...r.cpuMs).toFixed(1)}–${r.maxMs.toFixed(1)})`).join(', ')} ${factor > 1 ? ` (× ${factor.toFixed(2)}, this run's calibration shortfall: ${worst.request} ${verdictMs.toFixed(1)} ms)` : ''} → every request ≤ 10 ms: ${verdictMs <= 10 ? 'met' : `missed (${worst.request} ${verdictMs.toFixed(1)} ms)`} → ${verdictMs <= 10 ? 'Workers Free' : 'Workers Paid'}`,
-    `  storage floor in this run (bench/storage-floor.ts, Worker CPU per operation on small JSON): KV get ${op('kv-get')}, KV put ${op('kv-put')}, R2 get ${op('r2-get-text')}, R2 head ${op('r2-head')}, R2 put ${op('r2-put')}, create-only R2 put ${op('r2-put-if-absent')} ms; the commit's ${commitRequests} storage requests (test/fixtures/commit-requests.ts): Σ count × floor ${commitFloorMs.toFixed(1)} ms${floor.mix ? `; one request making only them: ${floor.mix.cpuMs.toFixed(1)} ms median (${Math.min(...floor.mix.rounds).toFixed(1)}–${Math.max(...floor.mix.rounds).toFixed(1)})` : ''}${(floor.mix?.cpuMs ?? commitFloorMs) > 10 ? " — over Free's 10 ms before any of the commit's own work" : ''}`,
+    `  storage floor in this run (bench/storage-floor.ts, Worker CPU per operation on small JSON): KV get ${op('kv-get')}, KV put ${op('kv-put')}, R2 get ${op('r2-get-text')}, R2 head ${op('r2-head')}, R2 put ${op('r2-put')}, create-only R2 put ${op('r2-put-if-absent')} ms; one request making only the commit's ${floor.mix!.requests} storage requests (test/fixtures/commit-requests.ts): ${floor.mix!.cpuMs.toFixed(1)} ms median (${Math.min(...floor.mix!.rounds).toFixed(1)}–${Math.max(...floor.mix!.rounds).toFixed(1)})${floor.mix!.cpuMs > 10 ? " — over Free's 10 ms before any of the commit's own work" : ''}`,
     ...figures.cpu.map(
       (c) =>
         `  ${c.name}: ${c.totalCpuMs.toFixed(1)} ms over ${c.requests} requests; largest request ${c.maxRequest.cpuMs.toFixed(1)} ms, workerd process ${c.maxRequest.upperBoundMs.toFixed(1)} ms (${route(c.maxRequest.request)}) → ${c.plan}`,
     ),
   ];
-}
-
-/** create, PUT FILENAME or commit. */
-export function requestKind(request: string): string {
-  if (/^POST \/v1\/publish\/(providers|modules)\//.test(request)) return 'create';
-  if (request.endsWith('/commit')) return 'commit';
-  const put = /^PUT \/v1\/publish\/uploads\/[^/]+\/(.+)$/.exec(request.replace(/\?.*$/, ''));
-  return put ? `PUT ${put[1]!.replace(/^terraform-provider-[^_]+_[^_]+_/, '')}` : route(request);
 }
 
 /** A request without its upload id and query. */
@@ -243,19 +196,14 @@ await script(
     if (flag('json')) return console.log(JSON.stringify({ apiPublish: figures }));
     const k = figures.smallKeyless;
     const by = (list: { name: string; ms: number }[]) => list.map((f) => `${f.name} ${f.ms.toFixed(1)}`).join('; ');
+    const byKind = Object.entries(k.commitByKind).map(([kind, ms]) => `${kind} ${ms.toFixed(1)}`);
     console.log(
       [
-        `load average ${loadavg()
-          .map((l) => l.toFixed(1))
-          .join(' ')}`,
-        ...storageFloorTable(figures.storage.floor),
+        `load average ${loadAverages()}`,
+        ...storageFloorTable(figures.floor),
         ...publishApiTable(figures),
         ...figures.cpu.map((c) => `  ${c.name}, the largest request's busy samples by function (wall-clock samples, ms): ${by(c.maxRequest.topFunctions)}`),
-        `  the small keyless publish's commit, Worker CPU by kind of frame (ms, mean of ${k.repeats}; CPU × share of busy samples): ${Object.entries(
-          k.commitByKind,
-        )
-          .map(([kind, ms]) => `${kind} ${ms.toFixed(1)}`)
-          .join(', ')}`,
+        `  the small keyless publish's commit, Worker CPU by kind of frame (ms, mean of ${k.repeats}; CPU × share of busy samples): ${byKind.join(', ')}`,
         `  the same commit's busy samples by function, self time (wall-clock samples, ms per commit): ${by(k.commitSelf)}`,
         `  the same by function with callees: ${by(k.commitInclusive)}`,
         ...figures.cpu.map(

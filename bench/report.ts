@@ -1,6 +1,6 @@
 /** What every bench shares: medians, text tables, running a bench file as a script, and `npm run bench`'s summary. */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { withWebSocket } from './worker-cpu';
@@ -19,6 +19,15 @@ export function textTable(head: readonly string[], body: readonly (readonly stri
   const line = (cells: readonly string[]) => cells.map((c, i) => (i < left ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [line(head), ...body.map(line)].join('\n');
 }
+
+/** A Markdown table (as bench/README.md and docs/ hold them): the first `left` columns left-aligned, the others right-aligned. */
+export function markdownTable(head: readonly string[], body: readonly (readonly (string | number)[])[], left = 1): string {
+  const line = (cells: readonly (string | number)[]) => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map((_, i) => (i < left ? '---' : '---:'))), ...body.map(line)].join('\n');
+}
+
+/** The 1-, 5- and 15-minute load averages, as the benches print them ("2.1 1.8 1.5"). */
+export const loadAverages = (loads: readonly number[] = loadavg()): string => loads.map((l) => l.toFixed(1)).join(' ');
 
 /** `--NAME=VALUE` or `--NAME VALUE` on the command line; undefined without it. */
 export function option(name: string): string | undefined {

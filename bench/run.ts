@@ -11,10 +11,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { opsOf, readsOf, startRuntime } from './runtime';
-import { HOSTNAME, MODULE_ROUTES, seedModules, seedSmall } from './seed';
 import { wrkMissing } from './wrk';
-import { benchEdgeCache } from './edge-cache';
+import { benchReads } from './reads';
 import { build } from './build';
 import { soak } from './soak';
 import { benchCost, costTable, costTargets } from './cost';
@@ -22,28 +20,16 @@ import { benchBudgets, benchPublishScale, budgetsTable } from './budgets';
 import { benchPulledBudgets, pulledTable } from './budgets-pulled';
 import { benchDownloadCounting, countingTable } from './download-counting';
 import { benchPublishApi, publishApiTable } from './publish-api';
-import { benchSigning, benchWriteFloor, writeFloorTable } from './write-floor';
+import { benchWriteFloor, writeFloorTable } from './write-floor';
+import { benchSigning } from './signing';
 import { benchProduction, productionTable, productionTargets } from './production';
-import { countingTargets, edgeCacheTargets, publishApiTargets, publishScaleTargets, readTargets, writeFloorTargets } from './targets';
+import { countingTargets, publishApiTargets, publishScaleTargets, readTargets, writeFloorTargets } from './targets';
 import { flag, log, option, targetLines } from './report';
 import { withWebSocket } from './worker-cpu';
 
 const json = flag('json');
 const quick = flag('quick');
 const ROUNDS = quick ? 1 : 3;
-
-/** The routes whose KV reads per request are counted (first request on a fresh isolate, then again). */
-const READ_ROUTES = [
-  { name: 'discovery', path: '/.well-known/terraform.json' },
-  { name: 'versions', path: '/v1/providers/bench/small/versions' },
-  { name: 'download doc', path: '/v1/providers/bench/small/1.0.0/download/linux/amd64' },
-  { name: 'mirror index', path: `/v1/mirror/${HOSTNAME}/bench/small/index.json` },
-  { name: 'mirror version', path: `/v1/mirror/${HOSTNAME}/bench/small/1.0.0.json` },
-  { name: 'page: home', path: '/' },
-  { name: 'page: provider', path: '/providers/bench/small' },
-  { name: 'page: version', path: '/providers/bench/small/1.0.0' },
-  ...MODULE_ROUTES.small,
-];
 
 async function main(): Promise<void> {
   const started = Date.now();
@@ -60,10 +46,8 @@ async function main(): Promise<void> {
 
     log('production settings: every route, public and private (a read token), each run paired with a floor run (bench/production.ts)');
     const production = await benchProduction(bundle, { seconds: quick ? 1 : 5, rounds: ROUNDS, connections: 50, warmUp: !quick, log });
-    log('KV reads per request: a fresh isolate, then again (the bench Worker counts them)');
-    const kvReads = await kvReadsPerRoute(benchBundle);
-    log('edge cache: R2 and KV reads per request across fresh isolates; an archive from R2 (RSS) and from the cache');
-    const edgeCache = await benchEdgeCache(benchBundle, work, quick, log);
+    log('KV and R2 reads per request: a fresh isolate, again, and a fresh isolate of a location whose edge cache has it');
+    const reads = await benchReads(benchBundle, work);
     log(`publish at ${quick ? '1 and 100' : '1, 100 and 1,000'} existing versions: wall time and storage requests`);
     const publishScale = await benchPublishScale(work, quick ? [1, 100] : [1, 100, 1000], quick ? 1 : 3, log);
     log('download counting: CPU, object requests and storage rows per download');
@@ -81,8 +65,7 @@ async function main(): Promise<void> {
 
     const targets = [
       ...productionTargets(production),
-      ...readTargets(kvReads, bundleGzip),
-      ...edgeCacheTargets(edgeCache),
+      ...readTargets(reads, bundleGzip),
       ...costTargets(cost),
       ...publishScaleTargets(publishScale),
       ...publishApiTargets(publishApi),
@@ -91,19 +74,16 @@ async function main(): Promise<void> {
     ];
     const machine = { cpus: cpus().length, node: process.version, loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg()[0]! };
     const result = {
-      ...{ machine, settings: { rounds: ROUNDS, quick }, production, kvReads, edgeCache, publishScale, downloadCounting, publishApi, writeFloor },
+      ...{ machine, settings: { rounds: ROUNDS, quick }, production, reads, publishScale, downloadCounting, publishApi, writeFloor },
       ...{ bundle: { gzipBytes: bundleGzip }, cost, budgets, pulledBudgets, targets, seconds: (Date.now() - started) / 1000 },
     };
     if (json) return void process.stdout.write(`${JSON.stringify(result)}\n`);
-    const e = edgeCache;
-    const reads = (r: { kv: number; r2: number }) => `${r.r2}/${r.kv}`;
+    const kvR2 = (r: { kv: number; r2: number }) => `${r.kv}/${r.r2}`;
     const lines = [
       `edge-registry bench${quick ? ' (quick)' : ''} — machine: ${machine.cpus} CPUs, load average ${loadAtStart.toFixed(2)} at start, ${machine.loadAverageAtEnd.toFixed(2)} at end${loadAtStart > machine.cpus / 2 ? ' — busy: figures are low and noisy' : ''}`,
       '',
       productionTable(production, ROUNDS),
-      `KV reads per request (first / cached): ${kvReads.map((k) => `${k.name} ${k.first}/${k.cached}`).join(', ')}`,
-      `edge cache, R2/KV reads per request — first in the location; again, same isolate; fresh isolate: ${e.reads.map((r) => `${r.name} ${reads(r.first)}; ${reads(r.sameIsolate)}; ${reads(r.freshIsolate)}`).join(' | ')}`,
-      `edge cache, archive ${e.archive.mb} MB: from R2 ${e.archive.fromR2MbPerSecond.toFixed(0)} MB/s (workerd RSS +${e.archive.rssGrowthMb.toFixed(1)} MB), from the cache ${e.archive.fromCacheMbPerSecond.toFixed(0)} MB/s (fresh isolate ${e.archive.fromCacheFreshIsolateMbPerSecond.toFixed(0)} MB/s)`,
+      `KV/R2 reads per request — first in a fresh isolate; again; first in a fresh isolate of a location that has it: ${reads.map((r) => `${r.name} ${kvR2(r.first)}; ${kvR2(r.again)}; ${kvR2(r.freshIsolate)}`).join(' | ')}`,
       `a 3-platform publish's storage work (publishVersion, as the commit runs it) into a provider with N versions: ${publishScale.map((r) => `N = ${r.existingVersions}: ${r.seconds.toFixed(2)} s, ${r.requests} storage requests`).join('; ')}`,
       ...countingTable(downloadCounting),
       ...publishApiTable(publishApi),
@@ -129,31 +109,6 @@ async function main(): Promise<void> {
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
     await rm(work, { recursive: true, force: true });
-  }
-}
-
-/** KV reads of each of READ_ROUTES on a fresh isolate of the bench Worker (first request), and at once again (cached). */
-async function kvReadsPerRoute(benchBundle: string): Promise<{ name: string; first: number; cached: number }[]> {
-  const runtime = await startRuntime({ bundlePath: benchBundle });
-  try {
-    await seedSmall(runtime, { hostname: HOSTNAME, namespace: 'bench', type: 'small' }, '1.0.0');
-    await seedModules(runtime);
-    const reads = async () => readsOf(await opsOf(runtime)).kv;
-    const get = async (path: string) => {
-      const response = await fetch(`${runtime.origin}${path}`);
-      await response.arrayBuffer();
-      // 200, or 204 for modules.v1 download (its answer is a header).
-      if (response.status !== 200 && response.status !== 204) throw new Error(`GET ${path} answered ${response.status}`);
-      return reads();
-    };
-    const figures = [];
-    for (const route of READ_ROUTES) {
-      await reads();
-      figures.push({ name: route.name, first: await get(route.path), cached: await get(route.path) });
-    }
-    return figures;
-  } finally {
-    await runtime.dispose();
   }
 }
 

@@ -1,18 +1,14 @@
 import { compatibilityDate } from '../scripts/lib/config';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { freePort } from '../test/e2e/server';
+import { dirname } from 'node:path';
+import { freePort, startDevServer, type DevServer } from '../test/e2e/server';
 import { Miniflare } from 'miniflare';
 import { formatPolicy, parsePolicy } from '../src/protocol/mirror-policy';
 import { mirrorPolicyKey } from '../src/store/layout';
-import { childPids } from './proc';
+import { childPids, cpuNanos } from './proc';
 
 /**
  * workerd through Miniflare's API, serving a built Worker directly on
- * 127.0.0.1 (no wrangler dev proxy in front), with in-memory KV and R2
- * bound as in wrangler.toml.
+ * 127.0.0.1 (no wrangler dev proxy in front), with in-memory KV and R2 bound as in wrangler.toml.
  */
 export interface Runtime {
   mf: Miniflare;
@@ -34,15 +30,12 @@ export const VARS = {
 const COMPATIBILITY_DATE = compatibilityDate(); // wrangler.toml's
 
 /**
- * `persistDir` stores KV and R2 on disk as `wrangler dev` does (R2 blobs are
- * files, so serving one streams from disk); without it they live in memory.
- * `persistCache` keeps the edge cache (Cache API) there as well; its entries
- * are keyed on the request's origin, so a later runtime that should find them
- * listens on the same `port` (`cacheDir`: the cache in that directory
- * instead). `downloads` binds the DOWNLOADS Durable Object (download counts)
- * with that batch window. `https` serves with that key and certificate;
- * `names` are the KV namespace's and the bucket's ids (a local state's:
- * edge-registry-local and edge-registry).
+ * `persistDir` stores KV and R2 on disk as `wrangler dev` does (R2 blobs are files, so serving one streams from
+ * disk); without it they live in memory. `persistCache` keeps the edge cache (Cache API) there as well; its entries
+ * are keyed on the request's origin, so a later runtime that should find them listens on the same `port` (`cacheDir`:
+ * the cache in that directory instead). `downloads` binds the DOWNLOADS Durable Object (download counts) with that
+ * batch window. `https` serves with that key and certificate; `names` are the KV namespace's and the bucket's ids (a
+ * local state's: edge-registry-local and edge-registry).
  */
 export async function startRuntime(
   worker: { bundlePath: string } | { script: string },
@@ -106,6 +99,33 @@ export async function policyRuntime(
   return { ...runtime, ops: () => opsOf(runtime) };
 }
 
+/** workerd's process CPU (ms, every thread's schedstat) of one request to `runtime`, answered 200 (else throws). */
+export async function processCpuMs(runtime: Runtime, path: string, init?: RequestInit): Promise<number> {
+  const before = cpuNanos(runtime.pid);
+  const response = await fetch(`${runtime.origin}${path}`, init);
+  const text = await response.text();
+  const ms = (cpuNanos(runtime.pid) - before) / 1e6;
+  if (response.status !== 200) throw new Error(`${path}: HTTP ${response.status} ${text.slice(0, 300)}`);
+  return ms;
+}
+
+/** One request's workerd process CPU (ms), the least of three (the machine is shared; the bench Worker's paths make no storage I/O). */
+export async function leastCpuMs(runtime: Runtime, url: string, init?: RequestInit): Promise<number> {
+  let least = Infinity;
+  for (let i = 0; i < 3; i++) least = Math.min(least, await processCpuMs(runtime, url, init));
+  return least;
+}
+
+/** Waits (up to 2 minutes) until the pulled version `version` of upstream.test/acme/big is committed (its record in R2). */
+export async function untilCommitted(runtime: Runtime, version: string): Promise<void> {
+  const r2 = await runtime.mf.getR2Bucket('REGISTRY_R2');
+  for (let i = 0; i < 1200; i++) {
+    if (await r2.head(`.records/upstream.test/acme/big/${version}.json`)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the pulled version ${version} was never committed`);
+}
+
 /** The bench Worker's counts since the last call (/__bench/ops?reset, bench/bench-worker.ts), by "binding:method". */
 export async function opsOf(runtime: Runtime): Promise<Record<string, number>> {
   return (await (await fetch(`${runtime.origin}/__bench/ops?reset`)).json()) as Record<string, number>;
@@ -126,72 +146,43 @@ export const storageCounts = (counts: Record<string, number>) => ({
   kvReads: countOf(counts, /^kv:(get|list)/),
 });
 
+/** An init's counts: totals, and by "METHOD route" (KV reads also by the key's first segment). */
+export interface InitCounts {
+  requests: number;
+  kvReads: number;
+  r2ClassB: number;
+  byRoute: Record<string, number>;
+  kvReadsByKey: Record<string, number>;
+  kvReadsByRoute: Record<string, number>;
+  r2ClassBByRoute: Record<string, number>;
+}
+
+/** The bench Worker's detailed counts (/__bench/ops?detail, "binding:method|kind|segment") as Cloudflare bills them. */
+export function initCounts(detail: Record<string, number>): InitCounts {
+  const counts: InitCounts = { requests: 0, kvReads: 0, r2ClassB: 0, byRoute: {}, kvReadsByKey: {}, kvReadsByRoute: {}, r2ClassBByRoute: {} };
+  const add = (by: Record<string, number>, key: string, n: number) => void (by[key] = (by[key] ?? 0) + n);
+  for (const [key, n] of Object.entries(detail)) {
+    const [op, kind, segment] = key.split('|') as [string, string, string];
+    if (op === 'worker:request') {
+      counts.requests += n;
+      add(counts.byRoute, kind, n);
+    } else if (/^kv:get/.test(op)) {
+      counts.kvReads += n;
+      add(counts.kvReadsByRoute, kind, n);
+      add(counts.kvReadsByKey, segment, n);
+    } else if (/^r2:(get|head)$/.test(op)) {
+      counts.r2ClassB += n;
+      add(counts.r2ClassBByRoute, kind, n);
+    }
+  }
+  return counts;
+}
+
 /**
  * Exactly what `npm start -- ARGS` runs (package.json: node scripts/run.mjs start: wrangler dev) on a free port and
- * `state`, in its own process group (stopped with it); resolves once discovery answers 200. `log()`: its output.
+ * `state`, in its own process group (stopped with it; test/e2e/server.ts); resolves once discovery answers 200.
+ * `log()`: its output.
  */
-export async function startNpmStart(state: string): Promise<{ origin: string; stop: () => Promise<void>; log: () => string }> {
-  const port = await freePort();
-  const ownTmp = mkdtempSync(join(tmpdir(), 'edge-registry-cli-wall-wrangler-'));
-  // Exactly what `npm start -- ARGS` runs (package.json: node scripts/run.mjs start), in its own process group.
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
-      join(import.meta.dirname, '..', 'scripts', 'run.mjs'),
-      'start',
-      '--port',
-      String(port),
-      '--ip',
-      '127.0.0.1',
-      '--persist-to',
-      state,
-      '--inspector-port',
-      String(await freePort()),
-      '--show-interactive-dev-session=false',
-    ],
-    {
-      cwd: join(import.meta.dirname, '..'),
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, TMPDIR: ownTmp, WRANGLER_SEND_METRICS: 'false', NO_COLOR: '1' },
-    },
-  );
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const group = (signal: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, signal);
-    } catch {
-      // gone already
-    }
-  };
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      group('SIGTERM');
-      const timer = setTimeout(() => group('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-    rmSync(ownTmp, { recursive: true, force: true });
-  };
-  process.on('exit', () => group('SIGKILL'));
-  const origin = `http://localhost:${port}`;
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
-    try {
-      const response = await fetch(`${origin}/.well-known/terraform.json`, { signal: AbortSignal.timeout(2000) });
-      await response.arrayBuffer();
-      if (response.status === 200) return { origin, stop, log: () => output };
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`npm start did not answer within 120 s:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+export async function startNpmStart(state: string): Promise<DevServer> {
+  return startDevServer({ stateDir: state, port: await freePort(), npmStart: true });
 }

@@ -1,6 +1,5 @@
-import { createHash, randomFillSync } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import { fakeRelease } from '../test/fixtures/release';
-import { h1Hash } from '../src/protocol/hashes';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProviderAddress } from '../src/protocol/address';
@@ -10,9 +9,8 @@ import { publishVersion, rebuildProviderIndex } from '../src/store/providers/wri
 import { committedRecordKey, moduleArchiveFilename, moduleCommittedRecordKey, releaseFilePath } from '../src/store/layout';
 import { rebuildModuleIndex } from '../src/store/modules/lists';
 import { commitRecord } from '../src/store/records';
-import { archiveFilename, shasumsFilename, shasumsSignatureFilename } from '../src/protocol/release-files';
+import { archiveFilename } from '../src/protocol/release-files';
 import type { BlobStore, KvStore, Store } from '../src/store/store';
-import type { VersionRecord } from '../src/store/types';
 import { seedModule } from '../test/fixtures/modules';
 import { zipStored } from '../test/fixtures/archives';
 import { writeDemoModule } from '../scripts/lib/demo/module';
@@ -26,18 +24,18 @@ const PLATFORM_NAMES =
 /** The 12 platforms of the seeded providers. */
 export const PLATFORMS = PLATFORM_NAMES.split(' ');
 
-export async function stores(runtime: Runtime): Promise<{ kv: KvStore; r2: BlobStore }> {
+/** The runtime's KV and R2 as the store code takes them. */
+export async function stores(runtime: Runtime): Promise<Store> {
   return {
     kv: (await runtime.mf.getKVNamespace('REGISTRY_KV')) as unknown as KvStore,
-    r2: (await runtime.mf.getR2Bucket('REGISTRY_R2')) as unknown as BlobStore,
+    blobs: (await runtime.mf.getR2Bucket('REGISTRY_R2')) as unknown as BlobStore,
   };
 }
 
 /** One provider with one version × 12 platforms, published in full. */
 export async function seedSmall(runtime: Runtime, address: ProviderAddress, version: string): Promise<void> {
-  const { kv, r2 } = await stores(runtime);
   const release = fakeRelease(address, version, PLATFORMS);
-  await publishVersion({ kv, blobs: r2 }, release.record, release.files);
+  await publishVersion(await stores(runtime), release.record, release.files);
 }
 
 /** `count` versions 0.0.0, 0.0.1, … 0.9.99, 0.10.0 …: the versions the record seeders below commit. */
@@ -73,32 +71,27 @@ export async function seedModuleRecords(store: Store, address: ModuleAddress, co
 
 /** One provider with `count` versions × 12 platforms: count − 1 committed records, then the newest (1.0.0) published in full. */
 export async function seedLarge(runtime: Runtime, address: ProviderAddress, count: number): Promise<string> {
-  const { kv, r2 } = await stores(runtime);
-  await seedProviderRecords({ kv, blobs: r2 }, address, count - 1);
+  const store = await stores(runtime);
+  await seedProviderRecords(store, address, count - 1);
   const release = fakeRelease(address, '1.0.0', PLATFORMS, { archiveSize: 64 });
-  await publishVersion({ kv, blobs: r2 }, release.record, release.files);
+  await publishVersion(store, release.record, release.files);
   return '1.0.0';
 }
 
 /** modules.v1 routes of what seedModules stores: bench/net/aws with one version, bench/big/aws with 1,000. */
-export const MODULE_ROUTES = {
-  small: [
-    { name: 'module versions', path: '/v1/modules/bench/net/aws/versions' },
-    { name: 'module download', path: '/v1/modules/bench/net/aws/1.0.0/download' },
-  ],
-  large: [
-    { name: 'module versions', path: '/v1/modules/bench/big/aws/versions' },
-    { name: 'module download', path: '/v1/modules/bench/big/aws/1.0.0/download' },
-  ],
-};
+const moduleRoutes = (name: string) => [
+  { name: 'module versions', path: `/v1/modules/bench/${name}/aws/versions` },
+  { name: 'module download', path: `/v1/modules/bench/${name}/aws/1.0.0/download` },
+];
+export const MODULE_ROUTES = { small: moduleRoutes('net'), large: moduleRoutes('big') };
 
 /** bench/net/aws with one version and bench/big/aws with 1,000 (999 committed records, then 1.0.0 published in full). */
 export async function seedModules(runtime: Runtime): Promise<void> {
-  const { kv, r2 } = await stores(runtime);
-  await seedModule(kv, r2, moduleAddress(HOSTNAME, 'bench', 'net', 'aws'), '1.0.0');
+  const store = await stores(runtime);
+  await seedModule(store.kv, store.blobs, moduleAddress(HOSTNAME, 'bench', 'net', 'aws'), '1.0.0');
   const big = moduleAddress(HOSTNAME, 'bench', 'big', 'aws');
-  await seedModuleRecords({ kv, blobs: r2 }, big, 999);
-  await seedModule(kv, r2, big, '1.0.0');
+  await seedModuleRecords(store, big, 999);
+  await seedModule(store.kv, store.blobs, big, '1.0.0');
 }
 
 /** A module directory of `version`: the demo module and `bytes` of random data in files/data.bin. */
@@ -123,41 +116,7 @@ export function writeRelease(dir: string, version: string, releaseBytes = 1 << 2
   return dir;
 }
 
-/** A version with one `size`-byte archive (random bytes) for linux_amd64; returns its path-absolute URL. */
-export async function seedLargeArchive(runtime: Runtime, address: ProviderAddress, version: string, size: number): Promise<string> {
-  const { kv, r2 } = await stores(runtime);
-  const bytes = randomFillSync(new Uint8Array(size));
-  const shasum = createHash('sha256').update(bytes).digest('hex');
-  const filename = archiveFilename(address.type, version, { os: 'linux', arch: 'amd64' });
-  const sums = new TextEncoder().encode(`${shasum}  ${filename}\n`);
-  const record: VersionRecord = {
-    address,
-    version,
-    protocols: ['5.0'],
-    packages: [
-      { os: 'linux', arch: 'amd64', filename, shasum, h1: h1Hash([{ name: `terraform-provider-${address.type}_v${version}`, sha256Hex: shasum }]), size },
-    ],
-    shasumsFilename: shasumsFilename(address.type, version),
-    shasumsSignatureFilename: shasumsSignatureFilename(address.type, version),
-    signingKey: { key_id: '0123456789ABCDEF', ascii_armor: 'bench' },
-    publishedAt: new Date().toISOString(),
-  };
-  const file = (name: string, content: Uint8Array) => ({
-    filename: name,
-    size: content.byteLength,
-    contentType: 'application/octet-stream',
-    sha256Hex: createHash('sha256').update(content).digest('hex'),
-    open: () => content,
-  });
-  await publishVersion({ kv, blobs: r2 }, record, [
-    file(filename, bytes),
-    file(record.shasumsFilename, sums),
-    file(record.shasumsSignatureFilename, new Uint8Array([1])),
-  ]);
-  return archivePath(address, version);
-}
-
-/** URL path of the linux_amd64 archive seedLargeArchive stores. */
+/** URL path of a version's linux_amd64 archive. */
 export function archivePath(address: ProviderAddress, version: string): string {
   return releaseFilePath(address, version, archiveFilename(address.type, version, { os: 'linux', arch: 'amd64' }));
 }

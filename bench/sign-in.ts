@@ -13,13 +13,11 @@ import { seal, unseal } from '../src/access/crypto/seal';
 import { settings } from '../src/config';
 
 /**
- * `npm run bench:sign-in`: the Worker CPU of each sign-in step's own work —
- * the same functions the handlers run (request checks, sealing and opening
- * cookies, oauth4webapi's processing of the provider's token answer, jose's
- * RS256 ID-token verification, the policy, PKCE, minting the token) — in
- * Node's V8 and WebCrypto, without the I/O (KV, R2, the provider), which
- * Workers do not bill as CPU. First call (cold isolate: key imports and
- * derivations) and the mean of the next ones.
+ * `npm run bench:sign-in`: the Worker CPU of each sign-in step's own work — the same functions the handlers run
+ * (request checks, sealing and opening cookies, oauth4webapi's processing of the provider's token answer, jose's
+ * RS256 ID-token verification, the policy, PKCE, minting the token) — in Node's V8 and WebCrypto, without the I/O
+ * (KV, R2, the provider), which Workers do not bill as CPU. First call (cold isolate: key imports and derivations)
+ * and the mean of the next ones.
  */
 const N = Number(process.env.BENCH_N ?? 300);
 const env = { URL_SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef', REGISTRY_HOSTNAME: 'registry.example.com' } as Env;

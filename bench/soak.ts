@@ -1,17 +1,13 @@
 /**
- * `npm run bench -- --soak [MINUTES]` (default 10): memory under sustained
- * load. 50 wrk connections for MINUTES against the built Worker in workerd
- * (the bench's counting wrapper around the same Worker), each request a
- * random pick among every document and some release files of a provider
- * whose documents add up to well over the isolate cache's 32 MiB, so the
- * cache is kept full and evicting all along. Every few seconds it samples
- * workerd's RSS and the cache's own figures (/__bench/cache), then prints the
- * RSS curve, whether it plateaus after the warm-up, and whether the cache's
- * byte bound held at every sample, and the Worker's answers per route and
- * status with the requests it never answered (/__bench/statuses). Reported,
- * never a failure. Miniflare's own isolates collect their garbage every
- * HELPER_COLLECTION_SECONDS (SoakOptions.rawHelpers says why); after the load
- * every isolate does, and the RSS left is reported.
+ * `npm run bench -- --soak [MINUTES]` (default 10): memory under sustained load. 50 wrk connections for MINUTES
+ * against the built Worker in workerd (the bench's counting wrapper around the same Worker), each request a random
+ * pick among every document and some release files of a provider whose documents add up to well over the isolate
+ * cache's 32 MiB, so the cache is kept full and evicting all along. Every few seconds it samples workerd's RSS and
+ * the cache's own figures (/__bench/cache), then prints the RSS curve, whether it plateaus after the warm-up, and
+ * whether the cache's byte bound held at every sample, and the Worker's answers per route and status with the
+ * requests it never answered (/__bench/statuses). Reported, never a failure. Miniflare's own isolates collect their
+ * garbage every HELPER_COLLECTION_SECONDS (SoakOptions.rawHelpers says why); after the load every isolate does, and
+ * the RSS left is reported.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -35,25 +31,22 @@ const ARCHIVE_BYTES = 256 * 1024;
 // A real RSA-4096 public key in ASCII armor is ~3 KB; every download document carries one.
 const ARMOR = `-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n${'A'.repeat(3000).replace(/(.{64})/g, '$1\n')}\n-----END PGP PUBLIC KEY BLOCK-----\n`;
 
-/** /__bench/statuses: the Worker's answers per route and status, and requests never answered. */
-async function routeFigures(origin: string): Promise<RouteFigures | null> {
-  try {
-    const response = await fetch(`${origin}/__bench/statuses`, { signal: AbortSignal.timeout(10_000) });
-    return (await response.json()) as RouteFigures;
-  } catch {
-    return null;
+/** GET `path` of the bench Worker as JSON, tried `tries` times (the load keeps workerd busy); null when it never answered. */
+async function benchJson<T>(origin: string, path: string, tries = 1): Promise<T | null> {
+  for (let attempt = 0; attempt < tries; attempt++) {
+    try {
+      return (await (await fetch(`${origin}${path}`, { signal: AbortSignal.timeout(10_000) })).json()) as T;
+    } catch {
+      // not answered: try again
+    }
   }
+  return null;
 }
 
 const log = (message: string) => process.stderr.write(`bench soak: ${message}\n`);
 
-/**
- * Runs the soak for `minutes` and prints its report (or, with `json`, one JSON object).
- * `cachedOnly`: load only the documents of the first 40 versions, which fit in the
- * isolate cache — no KV read after the warm-up — to tell growth on the KV path apart.
- */
 export interface SoakOptions {
-  /** Load only documents that fit in the isolate cache (see soak). */
+  /** Load only the documents of the first 40 versions, which fit in the isolate cache (no KV read after the warm-up): growth on the KV path told apart. */
   cachedOnly?: boolean;
   /**
    * Leave Miniflare's own isolates (entry worker, KV, R2 and Cache API simulators) to V8 alone. By default they
@@ -67,6 +60,7 @@ export interface SoakOptions {
 /** How often Miniflare's own isolates collect their garbage during the soak (unless rawHelpers). */
 const HELPER_COLLECTION_SECONDS = 10;
 
+/** Runs the soak for `minutes` and prints its report (or, with `json`, one JSON object). */
 export async function soak(minutes: number, json: boolean, options: SoakOptions = {}): Promise<SoakResult> {
   const { cachedOnly = false } = options;
   const work = await mkdtemp(join(tmpdir(), 'edge-registry-soak-'));
@@ -105,7 +99,7 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
         const rssMb = rssBytes(runtime.pid) / 1024 / 1024;
         const cpuSeconds = cpuMicros(runtime.pid) / 1e6;
         const heap = heaps ? await heaps.sample().catch(() => null) : null;
-        const cache = await cacheFigures(runtime.origin);
+        const cache = await benchJson<NonNullable<SoakSample['cache']>>(runtime.origin, '/__bench/cache', 3);
         samples.push({ seconds, rssMb, cpuSeconds, cache, heap });
         if (samples.length % Math.max(1, Math.round(60 / interval)) === 1) {
           log(
@@ -145,8 +139,8 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
       }
       // After a pause, so requests wrk gave up on have had time to finish (or be found hung).
       await new Promise((resolve) => setTimeout(resolve, 12_000));
-      const routes = await routeFigures(runtime.origin);
-      const result = analyse(CONNECTIONS, minutes, paths.length, storedBytes, load, samples);
+      const routes = await benchJson<RouteFigures>(runtime.origin, '/__bench/statuses');
+      const result: SoakResult = analyse(CONNECTIONS, minutes, paths.length, storedBytes, load, samples);
       result.routes = routes;
       result.afterCollection = collected;
       result.helperCollections = heaps && !options.rawHelpers ? { everySeconds: HELPER_COLLECTION_SECONDS, count: collections } : null;
@@ -162,12 +156,11 @@ export async function soak(minutes: number, json: boolean, options: SoakOptions 
 }
 
 /**
- * Publishes VERSIONS versions through the store's write path: every
- * version's download and mirror documents (no files), one version with its
- * release files, then the lists. Returns every path the load picks from.
+ * Publishes VERSIONS versions through the store's write path: every version's download and mirror documents (no
+ * files), one version with its release files, then the lists. Returns every path the load picks from.
  */
 async function seed(runtime: Runtime, address: ProviderAddress): Promise<{ paths: string[]; storedBytes: number }> {
-  const { kv, r2 } = await stores(runtime);
+  const store = await stores(runtime);
   const versions = Array.from({ length: VERSIONS }, (_, i) => `${Math.floor(i / 100) + 1}.${i % 100}.0`);
   let next = 0;
   await Promise.all(
@@ -177,11 +170,11 @@ async function seed(runtime: Runtime, address: ProviderAddress): Promise<{ paths
         const full = version === versions[0];
         const release = fakeRelease(address, version, PLATFORMS, { archiveSize: full ? ARCHIVE_BYTES : 64 });
         release.record.signingKey = { key_id: '0123456789ABCDEF', ascii_armor: ARMOR };
-        await publishVersion({ kv, blobs: r2 }, release.record, full ? release.files : [], () => {}, { rebuildIndex: false });
+        await publishVersion(store, release.record, full ? release.files : [], () => {}, { rebuildIndex: false });
       }
     }),
   );
-  await rebuildProviderIndex({ kv, blobs: r2 }, address, () => {});
+  await rebuildProviderIndex(store, address, () => {});
 
   const paths: string[] = [
     `/v1/providers/${address.namespace}/${address.type}/versions`,
@@ -194,7 +187,7 @@ async function seed(runtime: Runtime, address: ProviderAddress): Promise<{ paths
       paths.push(`/v1/providers/${address.namespace}/${address.type}/${version}/download/${os}/${arch}`);
     }
   }
-  const sample = await kv.get(downloadDocumentKey(address, versions[1]!, { os: 'linux', arch: 'amd64' }), 'text');
+  const sample = await store.kv.get(downloadDocumentKey(address, versions[1]!, { os: 'linux', arch: 'amd64' }), 'text');
   const storedBytes = (sample?.length ?? 0) * VERSIONS * PLATFORMS.length;
   const first = fakeRelease(address, versions[0]!, PLATFORMS, { archiveSize: ARCHIVE_BYTES });
   for (const pkg of first.record.packages) paths.push(releaseFilePath(address, versions[0]!, pkg.filename));
@@ -236,17 +229,4 @@ function every(seconds: number, what: string, work: () => Promise<void>): { stop
       await running;
     },
   };
-}
-
-/** /__bench/cache, tried 3 times (the load keeps workerd busy); null when it never answered. */
-async function cacheFigures(origin: string): Promise<NonNullable<SoakSample['cache']> | null> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const response = await fetch(`${origin}/__bench/cache`, { signal: AbortSignal.timeout(10_000) });
-      return (await response.json()) as NonNullable<SoakSample['cache']>;
-    } catch {
-      // try again
-    }
-  }
-  return null;
 }

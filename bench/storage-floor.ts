@@ -6,47 +6,21 @@
  * for the publish commit's own pieces of work (PIECES: signatures, JSON, sorting, gzip, 1 MiB in memory into a
  * DigestStream three ways), each alone.
  *
- * `npx tsx bench/storage-floor.ts [--rounds=N] [--pad=N] [--before] [--pieces] [--json]`; bench/publish-api.ts
+ * `npx tsx bench/storage-floor.ts [--rounds=N] [--pieces] [--json]`; bench/publish-api.ts
  * runs it in the same run as the publish to set the commit's storage requests against it.
  */
 import { loadavg } from 'node:os';
 import { freePort } from '../test/e2e/server';
 import { build } from './build';
-import { COMMIT_REQUESTS, COMMIT_REQUESTS_BEFORE } from '../test/fixtures/commit-requests';
+import { COMMIT_REQUESTS } from '../test/fixtures/commit-requests';
 import { startRuntime } from './runtime';
 import { workerProfiler } from './worker-cpu';
-import { flag, median, option, script } from './report';
-import { spin } from './bench-worker-floor';
+import { flag, loadAverages, median, option, script } from './report';
+import { pieces, spin, storageOps } from './bench-worker-floor';
 
-export const STORAGE_OPS = [
-  'kv-get',
-  'kv-put',
-  'kv-list',
-  'r2-head',
-  'r2-get-text',
-  'r2-put',
-  'r2-put-if-absent',
-  'r2-delete',
-  'r2-list',
-  'r2-put-1mib',
-  'r2-get-1mib',
-  'sha256-1mib',
-] as const;
-
-/** The publish commit's pieces of work measured alone (`--pieces`). */
-export const PIECES = [
-  'openpgp-sign',
-  'webcrypto-ed25519-sign',
-  'dsse-sign',
-  'json-index-1',
-  'json-index-200',
-  'sort-200-versions',
-  'gzip-document',
-  'sha256-document',
-  'digest-response-body-1mib',
-  'digest-blob-stream-1mib',
-  'digest-one-chunk-1mib',
-] as const;
+/** The storage operations measured by default, and the publish commit's pieces of work measured alone (`--pieces`). */
+export const STORAGE_OPS = Object.keys(storageOps);
+export const PIECES = Object.keys(pieces);
 
 export interface StorageFloor {
   /** Operations per request. */
@@ -83,37 +57,37 @@ function nodeSpinMs(): number {
 /** Runs the floor Worker in its own workerd; `work` is a scratch directory. */
 export async function benchStorageFloor(
   work: string,
-  options: { n?: number; rounds?: number; mix?: Readonly<Record<string, number>>; pad?: number; kinds?: readonly string[] } = {},
+  options: { n?: number; rounds?: number; mix?: Readonly<Record<string, number>>; kinds?: readonly string[] } = {},
 ): Promise<StorageFloor> {
   const n = options.n ?? 40;
   const measured = options.kinds ?? STORAGE_OPS;
   const rounds = options.rounds ?? 5;
   const inspectorPort = await freePort();
   const runtime = await startRuntime({ bundlePath: await build(work, 'bench/bench-worker.ts') }, undefined, { inspectorPort });
+  /** GET a floor path of the bench Worker, its body read; throws unless 200. */
+  const get = async (path: string) => {
+    const response = await fetch(`${runtime.origin}/__bench/floor/${path}`);
+    if (!response.ok) throw new Error(`${path}: ${response.status}`);
+    await response.arrayBuffer();
+  };
   try {
-    await fetch(`${runtime.origin}/__bench/floor/seed?n=${n}`).then((r) => r.arrayBuffer());
+    await get(`seed?n=${n}`);
     const kinds = ['none', ...measured];
-    const mixUrl = options.mix
-      ? `${runtime.origin}/__bench/floor/op?kind=commit-mix&n=1&pad=${options.pad ?? 0}&mix=${encodeURIComponent(JSON.stringify(options.mix))}`
-      : null;
+    const mixUrl = options.mix ? `op?n=1&mix=${encodeURIComponent(JSON.stringify(options.mix))}` : null;
     const mixRounds: number[] = [];
     const calibration: number[] = [];
     const calibrationProcess: number[] = [];
-    if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
+    if (mixUrl) await get(mixUrl);
     // Warm the isolate on every kind first.
-    for (const kind of [...kinds, 'spin']) await fetch(`${runtime.origin}/__bench/floor/op?kind=${kind}&n=2`).then((r) => r.arrayBuffer());
+    for (const kind of [...kinds, 'spin']) await get(`op?kind=${kind}&n=2`);
     const profiler = await workerProfiler(inspectorPort, runtime.pid);
     const cpu = new Map<string, number[]>(kinds.map((k) => [k, []]));
     try {
       for (let round = 0; round < rounds; round++) {
         const { cpu: recording } = await profiler.record(async () => {
-          for (const kind of kinds) {
-            const response = await fetch(`${runtime.origin}/__bench/floor/op?kind=${kind}&n=${n}`);
-            if (!response.ok) throw new Error(`${kind}: ${response.status}`);
-            await response.arrayBuffer();
-          }
-          if (mixUrl) await fetch(mixUrl).then((r) => r.arrayBuffer());
-          await fetch(`${runtime.origin}/__bench/floor/op?kind=spin&n=${SPIN_N}`).then((r) => r.arrayBuffer());
+          for (const kind of kinds) await get(`op?kind=${kind}&n=${n}`);
+          if (mixUrl) await get(mixUrl);
+          await get(`op?kind=spin&n=${SPIN_N}`);
         });
         calibration.push(recording.requests.at(-1)!.cpuMs);
         calibrationProcess.push(recording.requests.at(-1)!.upperBoundMs);
@@ -156,13 +130,9 @@ await script(
   async (work) => {
     const before = loadavg();
     const rounds = Number(option('rounds') ?? 5);
-    const pad = Number(option('pad') ?? 0);
-    // `--before`: the commit's storage requests before this branch's cut (test/fixtures/commit-requests.ts).
-    const mix = flag('before') ? COMMIT_REQUESTS_BEFORE : COMMIT_REQUESTS;
-    const floor = await benchStorageFloor(work, flag('pieces') ? { rounds, n: 20, kinds: PIECES } : { rounds, pad, mix });
+    const floor = await benchStorageFloor(work, flag('pieces') ? { rounds, n: 20, kinds: PIECES } : { rounds, mix: COMMIT_REQUESTS });
     if (flag('json')) return console.log(JSON.stringify({ storageFloor: floor, loadavg: [before, loadavg()] }));
-    const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
-    console.log(`load average ${load(before)} → ${load(loadavg())}\n${storageFloorTable(floor).join('\n')}`);
+    console.log(`load average ${loadAverages(before)} → ${loadAverages()}\n${storageFloorTable(floor).join('\n')}`);
   },
   { inspector: true },
 );

@@ -131,23 +131,6 @@ interface Window {
 /** The profiler's sampling interval (µs): one busy sample stands for this much of the isolate's CPU. */
 export const SAMPLING_INTERVAL_US = 100;
 
-/** Non-idle sample time (µs, summed deltas) of `profile` in all, and the number of non-idle samples in each window. */
-function busyIn(profile: Profile, windows: readonly Window[]): { total: number; samples: number[] } {
-  const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
-  const samples = windows.map(() => 0);
-  let total = 0;
-  let at = profile.startTime;
-  for (let i = 0; i < profile.samples.length; i++) {
-    const delta = profile.timeDeltas[i]!;
-    at += delta;
-    if (idle.has(profile.samples[i]!)) continue;
-    total += delta;
-    const w = windows.findIndex((x) => at >= x.startUs && at <= x.endUs);
-    if (w !== -1) samples[w]!++;
-  }
-  return { total, samples };
-}
-
 /** A frame's name in the tables: the function, and its bundle line when it has one. */
 const frameName = (frame: Profile['nodes'][number]['callFrame']) =>
   `${frame.functionName || '(anonymous)'}${frame.url ? ` ${frame.url.split('/').at(-1)}:${(frame.lineNumber ?? 0) + 1}` : ''}`;
@@ -160,11 +143,11 @@ export const largest = (totals: Map<string, number>, limit: number) =>
     .slice(0, limit);
 
 /**
- * The busy (non-idle) samples of `profile` inside `window`, each worth the sampling interval: by function, self
- * (the top 25) and with callees (each function once per sample it is on the stack of; the top 40), and the shares
- * of each kind of frame.
+ * The busy (non-idle) samples of `profile` inside `window`, each worth the sampling interval: the Worker's CPU (their
+ * count × the interval), by function, self (the top 25) and with callees (each function once per sample it is on the
+ * stack of; the top 40), and the shares of each kind of frame.
  */
-function profileIn(profile: Profile, window: Window): Pick<RequestCpu, 'topFunctions' | 'inclusiveFunctions' | 'shares'> {
+function profileIn(profile: Profile, window: Window): Pick<RequestCpu, 'cpuMs' | 'topFunctions' | 'inclusiveFunctions' | 'shares'> {
   const byNode = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
@@ -187,27 +170,25 @@ function profileIn(profile: Profile, window: Window): Pick<RequestCpu, 'topFunct
     all += 1;
   }
   for (const key of Object.keys(shares) as (keyof typeof shares)[]) shares[key] = all === 0 ? 0 : shares[key] / all;
-  return { topFunctions: largest(self, 25), inclusiveFunctions: largest(inclusive, 40), shares };
+  return { cpuMs: (all * SAMPLING_INTERVAL_US) / 1000, topFunctions: largest(self, 25), inclusiveFunctions: largest(inclusive, 40), shares };
 }
 
 function attribute(worker: Profile, windows: readonly Window[]): CpuRecording {
-  const mine = busyIn(worker, windows);
+  const idle = new Set(worker.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
   return {
-    requests: windows.map((w, i) => ({
+    requests: windows.map((w) => ({
       request: w.request,
-      cpuMs: (mine.samples[i]! * SAMPLING_INTERVAL_US) / 1000,
       upperBoundMs: Math.max(0, w.cpuNs) / 1e6,
       wallMs: (w.endUs - w.startUs) / 1000,
       ...profileIn(worker, w),
     })),
-    totalCpuMs: mine.total / 1000,
+    totalCpuMs: worker.samples.reduce((sum, node, i) => sum + (idle.has(node) ? 0 : worker.timeDeltas[i]!), 0) / 1000,
   };
 }
 
 /**
- * The inspector is a WebSocket, which Node 20 has behind a flag: when it is
- * missing, runs this script again with the flag and exits with its code
- * (never returns then). Call first thing in an entry point.
+ * The inspector is a WebSocket, which Node 20 has behind a flag: when it is missing, runs this script again with the
+ * flag and exits with its code (never returns then). Call first thing in an entry point.
  */
 export async function withWebSocket(): Promise<void> {
   if (typeof globalThis.WebSocket !== 'undefined') return;

@@ -27,11 +27,11 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { build } from './build';
-import { startRuntime, type Runtime } from './runtime';
-import { cpuNanos } from './proc';
+import { leastCpuMs, startRuntime } from './runtime';
+import { benchSigning } from './signing';
 import { planFor } from './worker-cpu';
 import { makeModule, zipLayout } from './floor-archives';
-import { flag, script } from './report';
+import { flag, markdownTable, script } from './report';
 
 const MiB = 1024 * 1024;
 
@@ -61,18 +61,9 @@ export async function benchWriteFloor(work: string, sizes: number[], log: (line:
   try {
     const cpuOf = (url: string, init?: RequestInit) => leastCpuMs(runtime, url, init);
     const push = (path: string, kind: string, mib: number, oursMs: number, floorMs: number, floorWithDeliveryMs?: number) => {
-      rows.push({
-        path,
-        kind,
-        mib,
-        oursMs,
-        floorMs,
-        oursPerMiB: oursMs / mib,
-        floorPerMiB: floorMs / mib,
-        ratio: floorMs > 0 ? oursMs / floorMs : NaN,
-        plan: planFor(oursMs),
-        ...(floorWithDeliveryMs === undefined ? {} : { floorWithDeliveryMs, ratioWithDelivery: oursMs / floorWithDeliveryMs }),
-      });
+      const delivery = floorWithDeliveryMs === undefined ? {} : { floorWithDeliveryMs, ratioWithDelivery: oursMs / floorWithDeliveryMs };
+      const perMiB = { oursPerMiB: oursMs / mib, floorPerMiB: floorMs / mib, ratio: floorMs > 0 ? oursMs / floorMs : NaN };
+      rows.push({ path, kind, mib, oursMs, floorMs, ...perMiB, plan: planFor(oursMs), ...delivery });
       const r = rows.at(-1)!;
       log(
         `write-floor: ${path}, ${kind} ${mib.toFixed(1)} MiB: ours ${r.oursMs.toFixed(1)} ms, floor ${r.floorMs.toFixed(1)} ms (${r.ratio.toFixed(2)}×)${floorWithDeliveryMs === undefined ? '' : `, floor with delivery ${floorWithDeliveryMs.toFixed(1)} ms (${r.ratioWithDelivery!.toFixed(2)}×)`}`,
@@ -146,68 +137,6 @@ export function writeFloorTable(rows: readonly WritePathFigures[]): string[] {
   ];
 }
 
-/**
- * One request's workerd process CPU (ms), the least of three (the machine is shared): the bench Worker's paths
- * make no storage I/O, so nothing but the Worker runs.
- */
-async function leastCpuMs(runtime: Runtime, url: string, init?: RequestInit): Promise<number> {
-  let least = Infinity;
-  for (let i = 0; i < 3; i++) {
-    const before = cpuNanos(runtime.pid);
-    const response = await fetch(`${runtime.origin}${url}`, init);
-    const text = await response.text();
-    const ms = (cpuNanos(runtime.pid) - before) / 1e6;
-    if (response.status !== 200) throw new Error(`${url}: HTTP ${response.status} ${text.slice(0, 300)}`);
-    least = Math.min(least, ms);
-  }
-  return least;
-}
-
-/** What a signature by a registry-held key costs the Worker: per key type, Worker CPU of one signature (ms). */
-export interface SigningFigures {
-  key: string;
-  cpuMs: number;
-}
-
-/**
- * What one signature by a registry-held key costs the Worker (the publish commit's only OpenPGP work), per key
- * type, through openpgp.js with the key read each time and as src/store/keys/held-keys.ts signs (key opened once
- * per isolate), next to WebCrypto signing the same bytes: workerd's CPU of N signatures minus that of 0, over N,
- * in a warm isolate (the bench Worker's /__bench/sign).
- */
-export async function benchSigning(work: string, log: (line: string) => void = () => {}): Promise<SigningFigures[]> {
-  const openpgp = await import('openpgp');
-  const runtime = await startRuntime({ bundlePath: await build(work, 'bench/bench-worker.ts') });
-  const rows: SigningFigures[] = [];
-  const N = 10;
-  /** Worker CPU of one signature with `query` (minus none), after a warm-up. */
-  const each = async (query: string, body: string) => {
-    const cpuOf = (times: number) => leastCpuMs(runtime, `/__bench/sign?${query}&times=${times}`, { method: 'POST', body });
-    await cpuOf(1); // warm: the module and the key type's code
-    return Math.max(0, (await cpuOf(N)) - (await cpuOf(0))) / N;
-  };
-  const push = (key: string, cpuMs: number) => (rows.push({ key, cpuMs }), log(`signing: ${key}: ${cpuMs.toFixed(2)} ms`));
-  try {
-    const userIDs = [{ name: 'bench', email: 'bench@example.com' }];
-    const keys = [
-      ['RSA-4096 (keys generate default)', { type: 'rsa', rsaBits: 4096 }],
-      ['RSA-3072', { type: 'rsa', rsaBits: 3072 }],
-      ['EdDSA ed25519Legacy (keys generate --type ecc)', { type: 'ecc', curve: 'ed25519Legacy' }],
-      ['ECDSA P-256', { type: 'ecc', curve: 'nistP256' }],
-    ] as const;
-    for (const [name, options] of keys) {
-      const armored = (await openpgp.generateKey({ userIDs, ...options, format: 'armored' })).privateKey;
-      push(`openpgp.js, ${name}`, await each('via=read', armored));
-      push(`${name}: as a registry-held key signs (src/store/keys/held-keys.ts)`, await each('via=held', armored));
-    }
-    for (const native of ['Ed25519', 'RSA'] as const)
-      push(`WebCrypto ${native === 'RSA' ? 'RSASSA-PKCS1-v1_5 4096' : 'Ed25519'} (signature only)`, await each(`native=${native}`, ''));
-  } finally {
-    await runtime.dispose();
-  }
-  return rows;
-}
-
 // `npx tsx bench/write-floor.ts [--quick] [--json] [--no-signing | --signing-only] [SIZES_MIB…]`
 await script(import.meta, 'floor', async (work) => {
   const given = process.argv
@@ -218,15 +147,10 @@ await script(import.meta, 'floor', async (work) => {
   const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
   const rows = flag('signing-only') ? [] : await benchWriteFloor(work, sizes, log);
   const signing = flag('no-signing') ? [] : await benchSigning(work, log);
-  console.log(
-    flag('json')
-      ? JSON.stringify({ writeFloor: rows, signing })
-      : [
-          ...writeFloorTable(rows),
-          '',
-          '| signature by a registry-held key | Worker CPU per signature (ms) |',
-          '| --- | ---: |',
-          ...signing.map((r) => `| ${r.key} | ${r.cpuMs.toFixed(2)} |`),
-        ].join('\n'),
+  const signingTable = markdownTable(
+    ['signature by a registry-held key', 'Worker CPU (ms)'],
+    signing.map((r) => [r.key, r.cpuMs.toFixed(2)]),
   );
+  const tables = [...(rows.length ? writeFloorTable(rows) : []), ...(signing.length ? ['', signingTable] : [])];
+  console.log(flag('json') ? JSON.stringify({ writeFloor: rows, signing }) : tables.join('\n'));
 });

@@ -3,10 +3,7 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/**
- * Null when `wrk` can be started, else what to tell the user (checked before
- * the bench spends time building and seeding).
- */
+/** Null when `wrk` can be started, else what to tell the user (checked before the bench spends time building and seeding). */
 export function wrkMissing(): string | null {
   const probe = spawnSync('wrk', ['--version'], { stdio: 'ignore' });
   if (!probe.error) return null;
@@ -19,11 +16,7 @@ export interface LoadResult {
   requests: number;
   seconds: number;
   rps: number;
-  /**
-   * Mean latency by Little's law: connections ÷ throughput (a closed loop of
-   * `connections` clients). Stable between runs, unlike wrk's sampled
-   * percentiles, which swing with a few starved connections.
-   */
+  /** Mean latency by Little's law: connections ÷ throughput (a closed loop of `connections` clients): stable, unlike wrk's sampled percentiles. */
   meanMs: number;
   p50Ms: number;
   p99Ms: number;
@@ -34,33 +27,17 @@ export interface LoadResult {
 }
 
 /**
- * Loads `url` with wrk (one thread: on this 2-core machine the second core
- * belongs to workerd) at `connections` for `seconds`, loopback only.
- * `script`: a wrk Lua script (e.g. one that rotates request paths);
- * `headers`: more request headers ("Name: value"), e.g. a bearer token.
+ * Loads `url` with wrk (one thread: on this 2-core machine the second core belongs to workerd) at `connections` for
+ * `seconds`, loopback only. `script`: a wrk Lua script (e.g. one that rotates request paths); `headers`: more request
+ * headers ("Name: value"), e.g. a bearer token.
  */
 export async function wrk(url: string, options: { connections: number; seconds: number; script?: string; headers?: string[] }): Promise<LoadResult> {
   if (!/^http:\/\/127\.0\.0\.1:\d+\//.test(url)) throw new Error(`wrk target ${url} is not on loopback`);
   // Terraform's and OpenTofu's Go HTTP client always sends Accept-Encoding: gzip.
-  const { stdout } = await run(
-    'wrk',
-    [
-      '-t1',
-      `-c${options.connections}`,
-      `-d${options.seconds}s`,
-      '--timeout',
-      '5s',
-      '--latency',
-      '-H',
-      'Accept-Encoding: gzip',
-      ...(options.headers ?? []).flatMap((header) => ['-H', header]),
-      ...(options.script ? ['-s', options.script] : []),
-      url,
-    ],
-    {
-      timeout: (options.seconds + 30) * 1000,
-    },
-  );
+  const args = [`-c${options.connections}`, `-d${options.seconds}s`, ...(options.headers ?? []).flatMap((header) => ['-H', header])];
+  if (options.script) args.push('-s', options.script);
+  const command = ['-t1', '--timeout', '5s', '--latency', '-H', 'Accept-Encoding: gzip', ...args, url];
+  const { stdout } = await run('wrk', command, { timeout: (options.seconds + 30) * 1000 });
   return parseWrk(stdout, options.connections);
 }
 

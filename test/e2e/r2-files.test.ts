@@ -5,8 +5,8 @@ import { join, dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { Miniflare } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startS3, type S3Side } from '../../bench/s3-side';
-import { presignedRequestProblem } from '../../bench/s3-sigv4';
+import { startS3, type S3Side } from './s3/side';
+import { presignedRequestProblem } from './s3/sigv4';
 import { compatibilityDate } from '../../scripts/lib/config';
 import { tempDir } from '../scripts/helpers';
 import { missing, terraform } from '../tools';
@@ -19,7 +19,7 @@ const run = promisify(execFile);
 
 // RELEASE_FILES=r2 with real clients (issue 38): the Worker as built for deploy, in workerd over HTTPS, points
 // release files and module packages at presigned URLs of R2's S3 API — played by s3rver behind an HTTPS front
-// that checks SigV4 presigned URLs as R2 does (s3rver does not; bench/s3-sigv4.ts, tested below). Real `terraform init` and `terraform
+// that checks SigV4 presigned URLs as R2 does (s3rver does not; test/e2e/s3/sigv4.ts, tested below). Real `terraform init` and `terraform
 // providers lock` install through it, verifying every hash and the SHA256SUMS signature.
 
 const { dir, cleanup } = tempDir('r2-files');

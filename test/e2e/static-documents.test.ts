@@ -5,7 +5,7 @@ import { join, dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { Miniflare } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFilesOrigin, type FilesOrigin } from '../../bench/s3-side';
+import { startFilesOrigin, type FilesOrigin } from './s3/side';
 import { compatibilityDate } from '../../scripts/lib/config';
 import { writeAllStaticCopies } from '../../src/store/static-documents';
 import { markFilesOriginReady } from '../../src/store/files-origin-ready';
@@ -24,7 +24,7 @@ const root = join(import.meta.dirname, '..', '..');
 
 // PUBLIC_DOCUMENTS=r2 with real terraform (issue 38): the Worker as built for deploy, in workerd over HTTPS, in
 // public mode; the bucket's public custom domain (FILES_ORIGIN) played by an HTTPS server serving the bucket's
-// objects as R2 does (bench/s3-side.ts, startFilesOrigin: the objects copied from Miniflare's R2 after the static
+// objects as R2 does (test/e2e/s3/side.ts, startFilesOrigin: the objects copied from Miniflare's R2 after the static
 // copies were written). Terraform verifies every hash and the SHA256SUMS signature on the way. The static copies'
 // bytes, and every writer that makes them: test/worker/static-documents.test.ts.
 

@@ -8,9 +8,9 @@ import { AwsClient } from 'aws4fetch';
 /**
  * R2's S3 API for RELEASE_FILES=r2, played on this machine by s3rver behind
  * an HTTPS server (which checks SigV4 presigned URLs as R2 does: s3rver does
- * not; bench/s3-sigv4.ts) with
+ * not; sigv4.ts) with
  * `certificate` (Terraform downloads over HTTPS only with a trusted CA), in a
- * child process (bench/s3-server.ts says why). The front server counts every
+ * child process (server.ts says why). The front server counts every
  * client request by kind: R2 class-B reads that never reach the Worker.
  * `copyFrom` copies the release files and module packages of the Worker's
  * bucket (Miniflare's R2) into it, as on Cloudflare the one bucket is both.
@@ -31,17 +31,8 @@ export const S3_BUCKET = 'edge-registry';
 export async function startS3(dir: string, certificate: { certPath: string; keyPath: string }): Promise<S3Side> {
   const child = spawn(
     process.execPath,
-    [
-      '--no-experimental-require-module',
-      '--import',
-      'tsx',
-      join(import.meta.dirname, 's3-server.ts'),
-      dir,
-      certificate.certPath,
-      certificate.keyPath,
-      S3_BUCKET,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'], cwd: join(import.meta.dirname, '..') },
+    ['--no-experimental-require-module', '--import', 'tsx', join(import.meta.dirname, 'server.ts'), dir, certificate.certPath, certificate.keyPath, S3_BUCKET],
+    { stdio: ['ignore', 'pipe', 'inherit'], cwd: join(import.meta.dirname, '..', '..', '..') },
   );
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);

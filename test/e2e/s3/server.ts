@@ -1,5 +1,5 @@
 /**
- * R2's S3 API on this machine, as a child process of the bench (bench/s3-side.ts
+ * R2's S3 API on this machine, as a child process of the bench or a test (side.ts
  * starts it): s3rver behind an HTTPS front that counts client requests and
  * checks presigned URLs' SigV4 signatures and expiry (s3rver does not). Run with
  * `node --no-experimental-require-module --import tsx`: s3rver's koa needs a
@@ -14,7 +14,7 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import S3rver from 's3rver';
-import { presignedRequestProblem } from './s3-sigv4';
+import { presignedRequestProblem } from './sigv4';
 
 const [dir, certPath, keyPath, bucket] = process.argv.slice(2) as [string, string, string, string];
 const s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: join(dir, 's3rver'), configureBuckets: [{ name: bucket, configs: [] }] });
@@ -36,7 +36,7 @@ const front = createServer({ key: readFileSync(keyPath), cert: readFileSync(cert
         ? 'GET r2 release file'
         : `${req.method} r2`;
   counts[kind] = (counts[kind] ?? 0) + 1;
-  // s3rver does not verify SigV4 signatures: a presigned request is checked here, as R2 checks it (s3-sigv4.ts).
+  // s3rver does not verify SigV4 signatures: a presigned request is checked here, as R2 checks it (sigv4.ts).
   if (url.searchParams.has('X-Amz-Algorithm')) {
     const problem = presignedRequestProblem(
       req.method ?? 'GET',
