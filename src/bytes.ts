@@ -33,6 +33,24 @@ export function bytesStream(bytes: Uint8Array): ReadableStream<Uint8Array> {
   });
 }
 
+/** Standard base64 (RFC 4648 §4), padded: DSSE envelopes, sealed keys. */
+export function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+/** The bytes of standard base64 `text` (as atob reads it), or null when it is not base64. */
+export function fromBase64(text: string): Uint8Array | null {
+  let binary: string;
+  try {
+    binary = atob(text);
+  } catch {
+    return null;
+  }
+  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+}
+
 /** base64url (RFC 4648 §5) without padding: tokens, signed URLs, JWKs. */
 export function base64url(bytes: Uint8Array): string {
   let binary = '';

@@ -7,6 +7,7 @@
  * payload type. Keys travel as JWKs (OKP, crv Ed25519); `keyid` is the JWK's
  * `kid`.
  */
+import { fromBase64, toBase64 } from '../bytes';
 
 export const IN_TOTO_PAYLOAD_TYPE = 'application/vnd.in-toto+json';
 
@@ -67,13 +68,13 @@ export async function verifyEnvelope(envelope: unknown, keys: readonly Attestati
     throw new DsseError('not a DSSE envelope (payloadType, payload, signatures)');
   }
   if (e.payloadType !== IN_TOTO_PAYLOAD_TYPE) throw new DsseError(`payloadType is ${JSON.stringify(e.payloadType)}, not ${IN_TOTO_PAYLOAD_TYPE}`);
-  const body = fromBase64(e.payload, 'payload');
+  const body = decoded(e.payload, 'payload');
   const message = pae(e.payloadType, body);
   for (const signature of e.signatures) {
     const jwk = keys.find((k) => k.kid === signature?.keyid);
     if (!jwk || typeof signature.sig !== 'string') continue;
     const key = await crypto.subtle.importKey('jwk', { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, { name: 'Ed25519' }, false, ['verify']);
-    if (await crypto.subtle.verify('Ed25519', key, fromBase64(signature.sig, 'signature'), message)) return { body, kid: jwk.kid };
+    if (await crypto.subtle.verify('Ed25519', key, decoded(signature.sig, 'signature'), message)) return { body, kid: jwk.kid };
   }
   const ids = e.signatures.map((s) => s?.keyid).join(', ');
   throw new DsseError(
@@ -81,16 +82,8 @@ export async function verifyEnvelope(envelope: unknown, keys: readonly Attestati
   );
 }
 
-export function toBase64(bytes: Uint8Array): string {
-  let binary = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
-}
-
-function fromBase64(text: string, what: string): Uint8Array {
-  try {
-    return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-  } catch {
-    throw new DsseError(`the envelope's ${what} is not base64`);
-  }
+function decoded(text: string, what: string): Uint8Array {
+  const bytes = fromBase64(text);
+  if (bytes === null) throw new DsseError(`the envelope's ${what} is not base64`);
+  return bytes;
 }

@@ -3,6 +3,7 @@ import { InputError } from '../../protocol/errors';
 import { manifestFilename, parseReleaseFilename, shasumsFilename } from '../../protocol/release-files';
 import { checkReleaseFileList, MAX_RELEASE_FILES } from '../../protocol/provider-release';
 import { sha256Hex } from '../../protocol/hashes';
+import { fromBase64 } from '../../bytes';
 import type { ProviderUpload } from '../../store/uploads/session';
 
 /**
@@ -124,8 +125,5 @@ function checkInlineContent(content: string, file: { filename: string; size: num
 /** The bytes of a file sent with the manifest (base64, padded), or null when `content` is not base64. */
 export function inlineBytes(content: string): Uint8Array | null {
   if (content.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(content)) return null;
-  const binary = atob(content);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
+  return fromBase64(content);
 }

@@ -1,4 +1,5 @@
 import { ConfigError } from '../../protocol/errors';
+import { fromBase64, toBase64 } from '../../bytes';
 import { deriveAesGcmKey } from './aes-key';
 import { SealError, SecretMismatchError } from '../errors';
 
@@ -57,13 +58,13 @@ export async function seal(secret: string, plaintext: Uint8Array, additionalData
  */
 export async function open(secret: string, sealed: Sealed, additionalData: string): Promise<Uint8Array> {
   if (sealed.v !== 1) throw new SealError(`sealed value of unknown format ${String(sealed.v)}`);
-  const key = await deriveKey(secret, fromBase64(sealed.salt));
+  const key = await deriveKey(secret, decoded(sealed.salt));
   try {
     return new Uint8Array(
       await crypto.subtle.decrypt(
-        { name: 'AES-GCM', iv: fromBase64(sealed.iv), additionalData: new TextEncoder().encode(additionalData) },
+        { name: 'AES-GCM', iv: decoded(sealed.iv), additionalData: new TextEncoder().encode(additionalData) },
         key,
-        fromBase64(sealed.ciphertext),
+        decoded(sealed.ciphertext),
       ),
     );
   } catch {
@@ -73,16 +74,8 @@ export async function open(secret: string, sealed: Sealed, additionalData: strin
   }
 }
 
-function toBase64(bytes: Uint8Array): string {
-  let binary = '';
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
-}
-
-function fromBase64(text: string): Uint8Array {
-  try {
-    return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-  } catch {
-    throw new SealError('the stored registry-held key is damaged (not base64)');
-  }
+function decoded(text: string): Uint8Array {
+  const bytes = fromBase64(text);
+  if (bytes === null) throw new SealError('the stored registry-held key is damaged (not base64)');
+  return bytes;
 }
